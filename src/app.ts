@@ -1,0 +1,61 @@
+// Builds the Elysia application from the feature plugins. Nothing here listens or connects:
+// server.ts does that, and tests can build the same app around their own pools.
+import { Elysia, t } from 'elysia'
+import { swagger } from '@elysiajs/swagger'
+import type { Config } from './config.ts'
+import type { Pools } from './db/pools.ts'
+import type { Logger } from './log.ts'
+import { VERSION } from './version.ts'
+import { bodyParsing } from './http/body.ts'
+import { errorHandling } from './http/errors.ts'
+import { methodNotAllowedResponder } from './http/method-not-allowed.ts'
+
+export interface AppContext {
+  config: Config
+  pools: Pools
+  log: Logger
+  /** The public base URL, without trailing slash. */
+  baseUrl: string
+}
+
+const ErrorBody = t.Object({ error: t.String() }, { description: 'every error response' })
+
+export function createApp(ctx: AppContext) {
+  // Filled once the routes are known; the error handler consults it for unmatched requests.
+  let methodNotAllowed: (request: Request) => Response | undefined = () => undefined
+  const app = new Elysia({ name: 'kgs' })
+    .use(errorHandling(ctx.log, (request) => methodNotAllowed(request)))
+    .use(bodyParsing(ctx.config.bodyLimit))
+    .use(
+      swagger({
+        path: '/swagger',
+        documentation: {
+          info: { title: 'kgs', version: VERSION, description: 'Knowledge-graph service: accounts, RBAC, OAuth 2.1, graph bundles.' },
+          tags: [{ name: 'operations', description: 'health and readiness' }],
+        },
+      }),
+    )
+    .get('/healthz', () => ({ status: 'ok' as const, version: VERSION }), {
+      detail: { tags: ['operations'], summary: 'Liveness: the process is up' },
+      response: { 200: t.Object({ status: t.Literal('ok'), version: t.String() }) },
+    })
+    .get(
+      '/readyz',
+      async ({ status }) => {
+        try {
+          await ctx.pools.ping()
+        } catch {
+          return status(503, { error: 'database unreachable' })
+        }
+        return { status: 'ready' as const, database: ctx.pools.backend }
+      },
+      {
+        detail: { tags: ['operations'], summary: 'Readiness: the database answers' },
+        response: { 200: t.Object({ status: t.Literal('ready'), database: t.String() }), 503: ErrorBody },
+      },
+    )
+  methodNotAllowed = methodNotAllowedResponder(app.routes)
+  return app
+}
+
+export type App = ReturnType<typeof createApp>

@@ -1,0 +1,110 @@
+// Configuration comes only from the environment, validated once at start-up.
+// A bad value stops the process with one line naming the variable and what it expects.
+import { Type, type TSchema, type Static } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+import { randomBytes } from 'node:crypto'
+import { chmodSync, mkdirSync, openSync, readFileSync, writeSync, closeSync, statSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
+/** One environment variable: its schema, and the phrase used when a value does not fit it. */
+function variable<T extends TSchema>(schema: T, expects: string) {
+  return Object.assign(schema, { expects })
+}
+
+export const EnvSchema = Type.Object({
+  PORT: variable(Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port; 0 picks a free one' }), 'an integer from 0 to 65535'),
+  HOST: variable(Type.String({ minLength: 1, default: '0.0.0.0', description: 'interface to listen on' }), 'a host name or IP address'),
+  BASE_URL: variable(
+    Type.Optional(Type.String({ pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$', description: 'public URL of this service (issuer, links); derived from HOST and PORT when unset' })),
+    'an absolute http(s) URL without query or fragment',
+  ),
+  DATA_DIR: variable(Type.String({ minLength: 1, default: './data', description: 'embedded database, generated secret, blobs' }), 'a directory path'),
+  DATABASE_URL: variable(
+    Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL server; unset runs the embedded database' })),
+    'a postgres:// or postgresql:// URL',
+  ),
+  JWT_SECRET: variable(
+    Type.Optional(Type.String({ minLength: 32, description: 'HS256 signing secret; unset generates one into DATA_DIR/secret' })),
+    'at least 32 characters',
+  ),
+  LOG_LEVEL: variable(
+    Type.Union(LOG_LEVELS.map((l) => Type.Literal(l)), { default: 'info', description: 'debug | info | warn | error | silent' }),
+    `one of ${LOG_LEVELS.join(', ')}`,
+  ),
+  BODY_LIMIT: variable(Type.Integer({ minimum: 1024, default: 1_048_576, description: 'largest JSON request body in bytes' }), 'an integer number of bytes, at least 1024'),
+})
+type Env = Static<typeof EnvSchema>
+
+export interface Config {
+  port: number
+  host: string
+  /** Unset means: derive from the address actually bound (see server.ts). */
+  baseUrl?: string
+  dataDir: string
+  databaseUrl?: string
+  /** Undefined until resolveJwtSecret has run. */
+  jwtSecret?: string
+  logLevel: LogLevel
+  bodyLimit: number
+}
+
+export class ConfigError extends Error {}
+
+/** Parses and validates the environment. Pure: touches no files. */
+export function parseEnv(env: Record<string, string | undefined>): Config {
+  const values: Record<string, unknown> = {}
+  for (const [name, schema] of Object.entries(EnvSchema.properties) as [keyof Env, TSchema & { expects: string }][]) {
+    const raw = env[name]
+    if (raw === undefined || raw === '') {
+      if (schema.default !== undefined) values[name] = schema.default
+      continue
+    }
+    const value = Value.Convert(schema, raw)
+    if (!Value.Check(schema, value)) {
+      const shown = name === 'JWT_SECRET' ? `${raw.length} characters` : JSON.stringify(raw)
+      throw new ConfigError(`invalid ${name}: expected ${schema.expects}, got ${shown}`)
+    }
+    values[name] = value
+  }
+  const v = values as Env
+  return {
+    port: v.PORT,
+    host: v.HOST,
+    baseUrl: v.BASE_URL?.replace(/\/+$/, ''),
+    dataDir: resolve(v.DATA_DIR),
+    databaseUrl: v.DATABASE_URL,
+    jwtSecret: v.JWT_SECRET,
+    logLevel: v.LOG_LEVEL,
+    bodyLimit: v.BODY_LIMIT,
+  }
+}
+
+/**
+ * Returns the configured secret, or the one kept in DATA_DIR/secret, generating it (256 bits,
+ * mode 0600) on first use. There is never a built-in default.
+ */
+export function resolveJwtSecret(config: Config): string {
+  if (config.jwtSecret) return config.jwtSecret
+  mkdirSync(config.dataDir, { recursive: true })
+  const path = join(config.dataDir, 'secret')
+  try {
+    // 'wx' fails if the file exists, so two processes starting at once cannot both write one.
+    const fd = openSync(path, 'wx', 0o600)
+    writeSync(fd, randomBytes(32).toString('base64url') + '\n')
+    closeSync(fd)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+  }
+  if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600)
+  const secret = readFileSync(path, 'utf8').trim()
+  if (secret.length < 32) throw new ConfigError(`invalid secret file ${path}: expected at least 32 characters`)
+  return secret
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config & { jwtSecret: string } {
+  const config = parseEnv(env)
+  return { ...config, jwtSecret: resolveJwtSecret(config) }
+}

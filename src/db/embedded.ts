@@ -1,0 +1,174 @@
+// The embedded default: PostgreSQL itself (PGlite, compiled to wasm) running in this process,
+// one PGlite per database under DATA_DIR/pg/<name>, each served over a Unix socket through
+// pglite-socket so the same postgres.js code runs against it as against a real server.
+// Unix sockets in a 0700 directory keep other local users out (PGlite has no passwords).
+import { PGlite } from '@electric-sql/pglite'
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
+import { createHash, randomBytes } from 'node:crypto'
+import { closeSync, cpSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { loadPGliteAssets } from './pglite-assets.ts'
+
+/** pglite-socket multiplexes connections onto PGlite's single session, keeping transactions whole. */
+const MAX_SOCKET_CONNECTIONS = 64
+/** sockaddr_un.sun_path is 108 bytes on Linux, including the terminating NUL. */
+const MAX_SOCKET_PATH = 100
+const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/
+
+export class DataDirLockedError extends Error {}
+
+interface OpenDatabase {
+  db: PGlite
+  server: PGLiteSocketServer
+  socketPath: string
+}
+
+/** Where the Unix socket of database `name` lives; deterministic so other processes can find it. */
+export function embeddedSocketPath(pgRoot: string, name: string): string {
+  const preferred = join(pgRoot, 'run', `${name}.sock`)
+  if (preferred.length <= MAX_SOCKET_PATH) return preferred
+  const short = createHash('sha256').update(pgRoot).digest('hex').slice(0, 16)
+  return join(tmpdir(), `kgs-${short}`, `${name}.sock`)
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+export class EmbeddedCluster {
+  private readonly databases = new Map<string, Promise<OpenDatabase>>()
+  private templateReady: Promise<void> | undefined
+  private readonly lockPath: string
+
+  private constructor(readonly root: string) {
+    this.lockPath = join(root, 'kgs.lock')
+  }
+
+  /**
+   * Takes the data directory for this process. A second process gets DataDirLockedError
+   * instead of a second writer on the same files (which would corrupt them).
+   */
+  static start(pgRoot: string): EmbeddedCluster {
+    mkdirSync(pgRoot, { recursive: true, mode: 0o700 })
+    const cluster = new EmbeddedCluster(pgRoot)
+    cluster.acquireLock()
+    return cluster
+  }
+
+  private acquireLock(): void {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        const fd = openSync(this.lockPath, 'wx', 0o600)
+        writeSync(fd, JSON.stringify({ pid: process.pid, started_at: new Date().toISOString() }))
+        closeSync(fd)
+        return
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      }
+      const holder = readLock(this.lockPath)
+      if (holder && holder.pid !== process.pid && processAlive(holder.pid)) {
+        throw new DataDirLockedError(
+          `data directory ${dirname(this.root)} is in use by another kgs process (pid ${holder.pid}); stop it or set another DATA_DIR`,
+        )
+      }
+      // The holder is gone (crash, or a container restart that reused our pid): the lock is stale.
+      rmSync(this.lockPath, { force: true })
+    }
+    throw new DataDirLockedError(`could not lock data directory ${this.root}`)
+  }
+
+  /** Opens (creating from the template if needed) database `name` and returns its socket path. */
+  async socketFor(name: string): Promise<string> {
+    if (!NAME.test(name) || name === 'template' || name === 'run') throw new Error(`invalid embedded database name ${JSON.stringify(name)}`)
+    let opening = this.databases.get(name)
+    if (!opening) {
+      opening = this.openDatabase(name)
+      this.databases.set(name, opening)
+      opening.catch(() => this.databases.delete(name))
+    }
+    return (await opening).socketPath
+  }
+
+  private async openDatabase(name: string): Promise<OpenDatabase> {
+    const dir = join(this.root, name)
+    if (!existsSync(dir)) {
+      await this.ensureTemplate()
+      // Copy then rename, so a crash mid-copy never leaves a half database under the real name.
+      const staging = `${dir}.partial-${randomBytes(4).toString('hex')}`
+      cpSync(join(this.root, 'template'), staging, { recursive: true })
+      renameSync(staging, dir)
+    }
+    const db = await PGlite.create(dir, { ...(await loadPGliteAssets()) })
+    const socketPath = embeddedSocketPath(this.root, name)
+    mkdirSync(join(socketPath, '..'), { recursive: true, mode: 0o700 })
+    if ((statSync(join(socketPath, '..')).mode & 0o077) !== 0) throw new Error(`socket directory ${join(socketPath, '..')} must not be accessible to others`)
+    rmSync(socketPath, { force: true })
+    const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: MAX_SOCKET_CONNECTIONS })
+    await server.start()
+    return { db, server, socketPath }
+  }
+
+  /**
+   * initdb is the slow part of a new database (seconds); it runs once per data directory into
+   * `template`, and every database after that starts as a copy of it.
+   */
+  private ensureTemplate(): Promise<void> {
+    this.templateReady ??= (async () => {
+      const template = join(this.root, 'template')
+      if (existsSync(template)) return
+      const staging = `${template}.partial-${randomBytes(4).toString('hex')}`
+      await initdbOnWorker(staging)
+      renameSync(staging, template)
+    })()
+    this.templateReady.catch(() => (this.templateReady = undefined))
+    return this.templateReady
+  }
+
+  async drop(name: string): Promise<void> {
+    await this.closeDatabase(name)
+    rmSync(join(this.root, name), { recursive: true, force: true })
+  }
+
+  private async closeDatabase(name: string): Promise<void> {
+    const opening = this.databases.get(name)
+    if (!opening) return
+    this.databases.delete(name)
+    const open = await opening.catch(() => undefined)
+    if (!open) return
+    await open.server.stop()
+    await open.db.close()
+    rmSync(open.socketPath, { force: true })
+  }
+
+  /** Closes every database cleanly (PGlite flushes on close) and releases the lock. */
+  async close(): Promise<void> {
+    await Promise.all([...this.databases.keys()].map((name) => this.closeDatabase(name)))
+    const holder = readLock(this.lockPath)
+    if (holder?.pid === process.pid) unlinkSync(this.lockPath)
+  }
+}
+
+function initdbOnWorker(dir: string): Promise<void> {
+  const worker = new Worker(new URL('./initdb-worker.ts', import.meta.url).href)
+  return new Promise<void>((resolve, reject) => {
+    worker.onmessage = (event: MessageEvent<{ ok: boolean; error?: string }>) =>
+      event.data.ok ? resolve() : reject(new Error(`initdb of ${dir} failed: ${event.data.error}`))
+    worker.onerror = (event) => reject(new Error(`initdb of ${dir} failed: ${event.message}`))
+    worker.postMessage({ dir })
+  }).finally(() => worker.terminate())
+}
+
+function readLock(path: string): { pid: number } | undefined {
+  try {
+    const parsed = JSON.parse(readFileSync(path, 'utf8')) as { pid?: unknown }
+    return typeof parsed.pid === 'number' ? { pid: parsed.pid } : undefined
+  } catch {
+    return undefined
+  }
+}

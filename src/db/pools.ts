@@ -1,0 +1,187 @@
+// Owns every database connection of the process: the system pool, and one pool per repository,
+// each repository in a database of its own (created on demand, its DSN recorded in the system
+// database). Code asks forRepository(id) and never builds a DSN itself.
+import postgres, { type Sql } from 'postgres'
+import { join } from 'node:path'
+import { EmbeddedCluster } from './embedded.ts'
+import { migrate } from './migrate.ts'
+
+export type Backend = 'embedded' | 'postgres'
+
+export interface PoolsOptions {
+  /** Unset: the embedded database under dataDir/pg. */
+  databaseUrl?: string
+  dataDir: string
+  /** Connections per pool. */
+  max?: number
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const EMBEDDED_DSN = 'pglite:'
+/** SQLSTATE duplicate_database: another instance created the same database first. */
+const DUPLICATE_DATABASE = '42P04'
+
+const connectionOptions = (max: number) =>
+  ({
+    max,
+    onnotice: () => {},
+    connection: { application_name: 'kgs' },
+    idle_timeout: 60,
+  }) as const
+
+export class Pools {
+  private readonly repositories = new Map<string, Promise<Sql>>()
+
+  private constructor(
+    readonly backend: Backend,
+    readonly system: Sql,
+    private readonly options: PoolsOptions,
+    private readonly cluster?: EmbeddedCluster,
+  ) {}
+
+  /** Connects, starting the embedded database when no URL is given. Call migrate() next. */
+  static async open(options: PoolsOptions): Promise<Pools> {
+    const max = options.max ?? 10
+    if (options.databaseUrl) return new Pools('postgres', postgres(options.databaseUrl, connectionOptions(max)), options)
+    const cluster = EmbeddedCluster.start(join(options.dataDir, 'pg'))
+    try {
+      const path = await cluster.socketFor('system')
+      return new Pools('embedded', postgres({ path, database: 'postgres', user: 'postgres', ...connectionOptions(max) }), options, cluster)
+    } catch (error) {
+      await cluster.close()
+      throw error
+    }
+  }
+
+  /** Applies pending system migrations; returns their names (empty when up to date). */
+  migrate(): Promise<string[]> {
+    return migrate(this.system, 'system')
+  }
+
+  /**
+   * Applies pending repository migrations to every recorded repository database (start-up
+   * leaves that to each repository's first use, so a large fleet starts at once).
+   */
+  async migrateRepositories(): Promise<{ repositories: number; migrated: number }> {
+    const rows = await this.system<{ repository_id: string }[]>`SELECT repository_id FROM repository_databases ORDER BY repository_id`
+    let migrated = 0
+    for (const { repository_id } of rows) {
+      const sql = await this.connect((await this.recordedDsn(repository_id))!)
+      try {
+        if ((await migrate(sql, 'repository')).length > 0) migrated++
+      } finally {
+        await sql.end({ timeout: 5 })
+      }
+    }
+    return { repositories: rows.length, migrated }
+  }
+
+  async ping(): Promise<void> {
+    await this.system`SELECT 1`
+  }
+
+  /** The pool of repository `id`, creating and migrating its database on first use. */
+  forRepository(id: string): Promise<Sql> {
+    const key = canonicalId(id)
+    let pool = this.repositories.get(key)
+    if (!pool) {
+      pool = this.openRepository(key)
+      this.repositories.set(key, pool)
+      pool.catch(() => this.repositories.delete(key))
+    }
+    return pool
+  }
+
+  private async openRepository(id: string): Promise<Sql> {
+    const dsn = (await this.recordedDsn(id)) ?? (await this.provision(id))
+    const sql = await this.connect(dsn)
+    try {
+      await migrate(sql, 'repository')
+      await sql`INSERT INTO repository_identity (repository_id) VALUES (${id}) ON CONFLICT DO NOTHING`
+      const [owner] = await sql<{ repository_id: string }[]>`SELECT repository_id FROM repository_identity`
+      if (owner?.repository_id !== id) throw new Error(`database for repository ${id} belongs to repository ${owner?.repository_id}`)
+      return sql
+    } catch (error) {
+      await sql.end({ timeout: 1 })
+      throw error
+    }
+  }
+
+  private async recordedDsn(id: string): Promise<string | undefined> {
+    const [row] = await this.system<{ dsn: string }[]>`SELECT dsn FROM repository_databases WHERE repository_id = ${id}`
+    return row?.dsn
+  }
+
+  private async provision(id: string): Promise<string> {
+    const name = repositoryDatabaseName(this.systemDatabaseName(), id)
+    let dsn: string
+    if (this.cluster) {
+      dsn = EMBEDDED_DSN + name
+    } else {
+      try {
+        await this.system`CREATE DATABASE ${this.system(name)}`
+      } catch (error) {
+        if ((error as { code?: string }).code !== DUPLICATE_DATABASE) throw error
+      }
+      const url = new URL(this.options.databaseUrl!)
+      url.pathname = `/${name}`
+      dsn = url.toString()
+    }
+    await this.system`INSERT INTO repository_databases (repository_id, dsn) VALUES (${id}, ${dsn}) ON CONFLICT DO NOTHING`
+    return (await this.recordedDsn(id))!
+  }
+
+  private async connect(dsn: string): Promise<Sql> {
+    const max = this.options.max ?? 10
+    if (dsn.startsWith(EMBEDDED_DSN)) {
+      if (!this.cluster) throw new Error(`repository database ${dsn} is embedded, but this instance runs on PostgreSQL`)
+      const path = await this.cluster.socketFor(dsn.slice(EMBEDDED_DSN.length))
+      return postgres({ path, database: 'postgres', user: 'postgres', ...connectionOptions(max) })
+    }
+    return postgres(dsn, connectionOptions(max))
+  }
+
+  private systemDatabaseName(): string {
+    if (!this.options.databaseUrl) return 'repo'
+    return decodeURIComponent(new URL(this.options.databaseUrl).pathname.slice(1)) || 'postgres'
+  }
+
+  /** Closes the repository's pool and removes its database and its record. */
+  async dropRepository(id: string): Promise<void> {
+    const key = canonicalId(id)
+    const dsn = await this.recordedDsn(key)
+    const pool = this.repositories.get(key)
+    this.repositories.delete(key)
+    if (pool) await (await pool.catch(() => undefined))?.end({ timeout: 5 })
+    if (dsn?.startsWith(EMBEDDED_DSN)) {
+      await this.cluster?.drop(dsn.slice(EMBEDDED_DSN.length))
+    } else if (dsn) {
+      const name = decodeURIComponent(new URL(dsn).pathname.slice(1))
+      await this.system`DROP DATABASE IF EXISTS ${this.system(name)} WITH (FORCE)`
+    }
+    await this.system`DELETE FROM repository_databases WHERE repository_id = ${key}`
+  }
+
+  /** Ends every pool, then stops the embedded database cleanly. */
+  async close(): Promise<void> {
+    const repositoryPools = await Promise.all([...this.repositories.values()].map((p) => p.catch(() => undefined)))
+    this.repositories.clear()
+    await Promise.all(repositoryPools.map((sql) => sql?.end({ timeout: 5 })))
+    await this.system.end({ timeout: 5 })
+    await this.cluster?.close()
+  }
+}
+
+function canonicalId(id: string): string {
+  if (!UUID.test(id)) throw new TypeError(`repository id must be a UUID, got ${JSON.stringify(id)}`)
+  return id.toLowerCase()
+}
+
+/**
+ * PostgreSQL identifiers are at most 63 bytes: a prefix from the system database (so that
+ * several kgs installations can share one server) and the repository UUID's 32 hex digits.
+ */
+export function repositoryDatabaseName(systemDatabase: string, repositoryId: string): string {
+  const prefix = systemDatabase.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 30)
+  return `${prefix}_${canonicalId(repositoryId).replaceAll('-', '')}`
+}

@@ -1,0 +1,133 @@
+// The running service: listens at once (so /healthz answers while a fresh embedded database is
+// still being initialised), opens the pools, then hands requests to the app. Every response
+// gets X-Request-Id and one JSON log line; stop() drains in-flight requests before closing.
+import type { Config } from './config.ts'
+import { Pools } from './db/pools.ts'
+import { describeError, type Logger } from './log.ts'
+import { createApp } from './app.ts'
+import { JSON_CONTENT_TYPE, errorResponse } from './http/errors.ts'
+import { assignRequestId } from './http/request-id.ts'
+import { VERSION } from './version.ts'
+
+/** How long stop() lets in-flight requests finish before closing their connections. */
+export const DRAIN_TIMEOUT_MS = 10_000
+
+export interface RunningServer {
+  /** Where this process listens (http://host:port). */
+  url: string
+  baseUrl: string
+  /** Resolves when the database is open and migrated; rejects if start-up failed. */
+  ready: Promise<void>
+  stop(): Promise<void>
+}
+
+type Handler = (request: Request) => Response | Promise<Response>
+
+/** Served until the database is ready: liveness yes, everything else "try again shortly". */
+const startingHandler: Handler = (request) => {
+  const path = new URL(request.url).pathname
+  if (path === '/healthz') return Response.json({ status: 'ok', version: VERSION })
+  return errorResponse(503, 'service is starting', { 'retry-after': '1' })
+}
+
+export function deriveBaseUrl(host: string, port: number): string {
+  const name = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host
+  return `http://${name}:${port}`
+}
+
+export async function startServer(config: Config & { jwtSecret: string }, log: Logger): Promise<RunningServer> {
+  let handler: Handler = startingHandler
+  let inFlight = 0
+  let stopping = false
+  let drained: (() => void) | undefined
+
+  const server = Bun.serve({
+    port: config.port,
+    hostname: config.host,
+    async fetch(request) {
+      const started = performance.now()
+      const requestId = assignRequestId(request)
+      inFlight++
+      let response: Response
+      try {
+        response = await handler(request)
+      } catch (error) {
+        log.error('unhandled error', { request_id: requestId, ...describeError(error) })
+        response = errorResponse(500, 'internal server error')
+      } finally {
+        inFlight--
+        if (stopping && inFlight === 0) drained?.()
+      }
+      response = withHeaders(response, requestId, stopping)
+      if (log.enabled('info')) {
+        const url = request.url
+        const pathStart = url.indexOf('/', url.indexOf('//') + 2)
+        const queryStart = url.indexOf('?', pathStart)
+        log.info('request', {
+          request_id: requestId,
+          method: request.method,
+          path: queryStart === -1 ? url.slice(pathStart) : url.slice(pathStart, queryStart),
+          status: response.status,
+          ms: Math.round((performance.now() - started) * 100) / 100,
+        })
+      }
+      return response
+    },
+    error(error) {
+      log.error('server error', describeError(error))
+      return errorResponse(500, 'internal server error')
+    },
+  })
+
+  const url = deriveBaseUrl(config.host, server.port!)
+  const baseUrl = config.baseUrl ?? url
+  let pools: Pools | undefined
+
+  const ready = (async () => {
+    pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+    const applied = await pools.migrate()
+    if (applied.length > 0) log.info('migrations applied', { set: 'system', applied })
+    const app = createApp({ config, pools, log, baseUrl })
+    handler = app.fetch
+    log.info('ready', { url, base_url: baseUrl, database: pools.backend, version: VERSION })
+  })()
+  // A failed start is reported through `ready`; this keeps it from also surfacing as unhandled.
+  ready.catch(() => {})
+
+  let stopped: Promise<void> | undefined
+  const stop = () =>
+    (stopped ??= (async () => {
+      stopping = true
+      void server.stop(false)
+      if (inFlight > 0) {
+        const allDone = new Promise<void>((resolve) => (drained = resolve))
+        let timer: Timer | undefined
+        const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, DRAIN_TIMEOUT_MS)))
+        await Promise.race([allDone, timeout])
+        clearTimeout(timer)
+      }
+      await server.stop(true)
+      await ready.catch(() => {})
+      await pools?.close()
+      log.info('stopped')
+      log.flush()
+    })())
+
+  log.info('listening', { url })
+  return { url, baseUrl, ready, stop }
+}
+
+function withHeaders(response: Response, requestId: string, closing: boolean): Response {
+  // Responses built by fetch() or Response.redirect() have immutable headers: copy those.
+  let headers = response.headers
+  try {
+    headers.set('x-request-id', requestId)
+  } catch {
+    response = new Response(response.body, response)
+    headers = response.headers
+    headers.set('x-request-id', requestId)
+  }
+  if (headers.get('content-type') === 'application/json') headers.set('content-type', JSON_CONTENT_TYPE)
+  if (closing) headers.set('connection', 'close')
+  return response
+}
