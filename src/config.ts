@@ -62,7 +62,8 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
       if (schema.default !== undefined) values[name] = schema.default
       continue
     }
-    const value = Value.Convert(schema, raw)
+    // Convert would truncate "80.5" to 80; an integer variable must be written as one.
+    const value = schema.type === 'integer' && !/^\d+$/.test(raw) ? raw : Value.Convert(schema, raw)
     if (!Value.Check(schema, value)) {
       const shown = name === 'JWT_SECRET' ? `${raw.length} characters` : JSON.stringify(raw)
       throw new ConfigError(`invalid ${name}: expected ${schema.expects}, got ${shown}`)

@@ -127,7 +127,7 @@ function withHeaders(response: Response, requestId: string, closing: boolean): R
     headers = response.headers
     headers.set('x-request-id', requestId)
   }
-  if (headers.get('content-type') === 'application/json') headers.set('content-type', JSON_CONTENT_TYPE)
+  if (headers.get('content-type')?.startsWith('application/json')) headers.set('content-type', JSON_CONTENT_TYPE)
   if (closing) headers.set('connection', 'close')
   return response
 }

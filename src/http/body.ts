@@ -50,8 +50,8 @@ export function parseJsonBody(bytes: Uint8Array): unknown {
  * Other media types are refused with 415 unless a route brings its own parser.
  */
 export function bodyParsing(limit: number) {
-  return new Elysia({ name: 'kgs/body' }).onParse({ as: 'global' }, async ({ request, contentType }) => {
-    const type = contentType.split(';', 1)[0]!.trim().toLowerCase()
+  return new Elysia({ name: 'kgs/body' }).onParse({ as: 'global' }, async ({ request }) => {
+    const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
     if (type === 'application/json' || type.endsWith('+json')) return parseJsonBody(await readBodyLimited(request, limit))
     if (type === 'application/x-www-form-urlencoded') {
       return Object.fromEntries(new URLSearchParams(decodeText(await readBodyLimited(request, limit))))

@@ -1,6 +1,8 @@
 // Every error leaves the service as {"error": "..."} with the right status (decisions.md §1),
 // whether it came from our code, from Elysia's validation and routing, or from a crash.
 import { Elysia, ValidationError } from 'elysia'
+import type { TSchema } from '@sinclair/typebox'
+import type { ValueError } from '@sinclair/typebox/errors'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import { requestIdOf } from './request-id.ts'
@@ -24,16 +26,41 @@ export function errorResponse(status: number, message: string, headers: Record<s
   })
 }
 
-/** "invalid body: email: expected string", naming the first offending field. */
-export function validationMessage(error: Pick<ValidationError, 'type' | 'valueError'>): string {
+/** "invalid body: email: expected string (got 3)", naming the outermost offending field. */
+export function validationMessage(error: Pick<ValidationError, 'type' | 'valueError' | 'all'>): string {
   const where = error.type === 'params' ? 'path parameter' : error.type === 'headers' ? 'header' : error.type
-  const first = error.valueError
+  // The outermost problem explains the others ("expected object" before "missing property").
+  const first = [...(safeAll(error) ?? []), ...(error.valueError ? [error.valueError] : [])].reduce<ValueError | undefined>(
+    (best, e) => (best === undefined || depth(e.path) < depth(best.path) ? e : best),
+    undefined,
+  )
   if (!first) return `invalid ${where}`
   const field = first.path.replace(/^\//, '').replaceAll('/', '.')
   const found = first.value === undefined ? 'missing' : `got ${describeValue(first.value)}`
-  const schema = first.schema as { description?: string; error?: unknown }
-  const expected = typeof schema.error === 'string' ? schema.error : first.message.replace(/^Expected /, 'expected ')
-  return field ? `invalid ${where}: ${field}: ${expected} (${found})` : `invalid ${where}: ${expected}`
+  const schema = first.schema as TSchema & { error?: unknown; anyOf?: TSchema[] }
+  const expected =
+    typeof schema.error === 'string'
+      ? schema.error
+      : schema.anyOf
+        ? `expected ${describeUnion(schema.anyOf)}`
+        : first.message.replace(/^Expected /, 'expected ')
+  return field ? `invalid ${where}: ${field}: ${expected} (${found})` : `invalid ${where}: ${expected} (${found})`
+}
+
+const depth = (path: string) => (path === '' ? 0 : path.split('/').length)
+
+function safeAll(error: Pick<ValidationError, 'all'>): ValueError[] | undefined {
+  try {
+    return error.all as unknown as ValueError[]
+  } catch {
+    return undefined
+  }
+}
+
+/** Elysia adds string-typed members to numeric unions to coerce query strings; name the real types. */
+function describeUnion(members: TSchema[]): string {
+  const types = members.filter((m) => !(m.type === 'string' && m.format)).map((m) => (m.const !== undefined ? JSON.stringify(m.const) : String(m.type ?? 'value')))
+  return [...new Set(types)].join(' or ')
 }
 
 function describeValue(value: unknown): string {
@@ -46,7 +73,9 @@ function describeValue(value: unknown): string {
 /** The global error handler. Unknown errors are logged with their stack and answered 500 without it. */
 export function errorHandling(log: Logger, methodNotAllowed: (request: Request) => Response | undefined) {
   return new Elysia({ name: 'kgs/errors' }).onError({ as: 'global' }, ({ code, error, request }) => {
-    if (error instanceof HttpError) return errorResponse(error.status, error.message, error.headers)
+    // Errors thrown by our body parser reach us wrapped in Elysia's ParseError.
+    const own = error instanceof HttpError ? error : (error as { cause?: unknown }).cause
+    if (own instanceof HttpError) return errorResponse(own.status, own.message, own.headers)
     switch (code) {
       case 'VALIDATION':
         return errorResponse(400, validationMessage(error))

@@ -1,0 +1,118 @@
+// `kgs` as a user runs it: subcommands, exit codes, and the server process lifecycle.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { VERSION } from '../src/version.ts'
+import { BACKEND, instanceEnvironment } from './helpers/backend.ts'
+import { runKgs, startServerProcess } from './helpers/server.ts'
+
+describe('subcommands', () => {
+  test('help prints usage on stdout and exits 0', async () => {
+    const { code, stdout } = await runKgs(['help'], {})
+    expect(code).toBe(0)
+    expect(stdout).toContain('Usage: kgs <command>')
+    for (const command of ['serve', 'migrate', 'version', 'help']) expect(stdout).toContain(`  ${command} `)
+  })
+
+  test('version', async () => {
+    const { code, stdout } = await runKgs(['version'], {})
+    expect(code).toBe(0)
+    expect(stdout.trim()).toBe(`kgs ${VERSION}`)
+  })
+
+  const usageErrors: [string, string[], string][] = [
+    ['no command', [], 'kgs: missing command'],
+    ['an unknown command', ['frobnicate'], 'kgs: unknown command "frobnicate"'],
+    ['an unknown flag', ['serve', '--bogus'], "kgs serve: Unknown option '--bogus'"],
+    ['a stray argument', ['version', 'extra'], 'kgs version: unexpected argument "extra"'],
+  ]
+  for (const [what, args, message] of usageErrors) {
+    test(`${what}: usage on stderr, exit 2`, async () => {
+      const { code, stdout, stderr } = await runKgs(args, {})
+      expect(code).toBe(2)
+      expect(stdout).toBe('')
+      expect(stderr).toStartWith(message)
+      expect(stderr).toContain('Usage: kgs <command>')
+    })
+  }
+
+  test('a bad configuration value stops start-up with one line naming it', async () => {
+    const { code, stderr } = await runKgs(['serve'], { PORT: 'eighty' })
+    expect(code).toBe(1)
+    expect(stderr).toBe('kgs: invalid PORT: expected an integer from 0 to 65535, got "eighty"\n')
+  })
+})
+
+describe(`migrate (${BACKEND})`, () => {
+  let instance: Awaited<ReturnType<typeof instanceEnvironment>>
+  beforeAll(async () => {
+    instance = await instanceEnvironment()
+  })
+  afterAll(() => instance.cleanup())
+
+  test('applies the migrations, then is a no-op the second time', async () => {
+    const first = await runKgs(['migrate'], instance.env)
+    expect(first.stderr).toBe('')
+    expect(first.code).toBe(0)
+    expect(first.stdout).toBe('system: applied 0001_repository_databases\nrepositories: 0 checked, 0 migrated\n')
+    const second = await runKgs(['migrate'], instance.env)
+    expect(second.code).toBe(0)
+    expect(second.stdout).toBe('system: up to date\nrepositories: 0 checked, 0 migrated\n')
+  })
+})
+
+describe(`serve lifecycle (${BACKEND})`, () => {
+  let instance: Awaited<ReturnType<typeof instanceEnvironment>>
+  beforeAll(async () => {
+    instance = await instanceEnvironment()
+    // This test is about the generated secret, so none is configured.
+    delete instance.env.JWT_SECRET
+  })
+  afterAll(() => instance.cleanup())
+
+  test('SIGTERM stops cleanly; a restart keeps the data and the generated secret', async () => {
+    const first = await startServerProcess(instance.env)
+    expect((await fetch(first.url + '/readyz')).status).toBe(200)
+    const secret = readFileSync(join(instance.dataDir, 'secret'), 'utf8')
+    expect(await first.stop('SIGTERM')).toBe(0)
+    expect(first.output()).toContain('"msg":"migrations applied"')
+    expect(first.output()).toContain('"msg":"stopped"')
+
+    const second = await startServerProcess(instance.env)
+    expect((await fetch(second.url + '/readyz')).status).toBe(200)
+    // The database survived: nothing left to migrate.
+    expect(second.output()).not.toContain('"msg":"migrations applied"')
+    expect(readFileSync(join(instance.dataDir, 'secret'), 'utf8')).toBe(secret)
+    expect(await second.stop('SIGINT')).toBe(0)
+  })
+
+  test('each request is logged as one JSON line with request id, method, path, status and ms', async () => {
+    const server = await startServerProcess(instance.env)
+    const res = await fetch(server.url + '/healthz?secret=not-logged', { headers: { 'x-request-id': 'log-probe-1' } })
+    expect(res.status).toBe(200)
+    await server.stop()
+    const line = server.output().split('\n').find((l) => l.includes('log-probe-1'))!
+    const entry = JSON.parse(line)
+    expect(entry).toMatchObject({ level: 'info', msg: 'request', request_id: 'log-probe-1', method: 'GET', path: '/healthz', status: 200 })
+    expect(typeof entry.ms).toBe('number')
+    expect(line).not.toContain('not-logged')
+  })
+
+  if (BACKEND === 'embedded') {
+    test('a second process on the same data directory gets a clear error', async () => {
+      const server = await startServerProcess(instance.env)
+      const second = await runKgs(['serve'], { ...instance.env, PORT: '0' })
+      expect(second.code).toBe(1)
+      expect(second.stderr).toContain(`kgs serve: data directory ${instance.dataDir} is in use by another kgs process (pid ${server.process.pid})`)
+      expect((await fetch(server.url + '/readyz')).status).toBe(200)
+      expect(await server.stop()).toBe(0)
+    })
+  } else {
+    test('two processes share one PostgreSQL database (a fleet)', async () => {
+      const [a, b] = await Promise.all([startServerProcess(instance.env), startServerProcess(instance.env)])
+      expect((await fetch(a.url + '/readyz')).status).toBe(200)
+      expect((await fetch(b.url + '/readyz')).status).toBe(200)
+      expect(await Promise.all([a.stop(), b.stop()])).toEqual([0, 0])
+    })
+  }
+})

@@ -1,0 +1,77 @@
+import { describe, expect, test } from 'bun:test'
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { ConfigError, loadConfig, parseEnv, resolveJwtSecret } from '../src/config.ts'
+import { tempDir } from './helpers/backend.ts'
+
+describe('parseEnv', () => {
+  test('defaults', () => {
+    const config = parseEnv({})
+    expect(config.port).toBe(8080)
+    expect(config.host).toBe('0.0.0.0')
+    expect(config.dataDir).toBe(join(process.cwd(), 'data'))
+    expect(config.databaseUrl).toBeUndefined()
+    expect(config.jwtSecret).toBeUndefined()
+    expect(config.baseUrl).toBeUndefined()
+    expect(config.logLevel).toBe('info')
+    expect(config.bodyLimit).toBe(1_048_576)
+  })
+
+  test('reads and converts values; empty counts as unset; trailing slash of BASE_URL dropped', () => {
+    const config = parseEnv({ PORT: '9000', HOST: '127.0.0.1', BASE_URL: 'https://kgs.example.com/', LOG_LEVEL: 'debug', DATABASE_URL: 'postgres://u@h/db', BODY_LIMIT: '2048', JWT_SECRET: '' })
+    expect(config).toMatchObject({ port: 9000, host: '127.0.0.1', baseUrl: 'https://kgs.example.com', logLevel: 'debug', databaseUrl: 'postgres://u@h/db', bodyLimit: 2048 })
+    expect(config.jwtSecret).toBeUndefined()
+  })
+
+  const bad: [string, string, RegExp][] = [
+    ['PORT', 'abc', /^invalid PORT: expected an integer from 0 to 65535, got "abc"$/],
+    ['PORT', '70000', /^invalid PORT: expected an integer from 0 to 65535/],
+    ['PORT', '80.5', /^invalid PORT/],
+    ['BASE_URL', 'kgs.example.com', /^invalid BASE_URL: expected an absolute http\(s\) URL/],
+    ['BASE_URL', 'https://x.example/?a=1', /^invalid BASE_URL/],
+    ['DATABASE_URL', 'mysql://x', /^invalid DATABASE_URL: expected a postgres:\/\/ or postgresql:\/\/ URL/],
+    ['LOG_LEVEL', 'loud', /^invalid LOG_LEVEL: expected one of debug, info, warn, error, silent, got "loud"$/],
+    ['BODY_LIMIT', '10', /^invalid BODY_LIMIT: expected an integer number of bytes, at least 1024/],
+  ]
+  for (const [name, value, message] of bad) {
+    test(`rejects ${name}=${value} with one line naming it`, () => {
+      expect(() => parseEnv({ [name]: value })).toThrow(ConfigError)
+      expect(() => parseEnv({ [name]: value })).toThrow(message)
+    })
+  }
+
+  test('a short JWT_SECRET is refused without echoing it', () => {
+    let message = ''
+    try {
+      parseEnv({ JWT_SECRET: 'hunter2' })
+    } catch (error) {
+      message = (error as Error).message
+    }
+    expect(message).toBe('invalid JWT_SECRET: expected at least 32 characters, got 7 characters')
+  })
+})
+
+describe('JWT secret', () => {
+  test('generated once into DATA_DIR/secret with mode 0600, then reused', () => {
+    const dataDir = tempDir()
+    const first = loadConfig({ DATA_DIR: dataDir }).jwtSecret
+    const path = join(dataDir, 'secret')
+    expect(statSync(path).mode & 0o777).toBe(0o600)
+    expect(first.length).toBeGreaterThanOrEqual(43) // 256 bits, base64url
+    expect(loadConfig({ DATA_DIR: dataDir }).jwtSecret).toBe(first)
+    expect(readFileSync(path, 'utf8').trim()).toBe(first)
+  })
+
+  test('JWT_SECRET wins and no file is written', () => {
+    const dataDir = tempDir()
+    const secret = 'x'.repeat(40)
+    expect(resolveJwtSecret(parseEnv({ DATA_DIR: dataDir, JWT_SECRET: secret }))).toBe(secret)
+    expect(existsSync(join(dataDir, 'secret'))).toBe(false)
+  })
+
+  test('a secret file that is too short is refused', () => {
+    const dataDir = tempDir()
+    writeFileSync(join(dataDir, 'secret'), 'short\n', { mode: 0o600 })
+    expect(() => loadConfig({ DATA_DIR: dataDir })).toThrow(/expected at least 32 characters/)
+  })
+})

@@ -1,0 +1,81 @@
+// Which database the suite runs against: the embedded default, or PostgreSQL when
+// TEST_DATABASE_URL is set (a maintenance database on a server where we may create others).
+// Every test server gets a database of its own, so test files can run in parallel.
+import postgres from 'postgres'
+import { cpSync, existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { EmbeddedCluster } from '../../src/db/embedded.ts'
+import pglitePackage from '../../node_modules/@electric-sql/pglite/package.json' with { type: 'json' }
+
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined
+export const BACKEND: 'embedded' | 'postgres' = TEST_DATABASE_URL ? 'postgres' : 'embedded'
+
+export function tempDir(prefix = 'kgs-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix))
+}
+
+/** A fresh database on the test server; drop() removes it and every repository database it made. */
+export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  if (!TEST_DATABASE_URL) throw new Error('TEST_DATABASE_URL is not set')
+  const name = `kgs_t_${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`
+  const admin = postgres(TEST_DATABASE_URL, { max: 1, onnotice: () => {} })
+  await admin`CREATE DATABASE ${admin(name)}`
+  await admin.end()
+  const url = new URL(TEST_DATABASE_URL)
+  url.pathname = `/${name}`
+  return {
+    url: url.toString(),
+    async drop() {
+      const sql = postgres(TEST_DATABASE_URL!, { max: 1, onnotice: () => {} })
+      const databases = await sql<{ datname: string }[]>`SELECT datname FROM pg_database WHERE datname = ${name} OR datname LIKE ${name + '\\_%'}`
+      for (const { datname } of databases) await sql`DROP DATABASE IF EXISTS ${sql(datname)} WITH (FORCE)`
+      await sql.end()
+    },
+  }
+}
+
+/**
+ * initdb takes seconds; the suite runs it once per PGlite version and seeds each new data
+ * directory with a copy (the product does the same within one data directory).
+ */
+const TEMPLATE_CACHE = join(tmpdir(), `kgs-test-pglite-template-${pglitePackage.version}`)
+
+export async function seedEmbeddedTemplate(dataDir: string): Promise<void> {
+  if (!existsSync(TEMPLATE_CACHE)) {
+    const scratch = tempDir('kgs-template-')
+    const cluster = EmbeddedCluster.start(join(scratch, 'pg'))
+    await cluster.socketFor('system')
+    await cluster.close()
+    try {
+      renameSync(join(scratch, 'pg', 'template'), TEMPLATE_CACHE)
+    } catch (error) {
+      // Another test process won the race; its copy is as good as ours.
+      if (!existsSync(TEMPLATE_CACHE)) throw error
+    }
+    rmSync(scratch, { recursive: true, force: true })
+  }
+  cpSync(TEMPLATE_CACHE, join(dataDir, 'pg', 'template'), { recursive: true })
+}
+
+/** Environment for one kgs instance on the selected backend, with its own data directory. */
+export async function instanceEnvironment(): Promise<{ env: Record<string, string>; dataDir: string; cleanup(): Promise<void> }> {
+  const dataDir = tempDir()
+  const env: Record<string, string> = { DATA_DIR: dataDir, LOG_LEVEL: 'silent', HOST: '127.0.0.1', PORT: '0' }
+  let database: { drop(): Promise<void> } | undefined
+  if (TEST_DATABASE_URL) {
+    const created = await createTestDatabase()
+    env.DATABASE_URL = created.url
+    database = created
+  } else {
+    await seedEmbeddedTemplate(dataDir)
+  }
+  return {
+    env,
+    dataDir,
+    async cleanup() {
+      await database?.drop()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}

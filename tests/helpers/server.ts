@@ -1,0 +1,103 @@
+// Starts the real kgs server on a free port, on the selected backend, with a temporary data
+// directory: in this process (startTestServer) or as a child process (startServerProcess).
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { loadConfig } from '../../src/config.ts'
+import { createLogger, type Logger } from '../../src/log.ts'
+import { startServer } from '../../src/server.ts'
+import { instanceEnvironment } from './backend.ts'
+
+export const ROOT = join(import.meta.dir, '..', '..')
+export const MAIN = join(ROOT, 'src', 'main.ts')
+
+export interface TestServer {
+  url: string
+  dataDir: string
+  env: Record<string, string>
+  /** fetch relative to the server's URL. */
+  request(path: string, init?: RequestInit): Promise<Response>
+  stop(): Promise<void>
+}
+
+export async function startTestServer(options: { env?: Record<string, string>; log?: Logger } = {}): Promise<TestServer> {
+  const instance = await instanceEnvironment()
+  const env = { JWT_SECRET: randomBytes(32).toString('hex'), ...instance.env, ...options.env }
+  const config = loadConfig(env)
+  const server = await startServer(config, options.log ?? createLogger('silent'))
+  try {
+    await server.ready
+  } catch (error) {
+    await server.stop()
+    await instance.cleanup()
+    throw error
+  }
+  return {
+    url: server.url,
+    dataDir: instance.dataDir,
+    env,
+    request: (path, init) => fetch(server.url + path, init),
+    async stop() {
+      await server.stop()
+      await instance.cleanup()
+    },
+  }
+}
+
+export interface ProcessResult {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+/** Runs `kgs <args>` (from source) to completion. */
+export async function runKgs(args: string[], env: Record<string, string>, cwd = ROOT): Promise<ProcessResult> {
+  const child = Bun.spawn([process.execPath, MAIN, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'pipe', stderr: 'pipe' })
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  return { code, stdout, stderr }
+}
+
+export interface ServerProcess {
+  url: string
+  process: Bun.Subprocess<'ignore', 'pipe', 'pipe'>
+  /** Everything the process wrote to stdout so far (its JSON log lines). */
+  output(): string
+  stop(signal?: NodeJS.Signals): Promise<number>
+}
+
+/** Starts `kgs serve` as a child process and waits until it is ready. */
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const child = Bun.spawn([process.execPath, MAIN, 'serve'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env, LOG_LEVEL: 'info' },
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  let stdout = ''
+  let stderr = ''
+  const decoder = new TextDecoder()
+  let sawLine: (() => void) | undefined
+  void (async () => {
+    for await (const chunk of child.stdout) {
+      stdout += decoder.decode(chunk)
+      sawLine?.()
+    }
+  })()
+  void (async () => {
+    for await (const chunk of child.stderr) stderr += decoder.decode(chunk)
+  })()
+  const ready = /"msg":"ready","url":"([^"]+)"/
+  while (!ready.test(stdout)) {
+    const exited = await Promise.race([child.exited, new Promise<undefined>((resolve) => (sawLine = () => resolve(undefined)))])
+    if (exited !== undefined) throw new Error(`kgs serve exited with ${exited} before it was ready: ${stderr}${stdout}`)
+  }
+  return {
+    url: ready.exec(stdout)![1]!,
+    process: child,
+    output: () => stdout,
+    async stop(signal = 'SIGTERM') {
+      child.kill(signal)
+      return child.exited
+    },
+  }
+}

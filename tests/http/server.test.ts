@@ -1,0 +1,58 @@
+// The real server on the selected backend: health, readiness, routing errors, headers, OpenAPI.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { BACKEND } from '../helpers/backend.ts'
+import { startTestServer, type TestServer } from '../helpers/server.ts'
+
+let server: TestServer
+beforeAll(async () => {
+  server = await startTestServer()
+})
+afterAll(() => server.stop())
+
+describe(`server (${BACKEND})`, () => {
+  test('GET /healthz is 200 JSON with the version', async () => {
+    const res = await server.request('/healthz')
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8')
+    expect(await res.json()).toEqual({ status: 'ok', version: expect.stringMatching(/^\d+\.\d+\.\d+/) })
+  })
+
+  test('GET /readyz reports the database backend', async () => {
+    const res = await server.request('/readyz')
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ status: 'ready', database: BACKEND })
+  })
+
+  test('unknown route: 404 {"error"}', async () => {
+    const res = await server.request('/no/such/route')
+    expect(res.status).toBe(404)
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8')
+    expect(await res.json()).toEqual({ error: 'not found' })
+  })
+
+  test('wrong method on a known path: 405 {"error"} with Allow', async () => {
+    const res = await server.request('/healthz', { method: 'DELETE' })
+    expect(res.status).toBe(405)
+    expect(res.headers.get('allow')).toBe('GET, HEAD')
+    expect(await res.json()).toEqual({ error: 'method DELETE not allowed on /healthz' })
+  })
+
+  test('every response carries X-Request-Id; a sane incoming id is kept, others replaced', async () => {
+    const fresh = await server.request('/healthz')
+    expect(fresh.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
+    const kept = await server.request('/no-such', { headers: { 'x-request-id': 'trace-abc.123' } })
+    expect(kept.headers.get('x-request-id')).toBe('trace-abc.123')
+    const replaced = await server.request('/healthz', { headers: { 'x-request-id': 'bad id with spaces' } })
+    expect(replaced.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
+  })
+
+  test('Swagger UI at /swagger and OpenAPI JSON at /swagger/json listing the routes', async () => {
+    const ui = await server.request('/swagger')
+    expect(ui.status).toBe(200)
+    expect(ui.headers.get('content-type')).toContain('text/html')
+    const spec = (await (await server.request('/swagger/json')).json()) as { openapi: string; paths: Record<string, Record<string, unknown>> }
+    expect(spec.openapi).toMatch(/^3\./)
+    expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining(['/healthz', '/readyz']))
+    expect(spec.paths['/healthz']!.get).toBeDefined()
+  })
+})
