@@ -16,7 +16,16 @@ export interface Logger {
   flush(): void
 }
 
-export function createLogger(level: LogLevel, write: (text: string) => void = (t) => process.stdout.write(t)): Logger {
+/** Writes to stdout; a reader that went away (EPIPE) must not take the service down with it. */
+function writeStdout(text: string): void {
+  try {
+    process.stdout.write(text)
+  } catch {
+    // Nothing useful can be done with a log line that cannot be written.
+  }
+}
+
+export function createLogger(level: LogLevel, write: (text: string) => void = writeStdout): Logger {
   const threshold = RANK[level]
   let buffer: string[] = []
   let scheduled = false

@@ -9,6 +9,7 @@ import { closeSync, cpSync, existsSync, mkdirSync, openSync, readFileSync, renam
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { loadPGliteAssets } from './pglite-assets.ts'
+import { INITDB_WORKER_URL } from '../workers.ts'
 
 /** pglite-socket multiplexes connections onto PGlite's single session, keeping transactions whole. */
 const MAX_SOCKET_CONNECTIONS = 64
@@ -155,7 +156,7 @@ export class EmbeddedCluster {
 }
 
 function initdbOnWorker(dir: string): Promise<void> {
-  const worker = new Worker(new URL('./initdb-worker.ts', import.meta.url).href)
+  const worker = new Worker(INITDB_WORKER_URL)
   return new Promise<void>((resolve, reject) => {
     worker.onmessage = (event: MessageEvent<{ ok: boolean; error?: string }>) =>
       event.data.ok ? resolve() : reject(new Error(`initdb of ${dir} failed: ${event.data.error}`))

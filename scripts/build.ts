@@ -1,0 +1,20 @@
+// Builds the single binary dist/kgs. Worker threads are separate entry points (Bun bundles each
+// one into the executable); `root: src` keeps their paths relative to src/workers.ts.
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+
+const root = join(import.meta.dir, '..')
+const outfile = join(root, 'dist', 'kgs')
+rmSync(outfile, { force: true })
+const result = await Bun.build({
+  entrypoints: [join(root, 'src/main.ts'), join(root, 'src/db/initdb-worker.ts')],
+  root: join(root, 'src'),
+  compile: { outfile },
+  minify: { syntax: true, whitespace: true },
+  sourcemap: 'inline',
+})
+if (!result.success) {
+  for (const message of result.logs) console.error(message)
+  process.exit(1)
+}
+console.log(`built ${outfile}`)

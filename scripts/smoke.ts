@@ -1,0 +1,43 @@
+// Smoke test of the compiled binary: start it from an unrelated directory with nothing but
+// DATA_DIR, wait for /readyz, check /healthz, stop it with SIGTERM and expect exit 0.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+const binary = process.argv[2] ?? join(import.meta.dir, '..', 'dist', 'kgs')
+const cwd = mkdtempSync(join(tmpdir(), 'kgs-smoke-'))
+const child = Bun.spawn([binary, 'serve'], {
+  cwd,
+  env: { DATA_DIR: join(cwd, 'data'), PORT: '0', HOST: '127.0.0.1', PATH: '/usr/bin:/bin' },
+  stdout: 'pipe',
+  stderr: 'inherit',
+})
+const fail = (message: string): never => {
+  child.kill('SIGKILL')
+  console.error(`smoke: ${message}`)
+  process.exit(1)
+}
+const deadline = setTimeout(() => fail('not ready within 30 s'), 30_000)
+let output = ''
+let url: string | undefined
+const reader = child.stdout.getReader()
+while (!url) {
+  const { done, value } = await reader.read()
+  if (done) break
+  output += new TextDecoder().decode(value)
+  url = /"msg":"ready","url":"([^"]+)"/.exec(output)?.[1]
+}
+// Keep draining the log so the server never writes into a closed pipe.
+void (async () => {
+  while (!(await reader.read()).done);
+})()
+clearTimeout(deadline)
+if (!url) fail(`exited before it was ready:\n${output}`)
+const health = await fetch(`${url}/healthz`)
+const body = (await health.json()) as { status?: string; version?: string }
+if (health.status !== 200 || body.status !== 'ok') fail(`/healthz answered ${health.status} ${JSON.stringify(body)}`)
+child.kill('SIGTERM')
+const code = await child.exited
+if (code !== 0) fail(`exit code ${code} after SIGTERM`)
+rmSync(cwd, { recursive: true, force: true })
+console.log(`smoke: ok (kgs ${body.version} served /healthz from ${cwd}, stopped cleanly)`)

@@ -1,0 +1,4 @@
+// Worker entry points, resolved from this file at the root of src/: in development that is the
+// source tree; in the compiled binary every entry point sits at the same relative path under
+// Bun's embedded root, where import.meta.url of bundled code points at the root too.
+export const INITDB_WORKER_URL = new URL('./db/initdb-worker.ts', import.meta.url).href
