@@ -41,37 +41,50 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   let stopping = false
   let drained: (() => void) | undefined
 
+  /** Headers, log line and in-flight accounting for one finished request. */
+  const finish = (request: Request, requestId: string, started: number, response: Response): Response => {
+    inFlight--
+    if (stopping && inFlight === 0) drained?.()
+    response = withHeaders(response, requestId, stopping)
+    if (logRequests) {
+      const url = request.url
+      const pathStart = url.indexOf('/', url.indexOf('//') + 2)
+      const queryStart = url.indexOf('?', pathStart)
+      log.info('request', {
+        request_id: requestId,
+        method: request.method,
+        path: queryStart === -1 ? url.slice(pathStart) : url.slice(pathStart, queryStart),
+        status: response.status,
+        ms: Math.round((performance.now() - started) * 100) / 100,
+      })
+    }
+    return response
+  }
+  const failed = (request: Request, requestId: string, started: number, error: unknown): Response => {
+    log.error('unhandled error', { request_id: requestId, ...describeError(error) })
+    return finish(request, requestId, started, errorResponse(500, 'internal server error'))
+  }
+  const logRequests = log.enabled('info')
+
   const server = Bun.serve({
     port: config.port,
     hostname: config.host,
-    async fetch(request) {
+    // Not async: a handler that answers synchronously (most of Elysia's) skips a promise.
+    fetch(request) {
       const started = performance.now()
       const requestId = assignRequestId(request)
       inFlight++
-      let response: Response
+      let result: Response | Promise<Response>
       try {
-        response = await handler(request)
+        result = handler(request)
       } catch (error) {
-        log.error('unhandled error', { request_id: requestId, ...describeError(error) })
-        response = errorResponse(500, 'internal server error')
-      } finally {
-        inFlight--
-        if (stopping && inFlight === 0) drained?.()
+        return failed(request, requestId, started, error)
       }
-      response = withHeaders(response, requestId, stopping)
-      if (log.enabled('info')) {
-        const url = request.url
-        const pathStart = url.indexOf('/', url.indexOf('//') + 2)
-        const queryStart = url.indexOf('?', pathStart)
-        log.info('request', {
-          request_id: requestId,
-          method: request.method,
-          path: queryStart === -1 ? url.slice(pathStart) : url.slice(pathStart, queryStart),
-          status: response.status,
-          ms: Math.round((performance.now() - started) * 100) / 100,
-        })
-      }
-      return response
+      if (result instanceof Response) return finish(request, requestId, started, result)
+      return result.then(
+        (response) => finish(request, requestId, started, response),
+        (error: unknown) => failed(request, requestId, started, error),
+      )
     },
     error(error) {
       log.error('server error', describeError(error))

@@ -88,12 +88,13 @@ describe(`serve lifecycle (${BACKEND})`, () => {
 
   test('each request is logged as one JSON line with request id, method, path, status and ms', async () => {
     const server = await startServerProcess(instance.env)
-    const res = await fetch(server.url + '/healthz?secret=not-logged', { headers: { 'x-request-id': 'log-probe-1' } })
+    const res = await fetch(server.url + '/healthz?secret=not-logged')
     expect(res.status).toBe(200)
+    const requestId = res.headers.get('x-request-id')!
     await server.stop()
-    const line = server.output().split('\n').find((l) => l.includes('log-probe-1'))!
+    const line = server.output().split('\n').find((l) => l.includes(requestId))!
     const entry = JSON.parse(line)
-    expect(entry).toMatchObject({ level: 'info', msg: 'request', request_id: 'log-probe-1', method: 'GET', path: '/healthz', status: 200 })
+    expect(entry).toMatchObject({ level: 'info', msg: 'request', request_id: requestId, method: 'GET', path: '/healthz', status: 200 })
     expect(typeof entry.ms).toBe('number')
     expect(line).not.toContain('not-logged')
   })

@@ -1,16 +1,17 @@
-// A request id per request: the caller's X-Request-Id when it is a sane token (so ids can be
-// followed across services), otherwise a fresh UUID. Kept beside the Request, not in a header
-// we would have to copy.
-const ids = new WeakMap<Request, string>()
-const ACCEPTABLE = /^[A-Za-z0-9._:-]{1,128}$/
+// A fresh request id per request, for the X-Request-Id header and the log line. Ids offered by
+// clients are not adopted: they could be forged to confuse log correlation, and reading them
+// makes Bun build the Headers object of every request (20% of a cheap request in profiles).
+// The id rides on the Request under a symbol (a WeakMap keyed by short-lived requests is GC work).
+const REQUEST_ID = Symbol('kgs.requestId')
+
+type Tagged = Request & { [REQUEST_ID]?: string }
 
 export function assignRequestId(request: Request): string {
-  const offered = request.headers.get('x-request-id')
-  const id = offered && ACCEPTABLE.test(offered) ? offered : crypto.randomUUID()
-  ids.set(request, id)
+  const id = crypto.randomUUID()
+  ;(request as Tagged)[REQUEST_ID] = id
   return id
 }
 
 export function requestIdOf(request: Request): string | undefined {
-  return ids.get(request)
+  return (request as Tagged)[REQUEST_ID]
 }
