@@ -2,19 +2,20 @@
 // CLI entry: parses the subcommand and hands over. Exit codes: 0 success, 1 failure,
 // 2 usage error (unknown subcommand or flag).
 import { parseArgs } from 'node:util'
-import { ConfigError, loadConfig } from './config.ts'
+import { ConfigError, loadConfig, parseEnv } from './config.ts'
 import { Pools } from './db/pools.ts'
 import { createLogger } from './log.ts'
-import { startServer } from './server.ts'
+import { deriveBaseUrl, startServer } from './server.ts'
 import { VERSION } from './version.ts'
 
 const USAGE = `Usage: kgs <command>
 
 Commands:
-  serve      run the HTTP API and the background workers (default configuration: embedded database in ./data)
-  migrate    apply pending database migrations and exit
-  version    print the version
-  help       print this help
+  serve        run the HTTP API (by default on an embedded database in ./data)
+  migrate      apply pending database migrations and exit
+  healthcheck  exit 0 if the server on PORT answers /healthz (for container health checks)
+  version      print the version
+  help         print this help
 
 Configuration is read from the environment; see README.md (PORT, HOST, BASE_URL, DATA_DIR,
 DATABASE_URL, JWT_SECRET, LOG_LEVEL, BODY_LIMIT).
@@ -72,6 +73,20 @@ const commands: Record<string, Command> = {
       await pools.close()
     }
     return 0
+  },
+
+  async healthcheck(args) {
+    noArguments(args)
+    const config = parseEnv(process.env)
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+    try {
+      const response = await fetch(`${deriveBaseUrl(host, config.port)}/healthz`, { signal: AbortSignal.timeout(2000) })
+      if (response.ok) return 0
+      process.stderr.write(`kgs healthcheck: /healthz answered ${response.status}\n`)
+    } catch (error) {
+      process.stderr.write(`kgs healthcheck: ${(error as Error).message}\n`)
+    }
+    return 1
   },
 
   async version(args) {

@@ -11,7 +11,7 @@ describe('subcommands', () => {
     const { code, stdout } = await runKgs(['help'], {})
     expect(code).toBe(0)
     expect(stdout).toContain('Usage: kgs <command>')
-    for (const command of ['serve', 'migrate', 'version', 'help']) expect(stdout).toContain(`  ${command} `)
+    for (const command of ['serve', 'migrate', 'healthcheck', 'version', 'help']) expect(stdout).toContain(`  ${command} `)
   })
 
   test('version', async () => {
@@ -84,6 +84,16 @@ describe(`serve lifecycle (${BACKEND})`, () => {
     expect(second.output()).not.toContain('"msg":"migrations applied"')
     expect(readFileSync(join(instance.dataDir, 'secret'), 'utf8')).toBe(secret)
     expect(await second.stop('SIGINT')).toBe(0)
+  })
+
+  test('healthcheck exits 0 against a running server and 1 when nothing answers', async () => {
+    const server = await startServerProcess(instance.env)
+    const port = new URL(server.url).port
+    expect((await runKgs(['healthcheck'], { PORT: port, HOST: '127.0.0.1' })).code).toBe(0)
+    await server.stop()
+    const down = await runKgs(['healthcheck'], { PORT: port, HOST: '127.0.0.1' })
+    expect(down.code).toBe(1)
+    expect(down.stderr).toStartWith('kgs healthcheck: ')
   })
 
   test('each request is logged as one JSON line with request id, method, path, status and ms', async () => {
