@@ -2,9 +2,9 @@
 // DATA_DIR, wait for /readyz, check /healthz, stop it with SIGTERM and expect exit 0.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 
-const binary = process.argv[2] ?? join(import.meta.dir, '..', 'dist', 'kgs')
+const binary = resolve(process.argv[2] ?? join(import.meta.dir, '..', 'dist', 'kgs'))
 const cwd = mkdtempSync(join(tmpdir(), 'kgs-smoke-'))
 const child = Bun.spawn([binary, 'serve'], {
   cwd,
