@@ -9,6 +9,9 @@ import { VERSION } from './version.ts'
 import { bodyParsing } from './http/body.ts'
 import { errorHandling } from './http/errors.ts'
 import { methodNotAllowedResponder } from './http/method-not-allowed.ts'
+import { ErrorBody } from './http/schemas.ts'
+import type { Accounts } from './accounts/accounts.ts'
+import { accountRoutes } from './accounts/routes.ts'
 
 export interface AppContext {
   config: Config
@@ -16,14 +19,16 @@ export interface AppContext {
   log: Logger
   /** The public base URL, without trailing slash. */
   baseUrl: string
+  accounts: Accounts
 }
-
-const ErrorBody = t.Object({ error: t.String() }, { description: 'every error response' })
 
 export function createApp(ctx: AppContext) {
   // Filled once the routes are known; the error handler consults it for unmatched requests.
   let methodNotAllowed: (request: Request) => Response | undefined = () => undefined
-  const app = new Elysia({ name: 'kgs' })
+  // normalize: false, so that a field a schema does not know is refused (400) instead of silently
+  // dropped: a client sending {"password": ...} to PUT /users must not believe it changed anything.
+  // Responses are built field by field, so nothing relies on normalization to hide columns.
+  const app = new Elysia({ name: 'kgs', normalize: false })
     .use(errorHandling(ctx.log, (request) => methodNotAllowed(request)))
     .use(bodyParsing(ctx.config.bodyLimit))
     .use(
@@ -31,7 +36,13 @@ export function createApp(ctx: AppContext) {
         path: '/swagger',
         documentation: {
           info: { title: 'kgs', version: VERSION, description: 'Knowledge-graph service: accounts, RBAC, OAuth 2.1, graph bundles.' },
-          tags: [{ name: 'operations', description: 'health and readiness' }],
+          tags: [
+            { name: 'operations', description: 'health and readiness' },
+            { name: 'accounts', description: 'registration, sessions and profiles' },
+          ],
+          components: {
+            securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+          },
         },
       }),
     )
@@ -54,6 +65,7 @@ export function createApp(ctx: AppContext) {
         response: { 200: t.Object({ status: t.Literal('ready'), database: t.String() }), 503: ErrorBody },
       },
     )
+    .use(accountRoutes(ctx.accounts))
   methodNotAllowed = methodNotAllowedResponder(app.routes)
   return app
 }

@@ -9,6 +9,15 @@ import { join, resolve } from 'node:path'
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
+const DURATION = '^[1-9][0-9]{0,9}[smhd]?$'
+const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86400 } as const
+
+/** "90" and "90s" are seconds; "15m", "12h", "30d" what they say. */
+export function parseDuration(text: string): number {
+  const unit = text.at(-1)!
+  return unit in UNIT_SECONDS ? Number(text.slice(0, -1)) * UNIT_SECONDS[unit as keyof typeof UNIT_SECONDS] : Number(text)
+}
+
 /** One environment variable: its schema, and the phrase used when a value does not fit it. */
 function variable<T extends TSchema>(schema: T, expects: string) {
   return Object.assign(schema, { expects })
@@ -34,6 +43,8 @@ export const EnvSchema = Type.Object({
     Type.Union(LOG_LEVELS.map((l) => Type.Literal(l)), { default: 'info', description: 'debug | info | warn | error | silent' }),
     `one of ${LOG_LEVELS.join(', ')}`,
   ),
+  ACCESS_TOKEN_TTL: variable(Type.String({ pattern: DURATION, default: '15m', description: 'lifetime of access tokens, e.g. 900, 900s, 15m' }), 'a duration such as 900, 90s, 15m, 12h or 30d'),
+  SESSION_TTL: variable(Type.String({ pattern: DURATION, default: '30d', description: 'absolute lifetime of a session; refreshing does not extend it' }), 'a duration such as 3600, 12h or 30d'),
   BODY_LIMIT: variable(Type.Integer({ minimum: 1024, default: 1_048_576, description: 'largest JSON request body in bytes' }), 'an integer number of bytes, at least 1024'),
 })
 type Env = Static<typeof EnvSchema>
@@ -49,6 +60,10 @@ export interface Config {
   jwtSecret?: string
   logLevel: LogLevel
   bodyLimit: number
+  /** Seconds. */
+  accessTokenTtl: number
+  /** Seconds. */
+  sessionTtl: number
 }
 
 export class ConfigError extends Error {}
@@ -80,6 +95,8 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     jwtSecret: v.JWT_SECRET,
     logLevel: v.LOG_LEVEL,
     bodyLimit: v.BODY_LIMIT,
+    accessTokenTtl: parseDuration(v.ACCESS_TOKEN_TTL),
+    sessionTtl: parseDuration(v.SESSION_TTL),
   }
 }
 

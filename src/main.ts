@@ -18,7 +18,7 @@ Commands:
   help         print this help
 
 Configuration is read from the environment; see README.md (PORT, HOST, BASE_URL, DATA_DIR,
-DATABASE_URL, JWT_SECRET, LOG_LEVEL, BODY_LIMIT).
+DATABASE_URL, JWT_SECRET, LOG_LEVEL, BODY_LIMIT, ACCESS_TOKEN_TTL, SESSION_TTL).
 `
 
 class UsageError extends Error {}

@@ -5,6 +5,8 @@ import type { Config } from './config.ts'
 import { Pools } from './db/pools.ts'
 import { describeError, type Logger } from './log.ts'
 import { createApp } from './app.ts'
+import { Accounts } from './accounts/accounts.ts'
+import { LocalEventBus, PostgresEventBus, type EventBus } from './db/events.ts'
 import { JSON_CONTENT_TYPE, errorResponse } from './http/errors.ts'
 import { assignRequestId } from './http/request-id.ts'
 import { VERSION } from './version.ts'
@@ -95,12 +97,26 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   const url = deriveBaseUrl(config.host, server.port!)
   const baseUrl = config.baseUrl ?? url
   let pools: Pools | undefined
+  let bus: EventBus | undefined
+  let accounts: Accounts | undefined
 
   const ready = (async () => {
     pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
     const applied = await pools.migrate()
     if (applied.length > 0) log.info('migrations applied', { set: 'system', applied })
-    const app = createApp({ config, pools, log, baseUrl })
+    const fleet = pools.backend === 'postgres'
+    bus = fleet ? new PostgresEventBus(pools.system, log) : new LocalEventBus()
+    accounts = await Accounts.start({
+      system: pools.system,
+      bus,
+      log,
+      jwtSecret: config.jwtSecret,
+      issuer: baseUrl,
+      accessTokenTtl: config.accessTokenTtl,
+      sessionTtl: config.sessionTtl,
+      catchUp: fleet,
+    })
+    const app = createApp({ config, pools, log, baseUrl, accounts })
     handler = app.fetch
     log.info('ready', { url, base_url: baseUrl, database: pools.backend, version: VERSION })
   })()
@@ -121,6 +137,8 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       }
       await server.stop(true)
       await ready.catch(() => {})
+      accounts?.stop()
+      await bus?.close()
       await pools?.close()
       log.info('stopped')
       log.flush()

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { VERSION } from '../src/version.ts'
+import { MIGRATIONS } from '../src/db/migrations/index.ts'
 import { BACKEND, instanceEnvironment } from './helpers/backend.ts'
 import { runKgs, startServerProcess } from './helpers/server.ts'
 
@@ -54,7 +55,7 @@ describe(`migrate (${BACKEND})`, () => {
     const first = await runKgs(['migrate'], instance.env)
     expect(first.stderr).toBe('')
     expect(first.code).toBe(0)
-    expect(first.stdout).toBe('system: applied 0001_repository_databases\nrepositories: 0 checked, 0 migrated\n')
+    expect(first.stdout).toBe(`system: applied ${MIGRATIONS.system.map((m) => m.name).join(', ')}\nrepositories: 0 checked, 0 migrated\n`)
     const second = await runKgs(['migrate'], instance.env)
     expect(second.code).toBe(0)
     expect(second.stdout).toBe('system: up to date\nrepositories: 0 checked, 0 migrated\n')

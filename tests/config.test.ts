@@ -15,6 +15,17 @@ describe('parseEnv', () => {
     expect(config.baseUrl).toBeUndefined()
     expect(config.logLevel).toBe('info')
     expect(config.bodyLimit).toBe(1_048_576)
+    expect(config.accessTokenTtl).toBe(900)
+    expect(config.sessionTtl).toBe(30 * 86400)
+  })
+
+  test('durations take seconds or a unit', () => {
+    expect(parseEnv({ ACCESS_TOKEN_TTL: '90' }).accessTokenTtl).toBe(90)
+    expect(parseEnv({ ACCESS_TOKEN_TTL: '90s' }).accessTokenTtl).toBe(90)
+    expect(parseEnv({ ACCESS_TOKEN_TTL: '2m' }).accessTokenTtl).toBe(120)
+    expect(parseEnv({ SESSION_TTL: '12h' }).sessionTtl).toBe(43200)
+    expect(() => parseEnv({ SESSION_TTL: '0' })).toThrow('invalid SESSION_TTL: expected a duration such as 3600, 12h or 30d, got "0"')
+    expect(() => parseEnv({ ACCESS_TOKEN_TTL: '15 minutes' })).toThrow(/^invalid ACCESS_TOKEN_TTL/)
   })
 
   test('reads and converts values; empty counts as unset; trailing slash of BASE_URL dropped', () => {

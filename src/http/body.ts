@@ -56,7 +56,11 @@ export function bodyParsing(limit: number) {
     if (type === 'application/x-www-form-urlencoded') {
       return Object.fromEntries(new URLSearchParams(decodeText(await readBodyLimited(request, limit))))
     }
-    if (type === '') throw new HttpError(415, 'missing Content-Type; expected application/json')
+    if (type === '') {
+      // A bodiless POST (logout, cancel) needs no Content-Type; a body without one is refused.
+      if ((await readBodyLimited(request, limit)).byteLength === 0) return null
+      throw new HttpError(415, 'missing Content-Type; expected application/json')
+    }
     throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}; expected application/json`)
   })
 }

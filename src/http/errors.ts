@@ -36,7 +36,7 @@ export function validationMessage(error: Pick<ValidationError, 'type' | 'valueEr
   )
   if (!first) return `invalid ${where}`
   const field = first.path.replace(/^\//, '').replaceAll('/', '.')
-  const found = first.value === undefined ? 'missing' : `got ${describeValue(first.value)}`
+  const found = first.value === undefined ? 'missing' : `got ${SENSITIVE.test(field) ? typeName(first.value) : describeValue(first.value)}`
   const schema = first.schema as TSchema & { error?: unknown; anyOf?: TSchema[] }
   const expected =
     typeof schema.error === 'string'
@@ -63,11 +63,16 @@ function describeUnion(members: TSchema[]): string {
   return [...new Set(types)].join(' or ')
 }
 
+/** Values of these fields are never echoed back, even to their sender. */
+const SENSITIVE = /password|secret|token|verifier|code/i
+
+function typeName(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value
+}
+
 function describeValue(value: unknown): string {
-  if (value === null) return 'null'
-  if (Array.isArray(value)) return 'array'
   if (typeof value === 'string') return value.length > 40 ? `string of ${value.length} characters` : JSON.stringify(value)
-  return typeof value
+  return typeName(value)
 }
 
 /** The global error handler. Unknown errors are logged with their stack and answered 500 without it. */

@@ -1,6 +1,7 @@
 // The migration sets, in order. SQL files are imported as text so the compiled binary carries
 // them; tests check that every file in the folders is listed here exactly once.
 import system0001 from './system/0001_repository_databases.sql' with { type: 'text' }
+import system0002 from './system/0002_accounts.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 
 export interface Migration {
@@ -12,6 +13,9 @@ export interface Migration {
 export type MigrationSet = 'system' | 'repository'
 
 export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
-  system: [{ version: 1, name: '0001_repository_databases', sql: system0001 }],
+  system: [
+    { version: 1, name: '0001_repository_databases', sql: system0001 },
+    { version: 2, name: '0002_accounts', sql: system0002 },
+  ],
   repository: [{ version: 1, name: '0001_repository_identity', sql: repository0001 }],
 }

@@ -1,0 +1,126 @@
+// Accounts and sessions: register, login, refresh, logout, profiles, and the session half of
+// the bearer check. Routes are thin wrappers around these methods; tests call them directly too.
+import type { Sql } from 'postgres'
+import type { EventBus } from '../db/events.ts'
+import { HttpError } from '../http/errors.ts'
+import type { Authenticator, Principal } from '../http/auth.ts'
+import type { Logger } from '../log.ts'
+import { hashPassword, verifyPassword } from './passwords.ts'
+import { RevokedSessions, SESSION_REVOKED, insertSession, markRevoked, rotateRefreshToken } from './sessions.ts'
+import { createSessionTokens, type SessionTokens } from './tokens.ts'
+import { findCredentials, findUserById, insertUser, normalizeEmail, updateUser, type User } from './users.ts'
+
+export interface AccountsOptions {
+  system: Sql
+  bus: EventBus
+  log: Logger
+  jwtSecret: string
+  issuer: string
+  accessTokenTtl: number
+  sessionTtl: number
+  /** Re-read revocations periodically (several instances share the database). */
+  catchUp: boolean
+}
+
+export interface SessionGrant {
+  user: User
+  token: string
+  refresh_token: string
+}
+
+const invalidCredentials = () => new HttpError(401, 'invalid credentials')
+const invalidRefreshToken = () => new HttpError(401, 'invalid refresh token')
+
+function requireEmail(email: string): string {
+  const normalized = normalizeEmail(email)
+  if (!normalized) throw new HttpError(400, 'invalid body: email: expected an e-mail address')
+  return normalized
+}
+
+export class Accounts implements Authenticator {
+  readonly tokens: SessionTokens
+  readonly revoked: RevokedSessions
+  private readonly sql: Sql
+
+  private constructor(private readonly options: AccountsOptions) {
+    this.sql = options.system
+    this.tokens = createSessionTokens({ secret: options.jwtSecret, issuer: options.issuer, ttlSeconds: options.accessTokenTtl })
+    this.revoked = new RevokedSessions(options.system, options.accessTokenTtl, options.log)
+  }
+
+  static async start(options: AccountsOptions): Promise<Accounts> {
+    const accounts = new Accounts(options)
+    await accounts.revoked.start(options.bus, options.catchUp)
+    return accounts
+  }
+
+  stop(): void {
+    this.revoked.stop()
+  }
+
+  async register(input: { email: string; password: string; name?: string }): Promise<SessionGrant> {
+    const email = requireEmail(input.email)
+    const user = await insertUser(this.sql, { email, name: input.name?.trim() ?? '', passwordHash: await hashPassword(input.password) })
+    return this.startSession(user)
+  }
+
+  async login(input: { email: string; password: string }): Promise<SessionGrant> {
+    const email = normalizeEmail(input.email)
+    const account = email ? await findCredentials(this.sql, email) : undefined
+    // Unknown accounts are verified against a dummy hash: the answer takes as long either way.
+    if (!(await verifyPassword(input.password, account?.password_hash)) || !account) throw invalidCredentials()
+    const { password_hash: _, ...user } = account
+    return this.startSession(user)
+  }
+
+  private async startSession(user: User): Promise<SessionGrant> {
+    const session = await insertSession(this.sql, user.id, this.options.sessionTtl)
+    return { user, token: await this.accessToken(user.id, session.sessionId, session.expiresAt), refresh_token: session.refreshToken }
+  }
+
+  /** An access token never outlives its session. */
+  private accessToken(userId: string, sessionId: string, sessionExpiresAt: Date): Promise<string> {
+    return this.tokens.issue(userId, sessionId, Math.floor(sessionExpiresAt.getTime() / 1000))
+  }
+
+  async refresh(refreshToken: string): Promise<{ token: string; refresh_token: string }> {
+    const rotation = await rotateRefreshToken(this.sql, refreshToken)
+    if (rotation.outcome === 'reused') {
+      this.revoked.add(rotation.sessionId)
+      await this.options.bus.publish(this.sql, SESSION_REVOKED, rotation.sessionId)
+      this.options.log.warn('refresh token reused; session revoked', { session_id: rotation.sessionId })
+    }
+    if (rotation.outcome !== 'rotated') throw invalidRefreshToken()
+    return { token: await this.accessToken(rotation.userId, rotation.sessionId, rotation.expiresAt), refresh_token: rotation.refreshToken }
+  }
+
+  async logout(principal: Principal): Promise<void> {
+    if (!principal.sessionId) throw new HttpError(400, 'not a session token; revoke OAuth tokens at /api/v1/oauth/revoke')
+    this.revoked.add(principal.sessionId)
+    await this.sql.begin(async (tx) => {
+      if (await markRevoked(tx, principal.sessionId!, 'logout')) await this.options.bus.publish(tx, SESSION_REVOKED, principal.sessionId!)
+    })
+  }
+
+  async authenticate(token: string): Promise<Principal | undefined> {
+    const claims = await this.tokens.verify(token)
+    if (!claims || this.revoked.has(claims.sid)) return undefined
+    return { userId: claims.sub, sessionId: claims.sid }
+  }
+
+  async getUser(principal: Principal, userId: string): Promise<User> {
+    const user = await findUserById(this.sql, userId)
+    if (!user) throw new HttpError(404, 'user not found')
+    // RBAC (user:read) arrives with the next issue; until then a user may read only themself.
+    if (user.id !== principal.userId) throw new HttpError(403, 'permission denied: user:read')
+    return user
+  }
+
+  async updateUser(principal: Principal, userId: string, changes: { name?: string; email?: string }): Promise<User> {
+    const existing = await findUserById(this.sql, userId)
+    if (!existing) throw new HttpError(404, 'user not found')
+    if (existing.id !== principal.userId) throw new HttpError(403, 'permission denied: user:manage')
+    const email = changes.email === undefined ? undefined : requireEmail(changes.email)
+    return (await updateUser(this.sql, userId, { name: changes.name?.trim(), email }))!
+  }
+}

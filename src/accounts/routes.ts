@@ -1,0 +1,79 @@
+// /api/v1/auth/* and /api/v1/users/*: schema, auth, call into Accounts.
+import { Elysia, t } from 'elysia'
+import { bearerAuth } from '../http/auth.ts'
+import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
+import type { Accounts } from './accounts.ts'
+import { PASSWORD_MAX, PASSWORD_MIN } from './passwords.ts'
+
+const Email = t.String({ minLength: 3, maxLength: 254, description: 'e-mail address; trimmed and lowercased', error: 'expected an e-mail address' })
+const Password = t.String({
+  minLength: PASSWORD_MIN,
+  maxLength: PASSWORD_MAX,
+  description: `${PASSWORD_MIN}–${PASSWORD_MAX} characters, write-only`,
+  error: `expected a password of ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`,
+})
+const Name = t.String({ maxLength: 200, error: 'expected a name of at most 200 characters' })
+
+const User = t.Object({ id: t.String({ format: 'uuid' }), email: t.String(), name: t.String(), created_at: t.String(), updated_at: t.String() })
+const SessionGrant = t.Object({ user: User, token: t.String({ description: 'access token (JWT)' }), refresh_token: t.String() })
+const TokenPair = t.Object({ token: t.String(), refresh_token: t.String() })
+const UserParams = t.Object({ userID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
+const strict = { additionalProperties: false } as const
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody }
+
+export function accountRoutes(accounts: Accounts) {
+  return new Elysia({ name: 'kgs/accounts', prefix: '/api/v1' })
+    .use(bearerAuth(accounts))
+    .post(
+      '/auth/register',
+      async ({ body, set }) => {
+        set.status = 201
+        return accounts.register(body)
+      },
+      {
+        body: t.Object({ email: Email, password: Password, name: t.Optional(Name) }, strict),
+        response: { 201: SessionGrant, ...errors },
+        detail: { tags: ['accounts'], summary: 'Create an account and start a session' },
+      },
+    )
+    .post('/auth/login', ({ body }) => accounts.login(body), {
+      body: t.Object({ email: t.String({ maxLength: 254 }), password: t.String({ maxLength: PASSWORD_MAX }) }, strict),
+      response: { 200: SessionGrant, ...errors },
+      detail: { tags: ['accounts'], summary: 'Start a session' },
+    })
+    .post('/auth/refresh', ({ body }) => accounts.refresh(body.refresh_token), {
+      body: t.Object({ refresh_token: t.String({ maxLength: 128 }) }, strict),
+      response: { 200: TokenPair, ...errors },
+      detail: { tags: ['accounts'], summary: 'Exchange a refresh token (single use) for a new token pair' },
+    })
+    .post(
+      '/auth/logout',
+      async ({ principal }) => {
+        await accounts.logout(principal)
+        return { message: 'logged out' }
+      },
+      {
+        auth: true,
+        response: { 200: t.Object({ message: t.String() }), ...errors },
+        detail: { tags: ['accounts'], summary: 'End the current session: its tokens stop working at once' },
+      },
+    )
+    .get('/users/me', ({ principal }) => accounts.getUser(principal, principal.userId), {
+      auth: true,
+      response: { 200: User, ...errors },
+      detail: { tags: ['accounts'], summary: 'The authenticated user' },
+    })
+    .get('/users/:userID', ({ principal, params }) => accounts.getUser(principal, params.userID.toLowerCase()), {
+      auth: true,
+      params: UserParams,
+      response: { 200: User, ...errors },
+      detail: { tags: ['accounts'], summary: 'A user (self, or with user:read)' },
+    })
+    .put('/users/:userID', ({ principal, params, body }) => accounts.updateUser(principal, params.userID.toLowerCase(), body), {
+      auth: true,
+      params: UserParams,
+      body: t.Object({ name: t.Optional(Name), email: t.Optional(Email) }, strict),
+      response: { 200: User, ...errors },
+      detail: { tags: ['accounts'], summary: 'Update a profile (self, or with user:manage)' },
+    })
+}

@@ -1,0 +1,131 @@
+// Sessions and their refresh tokens, and the in-memory set of revoked sessions that lets the
+// bearer check refuse a logged-out session's access tokens without a database round trip.
+import type { Sql } from 'postgres'
+import { createHash, randomBytes } from 'node:crypto'
+import type { EventBus } from '../db/events.ts'
+import type { Db } from '../db/sql.ts'
+import type { Logger } from '../log.ts'
+import { describeError } from '../log.ts'
+
+export const SESSION_REVOKED = 'kgs_session_revoked'
+
+/** 256 bits, base64url: 43 characters. */
+export function newRefreshToken(): string {
+  return randomBytes(32).toString('base64url')
+}
+
+function digest(token: string): Buffer {
+  return createHash('sha256').update(token).digest()
+}
+
+export interface NewSession {
+  sessionId: string
+  refreshToken: string
+  expiresAt: Date
+}
+
+export async function insertSession(sql: Sql, userId: string, ttlSeconds: number): Promise<NewSession> {
+  const sessionId = crypto.randomUUID()
+  const refreshToken = newRefreshToken()
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ expires_at: Date }[]>`
+      INSERT INTO sessions (id, user_id, expires_at) VALUES (${sessionId}, ${userId}, now() + make_interval(secs => ${ttlSeconds}))
+      RETURNING expires_at`
+    await tx`INSERT INTO refresh_tokens (token_hash, session_id) VALUES (${digest(refreshToken)}, ${sessionId})`
+    return { sessionId, refreshToken, expiresAt: row!.expires_at }
+  })
+}
+
+export type Rotation =
+  | { outcome: 'rotated'; userId: string; sessionId: string; refreshToken: string; expiresAt: Date }
+  /** The token had been used already: the session is now revoked. */
+  | { outcome: 'reused'; sessionId: string }
+  | { outcome: 'invalid' }
+
+/**
+ * Exchanges a refresh token for a new one, once. The UPDATE ... WHERE used_at IS NULL makes
+ * concurrent exchanges of one token race safely: exactly one wins, the others count as reuse.
+ */
+export async function rotateRefreshToken(sql: Sql, token: string): Promise<Rotation> {
+  const hash = digest(token)
+  return sql.begin(async (tx): Promise<Rotation> => {
+    const [claimed] = await tx<{ session_id: string }[]>`
+      UPDATE refresh_tokens SET used_at = now() WHERE token_hash = ${hash} AND used_at IS NULL RETURNING session_id`
+    if (!claimed) {
+      const [used] = await tx<{ session_id: string }[]>`SELECT session_id FROM refresh_tokens WHERE token_hash = ${hash}`
+      if (!used) return { outcome: 'invalid' }
+      await markRevoked(tx, used.session_id, 'refresh_reuse')
+      return { outcome: 'reused', sessionId: used.session_id }
+    }
+    const [session] = await tx<{ user_id: string; expires_at: Date }[]>`
+      SELECT user_id, expires_at FROM sessions WHERE id = ${claimed.session_id} AND revoked_at IS NULL AND expires_at > now()`
+    if (!session) return { outcome: 'invalid' }
+    const refreshToken = newRefreshToken()
+    await tx`INSERT INTO refresh_tokens (token_hash, session_id) VALUES (${digest(refreshToken)}, ${claimed.session_id})`
+    return { outcome: 'rotated', userId: session.user_id, sessionId: claimed.session_id, refreshToken, expiresAt: session.expires_at }
+  })
+}
+
+/** Returns whether this call revoked it (false: unknown or already revoked). */
+export async function markRevoked(sql: Db, sessionId: string, reason: 'logout' | 'refresh_reuse'): Promise<boolean> {
+  const rows = await sql`UPDATE sessions SET revoked_at = now(), revoked_reason = ${reason} WHERE id = ${sessionId} AND revoked_at IS NULL RETURNING id`
+  return rows.length > 0
+}
+
+/** How often an instance on PostgreSQL re-reads recent revocations, in case a NOTIFY was missed. */
+const CATCH_UP_MS = 5_000
+/** Allowance for clock differences between instances and the database. */
+const SKEW_MS = 60_000
+
+/**
+ * The sessions revoked recently enough that access tokens issued before the revocation may still
+ * be unexpired. Each entry is forgotten once the longest-lived such token has expired.
+ */
+export class RevokedSessions {
+  private readonly until = new Map<string, number>()
+  private timer: Timer | undefined
+  private watermark: Date | undefined
+
+  constructor(
+    private readonly system: Sql,
+    private readonly accessTtlSeconds: number,
+    private readonly log: Logger,
+  ) {}
+
+  has(sessionId: string): boolean {
+    const until = this.until.get(sessionId)
+    if (until === undefined) return false
+    if (until > Date.now()) return true
+    this.until.delete(sessionId)
+    return false
+  }
+
+  add(sessionId: string): void {
+    this.until.set(sessionId, Date.now() + this.accessTtlSeconds * 1000 + SKEW_MS)
+  }
+
+  /** Loads current revocations, follows the bus, and (for fleets) catches up periodically. */
+  async start(bus: EventBus, catchUp: boolean): Promise<void> {
+    await bus.subscribe(SESSION_REVOKED, (sessionId) => this.add(sessionId))
+    await this.catchUp()
+    if (catchUp) {
+      this.timer = setInterval(() => void this.catchUp().catch((error) => this.log.warn('revocation catch-up failed', describeError(error))), CATCH_UP_MS)
+      this.timer.unref()
+    }
+  }
+
+  private async catchUp(): Promise<void> {
+    const since = this.watermark ?? new Date(0)
+    const rows = await this.system<{ id: string; now: Date }[]>`
+      SELECT id, now() AS now FROM sessions
+      WHERE revoked_at >= greatest(${since}::timestamptz - make_interval(secs => ${SKEW_MS / 1000}), now() - make_interval(secs => ${this.accessTtlSeconds}))`
+    for (const row of rows) this.add(row.id)
+    const [clock] = rows.length ? rows : await this.system<{ now: Date }[]>`SELECT now() AS now`
+    this.watermark = clock!.now
+    for (const [sessionId, until] of this.until) if (until <= Date.now()) this.until.delete(sessionId)
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
+  }
+}

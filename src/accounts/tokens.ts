@@ -1,0 +1,46 @@
+// Session access tokens: HS256 JWTs signed and verified through @elysiajs/jwt (jose underneath).
+// Verification pins the algorithm and issuer and requires every claim we rely on; jose would
+// otherwise accept any HMAC algorithm for a symmetric key.
+import { jwt } from '@elysiajs/jwt'
+
+export interface SessionClaims {
+  iss: string
+  sub: string
+  sid: string
+  jti: string
+  iat: number
+  exp: number
+  typ: 'session'
+}
+
+export interface SessionTokens {
+  /** `notAfter` (seconds since the epoch) caps the expiry, e.g. at the session's end. */
+  issue(userId: string, sessionId: string, notAfter?: number): Promise<string>
+  /** The claims of a valid session token, or undefined (bad signature, algorithm, claims, expiry). */
+  verify(token: string): Promise<SessionClaims | undefined>
+}
+
+const REQUIRED_CLAIMS = ['iss', 'sub', 'sid', 'jti', 'iat', 'exp']
+
+export function createSessionTokens(options: { secret: string; issuer: string; ttlSeconds: number }): SessionTokens {
+  const plugin = jwt({ name: 'sessionJwt', secret: options.secret, alg: 'HS256', iss: options.issuer })
+  // The plugin offers sign/verify as a request-context decorator; the bearer check and tests
+  // need them outside a request, so they are read from the plugin once.
+  type Decorator = (typeof plugin)['~Singleton']['decorator']['sessionJwt']
+  const sessionJwt = (plugin as unknown as { singleton: { decorator: { sessionJwt: Decorator } } }).singleton.decorator.sessionJwt
+  return {
+    issue: (userId, sessionId, notAfter = Infinity) =>
+      sessionJwt.sign({
+        sub: userId,
+        sid: sessionId,
+        jti: crypto.randomUUID(),
+        typ: 'session',
+        exp: Math.min(Math.floor(Date.now() / 1000) + options.ttlSeconds, notAfter),
+      }),
+    async verify(token) {
+      const claims = await sessionJwt.verify(token, { algorithms: ['HS256'], issuer: options.issuer, requiredClaims: REQUIRED_CLAIMS })
+      if (!claims || claims.typ !== 'session' || typeof claims.sid !== 'string' || typeof claims.sub !== 'string') return undefined
+      return claims as unknown as SessionClaims
+    },
+  }
+}

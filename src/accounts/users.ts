@@ -1,0 +1,70 @@
+// The users table: accounts and profiles. Passwords never leave this module except as hashes.
+import type { Sql } from 'postgres'
+import { HttpError } from '../http/errors.ts'
+import { isoTimestamp } from '../db/sql.ts'
+
+export interface User {
+  id: string
+  email: string
+  name: string
+  created_at: string
+  updated_at: string
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@.]+$/
+
+/** Trimmed and lowercased (the uniqueness rule); undefined when it is not an address. */
+export function normalizeEmail(email: string): string | undefined {
+  const normalized = email.trim().toLowerCase()
+  return normalized.length <= 254 && EMAIL.test(normalized) ? normalized : undefined
+}
+
+/** SQLSTATE unique_violation */
+const UNIQUE_VIOLATION = '23505'
+
+const emailTaken = () => new HttpError(409, 'e-mail address already registered')
+
+function rethrowUnique(error: unknown): never {
+  if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw emailTaken()
+  throw error
+}
+
+const userColumns = (sql: Sql) =>
+  sql`id, email, name, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
+
+export async function insertUser(sql: Sql, user: { email: string; name: string; passwordHash: string }): Promise<User> {
+  try {
+    const [row] = await sql<User[]>`
+      INSERT INTO users (id, email, name, password_hash)
+      VALUES (${crypto.randomUUID()}, ${user.email}, ${user.name}, ${user.passwordHash})
+      RETURNING ${userColumns(sql)}`
+    return row!
+  } catch (error) {
+    rethrowUnique(error)
+  }
+}
+
+export async function findUserById(sql: Sql, id: string): Promise<User | undefined> {
+  const [row] = await sql<User[]>`SELECT ${userColumns(sql)} FROM users WHERE id = ${id}`
+  return row
+}
+
+export async function findCredentials(sql: Sql, email: string): Promise<(User & { password_hash: string }) | undefined> {
+  const [row] = await sql<(User & { password_hash: string })[]>`SELECT ${userColumns(sql)}, password_hash FROM users WHERE email = ${email}`
+  return row
+}
+
+export async function updateUser(sql: Sql, id: string, changes: { name?: string; email?: string }): Promise<User | undefined> {
+  try {
+    const [row] = await sql<User[]>`
+      UPDATE users SET
+        name = coalesce(${changes.name ?? null}::text, name),
+        email = coalesce(${changes.email ?? null}::text, email),
+        updated_at = now()
+      WHERE id = ${id}
+      RETURNING ${userColumns(sql)}`
+    return row
+  } catch (error) {
+    rethrowUnique(error)
+  }
+}

@@ -1,0 +1,29 @@
+// JSON over HTTP against a test server.
+export interface ApiResponse<T = any> {
+  status: number
+  headers: Headers
+  body: T
+}
+
+export function api(baseUrl: string) {
+  const call = async <T = any>(method: string, path: string, options: { body?: unknown; token?: string; headers?: Record<string, string>; raw?: RequestInit['body'] } = {}): Promise<ApiResponse<T>> => {
+    const headers: Record<string, string> = { ...options.headers }
+    if (options.token) headers.authorization = `Bearer ${options.token}`
+    let body: RequestInit['body'] = options.raw
+    if (options.body !== undefined) {
+      headers['content-type'] ??= 'application/json'
+      body = JSON.stringify(options.body)
+    }
+    const res = await fetch(baseUrl + path, { method, headers, body })
+    const text = await res.text()
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined }
+  }
+  return {
+    call,
+    get: <T = any>(path: string, token?: string) => call<T>('GET', path, { token }),
+    post: <T = any>(path: string, body?: unknown, token?: string) => call<T>('POST', path, { body, token }),
+    put: <T = any>(path: string, body?: unknown, token?: string) => call<T>('PUT', path, { body, token }),
+  }
+}
+
+export const uniqueEmail = (prefix = 'user') => `${prefix}-${crypto.randomUUID().slice(0, 8)}@example.com`
