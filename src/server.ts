@@ -67,6 +67,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     return finish(request, requestId, started, errorResponse(500, 'internal server error'))
   }
   const logRequests = log.enabled('info')
+  const logRequestStarts = log.enabled('debug')
 
   const server = Bun.serve({
     port: config.port,
@@ -76,6 +77,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       const started = performance.now()
       const requestId = assignRequestId(request)
       inFlight++
+      if (logRequestStarts) log.debug('request started', { request_id: requestId, method: request.method, path: new URL(request.url).pathname })
       let result: Response | Promise<Response>
       try {
         result = handler(request)

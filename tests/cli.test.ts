@@ -87,6 +87,35 @@ describe(`serve lifecycle (${BACKEND})`, () => {
     expect(await second.stop('SIGINT')).toBe(0)
   })
 
+  test('SIGTERM lets an in-flight request finish before the process exits', async () => {
+    const server = await startServerProcess(instance.env, 'debug')
+    const body = JSON.stringify({ email: `drain-${crypto.randomUUID().slice(0, 8)}@example.com`, password: 'correct horse battery' })
+    const half = body.length >> 1
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    const stream = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(new TextEncoder().encode(body.slice(0, half)))
+        await released
+        controller.enqueue(new TextEncoder().encode(body.slice(half)))
+        controller.close()
+      },
+    })
+    const inFlight = fetch(server.url + '/api/v1/auth/register', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': String(body.length) },
+      body: stream,
+    })
+    // The request is inside the server, waiting for the rest of its body, when the signal arrives.
+    await server.waitFor(/"msg":"request started","request_id":"[^"]+","method":"POST","path":"\/api\/v1\/auth\/register"/)
+    server.process.kill('SIGTERM')
+    await server.waitFor(/"msg":"shutting down"/)
+    release()
+    const response = await inFlight
+    expect(response.status).toBe(201)
+    expect(await server.process.exited).toBe(0)
+  })
+
   test('healthcheck exits 0 against a running server and 1 when nothing answers', async () => {
     const server = await startServerProcess(instance.env)
     const port = new URL(server.url).port

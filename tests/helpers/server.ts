@@ -61,14 +61,16 @@ export interface ServerProcess {
   process: Bun.Subprocess<'ignore', 'pipe', 'pipe'>
   /** Everything the process wrote to stdout so far (its JSON log lines). */
   output(): string
+  /** Resolves once the output matches `pattern`; rejects if the process exits first. */
+  waitFor(pattern: RegExp): Promise<void>
   stop(signal?: NodeJS.Signals): Promise<number>
 }
 
 /** Starts `kgs serve` as a child process and waits until it is ready. */
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+export async function startServerProcess(env: Record<string, string>, logLevel: 'info' | 'debug' = 'info'): Promise<ServerProcess> {
   const child = Bun.spawn([process.execPath, MAIN, 'serve'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env, LOG_LEVEL: 'info' },
+    env: { PATH: process.env.PATH ?? '', ...env, LOG_LEVEL: logLevel },
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',
@@ -76,25 +78,37 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   let stdout = ''
   let stderr = ''
   const decoder = new TextDecoder()
-  let sawLine: (() => void) | undefined
+  const watchers = new Set<() => void>()
   void (async () => {
     for await (const chunk of child.stdout) {
       stdout += decoder.decode(chunk)
-      sawLine?.()
+      for (const watcher of watchers) watcher()
     }
   })()
+  const waitFor = (pattern: RegExp) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (!pattern.test(stdout)) return
+        watchers.delete(check)
+        resolve()
+      }
+      watchers.add(check)
+      check()
+      void child.exited.then((code) => {
+        watchers.delete(check)
+        reject(new Error(`kgs serve exited with ${code} before printing ${pattern}: ${stderr}${stdout}`))
+      })
+    })
   void (async () => {
     for await (const chunk of child.stderr) stderr += decoder.decode(chunk)
   })()
   const ready = /"msg":"ready","url":"([^"]+)"/
-  while (!ready.test(stdout)) {
-    const exited = await Promise.race([child.exited, new Promise<undefined>((resolve) => (sawLine = () => resolve(undefined)))])
-    if (exited !== undefined) throw new Error(`kgs serve exited with ${exited} before it was ready: ${stderr}${stdout}`)
-  }
+  await waitFor(ready)
   return {
     url: ready.exec(stdout)![1]!,
     process: child,
     output: () => stdout,
+    waitFor,
     async stop(signal = 'SIGTERM') {
       child.kill(signal)
       return child.exited
