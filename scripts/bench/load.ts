@@ -20,10 +20,14 @@ export async function measure(
           const started = performance.now()
           try {
             const response = await request()
-            await response.arrayBuffer()
-            if (!response.ok) errors++
-          } catch {
+            const body = await response.text()
+            if (!response.ok) {
+              errors++
+              if (process.env.BENCH_VERBOSE) console.error(`HTTP ${response.status}: ${body.slice(0, 200)}`)
+            }
+          } catch (error) {
             errors++
+            if (process.env.BENCH_VERBOSE) console.error(String(error))
           }
           latencies?.push(performance.now() - started)
         }

@@ -9,6 +9,7 @@ import { hashPassword, verifyPassword } from './passwords.ts'
 import { RevokedSessions, SESSION_REVOKED, insertSession, markRevoked, rotateRefreshToken } from './sessions.ts'
 import { createSessionTokens, type SessionTokens } from './tokens.ts'
 import { findCredentials, findUserById, insertUser, normalizeEmail, updateUser, type User } from './users.ts'
+import { USER_CHANGED, UserCache } from './user-cache.ts'
 
 export interface AccountsOptions {
   system: Sql
@@ -41,6 +42,7 @@ export class Accounts implements Authenticator {
   readonly tokens: SessionTokens
   readonly revoked: RevokedSessions
   private readonly sql: Sql
+  private readonly users = new UserCache()
 
   private constructor(private readonly options: AccountsOptions) {
     this.sql = options.system
@@ -51,6 +53,7 @@ export class Accounts implements Authenticator {
   static async start(options: AccountsOptions): Promise<Accounts> {
     const accounts = new Accounts(options)
     await accounts.revoked.start(options.bus, options.catchUp)
+    await options.bus.subscribe(USER_CHANGED, (userId) => accounts.users.evict(userId))
     return accounts
   }
 
@@ -108,8 +111,16 @@ export class Accounts implements Authenticator {
     return { userId: claims.sub, sessionId: claims.sid }
   }
 
-  async getUser(principal: Principal, userId: string): Promise<User> {
+  private async findUser(userId: string): Promise<User | undefined> {
+    const cached = this.users.get(userId)
+    if (cached) return cached
     const user = await findUserById(this.sql, userId)
+    if (user) this.users.set(user)
+    return user
+  }
+
+  async getUser(principal: Principal, userId: string): Promise<User> {
+    const user = await this.findUser(userId)
     if (!user) throw new HttpError(404, 'user not found')
     // RBAC (user:read) arrives with the next issue; until then a user may read only themself.
     if (user.id !== principal.userId) throw new HttpError(403, 'permission denied: user:read')
@@ -117,10 +128,17 @@ export class Accounts implements Authenticator {
   }
 
   async updateUser(principal: Principal, userId: string, changes: { name?: string; email?: string }): Promise<User> {
-    const existing = await findUserById(this.sql, userId)
+    const existing = await this.findUser(userId)
     if (!existing) throw new HttpError(404, 'user not found')
     if (existing.id !== principal.userId) throw new HttpError(403, 'permission denied: user:manage')
     const email = changes.email === undefined ? undefined : requireEmail(changes.email)
-    return (await updateUser(this.sql, userId, { name: changes.name?.trim(), email }))!
+    const updated = await this.sql.begin(async (tx) => {
+      const user = await updateUser(tx, userId, { name: changes.name?.trim(), email })
+      if (!user) throw new HttpError(404, 'user not found')
+      await this.options.bus.publish(tx, USER_CHANGED, userId)
+      return user
+    })
+    this.users.evict(userId)
+    return updated
   }
 }

@@ -1,7 +1,7 @@
 // The users table: accounts and profiles. Passwords never leave this module except as hashes.
 import type { Sql } from 'postgres'
 import { HttpError } from '../http/errors.ts'
-import { isoTimestamp } from '../db/sql.ts'
+import { isoTimestamp, type Db } from '../db/sql.ts'
 
 export interface User {
   id: string
@@ -29,7 +29,7 @@ function rethrowUnique(error: unknown): never {
   throw error
 }
 
-const userColumns = (sql: Sql) =>
+const userColumns = (sql: Db) =>
   sql`id, email, name, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
 
 export async function insertUser(sql: Sql, user: { email: string; name: string; passwordHash: string }): Promise<User> {
@@ -54,7 +54,7 @@ export async function findCredentials(sql: Sql, email: string): Promise<(User & 
   return row
 }
 
-export async function updateUser(sql: Sql, id: string, changes: { name?: string; email?: string }): Promise<User | undefined> {
+export async function updateUser(sql: Db, id: string, changes: { name?: string; email?: string }): Promise<User | undefined> {
   try {
     const [row] = await sql<User[]>`
       UPDATE users SET

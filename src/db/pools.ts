@@ -12,9 +12,18 @@ export interface PoolsOptions {
   /** Unset: the embedded database under dataDir/pg. */
   databaseUrl?: string
   dataDir: string
-  /** Connections per pool. */
+  /** Connections per PostgreSQL pool. */
   max?: number
 }
+
+/**
+ * One connection per embedded pool. PGlite is a single session; pglite-socket multiplexes
+ * connections onto it per socket read, not per protocol batch, so a second connection's Sync can
+ * land between another's Bind and Execute ("portal does not exist", or an answer to the wrong
+ * query). postgres.js pipelines and queues on its one connection, and a transaction holds it.
+ * Code must therefore never use the pool inside its own transaction (it would wait forever).
+ */
+const EMBEDDED_CONNECTIONS = 1
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const EMBEDDED_DSN = 'pglite:'
@@ -46,7 +55,7 @@ export class Pools {
     const cluster = EmbeddedCluster.start(join(options.dataDir, 'pg'))
     try {
       const path = await cluster.socketFor('system')
-      return new Pools('embedded', postgres({ path, database: 'postgres', user: 'postgres', ...connectionOptions(max) }), options, cluster)
+      return new Pools('embedded', postgres({ path, database: 'postgres', user: 'postgres', ...connectionOptions(EMBEDDED_CONNECTIONS) }), options, cluster)
     } catch (error) {
       await cluster.close()
       throw error
@@ -136,7 +145,7 @@ export class Pools {
     if (dsn.startsWith(EMBEDDED_DSN)) {
       if (!this.cluster) throw new Error(`repository database ${dsn} is embedded, but this instance runs on PostgreSQL`)
       const path = await this.cluster.socketFor(dsn.slice(EMBEDDED_DSN.length))
-      return postgres({ path, database: 'postgres', user: 'postgres', ...connectionOptions(max) })
+      return postgres({ path, database: 'postgres', user: 'postgres', ...connectionOptions(EMBEDDED_CONNECTIONS) })
     }
     return postgres(dsn, connectionOptions(max))
   }

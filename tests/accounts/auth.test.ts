@@ -132,6 +132,14 @@ describe(`login (${BACKEND})`, () => {
     expect(median(unknown)).toBeGreaterThan(median(wrong) * 0.4)
   })
 
+  test('concurrent logins and refreshes all succeed (the database is shared safely)', async () => {
+    const { user } = await register()
+    const logins = await Promise.all(Array.from({ length: 8 }, () => http.post('/api/v1/auth/login', { email: user.email, password: PASSWORD })))
+    expect(logins.map((r) => r.status)).toEqual(Array(8).fill(200))
+    const refreshes = await Promise.all(logins.map((r) => http.post('/api/v1/auth/refresh', { refresh_token: r.body.refresh_token })))
+    expect(refreshes.map((r) => r.status)).toEqual(Array(8).fill(200))
+  })
+
   test('malformed bodies: 400', async () => {
     expectError(await http.post('/api/v1/auth/login', { email: 'a@example.com' }), 400, /^invalid body: password: /)
     expectError(await http.post('/api/v1/auth/login', { email: 1, password: PASSWORD }), 400, /^invalid body: email: /)

@@ -35,6 +35,17 @@ describe.if(BACKEND === 'postgres')('fleet (postgres)', () => {
     expect(elapsed).toBeLessThan(1000)
   })
 
+  test('a profile change on A is what B serves within 1 s (its profile cache is evicted)', async () => {
+    const registered = await api(a.url).post('/api/v1/auth/register', { email: uniqueEmail(), password: 'correct horse battery', name: 'Before' })
+    const { token, user } = registered.body as { token: string; user: { id: string } }
+    expect((await api(b.url).get('/api/v1/users/me', token)).body.name).toBe('Before')
+    expect((await api(a.url).put(`/api/v1/users/${user.id}`, { name: 'After' }, token)).status).toBe(200)
+    const started = performance.now()
+    let name = 'Before'
+    while (name === 'Before' && performance.now() - started < 1000) name = (await api(b.url).get('/api/v1/users/me', token)).body.name
+    expect(name).toBe('After')
+  })
+
   test('refresh-token reuse detected on B revokes the session on A too', async () => {
     const registered = await api(a.url).post('/api/v1/auth/register', { email: uniqueEmail(), password: 'correct horse battery' })
     const { token, refresh_token } = registered.body as { token: string; refresh_token: string }

@@ -67,6 +67,25 @@ describe(`migrations (${BACKEND})`, () => {
   })
 })
 
+describe(`concurrency (${BACKEND})`, () => {
+  test('concurrent queries and transactions each get their own answers', async () => {
+    await pools.system`CREATE TABLE IF NOT EXISTS concurrency_counter (id int PRIMARY KEY, n int NOT NULL)`
+    await pools.system`INSERT INTO concurrency_counter VALUES (1, 0) ON CONFLICT (id) DO UPDATE SET n = 0`
+    const work = Array.from({ length: 200 }, (_, i) =>
+      i % 4 === 0
+        ? pools.system.begin(async (tx) => {
+            const [row] = await tx<{ n: number }[]>`SELECT n FROM concurrency_counter WHERE id = 1 FOR UPDATE`
+            await tx`UPDATE concurrency_counter SET n = ${row!.n + 1} WHERE id = 1`
+            return i
+          })
+        : pools.system<{ echo: number }[]>`SELECT ${i}::int AS echo`.then((rows) => rows[0]!.echo),
+    )
+    expect(await Promise.all(work)).toEqual(Array.from({ length: 200 }, (_, i) => i))
+    const [{ n }] = (await pools.system`SELECT n FROM concurrency_counter WHERE id = 1`) as unknown as [{ n: number }]
+    expect(n).toBe(50)
+  })
+})
+
 describe(`repository pools (${BACKEND})`, () => {
   test('forRepository creates, migrates and tags the database; the same pool is returned again', async () => {
     const id = crypto.randomUUID()
