@@ -22,11 +22,20 @@ export interface SessionTokens {
 
 const REQUIRED_CLAIMS = ['iss', 'sub', 'sid', 'jti', 'iat', 'exp']
 
+/**
+ * Verified tokens, by their exact text. A client presents the same access token for its whole
+ * lifetime; verifying its HMAC once instead of per request was the largest cost of an
+ * authenticated request in profiles. Expiry is re-checked on every hit (revocation is checked by
+ * the caller on every request anyway), and the map is bounded.
+ */
+const VERIFIED_CACHE_SIZE = 50_000
+
 export function createSessionTokens(options: { secret: string; issuer: string; ttlSeconds: number }): SessionTokens {
   const plugin = jwt({ name: 'sessionJwt', secret: options.secret, alg: 'HS256', iss: options.issuer })
   // The plugin offers sign/verify as a request-context decorator; the bearer check and tests
   // need them outside a request, so they are read from the plugin once.
   type Decorator = (typeof plugin)['~Singleton']['decorator']['sessionJwt']
+  const verified = new Map<string, SessionClaims>()
   const sessionJwt = (plugin as unknown as { singleton: { decorator: { sessionJwt: Decorator } } }).singleton.decorator.sessionJwt
   return {
     issue: (userId, sessionId, notAfter = Infinity) =>
@@ -38,8 +47,16 @@ export function createSessionTokens(options: { secret: string; issuer: string; t
         exp: Math.min(Math.floor(Date.now() / 1000) + options.ttlSeconds, notAfter),
       }),
     async verify(token) {
+      const known = verified.get(token)
+      if (known) {
+        if (known.exp * 1000 > Date.now()) return known
+        verified.delete(token)
+        return undefined
+      }
       const claims = await sessionJwt.verify(token, { algorithms: ['HS256'], issuer: options.issuer, requiredClaims: REQUIRED_CLAIMS })
       if (!claims || claims.typ !== 'session' || typeof claims.sid !== 'string' || typeof claims.sub !== 'string') return undefined
+      if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!)
+      verified.set(token, claims as unknown as SessionClaims)
       return claims as unknown as SessionClaims
     },
   }
