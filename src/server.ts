@@ -9,6 +9,7 @@ import { Accounts } from './accounts/accounts.ts'
 import { LocalEventBus, PostgresEventBus, type EventBus } from './db/events.ts'
 import { JSON_CONTENT_TYPE, errorResponse } from './http/errors.ts'
 import { assignRequestId } from './http/request-id.ts'
+import { requestPath } from './http/path.ts'
 import { VERSION } from './version.ts'
 
 /** How long stop() lets in-flight requests finish before closing their connections. */
@@ -27,8 +28,7 @@ type Handler = (request: Request) => Response | Promise<Response>
 
 /** Served until the database is ready: liveness yes, everything else "try again shortly". */
 const startingHandler: Handler = (request) => {
-  const path = new URL(request.url).pathname
-  if (path === '/healthz') return Response.json({ status: 'ok', version: VERSION })
+  if (requestPath(request) === '/healthz') return Response.json({ status: 'ok', version: VERSION })
   return errorResponse(503, 'service is starting', { 'retry-after': '1' })
 }
 
@@ -49,13 +49,10 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     if (stopping && inFlight === 0) drained?.()
     response = withHeaders(response, requestId, stopping)
     if (logRequests) {
-      const url = request.url
-      const pathStart = url.indexOf('/', url.indexOf('//') + 2)
-      const queryStart = url.indexOf('?', pathStart)
       log.info('request', {
         request_id: requestId,
         method: request.method,
-        path: queryStart === -1 ? url.slice(pathStart) : url.slice(pathStart, queryStart),
+        path: requestPath(request),
         status: response.status,
         ms: Math.round((performance.now() - started) * 100) / 100,
       })
@@ -77,7 +74,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       const started = performance.now()
       const requestId = assignRequestId(request)
       inFlight++
-      if (logRequestStarts) log.debug('request started', { request_id: requestId, method: request.method, path: new URL(request.url).pathname })
+      if (logRequestStarts) log.debug('request started', { request_id: requestId, method: request.method, path: requestPath(request) })
       let result: Response | Promise<Response>
       try {
         result = handler(request)

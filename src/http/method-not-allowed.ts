@@ -1,6 +1,7 @@
 // Elysia answers an unmatched method like an unknown path. We tell them apart: a path that
 // exists under other methods gets 405 with an Allow header (RFC 9110 §15.5.6).
 import { errorResponse } from './errors.ts'
+import { requestPath } from './path.ts'
 
 interface RouteInfo {
   method: string
@@ -20,10 +21,7 @@ export function methodNotAllowedResponder(routes: readonly RouteInfo[]) {
     .filter((r) => r.method !== 'ALL')
     .map((r) => ({ method: r.method.toUpperCase(), pattern: patternOf(r.path) }))
   return (request: Request): Response | undefined => {
-    const url = request.url
-    const start = url.indexOf('/', url.indexOf('//') + 2)
-    const query = url.indexOf('?', start)
-    const path = query === -1 ? url.slice(start) : url.slice(start, query)
+    const path = requestPath(request)
     const allowed = new Set(patterns.filter((p) => p.pattern.test(path)).map((p) => p.method))
     if (allowed.size === 0) return undefined
     if (allowed.has('GET')) allowed.add('HEAD')
