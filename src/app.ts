@@ -12,6 +12,9 @@ import { methodNotAllowedResponder } from './http/method-not-allowed.ts'
 import { ErrorBody } from './http/schemas.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
+import { accessControl } from './http/auth.ts'
+import type { Rbac } from './rbac/rbac.ts'
+import { rbacRoutes } from './rbac/routes.ts'
 
 export interface AppContext {
   config: Config
@@ -20,11 +23,13 @@ export interface AppContext {
   /** The public base URL, without trailing slash. */
   baseUrl: string
   accounts: Accounts
+  rbac: Rbac
 }
 
 export function createApp(ctx: AppContext) {
   // Filled once the routes are known; the error handler consults it for unmatched requests.
   let methodNotAllowed: (request: Request) => Response | undefined = () => undefined
+  const access = accessControl(ctx.accounts, ctx.rbac)
   // normalize: false, so that a field a schema does not know is refused (400) instead of silently
   // dropped: a client sending {"password": ...} to PUT /users must not believe it changed anything.
   // Responses are built field by field, so nothing relies on normalization to hide columns.
@@ -39,6 +44,7 @@ export function createApp(ctx: AppContext) {
           tags: [
             { name: 'operations', description: 'health and readiness' },
             { name: 'accounts', description: 'registration, sessions and profiles' },
+            { name: 'admin', description: 'users, roles and permissions' },
           ],
           components: {
             securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
@@ -65,7 +71,8 @@ export function createApp(ctx: AppContext) {
         response: { 200: t.Object({ status: t.Literal('ready'), database: t.String() }), 503: ErrorBody },
       },
     )
-    .use(accountRoutes(ctx.accounts))
+    .use(accountRoutes(ctx.accounts, access))
+    .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, access }))
   methodNotAllowed = methodNotAllowedResponder(app.routes)
   return app
 }

@@ -6,6 +6,7 @@ import { ConfigError, loadConfig, parseEnv } from './config.ts'
 import { Pools } from './db/pools.ts'
 import { createLogger } from './log.ts'
 import { deriveBaseUrl, startServer } from './server.ts'
+import { promoteSysadmin } from './rbac/promote.ts'
 import { VERSION } from './version.ts'
 
 const USAGE = `Usage: kgs <command>
@@ -13,6 +14,8 @@ const USAGE = `Usage: kgs <command>
 Commands:
   serve        run the HTTP API (by default on an embedded database in ./data)
   migrate      apply pending database migrations and exit
+  promote-sysadmin <email>
+               grant the sysadmin role to that account (idempotent; server running or not)
   healthcheck  exit 0 if the server on PORT answers /healthz (for container health checks)
   version      print the version
   help         print this help
@@ -72,6 +75,21 @@ const commands: Record<string, Command> = {
     } finally {
       await pools.close()
     }
+    return 0
+  },
+
+  async 'promote-sysadmin'(args) {
+    const { positionals } = parseArgs({ args, options: {}, strict: true, allowPositionals: true })
+    if (positionals.length !== 1) throw new UsageError('expected exactly one e-mail address')
+    const email = positionals[0]!
+    const config = parseEnv(process.env)
+    const log = createLogger('warn', (text) => process.stderr.write(text))
+    const outcome = await promoteSysadmin(config, email, log)
+    if (outcome === 'unknown-user') {
+      process.stderr.write(`kgs promote-sysadmin: no account with e-mail ${email}\n`)
+      return 1
+    }
+    console.log(outcome === 'promoted' ? `${email} is now sysadmin` : `${email} is already sysadmin; nothing changed`)
     return 0
   },
 

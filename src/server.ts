@@ -6,6 +6,9 @@ import { Pools } from './db/pools.ts'
 import { describeError, type Logger } from './log.ts'
 import { createApp } from './app.ts'
 import { Accounts } from './accounts/accounts.ts'
+import { Rbac } from './rbac/rbac.ts'
+import { SYSTEM_DOMAIN } from './rbac/permissions.ts'
+import { serveControlSocket } from './rbac/promote.ts'
 import { LocalEventBus, PostgresEventBus, type EventBus } from './db/events.ts'
 import { JSON_CONTENT_TYPE, errorResponse } from './http/errors.ts'
 import { assignRequestId } from './http/request-id.ts'
@@ -98,6 +101,8 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   let pools: Pools | undefined
   let bus: EventBus | undefined
   let accounts: Accounts | undefined
+  let rbac: Rbac | undefined
+  let control: { stop(): Promise<void> } | undefined
 
   const ready = (async () => {
     pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
@@ -105,6 +110,8 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     if (applied.length > 0) log.info('migrations applied', { set: 'system', applied })
     const fleet = pools.backend === 'postgres'
     bus = fleet ? new PostgresEventBus(pools.system, log) : new LocalEventBus()
+    rbac = await Rbac.start({ system: pools.system, bus, log, catchUp: fleet })
+    const roles = rbac
     accounts = await Accounts.start({
       system: pools.system,
       bus,
@@ -114,8 +121,11 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       accessTokenTtl: config.accessTokenTtl,
       sessionTtl: config.sessionTtl,
       catchUp: fleet,
+      authorizer: roles,
+      onUserCreated: (userId) => roles.assign({ user_id: userId, role: 'member', domain: SYSTEM_DOMAIN }),
     })
-    const app = createApp({ config, pools, log, baseUrl, accounts })
+    if (!fleet) control = serveControlSocket(config.dataDir, pools, bus, () => roles.reload())
+    const app = createApp({ config, pools, log, baseUrl, accounts, rbac: roles })
     handler = app.fetch
     log.info('ready', { url, base_url: baseUrl, database: pools.backend, version: VERSION })
   })()
@@ -136,7 +146,9 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       }
       await server.stop(true)
       await ready.catch(() => {})
+      await control?.stop()
       accounts?.stop()
+      rbac?.stop()
       await bus?.close()
       await pools?.close()
       log.info('stopped')

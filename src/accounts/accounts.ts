@@ -3,12 +3,14 @@
 import type { Sql } from 'postgres'
 import type { EventBus } from '../db/events.ts'
 import { HttpError } from '../http/errors.ts'
-import type { Authenticator, Principal } from '../http/auth.ts'
+import { forbidden, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
+import type { PageKey } from '../http/pagination.ts'
+import { SYSTEM_DOMAIN } from '../rbac/permissions.ts'
 import type { Logger } from '../log.ts'
 import { hashPassword, verifyPassword } from './passwords.ts'
 import { RevokedSessions, SESSION_REVOKED, insertSession, markRevoked, rotateRefreshToken } from './sessions.ts'
 import { createSessionTokens, type SessionTokens } from './tokens.ts'
-import { findCredentials, findUserById, insertUser, normalizeEmail, updateUser, type User } from './users.ts'
+import { findCredentials, findUserById, insertUser, listUsers, normalizeEmail, updateUser, type User } from './users.ts'
 import { USER_CHANGED, UserCache } from './user-cache.ts'
 
 export interface AccountsOptions {
@@ -21,6 +23,9 @@ export interface AccountsOptions {
   sessionTtl: number
   /** Re-read revocations periodically (several instances share the database). */
   catchUp: boolean
+  authorizer: Authorizer
+  /** Runs after an account is created (grants the default role). */
+  onUserCreated(userId: string): Promise<unknown>
 }
 
 export interface SessionGrant {
@@ -64,6 +69,7 @@ export class Accounts implements Authenticator {
   async register(input: { email: string; password: string; name?: string }): Promise<SessionGrant> {
     const email = requireEmail(input.email)
     const user = await insertUser(this.sql, { email, name: input.name?.trim() ?? '', passwordHash: await hashPassword(input.password) })
+    await this.options.onUserCreated(user.id)
     return this.startSession(user)
   }
 
@@ -122,15 +128,22 @@ export class Accounts implements Authenticator {
   async getUser(principal: Principal, userId: string): Promise<User> {
     const user = await this.findUser(userId)
     if (!user) throw new HttpError(404, 'user not found')
-    // RBAC (user:read) arrives with the next issue; until then a user may read only themself.
-    if (user.id !== principal.userId) throw new HttpError(403, 'permission denied: user:read')
+    if (user.id !== principal.userId && !this.options.authorizer.can(principal.userId, SYSTEM_DOMAIN, 'user:read')) throw forbidden('user:read')
     return user
+  }
+
+  async userExists(userId: string): Promise<boolean> {
+    return (await this.findUser(userId)) !== undefined
+  }
+
+  listUsers(limit: number, after?: PageKey) {
+    return listUsers(this.sql, limit, after)
   }
 
   async updateUser(principal: Principal, userId: string, changes: { name?: string; email?: string }): Promise<User> {
     const existing = await this.findUser(userId)
     if (!existing) throw new HttpError(404, 'user not found')
-    if (existing.id !== principal.userId) throw new HttpError(403, 'permission denied: user:manage')
+    if (existing.id !== principal.userId && !this.options.authorizer.can(principal.userId, SYSTEM_DOMAIN, 'user:manage')) throw forbidden('user:manage')
     const email = changes.email === undefined ? undefined : requireEmail(changes.email)
     const updated = await this.sql.begin(async (tx) => {
       const user = await updateUser(tx, userId, { name: changes.name?.trim(), email })

@@ -1,6 +1,6 @@
 // /api/v1/auth/* and /api/v1/users/*: schema, auth, call into Accounts.
 import { Elysia, t } from 'elysia'
-import { bearerAuth } from '../http/auth.ts'
+import type { accessControl } from '../http/auth.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import type { Accounts } from './accounts.ts'
 import { PASSWORD_MAX, PASSWORD_MIN } from './passwords.ts'
@@ -14,16 +14,16 @@ const Password = t.String({
 })
 const Name = t.String({ maxLength: 200, error: 'expected a name of at most 200 characters' })
 
-const User = t.Object({ id: t.String({ format: 'uuid' }), email: t.String(), name: t.String(), created_at: t.String(), updated_at: t.String() })
+export const User = t.Object({ id: t.String({ format: 'uuid' }), email: t.String(), name: t.String(), created_at: t.String(), updated_at: t.String() })
 const SessionGrant = t.Object({ user: User, token: t.String({ description: 'access token (JWT)' }), refresh_token: t.String() })
 const TokenPair = t.Object({ token: t.String(), refresh_token: t.String() })
 const UserParams = t.Object({ userID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const strict = { additionalProperties: false } as const
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody }
 
-export function accountRoutes(accounts: Accounts) {
+export function accountRoutes(accounts: Accounts, access: ReturnType<typeof accessControl>) {
   return new Elysia({ name: 'kgs/accounts', prefix: '/api/v1' })
-    .use(bearerAuth(accounts))
+    .use(access)
     .post(
       '/auth/register',
       async ({ body, set }) => {

@@ -2,6 +2,7 @@
 import type { Sql } from 'postgres'
 import { HttpError } from '../http/errors.ts'
 import { isoTimestamp, type Db } from '../db/sql.ts'
+import type { PageKey } from '../http/pagination.ts'
 
 export interface User {
   id: string
@@ -52,6 +53,22 @@ export async function findUserById(sql: Sql, id: string): Promise<User | undefin
 export async function findCredentials(sql: Sql, email: string): Promise<(User & { password_hash: string }) | undefined> {
   const [row] = await sql<(User & { password_hash: string })[]>`SELECT ${userColumns(sql)}, password_hash FROM users WHERE email = ${email}`
   return row
+}
+
+/** One page of users in (created_at, id) order, with one row of look-ahead. */
+export async function listUsers(sql: Sql, limit: number, after?: PageKey): Promise<(User & { page_key: PageKey })[]> {
+  const rows = await sql<(User & { key_at: string })[]>`
+    SELECT ${userColumns(sql)}, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS key_at
+    FROM users
+    ${after ? sql`WHERE (created_at, id) > (${after.at}::timestamptz, ${after.id}::uuid)` : sql``}
+    ORDER BY created_at, id
+    LIMIT ${limit + 1}`
+  return rows.map(({ key_at, ...user }) => ({ ...user, page_key: { at: key_at, id: user.id } }))
+}
+
+export async function findUserIdByEmail(sql: Db, email: string): Promise<string | undefined> {
+  const [row] = await sql<{ id: string }[]>`SELECT id FROM users WHERE email = ${email}`
+  return row?.id
 }
 
 export async function updateUser(sql: Db, id: string, changes: { name?: string; email?: string }): Promise<User | undefined> {

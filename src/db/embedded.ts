@@ -165,6 +165,12 @@ function initdbOnWorker(dir: string): Promise<void> {
   }).finally(() => worker.terminate())
 }
 
+/** The pid of the live process holding the embedded data directory `pgRoot`, if any. */
+export function runningHolder(pgRoot: string): number | undefined {
+  const holder = readLock(join(pgRoot, 'kgs.lock'))
+  return holder && holder.pid !== process.pid && processAlive(holder.pid) ? holder.pid : undefined
+}
+
 function readLock(path: string): { pid: number } | undefined {
   try {
     const parsed = JSON.parse(readFileSync(path, 'utf8')) as { pid?: unknown }

@@ -1,0 +1,52 @@
+// Cursor pagination (decisions.md §1): ?limit= (default 50, max 500) and ?cursor=; the next page
+// is announced in a Link header (RFC 8288). Order is (created_at, id); the cursor is opaque to
+// clients and carries the last row's key with full timestamp precision.
+import { t } from 'elysia'
+import { HttpError } from './errors.ts'
+
+export const DEFAULT_LIMIT = 50
+export const MAX_LIMIT = 500
+
+export const PageQuery = t.Object({
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, error: `expected an integer from 1 to ${MAX_LIMIT}` })),
+  cursor: t.Optional(t.String({ maxLength: 200, error: 'expected a cursor from a Link header' })),
+})
+
+export interface PageKey {
+  /** created_at as text with microseconds. */
+  at: string
+  id: string
+}
+
+export function decodeCursor(cursor: string | undefined): PageKey | undefined {
+  if (cursor === undefined) return undefined
+  try {
+    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown]
+    if (typeof at === 'string' && typeof id === 'string' && !Number.isNaN(Date.parse(at)) && /^[0-9a-f-]{36}$/.test(id)) return { at, id }
+  } catch {
+    // fall through
+  }
+  throw new HttpError(400, 'invalid query: cursor: expected a cursor from a Link header')
+}
+
+export function encodeCursor(key: PageKey): string {
+  return Buffer.from(JSON.stringify([key.at, key.id])).toString('base64url')
+}
+
+/** Trims the look-ahead row and sets the Link header when there is a next page. */
+export function page<T extends { page_key: PageKey }>(
+  rows: T[],
+  limit: number,
+  request: Request,
+  headers: Record<string, string | number>,
+): Omit<T, 'page_key'>[] {
+  const more = rows.length > limit
+  const shown = more ? rows.slice(0, limit) : rows
+  if (more) {
+    const next = new URL(request.url)
+    next.searchParams.set('limit', String(limit))
+    next.searchParams.set('cursor', encodeCursor(shown.at(-1)!.page_key))
+    headers.link = `<${next.pathname}${next.search}>; rel="next"`
+  }
+  return shown.map(({ page_key: _, ...row }) => row)
+}

@@ -1,0 +1,65 @@
+// Roles and permissions (decisions.md §4), as data: the casbin policies, GET /admin/permissions
+// and the route guards are all derived from this table.
+export const SYSTEM_DOMAIN = 'system'
+
+export const SYSTEM_PERMISSIONS = [
+  'user:read',
+  'user:manage',
+  'role:read',
+  'role:manage',
+  'repository:create',
+  'job:read',
+  'job:cancel',
+  'registry:push',
+  'registry:pull',
+] as const
+
+export const REPOSITORY_PERMISSIONS = [
+  'repository:read',
+  'repository:update',
+  'repository:delete',
+  'member:read',
+  'member:manage',
+  'source:read',
+  'fact:read',
+  'concept:read',
+  'investigation:read',
+  'report:read',
+  'graph:export',
+  'graph:import',
+  'job:read',
+  'job:cancel',
+] as const
+
+export type SystemPermission = (typeof SYSTEM_PERMISSIONS)[number]
+export type RepositoryPermission = (typeof REPOSITORY_PERMISSIONS)[number]
+export type Permission = SystemPermission | RepositoryPermission
+export type DomainKind = 'system' | 'repository'
+
+const READ = REPOSITORY_PERMISSIONS.filter((p) => p.endsWith(':read'))
+
+export interface RoleDefinition {
+  domain_kind: DomainKind
+  permissions: readonly Permission[]
+}
+
+/** sysadmin's own list is the system catalogue; the model also grants it everything everywhere. */
+export const ROLES = {
+  sysadmin: { domain_kind: 'system', permissions: SYSTEM_PERMISSIONS },
+  member: { domain_kind: 'system', permissions: ['repository:create'] },
+  repoadmin: { domain_kind: 'repository', permissions: REPOSITORY_PERMISSIONS },
+  editor: { domain_kind: 'repository', permissions: REPOSITORY_PERMISSIONS.filter((p) => p !== 'repository:delete' && p !== 'member:manage') },
+  curator: { domain_kind: 'repository', permissions: [...READ, 'graph:export'] },
+  viewer: { domain_kind: 'repository', permissions: READ },
+} as const satisfies Record<string, RoleDefinition>
+
+export type Role = keyof typeof ROLES
+
+export function isRole(name: string): name is Role {
+  return Object.hasOwn(ROLES, name)
+}
+
+export function splitPermission(permission: Permission): [resource: string, action: string] {
+  const [resource, action] = permission.split(':') as [string, string]
+  return [resource, action]
+}

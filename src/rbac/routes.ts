@@ -1,0 +1,122 @@
+// /api/v1/admin/* and /api/v1/permissions: schema, permission, call into Rbac and Accounts.
+import { Elysia, t } from 'elysia'
+import type { Accounts } from '../accounts/accounts.ts'
+import type { accessControl } from '../http/auth.ts'
+import { HttpError } from '../http/errors.ts'
+import { DEFAULT_LIMIT, PageQuery, decodeCursor, page } from '../http/pagination.ts'
+import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
+import { REPOSITORY_PERMISSIONS, ROLES, SYSTEM_DOMAIN, SYSTEM_PERMISSIONS, isRole, splitPermission, type Permission } from './permissions.ts'
+import type { Rbac } from './rbac.ts'
+
+const Assignment = t.Object({ user_id: t.String(), role: t.String(), domain: t.String() })
+const AssignmentBody = t.Object(
+  {
+    user_id: t.String({ pattern: UUID_PATTERN, error: 'expected a user id (UUID)' }),
+    role: t.String({ maxLength: 64, description: Object.keys(ROLES).join(', ') }),
+    domain: t.String({ maxLength: 64, description: '"system", or a repository UUID or slug' }),
+  },
+  { additionalProperties: false },
+)
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
+
+export interface RbacRoutesOptions {
+  rbac: Rbac
+  accounts: Accounts
+  access: ReturnType<typeof accessControl>
+  /** Resolves a repository UUID or slug to its id; undefined when there is none. Until the
+   *  repositories feature provides it, only the system domain can be named. */
+  resolveRepository?(idOrSlug: string): Promise<string | undefined>
+}
+
+/** The permissions `userId` holds in `domain`, from its roles there. */
+function permissionsIn(rbac: Rbac, userId: string, domain: string): Permission[] {
+  if (rbac.isSysadmin(userId)) return [...(domain === SYSTEM_DOMAIN ? SYSTEM_PERMISSIONS : REPOSITORY_PERMISSIONS)]
+  const held = rbac.rolesOf(userId).filter((a) => a.domain === domain)
+  return [...new Set(held.flatMap((a) => ROLES[a.role].permissions))]
+}
+
+export function rbacRoutes({ rbac, accounts, access, resolveRepository }: RbacRoutesOptions) {
+  /** Validates an assignment body: 400 for an unknown user, role or repository, or a role outside its domain kind. */
+  const validate = async (body: { user_id: string; role: string; domain: string }) => {
+    if (!isRole(body.role)) throw new HttpError(400, `unknown role ${JSON.stringify(body.role)}; expected one of ${Object.keys(ROLES).join(', ')}`)
+    const userId = body.user_id.toLowerCase()
+    if (!(await accounts.userExists(userId))) throw new HttpError(400, `unknown user ${userId}`)
+    const domain = body.domain === SYSTEM_DOMAIN ? SYSTEM_DOMAIN : await resolveRepository?.(body.domain)
+    if (!domain) throw new HttpError(400, `unknown repository ${JSON.stringify(body.domain)}`)
+    const kind = domain === SYSTEM_DOMAIN ? 'system' : 'repository'
+    if (ROLES[body.role].domain_kind !== kind) throw new HttpError(400, `role ${body.role} applies to ${ROLES[body.role].domain_kind} domains, not to ${kind === 'system' ? 'the system domain' : 'a repository'}`)
+    return { user_id: userId, role: body.role, domain }
+  }
+
+  return new Elysia({ name: 'kgs/rbac', prefix: '/api/v1' })
+    .use(access)
+    .get(
+      '/admin/users',
+      async ({ query, request, set }) => {
+        const limit = query.limit ?? DEFAULT_LIMIT
+        const rows = await accounts.listUsers(limit, decodeCursor(query.cursor))
+        const users = page(rows, limit, request, set.headers as Record<string, string>)
+        return users.map(({ updated_at: _, ...user }) => ({ ...user, roles: rbac.rolesOf(user.id).map(({ role, domain }) => ({ role, domain })) }))
+      },
+      {
+        permission: 'user:read',
+        query: PageQuery,
+        response: {
+          200: t.Array(t.Object({ id: t.String(), email: t.String(), name: t.String(), created_at: t.String(), roles: t.Array(t.Object({ role: t.String(), domain: t.String() })) })),
+          ...errors,
+        },
+        detail: { tags: ['admin'], summary: 'All users with their roles (paginated; Link: rel="next")' },
+      },
+    )
+    .put(
+      '/admin/users/roles',
+      async ({ body }) => {
+        const assignment = await validate(body)
+        await rbac.assign(assignment)
+        return assignment
+      },
+      { permission: 'role:manage', body: AssignmentBody, response: { 200: Assignment, ...errors }, detail: { tags: ['admin'], summary: 'Assign a role (idempotent)' } },
+    )
+    .delete(
+      '/admin/users/roles',
+      async ({ body }) => {
+        const assignment = await validate(body)
+        if (!(await rbac.remove(assignment))) throw new HttpError(404, 'no such role assignment')
+        return assignment
+      },
+      { permission: 'role:manage', body: AssignmentBody, response: { 200: Assignment, ...errors }, detail: { tags: ['admin'], summary: 'Remove a role assignment' } },
+    )
+    .get(
+      '/admin/permissions',
+      () => Object.entries(ROLES).map(([role, definition]) => ({ role, domain_kind: definition.domain_kind, permissions: [...definition.permissions] })),
+      {
+        permission: 'role:read',
+        response: { 200: t.Array(t.Object({ role: t.String(), domain_kind: t.String(), permissions: t.Array(t.String()) })), ...errors },
+        detail: { tags: ['admin'], summary: 'Every role and the permissions it carries' },
+      },
+    )
+    .get(
+      '/permissions',
+      ({ principal }) => {
+        const domains = [SYSTEM_DOMAIN, ...rbac.repositoriesOf(principal.userId)]
+        return {
+          user_id: principal.userId,
+          system_admin: rbac.isSysadmin(principal.userId),
+          permissions: domains.flatMap((domain) =>
+            permissionsIn(rbac, principal.userId, domain).map((permission) => {
+              const [resource, action] = splitPermission(permission)
+              return { domain, resource, action }
+            }),
+          ),
+        }
+      },
+      {
+        auth: true,
+        response: {
+          200: t.Object({ user_id: t.String(), system_admin: t.Boolean(), permissions: t.Array(t.Object({ domain: t.String(), resource: t.String(), action: t.String() })) }),
+          ...errors,
+        },
+        detail: { tags: ['admin'], summary: "The caller's permissions in the system domain and every repository it has a role in" },
+      },
+    )
+}
