@@ -7,10 +7,18 @@ import { HttpError } from './errors.ts'
 export const DEFAULT_LIMIT = 50
 export const MAX_LIMIT = 500
 
+// limit is checked by parseLimit: Elysia reports a query range error without the field's name.
 export const PageQuery = t.Object({
-  limit: t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, error: `expected an integer from 1 to ${MAX_LIMIT}` })),
+  limit: t.Optional(t.String({ description: `integer from 1 to ${MAX_LIMIT}, default ${DEFAULT_LIMIT}` })),
   cursor: t.Optional(t.String({ maxLength: 200, error: 'expected a cursor from a Link header' })),
 })
+
+export function parseLimit(limit: string | undefined): number {
+  if (limit === undefined) return DEFAULT_LIMIT
+  const n = /^[0-9]{1,4}$/.test(limit) ? Number(limit) : NaN
+  if (!(n >= 1 && n <= MAX_LIMIT)) throw new HttpError(400, `invalid query: limit: expected an integer from 1 to ${MAX_LIMIT} (got ${JSON.stringify(limit.slice(0, 20))})`)
+  return n
+}
 
 export interface PageKey {
   /** created_at as text with microseconds. */

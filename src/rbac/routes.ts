@@ -3,7 +3,7 @@ import { Elysia, t } from 'elysia'
 import type { Accounts } from '../accounts/accounts.ts'
 import type { accessControl } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import { DEFAULT_LIMIT, PageQuery, decodeCursor, page } from '../http/pagination.ts'
+import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import { REPOSITORY_PERMISSIONS, ROLES, SYSTEM_DOMAIN, SYSTEM_PERMISSIONS, isRole, splitPermission, type Permission } from './permissions.ts'
 import type { Rbac } from './rbac.ts'
@@ -53,7 +53,7 @@ export function rbacRoutes({ rbac, accounts, access, resolveRepository }: RbacRo
     .get(
       '/admin/users',
       async ({ query, request, set }) => {
-        const limit = query.limit ?? DEFAULT_LIMIT
+        const limit = parseLimit(query.limit)
         const rows = await accounts.listUsers(limit, decodeCursor(query.cursor))
         const users = page(rows, limit, request, set.headers as Record<string, string>)
         return users.map(({ updated_at: _, ...user }) => ({ ...user, roles: rbac.rolesOf(user.id).map(({ role, domain }) => ({ role, domain })) }))

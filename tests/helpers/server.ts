@@ -16,6 +16,8 @@ export interface TestServer {
   env: Record<string, string>
   /** fetch relative to the server's URL. */
   request(path: string, init?: RequestInit): Promise<Response>
+  /** Makes the account with this e-mail sysadmin, the way an operator does (kgs promote-sysadmin). */
+  promote(email: string): Promise<ProcessResult>
   stop(): Promise<void>
 }
 
@@ -36,6 +38,7 @@ export async function startTestServer(options: { env?: Record<string, string>; l
     dataDir: instance.dataDir,
     env,
     request: (path, init) => fetch(server.url + path, init),
+    promote: (email) => runKgs(['promote-sysadmin', email], env),
     async stop() {
       await server.stop()
       await instance.cleanup()
