@@ -15,6 +15,9 @@ import { accountRoutes } from './accounts/routes.ts'
 import { accessControl } from './http/auth.ts'
 import type { Rbac } from './rbac/rbac.ts'
 import { rbacRoutes } from './rbac/routes.ts'
+import type { Repositories } from './repositories/repositories.ts'
+import { repositoryRoutes } from './repositories/routes.ts'
+import { repositoryScope } from './repositories/scope.ts'
 
 export interface AppContext {
   config: Config
@@ -24,6 +27,7 @@ export interface AppContext {
   baseUrl: string
   accounts: Accounts
   rbac: Rbac
+  repositories: Repositories
 }
 
 export function createApp(ctx: AppContext) {
@@ -45,6 +49,7 @@ export function createApp(ctx: AppContext) {
             { name: 'operations', description: 'health and readiness' },
             { name: 'accounts', description: 'registration, sessions and profiles' },
             { name: 'admin', description: 'users, roles and permissions' },
+            { name: 'repositories', description: 'repositories and their scoped routes' },
           ],
           components: {
             securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
@@ -72,7 +77,8 @@ export function createApp(ctx: AppContext) {
       },
     )
     .use(accountRoutes(ctx.accounts, access))
-    .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, access }))
+    .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, access, repositories: ctx.repositories }))
+    .use(repositoryRoutes(ctx.repositories, access, repositoryScope(ctx.accounts, ctx.rbac, ctx.repositories, ctx.pools)))
   methodNotAllowed = methodNotAllowedResponder(app.routes)
   return app
 }

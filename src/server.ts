@@ -9,6 +9,7 @@ import { Accounts } from './accounts/accounts.ts'
 import { Rbac } from './rbac/rbac.ts'
 import { SYSTEM_DOMAIN } from './rbac/permissions.ts'
 import { serveControlSocket } from './rbac/promote.ts'
+import { Repositories } from './repositories/repositories.ts'
 import { LocalEventBus, PostgresEventBus, type EventBus } from './db/events.ts'
 import { JSON_CONTENT_TYPE, errorResponse } from './http/errors.ts'
 import { assignRequestId } from './http/request-id.ts'
@@ -125,7 +126,8 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       onUserCreated: (userId) => roles.assign({ user_id: userId, role: 'member', domain: SYSTEM_DOMAIN }),
     })
     if (!fleet) control = serveControlSocket(config.dataDir, pools, bus, () => roles.reload())
-    const app = createApp({ config, pools, log, baseUrl, accounts, rbac: roles })
+    const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus })
+    const app = createApp({ config, pools, log, baseUrl, accounts, rbac: roles, repositories })
     handler = app.fetch
     log.info('ready', { url, base_url: baseUrl, database: pools.backend, version: VERSION })
   })()

@@ -2,7 +2,7 @@
 import type { Sql } from 'postgres'
 import { HttpError } from '../http/errors.ts'
 import { isoTimestamp, type Db } from '../db/sql.ts'
-import type { PageKey } from '../http/pagination.ts'
+import { afterCursor, pageKeyColumn, withPageKeys, type PageKey } from '../http/pagination.ts'
 
 export interface User {
   id: string
@@ -55,19 +55,14 @@ export async function findCredentials(sql: Sql, email: string): Promise<(User & 
   return row
 }
 
-/**
- * One page of users in (created_at, id) order, with one row of look-ahead. The cursor's time is
- * sent as text: typed as timestamptz, postgres.js would pass it through a Date and lose the
- * microseconds, and the page would start again at its own last row.
- */
+/** One page of users in (created_at, id) order, with one row of look-ahead. */
 export async function listUsers(sql: Sql, limit: number, after?: PageKey): Promise<(User & { page_key: PageKey })[]> {
   const rows = await sql<(User & { key_at: string })[]>`
-    SELECT ${userColumns(sql)}, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS key_at
-    FROM users
-    ${after ? sql`WHERE (created_at, id) > (${after.at}::text::timestamptz, ${after.id}::uuid)` : sql``}
+    SELECT ${userColumns(sql)}, ${pageKeyColumn(sql)} FROM users
+    WHERE ${afterCursor(sql, after)}
     ORDER BY created_at, id
     LIMIT ${limit + 1}`
-  return rows.map(({ key_at, ...user }) => ({ ...user, page_key: { at: key_at, id: user.id } }))
+  return withPageKeys(rows)
 }
 
 export async function findUserIdByEmail(sql: Db, email: string): Promise<string | undefined> {

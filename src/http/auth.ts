@@ -30,7 +30,7 @@ export function unauthorized(tokenPresented: boolean): HttpError {
     : new HttpError(401, 'authentication required', { 'www-authenticate': 'Bearer' })
 }
 
-async function authenticate(authenticator: Authenticator, request: Request): Promise<Principal> {
+export async function authenticate(authenticator: Authenticator, request: Request): Promise<Principal> {
   const header = request.headers.get('authorization')
   if (!header) throw unauthorized(false)
   const token = BEARER.exec(header)?.[1]

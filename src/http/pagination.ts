@@ -3,6 +3,7 @@
 // clients and carries the last row's key with full timestamp precision.
 import { t } from 'elysia'
 import { HttpError } from './errors.ts'
+import type { Db } from '../db/sql.ts'
 
 export const DEFAULT_LIMIT = 50
 export const MAX_LIMIT = 500
@@ -57,4 +58,18 @@ export function page<T extends { page_key: PageKey }>(
     headers.link = `<${next.pathname}${next.search}>; rel="next"`
   }
   return shown.map(({ page_key: _, ...row }) => row)
+}
+
+/** The page key of a row of a table ordered by (created_at, id), with full precision. */
+export const pageKeyColumn = (sql: Db) => sql`to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS key_at`
+
+/**
+ * Rows after the cursor. Its time is sent as text: typed as timestamptz, postgres.js would pass
+ * it through a Date and lose the microseconds, and the page would start again at its own last row.
+ */
+export const afterCursor = (sql: Db, after: PageKey | undefined) =>
+  after ? sql`(created_at, id) > (${after.at}::text::timestamptz, ${after.id}::uuid)` : sql`true`
+
+export function withPageKeys<T extends { id: string; key_at: string }>(rows: T[]): (Omit<T, 'key_at'> & { page_key: PageKey })[] {
+  return rows.map(({ key_at, ...row }) => ({ ...row, page_key: { at: key_at, id: row.id } }))
 }

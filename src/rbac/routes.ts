@@ -7,6 +7,8 @@ import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import { REPOSITORY_PERMISSIONS, ROLES, SYSTEM_DOMAIN, SYSTEM_PERMISSIONS, isRole, splitPermission, type Permission } from './permissions.ts'
 import type { Rbac } from './rbac.ts'
+import type { Repositories } from '../repositories/repositories.ts'
+import { REPOSITORY_HEADER } from '../repositories/scope.ts'
 
 const Assignment = t.Object({ user_id: t.String(), role: t.String(), domain: t.String() })
 const AssignmentBody = t.Object(
@@ -23,9 +25,7 @@ export interface RbacRoutesOptions {
   rbac: Rbac
   accounts: Accounts
   access: ReturnType<typeof accessControl>
-  /** Resolves a repository UUID or slug to its id; undefined when there is none. Until the
-   *  repositories feature provides it, only the system domain can be named. */
-  resolveRepository?(idOrSlug: string): Promise<string | undefined>
+  repositories: Pick<Repositories, 'resolve'>
 }
 
 /** The permissions `userId` holds in `domain`, from its roles there. */
@@ -35,13 +35,13 @@ function permissionsIn(rbac: Rbac, userId: string, domain: string): Permission[]
   return [...new Set(held.flatMap((a) => ROLES[a.role].permissions))]
 }
 
-export function rbacRoutes({ rbac, accounts, access, resolveRepository }: RbacRoutesOptions) {
+export function rbacRoutes({ rbac, accounts, access, repositories }: RbacRoutesOptions) {
   /** Validates an assignment body: 400 for an unknown user, role or repository, or a role outside its domain kind. */
   const validate = async (body: { user_id: string; role: string; domain: string }) => {
     if (!isRole(body.role)) throw new HttpError(400, `unknown role ${JSON.stringify(body.role)}; expected one of ${Object.keys(ROLES).join(', ')}`)
     const userId = body.user_id.toLowerCase()
     if (!(await accounts.userExists(userId))) throw new HttpError(400, `unknown user ${userId}`)
-    const domain = body.domain === SYSTEM_DOMAIN ? SYSTEM_DOMAIN : await resolveRepository?.(body.domain)
+    const domain = body.domain === SYSTEM_DOMAIN ? SYSTEM_DOMAIN : (await repositories.resolve(body.domain))?.id
     if (!domain) throw new HttpError(400, `unknown repository ${JSON.stringify(body.domain)}`)
     const kind = domain === SYSTEM_DOMAIN ? 'system' : 'repository'
     if (ROLES[body.role].domain_kind !== kind) throw new HttpError(400, `role ${body.role} applies to ${ROLES[body.role].domain_kind} domains, not to ${kind === 'system' ? 'the system domain' : 'a repository'}`)
@@ -97,8 +97,14 @@ export function rbacRoutes({ rbac, accounts, access, resolveRepository }: RbacRo
     )
     .get(
       '/permissions',
-      ({ principal }) => {
-        const domains = [SYSTEM_DOMAIN, ...rbac.repositoriesOf(principal.userId)]
+      async ({ principal, request }) => {
+        // With X-Repository-ID: the system domain and that repository only (if the caller may see it).
+        const named = request.headers.get(REPOSITORY_HEADER)
+        const repository = named ? await repositories.resolve(named) : undefined
+        if (named && (!repository || !(rbac.isSysadmin(principal.userId) || rbac.repositoriesOf(principal.userId).includes(repository.id)))) {
+          throw new HttpError(404, 'repository not found')
+        }
+        const domains = [SYSTEM_DOMAIN, ...(repository ? [repository.id] : rbac.repositoriesOf(principal.userId))]
         return {
           user_id: principal.userId,
           system_admin: rbac.isSysadmin(principal.userId),

@@ -4,7 +4,7 @@ import { SignJWT, generateKeyPair } from 'jose'
 import postgres from 'postgres'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
-import { api, uniqueEmail } from '../helpers/api.ts'
+import { api, expectError, uniqueEmail } from '../helpers/api.ts'
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -22,13 +22,6 @@ async function register(overrides: Record<string, unknown> = {}) {
   return res.body as { user: { id: string; email: string; name: string }; token: string; refresh_token: string }
 }
 
-function expectError(res: { status: number; body: unknown }, status: number, message?: string | RegExp) {
-  expect(res.status).toBe(status)
-  expect(Object.keys(res.body as object)).toEqual(['error'])
-  const error = (res.body as { error: string }).error
-  if (typeof message === 'string') expect(error).toBe(message)
-  else if (message) expect(error).toMatch(message)
-}
 
 /** Direct access to the system database, to set up states (an expired session) without waiting. */
 async function withSystemDb<T>(fn: (sql: postgres.Sql) => Promise<T>): Promise<T> {

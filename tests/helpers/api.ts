@@ -1,3 +1,4 @@
+import { expect } from 'bun:test'
 // JSON over HTTP against a test server.
 export interface ApiResponse<T = any> {
   status: number
@@ -27,3 +28,12 @@ export function api(baseUrl: string) {
 }
 
 export const uniqueEmail = (prefix = 'user') => `${prefix}-${crypto.randomUUID().slice(0, 8)}@example.com`
+
+/** An error response: the status, a body of exactly {"error"}, and (optionally) its message. */
+export function expectError(res: { status: number; body: unknown }, status: number, message?: string | RegExp): void {
+  expect(res.status).toBe(status)
+  expect(Object.keys(res.body as object)).toEqual(['error'])
+  const error = (res.body as { error: string }).error
+  if (typeof message === 'string') expect(error).toBe(message)
+  else if (message) expect(error).toMatch(message)
+}

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
-import { api, uniqueEmail } from '../helpers/api.ts'
+import { api, expectError, uniqueEmail } from '../helpers/api.ts'
 import { ROLES } from '../../src/rbac/permissions.ts'
 
 let server: TestServer
@@ -22,13 +22,6 @@ async function register(): Promise<Account> {
   return { id: res.body.user.id, email: res.body.user.email, token: res.body.token }
 }
 
-function expectError(res: { status: number; body: unknown }, status: number, message?: string | RegExp) {
-  expect(res.status).toBe(status)
-  expect(Object.keys(res.body as object)).toEqual(['error'])
-  const error = (res.body as { error: string }).error
-  if (typeof message === 'string') expect(error).toBe(message)
-  else if (message) expect(error).toMatch(message)
-}
 
 beforeAll(async () => {
   server = await startTestServer()

@@ -3,6 +3,7 @@
 import system0001 from './system/0001_repository_databases.sql' with { type: 'text' }
 import system0002 from './system/0002_accounts.sql' with { type: 'text' }
 import system0003 from './system/0003_role_assignments.sql' with { type: 'text' }
+import system0004 from './system/0004_repositories.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 
 export interface Migration {
@@ -18,6 +19,7 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 1, name: '0001_repository_databases', sql: system0001 },
     { version: 2, name: '0002_accounts', sql: system0002 },
     { version: 3, name: '0003_role_assignments', sql: system0003 },
+    { version: 4, name: '0004_repositories', sql: system0004 },
   ],
   repository: [{ version: 1, name: '0001_repository_identity', sql: repository0001 }],
 }

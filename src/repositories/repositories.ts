@@ -1,0 +1,126 @@
+// Repositories: creation (row, own database, creator as repoadmin), resolution by UUID or slug
+// (from memory on the hot path, evicted on every instance when one changes), update, deletion
+// (database, role assignments, row).
+import type { Sql } from 'postgres'
+import type { EventBus } from '../db/events.ts'
+import type { Pools } from '../db/pools.ts'
+import { HttpError } from '../http/errors.ts'
+import type { PageKey } from '../http/pagination.ts'
+import type { Rbac } from '../rbac/rbac.ts'
+import { deleteRepository, findRepository, insertRepository, listRepositories, updateRepository, type Repository } from './store.ts'
+
+export type { Repository }
+
+export const REPOSITORY_CHANGED = 'kgs_repository_changed'
+
+/** Top-level names a slug must not take: /{repoID} shares the root with these. */
+export const RESERVED_SLUGS = new Set(['api', 'swagger', 'registry', 'healthz', 'readyz', 'metrics', 'assets', 'static', 'oauth', '.well-known', 'favicon.ico', 'robots.txt'])
+
+const SLUG = /^[a-z0-9][a-z0-9-]{0,61}[a-z0-9]$/
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const UUID_SHAPED = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i
+
+/** Returns the problem with a slug, or undefined if it is acceptable. */
+export function slugProblem(slug: string): string | undefined {
+  if (!SLUG.test(slug)) return 'expected 2–63 characters of a-z, 0-9 and inner hyphens'
+  if (UUID_SHAPED.test(slug)) return 'a slug must not look like a UUID'
+  if (RESERVED_SLUGS.has(slug)) return `"${slug}" is reserved`
+  return undefined
+}
+
+/** A slug from a name: "My Papers (2026)" → "my-papers-2026". */
+export function slugify(name: string): string {
+  const base = name
+    .normalize('NFKD')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 63)
+    .replace(/-+$/, '')
+  const slug = base.length >= 2 ? base : `repo-${base || crypto.randomUUID().slice(0, 8)}`
+  return slugProblem(slug) ? `${slug.slice(0, 58)}-repo` : slug
+}
+
+const CACHE_TTL_MS = 30_000
+
+export interface RepositoriesOptions {
+  system: Sql
+  pools: Pools
+  rbac: Rbac
+  bus: EventBus
+}
+
+export class Repositories {
+  private readonly cache = new Map<string, { repository: Repository; until: number }>()
+
+  private constructor(private readonly options: RepositoriesOptions) {}
+
+  static async start(options: RepositoriesOptions): Promise<Repositories> {
+    const repositories = new Repositories(options)
+    await options.bus.subscribe(REPOSITORY_CHANGED, () => repositories.cache.clear())
+    return repositories
+  }
+
+  /** The repository named by a UUID or a slug. */
+  async resolve(idOrSlug: string): Promise<Repository | undefined> {
+    const key = idOrSlug.toLowerCase()
+    const cached = this.cache.get(key)
+    if (cached && cached.until > Date.now()) return cached.repository
+    const repository = await findRepository(this.options.system, UUID.test(key) ? { id: key } : { slug: key })
+    if (repository) {
+      const entry = { repository, until: Date.now() + CACHE_TTL_MS }
+      this.cache.set(repository.id, entry)
+      this.cache.set(repository.slug, entry)
+    }
+    return repository
+  }
+
+  async create(ownerId: string, input: { name: string; slug?: string; description?: string }): Promise<Repository> {
+    const name = input.name.trim()
+    if (!name) throw new HttpError(400, 'invalid body: name: expected a non-empty name')
+    const slug = input.slug ?? slugify(name)
+    const problem = slugProblem(slug)
+    if (problem) throw new HttpError(400, `invalid body: slug: ${problem}`)
+    const repository = await insertRepository(this.options.system, { id: crypto.randomUUID(), name, slug, description: input.description ?? '', ownerId })
+    try {
+      // Its own database, migrated, before anyone can use it.
+      await this.options.pools.forRepository(repository.id)
+      await this.options.rbac.assign({ user_id: ownerId, role: 'repoadmin', domain: repository.id })
+    } catch (error) {
+      await this.remove(repository.id)
+      throw error
+    }
+    return repository
+  }
+
+  /** Every repository for a sysadmin, otherwise those the user holds a role in. */
+  list(userId: string, limit: number, after?: PageKey) {
+    const only = this.options.rbac.isSysadmin(userId) ? undefined : this.options.rbac.repositoriesOf(userId)
+    return listRepositories(this.options.system, only, limit, after)
+  }
+
+  async update(repository: Repository, changes: { name?: string; slug?: string; description?: string }): Promise<Repository> {
+    if (changes.name !== undefined && !changes.name.trim()) throw new HttpError(400, 'invalid body: name: expected a non-empty name')
+    const problem = changes.slug === undefined ? undefined : slugProblem(changes.slug)
+    if (problem) throw new HttpError(400, `invalid body: slug: ${problem}`)
+    const updated = await this.options.system.begin(async (tx) => {
+      const row = await updateRepository(tx, repository.id, { ...changes, name: changes.name?.trim() })
+      if (!row) throw new HttpError(404, 'repository not found')
+      await this.options.bus.publish(tx, REPOSITORY_CHANGED, repository.id)
+      return row
+    })
+    this.cache.clear()
+    return updated
+  }
+
+  /** Removes the repository's database, its role assignments and its row. */
+  async remove(id: string): Promise<void> {
+    await this.options.pools.dropRepository(id)
+    await this.options.rbac.removeDomain(id)
+    await this.options.system.begin(async (tx) => {
+      await deleteRepository(tx, id)
+      await this.options.bus.publish(tx, REPOSITORY_CHANGED, id)
+    })
+    this.cache.clear()
+  }
+}

@@ -1,0 +1,82 @@
+// /api/v1/repositories (CRUD) and the repository itself at /{repoID} and, addressed by the
+// X-Repository-ID header, at /api/v1/repository.
+import { Elysia, t } from 'elysia'
+import type { accessControl } from '../http/auth.ts'
+import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
+import { ErrorBody } from '../http/schemas.ts'
+import type { Repositories } from './repositories.ts'
+import type { repositoryScope } from './scope.ts'
+
+const Repository = t.Object({
+  id: t.String(),
+  name: t.String(),
+  slug: t.String(),
+  description: t.String(),
+  owner_id: t.Union([t.String(), t.Null()]),
+  created_at: t.String(),
+  updated_at: t.String(),
+})
+const Name = t.String({ minLength: 1, maxLength: 200, error: 'expected a name of 1 to 200 characters' })
+const Slug = t.String({ maxLength: 63, description: '2–63 of a-z, 0-9 and inner hyphens; not UUID-shaped; not reserved', error: 'expected a slug of at most 63 characters' })
+const Description = t.String({ maxLength: 2000, error: 'expected a description of at most 2000 characters' })
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody }
+
+export function repositoryRoutes(repositories: Repositories, access: ReturnType<typeof accessControl>, scope: ReturnType<typeof repositoryScope>) {
+  const describe = (summary: string) => ({ tags: ['repositories'], summary })
+  return new Elysia({ name: 'kgs/repositories' })
+    .use(access)
+    .use(scope)
+    .post(
+      '/api/v1/repositories',
+      async ({ principal, body, set }) => {
+        set.status = 201
+        return repositories.create(principal.userId, body)
+      },
+      {
+        permission: 'repository:create',
+        body: t.Object({ name: Name, slug: t.Optional(Slug), description: t.Optional(Description) }, { additionalProperties: false }),
+        response: { 201: Repository, ...errors },
+        detail: describe('Create a repository (its own database; the creator becomes repoadmin)'),
+      },
+    )
+    .get(
+      '/api/v1/repositories',
+      async ({ principal, query, request, set }) => {
+        const limit = parseLimit(query.limit)
+        return page(await repositories.list(principal.userId, limit, decodeCursor(query.cursor)), limit, request, set.headers as Record<string, string>)
+      },
+      { auth: true, query: PageQuery, response: { 200: t.Array(Repository), ...errors }, detail: describe('Repositories the caller holds a role in (all, for a sysadmin)') },
+    )
+    .get('/api/v1/repositories/:repoID', ({ repository }) => repository, {
+      repository: 'repository:read',
+      response: { 200: Repository, ...errors },
+      detail: describe('A repository, by UUID or slug'),
+    })
+    .put('/api/v1/repositories/:repoID', ({ repository, body }) => repositories.update(repository, body), {
+      repository: 'repository:update',
+      body: t.Object({ name: t.Optional(Name), slug: t.Optional(Slug), description: t.Optional(Description) }, { additionalProperties: false }),
+      response: { 200: Repository, ...errors },
+      detail: describe('Rename, re-slug or describe a repository'),
+    })
+    .delete(
+      '/api/v1/repositories/:repoID',
+      async ({ repository }) => {
+        await repositories.remove(repository.id)
+        return repository
+      },
+      { repository: 'repository:delete', response: { 200: Repository, ...errors }, detail: describe('Delete a repository with its database and role assignments') },
+    )
+    .get('/api/v1/repository', ({ repository }) => repository, {
+      repository: 'repository:read',
+      response: { 200: Repository, ...errors },
+      detail: {
+        ...describe('The repository named by the X-Repository-ID header'),
+        parameters: [{ in: 'header', name: 'X-Repository-ID', required: true, schema: { type: 'string' }, description: 'repository UUID or slug' }],
+      },
+    })
+    .get('/:repoID', ({ repository }) => repository, {
+      repository: 'repository:read',
+      response: { 200: Repository, ...errors },
+      detail: describe('The repository at the root of its scoped routes (/{repoID}/...)'),
+    })
+}

@@ -1,0 +1,44 @@
+// Repository scoping (decisions.md §2): `{ repository: 'fact:read' }` on a route names the
+// repository by the :repoID path parameter or the X-Repository-ID header (UUID or slug), after
+// authentication. 400 when the two disagree or neither is given; 404 for a repository the caller
+// holds no role in, exactly as for one that does not exist; 403 when a role there lacks the
+// permission. Routes receive the principal, the repository and its pool.
+import { Elysia } from 'elysia'
+import type { Sql } from 'postgres'
+import type { Pools } from '../db/pools.ts'
+import { authenticate, forbidden, type Authenticator } from '../http/auth.ts'
+import { HttpError } from '../http/errors.ts'
+import type { RepositoryPermission } from '../rbac/permissions.ts'
+import type { Rbac } from '../rbac/rbac.ts'
+import type { Repositories, Repository } from './repositories.ts'
+
+export const REPOSITORY_HEADER = 'x-repository-id'
+
+const notFound = () => new HttpError(404, 'repository not found')
+
+export function repositoryScope(authenticator: Authenticator, rbac: Rbac, repositories: Repositories, pools: Pools) {
+  /** The repository the request names, if the caller may see it. */
+  const resolve = async (userId: string, fromPath: string | undefined, fromHeader: string | null): Promise<Repository> => {
+    if (fromPath === undefined && !fromHeader) throw new HttpError(400, 'no repository named: put it in the path or the X-Repository-ID header')
+    const [byPath, byHeader] = await Promise.all([
+      fromPath === undefined ? undefined : repositories.resolve(fromPath),
+      fromHeader ? repositories.resolve(fromHeader) : undefined,
+    ])
+    if (fromPath !== undefined && fromHeader && byPath?.id !== byHeader?.id) throw new HttpError(400, 'the path and X-Repository-ID name different repositories')
+    const repository = byPath ?? byHeader
+    const visible = repository && (rbac.isSysadmin(userId) || rbac.rolesOf(userId).some((a) => a.domain === repository.id))
+    if (!visible) throw notFound()
+    return repository
+  }
+
+  return new Elysia({ name: 'kgs/repository-scope' }).macro({
+    repository: (permission: RepositoryPermission) => ({
+      async resolve({ request, params }) {
+        const principal = await authenticate(authenticator, request)
+        const repository = await resolve(principal.userId, (params as Record<string, string> | undefined)?.repoID, request.headers.get(REPOSITORY_HEADER))
+        if (!rbac.can(principal.userId, repository.id, permission)) throw forbidden(permission)
+        return { principal, repository, db: (): Promise<Sql> => pools.forRepository(repository.id) }
+      },
+    }),
+  })
+}

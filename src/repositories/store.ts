@@ -1,0 +1,71 @@
+// The repositories table.
+import type { Sql } from 'postgres'
+import { isoTimestamp, type Db } from '../db/sql.ts'
+import { HttpError } from '../http/errors.ts'
+import { afterCursor, pageKeyColumn, withPageKeys, type PageKey } from '../http/pagination.ts'
+
+export interface Repository {
+  id: string
+  name: string
+  slug: string
+  description: string
+  owner_id: string | null
+  created_at: string
+  updated_at: string
+}
+
+const UNIQUE_VIOLATION = '23505'
+
+function rethrowUnique(error: unknown): never {
+  if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw new HttpError(409, 'slug already taken')
+  throw error
+}
+
+const columns = (sql: Db) =>
+  sql`id, name, slug, description, owner_id, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
+
+export async function insertRepository(sql: Db, r: { id: string; name: string; slug: string; description: string; ownerId: string }): Promise<Repository> {
+  try {
+    const [row] = await sql<Repository[]>`
+      INSERT INTO repositories (id, name, slug, description, owner_id) VALUES (${r.id}, ${r.name}, ${r.slug}, ${r.description}, ${r.ownerId})
+      RETURNING ${columns(sql)}`
+    return row!
+  } catch (error) {
+    rethrowUnique(error)
+  }
+}
+
+export async function findRepository(sql: Db, by: { id: string } | { slug: string }): Promise<Repository | undefined> {
+  const [row] = await sql<Repository[]>`SELECT ${columns(sql)} FROM repositories WHERE ${'id' in by ? sql`id = ${by.id}` : sql`slug = ${by.slug}`}`
+  return row
+}
+
+export async function updateRepository(sql: Db, id: string, changes: { name?: string; slug?: string; description?: string }): Promise<Repository | undefined> {
+  try {
+    const [row] = await sql<Repository[]>`
+      UPDATE repositories SET
+        name = coalesce(${changes.name ?? null}::text, name),
+        slug = coalesce(${changes.slug ?? null}::text, slug),
+        description = coalesce(${changes.description ?? null}::text, description),
+        updated_at = now()
+      WHERE id = ${id}
+      RETURNING ${columns(sql)}`
+    return row
+  } catch (error) {
+    rethrowUnique(error)
+  }
+}
+
+export async function deleteRepository(sql: Db, id: string): Promise<boolean> {
+  return (await sql`DELETE FROM repositories WHERE id = ${id} RETURNING id`).length > 0
+}
+
+/** A page of repositories, all of them or those with the given ids; one row of look-ahead. */
+export async function listRepositories(sql: Sql, only: string[] | undefined, limit: number, after?: PageKey): Promise<(Repository & { page_key: PageKey })[]> {
+  const rows = await sql<(Repository & { key_at: string })[]>`
+    SELECT ${columns(sql)}, ${pageKeyColumn(sql)} FROM repositories
+    WHERE ${afterCursor(sql, after)} ${only ? sql`AND id = ANY(${only}::uuid[])` : sql``}
+    ORDER BY created_at, id
+    LIMIT ${limit + 1}`
+  return withPageKeys(rows)
+}
