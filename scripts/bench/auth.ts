@@ -1,5 +1,6 @@
-// Authenticated GET /api/v1/users/me next to GET /healthz on the same kgs process, in alternating
-// rounds (target: ratio >= 0.6), then login/s, which argon2id bounds by design.
+// Authenticated GET /api/v1/users/me (target: >= 0.6 of /healthz) and the repository-scoped,
+// permission-checked GET /{repoID} (target: >= 0.5) next to GET /healthz on the same kgs process,
+// in alternating rounds; then login/s, which argon2id bounds by design.
 // Usage: bun scripts/bench/auth.ts [seconds=5] [concurrency=64] [rounds=3]
 // Set DATABASE_URL to measure against PostgreSQL instead of the embedded database.
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -17,10 +18,13 @@ const email = `bench-${crypto.randomUUID()}@example.com`
 const password = 'correct horse battery'
 const registered = await fetch(`${kgs.url}/api/v1/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) })
 const { token } = (await registered.json()) as { token: string }
+const created = await fetch(`${kgs.url}/api/v1/repositories`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ name: 'bench' }) })
+const { slug } = (await created.json()) as { slug: string }
 
 const routes = {
   'GET /healthz': () => fetch(`${kgs.url}/healthz`),
   'GET /api/v1/users/me': () => fetch(`${kgs.url}/api/v1/users/me`, { headers: { authorization: `Bearer ${token}` } }),
+  'GET /{repoID}': () => fetch(`${kgs.url}/${slug}`, { headers: { authorization: `Bearer ${token}` } }),
 }
 const best: Record<string, number> = {}
 for (let round = 1; round <= rounds; round++) {
@@ -43,5 +47,6 @@ rmSync(dataDir, { recursive: true, force: true })
 const backend = process.env.DATABASE_URL ? 'PostgreSQL' : 'embedded'
 console.log(`\n${backend}, ${concurrency} clients, best of ${rounds} x ${seconds} s`)
 for (const [name, rps] of Object.entries(best)) console.log(`${name.padEnd(22)} ${format(rps).padStart(8)} req/s`)
-console.log(`ratio users/me : healthz ${(best['GET /api/v1/users/me']! / best['GET /healthz']!).toFixed(2)} (target >= 0.60)`)
+console.log(`ratio users/me : healthz   ${(best['GET /api/v1/users/me']! / best['GET /healthz']!).toFixed(2)} (target >= 0.60)`)
+console.log(`ratio /{repoID} : healthz  ${(best['GET /{repoID}']! / best['GET /healthz']!).toFixed(2)} (target >= 0.50)`)
 console.log(`POST /auth/login       ${logins.requestsPerSecond.toFixed(1).padStart(8)} logins/s (4 clients; p50 ${logins.p50.toFixed(0)} ms)`)
