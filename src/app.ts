@@ -12,6 +12,7 @@ import { methodNotAllowedResponder } from './http/method-not-allowed.ts'
 import { ErrorBody } from './http/schemas.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
+import { oauthRoutes } from './oauth/routes.ts'
 import { accessControl } from './http/auth.ts'
 import type { Rbac } from './rbac/rbac.ts'
 import { rbacRoutes } from './rbac/routes.ts'
@@ -50,6 +51,7 @@ export function createApp(ctx: AppContext) {
             { name: 'accounts', description: 'registration, sessions and profiles' },
             { name: 'admin', description: 'users, roles and permissions' },
             { name: 'repositories', description: 'repositories and their scoped routes' },
+            { name: 'oauth', description: 'OAuth 2.1 authorization server' },
           ],
           components: {
             securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
@@ -76,6 +78,7 @@ export function createApp(ctx: AppContext) {
         response: { 200: t.Object({ status: t.Literal('ready'), database: t.String() }), 503: ErrorBody },
       },
     )
+    .use(oauthRoutes(ctx.pools.system, ctx.baseUrl))
     .use(accountRoutes(ctx.accounts, access))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, access, repositories: ctx.repositories }))
     .use(repositoryRoutes(ctx.repositories, access, repositoryScope(ctx.accounts, ctx.rbac, ctx.repositories, ctx.pools)))

@@ -6,6 +6,7 @@ import { HttpError } from '../http/errors.ts'
 import { forbidden, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
 import type { PageKey } from '../http/pagination.ts'
 import { SYSTEM_DOMAIN } from '../rbac/permissions.ts'
+import { resourceMetadataUrl } from '../oauth/metadata.ts'
 import type { Logger } from '../log.ts'
 import { hashPassword, verifyPassword } from './passwords.ts'
 import { RevokedSessions, SESSION_REVOKED, insertSession, markRevoked, rotateRefreshToken } from './sessions.ts'
@@ -46,11 +47,13 @@ function requireEmail(email: string): string {
 export class Accounts implements Authenticator {
   readonly tokens: SessionTokens
   readonly revoked: RevokedSessions
+  readonly resourceMetadataUrl: string
   private readonly sql: Sql
   private readonly users = new UserCache()
 
   private constructor(private readonly options: AccountsOptions) {
     this.sql = options.system
+    this.resourceMetadataUrl = resourceMetadataUrl(options.issuer)
     this.tokens = createSessionTokens({ secret: options.jwtSecret, issuer: options.issuer, ttlSeconds: options.accessTokenTtl })
     this.revoked = new RevokedSessions(options.system, options.accessTokenTtl, options.log)
   }

@@ -12,10 +12,6 @@ export interface Principal {
   sessionId?: string
 }
 
-export interface Authenticator {
-  authenticate(token: string): Promise<Principal | undefined>
-}
-
 export interface Authorizer {
   can(userId: string, domain: string, permission: Permission): boolean
 }
@@ -24,18 +20,29 @@ export const forbidden = (permission: Permission) => new HttpError(403, `permiss
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
 
-export function unauthorized(tokenPresented: boolean): HttpError {
+/**
+ * 401 with WWW-Authenticate: Bearer and the protected resource metadata URL (RFC 9728 §5.1), so
+ * that a client meeting the API for the first time can discover its authorization server.
+ */
+function unauthorized(resourceMetadata: string, tokenPresented: boolean): HttpError {
+  const challenge = `Bearer resource_metadata="${resourceMetadata}"`
   return tokenPresented
-    ? new HttpError(401, 'invalid or expired access token', { 'www-authenticate': 'Bearer error="invalid_token"' })
-    : new HttpError(401, 'authentication required', { 'www-authenticate': 'Bearer' })
+    ? new HttpError(401, 'invalid or expired access token', { 'www-authenticate': `${challenge}, error="invalid_token"` })
+    : new HttpError(401, 'authentication required', { 'www-authenticate': challenge })
+}
+
+export interface Authenticator {
+  authenticate(token: string): Promise<Principal | undefined>
+  /** Absolute URL of the protected resource metadata, for WWW-Authenticate. */
+  readonly resourceMetadataUrl: string
 }
 
 export async function authenticate(authenticator: Authenticator, request: Request): Promise<Principal> {
   const header = request.headers.get('authorization')
-  if (!header) throw unauthorized(false)
+  if (!header) throw unauthorized(authenticator.resourceMetadataUrl, false)
   const token = BEARER.exec(header)?.[1]
   const principal = token ? await authenticator.authenticate(token) : undefined
-  if (!principal) throw unauthorized(true)
+  if (!principal) throw unauthorized(authenticator.resourceMetadataUrl, true)
   return principal
 }
 

@@ -6,6 +6,7 @@ import type { ValueError } from '@sinclair/typebox/errors'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import { requestIdOf } from './request-id.ts'
+import { requestPath } from './path.ts'
 
 export class HttpError extends Error {
   constructor(
@@ -15,6 +16,35 @@ export class HttpError extends Error {
   ) {
     super(message)
   }
+}
+
+/**
+ * An error of an OAuth protocol endpoint (register, token, revoke): RFC 6749/7591 shape
+ * {"error": "<code>", "error_description": "..."}, which OAuth clients parse.
+ */
+export class OAuthError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly description: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(description)
+  }
+}
+
+/** Paths whose errors use the OAuth shape; on them a malformed request is `invalidRequestCode`. */
+const OAUTH_PROTOCOL_PATHS: Record<string, string> = {
+  '/api/v1/oauth/register': 'invalid_client_metadata',
+  '/api/v1/oauth/token': 'invalid_request',
+  '/api/v1/oauth/revoke': 'invalid_request',
+}
+
+function oauthResponse(error: OAuthError): Response {
+  return new Response(JSON.stringify({ error: error.code, error_description: error.description }), {
+    status: error.status,
+    headers: { 'content-type': JSON_CONTENT_TYPE, 'cache-control': 'no-store', ...error.headers },
+  })
 }
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
@@ -79,7 +109,14 @@ function describeValue(value: unknown): string {
 export function errorHandling(log: Logger, methodNotAllowed: (request: Request) => Response | undefined) {
   return new Elysia({ name: 'kgs/errors' }).onError({ as: 'global' }, ({ code, error, request }) => {
     // Errors thrown by our body parser reach us wrapped in Elysia's ParseError.
-    const own = error instanceof HttpError ? error : (error as { cause?: unknown }).cause
+    const own = error instanceof HttpError || error instanceof OAuthError ? error : (error as { cause?: unknown }).cause
+    if (own instanceof OAuthError) return oauthResponse(own)
+    const oauthCode = OAUTH_PROTOCOL_PATHS[requestPath(request)]
+    if (oauthCode && (own instanceof HttpError || code === 'VALIDATION' || code === 'PARSE')) {
+      const status = own instanceof HttpError ? own.status : 400
+      const description = own instanceof HttpError ? own.message : code === 'VALIDATION' ? validationMessage(error) : 'malformed request body'
+      return oauthResponse(new OAuthError(status, status === 400 ? oauthCode : 'invalid_request', description))
+    }
     if (own instanceof HttpError) return errorResponse(own.status, own.message, own.headers)
     switch (code) {
       case 'VALIDATION':

@@ -148,10 +148,10 @@ describe(`access tokens (${BACKEND})`, () => {
   const me = (token?: string, scheme = 'Bearer') =>
     http.call('GET', '/api/v1/users/me', { headers: token === undefined ? {} : { authorization: `${scheme} ${token}` } })
 
-  test('no token: 401 with WWW-Authenticate: Bearer', async () => {
+  test('no token: 401 with WWW-Authenticate: Bearer and resource_metadata', async () => {
     const res = await me()
     expectError(res, 401, 'authentication required')
-    expect(res.headers.get('www-authenticate')).toBe('Bearer')
+    expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1"`)
   })
 
   const claims = () => ({ sub: grant.user.id, sid: JSON.parse(atob(grant.token.split('.')[1]!)).sid, jti: crypto.randomUUID(), typ: 'session' })
@@ -177,7 +177,7 @@ describe(`access tokens (${BACKEND})`, () => {
     test(`${what}: 401 invalid_token`, async () => {
       const res = await me(await make())
       expectError(res, 401, 'invalid or expired access token')
-      expect(res.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"')
+      expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1", error="invalid_token"`)
     })
   }
 

@@ -4,6 +4,7 @@ import system0001 from './system/0001_repository_databases.sql' with { type: 'te
 import system0002 from './system/0002_accounts.sql' with { type: 'text' }
 import system0003 from './system/0003_role_assignments.sql' with { type: 'text' }
 import system0004 from './system/0004_repositories.sql' with { type: 'text' }
+import system0005 from './system/0005_oauth_clients.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 
 export interface Migration {
@@ -20,6 +21,7 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 2, name: '0002_accounts', sql: system0002 },
     { version: 3, name: '0003_role_assignments', sql: system0003 },
     { version: 4, name: '0004_repositories', sql: system0004 },
+    { version: 5, name: '0005_oauth_clients', sql: system0005 },
   ],
   repository: [{ version: 1, name: '0001_repository_identity', sql: repository0001 }],
 }

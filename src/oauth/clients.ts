@@ -1,0 +1,95 @@
+// Dynamic client registration (RFC 7591) with the redirect URI rules of OAuth 2.1 / RFC 8252:
+// https, or http on a loopback address only, or a private-use (reverse-domain) scheme.
+import type { Sql } from 'postgres'
+import { createHash, randomBytes } from 'node:crypto'
+import { OAuthError } from '../http/errors.ts'
+import { SCOPES, TOKEN_ENDPOINT_AUTH_METHODS } from './metadata.ts'
+
+export interface ClientRegistration {
+  redirect_uris: string[]
+  client_name?: string
+  grant_types?: string[]
+  response_types?: string[]
+  token_endpoint_auth_method?: string
+  scope?: string
+}
+
+export interface Client {
+  client_id: string
+  client_name: string
+  redirect_uris: string[]
+  grant_types: string[]
+  token_endpoint_auth_method: (typeof TOKEN_ENDPOINT_AUTH_METHODS)[number]
+  scope: string
+  client_id_issued_at: number
+}
+
+const GRANT_TYPES = ['authorization_code', 'refresh_token']
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost'])
+
+const invalidMetadata = (description: string) => new OAuthError(400, 'invalid_client_metadata', description)
+const invalidRedirect = (description: string) => new OAuthError(400, 'invalid_redirect_uri', description)
+
+/** Returns why a redirect URI is not acceptable, or undefined. */
+export function redirectUriProblem(uri: string): string | undefined {
+  let url: URL
+  try {
+    url = new URL(uri)
+  } catch {
+    return `${JSON.stringify(uri)} is not an absolute URI`
+  }
+  if (url.hash || uri.includes('#')) return `${JSON.stringify(uri)} must not have a fragment`
+  if (url.protocol === 'https:') return undefined
+  if (url.protocol === 'http:') return LOOPBACK_HOSTS.has(url.hostname) ? undefined : `${JSON.stringify(uri)}: plain http is allowed only on a loopback address`
+  // RFC 8252 §7.1: private-use schemes are reverse domain names (they contain a dot).
+  const scheme = url.protocol.slice(0, -1)
+  if (/^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+$/.test(scheme) && !['javascript', 'data', 'file', 'vbscript'].includes(scheme)) return undefined
+  return `${JSON.stringify(uri)}: expected https, http on a loopback address, or a reverse-domain private-use scheme`
+}
+
+/** Validates and normalizes registration metadata (defaults of RFC 7591 §2). */
+export function checkRegistration(input: ClientRegistration): Omit<Client, 'client_id' | 'client_id_issued_at'> {
+  if (input.redirect_uris.length === 0) throw invalidRedirect('redirect_uris must list at least one URI')
+  for (const uri of input.redirect_uris) {
+    const problem = redirectUriProblem(uri)
+    if (problem) throw invalidRedirect(problem)
+  }
+  const grantTypes = input.grant_types ?? ['authorization_code', 'refresh_token']
+  const unknownGrant = grantTypes.find((g) => !GRANT_TYPES.includes(g))
+  if (unknownGrant) throw invalidMetadata(`grant type ${JSON.stringify(unknownGrant)} is not supported; expected authorization_code and/or refresh_token`)
+  if (!grantTypes.includes('authorization_code')) throw invalidMetadata('grant_types must include authorization_code')
+  const responseTypes = input.response_types ?? ['code']
+  if (responseTypes.length !== 1 || responseTypes[0] !== 'code') throw invalidMetadata('response_types must be ["code"]')
+  const method = input.token_endpoint_auth_method ?? 'none'
+  if (!(TOKEN_ENDPOINT_AUTH_METHODS as readonly string[]).includes(method)) {
+    throw invalidMetadata(`token_endpoint_auth_method ${JSON.stringify(method)} is not supported; expected one of ${TOKEN_ENDPOINT_AUTH_METHODS.join(', ')}`)
+  }
+  const scope = input.scope?.trim() || 'read write'
+  const unknownScope = scope.split(/ +/).find((s) => !(SCOPES as readonly string[]).includes(s))
+  if (unknownScope) throw invalidMetadata(`scope ${JSON.stringify(unknownScope)} is not supported; expected ${SCOPES.join(', ')}`)
+  return {
+    client_name: input.client_name?.trim() ?? '',
+    redirect_uris: input.redirect_uris,
+    grant_types: [...new Set(grantTypes)],
+    token_endpoint_auth_method: method as Client['token_endpoint_auth_method'],
+    scope: [...new Set(scope.split(/ +/))].join(' '),
+  }
+}
+
+const digest = (secret: string) => createHash('sha256').update(secret).digest()
+
+export async function registerClient(sql: Sql, input: ClientRegistration): Promise<Client & { client_secret?: string; client_secret_expires_at?: number }> {
+  const metadata = checkRegistration(input)
+  const clientId = randomBytes(18).toString('base64url')
+  const secret = metadata.token_endpoint_auth_method === 'none' ? undefined : randomBytes(32).toString('base64url')
+  const [row] = await sql<{ issued_at: number }[]>`
+    INSERT INTO oauth_clients (id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope)
+    VALUES (${clientId}, ${secret ? digest(secret) : null}, ${metadata.client_name}, ${metadata.redirect_uris}, ${metadata.grant_types}, ${metadata.token_endpoint_auth_method}, ${metadata.scope})
+    RETURNING extract(epoch FROM created_at)::bigint::int AS issued_at`
+  return {
+    client_id: clientId,
+    client_id_issued_at: row!.issued_at,
+    ...metadata,
+    ...(secret ? { client_secret: secret, client_secret_expires_at: 0 } : {}),
+  }
+}
