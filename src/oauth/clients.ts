@@ -93,3 +93,28 @@ export async function registerClient(sql: Sql, input: ClientRegistration): Promi
     ...(secret ? { client_secret: secret, client_secret_expires_at: 0 } : {}),
   }
 }
+
+export async function findClient(sql: Sql, clientId: string): Promise<Client | undefined> {
+  const [row] = await sql<Client[]>`
+    SELECT id AS client_id, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope,
+      extract(epoch FROM created_at)::bigint::int AS client_id_issued_at
+    FROM oauth_clients WHERE id = ${clientId}`
+  return row
+}
+
+/**
+ * The registered redirect URI this request names: exact match, except that the port of a
+ * loopback http URI may vary (RFC 8252 §7.3: native apps listen on an ephemeral port).
+ */
+export function matchRedirectUri(client: Client, requested: string): string | undefined {
+  if (client.redirect_uris.includes(requested)) return requested
+  let url: URL
+  try {
+    url = new URL(requested)
+  } catch {
+    return undefined
+  }
+  if (url.protocol !== 'http:' || !LOOPBACK_HOSTS.has(url.hostname)) return undefined
+  const portless = (u: URL) => `${u.protocol}//${u.hostname}${u.pathname}${u.search}`
+  return client.redirect_uris.some((registered) => URL.canParse(registered) && portless(new URL(registered)) === portless(url)) ? requested : undefined
+}

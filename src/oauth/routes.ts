@@ -1,7 +1,10 @@
-// The OAuth 2.1 authorization server's HTTP surface: discovery documents and client registration.
+// The OAuth 2.1 authorization server's HTTP surface: discovery documents, client registration,
+// and the authorization request.
 import { Elysia, t } from 'elysia'
 import type { Sql } from 'postgres'
+import { beginAuthorization } from './authorize.ts'
 import { registerClient } from './clients.ts'
+import { errorPage, loginPage, pageResponse } from './pages.ts'
 import { authorizationServerMetadata, protectedResourceMetadata } from './metadata.ts'
 
 const OAuthErrorBody = t.Object({ error: t.String(), error_description: t.String() }, { description: 'RFC 6749/7591 error' })
@@ -26,6 +29,37 @@ export function oauthRoutes(system: Sql, baseUrl: string) {
     .get('/.well-known/oauth-protected-resource/api/v1', () => resourceMetadata, {
       detail: { ...discovery, summary: 'Protected resource metadata at the location derived from the resource identifier {base}/api/v1' },
     })
+    .get(
+      '/api/v1/oauth/authorize',
+      async ({ request }) => {
+        const outcome = await beginAuthorization(system, baseUrl, new URL(request.url).searchParams)
+        if (outcome.kind === 'error-page') return pageResponse(errorPage(outcome.message), 400)
+        if (outcome.kind === 'redirect') return new Response(null, { status: 302, headers: { location: outcome.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
+        const html = loginPage({
+          clientName: outcome.client.client_name,
+          redirectHost: new URL(outcome.redirectUri).host || new URL(outcome.redirectUri).protocol,
+          authorizationId: outcome.authorizationId,
+          csrfToken: outcome.csrfToken,
+        })
+        return pageResponse(html)
+      },
+      {
+        query: t.Object(
+          {
+            response_type: t.Optional(t.String()),
+            client_id: t.Optional(t.String()),
+            redirect_uri: t.Optional(t.String()),
+            code_challenge: t.Optional(t.String()),
+            code_challenge_method: t.Optional(t.String()),
+            state: t.Optional(t.String()),
+            scope: t.Optional(t.String()),
+            resource: t.Optional(t.String()),
+          },
+          { additionalProperties: true },
+        ),
+        detail: { tags: ['oauth'], summary: 'Authorization request (RFC 6749 §4.1.1 with PKCE): the sign-in page' },
+      },
+    )
     .post(
       '/api/v1/oauth/register',
       async ({ body, set }) => {

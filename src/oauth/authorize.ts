@@ -1,0 +1,70 @@
+// The authorization request (GET /oauth/authorize): checked in the order RFC 6749 §4.1.2.1
+// prescribes. Until the client and its redirect URI are known to be genuine, errors are shown
+// to the user (never redirected); after that they go back to the client with state and iss
+// (RFC 9207). A valid request becomes a pending authorization with a CSRF token bound to it.
+import type { Sql } from 'postgres'
+import { createHash, randomBytes } from 'node:crypto'
+import { findClient, matchRedirectUri, type Client } from './clients.ts'
+import { resourceIdentifier } from './metadata.ts'
+
+/** How long the user has from the authorization request to the decision. */
+export const AUTHORIZATION_TTL_SECONDS = 600
+
+const CODE_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/
+const PARAMETERS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource'] as const
+
+export type AuthorizeOutcome =
+  | { kind: 'error-page'; message: string }
+  | { kind: 'redirect'; location: string }
+  | { kind: 'login'; client: Client; redirectUri: string; authorizationId: string; csrfToken: string }
+
+export function csrfDigest(token: string): Buffer {
+  return createHash('sha256').update(token).digest()
+}
+
+/** The client's redirect URI with the authorization response parameters, and iss. */
+export function redirectWith(redirectUri: string, issuer: string, params: Record<string, string | undefined>): string {
+  const url = new URL(redirectUri)
+  for (const [key, value] of Object.entries(params)) if (value !== undefined) url.searchParams.set(key, value)
+  url.searchParams.set('iss', issuer)
+  return url.toString()
+}
+
+export async function beginAuthorization(sql: Sql, issuer: string, query: URLSearchParams): Promise<AuthorizeOutcome> {
+  const repeated = PARAMETERS.find((name) => query.getAll(name).length > 1)
+  const get = (name: (typeof PARAMETERS)[number]) => query.get(name) ?? undefined
+
+  const clientId = get('client_id')
+  const client = clientId && clientId.length <= 64 ? await findClient(sql, clientId) : undefined
+  if (!client) return { kind: 'error-page', message: clientId ? 'Unknown client.' : 'The request names no client (client_id is missing).' }
+  const requested = get('redirect_uri')
+  const redirectUri = requested === undefined ? undefined : matchRedirectUri(client, requested)
+  if (!redirectUri) return { kind: 'error-page', message: requested === undefined ? 'The request has no redirect_uri.' : 'The redirect_uri is not registered for this client.' }
+  if (repeated === 'client_id' || repeated === 'redirect_uri') return { kind: 'error-page', message: `The parameter ${repeated} appears more than once.` }
+
+  const state = get('state')
+  const fail = (error: string, description: string): AuthorizeOutcome => ({
+    kind: 'redirect',
+    location: redirectWith(redirectUri, issuer, { error, error_description: description, state }),
+  })
+  if (repeated) return fail('invalid_request', `${repeated} appears more than once`)
+  if (get('response_type') !== 'code') return fail('unsupported_response_type', 'response_type must be code')
+  if (get('code_challenge_method') !== 'S256') return fail('invalid_request', 'PKCE is required: code_challenge_method must be S256')
+  const challenge = get('code_challenge')
+  if (!challenge || !CODE_CHALLENGE.test(challenge)) return fail('invalid_request', 'code_challenge must be 43 to 128 characters of [A-Za-z0-9._~-]')
+  const allowed = client.scope.split(' ')
+  const scopes = get('scope')?.split(' ').filter(Boolean) ?? allowed
+  const notAllowed = scopes.find((s) => !allowed.includes(s))
+  if (notAllowed || scopes.length === 0) return fail('invalid_scope', `scope ${JSON.stringify(notAllowed ?? '')} is not allowed for this client`)
+  const resource = get('resource') ?? resourceIdentifier(issuer)
+  if (resource !== resourceIdentifier(issuer)) return fail('invalid_target', `the only resource here is ${resourceIdentifier(issuer)}`)
+  if (state !== undefined && state.length > 1024) return fail('invalid_request', 'state is longer than 1024 characters')
+
+  const authorizationId = crypto.randomUUID()
+  const csrfToken = randomBytes(32).toString('base64url')
+  await sql`
+    INSERT INTO oauth_authorizations (id, client_id, redirect_uri, scope, state, code_challenge, resource, csrf_hash, expires_at)
+    VALUES (${authorizationId}, ${client.client_id}, ${redirectUri}, ${[...new Set(scopes)].join(' ')}, ${state ?? null}, ${challenge}, ${resource},
+      ${csrfDigest(csrfToken)}, now() + make_interval(secs => ${AUTHORIZATION_TTL_SECONDS}))`
+  return { kind: 'login', client, redirectUri, authorizationId, csrfToken }
+}

@@ -1,0 +1,70 @@
+// Server-rendered pages of the authorization flow: small, accessible (labelled fields, one
+// heading per page), readable on a phone, every interpolated value escaped, and sent with the
+// security headers of decisions.md §5. The only style is an inline block allowed by its hash.
+import { createHash } from 'node:crypto'
+
+const STYLE = `body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f5f5f5;color:#1a1a1a}
+main{max-width:26rem;margin:2rem auto;padding:1.5rem;background:#fff;border-radius:8px;box-shadow:0 1px 3px #0002}
+h1{font-size:1.3rem;margin:0 0 1rem}label{display:block;margin:.75rem 0 .25rem;font-weight:600}
+input{box-sizing:border-box;width:100%;padding:.6rem;font-size:1rem;border:1px solid #888;border-radius:4px}
+button{margin-top:1rem;padding:.6rem 1.2rem;font-size:1rem;border-radius:4px;border:1px solid #1a4d8f;background:#1a4d8f;color:#fff;cursor:pointer}
+button.secondary{background:#fff;color:#1a4d8f}.error{color:#a00}.host{font-family:monospace}ul{padding-left:1.2rem}`
+
+const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64')
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
+}
+
+function layout(title: string, body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`
+}
+
+/**
+ * A page with its headers. `formTargets` widens form-action beyond 'self': browsers apply it to
+ * the redirect that follows a form post, which for the consent form is the client's redirect URI.
+ */
+export function pageResponse(html: string, status = 200, formTargets: string[] = []): Response {
+  return new Response(html, {
+    status,
+    headers: {
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': `default-src 'none'; style-src 'sha256-${STYLE_HASH}'; form-action 'self' ${formTargets.join(' ')}; frame-ancestors 'none'; base-uri 'none'`.replace(' ;', ';'),
+      'x-frame-options': 'DENY',
+      'cache-control': 'no-store',
+      'referrer-policy': 'no-referrer',
+      'x-content-type-options': 'nosniff',
+    },
+  })
+}
+
+export function errorPage(message: string): string {
+  return layout('Authorization error', `<h1>Authorization error</h1><p class="error" role="alert">${escapeHtml(message)}</p><p>Return to the application and try again.</p>`)
+}
+
+export interface LoginPageInput {
+  clientName: string
+  redirectHost: string
+  authorizationId: string
+  csrfToken: string
+  error?: string
+  email?: string
+}
+
+export function loginPage(input: LoginPageInput): string {
+  const name = input.clientName || 'An application'
+  return layout(
+    'Sign in',
+    `<h1>Sign in to continue</h1>
+<p><strong>${escapeHtml(name)}</strong> (redirecting to <span class="host">${escapeHtml(input.redirectHost)}</span>) asks to access your account.</p>
+${input.error ? `<p class="error" role="alert">${escapeHtml(input.error)}</p>` : ''}
+<form method="post" action="/api/v1/oauth/authorize/login">
+<input type="hidden" name="authorization_id" value="${escapeHtml(input.authorizationId)}">
+<input type="hidden" name="csrf_token" value="${escapeHtml(input.csrfToken)}">
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(input.email ?? '')}">
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<button type="submit">Sign in</button>
+</form>`,
+  )
+}
