@@ -78,7 +78,7 @@ export function createApp(ctx: AppContext) {
         response: { 200: t.Object({ status: t.Literal('ready'), database: t.String() }), 503: ErrorBody },
       },
     )
-    .use(oauthRoutes(ctx.pools.system, ctx.baseUrl))
+    .use(oauthRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts))
     .use(accountRoutes(ctx.accounts, access))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, access, repositories: ctx.repositories }))
     .use(repositoryRoutes(ctx.repositories, access, repositoryScope(ctx.accounts, ctx.rbac, ctx.repositories, ctx.pools)))

@@ -77,12 +77,19 @@ export class Accounts implements Authenticator {
   }
 
   async login(input: { email: string; password: string }): Promise<SessionGrant> {
-    const email = normalizeEmail(input.email)
-    const account = email ? await findCredentials(this.sql, email) : undefined
-    // Unknown accounts are verified against a dummy hash: the answer takes as long either way.
-    if (!(await verifyPassword(input.password, account?.password_hash)) || !account) throw invalidCredentials()
-    const { password_hash: _, ...user } = account
+    const user = await this.verifyCredentials(input.email, input.password)
+    if (!user) throw invalidCredentials()
     return this.startSession(user)
+  }
+
+  /** The account these credentials open, or undefined (in the same time whether or not it exists). */
+  async verifyCredentials(email: string, password: string): Promise<User | undefined> {
+    const normalized = normalizeEmail(email)
+    const account = normalized ? await findCredentials(this.sql, normalized) : undefined
+    // Unknown accounts are verified against a dummy hash: the answer takes as long either way.
+    if (!(await verifyPassword(password, account?.password_hash)) || !account) return undefined
+    const { password_hash: _, ...user } = account
+    return user
   }
 
   private async startSession(user: User): Promise<SessionGrant> {
@@ -120,7 +127,8 @@ export class Accounts implements Authenticator {
     return { userId: claims.sub, sessionId: claims.sid }
   }
 
-  private async findUser(userId: string): Promise<User | undefined> {
+  /** A user by id, from memory when recently seen. */
+  async findUser(userId: string): Promise<User | undefined> {
     const cached = this.users.get(userId)
     if (cached) return cached
     const user = await findUserById(this.sql, userId)

@@ -16,7 +16,7 @@ const PARAMETERS = ['response_type', 'client_id', 'redirect_uri', 'code_challeng
 export type AuthorizeOutcome =
   | { kind: 'error-page'; message: string }
   | { kind: 'redirect'; location: string }
-  | { kind: 'login'; client: Client; redirectUri: string; authorizationId: string; csrfToken: string }
+  | { kind: 'login'; client: Client; redirectUri: string; scope: string; authorizationId: string; csrfToken: string }
 
 export function csrfDigest(token: string): Buffer {
   return createHash('sha256').update(token).digest()
@@ -62,9 +62,10 @@ export async function beginAuthorization(sql: Sql, issuer: string, query: URLSea
 
   const authorizationId = crypto.randomUUID()
   const csrfToken = randomBytes(32).toString('base64url')
+  const scope = [...new Set(scopes)].join(' ')
   await sql`
     INSERT INTO oauth_authorizations (id, client_id, redirect_uri, scope, state, code_challenge, resource, csrf_hash, expires_at)
-    VALUES (${authorizationId}, ${client.client_id}, ${redirectUri}, ${[...new Set(scopes)].join(' ')}, ${state ?? null}, ${challenge}, ${resource},
+    VALUES (${authorizationId}, ${client.client_id}, ${redirectUri}, ${scope}, ${state ?? null}, ${challenge}, ${resource},
       ${csrfDigest(csrfToken)}, now() + make_interval(secs => ${AUTHORIZATION_TTL_SECONDS}))`
-  return { kind: 'login', client, redirectUri, authorizationId, csrfToken }
+  return { kind: 'login', client, redirectUri, scope, authorizationId, csrfToken }
 }

@@ -68,3 +68,48 @@ ${input.error ? `<p class="error" role="alert">${escapeHtml(input.error)}</p>` :
 </form>`,
   )
 }
+
+const SCOPE_TEXT: Record<string, string> = {
+  read: 'read your repositories and profile',
+  write: 'read and change your repositories',
+  admin: 'everything your roles allow',
+}
+
+export interface ConsentPageInput {
+  clientName: string
+  redirectHost: string
+  scopes: string[]
+  userEmail: string
+  authorizationId: string
+  csrfToken: string
+}
+
+export function consentPage(input: ConsentPageInput): string {
+  const name = input.clientName || 'An application'
+  const scopes = input.scopes.map((s) => `<li><strong>${escapeHtml(s)}</strong>: ${escapeHtml(SCOPE_TEXT[s] ?? s)}</li>`).join('')
+  return layout(
+    'Allow access?',
+    `<h1>Allow access?</h1>
+<p><strong>${escapeHtml(name)}</strong> (redirecting to <span class="host">${escapeHtml(input.redirectHost)}</span>) asks to:</p>
+<ul>${scopes}</ul>
+<p>Signed in as ${escapeHtml(input.userEmail)}.</p>
+<form method="post" action="/api/v1/oauth/authorize">
+<input type="hidden" name="authorization_id" value="${escapeHtml(input.authorizationId)}">
+<input type="hidden" name="csrf_token" value="${escapeHtml(input.csrfToken)}">
+<button type="submit" name="decision" value="allow">Allow</button>
+<button type="submit" name="decision" value="deny" class="secondary">Deny</button>
+</form>`,
+  )
+}
+
+/** What form-action must allow for the redirect after the consent form: the redirect URI's origin or scheme. */
+export function formTarget(redirectUri: string): string {
+  const url = new URL(redirectUri)
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol
+}
+
+/** Shown to the user: the host the code will be sent to (or the private-use scheme). */
+export function redirectHost(redirectUri: string): string {
+  const url = new URL(redirectUri)
+  return url.host || url.protocol
+}

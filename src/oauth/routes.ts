@@ -2,9 +2,12 @@
 // and the authorization request.
 import { Elysia, t } from 'elysia'
 import type { Sql } from 'postgres'
-import { beginAuthorization } from './authorize.ts'
-import { registerClient } from './clients.ts'
-import { errorPage, loginPage, pageResponse } from './pages.ts'
+import type { Accounts } from '../accounts/accounts.ts'
+import type { User } from '../accounts/users.ts'
+import { beginAuthorization, redirectWith } from './authorize.ts'
+import { findClient, registerClient } from './clients.ts'
+import { bindUser, browserSessionUser, csrfMatches, decide, findPending, issueCode, sessionCookie, startBrowserSession } from './consent.ts'
+import { consentPage, errorPage, formTarget, loginPage, pageResponse, redirectHost } from './pages.ts'
 import { authorizationServerMetadata, protectedResourceMetadata } from './metadata.ts'
 
 const OAuthErrorBody = t.Object({ error: t.String(), error_description: t.String() }, { description: 'RFC 6749/7591 error' })
@@ -19,7 +22,27 @@ const Registration = t.Object({
   // Other RFC 7591 metadata (client_uri, logo_uri, contacts, ...) is accepted and not stored.
 }, { additionalProperties: true })
 
-export function oauthRoutes(system: Sql, baseUrl: string) {
+const FormField = (maxLength: number) => t.String({ maxLength })
+const redirect303 = (location: string) => new Response(null, { status: 303, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
+const expiredPage = () => pageResponse(errorPage('This sign-in request has expired or was already answered. Return to the application and start again.'), 400)
+const csrfPage = () => pageResponse(errorPage('This form was not issued for this request (CSRF check failed). Return to the application and start again.'), 403)
+
+export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts) {
+  const secureCookies = baseUrl.startsWith('https:')
+  /** The consent page for a pending authorization whose user is known. */
+  const consent = async (pending: { id: string; client_id: string; redirect_uri: string; scope: string }, user: User, csrfToken: string) => {
+    const client = await findClient(system, pending.client_id)
+    const html = consentPage({
+      clientName: client?.client_name ?? '',
+      redirectHost: redirectHost(pending.redirect_uri),
+      scopes: pending.scope.split(' '),
+      userEmail: user.email,
+      authorizationId: pending.id,
+      csrfToken,
+    })
+    return pageResponse(html, 200, [formTarget(pending.redirect_uri)])
+  }
+
   const asMetadata = authorizationServerMetadata(baseUrl)
   const resourceMetadata = protectedResourceMetadata(baseUrl)
   const discovery = { tags: ['oauth'] }
@@ -35,13 +58,17 @@ export function oauthRoutes(system: Sql, baseUrl: string) {
         const outcome = await beginAuthorization(system, baseUrl, new URL(request.url).searchParams)
         if (outcome.kind === 'error-page') return pageResponse(errorPage(outcome.message), 400)
         if (outcome.kind === 'redirect') return new Response(null, { status: 302, headers: { location: outcome.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
-        const html = loginPage({
-          clientName: outcome.client.client_name,
-          redirectHost: new URL(outcome.redirectUri).host || new URL(outcome.redirectUri).protocol,
-          authorizationId: outcome.authorizationId,
-          csrfToken: outcome.csrfToken,
-        })
-        return pageResponse(html)
+        // Signed in on these pages recently: straight to the consent.
+        const userId = await browserSessionUser(system, request.headers.get('cookie'))
+        const user = userId ? await accounts.findUser(userId) : undefined
+        if (user) {
+          await bindUser(system, outcome.authorizationId, user.id)
+          const pending = { id: outcome.authorizationId, client_id: outcome.client.client_id, redirect_uri: outcome.redirectUri, scope: outcome.scope }
+          return consent(pending, user, outcome.csrfToken)
+        }
+        return pageResponse(
+          loginPage({ clientName: outcome.client.client_name, redirectHost: redirectHost(outcome.redirectUri), authorizationId: outcome.authorizationId, csrfToken: outcome.csrfToken }),
+        )
       },
       {
         query: t.Object(
@@ -58,6 +85,53 @@ export function oauthRoutes(system: Sql, baseUrl: string) {
           { additionalProperties: true },
         ),
         detail: { tags: ['oauth'], summary: 'Authorization request (RFC 6749 §4.1.1 with PKCE): the sign-in page' },
+      },
+    )
+    .post(
+      '/api/v1/oauth/authorize/login',
+      async ({ body }) => {
+        const pending = await findPending(system, body.authorization_id)
+        if (!pending?.open) return expiredPage()
+        if (!csrfMatches(pending, body.csrf_token)) return csrfPage()
+        const user = await accounts.verifyCredentials(body.email, body.password)
+        if (!user) {
+          const client = await findClient(system, pending.client_id)
+          const html = loginPage({
+            clientName: client?.client_name ?? '',
+            redirectHost: redirectHost(pending.redirect_uri),
+            authorizationId: pending.id,
+            csrfToken: body.csrf_token,
+            email: body.email,
+            error: 'Wrong e-mail or password.',
+          })
+          return pageResponse(html, 401)
+        }
+        await bindUser(system, pending.id, user.id)
+        const response = await consent(pending, user, body.csrf_token)
+        response.headers.append('set-cookie', sessionCookie(await startBrowserSession(system, user.id), secureCookies))
+        return response
+      },
+      {
+        body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), email: FormField(254), password: FormField(256) }),
+        detail: { tags: ['oauth'], summary: 'The sign-in form of the authorization pages (form-encoded)' },
+      },
+    )
+    .post(
+      '/api/v1/oauth/authorize',
+      async ({ body, request }) => {
+        const pending = await findPending(system, body.authorization_id)
+        if (!pending?.open) return expiredPage()
+        if (!csrfMatches(pending, body.csrf_token)) return csrfPage()
+        const userId = await browserSessionUser(system, request.headers.get('cookie'))
+        if (!userId || userId !== pending.user_id) return pageResponse(errorPage('Your sign-in for this request was not found. Return to the application and start again.'), 403)
+        if (!(await decide(system, pending.id))) return expiredPage()
+        const state = pending.state ?? undefined
+        if (body.decision === 'deny') return redirect303(redirectWith(pending.redirect_uri, baseUrl, { error: 'access_denied', error_description: 'the user denied the request', state }))
+        return redirect303(redirectWith(pending.redirect_uri, baseUrl, { code: await issueCode(system, pending, userId), state }))
+      },
+      {
+        body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), decision: t.Union([t.Literal('allow'), t.Literal('deny')]) }),
+        detail: { tags: ['oauth'], summary: 'The consent decision (form-encoded): redirects to the client with a code, or access_denied' },
       },
     )
     .post(

@@ -6,6 +6,7 @@ import system0003 from './system/0003_role_assignments.sql' with { type: 'text' 
 import system0004 from './system/0004_repositories.sql' with { type: 'text' }
 import system0005 from './system/0005_oauth_clients.sql' with { type: 'text' }
 import system0006 from './system/0006_oauth_authorizations.sql' with { type: 'text' }
+import system0007 from './system/0007_oauth_codes.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 
 export interface Migration {
@@ -24,6 +25,7 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 4, name: '0004_repositories', sql: system0004 },
     { version: 5, name: '0005_oauth_clients', sql: system0005 },
     { version: 6, name: '0006_oauth_authorizations', sql: system0006 },
+    { version: 7, name: '0007_oauth_codes', sql: system0007 },
   ],
   repository: [{ version: 1, name: '0001_repository_identity', sql: repository0001 }],
 }

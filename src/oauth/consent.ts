@@ -1,0 +1,80 @@
+// From the sign-in page to the authorization code: pending authorizations and their CSRF
+// tokens, the browser session of the pages, the single decision, and the code it issues.
+import type { Sql } from 'postgres'
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { csrfDigest } from './authorize.ts'
+
+/** Lifetime of the pages' sign-in: a second consent within it needs no second sign-in. */
+export const BROWSER_SESSION_SECONDS = 3600
+export const BROWSER_SESSION_COOKIE = 'kgs_oauth_session'
+/** Authorization codes live 60 s (decisions.md §5). */
+export const CODE_SECONDS = 60
+
+const digest = (secret: string) => createHash('sha256').update(secret).digest()
+
+export interface PendingAuthorization {
+  id: string
+  client_id: string
+  redirect_uri: string
+  scope: string
+  state: string | null
+  code_challenge: string
+  resource: string
+  csrf_hash: Buffer
+  user_id: string | null
+  open: boolean
+}
+
+/** The pending authorization, if it exists; `open` is false once decided or expired. */
+export async function findPending(sql: Sql, id: string): Promise<PendingAuthorization | undefined> {
+  if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined
+  const [row] = await sql<PendingAuthorization[]>`
+    SELECT id, client_id, redirect_uri, scope, state, code_challenge, resource, csrf_hash, user_id,
+      decided_at IS NULL AND expires_at > now() AS open
+    FROM oauth_authorizations WHERE id = ${id}`
+  return row
+}
+
+/** Constant-time check of a form's CSRF token against the one bound to the authorization. */
+export function csrfMatches(pending: PendingAuthorization, token: string): boolean {
+  return timingSafeEqual(pending.csrf_hash, csrfDigest(token))
+}
+
+export async function bindUser(sql: Sql, pendingId: string, userId: string): Promise<void> {
+  await sql`UPDATE oauth_authorizations SET user_id = ${userId} WHERE id = ${pendingId}`
+}
+
+export async function startBrowserSession(sql: Sql, userId: string): Promise<string> {
+  const token = randomBytes(32).toString('base64url')
+  await sql`INSERT INTO oauth_browser_sessions (token_hash, user_id, expires_at) VALUES (${digest(token)}, ${userId}, now() + make_interval(secs => ${BROWSER_SESSION_SECONDS}))`
+  return token
+}
+
+export async function browserSessionUser(sql: Sql, cookieHeader: string | null): Promise<string | undefined> {
+  const token = cookieHeader
+    ?.split(';')
+    .map((part) => part.trim().split('='))
+    .find(([name]) => name === BROWSER_SESSION_COOKIE)?.[1]
+  if (!token || !/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined
+  const [row] = await sql<{ user_id: string }[]>`SELECT user_id FROM oauth_browser_sessions WHERE token_hash = ${digest(token)} AND expires_at > now()`
+  return row?.user_id
+}
+
+/** Set-Cookie for the pages' session: HttpOnly, SameSite=Lax, only on the OAuth path, Secure on https. */
+export function sessionCookie(token: string, secure: boolean): string {
+  return `${BROWSER_SESSION_COOKIE}=${token}; Path=/api/v1/oauth; Max-Age=${BROWSER_SESSION_SECONDS}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
+}
+
+/** Closes the authorization, once: a second decision on it finds nothing. */
+export async function decide(sql: Sql, pendingId: string): Promise<boolean> {
+  return (await sql`UPDATE oauth_authorizations SET decided_at = now() WHERE id = ${pendingId} AND decided_at IS NULL AND expires_at > now() RETURNING id`).length > 0
+}
+
+export async function issueCode(sql: Sql, pending: PendingAuthorization, userId: string): Promise<string> {
+  const code = randomBytes(32).toString('base64url')
+  await sql`
+    INSERT INTO oauth_codes (code_hash, client_id, user_id, redirect_uri, scope, code_challenge, resource, expires_at)
+    VALUES (${digest(code)}, ${pending.client_id}, ${userId}, ${pending.redirect_uri}, ${pending.scope}, ${pending.code_challenge}, ${pending.resource},
+      now() + make_interval(secs => ${CODE_SECONDS}))`
+  return code
+}

@@ -1,0 +1,140 @@
+// The sign-in and consent forms of the authorization pages, driven over HTTP as a browser posts
+// them: CSRF binding, the pages' session cookie, a single decision, the code or access_denied.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { BACKEND } from '../helpers/backend.ts'
+import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { api, uniqueEmail } from '../helpers/api.ts'
+
+let server: TestServer
+let clientId: string
+let user: { email: string }
+let other: { email: string }
+const PASSWORD = 'correct horse battery'
+const REDIRECT = 'http://127.0.0.1:41235/callback'
+const CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'
+
+beforeAll(async () => {
+  server = await startTestServer()
+  const http = api(server.url)
+  clientId = (await http.post('/api/v1/oauth/register', { redirect_uris: [REDIRECT], client_name: 'Consent test' })).body.client_id
+  user = { email: (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).body.user.email }
+  other = { email: (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).body.user.email }
+})
+afterAll(() => server.stop())
+
+/** Opens an authorization request; returns the ids its page carries (and the cookie it was sent with). */
+async function begin(cookie?: string) {
+  const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: CHALLENGE, code_challenge_method: 'S256', state: 's-123', scope: 'read write' })
+  const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: cookie ? { cookie } : {} })
+  const html = await res.text()
+  return {
+    status: res.status,
+    html,
+    csp: res.headers.get('content-security-policy') ?? '',
+    authorizationId: /name="authorization_id" value="([^"]+)"/.exec(html)![1]!,
+    csrf: /name="csrf_token" value="([^"]+)"/.exec(html)![1]!,
+  }
+}
+
+const form = (path: string, fields: Record<string, string>, cookie?: string) =>
+  fetch(server.url + path, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) },
+    body: new URLSearchParams(fields),
+  })
+
+async function signIn(email = user.email) {
+  const page = await begin()
+  const res = await form('/api/v1/oauth/authorize/login', { authorization_id: page.authorizationId, csrf_token: page.csrf, email, password: PASSWORD })
+  const cookie = res.headers.get('set-cookie')!.split(';')[0]!
+  return { page, res, cookie }
+}
+
+describe(`sign-in and consent (${BACKEND})`, () => {
+  test('signing in shows the consent page and sets the pages’ session cookie', async () => {
+    const { res } = await signIn()
+    expect(res.status).toBe(200)
+    const setCookie = res.headers.get('set-cookie')!
+    expect(setCookie).toMatch(/^kgs_oauth_session=[A-Za-z0-9_-]{43}; Path=\/api\/v1\/oauth; Max-Age=3600; HttpOnly; SameSite=Lax$/)
+    const html = await res.text()
+    expect(html).toContain('<button type="submit" name="decision" value="allow">Allow</button>')
+    expect(html).toContain('value="deny" class="secondary">Deny</button>')
+    expect(html).toContain('Consent test')
+    expect(html).toContain('127.0.0.1:41235')
+    expect(html).toContain(user.email)
+    // The redirect after the consent form must be allowed by form-action.
+    expect(res.headers.get('content-security-policy')).toContain("form-action 'self' http://127.0.0.1:41235")
+  })
+
+  test('Allow: 303 to the client with a code, state and iss; the decision is final', async () => {
+    const { page, cookie } = await signIn()
+    const res = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }, cookie)
+    expect(res.status).toBe(303)
+    const location = new URL(res.headers.get('location')!)
+    expect(`${location.origin}${location.pathname}`).toBe(REDIRECT)
+    expect(location.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(location.searchParams.get('state')).toBe('s-123')
+    expect(location.searchParams.get('iss')).toBe(server.url)
+    const again = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }, cookie)
+    expect(again.status).toBe(400)
+    expect(await again.text()).toContain('expired or was already answered')
+  })
+
+  test('Deny: access_denied with state and iss', async () => {
+    const { page, cookie } = await signIn()
+    const res = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'deny' }, cookie)
+    expect(res.status).toBe(303)
+    const location = new URL(res.headers.get('location')!)
+    expect(location.searchParams.get('error')).toBe('access_denied')
+    expect(location.searchParams.get('state')).toBe('s-123')
+    expect(location.searchParams.get('iss')).toBe(server.url)
+    expect(location.searchParams.get('code')).toBeNull()
+  })
+
+  test('within the session the next request goes straight to the consent page', async () => {
+    const { cookie } = await signIn()
+    const next = await begin(cookie)
+    expect(next.status).toBe(200)
+    expect(next.html).toContain('>Allow</button>')
+    expect(next.html).not.toContain('>Sign in</button>')
+    const res = await form('/api/v1/oauth/authorize', { authorization_id: next.authorizationId, csrf_token: next.csrf, decision: 'allow' }, cookie)
+    expect(res.status).toBe(303)
+  })
+
+  test('a wrong password re-renders the sign-in page with an error (401); no cookie', async () => {
+    const page = await begin()
+    const res = await form('/api/v1/oauth/authorize/login', { authorization_id: page.authorizationId, csrf_token: page.csrf, email: user.email, password: 'wrong password' })
+    expect(res.status).toBe(401)
+    expect(res.headers.get('set-cookie')).toBeNull()
+    const html = await res.text()
+    expect(html).toContain('Wrong e-mail or password.')
+    expect(html).toContain('>Sign in</button>')
+  })
+
+  test('CSRF: a missing, wrong, or another authorization’s token is refused (403)', async () => {
+    const page = await begin()
+    const another = await begin()
+    for (const csrf of ['', 'x'.repeat(43), another.csrf]) {
+      const res = await form('/api/v1/oauth/authorize/login', { authorization_id: page.authorizationId, csrf_token: csrf, email: user.email, password: PASSWORD })
+      expect(res.status).toBe(403)
+      expect(await res.text()).toContain('CSRF check failed')
+    }
+    const { cookie } = await signIn()
+    const decision = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: another.csrf, decision: 'allow' }, cookie)
+    expect(decision.status).toBe(403)
+  })
+
+  test('a decision needs the pages’ session of the user who signed in for it', async () => {
+    const { page } = await signIn()
+    const fields = { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }
+    expect((await form('/api/v1/oauth/authorize', fields)).status).toBe(403)
+    const { cookie: otherCookie } = await signIn(other.email)
+    expect((await form('/api/v1/oauth/authorize', fields, otherCookie)).status).toBe(403)
+  })
+
+  test('an unknown or expired authorization: 400', async () => {
+    const unknown = await form('/api/v1/oauth/authorize/login', { authorization_id: crypto.randomUUID(), csrf_token: 'x', email: user.email, password: PASSWORD })
+    expect(unknown.status).toBe(400)
+  })
+})
