@@ -13,7 +13,8 @@ import { ErrorBody } from './http/schemas.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
 import { oauthRoutes } from './oauth/routes.ts'
-import { accessControl } from './http/auth.ts'
+import { accessControl, bearerAuthenticator } from './http/auth.ts'
+import type { OAuthTokens } from './oauth/tokens.ts'
 import type { Rbac } from './rbac/rbac.ts'
 import { rbacRoutes } from './rbac/routes.ts'
 import type { Repositories } from './repositories/repositories.ts'
@@ -29,12 +30,14 @@ export interface AppContext {
   accounts: Accounts
   rbac: Rbac
   repositories: Repositories
+  oauth: OAuthTokens
 }
 
 export function createApp(ctx: AppContext) {
   // Filled once the routes are known; the error handler consults it for unmatched requests.
   let methodNotAllowed: (request: Request) => Response | undefined = () => undefined
-  const access = accessControl(ctx.accounts, ctx.rbac)
+  const authenticator = bearerAuthenticator(ctx.accounts, ctx.oauth)
+  const access = accessControl(authenticator, ctx.rbac)
   // normalize: false, so that a field a schema does not know is refused (400) instead of silently
   // dropped: a client sending {"password": ...} to PUT /users must not believe it changed anything.
   // Responses are built field by field, so nothing relies on normalization to hide columns.
@@ -78,10 +81,10 @@ export function createApp(ctx: AppContext) {
         response: { 200: t.Object({ status: t.Literal('ready'), database: t.String() }), 503: ErrorBody },
       },
     )
-    .use(oauthRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts))
+    .use(oauthRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts, ctx.oauth))
     .use(accountRoutes(ctx.accounts, access))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, access, repositories: ctx.repositories }))
-    .use(repositoryRoutes(ctx.repositories, access, repositoryScope(ctx.accounts, ctx.rbac, ctx.repositories, ctx.pools)))
+    .use(repositoryRoutes(ctx.repositories, access, repositoryScope(authenticator, ctx.rbac, ctx.repositories, ctx.pools)))
   methodNotAllowed = methodNotAllowedResponder(app.routes)
   return app
 }

@@ -10,6 +10,7 @@ import { Rbac } from './rbac/rbac.ts'
 import { SYSTEM_DOMAIN } from './rbac/permissions.ts'
 import { serveControlSocket } from './rbac/promote.ts'
 import { Repositories } from './repositories/repositories.ts'
+import { OAuthTokens } from './oauth/tokens.ts'
 import { LocalEventBus, PostgresEventBus, type EventBus } from './db/events.ts'
 import { JSON_CONTENT_TYPE, errorResponse } from './http/errors.ts'
 import { assignRequestId } from './http/request-id.ts'
@@ -104,6 +105,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   let accounts: Accounts | undefined
   let rbac: Rbac | undefined
   let control: { stop(): Promise<void> } | undefined
+  let oauth: OAuthTokens | undefined
 
   const ready = (async () => {
     pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
@@ -127,7 +129,8 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     })
     if (!fleet) control = serveControlSocket(config.dataDir, pools, bus, () => roles.reload())
     const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus })
-    const app = createApp({ config, pools, log, baseUrl, accounts, rbac: roles, repositories })
+    oauth = await OAuthTokens.start({ system: pools.system, bus, log, secret: config.jwtSecret, issuer: baseUrl, accessTokenTtl: config.accessTokenTtl, catchUp: fleet })
+    const app = createApp({ config, pools, log, baseUrl, accounts, rbac: roles, repositories, oauth })
     handler = app.fetch
     log.info('ready', { url, base_url: baseUrl, database: pools.backend, version: VERSION })
   })()
@@ -151,6 +154,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       await control?.stop()
       accounts?.stop()
       rbac?.stop()
+      oauth?.stop()
       await bus?.close()
       await pools?.close()
       log.info('stopped')

@@ -3,9 +3,9 @@
 import type { Sql } from 'postgres'
 import type { EventBus } from '../db/events.ts'
 import { HttpError } from '../http/errors.ts'
-import { forbidden, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
+import { forbidden, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
 import type { PageKey } from '../http/pagination.ts'
-import { SYSTEM_DOMAIN } from '../rbac/permissions.ts'
+import { SYSTEM_DOMAIN, scopeNeeded } from '../rbac/permissions.ts'
 import { resourceMetadataUrl } from '../oauth/metadata.ts'
 import type { Logger } from '../log.ts'
 import { hashPassword, verifyPassword } from './passwords.ts'
@@ -140,6 +140,7 @@ export class Accounts implements Authenticator {
     const user = await this.findUser(userId)
     if (!user) throw new HttpError(404, 'user not found')
     if (user.id !== principal.userId && !this.options.authorizer.can(principal.userId, SYSTEM_DOMAIN, 'user:read')) throw forbidden('user:read')
+    requireScope(principal, 'read', this.resourceMetadataUrl)
     return user
   }
 
@@ -155,6 +156,7 @@ export class Accounts implements Authenticator {
     const existing = await this.findUser(userId)
     if (!existing) throw new HttpError(404, 'user not found')
     if (existing.id !== principal.userId && !this.options.authorizer.can(principal.userId, SYSTEM_DOMAIN, 'user:manage')) throw forbidden('user:manage')
+    requireScope(principal, existing.id === principal.userId ? 'write' : scopeNeeded('user:manage'), this.resourceMetadataUrl)
     const email = changes.email === undefined ? undefined : requireEmail(changes.email)
     const updated = await this.sql.begin(async (tx) => {
       const user = await updateUser(tx, userId, { name: changes.name?.trim(), email })

@@ -4,12 +4,15 @@
 // Neither costs a database round trip (signature, claims, in-memory revocations and roles).
 import { Elysia } from 'elysia'
 import { HttpError } from './errors.ts'
-import { SYSTEM_DOMAIN, type Permission, type SystemPermission } from '../rbac/permissions.ts'
+import { SYSTEM_DOMAIN, scopeAllows, scopeNeeded, type Permission, type Scope, type SystemPermission } from '../rbac/permissions.ts'
 
 export interface Principal {
   userId: string
   /** Set for session tokens (login/register/refresh). */
   sessionId?: string
+  /** Set for OAuth access tokens: the client, and the scopes that cap the user's permissions. */
+  clientId?: string
+  scopes?: string[]
 }
 
 export interface Authorizer {
@@ -17,6 +20,36 @@ export interface Authorizer {
 }
 
 export const forbidden = (permission: Permission) => new HttpError(403, `permission denied: ${permission}`)
+
+/** 403 for an OAuth token whose scopes do not cover the action (RFC 6750 §3.1). */
+export function insufficientScope(resourceMetadata: string, need: Scope): HttpError {
+  return new HttpError(403, `insufficient scope: this needs a token with the ${need} scope`, {
+    'www-authenticate': `Bearer resource_metadata="${resourceMetadata}", error="insufficient_scope", scope="${need}"`,
+  })
+}
+
+/** Throws unless the principal's token scopes allow `need` (session tokens are not capped). */
+export function requireScope(principal: Principal, need: Scope, resourceMetadata: string): void {
+  if (!scopeAllows(principal.scopes, need)) throw insufficientScope(resourceMetadata, need)
+}
+
+/**
+ * Session tokens and OAuth access tokens share the Authorization header; the JWT header's typ
+ * (at+jwt for OAuth, RFC 9068) says which verifier to ask. Each verifier still checks typ.
+ */
+export function bearerAuthenticator(sessions: Authenticator, oauth: Pick<Authenticator, 'authenticate'>): Authenticator {
+  const isAccessToken = (token: string) => {
+    try {
+      return (JSON.parse(Buffer.from(token.slice(0, token.indexOf('.')), 'base64url').toString()) as { typ?: unknown }).typ === 'at+jwt'
+    } catch {
+      return false
+    }
+  }
+  return {
+    resourceMetadataUrl: sessions.resourceMetadataUrl,
+    authenticate: (token) => (isAccessToken(token) ? oauth.authenticate(token) : sessions.authenticate(token)),
+  }
+}
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
 
@@ -57,6 +90,7 @@ export function accessControl(authenticator: Authenticator, authorizer: Authoriz
       async resolve({ request }) {
         const principal = await authenticate(authenticator, request)
         if (!authorizer.can(principal.userId, SYSTEM_DOMAIN, permission)) throw forbidden(permission)
+        requireScope(principal, scopeNeeded(permission), authenticator.resourceMetadataUrl)
         return { principal }
       },
     }),

@@ -45,6 +45,16 @@ export function parseJsonBody(bytes: Uint8Array): unknown {
   }
 }
 
+/** A form body as an object; a repeated parameter is refused (RFC 6749 §3.1 for OAuth requests). */
+export function parseFormBody(text: string): Record<string, string> {
+  const fields: Record<string, string> = {}
+  for (const [key, value] of new URLSearchParams(text)) {
+    if (Object.hasOwn(fields, key)) throw new HttpError(400, `parameter ${key} appears more than once`)
+    fields[key] = value
+  }
+  return fields
+}
+
 /**
  * The body parsers of the API: JSON and form-encoded bodies (OAuth) up to `limit` bytes.
  * Other media types are refused with 415 unless a route brings its own parser.
@@ -53,9 +63,7 @@ export function bodyParsing(limit: number) {
   return new Elysia({ name: 'kgs/body' }).onParse({ as: 'global' }, async ({ request }) => {
     const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
     if (type === 'application/json' || type.endsWith('+json')) return parseJsonBody(await readBodyLimited(request, limit))
-    if (type === 'application/x-www-form-urlencoded') {
-      return Object.fromEntries(new URLSearchParams(decodeText(await readBodyLimited(request, limit))))
-    }
+    if (type === 'application/x-www-form-urlencoded') return parseFormBody(decodeText(await readBodyLimited(request, limit)))
     if (type === '') {
       // A bodiless POST (logout, cancel) needs no Content-Type; a body without one is refused.
       if ((await readBodyLimited(request, limit)).byteLength === 0) return null

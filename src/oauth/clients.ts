@@ -1,7 +1,7 @@
 // Dynamic client registration (RFC 7591) with the redirect URI rules of OAuth 2.1 / RFC 8252:
 // https, or http on a loopback address only, or a private-use (reverse-domain) scheme.
 import type { Sql } from 'postgres'
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { OAuthError } from '../http/errors.ts'
 import { SCOPES, TOKEN_ENDPOINT_AUTH_METHODS } from './metadata.ts'
 
@@ -117,4 +117,41 @@ export function matchRedirectUri(client: Client, requested: string): string | un
   if (url.protocol !== 'http:' || !LOOPBACK_HOSTS.has(url.hostname)) return undefined
   const portless = (u: URL) => `${u.protocol}//${u.hostname}${u.pathname}${u.search}`
   return client.redirect_uris.some((registered) => URL.canParse(registered) && portless(new URL(registered)) === portless(url)) ? requested : undefined
+}
+
+const invalidClient = (description: string, basic: boolean) =>
+  new OAuthError(401, 'invalid_client', description, basic ? { 'www-authenticate': 'Basic realm="kgs"' } : {})
+
+/**
+ * Client authentication at the token and revocation endpoints (RFC 6749 §2.3): exactly the
+ * method the client registered. Secrets are compared as SHA-256 digests in constant time.
+ */
+export async function authenticateClient(sql: Sql, authorization: string | null, body: { client_id?: string; client_secret?: string }): Promise<Client> {
+  let clientId = body.client_id
+  let secret = body.client_secret
+  let method: Client['token_endpoint_auth_method'] = secret === undefined ? 'none' : 'client_secret_post'
+  const basic = authorization?.match(/^Basic +([A-Za-z0-9+/]+=*) *$/i)?.[1]
+  if (authorization && !basic) throw invalidClient('unsupported Authorization scheme; use Basic or client_secret_post', true)
+  if (basic) {
+    if (secret !== undefined) throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not two')
+    const decoded = Buffer.from(basic, 'base64').toString('utf8')
+    const colon = decoded.indexOf(':')
+    // The id and secret are form-encoded inside the Basic credentials (RFC 6749 §2.3.1).
+    const formDecode = (text: string) => decodeURIComponent(text.replaceAll('+', ' '))
+    const id = colon < 0 ? undefined : formDecode(decoded.slice(0, colon))
+    if (!id || (clientId !== undefined && clientId !== id)) throw invalidClient('malformed Basic credentials', true)
+    clientId = id
+    secret = formDecode(decoded.slice(colon + 1))
+    method = 'client_secret_basic'
+  }
+  if (!clientId) throw invalidClient('client authentication failed: no client_id', false)
+  const [row] = await sql<(Client & { secret_hash: Buffer | null })[]>`
+    SELECT id AS client_id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope,
+      extract(epoch FROM created_at)::bigint::int AS client_id_issued_at
+    FROM oauth_clients WHERE id = ${clientId.slice(0, 64)}`
+  if (!row) throw invalidClient('unknown client', method === 'client_secret_basic')
+  if (row.token_endpoint_auth_method !== method) throw invalidClient(`this client authenticates with ${row.token_endpoint_auth_method}`, method === 'client_secret_basic')
+  if (method !== 'none' && !(row.secret_hash && timingSafeEqual(row.secret_hash, digest(secret!)))) throw invalidClient('client authentication failed', method === 'client_secret_basic')
+  const { secret_hash: _, ...client } = row
+  return client
 }

@@ -5,10 +5,12 @@ import type { Sql } from 'postgres'
 import type { Accounts } from '../accounts/accounts.ts'
 import type { User } from '../accounts/users.ts'
 import { beginAuthorization, redirectWith } from './authorize.ts'
-import { findClient, registerClient } from './clients.ts'
+import { authenticateClient, findClient, registerClient } from './clients.ts'
+import { OAuthError } from '../http/errors.ts'
+import type { OAuthTokens } from './tokens.ts'
 import { bindUser, browserSessionUser, csrfMatches, decide, findPending, issueCode, sessionCookie, startBrowserSession } from './consent.ts'
 import { consentPage, errorPage, formTarget, loginPage, pageResponse, redirectHost } from './pages.ts'
-import { authorizationServerMetadata, protectedResourceMetadata } from './metadata.ts'
+import { authorizationServerMetadata, protectedResourceMetadata, resourceIdentifier } from './metadata.ts'
 
 const OAuthErrorBody = t.Object({ error: t.String(), error_description: t.String() }, { description: 'RFC 6749/7591 error' })
 
@@ -27,7 +29,29 @@ const redirect303 = (location: string) => new Response(null, { status: 303, head
 const expiredPage = () => pageResponse(errorPage('This sign-in request has expired or was already answered. Return to the application and start again.'), 400)
 const csrfPage = () => pageResponse(errorPage('This form was not issued for this request (CSRF check failed). Return to the application and start again.'), 403)
 
-export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts) {
+const TokenRequest = t.Object(
+  {
+    grant_type: t.Optional(t.String({ maxLength: 64 })),
+    code: t.Optional(t.String({ maxLength: 128 })),
+    redirect_uri: t.Optional(t.String({ maxLength: 2000 })),
+    code_verifier: t.Optional(t.String({ maxLength: 256 })),
+    refresh_token: t.Optional(t.String({ maxLength: 128 })),
+    scope: t.Optional(t.String({ maxLength: 200 })),
+    resource: t.Optional(t.String({ maxLength: 2000 })),
+    client_id: t.Optional(t.String({ maxLength: 64 })),
+    client_secret: t.Optional(t.String({ maxLength: 128 })),
+  },
+  { additionalProperties: true },
+)
+const TokenResponseBody = t.Object({ access_token: t.String(), token_type: t.String(), expires_in: t.Integer(), refresh_token: t.Optional(t.String()), scope: t.String() })
+
+/** Token and revocation requests are form-encoded (RFC 6749 §3.2, RFC 7009 §2.1). */
+function requireForm(request: Request): void {
+  const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
+  if (type !== 'application/x-www-form-urlencoded') throw new OAuthError(400, 'invalid_request', 'the request body must be application/x-www-form-urlencoded')
+}
+
+export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, tokens: OAuthTokens) {
   const secureCookies = baseUrl.startsWith('https:')
   /** The consent page for a pending authorization whose user is known. */
   const consent = async (pending: { id: string; client_id: string; redirect_uri: string; scope: string }, user: User, csrfToken: string) => {
@@ -132,6 +156,43 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts) {
       {
         body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), decision: t.Union([t.Literal('allow'), t.Literal('deny')]) }),
         detail: { tags: ['oauth'], summary: 'The consent decision (form-encoded): redirects to the client with a code, or access_denied' },
+      },
+    )
+    .post(
+      '/api/v1/oauth/token',
+      async ({ body, request, set }) => {
+        requireForm(request)
+        const client = await authenticateClient(system, request.headers.get('authorization'), body)
+        if (body.resource !== undefined && body.resource !== resourceIdentifier(baseUrl)) throw new OAuthError(400, 'invalid_target', `the only resource here is ${resourceIdentifier(baseUrl)}`)
+        set.headers['cache-control'] = 'no-store'
+        set.headers.pragma = 'no-cache'
+        if (body.grant_type === 'authorization_code') return tokens.exchangeCode(client, body)
+        if (body.grant_type === 'refresh_token') return tokens.refresh(client, body)
+        throw new OAuthError(400, body.grant_type ? 'unsupported_grant_type' : 'invalid_request', body.grant_type ? `grant_type ${JSON.stringify(body.grant_type)} is not supported` : 'grant_type is required')
+      },
+      {
+        body: TokenRequest,
+        response: { 200: TokenResponseBody, 400: OAuthErrorBody, 401: OAuthErrorBody },
+        detail: { tags: ['oauth'], summary: 'Token endpoint (form-encoded): authorization_code with PKCE, refresh_token with rotation' },
+      },
+    )
+    .post(
+      '/api/v1/oauth/revoke',
+      async ({ body, request, set }) => {
+        requireForm(request)
+        const client = await authenticateClient(system, request.headers.get('authorization'), body)
+        if (!body.token) throw new OAuthError(400, 'invalid_request', 'token is required')
+        await tokens.revoke(client, body.token, body.token_type_hint)
+        set.headers['cache-control'] = 'no-store'
+        return {}
+      },
+      {
+        body: t.Object(
+          { token: t.Optional(t.String({ maxLength: 2048 })), token_type_hint: t.Optional(t.String({ maxLength: 64 })), client_id: t.Optional(t.String({ maxLength: 64 })), client_secret: t.Optional(t.String({ maxLength: 128 })) },
+          { additionalProperties: true },
+        ),
+        response: { 200: t.Object({}), 400: OAuthErrorBody, 401: OAuthErrorBody },
+        detail: { tags: ['oauth'], summary: 'Revoke a refresh token (its whole grant) or an access token (RFC 7009); 200 for unknown tokens too' },
       },
     )
     .post(

@@ -63,3 +63,21 @@ export function splitPermission(permission: Permission): [resource: string, acti
   const [resource, action] = permission.split(':') as [string, string]
   return [resource, action]
 }
+
+/** OAuth scopes (decisions.md §5): they cap what the user's roles allow, never widen it. */
+export type Scope = 'read' | 'write' | 'admin'
+
+/** Actions that change privileges or destroy a repository: only an `admin` token may take them. */
+const ADMIN_SCOPE_ONLY = new Set<Permission>(['role:manage', 'user:manage', 'member:manage', 'repository:delete'])
+
+export function scopeNeeded(permission: Permission): Scope {
+  if (ADMIN_SCOPE_ONLY.has(permission)) return 'admin'
+  return splitPermission(permission)[1] === 'read' ? 'read' : 'write'
+}
+
+/** Whether a token with `scopes` may use `need`; no scopes (a session token) means no cap. */
+export function scopeAllows(scopes: readonly string[] | undefined, need: Scope): boolean {
+  if (!scopes || scopes.includes('admin')) return true
+  if (need === 'read') return scopes.includes('read') || scopes.includes('write')
+  return need === 'write' && scopes.includes('write')
+}

@@ -6,9 +6,9 @@
 import { Elysia } from 'elysia'
 import type { Sql } from 'postgres'
 import type { Pools } from '../db/pools.ts'
-import { authenticate, forbidden, type Authenticator } from '../http/auth.ts'
+import { authenticate, forbidden, requireScope, type Authenticator } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import type { RepositoryPermission } from '../rbac/permissions.ts'
+import { scopeNeeded, type RepositoryPermission } from '../rbac/permissions.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import type { Repositories, Repository } from './repositories.ts'
 
@@ -37,6 +37,7 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
         const principal = await authenticate(authenticator, request)
         const repository = await resolve(principal.userId, (params as Record<string, string> | undefined)?.repoID, request.headers.get(REPOSITORY_HEADER))
         if (!rbac.can(principal.userId, repository.id, permission)) throw forbidden(permission)
+        requireScope(principal, scopeNeeded(permission), authenticator.resourceMetadataUrl)
         return { principal, repository, db: (): Promise<Sql> => pools.forRepository(repository.id) }
       },
     }),

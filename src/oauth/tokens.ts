@@ -1,0 +1,243 @@
+// The token endpoint's grants and the OAuth half of the bearer check.
+// Access tokens: HS256 JWTs per RFC 9068 (typ at+jwt; iss, sub, aud, client_id, scope, jti, iat,
+// exp) through @elysiajs/jwt. Refresh tokens: opaque, SHA-256 at rest, rotated on use within a
+// family per authorization code; reuse of a rotated token or of the code revokes the family.
+// Revoked families and access tokens are held in memory (no database round trip per request),
+// fed by the event bus and a periodic catch-up, like revoked sessions.
+import { jwt } from '@elysiajs/jwt'
+import type { Sql } from 'postgres'
+import { createHash, randomBytes } from 'node:crypto'
+import type { EventBus } from '../db/events.ts'
+import type { Db } from '../db/sql.ts'
+import { OAuthError } from '../http/errors.ts'
+import type { Principal } from '../http/auth.ts'
+import type { Logger } from '../log.ts'
+import { describeError } from '../log.ts'
+import type { Client } from './clients.ts'
+import { resourceIdentifier } from './metadata.ts'
+
+export const OAUTH_REVOKED = 'kgs_oauth_revoked'
+const CATCH_UP_MS = 5_000
+const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/
+
+const digest = (secret: string) => createHash('sha256').update(secret).digest()
+const invalidGrant = (description: string) => new OAuthError(400, 'invalid_grant', description)
+
+export interface TokenResponse {
+  access_token: string
+  token_type: 'Bearer'
+  expires_in: number
+  refresh_token?: string
+  scope: string
+}
+
+export interface OAuthTokensOptions {
+  system: Sql
+  bus: EventBus
+  log: Logger
+  secret: string
+  issuer: string
+  accessTokenTtl: number
+  catchUp: boolean
+}
+
+interface AccessClaims {
+  sub: string
+  client_id: string
+  scope: string
+  jti: string
+  exp: number
+  fam: string
+}
+
+export class OAuthTokens {
+  private readonly revokedFamilies = new Map<string, number>()
+  private readonly revokedTokens = new Map<string, number>()
+  private readonly signer
+  private readonly audience: string
+  private timer: Timer | undefined
+  private watermark = new Date(0)
+
+  private constructor(private readonly options: OAuthTokensOptions) {
+    this.audience = resourceIdentifier(options.issuer)
+    const plugin = jwt({ name: 'accessJwt', secret: options.secret, alg: 'HS256', typ: 'at+jwt', iss: options.issuer })
+    // As for session tokens: sign/verify are read from the plugin once, for use outside a request.
+    type Decorator = (typeof plugin)['~Singleton']['decorator']['accessJwt']
+    this.signer = (plugin as unknown as { singleton: { decorator: { accessJwt: Decorator } } }).singleton.decorator.accessJwt
+  }
+
+  static async start(options: OAuthTokensOptions): Promise<OAuthTokens> {
+    const tokens = new OAuthTokens(options)
+    await options.bus.subscribe(OAUTH_REVOKED, () => void tokens.catchUp().catch((error) => options.log.warn('oauth revocation catch-up failed', describeError(error))))
+    await tokens.catchUp()
+    if (options.catchUp) {
+      tokens.timer = setInterval(() => void tokens.catchUp().catch((error) => options.log.warn('oauth revocation catch-up failed', describeError(error))), CATCH_UP_MS)
+      tokens.timer.unref()
+    }
+    return tokens
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
+  }
+
+  /** Re-reads revocations recent enough to matter (within one access-token lifetime). */
+  private async catchUp(): Promise<void> {
+    const ttl = this.options.accessTokenTtl
+    const since = this.watermark
+    const [families, tokens, [clock]] = await Promise.all([
+      this.options.system<{ id: string }[]>`SELECT id FROM oauth_token_families WHERE revoked_at >= greatest(${since}::timestamptz - interval '1 minute', now() - make_interval(secs => ${ttl}))`,
+      this.options.system<{ jti: string; expires_at: Date }[]>`SELECT jti, expires_at FROM oauth_revoked_access_tokens WHERE expires_at > now()`,
+      this.options.system<{ now: Date }[]>`SELECT now() AS now`,
+    ])
+    const keepUntil = Date.now() + (ttl + 60) * 1000
+    for (const { id } of families) this.revokedFamilies.set(id, keepUntil)
+    for (const { jti, expires_at } of tokens) this.revokedTokens.set(jti, expires_at.getTime())
+    this.watermark = clock!.now
+    const now = Date.now()
+    for (const map of [this.revokedFamilies, this.revokedTokens]) for (const [key, until] of map) if (until <= now) map.delete(key)
+  }
+
+  private async issue(db: Db, family: { id: string; client_id: string; user_id: string; resource: string }, scope: string, withRefresh: boolean): Promise<TokenResponse> {
+    const ttl = this.options.accessTokenTtl
+    const access = await this.signer.sign({
+      sub: family.user_id,
+      aud: family.resource,
+      client_id: family.client_id,
+      scope,
+      jti: crypto.randomUUID(),
+      fam: family.id,
+      exp: Math.floor(Date.now() / 1000) + ttl,
+    })
+    let refresh: string | undefined
+    if (withRefresh) {
+      refresh = randomBytes(32).toString('base64url')
+      await db`INSERT INTO oauth_refresh_tokens (token_hash, family_id, scope) VALUES (${digest(refresh)}, ${family.id}, ${scope})`
+    }
+    return { access_token: access, token_type: 'Bearer', expires_in: ttl, ...(refresh ? { refresh_token: refresh } : {}), scope }
+  }
+
+  /** authorization_code grant (RFC 6749 §4.1.3 with RFC 7636). Exactly one exchange of a code succeeds. */
+  async exchangeCode(client: Client, params: { code?: string; redirect_uri?: string; code_verifier?: string }): Promise<TokenResponse> {
+    if (!params.code) throw new OAuthError(400, 'invalid_request', 'code is required')
+    if (!params.redirect_uri) throw new OAuthError(400, 'invalid_request', 'redirect_uri is required')
+    if (!params.code_verifier) throw new OAuthError(400, 'invalid_request', 'code_verifier is required (PKCE)')
+    if (!VERIFIER.test(params.code_verifier)) throw new OAuthError(400, 'invalid_request', 'code_verifier must be 43 to 128 characters of [A-Za-z0-9._~-]')
+    const codeHash = digest(params.code)
+    const outcome = await this.options.system.begin(async (tx) => {
+      const [code] = await tx<{ client_id: string; user_id: string; redirect_uri: string; scope: string; code_challenge: string; resource: string; fresh: boolean }[]>`
+        UPDATE oauth_codes SET used_at = now() WHERE code_hash = ${codeHash} AND used_at IS NULL
+        RETURNING client_id, user_id, redirect_uri, scope, code_challenge, resource, expires_at > now() AS fresh`
+      if (!code) {
+        // Used before: revoke whatever it issued (RFC 6749 §4.1.2).
+        const revoked = await tx<{ id: string }[]>`UPDATE oauth_token_families SET revoked_at = now() WHERE code_hash = ${codeHash} AND revoked_at IS NULL RETURNING id`
+        if (revoked.length) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
+        const known = revoked.length > 0 || (await tx`SELECT 1 FROM oauth_codes WHERE code_hash = ${codeHash}`).length > 0
+        return { error: known ? 'the code was already used' : 'unknown code', revoked: revoked.map((r) => r.id) }
+      }
+      if (code.client_id !== client.client_id) return { error: 'the code was issued to another client' }
+      if (!code.fresh) return { error: 'the code has expired' }
+      if (code.redirect_uri !== params.redirect_uri) return { error: 'redirect_uri differs from the authorization request' }
+      const challenge = createHash('sha256').update(params.code_verifier!).digest('base64url')
+      if (challenge !== code.code_challenge) return { error: 'code_verifier does not match the code_challenge' }
+      const family = { id: crypto.randomUUID(), client_id: client.client_id, user_id: code.user_id, resource: code.resource }
+      await tx`INSERT INTO oauth_token_families (id, client_id, user_id, scope, resource, code_hash) VALUES (${family.id}, ${family.client_id}, ${family.user_id}, ${code.scope}, ${family.resource}, ${codeHash})`
+      return { tokens: await this.issue(tx, family, code.scope, client.grant_types.includes('refresh_token')) }
+    })
+    if ('error' in outcome) {
+      this.markRevoked(outcome.revoked)
+      throw invalidGrant(outcome.error!)
+    }
+    return outcome.tokens
+  }
+
+  /** Applies a family revocation here at once; other instances hear of it through the bus. */
+  private markRevoked(familyIds: readonly string[] | undefined): void {
+    for (const id of familyIds ?? []) this.revokedFamilies.set(id, Date.now() + (this.options.accessTokenTtl + 60) * 1000)
+  }
+
+  /** refresh_token grant: rotation; presenting a rotated token revokes its family. */
+  async refresh(client: Client, params: { refresh_token?: string; scope?: string }): Promise<TokenResponse> {
+    if (!params.refresh_token) throw new OAuthError(400, 'invalid_request', 'refresh_token is required')
+    if (!client.grant_types.includes('refresh_token')) throw new OAuthError(400, 'unauthorized_client', 'this client may not use refresh tokens')
+    const hash = digest(params.refresh_token)
+    const outcome = await this.options.system.begin(async (tx) => {
+      const [token] = await tx<{ family_id: string; scope: string }[]>`
+        UPDATE oauth_refresh_tokens SET used_at = now() WHERE token_hash = ${hash} AND used_at IS NULL RETURNING family_id, scope`
+      if (!token) {
+        const [used] = await tx<{ family_id: string }[]>`SELECT family_id FROM oauth_refresh_tokens WHERE token_hash = ${hash}`
+        if (used && (await revokeFamily(tx, used.family_id))) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
+        return { error: used ? 'the refresh token was already used; its grant is now revoked' : 'unknown refresh token', revoked: used ? [used.family_id] : [] }
+      }
+      const [family] = await tx<{ id: string; client_id: string; user_id: string; resource: string; revoked: boolean }[]>`
+        SELECT id, client_id, user_id::text, resource, revoked_at IS NOT NULL AS revoked FROM oauth_token_families WHERE id = ${token.family_id}`
+      if (!family || family.revoked) return { error: 'the grant was revoked' }
+      if (family.client_id !== client.client_id) return { error: 'the refresh token was issued to another client' }
+      const granted = token.scope.split(' ')
+      const requested = params.scope?.split(' ').filter(Boolean) ?? granted
+      const wider = requested.find((s) => !granted.includes(s))
+      if (wider) return { scopeError: `scope ${JSON.stringify(wider)} was not granted` }
+      return { tokens: await this.issue(tx, family, [...new Set(requested)].join(' '), true) }
+    })
+    if ('scopeError' in outcome) throw new OAuthError(400, 'invalid_scope', outcome.scopeError!)
+    if ('error' in outcome) {
+      this.markRevoked(outcome.revoked)
+      throw invalidGrant(outcome.error!)
+    }
+    return outcome.tokens
+  }
+
+  /**
+   * RFC 7009: revokes a refresh token (its whole family) or an access token (by jti, until it
+   * expires). Unknown tokens, or another client's, are not an error: the answer is the same.
+   */
+  async revoke(client: Client, token: string, hint?: string): Promise<void> {
+    const asAccess = async () => {
+      const claims = await this.verify(token)
+      if (!claims || claims.client_id !== client.client_id) return false
+      await this.options.system.begin(async (tx) => {
+        await tx`INSERT INTO oauth_revoked_access_tokens (jti, expires_at) VALUES (${claims.jti}, to_timestamp(${claims.exp})) ON CONFLICT DO NOTHING`
+        await this.options.bus.publish(tx, OAUTH_REVOKED, '')
+      })
+      this.revokedTokens.set(claims.jti, claims.exp * 1000)
+      return true
+    }
+    const asRefresh = async () => {
+      const revoked = await this.options.system.begin(async (tx) => {
+        const [row] = await tx<{ family_id: string }[]>`
+          SELECT r.family_id FROM oauth_refresh_tokens r JOIN oauth_token_families f ON f.id = r.family_id
+          WHERE r.token_hash = ${digest(token)} AND f.client_id = ${client.client_id}`
+        if (!row) return undefined
+        if (await revokeFamily(tx, row.family_id)) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
+        return row.family_id
+      })
+      if (revoked) this.markRevoked([revoked])
+      return revoked !== undefined
+    }
+    if (hint === 'access_token') (await asAccess()) || (await asRefresh())
+    else (await asRefresh()) || (await asAccess())
+  }
+
+  private async verify(token: string): Promise<AccessClaims | undefined> {
+    const claims = await this.signer.verify(token, {
+      algorithms: ['HS256'],
+      issuer: this.options.issuer,
+      audience: this.audience,
+      typ: 'at+jwt',
+      requiredClaims: ['iss', 'sub', 'aud', 'client_id', 'scope', 'jti', 'iat', 'exp'],
+    })
+    if (!claims || typeof claims.fam !== 'string' || typeof claims.scope !== 'string') return undefined
+    return claims as unknown as AccessClaims
+  }
+
+  /** The OAuth half of the bearer check: a valid, unrevoked access token as a principal. */
+  async authenticate(token: string): Promise<Principal | undefined> {
+    const claims = await this.verify(token)
+    if (!claims || this.revokedTokens.has(claims.jti) || this.revokedFamilies.has(claims.fam)) return undefined
+    return { userId: claims.sub, clientId: claims.client_id, scopes: claims.scope.split(' ') }
+  }
+}
+
+async function revokeFamily(db: Db, familyId: string): Promise<boolean> {
+  return (await db`UPDATE oauth_token_families SET revoked_at = now() WHERE id = ${familyId} AND revoked_at IS NULL RETURNING id`).length > 0
+}

@@ -1,0 +1,47 @@
+// Drives the authorization pages over HTTP as a browser would (GET, sign-in form, consent form)
+// and returns the code delivered to the redirect URI. The real-browser run is tests/oauth/e2e.
+import { createHash, randomBytes } from 'node:crypto'
+
+export interface TestClient {
+  client_id: string
+  client_secret?: string
+  redirect_uri: string
+}
+
+export function pkcePair(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(32).toString('base64url')
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') }
+}
+
+export async function registerClient(baseUrl: string, metadata: Record<string, unknown> = {}): Promise<TestClient> {
+  const redirect_uri = (metadata.redirect_uris as string[] | undefined)?.[0] ?? `http://127.0.0.1:${40000 + Math.floor(Math.random() * 20000)}/callback`
+  const res = await fetch(`${baseUrl}/api/v1/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ redirect_uris: [redirect_uri], client_name: 'test client', ...metadata }),
+  })
+  if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`)
+  const body = (await res.json()) as { client_id: string; client_secret?: string }
+  return { client_id: body.client_id, client_secret: body.client_secret, redirect_uri }
+}
+
+/** Signs in and allows; returns the code (and the state and iss sent back). */
+export async function obtainCode(
+  baseUrl: string,
+  client: TestClient,
+  account: { email: string; password: string },
+  options: { challenge: string; scope?: string },
+): Promise<{ code: string; state: string; iss: string }> {
+  const state = randomBytes(8).toString('hex')
+  const query = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: client.redirect_uri, code_challenge: options.challenge, code_challenge_method: 'S256', state, ...(options.scope ? { scope: options.scope } : {}) })
+  const page = await (await fetch(`${baseUrl}/api/v1/oauth/authorize?${query}`)).text()
+  const authorization_id = /name="authorization_id" value="([^"]+)"/.exec(page)![1]!
+  const csrf_token = /name="csrf_token" value="([^"]+)"/.exec(page)![1]!
+  const post = (path: string, fields: Record<string, string>, cookie?: string) =>
+    fetch(baseUrl + path, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) }, body: new URLSearchParams(fields) })
+  const login = await post('/api/v1/oauth/authorize/login', { authorization_id, csrf_token, email: account.email, password: account.password })
+  const cookie = login.headers.get('set-cookie')!.split(';')[0]!
+  const decision = await post('/api/v1/oauth/authorize', { authorization_id, csrf_token, decision: 'allow' }, cookie)
+  const location = new URL(decision.headers.get('location')!)
+  return { code: location.searchParams.get('code')!, state: location.searchParams.get('state')!, iss: location.searchParams.get('iss')! }
+}
