@@ -45,10 +45,14 @@ const TokenRequest = t.Object(
 )
 const TokenResponseBody = t.Object({ access_token: t.String(), token_type: t.String(), expires_in: t.Integer(), refresh_token: t.Optional(t.String()), scope: t.String() })
 
-/** Token and revocation requests are form-encoded (RFC 6749 §3.2, RFC 7009 §2.1). */
-function requireForm(request: Request): void {
+/**
+ * What the token and revocation endpoints do first: insist on a form-encoded body (RFC 6749
+ * §3.2, RFC 7009 §2.1) and authenticate the client.
+ */
+function formClient(system: Sql, request: Request, body: { client_id?: string; client_secret?: string }) {
   const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
   if (type !== 'application/x-www-form-urlencoded') throw new OAuthError(400, 'invalid_request', 'the request body must be application/x-www-form-urlencoded')
+  return authenticateClient(system, request.headers.get('authorization'), body)
 }
 
 export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, tokens: OAuthTokens) {
@@ -161,8 +165,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     .post(
       '/api/v1/oauth/token',
       async ({ body, request, set }) => {
-        requireForm(request)
-        const client = await authenticateClient(system, request.headers.get('authorization'), body)
+        const client = await formClient(system, request, body)
         if (body.resource !== undefined && body.resource !== resourceIdentifier(baseUrl)) throw new OAuthError(400, 'invalid_target', `the only resource here is ${resourceIdentifier(baseUrl)}`)
         set.headers['cache-control'] = 'no-store'
         set.headers.pragma = 'no-cache'
@@ -179,8 +182,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     .post(
       '/api/v1/oauth/revoke',
       async ({ body, request, set }) => {
-        requireForm(request)
-        const client = await authenticateClient(system, request.headers.get('authorization'), body)
+        const client = await formClient(system, request, body)
         if (!body.token) throw new OAuthError(400, 'invalid_request', 'token is required')
         await tokens.revoke(client, body.token, body.token_type_hint)
         set.headers['cache-control'] = 'no-store'

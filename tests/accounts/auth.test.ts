@@ -1,7 +1,7 @@
 // Accounts, sessions and profiles over HTTP, on the selected backend.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { SignJWT, generateKeyPair } from 'jose'
-import postgres from 'postgres'
+import type postgres from 'postgres'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
@@ -25,9 +25,7 @@ async function register(overrides: Record<string, unknown> = {}) {
 
 /** Direct access to the system database, to set up states (an expired session) without waiting. */
 async function withSystemDb<T>(fn: (sql: postgres.Sql) => Promise<T>): Promise<T> {
-  const sql = server.env.DATABASE_URL
-    ? postgres(server.env.DATABASE_URL, { max: 1, onnotice: () => {} })
-    : postgres({ path: `${server.dataDir}/pg/run/system.sock`, user: 'postgres', database: 'postgres', max: 1, onnotice: () => {} })
+  const sql = server.systemSql()
   try {
     return await fn(sql)
   } finally {

@@ -37,3 +37,10 @@ export function expectError(res: { status: number; body: unknown }, status: numb
   if (typeof message === 'string') expect(error).toBe(message)
   else if (message) expect(error).toMatch(message)
 }
+
+/** An OAuth protocol error: the status, the RFC 6749 code, and (optionally) its description. */
+export function expectOAuthError(res: { status: number; body: unknown }, status: number, error: string, description?: RegExp): void {
+  expect(res.status).toBe(status)
+  expect((res.body as { error?: string }).error).toBe(error)
+  if (description) expect((res.body as { error_description?: string }).error_description).toMatch(description)
+}

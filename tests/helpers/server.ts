@@ -1,6 +1,8 @@
 // Starts the real kgs server on a free port, on the selected backend, with a temporary data
 // directory: in this process (startTestServer) or as a child process (startServerProcess).
 import { randomBytes } from 'node:crypto'
+import postgres from 'postgres'
+import { embeddedSocketPath } from '../../src/db/embedded.ts'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config.ts'
 import { createLogger, type Logger } from '../../src/log.ts'
@@ -16,6 +18,8 @@ export interface TestServer {
   env: Record<string, string>
   /** fetch relative to the server's URL. */
   request(path: string, init?: RequestInit): Promise<Response>
+  /** A connection to the server's system database, to set up states (an expired code) without waiting. */
+  systemSql(): postgres.Sql
   /** Makes the account with this e-mail sysadmin, the way an operator does (kgs promote-sysadmin). */
   promote(email: string): Promise<ProcessResult>
   stop(): Promise<void>
@@ -23,7 +27,7 @@ export interface TestServer {
 
 export async function startTestServer(options: { env?: Record<string, string>; log?: Logger } = {}): Promise<TestServer> {
   const instance = await instanceEnvironment()
-  const env = { JWT_SECRET: randomBytes(32).toString('hex'), ...instance.env, ...options.env }
+  const env: Record<string, string> = { JWT_SECRET: randomBytes(32).toString('hex'), ...instance.env, ...options.env }
   const config = loadConfig(env)
   const server = await startServer(config, options.log ?? createLogger('silent'))
   try {
@@ -39,6 +43,10 @@ export async function startTestServer(options: { env?: Record<string, string>; l
     env,
     request: (path, init) => fetch(server.url + path, init),
     promote: (email) => runKgs(['promote-sysadmin', email], env),
+    systemSql: () =>
+      env.DATABASE_URL
+        ? postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} })
+        : postgres({ path: embeddedSocketPath(join(instance.dataDir, 'pg'), 'system'), user: 'postgres', database: 'postgres', max: 1, onnotice: () => {} }),
     async stop() {
       await server.stop()
       await instance.cleanup()

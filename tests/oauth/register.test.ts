@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
-import { api } from '../helpers/api.ts'
+import { api, expectOAuthError } from '../helpers/api.ts'
 import { redirectUriProblem } from '../../src/oauth/clients.ts'
 
 let server: TestServer
@@ -14,11 +14,10 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-function expectOAuthError(res: { status: number; body: unknown; headers: Headers }, error: string, description?: RegExp) {
-  expect(res.status).toBe(400)
+/** A registration error: 400 in the RFC 7591 shape, exactly {error, error_description}, not cached. */
+function expectRegistrationError(res: { status: number; body: unknown; headers: Headers }, error: string, description?: RegExp) {
+  expectOAuthError(res, 400, error, description)
   expect(Object.keys(res.body as object).sort()).toEqual(['error', 'error_description'])
-  expect((res.body as { error: string }).error).toBe(error)
-  if (description) expect((res.body as { error_description: string }).error_description).toMatch(description)
   expect(res.headers.get('cache-control')).toBe('no-store')
 }
 
@@ -50,10 +49,7 @@ describe(`client registration (${BACKEND})`, () => {
 
   test('the secret is stored only as a digest', async () => {
     const res = await http.post('/api/v1/oauth/register', { redirect_uris: ['https://agent.example/cb'], token_endpoint_auth_method: 'client_secret_basic' })
-    const { default: postgres } = await import('postgres')
-    const sql = server.env.DATABASE_URL
-      ? postgres(server.env.DATABASE_URL, { max: 1, onnotice: () => {} })
-      : postgres({ path: `${server.dataDir}/pg/run/system.sock`, user: 'postgres', database: 'postgres', max: 1, onnotice: () => {} })
+    const sql = server.systemSql()
     const [row] = await sql`SELECT secret_hash FROM oauth_clients WHERE id = ${res.body.client_id}`
     await sql.end()
     expect((row!.secret_hash as Buffer).length).toBe(32)
@@ -70,7 +66,7 @@ describe(`client registration (${BACKEND})`, () => {
   ]
   for (const [uri, description] of badRedirects) {
     test(`redirect URI ${uri}: invalid_redirect_uri`, async () => {
-      expectOAuthError(await http.post('/api/v1/oauth/register', { redirect_uris: [uri] }), 'invalid_redirect_uri', description)
+      expectRegistrationError(await http.post('/api/v1/oauth/register', { redirect_uris: [uri] }), 'invalid_redirect_uri', description)
     })
   }
 
@@ -91,12 +87,12 @@ describe(`client registration (${BACKEND})`, () => {
   ]
   for (const [what, body, description] of badMetadata) {
     test(`${what}: invalid_client_metadata`, async () => {
-      expectOAuthError(await http.post('/api/v1/oauth/register', body), 'invalid_client_metadata', description)
+      expectRegistrationError(await http.post('/api/v1/oauth/register', body), 'invalid_client_metadata', description)
     })
   }
 
   test('malformed JSON and a form body: invalid_client_metadata / invalid_request in the OAuth shape', async () => {
-    expectOAuthError(await http.call('POST', '/api/v1/oauth/register', { raw: '{"redirect_uris":', headers: { 'content-type': 'application/json' } }), 'invalid_client_metadata', /malformed JSON/)
+    expectRegistrationError(await http.call('POST', '/api/v1/oauth/register', { raw: '{"redirect_uris":', headers: { 'content-type': 'application/json' } }), 'invalid_client_metadata', /malformed JSON/)
     const form = await http.call('POST', '/api/v1/oauth/register', { raw: 'redirect_uris=https://a.example/cb', headers: { 'content-type': 'text/plain' } })
     expect(form.status).toBe(415)
     expect(form.body.error).toBe('invalid_request')

@@ -2,10 +2,9 @@
 // backend. Successful exchanges go through oauth4webapi, which validates responses strictly.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import * as oauth from 'oauth4webapi'
-import postgres from 'postgres'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
-import { api, uniqueEmail } from '../helpers/api.ts'
+import { api, expectOAuthError, uniqueEmail } from '../helpers/api.ts'
 import { obtainCode, pkcePair, registerClient, type TestClient } from '../helpers/oauth.ts'
 
 let server: TestServer
@@ -46,11 +45,6 @@ async function tokenRequest(fields: Record<string, string>, headers: Record<stri
 
 const me = (token: string) => api(server.url).get('/api/v1/users/me', token)
 
-function expectOAuth(res: { status: number; body: { error?: string; error_description?: string } }, status: number, error: string, description?: RegExp) {
-  expect(res.status).toBe(status)
-  expect(res.body.error).toBe(error)
-  if (description) expect(res.body.error_description).toMatch(description)
-}
 
 describe(`token endpoint (${BACKEND})`, () => {
   test('code exchange: a Bearer at+jwt access token for the API and a refresh token', async () => {
@@ -76,17 +70,17 @@ describe(`token endpoint (${BACKEND})`, () => {
 
   test('wrong verifier: invalid_grant; missing verifier: invalid_request', async () => {
     const { code } = await codeFor()
-    expectOAuth(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, client_id: client.client_id }), 400, 'invalid_request', /code_verifier is required/)
-    expectOAuth(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: pkcePair().verifier, client_id: client.client_id }), 400, 'invalid_grant', /code_verifier does not match/)
+    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, client_id: client.client_id }), 400, 'invalid_request', /code_verifier is required/)
+    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: pkcePair().verifier, client_id: client.client_id }), 400, 'invalid_grant', /code_verifier does not match/)
   })
 
   test('a reused code is refused and revokes what it issued', async () => {
     const { code, verifier } = await codeFor()
     const tokens = await exchange(code, verifier)
     expect((await me(tokens.access_token)).status).toBe(200)
-    expectOAuth(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }), 400, 'invalid_grant', /already used/)
+    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }), 400, 'invalid_grant', /already used/)
     expect((await me(tokens.access_token)).status).toBe(401)
-    expectOAuth(await tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: client.client_id }), 400, 'invalid_grant')
+    expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: client.client_id }), 400, 'invalid_grant')
   })
 
   test('two concurrent exchanges of one code: exactly one wins', async () => {
@@ -100,38 +94,36 @@ describe(`token endpoint (${BACKEND})`, () => {
   test('a code issued to another client: invalid_grant', async () => {
     const other = await registerClient(server.url)
     const { code, verifier } = await codeFor(other)
-    expectOAuth(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: other.redirect_uri, code_verifier: verifier, client_id: client.client_id }), 400, 'invalid_grant', /another client/)
+    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: other.redirect_uri, code_verifier: verifier, client_id: client.client_id }), 400, 'invalid_grant', /another client/)
   })
 
   test('redirect_uri different at the token step: invalid_grant', async () => {
     const { code, verifier } = await codeFor()
-    expectOAuth(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: 'http://127.0.0.1:1/elsewhere', code_verifier: verifier, client_id: client.client_id }), 400, 'invalid_grant', /redirect_uri differs/)
+    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: 'http://127.0.0.1:1/elsewhere', code_verifier: verifier, client_id: client.client_id }), 400, 'invalid_grant', /redirect_uri differs/)
   })
 
   test('an expired code: invalid_grant', async () => {
     const { code, verifier } = await codeFor()
-    const sql = server.env.DATABASE_URL
-      ? postgres(server.env.DATABASE_URL, { max: 1, onnotice: () => {} })
-      : postgres({ path: `${server.dataDir}/pg/run/system.sock`, user: 'postgres', database: 'postgres', max: 1, onnotice: () => {} })
+    const sql = server.systemSql()
     await sql`UPDATE oauth_codes SET expires_at = now() - interval '1 second' WHERE used_at IS NULL`
     await sql.end()
-    expectOAuth(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }), 400, 'invalid_grant', /expired/)
+    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }), 400, 'invalid_grant', /expired/)
   })
 
   test('an unknown client: 401 invalid_client', async () => {
-    expectOAuth(await tokenRequest({ grant_type: 'authorization_code', code: 'x', redirect_uri: client.redirect_uri, code_verifier: pkcePair().verifier, client_id: 'no-such-client-00000000' }), 401, 'invalid_client')
+    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code: 'x', redirect_uri: client.redirect_uri, code_verifier: pkcePair().verifier, client_id: 'no-such-client-00000000' }), 401, 'invalid_client')
   })
 
   test('a token request as JSON: invalid_request', async () => {
     const res = await fetch(`${server.url}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'refresh_token', refresh_token: 'x', client_id: client.client_id }) })
-    expectOAuth({ status: res.status, body: (await res.json()) as { error: string } }, 400, 'invalid_request', /application\/x-www-form-urlencoded/)
+    expectOAuthError({ status: res.status, body: (await res.json()) as { error: string } }, 400, 'invalid_request', /application\/x-www-form-urlencoded/)
   })
 
   test('a repeated parameter, a missing or unknown grant type: invalid_request / unsupported_grant_type', async () => {
     const res = await fetch(`${server.url}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=refresh_token&grant_type=refresh_token' })
-    expectOAuth({ status: res.status, body: (await res.json()) as { error: string } }, 400, 'invalid_request', /appears more than once/)
-    expectOAuth(await tokenRequest({ client_id: client.client_id }), 400, 'invalid_request', /grant_type is required/)
-    expectOAuth(await tokenRequest({ grant_type: 'password', client_id: client.client_id }), 400, 'unsupported_grant_type')
+    expectOAuthError({ status: res.status, body: (await res.json()) as { error: string } }, 400, 'invalid_request', /appears more than once/)
+    expectOAuthError(await tokenRequest({ client_id: client.client_id }), 400, 'invalid_request', /grant_type is required/)
+    expectOAuthError(await tokenRequest({ grant_type: 'password', client_id: client.client_id }), 400, 'unsupported_grant_type')
   })
 
   test('refresh: rotation; reuse revokes the family; a narrower scope is allowed, a wider one is not', async () => {
@@ -143,11 +135,11 @@ describe(`token endpoint (${BACKEND})`, () => {
     const narrower = await tokenRequest({ grant_type: 'refresh_token', refresh_token: rotated.refresh_token!, client_id: client.client_id, scope: 'read' })
     expect(narrower.status).toBe(200)
     expect((narrower.body as { scope?: string }).scope).toBe('read')
-    expectOAuth(await tokenRequest({ grant_type: 'refresh_token', refresh_token: narrower.body.refresh_token!, client_id: client.client_id, scope: 'read admin' }), 400, 'invalid_scope')
+    expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: narrower.body.refresh_token!, client_id: client.client_id, scope: 'read admin' }), 400, 'invalid_scope')
     // Reuse of the first refresh token: the whole family dies, including the newest tokens.
-    expectOAuth(await tokenRequest({ grant_type: 'refresh_token', refresh_token: first.refresh_token!, client_id: client.client_id }), 400, 'invalid_grant', /already used/)
+    expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: first.refresh_token!, client_id: client.client_id }), 400, 'invalid_grant', /already used/)
     expect((await me(rotated.access_token)).status).toBe(401)
-    expectOAuth(await tokenRequest({ grant_type: 'refresh_token', refresh_token: narrower.body.refresh_token!, client_id: client.client_id }), 400, 'invalid_grant')
+    expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: narrower.body.refresh_token!, client_id: client.client_id }), 400, 'invalid_grant')
   })
 
   test('confidential clients authenticate with the method they registered', async () => {
@@ -159,13 +151,13 @@ describe(`token endpoint (${BACKEND})`, () => {
     expect(ok.status).toBe(200)
     const b = await codeFor(basicClient)
     const wrong = await tokenRequest({ grant_type: 'authorization_code', code: b.code, redirect_uri: basicClient.redirect_uri, code_verifier: b.verifier }, { authorization: basic(basicClient.client_id, 'wrong') })
-    expectOAuth(wrong, 401, 'invalid_client')
+    expectOAuthError(wrong, 401, 'invalid_client')
     expect(wrong.headers.get('www-authenticate')).toBe('Basic realm="kgs"')
     const c = await codeFor(postClient)
     expect((await tokenRequest({ grant_type: 'authorization_code', code: c.code, redirect_uri: postClient.redirect_uri, code_verifier: c.verifier, client_id: postClient.client_id, client_secret: postClient.client_secret! })).status).toBe(200)
     // The registered method only: a post client presenting no secret, a basic client posting its secret.
-    expectOAuth(await tokenRequest({ grant_type: 'refresh_token', refresh_token: 'x', client_id: postClient.client_id }), 401, 'invalid_client', /client_secret_post/)
-    expectOAuth(await tokenRequest({ grant_type: 'refresh_token', refresh_token: 'x', client_id: basicClient.client_id, client_secret: basicClient.client_secret! }), 401, 'invalid_client', /client_secret_basic/)
+    expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: 'x', client_id: postClient.client_id }), 401, 'invalid_client', /client_secret_post/)
+    expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: 'x', client_id: basicClient.client_id, client_secret: basicClient.client_secret! }), 401, 'invalid_client', /client_secret_basic/)
   })
 })
 
@@ -181,7 +173,7 @@ describe(`revocation and scopes (${BACKEND})`, () => {
     const again = await codeFor()
     const second = await exchange(again.code, again.verifier)
     expect((await revoke({ token: second.refresh_token!, client_id: client.client_id })).status).toBe(200)
-    expectOAuth(await tokenRequest({ grant_type: 'refresh_token', refresh_token: second.refresh_token!, client_id: client.client_id }), 400, 'invalid_grant', /revoked/)
+    expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: second.refresh_token!, client_id: client.client_id }), 400, 'invalid_grant', /revoked/)
     expect((await me(second.access_token)).status).toBe(401)
     expect((await revoke({ token: 'not-a-token', client_id: client.client_id })).status).toBe(200)
     const missing = await revoke({ client_id: client.client_id })

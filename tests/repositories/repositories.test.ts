@@ -2,7 +2,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import postgres from 'postgres'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
@@ -68,7 +67,7 @@ describe(`repositories (${BACKEND})`, () => {
     if (BACKEND === 'embedded') {
       expect(existsSync(join(server.dataDir, 'pg', repositoryDatabaseName('repo', a.id)))).toBe(true)
     } else {
-      const sql = postgres(server.env.DATABASE_URL!, { max: 1, onnotice: () => {} })
+      const sql = server.systemSql()
       const name = repositoryDatabaseName(new URL(server.env.DATABASE_URL!).pathname.slice(1), a.id)
       expect(await sql`SELECT 1 FROM pg_database WHERE datname = ${name}`).toHaveLength(1)
       await sql.end()
