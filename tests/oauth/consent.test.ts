@@ -133,6 +133,23 @@ describe(`sign-in and consent (${BACKEND})`, () => {
     expect((await form('/api/v1/oauth/authorize', fields, otherCookie)).status).toBe(403)
   })
 
+  test('malformed forms: 400 naming the field', async () => {
+    const page = await begin()
+    const missing = await form('/api/v1/oauth/authorize/login', { authorization_id: page.authorizationId, csrf_token: page.csrf, email: user.email })
+    expect(missing.status).toBe(400)
+    expect(((await missing.json()) as { error: string }).error).toMatch(/^invalid body: password: /)
+    const badDecision = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'maybe' })
+    expect(badDecision.status).toBe(400)
+    expect(((await badDecision.json()) as { error: string }).error).toMatch(/^invalid body: decision: /)
+    const repeated = await fetch(`${server.url}/api/v1/oauth/authorize`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `authorization_id=${page.authorizationId}&csrf_token=${page.csrf}&decision=deny&decision=allow`,
+    })
+    expect(repeated.status).toBe(400)
+    expect(await repeated.json()).toEqual({ error: 'parameter decision appears more than once' })
+  })
+
   test('an unknown or expired authorization: 400', async () => {
     const unknown = await form('/api/v1/oauth/authorize/login', { authorization_id: crypto.randomUUID(), csrf_token: 'x', email: user.email, password: PASSWORD })
     expect(unknown.status).toBe(400)
