@@ -12,7 +12,7 @@ import { hashPassword, verifyPassword } from './passwords.ts'
 import { RevokedSessions, SESSION_REVOKED, insertSession, markRevoked, rotateRefreshToken } from './sessions.ts'
 import { createSessionTokens, type SessionTokens } from './tokens.ts'
 import { findCredentials, findUserById, insertUser, listUsers, normalizeEmail, updateUser, type User } from './users.ts'
-import { USER_CHANGED, UserCache } from './user-cache.ts'
+import { ExpiringMap } from '../expiring.ts'
 
 export interface AccountsOptions {
   system: Sql
@@ -35,6 +35,10 @@ export interface SessionGrant {
   refresh_token: string
 }
 
+export const USER_CHANGED = 'kgs_user_changed'
+const USER_CACHE_TTL_MS = 30_000
+const USER_CACHE_SIZE = 10_000
+
 const invalidCredentials = () => new HttpError(401, 'invalid credentials')
 const invalidRefreshToken = () => new HttpError(401, 'invalid refresh token')
 
@@ -49,7 +53,12 @@ export class Accounts implements Authenticator {
   readonly revoked: RevokedSessions
   readonly resourceMetadataUrl: string
   private readonly sql: Sql
-  private readonly users = new UserCache()
+  /**
+   * Profiles read on every authenticated request (GET /users/me) are served from memory. Changes
+   * evict the entry here and, through the bus, on every other instance; the TTL bounds how stale
+   * an entry can be if an instance ever misses a notification.
+   */
+  private readonly users = new ExpiringMap<string, User>(USER_CACHE_SIZE)
 
   private constructor(private readonly options: AccountsOptions) {
     this.sql = options.system
@@ -61,7 +70,7 @@ export class Accounts implements Authenticator {
   static async start(options: AccountsOptions): Promise<Accounts> {
     const accounts = new Accounts(options)
     await accounts.revoked.start(options.bus, options.catchUp)
-    await options.bus.subscribe(USER_CHANGED, (userId) => accounts.users.evict(userId))
+    await options.bus.subscribe(USER_CHANGED, (userId) => accounts.users.delete(userId))
     return accounts
   }
 
@@ -132,7 +141,7 @@ export class Accounts implements Authenticator {
     const cached = this.users.get(userId)
     if (cached) return cached
     const user = await findUserById(this.sql, userId)
-    if (user) this.users.set(user)
+    if (user) this.users.set(user.id, user, Date.now() + USER_CACHE_TTL_MS)
     return user
   }
 
@@ -164,7 +173,7 @@ export class Accounts implements Authenticator {
       await this.options.bus.publish(tx, USER_CHANGED, userId)
       return user
     })
-    this.users.evict(userId)
+    this.users.delete(userId)
     return updated
   }
 }

@@ -4,6 +4,7 @@ import type { Sql } from 'postgres'
 import { createHash, randomBytes } from 'node:crypto'
 import type { EventBus } from '../db/events.ts'
 import type { Db } from '../db/sql.ts'
+import { ExpiringMap } from '../expiring.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 
@@ -82,7 +83,7 @@ const SKEW_MS = 60_000
  * be unexpired. Each entry is forgotten once the longest-lived such token has expired.
  */
 export class RevokedSessions {
-  private readonly until = new Map<string, number>()
+  private readonly revoked = new ExpiringMap<string, true>()
   private timer: Timer | undefined
   private watermark: Date | undefined
 
@@ -93,15 +94,11 @@ export class RevokedSessions {
   ) {}
 
   has(sessionId: string): boolean {
-    const until = this.until.get(sessionId)
-    if (until === undefined) return false
-    if (until > Date.now()) return true
-    this.until.delete(sessionId)
-    return false
+    return this.revoked.has(sessionId)
   }
 
   add(sessionId: string): void {
-    this.until.set(sessionId, Date.now() + this.accessTtlSeconds * 1000 + SKEW_MS)
+    this.revoked.set(sessionId, true, Date.now() + this.accessTtlSeconds * 1000 + SKEW_MS)
   }
 
   /** Loads current revocations, follows the bus, and (for fleets) catches up periodically. */
@@ -122,7 +119,7 @@ export class RevokedSessions {
     for (const row of rows) this.add(row.id)
     const [clock] = rows.length ? rows : await this.system<{ now: Date }[]>`SELECT now() AS now`
     this.watermark = clock!.now
-    for (const [sessionId, until] of this.until) if (until <= Date.now()) this.until.delete(sessionId)
+    this.revoked.prune()
   }
 
   stop(): void {

@@ -2,6 +2,7 @@
 // Verification pins the algorithm and issuer and requires every claim we rely on; jose would
 // otherwise accept any HMAC algorithm for a symmetric key.
 import { jwt } from '@elysiajs/jwt'
+import { ExpiringMap } from '../expiring.ts'
 
 export interface SessionClaims {
   iss: string
@@ -35,7 +36,7 @@ export function createSessionTokens(options: { secret: string; issuer: string; t
   // The plugin offers sign/verify as a request-context decorator; the bearer check and tests
   // need them outside a request, so they are read from the plugin once.
   type Decorator = (typeof plugin)['~Singleton']['decorator']['sessionJwt']
-  const verified = new Map<string, SessionClaims>()
+  const verified = new ExpiringMap<string, SessionClaims>(VERIFIED_CACHE_SIZE)
   const sessionJwt = (plugin as unknown as { singleton: { decorator: { sessionJwt: Decorator } } }).singleton.decorator.sessionJwt
   return {
     issue: (userId, sessionId, notAfter = Infinity) =>
@@ -48,15 +49,10 @@ export function createSessionTokens(options: { secret: string; issuer: string; t
       }),
     async verify(token) {
       const known = verified.get(token)
-      if (known) {
-        if (known.exp * 1000 > Date.now()) return known
-        verified.delete(token)
-        return undefined
-      }
+      if (known) return known
       const claims = await sessionJwt.verify(token, { algorithms: ['HS256'], issuer: options.issuer, requiredClaims: REQUIRED_CLAIMS })
       if (!claims || claims.typ !== 'session' || typeof claims.sid !== 'string' || typeof claims.sub !== 'string') return undefined
-      if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!)
-      verified.set(token, claims as unknown as SessionClaims)
+      verified.set(token, claims as unknown as SessionClaims, claims.exp! * 1000)
       return claims as unknown as SessionClaims
     },
   }

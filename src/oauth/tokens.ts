@@ -8,6 +8,7 @@ import { jwt } from '@elysiajs/jwt'
 import type { Sql } from 'postgres'
 import { createHash, randomBytes } from 'node:crypto'
 import type { EventBus } from '../db/events.ts'
+import { ExpiringMap } from '../expiring.ts'
 import type { Db } from '../db/sql.ts'
 import { OAuthError } from '../http/errors.ts'
 import type { Principal } from '../http/auth.ts'
@@ -51,8 +52,8 @@ interface AccessClaims {
 }
 
 export class OAuthTokens {
-  private readonly revokedFamilies = new Map<string, number>()
-  private readonly revokedTokens = new Map<string, number>()
+  private readonly revokedFamilies = new ExpiringMap<string, true>()
+  private readonly revokedTokens = new ExpiringMap<string, true>()
   private readonly signer
   private readonly audience: string
   private timer: Timer | undefined
@@ -90,12 +91,11 @@ export class OAuthTokens {
       this.options.system<{ jti: string; expires_at: Date }[]>`SELECT jti, expires_at FROM oauth_revoked_access_tokens WHERE expires_at > now()`,
       this.options.system<{ now: Date }[]>`SELECT now() AS now`,
     ])
-    const keepUntil = Date.now() + (ttl + 60) * 1000
-    for (const { id } of families) this.revokedFamilies.set(id, keepUntil)
-    for (const { jti, expires_at } of tokens) this.revokedTokens.set(jti, expires_at.getTime())
+    this.markRevoked(families.map((f) => f.id))
+    for (const { jti, expires_at } of tokens) this.revokedTokens.set(jti, true, expires_at.getTime())
     this.watermark = clock!.now
-    const now = Date.now()
-    for (const map of [this.revokedFamilies, this.revokedTokens]) for (const [key, until] of map) if (until <= now) map.delete(key)
+    this.revokedFamilies.prune()
+    this.revokedTokens.prune()
   }
 
   private async issue(db: Db, family: { id: string; client_id: string; user_id: string; resource: string }, scope: string, withRefresh: boolean): Promise<TokenResponse> {
@@ -153,7 +153,7 @@ export class OAuthTokens {
 
   /** Applies a family revocation here at once; other instances hear of it through the bus. */
   private markRevoked(familyIds: readonly string[] | undefined): void {
-    for (const id of familyIds ?? []) this.revokedFamilies.set(id, Date.now() + (this.options.accessTokenTtl + 60) * 1000)
+    for (const id of familyIds ?? []) this.revokedFamilies.set(id, true, Date.now() + (this.options.accessTokenTtl + 60) * 1000)
   }
 
   /** refresh_token grant: rotation; presenting a rotated token revokes its family. */
@@ -199,7 +199,7 @@ export class OAuthTokens {
         await tx`INSERT INTO oauth_revoked_access_tokens (jti, expires_at) VALUES (${claims.jti}, to_timestamp(${claims.exp})) ON CONFLICT DO NOTHING`
         await this.options.bus.publish(tx, OAUTH_REVOKED, '')
       })
-      this.revokedTokens.set(claims.jti, claims.exp * 1000)
+      this.revokedTokens.set(claims.jti, true, claims.exp * 1000)
       return true
     }
     const asRefresh = async () => {

@@ -3,6 +3,7 @@
 // (database, role assignments, row).
 import type { Sql } from 'postgres'
 import type { EventBus } from '../db/events.ts'
+import { ExpiringMap } from '../expiring.ts'
 import type { Pools } from '../db/pools.ts'
 import { HttpError } from '../http/errors.ts'
 import type { PageKey } from '../http/pagination.ts'
@@ -42,6 +43,7 @@ export function slugify(name: string): string {
 }
 
 const CACHE_TTL_MS = 30_000
+const CACHE_SIZE = 20_000
 
 export interface RepositoriesOptions {
   system: Sql
@@ -51,7 +53,8 @@ export interface RepositoriesOptions {
 }
 
 export class Repositories {
-  private readonly cache = new Map<string, { repository: Repository; until: number }>()
+  /** By id and by slug. */
+  private readonly cache = new ExpiringMap<string, Repository>(CACHE_SIZE)
 
   private constructor(private readonly options: RepositoriesOptions) {}
 
@@ -65,12 +68,12 @@ export class Repositories {
   async resolve(idOrSlug: string): Promise<Repository | undefined> {
     const key = idOrSlug.toLowerCase()
     const cached = this.cache.get(key)
-    if (cached && cached.until > Date.now()) return cached.repository
+    if (cached) return cached
     const repository = await findRepository(this.options.system, UUID.test(key) ? { id: key } : { slug: key })
     if (repository) {
-      const entry = { repository, until: Date.now() + CACHE_TTL_MS }
-      this.cache.set(repository.id, entry)
-      this.cache.set(repository.slug, entry)
+      const until = Date.now() + CACHE_TTL_MS
+      this.cache.set(repository.id, repository, until)
+      this.cache.set(repository.slug, repository, until)
     }
     return repository
   }
