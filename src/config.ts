@@ -46,8 +46,25 @@ export const EnvSchema = Type.Object({
   ACCESS_TOKEN_TTL: variable(Type.String({ pattern: DURATION, default: '15m', description: 'lifetime of access tokens, e.g. 900, 900s, 15m' }), 'a duration such as 900, 90s, 15m, 12h or 30d'),
   SESSION_TTL: variable(Type.String({ pattern: DURATION, default: '30d', description: 'absolute lifetime of a session; refreshing does not extend it' }), 'a duration such as 3600, 12h or 30d'),
   BODY_LIMIT: variable(Type.Integer({ minimum: 1024, default: 1_048_576, description: 'largest JSON request body in bytes' }), 'an integer number of bytes, at least 1024'),
+  WORKERS: variable(Type.Integer({ minimum: 0, maximum: 64, default: 2, description: 'job worker threads in this process; 0 runs no jobs here' }), 'an integer from 0 to 64'),
+  LANCEDB_URI: variable(Type.Optional(Type.String({ minLength: 1, description: 'LanceDB location (directory or object-storage URI); unset uses DATA_DIR/lance' })), 'a directory path or URI'),
+  EMBEDDING_URL: variable(
+    Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', description: 'OpenAI-compatible API base (POST {url}/embeddings); unset uses the built-in kgs-hash-v1' })),
+    'an absolute http(s) URL',
+  ),
+  EMBEDDING_MODEL: variable(Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'model name sent to EMBEDDING_URL; required with it' })), 'a model name'),
+  EMBEDDING_API_KEY: variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer key for EMBEDDING_URL' })), 'an API key'),
+  S3_BUCKET: variable(Type.Optional(Type.String({ minLength: 3, maxLength: 63, description: 'store blobs in this S3-compatible bucket instead of DATA_DIR/blobs' })), 'a bucket name'),
+  S3_ENDPOINT: variable(Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', description: 'S3-compatible endpoint URL' })), 'an absolute http(s) URL'),
+  S3_REGION: variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 region' })), 'a region name'),
+  S3_ACCESS_KEY_ID: variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 access key id' })), 'an access key id'),
+  S3_SECRET_ACCESS_KEY: variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 secret access key' })), 'a secret access key'),
+  S3_PREFIX: variable(Type.Optional(Type.String({ pattern: '^[A-Za-z0-9!_.*()/-]*$', description: 'key prefix inside the bucket' })), 'a key prefix of letters, digits and !_.*()/-'),
 })
 type Env = Static<typeof EnvSchema>
+
+/** Never echoed in an error message. */
+const SECRET_VARIABLES = new Set<string>(['JWT_SECRET', 'EMBEDDING_API_KEY', 'S3_SECRET_ACCESS_KEY'])
 
 export interface Config {
   port: number
@@ -64,6 +81,13 @@ export interface Config {
   accessTokenTtl: number
   /** Seconds. */
   sessionTtl: number
+  /** Job worker threads in this process. */
+  workers: number
+  lancedbUri: string
+  /** Unset: the built-in kgs-hash-v1. */
+  embedding?: { url: string; model: string; apiKey?: string }
+  /** Unset: blobs under DATA_DIR/blobs. */
+  s3?: { bucket: string; endpoint?: string; region?: string; accessKeyId?: string; secretAccessKey?: string; prefix: string }
 }
 
 export class ConfigError extends Error {}
@@ -80,23 +104,34 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     // Convert would truncate "80.5" to 80; an integer variable must be written as one.
     const value = schema.type === 'integer' && !/^\d+$/.test(raw) ? raw : Value.Convert(schema, raw)
     if (!Value.Check(schema, value)) {
-      const shown = name === 'JWT_SECRET' ? `${raw.length} characters` : JSON.stringify(raw)
+      const shown = SECRET_VARIABLES.has(name) ? `${raw.length} characters` : JSON.stringify(raw)
       throw new ConfigError(`invalid ${name}: expected ${schema.expects}, got ${shown}`)
     }
     values[name] = value
   }
   const v = values as Env
+  if (v.EMBEDDING_URL && !v.EMBEDDING_MODEL) throw new ConfigError('invalid EMBEDDING_MODEL: required when EMBEDDING_URL is set')
+  if (!v.EMBEDDING_URL && (v.EMBEDDING_MODEL || v.EMBEDDING_API_KEY)) throw new ConfigError('invalid EMBEDDING_URL: required when EMBEDDING_MODEL or EMBEDDING_API_KEY is set')
+  const s3Named = (['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_PREFIX'] as const).find((name) => v[name] !== undefined)
+  if (!v.S3_BUCKET && s3Named) throw new ConfigError(`invalid S3_BUCKET: required when ${s3Named} is set`)
+  const dataDir = resolve(v.DATA_DIR)
   return {
     port: v.PORT,
     host: v.HOST,
     baseUrl: v.BASE_URL?.replace(/\/+$/, ''),
-    dataDir: resolve(v.DATA_DIR),
+    dataDir,
     databaseUrl: v.DATABASE_URL,
     jwtSecret: v.JWT_SECRET,
     logLevel: v.LOG_LEVEL,
     bodyLimit: v.BODY_LIMIT,
     accessTokenTtl: parseDuration(v.ACCESS_TOKEN_TTL),
     sessionTtl: parseDuration(v.SESSION_TTL),
+    workers: v.WORKERS,
+    lancedbUri: v.LANCEDB_URI ?? join(dataDir, 'lance'),
+    embedding: v.EMBEDDING_URL ? { url: v.EMBEDDING_URL, model: v.EMBEDDING_MODEL!, apiKey: v.EMBEDDING_API_KEY } : undefined,
+    s3: v.S3_BUCKET
+      ? { bucket: v.S3_BUCKET, endpoint: v.S3_ENDPOINT, region: v.S3_REGION, accessKeyId: v.S3_ACCESS_KEY_ID, secretAccessKey: v.S3_SECRET_ACCESS_KEY, prefix: v.S3_PREFIX ?? '' }
+      : undefined,
   }
 }
 

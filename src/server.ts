@@ -4,7 +4,7 @@
 import type { Config } from './config.ts'
 import { Pools } from './db/pools.ts'
 import { describeError, type Logger } from './log.ts'
-import { createApp } from './app.ts'
+import { createApp, type AppContext } from './app.ts'
 import { Accounts } from './accounts/accounts.ts'
 import { Rbac } from './rbac/rbac.ts'
 import { SYSTEM_DOMAIN } from './rbac/permissions.ts'
@@ -24,8 +24,8 @@ export interface RunningServer {
   /** Where this process listens (http://host:port). */
   url: string
   baseUrl: string
-  /** Resolves when the database is open and migrated; rejects if start-up failed. */
-  ready: Promise<void>
+  /** Resolves, with the services the app runs on, when the database is open and migrated; rejects if start-up failed. */
+  ready: Promise<AppContext>
   stop(): Promise<void>
 }
 
@@ -130,9 +130,10 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     if (!fleet) control = serveControlSocket(config.dataDir, pools, bus, () => roles.reload())
     const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus })
     oauth = await OAuthTokens.start({ system: pools.system, bus, log, secret: config.jwtSecret, issuer: baseUrl, accessTokenTtl: config.accessTokenTtl, catchUp: fleet })
-    const app = createApp({ config, pools, log, baseUrl, accounts, rbac: roles, repositories, oauth })
-    handler = app.fetch
+    const context: AppContext = { config, pools, log, baseUrl, accounts, rbac: roles, repositories, oauth }
+    handler = createApp(context).fetch
     log.info('ready', { url, base_url: baseUrl, database: pools.backend, version: VERSION })
+    return context
   })()
   // A failed start is reported through `ready`; this keeps it from also surfacing as unhandled.
   ready.catch(() => {})

@@ -17,6 +17,21 @@ describe('parseEnv', () => {
     expect(config.bodyLimit).toBe(1_048_576)
     expect(config.accessTokenTtl).toBe(900)
     expect(config.sessionTtl).toBe(30 * 86400)
+    expect(config.workers).toBe(2)
+    expect(config.lancedbUri).toBe(join(process.cwd(), 'data', 'lance'))
+    expect(config.embedding).toBeUndefined()
+    expect(config.s3).toBeUndefined()
+  })
+
+  test('embedding provider and S3 storage are configured as a whole', () => {
+    expect(parseEnv({ EMBEDDING_URL: 'http://127.0.0.1:9/v1', EMBEDDING_MODEL: 'm', EMBEDDING_API_KEY: 'k' }).embedding).toEqual({ url: 'http://127.0.0.1:9/v1', model: 'm', apiKey: 'k' })
+    expect(() => parseEnv({ EMBEDDING_URL: 'http://127.0.0.1:9/v1' })).toThrow('invalid EMBEDDING_MODEL: required when EMBEDDING_URL is set')
+    expect(() => parseEnv({ EMBEDDING_MODEL: 'm' })).toThrow('invalid EMBEDDING_URL: required when EMBEDDING_MODEL or EMBEDDING_API_KEY is set')
+    expect(parseEnv({ S3_BUCKET: 'kgs-blobs', S3_ENDPOINT: 'http://127.0.0.1:9000', S3_PREFIX: 'prod/' }).s3).toEqual({
+      bucket: 'kgs-blobs', endpoint: 'http://127.0.0.1:9000', region: undefined, accessKeyId: undefined, secretAccessKey: undefined, prefix: 'prod/',
+    })
+    expect(() => parseEnv({ S3_ENDPOINT: 'http://127.0.0.1:9000' })).toThrow('invalid S3_BUCKET: required when S3_ENDPOINT is set')
+    expect(parseEnv({ LANCEDB_URI: 's3://bucket/lance', WORKERS: '0' })).toMatchObject({ lancedbUri: 's3://bucket/lance', workers: 0 })
   })
 
   test('durations take seconds or a unit', () => {
@@ -43,6 +58,9 @@ describe('parseEnv', () => {
     ['DATABASE_URL', 'mysql://x', /^invalid DATABASE_URL: expected a postgres:\/\/ or postgresql:\/\/ URL/],
     ['LOG_LEVEL', 'loud', /^invalid LOG_LEVEL: expected one of debug, info, warn, error, silent, got "loud"$/],
     ['BODY_LIMIT', '10', /^invalid BODY_LIMIT: expected an integer number of bytes, at least 1024/],
+    ['WORKERS', '-1', /^invalid WORKERS: expected an integer from 0 to 64, got "-1"$/],
+    ['EMBEDDING_URL', 'ftp://x', /^invalid EMBEDDING_URL: expected an absolute http\(s\) URL/],
+    ['S3_PREFIX', 'a b', /^invalid S3_PREFIX/],
   ]
   for (const [name, value, message] of bad) {
     test(`rejects ${name}=${value} with one line naming it`, () => {
@@ -60,6 +78,7 @@ describe('parseEnv', () => {
     }
     expect(message).toBe('invalid JWT_SECRET: expected at least 32 characters, got 7 characters')
   })
+
 })
 
 describe('JWT secret', () => {

@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { loadConfig } from '../../src/config.ts'
 import { createLogger, type Logger } from '../../src/log.ts'
 import { startServer } from '../../src/server.ts'
+import type { AppContext } from '../../src/app.ts'
 import { instanceEnvironment } from './backend.ts'
 
 export const ROOT = join(import.meta.dir, '..', '..')
@@ -20,6 +21,8 @@ export interface TestServer {
   request(path: string, init?: RequestInit): Promise<Response>
   /** A connection to the server's system database, to set up states (an expired code) without waiting. */
   systemSql(): postgres.Sql
+  /** The services the in-process server runs on (its pools, stores, queue), to set up and inspect state directly. */
+  context: AppContext
   /** Makes the account with this e-mail sysadmin, the way an operator does (kgs promote-sysadmin). */
   promote(email: string): Promise<ProcessResult>
   stop(): Promise<void>
@@ -30,8 +33,9 @@ export async function startTestServer(options: { env?: Record<string, string>; l
   const env: Record<string, string> = { JWT_SECRET: randomBytes(32).toString('hex'), ...instance.env, ...options.env }
   const config = loadConfig(env)
   const server = await startServer(config, options.log ?? createLogger('silent'))
+  let context: AppContext
   try {
-    await server.ready
+    context = await server.ready
   } catch (error) {
     await server.stop()
     await instance.cleanup()
@@ -41,6 +45,7 @@ export async function startTestServer(options: { env?: Record<string, string>; l
     url: server.url,
     dataDir: instance.dataDir,
     env,
+    context,
     request: (path, init) => fetch(server.url + path, init),
     promote: (email) => runKgs(['promote-sysadmin', email], env),
     systemSql: () =>
