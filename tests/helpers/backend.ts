@@ -41,7 +41,7 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
  */
 const TEMPLATE_CACHE = join(tmpdir(), `kgs-test-pglite-template-${pglitePackage.version}`)
 
-export async function seedEmbeddedTemplate(dataDir: string): Promise<void> {
+export async function ensureEmbeddedTemplate(): Promise<void> {
   if (!existsSync(TEMPLATE_CACHE)) {
     const scratch = tempDir('kgs-template-')
     const cluster = EmbeddedCluster.start(join(scratch, 'pg'))
@@ -55,6 +55,10 @@ export async function seedEmbeddedTemplate(dataDir: string): Promise<void> {
     }
     rmSync(scratch, { recursive: true, force: true })
   }
+}
+
+export async function seedEmbeddedTemplate(dataDir: string): Promise<void> {
+  await ensureEmbeddedTemplate()
   cpSync(TEMPLATE_CACHE, join(dataDir, 'pg', 'template'), { recursive: true })
 }
 
