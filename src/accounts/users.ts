@@ -2,7 +2,7 @@
 import type { Sql } from 'postgres'
 import { HttpError } from '../http/errors.ts'
 import { isoTimestamp, type Db } from '../db/sql.ts'
-import { afterCursor, pageKeyColumn, withPageKeys, type PageKey } from '../http/pagination.ts'
+import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../http/pagination.ts'
 
 export interface User {
   id: string
@@ -60,7 +60,7 @@ export async function listUsers(sql: Sql, limit: number, after?: PageKey): Promi
   const rows = await sql<(User & { key_at: string })[]>`
     SELECT ${userColumns(sql)}, ${pageKeyColumn(sql)} FROM users
     WHERE ${afterCursor(sql, after)}
-    ORDER BY created_at, id
+    ORDER BY ${pageOrder(sql, 'users')}
     LIMIT ${limit + 1}`
   return withPageKeys(rows)
 }

@@ -60,6 +60,13 @@ export function page<T extends { page_key: PageKey }>(
   return shown.map(({ page_key: _, ...row }) => row)
 }
 
+/**
+ * ORDER BY of a page, table-qualified: a bare `created_at` would sort by the output column of
+ * that name, the millisecond text of isoTimestamp, and rows within one millisecond would come
+ * out in id order while the cursor compares microseconds: a page could skip a row.
+ */
+export const pageOrder = (sql: Db, table: string) => sql`${sql(table)}.created_at, ${sql(table)}.id`
+
 /** The page key of a row of a table ordered by (created_at, id), with full precision. */
 export const pageKeyColumn = (sql: Db) => sql`to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS key_at`
 

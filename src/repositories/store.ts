@@ -2,7 +2,7 @@
 import type { Sql } from 'postgres'
 import { isoTimestamp, type Db } from '../db/sql.ts'
 import { HttpError } from '../http/errors.ts'
-import { afterCursor, pageKeyColumn, withPageKeys, type PageKey } from '../http/pagination.ts'
+import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../http/pagination.ts'
 
 export interface Repository {
   id: string
@@ -65,7 +65,7 @@ export async function listRepositories(sql: Sql, only: string[] | undefined, lim
   const rows = await sql<(Repository & { key_at: string })[]>`
     SELECT ${columns(sql)}, ${pageKeyColumn(sql)} FROM repositories
     WHERE ${afterCursor(sql, after)} ${only ? sql`AND id = ANY(${only}::uuid[])` : sql``}
-    ORDER BY created_at, id
+    ORDER BY ${pageOrder(sql, 'repositories')}
     LIMIT ${limit + 1}`
   return withPageKeys(rows)
 }

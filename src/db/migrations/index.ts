@@ -8,6 +8,7 @@ import system0005 from './system/0005_oauth_clients.sql' with { type: 'text' }
 import system0006 from './system/0006_oauth_authorizations.sql' with { type: 'text' }
 import system0007 from './system/0007_oauth_codes.sql' with { type: 'text' }
 import system0008 from './system/0008_oauth_tokens.sql' with { type: 'text' }
+import system0009 from './system/0009_jobs.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 import repository0002 from './repository/0002_graph.sql' with { type: 'text' }
 
@@ -29,6 +30,7 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 6, name: '0006_oauth_authorizations', sql: system0006 },
     { version: 7, name: '0007_oauth_codes', sql: system0007 },
     { version: 8, name: '0008_oauth_tokens', sql: system0008 },
+    { version: 9, name: '0009_jobs', sql: system0009 },
   ],
   repository: [
     { version: 1, name: '0001_repository_identity', sql: repository0001 },
