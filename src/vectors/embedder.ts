@@ -4,6 +4,7 @@
 //   no model files or network, and it is lexical: texts sharing words and spellings come out
 //   close; synonyms do not.
 // - An OpenAI-compatible HTTP provider (POST {EMBEDDING_URL}/embeddings).
+import type { Config } from '../config.ts'
 
 export interface Embedder {
   readonly model: string
@@ -125,4 +126,9 @@ export class HttpEmbedder implements Embedder {
     }
     return vectors
   }
+}
+
+/** The configured provider (EMBEDDING_URL), else the built-in kgs-hash-v1. */
+export function createEmbedder(config: Pick<Config, 'embedding'>): Embedder {
+  return config.embedding ? new HttpEmbedder(config.embedding) : new HashEmbedder()
 }

@@ -2,7 +2,8 @@
 // fake provider on loopback.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
-import { EmbeddingError, HashEmbedder, HttpEmbedder, hashEmbedding } from '../../src/vectors/embedder.ts'
+import { parseEnv } from '../../src/config.ts'
+import { EmbeddingError, HashEmbedder, HttpEmbedder, createEmbedder, hashEmbedding } from '../../src/vectors/embedder.ts'
 
 /** SHA-256 of the float32 bytes of kgs-hash-v1('The quick brown fox jumps over the lazy dog.'). */
 const DIGEST = '70af68db8be2cf3db3caf87911e1e9a6cba856d43e2f0bb11e9bf438c212ffdb'
@@ -103,6 +104,18 @@ describe('OpenAI-compatible provider', () => {
     expect(((await provider().embed(['x', 'y']).catch((e: unknown) => e)) as Error).message).toBe('embedding provider returned 1 vectors for 2 inputs')
     mode = 'ragged'
     expect(((await provider().embed(['x', 'y']).catch((e: unknown) => e)) as Error).message).toBe('embedding provider returned 2 dimensions, expected 3')
+  })
+
+  test('createEmbedder: the configured provider with its key, else kgs-hash-v1', async () => {
+    expect(createEmbedder(parseEnv({}))).toBeInstanceOf(HashEmbedder)
+    const configured = createEmbedder(parseEnv({ EMBEDDING_URL: `http://127.0.0.1:${fake.port}/v1`, EMBEDDING_MODEL: 'text-embedding-3-large', EMBEDDING_API_KEY: 'sk-configured' }))
+    expect(configured).toBeInstanceOf(HttpEmbedder)
+    expect(configured.model).toBe('text-embedding-3-large')
+    requests = []
+    mode = 'ok'
+    expect((await configured.embed(['abc'])).map((v) => [...v])).toEqual([[3, 0, 0.5]])
+    expect(requests.map((r) => r.authorization)).toEqual(['Bearer sk-configured'])
+    expect(requests[0]!.body).toMatchObject({ model: 'text-embedding-3-large', input: ['abc'] })
   })
 
   test('an unreachable provider is an error naming the endpoint', async () => {

@@ -1,0 +1,326 @@
+// The vector store: LanceDB at LANCEDB_URI (a directory, or an object-storage URI), one table per
+// repository and kind, named `<kind>_<repository uuid hex>`, with the columns `id` (the UUID of
+// the fact or concept) and `vector` (fixed-size list of float32, the dimension of the table's
+// first upsert). Distances are cosine: 0 for the same direction, up to 2.
+//
+// Concurrency. Writes to one table are serialized in this process by a promise chain: they apply
+// in the order they were issued, and concurrent upserts of a table that does not exist yet create
+// it once. Across processes (and across the job worker threads, which open stores of their own)
+// LanceDB commits every write optimistically: a write that finds a newer version committed
+// meanwhile is checked for conflicts, rebased and retried (merge inserts several times, with
+// backoff). Two merge inserts of the same new id touch no common data, so both would insert it;
+// declaring `id` the table's (unenforced) primary key makes them conflict and the loser retry as
+// an update, so tables are created with that declaration. Creating one table from several
+// processes at once needs retries of our own (see creating()). Both are tested with several
+// stores on one directory.
+//
+// Reads open the table afresh, so they see the latest committed version, also of other processes.
+import { connect, Index, type Connection, type Table } from '@lancedb/lancedb'
+import { Field, FixedSizeList, Float32, makeData, RecordBatch, Schema, Struct, Table as ArrowTable, Utf8, vectorFromArray, type Vector } from 'apache-arrow'
+import { UUID_PATTERN } from '../http/schemas.ts'
+
+export type VectorKind = 'facts' | 'concepts'
+export const VECTOR_KINDS: readonly VectorKind[] = ['facts', 'concepts']
+
+export interface VectorRow {
+  id: string
+  vector: Float32Array
+}
+
+export interface Neighbour {
+  id: string
+  distance: number
+}
+
+export class VectorDimensionError extends Error {}
+
+export interface VectorStoreOptions {
+  /** Rows from which optimize() builds an ANN index. */
+  indexThreshold?: number
+}
+
+/** Exact search of 100k 384-d vectors takes about 80 ms on two cores; past that, an index pays. */
+export const DEFAULT_INDEX_THRESHOLD = 100_000
+/** Product quantization trains 256 centroids per sub-vector, so an index needs at least as many rows. */
+const MIN_INDEX_ROWS = 256
+/** An index search re-ranks k × this candidates by their exact distance (exact search ignores it). */
+const REFINE_FACTOR = 5
+/** Tries at a write racing other processes to create its table (waits of 50 ms to 0.4 s between them). */
+const CREATE_ATTEMPTS = 5
+const CREATION_RACE = [/^Table '[^']*' exists but could not be loaded/, /Retryable commit conflict/, /incompatible with concurrent transaction Overwrite/]
+const PRIMARY_KEY_METADATA = 'lance-schema:unenforced-primary-key'
+const UUID = new RegExp(UUID_PATTERN)
+
+function canonicalUuid(id: string, what: string): string {
+  if (!UUID.test(id)) throw new TypeError(`${what} must be a UUID, got ${JSON.stringify(id)}`)
+  return id.toLowerCase()
+}
+
+/** The only place a table name is made: from a checked kind and a checked UUID. */
+function tableName(repositoryId: string, kind: VectorKind): string {
+  if (!VECTOR_KINDS.includes(kind)) throw new TypeError(`vector kind must be facts or concepts, got ${JSON.stringify(kind)}`)
+  return `${kind}_${canonicalUuid(repositoryId, 'repository id').replaceAll('-', '')}`
+}
+
+function tableSchema(dimensions: number): Schema {
+  return new Schema([
+    new Field('id', new Utf8(), false, new Map([[PRIMARY_KEY_METADATA, 'true']])),
+    new Field('vector', new FixedSizeList(dimensions, new Field('item', new Float32(), true)), false),
+  ])
+}
+
+/** One Arrow record batch of the rows, the vectors copied into one contiguous float32 buffer. */
+function toArrow(rows: readonly VectorRow[], dimensions: number): ArrowTable {
+  const schema = tableSchema(dimensions)
+  const values = new Float32Array(rows.length * dimensions)
+  rows.forEach((row, i) => values.set(row.vector, i * dimensions))
+  const ids = vectorFromArray(
+    rows.map((row) => row.id),
+    new Utf8(),
+  ).data[0]!
+  const vectors = makeData({ type: schema.fields[1]!.type, length: rows.length, nullCount: 0, child: makeData({ type: new Float32(), length: values.length, data: values }) })
+  const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows.length, nullCount: 0, children: [ids, vectors] }))
+  return new ArrowTable(schema, [batch])
+}
+
+async function tableDimensions(table: Table): Promise<number> {
+  const field = (await table.schema()).fields.find((f) => f.name === 'vector')
+  return (field!.type as FixedSizeList).listSize
+}
+
+/** LanceDB has no error codes: a missing table is told apart by its message only. */
+function isTableNotFound(error: unknown, name: string): boolean {
+  return error instanceof Error && error.message.startsWith(`Table '${name}' was not found`)
+}
+
+/** A table directory without a committed version (being created by another process, or left so by a crash) holds no rows. */
+function isUncommittedTable(error: unknown, name: string): boolean {
+  return error instanceof Error && error.message.startsWith(`Table '${name}' exists but could not be loaded`) && error.message.includes('/_versions')
+}
+
+export class VectorStore {
+  /** Per table: the last write queued in this process (never rejects). */
+  private readonly writes = new Map<string, Promise<void>>()
+
+  private constructor(
+    private readonly db: Connection,
+    private readonly indexThreshold: number,
+  ) {}
+
+  static async open(uri: string, options: VectorStoreOptions = {}): Promise<VectorStore> {
+    const indexThreshold = options.indexThreshold ?? DEFAULT_INDEX_THRESHOLD
+    if (!Number.isInteger(indexThreshold) || indexThreshold < MIN_INDEX_ROWS) throw new RangeError(`index threshold must be an integer of at least ${MIN_INDEX_ROWS}, got ${indexThreshold}`)
+    return new VectorStore(await connect(uri), indexThreshold)
+  }
+
+  /**
+   * Inserts the rows, replacing the vector of an id already stored. The first upsert of a
+   * repository and kind creates its table with the dimension of these vectors; later vectors
+   * must have the same (VectorDimensionError). Of one id given twice, the last vector wins.
+   */
+  async upsert(repositoryId: string, kind: VectorKind, rows: readonly VectorRow[]): Promise<void> {
+    const name = tableName(repositoryId, kind)
+    if (rows.length === 0) return
+    const dimensions = rows[0]!.vector.length
+    if (dimensions === 0) throw new VectorDimensionError('a vector must have at least one dimension')
+    // A merge insert with a repeated source id would insert it twice, so the batch is made unique.
+    const latest = new Map<string, Float32Array>()
+    for (const { id, vector } of rows) {
+      if (vector.length !== dimensions) throw new VectorDimensionError(`the vectors of one upsert must have one dimension: got ${dimensions} and ${vector.length}`)
+      if (!vector.every(Number.isFinite)) throw new TypeError(`the vector of ${id} has a component that is not a finite number`)
+      latest.set(canonicalUuid(id, 'vector id'), vector)
+    }
+    const data = toArrow(
+      [...latest].map(([id, vector]) => ({ id, vector })),
+      dimensions,
+    )
+    await this.serialized(name, () =>
+      this.creating(async () => {
+        const table = (await this.openTable(name)) ?? (await this.db.createEmptyTable(name, tableSchema(dimensions), { mode: 'create', existOk: true }))
+        try {
+          const stored = await tableDimensions(table)
+          if (stored !== dimensions) throw new VectorDimensionError(`vectors of ${dimensions} dimensions cannot go into the ${kind} of repository ${repositoryId}, which hold ${stored}`)
+          await table.mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(data)
+        } finally {
+          table.close()
+        }
+      }),
+    )
+  }
+
+  /**
+   * The k stored vectors nearest to `vector` by cosine distance, nearest first; [] when nothing is
+   * stored yet. A zero vector has no direction: it is never found, and finds nothing.
+   */
+  async search(repositoryId: string, kind: VectorKind, vector: Float32Array, k: number): Promise<Neighbour[]> {
+    const name = tableName(repositoryId, kind)
+    if (!Number.isInteger(k) || k < 1) throw new RangeError(`k must be a positive integer, got ${k}`)
+    const found = await this.withTable(name, async (table) => {
+      const dimensions = await tableDimensions(table)
+      if (vector.length !== dimensions) throw new VectorDimensionError(`a query vector of ${vector.length} dimensions cannot search the ${kind} of repository ${repositoryId}, which hold ${dimensions}`)
+      const rows = (await table.vectorSearch(vector).distanceType('cosine').refineFactor(REFINE_FACTOR).select(['id', '_distance']).limit(k).toArray()) as { id: string; _distance: number }[]
+      // float32 arithmetic can put a vector a hair below zero distance from itself.
+      return rows.map((row) => ({ id: row.id, distance: Math.max(0, row._distance) }))
+    })
+    return found ?? []
+  }
+
+  /** Removes these ids (unknown ones are ignored). */
+  async delete(repositoryId: string, kind: VectorKind, ids: readonly string[]): Promise<void> {
+    const name = tableName(repositoryId, kind)
+    // Validated UUIDs are hex digits and dashes: nothing in them can leave the quotes.
+    const quoted = ids.map((id) => `'${canonicalUuid(id, 'vector id')}'`)
+    if (quoted.length === 0) return
+    await this.serialized(name, () => this.withTable(name, (table) => table.delete(`id IN (${quoted.join(', ')})`)))
+  }
+
+  async count(repositoryId: string, kind: VectorKind): Promise<number> {
+    return (await this.withTable(tableName(repositoryId, kind), (table) => table.countRows())) ?? 0
+  }
+
+  /** The dimension of the stored vectors; undefined while none are stored. */
+  async dimensions(repositoryId: string, kind: VectorKind): Promise<number | undefined> {
+    return this.withTable(tableName(repositoryId, kind), tableDimensions)
+  }
+
+  /**
+   * Every stored vector exactly once, in batches of `batchSize` (the last may be smaller), read
+   * from one version of the table as LanceDB streams it: memory holds a batch or two, never the table.
+   */
+  scan(repositoryId: string, kind: VectorKind, batchSize: number): AsyncGenerator<VectorRow[]> {
+    return this.stream(tableName(repositoryId, kind), ['id', 'vector'], batchSize, (batch) => {
+      const ids = batch.getChild('id')!
+      const vectors = batch.getChild('vector')! as Vector<FixedSizeList<Float32>>
+      // slice(): a copy, so that a kept vector does not pin the whole batch's buffer.
+      return Array.from({ length: batch.numRows }, (_, i) => ({ id: ids.get(i) as string, vector: (vectors.get(i)!.toArray() as Float32Array).slice() }))
+    })
+  }
+
+  /** Every stored id exactly once, in batches of `batchSize`. */
+  ids(repositoryId: string, kind: VectorKind, batchSize: number): AsyncGenerator<string[]> {
+    return this.stream(tableName(repositoryId, kind), ['id'], batchSize, (batch) => [...batch.getChild('id')!] as string[])
+  }
+
+  /** Removes the table of one kind (e.g. before re-embedding with a model of other dimensions). */
+  async dropTable(repositoryId: string, kind: VectorKind): Promise<void> {
+    const name = tableName(repositoryId, kind)
+    await this.serialized(name, async () => {
+      try {
+        await this.db.dropTable(name)
+      } catch (error) {
+        if (!isTableNotFound(error, name)) throw error
+      }
+    })
+  }
+
+  /** Removes every vector of the repository (both tables); idempotent. */
+  async dropRepository(repositoryId: string): Promise<void> {
+    await Promise.all(VECTOR_KINDS.map((kind) => this.dropTable(repositoryId, kind)))
+  }
+
+  /**
+   * Maintenance, for a job after large writes: compacts the small files every upsert leaves,
+   * folds new rows into the index, prunes versions older than LanceDB's default (7 days), and
+   * builds a cosine IVF-PQ index once the table holds `indexThreshold` rows. Index building takes
+   * a while (about 70 s for 100k 384-d vectors on two cores); this process's writes to the table
+   * wait for it, searches do not. Answers whether the table is indexed.
+   */
+  async optimize(repositoryId: string, kind: VectorKind): Promise<{ indexed: boolean }> {
+    const name = tableName(repositoryId, kind)
+    const indexed = await this.serialized(name, () =>
+      this.withTable(name, async (table) => {
+        await table.optimize()
+        if ((await table.listIndices()).some((index) => index.columns.includes('vector'))) return true
+        if ((await table.countRows()) < this.indexThreshold) return false
+        await table.createIndex('vector', { config: Index.ivfPq({ distanceType: 'cosine' }) })
+        return true
+      }),
+    )
+    return { indexed: indexed ?? false }
+  }
+
+  /** Waits for the writes under way, then releases the connection. */
+  async close(): Promise<void> {
+    await Promise.all(this.writes.values())
+    this.db.close()
+  }
+
+  private serialized<T>(name: string, write: () => Promise<T>): Promise<T> {
+    const result = (this.writes.get(name) ?? Promise.resolve()).then(write)
+    const settled = result.then(
+      () => {},
+      () => {},
+    )
+    this.writes.set(name, settled)
+    void settled.then(() => {
+      if (this.writes.get(name) === settled) this.writes.delete(name)
+    })
+    return result
+  }
+
+  private async openTable(name: string): Promise<Table | undefined> {
+    try {
+      return await this.db.openTable(name)
+    } catch (error) {
+      if (isTableNotFound(error, name) || isUncommittedTable(error, name)) return undefined
+      throw error
+    }
+  }
+
+  /**
+   * Runs a write that may have to create the table. LanceDB creates a table by committing an
+   * overwrite, so when several processes create one at once, all but one fail: with a commit
+   * conflict, with a table that "exists but could not be loaded" (its first version not yet
+   * committed), or, for a write based on the version another creation replaced, as incompatible
+   * with that overwrite. No acknowledged row is lost (tested); by the next attempt the table
+   * exists and the write goes through.
+   */
+  private async creating(write: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await write()
+      } catch (error) {
+        const race = error instanceof Error && CREATION_RACE.some((pattern) => pattern.test(error.message))
+        if (!race || attempt === CREATE_ATTEMPTS) throw error
+        await Bun.sleep(25 * 2 ** attempt)
+      }
+    }
+  }
+
+  /** Runs `use` on the table, then closes it; undefined when the table does not exist. */
+  private async withTable<T>(name: string, use: (table: Table) => Promise<T>): Promise<T | undefined> {
+    const table = await this.openTable(name)
+    if (!table) return undefined
+    try {
+      return await use(table)
+    } finally {
+      table.close()
+    }
+  }
+
+  /** Checks the batch size at once, not at the first iteration. */
+  private stream<T>(name: string, columns: string[], batchSize: number, convert: (batch: RecordBatch) => T[]): AsyncGenerator<T[]> {
+    if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batch size must be a positive integer, got ${batchSize}`)
+    return this.batches(name, columns, batchSize, convert)
+  }
+
+  private async *batches<T>(name: string, columns: string[], batchSize: number, convert: (batch: RecordBatch) => T[]): AsyncGenerator<T[]> {
+    const table = await this.openTable(name)
+    if (!table) return
+    try {
+      let pending: T[] = []
+      for await (const batch of table.query().select(columns)) {
+        for (const item of convert(batch)) {
+          pending.push(item)
+          if (pending.length === batchSize) {
+            yield pending
+            pending = []
+          }
+        }
+      }
+      if (pending.length > 0) yield pending
+    } finally {
+      table.close()
+    }
+  }
+}

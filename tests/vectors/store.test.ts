@@ -1,0 +1,377 @@
+// The LanceDB vector store on a temporary directory: upsert, exact cosine search with the
+// built-in kgs-hash-v1, isolation, deletion, dimension checks, concurrent writers (in one store,
+// and several stores on one directory as several processes would be), streaming scans, the index,
+// and the store the running server is given.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { HashEmbedder } from '../../src/vectors/embedder.ts'
+import { VectorDimensionError, VectorStore, type VectorRow } from '../../src/vectors/store.ts'
+import { tempDir } from '../helpers/backend.ts'
+import { startTestServer, type TestServer } from '../helpers/server.ts'
+
+const uuid = () => crypto.randomUUID()
+const embedder = new HashEmbedder()
+const embed = async (text: string) => (await embedder.embed([text]))[0]!
+const hex = (repositoryId: string) => repositoryId.replaceAll('-', '')
+
+/** Cosine distance of two unit vectors, in float64. */
+function cosineDistance(a: Float32Array, b: Float32Array): number {
+  let dot = 0
+  for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!
+  return 1 - dot
+}
+
+/** A hit on the vector itself: float32 arithmetic may leave a hair of distance, never a negative one. */
+const itself = (id: string) => ({ id, distance: expect.closeTo(0, 6) })
+
+/** The error the promise rejects with, checked for its class and message. */
+async function expectRejection(promise: Promise<unknown>, type: new (message: string) => Error, message: string): Promise<void> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(error).toBeInstanceOf(type)
+  expect((error as Error).message).toBe(message)
+}
+
+async function collect<T>(batches: AsyncIterable<T[]>): Promise<T[][]> {
+  const all: T[][] = []
+  for await (const batch of batches) all.push(batch)
+  return all
+}
+
+const SENTENCES = [
+  'Water boils at 100 degrees Celsius at sea level.',
+  'The Treaty of Vienna was signed in 1815.',
+  'Photosynthesis converts sunlight into chemical energy in plants.',
+  'The Pacific Ocean is the largest ocean on Earth.',
+  'Mount Everest is the highest mountain above sea level.',
+  'Honey bees tell each other where flowers are by dancing.',
+]
+
+let dir: string
+let store: VectorStore
+
+beforeAll(async () => {
+  dir = tempDir('kgs-vectors-')
+  store = await VectorStore.open(join(dir, 'lance'))
+})
+
+afterAll(async () => {
+  await store.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** The sentences stored as facts of a fresh repository; their ids in order. */
+async function storeSentences(repositoryId: string): Promise<string[]> {
+  const ids = SENTENCES.map(() => uuid())
+  const vectors = await embedder.embed(SENTENCES)
+  await store.upsert(
+    repositoryId,
+    'facts',
+    ids.map((id, i) => ({ id, vector: vectors[i]! })),
+  )
+  return ids
+}
+
+describe('VectorStore', () => {
+  test('upsert creates the table with the first rows and counts them', async () => {
+    const repo = uuid()
+    expect(await store.count(repo, 'facts')).toBe(0)
+    expect(await store.dimensions(repo, 'facts')).toBeUndefined()
+    await store.upsert(repo, 'facts', [])
+    expect(existsSync(join(dir, 'lance', `facts_${hex(repo)}.lance`))).toBe(false)
+
+    await storeSentences(repo)
+    expect(await store.count(repo, 'facts')).toBe(6)
+    expect(await store.dimensions(repo, 'facts')).toBe(384)
+    expect(existsSync(join(dir, 'lance', `facts_${hex(repo)}.lance`))).toBe(true)
+  })
+
+  test('upserting an existing id replaces its vector; of an id given twice in one batch the last wins', async () => {
+    const repo = uuid()
+    const [water, treaty] = await storeSentences(repo)
+    const old = await embed(SENTENCES[0]!)
+    const replacement = await embed('Glaciers move slowly down mountain valleys.')
+    await store.upsert(repo, 'facts', [{ id: water!, vector: replacement }])
+    expect(await store.count(repo, 'facts')).toBe(6)
+    expect((await store.search(repo, 'facts', replacement, 1))[0]).toEqual(itself(water!))
+    // The old vector is gone: its own text no longer finds the id at distance 0.
+    const byOld = await store.search(repo, 'facts', old, 6)
+    expect(byOld.find((n) => n.id === water)!.distance).toBeCloseTo(cosineDistance(old, replacement), 5)
+    expect(byOld[0]!.distance).toBeGreaterThan(0.1)
+
+    const last = await embed('The printing press spread across Europe in the 15th century.')
+    await store.upsert(repo, 'facts', [
+      { id: treaty!, vector: replacement },
+      { id: treaty!.toUpperCase(), vector: last },
+    ])
+    expect(await store.count(repo, 'facts')).toBe(6)
+    expect((await store.search(repo, 'facts', last, 1))[0]).toEqual(itself(treaty!))
+  })
+
+  test('search returns the exact nearest by cosine distance, nearest first, at most k', async () => {
+    const repo = uuid()
+    const ids = await storeSentences(repo)
+    const vectors = await embedder.embed(SENTENCES)
+    for (const [i, sentence] of SENTENCES.entries()) {
+      const found = await store.search(repo, 'facts', await embed(sentence), 6)
+      expect(found).toHaveLength(6)
+      expect(found[0]).toEqual(itself(ids[i]!))
+      // Every distance is the exact cosine distance, never below 0, and they ascend.
+      expect(Math.min(...found.map((n) => n.distance))).toBeGreaterThanOrEqual(0)
+      for (const n of found) expect(n.distance).toBeCloseTo(Math.max(0, cosineDistance(vectors[i]!, vectors[ids.indexOf(n.id)]!)), 5)
+      expect(found.map((n) => n.distance)).toEqual(found.map((n) => n.distance).toSorted((a, b) => a - b))
+    }
+    // Paraphrases sharing words find their sentence (kgs-hash-v1 is lexical).
+    expect((await store.search(repo, 'facts', await embed('At sea level, water boils at 100 degrees'), 1)).map((n) => n.id)).toEqual([ids[0]!])
+    expect((await store.search(repo, 'facts', await embed('bees dance to show where the flowers are'), 2))[0]!.id).toBe(ids[5]!)
+    expect((await store.search(repo, 'facts', await embed('the largest ocean'), 2))[0]!.id).toBe(ids[3]!)
+    expect(await store.search(repo, 'facts', await embed('water'), 3)).toHaveLength(3)
+    expect(await store.search(repo, 'facts', await embed('water'), 50)).toHaveLength(6)
+    await expectRejection(store.search(repo, 'facts', vectors[0]!, 0), RangeError, 'k must be a positive integer, got 0')
+  })
+
+  test('a repository or kind without vectors searches to []', async () => {
+    const repo = uuid()
+    await storeSentences(repo)
+    expect(await store.search(repo, 'concepts', await embed('water'), 5)).toEqual([])
+    expect(await store.search(uuid(), 'facts', await embed('water'), 5)).toEqual([])
+  })
+
+  test('a table directory without a committed version (created elsewhere right now, or left by a crash) reads as empty and is written over', async () => {
+    const repo = uuid()
+    mkdirSync(join(dir, 'lance', `facts_${hex(repo)}.lance`, 'data'), { recursive: true })
+    expect(await store.count(repo, 'facts')).toBe(0)
+    expect(await store.search(repo, 'facts', await embed('water'), 3)).toEqual([])
+    expect(await store.dimensions(repo, 'facts')).toBeUndefined()
+    const ids = await storeSentences(repo)
+    expect((await store.search(repo, 'facts', await embed(SENTENCES[1]!), 1))[0]).toEqual(itself(ids[1]!))
+  })
+
+  test('repositories and kinds are isolated from each other', async () => {
+    const [a, b] = [uuid(), uuid()]
+    const shared = uuid()
+    const [water, treaty, ocean] = await embedder.embed(SENTENCES.slice(0, 3))
+    await store.upsert(a, 'facts', [{ id: shared, vector: water! }])
+    await store.upsert(a, 'concepts', [{ id: shared, vector: treaty! }, { id: uuid(), vector: ocean! }])
+    await store.upsert(b, 'facts', [{ id: shared, vector: ocean! }])
+    expect([await store.count(a, 'facts'), await store.count(a, 'concepts'), await store.count(b, 'facts'), await store.count(b, 'concepts')]).toEqual([1, 2, 1, 0])
+    expect(await store.search(a, 'facts', water!, 5)).toEqual([itself(shared)])
+    expect((await store.search(a, 'concepts', treaty!, 5))[0]).toEqual(itself(shared))
+    expect(await store.search(b, 'facts', ocean!, 5)).toEqual([itself(shared)])
+  })
+
+  test('delete removes the given ids and ignores unknown ones', async () => {
+    const repo = uuid()
+    const ids = await storeSentences(repo)
+    await store.delete(repo, 'facts', [ids[0]!, ids[2]!.toUpperCase(), uuid()])
+    await store.delete(repo, 'facts', [])
+    await store.delete(uuid(), 'concepts', [uuid()])
+    expect(await store.count(repo, 'facts')).toBe(4)
+    const remaining = (await collect(store.ids(repo, 'facts', 10))).flat()
+    expect(remaining.toSorted()).toEqual([ids[1]!, ids[3]!, ids[4]!, ids[5]!].toSorted())
+    expect((await store.search(repo, 'facts', await embed(SENTENCES[0]!), 6)).map((n) => n.id)).not.toContain(ids[0]!)
+  })
+
+  test('dropRepository removes both tables; the repository then searches to [] and may start over', async () => {
+    const repo = uuid()
+    const other = uuid()
+    await storeSentences(repo)
+    await storeSentences(other)
+    await store.upsert(repo, 'concepts', [{ id: uuid(), vector: await embed('water') }])
+    await store.dropRepository(repo)
+    expect(existsSync(join(dir, 'lance', `facts_${hex(repo)}.lance`))).toBe(false)
+    expect(existsSync(join(dir, 'lance', `concepts_${hex(repo)}.lance`))).toBe(false)
+    expect([await store.count(repo, 'facts'), await store.count(repo, 'concepts')]).toEqual([0, 0])
+    expect(await store.search(repo, 'facts', await embed('water'), 5)).toEqual([])
+    expect(await store.dimensions(repo, 'facts')).toBeUndefined()
+    expect(await store.count(other, 'facts')).toBe(6)
+    await store.dropRepository(repo)
+    // A new model may have other dimensions: the table is made anew.
+    await store.upsert(repo, 'facts', [{ id: uuid(), vector: Float32Array.of(1, 0, 0) }])
+    expect(await store.dimensions(repo, 'facts')).toBe(3)
+  })
+
+  test('dropTable removes one kind only', async () => {
+    const repo = uuid()
+    await storeSentences(repo)
+    await store.upsert(repo, 'concepts', [{ id: uuid(), vector: await embed('water') }])
+    await store.dropTable(repo, 'facts')
+    expect([await store.count(repo, 'facts'), await store.count(repo, 'concepts')]).toEqual([0, 1])
+  })
+
+  test('a vector of another dimension than the table is refused', async () => {
+    const repo = uuid()
+    await storeSentences(repo)
+    const short = Float32Array.of(1, 0, 0)
+    await expectRejection(store.upsert(repo, 'facts', [{ id: uuid(), vector: short }]), VectorDimensionError, `vectors of 3 dimensions cannot go into the facts of repository ${repo}, which hold 384`)
+    await expectRejection(store.search(repo, 'facts', short, 3), VectorDimensionError, `a query vector of 3 dimensions cannot search the facts of repository ${repo}, which hold 384`)
+    expect(await store.count(repo, 'facts')).toBe(6)
+    // Within one batch too, before any table is made.
+    const fresh = uuid()
+    await expectRejection(
+      store.upsert(fresh, 'facts', [{ id: uuid(), vector: await embed('water') }, { id: uuid(), vector: short }]),
+      VectorDimensionError,
+      'the vectors of one upsert must have one dimension: got 384 and 3',
+    )
+    await expectRejection(store.upsert(fresh, 'facts', [{ id: uuid(), vector: new Float32Array(0) }]), VectorDimensionError, 'a vector must have at least one dimension')
+    const id = uuid()
+    await expectRejection(store.upsert(fresh, 'facts', [{ id, vector: Float32Array.of(1, Number.NaN) }]), TypeError, `the vector of ${id} has a component that is not a finite number`)
+    expect(await store.dimensions(fresh, 'facts')).toBeUndefined()
+  })
+
+  test('concurrent upserts into a table that does not exist yet all land', async () => {
+    const repo = uuid()
+    const shared = uuid()
+    const batches: VectorRow[][] = await Promise.all(
+      Array.from({ length: 10 }, async (_, i) => [
+        { id: uuid(), vector: await embed(`fact ${i} a`) },
+        { id: uuid(), vector: await embed(`fact ${i} b`) },
+        { id: shared, vector: await embed(`shared ${i}`) },
+      ]),
+    )
+    await Promise.all(batches.map((rows) => store.upsert(repo, 'facts', rows)))
+    const stored = (await collect(store.ids(repo, 'facts', 100))).flat()
+    expect(stored.toSorted()).toEqual([...new Set(batches.flat().map((r) => r.id))].toSorted())
+    expect(stored).toHaveLength(21)
+  })
+
+  test('writes to one table apply in the order they were issued', async () => {
+    const repo = uuid()
+    const [a, b, c] = [uuid(), uuid(), uuid()]
+    const [first, second, other] = await embedder.embed(['first', 'second', 'other'])
+    // Issued without waiting: the delete must not find the table missing, nor the second upsert of a lose to the first.
+    await Promise.all([
+      store.upsert(repo, 'facts', [{ id: a, vector: first! }, { id: b, vector: other! }]),
+      store.upsert(repo, 'facts', [{ id: a, vector: second! }]),
+      store.delete(repo, 'facts', [b]),
+      store.upsert(repo, 'facts', [{ id: c, vector: other! }]),
+    ])
+    const rows = (await collect(store.scan(repo, 'facts', 10))).flat()
+    expect(rows.map((r) => r.id).toSorted()).toEqual([a, c].toSorted())
+    expect([...rows.find((r) => r.id === a)!.vector]).toEqual([...second!])
+  })
+
+  test('several stores on one directory (as several processes) creating a table and inserting the same new ids at once keep every row, each id once', async () => {
+    const uri = join(dir, 'lance')
+    const others = await Promise.all(Array.from({ length: 5 }, () => VectorStore.open(uri)))
+    const unit = (axis: number) => Float32Array.from({ length: 384 }, (_, d) => (d === axis ? 1 : 0))
+    // The races do not happen every time: three rounds, each on a new table.
+    for (let round = 0; round < 3; round++) {
+      const repo = uuid()
+      const shared = [uuid(), uuid()]
+      const own = others.map(() => uuid())
+      // They also race to create the table: every acknowledged row must be there, each id once.
+      await Promise.all(others.map((other, i) => other.upsert(repo, 'facts', [...shared, own[i]!].map((id) => ({ id, vector: unit(i) })))))
+      expect((await collect(store.ids(repo, 'facts', 10))).flat().toSorted()).toEqual([...shared, ...own].toSorted())
+    }
+    await Promise.all(others.map((other) => other.close()))
+  })
+
+  test('scan streams every vector exactly once, in batches of the given size', async () => {
+    const repo = uuid()
+    const rows: VectorRow[] = []
+    // Three upserts leave three fragments; batches cut across them.
+    for (let part = 0; part < 3; part++) {
+      const texts = Array.from({ length: 9 }, (_, i) => `sentence ${part} ${i}`)
+      const vectors = await embedder.embed(texts)
+      const batch = vectors.map((vector) => ({ id: uuid(), vector }))
+      await store.upsert(repo, 'facts', batch)
+      rows.push(...batch)
+    }
+    const batches = await collect(store.scan(repo, 'facts', 10))
+    expect(batches.map((b) => b.length)).toEqual([10, 10, 7])
+    const scanned = new Map(batches.flat().map((r) => [r.id, r.vector]))
+    expect(scanned.size).toBe(27)
+    for (const row of rows) expect([...scanned.get(row.id)!]).toEqual([...row.vector])
+    expect((await collect(store.ids(repo, 'facts', 4))).map((b) => b.length)).toEqual([4, 4, 4, 4, 4, 4, 3])
+    expect(await collect(store.scan(uuid(), 'facts', 10))).toEqual([])
+    expect(() => store.scan(repo, 'facts', 0)).toThrow(new RangeError('batch size must be a positive integer, got 0'))
+  })
+
+  test('ids that are not UUIDs are refused before anything is named or filtered', async () => {
+    const vector = await embed('water')
+    await expectRejection(store.count('../../etc', 'facts'), TypeError, 'repository id must be a UUID, got "../../etc"')
+    await expectRejection(store.search("x' OR 1=1 --", 'facts', vector, 1), TypeError, `repository id must be a UUID, got "x' OR 1=1 --"`)
+    const undashed = uuid().replaceAll('-', '')
+    await expectRejection(store.upsert(undashed, 'facts', []), TypeError, `repository id must be a UUID, got "${undashed}"`)
+    await expectRejection(store.count(uuid(), 'sources' as 'facts'), TypeError, 'vector kind must be facts or concepts, got "sources"')
+    expect(() => store.scan('../x', 'facts', 10)).toThrow(new TypeError('repository id must be a UUID, got "../x"'))
+    const repo = uuid()
+    await expectRejection(store.upsert(repo, 'facts', [{ id: "a' OR true", vector }]), TypeError, `vector id must be a UUID, got "a' OR true"`)
+    expect(await store.dimensions(repo, 'facts')).toBeUndefined()
+    const [first] = await storeSentences(repo)
+    await expectRejection(store.delete(repo, 'facts', [`${first}' OR id != '`]), TypeError, `vector id must be a UUID, got "${first}' OR id != '"`)
+    expect(await store.count(repo, 'facts')).toBe(6)
+    // Upper-case UUIDs name the same repository.
+    expect(await store.count(repo.toUpperCase(), 'facts')).toBe(6)
+  })
+
+  test('optimize builds a cosine index once the table passes the threshold; search stays exact for the top hit', async () => {
+    const uri = join(dir, 'indexed')
+    const indexed = await VectorStore.open(uri, { indexThreshold: 300 })
+    const repo = uuid()
+    // Dense vectors: sparse kgs-hash-v1 ones leave most quantizer clusters empty (LanceDB warns at length).
+    let seed = 42
+    const random = () => ((seed = Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x9e3779b9) >>> 0) / 2 ** 32 - 0.5
+    const vectors = Array.from({ length: 320 }, () => Float32Array.from({ length: 384 }, random))
+    const rows = vectors.map((vector) => ({ id: uuid(), vector }))
+    await indexed.upsert(repo, 'facts', rows.slice(0, 299))
+    expect(await indexed.optimize(repo, 'facts')).toEqual({ indexed: false })
+    const indices = join(uri, `facts_${hex(repo)}.lance`, '_indices')
+    expect(existsSync(indices) ? readdirSync(indices) : []).toEqual([])
+    await indexed.upsert(repo, 'facts', rows.slice(299))
+    expect(await indexed.optimize(repo, 'facts')).toEqual({ indexed: true })
+    expect(readdirSync(indices)).toHaveLength(1)
+    expect(await indexed.optimize(repo, 'facts')).toEqual({ indexed: true })
+    for (const i of [0, 150, 319]) {
+      const found = await indexed.search(repo, 'facts', vectors[i]!, 3)
+      expect(found[0]).toEqual(itself(rows[i]!.id))
+      expect(Math.min(...found.map((n) => n.distance))).toBeGreaterThanOrEqual(0)
+    }
+    expect(await indexed.optimize(uuid(), 'facts')).toEqual({ indexed: false })
+    await indexed.close()
+    await expectRejection(VectorStore.open(uri, { indexThreshold: 10 }), RangeError, 'index threshold must be an integer of at least 256, got 10')
+  })
+
+  test('close waits for the writes under way', async () => {
+    const uri = join(dir, 'closing')
+    const closing = await VectorStore.open(uri)
+    const repo = uuid()
+    const vectors = await embedder.embed(Array.from({ length: 5 }, (_, i) => `write ${i}`))
+    // Not awaited: close() finds all five queued.
+    const writes = vectors.map((vector) => closing.upsert(repo, 'facts', [{ id: uuid(), vector }]))
+    await closing.close()
+    await Promise.all(writes)
+    const reopened = await VectorStore.open(uri)
+    expect(await reopened.count(repo, 'facts')).toBe(5)
+    await reopened.close()
+  })
+})
+
+describe('the running server', () => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    server = await startTestServer()
+  })
+  afterAll(() => server.stop())
+
+  test('gives its routes and jobs a vector store under DATA_DIR/lance and the kgs-hash-v1 embedder', async () => {
+    const { vectors, embedder: configured } = server.context
+    expect(configured.model).toBe('kgs-hash-v1')
+    const repo = uuid()
+    const ids = SENTENCES.map(() => uuid())
+    const embedded = await configured.embed(SENTENCES)
+    await vectors.upsert(
+      repo,
+      'concepts',
+      ids.map((id, i) => ({ id, vector: embedded[i]! })),
+    )
+    const [query] = await configured.embed(['Which ocean is the largest?'])
+    expect((await vectors.search(repo, 'concepts', query!, 2))[0]!.id).toBe(ids[3]!)
+    expect(existsSync(join(server.dataDir, 'lance', `concepts_${hex(repo)}.lance`))).toBe(true)
+  })
+})
