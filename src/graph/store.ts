@@ -1,0 +1,307 @@
+// Reads of a repository's knowledge graph (tables: src/db/migrations/repository/0002_graph.sql).
+// Every function takes the repository's own pool, so a query can never reach another
+// repository's rows. Lists are ordered by (created_at, id) and fetch one row of look-ahead for
+// the Link header; they leave out the big text columns, which only the details carry.
+import type { Fragment, Sql } from 'postgres'
+import { isoTimestamp, type Db } from '../db/sql.ts'
+import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../http/pagination.ts'
+
+/** How many related rows a detail embeds (images of a source, facts' sources, annotations, ...). */
+export const RELATED_LIMIT = 500
+
+export interface PageRequest {
+  limit: number
+  after?: PageKey
+}
+type Paged<T> = (T & { page_key: PageKey })[]
+
+// The output column created_at is text with milliseconds; every ORDER BY here names the table's
+// column instead (pageOrder), or rows of one millisecond would tie and pages skip rows.
+const createdAt = (sql: Db, table: string) => sql`${isoTimestamp(sql, `${table}.created_at`)} AS created_at`
+// bigint arrives from postgres.js as a string; byte counts stay far below 2^53.
+const bytes = (sql: Db) => sql`bytes::float8 AS bytes`
+
+/** One page of `table` (with its own filter), ordered by (created_at, id), plus the look-ahead row. */
+async function listPage<T extends object>(sql: Sql, columns: Fragment, table: string, filter: Fragment, { limit, after }: PageRequest): Promise<Paged<T>> {
+  const rows = await sql<(T & { id: string; key_at: string })[]>`
+    SELECT ${columns}, ${pageKeyColumn(sql)} FROM ${sql(table)}
+    WHERE ${afterCursor(sql, after)} AND ${filter}
+    ORDER BY ${pageOrder(sql, table)}
+    LIMIT ${limit + 1}`
+  return withPageKeys(rows) as Paged<T>
+}
+
+/** Rows of `table` with the given ids, in the order of `ids`; unknown ids are skipped. */
+async function rowsByIds<T extends object>(sql: Sql, columns: Fragment, table: string, ids: readonly string[]): Promise<T[]> {
+  if (ids.length === 0) return []
+  return await sql<T[]>`
+    SELECT ${columns} FROM ${sql(table)} JOIN unnest(${ids as string[]}::uuid[]) WITH ORDINALITY AS wanted (id, ord) USING (id)
+    ORDER BY wanted.ord`
+}
+
+// ---- sources
+
+export interface Source {
+  id: string
+  url: string
+  doi: string
+  kind: string
+  status: string
+  parsed_title: string
+  published_at: string | null
+  has_stored_body: boolean
+  created_at: string
+}
+export interface SourceImage {
+  id: string
+  kind: string
+  page_number: number | null
+  position: number
+  url: string
+  width: number | null
+  height: number | null
+  bytes: number | null
+  alt_text: string
+  content_type: string
+}
+export interface SourceDetail extends Source {
+  parsed_text: string
+  parsed_markdown: string
+  images: SourceImage[]
+  body: { content_type: string; bytes: number | null } | null
+  fact_count: number
+}
+
+const sourceColumns = (sql: Db) =>
+  sql`sources.id, url, doi, kind, status, parsed_title, to_char(published_at, 'YYYY-MM-DD') AS published_at, has_stored_body, ${createdAt(sql, 'sources')}`
+
+export function listSources(sql: Sql, request: PageRequest): Promise<Paged<Source>> {
+  return listPage(sql, sourceColumns(sql), 'sources', sql`true`, request)
+}
+
+export async function getSource(sql: Sql, id: string): Promise<SourceDetail | undefined> {
+  const [source] = await sql<Omit<SourceDetail, 'images' | 'body'>[]>`
+    SELECT ${sourceColumns(sql)}, parsed_text, parsed_markdown,
+      (SELECT count(DISTINCT fact_id)::int FROM fact_sources WHERE source_id = sources.id) AS fact_count
+    FROM sources WHERE id = ${id}`
+  if (!source) return undefined
+  const [images, [body]] = await Promise.all([
+    sql<SourceImage[]>`
+      SELECT id, kind, page_number, position, url, width, height, ${bytes(sql)}, alt_text, content_type
+      FROM source_images WHERE source_id = ${id}
+      ORDER BY kind, position
+      LIMIT ${RELATED_LIMIT}`,
+    sql<{ content_type: string; bytes: number | null }[]>`SELECT content_type, ${bytes(sql)} FROM source_bodies WHERE source_id = ${id}`,
+  ])
+  return { ...source, images, body: body ?? null }
+}
+
+// ---- facts
+
+export interface Fact {
+  id: string
+  text: string
+  fact_kind: string
+  image_url: string
+  content_hash: string
+  promptset_hash: string
+  status: string
+  source_image_id: string | null
+  created_at: string
+}
+export interface FactDetail extends Fact {
+  sources: { id: string; url: string; parsed_title: string; chunk_index: number }[]
+  concepts: { id: string; canonical_name: string; context: string }[]
+}
+export interface FactFilter {
+  status?: string
+  sourceId?: string
+}
+
+const factColumns = (sql: Db) =>
+  sql`facts.id, text, fact_kind, image_url, content_hash, promptset_hash, status, source_image_id, ${createdAt(sql, 'facts')}`
+
+export function listFacts(sql: Sql, request: PageRequest & FactFilter): Promise<Paged<Fact>> {
+  const filter = sql`${request.status === undefined ? sql`true` : sql`status = ${request.status}`}
+    AND ${request.sourceId === undefined ? sql`true` : sql`id IN (SELECT fact_id FROM fact_sources WHERE source_id = ${request.sourceId})`}`
+  return listPage(sql, factColumns(sql), 'facts', filter, request)
+}
+
+export async function getFact(sql: Sql, id: string): Promise<FactDetail | undefined> {
+  const [fact] = await sql<Fact[]>`SELECT ${factColumns(sql)} FROM facts WHERE id = ${id}`
+  if (!fact) return undefined
+  const [sources, concepts] = await Promise.all([
+    sql<FactDetail['sources']>`
+      SELECT sources.id, url, parsed_title, chunk_index
+      FROM fact_sources JOIN sources ON sources.id = fact_sources.source_id
+      WHERE fact_id = ${id}
+      ORDER BY ${pageOrder(sql, 'sources')}, chunk_index
+      LIMIT ${RELATED_LIMIT}`,
+    sql<FactDetail['concepts']>`
+      SELECT concepts.id, canonical_name, context
+      FROM fact_concepts JOIN concepts ON concepts.id = fact_concepts.concept_id
+      WHERE fact_id = ${id}
+      ORDER BY ${pageOrder(sql, 'concepts')}
+      LIMIT ${RELATED_LIMIT}`,
+  ])
+  return { ...fact, sources, concepts }
+}
+
+/** Facts in the order of `ids` (unknown ids skipped): hydrates ranked hits of a vector search. */
+export function factsByIds(sql: Sql, ids: readonly string[]): Promise<Fact[]> {
+  return rowsByIds(sql, factColumns(sql), 'facts', ids)
+}
+
+// ---- concepts
+
+export interface Concept {
+  id: string
+  canonical_name: string
+  context: string
+  description: string
+  promptset_hash: string
+  created_at: string
+}
+export interface ConceptSummary {
+  id: string
+  sequence_num: number
+  is_complete: boolean
+  fact_count: number
+  content: string
+  covered_fact_ids: string[]
+  model: string
+  created_at: string
+}
+export interface ConceptSynthesis {
+  id: string
+  canonical_name: string
+  content: string
+  covered_summary_ids: string[]
+  covered_concept_ids: string[]
+  embedded_image_fact_ids: string[]
+  model: string
+  created_at: string
+}
+export interface ConceptDetail extends Concept {
+  aliases: string[]
+  summaries: ConceptSummary[]
+  synthesis: ConceptSynthesis | null
+  fact_count: number
+}
+
+const conceptColumns = (sql: Db) => sql`concepts.id, canonical_name, context, description, promptset_hash, ${createdAt(sql, 'concepts')}`
+
+/** A LIKE pattern matching strings that start with `prefix` literally. */
+const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+
+export function listConcepts(sql: Sql, request: PageRequest & { prefix?: string }): Promise<Paged<Concept>> {
+  // lower(...) LIKE '<literal>%' is what the concepts_lower_name_prefix index (text_pattern_ops) serves.
+  const filter = request.prefix === undefined ? sql`true` : sql`lower(canonical_name) LIKE lower(${likePrefix(request.prefix)})`
+  return listPage(sql, conceptColumns(sql), 'concepts', filter, request)
+}
+
+export async function getConcept(sql: Sql, id: string): Promise<ConceptDetail | undefined> {
+  const [concept] = await sql<(Concept & { fact_count: number })[]>`
+    SELECT ${conceptColumns(sql)}, (SELECT count(*)::int FROM fact_concepts WHERE concept_id = concepts.id) AS fact_count
+    FROM concepts WHERE id = ${id}`
+  if (!concept) return undefined
+  const [aliases, summaries, [synthesis]] = await Promise.all([
+    sql<{ alias_text: string }[]>`SELECT alias_text FROM concept_aliases WHERE concept_id = ${id} ORDER BY alias_text LIMIT ${RELATED_LIMIT}`,
+    sql<ConceptSummary[]>`
+      SELECT id, sequence_num, is_complete, fact_count, content, covered_fact_ids, model, ${createdAt(sql, 'concept_summaries')}
+      FROM concept_summaries WHERE concept_id = ${id}
+      ORDER BY sequence_num
+      LIMIT ${RELATED_LIMIT}`,
+    // The synthesis of the concept's own name is authoritative; failing that, one that covers it.
+    sql<ConceptSynthesis[]>`
+      SELECT id, canonical_name, content, covered_summary_ids, covered_concept_ids, embedded_image_fact_ids, model, ${createdAt(sql, 'concept_syntheses')}
+      FROM concept_syntheses
+      WHERE lower(canonical_name) = lower(${concept.canonical_name}) OR ${id}::uuid = ANY(covered_concept_ids)
+      ORDER BY lower(canonical_name) = lower(${concept.canonical_name}) DESC, ${pageOrder(sql, 'concept_syntheses')}
+      LIMIT 1`,
+  ])
+  return { ...concept, aliases: aliases.map((a) => a.alias_text), summaries, synthesis: synthesis ?? null }
+}
+
+/** Concepts in the order of `ids` (unknown ids skipped): hydrates ranked hits of a vector search. */
+export function conceptsByIds(sql: Sql, ids: readonly string[]): Promise<Concept[]> {
+  return rowsByIds(sql, conceptColumns(sql), 'concepts', ids)
+}
+
+// ---- investigations
+
+export interface Investigation {
+  id: string
+  title: string
+  topic: string
+  created_at: string
+}
+export interface InvestigationDetail extends Investigation {
+  sources: { id: string; url: string; parsed_title: string }[]
+}
+
+const investigationColumns = (sql: Db) => sql`id, title, topic, ${createdAt(sql, 'investigations')}`
+
+export function listInvestigations(sql: Sql, request: PageRequest): Promise<Paged<Investigation>> {
+  return listPage(sql, investigationColumns(sql), 'investigations', sql`true`, request)
+}
+
+export async function getInvestigation(sql: Sql, id: string): Promise<InvestigationDetail | undefined> {
+  const [investigation] = await sql<Investigation[]>`SELECT ${investigationColumns(sql)} FROM investigations WHERE id = ${id}`
+  if (!investigation) return undefined
+  const sources = await sql<InvestigationDetail['sources']>`
+    SELECT sources.id, url, parsed_title
+    FROM investigation_sources JOIN sources ON sources.id = investigation_sources.source_id
+    WHERE investigation_id = ${id}
+    ORDER BY ${pageOrder(sql, 'sources')}
+    LIMIT ${RELATED_LIMIT}`
+  return { ...investigation, sources }
+}
+
+// ---- reports
+
+export interface Report {
+  id: string
+  title: string
+  topic: string
+  status: string
+  parent_id: string | null
+  similarity_threshold: number | null
+  embedded_model: string
+  sentence_count: number | null
+  created_at: string
+}
+export interface ReportDetail extends Report {
+  body_md: string
+  annotations: { sentence_index: number; sentence_text: string; fact_id: string; score: number; posture: string }[]
+  children: { id: string; title: string; status: string; created_at: string }[]
+}
+/** A parent's UUID, or null for top-level reports only. */
+export type ParentFilter = string | null
+
+const reportColumns = (sql: Db) =>
+  sql`id, title, topic, status, parent_id, similarity_threshold, embedded_model, sentence_count, ${createdAt(sql, 'reports')}`
+
+export function listReports(sql: Sql, request: PageRequest & { parentId?: ParentFilter }): Promise<Paged<Report>> {
+  const { parentId } = request
+  const filter = parentId === undefined ? sql`true` : parentId === null ? sql`parent_id IS NULL` : sql`parent_id = ${parentId}`
+  return listPage(sql, reportColumns(sql), 'reports', filter, request)
+}
+
+export async function getReport(sql: Sql, id: string): Promise<ReportDetail | undefined> {
+  const [report] = await sql<(Report & { body_md: string })[]>`SELECT ${reportColumns(sql)}, body_md FROM reports WHERE id = ${id}`
+  if (!report) return undefined
+  const [annotations, children] = await Promise.all([
+    sql<ReportDetail['annotations']>`
+      SELECT sentence_index, sentence_text, fact_id, score, posture
+      FROM report_annotations WHERE report_id = ${id}
+      ORDER BY sentence_index, score DESC, fact_id
+      LIMIT ${RELATED_LIMIT}`,
+    sql<ReportDetail['children']>`
+      SELECT id, title, status, ${createdAt(sql, 'reports')}
+      FROM reports WHERE parent_id = ${id}
+      ORDER BY ${pageOrder(sql, 'reports')}
+      LIMIT ${RELATED_LIMIT}`,
+  ])
+  return { ...report, annotations, children }
+}
