@@ -1,18 +1,16 @@
 // The embedded default: PostgreSQL itself (PGlite, compiled to wasm) running in this process,
-// one PGlite per database under DATA_DIR/pg/<name>, each served over a Unix socket through
-// pglite-socket so the same postgres.js code runs against it as against a real server.
+// one PGlite per database under DATA_DIR/pg/<name>, each served over a Unix socket by our
+// PGliteServer so the same postgres.js code runs against it as against a real server.
 // Unix sockets in a 0700 directory keep other local users out (PGlite has no passwords).
 import { PGlite } from '@electric-sql/pglite'
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 import { createHash, randomBytes } from 'node:crypto'
 import { closeSync, cpSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { loadPGliteAssets } from './pglite-assets.ts'
+import { PGliteServer } from './pglite-server.ts'
 import { INITDB_WORKER_URL } from '../workers.ts'
 
-/** pglite-socket multiplexes connections onto PGlite's single session, keeping transactions whole. */
-const MAX_SOCKET_CONNECTIONS = 64
 /** sockaddr_un.sun_path is 108 bytes on Linux, including the terminating NUL. */
 const MAX_SOCKET_PATH = 100
 const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/
@@ -21,7 +19,7 @@ export class DataDirLockedError extends Error {}
 
 interface OpenDatabase {
   db: PGlite
-  server: PGLiteSocketServer
+  server: PGliteServer
   socketPath: string
 }
 
@@ -110,7 +108,7 @@ export class EmbeddedCluster {
     mkdirSync(join(socketPath, '..'), { recursive: true, mode: 0o700 })
     if ((statSync(join(socketPath, '..')).mode & 0o077) !== 0) throw new Error(`socket directory ${join(socketPath, '..')} must not be accessible to others`)
     rmSync(socketPath, { force: true })
-    const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: MAX_SOCKET_CONNECTIONS })
+    const server = new PGliteServer(db, socketPath)
     await server.start()
     return { db, server, socketPath }
   }
