@@ -20,6 +20,13 @@ import { rbacRoutes } from './rbac/routes.ts'
 import type { Repositories } from './repositories/repositories.ts'
 import { repositoryRoutes } from './repositories/routes.ts'
 import { repositoryScope } from './repositories/scope.ts'
+import type { Jobs } from './jobs/jobs.ts'
+import type { Embedder } from './vectors/embedder.ts'
+import type { VectorStore } from './vectors/store.ts'
+import type { BlobStore } from './blobs/store.ts'
+import { jobRoutes } from './jobs/routes.ts'
+import { searchRoutes } from './vectors/routes.ts'
+import { graphRoutes } from './graph/routes.ts'
 
 export interface AppContext {
   config: Config
@@ -31,6 +38,10 @@ export interface AppContext {
   rbac: Rbac
   repositories: Repositories
   oauth: OAuthTokens
+  jobs: Jobs
+  vectors: VectorStore
+  embedder: Embedder
+  blobs: BlobStore
 }
 
 export function createApp(ctx: AppContext) {
@@ -38,6 +49,7 @@ export function createApp(ctx: AppContext) {
   let methodNotAllowed: (request: Request) => Response | undefined = () => undefined
   const authenticator = bearerAuthenticator(ctx.accounts, ctx.oauth)
   const access = accessControl(authenticator, ctx.rbac)
+  const scope = repositoryScope(authenticator, ctx.rbac, ctx.repositories, ctx.pools)
   // normalize: false, so that a field a schema does not know is refused (400) instead of silently
   // dropped: a client sending {"password": ...} to PUT /users must not believe it changed anything.
   // Responses are built field by field, so nothing relies on normalization to hide columns.
@@ -54,6 +66,8 @@ export function createApp(ctx: AppContext) {
             { name: 'accounts', description: 'registration, sessions and profiles' },
             { name: 'admin', description: 'users, roles and permissions' },
             { name: 'repositories', description: 'repositories and their scoped routes' },
+            { name: 'graph', description: 'the knowledge graph of a repository: sources, facts, concepts, investigations, reports' },
+            { name: 'jobs', description: 'background jobs: progress, results, cancellation' },
             { name: 'oauth', description: 'OAuth 2.1 authorization server' },
           ],
           components: {
@@ -84,7 +98,10 @@ export function createApp(ctx: AppContext) {
     .use(oauthRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts, ctx.oauth))
     .use(accountRoutes(ctx.accounts, access))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, access, repositories: ctx.repositories }))
-    .use(repositoryRoutes(ctx.repositories, access, repositoryScope(authenticator, ctx.rbac, ctx.repositories, ctx.pools)))
+    .use(repositoryRoutes(ctx.repositories, access, scope))
+    .use(graphRoutes(scope))
+    .use(searchRoutes(scope, ctx.rbac, ctx.vectors, ctx.embedder))
+    .use(jobRoutes(ctx.pools.system, ctx.jobs, scope))
   methodNotAllowed = methodNotAllowedResponder(app.routes)
   return app
 }

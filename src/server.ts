@@ -5,12 +5,20 @@ import type { Config } from './config.ts'
 import { Pools } from './db/pools.ts'
 import { describeError, type Logger } from './log.ts'
 import { createApp, type AppContext } from './app.ts'
+import { BUILTIN_JOB_KINDS } from './jobs/builtin.ts'
+import { Jobs } from './jobs/jobs.ts'
+import type { JobKind } from './jobs/kinds.ts'
+import { JobRunner } from './jobs/runner.ts'
+import type { JobTiming } from './jobs/worker.ts'
 import { Accounts } from './accounts/accounts.ts'
 import { Rbac } from './rbac/rbac.ts'
 import { SYSTEM_DOMAIN } from './rbac/permissions.ts'
 import { serveControlSocket } from './rbac/promote.ts'
 import { Repositories } from './repositories/repositories.ts'
 import { OAuthTokens } from './oauth/tokens.ts'
+import { createEmbedder } from './vectors/embedder.ts'
+import { VectorStore } from './vectors/store.ts'
+import { openBlobStore } from './blobs/store.ts'
 import { LocalEventBus, PostgresEventBus, type EventBus } from './db/events.ts'
 import { JSON_CONTENT_TYPE, errorResponse } from './http/errors.ts'
 import { assignRequestId } from './http/request-id.ts'
@@ -42,7 +50,12 @@ export function deriveBaseUrl(host: string, port: number): string {
   return `http://${name}:${port}`
 }
 
-export async function startServer(config: Config & { jwtSecret: string }, log: Logger): Promise<RunningServer> {
+export interface ServerOptions {
+  /** Job timing and extra job kinds (tests). */
+  jobs?: { timing?: Partial<JobTiming>; extraKindModules?: string[] }
+}
+
+export async function startServer(config: Config & { jwtSecret: string }, log: Logger, options: ServerOptions = {}): Promise<RunningServer> {
   let handler: Handler = startingHandler
   let inFlight = 0
   let stopping = false
@@ -106,9 +119,13 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   let rbac: Rbac | undefined
   let control: { stop(): Promise<void> } | undefined
   let oauth: OAuthTokens | undefined
+  let runner: JobRunner | undefined
+  let vectors: VectorStore | undefined
 
   const ready = (async () => {
     pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+    const blobs = openBlobStore(config)
+    vectors = await VectorStore.open(config.lancedbUri)
     const applied = await pools.migrate()
     if (applied.length > 0) log.info('migrations applied', { set: 'system', applied })
     const fleet = pools.backend === 'postgres'
@@ -130,8 +147,11 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     if (!fleet) control = serveControlSocket(config.dataDir, pools, bus, () => roles.reload())
     const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus })
     oauth = await OAuthTokens.start({ system: pools.system, bus, log, secret: config.jwtSecret, issuer: baseUrl, accessTokenTtl: config.accessTokenTtl, catchUp: fleet })
-    const context: AppContext = { config, pools, log, baseUrl, accounts, rbac: roles, repositories, oauth }
+    const extraKinds = await Promise.all((options.jobs?.extraKindModules ?? []).map(async (url) => ((await import(url)) as { default: JobKind[] }).default))
+    const jobs = new Jobs(pools.system, bus, [...BUILTIN_JOB_KINDS, ...extraKinds.flat()])
+    const context: AppContext = { config, pools, log, baseUrl, accounts, rbac: roles, repositories, oauth, jobs, vectors, embedder: createEmbedder(config), blobs }
     handler = createApp(context).fetch
+    runner = await JobRunner.start({ config, pools, bus, log, ...options.jobs })
     log.info('ready', { url, base_url: baseUrl, database: pools.backend, version: VERSION })
     return context
   })()
@@ -152,11 +172,13 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       }
       await server.stop(true)
       await ready.catch(() => {})
+      await runner?.stop()
       await control?.stop()
       accounts?.stop()
       rbac?.stop()
       oauth?.stop()
       await bus?.close()
+      await vectors?.close()
       await pools?.close()
       log.info('stopped')
       log.flush()

@@ -2,3 +2,4 @@
 // source tree; in the compiled binary every entry point sits at the same relative path under
 // Bun's embedded root, where import.meta.url of bundled code points at the root too.
 export const INITDB_WORKER_URL = new URL('./db/initdb-worker.ts', import.meta.url).href
+export const JOB_WORKER_URL = new URL('./jobs/worker-thread.ts', import.meta.url).href

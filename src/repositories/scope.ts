@@ -8,7 +8,7 @@ import type { Sql } from 'postgres'
 import type { Pools } from '../db/pools.ts'
 import { authenticate, forbidden, requireScope, type Authenticator } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import { scopeNeeded, type RepositoryPermission } from '../rbac/permissions.ts'
+import { SYSTEM_DOMAIN, scopeNeeded, type RepositoryPermission, type SystemPermission } from '../rbac/permissions.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import type { Repositories, Repository } from './repositories.ts'
 
@@ -31,14 +31,31 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
     return repository
   }
 
+  /** The principal, and the repository (when one is named) in whose domain `permission` was checked. */
+  const authorize = async (request: Request, params: unknown, permission: RepositoryPermission, systemFallback: boolean) => {
+    const principal = await authenticate(authenticator, request)
+    const fromPath = (params as Record<string, string> | undefined)?.repoID
+    const fromHeader = request.headers.get(REPOSITORY_HEADER)
+    const repository = systemFallback && fromPath === undefined && !fromHeader ? undefined : await resolve(principal.userId, fromPath, fromHeader)
+    if (!rbac.can(principal.userId, repository?.id ?? SYSTEM_DOMAIN, permission)) throw forbidden(permission)
+    requireScope(principal, scopeNeeded(permission), authenticator.resourceMetadataUrl)
+    return { principal, repository }
+  }
+
   return new Elysia({ name: 'kgs/repository-scope' }).macro({
     repository: (permission: RepositoryPermission) => ({
       async resolve({ request, params }) {
-        const principal = await authenticate(authenticator, request)
-        const repository = await resolve(principal.userId, (params as Record<string, string> | undefined)?.repoID, request.headers.get(REPOSITORY_HEADER))
-        if (!rbac.can(principal.userId, repository.id, permission)) throw forbidden(permission)
-        requireScope(principal, scopeNeeded(permission), authenticator.resourceMetadataUrl)
-        return { principal, repository, db: (): Promise<Sql> => pools.forRepository(repository.id) }
+        const { principal, repository } = await authorize(request, params, permission, false)
+        return { principal, repository: repository!, db: (): Promise<Sql> => pools.forRepository(repository!.id) }
+      },
+    }),
+    /**
+     * For permissions that exist in both domains (job:read, job:cancel): checked in the named
+     * repository's domain, or in the system domain when no repository is named.
+     */
+    repositoryOrSystem: (permission: RepositoryPermission & SystemPermission) => ({
+      async resolve({ request, params }) {
+        return authorize(request, params, permission, true)
       },
     }),
   })

@@ -6,7 +6,7 @@ import { embeddedSocketPath } from '../../src/db/embedded.ts'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config.ts'
 import { createLogger, type Logger } from '../../src/log.ts'
-import { startServer } from '../../src/server.ts'
+import { startServer, type ServerOptions } from '../../src/server.ts'
 import type { AppContext } from '../../src/app.ts'
 import { instanceEnvironment } from './backend.ts'
 
@@ -28,11 +28,12 @@ export interface TestServer {
   stop(): Promise<void>
 }
 
-export async function startTestServer(options: { env?: Record<string, string>; log?: Logger } = {}): Promise<TestServer> {
+export async function startTestServer(options: { env?: Record<string, string>; log?: Logger } & ServerOptions = {}): Promise<TestServer> {
   const instance = await instanceEnvironment()
-  const env: Record<string, string> = { JWT_SECRET: randomBytes(32).toString('hex'), ...instance.env, ...options.env }
+  // No job worker threads unless a test asks for them: most tests never run a job.
+  const env: Record<string, string> = { JWT_SECRET: randomBytes(32).toString('hex'), WORKERS: '0', ...instance.env, ...options.env }
   const config = loadConfig(env)
-  const server = await startServer(config, options.log ?? createLogger('silent'))
+  const server = await startServer(config, options.log ?? createLogger('silent'), { jobs: options.jobs })
   let context: AppContext
   try {
     context = await server.ready

@@ -32,3 +32,6 @@ CREATE INDEX jobs_claimable ON jobs (run_after, created_at) WHERE status = 'queu
 CREATE INDEX jobs_leases ON jobs (lease_expires_at) WHERE status = 'running';
 CREATE INDEX jobs_created_at_id ON jobs (created_at, id);
 CREATE INDEX jobs_repository_created_at_id ON jobs (repository_id, created_at, id);
+-- A queue churns: every job is updated several times. Vacuum and analyze it often, so the claim
+-- index does not fill with dead entries and the planner knows how many jobs are waiting.
+ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.02);

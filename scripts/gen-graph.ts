@@ -1,0 +1,298 @@
+// Writes a synthetic knowledge graph of a requested size straight into a repository's pool:
+// sources, facts (some about images), concepts with aliases, summaries and syntheses citing
+// facts as [text](<fact:UUID>), investigations, reports with annotations and children, image
+// bytes in blob storage, and vectors. Deterministic for a seed. The fixture of the tests and
+// benchmarks of export and import.
+//
+// Usage: bun scripts/gen-graph.ts <repository-uuid> <facts> [seed]
+// with the same DATA_DIR / DATABASE_URL (and LANCEDB_URI, S3_*) as the kgs it is for; on the
+// embedded database kgs must not be running (the data directory has one owner at a time).
+import type { Sql } from 'postgres'
+import type { BlobStore } from '../src/blobs/store.ts'
+import type { Embedder } from '../src/vectors/embedder.ts'
+import type { VectorStore } from '../src/vectors/store.ts'
+import { conceptEmbeddingText } from '../src/vectors/embed-jobs.ts'
+
+export interface GraphSize {
+  sources: number
+  facts: number
+  concepts: number
+  summaries: number
+  syntheses: number
+  investigations: number
+  reports: number
+  images: number
+}
+
+export interface GenerateOptions {
+  facts: number
+  seed?: number
+  /** Store image bytes (otherwise images are URL-only). */
+  blobs?: BlobStore
+  /** Embed facts and concepts into the vector store. */
+  vectors?: { store: VectorStore; embedder: Embedder }
+}
+
+const WORDS = (
+  'acid alloy amplitude atom basin battery biome boundary carbon catalyst cell channel climate cloud coastal compound conductor ' +
+  'coral crystal current delta density diffusion drought electron enzyme erosion estuary field flux forest fossil friction gene ' +
+  'glacier gradient graphite habitat heat helium hydrogen ice ion isotope kelp lattice layer lens magma magnet mantle membrane ' +
+  'methane mineral molecule monsoon neuron nitrogen nucleus ocean orbit oxide oxygen ozone particle permafrost photon plankton ' +
+  'plasma plate pollen polymer pressure protein pulse quartz radiation reef resin river rock salinity sediment seed shelf signal ' +
+  'silicon soil solar spectrum spore storm strain sulfur surface tide tissue turbine vapor velocity virus voltage wave wetland wind'
+).split(' ')
+const VERBS = 'absorbs accelerates alters amplifies binds blocks carries changes controls cools dampens degrades drives emits enhances forms heats inhibits limits lowers raises reduces reflects regulates releases shields slows stabilizes stores transports'.split(' ')
+const QUALIFIERS = ['at high pressure', 'in cold water', 'during summer', 'under load', 'at night', 'in dry soil', 'near the surface', 'over decades', 'in the lab', 'at sea level']
+
+/** mulberry32: small, fast, deterministic. */
+function random(seed: number) {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** Deterministic UUIDs (v4-shaped) from the seed, so two runs write the same graph. */
+function uuids(next: () => number) {
+  return () => {
+    const hex = Array.from({ length: 32 }, () => Math.floor(next() * 16).toString(16)).join('')
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${'89ab'[Math.floor(next() * 4)]}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+  }
+}
+
+export function graphSize(facts: number): GraphSize {
+  const at = (divisor: number) => Math.max(1, Math.ceil(facts / divisor))
+  return { sources: at(20), facts, concepts: at(10), summaries: at(10), syntheses: at(100), investigations: at(200), reports: at(200), images: at(40) }
+}
+
+const BATCH = 1000
+
+async function insert(sql: Sql, table: string, rows: Record<string, unknown>[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += BATCH) await sql`INSERT INTO ${sql(table)} ${sql(rows.slice(i, i + BATCH) as never[])}`
+}
+
+/** Fills the repository behind `sql` (expected empty) and returns what it wrote. */
+export async function generateGraph(sql: Sql, repositoryId: string, options: GenerateOptions): Promise<GraphSize> {
+  const next = random(options.seed ?? 1)
+  const uuid = uuids(next)
+  const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!
+  const size = graphSize(options.facts)
+  const hash = (text: string) => new Bun.CryptoHasher('sha256').update(text.normalize('NFC').replace(/\s+/g, ' ').trim()).digest('hex')
+  const base = Date.parse('2026-01-01T00:00:00Z')
+  // Creation times one millisecond apart keep the (created_at, id) order the generation order.
+  let tick = 0
+  const createdAt = () => new Date(base + tick++)
+
+  const sources = Array.from({ length: size.sources }, (_, i) => ({
+    id: uuid(),
+    url: `https://papers.example.org/${i}/${pick(WORDS)}-${pick(WORDS)}`,
+    doi: i % 3 === 0 ? `10.5555/kgs.${i}` : '',
+    kind: pick(['pdf', 'html', 'arxiv']),
+    status: 'processed',
+    parsed_title: `On the ${pick(WORDS)} of ${pick(WORDS)} ${pick(QUALIFIERS)}`,
+    parsed_text: Array.from({ length: 5 }, () => `${pick(WORDS)} ${pick(VERBS)} ${pick(WORDS)} ${pick(QUALIFIERS)}.`).join(' '),
+    parsed_markdown: '',
+    published_at: new Date(base - Math.floor(next() * 3650) * 86_400_000).toISOString().slice(0, 10),
+    has_stored_body: false,
+    created_at: createdAt(),
+  }))
+  await insert(sql, 'sources', sources)
+
+  const images = Array.from({ length: size.images }, (_, i) => {
+    const source = sources[i % sources.length]!
+    return {
+      id: uuid(),
+      source_id: source.id,
+      kind: i % 2 ? 'page' : 'inline',
+      page_number: i % 2 ? 1 + (i % 9) : null,
+      position: Math.floor(i / sources.length),
+      url: `${source.url}/figure-${i}.png`,
+      width: 640,
+      height: 480,
+      bytes: 256 + (i % 512),
+      alt_text: `Figure: ${pick(WORDS)} ${pick(VERBS)} ${pick(WORDS)}`,
+      content_type: 'image/png',
+      storage_key: options.blobs ? `repositories/${repositoryId}/images/${i}` : null,
+      created_at: createdAt(),
+    }
+  })
+  if (options.blobs) {
+    for (const image of images) {
+      const bytes = new Uint8Array(image.bytes)
+      for (let b = 0; b < bytes.length; b++) bytes[b] = Math.floor(next() * 256)
+      bytes.set([0x89, 0x50, 0x4e, 0x47], 0)
+      await options.blobs.put(image.storage_key!, bytes, { contentType: 'image/png' })
+    }
+  }
+  await insert(sql, 'source_images', images)
+
+  const facts: { id: string; text: string; fact_kind: string; image_url: string; content_hash: string; promptset_hash: string; status: string; source_image_id: string | null; created_at: Date }[] = []
+  const seen = new Set<string>()
+  for (let i = 0; facts.length < size.facts; i++) {
+    const image = i % 40 === 7 ? images[(i / 40) % images.length | 0] : undefined
+    const text = image
+      ? `The figure shows ${pick(WORDS)} ${pick(VERBS)} ${pick(WORDS)} (${i}).`
+      : `${pick(WORDS)[0]!.toUpperCase()}${pick(WORDS).slice(1)} ${pick(VERBS)} ${pick(WORDS)} ${pick(QUALIFIERS)} (${i}).`
+    const content_hash = hash(text)
+    if (seen.has(content_hash)) continue
+    seen.add(content_hash)
+    facts.push({
+      id: uuid(),
+      text,
+      fact_kind: image ? 'image' : 'text',
+      image_url: image?.url ?? '',
+      content_hash,
+      promptset_hash: 'ps-1',
+      status: pick(['new', 'stable', 'stable', 'stable']),
+      source_image_id: image?.id ?? null,
+      created_at: createdAt(),
+    })
+  }
+  await insert(sql, 'facts', facts)
+  await insert(
+    sql,
+    'fact_sources',
+    facts.flatMap((fact, i) => {
+      const first = sources[Math.floor(i / 20) % sources.length]!
+      const second = sources[(Math.floor(i / 20) + 1) % sources.length]!
+      return first.id === second.id || i % 4 ? [{ fact_id: fact.id, source_id: first.id, chunk_index: i % 20 }] : [{ fact_id: fact.id, source_id: first.id, chunk_index: i % 20 }, { fact_id: fact.id, source_id: second.id, chunk_index: 0 }]
+    }),
+  )
+
+  const concepts = Array.from({ length: size.concepts }, (_, i) => ({
+    id: uuid(),
+    canonical_name: `${pick(WORDS)} ${pick(WORDS)} ${i}`,
+    context: pick(['physics', 'biology', 'geology', 'climate']),
+    description: `How ${pick(WORDS)} ${pick(VERBS)} ${pick(WORDS)}.`,
+    promptset_hash: 'ps-1',
+    created_at: createdAt(),
+  }))
+  await insert(sql, 'concepts', concepts)
+  await insert(sql, 'concept_aliases', concepts.filter((_, i) => i % 3 === 0).map((c) => ({ concept_id: c.id, alias_text: c.canonical_name.split(' ').reverse().join(' ') })))
+  // Each fact is about two concepts; concept k gathers facts 10k..10k+9 and their neighbours.
+  const factsOf = new Map<string, string[]>()
+  await insert(
+    sql,
+    'fact_concepts',
+    facts.flatMap((fact, i) => {
+      const ids = [...new Set([concepts[Math.floor(i / 10) % concepts.length]!.id, concepts[(Math.floor(i / 10) + 1 + (i % 7)) % concepts.length]!.id])]
+      for (const id of ids) factsOf.set(id, [...(factsOf.get(id) ?? []), fact.id])
+      return ids.map((concept_id) => ({ fact_id: fact.id, concept_id, promptset_hash: 'ps-1' }))
+    }),
+  )
+  const factText = new Map(facts.map((f) => [f.id, f.text]))
+  const cite = (factId: string) => `[${factText.get(factId)!.slice(0, 40)}](<fact:${factId}>)`
+
+  const summaries = concepts.slice(0, size.summaries).map((concept) => {
+    const covered = (factsOf.get(concept.id) ?? []).slice(0, 5)
+    return {
+      id: uuid(),
+      concept_id: concept.id,
+      sequence_num: 0,
+      is_complete: true,
+      fact_count: covered.length,
+      content: `${concept.canonical_name}: ${covered.map(cite).join(' ')}`,
+      covered_fact_ids: covered,
+      model: 'gen-graph',
+      created_at: createdAt(),
+    }
+  })
+  await insert(sql, 'concept_summaries', summaries)
+
+  const syntheses = Array.from({ length: size.syntheses }, (_, i) => {
+    const group = concepts.slice(i * 10, i * 10 + 10)
+    const groupSummaries = summaries.slice(i * 10, i * 10 + 10)
+    const imageFacts = facts.filter((f) => f.fact_kind === 'image').slice(i, i + 1)
+    return {
+      id: uuid(),
+      canonical_name: group[0]?.canonical_name ?? `synthesis ${i}`,
+      content: `# ${group[0]?.canonical_name ?? i}\n\n${groupSummaries.flatMap((s) => s.covered_fact_ids.slice(0, 2)).map(cite).join('\n')}`,
+      covered_summary_ids: groupSummaries.map((s) => s.id),
+      covered_concept_ids: group.map((c) => c.id),
+      embedded_image_fact_ids: imageFacts.map((f) => f.id),
+      model: 'gen-graph',
+      created_at: createdAt(),
+    }
+  })
+  await insert(sql, 'concept_syntheses', syntheses)
+
+  const investigations = Array.from({ length: size.investigations }, (_, i) => ({ id: uuid(), title: `Investigation ${i}: ${pick(WORDS)} and ${pick(WORDS)}`, topic: pick(WORDS), created_at: createdAt() }))
+  await insert(sql, 'investigations', investigations)
+  await insert(
+    sql,
+    'investigation_sources',
+    investigations.flatMap((inv, i) => [...new Set([0, 1, 2].map((k) => sources[(i * 3 + k) % sources.length]!.id))].map((source_id) => ({ investigation_id: inv.id, source_id }))),
+  )
+
+  const reports: Record<string, unknown>[] = []
+  const annotations: Record<string, unknown>[] = []
+  for (let i = 0; i < size.reports; i++) {
+    const parent = i % 4 === 3 ? (reports[i - 1]!.id as string) : null
+    const cited = facts.slice((i * 5) % facts.length, ((i * 5) % facts.length) + 5)
+    const sentences = cited.map((f) => `It is reported that ${f.text.toLowerCase()}`)
+    const report = {
+      id: uuid(),
+      title: `Report ${i} on ${pick(WORDS)}`,
+      topic: pick(WORDS),
+      body_md: `${sentences.join(' ')}\n\nSee ${cited.map((f) => cite(f.id)).join(', ')}.`,
+      status: 'annotated',
+      parent_id: parent,
+      similarity_threshold: 0.75,
+      embedded_model: 'kgs-hash-v1',
+      sentence_count: sentences.length,
+      created_at: createdAt(),
+    }
+    reports.push(report)
+    cited.forEach((fact, s) =>
+      annotations.push({ report_id: report.id, sentence_index: s, sentence_text: sentences[s], fact_id: fact.id, score: Math.round((0.7 + next() * 0.3) * 1000) / 1000, posture: pick(['related', 'supports', 'contradicts']) }),
+    )
+  }
+  await insert(sql, 'reports', reports)
+  await insert(sql, 'report_annotations', annotations)
+
+  if (options.vectors) {
+    const { store, embedder } = options.vectors
+    for (let i = 0; i < facts.length; i += BATCH) {
+      const batch = facts.slice(i, i + BATCH)
+      const vectors = await embedder.embed(batch.map((f) => f.text))
+      await store.upsert(repositoryId, 'facts', batch.map((f, k) => ({ id: f.id, vector: vectors[k]! })))
+    }
+    const conceptVectors = await embedder.embed(concepts.map(conceptEmbeddingText))
+    await store.upsert(repositoryId, 'concepts', concepts.map((c, k) => ({ id: c.id, vector: conceptVectors[k]! })))
+  }
+  return size
+}
+
+if (import.meta.main) {
+  const [repositoryId, count, seed] = process.argv.slice(2)
+  if (!repositoryId || !count || !/^\d+$/.test(count)) {
+    console.error('usage: bun scripts/gen-graph.ts <repository-uuid> <facts> [seed]')
+    process.exit(2)
+  }
+  const { loadConfig } = await import('../src/config.ts')
+  const { Pools } = await import('../src/db/pools.ts')
+  const { openBlobStore } = await import('../src/blobs/store.ts')
+  const { VectorStore } = await import('../src/vectors/store.ts')
+  const { createEmbedder } = await import('../src/vectors/embedder.ts')
+  const config = loadConfig()
+  const pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  const store = await VectorStore.open(config.lancedbUri)
+  try {
+    await pools.migrate()
+    const started = performance.now()
+    const size = await generateGraph(await pools.forRepository(repositoryId), repositoryId, {
+      facts: Number(count),
+      seed: seed ? Number(seed) : 1,
+      blobs: openBlobStore(config),
+      vectors: { store, embedder: createEmbedder(config) },
+    })
+    console.log(JSON.stringify({ repository: repositoryId, ...size, seconds: Math.round((performance.now() - started) / 100) / 10 }))
+  } finally {
+    await store.close()
+    await pools.close()
+  }
+}

@@ -1,0 +1,51 @@
+// Enqueueing and cancelling, shared by the API (main thread) and by running jobs (worker
+// threads) that queue follow-ups. Workers are woken through the event bus: LISTEN/NOTIFY reaches
+// every instance on PostgreSQL; embedded, the main thread relays to its worker threads.
+import { Value } from '@sinclair/typebox/value'
+import type { EventBus } from '../db/events.ts'
+import type { Db } from '../db/sql.ts'
+import { HttpError } from '../http/errors.ts'
+import type { EnqueueRequest, JobKind } from './kinds.ts'
+import { enqueueJob, requestCancel, type Job } from './queue.ts'
+
+/** A job was queued (payload: its kind). */
+export const JOBS_QUEUED = 'kgs_jobs_queued'
+/** A running job was asked to stop (payload: its id). */
+export const JOB_CANCEL_REQUESTED = 'kgs_job_cancel'
+
+export class UnknownJobKindError extends Error {}
+
+export class Jobs {
+  private readonly kinds: ReadonlyMap<string, JobKind>
+
+  constructor(
+    private readonly system: Db,
+    private readonly bus: Pick<EventBus, 'publish'>,
+    kinds: readonly JobKind[],
+  ) {
+    this.kinds = new Map(kinds.map((k) => [k.kind, k]))
+  }
+
+  kind(name: string): JobKind | undefined {
+    return this.kinds.get(name)
+  }
+
+  async enqueue(request: EnqueueRequest): Promise<Job> {
+    const kind = this.kinds.get(request.kind)
+    if (!kind) throw new UnknownJobKindError(`unknown job kind ${JSON.stringify(request.kind)}`)
+    if (kind.repositoryScoped !== Boolean(request.repositoryId)) throw new Error(`job kind ${kind.kind} ${kind.repositoryScoped ? 'needs' : 'takes no'} repository`)
+    const params = request.params ?? {}
+    const problem = Value.Errors(kind.params, params).First()
+    if (problem) throw new HttpError(400, `invalid job parameters: ${problem.path.slice(1) || 'params'}: ${problem.message}`)
+    const job = await enqueueJob(this.system, { ...request, params, maxAttempts: kind.maxAttempts })
+    await this.bus.publish(this.system, JOBS_QUEUED, kind.kind)
+    return job
+  }
+
+  /** undefined for an unknown job. */
+  async cancel(id: string): Promise<Job | undefined> {
+    const job = await requestCancel(this.system, id)
+    if (job?.status === 'running') await this.bus.publish(this.system, JOB_CANCEL_REQUESTED, id)
+    return job
+  }
+}

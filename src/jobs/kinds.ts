@@ -1,0 +1,62 @@
+// What a kind of job is: its parameters, how often it may be tried, and the work itself. Kinds
+// live with the feature they belong to (embedding in vectors/, export and import in bundle/);
+// the list of built-in kinds is in builtin.ts.
+import type { Static, TSchema } from '@sinclair/typebox'
+import type { Sql } from 'postgres'
+import type { Logger } from '../log.ts'
+import type { Pools } from '../db/pools.ts'
+import type { Embedder } from '../vectors/embedder.ts'
+import type { VectorStore } from '../vectors/store.ts'
+import type { BlobStore } from '../blobs/store.ts'
+import type { Job, JobProgress } from './queue.ts'
+
+/** What a running job may use. Built once per worker thread. */
+export interface JobServices {
+  pools: Pools
+  vectors: VectorStore
+  embedder: Embedder
+  blobs: BlobStore
+  log: Logger
+  /** Queues a follow-up job (same validation as the API's). */
+  enqueue(request: EnqueueRequest): Promise<Job>
+}
+
+export interface EnqueueRequest {
+  kind: string
+  repositoryId?: string | null
+  params?: Record<string, unknown>
+  createdBy?: string | null
+}
+
+/** The job being run, as its kind sees it. */
+export interface RunningJob<P = Record<string, unknown>> {
+  id: string
+  repositoryId: string | null
+  params: P
+  /** 1 on the first try. */
+  attempt: number
+  /** Aborted when the job is cancelled or its lease is lost: stop, and let the error propagate. */
+  signal: AbortSignal
+  /** Records progress; it reaches the database within a second (with the lease heartbeat). */
+  progress(update: Partial<JobProgress>): void
+  /** The repository's pool (the job must have a repository). */
+  repository(): Promise<Sql>
+}
+
+export interface JobKind<S extends TSchema = TSchema> {
+  kind: string
+  /** Checked on enqueue, and again when a worker starts the job. */
+  params: S
+  /** Tries before the job is failed for good (failures of a PermanentJobError are never retried). */
+  maxAttempts: number
+  /** Whether the job belongs to a repository (most do). */
+  repositoryScoped: boolean
+  run(job: RunningJob<Static<S>>, services: JobServices): Promise<unknown>
+}
+
+/** A failure that another attempt cannot fix (bad input): the job fails at once. */
+export class PermanentJobError extends Error {}
+
+export function defineJobKind<S extends TSchema>(kind: JobKind<S>): JobKind {
+  return kind as unknown as JobKind
+}

@@ -1,0 +1,112 @@
+// Job routes (bundle.md §6): a repository's jobs at /{repoID}/jobs (or /api/v1/jobs with
+// X-Repository-ID), every job at /api/v1/jobs without the header (system domain).
+import { Elysia, t } from 'elysia'
+import type { Db } from '../db/sql.ts'
+import type { Principal } from '../http/auth.ts'
+import { HttpError } from '../http/errors.ts'
+import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
+import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
+import type { Repository } from '../repositories/repositories.ts'
+import type { repositoryScope } from '../repositories/scope.ts'
+import type { Jobs } from './jobs.ts'
+import { JOB_STATUSES, getJob, listJobs, type Job } from './queue.ts'
+
+// Literal unions written out: t.UnionEnum would give the field a default (its first value), and
+// an absent filter would silently become status=queued.
+const Status = (options?: { error: string }) =>
+  t.Union([t.Literal('queued'), t.Literal('running'), t.Literal('succeeded'), t.Literal('failed'), t.Literal('cancelled')], options)
+const JobBody = t.Object({
+  id: t.String(),
+  kind: t.String(),
+  repository_id: t.Union([t.String(), t.Null()]),
+  status: Status(),
+  progress: t.Object({ phase: t.String(), done: t.Number(), total: t.Number(), bytes: t.Number() }),
+  result: t.Unknown({ description: 'what the job produced, once it succeeded' }),
+  error: t.Union([t.String(), t.Null()]),
+  attempts: t.Integer(),
+  created_at: t.String(),
+  started_at: t.Union([t.String(), t.Null()]),
+  finished_at: t.Union([t.String(), t.Null()]),
+})
+const JobParams = t.Object({ jobID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
+const RepositoryJobParams = t.Object({ repoID: t.String(), jobID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
+const ListQuery = t.Object({
+  ...PageQuery.properties,
+  status: t.Optional(Status({ error: `expected one of ${JOB_STATUSES.join(', ')}` })),
+  kind: t.Optional(t.String({ maxLength: 63 })),
+})
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody }
+
+/** The job, if it exists and belongs to the scope it was asked in (none: every job). */
+async function jobInScope(system: Db, id: string, repository: Repository | undefined): Promise<Job> {
+  const job = await getJob(system, id.toLowerCase())
+  if (!job || (repository && job.repository_id !== repository.id)) throw new HttpError(404, 'job not found')
+  return job
+}
+
+export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repositoryScope>) {
+  const describe = (summary: string) => ({ tags: ['jobs'], summary })
+  const list = async ({ repository, query, request, set }: { repository?: Repository; query: typeof ListQuery.static; request: Request; set: { headers: unknown } }) => {
+    const limit = parseLimit(query.limit)
+    const rows = await listJobs(system, { repositoryId: repository?.id, status: query.status, kind: query.kind }, limit, decodeCursor(query.cursor))
+    return page(rows, limit, request, set.headers as Record<string, string>)
+  }
+  const cancel = async ({ repository, params }: { repository?: Repository; params: { jobID: string } }) => {
+    const job = await jobInScope(system, params.jobID, repository)
+    if (job.status !== 'queued' && job.status !== 'running') throw new HttpError(409, `job already ${job.status}`)
+    return (await jobs.cancel(job.id)) ?? job
+  }
+  const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: typeof startBody.static; set: { status?: number | string } }) => {
+    set.status = 202
+    return jobs.enqueue({ kind: body.kind, repositoryId: repository.id, params: body.params, createdBy: principal.userId })
+  }
+  const startOptions = {
+    repository: 'graph:import',
+    body: startBody,
+    response: { 202: JobBody, ...errors },
+    detail: describe('Start a job on the repository: (re)compute the vectors of its facts or concepts with the configured embedder'),
+  } as const
+  const listDetail = describe('Jobs, oldest first: of the repository named by the path or X-Repository-ID, else every job (system job:read)')
+
+  return new Elysia({ name: 'kgs/jobs' })
+    .use(scope)
+    .get('/api/v1/jobs', list, { repositoryOrSystem: 'job:read', query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
+    .get('/api/v1/jobs/:jobID', ({ repository, params }) => jobInScope(system, params.jobID, repository), {
+      repositoryOrSystem: 'job:read',
+      params: JobParams,
+      response: { 200: JobBody, ...errors },
+      detail: describe('A job'),
+    })
+    .post('/api/v1/jobs/:jobID/cancel', cancel, {
+      repositoryOrSystem: 'job:cancel',
+      params: JobParams,
+      response: { 200: JobBody, ...errors },
+      detail: describe('Cancel a job: a queued job at once, a running one at its next heartbeat (409 if it already finished)'),
+    })
+    .get('/:repoID/jobs', list, { repositoryOrSystem: 'job:read', query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
+    .get('/:repoID/jobs/:jobID', ({ repository, params }) => jobInScope(system, params.jobID, repository), {
+      repositoryOrSystem: 'job:read',
+      params: RepositoryJobParams,
+      response: { 200: JobBody, ...errors },
+      detail: describe("A repository's job"),
+    })
+    .post('/:repoID/jobs/:jobID/cancel', cancel, {
+      repositoryOrSystem: 'job:cancel',
+      params: RepositoryJobParams,
+      response: { 200: JobBody, ...errors },
+      detail: describe("Cancel a repository's job"),
+    })
+    .post('/:repoID/jobs', start, startOptions)
+    .post('/api/v1/jobs', start, startOptions)
+}
+
+const startBody = t.Object(
+  {
+    // Kinds a client may start directly; export and import have routes of their own.
+    kind: t.Union([t.Literal('embed_facts'), t.Literal('embed_concepts')], { error: 'expected one of embed_facts, embed_concepts' }),
+    params: t.Optional(t.Object({ ids: t.Optional(t.Array(t.String({ pattern: UUID_PATTERN }), { maxItems: 10_000 })) }, { additionalProperties: false })),
+  },
+  { additionalProperties: false },
+)
+
+

@@ -1,0 +1,145 @@
+// The main thread's side of the job system: starts WORKERS worker threads, relays wake-ups and
+// cancellations from the event bus to them, replaces a thread that dies (releasing its job at
+// once instead of waiting for the lease), and periodically re-queues jobs whose lease expired
+// anywhere in the fleet.
+import type { Config } from '../config.ts'
+import type { EventBus } from '../db/events.ts'
+import type { Pools } from '../db/pools.ts'
+import { describeError, type Logger } from '../log.ts'
+import { JOB_WORKER_URL } from '../workers.ts'
+import { JOB_CANCEL_REQUESTED, JOBS_QUEUED } from './jobs.ts'
+import type { FromWorker, ToWorker } from './protocol.ts'
+import { releaseWorkerJobs, requeueExpiredLeases } from './queue.ts'
+import { DEFAULT_JOB_TIMING, type JobTiming } from './worker.ts'
+import { hostname } from 'node:os'
+
+/** How long stop() lets running jobs finish before terminating their threads. */
+const STOP_GRACE_MS = 10_000
+const RESTART_DELAY_MS = 1_000
+
+export interface JobRunnerOptions {
+  config: Config
+  pools: Pools
+  bus: EventBus
+  log: Logger
+  timing?: Partial<JobTiming>
+  /** Modules whose default export is a list of extra job kinds (tests). */
+  extraKindModules?: string[]
+}
+
+interface WorkerThread {
+  id: string
+  thread: Worker
+  stopped: Promise<void>
+}
+
+export class JobRunner {
+  private readonly threads = new Set<WorkerThread>()
+  private readonly timing: JobTiming
+  private stopping = false
+  private reaper: Timer | undefined
+  private generation = 0
+
+  private constructor(private readonly options: JobRunnerOptions) {
+    this.timing = { ...DEFAULT_JOB_TIMING, ...options.timing }
+  }
+
+  static async start(options: JobRunnerOptions): Promise<JobRunner> {
+    const runner = new JobRunner(options)
+    await options.bus.subscribe(JOBS_QUEUED, () => runner.broadcast({ type: 'wake' }))
+    await options.bus.subscribe(JOB_CANCEL_REQUESTED, (jobId) => runner.broadcast({ type: 'cancel', jobId }))
+    await Promise.all(Array.from({ length: options.config.workers }, () => runner.spawn()))
+    runner.reaper = setInterval(() => void runner.reap(), Math.max(1000, runner.timing.leaseMs / 3))
+    void runner.reap()
+    return runner
+  }
+
+  /** Worker ids of the live threads (tests, diagnostics). */
+  get workerIds(): string[] {
+    return [...this.threads].map((t) => t.id)
+  }
+
+  private broadcast(message: ToWorker): void {
+    for (const { thread } of this.threads) thread.postMessage(message)
+  }
+
+  private async reap(): Promise<void> {
+    try {
+      const requeued = await requeueExpiredLeases(this.options.pools.system, this.timing.backoffBaseMs)
+      if (requeued > 0) {
+        this.options.log.warn('jobs with expired leases re-queued', { jobs: requeued })
+        this.broadcast({ type: 'wake' })
+      }
+    } catch (error) {
+      this.options.log.warn('job reaper failed', describeError(error))
+    }
+  }
+
+  private spawn(): Promise<void> {
+    const { config, pools, bus, log } = this.options
+    const id = `${hostname()}:${process.pid}:${++this.generation}:${crypto.randomUUID().slice(0, 8)}`
+    const thread = new Worker(JOB_WORKER_URL)
+    let resolveStopped!: () => void
+    const entry: WorkerThread = { id, thread, stopped: new Promise((resolve) => (resolveStopped = resolve)) }
+    this.threads.add(entry)
+    const started = new Promise<void>((resolve, reject) => {
+      thread.onmessage = async (event: MessageEvent<FromWorker>) => {
+        const message = event.data
+        switch (message.type) {
+          case 'started':
+            return resolve()
+          case 'failed':
+            return reject(new Error(`job worker could not start: ${message.error}`))
+          case 'stopped':
+            return resolveStopped()
+          case 'publish':
+            return void bus.publish(pools.system, message.channel, message.payload).catch((error) => log.warn('job event not published', describeError(error)))
+          case 'socket':
+            try {
+              thread.postMessage({ type: 'socket', requestId: message.requestId, path: await pools.embeddedSocket(message.name) } satisfies ToWorker)
+            } catch (error) {
+              thread.postMessage({ type: 'socket', requestId: message.requestId, error: (error as Error).message } satisfies ToWorker)
+            }
+            return
+        }
+      }
+    })
+    thread.addEventListener('close', () => void this.onExit(entry))
+    thread.postMessage({ type: 'start', workerId: id, config, timing: this.timing, extraKindModules: this.options.extraKindModules ?? [] } satisfies ToWorker)
+    return started
+  }
+
+  /** A thread ended: hand its job back to the queue now, and replace it unless we are stopping. */
+  private async onExit(entry: WorkerThread): Promise<void> {
+    this.threads.delete(entry)
+    if (this.stopping) return
+    try {
+      const released = await releaseWorkerJobs(this.options.pools.system, entry.id, 'the worker thread running it exited', this.timing.backoffBaseMs)
+      if (released > 0) this.options.log.warn('job worker thread exited while running a job; the job was re-queued', { worker: entry.id })
+    } catch (error) {
+      this.options.log.warn('could not release the jobs of an exited worker thread', { worker: entry.id, ...describeError(error) })
+    }
+    if (this.stopping) return
+    this.options.log.error('job worker thread exited unexpectedly; starting another', { worker: entry.id })
+    setTimeout(() => {
+      if (!this.stopping) this.spawn().catch((error) => this.options.log.error('job worker restart failed', describeError(error)))
+    }, RESTART_DELAY_MS)
+  }
+
+  /** Lets each thread finish its job (up to a grace period), then ends them. */
+  async stop(): Promise<void> {
+    this.stopping = true
+    clearInterval(this.reaper)
+    const threads = [...this.threads]
+    for (const { thread } of threads) thread.postMessage({ type: 'stop' } satisfies ToWorker)
+    let timer: Timer | undefined
+    await Promise.race([Promise.all(threads.map((t) => t.stopped)), new Promise((resolve) => (timer = setTimeout(resolve, STOP_GRACE_MS)))])
+    clearTimeout(timer)
+    await Promise.all(
+      threads.map(async (t) => {
+        t.thread.terminate()
+        await releaseWorkerJobs(this.options.pools.system, t.id, 'the instance shut down while it ran', this.timing.backoffBaseMs).catch(() => 0)
+      }),
+    )
+  }
+}

@@ -1,0 +1,79 @@
+// Entry point of a job worker thread: opens this thread's own connections and stores, then runs
+// one JobWorker until told to stop. Embedded databases belong to the main thread (PGlite runs
+// there); this thread asks it to open one and then connects to its socket like any client.
+import { createLogger } from '../log.ts'
+import { Pools } from '../db/pools.ts'
+import { openBlobStore } from '../blobs/store.ts'
+import { VectorStore } from '../vectors/store.ts'
+import { createEmbedder } from '../vectors/embedder.ts'
+import { BUILTIN_JOB_KINDS } from './builtin.ts'
+import { Jobs } from './jobs.ts'
+import type { JobKind } from './kinds.ts'
+import type { FromWorker, ToWorker } from './protocol.ts'
+import { JobWorker } from './worker.ts'
+
+declare const self: Worker
+
+const post = (message: FromWorker) => self.postMessage(message)
+const pendingSockets = new Map<number, { resolve(path: string): void; reject(error: Error): void }>()
+let nextRequestId = 1
+let worker: JobWorker | undefined
+let shutdown: (() => Promise<void>) | undefined
+
+function socketFor(name: string): Promise<string> {
+  const requestId = nextRequestId++
+  return new Promise((resolve, reject) => {
+    pendingSockets.set(requestId, { resolve, reject })
+    post({ type: 'socket', requestId, name })
+  })
+}
+
+async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<void> {
+  const { config, workerId } = message
+  const log = createLogger(config.logLevel)
+  const pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, max: 2, asyncCommit: true, embeddedSockets: { socketFor } })
+  const vectors = await VectorStore.open(config.lancedbUri)
+  const extra = await Promise.all(message.extraKindModules.map(async (url) => ((await import(url)) as { default: JobKind[] }).default))
+  const kinds = [...BUILTIN_JOB_KINDS, ...extra.flat()]
+  const jobs = new Jobs(pools.system, { publish: async (_sql, channel, payload) => post({ type: 'publish', channel, payload }) }, kinds)
+  const services = { pools, vectors, embedder: createEmbedder(config), blobs: openBlobStore(config), log, enqueue: jobs.enqueue.bind(jobs) }
+  worker = new JobWorker(workerId, pools.system, services, kinds, message.timing, log)
+  worker.start()
+  shutdown = async () => {
+    await worker!.stop()
+    await vectors.close()
+    await pools.close()
+    log.flush()
+  }
+}
+
+self.onmessage = async (event: MessageEvent<ToWorker>) => {
+  const message = event.data
+  switch (message.type) {
+    case 'start':
+      try {
+        await start(message)
+        post({ type: 'started' })
+      } catch (error) {
+        post({ type: 'failed', error: (error as Error).message ?? String(error) })
+      }
+      break
+    case 'wake':
+      worker?.wake()
+      break
+    case 'cancel':
+      worker?.cancel(message.jobId)
+      break
+    case 'socket': {
+      const pending = pendingSockets.get(message.requestId)
+      pendingSockets.delete(message.requestId)
+      if (message.path) pending?.resolve(message.path)
+      else pending?.reject(new Error(message.error ?? 'no socket'))
+      break
+    }
+    case 'stop':
+      await shutdown?.()
+      post({ type: 'stopped' })
+      break
+  }
+}

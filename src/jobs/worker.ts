@@ -1,0 +1,162 @@
+// One job worker: claims a job, runs it while renewing its lease, records the outcome, repeats.
+// It runs on a worker thread of its own (worker-thread.ts), so a job's CPU work (gzip, JSON,
+// embedding) never stalls the API's event loop; tests can also run it in-process.
+import { Value } from '@sinclair/typebox/value'
+import type { Db } from '../db/sql.ts'
+import { describeError, type Logger } from '../log.ts'
+import { PermanentJobError, type JobKind, type JobServices, type RunningJob } from './kinds.ts'
+import { claimJob, failAttempt, finishJob, renewLease, reportProgress, type ClaimedJob, type JobProgress } from './queue.ts'
+
+export interface JobTiming {
+  /** How long a claim holds without a heartbeat before another worker may take the job. */
+  leaseMs: number
+  /** Lease renewal and progress flush period (the spec asks for progress at least every second). */
+  heartbeatMs: number
+  /** Idle re-check period, for retries coming due and missed wake-ups. */
+  pollMs: number
+  /** First retry delay; doubles per attempt. */
+  backoffBaseMs: number
+}
+
+export const DEFAULT_JOB_TIMING: JobTiming = { leaseMs: 30_000, heartbeatMs: 1_000, pollMs: 2_000, backoffBaseMs: 1_000 }
+
+const CANCELLED = 'cancelled'
+const LEASE_LOST = 'lease lost'
+
+export class JobWorker {
+  private readonly kinds: ReadonlyMap<string, JobKind>
+  private stopping = false
+  private wakeUp: (() => void) | undefined
+  private current: { id: string; controller: AbortController } | undefined
+  private loop: Promise<void> | undefined
+
+  constructor(
+    readonly id: string,
+    private readonly system: Db,
+    private readonly services: JobServices,
+    kinds: readonly JobKind[],
+    private readonly timing: JobTiming,
+    private readonly log: Logger,
+  ) {
+    this.kinds = new Map(kinds.map((k) => [k.kind, k]))
+  }
+
+  start(): void {
+    this.loop ??= this.run()
+  }
+
+  /** New work may be waiting. */
+  wake(): void {
+    this.wakeUp?.()
+  }
+
+  /** Stops the job if this worker is running it. */
+  cancel(jobId: string): void {
+    if (this.current?.id === jobId) this.current.controller.abort(CANCELLED)
+  }
+
+  /** Finishes the job in hand (it is not interrupted), then stops claiming. */
+  async stop(): Promise<void> {
+    this.stopping = true
+    this.wake()
+    await this.loop
+  }
+
+  private async run(): Promise<void> {
+    const kinds = [...this.kinds.keys()]
+    while (!this.stopping) {
+      let claimed: ClaimedJob | undefined
+      try {
+        claimed = await claimJob(this.system, this.id, this.timing.leaseMs, kinds)
+      } catch (error) {
+        this.log.warn('job claim failed', { worker: this.id, ...describeError(error) })
+      }
+      if (claimed) await this.execute(claimed)
+      else await this.idle()
+    }
+  }
+
+  private idle(): Promise<void> {
+    if (this.stopping) return Promise.resolve()
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, this.timing.pollMs)
+      function done() {
+        clearTimeout(timer)
+        resolve()
+      }
+      this.wakeUp = () => {
+        this.wakeUp = undefined
+        done()
+      }
+    })
+  }
+
+  private async execute(claimed: ClaimedJob): Promise<void> {
+    const kind = this.kinds.get(claimed.kind)!
+    const controller = new AbortController()
+    this.current = { id: claimed.id, controller }
+    let pending: Partial<JobProgress> | undefined
+    let beating = false
+    const heartbeat = setInterval(async () => {
+      if (beating) return
+      beating = true
+      try {
+        const update = pending
+        pending = undefined
+        const lease = update
+          ? await reportProgress(this.system, claimed.id, this.id, this.timing.leaseMs, update)
+          : await renewLease(this.system, claimed.id, this.id, this.timing.leaseMs)
+        if (!lease.held) controller.abort(LEASE_LOST)
+        else if (lease.cancelRequested) controller.abort(CANCELLED)
+      } catch (error) {
+        // A missed beat is not fatal: the lease outlasts many of them.
+        this.log.warn('job heartbeat failed', { job: claimed.id, ...describeError(error) })
+      } finally {
+        beating = false
+      }
+    }, this.timing.heartbeatMs)
+
+    const job: RunningJob = {
+      id: claimed.id,
+      repositoryId: claimed.repositoryId,
+      params: claimed.params,
+      attempt: claimed.attempts,
+      signal: controller.signal,
+      progress: (update) => (pending = { ...pending, ...update }),
+      repository: () => {
+        if (!claimed.repositoryId) throw new PermanentJobError(`job kind ${claimed.kind} has no repository`)
+        return this.services.pools.forRepository(claimed.repositoryId)
+      },
+    }
+    try {
+      const problem = Value.Errors(kind.params, claimed.params).First()
+      if (problem) throw new PermanentJobError(`invalid job parameters: ${problem.path.slice(1) || 'params'}: ${problem.message}`)
+      const result = await kind.run(job, this.services)
+      controller.signal.throwIfAborted()
+      if (pending) await reportProgress(this.system, claimed.id, this.id, this.timing.leaseMs, pending)
+      await finishJob(this.system, claimed.id, this.id, { status: 'succeeded', result })
+    } catch (error) {
+      await this.recordFailure(claimed, controller.signal, error)
+    } finally {
+      clearInterval(heartbeat)
+      this.current = undefined
+    }
+  }
+
+  private async recordFailure(claimed: ClaimedJob, signal: AbortSignal, error: unknown): Promise<void> {
+    try {
+      if (signal.aborted && signal.reason === LEASE_LOST) {
+        this.log.warn('job lease lost; the job is left to its new owner', { job: claimed.id, worker: this.id })
+      } else if (signal.aborted && signal.reason === CANCELLED) {
+        await finishJob(this.system, claimed.id, this.id, { status: 'cancelled', error: CANCELLED })
+      } else {
+        const message = error instanceof Error ? error.message : String(error)
+        const status = await failAttempt(this.system, claimed.id, this.id, message, !(error instanceof PermanentJobError), this.timing.backoffBaseMs)
+        this.log.warn('job attempt failed', { job: claimed.id, kind: claimed.kind, attempt: claimed.attempts, status, error: message })
+      }
+    } catch (recordError) {
+      // The lease will expire and the reaper will re-queue the job.
+      this.log.error('could not record a job failure', { job: claimed.id, ...describeError(recordError) })
+    }
+  }
+}

@@ -1,0 +1,77 @@
+// embed_facts and embed_concepts: (re)compute the vectors of a repository's facts or concepts
+// with the configured embedder, in batches, into the vector store. Queued after an import whose
+// bundle carried no usable vectors, or on request (POST /{repoID}/jobs).
+import { Type } from '@sinclair/typebox'
+import type { Sql } from 'postgres'
+import { defineJobKind, type RunningJob, type JobServices } from '../jobs/kinds.ts'
+import { UUID_PATTERN } from '../http/schemas.ts'
+import type { VectorKind } from './store.ts'
+
+const BATCH = 1000
+
+const EmbedParams = Type.Object(
+  {
+    ids: Type.Optional(Type.Array(Type.String({ pattern: UUID_PATTERN }), { maxItems: 10_000, description: 'only these rows; all of them when absent' })),
+  },
+  { additionalProperties: false },
+)
+
+/** The text a concept is embedded as: its name, with its description for context. */
+export function conceptEmbeddingText(row: { canonical_name: string; description: string }): string {
+  return row.description ? `${row.canonical_name}: ${row.description}` : row.canonical_name
+}
+
+interface Row {
+  id: string
+  text: string
+}
+
+function batchQuery(kind: VectorKind, sql: Sql, after: string, ids: string[] | undefined) {
+  const only = ids ? sql`AND id = ANY(${ids}::uuid[])` : sql``
+  return kind === 'facts'
+    ? sql<Row[]>`SELECT id, text FROM facts WHERE id > ${after}::uuid ${only} ORDER BY id LIMIT ${BATCH}`
+    : sql<Row[]>`SELECT id, canonical_name, description FROM concepts WHERE id > ${after}::uuid ${only} ORDER BY id LIMIT ${BATCH}`.then((rows) =>
+        rows.map((r) => ({ id: r.id, text: conceptEmbeddingText(r as unknown as { canonical_name: string; description: string }) })),
+      )
+}
+
+async function embedAll(kind: VectorKind, job: RunningJob<{ ids?: string[] }>, { embedder, vectors }: JobServices) {
+  const sql = await job.repository()
+  const repositoryId = job.repositoryId!
+  const ids = job.params.ids
+  const [{ total }] = (await (kind === 'facts'
+    ? sql`SELECT count(*)::int AS total FROM facts WHERE ${ids ? sql`id = ANY(${ids}::uuid[])` : sql`true`}`
+    : sql`SELECT count(*)::int AS total FROM concepts WHERE ${ids ? sql`id = ANY(${ids}::uuid[])` : sql`true`}`)) as unknown as [{ total: number }]
+  job.progress({ phase: `embedding ${kind}`, done: 0, total })
+  // A full re-embedding with another model replaces the table (its dimensions may differ).
+  if (!ids && (await vectors.dimensions(repositoryId, kind)) !== undefined) await vectors.dropTable(repositoryId, kind)
+  let done = 0
+  let after = '00000000-0000-0000-0000-000000000000'
+  for (;;) {
+    job.signal.throwIfAborted()
+    const rows = await batchQuery(kind, sql, after, ids)
+    if (rows.length === 0) break
+    const embedded = await embedder.embed(rows.map((r) => r.text))
+    await vectors.upsert(repositoryId, kind, rows.map((r, i) => ({ id: r.id, vector: embedded[i]! })))
+    done += rows.length
+    after = rows.at(-1)!.id
+    job.progress({ done })
+  }
+  return { embedded: done, model: embedder.model, dimensions: embedder.dimensions }
+}
+
+export const embedFactsJob = defineJobKind({
+  kind: 'embed_facts',
+  params: EmbedParams,
+  maxAttempts: 3,
+  repositoryScoped: true,
+  run: (job, services) => embedAll('facts', job, services),
+})
+
+export const embedConceptsJob = defineJobKind({
+  kind: 'embed_concepts',
+  params: EmbedParams,
+  maxAttempts: 3,
+  repositoryScoped: true,
+  run: (job, services) => embedAll('concepts', job, services),
+})

@@ -1,0 +1,66 @@
+// Job kinds that behave on command, for tests of the job system: loaded into the server's
+// worker threads through ServerOptions.jobs.extraKindModules.
+import { Type } from '@sinclair/typebox'
+import { defineJobKind, PermanentJobError, type JobKind } from '../../src/jobs/kinds.ts'
+
+export const TEST_JOB_KINDS_URL = import.meta.url
+
+const kinds: JobKind[] = [
+  // Reports progress and returns its parameters and attempt.
+  defineJobKind({
+    kind: 'test_echo',
+    params: Type.Object({ value: Type.String() }),
+    maxAttempts: 1,
+    repositoryScoped: true,
+    run: async (job) => {
+      const sql = await job.repository()
+      const [{ facts }] = (await sql`SELECT count(*)::int AS facts FROM facts`) as unknown as [{ facts: number }]
+      job.progress({ phase: 'echoing', done: 1, total: 1, bytes: job.params.value.length })
+      return { value: job.params.value, attempt: job.attempt, facts }
+    },
+  }),
+  // Fails until attempt `succeed_on`.
+  defineJobKind({
+    kind: 'test_flaky',
+    params: Type.Object({ succeed_on: Type.Integer() }),
+    maxAttempts: 3,
+    repositoryScoped: true,
+    run: async (job) => {
+      if (job.attempt < job.params.succeed_on) throw new Error(`flaked on attempt ${job.attempt}`)
+      return { attempt: job.attempt }
+    },
+  }),
+  defineJobKind({
+    kind: 'test_permanent',
+    params: Type.Object({}),
+    maxAttempts: 3,
+    repositoryScoped: true,
+    run: async () => {
+      throw new PermanentJobError('input is broken: facts[2]: missing text')
+    },
+  }),
+  // Runs until cancelled; says it is running through its progress phase.
+  defineJobKind({
+    kind: 'test_block',
+    params: Type.Object({}),
+    maxAttempts: 1,
+    repositoryScoped: true,
+    run: (job) =>
+      new Promise((_, reject) => {
+        job.progress({ phase: 'blocking' })
+        job.signal.addEventListener('abort', () => reject(job.signal.reason), { once: true })
+      }),
+  }),
+  // Takes its worker thread down on the first attempt (a crash mid-job); succeeds on the next.
+  defineJobKind({
+    kind: 'test_crash',
+    params: Type.Object({}),
+    maxAttempts: 2,
+    repositoryScoped: true,
+    run: async (job) => {
+      if (job.attempt === 1) process.exit(70)
+      return { attempt: job.attempt }
+    },
+  }),
+]
+export default kinds

@@ -1,0 +1,190 @@
+// The job system end to end: jobs run on the server's worker threads, and the job routes of
+// bundle.md §6 over HTTP, on the selected backend.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { BACKEND } from '../helpers/backend.ts'
+import { api, expectError, uniqueEmail } from '../helpers/api.ts'
+import { TEST_JOB_KINDS_URL } from '../helpers/job-kinds.ts'
+import { startTestServer, type TestServer } from '../helpers/server.ts'
+import type { Job } from '../../src/jobs/queue.ts'
+
+interface Account {
+  id: string
+  email: string
+  token: string
+}
+
+let server: TestServer
+let http: ReturnType<typeof api>
+let admin: Account
+let owner: Account
+let viewer: Account
+let stranger: Account
+let repo: { id: string; slug: string }
+let other: { id: string; slug: string }
+
+async function register(): Promise<Account> {
+  const res = await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: 'correct horse battery' })
+  return { id: res.body.user.id, email: res.body.user.email, token: res.body.token }
+}
+
+const enqueue = (kind: string, params: Record<string, unknown> = {}, repositoryId = repo.id) => server.context.jobs.enqueue({ kind, repositoryId, params })
+
+/** Polls the job until `done` holds (the worker threads run it meanwhile). */
+async function waitForJob(id: string, done: (job: Job) => boolean = (job) => ['succeeded', 'failed', 'cancelled'].includes(job.status)): Promise<Job> {
+  const deadline = Date.now() + 20_000
+  for (;;) {
+    const res = await http.get(`/${repo.slug}/jobs/${id}`, owner.token)
+    expect(res.status).toBe(200)
+    if (done(res.body)) return res.body
+    if (Date.now() > deadline) throw new Error(`job ${id} still ${res.body.status} (${JSON.stringify(res.body.progress)})`)
+    await Bun.sleep(20)
+  }
+}
+
+beforeAll(async () => {
+  server = await startTestServer({
+    env: { WORKERS: '2' },
+    jobs: { timing: { leaseMs: 5_000, heartbeatMs: 50, pollMs: 200, backoffBaseMs: 20 }, extraKindModules: [TEST_JOB_KINDS_URL] },
+  })
+  http = api(server.url)
+  ;[admin, owner, viewer, stranger] = await Promise.all([register(), register(), register(), register()])
+  expect((await server.promote(admin.email)).code).toBe(0)
+  repo = (await http.post('/api/v1/repositories', { name: 'Jobs' }, owner.token)).body
+  other = (await http.post('/api/v1/repositories', { name: 'Other' }, owner.token)).body
+  expect((await http.put('/api/v1/admin/users/roles', { user_id: viewer.id, role: 'viewer', domain: repo.id }, admin.token)).status).toBe(200)
+})
+afterAll(() => server.stop())
+
+describe(`jobs on worker threads (${BACKEND})`, () => {
+  test('a job runs on a worker thread: result, progress, attempts and times recorded', async () => {
+    const queued = await enqueue('test_echo', { value: 'héllo' })
+    expect(queued.status).toBe('queued')
+    const job = await waitForJob(queued.id)
+    expect(job).toEqual({
+      id: queued.id,
+      kind: 'test_echo',
+      repository_id: repo.id,
+      status: 'succeeded',
+      progress: { phase: 'succeeded', done: 1, total: 1, bytes: 5 },
+      result: { value: 'héllo', attempt: 1, facts: 0 },
+      error: null,
+      attempts: 1,
+      created_at: queued.created_at,
+      started_at: expect.any(String),
+      finished_at: expect.any(String),
+    })
+    expect(Date.parse(job.finished_at!)).toBeGreaterThanOrEqual(Date.parse(job.started_at!))
+  })
+
+  test('a failing job is retried with backoff until it succeeds', async () => {
+    const job = await waitForJob((await enqueue('test_flaky', { succeed_on: 3 })).id)
+    // The failures are behind it: a job that succeeded carries no error.
+    expect(job).toMatchObject({ status: 'succeeded', attempts: 3, result: { attempt: 3 }, error: null })
+  })
+
+  test('a job that keeps failing fails after its last attempt', async () => {
+    const job = await waitForJob((await enqueue('test_flaky', { succeed_on: 9 })).id)
+    expect(job).toMatchObject({ status: 'failed', attempts: 3, result: null, error: 'flaked on attempt 3 (gave up after 3 attempts)' })
+  })
+
+  test('a permanent failure is not retried', async () => {
+    const job = await waitForJob((await enqueue('test_permanent')).id)
+    expect(job).toMatchObject({ status: 'failed', attempts: 1, error: 'input is broken: facts[2]: missing text' })
+  })
+
+  test('parameters are checked on enqueue', async () => {
+    await expect(enqueue('test_echo', { value: 5 })).rejects.toThrow('invalid job parameters: value: Expected string')
+    await expect(enqueue('no_such_kind')).rejects.toThrow('unknown job kind "no_such_kind"')
+  })
+
+  test('a worker thread that dies mid-job is replaced and the job is retried', async () => {
+    const before = server.context.jobs
+    const job = await waitForJob((await enqueue('test_crash')).id)
+    expect(job).toMatchObject({ status: 'succeeded', attempts: 2, result: { attempt: 2 } })
+    expect(server.context.jobs).toBe(before)
+    // The replacement thread takes work like the others.
+    expect((await waitForJob((await enqueue('test_echo', { value: 'after' })).id)).status).toBe('succeeded')
+  })
+
+  test('cancel: a running job stops at once and ends cancelled', async () => {
+    const queued = await enqueue('test_block')
+    await waitForJob(queued.id, (job) => job.progress.phase === 'blocking')
+    const res = await http.post(`/${repo.slug}/jobs/${queued.id}/cancel`, undefined, owner.token)
+    expect(res.status).toBe(200)
+    expect(res.body).toMatchObject({ id: queued.id, status: 'running' })
+    expect(await waitForJob(queued.id)).toMatchObject({ status: 'cancelled', error: 'cancelled', progress: { phase: 'cancelled' } })
+    expectError(await http.post(`/${repo.slug}/jobs/${queued.id}/cancel`, undefined, owner.token), 409, 'job already cancelled')
+  })
+})
+
+describe(`job routes (${BACKEND})`, () => {
+  test('list pages in creation order with a Link to the next page, and filters', async () => {
+    const mine = [await enqueue('test_permanent', {}, other.id), await enqueue('test_permanent', {}, other.id), await enqueue('test_permanent', {}, other.id)]
+    await Promise.all(mine.map((j) => waitForJob2(j.id)))
+    const first = await http.get(`/${other.slug}/jobs?limit=2`, owner.token)
+    expect(first.status).toBe(200)
+    expect(first.body.map((j: Job) => j.id)).toEqual(mine.slice(0, 2).map((j) => j.id))
+    const next = /^<([^>]+)>; rel="next"$/.exec(first.headers.get('link') ?? '')![1]!
+    const second = await http.get(next, owner.token)
+    expect(second.body.map((j: Job) => j.id)).toEqual([mine[2]!.id])
+    expect(second.headers.get('link')).toBeNull()
+    expect((await http.get(`/${other.slug}/jobs?status=failed&kind=test_permanent`, owner.token)).body).toHaveLength(3)
+    expect((await http.get(`/${other.slug}/jobs?status=succeeded`, owner.token)).body).toEqual([])
+    expectError(await http.get(`/${other.slug}/jobs?status=done`, owner.token), 400, /status/)
+    expectError(await http.get(`/${other.slug}/jobs?limit=0`, owner.token), 400, /limit/)
+    expectError(await http.get(`/${other.slug}/jobs?cursor=zzz`, owner.token), 400, /cursor/)
+  })
+
+  /** Waits through the system route, as a sysadmin (the job may be in any repository). */
+  async function waitForJob2(id: string): Promise<Job> {
+    for (let i = 0; ; i++) {
+      const res = await http.get(`/api/v1/jobs/${id}`, admin.token)
+      if (['succeeded', 'failed', 'cancelled'].includes(res.body.status)) return res.body
+      if (i > 1000) throw new Error(`job ${id} did not finish`)
+      await Bun.sleep(20)
+    }
+  }
+
+  test('the same job through the header, the system route, and not through another repository', async () => {
+    const job = await enqueue('test_echo', { value: 'x' })
+    expect((await http.call('GET', `/api/v1/jobs/${job.id}`, { token: owner.token, headers: { 'x-repository-id': repo.slug } })).body.id).toBe(job.id)
+    expect((await http.get(`/api/v1/jobs/${job.id}`, admin.token)).body.id).toBe(job.id)
+    expectError(await http.get(`/${other.slug}/jobs/${job.id}`, owner.token), 404, 'job not found')
+    expectError(await http.call('GET', `/api/v1/jobs/${job.id}`, { token: owner.token, headers: { 'x-repository-id': other.id } }), 404, 'job not found')
+    expectError(await http.get(`/${repo.slug}/jobs/${crypto.randomUUID()}`, owner.token), 404, 'job not found')
+    expectError(await http.get(`/${repo.slug}/jobs/not-a-uuid`, owner.token), 400, /jobID/)
+    const headerList = await http.call('GET', '/api/v1/jobs', { token: viewer.token, headers: { 'x-repository-id': repo.id } })
+    expect(headerList.body.every((j: Job) => j.repository_id === repo.id)).toBe(true)
+    expect(headerList.body.some((j: Job) => j.id === job.id)).toBe(true)
+    const all = await http.get('/api/v1/jobs?limit=500', admin.token)
+    expect(new Set(all.body.map((j: Job) => j.repository_id))).toEqual(new Set([repo.id, other.id]))
+  })
+
+  test('permissions: viewers read, editors cancel, only sysadmins see every job; no token, no jobs', async () => {
+    const job = await enqueue('test_block')
+    expectError(await http.get('/api/v1/jobs', owner.token), 403, 'permission denied: job:read')
+    expectError(await http.get(`/api/v1/jobs/${job.id}`, owner.token), 403, 'permission denied: job:read')
+    expectError(await http.post(`/api/v1/jobs/${job.id}/cancel`, undefined, owner.token), 403, 'permission denied: job:cancel')
+    expectError(await http.get(`/${repo.slug}/jobs`, stranger.token), 404, 'repository not found')
+    expectError(await http.get(`/${repo.slug}/jobs`), 401, 'authentication required')
+    expect((await http.get(`/${repo.slug}/jobs/${job.id}`, viewer.token)).status).toBe(200)
+    expectError(await http.post(`/${repo.slug}/jobs/${job.id}/cancel`, undefined, viewer.token), 403, 'permission denied: job:cancel')
+    const cancelled = await http.post(`/api/v1/jobs/${job.id}/cancel`, undefined, admin.token)
+    expect(cancelled.status).toBe(200)
+    expect((await waitForJob(job.id)).status).toBe('cancelled')
+  })
+
+  test('POST /{repoID}/jobs starts an embedding job; only startable kinds, well-formed', async () => {
+    const res = await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts' }, owner.token)
+    expect(res.status).toBe(202)
+    expect(res.body).toMatchObject({ kind: 'embed_facts', repository_id: repo.id, status: 'queued' })
+    expect(await waitForJob(res.body.id)).toMatchObject({ status: 'succeeded', result: { embedded: 0, model: 'kgs-hash-v1' } })
+    expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'test_echo' }, owner.token), 400, /kind/)
+    expectError(await http.post(`/${repo.slug}/jobs`, {}, owner.token), 400, /kind/)
+    expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts', params: { ids: ['nope'] } }, owner.token), 400, /ids/)
+    expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts', extra: 1 }, owner.token), 400, /extra/)
+    expectError(await http.call('POST', `/${repo.slug}/jobs`, { token: owner.token, raw: '{"kind":', headers: { 'content-type': 'application/json' } }), 400, /JSON/i)
+    expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts' }, viewer.token), 403, 'permission denied: graph:import')
+    expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts' }), 401, 'authentication required')
+  })
+})
