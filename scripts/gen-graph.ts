@@ -8,7 +8,7 @@
 // with the same DATA_DIR / DATABASE_URL (and LANCEDB_URI, S3_*) as the kgs it is for; on the
 // embedded database kgs must not be running (the data directory has one owner at a time).
 import type { Sql } from 'postgres'
-import type { BlobStore } from '../src/blobs/store.ts'
+import { repositoryBlobPrefix, type BlobStore } from '../src/blobs/store.ts'
 import type { Embedder } from '../src/vectors/embedder.ts'
 import type { VectorStore } from '../src/vectors/store.ts'
 import { conceptEmbeddingText } from '../src/vectors/embed-jobs.ts'
@@ -116,7 +116,7 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
       bytes: 256 + (i % 512),
       alt_text: `Figure: ${pick(WORDS)} ${pick(VERBS)} ${pick(WORDS)}`,
       content_type: 'image/png',
-      storage_key: options.blobs ? `repositories/${repositoryId}/images/${i}` : null,
+      storage_key: options.blobs ? `${repositoryBlobPrefix(repositoryId)}images/${i}` : null,
       created_at: createdAt(),
     }
   })

@@ -145,7 +145,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       onUserCreated: (userId) => roles.assign({ user_id: userId, role: 'member', domain: SYSTEM_DOMAIN }),
     })
     if (!fleet) control = serveControlSocket(config.dataDir, pools, bus, () => roles.reload())
-    const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus })
+    const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, vectors, blobs })
     oauth = await OAuthTokens.start({ system: pools.system, bus, log, secret: config.jwtSecret, issuer: baseUrl, accessTokenTtl: config.accessTokenTtl, catchUp: fleet })
     const extraKinds = await Promise.all((options.jobs?.extraKindModules ?? []).map(async (url) => ((await import(url)) as { default: JobKind[] }).default))
     const jobs = new Jobs(pools.system, bus, [...BUILTIN_JOB_KINDS, ...extraKinds.flat()])

@@ -53,6 +53,9 @@ export class BlobNotFoundError extends Error {
 
 export class InvalidBlobKeyError extends Error {}
 
+/** Every blob of a repository (images, bodies) lives under this prefix, and goes with it. */
+export const repositoryBlobPrefix = (repositoryId: string) => `repositories/${repositoryId}/`
+
 export function openBlobStore(config: Config): BlobStore {
   return config.s3 ? new S3BlobStore(config.s3) : new LocalBlobStore(join(config.dataDir, 'blobs'))
 }

@@ -19,7 +19,8 @@ const GSSENC_REQUEST = 80877104
 const CANCEL_REQUEST = 80877102
 /** PostgreSQL refuses longer startup packets too. */
 const MAX_STARTUP_LENGTH = 10_000
-const MAX_CONNECTIONS = 64
+/** Only a guard against runaway clients, far above what kgs opens (a few per pool, a pool per thread). */
+const MAX_CONNECTIONS = 1024
 const SYNC = 'S'.charCodeAt(0)
 const QUERY = 'Q'.charCodeAt(0)
 const TERMINATE = 'X'.charCodeAt(0)

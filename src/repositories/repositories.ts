@@ -1,6 +1,8 @@
 // Repositories: creation (row, own database, creator as repoadmin), resolution by UUID or slug
 // (from memory on the hot path, evicted on every instance when one changes), update, deletion
 // (database, role assignments, row).
+import type { VectorStore } from '../vectors/store.ts'
+import { repositoryBlobPrefix, type BlobStore } from '../blobs/store.ts'
 import type { Sql } from 'postgres'
 import type { EventBus } from '../db/events.ts'
 import { ExpiringMap } from '../expiring.ts'
@@ -50,6 +52,9 @@ export interface RepositoriesOptions {
   pools: Pools
   rbac: Rbac
   bus: EventBus
+  /** The repository's vectors and blobs go with it. */
+  vectors: Pick<VectorStore, 'dropRepository'>
+  blobs: Pick<BlobStore, 'deletePrefix'>
 }
 
 export class Repositories {
@@ -119,6 +124,8 @@ export class Repositories {
   /** Removes the repository's database, its role assignments and its row. */
   async remove(id: string): Promise<void> {
     await this.options.pools.dropRepository(id)
+    await this.options.vectors.dropRepository(id)
+    await this.options.blobs.deletePrefix(repositoryBlobPrefix(id))
     await this.options.rbac.removeDomain(id)
     await this.options.system.begin(async (tx) => {
       await deleteRepository(tx, id)

@@ -7,6 +7,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
 import { slugify } from '../../src/repositories/repositories.ts'
 import { repositoryDatabaseName } from '../../src/db/pools.ts'
+import { repositoryBlobPrefix } from '../../src/blobs/store.ts'
 
 interface Account {
   id: string
@@ -161,9 +162,15 @@ describe(`repositories (${BACKEND})`, () => {
     expectError(await http.put(`/api/v1/repositories/${slug}`, { name: 1 }, owner.token), 400, /^invalid body: name: /)
   })
 
-  test('delete: 200 with the repository; its database, roles and addresses are gone', async () => {
+  test('delete: 200 with the repository; its database, vectors, blobs, roles and addresses are gone', async () => {
     const repo = await createRepository(owner, { name: 'Doomed' })
+    const keep = await createRepository(owner, { name: 'Kept' })
     expect((await http.put('/api/v1/admin/users/roles', { user_id: viewer.id, role: 'viewer', domain: repo.id }, admin.token)).status).toBe(200)
+    const { vectors, blobs } = server.context
+    for (const id of [repo.id, keep.id]) {
+      await vectors.upsert(id, 'facts', [{ id: crypto.randomUUID(), vector: new Float32Array([1, 0]) }])
+      await blobs.put(`${repositoryBlobPrefix(id)}images/0`, 'png')
+    }
     const res = await http.call('DELETE', `/api/v1/repositories/${repo.slug}`, { token: owner.token })
     expect(res.status).toBe(200)
     expect(res.body.id).toBe(repo.id)
@@ -171,6 +178,10 @@ describe(`repositories (${BACKEND})`, () => {
     const domains = (await http.get('/api/v1/permissions', viewer.token)).body.permissions.map((p: { domain: string }) => p.domain)
     expect(domains).not.toContain(repo.id)
     if (BACKEND === 'embedded') expect(existsSync(join(server.dataDir, 'pg', repositoryDatabaseName('repo', repo.id)))).toBe(false)
+    expect(await vectors.count(repo.id, 'facts')).toBe(0)
+    expect(await blobs.stat(`${repositoryBlobPrefix(repo.id)}images/0`)).toBeUndefined()
+    expect(await vectors.count(keep.id, 'facts')).toBe(1)
+    expect(await blobs.stat(`${repositoryBlobPrefix(keep.id)}images/0`)).toEqual({ bytes: 3 })
   })
 
   test('repository roles through the admin API: slug or UUID, stored as the UUID; a system role there is 400', async () => {
