@@ -1,5 +1,6 @@
 // Smoke test of the compiled binary: start it from an unrelated directory with nothing but
-// DATA_DIR, wait for /readyz, check /healthz, stop it with SIGTERM and expect exit 0.
+// DATA_DIR, wait for /readyz, check /healthz, run a job on a worker thread (the embedded worker
+// entry point, LanceDB's native module), search, stop it with SIGTERM and expect exit 0.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -36,8 +37,23 @@ if (!url) fail(`exited before it was ready:\n${output}`)
 const health = await fetch(`${url}/healthz`)
 const body = (await health.json()) as { status?: string; version?: string }
 if (health.status !== 200 || body.status !== 'ok') fail(`/healthz answered ${health.status} ${JSON.stringify(body)}`)
+const call = async (method: string, path: string, body?: unknown, token?: string) => {
+  const res = await fetch(`${url}${path}`, { method, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) })
+  return (await res.json()) as Record<string, any>
+}
+const { token } = await call('POST', '/api/v1/auth/register', { email: 'smoke@example.com', password: 'correct horse battery' })
+const repository = await call('POST', '/api/v1/repositories', { name: 'smoke' }, token)
+let job = await call('POST', `/${repository.slug}/jobs`, { kind: 'embed_facts' }, token)
+for (let i = 0; job.status === 'queued' || job.status === 'running'; i++) {
+  if (i > 600) fail(`embed_facts still ${job.status}`)
+  await Bun.sleep(50)
+  job = await call('GET', `/${repository.slug}/jobs/${job.id}`, undefined, token)
+}
+if (job.status !== 'succeeded') fail(`embed_facts ended ${job.status}: ${job.error}`)
+const hits = await call('GET', `/${repository.slug}/search?q=ice`, undefined, token)
+if (!Array.isArray(hits)) fail(`search answered ${JSON.stringify(hits)}`)
 child.kill('SIGTERM')
 const code = await child.exited
 if (code !== 0) fail(`exit code ${code} after SIGTERM`)
 rmSync(cwd, { recursive: true, force: true })
-console.log(`smoke: ok (kgs ${body.version} served /healthz from ${cwd}, stopped cleanly)`)
+console.log(`smoke: ok (kgs ${body.version} served /healthz from ${cwd}, ran a job on a worker thread, searched, stopped cleanly)`)
