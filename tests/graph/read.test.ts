@@ -6,14 +6,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Sql } from 'postgres'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
-import { api, expectError, uniqueEmail } from '../helpers/api.ts'
+import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
 import { conceptsByIds, factsByIds } from '../../src/graph/store.ts'
 
-interface Account {
-  id: string
-  email: string
-  token: string
-}
 interface Repo {
   id: string
   slug: string
@@ -221,10 +216,7 @@ async function walk(first: string, options: { token?: string; headers?: Record<s
 
 const chunks = <T>(items: T[], size: number) => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, i * size + size))
 
-async function register(): Promise<Account> {
-  const res = await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: 'correct horse battery' })
-  return { id: res.body.user.id, email: res.body.user.email, token: res.body.token }
-}
+const register = () => registerAccount(http)
 
 beforeAll(async () => {
   server = await startTestServer()

@@ -29,6 +29,18 @@ export function api(baseUrl: string) {
 
 export const uniqueEmail = (prefix = 'user') => `${prefix}-${crypto.randomUUID().slice(0, 8)}@example.com`
 
+export interface Account {
+  id: string
+  email: string
+  token: string
+}
+
+/** Registers a new user with a unique e-mail. */
+export async function registerAccount(http: ReturnType<typeof api>): Promise<Account> {
+  const res = await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: 'correct horse battery' })
+  return { id: res.body.user.id, email: res.body.user.email, token: res.body.token }
+}
+
 /** An error response: the status, a body of exactly {"error"}, and (optionally) its message. */
 export function expectError(res: { status: number; body: unknown }, status: number, message?: string | RegExp): void {
   expect(res.status).toBe(status)

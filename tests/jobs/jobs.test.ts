@@ -2,16 +2,11 @@
 // bundle.md §6 over HTTP, on the selected backend.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
-import { api, expectError, uniqueEmail } from '../helpers/api.ts'
+import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
 import { TEST_JOB_KINDS_URL } from '../helpers/job-kinds.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import type { Job } from '../../src/jobs/queue.ts'
 
-interface Account {
-  id: string
-  email: string
-  token: string
-}
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -22,10 +17,7 @@ let stranger: Account
 let repo: { id: string; slug: string }
 let other: { id: string; slug: string }
 
-async function register(): Promise<Account> {
-  const res = await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: 'correct horse battery' })
-  return { id: res.body.user.id, email: res.body.user.email, token: res.body.token }
-}
+const register = () => registerAccount(http)
 
 const enqueue = (kind: string, params: Record<string, unknown> = {}, repositoryId = repo.id) => server.context.jobs.enqueue({ kind, repositoryId, params })
 

@@ -4,16 +4,11 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
-import { api, expectError, uniqueEmail } from '../helpers/api.ts'
+import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
 import { slugify } from '../../src/repositories/repositories.ts'
 import { repositoryDatabaseName } from '../../src/db/pools.ts'
 import { repositoryBlobPrefix } from '../../src/blobs/store.ts'
 
-interface Account {
-  id: string
-  email: string
-  token: string
-}
 interface Repo {
   id: string
   slug: string
@@ -30,10 +25,7 @@ let stranger: Account
 let a: Repo
 let b: Repo
 
-async function register(): Promise<Account> {
-  const res = await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: 'correct horse battery' })
-  return { id: res.body.user.id, email: res.body.user.email, token: res.body.token }
-}
+const register = () => registerAccount(http)
 
 async function createRepository(account: Account, body: Record<string, unknown>): Promise<Repo> {
   const res = await http.post('/api/v1/repositories', body, account.token)
