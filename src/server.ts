@@ -5,9 +5,8 @@ import type { Config } from './config.ts'
 import { Pools } from './db/pools.ts'
 import { describeError, type Logger } from './log.ts'
 import { createApp, type AppContext } from './app.ts'
-import { BUILTIN_JOB_KINDS } from './jobs/builtin.ts'
+import { loadJobKinds } from './jobs/builtin.ts'
 import { Jobs } from './jobs/jobs.ts'
-import type { JobKind } from './jobs/kinds.ts'
 import { JobRunner } from './jobs/runner.ts'
 import type { JobTiming } from './jobs/worker.ts'
 import { Accounts } from './accounts/accounts.ts'
@@ -147,8 +146,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     if (!fleet) control = serveControlSocket(config.dataDir, pools, bus, () => roles.reload())
     const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, vectors, blobs })
     oauth = await OAuthTokens.start({ system: pools.system, bus, log, secret: config.jwtSecret, issuer: baseUrl, accessTokenTtl: config.accessTokenTtl, catchUp: fleet })
-    const extraKinds = await Promise.all((options.jobs?.extraKindModules ?? []).map(async (url) => ((await import(url)) as { default: JobKind[] }).default))
-    const jobs = new Jobs(pools.system, bus, [...BUILTIN_JOB_KINDS, ...extraKinds.flat()])
+    const jobs = new Jobs(pools.system, bus, await loadJobKinds(options.jobs?.extraKindModules))
     const context: AppContext = { config, pools, log, baseUrl, accounts, rbac: roles, repositories, oauth, jobs, vectors, embedder: createEmbedder(config), blobs }
     handler = createApp(context).fetch
     runner = await JobRunner.start({ config, pools, bus, log, ...options.jobs })

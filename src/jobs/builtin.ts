@@ -4,3 +4,9 @@ import { noopJob } from './noop.ts'
 import { embedConceptsJob, embedFactsJob } from '../vectors/embed-jobs.ts'
 
 export const BUILTIN_JOB_KINDS: readonly JobKind[] = [noopJob, embedFactsJob, embedConceptsJob]
+
+/** The built-in kinds and those of `extraKindModules` (each default-exports a list; tests). */
+export async function loadJobKinds(extraKindModules: readonly string[] = []): Promise<JobKind[]> {
+  const extra = await Promise.all(extraKindModules.map(async (url) => ((await import(url)) as { default: JobKind[] }).default))
+  return [...BUILTIN_JOB_KINDS, ...extra.flat()]
+}

@@ -1,11 +1,10 @@
 // Enqueueing and cancelling, shared by the API (main thread) and by running jobs (worker
 // threads) that queue follow-ups. Workers are woken through the event bus: LISTEN/NOTIFY reaches
 // every instance on PostgreSQL; embedded, the main thread relays to its worker threads.
-import { Value } from '@sinclair/typebox/value'
 import type { EventBus } from '../db/events.ts'
 import type { Db } from '../db/sql.ts'
 import { HttpError } from '../http/errors.ts'
-import type { EnqueueRequest, JobKind } from './kinds.ts'
+import { paramsProblem, type EnqueueRequest, type JobKind } from './kinds.ts'
 import { enqueueJob, requestCancel, type Job } from './queue.ts'
 
 /** A job was queued (payload: its kind). */
@@ -35,8 +34,8 @@ export class Jobs {
     if (!kind) throw new UnknownJobKindError(`unknown job kind ${JSON.stringify(request.kind)}`)
     if (kind.repositoryScoped !== Boolean(request.repositoryId)) throw new Error(`job kind ${kind.kind} ${kind.repositoryScoped ? 'needs' : 'takes no'} repository`)
     const params = request.params ?? {}
-    const problem = Value.Errors(kind.params, params).First()
-    if (problem) throw new HttpError(400, `invalid job parameters: ${problem.path.slice(1) || 'params'}: ${problem.message}`)
+    const problem = paramsProblem(kind, params)
+    if (problem) throw new HttpError(400, problem)
     const job = await enqueueJob(this.system, { ...request, params, maxAttempts: kind.maxAttempts })
     await this.bus.publish(this.system, JOBS_QUEUED, kind.kind)
     return job

@@ -2,6 +2,7 @@
 // live with the feature they belong to (embedding in vectors/, export and import in bundle/);
 // the list of built-in kinds is in builtin.ts.
 import type { Static, TSchema } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
 import type { Sql } from 'postgres'
 import type { Logger } from '../log.ts'
 import type { Pools } from '../db/pools.ts'
@@ -52,6 +53,12 @@ export interface JobKind<S extends TSchema = TSchema> {
   /** Whether the job belongs to a repository (most do). */
   repositoryScoped: boolean
   run(job: RunningJob<Static<S>>, services: JobServices): Promise<unknown>
+}
+
+/** What is wrong with `params` for this kind, or undefined when they fit its schema. */
+export function paramsProblem(kind: JobKind, params: unknown): string | undefined {
+  const problem = Value.Errors(kind.params, params).First()
+  return problem && `invalid job parameters: ${problem.path.slice(1) || 'params'}: ${problem.message}`
 }
 
 /** A failure that another attempt cannot fix (bad input): the job fails at once. */

@@ -6,9 +6,8 @@ import { Pools } from '../db/pools.ts'
 import { openBlobStore } from '../blobs/store.ts'
 import { VectorStore } from '../vectors/store.ts'
 import { createEmbedder } from '../vectors/embedder.ts'
-import { BUILTIN_JOB_KINDS } from './builtin.ts'
+import { loadJobKinds } from './builtin.ts'
 import { Jobs } from './jobs.ts'
-import type { JobKind } from './kinds.ts'
 import type { FromWorker, ToWorker } from './protocol.ts'
 import { JobWorker } from './worker.ts'
 
@@ -33,8 +32,7 @@ async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<voi
   const log = createLogger(config.logLevel)
   const pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, max: 2, asyncCommit: true, embeddedSockets: { socketFor } })
   const vectors = await VectorStore.open(config.lancedbUri)
-  const extra = await Promise.all(message.extraKindModules.map(async (url) => ((await import(url)) as { default: JobKind[] }).default))
-  const kinds = [...BUILTIN_JOB_KINDS, ...extra.flat()]
+  const kinds = await loadJobKinds(message.extraKindModules)
   const jobs = new Jobs(pools.system, { publish: async (_sql, channel, payload) => post({ type: 'publish', channel, payload }) }, kinds)
   const services = { pools, vectors, embedder: createEmbedder(config), blobs: openBlobStore(config), log, enqueue: jobs.enqueue.bind(jobs) }
   worker = new JobWorker(workerId, pools.system, services, kinds, message.timing, log)

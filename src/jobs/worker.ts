@@ -1,10 +1,9 @@
 // One job worker: claims a job, runs it while renewing its lease, records the outcome, repeats.
 // It runs on a worker thread of its own (worker-thread.ts), so a job's CPU work (gzip, JSON,
 // embedding) never stalls the API's event loop; tests can also run it in-process.
-import { Value } from '@sinclair/typebox/value'
 import type { Db } from '../db/sql.ts'
 import { describeError, type Logger } from '../log.ts'
-import { PermanentJobError, type JobKind, type JobServices, type RunningJob } from './kinds.ts'
+import { PermanentJobError, paramsProblem, type JobKind, type JobServices, type RunningJob } from './kinds.ts'
 import { claimJob, failAttempt, finishJob, renewLease, reportProgress, type ClaimedJob, type JobProgress } from './queue.ts'
 
 export interface JobTiming {
@@ -129,8 +128,8 @@ export class JobWorker {
       },
     }
     try {
-      const problem = Value.Errors(kind.params, claimed.params).First()
-      if (problem) throw new PermanentJobError(`invalid job parameters: ${problem.path.slice(1) || 'params'}: ${problem.message}`)
+      const problem = paramsProblem(kind, claimed.params)
+      if (problem) throw new PermanentJobError(problem)
       const result = await kind.run(job, this.services)
       controller.signal.throwIfAborted()
       if (pending) await reportProgress(this.system, claimed.id, this.id, this.timing.leaseMs, pending)

@@ -2,7 +2,6 @@
 // with the configured embedder, in batches, into the vector store. Queued after an import whose
 // bundle carried no usable vectors, or on request (POST /{repoID}/jobs).
 import { Type } from '@sinclair/typebox'
-import type { Sql } from 'postgres'
 import { defineJobKind, type RunningJob, type JobServices } from '../jobs/kinds.ts'
 import { UUID_PATTERN } from '../http/schemas.ts'
 import type { VectorKind } from './store.ts'
@@ -26,22 +25,19 @@ interface Row {
   text: string
 }
 
-function batchQuery(kind: VectorKind, sql: Sql, after: string, ids: string[] | undefined) {
-  const only = ids ? sql`AND id = ANY(${ids}::uuid[])` : sql``
-  return kind === 'facts'
-    ? sql<Row[]>`SELECT id, text FROM facts WHERE id > ${after}::uuid ${only} ORDER BY id LIMIT ${BATCH}`
-    : sql<Row[]>`SELECT id, canonical_name, description FROM concepts WHERE id > ${after}::uuid ${only} ORDER BY id LIMIT ${BATCH}`.then((rows) =>
-        rows.map((r) => ({ id: r.id, text: conceptEmbeddingText(r as unknown as { canonical_name: string; description: string }) })),
-      )
+/** Each kind's table, the columns its text is made of, and that text. */
+const SOURCES: Record<VectorKind, { table: string; columns: string[]; text(row: Record<string, string>): string }> = {
+  facts: { table: 'facts', columns: ['text'], text: (row) => row.text! },
+  concepts: { table: 'concepts', columns: ['canonical_name', 'description'], text: (row) => conceptEmbeddingText(row as { canonical_name: string; description: string }) },
 }
 
 async function embedAll(kind: VectorKind, job: RunningJob<{ ids?: string[] }>, { embedder, vectors }: JobServices) {
   const sql = await job.repository()
   const repositoryId = job.repositoryId!
   const ids = job.params.ids
-  const [{ total }] = (await (kind === 'facts'
-    ? sql`SELECT count(*)::int AS total FROM facts WHERE ${ids ? sql`id = ANY(${ids}::uuid[])` : sql`true`}`
-    : sql`SELECT count(*)::int AS total FROM concepts WHERE ${ids ? sql`id = ANY(${ids}::uuid[])` : sql`true`}`)) as unknown as [{ total: number }]
+  const { table, columns, text } = SOURCES[kind]
+  const only = ids ? sql`id = ANY(${ids}::uuid[])` : sql`true`
+  const [{ total }] = (await sql`SELECT count(*)::int AS total FROM ${sql(table)} WHERE ${only}`) as unknown as [{ total: number }]
   job.progress({ phase: `embedding ${kind}`, done: 0, total })
   // A full re-embedding with another model replaces the table (its dimensions may differ).
   if (!ids && (await vectors.dimensions(repositoryId, kind)) !== undefined) await vectors.dropTable(repositoryId, kind)
@@ -49,7 +45,9 @@ async function embedAll(kind: VectorKind, job: RunningJob<{ ids?: string[] }>, {
   let after = '00000000-0000-0000-0000-000000000000'
   for (;;) {
     job.signal.throwIfAborted()
-    const rows = await batchQuery(kind, sql, after, ids)
+    const rows = (await sql<Record<string, string>[]>`SELECT id, ${sql(columns)} FROM ${sql(table)} WHERE id > ${after}::uuid AND ${only} ORDER BY id LIMIT ${BATCH}`).map(
+      (row): Row => ({ id: row.id!, text: text(row) }),
+    )
     if (rows.length === 0) break
     const embedded = await embedder.embed(rows.map((r) => r.text))
     await vectors.upsert(repositoryId, kind, rows.map((r, i) => ({ id: r.id, vector: embedded[i]! })))

@@ -21,11 +21,13 @@ const register = () => registerAccount(http)
 
 const enqueue = (kind: string, params: Record<string, unknown> = {}, repositoryId = repo.id) => server.context.jobs.enqueue({ kind, repositoryId, params })
 
-/** Polls the job until `done` holds (the worker threads run it meanwhile). */
-async function waitForJob(id: string, done: (job: Job) => boolean = (job) => ['succeeded', 'failed', 'cancelled'].includes(job.status)): Promise<Job> {
+const finished = (job: Job) => ['succeeded', 'failed', 'cancelled'].includes(job.status)
+
+/** Polls the job (by default through the repository's route, as its owner) until `done` holds; the worker threads run it meanwhile. */
+async function waitForJob(id: string, done: (job: Job) => boolean = finished, path = `/${repo.slug}/jobs/${id}`, token = owner.token): Promise<Job> {
   const deadline = Date.now() + 20_000
   for (;;) {
-    const res = await http.get(`/${repo.slug}/jobs/${id}`, owner.token)
+    const res = await http.get(path, token)
     expect(res.status).toBe(200)
     if (done(res.body)) return res.body
     if (Date.now() > deadline) throw new Error(`job ${id} still ${res.body.status} (${JSON.stringify(res.body.progress)})`)
@@ -112,7 +114,7 @@ describe(`jobs on worker threads (${BACKEND})`, () => {
 describe(`job routes (${BACKEND})`, () => {
   test('list pages in creation order with a Link to the next page, and filters', async () => {
     const mine = [await enqueue('test_permanent', {}, other.id), await enqueue('test_permanent', {}, other.id), await enqueue('test_permanent', {}, other.id)]
-    await Promise.all(mine.map((j) => waitForJob2(j.id)))
+    await Promise.all(mine.map((j) => waitForJob(j.id, finished, `/api/v1/jobs/${j.id}`, admin.token)))
     const first = await http.get(`/${other.slug}/jobs?limit=2`, owner.token)
     expect(first.status).toBe(200)
     expect(first.body.map((j: Job) => j.id)).toEqual(mine.slice(0, 2).map((j) => j.id))
@@ -126,16 +128,6 @@ describe(`job routes (${BACKEND})`, () => {
     expectError(await http.get(`/${other.slug}/jobs?limit=0`, owner.token), 400, /limit/)
     expectError(await http.get(`/${other.slug}/jobs?cursor=zzz`, owner.token), 400, /cursor/)
   })
-
-  /** Waits through the system route, as a sysadmin (the job may be in any repository). */
-  async function waitForJob2(id: string): Promise<Job> {
-    for (let i = 0; ; i++) {
-      const res = await http.get(`/api/v1/jobs/${id}`, admin.token)
-      if (['succeeded', 'failed', 'cancelled'].includes(res.body.status)) return res.body
-      if (i > 1000) throw new Error(`job ${id} did not finish`)
-      await Bun.sleep(20)
-    }
-  }
 
   test('the same job through the header, the system route, and not through another repository', async () => {
     const job = await enqueue('test_echo', { value: 'x' })
