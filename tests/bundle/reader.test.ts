@@ -1,0 +1,493 @@
+// The streaming bundle reader: every broken bundle of the corpus rejected with its message,
+// and the accepting side (v1 order, tolerated forms, chunking, streamed media, big rows,
+// bounded memory).
+import { describe, expect, test } from 'bun:test'
+import { Readable } from 'node:stream'
+import { gzipSync } from 'node:zlib'
+import { BundleError, readBundle, type BundleItem, type ReaderLimits } from '../../src/bundle/reader.ts'
+import { ROW_SECTIONS } from '../../src/bundle/schema.ts'
+import { BODY_TEXT, brokenBundles, gzipBundle, IMAGE_BYTES, referenceFields, v1Json, validBundle, validBundleJson } from '../helpers/broken-bundles.ts'
+
+type Obj = Record<string, unknown>
+
+async function* chunked(bytes: Uint8Array, size: number | (() => number)): AsyncGenerator<Uint8Array> {
+  for (let i = 0; i < bytes.length; ) {
+    const n = typeof size === 'number' ? size : size()
+    yield bytes.subarray(i, i + n)
+    i += n
+  }
+}
+
+/** A materialized item: media data read into one Buffer (null stays null). */
+type Collected = Exclude<BundleItem, { type: 'media' }> | { type: 'media'; section: string; ref: string; contentType: string; data: Buffer | null; chunks: number }
+
+async function collect(source: AsyncIterable<Uint8Array>, limits?: Partial<ReaderLimits>): Promise<Collected[]> {
+  const items: Collected[] = []
+  for await (const item of readBundle(source, limits)) {
+    if (item.type === 'media') {
+      let data: Buffer | null = null
+      let chunks = 0
+      if (item.data) {
+        const parts: Uint8Array[] = []
+        for await (const chunk of item.data) parts.push(chunk)
+        data = Buffer.concat(parts)
+        chunks = parts.length
+      }
+      items.push({ type: 'media', section: item.section, ref: item.ref, contentType: item.contentType, data, chunks })
+    } else items.push(item)
+  }
+  return items
+}
+
+const read = (bytes: Uint8Array, limits?: Partial<ReaderLimits>) => collect(chunked(bytes, 1 << 16), limits)
+
+async function readError(bytes: Uint8Array, limits?: Partial<ReaderLimits>): Promise<BundleError> {
+  try {
+    await read(bytes, limits)
+  } catch (error) {
+    if (error instanceof BundleError) return error
+    throw error
+  }
+  throw new Error('the bundle was accepted')
+}
+
+const rowsOf = (items: Collected[], section: string): Obj[] => items.flatMap((item) => (item.type === 'row' && item.section === section ? [item.row as Obj] : []))
+const withoutMediaChunks = (items: Collected[]) => items.map((item) => (item.type === 'media' ? { ...item, chunks: 0 } : item))
+
+describe('broken bundles', () => {
+  const corpus = brokenBundles()
+
+  test('the corpus covers every reference field of every row schema and every row section', () => {
+    const names = new Set(corpus.map((c) => c.name))
+    for (const { section, field } of referenceFields()) expect(names).toContain(`dangling ${section}.${field}`)
+    for (const section of ROW_SECTIONS) expect(names).toContain(`${section}: wrong type`)
+    expect(referenceFields().length).toBe(18)
+  })
+
+  for (const broken of corpus) {
+    test(broken.name, async () => {
+      const error = await readError(broken.bytes, broken.limits)
+      expect(error.message).toMatch(broken.error)
+      if (broken.section !== undefined) expect(error.section).toBe(broken.section)
+      if (broken.position !== undefined) expect(error.position).toBe(broken.position)
+      expect(error.message.endsWith(error.problem)).toBe(true)
+    })
+  }
+
+  test('the gzip bomb fails fast, after about 16 MiB', async () => {
+    const bomb = corpus.find((c) => c.name.startsWith('gzip bomb'))!
+    expect(bomb.bytes.length).toBeLessThan(1_200_000)
+    const reader = readBundle(chunked(bomb.bytes, bomb.bytes.length))
+    await expect(collectReader(reader)).rejects.toThrow(/compressed size/)
+    expect(reader.stats.decompressedBytes).toBeLessThan(20 * 1024 * 1024)
+  })
+
+  test('rows before a bad row are yielded first; the bad one is named inside a large batch', async () => {
+    const bundle = validBundle()
+    bundle.concepts = Array.from({ length: 2000 }, (_, i) => ({ idx: i, canonical_name: `c${i}`, context: i === 1234 ? 7 : '' }))
+    const seen: number[] = []
+    let error: unknown
+    try {
+      for await (const item of readBundle(chunked(gzipBundle(validBundleJson(bundle)), 1 << 20))) if (item.type === 'row' && item.section === 'concepts') seen.push(item.position)
+    } catch (e) {
+      error = e
+    }
+    expect((error as BundleError).message).toBe('concepts[1234]: context must be a string')
+    expect(seen.length).toBe(1234)
+    expect(seen.at(-1)).toBe(1233)
+  })
+
+  test('a syntax error inside a row of a large batch names that row', async () => {
+    const bundle = validBundle()
+    bundle.concepts = Array.from({ length: 2000 }, (_, i) => ({ idx: i, canonical_name: `c${i}`, context: '' }))
+    const text = validBundleJson(bundle).replace('"canonical_name":"c777",', '"canonical_name":"c777",,')
+    const error = await readError(gzipBundle(text))
+    expect(error.message).toStartWith('concepts[777]: invalid JSON (')
+    expect([error.section, error.position]).toEqual(['concepts', 777])
+  })
+})
+
+async function collectReader(reader: AsyncIterable<BundleItem>): Promise<number> {
+  let n = 0
+  for await (const _ of reader) n++
+  return n
+}
+
+describe('valid bundles', () => {
+  test('the valid bundle: every item, in file order, with stats', async () => {
+    const bundle = validBundle()
+    const text = validBundleJson(bundle)
+    const bytes = gzipBundle(text)
+    const reader = readBundle(chunked(bytes, 100))
+    const items: Collected[] = []
+    for await (const item of reader) {
+      if (item.type === 'media') {
+        const parts: Uint8Array[] = []
+        for await (const chunk of item.data!) parts.push(chunk)
+        items.push({ type: 'media', section: item.section, ref: item.ref, contentType: item.contentType, data: Buffer.concat(parts), chunks: parts.length })
+      } else items.push(item)
+    }
+    expect(items.slice(0, 2)).toEqual([
+      { type: 'schema_version', version: 2 },
+      { type: 'metadata', metadata: bundle.metadata as never },
+    ])
+    for (const section of ROW_SECTIONS) expect(rowsOf(items, section)).toEqual(bundle[section] as Obj[])
+    const rowItems = items.filter((item) => item.type === 'row')
+    for (const section of ROW_SECTIONS) {
+      const positions = rowItems.flatMap((item) => (item.section === section ? [item.position] : []))
+      expect(positions).toEqual(positions.map((_, i) => i))
+    }
+    const media = items.filter((item) => item.type === 'media')
+    expect(media.map((m) => [m.section, m.ref, m.contentType])).toEqual([
+      ['images', 'img-0', 'image/png'],
+      ['bodies', 'body-0', 'text/html'],
+    ])
+    expect(new Uint8Array(media[0]!.data!)).toEqual(IMAGE_BYTES)
+    expect(media[1]!.data!.toString()).toBe(BODY_TEXT)
+    const embeddingsAt = items.findIndex((item) => item.type === 'embeddings')
+    expect(items[embeddingsAt]).toEqual({ type: 'embeddings', model: 'test-embed', dimensions: 4 })
+    expect(items.slice(embeddingsAt + 1)).toEqual([
+      { type: 'vector', target: 'facts', index: 0, vector: [0.1, 0.2, 0.3, 0.4] },
+      { type: 'vector', target: 'facts', index: 1, vector: [1, 0, 0, 0] },
+      { type: 'vector', target: 'facts', index: 2, vector: [-0.5, 0.5, -0.25, 0.25] },
+      { type: 'vector', target: 'concepts', index: 0, vector: [0, 1, 0, 0] },
+      { type: 'vector', target: 'concepts', index: 1, vector: [0, 0, 1, 0] },
+    ])
+    // File order: the section order of the text.
+    const order = items.map((item) => (item.type === 'row' || item.type === 'media' ? item.section : item.type))
+    const firstSeen = [...new Set(order)]
+    expect(firstSeen).toEqual(['schema_version', 'metadata', 'sources', 'images', 'bodies', 'source_images', 'source_bodies', 'facts', 'fact_sources', 'concepts', 'concept_aliases', 'fact_concepts', 'concept_summaries', 'concept_syntheses', 'investigations', 'investigation_sources', 'reports', 'report_annotations', 'embeddings', 'vector'])
+
+    const { stats } = reader
+    expect(stats.compressedBytes).toBe(bytes.length)
+    expect(stats.decompressedBytes).toBe(Buffer.byteLength(text))
+    expect(stats.rows).toEqual(Object.fromEntries(ROW_SECTIONS.map((section) => [section, (bundle[section] as unknown[]).length])))
+    expect(stats.vectors).toBe(5)
+    expect(stats.mediaBytes).toBe(IMAGE_BYTES.length + BODY_TEXT.length)
+    expect(stats.sectionBytes.facts).toBe(JSON.stringify(bundle.facts).length)
+    expect(stats.sectionBytes.embeddings).toBe(JSON.stringify(bundle.embeddings).length)
+    expect(Object.keys(stats.sectionBytes)).toEqual(Object.keys(bundle))
+  })
+
+  test('version 1 order: media after report_annotations, facts referring to source_images that come later', async () => {
+    const v1 = await read(gzipBundle(v1Json()))
+    const v2 = await read(gzipBundle(validBundleJson()))
+    expect(v1[0]).toEqual({ type: 'schema_version', version: 1 })
+    for (const section of ROW_SECTIONS) expect(rowsOf(v1, section)).toEqual(rowsOf(v2, section))
+    expect(rowsOf(v1, 'facts')[1]).toMatchObject({ source_image_idx: 0 })
+    const sections = [...new Set(v1.flatMap((item) => (item.type === 'row' || item.type === 'media' ? [item.section] : [])))]
+    expect(sections.slice(-4)).toEqual(['source_images', 'source_bodies', 'images', 'bodies'])
+  })
+
+  test('null, [] and absent row sections are empty', async () => {
+    const bundle = validBundle()
+    for (const section of ['fact_sources', 'concept_aliases', 'fact_concepts', 'investigation_sources', 'report_annotations', 'concept_syntheses']) delete bundle[section]
+    bundle.concept_summaries = null
+    bundle.investigations = []
+    delete bundle.images
+    bundle.bodies = null
+    bundle.embeddings = null
+    const items = await read(gzipBundle(validBundleJson(bundle)))
+    expect(items.filter((item) => item.type === 'row').length).toBe(2 + 1 + 1 + 3 + 2 + 2)
+    expect(items.some((item) => item.type === 'media' || item.type === 'embeddings' || item.type === 'vector')).toBe(false)
+    expect(rowsOf(items, 'concept_summaries')).toEqual([])
+    expect(rowsOf(items, 'investigations')).toEqual([])
+  })
+
+  test('the empty bundle Go writes (bundle.md §3) reads as schema_version and metadata only', async () => {
+    const go = '{"schema_version":2,"metadata":{"name":"empty","embedding_model":"m","embedding_dimensions":3072,"source_count":0,"fact_count":0,"concept_count":0,"summary_count":0,"synthesis_count":0,"report_count":0,"investigation_count":0,"exported_at":"2026-01-02T03:04:05Z"},"sources":null,"source_images":null,"facts":null,"fact_sources":null,"concepts":null,"concept_aliases":null,"fact_concepts":null,"concept_summaries":null,"concept_syntheses":null,"investigations":null,"investigation_sources":null,"reports":null,"report_annotations":null}'
+    const items = await read(gzipBundle(go))
+    expect(items.map((item) => item.type)).toEqual(['schema_version', 'metadata'])
+  })
+
+  test('media: a null value, null data, no data, and content_type after data', async () => {
+    const bundle = validBundle()
+    bundle.images = { 'img-0': null, 'img-1': { content_type: 'image/gif', data: null }, 'img-2': { content_type: 'image/gif' }, 'img-3': { data: 'AAEC', content_type: 'image/x-late' } }
+    const media = (await read(gzipBundle(validBundleJson(bundle)))).filter((item) => item.type === 'media' && item.section === 'images')
+    expect(media).toEqual([
+      { type: 'media', section: 'images', ref: 'img-0', contentType: '', data: null, chunks: 0 },
+      { type: 'media', section: 'images', ref: 'img-1', contentType: 'image/gif', data: null, chunks: 0 },
+      { type: 'media', section: 'images', ref: 'img-2', contentType: 'image/gif', data: null, chunks: 0 },
+      { type: 'media', section: 'images', ref: 'img-3', contentType: '', data: Buffer.from([0, 1, 2]), chunks: 1 },
+    ])
+  })
+
+  test('media data: JSON escapes (\\/, \\n, \\u0041) are read as Go reads them', async () => {
+    const bundle = validBundle()
+    const payload = Buffer.from(Array.from({ length: 600 }, (_, i) => (i * 131) & 255))
+    const base64 = payload.toString('base64')
+    bundle.bodies = { 'body-0': { content_type: 'text/plain', data: 'PLACEHOLDER' } }
+    const escaped = base64.replace(/(.{76})/g, '$1\\n').replace(/\//g, '\\/').replace(/A/g, '\\u0041')
+    const text = validBundleJson(bundle).replace('PLACEHOLDER', escaped)
+    for (const bytes of [gzipBundle(text), new Uint8Array(gzipSync(text, { level: 0 }))]) {
+      const media = (await collect(chunked(bytes, 1))).find((item) => item.type === 'media' && item.section === 'bodies')
+      expect(media?.type === 'media' && media.data).toEqual(payload)
+    }
+  })
+
+  test('bare-string source_bodies are body refs', async () => {
+    const bundle = validBundle()
+    bundle.source_bodies = ['body-0', { source_idx: 1, body_ref: 'body-1' }, 'body-1']
+    expect(rowsOf(await read(gzipBundle(validBundleJson(bundle))), 'source_bodies')).toEqual([
+      { source_idx: 0, body_ref: 'body-0' },
+      { source_idx: 1, body_ref: 'body-1' },
+      { source_idx: 1, body_ref: 'body-1' },
+    ])
+  })
+
+  test('unknown top-level keys, row fields, media fields and embeddings fields are ignored', async () => {
+    const bundle: Obj = { future_first: { a: [1, { b: '}]"\\' }], c: null }, ...validBundle() }
+    bundle.future_section = [{ x: 'y' }, 'z', 3.5e-7, true, false, null]
+    bundle.future_number = -12.5e3
+    ;(bundle.facts as Obj[])[0]!.future_field = { nested: ['a', { b: 2 }] }
+    ;((bundle.images as Obj)['img-0'] as Obj).future = ['x']
+    ;(bundle.embeddings as Obj).future = { model: 'not this one' }
+    // Inherited property names are unknown keys too.
+    const text = JSON.stringify(bundle).replace('"metadata":', '"toString":[1],"constructor":{"a":"b"},"__proto__":null,"hasOwnProperty":2,"metadata":')
+    const items = await read(gzipBundle(text))
+    const plain = await read(gzipBundle(validBundleJson()))
+    expect(items.length).toBe(plain.length)
+    expect(rowsOf(items, 'facts')[0]).toMatchObject(rowsOf(plain, 'facts')[0]!)
+    expect(withoutMediaChunks(items.filter((item) => item.type !== 'row'))).toEqual(withoutMediaChunks(plain.filter((item) => item.type !== 'row')))
+  })
+
+  test('omitted parent_idx and source_image_idx mean none (-1)', async () => {
+    const bundle = validBundle()
+    delete (bundle.facts as Obj[])[0]!.source_image_idx
+    ;(bundle.facts as Obj[])[2]!.source_image_idx = null
+    delete (bundle.reports as Obj[])[0]!.parent_idx
+    const items = await read(gzipBundle(validBundleJson(bundle)))
+    expect(rowsOf(items, 'facts').map((fact) => fact.source_image_idx)).toEqual([-1, 0, -1])
+    expect(rowsOf(items, 'reports').map((report) => report.parent_idx)).toEqual([-1, 0])
+  })
+
+  test('embeddings: null and empty maps, keys in any order, embeddings before the rows they refer to', async () => {
+    const bundle = validBundle()
+    bundle.embeddings = { model: 'm', dimensions: 2, fact_vectors: null, concept_vectors: {} }
+    let items = await read(gzipBundle(validBundleJson(bundle)))
+    expect(items.filter((item) => item.type === 'embeddings' || item.type === 'vector')).toEqual([{ type: 'embeddings', model: 'm', dimensions: 2 }])
+
+    // (JSON.stringify would sort integer-like keys: the text is edited instead.)
+    const { embeddings, ...rest } = validBundle()
+    ;(embeddings as Obj).fact_vectors = { '0': [1, 0, 0, 0], '2': [0, 0, 0, 1] }
+    const early = JSON.stringify({ schema_version: 2, embeddings, ...rest }).replace('"0":[1,0,0,0],"2":[0,0,0,1]', '"2":[0,0,0,1],"0":[1,0,0,0]')
+    expect(early).toContain('"2":[0,0,0,1],"0"')
+    items = await read(gzipBundle(early))
+    expect(items.filter((item) => item.type === 'vector' && item.target === 'facts').map((item) => item.type === 'vector' && item.index)).toEqual([2, 0])
+    ;(embeddings as Obj).fact_vectors = { '3': [0, 0, 0, 1] }
+    const error = await readError(gzipBundle(JSON.stringify({ schema_version: 2, embeddings, ...rest })))
+    expect(error.message).toBe('embeddings.fact_vectors[3]: key 3 refers to a row that does not exist (facts has 3 rows)')
+  })
+
+  test('one byte per chunk gives the same items as one big chunk', async () => {
+    const text = validBundleJson()
+    for (const bytes of [gzipBundle(text), new Uint8Array(gzipSync(text, { level: 0 }))]) {
+      const whole = await collect(chunked(bytes, bytes.length))
+      const bytewise = await collect(chunked(bytes, 1))
+      expect(withoutMediaChunks(bytewise)).toEqual(withoutMediaChunks(whole))
+      expect(whole.length).toBe(31)
+    }
+  })
+
+  test('random rows with escapes, unicode and long strings, in random chunks, read as JSON.parse reads them', async () => {
+    let seed = 12345
+    const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff)
+    const pieces = ['a', 'é', '"', '\\', '\\"', '\\\\', '}', ']', '{', '[', ',', ':', '\n', '\u2028', '😀', '\u0000', ' ', 'x'.repeat(300)]
+    const randomText = () => Array.from({ length: Math.floor(random() * 24) }, () => pieces[Math.floor(random() * pieces.length)]).join('')
+    const document = (facts: number) => {
+      const bundle = validBundle()
+      bundle.facts = Array.from({ length: facts }, (_, i) => ({ idx: i, text: `t${randomText()}`, fact_kind: 'text', status: 'new', source_image_idx: -1, extra: { deep: [[randomText()], { k: randomText() }] } }))
+      bundle.concepts = Array.from({ length: 40 }, (_, i) => ({ idx: i, canonical_name: `c${i}${randomText()}`, context: randomText() }))
+      bundle.embeddings = null
+      return validBundleJson(bundle)
+    }
+    const large = document(200)
+    const small = document(40)
+    for (const [text, bytes, size] of [
+      [large, gzipBundle(large), () => 1 + Math.floor(random() * 7)],
+      [large, new Uint8Array(gzipSync(large, { level: 0 })), () => 1 + Math.floor(random() * 300)],
+      [small, new Uint8Array(gzipSync(small, { level: 0 })), 1],
+    ] as const) {
+      const expected = JSON.parse(text) as Obj
+      const items = await collect(chunked(bytes, size))
+      expect(rowsOf(items, 'facts')).toEqual(expected.facts as Obj[])
+      expect(rowsOf(items, 'concepts')).toEqual(expected.concepts as Obj[])
+      expect(text.length).toBeGreaterThan(20_000)
+    }
+  })
+
+  test('invalid UTF-8 in a string becomes U+FFFD, as in Go', async () => {
+    const text = validBundleJson()
+    const raw = Buffer.from(text)
+    const at = raw.indexOf('"text":"Rain falls."') + '"text":"'.length
+    raw[at + 1] = 0xff
+    const items = await read(gzipBundle(raw))
+    expect(rowsOf(items, 'facts')[0]!.text).toBe('R\ufffdin falls.')
+  })
+
+  test('a multi-megabyte body is streamed in several chunks, its bytes equal to the original', async () => {
+    const payload = new Uint8Array(6 * 1024 * 1024 + 2)
+    for (let i = 0; i < payload.length; i++) payload[i] = (i * 2654435761) >>> 24
+    const bundle = validBundle()
+    bundle.bodies = { 'body-0': { content_type: 'application/pdf', data: Buffer.from(payload).toString('base64') } }
+    const bytes = gzipBundle(validBundleJson(bundle))
+    const reader = readBundle(chunked(bytes, 1 << 16))
+    let chunks = 0
+    let largest = 0
+    const parts: Uint8Array[] = []
+    for await (const item of reader) {
+      if (item.type !== 'media' || item.section !== 'bodies') continue
+      expect(item.contentType).toBe('application/pdf')
+      for await (const chunk of item.data!) {
+        chunks++
+        largest = Math.max(largest, chunk.length)
+        parts.push(chunk)
+      }
+    }
+    expect(chunks).toBeGreaterThan(10)
+    expect(largest).toBeLessThan(1024 * 1024)
+    expect(Buffer.concat(parts).equals(Buffer.from(payload))).toBe(true)
+    expect(reader.stats.mediaBytes).toBe(payload.length + IMAGE_BYTES.length)
+  })
+
+  test('media data the consumer does not read (or reads in part) is skipped, and still checked', async () => {
+    const bundle = validBundle()
+    const big = Buffer.alloc(300_000, 7).toString('base64')
+    bundle.images = { 'img-0': { content_type: 'a/b', data: big }, 'img-1': { content_type: 'a/b', data: big } }
+    const types: string[] = []
+    let stale: AsyncIterable<Uint8Array> | null = null
+    for await (const item of readBundle(chunked(gzipBundle(validBundleJson(bundle)), 4096))) {
+      types.push(item.type === 'row' ? `row ${item.section}` : item.type)
+      if (item.type === 'media' && item.ref === 'img-1') {
+        for await (const chunk of item.data!) {
+          expect(chunk.length).toBeGreaterThan(0)
+          break
+        }
+        stale = item.data
+      }
+    }
+    expect(types.filter((type) => type === 'media').length).toBe(3)
+    expect(types.filter((type) => type === 'row facts').length).toBe(3)
+    await expect(collectBytes(stale!)).rejects.toThrow('media data can only be read before the next bundle item is requested')
+
+    ;(bundle.images as Obj)['img-1'] = { content_type: 'a/b', data: `${big.slice(0, 200_000)}!${big.slice(200_001)}` }
+    const error = await readError(gzipBundle(validBundleJson(bundle)))
+    expect(error.message).toBe('images["img-1"]: data is not valid base64 (unexpected character "!" at offset 200000)')
+    expect([error.section, error.key]).toEqual(['images', 'img-1'])
+  })
+
+  test('a 50 MB string in a row is read correctly', async () => {
+    const unit = 'abcdefghij'.repeat(9) + 'x"y\\z/é€' // with escapes once JSON-encoded
+    const big = unit.repeat(Math.ceil(50_000_000 / unit.length))
+    const bundle = validBundle()
+    ;(bundle.sources as Obj[])[1]!.parsed_text = big
+    const reader = readBundle(chunked(gzipBundle(validBundleJson(bundle)), 1 << 16))
+    let text: unknown
+    for await (const item of reader) if (item.type === 'row' && item.section === 'sources' && item.position === 1) text = item.row.parsed_text
+    expect(text === big).toBe(true)
+    expect(reader.stats.sectionBytes.sources).toBeGreaterThan(50_000_000)
+  })
+
+  test('a 2,000,000-row bundle is read in bounded memory', async () => {
+    const n = 2_000_000
+    const pad = 'x'.repeat(60)
+    // Many gzip members, which gunzip reads as one stream: built without the whole text.
+    const members: Uint8Array[] = [gzipSync('{"schema_version":2,"metadata":{"name":"big","source_count":0,"fact_count":2000000,"concept_count":0,"summary_count":0,"synthesis_count":0,"report_count":0,"investigation_count":0,"exported_at":"2026-01-02T03:04:05Z"},"facts":[', { level: 1 })]
+    for (let i = 0; i < n; i += 25_000) {
+      let text = ''
+      for (let j = i; j < i + 25_000; j++) text += `${j ? ',' : ''}{"idx":${j},"text":"fact ${j} ${pad}","fact_kind":"text","status":"new","source_image_idx":-1}`
+      members.push(gzipSync(text, { level: 1 }))
+    }
+    members.push(gzipSync(']}'))
+    async function* source() {
+      yield* members
+    }
+    Bun.gc(true)
+    const before = process.memoryUsage().rss
+    let peak = before
+    let rows = 0
+    let last = -1
+    const reader = readBundle(source())
+    for await (const item of reader) {
+      if (item.type !== 'row') continue
+      rows++
+      last = item.position
+      if (rows % 50_000 === 0) peak = Math.max(peak, process.memoryUsage().rss)
+    }
+    expect(rows).toBe(n)
+    expect(last).toBe(n - 1)
+    const size = reader.stats.decompressedBytes
+    expect(size).toBeGreaterThan(280_000_000)
+    // Holding the rows would take several times the text; reading holds about one batch.
+    expect(peak - before).toBeLessThan(size / 2)
+  })
+})
+
+async function collectBytes(data: AsyncIterable<Uint8Array>): Promise<number> {
+  let n = 0
+  for await (const chunk of data) n += chunk.length
+  return n
+}
+
+describe('sources and the iterator', () => {
+  test('a Node Readable and a Bun file stream are sources', async () => {
+    const bytes = gzipBundle(validBundleJson())
+    expect((await collect(Readable.from([Buffer.from(bytes)]))).length).toBe(31)
+    const path = `${process.env.TMPDIR ?? '/tmp'}/kgs-reader-${process.pid}.json.gz`
+    await Bun.write(path, bytes)
+    try {
+      expect((await collect(Bun.file(path).stream())).length).toBe(31)
+    } finally {
+      await Bun.file(path).delete()
+    }
+  })
+
+  test('an error of the source comes through unchanged', async () => {
+    const bytes = gzipBundle(validBundleJson())
+    async function* failing() {
+      yield bytes.subarray(0, 100)
+      throw new Error('connection reset')
+    }
+    await expect(collect(failing())).rejects.toThrow('connection reset')
+  })
+
+  test('stopping early stops the source', async () => {
+    // An endless bundle: the metadata, then a string value that never ends.
+    const head = gzipSync('{"schema_version":2,"metadata":{"name":"n","source_count":0,"fact_count":0,"concept_count":0,"summary_count":0,"synthesis_count":0,"report_count":0,"investigation_count":0,"exported_at":"2026-01-02T03:04:05Z"},"future":"')
+    const more = gzipSync('x'.repeat(100_000))
+    let pulled = 0
+    let returned = false
+    const source: AsyncIterable<Uint8Array> = {
+      [Symbol.asyncIterator]: () => ({
+        next: async () => ({ value: pulled++ === 0 ? head : more, done: false }),
+        return: async () => {
+          returned = true
+          return { value: undefined, done: true }
+        },
+      }),
+    }
+    let seen = 0
+    for await (const item of readBundle(source)) {
+      seen++
+      if (item.type === 'metadata') break
+    }
+    expect(seen).toBe(2)
+    expect(returned).toBe(true)
+  })
+
+  test('a reader is iterated once; limits must be positive', () => {
+    const reader = readBundle(chunked(gzipBundle('{}'), 10))
+    reader[Symbol.asyncIterator]()
+    expect(() => reader[Symbol.asyncIterator]()).toThrow('only once')
+    expect(() => readBundle(chunked(new Uint8Array(0), 1), { maxDepth: 0 })).toThrow('maxDepth must be positive')
+    expect(() => readBundle(chunked(new Uint8Array(0), 1), { maxDepth: Infinity })).toThrow('maxDepth must be an integer up to 100000')
+  })
+
+  test('BundleError messages', () => {
+    expect(new BundleError('x is required', { section: 'facts', position: 3 }).message).toBe('facts[3]: x is required')
+    expect(new BundleError('expected an object', { section: 'metadata' }).message).toBe('metadata: expected an object')
+    expect(new BundleError('bad', { section: 'images', key: 'img-1' }).message).toBe('images["img-1"]: bad')
+    expect(new BundleError('truncated').message).toBe('bundle: truncated')
+    expect(new BundleError('not a gzip file', { scope: 'gzip' }).message).toBe('gzip: not a gzip file')
+  })
+})
