@@ -12,17 +12,10 @@ import { repositoryBlobPrefix, type BlobStore } from '../src/blobs/store.ts'
 import type { Embedder } from '../src/vectors/embedder.ts'
 import type { VectorStore } from '../src/vectors/store.ts'
 import { conceptEmbeddingText } from '../src/vectors/embed-jobs.ts'
+import { factContentHash } from '../src/bundle/hashes.ts'
+import { graphSize, QUALIFIERS, random, uuids, VERBS, WORDS, type GraphSize } from './lib/synthetic.ts'
 
-export interface GraphSize {
-  sources: number
-  facts: number
-  concepts: number
-  summaries: number
-  syntheses: number
-  investigations: number
-  reports: number
-  images: number
-}
+export { graphSize, type GraphSize }
 
 export interface GenerateOptions {
   facts: number
@@ -31,42 +24,6 @@ export interface GenerateOptions {
   blobs?: BlobStore
   /** Embed facts and concepts into the vector store. */
   vectors?: { store: VectorStore; embedder: Embedder }
-}
-
-const WORDS = (
-  'acid alloy amplitude atom basin battery biome boundary carbon catalyst cell channel climate cloud coastal compound conductor ' +
-  'coral crystal current delta density diffusion drought electron enzyme erosion estuary field flux forest fossil friction gene ' +
-  'glacier gradient graphite habitat heat helium hydrogen ice ion isotope kelp lattice layer lens magma magnet mantle membrane ' +
-  'methane mineral molecule monsoon neuron nitrogen nucleus ocean orbit oxide oxygen ozone particle permafrost photon plankton ' +
-  'plasma plate pollen polymer pressure protein pulse quartz radiation reef resin river rock salinity sediment seed shelf signal ' +
-  'silicon soil solar spectrum spore storm strain sulfur surface tide tissue turbine vapor velocity virus voltage wave wetland wind'
-).split(' ')
-const VERBS = 'absorbs accelerates alters amplifies binds blocks carries changes controls cools dampens degrades drives emits enhances forms heats inhibits limits lowers raises reduces reflects regulates releases shields slows stabilizes stores transports'.split(' ')
-const QUALIFIERS = ['at high pressure', 'in cold water', 'during summer', 'under load', 'at night', 'in dry soil', 'near the surface', 'over decades', 'in the lab', 'at sea level']
-
-/** mulberry32: small, fast, deterministic. */
-function random(seed: number) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-/** Deterministic UUIDs (v4-shaped) from the seed, so two runs write the same graph. */
-function uuids(next: () => number) {
-  return () => {
-    const hex = Array.from({ length: 32 }, () => Math.floor(next() * 16).toString(16)).join('')
-    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${'89ab'[Math.floor(next() * 4)]}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
-  }
-}
-
-export function graphSize(facts: number): GraphSize {
-  const at = (divisor: number) => Math.max(1, Math.ceil(facts / divisor))
-  return { sources: at(20), facts, concepts: at(10), summaries: at(10), syntheses: at(100), investigations: at(200), reports: at(200), images: at(40) }
 }
 
 const BATCH = 1000
@@ -81,7 +38,6 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
   const uuid = uuids(next)
   const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!
   const size = graphSize(options.facts)
-  const hash = (text: string) => new Bun.CryptoHasher('sha256').update(text.normalize('NFC').replace(/\s+/g, ' ').trim()).digest('hex')
   const base = Date.parse('2026-01-01T00:00:00Z')
   // Creation times one millisecond apart keep the (created_at, id) order the generation order.
   let tick = 0
@@ -137,7 +93,7 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
     const text = image
       ? `The figure shows ${pick(WORDS)} ${pick(VERBS)} ${pick(WORDS)} (${i}).`
       : `${pick(WORDS)[0]!.toUpperCase()}${pick(WORDS).slice(1)} ${pick(VERBS)} ${pick(WORDS)} ${pick(QUALIFIERS)} (${i}).`
-    const content_hash = hash(text)
+    const content_hash = factContentHash(text)
     if (seen.has(content_hash)) continue
     seen.add(content_hash)
     facts.push({
