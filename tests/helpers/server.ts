@@ -67,8 +67,14 @@ export interface ProcessResult {
 }
 
 /** Runs `kgs <args>` (from source) to completion. */
-export async function runKgs(args: string[], env: Record<string, string>, cwd = ROOT): Promise<ProcessResult> {
-  const child = Bun.spawn([process.execPath, MAIN, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdout: 'pipe', stderr: 'pipe' })
+export async function runKgs(args: string[], env: Record<string, string>, cwd = ROOT, stdin?: Uint8Array): Promise<ProcessResult> {
+  const child = Bun.spawn([process.execPath, MAIN, ...args], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdin: stdin ? new Blob([stdin]) : 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   return { code, stdout, stderr }
 }

@@ -1,0 +1,126 @@
+// Offline bundle tools behind `kgs bundle inspect|verify|canonical`: each is one streaming
+// pass over the file, so they work on bundles of any size in bounded memory.
+import { createHash } from 'node:crypto'
+import { Readable, type Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { BundleError, readBundle, type BundleItem, type ReaderLimits, type ReaderStats } from './reader.ts'
+import { COUNTED_SECTIONS, NON_CANONICAL_KEYS, ROW_SECTIONS, type Metadata, type RowSection } from './schema.ts'
+import { encodeBundle, type BundleContent, type RowSource } from './writer.ts'
+
+/** Row sections of the canonical form, in its order (source_images is written as null). */
+const HASHED_SECTIONS = ROW_SECTIONS.filter((section) => section !== 'source_images' && !NON_CANONICAL_KEYS.has(section))
+const hashedOrder = new Map(HASHED_SECTIONS.map((section, i) => [section, i]))
+
+/**
+ * Turns a reader's items back into writer input for the canonical encoder, in the same pass:
+ * each section's rows are pulled from the reader as the encoder asks for them, and everything
+ * the canonical form leaves out is passed over. This needs the hashed sections in canonical
+ * order, which both versions (and every Go-written file) have; anything else is refused rather
+ * than buffered.
+ */
+class CanonicalSource {
+  private readonly items: AsyncIterator<BundleItem>
+  private lookahead: BundleItem | undefined
+  private ended = false
+  embeddings: { model: string; dimensions: number } | undefined
+
+  constructor(items: AsyncIterable<BundleItem>) {
+    this.items = items[Symbol.asyncIterator]()
+  }
+
+  private async peek(): Promise<BundleItem | undefined> {
+    if (this.lookahead === undefined && !this.ended) {
+      const next = await this.items.next()
+      if (next.done) this.ended = true
+      else {
+        this.lookahead = next.value
+        if (next.value.type === 'embeddings') this.embeddings = { model: next.value.model, dimensions: next.value.dimensions }
+      }
+    }
+    return this.lookahead
+  }
+
+  private take(): void {
+    this.lookahead = undefined
+  }
+
+  /** Reads up to the metadata; the version comes first in every producer's files. */
+  async content(): Promise<BundleContent> {
+    let schemaVersion: number | undefined
+    for (let item = await this.peek(); item; item = await this.peek()) {
+      this.take()
+      if (item.type === 'schema_version') schemaVersion = item.version
+      else if (item.type === 'metadata') {
+        const rows: BundleContent['rows'] = {}
+        for (const section of HASHED_SECTIONS) (rows as Record<string, RowSource<unknown>>)[section] = this.rowsOf(section)
+        return { schemaVersion, metadata: item.metadata, rows }
+      } else if (item.type === 'row') {
+        throw new BundleError(`the metadata must come before the rows (${item.section} does not) to be hashed in one pass`)
+      }
+    }
+    throw new BundleError('metadata is missing')
+  }
+
+  private async *rowsOf(section: RowSection): AsyncGenerator<unknown> {
+    for (let item = await this.peek(); item; item = await this.peek()) {
+      if (item.type === 'row' && hashedOrder.has(item.section)) {
+        if (item.section !== section) {
+          if (hashedOrder.get(item.section)! > hashedOrder.get(section)!) return
+          throw new BundleError(`comes after ${section}; the canonical hash needs the sections in order`, { section: item.section, position: item.position })
+        }
+        this.take()
+        yield item.row
+      } else {
+        // Not hashed: media (the reader skips unread data), vectors, source_images, source_bodies.
+        this.take()
+      }
+    }
+  }
+
+  /** Reads the rest of the file, so that every check of the reader runs. */
+  async finish(): Promise<void> {
+    while (await this.peek()) this.take()
+  }
+}
+
+export interface BundleSummary {
+  schemaVersion: number | undefined
+  metadata: Metadata
+  /** Lowercase hex SHA-256 of the canonical form, as recomputed from the rows. */
+  canonicalSha256: string
+  embeddings: { model: string; dimensions: number } | undefined
+  stats: ReaderStats
+}
+
+/** One pass: every row checked by the reader and the canonical hash recomputed. */
+export async function summarizeBundle(source: AsyncIterable<Uint8Array>, limits?: Partial<ReaderLimits>): Promise<BundleSummary> {
+  const reader = readBundle(source, limits)
+  const canonical = new CanonicalSource(reader)
+  const content = await canonical.content()
+  const hash = createHash('sha256')
+  for await (const chunk of encodeBundle(content, { canonical: true })) hash.update(chunk)
+  await canonical.finish()
+  return { schemaVersion: content.schemaVersion, metadata: content.metadata, canonicalSha256: hash.digest('hex'), embeddings: canonical.embeddings, stats: reader.stats }
+}
+
+/** What `verify` finds wrong with a bundle that reads cleanly: its hash and its counts. */
+export function bundleProblems(summary: BundleSummary): string[] {
+  const problems: string[] = []
+  const { metadata } = summary
+  if (!metadata.sha256) problems.push('metadata.sha256 is missing')
+  else if (metadata.sha256 !== summary.canonicalSha256) problems.push(`metadata.sha256 is ${metadata.sha256} but the canonical hash is ${summary.canonicalSha256}`)
+  for (const [field, section] of Object.entries(COUNTED_SECTIONS)) {
+    const rows = summary.stats.rows[section] ?? 0
+    const claimed = metadata[field as keyof typeof COUNTED_SECTIONS]
+    if (claimed !== rows) problems.push(`metadata.${field} is ${claimed} but ${section} has ${rows} rows`)
+  }
+  return problems
+}
+
+/** Writes the canonical form (what the hash is computed over) to `sink`, reading the whole file. */
+export async function writeCanonical(source: AsyncIterable<Uint8Array>, sink: Writable, limits?: Partial<ReaderLimits>): Promise<void> {
+  const canonical = new CanonicalSource(readBundle(source, limits))
+  const content = await canonical.content()
+  await pipeline(Readable.from(encodeBundle(content, { canonical: true })), sink, { end: false })
+  await canonical.finish()
+}
