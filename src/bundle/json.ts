@@ -41,19 +41,59 @@ export function encodeFloat32(input: number): string {
   if (value === 0) return Object.is(value, -0) ? '-0' : '0'
   checkFinite(value)
   // p digits read back exactly ⇒ p+1 digits do too (the nearest p-digit decimal is also a
-  // (p+1)-digit one), so binary search finds the fewest; 9 digits always suffice for float32.
-  let low = 1
-  let high = 9
-  while (low < high) {
-    const middle = (low + high) >> 1
-    if (Math.fround(Number(value.toPrecision(middle))) === value) high = middle
-    else low = middle + 1
+  // (p+1)-digit one), so the fewest can be searched for; 9 always suffice for float32. Most
+  // values (embeddings) need 7 or 8, so those are tried first: about two tries per value.
+  const exponent = decimalExponent(value)
+  const fits = (digits: number) => Math.fround(nearestDecimal(value, digits, exponent)) === value
+  let digits: number
+  if (!fits(7)) digits = fits(8) ? 8 : 9
+  else if (!fits(6)) digits = 7
+  else {
+    let low = 1
+    digits = 6
+    while (low < digits) {
+      const middle = (low + digits) >> 1
+      if (fits(middle)) digits = middle
+      else low = middle + 1
+    }
   }
-  let shortest = Number(value.toPrecision(high))
-  if (high > 1 && isPowerOfTwo(value)) shortest = shorterAcrossPowerOfTwo(value, high - 1) ?? shortest
+  let shortest = nearestDecimal(value, digits, exponent)
+  if (digits > 1 && isPowerOfTwo(value)) shortest = shorterAcrossPowerOfTwo(value, digits - 1) ?? shortest
   // The digits fit a float64 exactly enough that String() gives them back, and JavaScript's
   // thresholds for exponent form match Go's float32 ones on every float32 (see the tests).
   return String(shortest)
+}
+
+/** Exact powers of ten: every 10^k with k ≤ 22 is a float64. */
+const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k)
+
+/** floor(log10(|value|)), corrected where Math.log10 rounds across a power of ten. */
+function decimalExponent(value: number): number {
+  const magnitude = Math.abs(value)
+  let exponent = Math.floor(Math.log10(magnitude))
+  if (magnitude < 10 ** exponent) exponent--
+  else if (magnitude >= 10 ** (exponent + 1)) exponent++
+  return exponent
+}
+
+/**
+ * The p-digit decimal nearest to value, as the float64 that `Number(value.toPrecision(p))`
+ * gives. Scaling by an exact power of ten and rounding is a third of the cost of
+ * toPrecision; a product within reach of a rounding tie falls back to it.
+ */
+function nearestDecimal(value: number, digits: number, exponent: number): number {
+  const shift = digits - 1 - exponent
+  const magnitude = Math.abs(value)
+  if (shift >= 0 && shift <= 22) {
+    const scaled = magnitude * POW10[shift]!
+    const fraction = scaled - Math.floor(scaled)
+    if (Math.abs(fraction - 0.5) > 1e-6) return Math.sign(value) * (Math.round(scaled) / POW10[shift]!)
+  } else if (shift < 0 && shift >= -22) {
+    const scaled = magnitude / POW10[-shift]!
+    const fraction = scaled - Math.floor(scaled)
+    if (Math.abs(fraction - 0.5) > 1e-6) return Math.sign(value) * (Math.round(scaled) * POW10[-shift]!)
+  }
+  return Number(value.toPrecision(digits))
 }
 
 const float32View = new Float32Array(1)
