@@ -1,9 +1,11 @@
 // Smoke test of the compiled binary: start it from an unrelated directory with nothing but
 // DATA_DIR, wait for /readyz, check /healthz, run a job on a worker thread (the embedded worker
-// entry point, LanceDB's native module), search, stop it with SIGTERM and expect exit 0.
+// entry point, LanceDB's native module), search, stop it with SIGTERM and expect exit 0; then
+// verify a generated bundle with `kgs bundle verify`.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { generateBundle } from './gen-bundle.ts'
 
 const binary = resolve(process.argv[2] ?? join(import.meta.dir, '..', 'dist', 'kgs'))
 const cwd = mkdtempSync(join(tmpdir(), 'kgs-smoke-'))
@@ -55,5 +57,10 @@ if (!Array.isArray(hits)) fail(`search answered ${JSON.stringify(hits)}`)
 child.kill('SIGTERM')
 const code = await child.exited
 if (code !== 0) fail(`exit code ${code} after SIGTERM`)
+// The offline bundle tools (their codecs are compiled at start-up) in the binary.
+const bundle = join(cwd, 'smoke.json.gz')
+const generated = await generateBundle(bundle, { facts: 200, dimensions: 8 })
+const verify = Bun.spawnSync([binary, 'bundle', 'verify', bundle], { cwd })
+if (verify.exitCode !== 0 || verify.stdout.toString() !== `ok ${generated.sha256} ${bundle}\n`) fail(`bundle verify: ${verify.exitCode} ${verify.stdout}${verify.stderr}`)
 rmSync(cwd, { recursive: true, force: true })
-console.log(`smoke: ok (kgs ${body.version} served /healthz from ${cwd}, ran a job on a worker thread, searched, stopped cleanly)`)
+console.log(`smoke: ok (kgs ${body.version} served /healthz from ${cwd}, ran a job on a worker thread, searched, stopped cleanly, verified a bundle)`)
