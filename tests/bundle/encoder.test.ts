@@ -8,6 +8,7 @@ import { factContentHash, normalizeFactText, sourceSha256 } from '../../src/bund
 import { encodeFloat32, encodeFloat64, encodeString, UnsupportedNumberError } from '../../src/bundle/json.ts'
 import { ROW_SCHEMAS, ROW_SECTIONS, type Metadata } from '../../src/bundle/schema.ts'
 import { canonicalHash, encodeBundle, formatExportedAt, type BundleContent } from '../../src/bundle/writer.ts'
+import { random } from '../../scripts/lib/synthetic.ts'
 
 const sha256 = (bytes: string | Uint8Array) => createHash('sha256').update(bytes).digest('hex')
 
@@ -15,18 +16,6 @@ async function text(chunks: AsyncIterable<Uint8Array>): Promise<string> {
   const parts: Buffer[] = []
   for await (const chunk of chunks) parts.push(Buffer.from(chunk))
   return Buffer.concat(parts).toString('utf8')
-}
-
-/** mulberry32 */
-function random(seed: number) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 const EMPTY_METADATA: Metadata = {
