@@ -161,3 +161,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const config = parseEnv(env)
   return { ...config, jwtSecret: resolveJwtSecret(config) }
 }
+
+/** The default BASE_URL: where a client on this machine reaches HOST:PORT. */
+export function deriveBaseUrl(host: string, port: number): string {
+  const name = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host
+  return `http://${name}:${port}`
+}

@@ -5,7 +5,7 @@
 // Each command imports what it needs when it runs: the offline tools (bundle, version,
 // healthcheck) then start in a few milliseconds instead of loading the whole server.
 import { parseArgs } from 'node:util'
-import { ConfigError, loadConfig, parseEnv } from './config.ts'
+import { ConfigError, deriveBaseUrl, loadConfig, parseEnv } from './config.ts'
 import { createLogger } from './log.ts'
 import { VERSION } from './version.ts'
 import { BUNDLE_USAGE, BundleUsageError, runBundleCommand } from './bundle/cli.ts'
@@ -110,7 +110,6 @@ const commands: Record<string, Command> = {
   async healthcheck(args) {
     noArguments(args)
     const config = parseEnv(process.env)
-    const { deriveBaseUrl } = await import('./server.ts')
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
     try {
       const response = await fetch(`${deriveBaseUrl(host, config.port)}/healthz`, { signal: AbortSignal.timeout(2000) })

@@ -1,7 +1,7 @@
 // The running service: listens at once (so /healthz answers while a fresh embedded database is
 // still being initialised), opens the pools, then hands requests to the app. Every response
 // gets X-Request-Id and one JSON log line; stop() drains in-flight requests before closing.
-import type { Config } from './config.ts'
+import { deriveBaseUrl, type Config } from './config.ts'
 import { Pools } from './db/pools.ts'
 import { describeError, type Logger } from './log.ts'
 import { createApp, type AppContext } from './app.ts'
@@ -42,11 +42,6 @@ type Handler = (request: Request) => Response | Promise<Response>
 const startingHandler: Handler = (request) => {
   if (requestPath(request) === '/healthz') return Response.json({ status: 'ok', version: VERSION })
   return errorResponse(503, 'service is starting', { 'retry-after': '1' })
-}
-
-export function deriveBaseUrl(host: string, port: number): string {
-  const name = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host
-  return `http://${name}:${port}`
 }
 
 export interface ServerOptions {
