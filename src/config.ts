@@ -9,6 +9,9 @@ import { join, resolve } from 'node:path'
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
+/** 16 GiB: the reader's default limit on a bundle's expanded size, so any bundle it accepts fits. */
+export const REGISTRY_MAX_BYTES_DEFAULT = 16 * 1024 ** 3
+
 const DURATION = '^[1-9][0-9]{0,9}[smhd]?$'
 const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86400 } as const
 
@@ -60,11 +63,20 @@ export const EnvSchema = Type.Object({
   S3_ACCESS_KEY_ID: variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 access key id' })), 'an access key id'),
   S3_SECRET_ACCESS_KEY: variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 secret access key' })), 'a secret access key'),
   S3_PREFIX: variable(Type.Optional(Type.String({ pattern: '^[A-Za-z0-9!_.*()/-]*$', description: 'key prefix inside the bucket' })), 'a key prefix of letters, digits and !_.*()/-'),
+  REGISTRY_URL: variable(
+    Type.Optional(Type.String({ pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$', description: 'the graph registry exports push to and imports pull from; unset uses this server (BASE_URL)' })),
+    'an absolute http(s) URL without query or fragment',
+  ),
+  REGISTRY_TOKEN: variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer token for REGISTRY_URL; unset: a short-lived service token this server signs for itself' })), 'a bearer token'),
+  REGISTRY_MAX_BYTES: variable(
+    Type.Integer({ minimum: 1, default: REGISTRY_MAX_BYTES_DEFAULT, description: 'largest bundle the registry accepts, in bytes (413 past it)' }),
+    'a positive integer number of bytes',
+  ),
 })
 type Env = Static<typeof EnvSchema>
 
 /** Never echoed in an error message. */
-const SECRET_VARIABLES = new Set<string>(['JWT_SECRET', 'EMBEDDING_API_KEY', 'S3_SECRET_ACCESS_KEY'])
+const SECRET_VARIABLES = new Set<string>(['JWT_SECRET', 'EMBEDDING_API_KEY', 'S3_SECRET_ACCESS_KEY', 'REGISTRY_TOKEN'])
 
 export interface Config {
   port: number
@@ -88,6 +100,12 @@ export interface Config {
   embedding?: { url: string; model: string; apiKey?: string }
   /** Unset: blobs under DATA_DIR/blobs. */
   s3?: { bucket: string; endpoint?: string; region?: string; accessKeyId?: string; secretAccessKey?: string; prefix: string }
+  /** Unset: this server's own registry (its base URL). */
+  registryUrl?: string
+  /** Unset: a service token signed with the JWT secret (see src/http/auth.ts). */
+  registryToken?: string
+  /** Largest bundle the registry stores. */
+  registryMaxBytes: number
 }
 
 export class ConfigError extends Error {}
@@ -132,6 +150,9 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     s3: v.S3_BUCKET
       ? { bucket: v.S3_BUCKET, endpoint: v.S3_ENDPOINT, region: v.S3_REGION, accessKeyId: v.S3_ACCESS_KEY_ID, secretAccessKey: v.S3_SECRET_ACCESS_KEY, prefix: v.S3_PREFIX ?? '' }
       : undefined,
+    registryUrl: v.REGISTRY_URL?.replace(/\/+$/, ''),
+    registryToken: v.REGISTRY_TOKEN,
+    registryMaxBytes: v.REGISTRY_MAX_BYTES,
   }
 }
 

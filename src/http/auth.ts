@@ -2,7 +2,11 @@
 // Authorization header into a `principal`, or answers 401 with WWW-Authenticate;
 // `{ permission: 'role:manage' }` also requires that system-domain permission (403 otherwise).
 // Neither costs a database round trip (signature, claims, in-memory revocations and roles).
+// Also here: the server's own service principal (a short-lived token it signs for itself to
+// reach its registry), accepted only by the routes that opt in (withServiceTokens).
 import { Elysia } from 'elysia'
+import { jwt } from '@elysiajs/jwt'
+import { ExpiringMap } from '../expiring.ts'
 import { HttpError } from './errors.ts'
 import { SYSTEM_DOMAIN, scopeAllows, scopeNeeded, type Permission, type Scope, type SystemPermission } from '../rbac/permissions.ts'
 
@@ -13,6 +17,11 @@ export interface Principal {
   /** Set for OAuth access tokens: the client, and the scopes that cap the user's permissions. */
   clientId?: string
   scopes?: string[]
+  /**
+   * Set only for the service principal: the system-domain permissions it holds, whatever the
+   * roles say (it has none). See SERVICE_PERMISSIONS.
+   */
+  grants?: readonly SystemPermission[]
 }
 
 export interface Authorizer {
@@ -20,6 +29,11 @@ export interface Authorizer {
 }
 
 export const forbidden = (permission: Permission) => new HttpError(403, `permission denied: ${permission}`)
+
+/** A system-domain permission: the service principal by its grants, a user by its roles. */
+export function holdsSystemPermission(authorizer: Authorizer, principal: Principal, permission: SystemPermission): boolean {
+  return principal.grants ? principal.grants.includes(permission) : authorizer.can(principal.userId, SYSTEM_DOMAIN, permission)
+}
 
 /** 403 for an OAuth token whose scopes do not cover the action (RFC 6750 §3.1). */
 export function insufficientScope(resourceMetadata: string, need: Scope): HttpError {
@@ -89,10 +103,84 @@ export function accessControl(authenticator: Authenticator, authorizer: Authoriz
     permission: (permission: SystemPermission) => ({
       async resolve({ request }) {
         const principal = await authenticate(authenticator, request)
-        if (!authorizer.can(principal.userId, SYSTEM_DOMAIN, permission)) throw forbidden(permission)
+        if (!holdsSystemPermission(authorizer, principal, permission)) throw forbidden(permission)
         requireScope(principal, scopeNeeded(permission), authenticator.resourceMetadataUrl)
         return { principal }
       },
     }),
   })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The service principal. Export and import jobs reach the registry over HTTP, by default this
+// very server's: with no REGISTRY_TOKEN they present a token the server signs for itself with
+// its JWT secret. It is an HS256 JWT with `sub: "kgs"` and `typ: "service"` (no session, no
+// client, no user), lives SERVICE_TOKEN_TTL seconds, and stands for exactly SERVICE_PERMISSIONS.
+// Only routes whose authenticator is wrapped in withServiceTokens accept it (the registry's);
+// everywhere else it fails the session check (no `typ: "session"`, no `sid`) and is a 401.
+// It needs no revocation: it is never handed out, and expires within minutes.
+
+/** The service principal's identity: `sub` of its tokens, `owner` of what it pushes. */
+export const SERVICE_SUBJECT = 'kgs'
+/** Everything the service principal may do. */
+export const SERVICE_PERMISSIONS: readonly SystemPermission[] = ['registry:push', 'registry:pull']
+/** Seconds a service token lives. A push that outlasts it is fine: tokens are checked when a request starts. */
+export const SERVICE_TOKEN_TTL = 300
+/** A cached token is replaced this many seconds before it expires. */
+const SERVICE_TOKEN_RENEW_BEFORE = 60
+
+const SERVICE_REQUIRED_CLAIMS = ['iss', 'sub', 'jti', 'iat', 'exp']
+
+export interface ServiceTokens {
+  /** A valid service token: the cached one, or a new one when that is within a minute of expiring. */
+  token(): Promise<string>
+  /** The service principal, if `token` is a valid service token. */
+  authenticate(token: string): Promise<Principal | undefined>
+}
+
+export function createServiceTokens(options: { secret: string; issuer: string; ttlSeconds?: number }): ServiceTokens {
+  const ttl = options.ttlSeconds ?? SERVICE_TOKEN_TTL
+  const plugin = jwt({ name: 'serviceJwt', secret: options.secret, alg: 'HS256', iss: options.issuer })
+  // As in accounts/tokens.ts: sign and verify are read from the plugin's decorator once.
+  type Decorator = (typeof plugin)['~Singleton']['decorator']['serviceJwt']
+  const serviceJwt = (plugin as unknown as { singleton: { decorator: { serviceJwt: Decorator } } }).singleton.decorator.serviceJwt
+  const verified = new ExpiringMap<string, true>(1_000)
+  let current: { token: Promise<string>; renewAt: number } | undefined
+  return {
+    token() {
+      const now = Date.now()
+      if (!current || now >= current.renewAt) {
+        const token = serviceJwt.sign({ sub: SERVICE_SUBJECT, typ: 'service', jti: crypto.randomUUID(), exp: Math.floor(now / 1000) + ttl })
+        current = { token, renewAt: now + Math.max(ttl - SERVICE_TOKEN_RENEW_BEFORE, ttl / 2) * 1000 }
+        token.catch(() => (current = undefined))
+      }
+      return current.token
+    },
+    async authenticate(token) {
+      if (!verified.get(token)) {
+        const claims = await serviceJwt.verify(token, { algorithms: ['HS256'], issuer: options.issuer, requiredClaims: SERVICE_REQUIRED_CLAIMS })
+        // A service token never lives longer than this server would have made it.
+        if (!claims || claims.typ !== 'service' || claims.sub !== SERVICE_SUBJECT || claims.exp! - claims.iat! > ttl) return undefined
+        verified.set(token, true, claims.exp! * 1000)
+      }
+      return { userId: SERVICE_SUBJECT, grants: SERVICE_PERMISSIONS }
+    },
+  }
+}
+
+/** `authenticator`, also accepting service tokens (told apart by their `typ` claim). */
+export function withServiceTokens(authenticator: Authenticator, service: ServiceTokens): Authenticator {
+  const isServiceToken = (token: string) => {
+    try {
+      const start = token.indexOf('.') + 1
+      const payload = JSON.parse(Buffer.from(token.slice(start, token.indexOf('.', start)), 'base64url').toString()) as { typ?: unknown }
+      return payload.typ === 'service'
+    } catch {
+      return false
+    }
+  }
+  return {
+    resourceMetadataUrl: authenticator.resourceMetadataUrl,
+    authenticate: (token) => (isServiceToken(token) ? service.authenticate(token) : authenticator.authenticate(token)),
+  }
 }
