@@ -13,7 +13,7 @@ import { ErrorBody } from './http/schemas.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
 import { oauthRoutes } from './oauth/routes.ts'
-import { accessControl, bearerAuthenticator } from './http/auth.ts'
+import { accessControl, bearerAuthenticator, createServiceTokens, withServiceTokens } from './http/auth.ts'
 import type { OAuthTokens } from './oauth/tokens.ts'
 import type { Rbac } from './rbac/rbac.ts'
 import { rbacRoutes } from './rbac/routes.ts'
@@ -27,6 +27,8 @@ import type { BlobStore } from './blobs/store.ts'
 import { jobRoutes } from './jobs/routes.ts'
 import { searchRoutes } from './vectors/routes.ts'
 import { graphRoutes } from './graph/routes.ts'
+import { registryRoutes } from './registry/routes.ts'
+import type { RegistryClient } from './registry/client.ts'
 
 export interface AppContext {
   config: Config
@@ -42,6 +44,8 @@ export interface AppContext {
   vectors: VectorStore
   embedder: Embedder
   blobs: BlobStore
+  /** The registry client of this configuration (REGISTRY_URL, else this server). */
+  registry: RegistryClient
 }
 
 export function createApp(ctx: AppContext) {
@@ -50,11 +54,24 @@ export function createApp(ctx: AppContext) {
   const authenticator = bearerAuthenticator(ctx.accounts, ctx.oauth)
   const access = accessControl(authenticator, ctx.rbac)
   const scope = repositoryScope(authenticator, ctx.rbac, ctx.repositories, ctx.pools)
+  // The registry also accepts this server's own service token (exports and imports push and pull through it).
+  const serviceTokens = createServiceTokens({ secret: ctx.config.jwtSecret!, issuer: ctx.baseUrl })
+  const registry = registryRoutes({
+    system: ctx.pools.system,
+    blobs: ctx.blobs,
+    authenticator: withServiceTokens(authenticator, serviceTokens),
+    authorizer: ctx.rbac,
+    maxBytes: ctx.config.registryMaxBytes,
+    log: ctx.log,
+  })
   // normalize: false, so that a field a schema does not know is refused (400) instead of silently
   // dropped: a client sending {"password": ...} to PUT /users must not believe it changed anything.
   // Responses are built field by field, so nothing relies on normalization to hide columns.
   const app = new Elysia({ name: 'kgs', normalize: false })
     .use(errorHandling(ctx.log, (request) => methodNotAllowed(request)))
+    // Before the JSON body parser, which applies only to routes added after it: a registry push
+    // is a raw gzip stream of up to REGISTRY_MAX_BYTES, read by the route itself.
+    .use(registry)
     .use(bodyParsing(ctx.config.bodyLimit))
     .use(
       swagger({
@@ -68,6 +85,7 @@ export function createApp(ctx: AppContext) {
             { name: 'repositories', description: 'repositories and their scoped routes' },
             { name: 'graph', description: 'the knowledge graph of a repository: sources, facts, concepts, investigations, reports' },
             { name: 'jobs', description: 'background jobs: progress, results, cancellation' },
+            { name: 'registry', description: 'the graph registry: push, list, download and delete bundles' },
             { name: 'oauth', description: 'OAuth 2.1 authorization server' },
           ],
           components: {

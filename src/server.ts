@@ -18,6 +18,7 @@ import { OAuthTokens } from './oauth/tokens.ts'
 import { createEmbedder } from './vectors/embedder.ts'
 import { VectorStore } from './vectors/store.ts'
 import { openBlobStore } from './blobs/store.ts'
+import { createRegistryClient } from './registry/client.ts'
 import { LocalEventBus, PostgresEventBus, type EventBus } from './db/events.ts'
 import { JSON_CONTENT_TYPE, errorResponse } from './http/errors.ts'
 import { assignRequestId } from './http/request-id.ts'
@@ -142,9 +143,11 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, vectors, blobs })
     oauth = await OAuthTokens.start({ system: pools.system, bus, log, secret: config.jwtSecret, issuer: baseUrl, accessTokenTtl: config.accessTokenTtl, catchUp: fleet })
     const jobs = new Jobs(pools.system, bus, await loadJobKinds(options.jobs?.extraKindModules))
-    const context: AppContext = { config, pools, log, baseUrl, accounts, rbac: roles, repositories, oauth, jobs, vectors, embedder: createEmbedder(config), blobs }
+    const registry = createRegistryClient(config, baseUrl)
+    const context: AppContext = { config, pools, log, baseUrl, accounts, rbac: roles, repositories, oauth, jobs, vectors, embedder: createEmbedder(config), blobs, registry }
     handler = createApp(context).fetch
-    runner = await JobRunner.start({ config, pools, bus, log, ...options.jobs })
+    // Workers get the base URL actually in use (the issuer of tokens, the default registry).
+    runner = await JobRunner.start({ config: { ...config, baseUrl }, pools, bus, log, ...options.jobs })
     log.info('ready', { url, base_url: baseUrl, database: pools.backend, version: VERSION })
     return context
   })()

@@ -1,0 +1,103 @@
+// The registry's index: the graphs table of the system database (migration 0010_graphs).
+// Bundles themselves are blobs under storage_key; see routes.ts for the order of writes.
+import { isoTimestamp, type Db } from '../db/sql.ts'
+import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../http/pagination.ts'
+
+/** The seven counts of a bundle's metadata, echoed from the push headers. */
+export const COUNT_FIELDS = ['source_count', 'fact_count', 'concept_count', 'summary_count', 'synthesis_count', 'report_count', 'investigation_count'] as const
+export type CountField = (typeof COUNT_FIELDS)[number]
+export type GraphCounts = Record<CountField, number>
+
+/** The graph record of bundle.md §7. */
+export interface Graph extends GraphCounts {
+  id: string
+  name: string
+  description: string
+  owner: string
+  tags: string[]
+  /** The bundle's canonical hash as pushed; null when the push named none. */
+  sha256: string | null
+  schema_version: number | null
+  bytes: number
+  created_at: string
+}
+
+export interface NewGraph extends GraphCounts {
+  id: string
+  name: string
+  description: string
+  owner: string
+  tags: string[]
+  sha256: string | null
+  schema_version: number | null
+  bytes: number
+  storage_key: string
+}
+
+// bigint columns arrive as strings from postgres.js; every value here is far below 2^53.
+const columns = (sql: Db) => sql`
+  id, name, description, owner, tags, sha256, schema_version, bytes::float8 AS bytes,
+  source_count::float8 AS source_count, fact_count::float8 AS fact_count, concept_count::float8 AS concept_count,
+  summary_count::float8 AS summary_count, synthesis_count::float8 AS synthesis_count,
+  report_count::float8 AS report_count, investigation_count::float8 AS investigation_count,
+  ${isoTimestamp(sql, 'created_at')} AS created_at`
+
+/**
+ * Inserts the row unless (name, sha256) is already stored; undefined then (the caller keeps
+ * the stored graph and drops its blob). Two concurrent pushes of one pair: exactly one inserts.
+ */
+export async function insertGraph(sql: Db, g: NewGraph): Promise<Graph | undefined> {
+  const [row] = await sql<Graph[]>`
+    INSERT INTO graphs (id, name, description, owner, tags, sha256, schema_version, bytes,
+      source_count, fact_count, concept_count, summary_count, synthesis_count, report_count, investigation_count, storage_key)
+    VALUES (${g.id}, ${g.name}, ${g.description}, ${g.owner}, ${g.tags}::text[], ${g.sha256}, ${g.schema_version}, ${g.bytes},
+      ${g.source_count}, ${g.fact_count}, ${g.concept_count}, ${g.summary_count}, ${g.synthesis_count}, ${g.report_count}, ${g.investigation_count}, ${g.storage_key})
+    ON CONFLICT ON CONSTRAINT graphs_name_sha256_key DO NOTHING
+    RETURNING ${columns(sql)}`
+  return row
+}
+
+export async function findGraphByNameAndHash(sql: Db, name: string, sha256: string): Promise<Graph | undefined> {
+  const [row] = await sql<Graph[]>`SELECT ${columns(sql)} FROM graphs WHERE name = ${name} AND sha256 = ${sha256}`
+  return row
+}
+
+export async function getGraph(sql: Db, id: string): Promise<(Graph & { storage_key: string }) | undefined> {
+  const [row] = await sql<(Graph & { storage_key: string })[]>`SELECT ${columns(sql)}, storage_key FROM graphs WHERE id = ${id}`
+  return row
+}
+
+/** Removes the row; returns it (with its blob's key) if there was one. */
+export async function deleteGraph(sql: Db, id: string): Promise<(Graph & { storage_key: string }) | undefined> {
+  const [row] = await sql<(Graph & { storage_key: string })[]>`DELETE FROM graphs WHERE id = ${id} RETURNING ${columns(sql)}, storage_key`
+  return row
+}
+
+export interface GraphFilter {
+  /** Case-insensitive substring of the name or the description, taken literally. */
+  q?: string
+  /** Graphs carrying this tag (exact). */
+  tag?: string
+}
+
+/** LIKE pattern matching `text` anywhere, with its wildcards and the escape character escaped. */
+const containing = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`
+
+/** A page of graphs in (created_at, id) order, with one row of look-ahead. */
+export async function listGraphs(sql: Db, filter: GraphFilter, limit: number, after: PageKey | undefined) {
+  const q = filter.q ? containing(filter.q) : undefined
+  const rows = await sql<(Graph & { key_at: string })[]>`
+    SELECT ${columns(sql)}, ${pageKeyColumn(sql)} FROM graphs
+    WHERE ${q ? sql`(name ILIKE ${q} OR description ILIKE ${q})` : sql`true`}
+      AND ${filter.tag !== undefined ? sql`tags @> ARRAY[${filter.tag}]::text[]` : sql`true`}
+      AND ${afterCursor(sql, after)}
+    ORDER BY ${pageOrder(sql, 'graphs')}
+    LIMIT ${limit + 1}`
+  return withPageKeys(rows)
+}
+
+/** How many graphs are stored. */
+export async function countGraphs(sql: Db): Promise<number> {
+  const [row] = await sql<{ count: number }[]>`SELECT count(*)::int AS count FROM graphs`
+  return row!.count
+}
