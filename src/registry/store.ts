@@ -22,15 +22,8 @@ export interface Graph extends GraphCounts {
   created_at: string
 }
 
-export interface NewGraph extends GraphCounts {
-  id: string
-  name: string
-  description: string
-  owner: string
-  tags: string[]
-  sha256: string | null
-  schema_version: number | null
-  bytes: number
+/** What a push stores: the record without its creation time, plus where the bundle lies. */
+export interface NewGraph extends Omit<Graph, 'created_at'> {
   storage_key: string
 }
 
