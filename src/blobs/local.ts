@@ -86,6 +86,10 @@ export class LocalBlobStore implements BlobStore {
     return fileStream(handle)
   }
 
+  async responseBody(key: string): Promise<Blob | undefined> {
+    return (await this.stat(key)) ? Bun.file(this.pathOf(key)) : undefined
+  }
+
   async stat(key: string): Promise<{ bytes: number } | undefined> {
     try {
       const stats = await stat(this.pathOf(key))

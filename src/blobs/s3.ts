@@ -77,6 +77,11 @@ export class S3BlobStore implements BlobStore {
     })
   }
 
+  /** Streamed, so chunked: an S3File body would be fetched by Bun on its own, outside this store's error handling. */
+  responseBody(key: string): Promise<ReadableStream<Uint8Array> | undefined> {
+    return this.stream(key)
+  }
+
   async stat(key: string): Promise<{ bytes: number } | undefined> {
     const stats = await this.statObject(key)
     return stats && { bytes: stats.size }

@@ -28,6 +28,12 @@ export interface BlobStore {
   /** The whole blob in memory: for small blobs only; use stream() for anything large. */
   get(key: string): Promise<Uint8Array | undefined>
   stream(key: string): Promise<ReadableStream<Uint8Array> | undefined>
+  /**
+   * The blob as an HTTP response body. Bun drops a Content-Length given with a stream body and
+   * sends it chunked (oven-sh/bun#10507), but sends a file body with its length (sendfile), so
+   * a store that has files hands one out; others give their stream.
+   */
+  responseBody(key: string): Promise<Blob | ReadableStream<Uint8Array> | undefined>
   stat(key: string): Promise<{ bytes: number } | undefined>
   /** Idempotent. */
   delete(key: string): Promise<void>

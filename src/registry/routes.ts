@@ -6,9 +6,7 @@
 // stream of up to REGISTRY_MAX_BYTES, read here chunk by chunk, and no route here takes JSON.
 import { Elysia, t } from 'elysia'
 import type { Sql } from 'postgres'
-import { join } from 'node:path'
 import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
-import { LocalBlobStore } from '../blobs/local.ts'
 import { authenticate, forbidden, holdsSystemPermission, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
@@ -344,17 +342,6 @@ export function registryRoutes(options: RegistryRoutesOptions) {
     return { graph_id: id, new: true }
   }
 
-  /**
-   * A stored bundle as a response body, streamed. Bun drops a Content-Length given with a
-   * stream body and sends it chunked (oven-sh/bun#10507); a file body goes out with its length
-   * (sendfile), so the local store's blobs are served as files. Other stores' blobs stream
-   * chunked until Bun honours the header.
-   */
-  const bundleBody = async (key: string): Promise<Blob | ReadableStream<Uint8Array> | undefined> => {
-    if (blobs instanceof LocalBlobStore) return (await blobs.stat(key)) ? Bun.file(join(blobs.root, key)) : undefined
-    return blobs.stream(key)
-  }
-
   const find = async (id: string) => {
     const graph = await getGraph(system, id.toLowerCase())
     if (!graph) throw new HttpError(404, 'graph not found')
@@ -396,7 +383,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
       '/api/v1/graphs/:id/bundle',
       async ({ params }) => {
         const graph = await find(params.id)
-        const body = await bundleBody(graph.storage_key)
+        const body = await blobs.responseBody(graph.storage_key)
         if (!body) throw new Error(`registry: the blob of graph ${graph.id} (${graph.storage_key}) is missing`)
         return new Response(body, {
           headers: {

@@ -180,6 +180,9 @@ for (const implementation of implementations) {
       expect(sha256(bytes)).toBe(expected)
       expect(pieces).toBeGreaterThan(1)
       expect(sha256((await store.get('bundles/large.json.gz'))!)).toBe(expected)
+      // As an HTTP response body: the same bytes.
+      const response = new Response(await store.responseBody('bundles/large.json.gz'))
+      expect(sha256(new Uint8Array(await response.arrayBuffer()))).toBe(expected)
     })
 
     test('put replaces a blob', async () => {
@@ -189,14 +192,16 @@ for (const implementation of implementations) {
       expect(await store.stat('doc')).toEqual({ bytes: 6 })
     })
 
-    test('missing keys: get, stream and stat answer undefined', async () => {
+    test('missing keys: get, stream, responseBody and stat answer undefined', async () => {
       await store.put('present/a', 'a')
       expect(await store.get('missing')).toBeUndefined()
       expect(await store.stream('missing')).toBeUndefined()
+      expect(await store.responseBody('missing')).toBeUndefined()
       expect(await store.stat('missing')).toBeUndefined()
       // A folder of keys is not a blob either.
       expect(await store.get('present')).toBeUndefined()
       expect(await store.stream('present')).toBeUndefined()
+      expect(await store.responseBody('present')).toBeUndefined()
       expect(await store.stat('present')).toBeUndefined()
     })
 
