@@ -72,6 +72,16 @@ export const EnvSchema = Type.Object({
     Type.Integer({ minimum: 1, default: REGISTRY_MAX_BYTES_DEFAULT, description: 'largest bundle the registry accepts, in bytes (413 past it)' }),
     'a positive integer number of bytes',
   ),
+  IMPORT_MAX_BYTES: variable(
+    Type.Integer({ minimum: 1, default: REGISTRY_MAX_BYTES_DEFAULT, description: 'largest bundle POST /{repoID}/import-graph accepts as an upload, in bytes (413 past it)' }),
+    'a positive integer number of bytes',
+  ),
+  MEDIA_FETCH_ALLOW_PRIVATE: variable(
+    Type.Boolean({ default: false, description: 'let the media fetcher reach loopback, private and link-local addresses (off: refused, against SSRF)' }),
+    'true or false',
+  ),
+  MEDIA_FETCH_MAX_BYTES: variable(Type.Integer({ minimum: 1, default: 50 * 1024 ** 2, description: 'largest image or body the media fetcher downloads, in bytes' }), 'a positive integer number of bytes'),
+  MEDIA_FETCH_TIMEOUT: variable(Type.String({ pattern: DURATION, default: '30s', description: 'time limit of one media download, e.g. 30s' }), 'a duration such as 30, 30s or 2m'),
 })
 type Env = Static<typeof EnvSchema>
 
@@ -106,6 +116,10 @@ export interface Config {
   registryToken?: string
   /** Largest bundle the registry stores. */
   registryMaxBytes: number
+  /** Largest bundle upload to import-graph. */
+  importMaxBytes: number
+  /** The follow-up fetch of media an import did not carry (bundle.md §5). */
+  mediaFetch: { allowPrivate: boolean; maxBytes: number; timeoutMs: number }
 }
 
 export class ConfigError extends Error {}
@@ -153,6 +167,8 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     registryUrl: v.REGISTRY_URL?.replace(/\/+$/, ''),
     registryToken: v.REGISTRY_TOKEN,
     registryMaxBytes: v.REGISTRY_MAX_BYTES,
+    importMaxBytes: v.IMPORT_MAX_BYTES,
+    mediaFetch: { allowPrivate: v.MEDIA_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: parseDuration(v.MEDIA_FETCH_TIMEOUT) * 1000 },
   }
 }
 

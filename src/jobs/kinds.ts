@@ -9,6 +9,8 @@ import type { Pools } from '../db/pools.ts'
 import type { Embedder } from '../vectors/embedder.ts'
 import type { VectorStore } from '../vectors/store.ts'
 import type { BlobStore } from '../blobs/store.ts'
+import type { Config } from '../config.ts'
+import type { RegistryClient } from '../registry/client.ts'
 import type { Job, JobProgress } from './queue.ts'
 
 /** What a running job may use. Built once per worker thread. */
@@ -17,6 +19,10 @@ export interface JobServices {
   vectors: VectorStore
   embedder: Embedder
   blobs: BlobStore
+  /** The registry exports push to and imports pull from. */
+  registry: RegistryClient
+  /** This process's configuration; `baseUrl` is always set (the URL actually in use). */
+  config: Config & { baseUrl: string }
   log: Logger
   /** Queues a follow-up job (same validation as the API's). */
   enqueue(request: EnqueueRequest): Promise<Job>

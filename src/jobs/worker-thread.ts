@@ -6,6 +6,7 @@ import { Pools } from '../db/pools.ts'
 import { openBlobStore } from '../blobs/store.ts'
 import { VectorStore } from '../vectors/store.ts'
 import { createEmbedder } from '../vectors/embedder.ts'
+import { createRegistryClient } from '../registry/client.ts'
 import { loadJobKinds } from './builtin.ts'
 import { Jobs } from './jobs.ts'
 import type { FromWorker, ToWorker } from './protocol.ts'
@@ -34,7 +35,18 @@ async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<voi
   const vectors = await VectorStore.open(config.lancedbUri)
   const kinds = await loadJobKinds(message.extraKindModules)
   const jobs = new Jobs(pools.system, { publish: async (_sql, channel, payload) => post({ type: 'publish', channel, payload }) }, kinds)
-  const services = { pools, vectors, embedder: createEmbedder(config), blobs: openBlobStore(config), log, enqueue: jobs.enqueue.bind(jobs) }
+  // The runner always passes the base URL in use (server.ts); the registry defaults to it.
+  const baseUrl = config.baseUrl!
+  const services = {
+    pools,
+    vectors,
+    embedder: createEmbedder(config),
+    blobs: openBlobStore(config),
+    registry: createRegistryClient(config, baseUrl),
+    config: { ...config, baseUrl },
+    log,
+    enqueue: jobs.enqueue.bind(jobs),
+  }
   worker = new JobWorker(workerId, pools.system, services, kinds, message.timing, log)
   worker.start()
   shutdown = async () => {
