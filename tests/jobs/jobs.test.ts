@@ -5,8 +5,8 @@ import { BACKEND } from '../helpers/backend.ts'
 import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
 import { TEST_JOB_KINDS_URL } from '../helpers/job-kinds.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { finished, waitForJob as pollJob } from '../helpers/jobs.ts'
 import type { Job } from '../../src/jobs/queue.ts'
-
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -21,19 +21,8 @@ const register = () => registerAccount(http)
 
 const enqueue = (kind: string, params: Record<string, unknown> = {}, repositoryId = repo.id) => server.context.jobs.enqueue({ kind, repositoryId, params })
 
-const finished = (job: Job) => ['succeeded', 'failed', 'cancelled'].includes(job.status)
-
-/** Polls the job (by default through the repository's route, as its owner) until `done` holds; the worker threads run it meanwhile. */
-async function waitForJob(id: string, done: (job: Job) => boolean = finished, path = `/${repo.slug}/jobs/${id}`, token = owner.token): Promise<Job> {
-  const deadline = Date.now() + 20_000
-  for (;;) {
-    const res = await http.get(path, token)
-    expect(res.status).toBe(200)
-    if (done(res.body)) return res.body
-    if (Date.now() > deadline) throw new Error(`job ${id} still ${res.body.status} (${JSON.stringify(res.body.progress)})`)
-    await Bun.sleep(20)
-  }
-}
+/** Polls the job (by default through the repository's route, as its owner) until `done` holds. */
+const waitForJob = (id: string, done: (job: Job) => boolean = finished, path = `/${repo.slug}/jobs/${id}`, token = owner.token) => pollJob(http, path, token, done, 20_000)
 
 beforeAll(async () => {
   server = await startTestServer({

@@ -6,6 +6,7 @@ import { api, expectError, uniqueEmail } from '../helpers/api.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { generateGraph } from '../../scripts/gen-graph.ts'
 import { hashEmbedding } from '../../src/vectors/embedder.ts'
+import { waitForJob } from '../helpers/jobs.ts'
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -22,11 +23,7 @@ async function register() {
 async function runJob(slug: string, kind: string): Promise<{ status: string; result: { embedded: number } }> {
   const started = await http.post(`/${slug}/jobs`, { kind }, owner.token)
   expect(started.status).toBe(202)
-  for (;;) {
-    const job = (await http.get(`/${slug}/jobs/${started.body.id}`, owner.token)).body
-    if (['succeeded', 'failed', 'cancelled'].includes(job.status)) return job
-    await Bun.sleep(20)
-  }
+  return (await waitForJob(http, `/${slug}/jobs/${started.body.id}`, owner.token)) as never
 }
 
 beforeAll(async () => {

@@ -1,0 +1,18 @@
+// Waiting for a background job over HTTP: the worker threads run it while the test polls.
+import { expect } from 'bun:test'
+import type { api } from './api.ts'
+import type { Job } from '../../src/jobs/queue.ts'
+
+export const finished = (job: Job) => ['succeeded', 'failed', 'cancelled'].includes(job.status)
+
+/** Polls `path` (a job route) as `token` until `done` holds; fails after `timeoutMs`. */
+export async function waitForJob(http: ReturnType<typeof api>, path: string, token: string, done: (job: Job) => boolean = finished, timeoutMs = 60_000): Promise<Job> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const res = await http.get<Job>(path, token)
+    expect(res.status).toBe(200)
+    if (done(res.body)) return res.body
+    if (Date.now() > deadline) throw new Error(`job at ${path} still ${res.body.status} (${JSON.stringify(res.body.progress)})`)
+    await Bun.sleep(20)
+  }
+}
