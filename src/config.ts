@@ -76,6 +76,10 @@ export const EnvSchema = Type.Object({
     Type.Integer({ minimum: 1, default: REGISTRY_MAX_BYTES_DEFAULT, description: 'largest bundle POST /{repoID}/import-graph accepts as an upload, in bytes (413 past it)' }),
     'a positive integer number of bytes',
   ),
+  IMPORT_MAX_EXPANDED_BYTES: variable(
+    Type.Integer({ minimum: 1, default: REGISTRY_MAX_BYTES_DEFAULT, description: 'largest decompressed size of a bundle an import reads, in bytes (the job fails past it: gzip bombs)' }),
+    'a positive integer number of bytes',
+  ),
   MEDIA_FETCH_ALLOW_PRIVATE: variable(
     Type.Boolean({ default: false, description: 'let the media fetcher reach loopback, private and link-local addresses (off: refused, against SSRF)' }),
     'true or false',
@@ -118,6 +122,8 @@ export interface Config {
   registryMaxBytes: number
   /** Largest bundle upload to import-graph. */
   importMaxBytes: number
+  /** Largest decompressed bundle an import reads. */
+  importMaxExpandedBytes: number
   /** The follow-up fetch of media an import did not carry (bundle.md §5). */
   mediaFetch: { allowPrivate: boolean; maxBytes: number; timeoutMs: number }
 }
@@ -168,6 +174,7 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     registryToken: v.REGISTRY_TOKEN,
     registryMaxBytes: v.REGISTRY_MAX_BYTES,
     importMaxBytes: v.IMPORT_MAX_BYTES,
+    importMaxExpandedBytes: v.IMPORT_MAX_EXPANDED_BYTES,
     mediaFetch: { allowPrivate: v.MEDIA_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: parseDuration(v.MEDIA_FETCH_TIMEOUT) * 1000 },
   }
 }
