@@ -50,6 +50,10 @@ export const EnvSchema = Type.Object({
   SESSION_TTL: variable(Type.String({ pattern: DURATION, default: '30d', description: 'absolute lifetime of a session; refreshing does not extend it' }), 'a duration such as 3600, 12h or 30d'),
   BODY_LIMIT: variable(Type.Integer({ minimum: 1024, default: 1_048_576, description: 'largest JSON request body in bytes' }), 'an integer number of bytes, at least 1024'),
   WORKERS: variable(Type.Integer({ minimum: 0, maximum: 64, default: 2, description: 'job worker threads in this process; 0 runs no jobs here' }), 'an integer from 0 to 64'),
+  JOB_LEASE: variable(
+    Type.String({ pattern: DURATION, default: '30s', description: 'how long a running job stays claimed without a heartbeat before another worker takes it over (a dead process)' }),
+    'a duration such as 30, 30s or 2m',
+  ),
   LANCEDB_URI: variable(Type.Optional(Type.String({ minLength: 1, description: 'LanceDB location (directory or object-storage URI); unset uses DATA_DIR/lance' })), 'a directory path or URI'),
   EMBEDDING_URL: variable(
     Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', description: 'OpenAI-compatible API base (POST {url}/embeddings); unset uses the built-in kgs-hash-v1' })),
@@ -109,6 +113,8 @@ export interface Config {
   sessionTtl: number
   /** Job worker threads in this process. */
   workers: number
+  /** Milliseconds a job's claim holds without a heartbeat. */
+  jobLeaseMs: number
   lancedbUri: string
   /** Unset: the built-in kgs-hash-v1. */
   embedding?: { url: string; model: string; apiKey?: string }
@@ -165,6 +171,7 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     accessTokenTtl: parseDuration(v.ACCESS_TOKEN_TTL),
     sessionTtl: parseDuration(v.SESSION_TTL),
     workers: v.WORKERS,
+    jobLeaseMs: parseDuration(v.JOB_LEASE) * 1000,
     lancedbUri: v.LANCEDB_URI ?? join(dataDir, 'lance'),
     embedding: v.EMBEDDING_URL ? { url: v.EMBEDDING_URL, model: v.EMBEDDING_MODEL!, apiKey: v.EMBEDDING_API_KEY } : undefined,
     s3: v.S3_BUCKET

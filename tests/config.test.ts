@@ -41,6 +41,21 @@ describe('parseEnv', () => {
     expect(parseEnv({ SESSION_TTL: '12h' }).sessionTtl).toBe(43200)
     expect(() => parseEnv({ SESSION_TTL: '0' })).toThrow('invalid SESSION_TTL: expected a duration such as 3600, 12h or 30d, got "0"')
     expect(() => parseEnv({ ACCESS_TOKEN_TTL: '15 minutes' })).toThrow(/^invalid ACCESS_TOKEN_TTL/)
+    expect(parseEnv({}).jobLeaseMs).toBe(30_000)
+    expect(parseEnv({ JOB_LEASE: '2s' }).jobLeaseMs).toBe(2_000)
+  })
+
+  test('imports and the media fetcher: limits, and private addresses refused unless allowed', () => {
+    expect(parseEnv({})).toMatchObject({
+      importMaxBytes: 16 * 1024 ** 3,
+      importMaxExpandedBytes: 16 * 1024 ** 3,
+      mediaFetch: { allowPrivate: false, maxBytes: 50 * 1024 ** 2, timeoutMs: 30_000 },
+    })
+    expect(parseEnv({ IMPORT_MAX_BYTES: '1048576', MEDIA_FETCH_ALLOW_PRIVATE: 'true', MEDIA_FETCH_TIMEOUT: '2m' })).toMatchObject({
+      importMaxBytes: 1_048_576,
+      mediaFetch: { allowPrivate: true, timeoutMs: 120_000 },
+    })
+    expect(() => parseEnv({ MEDIA_FETCH_ALLOW_PRIVATE: 'sometimes' })).toThrow('invalid MEDIA_FETCH_ALLOW_PRIVATE: expected true or false, got "sometimes"')
   })
 
   test('reads and converts values; empty counts as unset; trailing slash of BASE_URL dropped', () => {

@@ -44,7 +44,7 @@ export async function measure(
 }
 
 /** Starts a server process that prints a JSON line {"msg":"ready","url":...} and returns its URL. */
-export async function spawnServer(command: string[], env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
+export async function spawnServer(command: string[], env: Record<string, string>): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const child = Bun.spawn(command, { env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'inherit' })
   const reader = child.stdout.getReader()
   let output = ''
@@ -60,6 +60,7 @@ export async function spawnServer(command: string[], env: Record<string, string>
   })()
   return {
     url,
+    pid: child.pid,
     async stop() {
       child.kill('SIGTERM')
       await child.exited
@@ -68,7 +69,7 @@ export async function spawnServer(command: string[], env: Record<string, string>
 }
 
 /** Starts `kgs serve` from source with its log written to a file, and waits for /readyz. */
-export async function spawnKgs(env: Record<string, string>, logFile: string): Promise<{ url: string; stop(): Promise<void> }> {
+export async function spawnKgs(env: Record<string, string>, logFile: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
   const port = probe.port!
   await probe.stop(true)
@@ -87,6 +88,7 @@ export async function spawnKgs(env: Record<string, string>, logFile: string): Pr
   }
   return {
     url,
+    pid: child.pid,
     async stop() {
       child.kill('SIGTERM')
       await child.exited

@@ -41,7 +41,7 @@ export class JobRunner {
   private generation = 0
 
   private constructor(private readonly options: JobRunnerOptions) {
-    this.timing = { ...DEFAULT_JOB_TIMING, ...options.timing }
+    this.timing = { ...DEFAULT_JOB_TIMING, leaseMs: options.config.jobLeaseMs, ...options.timing }
   }
 
   static async start(options: JobRunnerOptions): Promise<JobRunner> {
