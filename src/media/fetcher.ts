@@ -1,0 +1,228 @@
+// Downloads one image or source body from the http(s) URL a graph row names, without letting
+// that URL reach what the server can reach and the public cannot (SSRF): every address of the
+// host must be public (addresses.ts), and the connection goes to exactly the addresses that were
+// checked. Redirects are followed by hand, each hop checked the same way. Size and time are
+// limited, and the body is streamed to the caller, never held.
+//
+// Pinning: node:http(s) `request` takes a `lookup` function, and Bun honours it (it connects to
+// the address lookup hands back; TLS still verifies the certificate against the URL's host
+// name). Ours hands back the addresses resolved and checked just before, so a DNS answer that
+// changes between the check and the connection (rebinding) changes nothing. An IP literal is
+// connected to as is (no lookup), and was checked as such. `agent: false`: a fresh connection per
+// request, never a pooled socket from an earlier hop.
+import http, { type IncomingMessage } from 'node:http'
+import https from 'node:https'
+import { lookup as dnsLookup } from 'node:dns/promises'
+import type { LookupAddress } from 'node:dns'
+import { isIPv4 } from 'node:net'
+import { VERSION } from '../version.ts'
+import { nonPublicKind } from './addresses.ts'
+
+/**
+ * refused: the URL or an address of its host is not allowed (scheme, credentials, non-public
+ * address), at the start or after a redirect; too_large: past maxBytes, by Content-Length or
+ * while streaming; timeout: the whole download took longer than timeoutMs; failed: anything
+ * else (DNS, connection, TLS, an HTTP error status, too many redirects).
+ */
+export type MediaFetchFailure = 'refused' | 'failed' | 'too_large' | 'timeout'
+
+export class MediaFetchError extends Error {
+  constructor(
+    readonly reason: MediaFetchFailure,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/** Every address a host name resolves to (A and AAAA). */
+export type Resolver = (hostname: string) => Promise<LookupAddress[]>
+
+export interface FetchMediaOptions {
+  /** Largest body, in bytes. */
+  maxBytes: number
+  /** Time limit of the whole download: connections, redirects and body. */
+  timeoutMs: number
+  /** No address check at all (MEDIA_FETCH_ALLOW_PRIVATE): for a trusted network. */
+  allowPrivate?: boolean
+  /** Addresses let through although not public, exactly as written by the resolver or the URL parser (tests: their loopback server). */
+  allowedAddresses?: readonly string[]
+  /** DNS (getaddrinfo, as the system would connect) unless given; tests name their hosts. */
+  resolve?: Resolver
+  /** Stops the download; its reason is thrown as is (not as a MediaFetchError). */
+  signal?: AbortSignal
+}
+
+export interface FetchedMedium {
+  /** The media type the server sent, parameters included; empty when it sent none or nonsense. */
+  contentType: string
+  /** Read it to the end or stop early (break, return): either releases the connection. */
+  body: AsyncIterable<Uint8Array>
+}
+
+export const MAX_REDIRECTS = 5
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+const MEDIA_TYPE = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+(\s*;[\x20-\x7e]*)?$/i
+const MEDIA_TYPE_MAX = 255
+
+const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true })
+
+/**
+ * Starts downloading `url` and returns once the final response's headers are in; the body then
+ * streams through the returned iterable, still under the time and size limits. Throws
+ * MediaFetchError for everything that is the medium's fault.
+ */
+export async function fetchMedia(url: string, options: FetchMediaOptions): Promise<FetchedMedium> {
+  const controller = new AbortController()
+  const timer = setTimeout(() => controller.abort(new MediaFetchError('timeout', `${describe(url)}: no complete answer within ${options.timeoutMs} ms`)), options.timeoutMs)
+  const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal
+  let response: IncomingMessage
+  try {
+    response = await followRedirects(url, options, signal)
+  } catch (error) {
+    clearTimeout(timer)
+    throw signal.aborted ? signal.reason : error
+  }
+  // From here the response is ours to end: when the body is read, abandoned, or out of time.
+  const abort = () => response.destroy(signal.reason)
+  signal.addEventListener('abort', abort, { once: true })
+  const release = () => {
+    clearTimeout(timer)
+    signal.removeEventListener('abort', abort)
+    response.destroy()
+  }
+  const declared = Number(response.headers['content-length'])
+  if (declared > options.maxBytes) {
+    release()
+    throw new MediaFetchError('too_large', `${describe(url)}: ${declared} bytes, more than the limit of ${options.maxBytes}`)
+  }
+  const contentType = response.headers['content-type']?.trim() ?? ''
+  return {
+    contentType: MEDIA_TYPE.test(contentType) && contentType.length <= MEDIA_TYPE_MAX ? contentType : '',
+    body: limitedBody(url, response, options.maxBytes, signal, release),
+  }
+}
+
+async function followRedirects(url: string, options: FetchMediaOptions, signal: AbortSignal): Promise<IncomingMessage> {
+  let target = parseTarget(url)
+  for (let redirects = 0; ; redirects++) {
+    // DNS may hang too: the time limit covers it.
+    const addresses = await untilAborted(checkedAddresses(target, options), signal)
+    const response = await get(target, addresses, signal)
+    const status = response.statusCode ?? 0
+    if (status >= 200 && status < 300) return response
+    response.destroy()
+    const location = response.headers.location
+    if (!REDIRECT_STATUSES.has(status) || !location) throw new MediaFetchError('failed', `${describe(target.href)}: HTTP ${status}`)
+    if (redirects === MAX_REDIRECTS) throw new MediaFetchError('failed', `${describe(url)}: more than ${MAX_REDIRECTS} redirects`)
+    target = parseTarget(location, target)
+  }
+}
+
+/** The URL, if it is one we may fetch at all. */
+function parseTarget(url: string, base?: URL): URL {
+  let target: URL
+  try {
+    target = new URL(url, base)
+  } catch {
+    throw new MediaFetchError('refused', `${describe(url)}: not a URL`)
+  }
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new MediaFetchError('refused', `${describe(url)}: only http and https URLs are fetched`)
+  if (target.username || target.password) throw new MediaFetchError('refused', `${describe(url)}: URLs with credentials are not fetched`)
+  return target
+}
+
+/**
+ * The addresses to connect to: the IP literal of the URL (which the URL parser has normalised
+ * from any decimal, octal or hex spelling), or every address its host name resolves to. All of
+ * them must be allowed, not just one, since the connection may use any.
+ */
+async function checkedAddresses(target: URL, options: FetchMediaOptions): Promise<LookupAddress[]> {
+  const host = target.hostname
+  let addresses: LookupAddress[]
+  if (host.startsWith('[')) addresses = [{ address: host.slice(1, -1), family: 6 }]
+  else if (isIPv4(host)) addresses = [{ address: host, family: 4 }]
+  else {
+    try {
+      addresses = await (options.resolve ?? systemResolver)(host)
+    } catch (error) {
+      throw new MediaFetchError('failed', `${describe(target.href)}: cannot resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+    }
+    if (addresses.length === 0) throw new MediaFetchError('failed', `${describe(target.href)}: ${host} has no address`)
+  }
+  if (options.allowPrivate) return addresses
+  for (const { address } of addresses) {
+    if (options.allowedAddresses?.includes(address)) continue
+    const kind = nonPublicKind(address)
+    if (!kind) continue
+    const where = addresses.length === 1 && address === host.replace(/^\[|\]$/g, '') ? `${host} is` : `${host} resolves to ${address},`
+    throw new MediaFetchError('refused', `${describe(target.href)}: ${where} not a public address (${kind})`)
+  }
+  return addresses
+}
+
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted()
+  let abort = () => {}
+  const aborted = new Promise<never>((_, reject) => {
+    abort = () => reject(signal.reason)
+    signal.addEventListener('abort', abort, { once: true })
+  })
+  return Promise.race([promise, aborted]).finally(() => signal.removeEventListener('abort', abort))
+}
+
+/** One GET, connected to one of `addresses` whatever DNS says by now. */
+function get(target: URL, addresses: LookupAddress[], signal: AbortSignal): Promise<IncomingMessage> {
+  const pinned = (_hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    if (lookupOptions.all) callback(null, addresses)
+    else callback(null, addresses[0]!.address, addresses[0]!.family)
+  }
+  return new Promise((resolve, reject) => {
+    const request = (target.protocol === 'https:' ? https : http).request(
+      target,
+      {
+        method: 'GET',
+        agent: false,
+        lookup: pinned as never,
+        // Identity: the size limit is on the bytes stored, and a compressed body could expand past it.
+        headers: { accept: '*/*', 'accept-encoding': 'identity', 'user-agent': `kgs/${VERSION} (media fetcher)` },
+      },
+      (response) => {
+        signal.removeEventListener('abort', abort)
+        resolve(response)
+      },
+    )
+    const abort = () => request.destroy(signal.reason)
+    signal.addEventListener('abort', abort, { once: true })
+    request.on('error', (error) => {
+      signal.removeEventListener('abort', abort)
+      reject(signal.aborted ? signal.reason : new MediaFetchError('failed', `${describe(target.href)}: ${error.message}`))
+    })
+    request.end()
+  })
+}
+
+async function* limitedBody(url: string, response: IncomingMessage, maxBytes: number, signal: AbortSignal, release: () => void): AsyncGenerator<Uint8Array> {
+  let bytes = 0
+  try {
+    for await (const chunk of response as AsyncIterable<Uint8Array>) {
+      bytes += chunk.byteLength
+      if (bytes > maxBytes) throw new MediaFetchError('too_large', `${describe(url)}: more than the limit of ${maxBytes} bytes`)
+      yield chunk
+    }
+  } catch (error) {
+    if (signal.aborted) throw signal.reason
+    if (error instanceof MediaFetchError) throw error
+    throw new MediaFetchError('failed', `${describe(url)}: download broke off: ${(error as Error).message}`)
+  } finally {
+    release()
+  }
+}
+
+/** A URL for a message: quoted, cut short, without credentials or query (either may carry a secret). */
+function describe(url: string): string {
+  const parsed = URL.parse(url)
+  if (parsed) parsed.username = parsed.password = parsed.search = parsed.hash = ''
+  const shown = parsed?.href ?? url
+  return JSON.stringify(shown.length > 200 ? `${shown.slice(0, 200)}…` : shown)
+}
