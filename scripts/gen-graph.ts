@@ -1,8 +1,8 @@
 // Writes a synthetic knowledge graph of a requested size straight into a repository's pool:
 // sources, facts (some about images), concepts with aliases, summaries and syntheses citing
 // facts as [text](<fact:UUID>), investigations, reports with annotations and children, image
-// bytes in blob storage, and vectors. Deterministic for a seed. The fixture of the tests and
-// benchmarks of export and import.
+// bytes and some sources' bodies in blob storage, and vectors. Deterministic for a seed. The
+// fixture of the tests and benchmarks of export and import.
 //
 // Usage: bun scripts/gen-graph.ts <repository-uuid> <facts> [seed]
 // with the same DATA_DIR / DATABASE_URL (and LANCEDB_URI, S3_*) as the kgs it is for; on the
@@ -20,13 +20,14 @@ export { graphSize, type GraphSize }
 export interface GenerateOptions {
   facts: number
   seed?: number
-  /** Store image bytes (otherwise images are URL-only). */
+  /** Store image bytes and, for one source in a hundred, an HTML body (otherwise images are URL-only and no body is stored). */
   blobs?: BlobStore
   /** Embed facts and concepts into the vector store. */
   vectors?: { store: VectorStore; embedder: Embedder }
 }
 
 const BATCH = 1000
+const BODY_EVERY = 100
 
 async function insert(sql: Sql, table: string, rows: Record<string, unknown>[]): Promise<void> {
   for (let i = 0; i < rows.length; i += BATCH) await sql`INSERT INTO ${sql(table)} ${sql(rows.slice(i, i + BATCH) as never[])}`
@@ -53,10 +54,22 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
     parsed_text: Array.from({ length: 5 }, () => `${pick(WORDS)} ${pick(VERBS)} ${pick(WORDS)} ${pick(QUALIFIERS)}.`).join(' '),
     parsed_markdown: '',
     published_at: new Date(base - Math.floor(next() * 3650) * 86_400_000).toISOString().slice(0, 10),
-    has_stored_body: false,
+    // One source in a hundred keeps its original (an HTML page) in blob storage.
+    has_stored_body: options.blobs !== undefined && i % BODY_EVERY === 0,
     created_at: createdAt(),
   }))
   await insert(sql, 'sources', sources)
+  if (options.blobs) {
+    const bodies = []
+    for (const [i, source] of sources.entries()) {
+      if (!source.has_stored_body) continue
+      const html = new TextEncoder().encode(`<!doctype html><html><head><title>${source.parsed_title}</title></head><body><p>${source.parsed_text}</p></body></html>`)
+      const storage_key = `${repositoryBlobPrefix(repositoryId)}bodies/${i}`
+      await options.blobs.put(storage_key, html, { contentType: 'text/html' })
+      bodies.push({ source_id: source.id, content_type: 'text/html', storage_key, bytes: html.byteLength })
+    }
+    await insert(sql, 'source_bodies', bodies)
+  }
 
   const images = Array.from({ length: size.images }, (_, i) => {
     const source = sources[i % sources.length]!

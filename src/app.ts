@@ -27,6 +27,7 @@ import type { BlobStore } from './blobs/store.ts'
 import { jobRoutes } from './jobs/routes.ts'
 import { searchRoutes } from './vectors/routes.ts'
 import { graphRoutes } from './graph/routes.ts'
+import { exportRoutes } from './bundle/export-routes.ts'
 import { mediaRoutes } from './media/routes.ts'
 import { registryRoutes } from './registry/routes.ts'
 import type { RegistryClient } from './registry/client.ts'
@@ -119,6 +120,7 @@ export function createApp(ctx: AppContext) {
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, access, repositories: ctx.repositories }))
     .use(repositoryRoutes(ctx.repositories, access, scope))
     .use(graphRoutes(scope))
+    .use(exportRoutes(scope, ctx.jobs, ctx.blobs))
     .use(mediaRoutes(scope, ctx.blobs))
     .use(searchRoutes(scope, ctx.rbac, ctx.vectors, ctx.embedder))
     .use(jobRoutes(ctx.pools.system, ctx.jobs, scope))

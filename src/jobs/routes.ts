@@ -15,7 +15,8 @@ import { JOB_STATUSES, getJob, listJobs, type Job } from './queue.ts'
 // an absent filter would silently become status=queued.
 const Status = (options?: { error: string }) =>
   t.Union([t.Literal('queued'), t.Literal('running'), t.Literal('succeeded'), t.Literal('failed'), t.Literal('cancelled')], options)
-const JobBody = t.Object({
+/** The job object of every job route (and of the 202 of routes that enqueue one). */
+export const JobBody = t.Object({
   id: t.String(),
   kind: t.String(),
   repository_id: t.Union([t.String(), t.Null()]),
