@@ -1,0 +1,160 @@
+// Export and import of a whole repository on PostgreSQL, next to what PostgreSQL itself does
+// with the same tables: `COPY ... TO STDOUT` and `COPY ... FROM STDIN` by psql, all tables in
+// one psql session (one transaction for the load), the same rows as the bundle holds.
+// 1. A kgs process (WORKERS=1, a fresh database) and a repository filled by gen-graph (rows
+//    only: the COPY baseline has no blobs or vectors to move, so neither does the bundle).
+// 2. export_graph through the API: from the POST to the job's success (both passes, gzip to a
+//    temporary file, the push into the registry); then COPY TO of every graph table.
+// 3. import_graph of that registry graph into an empty repository (one transaction, dedup
+//    lookups, remapping); then COPY FROM of the dumped tables into another empty repository.
+// Rates are rows (of all tables) per second and MB of bundle JSON per second; the ratio is the
+// COPY time over the kgs time (1 = as fast as COPY). Peak RSS is the kgs process's VmHWM (main
+// thread and worker threads share the process), read after each phase.
+// Usage: bun scripts/bench/graph.ts [facts=100000]
+// PG_URL names a maintenance database (default postgres://postgres@127.0.0.1:5432/postgres).
+import postgres from 'postgres'
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Readable } from 'node:stream'
+import { createGunzip } from 'node:zlib'
+import { generateGraph } from '../gen-graph.ts'
+import { format, spawnKgs } from './load.ts'
+
+const facts = Number(process.argv[2] ?? 100_000)
+const maintenance = process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+const name = `kgs_bench_${crypto.randomUUID().replaceAll('-', '').slice(0, 10)}`
+
+/** Graph tables in an order that satisfies their foreign keys (COPY FROM follows it). */
+const TABLES = [
+  'sources',
+  'source_images',
+  'source_bodies',
+  'facts',
+  'fact_sources',
+  'concepts',
+  'concept_aliases',
+  'fact_concepts',
+  'concept_summaries',
+  'concept_syntheses',
+  'investigations',
+  'investigation_sources',
+  'reports',
+  'report_annotations',
+] as const
+
+const admin = postgres(maintenance, { max: 1, onnotice: () => {} })
+await admin`CREATE DATABASE ${admin(name)}`
+const systemUrl = new URL(maintenance)
+systemUrl.pathname = `/${name}`
+const system = postgres(systemUrl.toString(), { max: 2, onnotice: () => {} })
+const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-graph-'))
+
+function peakRssMB(pid: number): number {
+  return Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
+}
+
+/** The bundle's uncompressed size: the repository's latest export, gunzipped as it streams by. */
+async function jsonBytes(url: string, slug: string, token: string): Promise<number> {
+  const res = await fetch(`${url}/${slug}/export-graph/download`, { headers: { authorization: `Bearer ${token}` } })
+  if (!res.ok) throw new Error(`download: ${res.status} ${await res.text()}`)
+  let bytes = 0
+  for await (const chunk of Readable.fromWeb(res.body! as never).pipe(createGunzip())) bytes += (chunk as Buffer).length
+  return bytes
+}
+
+async function psql(dsn: string, script: string): Promise<number> {
+  const file = join(dataDir, 'copy.sql')
+  writeFileSync(file, script)
+  const started = performance.now()
+  const child = Bun.spawn(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-1', '-f', file, dsn], { stdout: 'ignore', stderr: 'inherit' })
+  if ((await child.exited) !== 0) throw new Error('psql failed')
+  return (performance.now() - started) / 1000
+}
+
+let kgs: Awaited<ReturnType<typeof spawnKgs>> | undefined
+try {
+  kgs = await spawnKgs(
+    { DATA_DIR: dataDir, DATABASE_URL: systemUrl.toString(), LOG_LEVEL: 'warn', WORKERS: '1', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() },
+    join(dataDir, 'kgs.log'),
+  )
+  const { url: kgsUrl, pid: kgsPid } = kgs
+  const call = async (method: string, path: string, token?: string, body?: unknown) => {
+    const res = await fetch(kgsUrl + path, {
+      method,
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    const json = (await res.json()) as any
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
+    return json
+  }
+  const { token } = await call('POST', '/api/v1/auth/register', undefined, { email: 'bench@example.com', password: 'correct horse battery' })
+  const repository = async (title: string) => {
+    const repo = await call('POST', '/api/v1/repositories', token, { name: title })
+    const [{ dsn }] = (await system<{ dsn: string }[]>`SELECT dsn FROM repository_databases WHERE repository_id = ${repo.id}`) as unknown as [{ dsn: string }]
+    return { ...repo, dsn } as { id: string; slug: string; dsn: string }
+  }
+  const runJob = async (path: string, body: unknown) => {
+    const started = performance.now()
+    const job = await call('POST', path, token, body)
+    for (;;) {
+      const state = await call('GET', `${path.slice(0, path.lastIndexOf('/'))}/jobs/${job.id}`, token)
+      if (state.status === 'succeeded') return { seconds: (performance.now() - started) / 1000, result: state.result }
+      if (state.status !== 'queued' && state.status !== 'running') throw new Error(`job ${state.status}: ${state.error}`)
+      await Bun.sleep(20)
+    }
+  }
+
+  const source = await repository('Bench source')
+  const sourceSql = postgres(source.dsn, { max: 2, onnotice: () => {} })
+  let started = performance.now()
+  await generateGraph(sourceSql, source.id, { facts, seed: 1 })
+  await sourceSql`ANALYZE`
+  console.error(`gen-graph: ${facts} facts in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+  const counts = await Promise.all(TABLES.map(async (table) => (await sourceSql`SELECT count(*)::int AS n FROM ${sourceSql(table)}`)[0]!.n as number))
+  const rows = counts.reduce((a, b) => a + b, 0)
+  await sourceSql.end()
+  const idleRss = peakRssMB(kgsPid)
+
+  // 2. Export, then COPY TO.
+  const exported = await runJob(`/${source.slug}/export-graph`, { exported_at: '2026-01-02T03:04:05Z' })
+  const exportRss = peakRssMB(kgsPid)
+  const bundleMB = (await jsonBytes(kgsUrl, source.slug, token)) / 1e6
+  const dumps = Object.fromEntries(TABLES.map((table) => [table, join(dataDir, `${table}.copy`)]))
+  const copyTo = await psql(source.dsn, TABLES.map((table) => `\\copy ${table} TO '${dumps[table]}'`).join('\n'))
+  const copyMB = TABLES.reduce((sum, table) => sum + statSync(dumps[table]!).size, 0) / 1e6
+
+  // 3. Import, then COPY FROM.
+  const target = await repository('Bench import')
+  const imported = await runJob(`/${target.slug}/import-graph`, { graph_id: exported.result.graph_id })
+  const importRss = peakRssMB(kgsPid)
+  const copyTarget = await repository('Bench copy')
+  const copyFrom = await psql(copyTarget.dsn, TABLES.map((table) => `\\copy ${table} FROM '${dumps[table]}'`).join('\n'))
+  await kgs.stop()
+  kgs = undefined
+
+  const gzMB = exported.result.bytes / 1e6
+  const line = (label: string, seconds: number, mb: number, baseline?: number) =>
+    console.log(
+      `  ${label.padEnd(34)}${`${seconds.toFixed(2)} s`.padStart(10)}${`${format(rows / seconds)} rows/s`.padStart(18)}${`${(mb / seconds).toFixed(1)} MB/s`.padStart(12)}${baseline ? `${(baseline / seconds).toFixed(2)}`.padStart(8) : ''}`,
+    )
+  console.log(`graph bundle of ${format(facts)} facts on PostgreSQL: ${format(rows)} rows in ${TABLES.length} tables; bundle ${gzMB.toFixed(1)} MB gzip, ${bundleMB.toFixed(1)} MB JSON; COPY text ${copyMB.toFixed(1)} MB`)
+  console.log(`  ${''.padEnd(34)}${'time'.padStart(10)}${'rows'.padStart(18)}${'MB/s'.padStart(12)}${'ratio'.padStart(8)}`)
+  line('export_graph (job, incl. push)', exported.seconds, bundleMB, copyTo)
+  line('COPY TO (psql, all tables)', copyTo, copyMB)
+  line('import_graph (job, from registry)', imported.seconds, bundleMB, copyFrom)
+  line('COPY FROM (psql, one transaction)', copyFrom, copyMB)
+  console.log(`  targets: export >= 0.5, import >= 0.33 (ratio = COPY time / kgs time); MB/s of bundle JSON for kgs, of COPY text for psql`)
+  console.log(`kgs peak RSS (VmHWM): ${idleRss.toFixed(0)} MB after start-up, ${exportRss.toFixed(0)} MB after the export, ${importRss.toFixed(0)} MB after the import (target < 300 MB)`)
+  console.log(`import result: ${JSON.stringify(imported.result.imported)}`)
+} finally {
+  await kgs?.stop()
+  await system.end()
+  const sql = postgres(maintenance, { max: 1, onnotice: () => {} })
+  const databases = await sql<{ datname: string }[]>`SELECT datname FROM pg_database WHERE datname = ${name} OR datname LIKE ${name + '\\_%'}`
+  for (const { datname } of databases) await sql`DROP DATABASE IF EXISTS ${sql(datname)} WITH (FORCE)`
+  await sql.end()
+  await admin.end()
+  rmSync(dataDir, { recursive: true, force: true })
+}
