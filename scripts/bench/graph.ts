@@ -19,29 +19,16 @@ import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { createGunzip } from 'node:zlib'
 import { generateGraph } from '../gen-graph.ts'
+import { ROW_SECTIONS } from '../../src/bundle/schema.ts'
 import { format, spawnKgs } from './load.ts'
 
 const facts = Number(process.argv[2] ?? 100_000)
 const maintenance = process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const name = `kgs_bench_${crypto.randomUUID().replaceAll('-', '').slice(0, 10)}`
 
-/** Graph tables in an order that satisfies their foreign keys (COPY FROM follows it). */
-const TABLES = [
-  'sources',
-  'source_images',
-  'source_bodies',
-  'facts',
-  'fact_sources',
-  'concepts',
-  'concept_aliases',
-  'fact_concepts',
-  'concept_summaries',
-  'concept_syntheses',
-  'investigations',
-  'investigation_sources',
-  'reports',
-  'report_annotations',
-] as const
+// Every row section of a bundle is a table of the same name, and their bundle order satisfies
+// the foreign keys (COPY FROM follows it).
+const TABLES = ROW_SECTIONS
 
 const admin = postgres(maintenance, { max: 1, onnotice: () => {} })
 await admin`CREATE DATABASE ${admin(name)}`
