@@ -28,6 +28,7 @@ import { jobRoutes } from './jobs/routes.ts'
 import { searchRoutes } from './vectors/routes.ts'
 import { graphRoutes } from './graph/routes.ts'
 import { exportRoutes } from './bundle/export-routes.ts'
+import { importRoutes } from './bundle/import-routes.ts'
 import { mediaRoutes } from './media/routes.ts'
 import { registryRoutes } from './registry/routes.ts'
 import type { RegistryClient } from './registry/client.ts'
@@ -72,8 +73,10 @@ export function createApp(ctx: AppContext) {
   const app = new Elysia({ name: 'kgs', normalize: false })
     .use(errorHandling(ctx.log, (request) => methodNotAllowed(request)))
     // Before the JSON body parser, which applies only to routes added after it: a registry push
-    // is a raw gzip stream of up to REGISTRY_MAX_BYTES, read by the route itself.
+    // is a raw gzip stream of up to REGISTRY_MAX_BYTES, and an import upload one of up to
+    // IMPORT_MAX_BYTES, each read by its route itself.
     .use(registry)
+    .use(importRoutes({ scope, jobs: ctx.jobs, blobs: ctx.blobs, registry: ctx.registry, bodyLimit: ctx.config.bodyLimit, maxUploadBytes: ctx.config.importMaxBytes, log: ctx.log }))
     .use(bodyParsing(ctx.config.bodyLimit))
     .use(
       swagger({

@@ -3,9 +3,10 @@ import type { JobKind } from './kinds.ts'
 import { noopJob } from './noop.ts'
 import { embedConceptsJob, embedFactsJob } from '../vectors/embed-jobs.ts'
 import { exportGraphJob } from '../bundle/export.ts'
+import { importGraphJob } from '../bundle/import.ts'
 import { fetchMediaJob } from '../media/fetch-job.ts'
 
-export const BUILTIN_JOB_KINDS: readonly JobKind[] = [noopJob, embedFactsJob, embedConceptsJob, exportGraphJob, fetchMediaJob]
+export const BUILTIN_JOB_KINDS: readonly JobKind[] = [noopJob, embedFactsJob, embedConceptsJob, exportGraphJob, importGraphJob, fetchMediaJob]
 
 /** The built-in kinds and those of `extraKindModules` (each default-exports a list; tests). */
 export async function loadJobKinds(extraKindModules: readonly string[] = []): Promise<JobKind[]> {

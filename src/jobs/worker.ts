@@ -19,8 +19,9 @@ export interface JobTiming {
 
 export const DEFAULT_JOB_TIMING: JobTiming = { leaseMs: 30_000, heartbeatMs: 1_000, pollMs: 2_000, backoffBaseMs: 1_000 }
 
-const CANCELLED = 'cancelled'
-const LEASE_LOST = 'lease lost'
+/** The reasons a running job's signal is aborted with: cancelled (the job ends), or its lease lost (another worker takes it over). */
+export const CANCELLED = 'cancelled'
+export const LEASE_LOST = 'lease lost'
 
 export class JobWorker {
   private readonly kinds: ReadonlyMap<string, JobKind>

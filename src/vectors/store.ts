@@ -15,6 +15,12 @@
 // stores on one directory.
 //
 // Reads open the table afresh, so they see the latest committed version, also of other processes.
+//
+// Staging. A job whose rows commit in a database transaction (an import) must not put their
+// vectors where searches see them before that commit: it stages them in tables of its own,
+// `staging_<kind>_<job uuid hex>`, and promotes them into the repository's tables after the
+// commit (or drops them when the transaction rolls back). Promotion is an upsert, so running it
+// again after a crash midway is harmless.
 import { connect, Index, type Connection, type Table } from '@lancedb/lancedb'
 import { Field, FixedSizeList, Float32, makeData, RecordBatch, Schema, Struct, Table as ArrowTable, Utf8, vectorFromArray, type Vector } from 'apache-arrow'
 import { UUID_PATTERN } from '../http/schemas.ts'
@@ -56,10 +62,18 @@ function canonicalUuid(id: string, what: string): string {
   return id.toLowerCase()
 }
 
-/** The only place a table name is made: from a checked kind and a checked UUID. */
-function tableName(repositoryId: string, kind: VectorKind): string {
+function checkedKind(kind: VectorKind): VectorKind {
   if (!VECTOR_KINDS.includes(kind)) throw new TypeError(`vector kind must be facts or concepts, got ${JSON.stringify(kind)}`)
-  return `${kind}_${canonicalUuid(repositoryId, 'repository id').replaceAll('-', '')}`
+  return kind
+}
+
+/** The only places a table name is made: from a checked kind and a checked UUID. */
+function tableName(repositoryId: string, kind: VectorKind): string {
+  return `${checkedKind(kind)}_${canonicalUuid(repositoryId, 'repository id').replaceAll('-', '')}`
+}
+
+function stagingTableName(jobId: string, kind: VectorKind): string {
+  return `staging_${checkedKind(kind)}_${canonicalUuid(jobId, 'job id').replaceAll('-', '')}`
 }
 
 function tableSchema(dimensions: number): Schema {
@@ -86,6 +100,14 @@ function toArrow(rows: readonly VectorRow[], dimensions: number): ArrowTable {
 async function tableDimensions(table: Table): Promise<number> {
   const field = (await table.schema()).fields.find((f) => f.name === 'vector')
   return (field!.type as FixedSizeList).listSize
+}
+
+/** The rows of a record batch of (id, vector). */
+function vectorRows(batch: RecordBatch): VectorRow[] {
+  const ids = batch.getChild('id')!
+  const vectors = batch.getChild('vector')! as Vector<FixedSizeList<Float32>>
+  // slice(): a copy, so that a kept vector does not pin the whole batch's buffer.
+  return Array.from({ length: batch.numRows }, (_, i) => ({ id: ids.get(i) as string, vector: (vectors.get(i)!.toArray() as Float32Array).slice() }))
 }
 
 /** LanceDB has no error codes: a missing table is told apart by its message only. */
@@ -119,33 +141,42 @@ export class VectorStore {
    * must have the same (VectorDimensionError). Of one id given twice, the last vector wins.
    */
   async upsert(repositoryId: string, kind: VectorKind, rows: readonly VectorRow[]): Promise<void> {
-    const name = tableName(repositoryId, kind)
-    if (rows.length === 0) return
-    const dimensions = rows[0]!.vector.length
-    if (dimensions === 0) throw new VectorDimensionError('a vector must have at least one dimension')
-    // A merge insert with a repeated source id would insert it twice, so the batch is made unique.
-    const latest = new Map<string, Float32Array>()
-    for (const { id, vector } of rows) {
-      if (vector.length !== dimensions) throw new VectorDimensionError(`the vectors of one upsert must have one dimension: got ${dimensions} and ${vector.length}`)
-      if (!vector.every(Number.isFinite)) throw new TypeError(`the vector of ${id} has a component that is not a finite number`)
-      latest.set(canonicalUuid(id, 'vector id'), vector)
+    await this.write(tableName(repositoryId, kind), rows, `the ${kind} of repository ${repositoryId}`, 'merge')
+  }
+
+  /**
+   * Adds the rows to the staging table of `jobId` (created by the first call, like upsert's
+   * tables). An append, not a merge (half the cost): an id staged twice is settled when promoted,
+   * the later vector winning.
+   */
+  async stage(jobId: string, kind: VectorKind, rows: readonly VectorRow[]): Promise<void> {
+    await this.write(stagingTableName(jobId, kind), rows, `the staged ${kind} of job ${jobId}`, 'append')
+  }
+
+  /**
+   * Copies what `jobId` staged of `kind` into the repository's table, `batchSize` vectors per
+   * upsert, then drops the staging table; returns how many vectors it copied (0 when nothing was
+   * staged). Idempotent: after a crash midway, running it again completes the copy.
+   */
+  async promoteStaged(jobId: string, repositoryId: string, kind: VectorKind, batchSize = 10_000): Promise<number> {
+    const staging = stagingTableName(jobId, kind)
+    let promoted = 0
+    for await (const rows of this.stream(staging, ['id', 'vector'], batchSize, vectorRows)) {
+      await this.upsert(repositoryId, kind, rows)
+      promoted += rows.length
     }
-    const data = toArrow(
-      [...latest].map(([id, vector]) => ({ id, vector })),
-      dimensions,
-    )
-    await this.serialized(name, () =>
-      this.creating(async () => {
-        const table = (await this.openTable(name)) ?? (await this.db.createEmptyTable(name, tableSchema(dimensions), { mode: 'create', existOk: true }))
-        try {
-          const stored = await tableDimensions(table)
-          if (stored !== dimensions) throw new VectorDimensionError(`vectors of ${dimensions} dimensions cannot go into the ${kind} of repository ${repositoryId}, which hold ${stored}`)
-          await table.mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(data)
-        } finally {
-          table.close()
-        }
-      }),
-    )
+    await this.dropNamed(staging)
+    return promoted
+  }
+
+  /** Drops whatever `jobId` staged (both kinds); idempotent. */
+  async dropStaged(jobId: string): Promise<void> {
+    await Promise.all(VECTOR_KINDS.map((kind) => this.dropNamed(stagingTableName(jobId, kind))))
+  }
+
+  /** Vectors staged by `jobId` (tests, diagnostics). */
+  async countStaged(jobId: string, kind: VectorKind): Promise<number> {
+    return (await this.withTable(stagingTableName(jobId, kind), (table) => table.countRows())) ?? 0
   }
 
   /**
@@ -188,12 +219,7 @@ export class VectorStore {
    * from one version of the table as LanceDB streams it: memory holds a batch or two, never the table.
    */
   scan(repositoryId: string, kind: VectorKind, batchSize: number): AsyncGenerator<VectorRow[]> {
-    return this.stream(tableName(repositoryId, kind), ['id', 'vector'], batchSize, (batch) => {
-      const ids = batch.getChild('id')!
-      const vectors = batch.getChild('vector')! as Vector<FixedSizeList<Float32>>
-      // slice(): a copy, so that a kept vector does not pin the whole batch's buffer.
-      return Array.from({ length: batch.numRows }, (_, i) => ({ id: ids.get(i) as string, vector: (vectors.get(i)!.toArray() as Float32Array).slice() }))
-    })
+    return this.stream(tableName(repositoryId, kind), ['id', 'vector'], batchSize, vectorRows)
   }
 
   /** Every stored id exactly once, in batches of `batchSize`. */
@@ -203,14 +229,7 @@ export class VectorStore {
 
   /** Removes the table of one kind (e.g. before re-embedding with a model of other dimensions). */
   async dropTable(repositoryId: string, kind: VectorKind): Promise<void> {
-    const name = tableName(repositoryId, kind)
-    await this.serialized(name, async () => {
-      try {
-        await this.db.dropTable(name)
-      } catch (error) {
-        if (!isTableNotFound(error, name)) throw error
-      }
-    })
+    await this.dropNamed(tableName(repositoryId, kind))
   }
 
   /** Removes every vector of the repository (both tables); idempotent. */
@@ -245,6 +264,41 @@ export class VectorStore {
     this.db.close()
   }
 
+  /**
+   * Writes the rows into table `name`: `merge` replaces the vector of an id already stored,
+   * `append` adds them as they are. The first write creates the table with the dimension of its
+   * vectors. `what` names the table in errors.
+   */
+  private async write(name: string, rows: readonly VectorRow[], what: string, mode: 'merge' | 'append'): Promise<void> {
+    if (rows.length === 0) return
+    const dimensions = rows[0]!.vector.length
+    if (dimensions === 0) throw new VectorDimensionError('a vector must have at least one dimension')
+    // A merge insert with a repeated source id would insert it twice, so the batch is made unique.
+    const latest = new Map<string, Float32Array>()
+    for (const { id, vector } of rows) {
+      if (vector.length !== dimensions) throw new VectorDimensionError(`the vectors of one upsert must have one dimension: got ${dimensions} and ${vector.length}`)
+      if (!vector.every(Number.isFinite)) throw new TypeError(`the vector of ${id} has a component that is not a finite number`)
+      latest.set(canonicalUuid(id, 'vector id'), vector)
+    }
+    const data = toArrow(
+      [...latest].map(([id, vector]) => ({ id, vector })),
+      dimensions,
+    )
+    await this.serialized(name, () =>
+      this.creating(async () => {
+        const table = (await this.openTable(name)) ?? (await this.db.createEmptyTable(name, tableSchema(dimensions), { mode: 'create', existOk: true }))
+        try {
+          const stored = await tableDimensions(table)
+          if (stored !== dimensions) throw new VectorDimensionError(`vectors of ${dimensions} dimensions cannot go into ${what}, which hold ${stored}`)
+          if (mode === 'merge') await table.mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(data)
+          else await table.add(data)
+        } finally {
+          table.close()
+        }
+      }),
+    )
+  }
+
   private serialized<T>(name: string, write: () => Promise<T>): Promise<T> {
     const result = (this.writes.get(name) ?? Promise.resolve()).then(write)
     const settled = result.then(
@@ -256,6 +310,16 @@ export class VectorStore {
       if (this.writes.get(name) === settled) this.writes.delete(name)
     })
     return result
+  }
+
+  private async dropNamed(name: string): Promise<void> {
+    await this.serialized(name, async () => {
+      try {
+        await this.db.dropTable(name)
+      } catch (error) {
+        if (!isTableNotFound(error, name)) throw error
+      }
+    })
   }
 
   private async openTable(name: string): Promise<Table | undefined> {

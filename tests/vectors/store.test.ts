@@ -336,6 +336,34 @@ describe('VectorStore', () => {
     await expectRejection(VectorStore.open(uri, { indexThreshold: 10 }), RangeError, 'index threshold must be an integer of at least 256, got 10')
   })
 
+  test('staged vectors reach the repository only when promoted; an id staged twice keeps its later vector', async () => {
+    const [repo, job, other] = [uuid(), uuid(), uuid()]
+    const vectors = await embedder.embed(SENTENCES)
+    const ids = SENTENCES.map(() => uuid())
+    await store.stage(job, 'facts', ids.slice(0, 4).map((id, i) => ({ id, vector: vectors[i]! })))
+    await store.stage(job, 'facts', [...ids.slice(4).map((id, i) => ({ id, vector: vectors[4 + i]! })), { id: ids[0]!, vector: vectors[5]! }])
+    await store.stage(job, 'concepts', [{ id: ids[0]!, vector: vectors[0]! }])
+    expect([await store.countStaged(job, 'facts'), await store.countStaged(job, 'concepts')]).toEqual([7, 1])
+    expect(await store.count(repo, 'facts')).toBe(0)
+    expect(await store.search(repo, 'facts', vectors[1]!, 3)).toEqual([])
+
+    expect(await store.promoteStaged(job, repo, 'facts', 2)).toBe(7)
+    expect([await store.count(repo, 'facts'), await store.countStaged(job, 'facts')]).toEqual([6, 0])
+    const stored = new Map((await collect(store.scan(repo, 'facts', 10))).flat().map((r) => [r.id, [...r.vector]]))
+    expect(stored.get(ids[0]!)).toEqual([...vectors[5]!])
+    expect(stored.get(ids[3]!)).toEqual([...vectors[3]!])
+    // Promoting again (a retry after a crash midway) finds nothing left and changes nothing.
+    expect(await store.promoteStaged(job, repo, 'facts')).toBe(0)
+    expect(await store.count(repo, 'facts')).toBe(6)
+    // Dropped unpromoted: the repository never sees them.
+    await store.dropStaged(job)
+    await store.dropStaged(job)
+    expect(await store.countStaged(job, 'concepts')).toBe(0)
+    expect(await store.promoteStaged(job, other, 'concepts')).toBe(0)
+    expect(await store.count(other, 'concepts')).toBe(0)
+    await expectRejection(store.stage('job-1', 'facts', []), TypeError, 'job id must be a UUID, got "job-1"')
+  })
+
   test('close waits for the writes under way', async () => {
     const uri = join(dir, 'closing')
     const closing = await VectorStore.open(uri)

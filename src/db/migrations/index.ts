@@ -12,6 +12,7 @@ import system0009 from './system/0009_jobs.sql' with { type: 'text' }
 import system0010 from './system/0010_graphs.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 import repository0002 from './repository/0002_graph.sql' with { type: 'text' }
+import repository0003 from './repository/0003_graph_imports.sql' with { type: 'text' }
 
 export interface Migration {
   version: number
@@ -37,5 +38,6 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
   repository: [
     { version: 1, name: '0001_repository_identity', sql: repository0001 },
     { version: 2, name: '0002_graph', sql: repository0002 },
+    { version: 3, name: '0003_graph_imports', sql: repository0003 },
   ],
 }

@@ -1,0 +1,247 @@
+// POST /{repoID}/import-graph (bundle.md §5), also at /api/v1/import-graph with X-Repository-ID:
+// queues an import_graph job (202 with the job). The bundle comes
+// - from the registry: a JSON body {"graph_id": "<uuid>"} or {"name": "...", "sha256": "<hex>"},
+//   looked up at once (404 when the registry does not hold it, 502 when it cannot be asked), so
+//   a typo fails here and not later in a job;
+// - or with the request: a raw application/gzip body, or the file field `bundle` of a
+//   multipart/form-data body, streamed (never held) to blob storage under uploads/ with the
+//   IMPORT_MAX_BYTES limit (413 past it) and the gzip magic checked on the first two bytes (400);
+//   a refused upload leaves nothing behind. The job deletes the upload when it ends for good.
+//
+// Registered before the JSON body parser (see app.ts): the route reads its body itself.
+import Busboy from 'busboy'
+import { Readable } from 'node:stream'
+import { Elysia, t } from 'elysia'
+import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
+import { parseJsonBody, readBodyLimited } from '../http/body.ts'
+import type { Principal } from '../http/auth.ts'
+import { HttpError } from '../http/errors.ts'
+import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
+import type { Jobs } from '../jobs/jobs.ts'
+import { JobBody } from '../jobs/routes.ts'
+import type { Logger } from '../log.ts'
+import { describeError } from '../log.ts'
+import type { RegistryClient } from '../registry/client.ts'
+import type { Repository } from '../repositories/repositories.ts'
+import type { repositoryScope } from '../repositories/scope.ts'
+import { describeGraph, SHA256_PATTERN, uploadKey, type ImportParams } from './import.ts'
+
+type Scope = ReturnType<typeof repositoryScope>
+
+export interface ImportRoutesOptions {
+  scope: Scope
+  jobs: Jobs
+  blobs: BlobStore
+  registry: RegistryClient
+  /** Largest JSON body (BODY_LIMIT). */
+  bodyLimit: number
+  /** Largest upload (IMPORT_MAX_BYTES). */
+  maxUploadBytes: number
+  log: Logger
+}
+
+const REPOSITORY_IN_PATH = '/:repoID'
+const GZIP_TYPES = new Set(['application/gzip', 'application/x-gzip'])
+const FORMS = `{"graph_id": "<uuid>"} or {"name": "...", "sha256": "<64 hex digits>"}`
+const UUID = new RegExp(UUID_PATTERN)
+const SHA256 = new RegExp(SHA256_PATTERN)
+const NAME_MAX = 255
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 413: ErrorBody, 415: ErrorBody, 502: ErrorBody }
+
+const requestBody = {
+  required: true,
+  content: {
+    'application/json': {
+      schema: t.Union([
+        t.Object({ graph_id: t.String({ format: 'uuid' }) }, { additionalProperties: false }),
+        t.Object({ name: t.String(), sha256: t.String({ pattern: SHA256_PATTERN }) }, { additionalProperties: false }),
+      ]),
+    },
+    'application/gzip': { schema: t.String({ format: 'binary', description: 'the bundle (.json.gz)' }) },
+    'multipart/form-data': { schema: t.Object({ bundle: t.String({ format: 'binary', description: 'the bundle (.json.gz)' }) }) },
+  },
+}
+
+const invalid = (problem: string) => new HttpError(400, `invalid body: ${problem}`)
+
+/** The registry form of the request: exactly one of {graph_id} and {name, sha256}, nothing else. */
+function registryImportParams(body: unknown): { graph_id: string } | { name: string; sha256: string } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid(`expected an object: ${FORMS}`)
+  const fields = body as Record<string, unknown>
+  const unknown = Object.keys(fields).find((key) => !['graph_id', 'name', 'sha256'].includes(key))
+  if (unknown !== undefined) throw invalid(`unknown field ${JSON.stringify(unknown)}; expected ${FORMS}`)
+  const byId = 'graph_id' in fields
+  const byName = 'name' in fields || 'sha256' in fields
+  if (byId && byName) throw invalid(`give graph_id, or name and sha256, not both`)
+  if (byId) {
+    if (typeof fields.graph_id !== 'string' || !UUID.test(fields.graph_id)) throw invalid('graph_id: expected a UUID')
+    return { graph_id: fields.graph_id.toLowerCase() }
+  }
+  if (!byName) throw invalid(`expected ${FORMS}`)
+  const { name, sha256 } = fields
+  if (typeof name !== 'string' || name.trim() === '' || name.length > NAME_MAX) throw invalid(`name: expected a graph name of 1-${NAME_MAX} characters`)
+  if (typeof sha256 !== 'string' || !SHA256.test(sha256)) throw invalid('sha256: expected 64 lowercase hexadecimal digits')
+  return { name, sha256 }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Uploads
+
+class NotGzip extends Error {}
+class EmptyUpload extends Error {}
+class UploadInterrupted extends Error {}
+
+/** The chunks of an upload, refused unless its first two bytes are gzip's magic number. */
+async function* gzipChunks(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const magic: number[] = []
+  for await (const chunk of chunks) {
+    for (let i = 0; magic.length < 2 && i < chunk.byteLength; i++) magic.push(chunk[i]!)
+    if ((magic.length >= 1 && magic[0] !== 0x1f) || (magic.length === 2 && magic[1] !== 0x8b)) throw new NotGzip()
+    if (chunk.byteLength > 0) yield chunk
+  }
+  if (magic.length === 0) throw new EmptyUpload()
+  if (magic.length < 2) throw new NotGzip()
+}
+
+/** A raw request body as it arrives; a body that breaks off fails as UploadInterrupted. */
+async function* rawChunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const reader = body.getReader()
+  try {
+    for (;;) {
+      let next: Awaited<ReturnType<typeof reader.read>>
+      try {
+        next = await reader.read()
+      } catch {
+        throw new UploadInterrupted('the upload broke off before the bundle was complete')
+      }
+      if (next.done) return
+      yield next.value
+    }
+  } finally {
+    // Ends our read of the request when the store stops early (limit, not gzip).
+    reader.cancel().catch(() => {})
+  }
+}
+
+/**
+ * The file field `bundle` of a multipart body as it arrives (other parts are skipped): 400 when
+ * the body is malformed or has no such file.
+ */
+async function* multipartBundle(request: Request): AsyncGenerator<Uint8Array> {
+  let form: Busboy.Busboy
+  try {
+    form = Busboy({ headers: { 'content-type': request.headers.get('content-type') ?? '' } })
+  } catch (error) {
+    throw new HttpError(400, `malformed multipart body: ${(error as Error).message}`)
+  }
+  const input = Readable.fromWeb(request.body! as never)
+  let file: Readable | undefined
+  const found = new Promise<Readable>((resolve, reject) => {
+    form.on('file', (name, stream) => {
+      // Errors of a stream come through the form's 'error' (or the loop below): never unhandled.
+      stream.on('error', () => {})
+      if (name === 'bundle' && !file) resolve((file = stream))
+      else stream.resume()
+    })
+    form.on('field', (name) => {
+      if (name === 'bundle') reject(new HttpError(400, 'the form field "bundle" must be a file (the .json.gz bundle)'))
+    })
+    form.on('close', () => reject(new HttpError(400, 'the multipart body has no file field "bundle"')))
+    form.on('error', (error: Error) => reject(new HttpError(400, `malformed multipart body: ${error.message}`)))
+  })
+  found.catch(() => {})
+  input.on('error', () => {})
+  input.pipe(form)
+  try {
+    const stream = await found
+    try {
+      for await (const chunk of stream) yield chunk as Uint8Array
+    } catch {
+      throw new UploadInterrupted('the upload broke off before the bundle was complete')
+    }
+  } finally {
+    input.unpipe(form)
+    input.destroy()
+  }
+}
+
+export function importRoutes(options: ImportRoutesOptions) {
+  return new Elysia({ name: 'kgs/import' }).use(importRoutesAt(REPOSITORY_IN_PATH, options)).use(importRoutesAt('/api/v1', options))
+}
+
+function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimit, maxUploadBytes, log }: ImportRoutesOptions) {
+  const inPath = prefix === REPOSITORY_IN_PATH
+  const params = inPath ? t.Object({ repoID: t.String({ description: 'repository UUID or slug' }) }) : undefined
+
+  /** The registry holds the graph: checked now, so that a wrong name fails here rather than in a job. */
+  const checkRegistry = async (wanted: { graph_id: string } | { name: string; sha256: string }) => {
+    let graph
+    try {
+      graph = 'graph_id' in wanted ? await registry.get(wanted.graph_id) : await registry.find(wanted.name, wanted.sha256)
+    } catch (error) {
+      throw new HttpError(502, `the registry could not be asked: ${(error as Error).message}`)
+    }
+    if (!graph) throw new HttpError(404, `${describeGraph(wanted)} is not in the registry`)
+  }
+
+  /** Streams an upload to a new blob; on any failure nothing is left and the answer says why. */
+  const storeUpload = async (chunks: AsyncIterable<Uint8Array>): Promise<string> => {
+    const key = uploadKey()
+    try {
+      await blobs.put(key, gzipChunks(chunks), { maxBytes: maxUploadBytes, contentType: 'application/gzip' })
+      return key
+    } catch (error) {
+      await discard(key)
+      if (error instanceof BlobTooLargeError) throw tooLarge(maxUploadBytes)
+      if (error instanceof NotGzip) throw new HttpError(400, 'the bundle is not gzip: upload a .json.gz bundle')
+      if (error instanceof EmptyUpload) throw new HttpError(400, 'the bundle is empty: upload a .json.gz bundle')
+      if (error instanceof UploadInterrupted) throw new HttpError(400, error.message)
+      throw error
+    }
+  }
+
+  const discard = async (key: string) => {
+    await blobs.delete(key).catch((error) => log.error('import: could not delete an upload', { key, ...describeError(error) }))
+  }
+
+  const start = async ({ request, principal, repository, set }: { request: Request; principal: Principal; repository: Repository; set: { status?: number | string } }) => {
+    const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
+    let jobParams: ImportParams
+    if (type === 'application/json') {
+      jobParams = registryImportParams(parseJsonBody(await readBodyLimited(request, bodyLimit)))
+      await checkRegistry(jobParams)
+    } else if (GZIP_TYPES.has(type) || type === 'multipart/form-data') {
+      const declared = request.headers.get('content-length')
+      if (declared !== null && GZIP_TYPES.has(type) && Number(declared) > maxUploadBytes) throw tooLarge(maxUploadBytes)
+      if (!request.body || declared === '0') throw new HttpError(400, 'request body is empty: upload a .json.gz bundle')
+      jobParams = { upload: await storeUpload(GZIP_TYPES.has(type) ? rawChunks(request.body) : multipartBundle(request)) }
+    } else if (type === '' && (!request.body || request.headers.get('content-length') === '0')) {
+      throw new HttpError(400, `request body is empty: send ${FORMS} as application/json, or the bundle as application/gzip or multipart/form-data`)
+    } else {
+      throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}; expected application/json, application/gzip or multipart/form-data`)
+    }
+    try {
+      const job = await jobs.enqueue({ kind: 'import_graph', repositoryId: repository.id, params: jobParams, createdBy: principal.userId })
+      set.status = 202
+      return job
+    } catch (error) {
+      if ('upload' in jobParams) await discard(jobParams.upload)
+      throw error
+    }
+  }
+
+  return new Elysia({ name: 'kgs/import-at', seed: prefix, prefix }).use(scope).post('/import-graph', start, {
+    repository: 'graph:import',
+    params,
+    response: { 202: JobBody, ...errors },
+    detail: {
+      tags: ['repositories'],
+      summary:
+        'Import a graph bundle into the repository: from the registry (JSON: graph_id, or name and sha256), or uploaded (application/gzip, or the multipart file field "bundle"). Queues an import_graph job (202)',
+      ...(inPath ? {} : { parameters: [{ in: 'header' as const, name: 'X-Repository-ID', required: true, schema: { type: 'string' as const }, description: 'repository UUID or slug' }] }),
+      requestBody,
+    },
+  })
+}
+
+const tooLarge = (maxBytes: number) => new HttpError(413, `the bundle exceeds the import limit of ${maxBytes} bytes`)
