@@ -65,7 +65,7 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
     repository: 'graph:import',
     body: startBody,
     response: { 202: JobBody, ...errors },
-    detail: describe('Start a job on the repository: (re)compute the vectors of its facts or concepts with the configured embedder'),
+    detail: describe('Start a job on the repository: (re)compute the vectors of its facts or concepts with the configured embedder, or fetch its missing media'),
   } as const
   const listDetail = describe('Jobs, oldest first: of the repository named by the path or X-Repository-ID, else every job (system job:read)')
 
@@ -104,7 +104,7 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
 const startBody = t.Object(
   {
     // Kinds a client may start directly; export and import have routes of their own.
-    kind: t.Union([t.Literal('embed_facts'), t.Literal('embed_concepts')], { error: 'expected one of embed_facts, embed_concepts' }),
+    kind: t.Union([t.Literal('embed_facts'), t.Literal('embed_concepts'), t.Literal('fetch_media')], { error: 'expected one of embed_facts, embed_concepts, fetch_media' }),
     params: t.Optional(t.Object({ ids: t.Optional(t.Array(t.String({ pattern: UUID_PATTERN }), { maxItems: 10_000 })) }, { additionalProperties: false })),
   },
   { additionalProperties: false },

@@ -155,11 +155,15 @@ describe(`job routes (${BACKEND})`, () => {
     expect((await waitForJob(job.id)).status).toBe('cancelled')
   })
 
-  test('POST /{repoID}/jobs starts an embedding job; only startable kinds, well-formed', async () => {
+  test('POST /{repoID}/jobs starts an embedding or media fetch job; only startable kinds, well-formed', async () => {
     const res = await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts' }, owner.token)
     expect(res.status).toBe(202)
     expect(res.body).toMatchObject({ kind: 'embed_facts', repository_id: repo.id, status: 'queued' })
     expect(await waitForJob(res.body.id)).toMatchObject({ status: 'succeeded', result: { embedded: 0, model: 'kgs-hash-v1' } })
+    const fetch = await http.post(`/${repo.slug}/jobs`, { kind: 'fetch_media' }, owner.token)
+    expect(fetch.status).toBe(202)
+    expect(await waitForJob(fetch.body.id)).toMatchObject({ status: 'succeeded', result: { images: { stored: 0 }, bodies: { stored: 0 } } })
+    expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'fetch_media', params: { ids: [] } }, owner.token), 400, 'invalid job parameters: ids: Unexpected property')
     expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'test_echo' }, owner.token), 400, /kind/)
     expectError(await http.post(`/${repo.slug}/jobs`, {}, owner.token), 400, /kind/)
     expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts', params: { ids: ['nope'] } }, owner.token), 400, /ids/)
