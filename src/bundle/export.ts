@@ -357,11 +357,20 @@ class Snapshot {
     const { tx } = this
     const cursor = `export_cursor_${++this.cursors}`
     await tx`DECLARE ${tx(cursor)} NO SCROLL CURSOR FOR ${query}`
+    // FETCH takes no parameters; the count is this constant.
+    const fetch = () => {
+      const batch = tx`FETCH ${tx.unsafe(String(BATCH))} FROM ${tx(cursor)}`.execute()
+      // Awaited below; if the consumer stops first, the transaction's end settles it.
+      batch.catch(() => {})
+      return batch
+    }
+    // One batch ahead: the server produces the next batch while this one is encoded.
+    let next = fetch()
     for (;;) {
       this.options.signal?.throwIfAborted()
-      // FETCH takes no parameters; the count is this constant.
-      const batch = await tx`FETCH ${tx.unsafe(String(BATCH))} FROM ${tx(cursor)}`
+      const batch = await next
       if (batch.length === 0) break
+      next = fetch()
       const converted = await convert(batch)
       if (counted) this.advance(batch.length)
       yield converted
