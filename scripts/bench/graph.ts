@@ -62,7 +62,8 @@ async function psql(dsn: string, script: string): Promise<number> {
 let kgs: Awaited<ReturnType<typeof spawnKgs>> | undefined
 try {
   kgs = await spawnKgs(
-    { DATA_DIR: dataDir, DATABASE_URL: systemUrl.toString(), LOG_LEVEL: 'warn', WORKERS: '1', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() },
+    // A 1M-fact run outlasts the default 15-minute access token.
+    { DATA_DIR: dataDir, DATABASE_URL: systemUrl.toString(), LOG_LEVEL: 'warn', WORKERS: '1', ACCESS_TOKEN_TTL: '12h', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() },
     join(dataDir, 'kgs.log'),
   )
   const { url: kgsUrl, pid: kgsPid } = kgs
