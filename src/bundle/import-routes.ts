@@ -16,6 +16,7 @@ import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
 import { parseJsonBody, readBodyLimited } from '../http/body.ts'
 import type { Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
+import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted } from '../http/upload.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import type { Jobs } from '../jobs/jobs.ts'
 import { JobBody } from '../jobs/routes.ts'
@@ -87,42 +88,6 @@ function registryImportParams(body: unknown): { graph_id: string } | { name: str
 // ---------------------------------------------------------------------------------------------
 // Uploads
 
-class NotGzip extends Error {}
-class EmptyUpload extends Error {}
-class UploadInterrupted extends Error {}
-
-/** The chunks of an upload, refused unless its first two bytes are gzip's magic number. */
-async function* gzipChunks(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const magic: number[] = []
-  for await (const chunk of chunks) {
-    for (let i = 0; magic.length < 2 && i < chunk.byteLength; i++) magic.push(chunk[i]!)
-    if ((magic.length >= 1 && magic[0] !== 0x1f) || (magic.length === 2 && magic[1] !== 0x8b)) throw new NotGzip()
-    if (chunk.byteLength > 0) yield chunk
-  }
-  if (magic.length === 0) throw new EmptyUpload()
-  if (magic.length < 2) throw new NotGzip()
-}
-
-/** A raw request body as it arrives; a body that breaks off fails as UploadInterrupted. */
-async function* rawChunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const reader = body.getReader()
-  try {
-    for (;;) {
-      let next: Awaited<ReturnType<typeof reader.read>>
-      try {
-        next = await reader.read()
-      } catch {
-        throw new UploadInterrupted('the upload broke off before the bundle was complete')
-      }
-      if (next.done) return
-      yield next.value
-    }
-  } finally {
-    // Ends our read of the request when the store stops early (limit, not gzip).
-    reader.cancel().catch(() => {})
-  }
-}
-
 /**
  * The file field `bundle` of a multipart body as it arrives (other parts are skipped): 400 when
  * the body is malformed or has no such file.
@@ -157,7 +122,7 @@ async function* multipartBundle(request: Request): AsyncGenerator<Uint8Array> {
     try {
       for await (const chunk of stream) yield chunk as Uint8Array
     } catch {
-      throw new UploadInterrupted('the upload broke off before the bundle was complete')
+      throw new UploadInterrupted()
     }
   } finally {
     input.unpipe(form)
@@ -214,7 +179,7 @@ function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimi
       const declared = request.headers.get('content-length')
       if (declared !== null && GZIP_TYPES.has(type) && Number(declared) > maxUploadBytes) throw tooLarge(maxUploadBytes)
       if (!request.body || declared === '0') throw new HttpError(400, 'request body is empty: upload a .json.gz bundle')
-      jobParams = { upload: await storeUpload(GZIP_TYPES.has(type) ? rawChunks(request.body) : multipartBundle(request)) }
+      jobParams = { upload: await storeUpload(GZIP_TYPES.has(type) ? requestChunks(request.body) : multipartBundle(request)) }
     } else if (type === '' && (!request.body || request.headers.get('content-length') === '0')) {
       throw new HttpError(400, `request body is empty: send ${FORMS} as application/json, or the bundle as application/gzip or multipart/form-data`)
     } else {

@@ -9,6 +9,7 @@ import type { Sql } from 'postgres'
 import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
 import { authenticate, forbidden, holdsSystemPermission, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
+import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted } from '../http/upload.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import { describeError, type Logger } from '../log.ts'
@@ -175,46 +176,11 @@ const PUSH_CONTENT_TYPES = new Set(['application/gzip', 'application/x-gzip', 'a
 // ---------------------------------------------------------------------------------------------
 // The push body
 
-class UploadInterrupted extends Error {}
-class NotGzip extends Error {}
-class EmptyBody extends Error {}
-
-/**
- * The request body, chunk by chunk, as it arrives: the first two bytes must be gzip's magic
- * number, and a body that breaks off (the client went away) fails as UploadInterrupted, so the
- * store's put fails and keeps nothing.
- */
-async function* uploadChunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const reader = body.getReader()
-  let seen = 0
-  const magic = new Uint8Array(2)
-  try {
-    for (;;) {
-      let result: Awaited<ReturnType<typeof reader.read>>
-      try {
-        result = await reader.read()
-      } catch {
-        throw new UploadInterrupted('the upload broke off before the body was complete')
-      }
-      if (result.done) break
-      const chunk = result.value
-      for (let i = 0; seen < 2 && i < chunk.byteLength; i++) magic[seen++] = chunk[i]!
-      if (seen === 2 && (magic[0] !== 0x1f || magic[1] !== 0x8b)) throw new NotGzip()
-      if (chunk.byteLength > 0) yield chunk
-    }
-    if (seen === 0) throw new EmptyBody()
-    if (seen < 2) throw new NotGzip()
-  } finally {
-    // Ends our read of the request when put stops early (limit, failure); a no-op after the end.
-    reader.cancel().catch(() => {})
-  }
-}
-
 /** The HTTP answer for a failed store of a push body (unknown errors go on, to be a 500). */
 function uploadError(error: unknown, maxBytes: number): unknown {
   if (error instanceof BlobTooLargeError) return tooLarge(maxBytes)
   if (error instanceof NotGzip) return new HttpError(415, 'request body is not gzip: push a .json.gz bundle')
-  if (error instanceof EmptyBody) return new HttpError(400, 'request body is empty: push a .json.gz bundle')
+  if (error instanceof EmptyUpload) return new HttpError(400, 'request body is empty: push a .json.gz bundle')
   if (error instanceof UploadInterrupted) return new HttpError(400, error.message)
   return error
 }
@@ -308,13 +274,13 @@ export function registryRoutes(options: RegistryRoutesOptions) {
     }
     const declared = request.headers.get('content-length')
     if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes)
-    if (!request.body) throw uploadError(new EmptyBody(), maxBytes)
+    if (!request.body) throw uploadError(new EmptyUpload(), maxBytes)
 
     // 1. The body goes to a temporary key; a put that fails keeps nothing.
     const incoming = incomingKey()
     let bytes: number
     try {
-      ;({ bytes } = await blobs.put(incoming, uploadChunks(request.body), { maxBytes, contentType: 'application/gzip' }))
+      ;({ bytes } = await blobs.put(incoming, gzipChunks(requestChunks(request.body)), { maxBytes, contentType: 'application/gzip' }))
     } catch (error) {
       await discard(incoming)
       throw uploadError(error, maxBytes)
