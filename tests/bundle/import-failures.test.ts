@@ -14,19 +14,13 @@ import { brokenBundles } from '../helpers/broken-bundles.ts'
 import { waitForJob } from '../helpers/jobs.ts'
 import { startServerProcess, startTestServer, type TestServer } from '../helpers/server.ts'
 import { tableCounts } from '../helpers/graph-dump.ts'
+import { blobKeys } from '../helpers/blobs.ts'
 import { generateGraph } from '../../scripts/gen-graph.ts'
 import { generateBundle } from '../../scripts/gen-bundle.ts'
-import { repositoryBlobPrefix, type BlobStore } from '../../src/blobs/store.ts'
 import type { Job } from '../../src/jobs/queue.ts'
 import { Pools } from '../../src/db/pools.ts'
-import { openBlobStore } from '../../src/blobs/store.ts'
+import { openBlobStore, repositoryBlobPrefix } from '../../src/blobs/store.ts'
 import { loadConfig } from '../../src/config.ts'
-
-async function blobListing(blobs: BlobStore, prefix = ''): Promise<string[]> {
-  const keys: string[] = []
-  for await (const key of blobs.list(prefix)) keys.push(key)
-  return keys
-}
 
 const upload = (http: ReturnType<typeof api>, slug: string, token: string, bytes: Uint8Array) =>
   http.call('POST', `/${slug}/import-graph`, { token, raw: bytes, headers: { 'content-type': 'application/gzip' } })
@@ -50,7 +44,7 @@ describe(`broken bundles leave the repository as it was (${BACKEND})`, () => {
   test('each gives a failed job with its message; rows, blobs and vectors are unchanged', async () => {
     const { pools, blobs, vectors } = server.context
     const sql = await pools.forRepository(repo.id)
-    const before = { rows: await tableCounts(sql), blobs: await blobListing(blobs), facts: await vectors.count(repo.id, 'facts'), concepts: await vectors.count(repo.id, 'concepts') }
+    const before = { rows: await tableCounts(sql), blobs: await blobKeys(blobs), facts: await vectors.count(repo.id, 'facts'), concepts: await vectors.count(repo.id, 'concepts') }
     // Cases made for lowered reader limits are left out: an import reads with the defaults
     // (only the expanded size is configurable, IMPORT_MAX_EXPANDED_BYTES, tested with the import).
     const cases = brokenBundles().filter((c) => !c.limits)
@@ -74,7 +68,7 @@ describe(`broken bundles leave the repository as it was (${BACKEND})`, () => {
       expect({ name: broken.name, error: job!.error }).toEqual({ name: broken.name, error: expect.stringMatching(broken.error) })
     }
     expect(await tableCounts(sql)).toEqual(before.rows)
-    expect(await blobListing(blobs)).toEqual(before.blobs)
+    expect(await blobKeys(blobs)).toEqual(before.blobs)
     expect(await vectors.count(repo.id, 'facts')).toBe(before.facts)
     expect(await vectors.count(repo.id, 'concepts')).toBe(before.concepts)
   }, 120_000)
@@ -102,7 +96,7 @@ describe(`an import whose process is killed (${BACKEND})`, () => {
     try {
       const sql = await pools.forRepository(repositoryId)
       const blobs = openBlobStore(config)
-      const keys = await blobListing(blobs, repositoryBlobPrefix(repositoryId))
+      const keys = await blobKeys(blobs, repositoryBlobPrefix(repositoryId))
       const referenced = (await sql`SELECT storage_key FROM source_images WHERE storage_key IS NOT NULL UNION ALL SELECT storage_key FROM source_bodies`).map((r) => r.storage_key as string)
       return { rows: await tableCounts(sql), keys, referenced: referenced.sort() }
     } finally {

@@ -13,7 +13,8 @@ import { BACKEND } from '../helpers/backend.ts'
 import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
 import { BODY_TEXT, brokenBundles, gzipBundle, IMAGE_BYTES, v1Json, validBundle, validBundleJson } from '../helpers/broken-bundles.ts'
 import { dumpGraph, tableCounts } from '../helpers/graph-dump.ts'
-import { waitForJob } from '../helpers/jobs.ts'
+import { settleJobs, waitForJob } from '../helpers/jobs.ts'
+import { blobKeys } from '../helpers/blobs.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { bundleContent, generateBundle, SyntheticGraph, type BundleOptions, type GenerateResult } from '../../scripts/gen-bundle.ts'
 import { generateGraph } from '../../scripts/gen-graph.ts'
@@ -49,11 +50,7 @@ let sameModelBytes: Uint8Array
 
 const sqlOf = (repo: Repo) => server.context.pools.forRepository(repo.id)
 
-async function blobKeys(prefix = ''): Promise<string[]> {
-  const keys: string[] = []
-  for await (const key of server.context.blobs.list(prefix)) keys.push(key)
-  return keys
-}
+const storedKeys = (prefix = '') => blobKeys(server.context.blobs, prefix)
 
 async function createRepo(name: string, as = owner): Promise<Repo> {
   const res = await http.post('/api/v1/repositories', { name: `${name} ${crypto.randomUUID().slice(0, 6)}` }, as.token)
@@ -95,13 +92,7 @@ async function failed(slug: string, started: { status: number; body: Job }, erro
 }
 
 /** Waits until every job of the repository (an import's follow-ups) has finished. */
-async function settle(slug: string): Promise<Job[]> {
-  for (;;) {
-    const jobs = (await http.get<Job[]>(`/${slug}/jobs?limit=100`, owner.token)).body
-    if (jobs.every((job) => !['queued', 'running'].includes(job.status))) return jobs
-    await Bun.sleep(20)
-  }
-}
+const settle = (slug: string) => settleJobs(http, slug, owner.token)
 
 /** The citations gen-bundle writes (all with UUIDs of its own, so none resolve). */
 function citationCount(options: BundleOptions): number {
@@ -190,8 +181,8 @@ async function expectImported(repo: Repo, job: Job & { result: ImportResult }, b
     expect(await server.context.blobs.get(body.storage_key)).toEqual(expected)
   }
   // Nothing else under the prefix (media of reused rows would have been deleted), no upload left.
-  expect((await blobKeys(prefix)).length).toBe(bundle.counts.images + bundle.counts.bodies)
-  expect(await blobKeys('uploads/')).toEqual([])
+  expect((await storedKeys(prefix)).length).toBe(bundle.counts.images + bundle.counts.bodies)
+  expect(await storedKeys('uploads/')).toEqual([])
 }
 
 type Obj = Record<string, unknown>
@@ -268,14 +259,14 @@ describe(`import from each source (${BACKEND})`, () => {
     const rows = Object.values(expectedCounts(sameModel)).reduce((a, b) => a + b)
     expect(job.progress).toMatchObject({ done: rows, bytes: sameModelBytes.byteLength, total: sameModelBytes.byteLength })
     const sql = await sqlOf(repo)
-    const before = { rows: await tableCounts(sql), blobs: await blobKeys(repositoryBlobPrefix(repo.id)), dump: await dumpGraph(sql, repo.id, server.context) }
+    const before = { rows: await tableCounts(sql), blobs: await storedKeys(repositoryBlobPrefix(repo.id)), dump: await dumpGraph(sql, repo.id, server.context) }
 
     const again = await succeeded(repo.slug, await upload(repo.slug, sameModelBytes))
     expect(Object.values(again.result.imported).every((n) => n === 0)).toBe(true)
     expect(again.result.reused).toEqual({ sources: sameModel.counts.sources, facts: FACTS, concepts: sameModel.counts.concepts })
     expect(again.result).toMatchObject({ embeddings: 'none', media: { stored: 0, to_fetch: 0, lost: 0 } })
     expect(await tableCounts(sql)).toEqual(before.rows)
-    expect(await blobKeys(repositoryBlobPrefix(repo.id))).toEqual(before.blobs)
+    expect(await storedKeys(repositoryBlobPrefix(repo.id))).toEqual(before.blobs)
     expect(await dumpGraph(sql, repo.id, server.context)).toEqual(before.dump)
   })
 
@@ -411,8 +402,8 @@ describe(`broken bundles (${BACKEND})`, () => {
     const { vectors } = server.context
     return {
       rows: await tableCounts(await sqlOf(repo)),
-      blobs: await blobKeys(repositoryBlobPrefix(repo.id)),
-      uploads: await blobKeys('uploads/'),
+      blobs: await storedKeys(repositoryBlobPrefix(repo.id)),
+      uploads: await storedKeys('uploads/'),
       vectors: [await vectors.count(repo.id, 'facts'), await vectors.count(repo.id, 'concepts')],
     }
   }
@@ -494,7 +485,7 @@ describe(`exactly once (${BACKEND})`, () => {
     expect(rows).toEqual(expectedCounts(sameModel))
     expect([await vectors.count(repo.id, 'facts'), await vectors.countStaged(job.id, 'facts')]).toEqual([0, FACTS])
     expect(enqueued).toEqual([])
-    expect(await blobKeys(job.params.upload)).toHaveLength(1) // kept for the retry
+    expect(await storedKeys(job.params.upload)).toHaveLength(1) // kept for the retry
 
     const retried = await importGraph({ ...job, attempt: 2 }, services())
     expect(retried).toEqual(committed!.result)
@@ -503,7 +494,7 @@ describe(`exactly once (${BACKEND})`, () => {
     expect([await vectors.count(repo.id, 'facts'), await vectors.countStaged(job.id, 'facts')]).toEqual([FACTS, 0])
     expect(enqueued).toEqual([{ kind: 'fetch_media', repositoryId: repo.id }])
     expect(await graphImport(repo, job.id)).toMatchObject({ vectors_pending: false, followups_pending: false })
-    expect(await blobKeys(job.params.upload)).toEqual([])
+    expect(await storedKeys(job.params.upload)).toEqual([])
 
     // Once more (a third claim of a finished job): the same result, nothing queued again.
     expect(await importGraph({ ...job, attempt: 3 }, services())).toEqual(retried)
@@ -524,8 +515,8 @@ describe(`exactly once (${BACKEND})`, () => {
 
     const cancelled = await stoppedAtFacts(CANCELLED)
     expect(Object.values(await tableCounts(await sqlOf(repo))).every((n) => n === 0)).toBe(true)
-    expect(await blobKeys(repositoryBlobPrefix(repo.id))).toEqual([])
-    expect(await blobKeys(cancelled.params.upload)).toEqual([])
+    expect(await storedKeys(repositoryBlobPrefix(repo.id))).toEqual([])
+    expect(await storedKeys(cancelled.params.upload)).toEqual([])
 
     // Another worker took the job over and stored media under the job's prefix meanwhile.
     let theirs = ''
@@ -534,8 +525,8 @@ describe(`exactly once (${BACKEND})`, () => {
       await blobs.put(theirs, 'the new owner stored this')
     })
     expect(Object.values(await tableCounts(await sqlOf(repo))).every((n) => n === 0)).toBe(true)
-    expect(await blobKeys(theirs)).toEqual([theirs])
-    expect(await blobKeys(lost.params.upload)).toEqual([lost.params.upload])
+    expect(await storedKeys(theirs)).toEqual([theirs])
+    expect(await storedKeys(lost.params.upload)).toEqual([lost.params.upload])
   })
 
   test('a failure midway rolls everything back (rows, media, staged vectors); the retry imports it whole', async () => {
@@ -551,7 +542,7 @@ describe(`exactly once (${BACKEND})`, () => {
     })
     await expect(importGraph(job, services({ blobs: failing }))).rejects.toThrow('disk full')
     expect(Object.values(await tableCounts(await sqlOf(repo))).every((n) => n === 0)).toBe(true)
-    expect(await blobKeys(repositoryBlobPrefix(repo.id))).toEqual([])
+    expect(await storedKeys(repositoryBlobPrefix(repo.id))).toEqual([])
     expect(await graphImport(repo, job.id)).toBeUndefined()
 
     const result = await importGraph({ ...job, attempt: 2 }, services())
@@ -576,9 +567,9 @@ describe(`POST /{repoID}/import-graph refusals (${BACKEND})`, () => {
 
   /** Runs a refused request and checks that no blob was left behind (nor any job queued). */
   async function refused(request: () => Promise<{ status: number; body: unknown }>, status: number, message: string | RegExp) {
-    const before = await blobKeys()
+    const before = await storedKeys()
     expectError(await request(), status, message)
-    expect(await blobKeys()).toEqual(before)
+    expect(await storedKeys()).toEqual(before)
     expect((await http.get<Job[]>(`/${repo.slug}/jobs`, owner.token)).body).toEqual([])
   }
 

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { api, registerAccount, type Account } from '../helpers/api.ts'
-import { waitForJob } from '../helpers/jobs.ts'
+import { settleJobs, waitForJob } from '../helpers/jobs.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { dumpGraph, type GraphDump } from '../helpers/graph-dump.ts'
 import { generateGraph } from '../../scripts/gen-graph.ts'
@@ -54,13 +54,7 @@ async function runJob(at: Instance, slug: string, path: string, body: unknown): 
 }
 
 /** Waits for every job of the repository (follow-ups an import queued) to finish. */
-async function settle(at: Instance, slug: string): Promise<Job[]> {
-  for (;;) {
-    const jobs = (await at.http.get<Job[]>(`/${slug}/jobs?limit=100`, at.user.token)).body
-    if (jobs.every((job) => !['queued', 'running'].includes(job.status))) return jobs
-    await Bun.sleep(20)
-  }
-}
+const settle = (at: Instance, slug: string) => settleJobs(at.http, slug, at.user.token)
 
 async function dump(at: Instance, repositoryId: string): Promise<GraphDump> {
   const { pools, blobs, vectors } = at.server.context

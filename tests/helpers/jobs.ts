@@ -16,3 +16,12 @@ export async function waitForJob(http: ReturnType<typeof api>, path: string, tok
     await Bun.sleep(20)
   }
 }
+
+/** Polls the repository's jobs until none is queued or running (an import's follow-ups), and returns them. */
+export async function settleJobs(http: ReturnType<typeof api>, slug: string, token: string): Promise<Job[]> {
+  for (;;) {
+    const jobs = (await http.get<Job[]>(`/${slug}/jobs?limit=100`, token)).body
+    if (jobs.every((job) => !['queued', 'running'].includes(job.status))) return jobs
+    await Bun.sleep(20)
+  }
+}

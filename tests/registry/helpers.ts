@@ -141,13 +141,6 @@ export async function whenDirectory(dir: string, condition: () => boolean, what:
   }
 }
 
-/** Every blob key in the server's store. */
-export async function blobKeys(server: TestServer): Promise<string[]> {
-  const keys: string[] = []
-  for await (const key of server.context.blobs.list('')) keys.push(key)
-  return keys
-}
-
 export function expectRecordShape(record: Record<string, unknown>): void {
   expect(Object.keys(record)).toEqual([
     'id',

@@ -10,7 +10,8 @@ import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { generateBundle, type GenerateResult } from '../../scripts/gen-bundle.ts'
 import { countGraphs } from '../../src/registry/store.ts'
 import { filenameSlug } from '../../src/registry/routes.ts'
-import { blobKeys, call, expectRecordShape, headersOf, push, rawRequest, sha, smallBundle, startUpload, whenDirectory } from './helpers.ts'
+import { call, expectRecordShape, headersOf, push, rawRequest, sha, smallBundle, startUpload, whenDirectory } from './helpers.ts'
+import { blobKeys } from '../helpers/blobs.ts'
 
 const MAX_BYTES = 1024 * 1024
 
@@ -26,7 +27,7 @@ let bundleBytes: Uint8Array
 const tmpFiles = () => readdirSync(join(server.dataDir, 'blobs', '.tmp'))
 const rows = () => countGraphs(server.context.pools.system)
 /** The blob keys, temporary files and index rows, to compare before and after a failed push. */
-const storage = async () => ({ keys: await blobKeys(server), tmp: tmpFiles(), rows: await rows() })
+const storage = async () => ({ keys: await blobKeys(server.context.blobs), tmp: tmpFiles(), rows: await rows() })
 
 beforeAll(async () => {
   server = await startTestServer({ env: { REGISTRY_MAX_BYTES: String(MAX_BYTES) } })
@@ -46,12 +47,12 @@ afterAll(async () => {
 describe(`registry push (${BACKEND})`, () => {
   test('a push is stored whole: 201 new, the record echoes every header, the download is byte-identical', async () => {
     const name = `Push ${crypto.randomUUID().slice(0, 8)}`
-    const before = await blobKeys(server)
+    const before = await blobKeys(server.context.blobs)
     const res = await push(server, admin.token, bundleBytes, headersOf(bundle, name, { 'x-graph-description': 'a generated graph', 'x-graph-tags': '["physics","test"]' }))
     expect(res.status).toBe(201)
     expect(res.body).toEqual({ graph_id: expect.any(String), new: true })
     expect(res.headers.get('location')).toBe(`/api/v1/graphs/${res.body.graph_id}`)
-    expect(await blobKeys(server)).toEqual([...before, `registry/graphs/${res.body.graph_id}.json.gz`].sort())
+    expect(await blobKeys(server.context.blobs)).toEqual([...before, `registry/graphs/${res.body.graph_id}.json.gz`].sort())
 
     const record = await call(server, 'GET', `/api/v1/graphs/${res.body.graph_id}`, admin.token)
     expect(record.status).toBe(200)
@@ -103,7 +104,7 @@ describe(`registry push (${BACKEND})`, () => {
     const otherName = await push(server, admin.token, bundleBytes, headersOf(bundle, `${name} (copy)`))
     expect(otherName.status).toBe(201)
     expect(await rows()).toBe(stored.rows + 2)
-    expect((await blobKeys(server)).length).toBe(stored.keys.length + 2)
+    expect((await blobKeys(server.context.blobs)).length).toBe(stored.keys.length + 2)
   })
 
   test('without X-Graph-SHA256 nothing can be matched: every push is new, with sha256 null; optional headers default', async () => {
@@ -328,7 +329,7 @@ describe(`registry delete (${BACKEND})`, () => {
     expect(byAdmin.body).toMatchObject({ id: first, owner: admin.id })
     expectError(await call(server, 'GET', `/api/v1/graphs/${first}`, admin.token), 404, 'graph not found')
     expectError(await call(server, 'GET', `/api/v1/graphs/${first}/bundle`, admin.token), 404, 'graph not found')
-    expect(await blobKeys(server)).not.toContain(`registry/graphs/${first}.json.gz`)
+    expect(await blobKeys(server.context.blobs)).not.toContain(`registry/graphs/${first}.json.gz`)
     expectError(await call(server, 'DELETE', `/api/v1/graphs/${first}`, admin.token), 404, 'graph not found')
 
     // The owner deletes its graph by ownership alone: no longer sysadmin, it still may.
@@ -339,7 +340,7 @@ describe(`registry delete (${BACKEND})`, () => {
       const byOwner = await call(server, 'DELETE', `/api/v1/graphs/${second}`, admin.token)
       expect(byOwner.status).toBe(200)
       expect(byOwner.body.id).toBe(second)
-      expect(await blobKeys(server)).not.toContain(`registry/graphs/${second}.json.gz`)
+      expect(await blobKeys(server.context.blobs)).not.toContain(`registry/graphs/${second}.json.gz`)
     } finally {
       expect((await http.put('/api/v1/admin/users/roles', { user_id: admin.id, role: 'sysadmin', domain: 'system' }, otherAdmin.token)).status).toBe(200)
     }
