@@ -1,6 +1,7 @@
 // The running service: listens at once (so /healthz answers while a fresh embedded database is
 // still being initialised), opens the pools, then hands requests to the app. Every response
 // gets X-Request-Id and one JSON log line; stop() drains in-flight requests before closing.
+import type { Sql } from 'postgres'
 import { deriveBaseUrl, type Config } from './config.ts'
 import { Pools } from './db/pools.ts'
 import { describeError, type Logger } from './log.ts'
@@ -17,7 +18,10 @@ import { Repositories } from './repositories/repositories.ts'
 import { OAuthTokens } from './oauth/tokens.ts'
 import { createEmbedder } from './vectors/embedder.ts'
 import { VectorStore } from './vectors/store.ts'
-import { openBlobStore } from './blobs/store.ts'
+import { openBlobStore, type BlobStore } from './blobs/store.ts'
+import { sweepUploads } from './bundle/import.ts'
+import { sweepScratch } from './bundle/scratch.ts'
+import { sweepRegistryLeftovers } from './registry/leftovers.ts'
 import { createRegistryClient } from './registry/client.ts'
 import { LocalEventBus, PostgresEventBus, type EventBus } from './db/events.ts'
 import { JSON_CONTENT_TYPE, errorResponse } from './http/errors.ts'
@@ -27,6 +31,9 @@ import { VERSION } from './version.ts'
 
 /** How long stop() lets in-flight requests finish before closing their connections. */
 export const DRAIN_TIMEOUT_MS = 10_000
+
+/** How often each process sweeps what dead processes and cancelled jobs left behind (and once at start). */
+const LEFTOVER_SWEEP_INTERVAL_MS = 60 * 60 * 1000
 
 export interface RunningServer {
   /** Where this process listens (http://host:port). */
@@ -82,6 +89,10 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   const server = Bun.serve({
     port: config.port,
     hostname: config.host,
+    // Each route limits its own body as it reads (BODY_LIMIT for JSON and forms, REGISTRY_MAX_BYTES
+    // for pushes, IMPORT_MAX_BYTES for uploads); Bun's default cap of 128 MB would refuse larger
+    // bundles before any route saw them.
+    maxRequestBodySize: Math.max(config.registryMaxBytes, config.importMaxBytes, config.bodyLimit),
     // Not async: a handler that answers synchronously (most of Elysia's) skips a promise.
     fetch(request) {
       const started = performance.now()
@@ -116,8 +127,11 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   let oauth: OAuthTokens | undefined
   let runner: JobRunner | undefined
   let vectors: VectorStore | undefined
+  let leftoverSweeps: Timer | undefined
 
   const ready = (async () => {
+    // First: a configuration it refuses should stop the start before any database is opened.
+    const registry = createRegistryClient(config, baseUrl)
     pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
     const blobs = openBlobStore(config)
     vectors = await VectorStore.open(config.lancedbUri)
@@ -143,11 +157,14 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, vectors, blobs })
     oauth = await OAuthTokens.start({ system: pools.system, bus, log, secret: config.jwtSecret, issuer: baseUrl, accessTokenTtl: config.accessTokenTtl, catchUp: fleet })
     const jobs = new Jobs(pools.system, bus, await loadJobKinds(options.jobs?.extraKindModules))
-    const registry = createRegistryClient(config, baseUrl)
-    const context: AppContext = { config, pools, log, baseUrl, accounts, rbac: roles, repositories, oauth, jobs, vectors, embedder: createEmbedder(config), blobs, registry }
+    const peerAddress = (request: Request) => server.requestIP(request)?.address
+    const context: AppContext = { config, pools, log, baseUrl, peerAddress, accounts, rbac: roles, repositories, oauth, jobs, vectors, embedder: createEmbedder(config), blobs, registry }
     handler = createApp(context).fetch
     // Workers get the base URL actually in use (the issuer of tokens, the default registry).
     runner = await JobRunner.start({ config: { ...config, baseUrl }, pools, bus, log, ...options.jobs })
+    const sweep = () => void sweepLeftovers(pools!.system, blobs, config.dataDir, log)
+    leftoverSweeps = setInterval(sweep, LEFTOVER_SWEEP_INTERVAL_MS)
+    sweep()
     log.info('ready', { url, base_url: baseUrl, database: pools.backend, version: VERSION })
     return context
   })()
@@ -168,6 +185,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       }
       await server.stop(true)
       await ready.catch(() => {})
+      clearInterval(leftoverSweeps)
       await runner?.stop()
       await control?.stop()
       accounts?.stop()
@@ -182,6 +200,16 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
 
   log.info('listening', { url })
   return { url, baseUrl, ready, stop }
+}
+
+/** Scratch files of jobs no longer running, uploads no job will read, abandoned registry pushes. */
+async function sweepLeftovers(system: Sql, blobs: BlobStore, dataDir: string, log: Logger): Promise<void> {
+  try {
+    const removed = { scratch_files: await sweepScratch(system, dataDir), uploads: await sweepUploads(system, blobs), registry_blobs: await sweepRegistryLeftovers(system, blobs) }
+    if (Object.values(removed).some((count) => count > 0)) log.info('leftovers removed', removed)
+  } catch (error) {
+    log.warn('leftover sweep failed', describeError(error))
+  }
 }
 
 function withHeaders(response: Response, requestId: string, closing: boolean): Response {

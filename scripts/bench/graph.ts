@@ -13,33 +13,25 @@
 // Usage: bun scripts/bench/graph.ts [facts=100000]
 // PG_URL names a maintenance database (default postgres://postgres@127.0.0.1:5432/postgres).
 import postgres from 'postgres'
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { createGunzip } from 'node:zlib'
 import { generateGraph } from '../gen-graph.ts'
 import { ROW_SECTIONS } from '../../src/bundle/schema.ts'
-import { format, spawnKgs } from './load.ts'
+import { createBenchDatabase } from '../lib/scratch-database.ts'
+import { format, memoryOf, spawnKgs } from '../lib/load.ts'
 
 const facts = Number(process.argv[2] ?? 100_000)
-const maintenance = process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
-const name = `kgs_bench_${crypto.randomUUID().replaceAll('-', '').slice(0, 10)}`
 
 // Every row section of a bundle is a table of the same name, and their bundle order satisfies
 // the foreign keys (COPY FROM follows it).
 const TABLES = ROW_SECTIONS
 
-const admin = postgres(maintenance, { max: 1, onnotice: () => {} })
-await admin`CREATE DATABASE ${admin(name)}`
-const systemUrl = new URL(maintenance)
-systemUrl.pathname = `/${name}`
-const system = postgres(systemUrl.toString(), { max: 2, onnotice: () => {} })
+const database = await createBenchDatabase()
+const system = postgres(database.url, { max: 2, onnotice: () => {} })
 const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-graph-'))
-
-function peakRssMB(pid: number): number {
-  return Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
-}
 
 /** The bundle's uncompressed size: the repository's latest export, gunzipped as it streams by. */
 async function jsonBytes(url: string, slug: string, token: string): Promise<number> {
@@ -63,7 +55,7 @@ let kgs: Awaited<ReturnType<typeof spawnKgs>> | undefined
 try {
   kgs = await spawnKgs(
     // A 1M-fact run outlasts the default 15-minute access token.
-    { DATA_DIR: dataDir, DATABASE_URL: systemUrl.toString(), LOG_LEVEL: 'warn', WORKERS: '1', ACCESS_TOKEN_TTL: '12h', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() },
+    { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'warn', WORKERS: '1', ACCESS_TOKEN_TTL: '12h', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() },
     join(dataDir, 'kgs.log'),
   )
   const { url: kgsUrl, pid: kgsPid } = kgs
@@ -103,11 +95,11 @@ try {
   const counts = await Promise.all(TABLES.map(async (table) => (await sourceSql`SELECT count(*)::int AS n FROM ${sourceSql(table)}`)[0]!.n as number))
   const rows = counts.reduce((a, b) => a + b, 0)
   await sourceSql.end()
-  const idleRss = peakRssMB(kgsPid)
+  const idleRss = memoryOf(kgsPid).peakMB
 
   // 2. Export, then COPY TO.
   const exported = await runJob(`/${source.slug}/export-graph`, { exported_at: '2026-01-02T03:04:05Z' })
-  const exportRss = peakRssMB(kgsPid)
+  const exportRss = memoryOf(kgsPid).peakMB
   const bundleMB = (await jsonBytes(kgsUrl, source.slug, token)) / 1e6
   const dumps = Object.fromEntries(TABLES.map((table) => [table, join(dataDir, `${table}.copy`)]))
   const copyTo = await psql(source.dsn, TABLES.map((table) => `\\copy ${table} TO '${dumps[table]}'`).join('\n'))
@@ -116,7 +108,7 @@ try {
   // 3. Import, then COPY FROM.
   const target = await repository('Bench import')
   const imported = await runJob(`/${target.slug}/import-graph`, { graph_id: exported.result.graph_id })
-  const importRss = peakRssMB(kgsPid)
+  const importRss = memoryOf(kgsPid).peakMB
   const copyTarget = await repository('Bench copy')
   const copyFrom = await psql(copyTarget.dsn, TABLES.map((table) => `\\copy ${table} FROM '${dumps[table]}'`).join('\n'))
   await kgs.stop()
@@ -139,10 +131,6 @@ try {
 } finally {
   await kgs?.stop()
   await system.end()
-  const sql = postgres(maintenance, { max: 1, onnotice: () => {} })
-  const databases = await sql<{ datname: string }[]>`SELECT datname FROM pg_database WHERE datname = ${name} OR datname LIKE ${name + '\\_%'}`
-  for (const { datname } of databases) await sql`DROP DATABASE IF EXISTS ${sql(datname)} WITH (FORCE)`
-  await sql.end()
-  await admin.end()
+  await database.drop()
   rmSync(dataDir, { recursive: true, force: true })
 }

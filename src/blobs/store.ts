@@ -4,6 +4,7 @@
 // holds a whole blob. The layout of keys is up to the callers.
 import { join } from 'node:path'
 import type { Config } from '../config.ts'
+import { GarbageMeter } from '../memory.ts'
 import { LocalBlobStore } from './local.ts'
 import { S3BlobStore } from './s3.ts'
 
@@ -100,12 +101,14 @@ export async function* bodyChunks(body: BlobBody, maxBytes = Infinity): AsyncGen
   const source: AsyncIterable<Uint8Array> | Iterable<Uint8Array> =
     typeof body === 'string' ? [encoder.encode(body)] : body instanceof Uint8Array ? [body] : body instanceof Blob ? body.stream() : body
   let bytes = 0
+  const garbage = new GarbageMeter()
   // Leaving the loop by a throw cancels a stream source, so its producer stops too.
   for await (const chunk of source) {
     // The types rule this out, but an untyped stream of strings would otherwise slip past maxBytes.
     if (!(chunk instanceof Uint8Array)) throw new TypeError('a blob body must yield Uint8Array chunks')
     bytes += chunk.byteLength
     if (bytes > maxBytes) throw new BlobTooLargeError(maxBytes)
+    garbage.add(chunk.byteLength)
     yield chunk
   }
 }

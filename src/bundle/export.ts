@@ -7,8 +7,7 @@
 // positions in SQL. Memory holds one batch of rows or one media chunk, whatever the size.
 import { createWriteStream, type WriteStream } from 'node:fs'
 import { once } from 'node:events'
-import { mkdir, rm } from 'node:fs/promises'
-import { join } from 'node:path'
+import { rm } from 'node:fs/promises'
 import type { Writable } from 'node:stream'
 import { Type, type Static } from '@sinclair/typebox'
 import type { PendingQuery, Row as SqlRow, Sql, TransactionSql } from 'postgres'
@@ -19,6 +18,7 @@ import { findRepository } from '../repositories/store.ts'
 import type { Embedder } from '../vectors/embedder.ts'
 import type { VectorKind, VectorStore } from '../vectors/store.ts'
 import { VERSION } from '../version.ts'
+import { scratchFile } from './scratch.ts'
 import { citedIds, portableConceptId, portableFactId, rewriteCitations } from './citations.ts'
 import { sourceSha256 } from './hashes.ts'
 import { SCHEMA_VERSION, type Metadata, type Row } from './schema.ts'
@@ -178,10 +178,8 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
   })
 }
 
-/** exportRepository into a new file under `dir`; the file is removed if anything fails. */
-export async function exportToFile(sql: Sql, services: ExportServices, options: ExportOptions, dir: string): Promise<ExportSummary & { path: string }> {
-  await mkdir(dir, { recursive: true, mode: 0o700 })
-  const path = join(dir, `export-${crypto.randomUUID()}.json.gz`)
+/** exportRepository into the file at `path` (created or truncated); the file is removed if anything fails. */
+export async function exportToFile(sql: Sql, services: ExportServices, options: ExportOptions, path: string): Promise<ExportSummary & { path: string }> {
   const file = createWriteStream(path, { mode: 0o600 })
   try {
     // Open before anything can fail, so that the removal below cannot precede the creation.
@@ -586,7 +584,7 @@ async function exportGraph(job: RunningJob<ExportParams>, services: JobServices)
       signal: job.signal,
       onProgress: (progress) => job.progress(progress),
     },
-    join(services.config.dataDir, 'tmp'),
+    await scratchFile(services.config.dataDir, 'export', job),
   )
   try {
     const { metadata, counts, bytes, path } = exported
@@ -629,8 +627,7 @@ async function pushFile(services: JobServices, path: string, metadata: PushMetad
   try {
     return await services.registry.push(counted(), metadata, signal)
   } catch (error) {
-    const refused = error instanceof RegistryError && error.status >= 400 && error.status < 500 && error.status !== 408 && error.status !== 429
-    throw refused ? new PermanentJobError(error.message) : error
+    throw error instanceof RegistryError && error.final ? new PermanentJobError(error.message) : error
   }
 }
 

@@ -145,15 +145,17 @@ export class MediaImport {
     await this.drain()
     for (const { storage_key } of await tx<{ storage_key: string }[]>`SELECT storage_key FROM import_media WHERE NOT claimed`) await blobs.delete(storage_key)
     // New images without bytes, and sources of body rows that still have no body: fetchable
-    // from an http(s) URL, or lost (an upload:// source, an image without URL).
+    // from an http(s) URL (by fetch_media, which fetches the bodies of sources flagged
+    // has_stored_body only), or lost (an upload:// source, an image without URL, a body row of a
+    // source that says it stores none).
     const [missing] = (await tx`
       WITH images AS (
-        SELECT si.url FROM source_images si WHERE si.storage_key IS NULL AND si.id IN (SELECT id FROM import_images WHERE is_new)
+        SELECT si.url, true AS fetched FROM source_images si WHERE si.storage_key IS NULL AND si.id IN (SELECT id FROM import_images WHERE is_new)
       ), bodies AS (
-        SELECT DISTINCT s.id, s.url FROM import_bodies b JOIN sources s ON s.id = b.source_id
+        SELECT DISTINCT s.id, s.url, s.has_stored_body AS fetched FROM import_bodies b JOIN sources s ON s.id = b.source_id
         WHERE NOT EXISTS (SELECT FROM source_bodies sb WHERE sb.source_id = s.id)
-      ), media AS (SELECT url FROM images UNION ALL SELECT url FROM bodies)
-      SELECT count(*) FILTER (WHERE url ~* ${FETCHABLE_URL})::int AS to_fetch, count(*) FILTER (WHERE url !~* ${FETCHABLE_URL})::int AS lost FROM media`) as unknown as [
+      ), media AS (SELECT fetched AND coalesce(url ~* ${FETCHABLE_URL}, false) AS fetchable FROM images UNION ALL SELECT fetched AND coalesce(url ~* ${FETCHABLE_URL}, false) FROM bodies)
+      SELECT count(*) FILTER (WHERE fetchable)::int AS to_fetch, count(*) FILTER (WHERE NOT fetchable)::int AS lost FROM media`) as unknown as [
       { to_fetch: number; lost: number },
     ]
     return missing

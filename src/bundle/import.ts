@@ -15,18 +15,25 @@
 // - A failed import rolls back, and its media and staged vectors are deleted: the repository is
 //   as before. Bad input (BundleError: "section[position]: problem") fails the job at once.
 // - The upload is deleted once the job ends for good (success, bad input, last attempt, cancel).
+import { createWriteStream } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import { pipeline } from 'node:stream/promises'
 import { Type, type Static } from '@sinclair/typebox'
-import type { Sql } from 'postgres'
-import { repositoryBlobPrefix } from '../blobs/store.ts'
+import type { Sql, TransactionSql } from 'postgres'
+import { isAbandoned, timestampedId } from '../blobs/leftovers.ts'
+import { repositoryBlobPrefix, type BlobStore } from '../blobs/store.ts'
 import { UUID_PATTERN } from '../http/schemas.ts'
 import { defineJobKind, PermanentJobError, type JobServices, type RunningJob } from '../jobs/kinds.ts'
+import { FINISHED, type JobStatus } from '../jobs/queue.ts'
 import { CANCELLED, LEASE_LOST } from '../jobs/worker.ts'
 import { describeError } from '../log.ts'
 import { localImageUrl } from '../media/urls.ts'
+import { GarbageMeter } from '../memory.ts'
 import { RegistryError } from '../registry/client.ts'
 import { VECTOR_KINDS } from '../vectors/store.ts'
 import { GraphImport, isDataError, type ImportCounts, type ImportedCounts } from './import-transaction.ts'
 import { BundleError, readBundle } from './reader.ts'
+import { scratchFile } from './scratch.ts'
 
 export const IMPORT_ATTEMPTS = 3
 /** Arbitrary constant: one import at a time per repository (each has its own database). */
@@ -42,8 +49,30 @@ export const ImportParams = Type.Union([
 ])
 export type ImportParams = Static<typeof ImportParams>
 
+const UPLOADS = 'uploads/'
 /** Where an upload waits for its job. */
-export const uploadKey = () => `uploads/${crypto.randomUUID()}.json.gz`
+export const uploadKey = () => `${UPLOADS}${timestampedId()}.json.gz`
+
+/**
+ * Deletes the uploads no job will read: those of jobs that ended without deleting them (a job
+ * cancelled while still queued never runs) and those whose job was never queued (the process
+ * died between the upload and the enqueue), once past the grace period. Returns how many.
+ */
+export async function sweepUploads(system: Sql, blobs: BlobStore, now = Date.now()): Promise<number> {
+  const keys: string[] = []
+  for await (const key of blobs.list(UPLOADS)) keys.push(key)
+  if (keys.length === 0) return 0
+  const owners = new Map(
+    (await system<{ upload: string; status: string }[]>`
+      SELECT params->>'upload' AS upload, status FROM jobs WHERE kind = 'import_graph' AND params->>'upload' = ANY(${keys}::text[])`).map((row) => [row.upload, row.status]),
+  )
+  const orphans = keys.filter((key) => {
+    const status = owners.get(key)
+    return status === undefined ? isAbandoned(key, now) : FINISHED.includes(status as JobStatus)
+  })
+  for (const key of orphans) await blobs.delete(key)
+  return orphans.length
+}
 
 /** The blob prefix of one import's media (decision 5): live once the import commits. */
 export const importMediaPrefix = (repositoryId: string, jobId: string) => `${repositoryBlobPrefix(repositoryId)}imports/${jobId}/`
@@ -98,13 +127,16 @@ export const importGraphJob = defineJobKind({
 async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Promise<CommittedImport> {
   const repositoryId = job.repositoryId!
   const mediaPrefix = importMediaPrefix(repositoryId, job.id)
+  const [committed] = await committedImport(sql, job.id)
+  if (committed) return committed
+  const bundle = await openBundle(job, services)
   try {
     return await sql.begin(async (tx) => {
       await tx`SELECT pg_advisory_xact_lock(${IMPORT_LOCK})`
-      const [earlier] = await tx<CommittedImport[]>`SELECT result, vectors_pending, followups_pending FROM graph_imports WHERE job_id = ${job.id}`
+      const [earlier] = await committedImport(tx, job.id)
       if (earlier) return earlier
       await discardAttempt(job, services)
-      const { stream, bytes } = await openBundle(job, services)
+      const { stream, bytes } = bundle
       const reader = readBundle(stream, { maxDecompressedBytes: services.config.importMaxExpandedBytes })
       job.progress({ phase: 'reading', done: 0, total: bytes ?? 0, bytes: 0 })
       const counts = await new GraphImport({
@@ -136,15 +168,18 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
   } catch (error) {
     // Rolled back: the attempt's media and staged vectors go too. Not when another worker has
     // taken the job over (it cleans up itself), nor when the commit may have happened after all.
-    if (job.signal.reason !== LEASE_LOST && !(await committedImport(sql, job.id).catch(() => true))) {
+    const maybeCommitted = await committedImport(sql, job.id).then((rows) => rows.length > 0, () => true)
+    if (job.signal.reason !== LEASE_LOST && !maybeCommitted) {
       await discardAttempt(job, services).catch((cleanup) => services.log.error('import: could not clean up a failed attempt', { job: job.id, ...describeError(cleanup) }))
     }
     throw error
+  } finally {
+    await bundle.close()
   }
 }
 
-async function committedImport(sql: Sql, jobId: string): Promise<boolean> {
-  return (await sql`SELECT 1 FROM graph_imports WHERE job_id = ${jobId}`).length > 0
+function committedImport(sql: Sql | TransactionSql, jobId: string) {
+  return sql<CommittedImport[]>`SELECT result, vectors_pending, followups_pending FROM graph_imports WHERE job_id = ${jobId}`
 }
 
 /** Deletes what an attempt that did not commit left: media under the job's prefix, staged vectors. */
@@ -174,31 +209,57 @@ function followUps(result: ImportResult): string[] {
   return [...(result.media.to_fetch > 0 ? ['fetch_media'] : []), ...(result.embeddings === 're-embedding' ? ['embed_facts', 'embed_concepts'] : [])]
 }
 
-/** The bundle's bytes as they come, and its compressed size. */
-async function openBundle(job: ImportJob, { blobs, registry }: JobServices): Promise<{ stream: AsyncIterable<Uint8Array>; bytes?: number }> {
+interface OpenedBundle {
+  /** The bundle's bytes as they come. */
+  stream: AsyncIterable<Uint8Array>
+  /** Its compressed size, when known. */
+  bytes?: number
+  close(): Promise<void>
+}
+
+/**
+ * The bundle to read. A registry bundle is first copied to a scratch file: the import writes
+ * batches between reads, and a download left waiting that long is cut by the registry's idle
+ * timeout (or any proxy's), so the transaction never waits on a remote connection.
+ */
+async function openBundle(job: ImportJob, { blobs, registry, config }: JobServices): Promise<OpenedBundle> {
   const params = job.params
   if ('upload' in params) {
     const [stat, stream] = await Promise.all([blobs.stat(params.upload), blobs.stream(params.upload)])
     if (!stat || !stream) throw new PermanentJobError('the uploaded bundle is gone; upload it again')
-    return { stream, bytes: stat.bytes }
+    return { stream, bytes: stat.bytes, close: async () => {} }
   }
   const graph = 'graph_id' in params ? await registry.get(params.graph_id, job.signal) : await registry.find(params.name, params.sha256, job.signal)
   if (!graph) throw new PermanentJobError(`${describeGraph(params)} is not in the registry`)
-  return { stream: await registry.download(graph.id, job.signal), bytes: graph.bytes }
+  const path = await scratchFile(config.dataDir, 'import', job)
+  const remove = () => rm(path, { force: true })
+  try {
+    job.progress({ phase: 'downloading', done: 0, total: graph.bytes, bytes: 0 })
+    const garbage = new GarbageMeter()
+    let received = 0
+    const counted = async function* (chunks: AsyncIterable<Uint8Array>) {
+      for await (const chunk of chunks) {
+        received += chunk.byteLength
+        garbage.add(chunk.byteLength)
+        job.progress({ done: received, bytes: received })
+        yield chunk
+      }
+    }
+    await pipeline(await registry.download(graph.id, job.signal), counted, createWriteStream(path, { mode: 0o600 }), { signal: job.signal })
+  } catch (error) {
+    await remove()
+    throw error
+  }
+  return { stream: Bun.file(path).stream(), bytes: graph.bytes, close: remove }
 }
 
 export function describeGraph(params: { graph_id: string } | { name: string; sha256: string }): string {
   return 'graph_id' in params ? `graph ${params.graph_id}` : `graph ${JSON.stringify(params.name)} with sha256 ${params.sha256}`
 }
 
-/** Whether a registry answer is final: a client error other than a timeout or rate limit. */
-function isFinalRegistryError(error: unknown): boolean {
-  return error instanceof RegistryError && error.status >= 400 && error.status < 500 && error.status !== 408 && error.status !== 429
-}
-
 /** Failures another attempt cannot fix become PermanentJobError; the rest stay retryable. */
 function jobError(error: unknown): unknown {
-  if (error instanceof BundleError || isFinalRegistryError(error)) return new PermanentJobError((error as Error).message)
+  if (error instanceof BundleError || (error instanceof RegistryError && error.final)) return new PermanentJobError((error as Error).message)
   // Values PostgreSQL refused outside a row batch (a media content type, say).
   if (isDataError(error)) return new PermanentJobError(`bundle: ${(error as Error).message}`)
   return error

@@ -30,6 +30,7 @@
 //   not parsed. Unknown fields inside rows are parsed with the row and left on it.
 // - A repeated key inside an embeddings map is not detected (the consumer upserts).
 import { createGunzip } from 'node:zlib'
+import { GarbageMeter } from '../memory.ts'
 import { METADATA_CODEC, ROW_CODECS } from './codecs.ts'
 import type { ReferenceCheck } from './compile.ts'
 import { ROW_SCHEMAS, SUPPORTED_SCHEMA_VERSIONS, type MediaSection, type Metadata, type Row, type RowSection } from './schema.ts'
@@ -260,8 +261,10 @@ async function* decompress(source: AsyncIterable<Uint8Array>, limits: ReaderLimi
       gunzip.destroy(error instanceof Error ? error : new Error(String(error)))
     }
   })()
+  const garbage = new GarbageMeter()
   try {
     for await (const chunk of gunzip as AsyncIterable<Buffer>) {
+      garbage.add(chunk.length)
       const total = stats.decompressedBytes + chunk.length
       if (total > limits.maxDecompressedBytes) throw gzipError(`bundle expands past ${limits.maxDecompressedBytes} bytes (limit)`)
       stats.decompressedBytes = total

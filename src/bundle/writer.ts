@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto'
 import { Readable, type Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { createGzip } from 'node:zlib'
+import { GarbageMeter } from '../memory.ts'
 import { METADATA_CODEC, ROW_CODECS } from './codecs.ts'
 import { encodeFloat32, encodeString } from './json.ts'
 import { SCHEMA_VERSION, V2_KEYS, type MediaSection, type Metadata, type Row, type RowSection } from './schema.ts'
@@ -191,9 +192,11 @@ export interface WriteResult {
 /** Writes the gzipped bundle to `sink` (a file, an HTTP request, ...) and ends it. */
 export async function writeBundle(content: BundleContent, sink: Writable, options: { level?: number } = {}): Promise<WriteResult> {
   const result: WriteResult = { bytes: 0, compressedBytes: 0 }
+  const garbage = new GarbageMeter()
   const counted = async function* (source: AsyncIterable<Uint8Array>, key: keyof WriteResult) {
     for await (const chunk of source) {
       result[key] += chunk.length
+      garbage.add(chunk.length)
       yield chunk
     }
   }
@@ -211,7 +214,11 @@ export async function writeBundle(content: BundleContent, sink: Writable, option
 /** The canonical hash of bundle.md §3: lowercase hex SHA-256 of the canonical form. */
 export async function canonicalHash(content: BundleContent): Promise<string> {
   const hash = createHash('sha256')
-  for await (const chunk of encodeBundle(content, { canonical: true })) hash.update(chunk)
+  const garbage = new GarbageMeter()
+  for await (const chunk of encodeBundle(content, { canonical: true })) {
+    hash.update(chunk)
+    garbage.add(chunk.length)
+  }
   return hash.digest('hex')
 }
 

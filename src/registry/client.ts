@@ -2,7 +2,7 @@
 // streamed both ways. It talks to REGISTRY_URL (by default this server itself) with
 // REGISTRY_TOKEN, or, when that is unset, with a service token the server signs for itself
 // (src/http/auth.ts: it may push and pull, nothing else).
-import type { Config } from '../config.ts'
+import { ConfigError, type Config } from '../config.ts'
 import { createServiceTokens } from '../http/auth.ts'
 import type { Graph } from './store.ts'
 
@@ -41,6 +41,11 @@ export class RegistryError extends Error {
     message: string,
   ) {
     super(message)
+  }
+
+  /** A refusal another attempt cannot change: a client error other than a timeout or rate limit. */
+  get final(): boolean {
+    return this.status >= 400 && this.status < 500 && this.status !== 408 && this.status !== 429
   }
 }
 
@@ -214,6 +219,10 @@ function toStream(source: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>
  */
 export function createRegistryClient(config: Pick<Config, 'registryUrl' | 'registryToken' | 'jwtSecret'>, baseUrl: string): RegistryClient {
   if (config.registryToken) return new RegistryClient({ url: config.registryUrl ?? baseUrl, token: config.registryToken })
+  // The service token opens this server's registry: it must never be handed to another server.
+  if (config.registryUrl && new URL(config.registryUrl).origin !== new URL(baseUrl).origin) {
+    throw new ConfigError(`REGISTRY_URL ${config.registryUrl} is another server than BASE_URL ${baseUrl}: set REGISTRY_TOKEN (this server's own service token is only sent to itself)`)
+  }
   if (!config.jwtSecret) throw new Error('a registry client needs REGISTRY_TOKEN or the JWT secret')
   const service = createServiceTokens({ secret: config.jwtSecret, issuer: baseUrl })
   return new RegistryClient({ url: config.registryUrl ?? baseUrl, token: () => service.token() })

@@ -12,18 +12,11 @@ import { BACKEND, instanceEnvironment } from '../helpers/backend.ts'
 import { api, registerAccount, type Account } from '../helpers/api.ts'
 import { brokenBundles } from '../helpers/broken-bundles.ts'
 import { waitForJob } from '../helpers/jobs.ts'
-import { startServerProcess, startTestServer, type TestServer } from '../helpers/server.ts'
+import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { tableCounts } from '../helpers/graph-dump.ts'
 import { blobKeys } from '../helpers/blobs.ts'
+import { expectImportRetried, repositoryState, startImport, uploadBundle as upload, writingRows } from '../helpers/imports.ts'
 import { generateGraph } from '../../scripts/gen-graph.ts'
-import { generateBundle } from '../../scripts/gen-bundle.ts'
-import type { Job } from '../../src/jobs/queue.ts'
-import { Pools } from '../../src/db/pools.ts'
-import { openBlobStore, repositoryBlobPrefix } from '../../src/blobs/store.ts'
-import { loadConfig } from '../../src/config.ts'
-
-const upload = (http: ReturnType<typeof api>, slug: string, token: string, bytes: Uint8Array) =>
-  http.call('POST', `/${slug}/import-graph`, { token, raw: bytes, headers: { 'content-type': 'application/gzip' } })
 
 describe(`broken bundles leave the repository as it was (${BACKEND})`, () => {
   let server: TestServer
@@ -89,55 +82,16 @@ describe(`an import whose process is killed (${BACKEND})`, () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  /** Row counts and the repository's blobs, read with the server stopped (embedded: one owner at a time). */
-  async function repositoryState(repositoryId: string) {
-    const config = loadConfig(env)
-    const pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
-    try {
-      const sql = await pools.forRepository(repositoryId)
-      const blobs = openBlobStore(config)
-      const keys = await blobKeys(blobs, repositoryBlobPrefix(repositoryId))
-      const referenced = (await sql`SELECT storage_key FROM source_images WHERE storage_key IS NOT NULL UNION ALL SELECT storage_key FROM source_bodies`).map((r) => r.storage_key as string)
-      return { rows: await tableCounts(sql), keys, referenced: referenced.sort() }
-    } finally {
-      await pools.close()
-    }
-  }
-
   test('leaves nothing behind, and the retry imports the whole bundle once', async () => {
-    const bundlePath = join(dir, 'big.json.gz')
-    const bundle = await generateBundle(bundlePath, { facts: 8_000, dimensions: 0 })
-    let kgs = await startServerProcess(env)
-    const http = api(kgs.url)
-    const owner = await registerAccount(http)
-    const repo = (await http.post('/api/v1/repositories', { name: 'Killed import' }, owner.token)).body
-    const started = await upload(http, repo.slug, owner.token, new Uint8Array(await Bun.file(bundlePath).arrayBuffer()))
-    expect(started.status).toBe(202)
-    const path = `/${repo.slug}/jobs/${started.body.id}`
-    // Kill it once it is well into the facts: rows and media written, nothing committed.
-    await waitForJob(http, path, owner.token, (job: Job) => job.status === 'running' && job.progress.phase === 'facts' && job.progress.done > 0)
+    const { bundle, kgs, http, owner, repo, path } = await startImport(env, join(dir, 'big.json.gz'), 8_000, 'Killed import')
+    // Kill it once rows (and media) are being written: nothing is committed yet.
+    await waitForJob(http, path, owner.token, writingRows)
     expect(await kgs.stop('SIGKILL')).not.toBe(0)
 
-    const killed = await repositoryState(repo.id)
+    const killed = await repositoryState(env, repo.id)
     expect(Object.values(killed.rows).every((n) => n === 0)).toBe(true)
 
-    kgs = await startServerProcess(env)
-    try {
-      // A new port, so a new issuer (BASE_URL is derived from it): sign in again.
-      const again = api(kgs.url)
-      const { token } = (await again.post('/api/v1/auth/login', { email: owner.email, password: 'correct horse battery' })).body
-      // The dead worker's lease runs out (JOB_LEASE), the job is queued again and retried.
-      const job = await waitForJob(again, path, token)
-      expect(job).toMatchObject({ status: 'succeeded', attempts: 2 })
-      expect((job.result as { imported: { facts: number } }).imported.facts).toBe(bundle.counts.facts)
-    } finally {
-      await kgs.stop()
-    }
-    const done = await repositoryState(repo.id)
-    expect(done.rows.facts).toBe(bundle.counts.facts)
-    expect(done.rows.sources).toBe(bundle.counts.sources)
-    // Every blob of the repository is one its rows reference: the killed attempt's are gone.
-    expect(done.keys).toEqual(done.referenced)
-    expect(done.keys.length).toBeGreaterThan(0)
+    // The dead worker's lease runs out (JOB_LEASE), the job is queued again and retried.
+    await expectImportRetried(env, owner, path, repo.id, bundle.counts)
   }, 120_000)
 })

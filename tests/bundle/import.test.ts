@@ -6,7 +6,7 @@
 // re-embedded, broken bundles leaving the repository as it was, exactly-once across a crash,
 // and the route's refusals (auth, permissions, bodies, types, sizes) leaving no blob behind.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { BACKEND } from '../helpers/backend.ts'
@@ -21,7 +21,7 @@ import { generateGraph } from '../../scripts/gen-graph.ts'
 import { repositoryBlobPrefix } from '../../src/blobs/store.ts'
 import { citedIds, portableConceptId, portableFactId } from '../../src/bundle/citations.ts'
 import { factContentHash } from '../../src/bundle/hashes.ts'
-import { importGraph, importMediaPrefix, uploadKey, type ImportJob, type ImportResult } from '../../src/bundle/import.ts'
+import { importGraph, uploadKey, type ImportJob, type ImportResult } from '../../src/bundle/import.ts'
 import { writeBundle, type BundleContent } from '../../src/bundle/writer.ts'
 import type { EnqueueRequest, JobServices } from '../../src/jobs/kinds.ts'
 import type { Job } from '../../src/jobs/queue.ts'
@@ -370,6 +370,27 @@ describe(`citations, reused rows and version 1 (${BACKEND})`, () => {
       expect(new TextDecoder().decode((await server.context.blobs.get(body!.storage_key))!)).toBe(BODY_TEXT)
     }
   })
+
+  test('a body left out of the bundle is to fetch when its source stores bodies, lost when the source says it stores none', async () => {
+    const withoutBody = (storesBody: boolean) =>
+      gzipBundle(
+        validBundleJson(
+          mutated((b) => {
+            delete b.bodies
+            ;(b.sources as Obj[])[0]!.has_stored_body = storesBody
+          }),
+        ),
+      )
+    const [flagged, unflagged] = [await createRepo('Body to fetch'), await createRepo('Body lost')]
+    const fetching = await succeeded(flagged.slug, await upload(flagged.slug, withoutBody(true)))
+    expect(fetching.result.media).toEqual({ stored: 1, to_fetch: 1, lost: 0 })
+    const losing = await succeeded(unflagged.slug, await upload(unflagged.slug, withoutBody(false)))
+    expect(losing.result.media).toEqual({ stored: 1, to_fetch: 0, lost: 1 })
+    // Only the first queued a fetch.
+    const kinds = async (slug: string) => (await settle(slug)).map((job) => job.kind).sort()
+    expect(await kinds(flagged.slug)).toContain('fetch_media')
+    expect(await kinds(unflagged.slug)).not.toContain('fetch_media')
+  })
 })
 
 describe(`vectors of another model (${BACKEND})`, () => {
@@ -504,12 +525,15 @@ describe(`exactly once (${BACKEND})`, () => {
   test('stopped midway: cancelled, it rolls back and deletes its media and upload; its lease lost, it leaves both to the new owner', async () => {
     const repo = await createRepo('Stopped')
     const { blobs } = server.context
-    /** A job whose signal is aborted with `reason` once it reaches the facts; `meanwhile` runs just before. */
-    const stoppedAtFacts = async (reason: string, meanwhile: (job: ImportJob) => Promise<void> = async () => {}) => {
+    /**
+     * A job whose signal is aborted with `reason` as it reaches the facts. The abort happens in
+     * the progress call itself, so the import cannot finish first (the next row sees it).
+     */
+    const stoppedAtFacts = async (reason: string, overrides: Partial<JobServices> = {}) => {
       const job = await importJob(repo, sameModelBytes)
       const controller = new AbortController()
-      const stopping = { ...job, signal: controller.signal, progress: ({ phase }: { phase?: string }) => void (phase === 'facts' && meanwhile(job).then(() => controller.abort(reason))) }
-      await expect(importGraph(stopping, services())).rejects.toBe(reason)
+      const stopping = { ...job, signal: controller.signal, progress: ({ phase }: { phase?: string }) => void (phase === 'facts' && controller.abort(reason)) }
+      await expect(importGraph(stopping, services(overrides))).rejects.toBe(reason)
       return job
     }
 
@@ -518,12 +542,19 @@ describe(`exactly once (${BACKEND})`, () => {
     expect(await storedKeys(repositoryBlobPrefix(repo.id))).toEqual([])
     expect(await storedKeys(cancelled.params.upload)).toEqual([])
 
-    // Another worker took the job over and stored media under the job's prefix meanwhile.
+    // Another worker takes the job over as this attempt starts: right after this attempt has
+    // cleared the job's prefix, the new owner stores media under it.
     let theirs = ''
-    const lost = await stoppedAtFacts(LEASE_LOST, async (job) => {
-      theirs = `${importMediaPrefix(repo.id, job.id)}images/${crypto.randomUUID()}`
-      await blobs.put(theirs, 'the new owner stored this')
+    const newOwnerStores = Object.assign(Object.create(blobs), {
+      deletePrefix: async (prefix: string) => {
+        await blobs.deletePrefix(prefix)
+        if (theirs !== '' || !prefix.startsWith(`${repositoryBlobPrefix(repo.id)}imports/`)) return
+        theirs = `${prefix}images/${crypto.randomUUID()}`
+        await blobs.put(theirs, 'the new owner stored this')
+      },
     })
+    const lost = await stoppedAtFacts(LEASE_LOST, { blobs: newOwnerStores })
+    expect(theirs).not.toBe('')
     expect(Object.values(await tableCounts(await sqlOf(repo))).every((n) => n === 0)).toBe(true)
     expect(await storedKeys(theirs)).toEqual([theirs])
     expect(await storedKeys(lost.params.upload)).toEqual([lost.params.upload])
@@ -549,6 +580,61 @@ describe(`exactly once (${BACKEND})`, () => {
     expect(result.imported.facts).toBe(FACTS)
     expect(await tableCounts(await sqlOf(repo))).toEqual(expectedCounts(sameModel))
     expect(await vectors.count(repo.id, 'facts')).toBe(FACTS)
+  })
+
+  test('a registry that resets downloads left idle (as servers and proxies do) cannot break an import that pauses to write', async () => {
+    const repo = await createRepo('Idle download')
+    const { registry } = server.context
+    const { graph_id } = await registry.push(sameModel.path, { name: 'idle-test', sha256: sameModel.sha256, schema_version: 2, fact_count: FACTS })
+    const IDLE_LIMIT_MS = 200
+    let resets = 0
+    /** The download in 16 KB pieces, reset when the reader waits more than IDLE_LIMIT_MS between two. */
+    const resetWhenIdle = (source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> => {
+      const reader = source.getReader()
+      let pending: Uint8Array = new Uint8Array(0)
+      let lastPull: number | undefined
+      return new ReadableStream({
+        async pull(controller) {
+          const now = performance.now()
+          if (lastPull !== undefined && now - lastPull > IDLE_LIMIT_MS) {
+            resets++
+            return controller.error(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))
+          }
+          lastPull = now
+          if (pending.length === 0) {
+            const { done, value } = await reader.read()
+            if (done) return controller.close()
+            pending = value
+          }
+          controller.enqueue(pending.subarray(0, 16_384))
+          pending = pending.subarray(16_384)
+        },
+      })
+    }
+    const cutting = Object.assign(Object.create(registry), {
+      download: async (id: string, signal?: AbortSignal) => resetWhenIdle(await registry.download(id, signal)),
+    })
+    // Writing the facts takes longer than the registry waits (a slow disk, a lock): here the
+    // worker is simply busy for 300 ms when the facts begin.
+    const busyAtFacts = ({ phase }: { phase?: string }) => {
+      if (phase !== 'facts') return
+      const until = performance.now() + 300
+      while (performance.now() < until);
+    }
+    const job: ImportJob = {
+      id: crypto.randomUUID(),
+      repositoryId: repo.id,
+      params: { graph_id },
+      attempt: 1,
+      signal: new AbortController().signal,
+      progress: busyAtFacts,
+      repository: () => sqlOf(repo),
+    }
+    const result = await importGraph(job, services({ registry: cutting }))
+    expect(resets).toBe(0)
+    expect(result.imported.facts).toBe(FACTS)
+    expect(await tableCounts(await sqlOf(repo))).toEqual(expectedCounts(sameModel))
+    expect(readdirSync(join(server.dataDir, 'tmp'))).toEqual([]) // the local copy is gone
   })
 })
 

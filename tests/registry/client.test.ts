@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { BACKEND } from '../helpers/backend.ts'
 import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { runKgs, startTestServer, type TestServer } from '../helpers/server.ts'
 import { generateBundle, type GenerateResult } from '../../scripts/gen-bundle.ts'
 import { ConfigError, parseEnv, REGISTRY_MAX_BYTES_DEFAULT } from '../../src/config.ts'
 import { createServiceTokens, SERVICE_SUBJECT } from '../../src/http/auth.ts'
@@ -204,5 +204,20 @@ describe('registry configuration', () => {
     expect(() => parseEnv({ REGISTRY_URL: 'ftp://x' })).toThrow(new ConfigError('invalid REGISTRY_URL: expected an absolute http(s) URL without query or fragment, got "ftp://x"'))
     expect(() => parseEnv({ REGISTRY_MAX_BYTES: '16G' })).toThrow(new ConfigError('invalid REGISTRY_MAX_BYTES: expected a positive integer number of bytes, got "16G"'))
     expect(() => parseEnv({ REGISTRY_MAX_BYTES: '0' })).toThrow(ConfigError)
+  })
+
+  test('the self-minted service token goes only to this server: another REGISTRY_URL needs REGISTRY_TOKEN', async () => {
+    const secret = 'x'.repeat(32)
+    expect(() => createRegistryClient({ registryUrl: 'https://registry.example.com', jwtSecret: secret }, 'https://kgs.example.com')).toThrow(
+      new ConfigError('REGISTRY_URL https://registry.example.com is another server than BASE_URL https://kgs.example.com: set REGISTRY_TOKEN (this server\'s own service token is only sent to itself)'),
+    )
+    // Another port is another server too; the same origin under a path is this one.
+    expect(() => createRegistryClient({ registryUrl: 'https://kgs.example.com:8443', jwtSecret: secret }, 'https://kgs.example.com')).toThrow(ConfigError)
+    expect(createRegistryClient({ registryUrl: 'https://kgs.example.com/', jwtSecret: secret }, 'https://kgs.example.com')).toBeInstanceOf(RegistryClient)
+    expect(createRegistryClient({ registryUrl: 'https://registry.example.com', registryToken: 'theirs', jwtSecret: secret }, 'https://kgs.example.com')).toBeInstanceOf(RegistryClient)
+    // And kgs serve stops with that one line.
+    const result = await runKgs(['serve'], { JWT_SECRET: secret, REGISTRY_URL: 'https://registry.example.com', DATA_DIR: mkdtempSync(join(tmpdir(), 'kgs-registry-config-')), PORT: '0' })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain('REGISTRY_URL https://registry.example.com is another server than BASE_URL')
   })
 })

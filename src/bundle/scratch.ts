@@ -1,0 +1,50 @@
+// Local scratch files of the bundle jobs, under DATA_DIR/tmp: the export's gzip before it is
+// pushed, and the import's copy of a registry bundle. Each is named after its job and attempt, so
+// a file is known to be garbage once its job is no longer running (a process killed mid-job
+// leaves one behind); sweepScratch removes those. Several processes may share a DATA_DIR, hence
+// the check against the job table rather than "everything at start-up"; and a file made after
+// that check (an attempt that began meanwhile) is left for the next sweep.
+import { mkdir, readdir, rm, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Sql } from 'postgres'
+
+export type ScratchUse = 'export' | 'import'
+
+const SCRATCH_NAME = /^(export|import)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-\d+\.json\.gz$/
+
+export const scratchDir = (dataDir: string) => join(dataDir, 'tmp')
+
+/** The scratch file of a job's attempt (its directory created, private to the service's user). */
+export async function scratchFile(dataDir: string, use: ScratchUse, job: { id: string; attempt: number }): Promise<string> {
+  const dir = scratchDir(dataDir)
+  await mkdir(dir, { recursive: true, mode: 0o700 })
+  return join(dir, `${use}-${job.id}-${job.attempt}.json.gz`)
+}
+
+/** Removes the scratch files whose job is not running (finished, queued again, or gone). Returns how many. */
+export async function sweepScratch(system: Sql, dataDir: string): Promise<number> {
+  const dir = scratchDir(dataDir)
+  const names = await readdir(dir).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return [] as string[]
+    throw error
+  })
+  const files = names.flatMap((name) => {
+    const match = SCRATCH_NAME.exec(name)
+    return match ? [{ name, jobId: match[2]! }] : []
+  })
+  if (files.length === 0) return 0
+  const checkedAt = Date.now()
+  const running = new Set(
+    (await system<{ id: string }[]>`SELECT id FROM jobs WHERE id = ANY(${files.map((file) => file.jobId)}::uuid[]) AND status = 'running'`).map((row) => row.id),
+  )
+  let removed = 0
+  for (const file of files) {
+    if (running.has(file.jobId)) continue
+    const path = join(dir, file.name)
+    const made = await stat(path).then((info) => info.mtimeMs, () => Infinity)
+    if (made >= checkedAt) continue
+    await rm(path, { force: true })
+    removed++
+  }
+  return removed
+}
