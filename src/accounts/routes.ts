@@ -1,9 +1,11 @@
 // /api/v1/auth/* and /api/v1/users/*: schema, auth, call into Accounts.
 import { Elysia, t } from 'elysia'
 import type { accessControl } from '../http/auth.ts'
+import type { Throttles } from '../http/throttle.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import type { Accounts } from './accounts.ts'
 import { PASSWORD_MAX, PASSWORD_MIN } from './passwords.ts'
+import { normalizeEmail } from './users.ts'
 
 const Email = t.String({ minLength: 3, maxLength: 254, description: 'e-mail address; trimmed and lowercased', error: 'expected an e-mail address' })
 const Password = t.String({
@@ -19,31 +21,40 @@ const SessionGrant = t.Object({ user: User, token: t.String({ description: 'acce
 const TokenPair = t.Object({ token: t.String(), refresh_token: t.String() })
 const UserParams = t.Object({ userID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const strict = { additionalProperties: false } as const
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody }
 
-export function accountRoutes(accounts: Accounts, access: ReturnType<typeof accessControl>) {
+/** Answers that carry tokens are never stored by a cache (as RFC 6749 §5.1 asks of the OAuth token endpoint). */
+function uncached<T>(set: { headers: Record<string, unknown> }, tokens: T): T {
+  set.headers['cache-control'] = 'no-store'
+  return tokens
+}
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody }
+/** Of the routes THROTTLE_* settings can limit. */
+const throttledErrors = { ...errors, 429: ErrorBody }
+
+export function accountRoutes(accounts: Accounts, access: ReturnType<typeof accessControl>, throttles: Throttles) {
   return new Elysia({ name: 'kgs/accounts', prefix: '/api/v1' })
     .use(access)
     .post(
       '/auth/register',
-      async ({ body, set }) => {
+      async ({ body, set, request }) => {
+        const grant = await throttles.register.guard(request, undefined, () => accounts.register(body))
         set.status = 201
-        return accounts.register(body)
+        return uncached(set, grant)
       },
       {
         body: t.Object({ email: Email, password: Password, name: t.Optional(Name) }, strict),
-        response: { 201: SessionGrant, ...errors },
+        response: { 201: SessionGrant, ...throttledErrors },
         detail: { tags: ['accounts'], summary: 'Create an account and start a session' },
       },
     )
-    .post('/auth/login', ({ body }) => accounts.login(body), {
+    .post('/auth/login', async ({ body, set, request }) => uncached(set, await throttles.login.guard(request, normalizeEmail(body.email), () => accounts.login(body))), {
       body: t.Object({ email: t.String({ maxLength: 254 }), password: t.String({ maxLength: PASSWORD_MAX }) }, strict),
-      response: { 200: SessionGrant, ...errors },
+      response: { 200: SessionGrant, ...throttledErrors },
       detail: { tags: ['accounts'], summary: 'Start a session' },
     })
-    .post('/auth/refresh', ({ body }) => accounts.refresh(body.refresh_token), {
+    .post('/auth/refresh', async ({ body, set, request }) => uncached(set, await throttles.token.guard(request, undefined, () => accounts.refresh(body.refresh_token))), {
       body: t.Object({ refresh_token: t.String({ maxLength: 128 }) }, strict),
-      response: { 200: TokenPair, ...errors },
+      response: { 200: TokenPair, ...throttledErrors },
       detail: { tags: ['accounts'], summary: 'Exchange a refresh token (single use) for a new token pair' },
     })
     .post(

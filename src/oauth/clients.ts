@@ -136,8 +136,18 @@ export async function authenticateClient(sql: Sql, authorization: string | null,
     if (secret !== undefined) throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not two')
     const decoded = Buffer.from(basic, 'base64').toString('utf8')
     const colon = decoded.indexOf(':')
-    // The id and secret are form-encoded inside the Basic credentials (RFC 6749 §2.3.1).
-    const formDecode = (text: string) => decodeURIComponent(text.replaceAll('+', ' '))
+    // The id and secret are form-encoded inside the Basic credentials (RFC 6749 §2.3.1). A
+    // broken %-escape, or a NUL (which PostgreSQL text cannot hold), makes them malformed.
+    const formDecode = (text: string) => {
+      let value: string
+      try {
+        value = decodeURIComponent(text.replaceAll('+', ' '))
+      } catch {
+        throw invalidClient('malformed Basic credentials', true)
+      }
+      if (value.includes('\0')) throw invalidClient('malformed Basic credentials', true)
+      return value
+    }
     const id = colon < 0 ? undefined : formDecode(decoded.slice(0, colon))
     if (!id || (clientId !== undefined && clientId !== id)) throw invalidClient('malformed Basic credentials', true)
     clientId = id

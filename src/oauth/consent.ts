@@ -9,6 +9,11 @@ export const BROWSER_SESSION_SECONDS = 3600
 export const BROWSER_SESSION_COOKIE = 'kgs_oauth_session'
 /** Authorization codes live 60 s (decisions.md §5). */
 export const CODE_SECONDS = 60
+/**
+ * How long a consent lasts: the refresh tokens of a grant work for 30 days from the Allow (as
+ * long as SESSION_TTL's default), however often they rotate. Then the client must ask again.
+ */
+export const GRANT_SECONDS = 30 * 86_400
 
 const digest = (secret: string) => createHash('sha256').update(secret).digest()
 
@@ -50,14 +55,26 @@ export async function startBrowserSession(sql: Sql, userId: string): Promise<str
   return token
 }
 
-export async function browserSessionUser(sql: Sql, cookieHeader: string | null): Promise<string | undefined> {
+/** The pages' session token the browser sent, if it is well-formed. */
+function browserSessionToken(cookieHeader: string | null): string | undefined {
   const token = cookieHeader
     ?.split(';')
     .map((part) => part.trim().split('='))
     .find(([name]) => name === BROWSER_SESSION_COOKIE)?.[1]
-  if (!token || !/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined
+  return token && /^[A-Za-z0-9_-]{43}$/.test(token) ? token : undefined
+}
+
+export async function browserSessionUser(sql: Sql, cookieHeader: string | null): Promise<string | undefined> {
+  const token = browserSessionToken(cookieHeader)
+  if (!token) return undefined
   const [row] = await sql<{ user_id: string }[]>`SELECT user_id FROM oauth_browser_sessions WHERE token_hash = ${digest(token)} AND expires_at > now()`
   return row?.user_id
+}
+
+/** Ends the pages' session the browser sent: a new sign-in replaces it rather than adding to it. */
+export async function endBrowserSession(sql: Sql, cookieHeader: string | null): Promise<void> {
+  const token = browserSessionToken(cookieHeader)
+  if (token) await sql`DELETE FROM oauth_browser_sessions WHERE token_hash = ${digest(token)}`
 }
 
 /** Set-Cookie for the pages' session: HttpOnly, SameSite=Lax, only on the OAuth path, Secure on https. */

@@ -2,6 +2,7 @@
 // heading per page), readable on a phone, every interpolated value escaped, and sent with the
 // security headers of decisions.md §5. The only style is an inline block allowed by its hash.
 import { createHash } from 'node:crypto'
+import { GRANT_SECONDS } from './consent.ts'
 
 const STYLE = `body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f5f5f5;color:#1a1a1a}
 main{max-width:26rem;margin:2rem auto;padding:1.5rem;background:#fff;border-radius:8px;box-shadow:0 1px 3px #0002}
@@ -92,6 +93,8 @@ export function consentPage(input: ConsentPageInput): string {
     `<h1>Allow access?</h1>
 <p><strong>${escapeHtml(name)}</strong> (redirecting to <span class="host">${escapeHtml(input.redirectHost)}</span>) asks to:</p>
 <ul>${scopes}</ul>
+<p>kgs has not verified this application: it registered itself, and its name is its own claim. Allow only if you trust <span class="host">${escapeHtml(input.redirectHost)}</span>.</p>
+<p>The access lasts at most ${GRANT_SECONDS / 86_400} days; then the application must ask again.</p>
 <p>Signed in as ${escapeHtml(input.userEmail)}.</p>
 <form method="post" action="/api/v1/oauth/authorize">
 <input type="hidden" name="authorization_id" value="${escapeHtml(input.authorizationId)}">

@@ -7,8 +7,10 @@ import type { User } from '../accounts/users.ts'
 import { beginAuthorization, redirectWith } from './authorize.ts'
 import { authenticateClient, findClient, registerClient } from './clients.ts'
 import { OAuthError } from '../http/errors.ts'
+import type { Throttles } from '../http/throttle.ts'
+import { normalizeEmail } from '../accounts/users.ts'
 import type { OAuthTokens } from './tokens.ts'
-import { bindUser, browserSessionUser, csrfMatches, decide, findPending, issueCode, sessionCookie, startBrowserSession } from './consent.ts'
+import { bindUser, browserSessionUser, csrfMatches, decide, endBrowserSession, findPending, issueCode, sessionCookie, startBrowserSession } from './consent.ts'
 import { consentPage, errorPage, formTarget, loginPage, pageResponse, redirectHost } from './pages.ts'
 import { authorizationServerMetadata, protectedResourceMetadata, resourceIdentifier } from './metadata.ts'
 
@@ -28,6 +30,19 @@ const FormField = (maxLength: number) => t.String({ maxLength })
 const redirect303 = (location: string) => new Response(null, { status: 303, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
 const expiredPage = () => pageResponse(errorPage('This sign-in request has expired or was already answered. Return to the application and start again.'), 400)
 const csrfPage = () => pageResponse(errorPage('This form was not issued for this request (CSRF check failed). Return to the application and start again.'), 403)
+const crossSitePage = () => pageResponse(errorPage('This form was posted from another site and was not accepted. Return to the application and start again.'), 403)
+
+/**
+ * Whether a browser says (Fetch Metadata) that the pages' form was posted from another site or
+ * subdomain. The CSRF token alone cannot stop login CSRF, where an attacker posts their own
+ * sign-in from their page to put the victim's browser in the attacker's account; the Origin
+ * header cannot tell either, since the pages' no-referrer policy makes browsers send "null".
+ * Clients that send no fetch metadata (not browsers) are let through.
+ */
+function postedFromAnotherSite(request: Request): boolean {
+  const site = request.headers.get('sec-fetch-site')
+  return site === 'cross-site' || site === 'same-site'
+}
 
 const TokenRequest = t.Object(
   {
@@ -55,7 +70,25 @@ function formClient(system: Sql, request: Request, body: { client_id?: string; c
   return authenticateClient(system, request.headers.get('authorization'), body)
 }
 
-export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, tokens: OAuthTokens) {
+/**
+ * The client_id a token or revocation request names, before it is authenticated: the key of the
+ * per-client throttle. Read from Basic credentials as authenticateClient reads it, so that other
+ * encodings of one id draw on one budget.
+ */
+function namedClientId(request: Request, body: { client_id?: string }): string | undefined {
+  if (body.client_id !== undefined) return body.client_id
+  const basic = /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(request.headers.get('authorization') ?? '')?.[1]
+  const decoded = basic === undefined ? '' : Buffer.from(basic, 'base64').toString('utf8')
+  const colon = decoded.indexOf(':')
+  if (colon < 1) return undefined
+  try {
+    return decodeURIComponent(decoded.slice(0, colon).replaceAll('+', ' '))
+  } catch {
+    return undefined
+  }
+}
+
+export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, tokens: OAuthTokens, throttles: Throttles) {
   const secureCookies = baseUrl.startsWith('https:')
   /** The consent page for a pending authorization whose user is known. */
   const consent = async (pending: { id: string; client_id: string; redirect_uri: string; scope: string }, user: User, csrfToken: string) => {
@@ -69,6 +102,19 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
       csrfToken,
     })
     return pageResponse(html, 200, [formTarget(pending.redirect_uri)])
+  }
+  /** The sign-in page once more, saying what went wrong. */
+  const signInAgain = async (pending: { id: string; client_id: string; redirect_uri: string }, form: { csrf_token: string; email: string }, error: string, status: number) => {
+    const client = await findClient(system, pending.client_id)
+    const html = loginPage({
+      clientName: client?.client_name ?? '',
+      redirectHost: redirectHost(pending.redirect_uri),
+      authorizationId: pending.id,
+      csrfToken: form.csrf_token,
+      email: form.email,
+      error,
+    })
+    return pageResponse(html, status)
   }
 
   const asMetadata = authorizationServerMetadata(baseUrl)
@@ -117,25 +163,25 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     )
     .post(
       '/api/v1/oauth/authorize/login',
-      async ({ body }) => {
+      async ({ body, request }) => {
+        if (postedFromAnotherSite(request)) return crossSitePage()
         const pending = await findPending(system, body.authorization_id)
         if (!pending?.open) return expiredPage()
         if (!csrfMatches(pending, body.csrf_token)) return csrfPage()
-        const user = await accounts.verifyCredentials(body.email, body.password)
-        if (!user) {
-          const client = await findClient(system, pending.client_id)
-          const html = loginPage({
-            clientName: client?.client_name ?? '',
-            redirectHost: redirectHost(pending.redirect_uri),
-            authorizationId: pending.id,
-            csrfToken: body.csrf_token,
-            email: body.email,
-            error: 'Wrong e-mail or password.',
-          })
-          return pageResponse(html, 401)
+        // The same budgets as POST /api/v1/auth/login: two doors to one password.
+        const admission = throttles.login.admit(request, normalizeEmail(body.email))
+        if (admission.refused) {
+          const wait = admission.retryAfterSeconds
+          const page = await signInAgain(pending, body, `Too many failed sign-ins. Try again in ${wait} second${wait === 1 ? '' : 's'}.`, 429)
+          page.headers.set('retry-after', String(wait))
+          return page
         }
+        const user = await accounts.verifyCredentials(body.email, body.password)
+        if (!user) return signInAgain(pending, body, 'Wrong e-mail or password.', 401)
+        admission.forgive()
         await bindUser(system, pending.id, user.id)
         const response = await consent(pending, user, body.csrf_token)
+        await endBrowserSession(system, request.headers.get('cookie'))
         response.headers.append('set-cookie', sessionCookie(await startBrowserSession(system, user.id), secureCookies))
         return response
       },
@@ -147,6 +193,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     .post(
       '/api/v1/oauth/authorize',
       async ({ body, request }) => {
+        if (postedFromAnotherSite(request)) return crossSitePage()
         const pending = await findPending(system, body.authorization_id)
         if (!pending?.open) return expiredPage()
         if (!csrfMatches(pending, body.csrf_token)) return csrfPage()
@@ -164,27 +211,41 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     )
     .post(
       '/api/v1/oauth/token',
-      async ({ body, request, set }) => {
-        const client = await formClient(system, request, body)
-        if (body.resource !== undefined && body.resource !== resourceIdentifier(baseUrl)) throw new OAuthError(400, 'invalid_target', `the only resource here is ${resourceIdentifier(baseUrl)}`)
-        set.headers['cache-control'] = 'no-store'
-        set.headers.pragma = 'no-cache'
-        if (body.grant_type === 'authorization_code') return tokens.exchangeCode(client, body)
-        if (body.grant_type === 'refresh_token') return tokens.refresh(client, body)
-        throw new OAuthError(400, body.grant_type ? 'unsupported_grant_type' : 'invalid_request', body.grant_type ? `grant_type ${JSON.stringify(body.grant_type)} is not supported` : 'grant_type is required')
-      },
+      ({ body, request, set }) =>
+        throttles.token.guard(
+          request,
+          namedClientId(request, body),
+          async () => {
+            const client = await formClient(system, request, body)
+            if (body.resource !== undefined && body.resource !== resourceIdentifier(baseUrl)) throw new OAuthError(400, 'invalid_target', `the only resource here is ${resourceIdentifier(baseUrl)}`)
+            set.headers['cache-control'] = 'no-store'
+            set.headers.pragma = 'no-cache'
+            if (body.grant_type === 'authorization_code') return tokens.exchangeCode(client, body)
+            if (body.grant_type === 'refresh_token') return tokens.refresh(client, body)
+            throw new OAuthError(400, body.grant_type ? 'unsupported_grant_type' : 'invalid_request', body.grant_type ? `grant_type ${JSON.stringify(body.grant_type)} is not supported` : 'grant_type is required')
+          },
+          throttles.token.oauthTooManyRequests,
+        ),
       {
         body: TokenRequest,
-        response: { 200: TokenResponseBody, 400: OAuthErrorBody, 401: OAuthErrorBody },
+        response: { 200: TokenResponseBody, 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody },
         detail: { tags: ['oauth'], summary: 'Token endpoint (form-encoded): authorization_code with PKCE, refresh_token with rotation' },
       },
     )
     .post(
       '/api/v1/oauth/revoke',
       async ({ body, request, set }) => {
-        const client = await formClient(system, request, body)
-        if (!body.token) throw new OAuthError(400, 'invalid_request', 'token is required')
-        await tokens.revoke(client, body.token, body.token_type_hint)
+        // Client authentication as at the token endpoint, so the same budgets: no side door.
+        await throttles.token.guard(
+          request,
+          namedClientId(request, body),
+          async () => {
+            const client = await formClient(system, request, body)
+            if (!body.token) throw new OAuthError(400, 'invalid_request', 'token is required')
+            await tokens.revoke(client, body.token, body.token_type_hint)
+          },
+          throttles.token.oauthTooManyRequests,
+        )
         set.headers['cache-control'] = 'no-store'
         return {}
       },
@@ -193,20 +254,20 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
           { token: t.Optional(t.String({ maxLength: 2048 })), token_type_hint: t.Optional(t.String({ maxLength: 64 })), client_id: t.Optional(t.String({ maxLength: 64 })), client_secret: t.Optional(t.String({ maxLength: 128 })) },
           { additionalProperties: true },
         ),
-        response: { 200: t.Object({}), 400: OAuthErrorBody, 401: OAuthErrorBody },
+        response: { 200: t.Object({}), 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody },
         detail: { tags: ['oauth'], summary: 'Revoke a refresh token (its whole grant) or an access token (RFC 7009); 200 for unknown tokens too' },
       },
     )
     .post(
       '/api/v1/oauth/register',
-      async ({ body, set }) => {
+      async ({ body, request, set }) => {
         set.status = 201
         set.headers['cache-control'] = 'no-store'
-        return registerClient(system, body)
+        return throttles.register.guard(request, undefined, () => registerClient(system, body), throttles.register.oauthTooManyRequests)
       },
       {
         body: Registration,
-        response: { 201: t.Object({ client_id: t.String(), client_id_issued_at: t.Integer() }, { additionalProperties: true }), 400: OAuthErrorBody },
+        response: { 201: t.Object({ client_id: t.String(), client_id_issued_at: t.Integer() }, { additionalProperties: true }), 400: OAuthErrorBody, 429: OAuthErrorBody },
         detail: { tags: ['oauth'], summary: 'Register a client (RFC 7591); confidential clients get a client_secret' },
       },
     )

@@ -1,7 +1,8 @@
 // The token endpoint's grants and the OAuth half of the bearer check.
 // Access tokens: HS256 JWTs per RFC 9068 (typ at+jwt; iss, sub, aud, client_id, scope, jti, iat,
 // exp) through @elysiajs/jwt. Refresh tokens: opaque, SHA-256 at rest, rotated on use within a
-// family per authorization code; reuse of a rotated token or of the code revokes the family.
+// family per authorization code; reuse of a rotated token or of the code revokes the family. A
+// family lives GRANT_SECONDS from the consent, however often its refresh token rotates.
 // Revoked families and access tokens are held in memory (no database round trip per request),
 // fed by the event bus and a periodic catch-up, like revoked sessions.
 import { jwt } from '@elysiajs/jwt'
@@ -15,6 +16,7 @@ import type { Principal } from '../http/auth.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import type { Client } from './clients.ts'
+import { GRANT_SECONDS } from './consent.ts'
 import { resourceIdentifier } from './metadata.ts'
 
 export const OAUTH_REVOKED = 'kgs_oauth_revoked'
@@ -169,9 +171,12 @@ export class OAuthTokens {
         if (used && (await revokeFamily(tx, used.family_id))) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
         return { error: used ? 'the refresh token was already used; its grant is now revoked' : 'unknown refresh token', revoked: used ? [used.family_id] : [] }
       }
-      const [family] = await tx<{ id: string; client_id: string; user_id: string; resource: string; revoked: boolean }[]>`
-        SELECT id, client_id, user_id::text, resource, revoked_at IS NOT NULL AS revoked FROM oauth_token_families WHERE id = ${token.family_id}`
+      const [family] = await tx<{ id: string; client_id: string; user_id: string; resource: string; revoked: boolean; expired: boolean }[]>`
+        SELECT id, client_id, user_id::text, resource, revoked_at IS NOT NULL AS revoked,
+          created_at <= now() - make_interval(secs => ${GRANT_SECONDS}) AS expired
+        FROM oauth_token_families WHERE id = ${token.family_id}`
       if (!family || family.revoked) return { error: 'the grant was revoked' }
+      if (family.expired) return { error: 'the grant has expired; the user must authorize the client again' }
       if (family.client_id !== client.client_id) return { error: 'the refresh token was issued to another client' }
       const granted = token.scope.split(' ')
       const requested = params.scope?.split(' ').filter(Boolean) ?? granted
