@@ -9,11 +9,13 @@ import { VERSION } from './version.ts'
 import { bodyParsing } from './http/body.ts'
 import { errorHandling } from './http/errors.ts'
 import { methodNotAllowedResponder } from './http/method-not-allowed.ts'
+import { urlChecks } from './http/url-checks.ts'
 import { ErrorBody } from './http/schemas.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
 import { oauthRoutes } from './oauth/routes.ts'
 import { accessControl, bearerAuthenticator, createServiceTokens, withServiceTokens } from './http/auth.ts'
+import { createThrottles } from './http/throttle.ts'
 import type { OAuthTokens } from './oauth/tokens.ts'
 import type { Rbac } from './rbac/rbac.ts'
 import { rbacRoutes } from './rbac/routes.ts'
@@ -39,6 +41,8 @@ export interface AppContext {
   log: Logger
   /** The public base URL, without trailing slash. */
   baseUrl: string
+  /** The address of the connection a request came on. */
+  peerAddress: (request: Request) => string | undefined
   accounts: Accounts
   rbac: Rbac
   repositories: Repositories
@@ -57,6 +61,7 @@ export function createApp(ctx: AppContext) {
   const authenticator = bearerAuthenticator(ctx.accounts, ctx.oauth)
   const access = accessControl(authenticator, ctx.rbac)
   const scope = repositoryScope(authenticator, ctx.rbac, ctx.repositories, ctx.pools)
+  const throttles = createThrottles(ctx.config, ctx.peerAddress)
   // The registry also accepts this server's own service token (exports and imports push and pull through it).
   const serviceTokens = createServiceTokens({ secret: ctx.config.jwtSecret!, issuer: ctx.baseUrl })
   const registry = registryRoutes({
@@ -65,19 +70,23 @@ export function createApp(ctx: AppContext) {
     authenticator: withServiceTokens(authenticator, serviceTokens),
     authorizer: ctx.rbac,
     maxBytes: ctx.config.registryMaxBytes,
+    pace: ctx.config.uploadPace,
     log: ctx.log,
   })
   // normalize: false, so that a field a schema does not know is refused (400) instead of silently
   // dropped: a client sending {"password": ...} to PUT /users must not believe it changed anything.
   // Responses are built field by field, so nothing relies on normalization to hide columns.
-  const app = new Elysia({ name: 'kgs', normalize: false })
+  // standardHostname: false, so that the path is found in URLs of short hosts too: Elysia's
+  // default skips the first 11 characters, and under Host: kgs every route was a 404 or 405.
+  const app = new Elysia({ name: 'kgs', normalize: false, handler: { standardHostname: false } })
     .use(errorHandling(ctx.log, (request) => methodNotAllowed(request)))
+    .use(urlChecks)
     // Before the JSON body parser, which applies only to routes added after it: a registry push
     // is a raw gzip stream of up to REGISTRY_MAX_BYTES, and an import upload one of up to
     // IMPORT_MAX_BYTES, each read by its route itself.
     .use(registry)
-    .use(importRoutes({ scope, jobs: ctx.jobs, blobs: ctx.blobs, registry: ctx.registry, bodyLimit: ctx.config.bodyLimit, maxUploadBytes: ctx.config.importMaxBytes, log: ctx.log }))
-    .use(bodyParsing(ctx.config.bodyLimit))
+    .use(importRoutes({ scope, jobs: ctx.jobs, blobs: ctx.blobs, registry: ctx.registry, bodyLimit: ctx.config.bodyLimit, bodyTimeoutMs: ctx.config.bodyTimeoutMs, uploadPace: ctx.config.uploadPace, maxUploadBytes: ctx.config.importMaxBytes, log: ctx.log }))
+    .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs))
     .use(
       swagger({
         path: '/swagger',
@@ -118,8 +127,8 @@ export function createApp(ctx: AppContext) {
         response: { 200: t.Object({ status: t.Literal('ready'), database: t.String() }), 503: ErrorBody },
       },
     )
-    .use(oauthRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts, ctx.oauth))
-    .use(accountRoutes(ctx.accounts, access))
+    .use(oauthRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts, ctx.oauth, throttles))
+    .use(accountRoutes(ctx.accounts, access, throttles))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, access, repositories: ctx.repositories }))
     .use(repositoryRoutes(ctx.repositories, access, scope))
     .use(graphRoutes(scope))

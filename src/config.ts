@@ -14,11 +14,26 @@ export const REGISTRY_MAX_BYTES_DEFAULT = 16 * 1024 ** 3
 
 const DURATION = '^[1-9][0-9]{0,9}[smhd]?$'
 const UNIT_SECONDS = { s: 1, m: 60, h: 3600, d: 86400 } as const
+/** A count, a slash, a duration: "20/1m" is 20 per minute. */
+const RATE = '^[1-9][0-9]{0,5}/[1-9][0-9]{0,9}[smhd]?$'
+const RATE_EXPECTS = 'a rate such as 20/1m or 5/15m (a count, a slash, a duration)'
 
 /** "90" and "90s" are seconds; "15m", "12h", "30d" what they say. */
 export function parseDuration(text: string): number {
   const unit = text.at(-1)!
   return unit in UNIT_SECONDS ? Number(text.slice(0, -1)) * UNIT_SECONDS[unit as keyof typeof UNIT_SECONDS] : Number(text)
+}
+
+/** At most `limit` in any `periodMs`. */
+export interface Rate {
+  limit: number
+  periodMs: number
+}
+
+function parseRate(text: string | undefined): Rate | undefined {
+  if (text === undefined) return undefined
+  const [limit, period] = text.split('/') as [string, string]
+  return { limit: Number(limit), periodMs: parseDuration(period) * 1000 }
 }
 
 /** One environment variable: its schema, and the phrase used when a value does not fit it. */
@@ -49,6 +64,14 @@ export const EnvSchema = Type.Object({
   ACCESS_TOKEN_TTL: variable(Type.String({ pattern: DURATION, default: '15m', description: 'lifetime of access tokens, e.g. 900, 900s, 15m' }), 'a duration such as 900, 90s, 15m, 12h or 30d'),
   SESSION_TTL: variable(Type.String({ pattern: DURATION, default: '30d', description: 'absolute lifetime of a session; refreshing does not extend it' }), 'a duration such as 3600, 12h or 30d'),
   BODY_LIMIT: variable(Type.Integer({ minimum: 1024, default: 1_048_576, description: 'largest JSON request body in bytes' }), 'an integer number of bytes, at least 1024'),
+  BODY_TIMEOUT: variable(
+    Type.String({ pattern: DURATION, default: '30s', description: 'longest a JSON or form request body may take to arrive, and the window UPLOAD_MIN_RATE is measured over (408 past it)' }),
+    'a duration such as 30, 30s or 2m',
+  ),
+  UPLOAD_MIN_RATE: variable(
+    Type.Integer({ minimum: 1, default: 10_240, description: 'slowest a bundle upload (registry push, import upload) may arrive, in bytes per second averaged over each BODY_TIMEOUT (408 below it)' }),
+    'a positive integer number of bytes per second',
+  ),
   WORKERS: variable(Type.Integer({ minimum: 0, maximum: 64, default: 2, description: 'job worker threads in this process; 0 runs no jobs here' }), 'an integer from 0 to 64'),
   JOB_LEASE: variable(
     Type.String({ pattern: DURATION, default: '30s', description: 'how long a running job stays claimed without a heartbeat before another worker takes it over (a dead process)' }),
@@ -90,6 +113,24 @@ export const EnvSchema = Type.Object({
   ),
   MEDIA_FETCH_MAX_BYTES: variable(Type.Integer({ minimum: 1, default: 50 * 1024 ** 2, description: 'largest image or body the media fetcher downloads, in bytes' }), 'a positive integer number of bytes'),
   MEDIA_FETCH_TIMEOUT: variable(Type.String({ pattern: DURATION, default: '30s', description: 'time limit of one media download, e.g. 30s' }), 'a duration such as 30, 30s or 2m'),
+  THROTTLE_LOGIN_PER_IP: variable(
+    Type.Optional(Type.String({ pattern: RATE, description: 'failed sign-ins (POST /api/v1/auth/login, the OAuth sign-in form) per client address, e.g. 20/1m; unset: unlimited' })),
+    RATE_EXPECTS,
+  ),
+  THROTTLE_LOGIN_PER_ACCOUNT: variable(Type.Optional(Type.String({ pattern: RATE, description: 'failed sign-ins per e-mail address, e.g. 5/15m; unset: unlimited' })), RATE_EXPECTS),
+  THROTTLE_TOKEN_PER_IP: variable(
+    Type.Optional(Type.String({ pattern: RATE, description: 'failed token requests (POST /api/v1/auth/refresh, /api/v1/oauth/token, /api/v1/oauth/revoke) per client address; unset: unlimited' })),
+    RATE_EXPECTS,
+  ),
+  THROTTLE_TOKEN_PER_CLIENT: variable(Type.Optional(Type.String({ pattern: RATE, description: 'failed OAuth token and revocation requests per client_id; unset: unlimited' })), RATE_EXPECTS),
+  THROTTLE_REGISTER_PER_IP: variable(
+    Type.Optional(Type.String({ pattern: RATE, description: 'registrations, failed or not (POST /api/v1/auth/register, /api/v1/oauth/register), per client address; unset: unlimited' })),
+    RATE_EXPECTS,
+  ),
+  TRUSTED_PROXIES: variable(
+    Type.Integer({ minimum: 0, maximum: 8, default: 0, description: 'reverse proxies in front that append to X-Forwarded-For; the client address the throttles key on is the entry the outermost wrote (0: the connection\'s address)' }),
+    'an integer from 0 to 8',
+  ),
 })
 type Env = Static<typeof EnvSchema>
 
@@ -107,6 +148,10 @@ export interface Config {
   jwtSecret?: string
   logLevel: LogLevel
   bodyLimit: number
+  /** Milliseconds a JSON or form body may take to arrive. */
+  bodyTimeoutMs: number
+  /** The slowest a bundle upload may arrive: bytes per second, averaged over each window. */
+  uploadPace: { minBytesPerSecond: number; windowMs: number }
   /** Seconds. */
   accessTokenTtl: number
   /** Seconds. */
@@ -132,6 +177,16 @@ export interface Config {
   importMaxExpandedBytes: number
   /** The follow-up fetch of media an import did not carry (bundle.md §5). */
   mediaFetch: { allowPrivate: boolean; maxBytes: number; timeoutMs: number }
+  /** Budgets of failed sign-ins, failed token requests and registrations; unset ones are unlimited (src/http/throttle.ts). */
+  throttle: { login: ThrottleRates; token: ThrottleRates; register: ThrottleRates }
+  /** Reverse proxies in front that append to X-Forwarded-For. */
+  trustedProxies: number
+}
+
+/** perAccount: per e-mail signed in to, or per OAuth client_id. */
+export interface ThrottleRates {
+  perIp?: Rate
+  perAccount?: Rate
 }
 
 export class ConfigError extends Error {}
@@ -168,6 +223,8 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     jwtSecret: v.JWT_SECRET,
     logLevel: v.LOG_LEVEL,
     bodyLimit: v.BODY_LIMIT,
+    bodyTimeoutMs: parseDuration(v.BODY_TIMEOUT) * 1000,
+    uploadPace: { minBytesPerSecond: v.UPLOAD_MIN_RATE, windowMs: parseDuration(v.BODY_TIMEOUT) * 1000 },
     accessTokenTtl: parseDuration(v.ACCESS_TOKEN_TTL),
     sessionTtl: parseDuration(v.SESSION_TTL),
     workers: v.WORKERS,
@@ -183,6 +240,12 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     importMaxBytes: v.IMPORT_MAX_BYTES,
     importMaxExpandedBytes: v.IMPORT_MAX_EXPANDED_BYTES,
     mediaFetch: { allowPrivate: v.MEDIA_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: parseDuration(v.MEDIA_FETCH_TIMEOUT) * 1000 },
+    throttle: {
+      login: { perIp: parseRate(v.THROTTLE_LOGIN_PER_IP), perAccount: parseRate(v.THROTTLE_LOGIN_PER_ACCOUNT) },
+      token: { perIp: parseRate(v.THROTTLE_TOKEN_PER_IP), perAccount: parseRate(v.THROTTLE_TOKEN_PER_CLIENT) },
+      register: { perIp: parseRate(v.THROTTLE_REGISTER_PER_IP) },
+    },
+    trustedProxies: v.TRUSTED_PROXIES,
   }
 }
 

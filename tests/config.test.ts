@@ -45,6 +45,14 @@ describe('parseEnv', () => {
     expect(parseEnv({ JOB_LEASE: '2s' }).jobLeaseMs).toBe(2_000)
   })
 
+  test('slow bodies: a time limit for JSON and form bodies, a minimum rate for uploads over the same window', () => {
+    expect(parseEnv({})).toMatchObject({ bodyTimeoutMs: 30_000, uploadPace: { minBytesPerSecond: 10_240, windowMs: 30_000 } })
+    expect(parseEnv({ BODY_TIMEOUT: '2m', UPLOAD_MIN_RATE: '1' })).toMatchObject({ bodyTimeoutMs: 120_000, uploadPace: { minBytesPerSecond: 1, windowMs: 120_000 } })
+    expect(() => parseEnv({ BODY_TIMEOUT: '0' })).toThrow('invalid BODY_TIMEOUT: expected a duration such as 30, 30s or 2m, got "0"')
+    expect(() => parseEnv({ UPLOAD_MIN_RATE: '0' })).toThrow('invalid UPLOAD_MIN_RATE: expected a positive integer number of bytes per second, got "0"')
+    expect(() => parseEnv({ UPLOAD_MIN_RATE: '1.5' })).toThrow(/^invalid UPLOAD_MIN_RATE/)
+  })
+
   test('imports and the media fetcher: limits, and private addresses refused unless allowed', () => {
     expect(parseEnv({})).toMatchObject({
       importMaxBytes: 16 * 1024 ** 3,

@@ -16,7 +16,7 @@ import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
 import { parseJsonBody, readBodyLimited } from '../http/body.ts'
 import type { Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted } from '../http/upload.ts'
+import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted, UploadTooSlow, type UploadPace } from '../http/upload.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import type { Jobs } from '../jobs/jobs.ts'
 import { JobBody } from '../jobs/routes.ts'
@@ -36,6 +36,10 @@ export interface ImportRoutesOptions {
   registry: RegistryClient
   /** Largest JSON body (BODY_LIMIT). */
   bodyLimit: number
+  /** Longest a JSON body may take to arrive (BODY_TIMEOUT). */
+  bodyTimeoutMs: number
+  /** Slowest an upload may arrive (UPLOAD_MIN_RATE over BODY_TIMEOUT). */
+  uploadPace: UploadPace
   /** Largest upload (IMPORT_MAX_BYTES). */
   maxUploadBytes: number
   log: Logger
@@ -47,7 +51,7 @@ const FORMS = `{"graph_id": "<uuid>"} or {"name": "...", "sha256": "<64 hex digi
 const UUID = new RegExp(UUID_PATTERN)
 const SHA256 = new RegExp(SHA256_PATTERN)
 const NAME_MAX = 255
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 413: ErrorBody, 415: ErrorBody, 502: ErrorBody }
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 408: ErrorBody, 413: ErrorBody, 415: ErrorBody, 502: ErrorBody }
 
 const requestBody = {
   required: true,
@@ -92,14 +96,16 @@ function registryImportParams(body: unknown): { graph_id: string } | { name: str
  * The file field `bundle` of a multipart body as it arrives (other parts are skipped): 400 when
  * the body is malformed or has no such file.
  */
-async function* multipartBundle(request: Request): AsyncGenerator<Uint8Array> {
+async function* multipartBundle(request: Request, pace: UploadPace): AsyncGenerator<Uint8Array> {
   let form: Busboy.Busboy
   try {
     form = Busboy({ headers: { 'content-type': request.headers.get('content-type') ?? '' } })
   } catch (error) {
     throw new HttpError(400, `malformed multipart body: ${(error as Error).message}`)
   }
-  const input = Readable.fromWeb(request.body! as never)
+  const input = Readable.from(requestChunks(request.body!, pace))
+  // A body that breaks off or trickles ends the form with its own error (else the form would wait for ever).
+  let inputError: Error | undefined
   let file: Readable | undefined
   const found = new Promise<Readable>((resolve, reject) => {
     form.on('file', (name, stream) => {
@@ -112,17 +118,20 @@ async function* multipartBundle(request: Request): AsyncGenerator<Uint8Array> {
       if (name === 'bundle') reject(new HttpError(400, 'the form field "bundle" must be a file (the .json.gz bundle)'))
     })
     form.on('close', () => reject(new HttpError(400, 'the multipart body has no file field "bundle"')))
-    form.on('error', (error: Error) => reject(new HttpError(400, `malformed multipart body: ${error.message}`)))
+    form.on('error', (error: Error) => reject(inputError ?? new HttpError(400, `malformed multipart body: ${error.message}`)))
   })
   found.catch(() => {})
-  input.on('error', () => {})
+  input.on('error', (error) => {
+    inputError = error
+    form.destroy(error)
+  })
   input.pipe(form)
   try {
     const stream = await found
     try {
       for await (const chunk of stream) yield chunk as Uint8Array
     } catch {
-      throw new UploadInterrupted()
+      throw inputError ?? new UploadInterrupted()
     }
   } finally {
     input.unpipe(form)
@@ -134,7 +143,7 @@ export function importRoutes(options: ImportRoutesOptions) {
   return new Elysia({ name: 'kgs/import' }).use(importRoutesAt(REPOSITORY_IN_PATH, options)).use(importRoutesAt('/api/v1', options))
 }
 
-function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimit, maxUploadBytes, log }: ImportRoutesOptions) {
+function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimit, bodyTimeoutMs, uploadPace, maxUploadBytes, log }: ImportRoutesOptions) {
   const inPath = prefix === REPOSITORY_IN_PATH
   const params = inPath ? t.Object({ repoID: t.String({ description: 'repository UUID or slug' }) }) : undefined
 
@@ -161,6 +170,7 @@ function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimi
       if (error instanceof NotGzip) throw new HttpError(400, 'the bundle is not gzip: upload a .json.gz bundle')
       if (error instanceof EmptyUpload) throw new HttpError(400, 'the bundle is empty: upload a .json.gz bundle')
       if (error instanceof UploadInterrupted) throw new HttpError(400, error.message)
+      if (error instanceof UploadTooSlow) throw new HttpError(408, error.message, { connection: 'close' })
       throw error
     }
   }
@@ -173,13 +183,13 @@ function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimi
     const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
     let jobParams: ImportParams
     if (type === 'application/json') {
-      jobParams = registryImportParams(parseJsonBody(await readBodyLimited(request, bodyLimit)))
+      jobParams = registryImportParams(parseJsonBody(await readBodyLimited(request, bodyLimit, bodyTimeoutMs)))
       await checkRegistry(jobParams)
     } else if (GZIP_TYPES.has(type) || type === 'multipart/form-data') {
       const declared = request.headers.get('content-length')
       if (declared !== null && GZIP_TYPES.has(type) && Number(declared) > maxUploadBytes) throw tooLarge(maxUploadBytes)
       if (!request.body || declared === '0') throw new HttpError(400, 'request body is empty: upload a .json.gz bundle')
-      jobParams = { upload: await storeUpload(GZIP_TYPES.has(type) ? requestChunks(request.body) : multipartBundle(request)) }
+      jobParams = { upload: await storeUpload(GZIP_TYPES.has(type) ? requestChunks(request.body, uploadPace) : multipartBundle(request, uploadPace)) }
     } else if (type === '' && (!request.body || request.headers.get('content-length') === '0')) {
       throw new HttpError(400, `request body is empty: send ${FORMS} as application/json, or the bundle as application/gzip or multipart/form-data`)
     } else {

@@ -1,19 +1,28 @@
 // Request bodies are read with a byte limit (413 past it, whether or not Content-Length was
-// sent) and parsed strictly: invalid UTF-8 or JSON is a 400, never a framework dump.
+// sent) and a time limit (408 past it, and the connection closed: a client trickling its body
+// does not hold the request), and parsed strictly: invalid UTF-8 or JSON is a 400, never a
+// framework dump.
 import { Elysia } from 'elysia'
+import { LATE, within } from './deadline.ts'
 import { HttpError } from './errors.ts'
 
 const decoder = new TextDecoder('utf-8', { fatal: true })
 
-export async function readBodyLimited(request: Request, limit: number): Promise<Uint8Array> {
+export async function readBodyLimited(request: Request, limit: number, timeoutMs: number): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit)
   if (!request.body) return new Uint8Array()
   const reader = request.body.getReader()
+  const deadline = performance.now() + timeoutMs
   const chunks: Uint8Array[] = []
   let total = 0
   for (;;) {
-    const { done, value } = await reader.read()
+    const next = await within(reader.read(), deadline - performance.now())
+    if (next === LATE) {
+      reader.cancel().catch(() => {})
+      throw tooSlow(timeoutMs)
+    }
+    const { done, value } = next
     if (done) break
     total += value.byteLength
     if (total > limit) {
@@ -27,6 +36,9 @@ export async function readBodyLimited(request: Request, limit: number): Promise<
 
 const tooLarge = (limit: number) => new HttpError(413, `request body exceeds the limit of ${limit} bytes`)
 
+/** 408, and the connection goes: the rest of a trickled body is not waited for either. */
+const tooSlow = (timeoutMs: number) => new HttpError(408, `request body not received within ${timeoutMs / 1000} s`, { connection: 'close' })
+
 function decodeText(bytes: Uint8Array): string {
   try {
     return decoder.decode(bytes)
@@ -35,38 +47,75 @@ function decodeText(bytes: Uint8Array): string {
   }
 }
 
+/**
+ * Deepest nesting of a JSON body. The API's bodies need a few levels; thousands would make the
+ * validators' error reporting recurse past the stack.
+ */
+const MAX_JSON_DEPTH = 64
+
 export function parseJsonBody(bytes: Uint8Array): unknown {
   const text = decodeText(bytes)
   if (text.trim() === '') throw new HttpError(400, 'request body is empty; expected JSON')
+  let value: unknown
   try {
-    return JSON.parse(text)
+    value = JSON.parse(text)
   } catch (error) {
     throw new HttpError(400, `malformed JSON body: ${(error as Error).message}`)
   }
+  checkJsonValue(value, text.includes('\\u0000'))
+  return value
 }
+
+/**
+ * Refuses a value nested deeper than MAX_JSON_DEPTH and, when `nul` says the text may hold one,
+ * a string with a NUL character: PostgreSQL text cannot store it, and a query given one fails.
+ * Iterative, so that no depth overflows this check itself.
+ */
+function checkJsonValue(root: unknown, nul: boolean): void {
+  if (root === null || typeof root !== 'object') {
+    if (nul && typeof root === 'string' && root.includes('\0')) throw noNul()
+    return
+  }
+  const pending: [object, number][] = [[root, 1]]
+  while (pending.length > 0) {
+    const [value, depth] = pending.pop()!
+    if (depth > MAX_JSON_DEPTH) throw new HttpError(400, `malformed JSON body: nested deeper than ${MAX_JSON_DEPTH} levels`)
+    const isArray = Array.isArray(value)
+    if (nul && !isArray && Object.keys(value).some((key) => key.includes('\0'))) throw noNul()
+    for (const child of isArray ? value : Object.values(value)) {
+      if (child !== null && typeof child === 'object') pending.push([child, depth + 1])
+      else if (nul && typeof child === 'string' && child.includes('\0')) throw noNul()
+    }
+  }
+}
+
+const noNul = () => new HttpError(400, 'request body contains a NUL character (\\u0000), which no field accepts')
 
 /** A form body as an object; a repeated parameter is refused (RFC 6749 §3.1 for OAuth requests). */
 export function parseFormBody(text: string): Record<string, string> {
   const fields: Record<string, string> = {}
   for (const [key, value] of new URLSearchParams(text)) {
     if (Object.hasOwn(fields, key)) throw new HttpError(400, `parameter ${key} appears more than once`)
+    if (key.includes('\0') || value.includes('\0')) throw noNul()
     fields[key] = value
   }
   return fields
 }
 
 /**
- * The body parsers of the API: JSON and form-encoded bodies (OAuth) up to `limit` bytes.
- * Other media types are refused with 415 unless a route brings its own parser.
+ * The body parsers of the API: JSON and form-encoded bodies (OAuth) up to `limit` bytes,
+ * arriving within `timeoutMs`. Other media types are refused with 415 unless a route brings its
+ * own parser.
  */
-export function bodyParsing(limit: number) {
+export function bodyParsing(limit: number, timeoutMs: number) {
   return new Elysia({ name: 'kgs/body' }).onParse({ as: 'global' }, async ({ request }) => {
     const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
-    if (type === 'application/json' || type.endsWith('+json')) return parseJsonBody(await readBodyLimited(request, limit))
-    if (type === 'application/x-www-form-urlencoded') return parseFormBody(decodeText(await readBodyLimited(request, limit)))
+    const read = () => readBodyLimited(request, limit, timeoutMs)
+    if (type === 'application/json' || type.endsWith('+json')) return parseJsonBody(await read())
+    if (type === 'application/x-www-form-urlencoded') return parseFormBody(decodeText(await read()))
     if (type === '') {
       // A bodiless POST (logout, cancel) needs no Content-Type; a body without one is refused.
-      if ((await readBodyLimited(request, limit)).byteLength === 0) return null
+      if ((await read()).byteLength === 0) return null
       throw new HttpError(415, 'missing Content-Type; expected application/json')
     }
     throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}; expected application/json`)

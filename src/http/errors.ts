@@ -115,7 +115,8 @@ export function errorHandling(log: Logger, methodNotAllowed: (request: Request) 
     if (oauthCode && (own instanceof HttpError || code === 'VALIDATION' || code === 'PARSE')) {
       const status = own instanceof HttpError ? own.status : 400
       const description = own instanceof HttpError ? own.message : code === 'VALIDATION' ? validationMessage(error) : 'malformed request body'
-      return oauthResponse(new OAuthError(status, status === 400 ? oauthCode : 'invalid_request', description))
+      // The headers go along (Connection: close after a body that took too long, say).
+      return oauthResponse(new OAuthError(status, status === 400 ? oauthCode : 'invalid_request', description, own instanceof HttpError ? own.headers : {}))
     }
     if (own instanceof HttpError) return errorResponse(own.status, own.message, own.headers)
     switch (code) {

@@ -1,7 +1,9 @@
 // A bundle arriving in a request body (a registry push, an import upload), streamed into blob
 // storage as it comes. The chunks are checked on the way: the first two bytes must be gzip's
-// magic number, and a body that breaks off (the client went away) fails, so the store's put
-// fails and keeps nothing. Each route turns these errors into its own HTTP answer.
+// magic number, a body that breaks off (the client went away) fails, and so does one arriving
+// slower than the minimum rate (a client trickling bytes to hold the request open), so the
+// store's put fails and keeps nothing. Each route turns these errors into its own HTTP answer.
+import { LATE, within } from './deadline.ts'
 
 export class NotGzip extends Error {}
 export class EmptyUpload extends Error {}
@@ -10,20 +12,51 @@ export class UploadInterrupted extends Error {
     super('the upload broke off before the bundle was complete')
   }
 }
+export class UploadTooSlow extends Error {
+  constructor(pace: UploadPace) {
+    super(`the upload arrived slower than ${pace.minBytesPerSecond} bytes per second over ${pace.windowMs / 1000} s and was cut off`)
+  }
+}
 
-/** The chunks of a request body as they arrive; a body that breaks off fails as UploadInterrupted. */
-export async function* requestChunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+/** The slowest an upload may arrive: at least minBytesPerSecond, averaged over each window. */
+export interface UploadPace {
+  minBytesPerSecond: number
+  windowMs: number
+}
+
+/**
+ * The chunks of a request body as they arrive; a body that breaks off fails as
+ * UploadInterrupted, one slower than `pace` as UploadTooSlow. A window's clock runs only while
+ * the client is waited for, not while the consumer (the store) takes its time.
+ */
+export async function* requestChunks(body: ReadableStream<Uint8Array>, pace: UploadPace): AsyncGenerator<Uint8Array> {
   const reader = body.getReader()
+  const needed = (pace.minBytesPerSecond * pace.windowMs) / 1000
+  let waited = 0
+  let received = 0
+  // A read outlasting its window stays pending into the next one.
+  let pending: ReturnType<typeof reader.read> | undefined
   try {
     for (;;) {
-      let next: Awaited<ReturnType<typeof reader.read>>
+      pending ??= reader.read()
+      const started = performance.now()
+      let next: Awaited<typeof pending> | typeof LATE
       try {
-        next = await reader.read()
+        next = await within(pending, pace.windowMs - waited)
       } catch {
         throw new UploadInterrupted()
       }
-      if (next.done) return
-      yield next.value
+      waited += performance.now() - started
+      if (next !== LATE) {
+        pending = undefined
+        if (next.done) return
+        received += next.value.byteLength
+        yield next.value
+      }
+      if (waited >= pace.windowMs) {
+        if (received < needed) throw new UploadTooSlow(pace)
+        waited = received = 0
+      }
     }
   } finally {
     // Ends our read of the request when the store stops early (limit, not gzip); a no-op after the end.

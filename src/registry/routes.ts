@@ -6,14 +6,16 @@
 // stream of up to REGISTRY_MAX_BYTES, read here chunk by chunk, and no route here takes JSON.
 import { Elysia, t } from 'elysia'
 import type { Sql } from 'postgres'
+import { timestampedId } from '../blobs/leftovers.ts'
 import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
 import { authenticate, forbidden, holdsSystemPermission, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted } from '../http/upload.ts'
+import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted, UploadTooSlow, type UploadPace } from '../http/upload.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import { describeError, type Logger } from '../log.ts'
 import { scopeNeeded, type SystemPermission } from '../rbac/permissions.ts'
+import { graphKey, incomingKey } from './leftovers.ts'
 import { COUNT_FIELDS, deleteGraph, findGraphByNameAndHash, getGraph, insertGraph, listGraphs, type Graph, type GraphCounts } from './store.ts'
 
 export interface RegistryRoutesOptions {
@@ -24,6 +26,8 @@ export interface RegistryRoutesOptions {
   authorizer: Authorizer & { isSysadmin(userId: string): boolean }
   /** Largest bundle stored (REGISTRY_MAX_BYTES). */
   maxBytes: number
+  /** Slowest a push may arrive (UPLOAD_MIN_RATE over BODY_TIMEOUT). */
+  pace: UploadPace
   log: Logger
 }
 
@@ -182,6 +186,7 @@ function uploadError(error: unknown, maxBytes: number): unknown {
   if (error instanceof NotGzip) return new HttpError(415, 'request body is not gzip: push a .json.gz bundle')
   if (error instanceof EmptyUpload) return new HttpError(400, 'request body is empty: push a .json.gz bundle')
   if (error instanceof UploadInterrupted) return new HttpError(400, error.message)
+  if (error instanceof UploadTooSlow) return new HttpError(408, error.message, { connection: 'close' })
   return error
 }
 
@@ -190,9 +195,6 @@ const tooLarge = (maxBytes: number) => new HttpError(413, `bundle exceeds the re
 // ---------------------------------------------------------------------------------------------
 // Blob keys and records
 
-/** Where a push body is written while it arrives; moved to graphKey once complete. */
-const incomingKey = () => `registry/incoming/${crypto.randomUUID()}`
-const graphKey = (id: string) => `registry/graphs/${id}.json.gz`
 
 /** The graph record exactly as bundle.md §7 has it, in its order (no storage key). */
 function record(g: Graph): Graph {
@@ -234,7 +236,7 @@ export function filenameSlug(name: string): string {
 type RegistryAccess = Extract<SystemPermission, 'registry:push' | 'registry:pull'> | 'owner-or-sysadmin'
 
 export function registryRoutes(options: RegistryRoutesOptions) {
-  const { system, blobs, authenticator, authorizer, maxBytes, log } = options
+  const { system, blobs, authenticator, authorizer, maxBytes, pace, log } = options
   const describe = (summary: string, extra: Record<string, unknown> = {}) => ({ tags: ['registry'], summary, security: [{ bearer: [] }], ...extra })
   const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 
@@ -280,13 +282,14 @@ export function registryRoutes(options: RegistryRoutesOptions) {
     const incoming = incomingKey()
     let bytes: number
     try {
-      ;({ bytes } = await blobs.put(incoming, gzipChunks(requestChunks(request.body)), { maxBytes, contentType: 'application/gzip' }))
+      ;({ bytes } = await blobs.put(incoming, gzipChunks(requestChunks(request.body, pace)), { maxBytes, contentType: 'application/gzip' }))
     } catch (error) {
       await discard(incoming)
       throw uploadError(error, maxBytes)
     }
     // 2. Complete: to its final key. 3. Only then indexed, so a listed graph is always whole.
-    const id = crypto.randomUUID()
+    // Timestamped: the sweeper can tell a bundle whose index row is about to be written from one whose never will be.
+    const id = timestampedId()
     const key = graphKey(id)
     let inserted: Graph | undefined
     try {
@@ -319,7 +322,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
     .post('/api/v1/graphs', push, {
       registry: 'registry:push',
       headers: PushHeaders,
-      response: { 200: PushResult, 201: PushResult, ...errors, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody },
+      response: { 200: PushResult, 201: PushResult, ...errors, 408: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody },
       detail: describe(
         'Push a bundle: the body (gzip) is streamed to storage, never parsed. 201 {graph_id, new: true}; 200 {graph_id, new: false} when (name, sha256) is already stored, and nothing is stored',
         { requestBody: { required: true, ...gzipBody } },

@@ -1,11 +1,11 @@
 // Which database the suite runs against: the embedded default, or PostgreSQL when
 // TEST_DATABASE_URL is set (a maintenance database on a server where we may create others).
 // Every test server gets a database of its own, so test files can run in parallel.
-import postgres from 'postgres'
 import { cpSync, existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { EmbeddedCluster } from '../../src/db/embedded.ts'
+import { createScratchDatabase } from '../../scripts/lib/scratch-database.ts'
 import pglitePackage from '../../node_modules/@electric-sql/pglite/package.json' with { type: 'json' }
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined
@@ -18,21 +18,7 @@ export function tempDir(prefix = 'kgs-test-'): string {
 /** A fresh database on the test server; drop() removes it and every repository database it made. */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   if (!TEST_DATABASE_URL) throw new Error('TEST_DATABASE_URL is not set')
-  const name = `kgs_t_${crypto.randomUUID().replaceAll('-', '').slice(0, 12)}`
-  const admin = postgres(TEST_DATABASE_URL, { max: 1, onnotice: () => {} })
-  await admin`CREATE DATABASE ${admin(name)}`
-  await admin.end()
-  const url = new URL(TEST_DATABASE_URL)
-  url.pathname = `/${name}`
-  return {
-    url: url.toString(),
-    async drop() {
-      const sql = postgres(TEST_DATABASE_URL!, { max: 1, onnotice: () => {} })
-      const databases = await sql<{ datname: string }[]>`SELECT datname FROM pg_database WHERE datname = ${name} OR datname LIKE ${name + '\\_%'}`
-      for (const { datname } of databases) await sql`DROP DATABASE IF EXISTS ${sql(datname)} WITH (FORCE)`
-      await sql.end()
-    },
-  }
+  return createScratchDatabase(TEST_DATABASE_URL, 'kgs_t_')
 }
 
 /**

@@ -138,3 +138,17 @@ export async function startServerProcess(env: Record<string, string>, logLevel: 
     },
   }
 }
+
+/**
+ * Waits until the server treats the holder of `token` as sysadmin: on PostgreSQL a role made by
+ * `kgs promote-sysadmin` reaches a running server by NOTIFY, a moment after the command exits.
+ */
+export async function untilSysadmin(server: Pick<TestServer, 'request'>, token: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const res = await server.request('/api/v1/permissions', { headers: { authorization: `Bearer ${token}` } })
+    if (res.ok && ((await res.json()) as { system_admin: boolean }).system_admin) return
+    if (Date.now() > deadline) throw new Error('the promoted account never became sysadmin on the server')
+    await Bun.sleep(20)
+  }
+}

@@ -17,7 +17,7 @@ beforeAll(() => {
   let notAllowed: (r: Request) => Response | undefined = () => undefined
   const app = new Elysia()
     .use(errorHandling(log, (r) => notAllowed(r)))
-    .use(bodyParsing(LIMIT))
+    .use(bodyParsing(LIMIT, 30_000))
     .post('/echo', ({ body }) => body, { body: t.Object({ name: t.String({ maxLength: 10 }), count: t.Integer() }) })
     .post('/form', ({ body }) => body, { body: t.Object({ grant_type: t.String() }) })
     .get('/crash', () => {

@@ -21,8 +21,12 @@ const NAMES: Record<string, string[]> = {
   'loopback.example': ['127.0.0.1'],
   'metadata.example': ['169.254.169.254'],
   'v6-loopback.example': ['::1'],
+  'v6-private.example': ['fd12:3456::5'],
+  'v6-link-local.example': ['fe80::1'],
+  'v6-metadata.example': ['fd00:ec2::254'],
   'mapped.example': ['::ffff:127.0.0.1'],
   'mixed.example': ['93.184.216.34', '10.0.0.5'],
+  'mixed-v6.example': ['2606:4700:4700::1111', 'fe80::1'],
 }
 const resolve = async (hostname: string): Promise<LookupAddress[]> => {
   const addresses = NAMES[hostname]
@@ -222,6 +226,10 @@ describe('refused before connecting', () => {
     await expectRefusedUnseen(`http://internal.example:${port}/image.png`, options(), /internal\.example resolves to 10\.0\.0\.5, not a public address \(private\)/)
     await expectRefusedUnseen(`http://loopback.example:${port}/image.png`, options(), /loopback\.example resolves to 127\.0\.0\.1, not a public address \(loopback\)/)
     await expectRefusedUnseen(`http://v6-loopback.example:${port}/image.png`, options(), /resolves to ::1, not a public address \(loopback\)/)
+    await expectRefusedUnseen(`http://v6-private.example:${port}/image.png`, options(), /resolves to fd12:3456::5, not a public address \(private\)/)
+    await expectRefusedUnseen(`http://v6-link-local.example:${port}/image.png`, options(), /resolves to fe80::1, not a public address \(link-local\)/)
+    await expectRefusedUnseen('http://v6-metadata.example/latest/meta-data/', options(), /resolves to fd00:ec2::254, not a public address \(private\)/)
+    await expectRefusedUnseen(`http://mixed-v6.example:${port}/image.png`, options(), /mixed-v6\.example resolves to fe80::1, not a public address \(link-local\)/)
     await expectRefusedUnseen(`http://mapped.example:${port}/image.png`, options(), /resolves to ::ffff:127\.0\.0\.1, not a public address \(IPv4-mapped loopback\)/)
     await expectRefusedUnseen(`http://mixed.example:${port}/image.png`, options(), /mixed\.example resolves to 10\.0\.0\.5, not a public address \(private\)/)
   })
@@ -314,12 +322,18 @@ describe('redirects', () => {
     await expectFailure(`${base}/loop`, trusted(), 'failed', /more than 5 redirects/)
   })
 
-  test('to a private, loopback or link-local address, or another scheme, are refused', async () => {
+  test('to a private, loopback or link-local address (IPv4 or IPv6, literal or by name), or another scheme, are refused', async () => {
     const port = server.port
     for (const [to, message] of [
       ['http://internal.example/secret', /internal\.example resolves to 10\.0\.0\.5, not a public address \(private\)/],
       ['http://169.254.169.254/latest/meta-data/', /169\.254\.169\.254 is not a public address \(link-local\)/],
+      ['http://metadata.example/computeMetadata/v1/', /metadata\.example resolves to 169\.254\.169\.254, not a public address \(link-local\)/],
       [`http://127.0.0.2:${port}/image.png`, /127\.0\.0\.2 is not a public address \(loopback\)/],
+      [`http://[::1]:${port}/image.png`, /\[::1\] is not a public address \(loopback\)/],
+      ['http://[fe80::1]/', /\[fe80::1\] is not a public address \(link-local\)/],
+      ['http://[fd00:ec2::254]/latest/meta-data/', /\[fd00:ec2::254\] is not a public address \(private\)/],
+      [`http://v6-loopback.example:${port}/image.png`, /v6-loopback\.example resolves to ::1, not a public address \(loopback\)/],
+      [`http://v6-private.example:${port}/image.png`, /v6-private\.example resolves to fd12:3456::5, not a public address \(private\)/],
       [`http://[::ffff:127.0.0.2]:${port}/image.png`, /\[::ffff:7f00:2\] is not a public address \(IPv4-mapped loopback\)/],
       [`http://2130706434:${port}/image.png`, /127\.0\.0\.2 is not a public address \(loopback\)/],
       ['file:///etc/passwd', /only http and https URLs are fetched/],

@@ -1,7 +1,7 @@
 // Roles, admin routes and permissions over HTTP, on the selected backend.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { startTestServer, untilSysadmin, type TestServer } from '../helpers/server.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
 import { ROLES } from '../../src/rbac/permissions.ts'
 
@@ -30,6 +30,7 @@ beforeAll(async () => {
   member = await register()
   const promoted = await server.promote(admin.email)
   expect(promoted.stdout).toBe(`${admin.email} is now sysadmin\n`)
+  await untilSysadmin(server, admin.token)
 })
 afterAll(() => server.stop())
 

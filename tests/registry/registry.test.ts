@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { BACKEND } from '../helpers/backend.ts'
 import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { startTestServer, untilSysadmin, type TestServer } from '../helpers/server.ts'
 import { generateBundle, type GenerateResult } from '../../scripts/gen-bundle.ts'
 import { countGraphs } from '../../src/registry/store.ts'
 import { filenameSlug } from '../../src/registry/routes.ts'
@@ -386,5 +386,39 @@ describe(`registry errors (${BACKEND})`, () => {
     const res = await call(server, 'PUT', '/api/v1/graphs', admin.token)
     expect(res.status).toBe(405)
     expect(res.headers.get('allow')).toContain('POST')
+  })
+})
+
+describe(`bundles past Bun's default body cap of 128 MB (${BACKEND})`, () => {
+  test('a 129 MiB push and a 129 MiB import upload reach their routes and are stored whole', async () => {
+    const big = await startTestServer()
+    const path = join(dir, 'big.json.gz')
+    try {
+      const size = 129 * 1024 * 1024
+      const bytes = new Uint8Array(size)
+      bytes.set([0x1f, 0x8b])
+      await Bun.write(path, bytes)
+      const bigHttp = api(big.url)
+      const owner = await registerAccount(bigHttp)
+      expect((await big.promote(owner.email)).code).toBe(0)
+      await untilSysadmin(big, owner.token)
+
+      const pushed = await push(big, owner.token, Bun.file(path), { 'x-graph-name': 'Large' })
+      expect(pushed.status).toBe(201)
+      expect((await call(big, 'GET', `/api/v1/graphs/${pushed.body.graph_id}`, owner.token)).body.bytes).toBe(size)
+
+      const repo = await bigHttp.post('/api/v1/repositories', { name: 'Large upload' }, owner.token)
+      const upload = await fetch(`${big.url}/${repo.body.slug}/import-graph`, {
+        method: 'POST',
+        body: Bun.file(path),
+        headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/gzip' },
+      })
+      expect(upload.status).toBe(202)
+      const [key] = await blobKeys(big.context.blobs, 'uploads/')
+      expect((await big.context.blobs.stat(key!))?.bytes).toBe(size)
+    } finally {
+      await big.stop()
+      rmSync(path, { force: true })
+    }
   })
 })
