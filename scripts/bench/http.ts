@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { format, measure, spawnKgs, spawnServer } from './load.ts'
+import { format, measure, spawnKgs, spawnServer } from '../lib/load.ts'
 
 const [seconds = 5, concurrency = 64, rounds = 3] = process.argv.slice(2).map(Number)
 const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-'))

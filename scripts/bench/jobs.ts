@@ -14,16 +14,12 @@ import { claimJob, finishJob } from '../../src/jobs/queue.ts'
 import { Pools } from '../../src/db/pools.ts'
 import { hashEmbedding } from '../../src/vectors/embedder.ts'
 import { generateGraph } from '../gen-graph.ts'
-import { format, spawnKgs } from './load.ts'
+import { createBenchDatabase } from '../lib/scratch-database.ts'
+import { format, spawnKgs } from '../lib/load.ts'
 
 const [jobs = 10_000, facts = 50_000, workers = 2] = process.argv.slice(2).map(Number)
-const maintenance = process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
-const name = `kgs_bench_${crypto.randomUUID().replaceAll('-', '').slice(0, 10)}`
-const admin = postgres(maintenance, { max: 1, onnotice: () => {} })
-await admin`CREATE DATABASE ${admin(name)}`
-const url = new URL(maintenance)
-url.pathname = `/${name}`
-const databaseUrl = url.toString()
+const database = await createBenchDatabase()
+const databaseUrl = database.url
 const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-jobs-'))
 const sql = postgres(databaseUrl, { max: workers + 2, onnotice: () => {} })
 
@@ -88,9 +84,6 @@ try {
   console.log(`embed_facts, ${format(row.result.embedded)} facts: job ${format(throughJob)} facts/s, kgs-hash-v1 alone in this process ${format(embedOnly)} facts/s, ratio ${(throughJob / embedOnly).toFixed(2)}`)
 } finally {
   await sql.end()
-  await admin`DROP DATABASE IF EXISTS ${admin(name)} WITH (FORCE)`
-  const leftovers = await admin<{ datname: string }[]>`SELECT datname FROM pg_database WHERE datname LIKE ${name + '\\_%'}`
-  for (const { datname } of leftovers) await admin`DROP DATABASE IF EXISTS ${admin(datname)} WITH (FORCE)`
-  await admin.end()
+  await database.drop()
   rmSync(dataDir, { recursive: true, force: true })
 }

@@ -1,0 +1,218 @@
+// A small closed-loop HTTP load generator shared by the benchmarks: each client sends its next
+// request when the previous answer arrived, for a fixed time, and latencies are kept per
+// operation. Plus the kgs child process the benchmarks measure, and what /proc says of it.
+import { readFileSync } from 'node:fs'
+
+/** Latency figures in milliseconds. */
+export interface LoadResult {
+  /** Requests completed within the window, per second of it. */
+  requestsPerSecond: number
+  /** Requests started within the window (those still running at its end were waited for). */
+  requests: number
+  errors: number
+  p50: number
+  p99: number
+}
+
+/** What the clients saw of one operation during a run. */
+export interface OperationSamples {
+  latencies: number[]
+  completedInWindow: number
+  errors: number
+  /** The first few failures, for the report. */
+  failures: string[]
+}
+
+/** One request of a client: resolves when its answer was read, throws if it failed. */
+export interface Step {
+  operation: string
+  send(): Promise<void>
+}
+
+const FAILURES_KEPT = 5
+
+/** Reads the answer; throws with its status and the start of its body if it is not a 2xx. */
+export async function expectOk(response: Response): Promise<string> {
+  const body = await response.text()
+  if (!response.ok) throw new Error(`HTTP ${response.status}: ${body.slice(0, 200)}`)
+  return body
+}
+
+/**
+ * Runs every client in a closed loop for `seconds`: `next` picks a client's next request. The
+ * requests still running when time is up are waited for and counted (their latencies too: a
+ * slow request dropped at the end would flatter the tail), but not as completed in the window.
+ */
+export async function runClosedLoop<C>(clients: readonly C[], next: (client: C) => Step, seconds: number): Promise<Map<string, OperationSamples>> {
+  const samples = new Map<string, OperationSamples>()
+  const end = performance.now() + seconds * 1000
+  await Promise.all(
+    clients.map(async (client) => {
+      while (performance.now() < end) {
+        const step = next(client)
+        let entry = samples.get(step.operation)
+        if (!entry) samples.set(step.operation, (entry = { latencies: [], completedInWindow: 0, errors: 0, failures: [] }))
+        const started = performance.now()
+        try {
+          await step.send()
+        } catch (error) {
+          entry.errors++
+          if (entry.failures.length < FAILURES_KEPT) entry.failures.push(String(error))
+          if (process.env.BENCH_VERBOSE) console.error(`${step.operation}: ${String(error)}`)
+        }
+        const finished = performance.now()
+        entry.latencies.push(finished - started)
+        if (finished <= end) entry.completedInWindow++
+      }
+    }),
+  )
+  return samples
+}
+
+/** `work` over every item, at most `atOnce` at a time; the results in the items' order. */
+export async function mapConcurrently<T, R>(items: readonly T[], atOnce: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results: R[] = []
+  let next = 0
+  await Promise.all(
+    Array.from({ length: Math.min(atOnce, items.length) }, async () => {
+      while (next < items.length) {
+        const index = next++
+        results[index] = await work(items[index]!, index)
+      }
+    }),
+  )
+  return results
+}
+
+/** The value below which a fraction `q` of the sorted values fall. */
+export function percentile(sorted: readonly number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
+}
+
+/** The figures of a group of operations (one, or a class of them) over a window of `seconds`. */
+export function summarize(groups: readonly OperationSamples[], seconds: number): LoadResult {
+  const latencies = groups.flatMap((g) => g.latencies).sort((a, b) => a - b)
+  const completed = groups.reduce((sum, g) => sum + g.completedInWindow, 0)
+  return {
+    requestsPerSecond: completed / seconds,
+    requests: latencies.length,
+    errors: groups.reduce((sum, g) => sum + g.errors, 0),
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+  }
+}
+
+/** `concurrency` clients repeating one request: a warm-up, then the measured run. */
+export async function measure(
+  request: () => Promise<Response>,
+  { seconds, concurrency, warmupSeconds = 1 }: { seconds: number; concurrency: number; warmupSeconds?: number },
+): Promise<LoadResult> {
+  const clients = Array.from({ length: concurrency }, (_, i) => i)
+  const step: Step = { operation: 'request', send: async () => void (await expectOk(await request())) }
+  await runClosedLoop(clients, () => step, warmupSeconds)
+  return summarize([...(await runClosedLoop(clients, () => step, seconds)).values()], seconds)
+}
+
+export interface ServerProcess {
+  url: string
+  pid: number
+  /** SIGTERM, and the wait for the exit. */
+  stop(): Promise<void>
+}
+
+function serverProcess(child: Bun.Subprocess, url: string): ServerProcess {
+  return {
+    url,
+    pid: child.pid,
+    async stop() {
+      child.kill('SIGTERM')
+      await child.exited
+    },
+  }
+}
+
+/** Starts a server process that prints a JSON line {"msg":"ready","url":...} and returns its URL. */
+export async function spawnServer(command: string[], env: Record<string, string>): Promise<ServerProcess> {
+  const child = Bun.spawn(command, { env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'inherit' })
+  const reader = child.stdout.getReader()
+  let output = ''
+  let url: string | undefined
+  while (!url) {
+    const { done, value } = await reader.read()
+    if (done) throw new Error(`${command.join(' ')} exited before it was ready: ${output}`)
+    output += new TextDecoder().decode(value)
+    url = /"msg":"ready","url":"([^"]+)"/.exec(output)?.[1]
+  }
+  void (async () => {
+    while (!(await reader.read()).done);
+  })()
+  return serverProcess(child, url)
+}
+
+/**
+ * Starts `kgs serve` from source with its log written to a file, and waits for /readyz.
+ * BENCH_KGS_FLAGS adds flags for bun, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/prof" (written at exit).
+ */
+export async function spawnKgs(env: Record<string, string>, logFile: string): Promise<ServerProcess> {
+  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
+  const port = probe.port!
+  await probe.stop(true)
+  const root = new URL('../..', import.meta.url).pathname
+  const flags = process.env.BENCH_KGS_FLAGS?.split(' ').filter(Boolean) ?? []
+  const child = Bun.spawn([process.execPath, ...flags, `${root}src/main.ts`, 'serve'], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', ...env },
+    stdout: Bun.file(logFile),
+    stderr: 'inherit',
+  })
+  const url = `http://127.0.0.1:${port}`
+  for (let attempt = 0; ; attempt++) {
+    const ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false)
+    if (ready) break
+    if (child.exitCode !== null || attempt > 600) throw new Error(`kgs did not become ready (see ${logFile})`)
+    await Bun.sleep(50)
+  }
+  return serverProcess(child, url)
+}
+
+/** A process's resident set now (VmRSS) and at its peak so far (VmHWM), in MB; all its threads count. */
+export function memoryOf(pid: number): { rssMB: number; peakMB: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kB = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)![1])
+  return { rssMB: kB('VmRSS') / 1024, peakMB: kB('VmHWM') / 1024 }
+}
+
+/**
+ * The process's memory once VmRSS has settled: freed memory goes back to the system shortly after
+ * a burst ends (an argon2id verification's 64 MiB, for one), and a reading taken during that
+ * moment or after it would differ by as much. Settled: within 1 MB for a second.
+ */
+export async function settledMemoryOf(pid: number, { deadlineMs = 15_000 } = {}): Promise<{ rssMB: number; peakMB: number }> {
+  const deadline = performance.now() + deadlineMs
+  let stableSince = performance.now()
+  let last = memoryOf(pid)
+  while (performance.now() < deadline) {
+    await Bun.sleep(100)
+    const now = memoryOf(pid)
+    if (Math.abs(now.rssMB - last.rssMB) >= 1) {
+      stableSince = performance.now()
+      last = now
+    } else if (performance.now() - stableSince >= 1000) {
+      return now
+    }
+  }
+  return last
+}
+
+// USER_HZ: 100 on every Linux architecture.
+const CLOCK_TICKS_PER_SECOND = 100
+
+/** CPU seconds a process has used so far (user + system, all threads). */
+export function cpuSecondsOf(pid: number): number {
+  // The fields after the command name, which is in parentheses and may hold spaces itself:
+  // utime and stime are fields 14 and 15 of the line, 12th and 13th after the name.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND
+}
+
+export const format = (n: number) => Math.round(n).toLocaleString('en-US')
