@@ -188,6 +188,9 @@ export async function exportToFile(sql: Sql, services: ExportServices, options: 
   } catch (error) {
     file.destroy()
     await rm(path, { force: true })
+    // The system's "ENOSPC: no space left on device, write" does not say what was being written.
+    // Retried like any failure: the disk may have room again by the next attempt.
+    if ((error as NodeJS.ErrnoException).code === 'ENOSPC') throw new Error('no space left on device writing the export file', { cause: error })
     throw error
   }
 }

@@ -25,7 +25,7 @@ import { repositoryBlobPrefix, type BlobStore } from '../blobs/store.ts'
 import { UUID_PATTERN } from '../http/schemas.ts'
 import { defineJobKind, PermanentJobError, type JobServices, type RunningJob } from '../jobs/kinds.ts'
 import { FINISHED, type JobStatus } from '../jobs/queue.ts'
-import { CANCELLED, LEASE_LOST } from '../jobs/worker.ts'
+import { CANCELLED, LEASE_LOST, SHUTTING_DOWN } from '../jobs/worker.ts'
 import { describeError } from '../log.ts'
 import { localImageUrl } from '../media/urls.ts'
 import { GarbageMeter } from '../memory.ts'
@@ -105,7 +105,8 @@ export async function importGraph(job: ImportJob, services: JobServices): Promis
     return committed.result
   } catch (error) {
     const failure = jobError(error)
-    endsForGood = failure instanceof PermanentJobError || job.attempt >= IMPORT_ATTEMPTS || job.signal.reason === CANCELLED
+    // A shutdown hands the job back to the queue (its attempt given back): the upload stays for the next run.
+    endsForGood = job.signal.reason !== SHUTTING_DOWN && (failure instanceof PermanentJobError || job.attempt >= IMPORT_ATTEMPTS || job.signal.reason === CANCELLED)
     throw failure
   } finally {
     if (endsForGood && 'upload' in job.params) {

@@ -42,7 +42,7 @@ export interface RunningJob<P = Record<string, unknown>> {
   params: P
   /** 1 on the first try. */
   attempt: number
-  /** Aborted when the job is cancelled or its lease is lost: stop, and let the error propagate. */
+  /** Aborted when the job is cancelled, its lease is lost or the instance shuts down: stop, and let the error propagate. */
   signal: AbortSignal
   /** Records progress; it reaches the database within a second (with the lease heartbeat). */
   progress(update: Partial<JobProgress>): void

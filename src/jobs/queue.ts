@@ -169,15 +169,25 @@ export async function releaseWorkerJobs(sql: Db, workerId: string, reason: strin
   return releaseJobs(sql, sql`status = 'running' AND lease_owner = ${workerId}`, reason, backoffBaseMs)
 }
 
-async function releaseJobs(sql: Db, which: ReturnType<Db>, reason: string, backoffBaseMs: number): Promise<number> {
+/**
+ * Hands back, ready at once, the jobs of a worker whose instance is shutting down. The attempt
+ * is given back too: the job did not fail, it was stopped, and a few rolling restarts during a
+ * long import must not use up its attempts.
+ */
+export async function handBackOnShutdown(sql: Db, workerId: string, reason: string): Promise<number> {
+  return releaseJobs(sql, sql`status = 'running' AND lease_owner = ${workerId}`, reason, 0, 1)
+}
+
+async function releaseJobs(sql: Db, which: ReturnType<Db>, reason: string, backoffBaseMs: number, refunded = 0): Promise<number> {
   const rows = await sql`
     WITH lost AS (
       SELECT id FROM jobs WHERE ${which} FOR UPDATE SKIP LOCKED
     )
     UPDATE jobs SET
-      status = CASE WHEN cancel_requested THEN 'cancelled' WHEN attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
-      error = CASE WHEN cancel_requested THEN 'cancelled' WHEN attempts >= max_attempts THEN ${reason} || ' (gave up after ' || attempts || ' attempts)' ELSE ${reason} END,
-      finished_at = CASE WHEN cancel_requested OR attempts >= max_attempts THEN now() END,
+      attempts = attempts - ${refunded}::int,
+      status = CASE WHEN cancel_requested THEN 'cancelled' WHEN attempts - ${refunded}::int >= max_attempts THEN 'failed' ELSE 'queued' END,
+      error = CASE WHEN cancel_requested THEN 'cancelled' WHEN attempts - ${refunded}::int >= max_attempts THEN ${reason} || ' (gave up after ' || attempts || ' attempts)' ELSE ${reason} END,
+      finished_at = CASE WHEN cancel_requested OR attempts - ${refunded}::int >= max_attempts THEN now() END,
       run_after = now() + ${backoffBaseMs} * interval '1 millisecond',
       lease_owner = NULL, lease_expires_at = NULL
     FROM lost WHERE jobs.id = lost.id

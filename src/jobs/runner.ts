@@ -9,11 +9,11 @@ import { describeError, type Logger } from '../log.ts'
 import { JOB_WORKER_URL } from '../workers.ts'
 import { JOB_CANCEL_REQUESTED, JOBS_QUEUED } from './jobs.ts'
 import type { FromWorker, ToWorker } from './protocol.ts'
-import { releaseWorkerJobs, requeueExpiredLeases } from './queue.ts'
-import { DEFAULT_JOB_TIMING, type JobTiming } from './worker.ts'
+import { handBackOnShutdown, releaseWorkerJobs, requeueExpiredLeases } from './queue.ts'
+import { DEFAULT_JOB_TIMING, SHUTDOWN_RELEASE, type JobTiming } from './worker.ts'
 import { hostname } from 'node:os'
 
-/** How long stop() lets running jobs finish before terminating their threads. */
+/** How long stop() waits for the threads to wind down (a job stops at its next check of its signal) before terminating them. */
 const STOP_GRACE_MS = 10_000
 const RESTART_DELAY_MS = 1_000
 
@@ -126,7 +126,10 @@ export class JobRunner {
     }, RESTART_DELAY_MS)
   }
 
-  /** Lets each thread finish its job (up to a grace period), then ends them. */
+  /**
+   * Tells each thread to stop (its job is interrupted and handed back to the queue), waits for
+   * them up to a grace period, then ends them, handing back the job of one that did not stop.
+   */
   async stop(): Promise<void> {
     this.stopping = true
     clearInterval(this.reaper)
@@ -138,7 +141,7 @@ export class JobRunner {
     await Promise.all(
       threads.map(async (t) => {
         t.thread.terminate()
-        await releaseWorkerJobs(this.options.pools.system, t.id, 'the instance shut down while it ran', this.timing.backoffBaseMs).catch(() => 0)
+        await handBackOnShutdown(this.options.pools.system, t.id, SHUTDOWN_RELEASE).catch(() => 0)
       }),
     )
   }

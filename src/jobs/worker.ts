@@ -4,7 +4,7 @@
 import type { Db } from '../db/sql.ts'
 import { describeError, type Logger } from '../log.ts'
 import { PermanentJobError, paramsProblem, type JobKind, type JobServices, type RunningJob } from './kinds.ts'
-import { claimJob, failAttempt, finishJob, renewLease, reportProgress, type ClaimedJob, type JobProgress } from './queue.ts'
+import { claimJob, failAttempt, finishJob, handBackOnShutdown, renewLease, reportProgress, type ClaimedJob, type JobProgress } from './queue.ts'
 
 export interface JobTiming {
   /** How long a claim holds without a heartbeat before another worker may take the job. */
@@ -19,9 +19,15 @@ export interface JobTiming {
 
 export const DEFAULT_JOB_TIMING: JobTiming = { leaseMs: 30_000, heartbeatMs: 1_000, pollMs: 2_000, backoffBaseMs: 1_000 }
 
-/** The reasons a running job's signal is aborted with: cancelled (the job ends), or its lease lost (another worker takes it over). */
+/**
+ * The reasons a running job's signal is aborted with: cancelled (the job ends), its lease lost
+ * (another worker takes it over), or the instance shutting down (the job goes back to the queue).
+ */
 export const CANCELLED = 'cancelled'
 export const LEASE_LOST = 'lease lost'
+export const SHUTTING_DOWN = 'shutting down'
+/** The error a job handed back on shutdown carries until it runs again. */
+export const SHUTDOWN_RELEASE = 'the instance shut down while it ran'
 
 export class JobWorker {
   private readonly kinds: ReadonlyMap<string, JobKind>
@@ -55,9 +61,14 @@ export class JobWorker {
     if (this.current?.id === jobId) this.current.controller.abort(CANCELLED)
   }
 
-  /** Finishes the job in hand (it is not interrupted), then stops claiming. */
+  /**
+   * Interrupts the job in hand (it stops at its next check of its signal and goes back to the
+   * queue, ready at once for another instance), then stops claiming. Not waiting for it to
+   * finish: an import can run for minutes, longer than any orchestrator waits for a stop.
+   */
   async stop(): Promise<void> {
     this.stopping = true
+    this.current?.controller.abort(SHUTTING_DOWN)
     this.wake()
     await this.loop
   }
@@ -129,10 +140,14 @@ export class JobWorker {
       },
     }
     try {
+      // Claimed while stop() was under way: straight back to the queue.
+      if (this.stopping) controller.abort(SHUTTING_DOWN)
+      controller.signal.throwIfAborted()
       const problem = paramsProblem(kind, claimed.params)
       if (problem) throw new PermanentJobError(problem)
       const result = await kind.run(job, this.services)
-      controller.signal.throwIfAborted()
+      // Work that got to its end before it saw the shutdown is kept.
+      if (controller.signal.reason !== SHUTTING_DOWN) controller.signal.throwIfAborted()
       if (pending) await reportProgress(this.system, claimed.id, this.id, this.timing.leaseMs, pending)
       await finishJob(this.system, claimed.id, this.id, { status: 'succeeded', result })
     } catch (error) {
@@ -149,6 +164,8 @@ export class JobWorker {
         this.log.warn('job lease lost; the job is left to its new owner', { job: claimed.id, worker: this.id })
       } else if (signal.aborted && signal.reason === CANCELLED) {
         await finishJob(this.system, claimed.id, this.id, { status: 'cancelled', error: CANCELLED })
+      } else if (signal.aborted && signal.reason === SHUTTING_DOWN) {
+        await handBackOnShutdown(this.system, this.id, SHUTDOWN_RELEASE)
       } else {
         const message = error instanceof Error ? error.message : String(error)
         const status = await failAttempt(this.system, claimed.id, this.id, message, !(error instanceof PermanentJobError), this.timing.backoffBaseMs)

@@ -51,15 +51,23 @@ const kinds: JobKind[] = [
         job.signal.addEventListener('abort', () => reject(job.signal.reason), { once: true })
       }),
   }),
-  // Takes its worker thread down on the first attempt (a crash mid-job); succeeds on the next.
+  // Takes its worker thread down on the first attempt, inside a transaction that wrote a row (a
+  // crash mid-job); on the next it succeeds, reporting whether that row survived.
   defineJobKind({
     kind: 'test_crash',
     params: Type.Object({}),
     maxAttempts: 2,
     repositoryScoped: true,
     run: async (job) => {
-      if (job.attempt === 1) process.exit(70)
-      return { attempt: job.attempt }
+      const sql = await job.repository()
+      if (job.attempt === 1) {
+        await sql.begin(async (tx) => {
+          await tx`INSERT INTO investigations (id, title) VALUES (${job.id}, 'written before the crash')`
+          process.exit(70)
+        })
+      }
+      const [{ survived }] = (await sql`SELECT count(*)::int AS survived FROM investigations WHERE id = ${job.id}`) as unknown as [{ survived: number }]
+      return { attempt: job.attempt, survived }
     },
   }),
 ]

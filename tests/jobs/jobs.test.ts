@@ -7,6 +7,7 @@ import { TEST_JOB_KINDS_URL } from '../helpers/job-kinds.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { finished, waitForJob as pollJob } from '../helpers/jobs.ts'
 import type { Job } from '../../src/jobs/queue.ts'
+import { createLogger } from '../../src/log.ts'
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -16,6 +17,9 @@ let viewer: Account
 let stranger: Account
 let repo: { id: string; slug: string }
 let other: { id: string; slug: string }
+/** What the server's main thread (the job runner) logged, warnings and up. */
+const runnerLines: string[] = []
+const runnerLog = createLogger('warn', (text) => runnerLines.push(...text.split('\n').filter(Boolean)))
 
 const register = () => registerAccount(http)
 
@@ -27,6 +31,7 @@ const waitForJob = (id: string, done: (job: Job) => boolean = finished, path = `
 beforeAll(async () => {
   server = await startTestServer({
     env: { WORKERS: '2' },
+    log: runnerLog,
     jobs: { timing: { leaseMs: 5_000, heartbeatMs: 50, pollMs: 200, backoffBaseMs: 20 }, extraKindModules: [TEST_JOB_KINDS_URL] },
   })
   http = api(server.url)
@@ -82,9 +87,25 @@ describe(`jobs on worker threads (${BACKEND})`, () => {
 
   test('a worker thread that dies mid-job is replaced and the job is retried', async () => {
     const before = server.context.jobs
-    const job = await waitForJob((await enqueue('test_crash')).id)
-    expect(job).toMatchObject({ status: 'succeeded', attempts: 2, result: { attempt: 2 } })
+    const { id } = await enqueue('test_crash')
+    const job = await waitForJob(id)
+    // Attempt 1's transaction died with its thread, uncommitted.
+    expect(job).toMatchObject({ status: 'succeeded', attempts: 2, result: { attempt: 2, survived: 0 } })
     expect(server.context.jobs).toBe(before)
+    // The thread really exited holding the job, which the runner handed back at once (not at its
+    // lease's expiry), and another thread ran attempt 2.
+    const exited = () => {
+      runnerLog.flush()
+      return runnerLines.map((line) => JSON.parse(line)).filter((line) => line.msg === 'job worker thread exited while running a job; the job was re-queued')
+    }
+    for (const deadline = Date.now() + 10_000; exited().length === 0 && Date.now() < deadline; ) await Bun.sleep(20)
+    const [crashed, ...others] = exited()
+    expect(others).toEqual([])
+    expect(crashed?.worker).toEqual(expect.any(String))
+    const db = server.systemSql()
+    const [row] = await db<{ claimed_by: string }[]>`SELECT claimed_by FROM jobs WHERE id = ${id}`
+    await db.end()
+    expect(row!.claimed_by).not.toBe(crashed.worker)
     // The replacement thread takes work like the others.
     expect((await waitForJob((await enqueue('test_echo', { value: 'after' })).id)).status).toBe('succeeded')
   })

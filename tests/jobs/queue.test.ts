@@ -10,6 +10,7 @@ import {
   finishJob,
   getJob,
   listJobs,
+  handBackOnShutdown,
   releaseWorkerJobs,
   renewLease,
   reportProgress,
@@ -168,6 +169,14 @@ describe(`job queue (${BACKEND})`, () => {
     expect(await releaseWorkerJobs(sql, 'gone', 'the worker thread running it exited', 0)).toBe(1)
     expect(await row(mine.id)).toMatchObject({ status: 'queued', error: 'the worker thread running it exited' })
     expect(await row(theirs.id)).toMatchObject({ status: 'running', lease_owner: 'other' })
+  })
+
+  test('a job handed back on shutdown is ready at once and gets its attempt back, even its last one', async () => {
+    const job = await enqueue('noop', 1)
+    expect(await claimJob(sql, 'stopping', LEASE, ['noop'])).toMatchObject({ id: job.id, attempts: 1 })
+    expect(await handBackOnShutdown(sql, 'stopping', 'the instance shut down while it ran')).toBe(1)
+    expect(await row(job.id)).toMatchObject({ status: 'queued', attempts: 0, lease_owner: null, delayed: false, error: 'the instance shut down while it ran' })
+    expect(await claimJob(sql, 'next', LEASE, ['noop'])).toMatchObject({ id: job.id, attempts: 1 })
   })
 
   test('cancel: a queued job at once; a running one is asked; a finished one is left alone', async () => {
