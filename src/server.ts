@@ -138,7 +138,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     const applied = await pools.migrate()
     if (applied.length > 0) log.info('migrations applied', { set: 'system', applied })
     const fleet = pools.backend === 'postgres'
-    bus = fleet ? new PostgresEventBus(pools.system, log) : new LocalEventBus()
+    bus = fleet ? new PostgresEventBus(pools, log) : new LocalEventBus()
     rbac = await Rbac.start({ system: pools.system, bus, log, catchUp: fleet })
     const roles = rbac
     accounts = await Accounts.start({

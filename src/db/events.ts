@@ -7,6 +7,7 @@ import type { Sql } from 'postgres'
 import { EventEmitter } from 'node:events'
 import type { Logger } from '../log.ts'
 import type { Db } from './sql.ts'
+import type { Pools } from './pools.ts'
 import { describeError } from '../log.ts'
 
 export interface EventBus {
@@ -41,11 +42,28 @@ export class LocalEventBus implements EventBus {
   }
 }
 
+/** Waits between attempts to LISTEN again after the listening connection was lost: doubling, capped. */
+const RESUBSCRIBE_FIRST_MS = 100
+const RESUBSCRIBE_MAX_MS = 1_000
+
+/**
+ * LISTEN/NOTIFY on a connection of its own, opened on the first subscription. postgres.js's own
+ * sql.listen() is not used: it issues a new LISTEN per channel whenever its connection closes,
+ * every failed reconnection closes it again, and against a server that refuses the session
+ * outright (its database dropped) there is no backoff: an attempt every 10 ms or so, and the heap
+ * grew by over 1 MB a second for as long as the database was gone (scripts/bench/db-outage.ts).
+ * Here one LISTEN of every channel is retried at a time, with a backoff.
+ */
 export class PostgresEventBus implements EventBus {
-  private readonly unlisten: (() => Promise<void>)[] = []
+  private readonly listeners = new Map<string, Set<(payload: string) => void>>()
+  private connection: Sql | undefined
+  private retry: Timer | undefined
+  private resubscribing = false
+  private failures = 0
+  private closed = false
 
   constructor(
-    private readonly system: Sql,
+    private readonly pools: Pick<Pools, 'listener'>,
     private readonly log: Logger,
   ) {}
 
@@ -56,22 +74,52 @@ export class PostgresEventBus implements EventBus {
 
   async subscribe(channel: string, listener: (payload: string) => void): Promise<void> {
     checkChannel(channel)
-    const meta = await this.system.listen(
-      channel,
-      (payload) => {
-        try {
-          listener(payload)
-        } catch (error) {
-          this.log.error('event listener failed', { channel, ...describeError(error) })
-        }
-      },
-      // Called on the first LISTEN and again after every reconnect of the listening connection.
-      () => this.log.debug('listening', { channel }),
-    )
-    this.unlisten.push(meta.unlisten)
+    const known = this.listeners.get(channel)
+    if (known) {
+      known.add(listener)
+      return
+    }
+    this.listeners.set(channel, new Set([listener]))
+    this.connection ??= this.pools.listener({ onnotify: (c, payload) => this.deliver(c, payload), onclose: () => this.resubscribe() })
+    await this.connection.unsafe(listenStatement([channel]))
+  }
+
+  private deliver(channel: string, payload: string): void {
+    for (const listener of this.listeners.get(channel) ?? []) {
+      try {
+        listener(payload)
+      } catch (error) {
+        this.log.error('event listener failed', { channel, ...describeError(error) })
+      }
+    }
+  }
+
+  /** The listening connection closed (or an attempt to reopen it failed): LISTEN again, once at a time. */
+  private resubscribe(): void {
+    if (this.closed || this.resubscribing) return
+    this.resubscribing = true
+    const delay = Math.min(RESUBSCRIBE_FIRST_MS * 2 ** this.failures, RESUBSCRIBE_MAX_MS)
+    this.retry = setTimeout(async () => {
+      try {
+        await this.connection!.unsafe(listenStatement([...this.listeners.keys()]))
+        if (this.failures > 0) this.log.info('listening again', { channels: this.listeners.size })
+        this.failures = 0
+        this.resubscribing = false
+      } catch (error) {
+        if (this.failures++ === 0) this.log.warn('event bus lost its connection; retrying', describeError(error))
+        this.resubscribing = false
+        this.resubscribe()
+      }
+    }, delay)
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled(this.unlisten.map((unlisten) => unlisten()))
+    this.closed = true
+    clearTimeout(this.retry)
+    this.listeners.clear()
+    await this.connection?.end({ timeout: 0 })
   }
 }
+
+/** Channel names are checked against CHANNEL, so quoting them is enough. */
+const listenStatement = (channels: string[]) => channels.map((channel) => `LISTEN "${channel}"`).join('; ')

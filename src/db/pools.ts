@@ -47,12 +47,36 @@ const EMBEDDED_DSN = 'pglite:'
 /** SQLSTATE duplicate_database: another instance created the same database first. */
 const DUPLICATE_DATABASE = '42P04'
 
+/**
+ * Seconds before another attempt to open a connection after one failed, by failures in a row.
+ * postgres.js's default grows to 20 s while the server is down, and a query arriving after it came
+ * back waited out that delay; capped at 1 s, the service is back within a second of its database.
+ */
+const reconnectDelay = (failures: number) => Math.min(0.05 * 2 ** failures, 1)
+
+/**
+ * Seconds a connection attempt may take before its queries fail (postgres.js waits 30). Not only
+ * for servers that do not answer: under Bun, a connection opened while PostgreSQL restarts
+ * sometimes never sees the server's answer to its start-up message (the bytes are read from the
+ * socket, no 'data' event follows), and it hangs until this timeout ends it.
+ */
+const CONNECT_TIMEOUT = 5
+
+/**
+ * Seconds close() lets queries still running finish. By then the HTTP server is drained and the job
+ * workers have stopped; what is left is background bookkeeping, or a connection attempt to a
+ * database that is gone, which must not hold up the exit.
+ */
+const CLOSE_TIMEOUT = 1
+
 const connectionOptions = (max: number) =>
   ({
     max,
     onnotice: () => {},
     connection: { application_name: 'kgs' },
     idle_timeout: 60,
+    backoff: reconnectDelay,
+    connect_timeout: CONNECT_TIMEOUT,
   }) as const
 
 /**
@@ -122,6 +146,16 @@ export class Pools {
   embeddedSocket(name: string): Promise<string> {
     if (!this.cluster) throw new Error('this instance runs on PostgreSQL: there are no embedded databases')
     return this.cluster.socketFor(name)
+  }
+
+  /**
+   * A connection of its own for LISTEN (PostgreSQL only), never closed for being idle or old:
+   * closing it would end its subscriptions. `onclose` hears of every loss of the connection and of
+   * every failed attempt to reopen it; the next query reopens it.
+   */
+  listener(handlers: { onnotify(channel: string, payload: string): void; onclose(): void }): Sql {
+    if (!this.options.databaseUrl) throw new Error('LISTEN/NOTIFY needs PostgreSQL; the embedded database delivers events in-process')
+    return postgres(this.options.databaseUrl, { ...connectionOptions(1), idle_timeout: undefined, max_lifetime: null, fetch_types: false, ...handlers })
   }
 
   async ping(): Promise<void> {
@@ -215,8 +249,7 @@ export class Pools {
   async close(): Promise<void> {
     const repositoryPools = await Promise.all([...this.repositories.values()].map((p) => p.catch(() => undefined)))
     this.repositories.clear()
-    await Promise.all(repositoryPools.map((sql) => sql?.end({ timeout: 5 })))
-    await this.system.end({ timeout: 5 })
+    await Promise.all([...repositoryPools.map((sql) => sql?.end({ timeout: CLOSE_TIMEOUT })), this.system.end({ timeout: CLOSE_TIMEOUT })])
     await this.ownsCluster?.close()
   }
 }

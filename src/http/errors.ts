@@ -5,6 +5,7 @@ import type { TSchema } from '@sinclair/typebox'
 import type { ValueError } from '@sinclair/typebox/errors'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
+import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import { requestIdOf } from './request-id.ts'
 import { requestPath } from './path.ts'
 
@@ -105,7 +106,10 @@ function describeValue(value: unknown): string {
   return typeName(value)
 }
 
-/** The global error handler. Unknown errors are logged with their stack and answered 500 without it. */
+/**
+ * The global error handler. A database that cannot be reached is 503; other unknown errors are
+ * logged with their stack and answered 500 without it.
+ */
 export function errorHandling(log: Logger, methodNotAllowed: (request: Request) => Response | undefined) {
   return new Elysia({ name: 'kgs/errors' }).onError({ as: 'global' }, ({ code, error, request }) => {
     // Errors thrown by our body parser reach us wrapped in Elysia's ParseError.
@@ -126,6 +130,11 @@ export function errorHandling(log: Logger, methodNotAllowed: (request: Request) 
         return errorResponse(400, 'malformed request body')
       case 'NOT_FOUND':
         return methodNotAllowed(request) ?? errorResponse(404, 'not found')
+    }
+    if (isDatabaseUnavailable(error)) {
+      // Expected while PostgreSQL restarts; the client may retry, the pools reconnect by themselves.
+      log.warn('database unavailable', { request_id: requestIdOf(request), error: (error as Error).message })
+      return errorResponse(503, 'database unavailable', { 'retry-after': '1' })
     }
     log.error('unhandled error', { request_id: requestIdOf(request), ...describeError(error) })
     return errorResponse(500, 'internal server error')

@@ -73,7 +73,7 @@ export async function promoteSysadmin(config: Config, email: string, log: Logger
   const pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   try {
     await pools.migrate()
-    const bus = pools.backend === 'postgres' ? new PostgresEventBus(pools.system, log) : new LocalEventBus()
+    const bus = pools.backend === 'postgres' ? new PostgresEventBus(pools, log) : new LocalEventBus()
     return await promoteByEmail(pools, bus, email)
   } finally {
     await pools.close()
