@@ -67,7 +67,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   const finish = (request: Request, requestId: string, started: number, response: Response): Response => {
     inFlight--
     if (stopping && inFlight === 0) drained?.()
-    response = withHeaders(response, requestId, stopping)
+    response = withHeaders(response, requestId, stopping, request.headers.has('authorization'))
     if (logRequests) {
       log.info('request', {
         request_id: requestId,
@@ -212,7 +212,12 @@ async function sweepLeftovers(system: Sql, blobs: BlobStore, dataDir: string, lo
   }
 }
 
-function withHeaders(response: Response, requestId: string, closing: boolean): Response {
+/**
+ * What every response carries: its request id, nosniff (a JSON body or a stored medium is never
+ * sniffed into HTML), and no-store on answers to requests with credentials (what a user may
+ * read must not stay in a shared or browser cache), unless the route chose its own caching.
+ */
+function withHeaders(response: Response, requestId: string, closing: boolean, authorized: boolean): Response {
   // Responses built by fetch() or Response.redirect() have immutable headers: copy those.
   let headers = response.headers
   try {
@@ -223,6 +228,8 @@ function withHeaders(response: Response, requestId: string, closing: boolean): R
     headers.set('x-request-id', requestId)
   }
   if (headers.get('content-type')?.startsWith('application/json')) headers.set('content-type', JSON_CONTENT_TYPE)
+  headers.set('x-content-type-options', 'nosniff')
+  if (authorized && !headers.has('cache-control')) headers.set('cache-control', 'no-store')
   if (closing) headers.set('connection', 'close')
   return response
 }

@@ -1,6 +1,7 @@
 // Secrets at rest and in flight, for the security review (SECURITY.md): how passwords and every
-// kind of token are stored, that answers carrying tokens are never cached, that no route
-// answers cross-origin requests (no CORS), and that SQL in a value stays data.
+// kind of token are stored, that answers carrying tokens or given for credentials are never
+// cached, that no route answers cross-origin requests (no CORS), and that SQL in a value stays
+// data.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { BACKEND } from '../helpers/backend.ts'
@@ -85,6 +86,20 @@ describe(`secrets in flight (${BACKEND})`, () => {
       expect(res.body.refresh_token).toMatch(/^[A-Za-z0-9_-]{43}$/)
       expect(res.headers.get('cache-control')).toBe('no-store')
     }
+  })
+
+  test('answers to requests with credentials are no-store, every answer nosniff; anonymous public ones may be cached', async () => {
+    const { token } = (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).body
+    const me = await fetch(`${server.url}/api/v1/users/me`, { headers: { authorization: `Bearer ${token}` } })
+    const refused = await fetch(`${server.url}/api/v1/users/me`, { headers: { authorization: 'Bearer not-a-token' } })
+    for (const res of [me, refused]) {
+      expect(res.headers.get('cache-control')).toBe('no-store')
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff')
+    }
+    const health = await fetch(`${server.url}/healthz`)
+    expect(health.status).toBe(200)
+    expect(health.headers.get('cache-control')).toBeNull()
+    expect(health.headers.get('x-content-type-options')).toBe('nosniff')
   })
 
   test('an access token counts only in the Authorization header, never in the query or a form body', async () => {
