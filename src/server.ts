@@ -22,6 +22,8 @@ import { openBlobStore, type BlobStore } from './blobs/store.ts'
 import { sweepUploads } from './bundle/import.ts'
 import { sweepScratch } from './bundle/scratch.ts'
 import { sweepRegistryLeftovers } from './registry/leftovers.ts'
+import { purgeEndedSessions } from './accounts/sessions.ts'
+import { purgeEndedOAuthRows } from './oauth/consent.ts'
 import { createRegistryClient } from './registry/client.ts'
 import { LocalEventBus, PostgresEventBus, type EventBus } from './db/events.ts'
 import { JSON_CONTENT_TYPE, errorResponse } from './http/errors.ts'
@@ -162,7 +164,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     handler = createApp(context).fetch
     // Workers get the base URL actually in use (the issuer of tokens, the default registry).
     runner = await JobRunner.start({ config: { ...config, baseUrl }, pools, bus, log, ...options.jobs })
-    const sweep = () => void sweepLeftovers(pools!.system, blobs, config.dataDir, log)
+    const sweep = () => void sweepLeftovers(pools!.system, blobs, config, log)
     leftoverSweeps = setInterval(sweep, LEFTOVER_SWEEP_INTERVAL_MS)
     sweep()
     log.info('ready', { url, base_url: baseUrl, database: pools.backend, version: VERSION })
@@ -202,10 +204,25 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   return { url, baseUrl, ready, stop }
 }
 
-/** Scratch files of jobs no longer running, uploads no job will read, abandoned registry pushes. */
-async function sweepLeftovers(system: Sql, blobs: BlobStore, dataDir: string, log: Logger): Promise<void> {
+/**
+ * How long ended sessions, grants, codes and the like are kept: a day, or longer if access tokens
+ * live longer, so that no token still valid ever loses the row that refuses or explains it.
+ */
+const endedRowsKeptSeconds = (config: Config) => Math.max(86_400, config.accessTokenTtl)
+
+/**
+ * Scratch files of jobs no longer running, uploads no job will read, abandoned registry pushes,
+ * and the rows of sessions and OAuth exchanges that ended long ago.
+ */
+async function sweepLeftovers(system: Sql, blobs: BlobStore, config: Config, log: Logger): Promise<void> {
   try {
-    const removed = { scratch_files: await sweepScratch(system, dataDir), uploads: await sweepUploads(system, blobs), registry_blobs: await sweepRegistryLeftovers(system, blobs) }
+    const keep = endedRowsKeptSeconds(config)
+    const removed = {
+      scratch_files: await sweepScratch(system, config.dataDir),
+      uploads: await sweepUploads(system, blobs),
+      registry_blobs: await sweepRegistryLeftovers(system, blobs),
+      ended_rows: (await purgeEndedSessions(system, keep)) + (await purgeEndedOAuthRows(system, keep)),
+    }
     if (Object.values(removed).some((count) => count > 0)) log.info('leftovers removed', removed)
   } catch (error) {
     log.warn('leftover sweep failed', describeError(error))

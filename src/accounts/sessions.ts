@@ -126,3 +126,12 @@ export class RevokedSessions {
     clearInterval(this.timer)
   }
 }
+
+/**
+ * Deletes the sessions (their refresh tokens with them) that ended more than `keepSeconds` ago.
+ * Kept that long past their end, a deleted session can have no access token left that is
+ * still valid, so its deletion changes no answer; without it the table only grows.
+ */
+export async function purgeEndedSessions(sql: Db, keepSeconds: number): Promise<number> {
+  return (await sql`DELETE FROM sessions WHERE expires_at < now() - make_interval(secs => ${keepSeconds})`).count
+}

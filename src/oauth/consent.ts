@@ -95,3 +95,22 @@ export async function issueCode(sql: Sql, pending: PendingAuthorization, userId:
       now() + make_interval(secs => ${CODE_SECONDS}))`
   return code
 }
+
+/**
+ * Deletes what the authorization server keeps past its use, more than `keepSeconds` after it
+ * ended: pending authorizations, codes, the pages' sessions, the list of revoked access tokens
+ * (each entry only matters until the token expires), and grants older than GRANT_SECONDS (their
+ * refresh tokens with them). Anyone can create pending authorizations and clients' grants, so
+ * without this the tables grow without bound.
+ */
+export async function purgeEndedOAuthRows(sql: Sql, keepSeconds: number): Promise<number> {
+  const cutoff = sql`now() - make_interval(secs => ${keepSeconds})`
+  const counts = await Promise.all([
+    sql`DELETE FROM oauth_authorizations WHERE expires_at < ${cutoff}`,
+    sql`DELETE FROM oauth_codes WHERE expires_at < ${cutoff}`,
+    sql`DELETE FROM oauth_browser_sessions WHERE expires_at < ${cutoff}`,
+    sql`DELETE FROM oauth_revoked_access_tokens WHERE expires_at < ${cutoff}`,
+    sql`DELETE FROM oauth_token_families WHERE created_at < now() - make_interval(secs => ${GRANT_SECONDS + keepSeconds})`,
+  ])
+  return counts.reduce((sum, rows) => sum + rows.count, 0)
+}

@@ -9,6 +9,8 @@ import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { withSystemDb } from './system-db.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
 import { obtainCode, pkcePair, registerClient } from '../helpers/oauth.ts'
+import { purgeEndedSessions } from '../../src/accounts/sessions.ts'
+import { purgeEndedOAuthRows } from '../../src/oauth/consent.ts'
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -138,5 +140,71 @@ describe(`SQL injection (${BACKEND})`, () => {
     expect(login.status).toBe(200)
     expect((await http.get('/api/v1/users/me', login.body.token)).body).toMatchObject({ email, name })
     expect((await http.post('/api/v1/auth/login', { email: "' OR '1'='1'--@example.com", password: "' OR '1'='1" })).status).toBe(401)
+  })
+})
+
+describe(`ended rows are purged (${BACKEND})`, () => {
+  /** A user with a session and a consented OAuth grant: rows in every table the purge sweeps. */
+  async function userWithGrant() {
+    const account = { email: uniqueEmail(), password: PASSWORD }
+    const session = (await http.post('/api/v1/auth/register', account)).body
+    const client = await registerClient(server.url)
+    const { verifier, challenge } = pkcePair()
+    const { code } = await obtainCode(server.url, client, account, { challenge })
+    const token = await fetch(`${server.url}/api/v1/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }),
+    })
+    expect(token.status).toBe(200)
+    const [user] = await withSystemDb(server, (sql) => sql<{ id: string }[]>`SELECT id::text FROM users WHERE email = ${account.email}`)
+    return { id: user!.id, session }
+  }
+
+  /** Rows of the user in each swept table. */
+  const rowsOf = (userId: string) =>
+    withSystemDb(server, async (sql) => {
+      const [row] = await sql`
+        SELECT (SELECT count(*) FROM sessions WHERE user_id = ${userId})::int AS sessions,
+               (SELECT count(*) FROM refresh_tokens r JOIN sessions s ON s.id = r.session_id WHERE s.user_id = ${userId})::int AS refresh_tokens,
+               (SELECT count(*) FROM oauth_authorizations WHERE user_id = ${userId})::int AS authorizations,
+               (SELECT count(*) FROM oauth_codes WHERE user_id = ${userId})::int AS codes,
+               (SELECT count(*) FROM oauth_browser_sessions WHERE user_id = ${userId})::int AS browser_sessions,
+               (SELECT count(*) FROM oauth_token_families WHERE user_id = ${userId})::int AS grants,
+               (SELECT count(*) FROM oauth_refresh_tokens t JOIN oauth_token_families f ON f.id = t.family_id WHERE f.user_id = ${userId})::int AS grant_refresh_tokens`
+      return row as Record<string, number>
+    })
+
+  test('sessions, authorizations, codes, page sessions, grants and revoked-token entries a day past their end are deleted; live ones stay and work', async () => {
+    const old = await userWithGrant()
+    const live = await userWithGrant()
+    const DAY = 86_400
+    const staleJti = crypto.randomUUID()
+    const liveJti = crypto.randomUUID()
+    await withSystemDb(server, async (sql) => {
+      // Ended a day and a minute ago; the grant given 31 days ago (GRANT_SECONDS is 30 days).
+      const ended = sql`now() - make_interval(secs => ${DAY + 60})`
+      await sql`UPDATE sessions SET expires_at = ${ended} WHERE user_id = ${old.id}`
+      await sql`UPDATE oauth_authorizations SET expires_at = ${ended} WHERE user_id = ${old.id}`
+      await sql`UPDATE oauth_codes SET expires_at = ${ended} WHERE user_id = ${old.id}`
+      await sql`UPDATE oauth_browser_sessions SET expires_at = ${ended} WHERE user_id = ${old.id}`
+      await sql`UPDATE oauth_token_families SET created_at = now() - make_interval(secs => ${31 * DAY + 60}) WHERE user_id = ${old.id}`
+      await sql`INSERT INTO oauth_revoked_access_tokens (jti, expires_at) VALUES (${staleJti}, ${ended}), (${liveJti}, now() + interval '10 minutes')`
+    })
+    const before = await rowsOf(live.id)
+    expect(Object.values(before).every((n) => n > 0)).toBe(true)
+    expect(Object.values(await rowsOf(old.id)).every((n) => n > 0)).toBe(true)
+
+    const { system } = server.context.pools
+    expect(await purgeEndedSessions(system, DAY)).toBeGreaterThanOrEqual(1)
+    expect(await purgeEndedOAuthRows(system, DAY)).toBeGreaterThanOrEqual(5)
+
+    expect(await rowsOf(old.id)).toEqual(Object.fromEntries(Object.keys(before).map((table) => [table, 0])))
+    expect(await rowsOf(live.id)).toEqual(before)
+    const revoked = await withSystemDb(server, (sql) => sql<{ jti: string }[]>`SELECT jti::text FROM oauth_revoked_access_tokens WHERE jti IN (${staleJti}, ${liveJti})`)
+    expect(revoked.map((r) => r.jti)).toEqual([liveJti])
+    // What is left works: the live session refreshes; the purged one is unknown.
+    expect((await http.post('/api/v1/auth/refresh', { refresh_token: live.session.refresh_token })).status).toBe(200)
+    expect((await http.post('/api/v1/auth/refresh', { refresh_token: old.session.refresh_token })).status).toBe(401)
   })
 })
