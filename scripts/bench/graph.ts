@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
-import { createGunzip } from 'node:zlib'
+import { createGunzip, createGzip } from 'node:zlib'
 import { generateGraph } from '../gen-graph.ts'
 import { ROW_SECTIONS } from '../../src/bundle/schema.ts'
 import { createBenchDatabase } from '../lib/scratch-database.ts'
@@ -40,6 +40,27 @@ async function jsonBytes(url: string, slug: string, token: string): Promise<numb
   let bytes = 0
   for await (const chunk of Readable.fromWeb(res.body! as never).pipe(createGunzip())) bytes += (chunk as Buffer).length
   return bytes
+}
+
+/**
+ * Floors of the export, each on its own: reading every row of the tables once through
+ * postgres.js (the export's two passes each do this at least), and gzip at level 6 of the
+ * bundle's JSON (the file pass does this at least). Seconds.
+ */
+async function exportFloors(dsn: string, url: string, slug: string, token: string): Promise<{ read: number; gzip: number }> {
+  const sql = postgres(dsn, { max: 1, onnotice: () => {} })
+  let started = performance.now()
+  await sql.begin(async (tx) => {
+    for (const table of TABLES) for await (const _batch of tx`SELECT * FROM ${tx(table)}`.cursor(2000));
+  })
+  const read = (performance.now() - started) / 1000
+  await sql.end()
+  const res = await fetch(`${url}/${slug}/export-graph/download`, { headers: { authorization: `Bearer ${token}` } })
+  const json: Buffer[] = []
+  for await (const chunk of Readable.fromWeb(res.body! as never).pipe(createGunzip())) json.push(chunk as Buffer)
+  started = performance.now()
+  for await (const _chunk of Readable.from(json).pipe(createGzip({ level: 6 })));
+  return { read, gzip: (performance.now() - started) / 1000 }
 }
 
 async function psql(dsn: string, script: string): Promise<number> {
@@ -75,12 +96,16 @@ try {
     const [{ dsn }] = (await system<{ dsn: string }[]>`SELECT dsn FROM repository_databases WHERE repository_id = ${repo.id}`) as unknown as [{ dsn: string }]
     return { ...repo, dsn } as { id: string; slug: string; dsn: string }
   }
+  /** Runs the job to its end; also the kgs process's highest RSS seen in each of its phases (sampled at every poll). */
   const runJob = async (path: string, body: unknown) => {
     const started = performance.now()
     const job = await call('POST', path, token, body)
+    const peaks: Record<string, number> = {}
     for (;;) {
       const state = await call('GET', `${path.slice(0, path.lastIndexOf('/'))}/jobs/${job.id}`, token)
-      if (state.status === 'succeeded') return { seconds: (performance.now() - started) / 1000, result: state.result }
+      const phase = state.progress?.phase ?? state.status
+      peaks[phase] = Math.max(peaks[phase] ?? 0, memoryOf(kgsPid).rssMB)
+      if (state.status === 'succeeded') return { seconds: (performance.now() - started) / 1000, result: state.result, peaks }
       if (state.status !== 'queued' && state.status !== 'running') throw new Error(`job ${state.status}: ${state.error}`)
       await Bun.sleep(20)
     }
@@ -104,6 +129,7 @@ try {
   const dumps = Object.fromEntries(TABLES.map((table) => [table, join(dataDir, `${table}.copy`)]))
   const copyTo = await psql(source.dsn, TABLES.map((table) => `\\copy ${table} TO '${dumps[table]}'`).join('\n'))
   const copyMB = TABLES.reduce((sum, table) => sum + statSync(dumps[table]!).size, 0) / 1e6
+  const floors = await exportFloors(source.dsn, kgsUrl, source.slug, token)
 
   // 3. Import, then COPY FROM.
   const target = await repository('Bench import')
@@ -123,10 +149,16 @@ try {
   console.log(`  ${''.padEnd(34)}${'time'.padStart(10)}${'rows'.padStart(18)}${'MB/s'.padStart(12)}${'ratio'.padStart(8)}`)
   line('export_graph (job, incl. push)', exported.seconds, bundleMB, copyTo)
   line('COPY TO (psql, all tables)', copyTo, copyMB)
+  line('  floor: rows read by postgres.js', floors.read, bundleMB, copyTo)
+  line('  floor: gzip -6 of the JSON', floors.gzip, bundleMB, copyTo)
+  const floor = 2 * floors.read + floors.gzip
+  console.log(`  export floor (2 reads + 1 gzip, nothing encoded): ${floor.toFixed(2)} s, ratio at best ${(copyTo / floor).toFixed(2)}`)
   line('import_graph (job, from registry)', imported.seconds, bundleMB, copyFrom)
   line('COPY FROM (psql, one transaction)', copyFrom, copyMB)
   console.log(`  targets: export >= 0.5, import >= 0.33 (ratio = COPY time / kgs time); MB/s of bundle JSON for kgs, of COPY text for psql`)
   console.log(`kgs peak RSS (VmHWM): ${idleRss.toFixed(0)} MB after start-up, ${exportRss.toFixed(0)} MB after the export, ${importRss.toFixed(0)} MB after the import (target < 300 MB)`)
+  const byPhase = (peaks: Record<string, number>) => Object.entries(peaks).map(([phase, mb]) => `${phase} ${mb.toFixed(0)}`).join(', ')
+  console.log(`kgs RSS by job phase (highest sampled, MB): export: ${byPhase(exported.peaks)}; import: ${byPhase(imported.peaks)}`)
   console.log(`import result: ${JSON.stringify(imported.result.imported)}`)
 } finally {
   await kgs?.stop()

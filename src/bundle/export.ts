@@ -18,6 +18,7 @@ import { findRepository } from '../repositories/store.ts'
 import type { Embedder } from '../vectors/embedder.ts'
 import type { VectorKind, VectorStore } from '../vectors/store.ts'
 import { VERSION } from '../version.ts'
+import { GarbageMeter } from '../memory.ts'
 import { scratchFile } from './scratch.ts'
 import { citedIds, portableConceptId, portableFactId, rewriteCitations } from './citations.ts'
 import { sourceSha256 } from './hashes.ts'
@@ -621,9 +622,11 @@ function pushMetadata(metadata: Metadata): PushMetadata {
 async function pushFile(services: JobServices, path: string, metadata: PushMetadata, onSent: (bytes: number) => void, signal: AbortSignal) {
   async function* counted() {
     let sent = 0
+    const garbage = new GarbageMeter()
     for await (const chunk of Bun.file(path).stream()) {
       sent += chunk.byteLength
       onSent(sent)
+      garbage.add(chunk.byteLength)
       yield chunk
     }
   }
