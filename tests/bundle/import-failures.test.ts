@@ -4,18 +4,15 @@
 // repository is exactly as before: row counts of every table, its blobs, its vectors. And an
 // import whose worker process is killed midway leaves nothing, and is retried to completion.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { randomBytes } from 'node:crypto'
-import { BACKEND, instanceEnvironment } from '../helpers/backend.ts'
+import { BACKEND } from '../helpers/backend.ts'
 import { api, registerAccount, type Account } from '../helpers/api.ts'
 import { brokenBundles } from '../helpers/broken-bundles.ts'
 import { waitForJob } from '../helpers/jobs.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { tableCounts } from '../helpers/graph-dump.ts'
 import { blobKeys } from '../helpers/blobs.ts'
-import { expectImportRetried, repositoryState, startImport, uploadBundle as upload, writingRows } from '../helpers/imports.ts'
+import { expectImportRetried, repositoryState, serveInstances, startImport, uploadBundle as upload, writingRows } from '../helpers/imports.ts'
 import { generateGraph } from '../../scripts/gen-graph.ts'
 
 describe(`broken bundles leave the repository as it was (${BACKEND})`, () => {
@@ -68,21 +65,10 @@ describe(`broken bundles leave the repository as it was (${BACKEND})`, () => {
 })
 
 describe(`an import whose process is killed (${BACKEND})`, () => {
-  let dir: string
-  let instance: Awaited<ReturnType<typeof instanceEnvironment>>
-  let env: Record<string, string>
-
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'kgs-import-kill-'))
-    instance = await instanceEnvironment()
-    env = { ...instance.env, JWT_SECRET: randomBytes(32).toString('hex'), WORKERS: '1', JOB_LEASE: '2s' }
-  })
-  afterAll(async () => {
-    await instance.cleanup()
-    rmSync(dir, { recursive: true, force: true })
-  })
+  const instances = serveInstances('kgs-import-kill-')
 
   test('leaves nothing behind, and the retry imports the whole bundle once', async () => {
+    const { dir, env } = instances
     const { bundle, kgs, http, owner, repo, path } = await startImport(env, join(dir, 'big.json.gz'), 8_000, 'Killed import')
     // Kill it once rows (and media) are being written: nothing is committed yet.
     await waitForJob(http, path, owner.token, writingRows)

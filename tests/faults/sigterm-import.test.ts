@@ -2,37 +2,23 @@
 // import's transaction rolls back (no row, no blob, no staged vector of it), the job is handed
 // back to the queue at once with its attempt given back (not left claimed until its lease runs
 // out), and the next instance takes it and imports the bundle exactly once.
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { describe, expect, test } from 'bun:test'
+import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { randomBytes } from 'node:crypto'
-import { BACKEND, instanceEnvironment } from '../helpers/backend.ts'
+import { BACKEND } from '../helpers/backend.ts'
 import { waitForJob } from '../helpers/jobs.ts'
-import { expectImportRetried, readStoppedInstance, repositoryState, startImport, writingRows } from '../helpers/imports.ts'
+import { expectImportRetried, readStoppedInstance, repositoryState, serveInstances, startImport, writingRows } from '../helpers/imports.ts'
 import { DRAIN_TIMEOUT_MS } from '../../src/server.ts'
 import { VectorStore, VECTOR_KINDS } from '../../src/vectors/store.ts'
 import { loadConfig } from '../../src/config.ts'
 import { SHUTDOWN_RELEASE } from '../../src/jobs/worker.ts'
 
 describe(`SIGTERM during an import (${BACKEND})`, () => {
-  let dir: string
-  let instance: Awaited<ReturnType<typeof instanceEnvironment>>
-  let env: Record<string, string>
-
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'kgs-import-sigterm-'))
-    instance = await instanceEnvironment()
-    env = { ...instance.env, JWT_SECRET: randomBytes(32).toString('hex'), WORKERS: '1', JOB_LEASE: '2s' }
-  })
-  afterAll(async () => {
-    await instance.cleanup()
-    rmSync(dir, { recursive: true, force: true })
-  })
+  const instances = serveInstances('kgs-import-sigterm-')
 
   /** The job's vectors staged but not promoted, per kind, and every staging table on disk. */
   async function stagedVectors(jobId: string) {
-    const lance = loadConfig(env).lancedbUri
+    const lance = loadConfig(instances.env).lancedbUri
     const vectors = await VectorStore.open(lance)
     try {
       const counts = Object.fromEntries(await Promise.all(VECTOR_KINDS.map(async (kind) => [kind, await vectors.countStaged(jobId, kind)])))
@@ -44,6 +30,7 @@ describe(`SIGTERM during an import (${BACKEND})`, () => {
   }
 
   test('rolls back, hands the job back at once, and the next instance imports the bundle once', async () => {
+    const { dir, env } = instances
     // The built-in embedder's vectors: the import keeps them (staged, then promoted after the commit).
     const { bundle, kgs, http, owner, repo, jobId, path } = await startImport(env, join(dir, 'big.json.gz'), 8_000, 'Interrupted import', { dimensions: 384, vectors: 'kgs-hash-v1' })
     await waitForJob(http, path, owner.token, writingRows)

@@ -1,6 +1,11 @@
 // Imports through the API, and what they leave in a repository: shared by the import failure
 // tests (tests/bundle/import-failures.test.ts) and the fault tests (tests/faults/).
-import { expect } from 'bun:test'
+import { afterAll, beforeAll, expect } from 'bun:test'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { instanceEnvironment } from './backend.ts'
 import { api, registerAccount } from './api.ts'
 import { tableCounts } from './graph-dump.ts'
 import { blobKeys } from './blobs.ts'
@@ -12,6 +17,26 @@ import { loadConfig, type Config } from '../../src/config.ts'
 import { generateBundle, type BundleCounts, type BundleOptions } from '../../scripts/gen-bundle.ts'
 import { ROW_SECTIONS } from '../../src/bundle/schema.ts'
 import type { Job } from '../../src/jobs/queue.ts'
+
+/**
+ * For the describe block it is called in: a scratch directory and the environment of `kgs serve`
+ * children that share one database and data directory (one worker, a 2 s lease, so that a job of
+ * a dead instance is taken over quickly), made before its tests and removed after them.
+ */
+export function serveInstances(prefix: string): { dir: string; env: Record<string, string> } {
+  const shared = { dir: '', env: {} as Record<string, string> }
+  let instance: Awaited<ReturnType<typeof instanceEnvironment>> | undefined
+  beforeAll(async () => {
+    shared.dir = mkdtempSync(join(tmpdir(), prefix))
+    instance = await instanceEnvironment()
+    shared.env = { ...instance.env, JWT_SECRET: randomBytes(32).toString('hex'), WORKERS: '1', JOB_LEASE: '2s' }
+  })
+  afterAll(async () => {
+    await instance?.cleanup()
+    rmSync(shared.dir, { recursive: true, force: true })
+  })
+  return shared
+}
 
 /** POST /{repoID}/import-graph with the bundle as a raw gzip body. */
 export const uploadBundle = (http: ReturnType<typeof api>, slug: string, token: string, bytes: Uint8Array) =>
