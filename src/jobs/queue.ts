@@ -181,13 +181,13 @@ export async function handBackOnShutdown(sql: Db, workerId: string, reason: stri
 async function releaseJobs(sql: Db, which: ReturnType<Db>, reason: string, backoffBaseMs: number, refunded = 0): Promise<number> {
   const rows = await sql`
     WITH lost AS (
-      SELECT id FROM jobs WHERE ${which} FOR UPDATE SKIP LOCKED
+      SELECT id, attempts - ${refunded}::int AS attempts FROM jobs WHERE ${which} FOR UPDATE SKIP LOCKED
     )
     UPDATE jobs SET
-      attempts = attempts - ${refunded}::int,
-      status = CASE WHEN cancel_requested THEN 'cancelled' WHEN attempts - ${refunded}::int >= max_attempts THEN 'failed' ELSE 'queued' END,
-      error = CASE WHEN cancel_requested THEN 'cancelled' WHEN attempts - ${refunded}::int >= max_attempts THEN ${reason} || ' (gave up after ' || attempts || ' attempts)' ELSE ${reason} END,
-      finished_at = CASE WHEN cancel_requested OR attempts - ${refunded}::int >= max_attempts THEN now() END,
+      attempts = lost.attempts,
+      status = CASE WHEN cancel_requested THEN 'cancelled' WHEN lost.attempts >= max_attempts THEN 'failed' ELSE 'queued' END,
+      error = CASE WHEN cancel_requested THEN 'cancelled' WHEN lost.attempts >= max_attempts THEN ${reason} || ' (gave up after ' || lost.attempts || ' attempts)' ELSE ${reason} END,
+      finished_at = CASE WHEN cancel_requested OR lost.attempts >= max_attempts THEN now() END,
       run_after = now() + ${backoffBaseMs} * interval '1 millisecond',
       lease_owner = NULL, lease_expires_at = NULL
     FROM lost WHERE jobs.id = lost.id
