@@ -33,13 +33,13 @@ const database = await createBenchDatabase()
 const system = postgres(database.url, { max: 2, onnotice: () => {} })
 const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-graph-'))
 
-/** The bundle's uncompressed size: the repository's latest export, gunzipped as it streams by. */
-async function jsonBytes(url: string, slug: string, token: string): Promise<number> {
+/** The bundle's JSON: the repository's latest export, gunzipped (held: the gzip floor compresses it again). */
+async function bundleJson(url: string, slug: string, token: string): Promise<Buffer[]> {
   const res = await fetch(`${url}/${slug}/export-graph/download`, { headers: { authorization: `Bearer ${token}` } })
   if (!res.ok) throw new Error(`download: ${res.status} ${await res.text()}`)
-  let bytes = 0
-  for await (const chunk of Readable.fromWeb(res.body! as never).pipe(createGunzip())) bytes += (chunk as Buffer).length
-  return bytes
+  const chunks: Buffer[] = []
+  for await (const chunk of Readable.fromWeb(res.body! as never).pipe(createGunzip())) chunks.push(chunk as Buffer)
+  return chunks
 }
 
 /**
@@ -47,7 +47,7 @@ async function jsonBytes(url: string, slug: string, token: string): Promise<numb
  * postgres.js (the export's two passes each do this at least), and gzip at level 6 of the
  * bundle's JSON (the file pass does this at least). Seconds.
  */
-async function exportFloors(dsn: string, url: string, slug: string, token: string): Promise<{ read: number; gzip: number }> {
+async function exportFloors(dsn: string, json: Buffer[]): Promise<{ read: number; gzip: number }> {
   const sql = postgres(dsn, { max: 1, onnotice: () => {} })
   let started = performance.now()
   await sql.begin(async (tx) => {
@@ -55,9 +55,6 @@ async function exportFloors(dsn: string, url: string, slug: string, token: strin
   })
   const read = (performance.now() - started) / 1000
   await sql.end()
-  const res = await fetch(`${url}/${slug}/export-graph/download`, { headers: { authorization: `Bearer ${token}` } })
-  const json: Buffer[] = []
-  for await (const chunk of Readable.fromWeb(res.body! as never).pipe(createGunzip())) json.push(chunk as Buffer)
   started = performance.now()
   for await (const _chunk of Readable.from(json).pipe(createGzip({ level: 6 })));
   return { read, gzip: (performance.now() - started) / 1000 }
@@ -125,11 +122,13 @@ try {
   // 2. Export, then COPY TO.
   const exported = await runJob(`/${source.slug}/export-graph`, { exported_at: '2026-01-02T03:04:05Z' })
   const exportRss = memoryOf(kgsPid).peakMB
-  const bundleMB = (await jsonBytes(kgsUrl, source.slug, token)) / 1e6
+  const json = await bundleJson(kgsUrl, source.slug, token)
+  const bundleMB = json.reduce((sum, chunk) => sum + chunk.length, 0) / 1e6
   const dumps = Object.fromEntries(TABLES.map((table) => [table, join(dataDir, `${table}.copy`)]))
   const copyTo = await psql(source.dsn, TABLES.map((table) => `\\copy ${table} TO '${dumps[table]}'`).join('\n'))
   const copyMB = TABLES.reduce((sum, table) => sum + statSync(dumps[table]!).size, 0) / 1e6
-  const floors = await exportFloors(source.dsn, kgsUrl, source.slug, token)
+  const floors = await exportFloors(source.dsn, json)
+  json.length = 0 // not held through the import
 
   // 3. Import, then COPY FROM.
   const target = await repository('Bench import')
