@@ -22,3 +22,18 @@ export class GarbageMeter {
     Bun.gc(!isMainThread)
   }
 }
+
+/**
+ * The chunks of `source` as they come, counted towards collections; `onTotal` hears the bytes
+ * passed so far after each chunk (progress, sizes).
+ */
+export async function* metered(source: AsyncIterable<Uint8Array>, onTotal?: (bytes: number) => void): AsyncGenerator<Uint8Array> {
+  const garbage = new GarbageMeter()
+  let total = 0
+  for await (const chunk of source) {
+    total += chunk.byteLength
+    garbage.add(chunk.byteLength)
+    onTotal?.(total)
+    yield chunk
+  }
+}

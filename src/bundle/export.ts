@@ -18,7 +18,7 @@ import { findRepository } from '../repositories/store.ts'
 import type { Embedder } from '../vectors/embedder.ts'
 import type { VectorKind, VectorStore } from '../vectors/store.ts'
 import { VERSION } from '../version.ts'
-import { GarbageMeter } from '../memory.ts'
+import { metered } from '../memory.ts'
 import { scratchFile } from './scratch.ts'
 import { citedIds, portableConceptId, portableFactId, rewriteCitations } from './citations.ts'
 import { sourceSha256 } from './hashes.ts'
@@ -620,18 +620,8 @@ function pushMetadata(metadata: Metadata): PushMetadata {
 
 /** Streams the file to the registry, reporting the bytes sent. A refusal (4xx) is final; the rest is retried. */
 async function pushFile(services: JobServices, path: string, metadata: PushMetadata, onSent: (bytes: number) => void, signal: AbortSignal) {
-  async function* counted() {
-    let sent = 0
-    const garbage = new GarbageMeter()
-    for await (const chunk of Bun.file(path).stream()) {
-      sent += chunk.byteLength
-      onSent(sent)
-      garbage.add(chunk.byteLength)
-      yield chunk
-    }
-  }
   try {
-    return await services.registry.push(counted(), metadata, signal)
+    return await services.registry.push(metered(Bun.file(path).stream(), onSent), metadata, signal)
   } catch (error) {
     throw error instanceof RegistryError && error.final ? new PermanentJobError(error.message) : error
   }

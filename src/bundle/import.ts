@@ -28,7 +28,7 @@ import { FINISHED, type JobStatus } from '../jobs/queue.ts'
 import { CANCELLED, LEASE_LOST, SHUTTING_DOWN } from '../jobs/worker.ts'
 import { describeError } from '../log.ts'
 import { localImageUrl } from '../media/urls.ts'
-import { GarbageMeter } from '../memory.ts'
+import { metered } from '../memory.ts'
 import { RegistryError } from '../registry/client.ts'
 import { VECTOR_KINDS } from '../vectors/store.ts'
 import { GraphImport, isDataError, type ImportCounts, type ImportedCounts } from './import-transaction.ts'
@@ -236,17 +236,8 @@ async function openBundle(job: ImportJob, { blobs, registry, config }: JobServic
   const remove = () => rm(path, { force: true })
   try {
     job.progress({ phase: 'downloading', done: 0, total: graph.bytes, bytes: 0 })
-    const garbage = new GarbageMeter()
-    let received = 0
-    const counted = async function* (chunks: AsyncIterable<Uint8Array>) {
-      for await (const chunk of chunks) {
-        received += chunk.byteLength
-        garbage.add(chunk.byteLength)
-        job.progress({ done: received, bytes: received })
-        yield chunk
-      }
-    }
-    await pipeline(await registry.download(graph.id, job.signal), counted, createWriteStream(path, { mode: 0o600 }), { signal: job.signal })
+    const downloaded = (chunks: AsyncIterable<Uint8Array>) => metered(chunks, (received) => job.progress({ done: received, bytes: received }))
+    await pipeline(await registry.download(graph.id, job.signal), downloaded, createWriteStream(path, { mode: 0o600 }), { signal: job.signal })
   } catch (error) {
     await remove()
     throw error

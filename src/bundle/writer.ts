@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto'
 import { Readable, type Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { createGzip } from 'node:zlib'
-import { GarbageMeter } from '../memory.ts'
+import { metered } from '../memory.ts'
 import { METADATA_CODEC, ROW_CODECS } from './codecs.ts'
 import { encodeFloat32, encodeString } from './json.ts'
 import { SCHEMA_VERSION, V2_KEYS, type MediaSection, type Metadata, type Row, type RowSection } from './schema.ts'
@@ -192,20 +192,12 @@ export interface WriteResult {
 /** Writes the gzipped bundle to `sink` (a file, an HTTP request, ...) and ends it. */
 export async function writeBundle(content: BundleContent, sink: Writable, options: { level?: number } = {}): Promise<WriteResult> {
   const result: WriteResult = { bytes: 0, compressedBytes: 0 }
-  const garbage = new GarbageMeter()
-  const counted = async function* (source: AsyncIterable<Uint8Array>, key: keyof WriteResult) {
-    for await (const chunk of source) {
-      result[key] += chunk.length
-      garbage.add(chunk.length)
-      yield chunk
-    }
-  }
   await pipeline(
-    Readable.from(counted(encodeBundle(content), 'bytes')),
+    Readable.from(metered(encodeBundle(content), (bytes) => (result.bytes = bytes))),
     // Level 6 is zlib's default; a fixed level and Node's fixed gzip header (no name, mtime 0)
     // keep the output byte-for-byte the same for the same input.
     createGzip({ level: options.level ?? 6 }),
-    (source: AsyncIterable<Uint8Array>) => counted(source, 'compressedBytes'),
+    (source: AsyncIterable<Uint8Array>) => metered(source, (bytes) => (result.compressedBytes = bytes)),
     sink,
   )
   return result
@@ -214,11 +206,7 @@ export async function writeBundle(content: BundleContent, sink: Writable, option
 /** The canonical hash of bundle.md §3: lowercase hex SHA-256 of the canonical form. */
 export async function canonicalHash(content: BundleContent): Promise<string> {
   const hash = createHash('sha256')
-  const garbage = new GarbageMeter()
-  for await (const chunk of encodeBundle(content, { canonical: true })) {
-    hash.update(chunk)
-    garbage.add(chunk.length)
-  }
+  for await (const chunk of metered(encodeBundle(content, { canonical: true }))) hash.update(chunk)
   return hash.digest('hex')
 }
 
