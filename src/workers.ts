@@ -3,3 +3,4 @@
 // Bun's embedded root, where import.meta.url of bundled code points at the root too.
 export const INITDB_WORKER_URL = new URL('./db/initdb-worker.ts', import.meta.url).href
 export const JOB_WORKER_URL = new URL('./jobs/worker-thread.ts', import.meta.url).href
+export const HASHER_WORKER_URL = new URL('./accounts/hasher-thread.ts', import.meta.url).href

@@ -1,45 +1,111 @@
-// argon2id through Bun.password (Bun's defaults: 64 MiB, t=2). Unknown e-mails are checked
-// against a dummy hash so that login takes as long whether or not the account exists.
+// argon2id through Bun.password (Bun's defaults: 64 MiB, t=2), on threads of its own at a lower CPU
+// priority. Unknown e-mails are checked against a dummy hash so that login takes as long whether
+// or not the account exists.
 import { availableParallelism } from 'node:os'
+import { HASHER_WORKER_URL } from '../workers.ts'
 
 export const PASSWORD_MIN = 8
 export const PASSWORD_MAX = 256
 
-/**
- * Hashes in flight at once; the rest wait their turn here. Bun runs them on its worker pool (a
- * thread per core), which WebCrypto shares: unbounded, a burst of logins queued there in front of
- * every access token signed or verified, and a request with a fresh token waited behind all of
- * them (scripts/bench/load.ts: users/me p99 5.6-7.2 s; 58-190 ms with this). One pool thread
- * stays free for that work, and each hash in flight holds 64 MiB.
- */
-const HASHES_AT_ONCE = Math.max(1, availableParallelism() - 1)
-let hashing = 0
-const waiting: (() => void)[] = []
+/** What the main thread asks of a hashing thread: a hash of `password`, or, with `hash`, a verification. */
+export interface HashRequest {
+  password: string
+  hash?: string
+}
+export type HashResult = { value: string | boolean; error?: undefined } | { error: string }
 
-async function inTurn<T>(work: () => Promise<T>): Promise<T> {
-  if (hashing < HASHES_AT_ONCE) hashing++
-  else await new Promise<void>((resolve) => waiting.push(resolve))
-  try {
-    return await work()
-  } finally {
-    // The slot passes straight to the next in line, if any.
-    const next = waiting.shift()
-    if (next) next()
-    else hashing--
-  }
+/**
+ * Hashing threads at most: one per core. A hash takes about 130 ms of a core, so a burst of logins
+ * keeps cores busy for seconds. Bun's own async hashing runs on its shared worker pool at the
+ * priority of everything else, where a closed-loop burst of 5% logins held one of this machine's
+ * two cores and the reads behind it queued (scripts/bench/load.ts: job polling p99 150-175 ms).
+ * These threads lower their own priority (hasher-thread.ts), so they may use every core: hashing
+ * gets what request serving, PostgreSQL and the job workers leave idle, and logins queue instead.
+ */
+const HASHER_THREADS = availableParallelism()
+/** An idle hashing thread ends after this long; each holds a JavaScript heap of its own. */
+const HASHER_IDLE_MS = 30_000
+
+interface Hasher {
+  worker: Worker
+  idleTimer?: Timer
 }
 
-export function hashPassword(password: string): Promise<string> {
-  return inTurn(() => Bun.password.hash(password, { algorithm: 'argon2id' }))
+const idleHashers: Hasher[] = []
+const waitingForHasher: ((hasher: Hasher) => void)[] = []
+let hasherCount = 0
+
+function startHasher(): Hasher {
+  hasherCount++
+  const worker = new Worker(HASHER_WORKER_URL, { smol: true })
+  // Idle hashing threads must not keep the process alive.
+  worker.unref()
+  return { worker }
+}
+
+function acquireHasher(): Promise<Hasher> {
+  const idle = idleHashers.pop()
+  if (idle) {
+    clearTimeout(idle.idleTimer)
+    return Promise.resolve(idle)
+  }
+  if (hasherCount < HASHER_THREADS) return Promise.resolve(startHasher())
+  return new Promise((resolve) => waitingForHasher.push(resolve))
+}
+
+function releaseHasher(hasher: Hasher): void {
+  const next = waitingForHasher.shift()
+  if (next) return next(hasher)
+  hasher.idleTimer = setTimeout(() => {
+    idleHashers.splice(idleHashers.indexOf(hasher), 1)
+    endHasher(hasher)
+  }, HASHER_IDLE_MS)
+  hasher.idleTimer.unref()
+  idleHashers.push(hasher)
+}
+
+/** Ends a thread; one that failed is replaced for the next in line, if any. */
+function endHasher(hasher: Hasher): void {
+  hasher.worker.terminate()
+  hasherCount--
+  const next = waitingForHasher.shift()
+  if (next) next(startHasher())
+}
+
+/** Hashing threads running now (idle ones included). */
+export const runningHashers = () => hasherCount
+
+async function onHasher(request: HashRequest): Promise<string | boolean> {
+  const hasher = await acquireHasher()
+  let result: HashResult
+  try {
+    result = await new Promise<HashResult>((resolve, reject) => {
+      hasher.worker.onmessage = (event: MessageEvent<HashResult>) => resolve(event.data)
+      hasher.worker.onerror = (event) => reject(new Error(`the password-hashing thread failed: ${event.message}`))
+      hasher.worker.postMessage(request)
+    })
+  } catch (error) {
+    endHasher(hasher)
+    throw error
+  }
+  releaseHasher(hasher)
+  if (result.error !== undefined) throw new Error(`password hashing failed: ${result.error}`)
+  return result.value
+}
+
+export async function hashPassword(password: string): Promise<string> {
+  return (await onHasher({ password })) as string
 }
 
 let dummyHash: Promise<string> | undefined
 
 /** Verifies `password` against `hash`, or against a dummy hash (always false) when there is none. */
 export async function verifyPassword(password: string, hash: string | undefined): Promise<boolean> {
-  if (hash !== undefined) return inTurn(() => Bun.password.verify(password, hash))
-  dummyHash ??= hashPassword(crypto.randomUUID())
-  const dummy = await dummyHash
-  await inTurn(() => Bun.password.verify(password, dummy))
+  if (hash !== undefined) return (await onHasher({ password, hash })) as boolean
+  if (!dummyHash) {
+    dummyHash = hashPassword(crypto.randomUUID())
+    dummyHash.catch(() => (dummyHash = undefined))
+  }
+  await onHasher({ password, hash: await dummyHash })
   return false
 }

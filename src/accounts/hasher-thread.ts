@@ -1,0 +1,40 @@
+// A password-hashing thread (see passwords.ts): argon2id runs here synchronously, one hash at a
+// time, at a lower CPU priority than the threads that serve requests.
+import { readlinkSync } from 'node:fs'
+import { setPriority } from 'node:os'
+import type { HashRequest, HashResult } from './passwords.ts'
+
+declare const self: Worker
+
+/**
+ * The niceness of this thread. Under contention Linux gives a nice-10 thread about a tenth of the
+ * CPU time of a nice-0 one (weights 110 and 1,024), so hashing takes the cores that requests leave
+ * idle, and a burst of logins no longer takes a core away from everything else.
+ */
+const HASHING_NICENESS = 10
+
+/**
+ * On Linux setpriority(PRIO_PROCESS, tid) sets one thread's niceness; /proc/thread-self names this
+ * thread. Elsewhere the thread keeps its priority: hashing still works, only less politely.
+ */
+function lowerThisThreadsPriority(): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop())
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, HASHING_NICENESS)
+  } catch {
+    // Not Linux, or /proc is not mounted.
+  }
+}
+
+lowerThisThreadsPriority()
+
+self.onmessage = (event: MessageEvent<HashRequest>) => {
+  const { password, hash } = event.data
+  let result: HashResult
+  try {
+    result = { value: hash === undefined ? Bun.password.hashSync(password, { algorithm: 'argon2id' }) : Bun.password.verifySync(password, hash) }
+  } catch (error) {
+    result = { error: (error as Error).message ?? String(error) }
+  }
+  self.postMessage(result)
+}
