@@ -25,16 +25,19 @@ export interface NewSession {
   expiresAt: Date
 }
 
+/** One statement, so one round trip on a pooled connection (the foreign key is checked at its end). */
 export async function insertSession(sql: Sql, userId: string, ttlSeconds: number): Promise<NewSession> {
   const sessionId = crypto.randomUUID()
   const refreshToken = newRefreshToken()
-  return sql.begin(async (tx) => {
-    const [row] = await tx<{ expires_at: Date }[]>`
+  const [row] = await sql<{ expires_at: Date }[]>`
+    WITH session AS (
       INSERT INTO sessions (id, user_id, expires_at) VALUES (${sessionId}, ${userId}, now() + make_interval(secs => ${ttlSeconds}))
-      RETURNING expires_at`
-    await tx`INSERT INTO refresh_tokens (token_hash, session_id) VALUES (${digest(refreshToken)}, ${sessionId})`
-    return { sessionId, refreshToken, expiresAt: row!.expires_at }
-  })
+      RETURNING id, expires_at
+    ), token AS (
+      INSERT INTO refresh_tokens (token_hash, session_id) SELECT ${digest(refreshToken)}, id FROM session
+    )
+    SELECT expires_at FROM session`
+  return { sessionId, refreshToken, expiresAt: row!.expires_at }
 }
 
 export type Rotation =
@@ -46,25 +49,32 @@ export type Rotation =
 /**
  * Exchanges a refresh token for a new one, once. The UPDATE ... WHERE used_at IS NULL makes
  * concurrent exchanges of one token race safely: exactly one wins, the others count as reuse.
+ * The exchange is one statement (claim, check the session, issue the next token), so a refresh
+ * holds a pooled connection for one round trip; only a failed claim takes a second look.
  */
 export async function rotateRefreshToken(sql: Sql, token: string): Promise<Rotation> {
-  const hash = digest(token)
-  return sql.begin(async (tx): Promise<Rotation> => {
-    const [claimed] = await tx<{ session_id: string }[]>`
-      UPDATE refresh_tokens SET used_at = now() WHERE token_hash = ${hash} AND used_at IS NULL RETURNING session_id`
-    if (!claimed) {
-      const [used] = await tx<{ session_id: string }[]>`SELECT session_id FROM refresh_tokens WHERE token_hash = ${hash}`
-      if (!used) return { outcome: 'invalid' }
-      await markRevoked(tx, used.session_id, 'refresh_reuse')
-      return { outcome: 'reused', sessionId: used.session_id }
-    }
-    const [session] = await tx<{ user_id: string; expires_at: Date }[]>`
-      SELECT user_id, expires_at FROM sessions WHERE id = ${claimed.session_id} AND revoked_at IS NULL AND expires_at > now()`
-    if (!session) return { outcome: 'invalid' }
-    const refreshToken = newRefreshToken()
-    await tx`INSERT INTO refresh_tokens (token_hash, session_id) VALUES (${digest(refreshToken)}, ${claimed.session_id})`
-    return { outcome: 'rotated', userId: session.user_id, sessionId: claimed.session_id, refreshToken, expiresAt: session.expires_at }
-  })
+  const refreshToken = newRefreshToken()
+  const [claimed] = await sql<{ session_id: string; user_id: string | null; expires_at: Date | null }[]>`
+    WITH claimed AS (
+      UPDATE refresh_tokens SET used_at = now() WHERE token_hash = ${digest(token)} AND used_at IS NULL RETURNING session_id
+    ), live AS (
+      SELECT s.id, s.user_id, s.expires_at FROM sessions s JOIN claimed ON s.id = claimed.session_id
+      WHERE s.revoked_at IS NULL AND s.expires_at > now()
+    ), issued AS (
+      INSERT INTO refresh_tokens (token_hash, session_id) SELECT ${digest(refreshToken)}, id FROM live
+    )
+    SELECT claimed.session_id, live.user_id, live.expires_at FROM claimed LEFT JOIN live ON live.id = claimed.session_id`
+  if (!claimed) return revokeOnReuse(sql, token)
+  if (claimed.user_id === null || claimed.expires_at === null) return { outcome: 'invalid' }
+  return { outcome: 'rotated', userId: claimed.user_id, sessionId: claimed.session_id, refreshToken, expiresAt: claimed.expires_at }
+}
+
+/** A token that could not be claimed: unknown, or used before, which revokes its session. */
+async function revokeOnReuse(sql: Sql, token: string): Promise<Rotation> {
+  const [used] = await sql<{ session_id: string }[]>`SELECT session_id FROM refresh_tokens WHERE token_hash = ${digest(token)}`
+  if (!used) return { outcome: 'invalid' }
+  await markRevoked(sql, used.session_id, 'refresh_reuse')
+  return { outcome: 'reused', sessionId: used.session_id }
 }
 
 /** Returns whether this call revoked it (false: unknown or already revoked). */
