@@ -31,6 +31,17 @@ async function listPage<T extends object>(sql: Sql, columns: Fragment, table: st
   return withPageKeys(rows) as Paged<T>
 }
 
+/**
+ * A detail's related rows as a JSON array ([] for none), computed inside the detail's own
+ * statement: one round trip and one snapshot per detail instead of a query per relation. The rows
+ * keep the order of `rows` (its ORDER BY ... LIMIT): a sorted subquery feeding an aggregate with
+ * no other processing at its level, which PostgreSQL's documentation gives as the way to order an
+ * aggregate's input (section 9.21).
+ */
+const jsonRows = (sql: Db, rows: Fragment) => sql`(SELECT coalesce(json_agg(related), '[]'::json) FROM (${rows}) related)`
+/** The one related row as a JSON object, or null. */
+const jsonRow = (sql: Db, row: Fragment) => sql`(SELECT row_to_json(related) FROM (${row}) related)`
+
 /** Rows of `table` with the given ids, in the order of `ids`; unknown ids are skipped. */
 async function rowsByIds<T extends object>(sql: Sql, columns: Fragment, table: string, ids: readonly string[]): Promise<T[]> {
   if (ids.length === 0) return []
@@ -80,20 +91,19 @@ export function listSources(sql: Sql, request: PageRequest): Promise<Paged<Sourc
 }
 
 export async function getSource(sql: Sql, id: string): Promise<SourceDetail | undefined> {
-  const [source] = await sql<Omit<SourceDetail, 'images' | 'body'>[]>`
+  const [source] = await sql<SourceDetail[]>`
     SELECT ${sourceColumns(sql)}, parsed_text, parsed_markdown,
+      ${jsonRows(
+        sql,
+        sql`SELECT id, kind, page_number, position, url, width, height, ${bytes(sql)}, alt_text, content_type
+          FROM source_images WHERE source_id = sources.id
+          ORDER BY kind, position
+          LIMIT ${RELATED_LIMIT}`,
+      )} AS images,
+      ${jsonRow(sql, sql`SELECT content_type, ${bytes(sql)} FROM source_bodies WHERE source_id = sources.id`)} AS body,
       (SELECT count(DISTINCT fact_id)::int FROM fact_sources WHERE source_id = sources.id) AS fact_count
     FROM sources WHERE id = ${id}`
-  if (!source) return undefined
-  const [images, [body]] = await Promise.all([
-    sql<SourceImage[]>`
-      SELECT id, kind, page_number, position, url, width, height, ${bytes(sql)}, alt_text, content_type
-      FROM source_images WHERE source_id = ${id}
-      ORDER BY kind, position
-      LIMIT ${RELATED_LIMIT}`,
-    sql<{ content_type: string; bytes: number | null }[]>`SELECT content_type, ${bytes(sql)} FROM source_bodies WHERE source_id = ${id}`,
-  ])
-  return { ...source, images, body: body ?? null }
+  return source
 }
 
 // ---- facts
@@ -128,23 +138,26 @@ export function listFacts(sql: Sql, request: PageRequest & FactFilter): Promise<
 }
 
 export async function getFact(sql: Sql, id: string): Promise<FactDetail | undefined> {
-  const [fact] = await sql<Fact[]>`SELECT ${factColumns(sql)} FROM facts WHERE id = ${id}`
-  if (!fact) return undefined
-  const [sources, concepts] = await Promise.all([
-    sql<FactDetail['sources']>`
-      SELECT sources.id, url, parsed_title, chunk_index
-      FROM fact_sources JOIN sources ON sources.id = fact_sources.source_id
-      WHERE fact_id = ${id}
-      ORDER BY ${pageOrder(sql, 'sources')}, chunk_index
-      LIMIT ${RELATED_LIMIT}`,
-    sql<FactDetail['concepts']>`
-      SELECT concepts.id, canonical_name, context
-      FROM fact_concepts JOIN concepts ON concepts.id = fact_concepts.concept_id
-      WHERE fact_id = ${id}
-      ORDER BY ${pageOrder(sql, 'concepts')}
-      LIMIT ${RELATED_LIMIT}`,
-  ])
-  return { ...fact, sources, concepts }
+  const [fact] = await sql<FactDetail[]>`
+    SELECT ${factColumns(sql)},
+      ${jsonRows(
+        sql,
+        sql`SELECT sources.id, url, parsed_title, chunk_index
+          FROM fact_sources JOIN sources ON sources.id = fact_sources.source_id
+          WHERE fact_id = facts.id
+          ORDER BY ${pageOrder(sql, 'sources')}, chunk_index
+          LIMIT ${RELATED_LIMIT}`,
+      )} AS sources,
+      ${jsonRows(
+        sql,
+        sql`SELECT concepts.id, canonical_name, context
+          FROM fact_concepts JOIN concepts ON concepts.id = fact_concepts.concept_id
+          WHERE fact_id = facts.id
+          ORDER BY ${pageOrder(sql, 'concepts')}
+          LIMIT ${RELATED_LIMIT}`,
+      )} AS concepts
+    FROM facts WHERE id = ${id}`
+  return fact
 }
 
 /** Facts in the order of `ids` (unknown ids skipped): hydrates ranked hits of a vector search. */
@@ -201,26 +214,30 @@ export function listConcepts(sql: Sql, request: PageRequest & { prefix?: string 
 }
 
 export async function getConcept(sql: Sql, id: string): Promise<ConceptDetail | undefined> {
-  const [concept] = await sql<(Concept & { fact_count: number })[]>`
-    SELECT ${conceptColumns(sql)}, (SELECT count(*)::int FROM fact_concepts WHERE concept_id = concepts.id) AS fact_count
+  const [concept] = await sql<ConceptDetail[]>`
+    SELECT ${conceptColumns(sql)},
+      (SELECT coalesce(json_agg(alias_text), '[]'::json) FROM (
+        SELECT alias_text FROM concept_aliases WHERE concept_id = concepts.id ORDER BY alias_text LIMIT ${RELATED_LIMIT}
+      ) related) AS aliases,
+      ${jsonRows(
+        sql,
+        sql`SELECT id, sequence_num, is_complete, fact_count, content, covered_fact_ids, model, ${createdAt(sql, 'concept_summaries')}
+          FROM concept_summaries WHERE concept_id = concepts.id
+          ORDER BY sequence_num
+          LIMIT ${RELATED_LIMIT}`,
+      )} AS summaries,
+      -- The synthesis of the concept's own name is authoritative; failing that, one that covers it.
+      ${jsonRow(
+        sql,
+        sql`SELECT id, canonical_name, content, covered_summary_ids, covered_concept_ids, embedded_image_fact_ids, model, ${createdAt(sql, 'concept_syntheses')}
+          FROM concept_syntheses
+          WHERE lower(canonical_name) = lower(concepts.canonical_name) OR concepts.id = ANY(covered_concept_ids)
+          ORDER BY lower(canonical_name) = lower(concepts.canonical_name) DESC, ${pageOrder(sql, 'concept_syntheses')}
+          LIMIT 1`,
+      )} AS synthesis,
+      (SELECT count(*)::int FROM fact_concepts WHERE concept_id = concepts.id) AS fact_count
     FROM concepts WHERE id = ${id}`
-  if (!concept) return undefined
-  const [aliases, summaries, [synthesis]] = await Promise.all([
-    sql<{ alias_text: string }[]>`SELECT alias_text FROM concept_aliases WHERE concept_id = ${id} ORDER BY alias_text LIMIT ${RELATED_LIMIT}`,
-    sql<ConceptSummary[]>`
-      SELECT id, sequence_num, is_complete, fact_count, content, covered_fact_ids, model, ${createdAt(sql, 'concept_summaries')}
-      FROM concept_summaries WHERE concept_id = ${id}
-      ORDER BY sequence_num
-      LIMIT ${RELATED_LIMIT}`,
-    // The synthesis of the concept's own name is authoritative; failing that, one that covers it.
-    sql<ConceptSynthesis[]>`
-      SELECT id, canonical_name, content, covered_summary_ids, covered_concept_ids, embedded_image_fact_ids, model, ${createdAt(sql, 'concept_syntheses')}
-      FROM concept_syntheses
-      WHERE lower(canonical_name) = lower(${concept.canonical_name}) OR ${id}::uuid = ANY(covered_concept_ids)
-      ORDER BY lower(canonical_name) = lower(${concept.canonical_name}) DESC, ${pageOrder(sql, 'concept_syntheses')}
-      LIMIT 1`,
-  ])
-  return { ...concept, aliases: aliases.map((a) => a.alias_text), summaries, synthesis: synthesis ?? null }
+  return concept
 }
 
 /** Concepts in the order of `ids` (unknown ids skipped): hydrates ranked hits of a vector search. */
@@ -247,15 +264,18 @@ export function listInvestigations(sql: Sql, request: PageRequest): Promise<Page
 }
 
 export async function getInvestigation(sql: Sql, id: string): Promise<InvestigationDetail | undefined> {
-  const [investigation] = await sql<Investigation[]>`SELECT ${investigationColumns(sql)} FROM investigations WHERE id = ${id}`
-  if (!investigation) return undefined
-  const sources = await sql<InvestigationDetail['sources']>`
-    SELECT sources.id, url, parsed_title
-    FROM investigation_sources JOIN sources ON sources.id = investigation_sources.source_id
-    WHERE investigation_id = ${id}
-    ORDER BY ${pageOrder(sql, 'sources')}
-    LIMIT ${RELATED_LIMIT}`
-  return { ...investigation, sources }
+  const [investigation] = await sql<InvestigationDetail[]>`
+    SELECT ${investigationColumns(sql)},
+      ${jsonRows(
+        sql,
+        sql`SELECT sources.id, url, parsed_title
+          FROM investigation_sources JOIN sources ON sources.id = investigation_sources.source_id
+          WHERE investigation_id = investigations.id
+          ORDER BY ${pageOrder(sql, 'sources')}
+          LIMIT ${RELATED_LIMIT}`,
+      )} AS sources
+    FROM investigations WHERE id = ${id}`
+  return investigation
 }
 
 // ---- reports
@@ -289,19 +309,22 @@ export function listReports(sql: Sql, request: PageRequest & { parentId?: Parent
 }
 
 export async function getReport(sql: Sql, id: string): Promise<ReportDetail | undefined> {
-  const [report] = await sql<(Report & { body_md: string })[]>`SELECT ${reportColumns(sql)}, body_md FROM reports WHERE id = ${id}`
-  if (!report) return undefined
-  const [annotations, children] = await Promise.all([
-    sql<ReportDetail['annotations']>`
-      SELECT sentence_index, sentence_text, fact_id, score, posture
-      FROM report_annotations WHERE report_id = ${id}
-      ORDER BY sentence_index, score DESC, fact_id
-      LIMIT ${RELATED_LIMIT}`,
-    sql<ReportDetail['children']>`
-      SELECT id, title, status, ${createdAt(sql, 'reports')}
-      FROM reports WHERE parent_id = ${id}
-      ORDER BY ${pageOrder(sql, 'reports')}
-      LIMIT ${RELATED_LIMIT}`,
-  ])
-  return { ...report, annotations, children }
+  const [report] = await sql<ReportDetail[]>`
+    SELECT ${reportColumns(sql)}, body_md,
+      ${jsonRows(
+        sql,
+        sql`SELECT sentence_index, sentence_text, fact_id, score, posture
+          FROM report_annotations WHERE report_id = reports.id
+          ORDER BY sentence_index, score DESC, fact_id
+          LIMIT ${RELATED_LIMIT}`,
+      )} AS annotations,
+      ${jsonRows(
+        sql,
+        sql`SELECT id, title, status, ${createdAt(sql, 'children')}
+          FROM reports children WHERE parent_id = reports.id
+          ORDER BY ${pageOrder(sql, 'children')}
+          LIMIT ${RELATED_LIMIT}`,
+      )} AS children
+    FROM reports WHERE id = ${id}`
+  return report
 }
