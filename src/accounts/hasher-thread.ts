@@ -1,7 +1,7 @@
 // A password-hashing thread (see passwords.ts): argon2id runs here synchronously, one hash at a
 // time, at a lower CPU priority than the threads that serve requests.
 import { readlinkSync } from 'node:fs'
-import { setPriority } from 'node:os'
+import { getPriority, setPriority } from 'node:os'
 import type { HashRequest, HashResult } from './passwords.ts'
 
 declare const self: Worker
@@ -20,7 +20,8 @@ const HASHING_NICENESS = 10
 function lowerThisThreadsPriority(): void {
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop())
-    if (Number.isInteger(tid) && tid > 0) setPriority(tid, HASHING_NICENESS)
+    // A process started at a higher niceness keeps it (and lowering it would need privileges).
+    if (Number.isInteger(tid) && tid > 0 && getPriority(tid) < HASHING_NICENESS) setPriority(tid, HASHING_NICENESS)
   } catch {
     // Not Linux, or /proc is not mounted.
   }

@@ -1,0 +1,67 @@
+// Password hashing runs on threads of its own at a lower CPU priority (src/accounts/passwords.ts):
+// what it answers, how many threads it uses, and that they really are below the main thread.
+import { expect, test } from 'bun:test'
+import { readdirSync, readFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
+import { hashPassword, runningHashers, verifyPassword } from '../../src/accounts/passwords.ts'
+
+/** Niceness of each thread of this process (field 19 of /proc/self/task/<tid>/stat). */
+function threadNiceness(): Map<number, number> {
+  const niceness = new Map<number, number>()
+  for (const tid of readdirSync('/proc/self/task')) {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    niceness.set(Number(tid), Number(fields[16]))
+  }
+  return niceness
+}
+
+test('a hash is argon2id with Bun`s parameters and verifies its password only', async () => {
+  const hash = await hashPassword('correct horse battery staple')
+  expect(hash).toStartWith('$argon2id$v=19$m=65536,t=2,p=1$')
+  expect(await verifyPassword('correct horse battery staple', hash)).toBe(true)
+  expect(await verifyPassword('correct horse battery stapler', hash)).toBe(false)
+})
+
+test('hashes made by Bun.password on the main thread (stored before) still verify', async () => {
+  const stored = await Bun.password.hash('an older password', { algorithm: 'argon2id' })
+  expect(await verifyPassword('an older password', stored)).toBe(true)
+  expect(await verifyPassword('another password', stored)).toBe(false)
+})
+
+test('no account: the password is checked against a dummy hash and refused', async () => {
+  expect(await verifyPassword('anything at all', undefined)).toBe(false)
+})
+
+test('a malformed stored hash fails with an error, and the next verification still works', async () => {
+  await expect(verifyPassword('password', 'not a hash')).rejects.toThrow(/password hashing failed/)
+  const hash = await hashPassword('password')
+  expect(await verifyPassword('password', hash)).toBe(true)
+})
+
+test('a burst queues: every answer is right, on at most one thread per core', async () => {
+  const cores = availableParallelism()
+  const hash = await hashPassword('burst password')
+  let most = 0
+  const answers = await Promise.all(
+    Array.from({ length: cores * 3 }, async (_, i) => {
+      const answer = verifyPassword(i % 2 === 0 ? 'burst password' : `wrong ${i}`, hash)
+      most = Math.max(most, runningHashers())
+      return answer
+    }),
+  )
+  expect(answers).toEqual(Array.from({ length: cores * 3 }, (_, i) => i % 2 === 0))
+  expect(most).toBeGreaterThanOrEqual(1)
+  expect(most).toBeLessThanOrEqual(cores)
+})
+
+test.skipIf(process.platform !== 'linux')('hashing threads run at niceness 10 (or the process`s own, if higher), the main thread at its own', async () => {
+  const before = threadNiceness()
+  await hashPassword('niceness')
+  const after = threadNiceness()
+  const main = after.get(process.pid)
+  expect(main).toBe(before.get(process.pid)!)
+  const hashing = [...after].filter(([tid, nice]) => tid !== process.pid && nice === Math.max(10, main!))
+  expect(hashing.length).toBeGreaterThanOrEqual(runningHashers())
+})
