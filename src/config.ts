@@ -113,6 +113,12 @@ export const EnvSchema = Type.Object({
   ),
   MEDIA_FETCH_MAX_BYTES: variable(Type.Integer({ minimum: 1, default: 50 * 1024 ** 2, description: 'largest image or body the media fetcher downloads, in bytes' }), 'a positive integer number of bytes'),
   MEDIA_FETCH_TIMEOUT: variable(Type.String({ pattern: DURATION, default: '30s', description: 'time limit of one media download, e.g. 30s' }), 'a duration such as 30, 30s or 2m'),
+  PASSWORD_QUEUE_MAX: variable(
+    Type.Optional(
+      Type.Integer({ minimum: 1, description: 'password hashes (sign-ins, registrations) that may wait for a hashing thread; past it they are refused with 503 and Retry-After; unset: 256 per core' }),
+    ),
+    'a positive integer',
+  ),
   THROTTLE_LOGIN_PER_IP: variable(
     Type.Optional(Type.String({ pattern: RATE, description: 'failed sign-ins (POST /api/v1/auth/login, the OAuth sign-in form) per client address, e.g. 20/1m; unset: unlimited' })),
     RATE_EXPECTS,
@@ -177,6 +183,8 @@ export interface Config {
   importMaxExpandedBytes: number
   /** The follow-up fetch of media an import did not carry (bundle.md §5). */
   mediaFetch: { allowPrivate: boolean; maxBytes: number; timeoutMs: number }
+  /** Password hashes that may wait for a hashing thread; undefined: 256 per core. */
+  passwordQueueMax?: number
   /** Budgets of failed sign-ins, failed token requests and registrations; unset ones are unlimited (src/http/throttle.ts). */
   throttle: { login: ThrottleRates; token: ThrottleRates; register: ThrottleRates }
   /** Reverse proxies in front that append to X-Forwarded-For. */
@@ -240,6 +248,7 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     importMaxBytes: v.IMPORT_MAX_BYTES,
     importMaxExpandedBytes: v.IMPORT_MAX_EXPANDED_BYTES,
     mediaFetch: { allowPrivate: v.MEDIA_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: parseDuration(v.MEDIA_FETCH_TIMEOUT) * 1000 },
+    passwordQueueMax: v.PASSWORD_QUEUE_MAX,
     throttle: {
       login: { perIp: parseRate(v.THROTTLE_LOGIN_PER_IP), perAccount: parseRate(v.THROTTLE_LOGIN_PER_ACCOUNT) },
       token: { perIp: parseRate(v.THROTTLE_TOKEN_PER_IP), perAccount: parseRate(v.THROTTLE_TOKEN_PER_CLIENT) },

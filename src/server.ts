@@ -11,6 +11,7 @@ import { Jobs } from './jobs/jobs.ts'
 import { JobRunner } from './jobs/runner.ts'
 import type { JobTiming } from './jobs/worker.ts'
 import { Accounts } from './accounts/accounts.ts'
+import { limitWaitingHashes } from './accounts/passwords.ts'
 import { Rbac } from './rbac/rbac.ts'
 import { SYSTEM_DOMAIN } from './rbac/permissions.ts'
 import { serveControlSocket } from './rbac/promote.ts'
@@ -143,6 +144,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     bus = fleet ? new PostgresEventBus(pools, log) : new LocalEventBus()
     rbac = await Rbac.start({ system: pools.system, bus, log, catchUp: fleet })
     const roles = rbac
+    limitWaitingHashes(config.passwordQueueMax)
     accounts = await Accounts.start({
       system: pools.system,
       bus,

@@ -21,6 +21,9 @@ describe('parseEnv', () => {
     expect(config.lancedbUri).toBe(join(process.cwd(), 'data', 'lance'))
     expect(config.embedding).toBeUndefined()
     expect(config.s3).toBeUndefined()
+    // Unset: 256 waiting hashes per hashing thread (src/accounts/passwords.ts).
+    expect(config.passwordQueueMax).toBeUndefined()
+    expect(parseEnv({ PASSWORD_QUEUE_MAX: '64' }).passwordQueueMax).toBe(64)
   })
 
   test('embedding provider and S3 storage are configured as a whole', () => {
@@ -84,6 +87,8 @@ describe('parseEnv', () => {
     ['WORKERS', '-1', /^invalid WORKERS: expected an integer from 0 to 64, got "-1"$/],
     ['EMBEDDING_URL', 'ftp://x', /^invalid EMBEDDING_URL: expected an absolute http\(s\) URL/],
     ['S3_PREFIX', 'a b', /^invalid S3_PREFIX/],
+    ['PASSWORD_QUEUE_MAX', '0', /^invalid PASSWORD_QUEUE_MAX: expected a positive integer, got "0"$/],
+    ['PASSWORD_QUEUE_MAX', '2.5', /^invalid PASSWORD_QUEUE_MAX/],
   ]
   for (const [name, value, message] of bad) {
     test(`rejects ${name}=${value} with one line naming it`, () => {

@@ -2,6 +2,7 @@
 // priority. Unknown e-mails are checked against a dummy hash so that login takes as long whether
 // or not the account exists.
 import { availableParallelism } from 'node:os'
+import { HttpError } from '../http/errors.ts'
 import { HASHER_WORKER_URL } from '../workers.ts'
 
 export const PASSWORD_MIN = 8
@@ -25,6 +26,29 @@ export type HashResult = { value: string | boolean; error?: undefined } | { erro
 const HASHER_THREADS = availableParallelism()
 /** An idle hashing thread ends after this long; each holds a JavaScript heap of its own. */
 const HASHER_IDLE_MS = 30_000
+/**
+ * Hashes that may wait per hashing thread unless PASSWORD_QUEUE_MAX says otherwise: at about
+ * 130 ms a hash, 256 clear in about 33 s. Past the limit a flood of sign-ins is refused at once
+ * (503) instead of holding its requests, and their memory, ever longer.
+ */
+const DEFAULT_WAITING_PER_THREAD = 256
+/** Seconds a refused sign-in is told to wait. */
+const BUSY_RETRY_AFTER = 5
+
+let waitingLimit = DEFAULT_WAITING_PER_THREAD * HASHER_THREADS
+
+/** Sets how many hashes may wait (PASSWORD_QUEUE_MAX); unset, 256 per hashing thread. */
+export function limitWaitingHashes(limit: number | undefined): void {
+  waitingLimit = limit ?? DEFAULT_WAITING_PER_THREAD * HASHER_THREADS
+}
+
+/** 503 with Retry-After: the hashing queue is full. */
+export class HashingBusyError extends HttpError {
+  constructor() {
+    super(503, 'too many sign-ins in progress; try again shortly', { 'retry-after': String(BUSY_RETRY_AFTER) })
+  }
+  readonly retryAfterSeconds = BUSY_RETRY_AFTER
+}
 
 interface Hasher {
   worker: Worker
@@ -50,6 +74,7 @@ function acquireHasher(): Promise<Hasher> {
     return Promise.resolve(idle)
   }
   if (hasherCount < HASHER_THREADS) return Promise.resolve(startHasher())
+  if (waitingForHasher.length >= waitingLimit) return Promise.reject(new HashingBusyError())
   return new Promise((resolve) => waitingForHasher.push(resolve))
 }
 

@@ -3,6 +3,7 @@
 import { Elysia, t } from 'elysia'
 import type { Sql } from 'postgres'
 import type { Accounts } from '../accounts/accounts.ts'
+import { HashingBusyError } from '../accounts/passwords.ts'
 import type { User } from '../accounts/users.ts'
 import { beginAuthorization, redirectWith } from './authorize.ts'
 import { authenticateClient, findClient, registerClient } from './clients.ts'
@@ -176,7 +177,15 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
           page.headers.set('retry-after', String(wait))
           return page
         }
-        const user = await accounts.verifyCredentials(body.email, body.password)
+        let user
+        try {
+          user = await accounts.verifyCredentials(body.email, body.password)
+        } catch (error) {
+          if (!(error instanceof HashingBusyError)) throw error
+          const page = await signInAgain(pending, body, `Too many sign-ins at the moment. Try again in ${error.retryAfterSeconds} seconds.`, 503)
+          page.headers.set('retry-after', String(error.retryAfterSeconds))
+          return page
+        }
         if (!user) return signInAgain(pending, body, 'Wrong e-mail or password.', 401)
         admission.forgive()
         await bindUser(system, pending.id, user.id)

@@ -1,9 +1,10 @@
 // Password hashing runs on threads of its own at a lower CPU priority (src/accounts/passwords.ts):
-// what it answers, how many threads it uses, and that they really are below the main thread.
-import { expect, test } from 'bun:test'
+// what it answers, how many threads it uses, that they really are below the main thread, and
+// the bound on the hashes waiting for them.
+import { beforeAll, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
-import { hashPassword, runningHashers, verifyPassword } from '../../src/accounts/passwords.ts'
+import { HashingBusyError, hashPassword, limitWaitingHashes, runningHashers, verifyPassword } from '../../src/accounts/passwords.ts'
 
 /** Niceness of each thread of this process (field 19 of /proc/self/task/<tid>/stat). */
 function threadNiceness(): Map<number, number> {
@@ -16,6 +17,9 @@ function threadNiceness(): Map<number, number> {
   }
   return niceness
 }
+
+// The default bound, whatever a server started earlier in this process set.
+beforeAll(() => limitWaitingHashes(undefined))
 
 test('a hash is argon2id with Bun`s parameters and verifies its password only', async () => {
   const hash = await hashPassword('correct horse battery staple')
@@ -64,4 +68,24 @@ test.skipIf(process.platform !== 'linux')('hashing threads run at niceness 10 (o
   expect(main).toBe(before.get(process.pid)!)
   const hashing = [...after].filter(([tid, nice]) => tid !== process.pid && nice === Math.max(10, main!))
   expect(hashing.length).toBeGreaterThanOrEqual(runningHashers())
+})
+
+test('past the queue limit a hash is refused at once (503, Retry-After); those admitted complete', async () => {
+  const cores = availableParallelism()
+  limitWaitingHashes(1)
+  try {
+    // One per hashing thread runs, one waits: the queue is full.
+    const admitted = Array.from({ length: cores + 1 }, (_, i) => hashPassword(`admitted ${i}`))
+    const refused = await hashPassword('one too many').then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    expect(refused).toBeInstanceOf(HashingBusyError)
+    expect(refused).toMatchObject({ status: 503, message: 'too many sign-ins in progress; try again shortly', headers: { 'retry-after': '5' } })
+    for (const hash of await Promise.all(admitted)) expect(hash).toStartWith('$argon2id$')
+    // Drained, the queue admits again.
+    expect(await verifyPassword('one too many', await hashPassword('one too many'))).toBe(true)
+  } finally {
+    limitWaitingHashes(undefined)
+  }
 })
