@@ -21,7 +21,6 @@
 // `staging_<kind>_<job uuid hex>`, and promotes them into the repository's tables after the
 // commit (or drops them when the transaction rolls back). Promotion is an upsert, so running it
 // again after a crash midway is harmless.
-import { availableParallelism } from 'node:os'
 import { connect, Index, type Connection, type Table } from '@lancedb/lancedb'
 import { Field, FixedSizeList, Float32, makeData, RecordBatch, Schema, Struct, Table as ArrowTable, Utf8, vectorFromArray, type Vector } from 'apache-arrow'
 import { UUID_PATTERN } from '../http/schemas.ts'
@@ -132,8 +131,14 @@ interface PendingSearch {
 
 /** Query vectors in one LanceDB query at most. */
 const SEARCH_BATCH = 32
-/** LanceDB queries of one table running at once (from this process); more searches wait and batch. */
-const SEARCHES_AT_ONCE = availableParallelism()
+/**
+ * LanceDB queries of one table running at once (from this process); more searches wait and batch.
+ * Under load a query's time is mostly waiting inside LanceDB (its file reads go through a pool of
+ * about 20 threads), not CPU: one query at a time for the whole process made the search p99 of
+ * scripts/bench/load.ts 360 ms, 2 to 16 per table 150-190 ms. 8 lets a table's searches overlap
+ * their waits; a pile-up beyond that goes as batches.
+ */
+const SEARCHES_AT_ONCE = 8
 
 /** A table's searches: those waiting, and how many queries of it run. */
 interface TableSearches {
@@ -233,10 +238,10 @@ export class VectorStore {
    * The k stored vectors nearest to `vector` by cosine distance, nearest first; [] when nothing is
    * stored yet. A zero vector has no direction: it is never found, and finds nothing.
    *
-   * Searches of one table that arrive while a search of it runs wait for it, then go together as
-   * one multi-vector query: a LanceDB query costs about 1.2 ms of CPU before it compares a single
+   * Searches of one table beyond SEARCHES_AT_ONCE running wait, then go together as one
+   * multi-vector query: a LanceDB query costs about 1.2 ms of CPU before it compares a single
    * vector (2.4 ms at 2,000 vectors), and one query of 4 vectors costs 0.55 ms per vector, of 16
-   * 0.27 ms. A lone search runs at once, as before; under load the batches form by themselves.
+   * 0.27 ms. Below that, each search runs at once, as before.
    */
   async search(repositoryId: string, kind: VectorKind, vector: Float32Array, k: number): Promise<Neighbour[]> {
     const name = tableName(repositoryId, kind)

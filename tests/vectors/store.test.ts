@@ -133,7 +133,7 @@ describe('VectorStore', () => {
     await expectRejection(store.search(repo, 'facts', vectors[0]!, 0), RangeError, 'k must be a positive integer, got 0')
   })
 
-  test('searches of one table made at once go as one batch; each gets what it would alone, a misfit fails alone', async () => {
+  test('searches of one table made at once beyond 8 go as one batch; each gets what it would alone, a misfit fails alone', async () => {
     const repo = uuid()
     await storeSentences(repo)
     const queries = [...SENTENCES.map((sentence, i) => ({ text: sentence, k: 1 + (i % 6) })), { text: 'water', k: 50 }, { text: 'the largest ocean', k: 2 }]
@@ -141,16 +141,19 @@ describe('VectorStore', () => {
     // One at a time: each search runs as a batch of one.
     const alone: Awaited<ReturnType<VectorStore['search']>>[] = []
     for (const [i, q] of queries.entries()) alone.push(await store.search(repo, 'facts', vectors[i]!, q.k))
-    // All at once, with a vector of the wrong dimension among them: the first runs alone, the rest
-    // wait for it and go together.
+    // All at once, three rounds of them with a vector of the wrong dimension in the middle: the
+    // first 8 (SEARCHES_AT_ONCE) run alone, the rest wait and go together.
     const short = Float32Array.of(1, 0, 0)
-    const together = queries.map((q, i) => store.search(repo, 'facts', vectors[i]!, q.k))
+    const round = () => queries.map((q, i) => store.search(repo, 'facts', vectors[i]!, q.k))
+    const together = [...round(), ...round()]
     const misfit = store.search(repo, 'facts', short, 3)
+    together.push(...round())
     const [answers] = await Promise.all([Promise.all(together), expectRejection(misfit, VectorDimensionError, `a query vector of 3 dimensions cannot search the facts of repository ${repo}, which hold 384`)])
-    for (const [i, answer] of answers.entries()) {
+    for (const [n, answer] of answers.entries()) {
+      const i = n % queries.length
       expect(answer).toHaveLength(Math.min(queries[i]!.k, SENTENCES.length))
-      expect(answer.map((n) => n.id)).toEqual(alone[i]!.map((n) => n.id))
-      answer.forEach((n, j) => expect(n.distance).toBeCloseTo(alone[i]![j]!.distance, 5))
+      expect(answer.map((hit) => hit.id)).toEqual(alone[i]!.map((hit) => hit.id))
+      answer.forEach((hit, j) => expect(hit.distance).toBeCloseTo(alone[i]![j]!.distance, 5))
     }
     // Another table's searches are batches of their own: a repository without vectors finds nothing.
     expect(await Promise.all([store.search(uuid(), 'facts', vectors[0]!, 3), store.search(repo, 'concepts', vectors[0]!, 3)])).toEqual([[], []])
