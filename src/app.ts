@@ -129,7 +129,7 @@ export function createApp(ctx: AppContext) {
     )
     .use(oauthRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts, ctx.oauth, throttles))
     .use(accountRoutes(ctx.accounts, access, throttles))
-    .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, access, repositories: ctx.repositories }))
+    .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))
     .use(repositoryRoutes(ctx.repositories, access, scope))
     .use(graphRoutes(scope))
     .use(exportRoutes(scope, ctx.jobs, ctx.blobs))

@@ -9,7 +9,7 @@ import { SYSTEM_DOMAIN, scopeNeeded } from '../rbac/permissions.ts'
 import { resourceMetadataUrl } from '../oauth/metadata.ts'
 import type { Logger } from '../log.ts'
 import { hashPassword, verifyPassword } from './passwords.ts'
-import { RevokedSessions, SESSION_REVOKED, insertSession, markRevoked, rotateRefreshToken } from './sessions.ts'
+import { RevokedSessions, SESSION_REVOKED, endSession, endUserSessions, insertSession, listLiveSessions, markRevoked, rotateRefreshToken, type SessionSummary } from './sessions.ts'
 import { createSessionTokens, type SessionTokens } from './tokens.ts'
 import { findCredentials, findUserById, insertUser, listUsers, normalizeEmail, updateUser, type User } from './users.ts'
 import { ExpiringMap } from '../expiring.ts'
@@ -41,6 +41,15 @@ const USER_CACHE_SIZE = 10_000
 
 const invalidCredentials = () => new HttpError(401, 'invalid credentials')
 const invalidRefreshToken = () => new HttpError(401, 'invalid refresh token')
+
+/**
+ * The user whose sessions a request may list and end: that of a session token. An OAuth client
+ * acts for its user within its scopes, and the user's sessions are not among them.
+ */
+function sessionUser(principal: Principal): string {
+  if (!principal.sessionId) throw new HttpError(403, 'sessions are managed with a session token, not an OAuth access token')
+  return principal.userId
+}
 
 function requireEmail(email: string): string {
   const normalized = normalizeEmail(email)
@@ -128,6 +137,35 @@ export class Accounts implements Authenticator {
     await this.sql.begin(async (tx) => {
       if (await markRevoked(tx, principal.sessionId!, 'logout')) await this.options.bus.publish(tx, SESSION_REVOKED, principal.sessionId!)
     })
+  }
+
+  /** The caller's live sessions, oldest first (one page); only a session token may see them. */
+  listSessions(principal: Principal, limit: number, after?: PageKey) {
+    return listLiveSessions(this.sql, sessionUser(principal), limit, after)
+  }
+
+  /** Ends one of the caller's live sessions (the current one too): its tokens stop working at once. */
+  async endSession(principal: Principal, sessionId: string): Promise<SessionSummary> {
+    const userId = sessionUser(principal)
+    const ended = await this.sql.begin(async (tx) => {
+      const session = await endSession(tx, userId, sessionId)
+      if (session) await this.options.bus.publish(tx, SESSION_REVOKED, session.id)
+      return session
+    })
+    if (!ended) throw new HttpError(404, 'session not found')
+    this.revoked.add(ended.id)
+    return ended
+  }
+
+  /** Ends every live session of `userId` (an administrator's doing); how many there were. */
+  async endUserSessions(userId: string): Promise<number> {
+    const ended = await this.sql.begin(async (tx) => {
+      const ids = await endUserSessions(tx, userId)
+      for (const id of ids) await this.options.bus.publish(tx, SESSION_REVOKED, id)
+      return ids
+    })
+    for (const id of ended) this.revoked.add(id)
+    return ended.length
   }
 
   async authenticate(token: string): Promise<Principal | undefined> {

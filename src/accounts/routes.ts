@@ -2,6 +2,7 @@
 import { Elysia, t } from 'elysia'
 import type { accessControl } from '../http/auth.ts'
 import type { Throttles } from '../http/throttle.ts'
+import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import type { Accounts } from './accounts.ts'
 import { PASSWORD_MAX, PASSWORD_MIN } from './passwords.ts'
@@ -20,6 +21,13 @@ export const User = t.Object({ id: t.String({ format: 'uuid' }), email: t.String
 const SessionGrant = t.Object({ user: User, token: t.String({ description: 'access token (JWT)' }), refresh_token: t.String() })
 const TokenPair = t.Object({ token: t.String(), refresh_token: t.String() })
 const UserParams = t.Object({ userID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
+const Session = t.Object({
+  id: t.String({ format: 'uuid' }),
+  created_at: t.String(),
+  expires_at: t.String({ description: 'the absolute end of the session' }),
+  current: t.Boolean({ description: 'whether this is the session of the token that asked' }),
+})
+const SessionParams = t.Object({ sessionID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const strict = { additionalProperties: false } as const
 
 /** Answers that carry tokens are never stored by a cache (as RFC 6749 §5.1 asks of the OAuth token endpoint). */
@@ -57,6 +65,33 @@ export function accountRoutes(accounts: Accounts, access: ReturnType<typeof acce
       response: { 200: TokenPair, ...throttledErrors },
       detail: { tags: ['accounts'], summary: 'Exchange a refresh token (single use) for a new token pair' },
     })
+    .get(
+      '/auth/sessions',
+      async ({ principal, query, request, set }) => {
+        const limit = parseLimit(query.limit)
+        const rows = await accounts.listSessions(principal, limit, decodeCursor(query.cursor))
+        return page(rows, limit, request, set.headers as Record<string, string>).map((session) => ({ ...session, current: session.id === principal.sessionId }))
+      },
+      {
+        auth: true,
+        query: PageQuery,
+        response: { 200: t.Array(Session), ...errors },
+        detail: { tags: ['accounts'], summary: "The caller's live sessions, oldest first (paginated; a session token only)" },
+      },
+    )
+    .delete(
+      '/auth/sessions/:sessionID',
+      async ({ principal, params }) => {
+        const session = await accounts.endSession(principal, params.sessionID.toLowerCase())
+        return { ...session, current: session.id === principal.sessionId }
+      },
+      {
+        auth: true,
+        params: SessionParams,
+        response: { 200: Session, ...errors },
+        detail: { tags: ['accounts'], summary: "End one of the caller's sessions: its tokens stop working at once (a session token only)" },
+      },
+    )
     .post(
       '/auth/logout',
       async ({ principal }) => {

@@ -3,8 +3,9 @@
 import type { Sql } from 'postgres'
 import { createHash, randomBytes } from 'node:crypto'
 import type { EventBus } from '../db/events.ts'
-import type { Db } from '../db/sql.ts'
+import { isoTimestamp, type Db } from '../db/sql.ts'
 import { ExpiringMap } from '../expiring.ts'
+import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../http/pagination.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 
@@ -77,8 +78,48 @@ async function revokeOnReuse(sql: Sql, token: string): Promise<Rotation> {
   return { outcome: 'reused', sessionId: used.session_id }
 }
 
+/** Why a session ended before its time: logout, refresh-token reuse, its user, an administrator. */
+export type RevokedReason = 'logout' | 'refresh_reuse' | 'ended' | 'admin'
+
+/** A live session as its user sees it. */
+export interface SessionSummary {
+  id: string
+  created_at: string
+  expires_at: string
+}
+
+const sessionColumns = (sql: Db) => sql`id, ${isoTimestamp(sql, 'sessions.created_at')} AS created_at, ${isoTimestamp(sql, 'sessions.expires_at')} AS expires_at`
+
+/** One page of the user's live sessions, oldest first, plus the look-ahead row. */
+export async function listLiveSessions(sql: Sql, userId: string, limit: number, after?: PageKey) {
+  const rows = await sql<(SessionSummary & { key_at: string })[]>`
+    SELECT ${sessionColumns(sql)}, ${pageKeyColumn(sql)} FROM sessions
+    WHERE user_id = ${userId} AND revoked_at IS NULL AND expires_at > now() AND ${afterCursor(sql, after)}
+    ORDER BY ${pageOrder(sql, 'sessions')}
+    LIMIT ${limit + 1}`
+  return withPageKeys(rows)
+}
+
+/** Ends one live session of `userId`; the session, or undefined when it is not a live one of theirs. */
+export async function endSession(sql: Db, userId: string, sessionId: string): Promise<SessionSummary | undefined> {
+  const [ended] = await sql<SessionSummary[]>`
+    UPDATE sessions SET revoked_at = now(), revoked_reason = 'ended'
+    WHERE id = ${sessionId} AND user_id = ${userId} AND revoked_at IS NULL AND expires_at > now()
+    RETURNING ${sessionColumns(sql)}`
+  return ended
+}
+
+/** Ends every live session of `userId` (an administrator's doing); their ids. */
+export async function endUserSessions(sql: Db, userId: string): Promise<string[]> {
+  const ended = await sql<{ id: string }[]>`
+    UPDATE sessions SET revoked_at = now(), revoked_reason = 'admin'
+    WHERE user_id = ${userId} AND revoked_at IS NULL AND expires_at > now()
+    RETURNING id`
+  return ended.map((row) => row.id)
+}
+
 /** Returns whether this call revoked it (false: unknown or already revoked). */
-export async function markRevoked(sql: Db, sessionId: string, reason: 'logout' | 'refresh_reuse'): Promise<boolean> {
+export async function markRevoked(sql: Db, sessionId: string, reason: RevokedReason): Promise<boolean> {
   const rows = await sql`UPDATE sessions SET revoked_at = now(), revoked_reason = ${reason} WHERE id = ${sessionId} AND revoked_at IS NULL RETURNING id`
   return rows.length > 0
 }

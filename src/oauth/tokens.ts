@@ -192,6 +192,20 @@ export class OAuthTokens {
     return outcome.tokens
   }
 
+  /** Revokes every live grant of `userId` (an administrator's doing): its tokens stop working at once. How many. */
+  async revokeUserGrants(userId: string): Promise<number> {
+    const revoked = await this.options.system.begin(async (tx) => {
+      const rows = await tx<{ id: string }[]>`
+        UPDATE oauth_token_families SET revoked_at = now()
+        WHERE user_id = ${userId} AND revoked_at IS NULL AND created_at > now() - make_interval(secs => ${GRANT_SECONDS})
+        RETURNING id`
+      if (rows.length) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
+      return rows.map((row) => row.id)
+    })
+    this.markRevoked(revoked)
+    return revoked.length
+  }
+
   /**
    * RFC 7009: revokes a refresh token (its whole family) or an access token (by jti, until it
    * expires). Unknown tokens, or another client's, are not an error: the answer is the same.

@@ -1,6 +1,7 @@
-// /api/v1/admin/* and /api/v1/permissions: schema, permission, call into Rbac and Accounts.
+// /api/v1/admin/* and /api/v1/permissions: schema, permission, call into Rbac, Accounts and OAuthTokens.
 import { Elysia, t } from 'elysia'
 import type { Accounts } from '../accounts/accounts.ts'
+import type { OAuthTokens } from '../oauth/tokens.ts'
 import type { accessControl } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
@@ -24,6 +25,7 @@ const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody 
 export interface RbacRoutesOptions {
   rbac: Rbac
   accounts: Accounts
+  oauth: Pick<OAuthTokens, 'revokeUserGrants'>
   access: ReturnType<typeof accessControl>
   repositories: Pick<Repositories, 'resolve'>
 }
@@ -35,7 +37,7 @@ function permissionsIn(rbac: Rbac, userId: string, domain: string): Permission[]
   return [...new Set(held.flatMap((a) => ROLES[a.role].permissions))]
 }
 
-export function rbacRoutes({ rbac, accounts, access, repositories }: RbacRoutesOptions) {
+export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: RbacRoutesOptions) {
   /** Validates an assignment body: 400 for an unknown user, role or repository, or a role outside its domain kind. */
   const validate = async (body: { user_id: string; role: string; domain: string }) => {
     if (!isRole(body.role)) throw new HttpError(400, `unknown role ${JSON.stringify(body.role)}; expected one of ${Object.keys(ROLES).join(', ')}`)
@@ -66,6 +68,21 @@ export function rbacRoutes({ rbac, accounts, access, repositories }: RbacRoutesO
           ...errors,
         },
         detail: { tags: ['admin'], summary: 'All users with their roles (paginated; Link: rel="next")' },
+      },
+    )
+    .delete(
+      '/admin/users/:userID/sessions',
+      async ({ params }) => {
+        const userId = params.userID.toLowerCase()
+        if (!(await accounts.userExists(userId))) throw new HttpError(404, 'user not found')
+        const sessions = await accounts.endUserSessions(userId)
+        return { sessions_ended: sessions, grants_revoked: await oauth.revokeUserGrants(userId) }
+      },
+      {
+        permission: 'user:manage',
+        params: t.Object({ userID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) }),
+        response: { 200: t.Object({ sessions_ended: t.Integer(), grants_revoked: t.Integer() }), ...errors },
+        detail: { tags: ['admin'], summary: "End every session and revoke every OAuth grant of a user: their tokens stop working at once" },
       },
     )
     .put(
