@@ -14,6 +14,7 @@ import { ErrorBody } from './http/schemas.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
 import { oauthRoutes } from './oauth/routes.ts'
+import { grantRoutes } from './oauth/grant-routes.ts'
 import { accessControl, bearerAuthenticator, createServiceTokens, withServiceTokens } from './http/auth.ts'
 import { createThrottles } from './http/throttle.ts'
 import type { OAuthTokens } from './oauth/tokens.ts'
@@ -129,6 +130,7 @@ export function createApp(ctx: AppContext) {
     )
     .use(oauthRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts, ctx.oauth, throttles))
     .use(accountRoutes(ctx.accounts, access, throttles))
+    .use(grantRoutes(ctx.oauth, access))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))
     .use(repositoryRoutes(ctx.repositories, access, scope))
     .use(graphRoutes(scope))

@@ -3,7 +3,7 @@
 import type { Sql } from 'postgres'
 import type { EventBus } from '../db/events.ts'
 import { HttpError } from '../http/errors.ts'
-import { forbidden, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
+import { forbidden, requireScope, requireSessionToken, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
 import type { PageKey } from '../http/pagination.ts'
 import { SYSTEM_DOMAIN, scopeNeeded } from '../rbac/permissions.ts'
 import { resourceMetadataUrl } from '../oauth/metadata.ts'
@@ -42,14 +42,8 @@ const USER_CACHE_SIZE = 10_000
 const invalidCredentials = () => new HttpError(401, 'invalid credentials')
 const invalidRefreshToken = () => new HttpError(401, 'invalid refresh token')
 
-/**
- * The user whose sessions a request may list and end: that of a session token. An OAuth client
- * acts for its user within its scopes, and the user's sessions are not among them.
- */
-function sessionUser(principal: Principal): string {
-  if (!principal.sessionId) throw new HttpError(403, 'sessions are managed with a session token, not an OAuth access token')
-  return principal.userId
-}
+/** The user whose sessions a request may list and end. */
+const sessionUser = (principal: Principal) => requireSessionToken(principal, 'sessions')
 
 function requireEmail(email: string): string {
   const normalized = normalizeEmail(email)

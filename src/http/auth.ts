@@ -35,6 +35,15 @@ export function holdsSystemPermission(authorizer: Authorizer, principal: Princip
   return principal.grants ? principal.grants.includes(permission) : authorizer.can(principal.userId, SYSTEM_DOMAIN, permission)
 }
 
+/**
+ * The user of a session token. A user's sessions and grants are managed with one: an OAuth
+ * client acts for its user within its scopes, and these are not among them (403).
+ */
+export function requireSessionToken(principal: Principal, what: string): string {
+  if (!principal.sessionId) throw new HttpError(403, `${what} are managed with a session token, not an OAuth access token`)
+  return principal.userId
+}
+
 /** 403 for an OAuth token whose scopes do not cover the action (RFC 6750 §3.1). */
 export function insufficientScope(resourceMetadata: string, need: Scope): HttpError {
   return new HttpError(403, `insufficient scope: this needs a token with the ${need} scope`, {

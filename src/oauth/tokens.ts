@@ -13,10 +13,12 @@ import { ExpiringMap } from '../expiring.ts'
 import type { Db } from '../db/sql.ts'
 import { OAuthError } from '../http/errors.ts'
 import type { Principal } from '../http/auth.ts'
+import type { PageKey } from '../http/pagination.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import type { Client } from './clients.ts'
 import { GRANT_SECONDS } from './consent.ts'
+import { listLiveGrants, revokeGrant, type GrantSummary } from './grants.ts'
 import { resourceIdentifier } from './metadata.ts'
 
 export const OAUTH_REVOKED = 'kgs_oauth_revoked'
@@ -190,6 +192,22 @@ export class OAuthTokens {
       throw invalidGrant(outcome.error!)
     }
     return outcome.tokens
+  }
+
+  /** One page of the live grants of `userId`, oldest first. */
+  listUserGrants(userId: string, limit: number, after?: PageKey) {
+    return listLiveGrants(this.options.system, userId, limit, after)
+  }
+
+  /** Revokes one live grant of `userId` (the user's doing): its tokens stop working at once. The grant, or undefined. */
+  async revokeUserGrant(userId: string, grantId: string): Promise<GrantSummary | undefined> {
+    const grant = await this.options.system.begin(async (tx) => {
+      const revoked = await revokeGrant(tx, userId, grantId)
+      if (revoked) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
+      return revoked
+    })
+    if (grant) this.markRevoked([grant.id])
+    return grant
   }
 
   /** Revokes every live grant of `userId` (an administrator's doing): its tokens stop working at once. How many. */

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, untilSysadmin, type TestServer } from '../helpers/server.ts'
 import { api, expectError, expectOAuthError, uniqueEmail } from '../helpers/api.ts'
-import { obtainCode, pkcePair, registerClient, type TestClient } from '../helpers/oauth.ts'
+import { obtainTokens, registerClient, type TestClient } from '../helpers/oauth.ts'
 
 const PASSWORD = 'correct horse battery'
 let server: TestServer
@@ -49,13 +49,10 @@ async function tokenRequest(fields: Record<string, string>) {
   return { status: res.status, body: (await res.json()) as Record<string, string> }
 }
 /** An OAuth grant of `email` to a fresh client: its access and refresh tokens. */
-async function oauthGrant(email: string, scope?: string): Promise<{ client: TestClient; access: string; refresh: string }> {
+async function oauthGrant(email: string): Promise<{ client: TestClient; access: string; refresh: string }> {
   const client = await registerClient(server.url)
-  const { verifier, challenge } = pkcePair()
-  const { code } = await obtainCode(server.url, client, { email, password: PASSWORD }, { challenge, scope })
-  const res = await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id })
-  expect(res.status).toBe(200)
-  return { client, access: res.body.access_token!, refresh: res.body.refresh_token! }
+  const tokens = await obtainTokens(server.url, client, { email, password: PASSWORD })
+  return { client, access: tokens.access_token, refresh: tokens.refresh_token! }
 }
 
 describe(`a user's sessions (${BACKEND})`, () => {

@@ -45,3 +45,22 @@ export async function obtainCode(
   const location = new URL(decision.headers.get('location')!)
   return { code: location.searchParams.get('code')!, state: location.searchParams.get('state')!, iss: location.searchParams.get('iss')! }
 }
+
+/** Signs in, allows, and exchanges the code at the token endpoint: the token response of a fresh grant. */
+export async function obtainTokens(
+  baseUrl: string,
+  client: TestClient,
+  account: { email: string; password: string },
+  scope?: string,
+): Promise<{ access_token: string; refresh_token?: string; scope: string }> {
+  const { verifier, challenge } = pkcePair()
+  const { code } = await obtainCode(baseUrl, client, account, { challenge, scope })
+  const fields = { grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }
+  const res = await fetch(`${baseUrl}/api/v1/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(client.client_secret ? { ...fields, client_secret: client.client_secret } : fields),
+  })
+  if (res.status !== 200) throw new Error(`token request failed: ${res.status} ${await res.text()}`)
+  return (await res.json()) as { access_token: string; refresh_token?: string; scope: string }
+}
