@@ -2,7 +2,7 @@
 // a worker makes is conditional on it still holding the lease (lease_owner = its id), so a
 // worker that lost its job (lease expired, job re-queued and claimed elsewhere) can never
 // overwrite the new owner's state: a job is run to completion by exactly one claim.
-import { isoTimestamp, type Db } from '../db/sql.ts'
+import { isoTimestamp, storableText, type Db } from '../db/sql.ts'
 import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../http/pagination.ts'
 
 export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const
@@ -119,7 +119,7 @@ export async function finishJob(
   outcome: { status: 'succeeded'; result: unknown } | { status: 'failed' | 'cancelled'; error: string },
 ): Promise<boolean> {
   const result = outcome.status === 'succeeded' ? sql.json((outcome.result ?? null) as never) : null
-  const error = outcome.status === 'succeeded' ? null : outcome.error
+  const error = outcome.status === 'succeeded' ? null : storableText(outcome.error)
   const rows = await sql`
     UPDATE jobs SET status = ${outcome.status}, result = ${result}, error = ${error}, finished_at = now(),
       lease_owner = NULL, lease_expires_at = NULL,
@@ -148,7 +148,7 @@ export async function failAttempt(sql: Db, id: string, workerId: string, error: 
     return (await finishJob(sql, id, workerId, { status: 'failed', error: message })) ? 'failed' : undefined
   }
   const rows = await sql`
-    UPDATE jobs SET status = 'queued', error = ${error}, lease_owner = NULL, lease_expires_at = NULL,
+    UPDATE jobs SET status = 'queued', error = ${storableText(error)}, lease_owner = NULL, lease_expires_at = NULL,
       run_after = now() + ${retryDelayMs(row.attempts, backoffBaseMs)} * interval '1 millisecond',
       progress = progress || '{"phase": "retrying"}'
     WHERE id = ${id} AND lease_owner = ${workerId} AND status = 'running'

@@ -209,6 +209,8 @@ export function brokenBundles(): BrokenBundle[] {
   cases.push({ name: 'facts: element not an object', bytes: derived((b) => ((b.facts as Json[])[1] = 42)), error: /^facts\[1\]: expected an object$/, section: 'facts', position: 1 })
   cases.push({ name: 'source_bodies: bad bare string', bytes: derived((b) => ((b.source_bodies as Json[])[0] = 'x-1')), error: /^source_bodies\[0\]: expected an object or a body ref "body-<source_idx>", found "x-1"$/, section: 'source_bodies', position: 0 })
   cases.push({ name: 'facts: invalid JSON inside a row', bytes: gzipBundle(valid.replace('"text":"Snow is frozen rain."', '"text":"Snow" "is"')), error: /^facts\[2\]: invalid JSON \(/, section: 'facts', position: 2 })
+  // The reader's message quotes the NUL; PostgreSQL text cannot hold one, so a job records it as \u0000.
+  cases.push({ name: 'facts: a NUL character inside a row', bytes: gzipBundle(valid.replace('"text":"Snow is frozen rain."', '"text":"Snow is frozen rain."\u0000')), error: /^facts\[2\]: invalid JSON \(.*(\u0000|\\u0000)/, section: 'facts', position: 2 })
   cases.push({ name: 'facts: trailing comma', bytes: gzipBundle(valid.replace(/("source_image_idx":-1\})\],"fact_sources"/, '$1,],"fact_sources"')), error: /^facts\[3\]: expected a row after ","$/, section: 'facts', position: 3 })
   cases.push({ name: 'idx not equal to position', bytes: derived((b) => (rowsOf(b, 'facts')[1]!.idx = 5)), error: /^facts\[1\]: idx is 5 but the row is at position 1$/, section: 'facts', position: 1 })
   cases.push({ name: 'missing required field', bytes: derived((b) => delete rowsOf(b, 'concepts')[0]!.canonical_name), error: /^concepts\[0\]: canonical_name is required$/, section: 'concepts', position: 0 })
