@@ -11,8 +11,9 @@
 // repositories, fills them with gen-graph, and gives the users roles in them (each user holds
 // a role in two, so every repository is shared among viewers, curators and editors), and
 // queues embed_facts and embed_concepts in each (the vectors the search route reads; the jobs
-// the polling reads), waiting for them to finish so that no job runs during the load. Each
-// client is a user with a session of its own (clients share users); it logs in during set-up.
+// the polling reads), waiting for them and the optimize_vectors jobs they queue to finish, so that
+// no job runs during the load. Each client is a user with a session of its own (clients share
+// users); it logs in during set-up.
 // Reads spread uniformly over the repository's read routes (the repository, the lists with and
 // without their filters, a second page, one row of each kind, search), job polling over one job,
 // the job list and the header-addressed form. Every client draws its steps from its own seeded
@@ -178,11 +179,12 @@ async function setUpService(url: string, env: Record<string, string>, dataDir: s
       await call('POST', `/${repository.slug}/jobs`, admin, { kind: 'embed_concepts' }),
     ]),
   )
-  await waitFor('the embedding jobs', JOBS_DEADLINE_MS, async () => {
-    const states = await Promise.all(jobs.flat().map(async (job) => (await call('GET', `/api/v1/jobs/${job.id}`, admin)).status as string))
-    const failed = states.find((s) => s === 'failed' || s === 'cancelled')
-    if (failed) throw new Error(`an embedding job ended ${failed}`)
-    return states.every((s) => s === 'succeeded') ? true : undefined
+  // The embedding jobs, and the optimize_vectors jobs they queue.
+  await waitFor('the embedding jobs and their follow-ups', JOBS_DEADLINE_MS, async () => {
+    const listed = await Promise.all(repositories.map(async (repository) => (await call('GET', `/${repository.slug}/jobs?limit=100`, admin)) as { kind: string; status: string }[]))
+    const failed = listed.flat().find((job) => job.status === 'failed' || job.status === 'cancelled')
+    if (failed) throw new Error(`a ${failed.kind} job ended ${failed.status}`)
+    return listed.flat().every((job) => job.status === 'succeeded') ? true : undefined
   })
 
   const users = await mapConcurrently(Array.from({ length: userCount }, (_, u) => u), REGISTRATIONS_AT_ONCE, async (u) => {

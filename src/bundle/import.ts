@@ -10,7 +10,8 @@
 //   media under the job's prefix, its staged vectors) are deleted and the import starts over.
 // - After the commit: staged vectors are promoted into the repository's tables, follow-up jobs
 //   queued (fetch_media for media the bundle did not carry, embed_facts and embed_concepts when
-//   its vectors were of another model), each step flipping its flag in the row. A crash between
+//   its vectors were of another model, optimize_vectors when they were kept), each step flipping
+//   its flag in the row. A crash between
 //   queueing and flipping queues them twice on the retry: they are idempotent.
 // - A failed import rolls back, and its media and staged vectors are deleted: the repository is
 //   as before. Bad input (BundleError: "section[position]: problem") fails the job at once.
@@ -30,6 +31,7 @@ import { describeError } from '../log.ts'
 import { localImageUrl } from '../media/urls.ts'
 import { metered } from '../memory.ts'
 import { RegistryError } from '../registry/client.ts'
+import { OPTIMIZE_VECTORS } from '../vectors/optimize-job.ts'
 import { VECTOR_KINDS } from '../vectors/store.ts'
 import { GraphImport, isDataError, type ImportCounts, type ImportedCounts } from './import-transaction.ts'
 import { BundleError, readBundle } from './reader.ts'
@@ -199,15 +201,22 @@ async function completeImport(job: ImportJob, services: JobServices, sql: Sql, c
   }
   if (committed.followups_pending) {
     job.progress({ phase: 'follow-ups' })
-    for (const kind of followUps(committed.result)) await services.enqueue({ kind, repositoryId })
+    for (const followUp of followUps(committed.result)) await services.enqueue({ ...followUp, repositoryId })
     await sql`UPDATE graph_imports SET followups_pending = false WHERE job_id = ${job.id}`
   }
   job.progress({ phase: 'imported' })
 }
 
-/** The jobs an import queues: media to fetch, vectors to compute (whole repository: no ids). */
-function followUps(result: ImportResult): string[] {
-  return [...(result.media.to_fetch > 0 ? ['fetch_media'] : []), ...(result.embeddings === 're-embedding' ? ['embed_facts', 'embed_concepts'] : [])]
+/**
+ * The jobs an import queues: media to fetch; vectors to compute (whole repository: no ids), or
+ * the vectors it kept to compact and index (the embedding jobs queue that themselves).
+ */
+function followUps(result: ImportResult): { kind: string; params?: Record<string, unknown> }[] {
+  return [
+    ...(result.media.to_fetch > 0 ? [{ kind: 'fetch_media' }] : []),
+    ...(result.embeddings === 're-embedding' ? [{ kind: 'embed_facts' }, { kind: 'embed_concepts' }] : []),
+    ...(result.embeddings === 'upserted' ? VECTOR_KINDS.map((kind) => ({ kind: OPTIMIZE_VECTORS, params: { kind } })) : []),
+  ]
 }
 
 interface OpenedBundle {

@@ -5,6 +5,7 @@ import { Type } from '@sinclair/typebox'
 import { defineJobKind, type RunningJob, type JobServices } from '../jobs/kinds.ts'
 import { UUID_PATTERN } from '../http/schemas.ts'
 import type { VectorKind } from './store.ts'
+import { OPTIMIZE_VECTORS } from './optimize-job.ts'
 
 const BATCH = 1000
 
@@ -31,7 +32,7 @@ const SOURCES: Record<VectorKind, { table: string; columns: string[]; text(row: 
   concepts: { table: 'concepts', columns: ['canonical_name', 'description'], text: (row) => conceptEmbeddingText(row as { canonical_name: string; description: string }) },
 }
 
-async function embedAll(kind: VectorKind, job: RunningJob<{ ids?: string[] }>, { embedder, vectors }: JobServices) {
+async function embedAll(kind: VectorKind, job: RunningJob<{ ids?: string[] }>, { embedder, vectors, enqueue }: JobServices) {
   const sql = await job.repository()
   const repositoryId = job.repositoryId!
   const ids = job.params.ids
@@ -55,6 +56,8 @@ async function embedAll(kind: VectorKind, job: RunningJob<{ ids?: string[] }>, {
     after = rows.at(-1)!.id
     job.progress({ done })
   }
+  // Each batch's upsert left a file: they are compacted (and indexed, past the threshold) by a job of their own.
+  if (done > 0) await enqueue({ kind: OPTIMIZE_VECTORS, repositoryId, params: { kind } })
   return { embedded: done, model: embedder.model, dimensions: embedder.dimensions }
 }
 

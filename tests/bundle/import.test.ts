@@ -513,13 +513,17 @@ describe(`exactly once (${BACKEND})`, () => {
     expect(retried.imported.facts).toBe(FACTS)
     expect(await tableCounts(await sqlOf(repo))).toEqual(rows)
     expect([await vectors.count(repo.id, 'facts'), await vectors.countStaged(job.id, 'facts')]).toEqual([FACTS, 0])
-    expect(enqueued).toEqual([{ kind: 'fetch_media', repositoryId: repo.id }])
+    expect(enqueued).toEqual([
+      { kind: 'fetch_media', repositoryId: repo.id },
+      { kind: 'optimize_vectors', params: { kind: 'facts' }, repositoryId: repo.id },
+      { kind: 'optimize_vectors', params: { kind: 'concepts' }, repositoryId: repo.id },
+    ])
     expect(await graphImport(repo, job.id)).toMatchObject({ vectors_pending: false, followups_pending: false })
     expect(await storedKeys(job.params.upload)).toEqual([])
 
     // Once more (a third claim of a finished job): the same result, nothing queued again.
     expect(await importGraph({ ...job, attempt: 3 }, services())).toEqual(retried)
-    expect(enqueued).toHaveLength(1)
+    expect(enqueued).toHaveLength(3)
   })
 
   test('stopped midway: cancelled, it rolls back and deletes its media and upload; its lease lost, it leaves both to the new owner', async () => {

@@ -6,7 +6,7 @@ import { api, expectError, uniqueEmail } from '../helpers/api.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { generateGraph } from '../../scripts/gen-graph.ts'
 import { hashEmbedding } from '../../src/vectors/embedder.ts'
-import { waitForJob } from '../helpers/jobs.ts'
+import { settleJobs, waitForJob } from '../helpers/jobs.ts'
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -39,6 +39,20 @@ beforeAll(async () => {
   expect(await runJob(repo.slug, 'embed_concepts')).toMatchObject({ status: 'succeeded', result: { embedded: 30 } })
 })
 afterAll(() => server.stop())
+
+describe(`after the embedding jobs (${BACKEND})`, () => {
+  test('each queued an optimize_vectors job for its kind, which compacted the table (too small for an index)', async () => {
+    const jobs = await settleJobs(http, repo.slug, owner.token)
+    const optimized = jobs.filter((job) => job.kind === 'optimize_vectors').map((job) => ({ status: job.status, result: job.result as { kind: string; indexed: boolean } }))
+    expect(optimized.sort((a, b) => a.result.kind.localeCompare(b.result.kind))).toEqual([
+      { status: 'succeeded', result: { kind: 'concepts', indexed: false } },
+      { status: 'succeeded', result: { kind: 'facts', indexed: false } },
+    ])
+    // Nothing embedded, nothing to optimize.
+    expect(await runJob(empty.slug, 'embed_facts')).toMatchObject({ status: 'succeeded', result: { embedded: 0 } })
+    expect((await settleJobs(http, empty.slug, owner.token)).map((job) => job.kind)).toEqual(['embed_facts'])
+  })
+})
 
 describe(`search (${BACKEND})`, () => {
   test('the verbatim text finds its fact first, at distance 0; k bounds the list; nearest first', async () => {
