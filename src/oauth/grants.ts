@@ -46,3 +46,12 @@ export async function revokeGrant(sql: Db, userId: string, grantId: string): Pro
     SELECT ${grantColumns(sql)} FROM ${liveGrants(sql)} JOIN revoked USING (id)`
   return grant
 }
+
+/** Revokes every live grant of `userId`; their ids. */
+export async function revokeAllGrants(sql: Db, userId: string): Promise<string[]> {
+  const revoked = await sql<{ id: string }[]>`
+    UPDATE oauth_token_families SET revoked_at = now()
+    WHERE user_id = ${userId} AND id IN (SELECT id FROM ${liveGrants(sql)})
+    RETURNING id`
+  return revoked.map((row) => row.id)
+}

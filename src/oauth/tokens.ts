@@ -18,7 +18,7 @@ import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import type { Client } from './clients.ts'
 import { GRANT_SECONDS } from './consent.ts'
-import { listLiveGrants, revokeGrant, type GrantSummary } from './grants.ts'
+import { listLiveGrants, revokeAllGrants, revokeGrant, type GrantSummary } from './grants.ts'
 import { resourceIdentifier } from './metadata.ts'
 
 export const OAUTH_REVOKED = 'kgs_oauth_revoked'
@@ -200,28 +200,30 @@ export class OAuthTokens {
   }
 
   /** Revokes one live grant of `userId` (the user's doing): its tokens stop working at once. The grant, or undefined. */
-  async revokeUserGrant(userId: string, grantId: string): Promise<GrantSummary | undefined> {
-    const grant = await this.options.system.begin(async (tx) => {
-      const revoked = await revokeGrant(tx, userId, grantId)
-      if (revoked) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
-      return revoked
-    })
-    if (grant) this.markRevoked([grant.id])
-    return grant
+  revokeUserGrant(userId: string, grantId: string): Promise<GrantSummary | undefined> {
+    return this.revokingFamilies(
+      (tx) => revokeGrant(tx, userId, grantId),
+      (grant) => (grant ? [grant.id] : []),
+    )
   }
 
   /** Revokes every live grant of `userId` (an administrator's doing): its tokens stop working at once. How many. */
   async revokeUserGrants(userId: string): Promise<number> {
-    const revoked = await this.options.system.begin(async (tx) => {
-      const rows = await tx<{ id: string }[]>`
-        UPDATE oauth_token_families SET revoked_at = now()
-        WHERE user_id = ${userId} AND revoked_at IS NULL AND created_at > now() - make_interval(secs => ${GRANT_SECONDS})
-        RETURNING id`
-      if (rows.length) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
-      return rows.map((row) => row.id)
+    return (await this.revokingFamilies((tx) => revokeAllGrants(tx, userId), (ids) => ids)).length
+  }
+
+  /**
+   * Runs `revoke` in a transaction that announces the families it revoked (OAUTH_REVOKED, for the
+   * other instances); this one refuses their tokens at once.
+   */
+  private async revokingFamilies<T>(revoke: (tx: Db) => Promise<T>, familyIds: (revoked: T) => string[]): Promise<T> {
+    let revoked!: T
+    await this.options.system.begin(async (tx) => {
+      revoked = await revoke(tx)
+      if (familyIds(revoked).length > 0) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
     })
-    this.markRevoked(revoked)
-    return revoked.length
+    this.markRevoked(familyIds(revoked))
+    return revoked
   }
 
   /**
