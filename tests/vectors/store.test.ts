@@ -22,6 +22,11 @@ function cosineDistance(a: Float32Array, b: Float32Array): number {
   return 1 - dot
 }
 
+/** Uniform numbers in [-0.5, 0.5) from `seed`, the same each run. */
+function seeded(seed: number): () => number {
+  return () => ((seed = Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x9e3779b9) >>> 0) / 2 ** 32 - 0.5
+}
+
 /** A hit on the vector itself: float32 arithmetic may leave a hair of distance, never a negative one. */
 const itself = (id: string) => ({ id, distance: expect.closeTo(0, 6) })
 
@@ -52,14 +57,17 @@ const SENTENCES = [
 
 let dir: string
 let store: VectorStore
+/** A second store on the same directory, as another process would open it, that leaves every search to LanceDB. */
+let lanceOnly: VectorStore
 
 beforeAll(async () => {
   dir = tempDir('kgs-vectors-')
   store = await VectorStore.open(join(dir, 'lance'))
+  lanceOnly = await VectorStore.open(join(dir, 'lance'), { residentBytes: 0 })
 })
 
 afterAll(async () => {
-  await store.close()
+  await Promise.all([store.close(), lanceOnly.close()])
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -138,15 +146,16 @@ describe('VectorStore', () => {
     await storeSentences(repo)
     const queries = [...SENTENCES.map((sentence, i) => ({ text: sentence, k: 1 + (i % 6) })), { text: 'water', k: 50 }, { text: 'the largest ocean', k: 2 }]
     const vectors = await Promise.all(queries.map((q) => embed(q.text)))
-    // One at a time: each search runs as a batch of one.
+    // One at a time: each search runs as a batch of one (LanceDB's searches: the table is small
+    // enough for `store` to search it in memory).
     const alone: Awaited<ReturnType<VectorStore['search']>>[] = []
-    for (const [i, q] of queries.entries()) alone.push(await store.search(repo, 'facts', vectors[i]!, q.k))
+    for (const [i, q] of queries.entries()) alone.push(await lanceOnly.search(repo, 'facts', vectors[i]!, q.k))
     // All at once, three rounds of them with a vector of the wrong dimension in the middle: the
     // first 8 (SEARCHES_AT_ONCE) run alone, the rest wait and go together.
     const short = Float32Array.of(1, 0, 0)
-    const round = () => queries.map((q, i) => store.search(repo, 'facts', vectors[i]!, q.k))
+    const round = () => queries.map((q, i) => lanceOnly.search(repo, 'facts', vectors[i]!, q.k))
     const together = [...round(), ...round()]
-    const misfit = store.search(repo, 'facts', short, 3)
+    const misfit = lanceOnly.search(repo, 'facts', short, 3)
     together.push(...round())
     const [answers] = await Promise.all([Promise.all(together), expectRejection(misfit, VectorDimensionError, `a query vector of 3 dimensions cannot search the facts of repository ${repo}, which hold 384`)])
     for (const [n, answer] of answers.entries()) {
@@ -156,7 +165,88 @@ describe('VectorStore', () => {
       answer.forEach((hit, j) => expect(hit.distance).toBeCloseTo(alone[i]![j]!.distance, 5))
     }
     // Another table's searches are batches of their own: a repository without vectors finds nothing.
-    expect(await Promise.all([store.search(uuid(), 'facts', vectors[0]!, 3), store.search(repo, 'concepts', vectors[0]!, 3)])).toEqual([[], []])
+    expect(await Promise.all([lanceOnly.search(uuid(), 'facts', vectors[0]!, 3), lanceOnly.search(repo, 'concepts', vectors[0]!, 3)])).toEqual([[], []])
+    expect(lanceOnly.residentBytes).toBe(0)
+  })
+
+  test('a small table is searched in memory with the answers LanceDB gives: same ids in the same order, same distances', async () => {
+    const repo = uuid()
+    const random = seeded(7)
+    const rows = Array.from({ length: 700 }, () => ({ id: uuid(), vector: Float32Array.from({ length: 384 }, random) }))
+    await store.upsert(repo, 'facts', rows)
+    const queries = [...rows.slice(0, 5).map((row) => row.vector), ...Array.from({ length: 20 }, () => Float32Array.from({ length: 384 }, random))]
+    for (const [i, query] of queries.entries()) {
+      const k = [1, 3, 10, 50, 1000][i % 5]!
+      const [inMemory, lance] = await Promise.all([store.search(repo, 'facts', query, k), lanceOnly.search(repo, 'facts', query, k)])
+      expect(inMemory).toHaveLength(Math.min(k, rows.length))
+      expect(inMemory.map((n) => n.id)).toEqual(lance.map((n) => n.id))
+      inMemory.forEach((n, j) => expect(n.distance).toBeCloseTo(lance[j]!.distance, 5))
+    }
+    expect(store.residentBytes).toBeGreaterThanOrEqual(rows.length * 384 * 4)
+  })
+
+  test('a zero vector is never found and finds nothing, in memory and in LanceDB', async () => {
+    const repo = uuid()
+    const ids = await storeSentences(repo)
+    const zero = uuid()
+    await store.upsert(repo, 'facts', [{ id: zero, vector: new Float32Array(384) }])
+    expect(await store.count(repo, 'facts')).toBe(7)
+    for (const searcher of [store, lanceOnly]) {
+      const all = await searcher.search(repo, 'facts', await embed('water'), 50)
+      expect(all.map((n) => n.id).toSorted()).toEqual(ids.toSorted())
+      expect(await searcher.search(repo, 'facts', new Float32Array(384), 5)).toEqual([])
+    }
+  })
+
+  test('in-memory searches see every write at once: of this store, and of another store on the directory', async () => {
+    const repo = uuid()
+    const ids = await storeSentences(repo)
+    const vectors = await embedder.embed(SENTENCES)
+    expect((await store.search(repo, 'facts', vectors[2]!, 1))[0]).toEqual(itself(ids[2]!))
+    // Another process moves a fact elsewhere and deletes one; this store's next search sees both.
+    const glacier = await embed('Glaciers move slowly down mountain valleys.')
+    await lanceOnly.upsert(repo, 'facts', [{ id: ids[2]!, vector: glacier }])
+    await lanceOnly.delete(repo, 'facts', [ids[3]!])
+    expect((await store.search(repo, 'facts', glacier, 1))[0]).toEqual(itself(ids[2]!))
+    expect((await store.search(repo, 'facts', vectors[3]!, 6)).map((n) => n.id)).not.toContain(ids[3]!)
+    // And its own write.
+    await store.upsert(repo, 'facts', [{ id: ids[3]!, vector: vectors[3]! }])
+    expect((await store.search(repo, 'facts', vectors[3]!, 1))[0]).toEqual(itself(ids[3]!))
+    // A dropped table searches to [] again.
+    await store.dropRepository(repo)
+    expect(await store.search(repo, 'facts', vectors[3]!, 1)).toEqual([])
+  })
+
+  test('in-memory copies stay within their budget, the least recently searched given up first; a table past it is searched by LanceDB', async () => {
+    const tableBytes = SENTENCES.length * 384 * 4
+    const budgeted = await VectorStore.open(join(dir, 'lance'), { residentBytes: 2 * tableBytes })
+    try {
+      const [a, b, c] = [uuid(), uuid(), uuid()]
+      const idsOf = new Map<string, string[]>()
+      for (const repo of [a, b, c]) idsOf.set(repo, await storeSentences(repo))
+      const water = await embed(SENTENCES[0]!)
+      const first = async (repo: string) => (await budgeted.search(repo, 'facts', water, 1))[0]
+      expect(await first(a)).toEqual(itself(idsOf.get(a)![0]!))
+      expect(budgeted.residentBytes).toBe(tableBytes)
+      expect(await first(b)).toEqual(itself(idsOf.get(b)![0]!))
+      expect(budgeted.residentBytes).toBe(2 * tableBytes)
+      // A third table: the least recently searched (a) is given up.
+      expect(await first(c)).toEqual(itself(idsOf.get(c)![0]!))
+      expect(budgeted.residentBytes).toBe(2 * tableBytes)
+      // a again, still right: loaded again, b given up (c was searched later).
+      expect(await first(a)).toEqual(itself(idsOf.get(a)![0]!))
+      expect(budgeted.residentBytes).toBe(2 * tableBytes)
+      // A table larger than the whole budget is left to LanceDB, and nothing held is given up for it.
+      const large = uuid()
+      const random = seeded(11)
+      const rows = Array.from({ length: 20 }, () => ({ id: uuid(), vector: Float32Array.from({ length: 384 }, random) }))
+      await budgeted.upsert(large, 'facts', rows)
+      expect((await budgeted.search(large, 'facts', rows[4]!.vector, 2))[0]).toEqual(itself(rows[4]!.id))
+      expect(budgeted.residentBytes).toBe(2 * tableBytes)
+    } finally {
+      await budgeted.close()
+    }
+    await expectRejection(VectorStore.open(join(dir, 'lance'), { residentBytes: -1 }), RangeError, 'resident bytes must be a non-negative integer, got -1')
   })
 
   test('a repository or kind without vectors searches to []', async () => {
@@ -337,11 +427,11 @@ describe('VectorStore', () => {
 
   test('optimize builds a cosine index once the table passes the threshold; search stays exact for the top hit', async () => {
     const uri = join(dir, 'indexed')
-    const indexed = await VectorStore.open(uri, { indexThreshold: 300 })
+    // Searches of the index, not of an in-memory copy.
+    const indexed = await VectorStore.open(uri, { indexThreshold: 300, residentBytes: 0 })
     const repo = uuid()
     // Dense vectors: sparse kgs-hash-v1 ones leave most quantizer clusters empty (LanceDB warns at length).
-    let seed = 42
-    const random = () => ((seed = Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x9e3779b9) >>> 0) / 2 ** 32 - 0.5
+    const random = seeded(42)
     const vectors = Array.from({ length: 320 }, () => Float32Array.from({ length: 384 }, random))
     const rows = vectors.map((vector) => ({ id: uuid(), vector }))
     await indexed.upsert(repo, 'facts', rows.slice(0, 299))

@@ -1,0 +1,160 @@
+// Small vector tables searched in this process's memory. An exact LanceDB search plans a query and
+// reads and decodes the whole vector column every time: about 5 ms of CPU for 2,000 384-d
+// vectors, 1.7 ms of it before a single vector is compared (scripts/bench/vectors.ts). The same
+// table held as one Float32Array of unit rows is searched by a dot product per row: 0.4 ms. So a
+// table of up to RESIDENT_MAX_FLOATS floats is copied into memory once per version and searched
+// here; larger ones (and those past the memory budget) stay with LanceDB and its index.
+import type { Neighbour, VectorRow } from './store.ts'
+
+/** The largest table held: 8 MiB of float32 (5,461 vectors of 384 dimensions), about 1 ms a search on the event loop. */
+export const RESIDENT_MAX_FLOATS = 2 ** 21
+/** Memory for resident tables per store, unless VectorStore.open is told otherwise. */
+export const DEFAULT_RESIDENT_BYTES = 64 * 2 ** 20
+
+/** One version of a table: its rows scaled to unit length, one after another. */
+export interface ResidentTable {
+  readonly dimensions: number
+  readonly ids: readonly string[]
+  readonly units: Float32Array
+}
+
+/**
+ * Builds a resident table row by row, into one buffer of the table's counted size. A zero vector
+ * has no direction, so it is left out: LanceDB's cosine distance to it is NaN, and LanceDB never
+ * returns it either.
+ */
+export class ResidentTableBuilder {
+  private readonly units: Float32Array
+  private readonly ids: string[] = []
+
+  constructor(
+    private readonly dimensions: number,
+    rows: number,
+  ) {
+    this.units = new Float32Array(rows * dimensions)
+  }
+
+  add({ id, vector }: VectorRow): void {
+    const offset = this.ids.length * this.dimensions
+    if (offset >= this.units.length) throw new RangeError(`more rows than the ${this.units.length / this.dimensions} counted`)
+    const norm = Math.hypot(...vector)
+    if (norm === 0) return
+    for (let j = 0; j < this.dimensions; j++) this.units[offset + j] = vector[j]! / norm
+    this.ids.push(id)
+  }
+
+  finish(): ResidentTable {
+    const length = this.ids.length * this.dimensions
+    // A copy when zero vectors were left out, so that the memory held is what is counted.
+    return { dimensions: this.dimensions, ids: this.ids, units: length === this.units.length ? this.units : this.units.slice(0, length) }
+  }
+}
+
+/**
+ * The k rows nearest to `query` by cosine distance, nearest first (rows of equal distance in
+ * table order); [] for a zero query. The caller checks the dimension.
+ */
+export function nearestResident(table: ResidentTable, query: Float32Array, k: number): Neighbour[] {
+  const { dimensions, units } = table
+  const norm = Math.hypot(...query)
+  if (norm === 0) return []
+  const unit = Float64Array.from(query, (x) => x / norm)
+  const count = Math.min(k, table.ids.length)
+  // The best `count` so far, sorted by distance: an insertion into a short sorted list, since few
+  // rows of a large table beat the current worst.
+  const bestDistance = new Float64Array(count)
+  const bestRow = new Int32Array(count)
+  let held = 0
+  for (let row = 0, offset = 0; row < table.ids.length; row++, offset += dimensions) {
+    // Four sums, so that the additions do not wait on each other.
+    let s0 = 0
+    let s1 = 0
+    let s2 = 0
+    let s3 = 0
+    let j = 0
+    for (; j + 3 < dimensions; j += 4) {
+      s0 += units[offset + j]! * unit[j]!
+      s1 += units[offset + j + 1]! * unit[j + 1]!
+      s2 += units[offset + j + 2]! * unit[j + 2]!
+      s3 += units[offset + j + 3]! * unit[j + 3]!
+    }
+    for (; j < dimensions; j++) s0 += units[offset + j]! * unit[j]!
+    const distance = 1 - (s0 + s1 + s2 + s3)
+    if (held === count && !(distance < bestDistance[count - 1]!)) continue
+    let at = held < count ? held++ : count - 1
+    for (; at > 0 && bestDistance[at - 1]! > distance; at--) {
+      bestDistance[at] = bestDistance[at - 1]!
+      bestRow[at] = bestRow[at - 1]!
+    }
+    bestDistance[at] = distance
+    bestRow[at] = row
+  }
+  // Rounding can put a vector a hair below zero distance from itself.
+  return Array.from({ length: held }, (_, i) => ({ id: table.ids[bestRow[i]!]!, distance: Math.max(0, bestDistance[i]!) }))
+}
+
+interface Entry {
+  version: number
+  /** undefined: the table is too large to hold. */
+  table: Promise<ResidentTable | undefined>
+  bytes: number
+}
+
+/**
+ * The resident copies of one store, at most `budgetBytes` of them, the least recently searched
+ * given up first. A table is held at one version: a search of a newer version loads it again.
+ */
+export class ResidentTables {
+  /** In order of use, the least recent first. */
+  private readonly entries = new Map<string, Entry>()
+  private heldBytes = 0
+
+  constructor(private readonly budgetBytes: number) {}
+
+  /** Bytes of vectors held now. */
+  get bytes(): number {
+    return this.heldBytes
+  }
+
+  /** Tables larger than this are not held. */
+  get maxFloats(): number {
+    return Math.min(RESIDENT_MAX_FLOATS, Math.floor(this.budgetBytes / Float32Array.BYTES_PER_ELEMENT))
+  }
+
+  /**
+   * Table `name` at `version`: the copy held, or the one `load` makes (searches arriving while it
+   * loads wait for the same load). undefined when `load` says the table is too large.
+   */
+  get(name: string, version: number, load: () => Promise<ResidentTable | undefined>): Promise<ResidentTable | undefined> {
+    const held = this.entries.get(name)
+    if (held?.version === version) {
+      // To the end of the order: the most recently used.
+      this.entries.delete(name)
+      this.entries.set(name, held)
+      return held.table
+    }
+    if (held) this.forget(name, held)
+    const entry: Entry = { version, table: load(), bytes: 0 }
+    this.entries.set(name, entry)
+    entry.table.then(
+      (table) => {
+        if (this.entries.get(name) !== entry || !table) return
+        entry.bytes = table.units.byteLength
+        this.heldBytes += entry.bytes
+        for (const [other, oldest] of this.entries) {
+          if (this.heldBytes <= this.budgetBytes) break
+          if (oldest !== entry) this.forget(other, oldest)
+        }
+      },
+      () => {
+        if (this.entries.get(name) === entry) this.entries.delete(name)
+      },
+    )
+    return entry.table
+  }
+
+  private forget(name: string, entry: Entry): void {
+    this.entries.delete(name)
+    this.heldBytes -= entry.bytes
+  }
+}
