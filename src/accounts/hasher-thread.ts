@@ -8,8 +8,9 @@ declare const self: Worker
 
 /**
  * The niceness of this thread. Under contention Linux gives a nice-10 thread about a tenth of the
- * CPU time of a nice-0 one (weights 110 and 1,024), so hashing takes the cores that requests leave
- * idle, and a burst of logins no longer takes a core away from everything else.
+ * CPU time of a nice-0 one (weights 110 and 1,024), so hashing takes the cores that kgs's other
+ * threads leave idle. Only within the process's scheduling group, though: a PostgreSQL on the same
+ * machine is in another, and groups share the CPU evenly.
  */
 const HASHING_NICENESS = 10
 

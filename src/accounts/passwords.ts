@@ -21,7 +21,7 @@ export type HashResult = { value: string | boolean; error?: undefined } | { erro
  * priority of everything else, where a closed-loop burst of 5% logins held one of this machine's
  * two cores and the reads behind it queued (scripts/bench/load.ts: job polling p99 150-175 ms).
  * These threads lower their own priority (hasher-thread.ts), so they may use every core: hashing
- * gets what request serving, PostgreSQL and the job workers leave idle, and logins queue instead.
+ * gets what request serving and the job workers leave idle, and logins queue instead.
  */
 const HASHER_THREADS = availableParallelism()
 /** An idle hashing thread ends after this long; each holds a JavaScript heap of its own. */
