@@ -2,12 +2,21 @@
 // reads and decodes the whole vector column every time: about 5 ms of CPU for 2,000 384-d
 // vectors, 1.7 ms of it before a single vector is compared (scripts/bench/vectors.ts). The same
 // table held as one Float32Array of unit rows is searched by a dot product per row: 0.4 ms. So a
-// table of up to RESIDENT_MAX_FLOATS floats is copied into memory once per version and searched
-// here; larger ones (and those past the memory budget) stay with LanceDB and its index.
-import type { Neighbour, VectorRow } from './store.ts'
+// table of up to RESIDENT_MAX_FLOATS floats is copied into memory, one version at a time, and
+// searched here; larger ones (and those past the memory budget) stay with LanceDB and its index.
+//
+// A copy is loaded in the background, and until it holds the table's latest version searches go
+// to LanceDB. Loading scans the whole table: 60-200 ms of CPU for 2,000 to 5,000 vectors, as much
+// as 10 to 25 LanceDB searches; and a table being written (an embedding job, an import) has a new
+// version every few moments. So a copy is loaded only once LanceDB has answered LOAD_AFTER_MISSES
+// searches of the table since its last load: a rarely searched or constantly written table costs
+// at most about twice the CPU it would with LanceDB alone (the ski-rental rule).
+import type { Neighbour } from './store.ts'
 
 /** The largest table held: 8 MiB of float32 (5,461 vectors of 384 dimensions), about 1 ms a search on the event loop. */
 export const RESIDENT_MAX_FLOATS = 2 ** 21
+/** Searches LanceDB answers for a table before its copy is loaded (again). */
+export const LOAD_AFTER_MISSES = 16
 /** Memory for resident tables per store, unless VectorStore.open is told otherwise. */
 export const DEFAULT_RESIDENT_BYTES = 64 * 2 ** 20
 
@@ -34,12 +43,15 @@ export class ResidentTableBuilder {
     this.units = new Float32Array(rows * dimensions)
   }
 
-  add({ id, vector }: VectorRow): void {
-    const offset = this.ids.length * this.dimensions
-    if (offset >= this.units.length) throw new RangeError(`more rows than the ${this.units.length / this.dimensions} counted`)
-    const norm = Math.hypot(...vector)
-    if (norm === 0) return
-    for (let j = 0; j < this.dimensions; j++) this.units[offset + j] = vector[j]! / norm
+  add(id: string, vector: Float32Array): void {
+    const { dimensions, units } = this
+    const offset = this.ids.length * dimensions
+    if (offset >= units.length) throw new RangeError(`more rows than the ${units.length / dimensions} counted`)
+    let squares = 0
+    for (let j = 0; j < dimensions; j++) squares += vector[j]! * vector[j]!
+    if (squares === 0) return
+    const norm = Math.sqrt(squares)
+    for (let j = 0; j < dimensions; j++) units[offset + j] = vector[j]! / norm
     this.ids.push(id)
   }
 
@@ -56,8 +68,10 @@ export class ResidentTableBuilder {
  */
 export function nearestResident(table: ResidentTable, query: Float32Array, k: number): Neighbour[] {
   const { dimensions, units } = table
-  const norm = Math.hypot(...query)
-  if (norm === 0) return []
+  let squares = 0
+  for (const x of query) squares += x * x
+  if (squares === 0) return []
+  const norm = Math.sqrt(squares)
   const unit = Float64Array.from(query, (x) => x / norm)
   const count = Math.min(k, table.ids.length)
   // The best `count` so far, sorted by distance: an insertion into a short sorted list, since few
@@ -93,20 +107,26 @@ export function nearestResident(table: ResidentTable, query: Float32Array, k: nu
   return Array.from({ length: held }, (_, i) => ({ id: table.ids[bestRow[i]!]!, distance: Math.max(0, bestDistance[i]!) }))
 }
 
-interface Entry {
+/** What a load found: the table at `version`, or undefined when it is too large to hold. */
+export interface LoadedTable {
   version: number
-  /** undefined: the table is too large to hold. */
-  table: Promise<ResidentTable | undefined>
+  table: ResidentTable | undefined
+}
+
+interface Entry extends LoadedTable {
   bytes: number
 }
 
 /**
  * The resident copies of one store, at most `budgetBytes` of them, the least recently searched
- * given up first. A table is held at one version: a search of a newer version loads it again.
+ * given up first. A table is held at one version; one load per table runs at a time.
  */
 export class ResidentTables {
   /** In order of use, the least recent first. */
   private readonly entries = new Map<string, Entry>()
+  private readonly loading = new Map<string, Promise<void>>()
+  /** Per table: searches LanceDB answered since its last load. */
+  private readonly missed = new Map<string, number>()
   private heldBytes = 0
 
   constructor(private readonly budgetBytes: number) {}
@@ -122,10 +142,12 @@ export class ResidentTables {
   }
 
   /**
-   * Table `name` at `version`: the copy held, or the one `load` makes (searches arriving while it
-   * loads wait for the same load). undefined when `load` says the table is too large.
+   * The copy of table `name` if it holds `version`, the table's latest. Otherwise undefined, and
+   * the search counts as missed: at the LOAD_AFTER_MISSES-th since the table's last load, unless
+   * one is under way, `load` starts a load (of the version it then finds). A load that fails leaves
+   * the copy as it was.
    */
-  get(name: string, version: number, load: () => Promise<ResidentTable | undefined>): Promise<ResidentTable | undefined> {
+  lookup(name: string, version: number, load: () => Promise<LoadedTable>): ResidentTable | undefined {
     const held = this.entries.get(name)
     if (held?.version === version) {
       // To the end of the order: the most recently used.
@@ -133,24 +155,38 @@ export class ResidentTables {
       this.entries.set(name, held)
       return held.table
     }
+    if (this.budgetBytes > 0 && !this.loading.has(name)) {
+      const missed = (this.missed.get(name) ?? 0) + 1
+      this.missed.set(name, missed)
+      if (missed < LOAD_AFTER_MISSES) return undefined
+      this.missed.delete(name)
+      const loaded = load().then(
+        (found) => this.hold(name, found),
+        () => {},
+      )
+      this.loading.set(name, loaded)
+      void loaded.finally(() => this.loading.delete(name))
+    }
+    return undefined
+  }
+
+  /** Resolves once no load is under way. */
+  async settled(): Promise<void> {
+    while (this.loading.size > 0) await Promise.all(this.loading.values())
+  }
+
+  private hold(name: string, found: LoadedTable): void {
+    const held = this.entries.get(name)
+    // A search may have started this load before another's write, and finished after it.
+    if (held && held.version >= found.version) return
     if (held) this.forget(name, held)
-    const entry: Entry = { version, table: load(), bytes: 0 }
+    const entry: Entry = { ...found, bytes: found.table?.units.byteLength ?? 0 }
     this.entries.set(name, entry)
-    entry.table.then(
-      (table) => {
-        if (this.entries.get(name) !== entry || !table) return
-        entry.bytes = table.units.byteLength
-        this.heldBytes += entry.bytes
-        for (const [other, oldest] of this.entries) {
-          if (this.heldBytes <= this.budgetBytes) break
-          if (oldest !== entry) this.forget(other, oldest)
-        }
-      },
-      () => {
-        if (this.entries.get(name) === entry) this.entries.delete(name)
-      },
-    )
-    return entry.table
+    this.heldBytes += entry.bytes
+    for (const [other, oldest] of this.entries) {
+      if (this.heldBytes <= this.budgetBytes) break
+      if (oldest !== entry) this.forget(other, oldest)
+    }
   }
 
   private forget(name: string, entry: Entry): void {

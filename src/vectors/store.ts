@@ -25,7 +25,7 @@
 import { connect, Index, type Connection, type Table } from '@lancedb/lancedb'
 import { Field, FixedSizeList, Float32, makeData, RecordBatch, Schema, Struct, Table as ArrowTable, Utf8, vectorFromArray, type Vector } from 'apache-arrow'
 import { UUID_PATTERN } from '../http/schemas.ts'
-import { DEFAULT_RESIDENT_BYTES, nearestResident, ResidentTableBuilder, ResidentTables, type ResidentTable } from './resident.ts'
+import { DEFAULT_RESIDENT_BYTES, nearestResident, ResidentTableBuilder, ResidentTables, type LoadedTable, type ResidentTable } from './resident.ts'
 
 export type VectorKind = 'facts' | 'concepts'
 export const VECTOR_KINDS: readonly VectorKind[] = ['facts', 'concepts']
@@ -254,8 +254,8 @@ export class VectorStore {
    * The k stored vectors nearest to `vector` by cosine distance, nearest first; [] when nothing is
    * stored yet. A zero vector has no direction: it is never found, and finds nothing.
    *
-   * A small table is searched in memory, in a copy of its latest version (resident.ts). Searches
-   * of a larger one beyond SEARCHES_AT_ONCE running wait, then go together as one multi-vector
+   * A small table is searched in memory once a copy of its latest version is loaded (resident.ts;
+   * until then LanceDB answers). Searches of a larger one beyond SEARCHES_AT_ONCE running wait, then go together as one multi-vector
    * LanceDB query: a LanceDB query costs about 1.7 ms of CPU before it compares a single vector,
    * and one query of 4 vectors costs 0.55 ms per vector, of 16 0.27 ms.
    */
@@ -267,7 +267,7 @@ export class VectorStore {
     if (!table) return []
     let resident: ResidentTable | undefined
     try {
-      resident = await this.resident.get(name, await table.version(), () => this.loadResident(table))
+      resident = this.resident.lookup(name, await table.version(), () => this.loadResident(name))
     } finally {
       table.close()
     }
@@ -283,14 +283,30 @@ export class VectorStore {
     })
   }
 
-  /** The version `table` was opened at, in memory; undefined when it is too large to hold. */
-  private async loadResident(table: Table): Promise<ResidentTable | undefined> {
-    const dimensions = await tableDimensions(table)
-    const rows = await table.countRows()
-    if (rows * dimensions > this.resident.maxFloats) return undefined
-    const resident = new ResidentTableBuilder(dimensions, rows)
-    for await (const batch of table.query().select(['id', 'vector'])) for (const row of vectorRows(batch)) resident.add(row)
-    return resident.finish()
+  /** The latest version of table `name`, in memory; too large or gone, no copy. */
+  private async loadResident(name: string): Promise<LoadedTable> {
+    const table = await this.openTable(name)
+    if (!table) throw new Error(`table ${name} is gone`)
+    try {
+      const version = await table.version()
+      const dimensions = await tableDimensions(table)
+      const rows = await table.countRows()
+      if (rows * dimensions > this.resident.maxFloats) return { version, table: undefined }
+      const resident = new ResidentTableBuilder(dimensions, rows)
+      for await (const batch of table.query().select(['id', 'vector'])) {
+        const ids = batch.getChild('id')!
+        const vectors = batch.getChild('vector')! as Vector<FixedSizeList<Float32>>
+        for (let i = 0; i < batch.numRows; i++) resident.add(ids.get(i) as string, vectors.get(i)!.toArray() as Float32Array)
+      }
+      return { version, table: resident.finish() }
+    } finally {
+      table.close()
+    }
+  }
+
+  /** Waits for the in-memory copies being loaded (close() does too). */
+  settled(): Promise<void> {
+    return this.resident.settled()
   }
 
   /** Runs the searches queued for table `name`, a batch at a time, until none is left. */
@@ -370,9 +386,9 @@ export class VectorStore {
     return { indexed: indexed ?? false }
   }
 
-  /** Waits for the writes under way, then releases the connection. */
+  /** Waits for the writes and loads under way, then releases the connection. */
   async close(): Promise<void> {
-    await Promise.all(this.writes.values())
+    await Promise.all([...this.writes.values(), this.resident.settled()])
     this.db.close()
   }
 

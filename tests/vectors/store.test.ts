@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { HashEmbedder } from '../../src/vectors/embedder.ts'
+import { LOAD_AFTER_MISSES } from '../../src/vectors/resident.ts'
 import { VectorDimensionError, VectorStore, type VectorRow } from '../../src/vectors/store.ts'
 import { tempDir } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
@@ -20,6 +21,16 @@ function cosineDistance(a: Float32Array, b: Float32Array): number {
   let dot = 0
   for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!
   return 1 - dot
+}
+
+/**
+ * Has `searcher` load its in-memory copy of the repository's facts: the searches LanceDB answers
+ * before a load starts, then the load.
+ */
+async function loadCopy(searcher: VectorStore, repositoryId: string): Promise<void> {
+  const water = await embed('water')
+  for (let i = 0; i < LOAD_AFTER_MISSES; i++) await searcher.search(repositoryId, 'facts', water, 1)
+  await searcher.settled()
 }
 
 /** Uniform numbers in [-0.5, 0.5) from `seed`, the same each run. */
@@ -175,6 +186,8 @@ describe('VectorStore', () => {
     const rows = Array.from({ length: 700 }, () => ({ id: uuid(), vector: Float32Array.from({ length: 384 }, random) }))
     await store.upsert(repo, 'facts', rows)
     const queries = [...rows.slice(0, 5).map((row) => row.vector), ...Array.from({ length: 20 }, () => Float32Array.from({ length: 384 }, random))]
+    await loadCopy(store, repo)
+    expect(store.residentBytes).toBeGreaterThanOrEqual(rows.length * 384 * 4)
     for (const [i, query] of queries.entries()) {
       const k = [1, 3, 10, 50, 1000][i % 5]!
       const [inMemory, lance] = await Promise.all([store.search(repo, 'facts', query, k), lanceOnly.search(repo, 'facts', query, k)])
@@ -182,7 +195,6 @@ describe('VectorStore', () => {
       expect(inMemory.map((n) => n.id)).toEqual(lance.map((n) => n.id))
       inMemory.forEach((n, j) => expect(n.distance).toBeCloseTo(lance[j]!.distance, 5))
     }
-    expect(store.residentBytes).toBeGreaterThanOrEqual(rows.length * 384 * 4)
   })
 
   test('a zero vector is never found and finds nothing, in memory and in LanceDB', async () => {
@@ -191,6 +203,7 @@ describe('VectorStore', () => {
     const zero = uuid()
     await store.upsert(repo, 'facts', [{ id: zero, vector: new Float32Array(384) }])
     expect(await store.count(repo, 'facts')).toBe(7)
+    await loadCopy(store, repo)
     for (const searcher of [store, lanceOnly]) {
       const all = await searcher.search(repo, 'facts', await embed('water'), 50)
       expect(all.map((n) => n.id).toSorted()).toEqual(ids.toSorted())
@@ -202,15 +215,29 @@ describe('VectorStore', () => {
     const repo = uuid()
     const ids = await storeSentences(repo)
     const vectors = await embedder.embed(SENTENCES)
+    await loadCopy(store, repo)
+    const held = store.residentBytes
     expect((await store.search(repo, 'facts', vectors[2]!, 1))[0]).toEqual(itself(ids[2]!))
-    // Another process moves a fact elsewhere and deletes one; this store's next search sees both.
+    // Another process moves a fact elsewhere and deletes one; this store's next searches see both:
+    // from LanceDB until the copy of the new version is loaded (the last of these starts that),
+    // then from the copy.
     const glacier = await embed('Glaciers move slowly down mountain valleys.')
     await lanceOnly.upsert(repo, 'facts', [{ id: ids[2]!, vector: glacier }])
     await lanceOnly.delete(repo, 'facts', [ids[3]!])
-    expect((await store.search(repo, 'facts', glacier, 1))[0]).toEqual(itself(ids[2]!))
-    expect((await store.search(repo, 'facts', vectors[3]!, 6)).map((n) => n.id)).not.toContain(ids[3]!)
-    // And its own write.
+    const seesBoth = async () => {
+      expect((await store.search(repo, 'facts', glacier, 1))[0]).toEqual(itself(ids[2]!))
+      expect((await store.search(repo, 'facts', vectors[3]!, 6)).map((n) => n.id)).not.toContain(ids[3]!)
+    }
+    for (let i = 0; i < LOAD_AFTER_MISSES / 2; i++) await seesBoth()
+    await store.settled()
+    // The copy now holds 5 rows instead of 6.
+    expect(store.residentBytes).toBe(held - 384 * 4)
+    await seesBoth()
+    // And its own write, before its copy is loaded and after.
     await store.upsert(repo, 'facts', [{ id: ids[3]!, vector: vectors[3]! }])
+    expect((await store.search(repo, 'facts', vectors[3]!, 1))[0]).toEqual(itself(ids[3]!))
+    await loadCopy(store, repo)
+    expect(store.residentBytes).toBe(held)
     expect((await store.search(repo, 'facts', vectors[3]!, 1))[0]).toEqual(itself(ids[3]!))
     // A dropped table searches to [] again.
     await store.dropRepository(repo)
@@ -225,7 +252,10 @@ describe('VectorStore', () => {
       const idsOf = new Map<string, string[]>()
       for (const repo of [a, b, c]) idsOf.set(repo, await storeSentences(repo))
       const water = await embed(SENTENCES[0]!)
-      const first = async (repo: string) => (await budgeted.search(repo, 'facts', water, 1))[0]
+      const first = async (repo: string) => {
+        await loadCopy(budgeted, repo)
+        return (await budgeted.search(repo, 'facts', water, 1))[0]
+      }
       expect(await first(a)).toEqual(itself(idsOf.get(a)![0]!))
       expect(budgeted.residentBytes).toBe(tableBytes)
       expect(await first(b)).toEqual(itself(idsOf.get(b)![0]!))
@@ -241,6 +271,7 @@ describe('VectorStore', () => {
       const random = seeded(11)
       const rows = Array.from({ length: 20 }, () => ({ id: uuid(), vector: Float32Array.from({ length: 384 }, random) }))
       await budgeted.upsert(large, 'facts', rows)
+      await loadCopy(budgeted, large)
       expect((await budgeted.search(large, 'facts', rows[4]!.vector, 2))[0]).toEqual(itself(rows[4]!.id))
       expect(budgeted.residentBytes).toBe(2 * tableBytes)
     } finally {
