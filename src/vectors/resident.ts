@@ -170,6 +170,13 @@ export class ResidentTables {
     return undefined
   }
 
+  /** Gives up the copy of a table dropped by this store (one dropped by another is given up in its turn). */
+  drop(name: string): void {
+    const held = this.entries.get(name)
+    if (held) this.forget(name, held)
+    this.missed.delete(name)
+  }
+
   /** Resolves once no load is under way. */
   async settled(): Promise<void> {
     while (this.loading.size > 0) await Promise.all(this.loading.values())

@@ -447,6 +447,7 @@ export class VectorStore {
       } catch (error) {
         if (!isTableNotFound(error, name)) throw error
       }
+      this.resident.drop(name)
     })
   }
 

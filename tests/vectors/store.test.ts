@@ -239,8 +239,10 @@ describe('VectorStore', () => {
     await loadCopy(store, repo)
     expect(store.residentBytes).toBe(held)
     expect((await store.search(repo, 'facts', vectors[3]!, 1))[0]).toEqual(itself(ids[3]!))
-    // A dropped table searches to [] again.
+    // A dropped table searches to [] again, and its copy is given up.
+    const before = store.residentBytes
     await store.dropRepository(repo)
+    expect(store.residentBytes).toBe(before - SENTENCES.length * 384 * 4)
     expect(await store.search(repo, 'facts', vectors[3]!, 1)).toEqual([])
   })
 
