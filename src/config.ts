@@ -63,6 +63,10 @@ export const EnvSchema = Type.Object({
   ),
   ACCESS_TOKEN_TTL: variable(Type.String({ pattern: DURATION, default: '15m', description: 'lifetime of access tokens, e.g. 900, 900s, 15m' }), 'a duration such as 900, 90s, 15m, 12h or 30d'),
   SESSION_TTL: variable(Type.String({ pattern: DURATION, default: '30d', description: 'absolute lifetime of a session; refreshing does not extend it' }), 'a duration such as 3600, 12h or 30d'),
+  SESSION_IDLE_TTL: variable(
+    Type.Optional(Type.String({ pattern: DURATION, description: 'longest a session or OAuth grant may go without a refresh before it ends; unset, no limit' })),
+    'a duration such as 3600, 12h or 30d',
+  ),
   BODY_LIMIT: variable(Type.Integer({ minimum: 1024, default: 1_048_576, description: 'largest JSON request body in bytes' }), 'an integer number of bytes, at least 1024'),
   BODY_TIMEOUT: variable(
     Type.String({ pattern: DURATION, default: '30s', description: 'longest a JSON or form request body may take to arrive, and the window UPLOAD_MIN_RATE is measured over (408 past it)' }),
@@ -162,6 +166,8 @@ export interface Config {
   accessTokenTtl: number
   /** Seconds. */
   sessionTtl: number
+  /** Seconds a session or OAuth grant may go without a refresh; undefined: no limit. */
+  sessionIdleTtl: number | undefined
   /** Job worker threads in this process. */
   workers: number
   /** Milliseconds a job's claim holds without a heartbeat. */
@@ -221,6 +227,9 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
   if (!v.EMBEDDING_URL && (v.EMBEDDING_MODEL || v.EMBEDDING_API_KEY)) throw new ConfigError('invalid EMBEDDING_URL: required when EMBEDDING_MODEL or EMBEDDING_API_KEY is set')
   const s3Named = (['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_PREFIX'] as const).find((name) => v[name] !== undefined)
   if (!v.S3_BUCKET && s3Named) throw new ConfigError(`invalid S3_BUCKET: required when ${s3Named} is set`)
+  const idleTtl = v.SESSION_IDLE_TTL === undefined ? undefined : parseDuration(v.SESSION_IDLE_TTL)
+  // A client refreshes when its access token ends: a shorter idle limit would end every session.
+  if (idleTtl !== undefined && idleTtl <= parseDuration(v.ACCESS_TOKEN_TTL)) throw new ConfigError('invalid SESSION_IDLE_TTL: must be longer than ACCESS_TOKEN_TTL')
   const dataDir = resolve(v.DATA_DIR)
   return {
     port: v.PORT,
@@ -235,6 +244,7 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     uploadPace: { minBytesPerSecond: v.UPLOAD_MIN_RATE, windowMs: parseDuration(v.BODY_TIMEOUT) * 1000 },
     accessTokenTtl: parseDuration(v.ACCESS_TOKEN_TTL),
     sessionTtl: parseDuration(v.SESSION_TTL),
+    sessionIdleTtl: idleTtl,
     workers: v.WORKERS,
     jobLeaseMs: parseDuration(v.JOB_LEASE) * 1000,
     lancedbUri: v.LANCEDB_URI ?? join(dataDir, 'lance'),

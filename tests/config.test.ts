@@ -44,6 +44,12 @@ describe('parseEnv', () => {
     expect(parseEnv({ SESSION_TTL: '12h' }).sessionTtl).toBe(43200)
     expect(() => parseEnv({ SESSION_TTL: '0' })).toThrow('invalid SESSION_TTL: expected a duration such as 3600, 12h or 30d, got "0"')
     expect(() => parseEnv({ ACCESS_TOKEN_TTL: '15 minutes' })).toThrow(/^invalid ACCESS_TOKEN_TTL/)
+    expect(parseEnv({}).sessionIdleTtl).toBeUndefined()
+    expect(parseEnv({ SESSION_IDLE_TTL: '8h' }).sessionIdleTtl).toBe(28800)
+    // Clients refresh when their access token ends, so a shorter idle limit would end every session.
+    expect(() => parseEnv({ SESSION_IDLE_TTL: '15m' })).toThrow('invalid SESSION_IDLE_TTL: must be longer than ACCESS_TOKEN_TTL')
+    expect(parseEnv({ SESSION_IDLE_TTL: '15m', ACCESS_TOKEN_TTL: '5m' }).sessionIdleTtl).toBe(900)
+    expect(() => parseEnv({ SESSION_IDLE_TTL: 'soon' })).toThrow('invalid SESSION_IDLE_TTL: expected a duration such as 3600, 12h or 30d, got "soon"')
     expect(parseEnv({}).jobLeaseMs).toBe(30_000)
     expect(parseEnv({ JOB_LEASE: '2s' }).jobLeaseMs).toBe(2_000)
   })

@@ -22,6 +22,8 @@ export interface AccountsOptions {
   issuer: string
   accessTokenTtl: number
   sessionTtl: number
+  /** Seconds a session may go without a refresh (SESSION_IDLE_TTL); undefined: no limit. */
+  sessionIdleTtl?: number
   /** Re-read revocations periodically (several instances share the database). */
   catchUp: boolean
   authorizer: Authorizer
@@ -115,12 +117,13 @@ export class Accounts implements Authenticator {
   }
 
   async refresh(refreshToken: string): Promise<{ token: string; refresh_token: string }> {
-    const rotation = await rotateRefreshToken(this.sql, refreshToken)
-    if (rotation.outcome === 'reused') {
+    const rotation = await rotateRefreshToken(this.sql, refreshToken, this.options.sessionIdleTtl)
+    if (rotation.outcome === 'reused' || rotation.outcome === 'idle') {
       this.revoked.add(rotation.sessionId)
       await this.options.bus.publish(this.sql, SESSION_REVOKED, rotation.sessionId)
-      this.options.log.warn('refresh token reused; session revoked', { session_id: rotation.sessionId })
     }
+    if (rotation.outcome === 'reused') this.options.log.warn('refresh token reused; session revoked', { session_id: rotation.sessionId })
+    if (rotation.outcome === 'idle') throw new HttpError(401, 'the session went unused longer than SESSION_IDLE_TTL; sign in again')
     if (rotation.outcome !== 'rotated') throw invalidRefreshToken()
     return { token: await this.accessToken(rotation.userId, rotation.sessionId, rotation.expiresAt), refresh_token: rotation.refreshToken }
   }

@@ -45,6 +45,8 @@ export type Rotation =
   | { outcome: 'rotated'; userId: string; sessionId: string; refreshToken: string; expiresAt: Date }
   /** The token had been used already: the session is now revoked. */
   | { outcome: 'reused'; sessionId: string }
+  /** The token is older than the idle limit: the session is now ended. */
+  | { outcome: 'idle'; sessionId: string }
   | { outcome: 'invalid' }
 
 /**
@@ -52,20 +54,28 @@ export type Rotation =
  * concurrent exchanges of one token race safely: exactly one wins, the others count as reuse.
  * The exchange is one statement (claim, check the session, issue the next token), so a refresh
  * holds a pooled connection for one round trip; only a failed claim takes a second look.
+ * With `idleSeconds`, a token issued longer ago than that ends its session instead: the session's
+ * unused refresh token is always its newest, so its age is the time since the last refresh.
  */
-export async function rotateRefreshToken(sql: Sql, token: string): Promise<Rotation> {
+export async function rotateRefreshToken(sql: Sql, token: string, idleSeconds?: number): Promise<Rotation> {
   const refreshToken = newRefreshToken()
-  const [claimed] = await sql<{ session_id: string; user_id: string | null; expires_at: Date | null }[]>`
+  const idle = idleSeconds ?? null
+  const [claimed] = await sql<{ session_id: string; idle: boolean; user_id: string | null; expires_at: Date | null }[]>`
     WITH claimed AS (
-      UPDATE refresh_tokens SET used_at = now() WHERE token_hash = ${digest(token)} AND used_at IS NULL RETURNING session_id
+      UPDATE refresh_tokens SET used_at = now() WHERE token_hash = ${digest(token)} AND used_at IS NULL
+      RETURNING session_id, coalesce(created_at <= now() - make_interval(secs => ${idle}::int), false) AS idle
     ), live AS (
       SELECT s.id, s.user_id, s.expires_at FROM sessions s JOIN claimed ON s.id = claimed.session_id
-      WHERE s.revoked_at IS NULL AND s.expires_at > now()
+      WHERE s.revoked_at IS NULL AND s.expires_at > now() AND NOT claimed.idle
+    ), ended AS (
+      UPDATE sessions SET revoked_at = now(), revoked_reason = 'idle' FROM claimed
+      WHERE sessions.id = claimed.session_id AND claimed.idle AND sessions.revoked_at IS NULL
     ), issued AS (
       INSERT INTO refresh_tokens (token_hash, session_id) SELECT ${digest(refreshToken)}, id FROM live
     )
-    SELECT claimed.session_id, live.user_id, live.expires_at FROM claimed LEFT JOIN live ON live.id = claimed.session_id`
+    SELECT claimed.session_id, claimed.idle, live.user_id, live.expires_at FROM claimed LEFT JOIN live ON live.id = claimed.session_id`
   if (!claimed) return revokeOnReuse(sql, token)
+  if (claimed.idle) return { outcome: 'idle', sessionId: claimed.session_id }
   if (claimed.user_id === null || claimed.expires_at === null) return { outcome: 'invalid' }
   return { outcome: 'rotated', userId: claimed.user_id, sessionId: claimed.session_id, refreshToken, expiresAt: claimed.expires_at }
 }

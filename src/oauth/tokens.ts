@@ -43,6 +43,8 @@ export interface OAuthTokensOptions {
   secret: string
   issuer: string
   accessTokenTtl: number
+  /** Seconds a grant may go without a refresh (SESSION_IDLE_TTL); undefined: no limit. */
+  grantIdleTtl?: number
   catchUp: boolean
 }
 
@@ -166,8 +168,10 @@ export class OAuthTokens {
     if (!client.grant_types.includes('refresh_token')) throw new OAuthError(400, 'unauthorized_client', 'this client may not use refresh tokens')
     const hash = digest(params.refresh_token)
     const outcome = await this.options.system.begin(async (tx) => {
-      const [token] = await tx<{ family_id: string; scope: string }[]>`
-        UPDATE oauth_refresh_tokens SET used_at = now() WHERE token_hash = ${hash} AND used_at IS NULL RETURNING family_id, scope`
+      // The family's unused refresh token is its newest: its age is the time since the last refresh.
+      const [token] = await tx<{ family_id: string; scope: string; idle: boolean }[]>`
+        UPDATE oauth_refresh_tokens SET used_at = now() WHERE token_hash = ${hash} AND used_at IS NULL
+        RETURNING family_id, scope, coalesce(created_at <= now() - make_interval(secs => ${this.options.grantIdleTtl ?? null}::int), false) AS idle`
       if (!token) {
         const [used] = await tx<{ family_id: string }[]>`SELECT family_id FROM oauth_refresh_tokens WHERE token_hash = ${hash}`
         if (used && (await revokeFamily(tx, used.family_id))) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
@@ -179,6 +183,10 @@ export class OAuthTokens {
         FROM oauth_token_families WHERE id = ${token.family_id}`
       if (!family || family.revoked) return { error: 'the grant was revoked' }
       if (family.expired) return { error: 'the grant has expired; the user must authorize the client again' }
+      if (token.idle) {
+        if (await revokeFamily(tx, family.id)) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
+        return { error: 'the grant went unused longer than SESSION_IDLE_TTL; the user must authorize the client again', revoked: [family.id] }
+      }
       if (family.client_id !== client.client_id) return { error: 'the refresh token was issued to another client' }
       const granted = token.scope.split(' ')
       const requested = params.scope?.split(' ').filter(Boolean) ?? granted
