@@ -255,9 +255,10 @@ export class VectorStore {
    * stored yet. A zero vector has no direction: it is never found, and finds nothing.
    *
    * A small table is searched in memory once a copy of its latest version is loaded (resident.ts;
-   * until then LanceDB answers). Searches of a larger one beyond SEARCHES_AT_ONCE running wait, then go together as one multi-vector
-   * LanceDB query: a LanceDB query costs about 1.7 ms of CPU before it compares a single vector,
-   * and one query of 4 vectors costs 0.55 ms per vector, of 16 0.27 ms.
+   * until then LanceDB answers). Searches of a larger one beyond SEARCHES_AT_ONCE running wait,
+   * then go together as one multi-vector LanceDB query: a LanceDB query costs about 1.7 ms of CPU
+   * before it compares a single vector, and one query of 4 vectors costs 0.55 ms per vector, of 16
+   * 0.27 ms.
    */
   async search(repositoryId: string, kind: VectorKind, vector: Float32Array, k: number): Promise<Neighbour[]> {
     const name = tableName(repositoryId, kind)
