@@ -36,7 +36,10 @@
 // reads of a run are those of its first seconds, when all 200 clients are busy (kgs's log shows
 // it). `--mix login=0,refresh=0,me=45,reads=45,jobs=10` keeps all 200 clients on the reads.
 //
-// Usage: bun scripts/bench/load.ts [--clients 200] [--seconds 30] [--runs 3] [--warmup 5]
+// `--ramp N` starts the clients of each run one after another over its first N seconds instead of
+// all at once (default 0: the issue's measurement); the samples of the ramp count.
+//
+// Usage: bun scripts/bench/load.ts [--clients 200] [--seconds 30] [--runs 3] [--warmup 5] [--ramp 0]
 //          [--users 20] [--repositories 3] [--facts 2000] [--mix login=5,refresh=5,me=40,reads=40,jobs=10]
 // PG_URL names a maintenance database (default postgres://postgres@127.0.0.1:5432/postgres).
 // BENCH_VERBOSE=1 prints every failed request; BENCH_LOG=<file> keeps kgs's log there.
@@ -57,6 +60,7 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '30' },
     runs: { type: 'string', default: '3' },
     warmup: { type: 'string', default: '5' },
+    ramp: { type: 'string', default: '0' },
     users: { type: 'string', default: '20' },
     repositories: { type: 'string', default: '3' },
     facts: { type: 'string', default: '2000' },
@@ -73,6 +77,8 @@ const clientCount = count('clients', 1)
 const seconds = count('seconds', 1)
 const runs = count('runs', 1)
 const warmupSeconds = count('warmup', 0)
+const rampSeconds = count('ramp', 0)
+if (rampSeconds >= seconds) throw new Error('--ramp: must be shorter than --seconds')
 const userCount = count('users', 1)
 const repositoryCount = count('repositories', 1)
 const facts = count('facts', 20)
@@ -268,8 +274,8 @@ function startClients() {
   return {
     pid: child.pid,
     setUp: (plan: MixPlan) => request({ type: 'setup', plan }),
-    async run(runSeconds: number): Promise<Map<string, OperationSamples>> {
-      const reply = await request({ type: 'run', seconds: runSeconds })
+    async run(runSeconds: number, rampSeconds = 0): Promise<Map<string, OperationSamples>> {
+      const reply = await request({ type: 'run', seconds: runSeconds, rampSeconds })
       return new Map(reply.type === 'result' ? reply.samples : [])
     },
     async stop() {
@@ -382,6 +388,7 @@ try {
     `set-up: ${repositoryCount} repositories of ${format(facts)} facts, ${userCount} users, ${clientCount} clients logged in, in ${((performance.now() - started) / 1000).toFixed(1)} s; mix ${OPERATION_CLASSES.map((c) => `${LABELS[c]} ${weights[c]}`).join(', ')}`,
   )
   if (warmupSeconds > 0) await clients.run(warmupSeconds)
+  console.log(rampSeconds > 0 ? `clients start one after another over the first ${rampSeconds} s of each run (--ramp)` : 'clients start all at once at the beginning of each run')
   console.log(`targets: zero errors; p99 < ${READ_P99_TARGET_MS} ms for reads (${[...READ_CLASSES].map((c) => LABELS[c]).join(', ')}); no memory growth across the runs`)
   console.log('latencies: as the clients saw them (p50, p99), and as kgs logged them (from arrival to response: without the queueing in sockets and the clients)')
 
@@ -391,7 +398,7 @@ try {
     const offset = statSync(logFile).size
     const cpuBefore = { kgs: cpuSecondsOf(kgs.pid), clients: cpuSecondsOf(clients.pid) }
     started = performance.now()
-    const samples = await clients.run(seconds)
+    const samples = await clients.run(seconds, rampSeconds)
     const cpu = { kgs: cpuSecondsOf(kgs.pid) - cpuBefore.kgs, clients: cpuSecondsOf(clients.pid) - cpuBefore.clients, wall: (performance.now() - started) / 1000 }
     const { rssMB: rssAtEnd, peakMB: peakAfter } = memoryOf(kgs.pid)
     const requests = [...samples.values()].reduce((sum, s) => sum + s.latencies.length, 0)

@@ -31,7 +31,7 @@ export interface MixPlan {
 }
 
 export type ClientMessage = { type: 'ready' } | { type: 'result'; samples: [string, OperationSamples][] } | { type: 'failed'; error: string }
-export type ParentMessage = { type: 'setup'; plan: MixPlan } | { type: 'run'; seconds: number }
+export type ParentMessage = { type: 'setup'; plan: MixPlan } | { type: 'run'; seconds: number; rampSeconds: number }
 
 /** Concurrent logins at setup: each costs the server an argon2id hash of 64 MiB. */
 const SETUP_LOGINS_AT_ONCE = 4
@@ -110,7 +110,7 @@ if (import.meta.main) {
         return { type: 'ready' }
       }
       if (!next) throw new Error('run before setup')
-      return { type: 'result', samples: [...(await runClosedLoop(clients, next, message.seconds))] }
+      return { type: 'result', samples: [...(await runClosedLoop(clients, next, message.seconds, message.rampSeconds))] }
     }
     work().then(reply, (error: unknown) => reply({ type: 'failed', error: String(error) }))
   })

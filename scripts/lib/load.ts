@@ -39,15 +39,18 @@ export async function expectOk(response: Response): Promise<string> {
 }
 
 /**
- * Runs every client in a closed loop for `seconds`: `next` picks a client's next request. The
+ * Runs every client in a closed loop for `seconds` (started evenly over the first `rampSeconds`,
+ * or all at once): `next` picks a client's next request. The
  * requests still running when time is up are waited for and counted (their latencies too: a
  * slow request dropped at the end would flatter the tail), but not as completed in the window.
  */
-export async function runClosedLoop<C>(clients: readonly C[], next: (client: C) => Step, seconds: number): Promise<Map<string, OperationSamples>> {
+export async function runClosedLoop<C>(clients: readonly C[], next: (client: C) => Step, seconds: number, rampSeconds = 0): Promise<Map<string, OperationSamples>> {
   const samples = new Map<string, OperationSamples>()
   const end = performance.now() + seconds * 1000
   await Promise.all(
-    clients.map(async (client) => {
+    clients.map(async (client, i) => {
+      // With a ramp, the clients start one after another, evenly over its first rampSeconds.
+      if (rampSeconds > 0) await Bun.sleep((i / clients.length) * rampSeconds * 1000)
       while (performance.now() < end) {
         const step = next(client)
         let entry = samples.get(step.operation)

@@ -138,7 +138,7 @@ export class Accounts implements Authenticator {
 
   /** The caller's live sessions, oldest first (one page); only a session token may see them. */
   listSessions(principal: Principal, limit: number, after?: PageKey) {
-    return listLiveSessions(this.sql, sessionUser(principal), limit, after)
+    return listLiveSessions(this.sql, sessionUser(principal), limit, after, this.options.sessionIdleTtl)
   }
 
   /** Ends one of the caller's live sessions (the current one too): its tokens stop working at once. */

@@ -100,11 +100,16 @@ export interface SessionSummary {
 
 const sessionColumns = (sql: Db) => sql`id, ${isoTimestamp(sql, 'sessions.created_at')} AS created_at, ${isoTimestamp(sql, 'sessions.expires_at')} AS expires_at`
 
-/** One page of the user's live sessions, oldest first, plus the look-ahead row. */
-export async function listLiveSessions(sql: Sql, userId: string, limit: number, after?: PageKey) {
+/**
+ * One page of the user's live sessions, oldest first, plus the look-ahead row. With `idleSeconds`,
+ * a session whose unused refresh token is older than that is left out: its next refresh ends it.
+ */
+export async function listLiveSessions(sql: Sql, userId: string, limit: number, after?: PageKey, idleSeconds?: number) {
   const rows = await sql<(SessionSummary & { key_at: string })[]>`
     SELECT ${sessionColumns(sql)}, ${pageKeyColumn(sql)} FROM sessions
     WHERE user_id = ${userId} AND revoked_at IS NULL AND expires_at > now() AND ${afterCursor(sql, after)}
+      AND (${idleSeconds ?? null}::int IS NULL OR EXISTS (
+        SELECT 1 FROM refresh_tokens r WHERE r.session_id = sessions.id AND r.used_at IS NULL AND r.created_at > now() - make_interval(secs => ${idleSeconds ?? null}::int)))
     ORDER BY ${pageOrder(sql, 'sessions')}
     LIMIT ${limit + 1}`
   return withPageKeys(rows)

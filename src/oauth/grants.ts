@@ -25,11 +25,16 @@ const liveGrants = (sql: Db) => sql`(
 const grantColumns = (sql: Db) =>
   sql`id, client_id, client_name, scope, ${isoTimestamp(sql, 'grants.created_at')} AS created_at, ${isoTimestamp(sql, 'grants.ends_at')} AS expires_at`
 
-/** One page of the user's live grants, oldest first, plus the look-ahead row. */
-export async function listLiveGrants(sql: Sql, userId: string, limit: number, after?: PageKey) {
+/**
+ * One page of the user's live grants, oldest first, plus the look-ahead row. With `idleSeconds`, a
+ * grant whose unused refresh token is older than that is left out: its next refresh revokes it.
+ */
+export async function listLiveGrants(sql: Sql, userId: string, limit: number, after?: PageKey, idleSeconds?: number) {
   const rows = await sql<(GrantSummary & { key_at: string })[]>`
     SELECT ${grantColumns(sql)}, ${pageKeyColumn(sql)} FROM ${liveGrants(sql)}
     WHERE user_id = ${userId} AND ${afterCursor(sql, after)}
+      AND (${idleSeconds ?? null}::int IS NULL OR EXISTS (
+        SELECT 1 FROM oauth_refresh_tokens r WHERE r.family_id = grants.id AND r.used_at IS NULL AND r.created_at > now() - make_interval(secs => ${idleSeconds ?? null}::int)))
     ORDER BY ${pageOrder(sql, 'grants')}
     LIMIT ${limit + 1}`
   return withPageKeys(rows)

@@ -204,7 +204,7 @@ export class OAuthTokens {
 
   /** One page of the live grants of `userId`, oldest first. */
   listUserGrants(userId: string, limit: number, after?: PageKey) {
-    return listLiveGrants(this.options.system, userId, limit, after)
+    return listLiveGrants(this.options.system, userId, limit, after, this.options.grantIdleTtl)
   }
 
   /** Revokes one live grant of `userId` (the user's doing): its tokens stop working at once. The grant, or undefined. */

@@ -1,6 +1,7 @@
 // SESSION_IDLE_TTL over HTTP, on the selected backend (SECURITY.md O6): a session or OAuth grant
 // whose last refresh is older than the limit ends at its next refresh, and its tokens stop
-// working; younger ones refresh as before. Time is moved by backdating the refresh tokens'
+// working; younger ones refresh as before. The lists of sessions and grants leave idle ones out
+// from the moment they are idle. Time is moved by backdating the refresh tokens'
 // created_at, not by waiting.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
@@ -43,8 +44,10 @@ describe(`SESSION_IDLE_TTL=${IDLE} (${BACKEND})`, () => {
     await backdate('refresh_tokens', 'session_id', session, 59)
     const refreshed = await http.post('/api/v1/auth/refresh', { refresh_token })
     expect(refreshed.status).toBe(200)
-    // 61 minutes since that refresh: the session has ended.
+    // 61 minutes since that refresh: the session has ended, and another session no longer lists it.
     await backdate('refresh_tokens', 'session_id', session, 61)
+    const other = (await http.post('/api/v1/auth/login', { email, password: PASSWORD })).body as { token: string }
+    expect(((await http.get('/api/v1/auth/sessions', other.token)).body as { id: string }[]).map((s) => s.id)).toEqual([sessionOf(other.token)])
     expectError(await http.post('/api/v1/auth/refresh', { refresh_token: refreshed.body.refresh_token }), 401, 'the session went unused longer than SESSION_IDLE_TTL; sign in again')
     expectError(await http.get('/api/v1/users/me', refreshed.body.token), 401)
     // The refresh token was used up by the refused attempt: presenting it again is reuse, not a way back in.
@@ -64,10 +67,14 @@ describe(`SESSION_IDLE_TTL=${IDLE} (${BACKEND})`, () => {
     const [unused] = await sql<{ family_id: string }[]>`SELECT family_id FROM oauth_refresh_tokens WHERE used_at IS NULL AND family_id IN (SELECT id FROM oauth_token_families WHERE client_id = ${client.client_id})`
     const familyId = unused!.family_id
     await backdate('oauth_refresh_tokens', 'family_id', familyId, 59)
+    const { token } = (await http.post('/api/v1/auth/login', { email, password: PASSWORD })).body as { token: string }
+    const listed = async () => ((await http.get('/api/v1/oauth/grants', token)).body as { id: string }[]).map((g) => g.id)
+    expect(await listed()).toEqual([familyId])
     const refreshed = await tokenRequest({ grant_type: 'refresh_token', refresh_token: granted.refresh_token!, client_id: client.client_id })
     expect(refreshed.status).toBe(200)
     expect((await http.get('/api/v1/users/me', refreshed.body.access_token)).status).toBe(200)
     await backdate('oauth_refresh_tokens', 'family_id', familyId, 61)
+    expect(await listed()).toEqual([])
     expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshed.body.refresh_token!, client_id: client.client_id }), 400, 'invalid_grant', /went unused longer than SESSION_IDLE_TTL/)
     expectError(await http.get('/api/v1/users/me', refreshed.body.access_token), 401)
     const [family] = await sql<{ revoked: boolean }[]>`SELECT revoked_at IS NOT NULL AS revoked FROM oauth_token_families WHERE id = ${familyId}`
