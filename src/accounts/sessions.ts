@@ -4,6 +4,7 @@ import type { Sql } from 'postgres'
 import { createHash, randomBytes } from 'node:crypto'
 import type { EventBus } from '../db/events.ts'
 import { isoTimestamp, type Db } from '../db/sql.ts'
+import { refreshedWithin, refreshIdle } from './idle.ts'
 import { ExpiringMap } from '../expiring.ts'
 import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../http/pagination.ts'
 import type { Logger } from '../log.ts'
@@ -54,16 +55,14 @@ export type Rotation =
  * concurrent exchanges of one token race safely: exactly one wins, the others count as reuse.
  * The exchange is one statement (claim, check the session, issue the next token), so a refresh
  * holds a pooled connection for one round trip; only a failed claim takes a second look.
- * With `idleSeconds`, a token issued longer ago than that ends its session instead: the session's
- * unused refresh token is always its newest, so its age is the time since the last refresh.
+ * With `idleSeconds`, a token issued longer ago than that ends its session instead (idle.ts).
  */
 export async function rotateRefreshToken(sql: Sql, token: string, idleSeconds?: number): Promise<Rotation> {
   const refreshToken = newRefreshToken()
-  const idle = idleSeconds ?? null
   const [claimed] = await sql<{ session_id: string; idle: boolean; user_id: string | null; expires_at: Date | null }[]>`
     WITH claimed AS (
       UPDATE refresh_tokens SET used_at = now() WHERE token_hash = ${digest(token)} AND used_at IS NULL
-      RETURNING session_id, coalesce(created_at <= now() - make_interval(secs => ${idle}::int), false) AS idle
+      RETURNING session_id, ${refreshIdle(sql, 'created_at', idleSeconds)} AS idle
     ), live AS (
       SELECT s.id, s.user_id, s.expires_at FROM sessions s JOIN claimed ON s.id = claimed.session_id
       WHERE s.revoked_at IS NULL AND s.expires_at > now() AND NOT claimed.idle
@@ -108,8 +107,7 @@ export async function listLiveSessions(sql: Sql, userId: string, limit: number, 
   const rows = await sql<(SessionSummary & { key_at: string })[]>`
     SELECT ${sessionColumns(sql)}, ${pageKeyColumn(sql)} FROM sessions
     WHERE user_id = ${userId} AND revoked_at IS NULL AND expires_at > now() AND ${afterCursor(sql, after)}
-      AND (${idleSeconds ?? null}::int IS NULL OR EXISTS (
-        SELECT 1 FROM refresh_tokens r WHERE r.session_id = sessions.id AND r.used_at IS NULL AND r.created_at > now() - make_interval(secs => ${idleSeconds ?? null}::int)))
+      AND ${refreshedWithin(sql, 'refresh_tokens', 'session_id', 'sessions.id', idleSeconds)}
     ORDER BY ${pageOrder(sql, 'sessions')}
     LIMIT ${limit + 1}`
   return withPageKeys(rows)

@@ -1,6 +1,7 @@
 // A user's OAuth grants (token families) as the user sees them: the live ones, and revoking one
 // (ASVS 7.5.2, 10.4.9, 10.7.3). Revocation itself, with its notification, is OAuthTokens'.
 import type { Sql } from 'postgres'
+import { refreshedWithin } from '../accounts/idle.ts'
 import { isoTimestamp, type Db } from '../db/sql.ts'
 import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../http/pagination.ts'
 import { GRANT_SECONDS } from './consent.ts'
@@ -33,8 +34,7 @@ export async function listLiveGrants(sql: Sql, userId: string, limit: number, af
   const rows = await sql<(GrantSummary & { key_at: string })[]>`
     SELECT ${grantColumns(sql)}, ${pageKeyColumn(sql)} FROM ${liveGrants(sql)}
     WHERE user_id = ${userId} AND ${afterCursor(sql, after)}
-      AND (${idleSeconds ?? null}::int IS NULL OR EXISTS (
-        SELECT 1 FROM oauth_refresh_tokens r WHERE r.family_id = grants.id AND r.used_at IS NULL AND r.created_at > now() - make_interval(secs => ${idleSeconds ?? null}::int)))
+      AND ${refreshedWithin(sql, 'oauth_refresh_tokens', 'family_id', 'grants.id', idleSeconds)}
     ORDER BY ${pageOrder(sql, 'grants')}
     LIMIT ${limit + 1}`
   return withPageKeys(rows)

@@ -8,6 +8,7 @@
 import { jwt } from '@elysiajs/jwt'
 import type { Sql } from 'postgres'
 import { createHash, randomBytes } from 'node:crypto'
+import { refreshIdle } from '../accounts/idle.ts'
 import type { EventBus } from '../db/events.ts'
 import { ExpiringMap } from '../expiring.ts'
 import type { Db } from '../db/sql.ts'
@@ -168,10 +169,9 @@ export class OAuthTokens {
     if (!client.grant_types.includes('refresh_token')) throw new OAuthError(400, 'unauthorized_client', 'this client may not use refresh tokens')
     const hash = digest(params.refresh_token)
     const outcome = await this.options.system.begin(async (tx) => {
-      // The family's unused refresh token is its newest: its age is the time since the last refresh.
       const [token] = await tx<{ family_id: string; scope: string; idle: boolean }[]>`
         UPDATE oauth_refresh_tokens SET used_at = now() WHERE token_hash = ${hash} AND used_at IS NULL
-        RETURNING family_id, scope, coalesce(created_at <= now() - make_interval(secs => ${this.options.grantIdleTtl ?? null}::int), false) AS idle`
+        RETURNING family_id, scope, ${refreshIdle(tx, 'created_at', this.options.grantIdleTtl)} AS idle`
       if (!token) {
         const [used] = await tx<{ family_id: string }[]>`SELECT family_id FROM oauth_refresh_tokens WHERE token_hash = ${hash}`
         if (used && (await revokeFamily(tx, used.family_id))) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
