@@ -106,12 +106,17 @@ async function tableDimensions(table: Table): Promise<number> {
   return (field!.type as FixedSizeList).listSize
 }
 
-/** The rows of a record batch of (id, vector). */
+/** The rows of a record batch of (id, vector), each vector a copy. */
 function vectorRows(batch: RecordBatch): VectorRow[] {
+  // slice(): a copy, so that a kept vector does not pin the whole batch's buffer.
+  return Array.from(batchRows(batch), ({ id, vector }) => ({ id, vector: vector.slice() }))
+}
+
+/** The rows of a record batch of (id, vector), each vector a view into the batch's buffer. */
+function* batchRows(batch: RecordBatch): Generator<VectorRow> {
   const ids = batch.getChild('id')!
   const vectors = batch.getChild('vector')! as Vector<FixedSizeList<Float32>>
-  // slice(): a copy, so that a kept vector does not pin the whole batch's buffer.
-  return Array.from({ length: batch.numRows }, (_, i) => ({ id: ids.get(i) as string, vector: (vectors.get(i)!.toArray() as Float32Array).slice() }))
+  for (let i = 0; i < batch.numRows; i++) yield { id: ids.get(i) as string, vector: vectors.get(i)!.toArray() as Float32Array }
 }
 
 /** LanceDB has no error codes: a missing table is told apart by its message only. */
@@ -294,11 +299,7 @@ export class VectorStore {
       const rows = await table.countRows()
       if (rows * dimensions > this.resident.maxFloats) return { version, table: undefined }
       const resident = new ResidentTableBuilder(dimensions, rows)
-      for await (const batch of table.query().select(['id', 'vector'])) {
-        const ids = batch.getChild('id')!
-        const vectors = batch.getChild('vector')! as Vector<FixedSizeList<Float32>>
-        for (let i = 0; i < batch.numRows; i++) resident.add(ids.get(i) as string, vectors.get(i)!.toArray() as Float32Array)
-      }
+      for await (const batch of table.query().select(['id', 'vector'])) for (const row of batchRows(batch)) resident.add(row.id, row.vector)
       return { version, table: resident.finish() }
     } finally {
       table.close()
