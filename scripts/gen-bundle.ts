@@ -22,7 +22,7 @@
 //   importer computes it.
 // - fact_sources: one source per fact, a second for every 4th; fact_concepts: two concepts per
 //   fact; every 3rd concept has aliases; summaries (~0.7 KB) cite 5 facts as
-//   [text](<fact:UUID>); syntheses (~2.9 KB) cite 2 facts per covered summary, name their
+//   [text](<fact:UUID>) (kgs's portable UUIDs, so every citation resolves on import); syntheses (~2.9 KB) cite 2 facts per covered summary, name their
 //   concepts as [name](<concept:UUID>) and embed the image facts of their range as
 //   ![alt](<fact:UUID>); reports (~1.3 KB) cite 5 facts and a concept, 1 in 4 is the child of
 //   the one before, 1 in 10 is pending (no annotations); annotations have float scores.
@@ -39,12 +39,13 @@
 // (writer.ts encodeFloat32), so D = 384 (422 M floats) adds several minutes and ~5 GB of JSON.
 import { createWriteStream } from 'node:fs'
 import { canonicalHash, formatExportedAt, writeBundle, type BundleContent, type MediaItem, type VectorItem } from '../src/bundle/writer.ts'
+import { portableConceptId, portableFactId } from '../src/bundle/citations.ts'
 import { factContentHash, sourceSha256 } from '../src/bundle/hashes.ts'
 import type { Metadata, Row, RowSection } from '../src/bundle/schema.ts'
 import { conceptEmbeddingText } from '../src/vectors/embed-jobs.ts'
 import { hashEmbedding } from '../src/vectors/embedder.ts'
 import { VERSION } from '../src/version.ts'
-import { graphSize, indexUuid, kindKey, mix32, QUALIFIERS, rowRandom, VERBS, WORDS, type GraphSize } from './lib/synthetic.ts'
+import { graphSize, kindKey, mix32, QUALIFIERS, rowRandom, VERBS, WORDS, type GraphSize } from './lib/synthetic.ts'
 
 export interface BundleOptions {
   facts: number
@@ -136,8 +137,14 @@ export class SyntheticGraph {
     return rowRandom(this.seed, kind, index)
   }
 
+  /**
+   * The UUID a citation of fact or concept `index` names: kgs's portable one (citations.ts), so
+   * an import resolves every citation of a generated bundle, as it does of an exported one.
+   */
   uuid(kind: 'fact' | 'concept', index: number): string {
-    return indexUuid(this.seed, K[kind], index)
+    if (kind === 'fact') return portableFactId(factContentHash(this.factText(index)))
+    const { canonical_name, context } = this.concept(index)
+    return portableConceptId(canonical_name, context)
   }
 
   // --- sources, images, bodies ---

@@ -71,20 +71,3 @@ export function kindKey(seed: number, kind: number): number {
 export function rowRandom(seed: number, kind: number, index: number): () => number {
   return random(mix32((index ^ kindKey(seed, kind)) >>> 0))
 }
-
-const hex8 = (x: number) => (x >>> 0).toString(16).padStart(8, '0')
-
-/**
- * A v4-shaped UUID for row `index` of a kind. The first group is a bijection of the index
- * (under a key from seed and kind), so two rows of a kind never share a UUID.
- */
-export function indexUuid(seed: number, kind: number, index: number): string {
-  const key = kindKey(seed, kind)
-  const w0 = mix32((index ^ key) >>> 0)
-  const w1 = mix32((w0 ^ mix32((key ^ 0x68e31da4) >>> 0)) >>> 0)
-  const w2 = mix32((w1 ^ mix32((key ^ 0xb5297a4d) >>> 0)) >>> 0)
-  const w3 = mix32((w2 ^ mix32((key ^ 0x1b56c4e9) >>> 0)) >>> 0)
-  const b = hex8(w1)
-  const c = hex8(w2)
-  return `${hex8(w0)}-${b.slice(0, 4)}-4${b.slice(5, 8)}-${'89ab'[w3 & 3]}${c.slice(1, 4)}-${c.slice(4, 8)}${hex8(w3)}`
-}

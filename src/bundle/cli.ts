@@ -2,15 +2,17 @@
 // Exit codes: 0 success, 1 a bad bundle (the first problem on stderr), 2 usage.
 import { createReadStream } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { bundleProblems, summarizeBundle, writeCanonical, type BundleSummary } from './tools.ts'
+import { bundleProblems, RULE_NAMES, summarizeBundle, writeCanonical, type BundleSummary } from './tools.ts'
 
 export const BUNDLE_USAGE = `Usage: kgs bundle <command> <file>   (file "-" reads stdin)
 
 Commands:
   inspect [--json] <file>  metadata, section counts, sizes and embedding model
   verify <file>            recompute the canonical hash and check every row and reference;
-                           exit 0 if the bundle is sound, 1 with the first problem
-  canonical <file>         write the canonical bytes (what metadata.sha256 hashes) to stdout
+                           exit 0 if the bundle is sound (saying which hash rule matched),
+                           1 with the first problem (a file without a hash is one)
+  canonical <file>         write the canonical bytes (what metadata.sha256 hashes) to stdout,
+                           by the rule of the file's version
 `
 
 export class BundleUsageError extends Error {}
@@ -66,7 +68,7 @@ const subcommands: Record<string, (args: string[]) => Promise<number>> = {
       process.stderr.write(`kgs bundle verify: ${problem}\n`)
       return 1
     }
-    process.stdout.write(`ok ${summary.canonicalSha256} ${file}\n`)
+    process.stdout.write(`ok ${summary.metadata.sha256} ${file} by ${RULE_NAMES[summary.matchedRule!]}\n`)
     return 0
   },
 

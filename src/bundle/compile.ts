@@ -19,10 +19,14 @@ interface Field {
   default?: unknown
   ref?: RowSection
   position: boolean
+  /** Go's omitempty on an int reference: absent = 0 where row 0 exists (schema.ts). */
+  zeroOmitted: boolean
 }
 
 /** Checks a reference from the row being validated; returns a problem, or undefined when it holds. */
 export type ReferenceCheck = (section: RowSection, index: number, field: string) => string | undefined
+/** Whether row 0 of a section exists for the row being validated, or may (its section is still to come). */
+export type ZeroExists = (section: RowSection) => boolean
 
 export interface RowCodec<T> {
   /** The row as compact JSON with Go's rules; empty optional fields omitted. */
@@ -31,7 +35,7 @@ export interface RowCodec<T> {
    * Checks a parsed row in place: fills the defaults of tolerated omissions, treats `null` in
    * an optional field as absent, and returns the first problem (or undefined).
    */
-  validate(row: Record<string, unknown>, position: number, reference: ReferenceCheck): string | undefined
+  validate(row: Record<string, unknown>, position: number, reference: ReferenceCheck, zeroExists?: ZeroExists): string | undefined
 }
 
 function fieldKind(name: string, schema: TSchema): FieldKind {
@@ -56,6 +60,7 @@ function fields(schema: TObject): Field[] {
     default: property.default,
     ref: (property['x-ref'] ?? (property.type === 'array' ? property.items['x-ref'] : undefined)) as RowSection | undefined,
     position: property['x-position'] === true,
+    zeroOmitted: property['x-zero-omitted'] === true,
   }))
 }
 
@@ -129,6 +134,9 @@ function validatorSource(list: Field[]): string {
     lines.push(`v = ${prop(field.name)}`)
     if (field.required && field.default === undefined) {
       lines.push(`if (v === undefined || v === null) ${problem('is required')}`)
+    } else if (field.zeroOmitted) {
+      const zero = `zeroExists(${JSON.stringify(field.ref)}) ? 0 : undefined`
+      lines.push(`if (v === undefined || v === null) { ${prop(field.name)} = ${zero} } else {`)
     } else {
       // A producer's null means "left out"; a tolerated omission takes its default.
       const absent = field.default === undefined ? `if (v === null) ${prop(field.name)} = undefined` : `${prop(field.name)} = v = ${JSON.stringify(field.default)}`
@@ -159,6 +167,6 @@ export function compileRowCodec<T>(schema: TObject): RowCodec<T> {
   const list = fields(schema)
   if (!list[0]?.required) throw new Error('bundle schema: the first field of a row must be required')
   const encode = new Function('str', 'f64', `return function encodeRow(r) {\n${encoderSource(list)}\n}`)(encodeString, encodeFloat64)
-  const validate = new Function(`return function validateRow(r, position, reference) {\n${validatorSource(list)}\n}`)()
+  const validate = new Function(`return function validateRow(r, position, reference, zeroExists) {\n${validatorSource(list)}\n}`)()
   return { encode, validate }
 }

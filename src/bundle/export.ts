@@ -217,16 +217,19 @@ class Snapshot {
     const tx = this.tx
     for (const table of POSITIONED) {
       const name = positionTable(table)
-      // Reports: depth first (a parent precedes its children), then (created_at, id). A report
-      // on a parent cycle has no root and cannot be written (its parent could not come first).
+      // Reports in (created_at, id) order, as every other table, except that a parent must
+      // precede its children: each report sorts at the latest created_at on its path from the
+      // root, and below its parent on a tie. So a repository imported from a bundle (created_at
+      // in file order) exports its reports in the file's order. A report on a parent cycle has
+      // no root and cannot be written (its parent could not come first).
       const ranked =
         table === 'reports'
           ? tx`WITH RECURSIVE tree AS (
-                 SELECT id, 0 AS depth FROM reports WHERE parent_id IS NULL
+                 SELECT id, 0 AS depth, created_at AS sort_at FROM reports WHERE parent_id IS NULL
                  UNION ALL
-                 SELECT r.id, tree.depth + 1 FROM reports r JOIN tree ON r.parent_id = tree.id
+                 SELECT r.id, tree.depth + 1, greatest(tree.sort_at, r.created_at) FROM reports r JOIN tree ON r.parent_id = tree.id
                )
-               SELECT tree.id, (row_number() OVER (ORDER BY tree.depth, r.created_at, r.id) - 1)::int AS pos FROM tree JOIN reports r ON r.id = tree.id`
+               SELECT tree.id, (row_number() OVER (ORDER BY tree.sort_at, tree.depth, r.created_at, r.id) - 1)::int AS pos FROM tree JOIN reports r ON r.id = tree.id`
           : tx`SELECT id, (row_number() OVER (ORDER BY created_at, id) - 1)::int AS pos FROM ${tx(table)}`
       await tx`CREATE TEMP TABLE ${tx(name)} ON COMMIT DROP AS ${ranked}`
       await tx`CREATE UNIQUE INDEX ON ${tx(name)} (id)`
@@ -334,7 +337,7 @@ class Snapshot {
         report_annotations: this.rows<Row<'report_annotations'>>(this.tx`
           SELECT rp.pos AS report_idx, a.sentence_index, a.sentence_text, fp.pos AS fact_idx, a.score, a.posture
           FROM report_annotations a JOIN export_pos_reports rp ON rp.id = a.report_id JOIN export_pos_facts fp ON fp.id = a.fact_id
-          ORDER BY rp.pos, a.sentence_index, fp.pos`),
+          ORDER BY a.created_at, rp.pos, a.sentence_index, fp.pos`),
       },
       ...(file
         ? {

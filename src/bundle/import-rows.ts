@@ -26,6 +26,7 @@ import { randomUUID } from 'node:crypto'
 import type { PendingQuery, Row as SqlRow, TransactionSql } from 'postgres'
 import { citedIds, portableConceptId, portableFactId, rewriteCitations, type CitedKind } from './citations.ts'
 import { factContentHash } from './hashes.ts'
+import { encodeFloat64 } from './json.ts'
 import type { Row, RowSection } from './schema.ts'
 
 export interface Batch<S extends RowSection = RowSection> {
@@ -213,7 +214,7 @@ export const ROW_WRITERS: Writers = {
         SELECT * FROM unnest(
           ${positions}::int[], ${fresh(rows)}::uuid[], ${rows.map((r) => r.text)}::text[], ${rows.map((r) => r.fact_kind)}::text[],
           ${rows.map((r) => r.image_url ?? '')}::text[], ${hashes}::text[], ${hashes.map((hash) => portableFactId(hash))}::uuid[],
-          ${rows.map((r) => r.promptset_hash ?? '')}::text[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => r.source_image_idx)}::int[]
+          ${rows.map((r) => r.promptset_hash ?? '')}::text[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => r.source_image_idx ?? -1)}::int[]
         ) AS b(pos, id, text, fact_kind, image_url, content_hash, portable, promptset_hash, status, image_pos)
       ), inserted AS (
         INSERT INTO facts (id, text, fact_kind, image_url, content_hash, promptset_hash, status, source_image_id, created_at)
@@ -366,8 +367,8 @@ export const ROW_WRITERS: Writers = {
       WITH batch AS (
         SELECT * FROM unnest(
           ${positions}::int[], ${fresh(rows)}::uuid[], ${rows.map((r) => r.title)}::text[], ${rows.map((r) => r.topic ?? '')}::text[],
-          ${bodies}::text[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => r.parent_idx)}::int[],
-          ${rows.map((r) => r.similarity_threshold ?? null)}::float8[], ${rows.map((r) => r.embedded_model ?? '')}::text[],
+          ${bodies}::text[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => r.parent_idx ?? -1)}::int[],
+          ${rows.map((r) => (r.similarity_threshold === undefined ? null : encodeFloat64(r.similarity_threshold)))}::float8[], ${rows.map((r) => r.embedded_model ?? '')}::text[],
           ${rows.map((r) => r.sentence_count ?? null)}::int[]
         ) AS b(pos, id, title, topic, body_md, status, parent_pos, similarity_threshold, embedded_model, sentence_count)
       ), parented AS (
@@ -390,14 +391,16 @@ export const ROW_WRITERS: Writers = {
       SELECT count(*)::int AS inserted FROM inserted`)
   },
 
-  report_annotations: ({ tx }, { rows }) =>
+  /** In the bundle's order, which need not follow the reports' (its created_at keeps it for the export). */
+  report_annotations: ({ tx }, { positions, rows }) =>
     count(tx`
-      INSERT INTO report_annotations (report_id, sentence_index, sentence_text, fact_id, score, posture)
-      SELECT ${mapped(tx, 'import_reports', tx`b.report_pos`)}, b.sentence_index, b.sentence_text, ${mapped(tx, 'import_facts', tx`b.fact_pos`)}, b.score, b.posture
+      INSERT INTO report_annotations (report_id, sentence_index, sentence_text, fact_id, score, posture, created_at)
+      SELECT ${mapped(tx, 'import_reports', tx`b.report_pos`)}, b.sentence_index, b.sentence_text, ${mapped(tx, 'import_facts', tx`b.fact_pos`)}, b.score, b.posture,
+             ${createdAt(tx, tx`b.pos`)}
       FROM unnest(
-        ${rows.map((r) => r.report_idx)}::int[], ${rows.map((r) => r.sentence_index)}::int[], ${rows.map((r) => r.sentence_text)}::text[],
-        ${rows.map((r) => r.fact_idx)}::int[], ${rows.map((r) => r.score)}::float8[], ${rows.map((r) => r.posture ?? '')}::text[]
-      ) AS b(report_pos, sentence_index, sentence_text, fact_pos, score, posture)
+        ${positions}::int[], ${rows.map((r) => r.report_idx)}::int[], ${rows.map((r) => r.sentence_index)}::int[], ${rows.map((r) => r.sentence_text)}::text[],
+        ${rows.map((r) => r.fact_idx)}::int[], ${rows.map((r) => encodeFloat64(r.score))}::float8[], ${rows.map((r) => r.posture ?? '')}::text[]
+      ) AS b(pos, report_pos, sentence_index, sentence_text, fact_pos, score, posture)
       ON CONFLICT DO NOTHING`),
 }
 

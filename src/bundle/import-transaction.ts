@@ -12,7 +12,7 @@ import type { VectorKind, VectorStore } from '../vectors/store.ts'
 import { MediaImport } from './import-media.ts'
 import { createMappingTables, imageUrl, ROW_WRITERS, type Batch, type RowContext } from './import-rows.ts'
 import { BundleError, type BundleItem, type BundleReader, type RowItem } from './reader.ts'
-import type { Row, RowSection } from './schema.ts'
+import { ROW_SCHEMAS, ROW_SECTIONS, type Row, type RowSection } from './schema.ts'
 
 /** Rows per statement, at most; and at most about this many bytes of the bundle (wide rows: sources, syntheses). */
 const BATCH_ROWS = 2000
@@ -20,6 +20,10 @@ const BATCH_BYTES = 2 * 1024 * 1024
 /** Vectors per staging write. */
 const VECTOR_BATCH = 2000
 const INT32_MAX = 2 ** 31 - 1
+/** The integer fields of each section: the int columns' limit applies to them, never to a float (a score of 1e21 is valid). */
+const INTEGER_FIELDS = new Map<RowSection, ReadonlySet<string>>(
+  ROW_SECTIONS.map((section) => [section, new Set(Object.entries(ROW_SCHEMAS[section].properties).filter(([, p]) => p.type === 'integer').map(([name]) => name))]),
+)
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
 
 /** The job result's `imported` counts (decision 7) and the sections they count. */
@@ -65,13 +69,14 @@ export const isDataError = (error: unknown) => /^2[23]/.test(String((error as { 
  * text, integers past the int columns, dates that are none.
  */
 function checkRow(section: RowSection, position: number, row: Record<string, unknown>): void {
+  const integers = INTEGER_FIELDS.get(section)!
   for (const field in row) {
     const value = row[field]
     if (typeof value === 'string') {
       if (value.includes('\u0000')) throw new BundleError(`${field} contains a NUL character (not storable)`, { section, position })
-    } else if (typeof value === 'number') {
+    } else if (typeof value === 'number' && integers.has(field)) {
       const limit = field === 'bytes' ? Number.MAX_SAFE_INTEGER : INT32_MAX
-      if (Number.isInteger(value) && value > limit) throw new BundleError(`${field} ${value} is too large (at most ${limit})`, { section, position })
+      if (value > limit) throw new BundleError(`${field} ${value} is too large (at most ${limit})`, { section, position })
     }
   }
   if (section === 'sources' && row.published_at !== undefined && !validDate(row.published_at as string)) {
@@ -175,7 +180,7 @@ export class GraphImport {
     checkRow(section, position, row as Record<string, unknown>)
     const gathering = this.pending
     // A report's parent must be written before it: one in the batch being gathered ends that batch.
-    const parentInBatch = section === 'reports' && gathering?.section === 'reports' && (row as Row<'reports'>).parent_idx >= gathering.positions[0]!
+    const parentInBatch = section === 'reports' && gathering?.section === 'reports' && ((row as Row<'reports'>).parent_idx ?? -1) >= gathering.positions[0]!
     if (gathering && (gathering.section !== section || parentInBatch)) await this.flush()
     if (!this.started.has(section)) {
       this.started.add(section)

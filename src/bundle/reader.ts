@@ -32,7 +32,7 @@
 import { createGunzip } from 'node:zlib'
 import { GarbageMeter } from '../memory.ts'
 import { METADATA_CODEC, ROW_CODECS } from './codecs.ts'
-import type { ReferenceCheck } from './compile.ts'
+import type { ReferenceCheck, ZeroExists } from './compile.ts'
 import { ROW_SCHEMAS, SUPPORTED_SCHEMA_VERSIONS, type MediaSection, type Metadata, type Row, type RowSection } from './schema.ts'
 
 export interface ReaderLimits {
@@ -820,6 +820,16 @@ class Parser {
     return undefined
   }
 
+  /**
+   * For Go's omitted zeros (schema.ts, x-zero-omitted): row 0 of the current section exists for
+   * every row after it; of a section read, if it had rows; of one still to come (version 1's
+   * source_images), it may, and the importer links nothing where it turns out not to.
+   */
+  private readonly zeroExists: ZeroExists = (target) => {
+    if (target === this.current) return this.currentPosition > 0
+    return (this.counts.get(target) ?? 1) > 0
+  }
+
   private sectionEnded(section: string, count: number): void {
     this.counts.set(section, count)
     const deferred = this.deferred.get(section)
@@ -955,6 +965,7 @@ class Parser {
     ends.length = 0
     const codec = ROW_CODECS[section]
     const check = this.check
+    const zeroExists = this.zeroExists
     let k = 0
     for (; k < values.length; k++) {
       const position = first + k
@@ -968,7 +979,7 @@ class Parser {
         row = { source_idx: Number(match[1]), body_ref: row }
       }
       this.currentPosition = position
-      const problem = codec.validate(row as Record<string, unknown>, position, check)
+      const problem = codec.validate(row as Record<string, unknown>, position, check, zeroExists)
       if (problem) {
         error = new BundleError(problem, { section, position })
         break

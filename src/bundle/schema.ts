@@ -7,6 +7,9 @@
 //   'x-ref': '<section>'  an index into that section's rows (checked by the reader)
 //   'x-position': true    the row's own index, equal to its array position
 //   default               what a reader assumes when a producer left the field out (Tolerate)
+//   'x-zero-omitted': true  an optional reference written the Go way: -1 (none) is written, 0 is
+//                         left out (Go's `omitempty` on an int), so an absent key is 0 where
+//                         row 0 of its section exists and none (undefined) where it does not
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 
 /** The sections made of rows. */
@@ -22,8 +25,13 @@ const text = (description?: string) => Type.String({ minLength: 1, ...(descripti
 const int = () => Type.Integer({ minimum: 0 })
 const position = () => Type.Integer({ minimum: 0, 'x-position': true })
 const ref = (section: RowSection, description?: string) => Type.Integer({ minimum: 0, 'x-ref': section, ...(description ? { description } : {}) })
-/** A reference that may be -1 (none); always written, assumed -1 when left out. */
-const optionalRef = (section: RowSection, description: string) => Type.Integer({ minimum: -1, default: -1, 'x-ref': section, description })
+/**
+ * A reference that may be -1 (none), as the Go original writes it: an `omitempty` int, so -1 is
+ * written and 0 left out. Read back, an absent key is 0 where that row exists, else undefined
+ * (none); the encoder omits both, which gives Go's bytes for Go's values.
+ */
+const zeroOmittedRef = (section: RowSection, description: string) =>
+  Type.Optional(Type.Integer({ minimum: -1, 'x-ref': section, 'x-zero-omitted': true, description }))
 const refs = (section: RowSection, description?: string) => Type.Optional(Type.Array(ref(section), description ? { description } : {}))
 const omit = <T extends TSchema>(schema: T) => Type.Optional(schema)
 
@@ -99,7 +107,7 @@ export const FactRow = Type.Object({
   content_hash: omit(Type.String({ description: 'hex SHA-256 of the normalized text; recomputed on import' })),
   promptset_hash: omit(Type.String()),
   status: oneOf(FACT_STATUSES),
-  source_image_idx: optionalRef('source_images', '-1 = none'),
+  source_image_idx: zeroOmittedRef('source_images', '-1 = none; 0 is left out (Go omitempty)'),
 })
 
 export const FactSourceRow = Type.Object({
@@ -163,7 +171,7 @@ export const ReportRow = Type.Object({
   topic: omit(Type.String()),
   body_md: Type.String(),
   status: oneOf(REPORT_STATUSES),
-  parent_idx: optionalRef('reports', '-1 = root; a parent precedes its children'),
+  parent_idx: zeroOmittedRef('reports', '-1 = root; 0 is left out (Go omitempty); a parent precedes its children'),
   similarity_threshold: omit(Type.Number()),
   embedded_model: omit(Type.String()),
   sentence_count: omit(int()),
@@ -206,10 +214,14 @@ export const V2_KEYS = [
   'concepts', 'concept_aliases', 'fact_concepts', 'concept_summaries', 'concept_syntheses', 'investigations',
   'investigation_sources', 'reports', 'report_annotations', 'embeddings',
 ] as const
+/** Top-level keys of a version 1 bundle, in order: the media block after the rows (bundle.md §1). */
+export const V1_KEYS = [
+  'schema_version', 'metadata', 'sources', 'facts', 'fact_sources', 'concepts', 'concept_aliases', 'fact_concepts',
+  'concept_summaries', 'concept_syntheses', 'investigations', 'investigation_sources', 'reports', 'report_annotations',
+  'source_images', 'source_bodies', 'images', 'bodies', 'embeddings',
+] as const
 /** Row sections in the order a version 2 bundle writes them. */
 export const ROW_SECTIONS = V2_KEYS.filter((key): key is RowSection => key in ROW_SCHEMAS)
-/** Sections left out of the canonical form (bundle.md §3); source_images stays, as null. */
-export const NON_CANONICAL_KEYS: ReadonlySet<string> = new Set(['images', 'bodies', 'source_bodies', 'embeddings'])
 
 export const SCHEMA_VERSION = 2
 export const SUPPORTED_SCHEMA_VERSIONS = [1, 2] as const

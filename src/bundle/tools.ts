@@ -1,15 +1,10 @@
 // Offline bundle tools behind `kgs bundle inspect|verify|canonical`: each is one streaming
 // pass over the file, so they work on bundles of any size in bounded memory.
-import { createHash } from 'node:crypto'
 import { Readable, type Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { BundleError, readBundle, type BundleItem, type ReaderLimits, type ReaderStats } from './reader.ts'
-import { COUNTED_SECTIONS, NON_CANONICAL_KEYS, ROW_SECTIONS, type Metadata, type RowSection } from './schema.ts'
-import { encodeBundle, type BundleContent, type RowSource } from './writer.ts'
-
-/** Row sections of the canonical form, in its order (source_images is written as null). */
-const HASHED_SECTIONS = ROW_SECTIONS.filter((section) => section !== 'source_images' && !NON_CANONICAL_KEYS.has(section))
-const hashedOrder = new Map(HASHED_SECTIONS.map((section, i) => [section, i]))
+import { COUNTED_SECTIONS, type Metadata, type RowSection } from './schema.ts'
+import { canonicalHashes, canonicalRulesFor, encodeBundle, hashedSections, type BundleContent, type CanonicalRule, type RowSource } from './writer.ts'
 
 /**
  * Turns a reader's items back into writer input for the canonical encoder, in the same pass:
@@ -22,6 +17,8 @@ class CanonicalSource {
   private readonly items: AsyncIterator<BundleItem>
   private lookahead: BundleItem | undefined
   private ended = false
+  /** Positions of the hashed sections in the canonical order of the file's version. */
+  private hashedOrder = new Map<RowSection, number>()
   embeddings: { model: string; dimensions: number } | undefined
 
   constructor(items: AsyncIterable<BundleItem>) {
@@ -51,8 +48,10 @@ class CanonicalSource {
       this.take()
       if (item.type === 'schema_version') schemaVersion = item.version
       else if (item.type === 'metadata') {
+        const sections = hashedSections(canonicalRulesFor(schemaVersion)[0]!)
+        this.hashedOrder = new Map(sections.map((section, i) => [section, i]))
         const rows: BundleContent['rows'] = {}
-        for (const section of HASHED_SECTIONS) (rows as Record<string, RowSource<unknown>>)[section] = this.rowsOf(section)
+        for (const section of sections) (rows as Record<string, RowSource<unknown>>)[section] = this.rowsOf(section)
         return { schemaVersion, metadata: item.metadata, rows }
       } else if (item.type === 'row') {
         throw new BundleError(`the metadata must come before the rows (${item.section} does not) to be hashed in one pass`)
@@ -63,15 +62,16 @@ class CanonicalSource {
 
   private async *rowsOf(section: RowSection): AsyncGenerator<unknown> {
     for (let item = await this.peek(); item; item = await this.peek()) {
-      if (item.type === 'row' && hashedOrder.has(item.section)) {
+      const order = this.hashedOrder
+      if (item.type === 'row' && order.has(item.section)) {
         if (item.section !== section) {
-          if (hashedOrder.get(item.section)! > hashedOrder.get(section)!) return
+          if (order.get(item.section)! > order.get(section)!) return
           throw new BundleError(`comes after ${section}; the canonical hash needs the sections in order`, { section: item.section, position: item.position })
         }
         this.take()
         yield item.row
       } else {
-        // Not hashed: media (the reader skips unread data), vectors, source_images, source_bodies.
+        // Not hashed: media (the reader skips unread data), vectors, and in version 2 source_images and source_bodies.
         this.take()
       }
     }
@@ -86,29 +86,51 @@ class CanonicalSource {
 export interface BundleSummary {
   schemaVersion: number | undefined
   metadata: Metadata
-  /** Lowercase hex SHA-256 of the canonical form, as recomputed from the rows. */
+  /** Lowercase hex SHA-256 of the canonical form by the first rule of the file's version (the one kgs writes), as recomputed from the rows. */
   canonicalSha256: string
+  /** The hash by each rule the file's version may have been hashed by. */
+  canonicalHashes: Partial<Record<CanonicalRule, string>>
+  /** The rule whose hash metadata.sha256 is, if any. */
+  matchedRule: CanonicalRule | undefined
   embeddings: { model: string; dimensions: number } | undefined
   stats: ReaderStats
 }
 
-/** One pass: every row checked by the reader and the canonical hash recomputed. */
+/** How `verify` names each rule. */
+export const RULE_NAMES: Record<CanonicalRule, string> = {
+  v2: 'the version 2 rule: embedding fields not hashed',
+  'v2-embedding': "the Go in-memory writer's version 2 rule: embedding fields hashed",
+  v1: 'the version 1 rule: source_images and embedding fields hashed',
+}
+
+/** One pass: every row checked by the reader and the canonical hash recomputed by every rule of the file's version. */
 export async function summarizeBundle(source: AsyncIterable<Uint8Array>, limits?: Partial<ReaderLimits>): Promise<BundleSummary> {
   const reader = readBundle(source, limits)
   const canonical = new CanonicalSource(reader)
   const content = await canonical.content()
-  const hash = createHash('sha256')
-  for await (const chunk of encodeBundle(content, { canonical: true })) hash.update(chunk)
+  const rules = canonicalRulesFor(content.schemaVersion)
+  const hashes = await canonicalHashes(content, rules)
   await canonical.finish()
-  return { schemaVersion: content.schemaVersion, metadata: content.metadata, canonicalSha256: hash.digest('hex'), embeddings: canonical.embeddings, stats: reader.stats }
+  return {
+    schemaVersion: content.schemaVersion,
+    metadata: content.metadata,
+    canonicalSha256: hashes[rules[0]!]!,
+    canonicalHashes: hashes,
+    matchedRule: rules.find((rule) => hashes[rule] === content.metadata.sha256),
+    embeddings: canonical.embeddings,
+    stats: reader.stats,
+  }
 }
 
 /** What `verify` finds wrong with a bundle that reads cleanly: its hash and its counts. */
 export function bundleProblems(summary: BundleSummary): string[] {
   const problems: string[] = []
   const { metadata } = summary
-  if (!metadata.sha256) problems.push('metadata.sha256 is missing')
-  else if (metadata.sha256 !== summary.canonicalSha256) problems.push(`metadata.sha256 is ${metadata.sha256} but the canonical hash is ${summary.canonicalSha256}`)
+  if (!metadata.sha256) {
+    problems.push(`the file carries no hash (metadata.sha256 is absent, as in the Go original's streamed exports), so its content cannot be verified; its canonical hash is ${summary.canonicalSha256}`)
+  } else if (!summary.matchedRule) {
+    problems.push(`metadata.sha256 is ${metadata.sha256} but the canonical hash is ${summary.canonicalSha256}`)
+  }
   for (const [field, section] of Object.entries(COUNTED_SECTIONS)) {
     const rows = summary.stats.rows[section] ?? 0
     const claimed = metadata[field as keyof typeof COUNTED_SECTIONS]
@@ -121,6 +143,6 @@ export function bundleProblems(summary: BundleSummary): string[] {
 export async function writeCanonical(source: AsyncIterable<Uint8Array>, sink: Writable, limits?: Partial<ReaderLimits>): Promise<void> {
   const canonical = new CanonicalSource(readBundle(source, limits))
   const content = await canonical.content()
-  await pipeline(Readable.from(encodeBundle(content, { canonical: true })), sink, { end: false })
+  await pipeline(Readable.from(encodeBundle(content, { canonical: canonicalRulesFor(content.schemaVersion)[0] })), sink, { end: false })
   await canonical.finish()
 }

@@ -11,7 +11,7 @@ import { createGzip } from 'node:zlib'
 import { metered } from '../memory.ts'
 import { METADATA_CODEC, ROW_CODECS } from './codecs.ts'
 import { encodeFloat32, encodeString } from './json.ts'
-import { SCHEMA_VERSION, V2_KEYS, type MediaSection, type Metadata, type Row, type RowSection } from './schema.ts'
+import { ROW_SECTIONS, SCHEMA_VERSION, V1_KEYS, V2_KEYS, type MediaSection, type Metadata, type Row, type RowSection } from './schema.ts'
 
 /** Rows of one section in order: single rows, or (from an async source) batches of rows. */
 export type RowSource<T> = Iterable<T> | AsyncIterable<T | readonly T[]>
@@ -40,9 +40,29 @@ export interface BundleContent {
   embeddings?: { model: string; dimensions: number; facts?: RowSource<VectorItem>; concepts?: RowSource<VectorItem> }
 }
 
+/**
+ * The canonical forms a bundle's hash may be computed over (bundle.md §3), all with this encoder:
+ * - 'v2': the contract's, and the only one kgs writes: media, embeddings, source_bodies, the
+ *   source_images rows (`null`) and the embedding fields of the metadata left out, so the hash
+ *   does not depend on media or on the embedding model;
+ * - 'v2-embedding': the Go original's in-memory writer's: the same, embedding fields kept;
+ * - 'v1': version 1's, which is the Go original's: version 1's key order, the source_images and
+ *   source_bodies rows hashed (after report_annotations), the embedding fields kept.
+ */
+export type CanonicalRule = 'v2' | 'v2-embedding' | 'v1'
+
+/** The rules a file of this version may have been hashed by, the one kgs writes first. */
+export const canonicalRulesFor = (schemaVersion: number | undefined): CanonicalRule[] => (schemaVersion === 1 ? ['v1'] : ['v2', 'v2-embedding'])
+
+/** The row sections a rule hashes, in its order. */
+export function hashedSections(rule: CanonicalRule): RowSection[] {
+  if (rule === 'v1') return V1_KEYS.filter((key): key is RowSection => (ROW_SECTIONS as readonly string[]).includes(key))
+  return ROW_SECTIONS.filter((section) => section !== 'source_images' && section !== 'source_bodies')
+}
+
 export interface EncodeOptions {
-  /** The canonical form of bundle.md §3: what the hash is computed over. */
-  canonical?: boolean
+  /** Write the canonical form of this rule: what the hash is computed over. */
+  canonical?: CanonicalRule
 }
 
 const CHUNK_CHARS = 64 * 1024
@@ -71,9 +91,17 @@ async function peeked<T>(source: RowSource<T> | undefined): Promise<AsyncGenerat
   })()
 }
 
-function canonicalMetadata(metadata: Metadata): Metadata {
-  const { sha256: _sha256, embedding_model: _model, embedding_dimensions: _dimensions, ...rest } = metadata
-  return rest
+function canonicalMetadata(metadata: Metadata, rule: CanonicalRule): Metadata {
+  const { sha256: _sha256, ...rest } = metadata
+  if (rule !== 'v2') return rest
+  const { embedding_model: _model, embedding_dimensions: _dimensions, ...hashed } = rest
+  return hashed
+}
+
+/** `{"schema_version":…,"metadata":{…}`: the only part of a canonical form that differs between the rules of one version. */
+function encodeHead(content: BundleContent, rule: CanonicalRule | undefined): string {
+  const metadata = rule ? canonicalMetadata(content.metadata, rule) : content.metadata
+  return `{"schema_version":${content.schemaVersion ?? SCHEMA_VERSION},"metadata":${METADATA_CODEC.encode(metadata)}`
 }
 
 function encodeVector(vector: ArrayLike<number>): string {
@@ -100,8 +128,13 @@ async function* mediaBase64(data: Uint8Array | AsyncIterable<Uint8Array>): Async
 
 /** The bundle as uncompressed JSON, in chunks of about 64 KiB. */
 export async function* encodeBundle(content: BundleContent, options: EncodeOptions = {}): AsyncGenerator<Uint8Array> {
-  const canonical = options.canonical === true
-  let out = `{"schema_version":${content.schemaVersion ?? SCHEMA_VERSION},"metadata":${METADATA_CODEC.encode(canonical ? canonicalMetadata(content.metadata) : content.metadata)}`
+  yield* encodeRest(content, options.canonical, encodeHead(content, options.canonical))
+}
+
+/** Everything after the metadata, `out` first: the same bytes for every rule of a version. */
+async function* encodeRest(content: BundleContent, rule: CanonicalRule | undefined, head = ''): AsyncGenerator<Uint8Array> {
+  const canonical = rule !== undefined
+  let out = head
   const full = () => out.length >= CHUNK_CHARS
   const take = () => {
     const bytes = Buffer.from(out)
@@ -109,7 +142,7 @@ export async function* encodeBundle(content: BundleContent, options: EncodeOptio
     return bytes
   }
 
-  for (const key of V2_KEYS) {
+  for (const key of content.schemaVersion === 1 ? V1_KEYS : V2_KEYS) {
     if (key === 'schema_version' || key === 'metadata') continue
     if (key === 'images' || key === 'bodies') {
       if (canonical) continue
@@ -145,11 +178,11 @@ export async function* encodeBundle(content: BundleContent, options: EncodeOptio
         out += '}'
       }
       out += '}'
-    } else if (key === 'source_images' && canonical) {
+    } else if (key === 'source_images' && canonical && rule !== 'v1') {
       out += ',"source_images":null'
     } else if (key === 'source_bodies') {
-      // Optional: omitted when empty; not part of the canonical form.
-      if (canonical) continue
+      // Optional: omitted when empty; only version 1's canonical form keeps it.
+      if (canonical && rule !== 'v1') continue
       const rows = await peeked(content.rows.source_bodies)
       if (!rows) continue
       out += ',"source_bodies":['
@@ -203,11 +236,17 @@ export async function writeBundle(content: BundleContent, sink: Writable, option
   return result
 }
 
-/** The canonical hash of bundle.md §3: lowercase hex SHA-256 of the canonical form. */
+/** The canonical hash of bundle.md §3 (the first rule of the content's version): lowercase hex SHA-256 of the canonical form. */
 export async function canonicalHash(content: BundleContent): Promise<string> {
-  const hash = createHash('sha256')
-  for await (const chunk of metered(encodeBundle(content, { canonical: true }))) hash.update(chunk)
-  return hash.digest('hex')
+  const [rule] = canonicalRulesFor(content.schemaVersion)
+  return (await canonicalHashes(content, [rule!]))[rule!]!
+}
+
+/** The canonical hashes of one version's rules in one pass over the rows: they differ in the metadata only. */
+export async function canonicalHashes(content: BundleContent, rules: readonly CanonicalRule[]): Promise<Partial<Record<CanonicalRule, string>>> {
+  const hashes = rules.map((rule) => createHash('sha256').update(encodeHead(content, rule)))
+  for await (const chunk of metered(encodeRest(content, rules[0]))) for (const hash of hashes) hash.update(chunk)
+  return Object.fromEntries(rules.map((rule, i) => [rule, hashes[i]!.digest('hex')]))
 }
 
 /** RFC 3339 in UTC with fractional seconds only when non-zero, trailing zeros dropped (Go's RFC3339Nano). */

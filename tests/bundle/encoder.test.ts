@@ -196,8 +196,13 @@ describe('rows', () => {
     expect(ROW_CODECS.facts.encode({ idx: 0, text: 'a & b', fact_kind: 'text', image_url: '', status: 'new', source_image_idx: -1 })).toBe(
       '{"idx":0,"text":"a \\u0026 b","fact_kind":"text","status":"new","source_image_idx":-1}',
     )
+    // Go's omitempty on the int references: -1 (none) is written, 0 is left out.
+    expect(ROW_CODECS.facts.encode({ idx: 1, text: 'b', fact_kind: 'image', status: 'new', source_image_idx: 0 })).toBe('{"idx":1,"text":"b","fact_kind":"image","status":"new"}')
     expect(ROW_CODECS.reports.encode({ idx: 1, title: 't', body_md: '', status: 'pending', parent_idx: 0, similarity_threshold: 0, sentence_count: 0 })).toBe(
-      '{"idx":1,"title":"t","body_md":"","status":"pending","parent_idx":0}',
+      '{"idx":1,"title":"t","body_md":"","status":"pending"}',
+    )
+    expect(ROW_CODECS.reports.encode({ idx: 0, title: 't', body_md: '', status: 'pending', parent_idx: -1, similarity_threshold: -0 })).toBe(
+      '{"idx":0,"title":"t","body_md":"","status":"pending","parent_idx":-1}',
     )
     expect(ROW_CODECS.concepts.encode({ idx: 2, canonical_name: 'n', context: '' })).toBe('{"idx":2,"canonical_name":"n","context":""}')
     expect(ROW_CODECS.concept_summaries.encode({ concept_idx: 0, sequence_num: 0, is_complete: false, fact_count: 0, content: '', covered_fact_idxs: [] })).toBe(
@@ -224,7 +229,7 @@ describe('rows', () => {
           const empty = optional && next() < 0.4
           const kind = property.type === 'array' ? `${property.items.type}[]` : (property.type as string)
           const value =
-            kind === 'integer' ? (empty ? 0 : Math.floor(next() * 1000))
+            kind === 'integer' ? (empty ? 0 : 1 + Math.floor(next() * 999))
             : kind === 'number' ? (empty ? 0 : (next() - 0.5) * 10 ** Math.floor(next() * 30 - 10))
             : kind === 'boolean' ? (empty ? false : optional || next() < 0.5)
             : kind === 'integer[]' ? (empty ? [] : [1, 2, Math.floor(next() * 9)])
@@ -274,7 +279,7 @@ describe('writer', () => {
   })
 
   test('the canonical form is the file without media, source_bodies, embeddings and the excluded metadata', async () => {
-    const canonical = await text(encodeBundle(content(), { canonical: true }))
+    const canonical = await text(encodeBundle(content(), { canonical: 'v2' }))
     expect(canonical).toContain('"source_images":null,"facts":[')
     for (const absent of ['"images"', '"bodies"', '"source_bodies"', '"embeddings"', '"embedding_model"', '"embedding_dimensions"']) expect(canonical).not.toContain(absent)
     expect(await canonicalHash(content())).toBe(sha256(canonical))

@@ -94,7 +94,7 @@ async function failed(slug: string, started: { status: number; body: Job }, erro
 /** Waits until every job of the repository (an import's follow-ups) has finished. */
 const settle = (slug: string) => settleJobs(http, slug, owner.token)
 
-/** The citations gen-bundle writes (all with UUIDs of its own, so none resolve). */
+/** The citations gen-bundle writes (with portable UUIDs of rows in the bundle, so all resolve). */
 function citationCount(options: BundleOptions): number {
   const rows = bundleContent(options).rows
   let count = 0
@@ -144,7 +144,7 @@ async function expectImported(repo: Repo, job: Job & { result: ImportResult }, b
       investigations: counts.investigations!, investigation_sources: counts.investigation_sources!, reports: counts.reports!, report_annotations: counts.report_annotations!,
     },
     reused: { sources: 0, facts: 0, concepts: 0 },
-    citations: { rewritten: 0, unresolved: citationCount(options) },
+    citations: { rewritten: citationCount(options), unresolved: 0 },
     embeddings: options.vectors === 'kgs-hash-v1' ? 'upserted' : 're-embedding',
     media: { stored: bundle.counts.images + bundle.counts.bodies, to_fetch: images.filter((j) => !graph.hasImageBytes(j)).length, lost: 0 },
   })

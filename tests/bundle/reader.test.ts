@@ -251,14 +251,21 @@ describe('valid bundles', () => {
     expect(withoutMediaChunks(items.filter((item) => item.type !== 'row'))).toEqual(withoutMediaChunks(plain.filter((item) => item.type !== 'row')))
   })
 
-  test('omitted parent_idx and source_image_idx mean none (-1)', async () => {
+  test("omitted parent_idx and source_image_idx are Go's omitted zeros: 0 where that row exists, none where it does not", async () => {
     const bundle = validBundle()
     delete (bundle.facts as Obj[])[0]!.source_image_idx
     ;(bundle.facts as Obj[])[2]!.source_image_idx = null
     delete (bundle.reports as Obj[])[0]!.parent_idx
-    const items = await read(gzipBundle(validBundleJson(bundle)))
-    expect(rowsOf(items, 'facts').map((fact) => fact.source_image_idx)).toEqual([-1, 0, -1])
-    expect(rowsOf(items, 'reports').map((report) => report.parent_idx)).toEqual([-1, 0])
+    delete (bundle.reports as Obj[])[1]!.parent_idx
+    let items = await read(gzipBundle(validBundleJson(bundle)))
+    expect(rowsOf(items, 'facts').map((fact) => fact.source_image_idx)).toEqual([0, 0, 0])
+    expect(rowsOf(items, 'reports').map((report) => report.parent_idx)).toEqual([undefined, 0])
+
+    bundle.source_images = null
+    delete bundle.images
+    ;(bundle.facts as Obj[])[1]!.source_image_idx = -1
+    items = await read(gzipBundle(validBundleJson(bundle)))
+    expect(rowsOf(items, 'facts').map((fact) => fact.source_image_idx)).toEqual([undefined, -1, undefined])
   })
 
   test('embeddings: null and empty maps, keys in any order, embeddings before the rows they refer to', async () => {

@@ -15,6 +15,7 @@ import system0012 from './system/0012_session_idle.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 import repository0002 from './repository/0002_graph.sql' with { type: 'text' }
 import repository0003 from './repository/0003_graph_imports.sql' with { type: 'text' }
+import repository0004 from './repository/0004_annotation_order.sql' with { type: 'text' }
 
 export interface Migration {
   version: number
@@ -43,5 +44,6 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 1, name: '0001_repository_identity', sql: repository0001 },
     { version: 2, name: '0002_graph', sql: repository0002 },
     { version: 3, name: '0003_graph_imports', sql: repository0003 },
+    { version: 4, name: '0004_annotation_order', sql: repository0004 },
   ],
 }
