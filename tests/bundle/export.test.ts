@@ -310,7 +310,7 @@ describe(`export of a generated graph (${BACKEND})`, () => {
     expect(bundle.rows.fact_sources).toEqual(expected)
   })
 
-  test('summaries, syntheses and reports: covered ids and parents as positions, reports depth first', async () => {
+  test('summaries, syntheses and reports: covered ids and parents as positions, reports in created_at order with parents first', async () => {
     const sql = await server.context.pools.forRepository(full.id)
     const facts = await idsInOrder('facts')
     const concepts = await idsInOrder('concepts')
@@ -333,13 +333,13 @@ describe(`export of a generated graph (${BACKEND})`, () => {
     })
     expect(bundle.rows.concept_syntheses[0]!.embedded_image_idxs).toHaveLength(1)
 
-    // Two roots, then the child created before both of them.
+    // Two roots; the child, created before both of them, comes right after its parent.
     expect(bundle.rows.reports.map((r) => [r.title.split(' ')[0], r.parent_idx])).toEqual([
       ['Report', -1],
-      ['Report', -1],
       ['Follow-up', 0],
+      ['Report', -1],
     ])
-    expect(bundle.rows.reports[2]).toEqual({ idx: 2, title: 'Follow-up', body_md: 'More.', status: 'pending', parent_idx: 0 })
+    expect(bundle.rows.reports[1]).toEqual({ idx: 1, title: 'Follow-up', body_md: 'More.', status: 'pending', parent_idx: 0 })
     const [annotation] = await sql`SELECT * FROM report_annotations a JOIN reports r ON r.id = a.report_id ORDER BY r.created_at, r.id, a.sentence_index LIMIT 1`
     expect(bundle.rows.report_annotations[0]).toEqual({
       report_idx: 0,
