@@ -52,8 +52,11 @@ export class RegistryError extends Error {
 export interface RegistryClientOptions {
   /** Base URL of the registry's service (routes are at {url}/api/v1/graphs). */
   url: string
-  /** Bearer token, or a function giving a current one per request. */
-  token: string | (() => Promise<string>)
+  /**
+   * Bearer token, or a function giving a current one per request, acting for the user a push
+   * is made for (an export's). A fixed token (REGISTRY_TOKEN) pushes as its own identity.
+   */
+  token: string | ((onBehalfOf?: string) => Promise<string>)
   fetch?: typeof fetch
 }
 
@@ -105,7 +108,7 @@ export class RegistryClient {
    * Pushes a bundle: a file path (sent from disk with its length), bytes, or a byte stream
    * (sent chunked as it comes). `new: false` when the registry already holds (name, sha256).
    */
-  async push(source: PushBody, metadata: PushMetadata, signal?: AbortSignal): Promise<PushResult> {
+  async push(source: PushBody, metadata: PushMetadata, { signal, onBehalfOf }: { signal?: AbortSignal; onBehalfOf?: string } = {}): Promise<PushResult> {
     const body = typeof source === 'string' ? await existingFile(source) : source instanceof Blob || source instanceof Uint8Array ? source : toStream(source)
     const response = await this.request('/api/v1/graphs', {
       method: 'POST',
@@ -114,7 +117,7 @@ export class RegistryClient {
       // A stream body goes out as it is read (fetch would otherwise refuse a stream).
       ...(body instanceof ReadableStream ? { duplex: 'half' as const } : {}),
       signal,
-    })
+    }, [], onBehalfOf)
     return (await response.json()) as PushResult
   }
 
@@ -165,11 +168,11 @@ export class RegistryClient {
   }
 
   /** `target`: a path under the registry's URL, or an absolute URL there (a Link). */
-  private async request(target: string, init: RequestInit, expected: number[] = []): Promise<Response> {
+  private async request(target: string, init: RequestInit, expected: number[] = [], onBehalfOf?: string): Promise<Response> {
     const url = target.startsWith('/') ? this.url + target : target
     // The token goes to the registry only, whatever a Link header says.
     if (new URL(url).origin !== new URL(this.url).origin) throw new RegistryError(0, `registry linked to another origin: ${url}`)
-    const token = typeof this.options.token === 'string' ? this.options.token : await this.options.token()
+    const token = typeof this.options.token === 'string' ? this.options.token : await this.options.token(onBehalfOf)
     const headers = new Headers(init.headers)
     headers.set('authorization', `Bearer ${token}`)
     let response: Response
@@ -225,5 +228,5 @@ export function createRegistryClient(config: Pick<Config, 'registryUrl' | 'regis
   }
   if (!config.jwtSecret) throw new Error('a registry client needs REGISTRY_TOKEN or the JWT secret')
   const service = createServiceTokens({ secret: config.jwtSecret, issuer: baseUrl })
-  return new RegistryClient({ url: config.registryUrl ?? baseUrl, token: () => service.token() })
+  return new RegistryClient({ url: config.registryUrl ?? baseUrl, token: (onBehalfOf) => service.token(onBehalfOf) })
 }
