@@ -596,7 +596,7 @@ async function exportGraph(job: RunningJob<ExportParams>, services: JobServices)
   try {
     const { metadata, counts, bytes, path } = exported
     job.progress({ phase: 'pushing', done: 0, total: bytes, bytes: 0 })
-    const pushed = await pushFile(services, path, pushMetadata(metadata), (sent) => job.progress({ done: sent, bytes: sent }), job.signal)
+    const pushed = await pushFile(services, path, pushMetadata(metadata), (sent) => job.progress({ done: sent, bytes: sent }), job)
     await services.blobs.put(latestExportKey(repositoryId), Bun.file(path), { contentType: 'application/gzip' })
     return { graph_id: pushed.graph_id, name: metadata.name, sha256: metadata.sha256!, bytes, counts, new: pushed.new }
   } finally {
@@ -621,10 +621,13 @@ function pushMetadata(metadata: Metadata): PushMetadata {
   }
 }
 
-/** Streams the file to the registry, reporting the bytes sent. A refusal (4xx) is final; the rest is retried. */
-async function pushFile(services: JobServices, path: string, metadata: PushMetadata, onSent: (bytes: number) => void, signal: AbortSignal) {
+/**
+ * Streams the file to the registry, reporting the bytes sent, for the user who asked for the
+ * export (who then owns the graph, bundle.md §7). A refusal (4xx) is final; the rest is retried.
+ */
+async function pushFile(services: JobServices, path: string, metadata: PushMetadata, onSent: (bytes: number) => void, job: RunningJob<ExportParams>) {
   try {
-    return await services.registry.push(metered(Bun.file(path).stream(), onSent), metadata, signal)
+    return await services.registry.push(metered(Bun.file(path).stream(), onSent), metadata, { signal: job.signal, onBehalfOf: job.createdBy })
   } catch (error) {
     throw error instanceof RegistryError && error.final ? new PermanentJobError(error.message) : error
   }

@@ -243,15 +243,21 @@ async function openBundle(job: ImportJob, { blobs, registry, config }: JobServic
   if (!graph) throw new PermanentJobError(`${describeGraph(params)} is not in the registry`)
   const path = await scratchFile(config.dataDir, 'import', job)
   const remove = () => rm(path, { force: true })
+  // The size is what arrives: a Go registry's record does not say it (bytes is null).
+  let bytes = 0
   try {
-    job.progress({ phase: 'downloading', done: 0, total: graph.bytes, bytes: 0 })
-    const downloaded = (chunks: AsyncIterable<Uint8Array>) => metered(chunks, (received) => job.progress({ done: received, bytes: received }))
+    job.progress({ phase: 'downloading', done: 0, total: graph.bytes ?? 0, bytes: 0 })
+    const downloaded = (chunks: AsyncIterable<Uint8Array>) =>
+      metered(chunks, (received) => {
+        bytes = received
+        job.progress({ done: received, bytes: received })
+      })
     await pipeline(await registry.download(graph.id, job.signal), downloaded, createWriteStream(path, { mode: 0o600 }), { signal: job.signal })
   } catch (error) {
     await remove()
     throw error
   }
-  return { stream: Bun.file(path).stream(), bytes: graph.bytes, close: remove }
+  return { stream: Bun.file(path).stream(), bytes, close: remove }
 }
 
 export function describeGraph(params: { graph_id: string } | { name: string; sha256: string }): string {

@@ -22,6 +22,11 @@ export interface Principal {
    * roles say (it has none). See SERVICE_PERMISSIONS.
    */
   grants?: readonly SystemPermission[]
+  /**
+   * Service principal only: the user a job acts for (its token's `obo` claim), e.g. the one who
+   * asked for an export, who then owns the pushed graph.
+   */
+  onBehalfOf?: string
 }
 
 export interface Authorizer {
@@ -125,6 +130,8 @@ export function accessControl(authenticator: Authenticator, authorizer: Authoriz
 // very server's: with no REGISTRY_TOKEN they present a token the server signs for itself with
 // its JWT secret. It is an HS256 JWT with `sub: "kgs"` and `typ: "service"` (no session, no
 // client, no user), lives SERVICE_TOKEN_TTL seconds, and stands for exactly SERVICE_PERMISSIONS.
+// A job acting for a user (an export) gets a token naming that user in `obo`: the registry
+// records the user as the owner of what it pushes; the permissions stay the service's.
 // Only routes whose authenticator is wrapped in withServiceTokens accept it (the registry's);
 // everywhere else it fails the session check (no `typ: "session"`, no `sid`) and is a 401.
 // It needs no revocation: it is never handed out, and expires within minutes.
@@ -141,8 +148,11 @@ const SERVICE_TOKEN_RENEW_BEFORE = 60
 const SERVICE_REQUIRED_CLAIMS = ['iss', 'sub', 'jti', 'iat', 'exp']
 
 export interface ServiceTokens {
-  /** A valid service token: the cached one, or a new one when that is within a minute of expiring. */
-  token(): Promise<string>
+  /**
+   * A valid service token, acting for `onBehalfOf` (a user id) if given: the cached one, or a
+   * new one when that is within a minute of expiring.
+   */
+  token(onBehalfOf?: string): Promise<string>
   /** The service principal, if `token` is a valid service token. */
   authenticate(token: string): Promise<Principal | undefined>
 }
@@ -153,26 +163,32 @@ export function createServiceTokens(options: { secret: string; issuer: string; t
   // As in accounts/tokens.ts: sign and verify are read from the plugin's decorator once.
   type Decorator = (typeof plugin)['~Singleton']['decorator']['serviceJwt']
   const serviceJwt = (plugin as unknown as { singleton: { decorator: { serviceJwt: Decorator } } }).singleton.decorator.serviceJwt
-  const verified = new ExpiringMap<string, true>(1_000)
-  let current: { token: Promise<string>; renewAt: number } | undefined
+  const verified = new ExpiringMap<string, { onBehalfOf?: string }>(1_000)
+  // Cached until renewal, per user acted for ('' for none).
+  const current = new ExpiringMap<string, Promise<string>>(1_000)
   return {
-    token() {
-      const now = Date.now()
-      if (!current || now >= current.renewAt) {
-        const token = serviceJwt.sign({ sub: SERVICE_SUBJECT, typ: 'service', jti: crypto.randomUUID(), exp: Math.floor(now / 1000) + ttl })
-        current = { token, renewAt: now + Math.max(ttl - SERVICE_TOKEN_RENEW_BEFORE, ttl / 2) * 1000 }
-        token.catch(() => (current = undefined))
+    token(onBehalfOf) {
+      const key = onBehalfOf ?? ''
+      let token = current.get(key)
+      if (!token) {
+        const now = Date.now()
+        token = serviceJwt.sign({ sub: SERVICE_SUBJECT, typ: 'service', jti: crypto.randomUUID(), exp: Math.floor(now / 1000) + ttl, ...(onBehalfOf ? { obo: onBehalfOf } : {}) })
+        current.set(key, token, now + Math.max(ttl - SERVICE_TOKEN_RENEW_BEFORE, ttl / 2) * 1000)
+        token.catch(() => current.delete(key))
       }
-      return current.token
+      return token
     },
     async authenticate(token) {
-      if (!verified.get(token)) {
+      let known = verified.get(token)
+      if (!known) {
         const claims = await serviceJwt.verify(token, { algorithms: ['HS256'], issuer: options.issuer, requiredClaims: SERVICE_REQUIRED_CLAIMS })
         // A service token never lives longer than this server would have made it.
         if (!claims || claims.typ !== 'service' || claims.sub !== SERVICE_SUBJECT || claims.exp! - claims.iat! > ttl) return undefined
-        verified.set(token, true, claims.exp! * 1000)
+        if (claims.obo !== undefined && typeof claims.obo !== 'string') return undefined
+        known = claims.obo ? { onBehalfOf: claims.obo } : {}
+        verified.set(token, known, claims.exp! * 1000)
       }
-      return { userId: SERVICE_SUBJECT, grants: SERVICE_PERMISSIONS }
+      return { userId: SERVICE_SUBJECT, grants: SERVICE_PERMISSIONS, ...known }
     },
   }
 }

@@ -40,6 +40,8 @@ export interface RunningJob<P = Record<string, unknown>> {
   id: string
   repositoryId: string | null
   params: P
+  /** The user who queued the job; absent for jobs of the system. */
+  createdBy?: string
   /** 1 on the first try. */
   attempt: number
   /** Aborted when the job is cancelled, its lease is lost or the instance shuts down: stop, and let the error propagate. */

@@ -37,6 +37,7 @@ export interface ClaimedJob {
   kind: string
   repositoryId: string | null
   params: Record<string, unknown>
+  createdBy: string | null
   attempts: number
   maxAttempts: number
 }
@@ -69,7 +70,7 @@ export async function enqueueJob(
  * number of workers on any number of instances claim concurrently without waiting on each other.
  */
 export async function claimJob(sql: Db, workerId: string, leaseMs: number, kinds: readonly string[]): Promise<ClaimedJob | undefined> {
-  const [row] = await sql<{ id: string; kind: string; repository_id: string | null; params: Record<string, unknown>; attempts: number; max_attempts: number }[]>`
+  const [row] = await sql<{ id: string; kind: string; repository_id: string | null; params: Record<string, unknown>; created_by: string | null; attempts: number; max_attempts: number }[]>`
     UPDATE jobs SET
       status = 'running',
       attempts = attempts + 1,
@@ -85,8 +86,8 @@ export async function claimJob(sql: Db, workerId: string, leaseMs: number, kinds
       LIMIT 1
       FOR UPDATE SKIP LOCKED
     )
-    RETURNING id, kind, repository_id, params, attempts, max_attempts`
-  return row && { id: row.id, kind: row.kind, repositoryId: row.repository_id, params: row.params, attempts: row.attempts, maxAttempts: row.max_attempts }
+    RETURNING id, kind, repository_id, params, created_by, attempts, max_attempts`
+  return row && { id: row.id, kind: row.kind, repositoryId: row.repository_id, params: row.params, createdBy: row.created_by, attempts: row.attempts, maxAttempts: row.max_attempts }
 }
 
 const leaseState = (rows: { cancel_requested: boolean }[]): LeaseState => ({ held: rows.length === 1, cancelRequested: rows[0]?.cancel_requested ?? false })

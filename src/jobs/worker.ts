@@ -131,6 +131,7 @@ export class JobWorker {
       id: claimed.id,
       repositoryId: claimed.repositoryId,
       params: claimed.params,
+      ...(claimed.createdBy ? { createdBy: claimed.createdBy } : {}),
       attempt: claimed.attempts,
       signal: controller.signal,
       progress: (update) => (pending = { ...pending, ...update }),

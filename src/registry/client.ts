@@ -2,11 +2,20 @@
 // streamed both ways. It talks to REGISTRY_URL (by default this server itself) with
 // REGISTRY_TOKEN, or, when that is unset, with a service token the server signs for itself
 // (src/http/auth.ts: it may push and pull, nothing else).
+//
+// REGISTRY_URL may be the Go original's registry, whose answers differ from kgs's (§7, taken
+// from its real behaviour): lists as {graphs, total} paged by offset, newest first; records
+// without bytes or owner_id, zero counts and empty tags left out; errors sometimes text/plain.
+// Everything read here is taken in either form.
 import { ConfigError, type Config } from '../config.ts'
 import { createServiceTokens } from '../http/auth.ts'
-import type { Graph } from './store.ts'
+import { COUNT_FIELDS, type Graph } from './store.ts'
 
-export type GraphRecord = Graph
+/** A graph record of either registry; what Go's leaves out is null (bytes, owner_id) or empty. */
+export interface GraphRecord extends Omit<Graph, 'bytes' | 'updated_at'> {
+  bytes: number | null
+  updated_at: string
+}
 
 /** What a push says about the bundle: bundle metadata field names (§2), sent as the §7 headers. */
 export interface PushMetadata {
@@ -52,8 +61,11 @@ export class RegistryError extends Error {
 export interface RegistryClientOptions {
   /** Base URL of the registry's service (routes are at {url}/api/v1/graphs). */
   url: string
-  /** Bearer token, or a function giving a current one per request. */
-  token: string | (() => Promise<string>)
+  /**
+   * Bearer token, or a function giving a current one per request, acting for the user a push
+   * is made for (an export's). A fixed token (REGISTRY_TOKEN) pushes as its own identity.
+   */
+  token: string | ((onBehalfOf?: string) => Promise<string>)
   fetch?: typeof fetch
 }
 
@@ -92,6 +104,48 @@ export function pushHeaders(metadata: PushMetadata): Record<string, string> {
   return headers
 }
 
+const malformed = (what: string) => new RegistryError(502, `registry sent a malformed ${what}`)
+const text = (value: unknown, fallback: string) => (typeof value === 'string' ? value : fallback)
+const numberOr = <T>(value: unknown, fallback: T) => (typeof value === 'number' && Number.isFinite(value) ? value : fallback)
+
+/** A record as kgs's registry has it (same fields, same order), from either registry's answer. */
+function graphRecord(raw: unknown): GraphRecord {
+  const g = (raw ?? {}) as Record<string, unknown>
+  if (typeof g.id !== 'string' || typeof g.name !== 'string') throw malformed('graph record')
+  const created = text(g.created_at, '')
+  const counts = Object.fromEntries(COUNT_FIELDS.map((field) => [field, numberOr(g[field], 0)]))
+  return {
+    id: g.id,
+    name: g.name,
+    description: text(g.description, ''),
+    owner: text(g.owner, ''),
+    owner_id: typeof g.owner_id === 'string' ? g.owner_id : null,
+    tags: Array.isArray(g.tags) ? g.tags.filter((tag): tag is string => typeof tag === 'string') : [],
+    sha256: typeof g.sha256 === 'string' && g.sha256 !== '' ? g.sha256 : null,
+    schema_version: numberOr(g.schema_version, null),
+    bytes: numberOr(g.bytes, null),
+    ...(counts as Pick<GraphRecord, (typeof COUNT_FIELDS)[number]>),
+    created_at: created,
+    updated_at: text(g.updated_at, created),
+  }
+}
+
+/** A page of graphs, from kgs's list (an array, next page in Link) or Go's ({graphs, total}, by offset). */
+function graphPage(body: unknown, response: Response, requested: URL): { graphs: GraphRecord[]; next?: URL } {
+  if (Array.isArray(body)) {
+    const link = /<([^>]+)>;\s*rel="next"/.exec(response.headers.get('link') ?? '')?.[1]
+    return { graphs: body.map(graphRecord), next: link === undefined ? undefined : new URL(link, requested) }
+  }
+  const { graphs, total } = (body ?? {}) as { graphs?: unknown; total?: unknown }
+  if (!(graphs === null || Array.isArray(graphs)) || typeof total !== 'number') throw malformed('list of graphs')
+  const records = (graphs ?? []).map(graphRecord)
+  const offset = Number(requested.searchParams.get('offset') ?? 0) + records.length
+  if (records.length === 0 || offset >= total) return { graphs: records }
+  const next = new URL(requested)
+  next.searchParams.set('offset', String(offset))
+  return { graphs: records, next }
+}
+
 export class RegistryClient {
   private readonly url: string
   private readonly fetch: typeof fetch
@@ -105,7 +159,7 @@ export class RegistryClient {
    * Pushes a bundle: a file path (sent from disk with its length), bytes, or a byte stream
    * (sent chunked as it comes). `new: false` when the registry already holds (name, sha256).
    */
-  async push(source: PushBody, metadata: PushMetadata, signal?: AbortSignal): Promise<PushResult> {
+  async push(source: PushBody, metadata: PushMetadata, { signal, onBehalfOf }: { signal?: AbortSignal; onBehalfOf?: string } = {}): Promise<PushResult> {
     const body = typeof source === 'string' ? await existingFile(source) : source instanceof Blob || source instanceof Uint8Array ? source : toStream(source)
     const response = await this.request('/api/v1/graphs', {
       method: 'POST',
@@ -114,22 +168,25 @@ export class RegistryClient {
       // A stream body goes out as it is read (fetch would otherwise refuse a stream).
       ...(body instanceof ReadableStream ? { duplex: 'half' as const } : {}),
       signal,
-    })
-    return (await response.json()) as PushResult
+    }, [], onBehalfOf)
+    const result = (await response.json()) as Partial<PushResult>
+    if (typeof result.graph_id !== 'string' || typeof result.new !== 'boolean') throw malformed('push result')
+    return { graph_id: result.graph_id, new: result.new }
   }
 
   /** The graph record, or undefined if there is no such graph. */
   async get(id: string, signal?: AbortSignal): Promise<GraphRecord | undefined> {
     const response = await this.request(`/api/v1/graphs/${encodeURIComponent(id)}`, { signal }, [404])
-    return response.status === 404 ? undefined : ((await response.json()) as GraphRecord)
+    return response.status === 404 ? undefined : graphRecord(await response.json())
   }
 
   /**
    * The graph stored under exactly this name and sha256, if any. The protocol searches by
-   * substring (?q=), so the pages of `q=name` are walked and matched exactly here.
+   * substring (?q=), so the pages of `q=name` are walked and matched exactly here. 200 a page:
+   * within both registries' limits (Go's takes 200 at most, and more as 20).
    */
   async find(name: string, sha256: string, signal?: AbortSignal): Promise<GraphRecord | undefined> {
-    let target: string | undefined = `/api/v1/graphs?${new URLSearchParams({ q: name, limit: '500' })}`
+    let target: string | undefined = `/api/v1/graphs?${new URLSearchParams({ q: name, limit: '200' })}`
     while (target) {
       const page = await this.list(target, signal)
       const found = page.graphs.find((g) => g.name === name && g.sha256 === sha256)
@@ -141,7 +198,7 @@ export class RegistryClient {
 
   /**
    * One page of graphs: by query, or the `next` URL of the previous page. `next` is absent on
-   * the last page.
+   * the last page. Against a Go registry, pages go by offset, newest first.
    */
   async list(query: { q?: string; tag?: string; limit?: number; cursor?: string } | string = {}, signal?: AbortSignal): Promise<{ graphs: GraphRecord[]; next?: string }> {
     let target: string
@@ -152,9 +209,15 @@ export class RegistryClient {
       target = `/api/v1/graphs${params.size ? `?${params}` : ''}`
     }
     const response = await this.request(target, { signal })
-    const link = response.headers.get('link')
-    const next = link ? /<([^>]+)>;\s*rel="next"/.exec(link)?.[1] : undefined
-    return { graphs: (await response.json()) as GraphRecord[], next: next && new URL(next, response.url || this.url).href }
+    const { graphs, next } = graphPage(await response.json(), response, new URL(response.url || this.resolve(target)))
+    return { graphs, next: next?.href }
+  }
+
+  /** Deletes a stored graph (its owner or an administrator may); RegistryError 404 for an unknown one. */
+  async delete(id: string, signal?: AbortSignal): Promise<void> {
+    // kgs answers with the deleted record, Go with {"message": "graph deleted"}: only the status counts.
+    const response = await this.request(`/api/v1/graphs/${encodeURIComponent(id)}`, { method: 'DELETE', signal })
+    await response.body?.cancel()
   }
 
   /** The bundle's bytes as they arrive (never buffered); RegistryError 404 for an unknown graph. */
@@ -165,11 +228,15 @@ export class RegistryClient {
   }
 
   /** `target`: a path under the registry's URL, or an absolute URL there (a Link). */
-  private async request(target: string, init: RequestInit, expected: number[] = []): Promise<Response> {
-    const url = target.startsWith('/') ? this.url + target : target
+  private resolve(target: string): string {
+    return target.startsWith('/') ? this.url + target : target
+  }
+
+  private async request(target: string, init: RequestInit, expected: number[] = [], onBehalfOf?: string): Promise<Response> {
+    const url = this.resolve(target)
     // The token goes to the registry only, whatever a Link header says.
     if (new URL(url).origin !== new URL(this.url).origin) throw new RegistryError(0, `registry linked to another origin: ${url}`)
-    const token = typeof this.options.token === 'string' ? this.options.token : await this.options.token()
+    const token = typeof this.options.token === 'string' ? this.options.token : await this.options.token(onBehalfOf)
     const headers = new Headers(init.headers)
     headers.set('authorization', `Bearer ${token}`)
     let response: Response
@@ -180,15 +247,23 @@ export class RegistryClient {
       throw new RegistryError(0, `registry ${this.url} unreachable: ${(error as Error).message}`)
     }
     if (response.ok || expected.includes(response.status)) return response
-    let message = `registry answered ${response.status}`
-    try {
-      const body = (await response.json()) as { error?: unknown }
-      if (typeof body.error === 'string') message = `registry answered ${response.status}: ${body.error}`
-    } catch {
-      // not JSON: the status says it
-    }
-    throw new RegistryError(response.status, message)
+    throw new RegistryError(response.status, `registry answered ${response.status}${errorText(await response.text().catch(() => ''))}`)
   }
+}
+
+/**
+ * The message of an error answer: its `error`, JSON whatever the content type (Go's registry
+ * sends some as text/plain), or the first line of a plain text; ': ' before it.
+ */
+function errorText(body: string): string {
+  try {
+    const { error } = JSON.parse(body) as { error?: unknown }
+    if (typeof error === 'string') return `: ${error}`
+  } catch {
+    // not JSON: plain text, as a Go handler's http.Error or its router's 404 writes
+  }
+  const line = body.trim().split('\n', 1)[0]!.slice(0, 200)
+  return line ? `: ${line}` : ''
 }
 
 async function existingFile(path: string): Promise<Blob> {
@@ -225,5 +300,5 @@ export function createRegistryClient(config: Pick<Config, 'registryUrl' | 'regis
   }
   if (!config.jwtSecret) throw new Error('a registry client needs REGISTRY_TOKEN or the JWT secret')
   const service = createServiceTokens({ secret: config.jwtSecret, issuer: baseUrl })
-  return new RegistryClient({ url: config.registryUrl ?? baseUrl, token: () => service.token() })
+  return new RegistryClient({ url: config.registryUrl ?? baseUrl, token: (onBehalfOf) => service.token(onBehalfOf) })
 }

@@ -8,7 +8,7 @@ import { Elysia, t } from 'elysia'
 import type { Sql } from 'postgres'
 import { timestampedId } from '../blobs/leftovers.ts'
 import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
-import { authenticate, forbidden, holdsSystemPermission, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
+import { SERVICE_SUBJECT, authenticate, forbidden, holdsSystemPermission, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted, UploadTooSlow, type UploadPace } from '../http/upload.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
@@ -16,7 +16,8 @@ import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import { describeError, type Logger } from '../log.ts'
 import { scopeNeeded, type SystemPermission } from '../rbac/permissions.ts'
 import { graphKey, incomingKey } from './leftovers.ts'
-import { COUNT_FIELDS, deleteGraph, findGraphByNameAndHash, getGraph, insertGraph, listGraphs, type Graph, type GraphCounts } from './store.ts'
+import { COUNT_FIELDS, deleteGraph, findGraphByNameAndHash, getGraph, insertGraph, listGraphs, listGraphsByOffset, type Graph, type GraphCounts } from './store.ts'
+import { findUserById } from '../accounts/users.ts'
 
 export interface RegistryRoutesOptions {
   system: Sql
@@ -44,7 +45,8 @@ const GraphRecord = t.Object(
     id: t.String({ format: 'uuid' }),
     name: t.String(),
     description: t.String(),
-    owner: t.String({ description: 'the pusher: a user id, or "kgs" for the server\'s own service token' }),
+    owner: t.String({ description: 'the pusher\'s e-mail (for an export: the user who asked for it), or "kgs" for the server\'s own service token alone' }),
+    owner_id: t.Union([t.String({ format: 'uuid' }), t.Null()], { description: 'the pusher\'s user id; null for the service token alone' }),
     tags: t.Array(t.String()),
     sha256: t.Union([t.String({ pattern: '^[0-9a-f]{64}$' }), t.Null()], { description: 'canonical hash of the bundle (X-Graph-SHA256); null when the push named none' }),
     schema_version: t.Union([t.Integer(), t.Null()], { description: 'X-Graph-Schema-Version; null when the push named none' }),
@@ -57,9 +59,12 @@ const GraphRecord = t.Object(
     report_count: t.Integer(),
     investigation_count: t.Integer(),
     created_at: t.String(),
+    updated_at: t.String({ description: 'always created_at: a stored graph never changes' }),
   },
   { description: 'a stored graph bundle (counts as pushed)' },
 )
+/** The Go registry's list (bundle.md §7); `graphs` is null when empty, as Go encodes a nil slice. */
+const GoGraphPage = t.Object({ graphs: t.Union([t.Array(GraphRecord), t.Null()]), total: t.Integer() })
 const PushResult = t.Object({ graph_id: t.String({ format: 'uuid' }), new: t.Boolean() })
 
 const headerDoc = (description: string) => t.Optional(t.String({ description }))
@@ -83,6 +88,7 @@ const PushHeaders = t.Object({
 })
 const ListQuery = t.Object({
   ...PageQuery.properties,
+  offset: t.Optional(t.String({ description: "the Go registry's list: answer {graphs, total}, newest first, from this offset (limit then 1-200, else 20)" })),
   // As long as the longest name, so that any name can be searched for.
   q: t.Optional(t.String({ maxLength: NAME_MAX, error: `expected at most ${NAME_MAX} characters`, description: 'case-insensitive substring of the name or description' })),
   tag: t.Optional(t.String({ maxLength: 100, error: 'expected at most 100 characters', description: 'only graphs carrying this tag' })),
@@ -193,8 +199,7 @@ function uploadError(error: unknown, maxBytes: number): unknown {
 const tooLarge = (maxBytes: number) => new HttpError(413, `bundle exceeds the registry's limit of ${maxBytes} bytes`)
 
 // ---------------------------------------------------------------------------------------------
-// Blob keys and records
-
+// Records
 
 /** The graph record exactly as bundle.md §7 has it, in its order (no storage key). */
 function record(g: Graph): Graph {
@@ -203,6 +208,7 @@ function record(g: Graph): Graph {
     name: g.name,
     description: g.description,
     owner: g.owner,
+    owner_id: g.owner_id,
     tags: g.tags,
     sha256: g.sha256,
     schema_version: g.schema_version,
@@ -215,6 +221,7 @@ function record(g: Graph): Graph {
     report_count: g.report_count,
     investigation_count: g.investigation_count,
     created_at: g.created_at,
+    updated_at: g.updated_at,
   }
 }
 
@@ -228,6 +235,25 @@ export function filenameSlug(name: string): string {
     .slice(0, 100)
     .replace(/^-+|-+$/g, '')
   return slug || 'graph'
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Go registry's list (bundle.md §7): ?limit=&offset=, answered {graphs, total}
+
+const GO_DEFAULT_LIMIT = 20
+const GO_MAX_LIMIT = 200
+
+/** Go's rule: any integer; one of 0 or less, or over 200, means 20. */
+function goLimit(limit: string | undefined): number {
+  if (limit === undefined || limit === '') return GO_DEFAULT_LIMIT
+  if (!/^-?[0-9]{1,15}$/.test(limit)) throw new HttpError(400, `invalid query: limit: expected an integer (got ${JSON.stringify(limit.slice(0, 20))})`)
+  const n = Number(limit)
+  return n <= 0 || n > GO_MAX_LIMIT ? GO_DEFAULT_LIMIT : n
+}
+
+function goOffset(offset: string): number {
+  if (!/^[0-9]{1,15}$/.test(offset)) throw new HttpError(400, `invalid query: offset: expected a non-negative integer (got ${JSON.stringify(offset.slice(0, 20))})`)
+  return Number(offset)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -267,6 +293,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
 
   const push = async ({ request, principal, set }: { request: Request; principal: Principal; set: { status?: number | string; headers: Record<string, string | number> } }) => {
     const metadata = parsePushHeaders(request.headers)
+    const owner = await pusher(principal)
     const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
     if (!PUSH_CONTENT_TYPES.has(type)) throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}; expected application/gzip`)
     // A graph already stored under (name, sha256) is not read again (nor its body).
@@ -294,7 +321,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
     let inserted: Graph | undefined
     try {
       await blobs.move(incoming, key)
-      inserted = await insertGraph(system, { id, ...metadata, owner: principal.userId, bytes, storage_key: key })
+      inserted = await insertGraph(system, { id, ...metadata, ...owner, bytes, storage_key: key })
     } catch (error) {
       await discard(incoming, key)
       throw error
@@ -309,6 +336,18 @@ export function registryRoutes(options: RegistryRoutesOptions) {
     set.status = 201
     set.headers.location = `/api/v1/graphs/${id}`
     return { graph_id: id, new: true }
+  }
+
+  /**
+   * Whom a push is recorded as (bundle.md §7): a user by e-mail, with their id; the service
+   * token is the user it acts for if any (an export's), else 'kgs'.
+   */
+  const pusher = async (principal: Principal): Promise<Pick<Graph, 'owner' | 'owner_id'>> => {
+    const userId = principal.grants ? principal.onBehalfOf : principal.userId
+    if (userId === undefined) return { owner: SERVICE_SUBJECT, owner_id: null }
+    const user = await findUserById(system, userId)
+    if (!user) throw new HttpError(403, 'permission denied: the account this push is made for no longer exists')
+    return { owner: user.email, owner_id: user.id }
   }
 
   const find = async (id: string) => {
@@ -331,6 +370,13 @@ export function registryRoutes(options: RegistryRoutesOptions) {
     .get(
       '/api/v1/graphs',
       async ({ query, request, set }) => {
+        if (query.offset !== undefined) {
+          if (query.cursor !== undefined) throw new HttpError(400, 'invalid query: cursor: not with offset, which asks for the Go form of the list')
+          // As Go's registry: a tag, when given, is the only filter.
+          const filter = query.tag ? { tag: query.tag } : { q: query.q || undefined }
+          const { graphs, total } = await listGraphsByOffset(system, filter, goLimit(query.limit), goOffset(query.offset))
+          return { graphs: graphs.length > 0 ? graphs.map(record) : null, total }
+        }
         const limit = parseLimit(query.limit)
         const rows = await listGraphs(system, { q: query.q || undefined, tag: query.tag }, limit, decodeCursor(query.cursor))
         return page(rows, limit, request, set.headers as Record<string, string>).map(record)
@@ -338,8 +384,10 @@ export function registryRoutes(options: RegistryRoutesOptions) {
       {
         registry: 'registry:pull',
         query: ListQuery,
-        response: { 200: t.Array(GraphRecord), ...errors },
-        detail: describe('Stored graphs, oldest first, paged (Link: rel="next"); ?q= matches name or description, ?tag= one tag'),
+        response: { 200: t.Union([t.Array(GraphRecord), GoGraphPage]), ...errors },
+        detail: describe(
+          'Stored graphs, oldest first, paged (Link: rel="next"); ?q= matches name or description, ?tag= one tag. With ?offset= (the Go client\'s form): {graphs, total}, newest first, limit 1-200 (else 20), tag alone when given',
+        ),
       },
     )
     .get('/api/v1/graphs/:id', async ({ params }) => record(await find(params.id)), {
@@ -377,7 +425,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
       async ({ params, principal }) => {
         const graph = await find(params.id)
         // The service principal deletes nothing; users delete their own graphs, sysadmins any.
-        const allowed = !principal.grants && (graph.owner === principal.userId || authorizer.isSysadmin(principal.userId))
+        const allowed = !principal.grants && (graph.owner_id === principal.userId || authorizer.isSysadmin(principal.userId))
         if (!allowed) throw new HttpError(403, 'permission denied: only the owner of a graph or a sysadmin may delete it')
         requireScope(principal, 'write', authenticator.resourceMetadataUrl)
         // The index row first: from then on no one is handed the blob, which then goes.

@@ -13,27 +13,32 @@ export interface Graph extends GraphCounts {
   id: string
   name: string
   description: string
+  /** The pusher's e-mail, or 'kgs' for the server's own service token alone. */
   owner: string
+  /** The pusher's user id; null for the service token alone. */
+  owner_id: string | null
   tags: string[]
   /** The bundle's canonical hash as pushed; null when the push named none. */
   sha256: string | null
   schema_version: number | null
   bytes: number
   created_at: string
+  /** A stored graph never changes: always created_at (Go's record has the field). */
+  updated_at: string
 }
 
-/** What a push stores: the record without its creation time, plus where the bundle lies. */
-export interface NewGraph extends Omit<Graph, 'created_at'> {
+/** What a push stores: the record without its times, plus where the bundle lies. */
+export interface NewGraph extends Omit<Graph, 'created_at' | 'updated_at'> {
   storage_key: string
 }
 
 // bigint columns arrive as strings from postgres.js; every value here is far below 2^53.
 const columns = (sql: Db) => sql`
-  id, name, description, owner, tags, sha256, schema_version, bytes::float8 AS bytes,
+  id, name, description, owner, owner_id, tags, sha256, schema_version, bytes::float8 AS bytes,
   source_count::float8 AS source_count, fact_count::float8 AS fact_count, concept_count::float8 AS concept_count,
   summary_count::float8 AS summary_count, synthesis_count::float8 AS synthesis_count,
   report_count::float8 AS report_count, investigation_count::float8 AS investigation_count,
-  ${isoTimestamp(sql, 'created_at')} AS created_at`
+  ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'created_at')} AS updated_at`
 
 /**
  * Inserts the row unless (name, sha256) is already stored; undefined then (the caller keeps
@@ -41,9 +46,9 @@ const columns = (sql: Db) => sql`
  */
 export async function insertGraph(sql: Db, g: NewGraph): Promise<Graph | undefined> {
   const [row] = await sql<Graph[]>`
-    INSERT INTO graphs (id, name, description, owner, tags, sha256, schema_version, bytes,
+    INSERT INTO graphs (id, name, description, owner, owner_id, tags, sha256, schema_version, bytes,
       source_count, fact_count, concept_count, summary_count, synthesis_count, report_count, investigation_count, storage_key)
-    VALUES (${g.id}, ${g.name}, ${g.description}, ${g.owner}, ${g.tags}::text[], ${g.sha256}, ${g.schema_version}, ${g.bytes},
+    VALUES (${g.id}, ${g.name}, ${g.description}, ${g.owner}, ${g.owner_id}, ${g.tags}::text[], ${g.sha256}, ${g.schema_version}, ${g.bytes},
       ${g.source_count}, ${g.fact_count}, ${g.concept_count}, ${g.summary_count}, ${g.synthesis_count}, ${g.report_count}, ${g.investigation_count}, ${g.storage_key})
     ON CONFLICT ON CONSTRAINT graphs_name_sha256_key DO NOTHING
     RETURNING ${columns(sql)}`
@@ -76,17 +81,33 @@ export interface GraphFilter {
 /** LIKE pattern matching `text` anywhere, with its wildcards and the escape character escaped. */
 const containing = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`
 
+const matching = (sql: Db, filter: GraphFilter) => {
+  const q = filter.q ? containing(filter.q) : undefined
+  return sql`${q ? sql`(name ILIKE ${q} OR description ILIKE ${q})` : sql`true`}
+    AND ${filter.tag !== undefined ? sql`tags @> ARRAY[${filter.tag}]::text[]` : sql`true`}`
+}
+
 /** A page of graphs in (created_at, id) order, with one row of look-ahead. */
 export async function listGraphs(sql: Db, filter: GraphFilter, limit: number, after: PageKey | undefined) {
-  const q = filter.q ? containing(filter.q) : undefined
   const rows = await sql<(Graph & { key_at: string })[]>`
     SELECT ${columns(sql)}, ${pageKeyColumn(sql)} FROM graphs
-    WHERE ${q ? sql`(name ILIKE ${q} OR description ILIKE ${q})` : sql`true`}
-      AND ${filter.tag !== undefined ? sql`tags @> ARRAY[${filter.tag}]::text[]` : sql`true`}
-      AND ${afterCursor(sql, after)}
+    WHERE ${matching(sql, filter)} AND ${afterCursor(sql, after)}
     ORDER BY ${pageOrder(sql, 'graphs')}
     LIMIT ${limit + 1}`
   return withPageKeys(rows)
+}
+
+/** The Go registry's page (bundle.md §7): newest first from `offset`, and how many graphs match. */
+export async function listGraphsByOffset(sql: Db, filter: GraphFilter, limit: number, offset: number): Promise<{ graphs: Graph[]; total: number }> {
+  const [graphs, [counted]] = await Promise.all([
+    // Table-qualified, as in pageOrder: created_at is also an output column (text).
+    sql<Graph[]>`
+      SELECT ${columns(sql)} FROM graphs WHERE ${matching(sql, filter)}
+      ORDER BY graphs.created_at DESC, graphs.id DESC
+      LIMIT ${limit} OFFSET ${offset}`,
+    sql<{ total: number }[]>`SELECT count(*)::float8 AS total FROM graphs WHERE ${matching(sql, filter)}`,
+  ])
+  return { graphs, total: counted!.total }
 }
 
 /** How many graphs are stored. */

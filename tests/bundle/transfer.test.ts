@@ -121,12 +121,14 @@ describe(`a repository moved between instances (${BACKEND})`, () => {
     exported = await runJob(origin, source.slug, 'export-graph', { name: 'moved-graph', exported_at: EXPORTED_AT, include_bodies: true })
   })
 
-  test('the export is in the registry with its counts', async () => {
+  test('the export is in the registry with its counts, owned by the user who asked for it', async () => {
     const result = exported.result as { graph_id: string; sha256: string; counts: Record<string, number>; new: boolean }
     expect(result).toMatchObject({ name: 'moved-graph', new: true })
     expect(result.counts.facts).toBeGreaterThanOrEqual(FACTS)
     const record = await origin.server.context.registry.get(result.graph_id)
     expect(record).toMatchObject({ name: 'moved-graph', sha256: result.sha256, fact_count: result.counts.facts, source_count: result.counts.sources })
+    // Pushed for the user who asked for the export: theirs, as Go's registry would record it.
+    expect(record).toMatchObject({ owner: origin.user.email, owner_id: origin.user.id })
   })
 
   test('imported on the other instance, it compares equal: entities, links, citations, media, vectors', async () => {

@@ -68,7 +68,7 @@ describe(`job queue (${BACKEND})`, () => {
     const second = await enqueue()
     await enqueue('other_kind')
     const claimed = await claimJob(sql, 'w1', LEASE, ['noop'])
-    expect(claimed).toEqual({ id: first.id, kind: 'noop', repositoryId: null, params: {}, attempts: 1, maxAttempts: 3 })
+    expect(claimed).toEqual({ id: first.id, kind: 'noop', repositoryId: null, params: {}, createdBy: null, attempts: 1, maxAttempts: 3 })
     expect((await claimJob(sql, 'w2', LEASE, ['noop']))?.id).toBe(second.id)
     expect(await claimJob(sql, 'w3', LEASE, ['noop'])).toBeUndefined()
     expect(await row(first.id)).toMatchObject({ status: 'running', attempts: 1, lease_owner: 'w1', claimed_by: 'w1' })

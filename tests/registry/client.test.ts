@@ -70,6 +70,7 @@ describe(`registry client (${BACKEND})`, () => {
       name: metadata.name,
       description: metadata.description,
       owner: SERVICE_SUBJECT,
+      owner_id: null,
       tags: ['client', 'test'],
       sha256: bundle.sha256,
       schema_version: 2,
@@ -126,7 +127,7 @@ describe(`registry client (${BACKEND})`, () => {
   test('REGISTRY_TOKEN: the client pushes as that identity; a token without the permission gets the 403 as a RegistryError', async () => {
     const asAdmin = createRegistryClient({ registryUrl: server.url, registryToken: admin.token, jwtSecret: 'unused' }, 'http://127.0.0.1:9')
     const pushed = await asAdmin.push(smallBundle('as admin'), { name: `As admin ${crypto.randomUUID()}` })
-    expect((await asAdmin.get(pushed.graph_id))?.owner).toBe(admin.id)
+    expect(await asAdmin.get(pushed.graph_id)).toMatchObject({ owner: admin.email, owner_id: admin.id })
 
     const asMember = createRegistryClient({ registryUrl: server.url, registryToken: member.token }, server.url)
     const error = await asMember.push(smallBundle('as member'), { name: 'As member' }).catch((e: unknown) => e)
@@ -162,6 +163,22 @@ describe(`the service token (${BACKEND})`, () => {
     expectError(await http.post('/api/v1/repositories', { name: 'By the service' }, token), 401, 'invalid or expired access token')
     // Not even the graphs it pushed itself.
     expectError(await call(server, 'DELETE', `/api/v1/graphs/${graph}`, token), 403, 'permission denied: only the owner of a graph or a sysadmin may delete it')
+  })
+
+  test('acting for a user (an export\'s push): the graph is theirs by e-mail and id, so they may delete it', async () => {
+    const pushed = await client.push(smallBundle('for member'), { name: `For member ${crypto.randomUUID()}` }, { onBehalfOf: member.id })
+    expect(await client.get(pushed.graph_id)).toMatchObject({ owner: member.email, owner_id: member.id })
+    expect((await call(server, 'DELETE', `/api/v1/graphs/${pushed.graph_id}`, member.token)).status).toBe(200)
+
+    const tokens = createServiceTokens({ secret: server.env.JWT_SECRET!, issuer: server.context.baseUrl })
+    const forMember = await tokens.token(member.id)
+    expect(await tokens.token(member.id)).toBe(forMember)
+    expect(await tokens.token()).not.toBe(forMember)
+    expect(JSON.parse(Buffer.from(forMember.split('.')[1]!, 'base64url').toString())).toMatchObject({ sub: 'kgs', typ: 'service', obo: member.id })
+    expect(await tokens.authenticate(forMember)).toEqual({ userId: 'kgs', grants: ['registry:push', 'registry:pull'], onBehalfOf: member.id })
+
+    const error = await client.push(smallBundle('for nobody'), { name: 'For nobody' }, { onBehalfOf: crypto.randomUUID() }).catch((e: unknown) => e)
+    expect(error).toMatchObject({ status: 403, message: 'registry answered 403: permission denied: the account this push is made for no longer exists' })
   })
 
   test('only tokens this server would mint pass: another secret, another issuer or a longer lifetime are 401', async () => {

@@ -147,6 +147,7 @@ export function expectRecordShape(record: Record<string, unknown>): void {
     'name',
     'description',
     'owner',
+    'owner_id',
     'tags',
     'sha256',
     'schema_version',
@@ -159,5 +160,7 @@ export function expectRecordShape(record: Record<string, unknown>): void {
     'report_count',
     'investigation_count',
     'created_at',
+    'updated_at',
   ])
+  expect(record.updated_at).toBe(record.created_at)
 }

@@ -61,7 +61,8 @@ describe(`registry push (${BACKEND})`, () => {
       id: res.body.graph_id,
       name,
       description: 'a generated graph',
-      owner: admin.id,
+      owner: admin.email,
+      owner_id: admin.id,
       tags: ['physics', 'test'],
       sha256: bundle.sha256,
       schema_version: 2,
@@ -74,6 +75,7 @@ describe(`registry push (${BACKEND})`, () => {
       report_count: bundle.counts.reports,
       investigation_count: bundle.counts.investigations,
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      updated_at: record.body.created_at,
     })
 
     const download = await fetch(`${server.url}/api/v1/graphs/${res.body.graph_id}/bundle`, { headers: { authorization: `Bearer ${admin.token}` } })
@@ -96,7 +98,7 @@ describe(`registry push (${BACKEND})`, () => {
     expect(again.body).toEqual({ graph_id: first.body.graph_id, new: false })
     expect(await storage()).toEqual(stored)
     // The first pusher stays the owner.
-    expect((await call(server, 'GET', `/api/v1/graphs/${first.body.graph_id}`, admin.token)).body.owner).toBe(admin.id)
+    expect((await call(server, 'GET', `/api/v1/graphs/${first.body.graph_id}`, admin.token)).body).toMatchObject({ owner: admin.email, owner_id: admin.id })
 
     const otherHash = await push(server, admin.token, bundleBytes, headersOf(bundle, name, { 'x-graph-sha256': sha(name) }))
     expect(otherHash.status).toBe(201)
@@ -132,11 +134,11 @@ describe(`registry push (${BACKEND})`, () => {
     })
   })
 
-  test('the owner is the pusher, whatever X-Graph-Owner says', async () => {
+  test('the owner is the pusher by e-mail, as Go records it, with owner_id their id; X-Graph-Owner changes nothing', async () => {
     const name = `Owner ${crypto.randomUUID().slice(0, 8)}`
-    const res = await push(server, otherAdmin.token, smallBundle(name), { 'x-graph-name': name, 'x-graph-owner': admin.id })
+    const res = await push(server, otherAdmin.token, smallBundle(name), { 'x-graph-name': name, 'x-graph-owner': admin.email })
     expect(res.status).toBe(201)
-    expect((await call(server, 'GET', `/api/v1/graphs/${res.body.graph_id}`, admin.token)).body.owner).toBe(otherAdmin.id)
+    expect((await call(server, 'GET', `/api/v1/graphs/${res.body.graph_id}`, admin.token)).body).toMatchObject({ owner: otherAdmin.email, owner_id: otherAdmin.id })
   })
 
   test('non-ASCII names and descriptions travel as raw UTF-8 header bytes and survive a push and a get', async () => {
@@ -314,6 +316,71 @@ describe(`registry list (${BACKEND})`, () => {
   })
 })
 
+describe(`registry list in the Go client's form (${BACKEND})`, () => {
+  const run = crypto.randomUUID().slice(0, 8)
+  const COUNT = 22
+  /** Graph ids in push order, oldest first. */
+  const ids: string[] = []
+  const goList = async (query: string) => {
+    const res = await call(server, 'GET', `/api/v1/graphs?${query}`, admin.token)
+    expect(res.status).toBe(200)
+    expect(res.headers.get('link')).toBeNull()
+    expect(Object.keys(res.body)).toEqual(['graphs', 'total'])
+    for (const record of res.body.graphs ?? []) expectRecordShape(record)
+    return res.body as { graphs: { id: string }[] | null; total: number }
+  }
+  const idsOf = (page: { graphs: { id: string }[] | null }) => page.graphs?.map((g) => g.id)
+  /** The ids newest first, as Go orders them. */
+  const newest = () => ids.toReversed()
+
+  beforeAll(async () => {
+    for (let i = 0; i < COUNT; i++) {
+      const res = await push(server, admin.token, smallBundle(`go ${run} ${i}`), { 'x-graph-name': `Go ${run} ${i}`, 'x-graph-tags': JSON.stringify([run]) })
+      expect(res.status).toBe(201)
+      ids.push(res.body.graph_id)
+    }
+  })
+
+  test('offset pages newest first, with the total of matching graphs; past the end graphs is null', async () => {
+    expect(await goList(`tag=${run}&limit=5&offset=0`)).toEqual({ graphs: expect.any(Array), total: COUNT })
+    expect(idsOf(await goList(`tag=${run}&limit=5&offset=0`))).toEqual(newest().slice(0, 5))
+    expect(idsOf(await goList(`tag=${run}&limit=5&offset=5`))).toEqual(newest().slice(5, 10))
+    expect(idsOf(await goList(`tag=${run}&limit=5&offset=20`))).toEqual(newest().slice(20))
+    expect(await goList(`tag=${run}&limit=5&offset=${COUNT}`)).toEqual({ graphs: null, total: COUNT })
+    expect(await goList(`tag=no-such-tag-${run}&offset=0`)).toEqual({ graphs: null, total: 0 })
+    // Without offset: kgs's own form, oldest first.
+    const own = await call(server, 'GET', `/api/v1/graphs?tag=${run}&limit=3`, admin.token)
+    expect(own.body.map((g: { id: string }) => g.id)).toEqual(ids.slice(0, 3))
+    expect(own.headers.get('link')).toContain('cursor=')
+  })
+
+  test('limit: 1 to 200 as asked; 0 or less, over 200 or none means 20', async () => {
+    expect(idsOf(await goList(`tag=${run}&limit=1&offset=0`))).toEqual(newest().slice(0, 1))
+    expect(idsOf(await goList(`tag=${run}&limit=200&offset=0`))).toEqual(newest())
+    for (const limit of ['limit=0&', 'limit=-3&', 'limit=201&', 'limit=100000&', '']) {
+      const page = await goList(`tag=${run}&${limit}offset=0`)
+      expect({ limit, ids: idsOf(page), total: page.total }).toEqual({ limit, ids: newest().slice(0, 20), total: COUNT })
+    }
+  })
+
+  test('tag takes precedence over q; q alone matches name or description', async () => {
+    expect(await goList(`tag=${run}&q=matches-nothing-${run}&limit=200&offset=0`)).toMatchObject({ total: COUNT })
+    const page = await goList(`q=${encodeURIComponent(`go ${run} 1`)}&offset=0`)
+    // Go 1, Go 10..19, newest first.
+    expect(page.total).toBe(11)
+    expect(idsOf(page)).toEqual([...ids.slice(10, 20).toReversed(), ids[1]!])
+  })
+
+  test('a bad offset or limit is 400 naming it; offset with a cursor too', async () => {
+    expectError(await call(server, 'GET', '/api/v1/graphs?offset=-1', admin.token), 400, /^invalid query: offset: expected a non-negative integer/)
+    expectError(await call(server, 'GET', '/api/v1/graphs?offset=two', admin.token), 400, /^invalid query: offset/)
+    expectError(await call(server, 'GET', '/api/v1/graphs?offset=0&limit=ten', admin.token), 400, /^invalid query: limit: expected an integer/)
+    const own = await call(server, 'GET', `/api/v1/graphs?tag=${run}&limit=3`, admin.token)
+    const cursor = new URL(/<([^>]+)>/.exec(own.headers.get('link')!)![1]!, server.url).searchParams.get('cursor')
+    expectError(await call(server, 'GET', `/api/v1/graphs?offset=0&cursor=${cursor}`, admin.token), 400, /^invalid query: cursor: not with offset/)
+  })
+})
+
 describe(`registry delete (${BACKEND})`, () => {
   test('the owner and sysadmins delete; others get 403; the row goes, then the blob', async () => {
     const owned = async (token: string, name: string) => (await push(server, token, smallBundle(name), { 'x-graph-name': name })).body.graph_id as string
@@ -326,7 +393,7 @@ describe(`registry delete (${BACKEND})`, () => {
     const byAdmin = await call(server, 'DELETE', `/api/v1/graphs/${first}`, otherAdmin.token)
     expect(byAdmin.status).toBe(200)
     expectRecordShape(byAdmin.body)
-    expect(byAdmin.body).toMatchObject({ id: first, owner: admin.id })
+    expect(byAdmin.body).toMatchObject({ id: first, owner: admin.email, owner_id: admin.id })
     expectError(await call(server, 'GET', `/api/v1/graphs/${first}`, admin.token), 404, 'graph not found')
     expectError(await call(server, 'GET', `/api/v1/graphs/${first}/bundle`, admin.token), 404, 'graph not found')
     expect(await blobKeys(server.context.blobs)).not.toContain(`registry/graphs/${first}.json.gz`)
