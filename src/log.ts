@@ -1,6 +1,6 @@
 // Structured one-line JSON logs. Lines are batched and written once per event-loop turn through
 // Bun's native buffered stdout writer: process.stdout.write cost a third of the CPU of a cheap
-// request in profiles (see README, benchmarks).
+// request in profiles (see docs/benchmarks.md).
 import type { LogLevel } from './config.ts'
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 }

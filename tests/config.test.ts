@@ -3,6 +3,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConfigError, loadConfig, parseEnv, resolveJwtSecret } from '../src/config.ts'
 import { tempDir } from './helpers/backend.ts'
+import { CONFIG_DOC_PATH, configMarkdown } from '../src/config-reference.ts'
 
 describe('parseEnv', () => {
   test('defaults', () => {
@@ -137,5 +138,11 @@ describe('JWT secret', () => {
     const dataDir = tempDir()
     writeFileSync(join(dataDir, 'secret'), 'short\n', { mode: 0o600 })
     expect(() => loadConfig({ DATA_DIR: dataDir })).toThrow(/expected at least 32 characters/)
+  })
+})
+
+describe('configuration reference', () => {
+  test('docs/configuration.md is the one generated from EnvSchema (bun scripts/docs-config.ts)', () => {
+    expect(readFileSync(join(import.meta.dir, '..', CONFIG_DOC_PATH), 'utf8')).toBe(configMarkdown())
   })
 })

@@ -4,7 +4,7 @@
 // in to, the OAuth client_id): an attacker rotating addresses is still held per target account.
 //
 // Budgets live in this process's memory (bounded): a fleet of N processes grants up to N times
-// the configured figure. They are a brake on online guessing, not a quota; see README "Throttling".
+// the configured figure. They are a brake on online guessing, not a quota; see docs/api.md, "Throttling".
 import { isIP } from 'node:net'
 import type { Config, Rate, ThrottleRates } from '../config.ts'
 import { ExpiringMap } from '../expiring.ts'

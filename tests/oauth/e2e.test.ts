@@ -1,15 +1,15 @@
 // The authorization code flow end to end, as a real agent and a real person go through it:
-// oauth4webapi registers a client and builds the request, headless Chromium (Debian's, driven by
-// playwright-core) signs in and presses Allow or Deny, a loopback listener catches the redirect,
+// oauth4webapi registers a client and builds the request, headless Chromium (tests/helpers/browser.ts,
+// driven by playwright-core) signs in and presses Allow or Deny, a loopback listener catches the redirect,
 // and oauth4webapi validates the response, exchanges the code, refreshes and revokes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import * as oauth from 'oauth4webapi'
-import { chromium, type Browser } from 'playwright-core'
+import type { Browser } from 'playwright-core'
+import { launchBrowser } from '../helpers/browser.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
 const insecure = { [oauth.allowInsecureRequests]: true } // the test servers speak http on loopback
 const account = { email: uniqueEmail('person'), password: 'correct horse battery' }
 
@@ -39,7 +39,7 @@ beforeAll(async () => {
   client = await oauth.processDynamicClientRegistrationResponse(
     await oauth.dynamicClientRegistrationRequest(as, { redirect_uris: [redirectUri], client_name: 'E2E agent', scope: 'read write' }, insecure),
   )
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'] })
+  browser = await launchBrowser()
 })
 
 afterAll(async () => {

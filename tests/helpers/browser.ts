@@ -1,0 +1,48 @@
+// The Chromium the browser tests drive through playwright-core, found or provisioned here so that
+// `npm install && npm test` passes on a machine with nothing else installed:
+//   1. CHROMIUM_PATH, else Debian's /usr/bin/chromium, when that file exists;
+//   2. otherwise the Chromium of the @sparticuz/chromium dev dependency, which npm installs
+//      compressed and which is unpacked into the temporary directory on first use (about 2 s).
+// Setting CHROMIUM_PATH to a path that does not exist is how to test step 2 on a machine that
+// has step 1. Where neither works, the test fails with one line saying what to install.
+import { existsSync } from 'node:fs'
+import { chromium, type Browser } from 'playwright-core'
+
+const SYSTEM_CHROMIUM = '/usr/bin/chromium'
+const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage']
+const INSTRUCTION = 'install Chromium (apt-get install chromium, or set CHROMIUM_PATH) or run `npm install` to get @sparticuz/chromium'
+
+/** Playwright's launch errors carry a multi-line call log; the first line says what happened. */
+function firstLine(error: unknown): string {
+  return String((error as Error)?.message ?? error).split('\n')[0]!.trim()
+}
+
+function noBrowser(reason: string): Error {
+  const error = new Error(`kgs tests need Chromium: ${reason}; ${INSTRUCTION}`)
+  error.stack = error.message
+  return error
+}
+
+async function packagedChromium(): Promise<string> {
+  let pack: { executablePath(): Promise<string> }
+  try {
+    pack = (await import('@sparticuz/chromium')).default
+  } catch {
+    throw noBrowser(`no ${SYSTEM_CHROMIUM} and @sparticuz/chromium is not installed`)
+  }
+  try {
+    return await pack.executablePath()
+  } catch (error) {
+    throw noBrowser(`@sparticuz/chromium could not be unpacked (${firstLine(error)})`)
+  }
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  const candidate = process.env.CHROMIUM_PATH || SYSTEM_CHROMIUM
+  const executablePath = existsSync(candidate) ? candidate : await packagedChromium()
+  try {
+    return await chromium.launch({ executablePath, args: FLAGS })
+  } catch (error) {
+    throw noBrowser(`${executablePath} did not start (${firstLine(error)})`)
+  }
+}
