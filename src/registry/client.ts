@@ -213,13 +213,6 @@ export class RegistryClient {
     return { graphs, next: next?.href }
   }
 
-  /** Deletes a stored graph (its owner or an administrator may); RegistryError 404 for an unknown one. */
-  async delete(id: string, signal?: AbortSignal): Promise<void> {
-    // kgs answers with the deleted record, Go with {"message": "graph deleted"}: only the status counts.
-    const response = await this.request(`/api/v1/graphs/${encodeURIComponent(id)}`, { method: 'DELETE', signal })
-    await response.body?.cancel()
-  }
-
   /** The bundle's bytes as they arrive (never buffered); RegistryError 404 for an unknown graph. */
   async download(id: string, signal?: AbortSignal): Promise<ReadableStream<Uint8Array>> {
     const response = await this.request(`/api/v1/graphs/${encodeURIComponent(id)}/bundle`, { signal })
