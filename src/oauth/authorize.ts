@@ -5,7 +5,7 @@
 import type { Sql } from 'postgres'
 import { createHash, randomBytes } from 'node:crypto'
 import { findClient, matchRedirectUri, type Client } from './clients.ts'
-import { resourceIdentifier } from './metadata.ts'
+import { resourceIdentifier, resourceIdentifiers } from './metadata.ts'
 
 /** How long the user has from the authorization request to the decision. */
 export const AUTHORIZATION_TTL_SECONDS = 600
@@ -57,7 +57,7 @@ export async function beginAuthorization(sql: Sql, issuer: string, query: URLSea
   const notAllowed = scopes.find((s) => !allowed.includes(s))
   if (notAllowed || scopes.length === 0) return fail('invalid_scope', `scope ${JSON.stringify(notAllowed ?? '')} is not allowed for this client`)
   const resource = get('resource') ?? resourceIdentifier(issuer)
-  if (resource !== resourceIdentifier(issuer)) return fail('invalid_target', `the only resource here is ${resourceIdentifier(issuer)}`)
+  if (!resourceIdentifiers(issuer).includes(resource)) return fail('invalid_target', `resource must be one of ${resourceIdentifiers(issuer).join(', ')}`)
   if (state !== undefined && state.length > 1024) return fail('invalid_request', 'state is longer than 1024 characters')
 
   const authorizationId = crypto.randomUUID()

@@ -13,7 +13,7 @@ import { normalizeEmail } from '../accounts/users.ts'
 import type { OAuthTokens } from './tokens.ts'
 import { bindUser, browserSessionUser, csrfMatches, decide, endBrowserSession, findPending, issueCode, sessionCookie, startBrowserSession } from './consent.ts'
 import { consentPage, errorPage, formTarget, loginPage, pageResponse, redirectHost } from './pages.ts'
-import { authorizationServerMetadata, protectedResourceMetadata, resourceIdentifier } from './metadata.ts'
+import { authorizationServerMetadata, PROTECTED_RESOURCE_DOCUMENT, protectedResourceMetadata, RESOURCE_PATHS } from './metadata.ts'
 
 const OAuthErrorBody = t.Object({ error: t.String(), error_description: t.String() }, { description: 'RFC 6749/7591 error' })
 
@@ -119,14 +119,14 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
   }
 
   const asMetadata = authorizationServerMetadata(baseUrl)
-  const resourceMetadata = protectedResourceMetadata(baseUrl)
   const discovery = { tags: ['oauth'] }
+  const resource = (path: (typeof RESOURCE_PATHS)[number]) =>
+    [`${PROTECTED_RESOURCE_DOCUMENT}${path}`, () => protectedResourceMetadata(baseUrl, path), { detail: { ...discovery, summary: `Protected resource metadata (RFC 9728) of the resource {base}${path}` } }] as const
   return new Elysia({ name: 'kgs/oauth' })
     .get('/.well-known/oauth-authorization-server', () => asMetadata, { detail: { ...discovery, summary: 'Authorization server metadata (RFC 8414)' } })
-    .get('/.well-known/oauth-protected-resource', () => resourceMetadata, { detail: { ...discovery, summary: 'Protected resource metadata (RFC 9728)' } })
-    .get('/.well-known/oauth-protected-resource/api/v1', () => resourceMetadata, {
-      detail: { ...discovery, summary: 'Protected resource metadata at the location derived from the resource identifier {base}/api/v1' },
-    })
+    .get(...resource(''))
+    .get(...resource('/api/v1'))
+    .get(...resource('/api/v1/mcp'))
     .get(
       '/api/v1/oauth/authorize',
       async ({ request }) => {
@@ -226,7 +226,6 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
           namedClientId(request, body),
           async () => {
             const client = await formClient(system, request, body)
-            if (body.resource !== undefined && body.resource !== resourceIdentifier(baseUrl)) throw new OAuthError(400, 'invalid_target', `the only resource here is ${resourceIdentifier(baseUrl)}`)
             set.headers['cache-control'] = 'no-store'
             set.headers.pragma = 'no-cache'
             if (body.grant_type === 'authorization_code') return tokens.exchangeCode(client, body)

@@ -30,10 +30,10 @@ export async function obtainCode(
   baseUrl: string,
   client: TestClient,
   account: { email: string; password: string },
-  options: { challenge: string; scope?: string },
+  options: { challenge: string; scope?: string; resource?: string },
 ): Promise<{ code: string; state: string; iss: string }> {
   const state = randomBytes(8).toString('hex')
-  const query = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: client.redirect_uri, code_challenge: options.challenge, code_challenge_method: 'S256', state, ...(options.scope ? { scope: options.scope } : {}) })
+  const query = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: client.redirect_uri, code_challenge: options.challenge, code_challenge_method: 'S256', state, ...(options.scope ? { scope: options.scope } : {}), ...(options.resource ? { resource: options.resource } : {}) })
   const page = await (await fetch(`${baseUrl}/api/v1/oauth/authorize?${query}`)).text()
   const authorization_id = /name="authorization_id" value="([^"]+)"/.exec(page)![1]!
   const csrf_token = /name="csrf_token" value="([^"]+)"/.exec(page)![1]!

@@ -142,6 +142,31 @@ describe(`token endpoint (${BACKEND})`, () => {
     expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: narrower.body.refresh_token!, client_id: client.client_id }), 400, 'invalid_grant')
   })
 
+  test('a refused refresh (wider scope, another client, another resource) leaves the token usable', async () => {
+    const { code, verifier } = await codeFor(client, 'read')
+    const tokens = await exchange(code, verifier)
+    const other = await registerClient(server.url, { scope: 'read write admin' })
+    const refresh = (fields: Record<string, string> = {}) => tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: client.client_id, ...fields })
+    expectOAuthError(await refresh({ scope: 'read write' }), 400, 'invalid_scope')
+    expectOAuthError(await refresh({ client_id: other.client_id }), 400, 'invalid_grant', /another client/)
+    expectOAuthError(await refresh({ resource: server.url }), 400, 'invalid_target')
+    const correct = await refresh()
+    expect(correct.status).toBe(200)
+    expect((await me(correct.body.access_token!)).status).toBe(200)
+  })
+
+  test('each described resource is an accepted audience: the base URL, /api/v1 and /api/v1/mcp', async () => {
+    for (const resource of [server.url, `${server.url}/api/v1`, `${server.url}/api/v1/mcp`]) {
+      const { verifier, challenge } = pkcePair()
+      const { code } = await obtainCode(server.url, client, account, { challenge, resource })
+      const granted = await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id, resource })
+      expect(granted.status).toBe(200)
+      const claims = JSON.parse(Buffer.from(granted.body.access_token!.split('.')[1]!, 'base64url').toString()) as { aud: string }
+      expect(claims.aud).toBe(resource)
+      expect((await me(granted.body.access_token!)).status).toBe(200)
+    }
+  })
+
   test('confidential clients authenticate with the method they registered', async () => {
     const basicClient = await registerClient(server.url, { token_endpoint_auth_method: 'client_secret_basic' })
     const postClient = await registerClient(server.url, { token_endpoint_auth_method: 'client_secret_post' })
