@@ -105,14 +105,23 @@ export function consentPage(input: ConsentPageInput): string {
   )
 }
 
-/** What form-action must allow for the redirect after the consent form: the redirect URI's origin or scheme. */
+/**
+ * What form-action must allow for the redirect after the consent form: the redirect URI's origin,
+ * or its scheme. A CSP source cannot hold an IPv6 literal (Chromium drops `http://[::1]:PORT` as
+ * invalid and then blocks the redirect), so for [::1] the source is the scheme `http:`: the form
+ * itself still posts only to 'self', and the redirect goes where the server sends it.
+ */
 export function formTarget(redirectUri: string): string {
   const url = new URL(redirectUri)
-  return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return url.protocol
+  return url.hostname.startsWith('[') ? url.protocol : url.origin
 }
 
-/** Shown to the user: the host the code will be sent to (or the private-use scheme). */
+/**
+ * Shown to the user as where the code goes: the host of an http(s) redirect URI, or the whole
+ * URI of a private-use scheme, whose "host" is whatever the client chose to write there.
+ */
 export function redirectHost(redirectUri: string): string {
   const url = new URL(redirectUri)
-  return url.host || url.protocol
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.host : redirectUri
 }

@@ -11,7 +11,7 @@ import { OAuthError } from '../http/errors.ts'
 import type { Throttles } from '../http/throttle.ts'
 import { normalizeEmail } from '../accounts/users.ts'
 import type { OAuthTokens } from './tokens.ts'
-import { bindUser, browserSessionUser, csrfMatches, decide, endBrowserSession, findPending, issueCode, sessionCookie, startBrowserSession } from './consent.ts'
+import { bindingCookie, bindUser, boundToBrowser, browserBinding, browserBindingDigest, browserSessionUser, csrfMatches, newBrowserBinding, decide, endBrowserSession, findPending, issueCode, sessionCookie, startBrowserSession } from './consent.ts'
 import { consentPage, errorPage, formTarget, loginPage, pageResponse, redirectHost } from './pages.ts'
 import { authorizationServerMetadata, PROTECTED_RESOURCE_DOCUMENT, protectedResourceMetadata, RESOURCE_PATHS } from './metadata.ts'
 
@@ -31,6 +31,7 @@ const FormField = (maxLength: number) => t.String({ maxLength })
 const redirect303 = (location: string) => new Response(null, { status: 303, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
 const expiredPage = () => pageResponse(errorPage('This sign-in request has expired or was already answered. Return to the application and start again.'), 400)
 const csrfPage = () => pageResponse(errorPage('This form was not issued for this request (CSRF check failed). Return to the application and start again.'), 403)
+const otherBrowserPage = () => pageResponse(errorPage('This sign-in request was started in another browser and was not accepted. Return to the application and start again.'), 403)
 const crossSitePage = () => pageResponse(errorPage('This form was posted from another site and was not accepted. Return to the application and start again.'), 403)
 
 /**
@@ -130,20 +131,32 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     .get(
       '/api/v1/oauth/authorize',
       async ({ request }) => {
-        const outcome = await beginAuthorization(system, baseUrl, new URL(request.url).searchParams)
+        // Every request may insert a pending authorization: anonymous rows, budgeted like registrations.
+        const admission = throttles.authorize.admit(request, undefined)
+        if (admission.refused) {
+          const page = pageResponse(errorPage(`Too many authorization requests from your address. Try again in ${admission.retryAfterSeconds} seconds.`), 429)
+          page.headers.set('retry-after', String(admission.retryAfterSeconds))
+          return page
+        }
+        const cookies = request.headers.get('cookie')
+        const binding = browserBinding(cookies) ?? newBrowserBinding()
+        const outcome = await beginAuthorization(system, baseUrl, new URL(request.url).searchParams, browserBindingDigest(binding))
         if (outcome.kind === 'error-page') return pageResponse(errorPage(outcome.message), 400)
-        if (outcome.kind === 'redirect') return new Response(null, { status: 302, headers: { location: outcome.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
         // Signed in on these pages recently: straight to the consent.
-        const userId = await browserSessionUser(system, request.headers.get('cookie'))
+        const userId = await browserSessionUser(system, cookies)
         const user = userId ? await accounts.findUser(userId) : undefined
+        let page: Response
         if (user) {
           await bindUser(system, outcome.authorizationId, user.id)
           const pending = { id: outcome.authorizationId, client_id: outcome.client.client_id, redirect_uri: outcome.redirectUri, scope: outcome.scope }
-          return consent(pending, user, outcome.csrfToken)
+          page = await consent(pending, user, outcome.csrfToken)
+        } else {
+          page = pageResponse(
+            loginPage({ clientName: outcome.client.client_name, redirectHost: redirectHost(outcome.redirectUri), authorizationId: outcome.authorizationId, csrfToken: outcome.csrfToken }),
+          )
         }
-        return pageResponse(
-          loginPage({ clientName: outcome.client.client_name, redirectHost: redirectHost(outcome.redirectUri), authorizationId: outcome.authorizationId, csrfToken: outcome.csrfToken }),
-        )
+        if (binding !== browserBinding(cookies)) page.headers.append('set-cookie', bindingCookie(binding, secureCookies))
+        return page
       },
       {
         query: t.Object(
@@ -169,6 +182,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         const pending = await findPending(system, body.authorization_id)
         if (!pending?.open) return expiredPage()
         if (!csrfMatches(pending, body.csrf_token)) return csrfPage()
+        if (!boundToBrowser(pending, request.headers.get('cookie'))) return otherBrowserPage()
         // The same budgets as POST /api/v1/auth/login: two doors to one password.
         const admission = throttles.login.admit(request, normalizeEmail(body.email))
         if (admission.refused) {
@@ -206,6 +220,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         const pending = await findPending(system, body.authorization_id)
         if (!pending?.open) return expiredPage()
         if (!csrfMatches(pending, body.csrf_token)) return csrfPage()
+        if (!boundToBrowser(pending, request.headers.get('cookie'))) return otherBrowserPage()
         const userId = await browserSessionUser(system, request.headers.get('cookie'))
         if (!userId || userId !== pending.user_id) return pageResponse(errorPage('Your sign-in for this request was not found. Return to the application and start again.'), 403)
         if (!(await decide(system, pending.id))) return expiredPage()

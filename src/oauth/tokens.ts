@@ -116,6 +116,8 @@ export class OAuthTokens {
       fam: family.id,
       exp: Math.floor(Date.now() / 1000) + ttl,
     })
+    // Clients that stop getting tokens are purged in time (purgeEndedOAuthRows).
+    await db`UPDATE oauth_clients SET last_used_at = now() WHERE id = ${family.client_id}`
     let refresh: string | undefined
     if (withRefresh) {
       refresh = randomBytes(32).toString('base64url')

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { runKgs, startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, expectOAuthError, uniqueEmail } from '../helpers/api.ts'
-import { pkcePair } from '../helpers/oauth.ts'
+import { browserCookie, pkcePair } from '../helpers/oauth.ts'
 import { ConfigError, parseEnv } from '../../src/config.ts'
 import { addressKey, clientAddress } from '../../src/http/throttle.ts'
 
@@ -216,11 +216,12 @@ describe(`throttling on, behind one trusted proxy (${BACKEND})`, () => {
     expect(registered.status).toBe(201)
     const { challenge } = pkcePair()
     const query = new URLSearchParams({ response_type: 'code', client_id: registered.body.client_id, redirect_uri: 'https://agent.example/cb', code_challenge: challenge, code_challenge_method: 'S256', state: 's' })
-    const page = await (await server.request(`/api/v1/oauth/authorize?${query}`)).text()
+    const browser = browserCookie()
+    const page = await (await server.request(`/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })).text()
     const fields = { authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!, csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!, email, password: PASSWORD }
     const res = await server.request('/api/v1/oauth/authorize/login', {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', ...via(freshAddress()) },
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: browser, ...via(freshAddress()) },
       body: new URLSearchParams(fields),
     })
     retryAfter(res, 1800)

@@ -8,7 +8,7 @@ import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { withSystemDb } from './system-db.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
-import { obtainCode, pkcePair, registerClient } from '../helpers/oauth.ts'
+import { browserCookie, obtainCode, pkcePair, registerClient } from '../helpers/oauth.ts'
 import { purgeEndedSessions } from '../../src/accounts/sessions.ts'
 import { purgeEndedOAuthRows } from '../../src/oauth/consent.ts'
 
@@ -39,11 +39,12 @@ describe(`secrets at rest (${BACKEND})`, () => {
     const client = await registerClient(server.url, { token_endpoint_auth_method: 'client_secret_post' })
     const account = { email: session.user.email, password: PASSWORD }
     const query = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: client.redirect_uri, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
-    const page = await (await fetch(`${server.url}/api/v1/oauth/authorize?${query}`)).text()
+    const browser = browserCookie()
+    const page = await (await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })).text()
     const csrf = /name="csrf_token" value="([^"]+)"/.exec(page)![1]!
     const login = await fetch(`${server.url}/api/v1/oauth/authorize/login`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: browser },
       body: new URLSearchParams({ authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!, csrf_token: csrf, ...account }),
     })
     const pagesSession = /kgs_oauth_session=([^;]+)/.exec(login.headers.get('set-cookie')!)![1]!
