@@ -218,6 +218,16 @@ describe(`revocation and scopes (${BACKEND})`, () => {
     expect((await api(server.url).post('/api/v1/repositories', { name: 'by agent' }, tokens.access_token)).status).toBe(403)
   })
 
+  test('no OAuth token changes the sign-in e-mail, whatever its scope, even with the password (SECURITY O5)', async () => {
+    const { code, verifier } = await codeFor(client, 'read write admin')
+    const tokens = await exchange(code, verifier)
+    const profile = await me(tokens.access_token)
+    const update = await api(server.url).put(`/api/v1/users/${profile.body.id}`, { email: uniqueEmail('taken-over'), current_password: account.password }, tokens.access_token)
+    expect(update.status).toBe(403)
+    expect(update.body).toEqual({ error: 'sign-in credentials are managed with a session token, not an OAuth access token' })
+    expect((await me(tokens.access_token)).body.email).toBe(account.email)
+  })
+
   test('a write token writes, within the user’s roles; deleting a repository needs admin', async () => {
     const { code, verifier } = await codeFor(client, 'read write')
     const tokens = await exchange(code, verifier)

@@ -164,6 +164,18 @@ describe(`the authorization pages (${BACKEND})`, () => {
     expect(html).toContain(`${GRANT_SECONDS / 86_400} days`)
   })
 
+  test('the consent page says exactly what each scope allows, and that no client changes credentials', async () => {
+    const wide = await registerClient(server.url, { scope: 'read write admin' })
+    const opened = await page.open(wide)
+    const html = await (await page.post('/api/v1/oauth/authorize/login', { authorization_id: opened.authorization_id, csrf_token: opened.csrf_token, ...account })).text()
+    expect(html).toContain('<li><strong>read</strong>: see what your roles let you see (repositories, their graphs, members and jobs, your profile), and change nothing</li>')
+    expect(html).toContain(
+      '<li><strong>write</strong>: see, and change what your roles let you change: create and edit repositories, import and export graphs, push and pull them in the registry, cancel jobs, rename your profile; not roles, members or users, and not deleting repositories</li>',
+    )
+    expect(html).toContain('<li><strong>admin</strong>: everything your roles allow, including managing roles, members and users, and deleting repositories</li>')
+    expect(html).toContain('No application can change your password or sign-in e-mail, whatever it is allowed.')
+  })
+
   test('a sign-in or a decision posted from another site is refused, whatever it carries (login CSRF)', async () => {
     for (const site of ['cross-site', 'same-site']) {
       const opened = await page.open(client)
