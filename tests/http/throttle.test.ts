@@ -276,6 +276,22 @@ describe(`throttling on, behind one trusted proxy (${BACKEND})`, () => {
     expect((await kgs.refresh(refreshToken, freshAddress())).status).toBe(200)
   })
 
+  test('per address: three authorization requests (each records a pending authorization), then 429 on kgs’s page', async () => {
+    const address = freshAddress()
+    const registered = await kgs.registerClient(freshAddress())
+    const open = (from: string) =>
+      server.request(
+        `/api/v1/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: registered.body.client_id, redirect_uri: 'https://agent.example/cb', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })}`,
+        { headers: via(from) },
+      )
+    for (let i = 0; i < 3; i++) expect((await open(address)).status).toBe(200)
+    const refused = await open(address)
+    retryAfter(refused, 1200)
+    expect(refused.headers.get('content-type')).toStartWith('text/html')
+    expect(await refused.text()).toMatch(/Too many authorization requests from your address\. Try again in \d+ seconds\./)
+    expect((await open(freshAddress())).status).toBe(200)
+  })
+
   test('per address: three registrations of accounts or clients, failed or not, then 429', async () => {
     const address = freshAddress()
     const email = uniqueEmail('new')

@@ -208,4 +208,32 @@ describe(`ended rows are purged (${BACKEND})`, () => {
     expect((await http.post('/api/v1/auth/refresh', { refresh_token: live.session.refresh_token })).status).toBe(200)
     expect((await http.post('/api/v1/auth/refresh', { refresh_token: old.session.refresh_token })).status).toBe(401)
   })
+
+  test('clients never used within 30 days of registering, or unused for a year, are purged; others stay', async () => {
+    const DAY = 86_400
+    const ids = async () => Promise.all(Array.from({ length: 4 }, async () => (await registerClient(server.url)).client_id))
+    const [neverUsedOld, neverUsedYoung, usedLately, usedLongAgo] = (await ids()) as [string, string, string, string]
+    // One used for real: a token exchange marks it, so registering it long ago does not purge it.
+    const used = await registerClient(server.url)
+    const session = (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).body
+    const { verifier, challenge } = pkcePair()
+    const { code } = await obtainCode(server.url, used, { email: session.user.email, password: PASSWORD }, { challenge })
+    const token = await fetch(`${server.url}/api/v1/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: used.redirect_uri, code_verifier: verifier, client_id: used.client_id }),
+    })
+    expect(token.status).toBe(200)
+    await withSystemDb(server, async (sql) => {
+      const ago = (days: number) => sql`now() - make_interval(secs => ${days * DAY})`
+      await sql`UPDATE oauth_clients SET created_at = ${ago(31)} WHERE id = ${neverUsedOld}`
+      await sql`UPDATE oauth_clients SET created_at = ${ago(29)} WHERE id = ${neverUsedYoung}`
+      await sql`UPDATE oauth_clients SET created_at = ${ago(400)}, last_used_at = ${ago(364)} WHERE id = ${usedLately}`
+      await sql`UPDATE oauth_clients SET created_at = ${ago(400)}, last_used_at = ${ago(366)} WHERE id = ${usedLongAgo}`
+      await sql`UPDATE oauth_clients SET created_at = ${ago(40)} WHERE id = ${used.client_id}`
+    })
+    await purgeEndedOAuthRows(server.context.pools.system, DAY)
+    const left = await withSystemDb(server, (sql) => sql<{ id: string }[]>`SELECT id FROM oauth_clients WHERE id IN ${sql([neverUsedOld, neverUsedYoung, usedLately, usedLongAgo, used.client_id])}`)
+    expect(left.map((row) => row.id).sort()).toEqual([neverUsedYoung, usedLately, used.client_id].sort())
+  })
 })
