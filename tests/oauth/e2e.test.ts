@@ -1,22 +1,20 @@
 // The authorization code flow end to end, as a real agent and a real person go through it:
-// oauth4webapi registers a client and builds the request, headless Chromium (Debian's, driven by
+// oauth4webapi registers a client and builds the request, headless Chromium (driven by
 // playwright-core) signs in and presses Allow or Deny, a loopback listener catches the redirect,
 // and oauth4webapi validates the response, exchanges the code, refreshes and revokes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import * as oauth from 'oauth4webapi'
-import { chromium, type Browser } from 'playwright-core'
+import type { Browser } from 'playwright-core'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
-
-const CHROMIUM = '/usr/bin/chromium'
+import { launchBrowser, listenOnLoopback, signInAndDecide, type LoopbackListener } from '../helpers/browser.ts'
 const insecure = { [oauth.allowInsecureRequests]: true } // the test servers speak http on loopback
 const account = { email: uniqueEmail('person'), password: 'correct horse battery' }
 
 let server: TestServer
 let browser: Browser
-let listener: ReturnType<typeof Bun.serve>
-let callbacks: ((url: URL) => void)[] = []
+let listener: LoopbackListener
 let as: oauth.AuthorizationServer
 let client: oauth.Client
 let redirectUri: string
@@ -25,26 +23,19 @@ beforeAll(async () => {
   server = await startTestServer()
   expect((await api(server.url).post('/api/v1/auth/register', account)).status).toBe(201)
   // The agent's loopback redirect listener (RFC 8252 §7.3).
-  listener = Bun.serve({
-    port: 0,
-    hostname: '127.0.0.1',
-    fetch(request) {
-      callbacks.shift()?.(new URL(request.url))
-      return new Response('<!doctype html><title>done</title><p>You may close this window.</p>', { headers: { 'content-type': 'text/html' } })
-    },
-  })
+  listener = listenOnLoopback('127.0.0.1')
   redirectUri = `http://127.0.0.1:${listener.port}/callback`
   const issuer = new URL(server.url)
   as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }))
   client = await oauth.processDynamicClientRegistrationResponse(
     await oauth.dynamicClientRegistrationRequest(as, { redirect_uris: [redirectUri], client_name: 'E2E agent', scope: 'read write' }, insecure),
   )
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'] })
+  browser = await launchBrowser()
 })
 
 afterAll(async () => {
   await browser?.close()
-  listener?.stop(true)
+  listener?.stop()
   await server.stop()
 })
 
@@ -62,14 +53,11 @@ async function authorizeInBrowser(button: 'Allow' | 'Deny') {
     scope: 'read write',
     state,
   }).toString()
-  const redirected = new Promise<URL>((resolve) => callbacks.push(resolve))
+  const redirected = listener.nextRedirect()
   const context = await browser.newContext()
   const page = await context.newPage()
   await page.goto(url.href)
-  await page.getByLabel('Email').fill(account.email)
-  await page.getByLabel('Password').fill(account.password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.getByRole('button', { name: button }).click()
+  await signInAndDecide(page, account, button)
   const callback = await redirected
   await context.close()
   return { callback, verifier, state }
