@@ -1,7 +1,7 @@
 // Secrets at rest and in flight, for the security review (SECURITY.md): how passwords and every
 // kind of token are stored, that answers carrying tokens or given for credentials are never
-// cached, that no route answers cross-origin requests (no CORS), and that SQL in a value stays
-// data.
+// cached, that cross-origin requests get CORS without credentials (and none on the authorization
+// pages), and that SQL in a value stays data.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { BACKEND } from '../helpers/backend.ts'
@@ -114,21 +114,29 @@ describe(`secrets in flight (${BACKEND})`, () => {
     expect((await http.get('/api/v1/users/me', token)).status).toBe(200)
   })
 
-  test('no CORS: no route grants another origin access, preflights included', async () => {
+  test('CORS (decisions.md §5a): any origin, never with credentials; the cookie-bearing pages answer none', async () => {
     const origin = { origin: 'https://evil.example' }
-    const answers = [
+    const open = [
       await fetch(`${server.url}/api/v1/oauth/token`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST' } }),
       await fetch(`${server.url}/api/v1/users/me`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' } }),
       await fetch(`${server.url}/.well-known/oauth-authorization-server`, { headers: origin }),
-      await fetch(`${server.url}/api/v1/oauth/authorize?client_id=x`, { headers: origin }),
       await fetch(`${server.url}/api/v1/auth/login`, { method: 'POST', headers: { ...origin, 'content-type': 'application/json' }, body: '{}' }),
     ]
-    for (const res of answers) {
-      expect([...res.headers.keys()].filter((name) => name.startsWith('access-control-'))).toEqual([])
+    for (const res of open) {
+      expect(res.headers.get('access-control-allow-origin')).toBe('*')
+      // Credentials travel in the Authorization header only: a cookie never rides along cross-origin.
+      expect(res.headers.get('access-control-allow-credentials')).toBeNull()
     }
-    // A preflight is not answered with success, so a browser never sends the request itself.
-    expect(answers[0]!.status).toBeGreaterThanOrEqual(400)
-    expect(answers[1]!.status).toBeGreaterThanOrEqual(400)
+    expect(open[1]!.headers.get('access-control-allow-headers')).toBe('authorization')
+    const pages = [
+      await fetch(`${server.url}/api/v1/oauth/authorize?client_id=x`, { headers: origin }),
+      await fetch(`${server.url}/api/v1/oauth/authorize/login`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST' } }),
+      await fetch(`${server.url}/api/v1/oauth/authorize`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST' } }),
+    ]
+    for (const res of pages) expect([...res.headers.keys()].filter((name) => name.startsWith('access-control-'))).toEqual([])
+    // Their preflights are not answered with success, so a browser never sends the request itself.
+    expect(pages[1]!.status).toBeGreaterThanOrEqual(400)
+    expect(pages[2]!.status).toBeGreaterThanOrEqual(400)
   })
 })
 
