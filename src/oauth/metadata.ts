@@ -17,11 +17,11 @@ export const resourceIdentifier = (baseUrl: string) => `${baseUrl}/api/v1`
 export const resourceIdentifiers = (baseUrl: string) => RESOURCE_PATHS.map((path) => baseUrl + path)
 export const PROTECTED_RESOURCE_DOCUMENT = '/.well-known/oauth-protected-resource'
 
-/** The document describing the resource a request to `pathname` called: the MCP endpoint, else the API. */
-export function resourceMetadataUrl(baseUrl: string, pathname = '/api/v1'): string {
-  const mcp = pathname === '/api/v1/mcp' || pathname.startsWith('/api/v1/mcp/')
-  return `${baseUrl}${PROTECTED_RESOURCE_DOCUMENT}${mcp ? '/api/v1/mcp' : '/api/v1'}`
-}
+/**
+ * The document a 401 names: that of the API, since every protected route is under /api/v1 (the
+ * MCP endpoint has its document ready for when it is served).
+ */
+export const resourceMetadataUrl = (baseUrl: string) => `${baseUrl}${PROTECTED_RESOURCE_DOCUMENT}/api/v1`
 
 export function authorizationServerMetadata(baseUrl: string) {
   return {

@@ -69,6 +69,27 @@ describe(`sign-in and consent (${BACKEND})`, () => {
     expect(res.headers.get('content-security-policy')).toContain("form-action 'self' http://127.0.0.1:41235")
   })
 
+  test('[::1] redirects: form-action allows the scheme, since no CSP source can hold an IPv6 literal', async () => {
+    const v6 = (await api(server.url).post('/api/v1/oauth/register', { redirect_uris: ['http://[::1]:41236/callback'] })).body.client_id
+    const query = new URLSearchParams({ response_type: 'code', client_id: v6, redirect_uri: 'http://[::1]:41236/callback', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
+    const page = await (await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: BROWSER } })).text()
+    const fields = { authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!, csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!, email: user.email, password: PASSWORD }
+    const consent = await form('/api/v1/oauth/authorize/login', fields)
+    expect(consent.status).toBe(200)
+    const csp = consent.headers.get('content-security-policy')!
+    expect(csp).toContain("form-action 'self' http:;")
+    expect(csp).not.toContain('[::1]')
+  })
+
+  test('a private-use redirect URI is shown whole on the pages (its "host" is the client’s own words)', async () => {
+    const uri = 'cursor://anysphere.cursor-mcp/oauth/callback'
+    const cursor = (await api(server.url).post('/api/v1/oauth/register', { redirect_uris: [uri], client_name: 'Cursor' })).body.client_id
+    const query = new URLSearchParams({ response_type: 'code', client_id: cursor, redirect_uri: uri, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
+    const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: BROWSER } })
+    expect(res.status).toBe(200)
+    expect(await res.text()).toContain(`<span class="host">${uri}</span>`)
+  })
+
   test('Allow: 303 to the client with a code, state and iss; the decision is final', async () => {
     const { page, cookie } = await signIn()
     const res = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }, cookie)
