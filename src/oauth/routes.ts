@@ -5,7 +5,7 @@ import type { Sql } from 'postgres'
 import type { Accounts } from '../accounts/accounts.ts'
 import { HashingBusyError } from '../accounts/passwords.ts'
 import type { User } from '../accounts/users.ts'
-import { beginAuthorization, redirectWith } from './authorize.ts'
+import { beginAuthorization, redirectWith, type AuthorizeOutcome } from './authorize.ts'
 import { authenticateClient, findClient, registerClient } from './clients.ts'
 import { OAuthError } from '../http/errors.ts'
 import type { Throttles } from '../http/throttle.ts'
@@ -32,6 +32,11 @@ const redirect303 = (location: string) => new Response(null, { status: 303, head
 const expiredPage = () => pageResponse(errorPage('This sign-in request has expired or was already answered. Return to the application and start again.'), 400)
 const csrfPage = () => pageResponse(errorPage('This form was not issued for this request (CSRF check failed). Return to the application and start again.'), 403)
 const otherBrowserPage = () => pageResponse(errorPage('This sign-in request was started in another browser and was not accepted. Return to the application and start again.'), 403)
+/** A page that asks the browser to come back after `seconds` (429, 503). */
+function retryAfter(page: Response, seconds: number): Response {
+  page.headers.set('retry-after', String(seconds))
+  return page
+}
 const crossSitePage = () => pageResponse(errorPage('This form was posted from another site and was not accepted. Return to the application and start again.'), 403)
 
 /**
@@ -119,6 +124,19 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     return pageResponse(html, status)
   }
 
+  /** The consent page if the browser signed in on these pages recently, else the sign-in page. */
+  const firstPage = async (outcome: Extract<AuthorizeOutcome, { kind: 'login' }>, cookies: string | null) => {
+    const userId = await browserSessionUser(system, cookies)
+    const user = userId ? await accounts.findUser(userId) : undefined
+    if (!user) {
+      return pageResponse(
+        loginPage({ clientName: outcome.client.client_name, redirectHost: redirectHost(outcome.redirectUri), authorizationId: outcome.authorizationId, csrfToken: outcome.csrfToken }),
+      )
+    }
+    await bindUser(system, outcome.authorizationId, user.id)
+    return consent({ id: outcome.authorizationId, client_id: outcome.client.client_id, redirect_uri: outcome.redirectUri, scope: outcome.scope }, user, outcome.csrfToken)
+  }
+
   const asMetadata = authorizationServerMetadata(baseUrl)
   const discovery = { tags: ['oauth'] }
   const resource = (path: (typeof RESOURCE_PATHS)[number]) =>
@@ -134,28 +152,16 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         // Every request may insert a pending authorization: anonymous rows, budgeted like registrations.
         const admission = throttles.authorize.admit(request, undefined)
         if (admission.refused) {
-          const page = pageResponse(errorPage(`Too many authorization requests from your address. Try again in ${admission.retryAfterSeconds} seconds.`), 429)
-          page.headers.set('retry-after', String(admission.retryAfterSeconds))
-          return page
+          const wait = admission.retryAfterSeconds
+          return retryAfter(pageResponse(errorPage(`Too many authorization requests from your address. Try again in ${wait} seconds.`), 429), wait)
         }
         const cookies = request.headers.get('cookie')
-        const binding = browserBinding(cookies) ?? newBrowserBinding()
+        const knownBrowser = browserBinding(cookies)
+        const binding = knownBrowser ?? newBrowserBinding()
         const outcome = await beginAuthorization(system, baseUrl, new URL(request.url).searchParams, browserBindingDigest(binding))
         if (outcome.kind === 'error-page') return pageResponse(errorPage(outcome.message), 400)
-        // Signed in on these pages recently: straight to the consent.
-        const userId = await browserSessionUser(system, cookies)
-        const user = userId ? await accounts.findUser(userId) : undefined
-        let page: Response
-        if (user) {
-          await bindUser(system, outcome.authorizationId, user.id)
-          const pending = { id: outcome.authorizationId, client_id: outcome.client.client_id, redirect_uri: outcome.redirectUri, scope: outcome.scope }
-          page = await consent(pending, user, outcome.csrfToken)
-        } else {
-          page = pageResponse(
-            loginPage({ clientName: outcome.client.client_name, redirectHost: redirectHost(outcome.redirectUri), authorizationId: outcome.authorizationId, csrfToken: outcome.csrfToken }),
-          )
-        }
-        if (binding !== browserBinding(cookies)) page.headers.append('set-cookie', bindingCookie(binding, secureCookies))
+        const page = await firstPage(outcome, cookies)
+        if (!knownBrowser) page.headers.append('set-cookie', bindingCookie(binding, secureCookies))
         return page
       },
       {
@@ -187,18 +193,14 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         const admission = throttles.login.admit(request, normalizeEmail(body.email))
         if (admission.refused) {
           const wait = admission.retryAfterSeconds
-          const page = await signInAgain(pending, body, `Too many failed sign-ins. Try again in ${wait} second${wait === 1 ? '' : 's'}.`, 429)
-          page.headers.set('retry-after', String(wait))
-          return page
+          return retryAfter(await signInAgain(pending, body, `Too many failed sign-ins. Try again in ${wait} second${wait === 1 ? '' : 's'}.`, 429), wait)
         }
         let user
         try {
           user = await accounts.verifyCredentials(body.email, body.password)
         } catch (error) {
           if (!(error instanceof HashingBusyError)) throw error
-          const page = await signInAgain(pending, body, `Too many sign-ins at the moment. Try again in ${error.retryAfterSeconds} seconds.`, 503)
-          page.headers.set('retry-after', String(error.retryAfterSeconds))
-          return page
+          return retryAfter(await signInAgain(pending, body, `Too many sign-ins at the moment. Try again in ${error.retryAfterSeconds} seconds.`, 503), error.retryAfterSeconds)
         }
         if (!user) return signInAgain(pending, body, 'Wrong e-mail or password.', 401)
         admission.forgive()
