@@ -134,7 +134,7 @@ export const EnvSchema = Type.Object({
   ),
   THROTTLE_TOKEN_PER_CLIENT: variable(Type.Optional(Type.String({ pattern: RATE, description: 'failed OAuth token and revocation requests per client_id; unset: unlimited' })), RATE_EXPECTS),
   THROTTLE_REGISTER_PER_IP: variable(
-    Type.Optional(Type.String({ pattern: RATE, description: 'registrations, failed or not (POST /api/v1/auth/register, /api/v1/oauth/register), per client address; unset: unlimited' })),
+    Type.Optional(Type.String({ pattern: RATE, description: 'registrations, failed or not (POST /api/v1/auth/register, /api/v1/oauth/register), per client address; GET /api/v1/oauth/authorize has a budget of the same size; unset: unlimited' })),
     RATE_EXPECTS,
   ),
   TRUSTED_PROXIES: variable(

@@ -30,6 +30,7 @@ import { LocalEventBus, PostgresEventBus, type EventBus } from './db/events.ts'
 import { JSON_CONTENT_TYPE, errorResponse } from './http/errors.ts'
 import { assignRequestId } from './http/request-id.ts'
 import { requestPath } from './http/path.ts'
+import { allowOtherOrigins, preflightResponse } from './http/cors.ts'
 import { VERSION } from './version.ts'
 
 /** How long stop() lets in-flight requests finish before closing their connections. */
@@ -70,7 +71,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   const finish = (request: Request, requestId: string, started: number, response: Response): Response => {
     inFlight--
     if (stopping && inFlight === 0) drained?.()
-    response = withHeaders(response, requestId, stopping, request.headers.has('authorization'))
+    response = withHeaders(request, response, requestId, stopping)
     if (logRequests) {
       log.info('request', {
         request_id: requestId,
@@ -104,7 +105,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       if (logRequestStarts) log.debug('request started', { request_id: requestId, method: request.method, path: requestPath(request) })
       let result: Response | Promise<Response>
       try {
-        result = handler(request)
+        result = preflightResponse(request) ?? handler(request)
       } catch (error) {
         return failed(request, requestId, started, error)
       }
@@ -235,9 +236,10 @@ async function sweepLeftovers(system: Sql, blobs: BlobStore, config: Config, log
 /**
  * What every response carries: its request id, nosniff (a JSON body or a stored medium is never
  * sniffed into HTML), and no-store on answers to requests with credentials (what a user may
- * read must not stay in a shared or browser cache), unless the route chose its own caching.
+ * read must not stay in a shared or browser cache), unless the route chose its own caching; and
+ * the CORS headers where other origins may read it (http/cors.ts).
  */
-function withHeaders(response: Response, requestId: string, closing: boolean, authorized: boolean): Response {
+function withHeaders(request: Request, response: Response, requestId: string, closing: boolean): Response {
   // Responses built by fetch() or Response.redirect() have immutable headers: copy those.
   let headers = response.headers
   try {
@@ -249,7 +251,8 @@ function withHeaders(response: Response, requestId: string, closing: boolean, au
   }
   if (headers.get('content-type')?.startsWith('application/json')) headers.set('content-type', JSON_CONTENT_TYPE)
   headers.set('x-content-type-options', 'nosniff')
-  if (authorized && !headers.has('cache-control')) headers.set('cache-control', 'no-store')
+  if (request.headers.has('authorization') && !headers.has('cache-control')) headers.set('cache-control', 'no-store')
   if (closing) headers.set('connection', 'close')
+  allowOtherOrigins(request, headers)
   return response
 }

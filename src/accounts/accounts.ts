@@ -188,6 +188,18 @@ export class Accounts implements Authenticator {
     return user
   }
 
+  /**
+   * ASVS 7.5.1: the sign-in e-mail is a credential, changed only with a session token and the
+   * acting user's current password. An OAuth client never changes credentials, whatever its
+   * scope: a stolen or over-trusted token must not be able to take the account over.
+   */
+  private async reauthenticate(principal: Principal, currentPassword: string | undefined): Promise<void> {
+    requireSessionToken(principal, 'sign-in credentials')
+    if (currentPassword === undefined) throw new HttpError(400, 'invalid body: current_password: required to change the e-mail')
+    const actor = await this.findUser(principal.userId)
+    if (!actor || !(await this.verifyCredentials(actor.email, currentPassword))) throw new HttpError(403, 'current_password is wrong')
+  }
+
   async userExists(userId: string): Promise<boolean> {
     return (await this.findUser(userId)) !== undefined
   }
@@ -196,12 +208,13 @@ export class Accounts implements Authenticator {
     return listUsers(this.sql, limit, after)
   }
 
-  async updateUser(principal: Principal, userId: string, changes: { name?: string; email?: string }): Promise<User> {
+  async updateUser(principal: Principal, userId: string, changes: { name?: string; email?: string; current_password?: string }): Promise<User> {
     const existing = await this.findUser(userId)
     if (!existing) throw new HttpError(404, 'user not found')
     if (existing.id !== principal.userId && !this.options.authorizer.can(principal.userId, SYSTEM_DOMAIN, 'user:manage')) throw forbidden('user:manage')
     requireScope(principal, existing.id === principal.userId ? 'write' : scopeNeeded('user:manage'), this.resourceMetadataUrl)
     const email = changes.email === undefined ? undefined : requireEmail(changes.email)
+    if (email !== undefined && email !== existing.email) await this.reauthenticate(principal, changes.current_password)
     const updated = await this.sql.begin(async (tx) => {
       const user = await updateUser(tx, userId, { name: changes.name?.trim(), email })
       if (!user) throw new HttpError(404, 'user not found')

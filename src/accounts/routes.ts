@@ -115,11 +115,15 @@ export function accountRoutes(accounts: Accounts, access: ReturnType<typeof acce
       response: { 200: User, ...errors },
       detail: { tags: ['accounts'], summary: 'A user (self, or with user:read)' },
     })
-    .put('/users/:userID', ({ principal, params, body }) => accounts.updateUser(principal, params.userID.toLowerCase(), body), {
+    // A current_password is a guess at a password: it draws on the sign-in budgets of the acting user.
+    .put('/users/:userID', ({ principal, params, body, request }) => {
+      const update = () => accounts.updateUser(principal, params.userID.toLowerCase(), body)
+      return body.current_password === undefined ? update() : throttles.login.guard(request, principal.userId, update)
+    }, {
       auth: true,
       params: UserParams,
-      body: t.Object({ name: t.Optional(Name), email: t.Optional(Email) }, strict),
+      body: t.Object({ name: t.Optional(Name), email: t.Optional(Email), current_password: t.Optional(t.String({ maxLength: PASSWORD_MAX, description: "the acting user's password: required to change the e-mail (with a session token only)" })) }, strict),
       response: { 200: User, ...errors },
-      detail: { tags: ['accounts'], summary: 'Update a profile (self, or with user:manage)' },
+      detail: { tags: ['accounts'], summary: 'Update a profile (self, or with user:manage); changing the e-mail needs a session token and current_password' },
     })
 }

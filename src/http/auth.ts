@@ -82,11 +82,12 @@ export function bearerAuthenticator(sessions: Authenticator, oauth: Pick<Authent
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
 
 /**
- * 401 with WWW-Authenticate: Bearer and the protected resource metadata URL (RFC 9728 §5.1), so
- * that a client meeting the API for the first time can discover its authorization server.
+ * 401 with WWW-Authenticate: Bearer, the protected resource metadata URL (RFC 9728 §5.1), so
+ * that a client meeting the API for the first time can discover its authorization server, and
+ * the scope the route needs, so that it asks the user for no more than that.
  */
-function unauthorized(resourceMetadata: string, tokenPresented: boolean): HttpError {
-  const challenge = `Bearer resource_metadata="${resourceMetadata}"`
+function unauthorized(resourceMetadata: string, tokenPresented: boolean, need: Scope): HttpError {
+  const challenge = `Bearer resource_metadata="${resourceMetadata}", scope="${need}"`
   return tokenPresented
     ? new HttpError(401, 'invalid or expired access token', { 'www-authenticate': `${challenge}, error="invalid_token"` })
     : new HttpError(401, 'authentication required', { 'www-authenticate': challenge })
@@ -98,25 +99,49 @@ export interface Authenticator {
   readonly resourceMetadataUrl: string
 }
 
-export async function authenticate(authenticator: Authenticator, request: Request): Promise<Principal> {
+export async function authenticate(authenticator: Authenticator, request: Request, need: Scope): Promise<Principal> {
   const header = request.headers.get('authorization')
-  if (!header) throw unauthorized(authenticator.resourceMetadataUrl, false)
+  if (!header) throw unauthorized(authenticator.resourceMetadataUrl, false, need)
   const token = BEARER.exec(header)?.[1]
   const principal = token ? await authenticator.authenticate(token) : undefined
-  if (!principal) throw unauthorized(authenticator.resourceMetadataUrl, true)
+  if (!principal) throw unauthorized(authenticator.resourceMetadataUrl, true, need)
+  return principal
+}
+
+const principals = new WeakMap<Request, Principal>()
+
+/**
+ * The first hook of every protected route: authentication in `transform`, which Elysia runs
+ * before it validates the query and body (the body parser holds its refusals back until then,
+ * see bodyParsing). decisions.md §5a, RFC 6750 §3: a request without credentials is a 401 with
+ * the challenge whatever its body, or clients could not discover the server from it. The
+ * route's `resolve` takes the principal with principalOf.
+ */
+export function authenticatesFirst(authenticator: Authenticator, need: Scope) {
+  return {
+    async transform({ request }: { request: Request }) {
+      principals.set(request, await authenticate(authenticator, request, need))
+    },
+  }
+}
+
+/** The principal authenticatesFirst found for this request. */
+export function principalOf(request: Request): Principal {
+  const principal = principals.get(request)
+  if (!principal) throw new Error('principalOf: the route does not authenticate first')
   return principal
 }
 
 export function accessControl(authenticator: Authenticator, authorizer: Authorizer) {
   return new Elysia({ name: 'kgs/access-control' }).macro({
     auth: {
-      async resolve({ request }) {
-        return { principal: await authenticate(authenticator, request) }
-      },
+      ...authenticatesFirst(authenticator, 'read'),
+      resolve: ({ request }) => ({ principal: principalOf(request) }),
     },
     permission: (permission: SystemPermission) => ({
-      async resolve({ request }) {
-        const principal = await authenticate(authenticator, request)
+      ...authenticatesFirst(authenticator, scopeNeeded(permission)),
+      resolve({ request }) {
+        const principal = principalOf(request)
         if (!holdsSystemPermission(authorizer, principal, permission)) throw forbidden(permission)
         requireScope(principal, scopeNeeded(permission), authenticator.resourceMetadataUrl)
         return { principal }

@@ -102,13 +102,26 @@ export function parseFormBody(text: string): Record<string, string> {
   return fields
 }
 
+/** Why a request's body was refused, held back until the route has authenticated (see bodyParsing). */
+const refusedBodies = new WeakMap<Request, HttpError>()
+
+/** The error the body parser held back for this request, if any. */
+export function refusedBody(request: Request): HttpError | undefined {
+  return refusedBodies.get(request)
+}
+
 /**
  * The body parsers of the API: JSON and form-encoded bodies (OAuth) up to `limit` bytes,
  * arriving within `timeoutMs`. Other media types are refused with 415 unless a route brings its
  * own parser.
+ *
+ * A refused body is not thrown at once: parsing runs before any route hook, and a protected
+ * route must answer an anonymous request 401 whatever its body (decisions.md §5a). The parser
+ * hands the route a null body instead and the refusal is thrown before the handler (or, when the
+ * route's schema refuses the null first, reported by errorHandling in its place).
  */
 export function bodyParsing(limit: number, timeoutMs: number) {
-  return new Elysia({ name: 'kgs/body' }).onParse({ as: 'global' }, async ({ request }) => {
+  const parse = async (request: Request) => {
     const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
     const read = () => readBodyLimited(request, limit, timeoutMs)
     if (type === 'application/json' || type.endsWith('+json')) return parseJsonBody(await read())
@@ -119,5 +132,19 @@ export function bodyParsing(limit: number, timeoutMs: number) {
       throw new HttpError(415, 'missing Content-Type; expected application/json')
     }
     throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}; expected application/json`)
-  })
+  }
+  return new Elysia({ name: 'kgs/body' })
+    .onParse({ as: 'global' }, async ({ request }) => {
+      try {
+        return await parse(request)
+      } catch (error) {
+        if (!(error instanceof HttpError)) throw error
+        refusedBodies.set(request, error)
+        return null
+      }
+    })
+    .onBeforeHandle({ as: 'global' }, ({ request }) => {
+      const refused = refusedBodies.get(request)
+      if (refused) throw refused
+    })
 }

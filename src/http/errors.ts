@@ -1,6 +1,7 @@
 // Every error leaves the service as {"error": "..."} with the right status (decisions.md §1),
 // whether it came from our code, from Elysia's validation and routing, or from a crash.
 import { Elysia, ValidationError } from 'elysia'
+import { refusedBody } from './body.ts'
 import type { TSchema } from '@sinclair/typebox'
 import type { ValueError } from '@sinclair/typebox/errors'
 import type { Logger } from '../log.ts'
@@ -112,8 +113,8 @@ function describeValue(value: unknown): string {
  */
 export function errorHandling(log: Logger, methodNotAllowed: (request: Request) => Response | undefined) {
   return new Elysia({ name: 'kgs/errors' }).onError({ as: 'global' }, ({ code, error, request }) => {
-    // Errors thrown by our body parser reach us wrapped in Elysia's ParseError.
-    const own = error instanceof HttpError || error instanceof OAuthError ? error : (error as { cause?: unknown }).cause
+    // A body the parser refused, which the route's schema then refused as null: the first refusal is the one to report.
+    const own = (code === 'VALIDATION' && refusedBody(request)) || (error instanceof HttpError || error instanceof OAuthError ? error : (error as { cause?: unknown }).cause)
     if (own instanceof OAuthError) return oauthResponse(own)
     const oauthCode = OAUTH_PROTOCOL_PATHS[requestPath(request)]
     if (oauthCode && (own instanceof HttpError || code === 'VALIDATION' || code === 'PARSE')) {

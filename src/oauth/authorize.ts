@@ -1,11 +1,13 @@
-// The authorization request (GET /oauth/authorize): checked in the order RFC 6749 §4.1.2.1
-// prescribes. Until the client and its redirect URI are known to be genuine, errors are shown
-// to the user (never redirected); after that they go back to the client with state and iss
-// (RFC 9207). A valid request becomes a pending authorization with a CSRF token bound to it.
+// The authorization request (GET /oauth/authorize), checked in the order RFC 6749 §4.1.2.1
+// prescribes. Every error here is shown to the user on kgs's own page, never redirected: clients
+// register themselves, so a registered redirect URI proves nothing, and redirecting errors would
+// make kgs an open redirector for anyone (RFC 9700 §4.11.2). Only after the user has signed in
+// for the request do errors (access_denied) go back to the client. A valid request becomes a
+// pending authorization with a CSRF token bound to it.
 import type { Sql } from 'postgres'
 import { createHash, randomBytes } from 'node:crypto'
 import { findClient, matchRedirectUri, type Client } from './clients.ts'
-import { resourceIdentifier } from './metadata.ts'
+import { resourceIdentifier, resourceIdentifiers } from './metadata.ts'
 
 /** How long the user has from the authorization request to the decision. */
 export const AUTHORIZATION_TTL_SECONDS = 600
@@ -15,7 +17,6 @@ const PARAMETERS = ['response_type', 'client_id', 'redirect_uri', 'code_challeng
 
 export type AuthorizeOutcome =
   | { kind: 'error-page'; message: string }
-  | { kind: 'redirect'; location: string }
   | { kind: 'login'; client: Client; redirectUri: string; scope: string; authorizationId: string; csrfToken: string }
 
 export function csrfDigest(token: string): Buffer {
@@ -30,7 +31,8 @@ export function redirectWith(redirectUri: string, issuer: string, params: Record
   return url.toString()
 }
 
-export async function beginAuthorization(sql: Sql, issuer: string, query: URLSearchParams): Promise<AuthorizeOutcome> {
+/** `browserHash`: the digest of the binding cookie of the browser that sent the request (see consent.ts). */
+export async function beginAuthorization(sql: Sql, issuer: string, query: URLSearchParams, browserHash: Buffer): Promise<AuthorizeOutcome> {
   const repeated = PARAMETERS.find((name) => query.getAll(name).length > 1)
   const get = (name: (typeof PARAMETERS)[number]) => query.get(name) ?? undefined
 
@@ -43,10 +45,7 @@ export async function beginAuthorization(sql: Sql, issuer: string, query: URLSea
   if (repeated === 'client_id' || repeated === 'redirect_uri') return { kind: 'error-page', message: `The parameter ${repeated} appears more than once.` }
 
   const state = get('state')
-  const fail = (error: string, description: string): AuthorizeOutcome => ({
-    kind: 'redirect',
-    location: redirectWith(redirectUri, issuer, { error, error_description: description, state }),
-  })
+  const fail = (error: string, description: string): AuthorizeOutcome => ({ kind: 'error-page', message: `The application's request is invalid (${error}): ${description}.` })
   if (repeated) return fail('invalid_request', `${repeated} appears more than once`)
   if (get('response_type') !== 'code') return fail('unsupported_response_type', 'response_type must be code')
   if (get('code_challenge_method') !== 'S256') return fail('invalid_request', 'PKCE is required: code_challenge_method must be S256')
@@ -57,15 +56,20 @@ export async function beginAuthorization(sql: Sql, issuer: string, query: URLSea
   const notAllowed = scopes.find((s) => !allowed.includes(s))
   if (notAllowed || scopes.length === 0) return fail('invalid_scope', `scope ${JSON.stringify(notAllowed ?? '')} is not allowed for this client`)
   const resource = get('resource') ?? resourceIdentifier(issuer)
-  if (resource !== resourceIdentifier(issuer)) return fail('invalid_target', `the only resource here is ${resourceIdentifier(issuer)}`)
+  if (!resourceIdentifiers(issuer).includes(resource)) return fail('invalid_target', `resource must be one of ${resourceIdentifiers(issuer).join(', ')}`)
   if (state !== undefined && state.length > 1024) return fail('invalid_request', 'state is longer than 1024 characters')
 
   const authorizationId = crypto.randomUUID()
   const csrfToken = randomBytes(32).toString('base64url')
   const scope = [...new Set(scopes)].join(' ')
-  await sql`
-    INSERT INTO oauth_authorizations (id, client_id, redirect_uri, scope, state, code_challenge, resource, csrf_hash, expires_at)
+  // A code_challenge is a one-time value (RFC 7636 §4.1): one seen before is a replay or a
+  // client that reuses its verifier, and either way not a fresh authorization.
+  const inserted = await sql`
+    INSERT INTO oauth_authorizations (id, client_id, redirect_uri, scope, state, code_challenge, resource, csrf_hash, browser_hash, expires_at)
     VALUES (${authorizationId}, ${client.client_id}, ${redirectUri}, ${scope}, ${state ?? null}, ${challenge}, ${resource},
-      ${csrfDigest(csrfToken)}, now() + make_interval(secs => ${AUTHORIZATION_TTL_SECONDS}))`
+      ${csrfDigest(csrfToken)}, ${browserHash}, now() + make_interval(secs => ${AUTHORIZATION_TTL_SECONDS}))
+    ON CONFLICT (code_challenge) DO NOTHING
+    RETURNING id`
+  if (inserted.length === 0) return fail('invalid_request', 'this code_challenge was already used; each authorization needs a new one')
   return { kind: 'login', client, redirectUri, scope, authorizationId, csrfToken }
 }

@@ -1,5 +1,5 @@
-// Dynamic client registration (RFC 7591) with the redirect URI rules of OAuth 2.1 / RFC 8252:
-// https, or http on a loopback address only, or a private-use (reverse-domain) scheme.
+// Dynamic client registration (RFC 7591) with the redirect URI rules of OAuth 2.1 / RFC 8252 and
+// decisions.md §5a: https, or http on a loopback address only, or a private-use scheme.
 import type { Sql } from 'postgres'
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { OAuthError } from '../http/errors.ts'
@@ -25,7 +25,20 @@ export interface Client {
 }
 
 const GRANT_TYPES = ['authorization_code', 'refresh_token']
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost'])
+/**
+ * Schemes no redirect may use: they run code or read local data in the browser. Any other
+ * scheme is a private-use one (RFC 8252 §7.1): reverse-domain ones, and the plain ones real
+ * clients register (cursor://anysphere.cursor-mcp/oauth/callback).
+ */
+const REFUSED_SCHEMES = new Set(['javascript', 'data', 'file', 'vbscript', 'blob', 'about'])
+/**
+ * A loopback http redirect URI as written, its port apart: the host exactly one of the three
+ * names (no userinfo, no numeric or hex forms of 127.0.0.1), nothing but a path and query after.
+ */
+const LOOPBACK_URI = /^(http:\/\/(?:127\.0\.0\.1|localhost|\[::1\]))(?::\d{1,5})?((?:[/?][^#]*)?)$/
+/** Whitespace and control characters, which URL parsers silently drop. */
+const INVISIBLE = /[\s\x00-\x1f\x7f]/
+const DOT_SEGMENT = /\/\.\.?(?:[/?]|$)/
 
 const invalidMetadata = (description: string) => new OAuthError(400, 'invalid_client_metadata', description)
 const invalidRedirect = (description: string) => new OAuthError(400, 'invalid_redirect_uri', description)
@@ -39,12 +52,13 @@ export function redirectUriProblem(uri: string): string | undefined {
     return `${JSON.stringify(uri)} is not an absolute URI`
   }
   if (url.hash || uri.includes('#')) return `${JSON.stringify(uri)} must not have a fragment`
+  if (INVISIBLE.test(uri)) return `${JSON.stringify(uri)} must not contain whitespace or control characters`
+  if (url.username || url.password) return `${JSON.stringify(uri)} must not have a user name or password`
+  if (DOT_SEGMENT.test(uri.replace(/^[^:]*:(\/\/[^/?]*)?/, ''))) return `${JSON.stringify(uri)} must not have . or .. path segments`
   if (url.protocol === 'https:') return undefined
-  if (url.protocol === 'http:') return LOOPBACK_HOSTS.has(url.hostname) ? undefined : `${JSON.stringify(uri)}: plain http is allowed only on a loopback address`
-  // RFC 8252 §7.1: private-use schemes are reverse domain names (they contain a dot).
-  const scheme = url.protocol.slice(0, -1)
-  if (/^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+$/.test(scheme) && !['javascript', 'data', 'file', 'vbscript'].includes(scheme)) return undefined
-  return `${JSON.stringify(uri)}: expected https, http on a loopback address, or a reverse-domain private-use scheme`
+  if (url.protocol === 'http:') return LOOPBACK_URI.test(uri) ? undefined : `${JSON.stringify(uri)}: plain http is allowed only on a loopback address (127.0.0.1, [::1] or localhost)`
+  if (!REFUSED_SCHEMES.has(url.protocol.slice(0, -1))) return undefined
+  return `${JSON.stringify(uri)}: expected https, http on a loopback address, or a private-use scheme (not ${[...REFUSED_SCHEMES].join(', ')})`
 }
 
 /** Validates and normalizes registration metadata (defaults of RFC 7591 §2). */
@@ -104,19 +118,18 @@ export async function findClient(sql: Sql, clientId: string): Promise<Client | u
 
 /**
  * The registered redirect URI this request names: exact match, except that the port of a
- * loopback http URI may vary (RFC 8252 §7.3: native apps listen on an ephemeral port).
+ * loopback http URI may vary (RFC 8252 §7.3, §8.3: native apps listen on an ephemeral port).
+ * Compared as written, so no parser's normalization (userinfo, dot segments, numeric hosts,
+ * dropped whitespace) can make another URI equal to a registered one.
  */
 export function matchRedirectUri(client: Client, requested: string): string | undefined {
   if (client.redirect_uris.includes(requested)) return requested
-  let url: URL
-  try {
-    url = new URL(requested)
-  } catch {
-    return undefined
+  const portless = (uri: string) => {
+    const match = LOOPBACK_URI.exec(uri)
+    return match ? match[1]! + match[2]! : undefined
   }
-  if (url.protocol !== 'http:' || !LOOPBACK_HOSTS.has(url.hostname)) return undefined
-  const portless = (u: URL) => `${u.protocol}//${u.hostname}${u.pathname}${u.search}`
-  return client.redirect_uris.some((registered) => URL.canParse(registered) && portless(new URL(registered)) === portless(url)) ? requested : undefined
+  const wanted = portless(requested)
+  return wanted !== undefined && client.redirect_uris.some((registered) => portless(registered) === wanted) ? requested : undefined
 }
 
 const invalidClient = (description: string, basic: boolean) =>

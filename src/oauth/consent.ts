@@ -7,6 +7,13 @@ import { csrfDigest } from './authorize.ts'
 /** Lifetime of the pages' sign-in: a second consent within it needs no second sign-in. */
 export const BROWSER_SESSION_SECONDS = 3600
 export const BROWSER_SESSION_COOKIE = 'kgs_oauth_session'
+/**
+ * The cookie binding pending authorizations to the browser that started them: a sign-in or a
+ * decision is accepted only from that browser, so an attacker's own authorization, CSRF token
+ * and all, cannot be posted from the victim's browser (login CSRF) even by a browser that sends
+ * no Fetch Metadata. A session cookie: it outlives no browser session.
+ */
+export const BROWSER_BINDING_COOKIE = 'kgs_oauth_browser'
 /** Authorization codes live 60 s (decisions.md §5). */
 export const CODE_SECONDS = 60
 /**
@@ -26,6 +33,7 @@ export interface PendingAuthorization {
   code_challenge: string
   resource: string
   csrf_hash: Buffer
+  browser_hash: Buffer
   user_id: string | null
   open: boolean
 }
@@ -34,7 +42,7 @@ export interface PendingAuthorization {
 export async function findPending(sql: Sql, id: string): Promise<PendingAuthorization | undefined> {
   if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined
   const [row] = await sql<PendingAuthorization[]>`
-    SELECT id, client_id, redirect_uri, scope, state, code_challenge, resource, csrf_hash, user_id,
+    SELECT id, client_id, redirect_uri, scope, state, code_challenge, resource, csrf_hash, browser_hash, user_id,
       decided_at IS NULL AND expires_at > now() AS open
     FROM oauth_authorizations WHERE id = ${id}`
   return row
@@ -55,13 +63,32 @@ export async function startBrowserSession(sql: Sql, userId: string): Promise<str
   return token
 }
 
-/** The pages' session token the browser sent, if it is well-formed. */
-function browserSessionToken(cookieHeader: string | null): string | undefined {
+/** A 256-bit token of the pages' cookies, if the browser sent a well-formed one. */
+function cookieToken(cookieHeader: string | null, cookie: string): string | undefined {
   const token = cookieHeader
     ?.split(';')
     .map((part) => part.trim().split('='))
-    .find(([name]) => name === BROWSER_SESSION_COOKIE)?.[1]
+    .find(([name]) => name === cookie)?.[1]
   return token && /^[A-Za-z0-9_-]{43}$/.test(token) ? token : undefined
+}
+
+const browserSessionToken = (cookieHeader: string | null) => cookieToken(cookieHeader, BROWSER_SESSION_COOKIE)
+
+/** The browser's binding token (see BROWSER_BINDING_COOKIE), if it sent one. */
+export const browserBinding = (cookieHeader: string | null) => cookieToken(cookieHeader, BROWSER_BINDING_COOKIE)
+
+export const newBrowserBinding = () => randomBytes(32).toString('base64url')
+export const browserBindingDigest = (token: string) => digest(token)
+
+/** Whether the request comes from the browser that started the authorization (constant time). */
+export function boundToBrowser(pending: PendingAuthorization, cookieHeader: string | null): boolean {
+  const token = browserBinding(cookieHeader)
+  return token !== undefined && timingSafeEqual(pending.browser_hash, digest(token))
+}
+
+/** Set-Cookie for the binding: HttpOnly, SameSite=Lax, only on the OAuth path, Secure on https. */
+export function bindingCookie(token: string, secure: boolean): string {
+  return `${BROWSER_BINDING_COOKIE}=${token}; Path=/api/v1/oauth; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
 }
 
 export async function browserSessionUser(sql: Sql, cookieHeader: string | null): Promise<string | undefined> {
@@ -96,12 +123,18 @@ export async function issueCode(sql: Sql, pending: PendingAuthorization, userId:
   return code
 }
 
+/** Registered clients that never got a token this long after registering are purged. */
+export const UNUSED_CLIENT_SECONDS = 30 * 86_400
+/** Clients that got no token for this long are purged. */
+export const IDLE_CLIENT_SECONDS = 365 * 86_400
+
 /**
  * Deletes what the authorization server keeps past its use, more than `keepSeconds` after it
  * ended: pending authorizations, codes, the pages' sessions, the list of revoked access tokens
  * (each entry only matters until the token expires), and grants older than GRANT_SECONDS (their
- * refresh tokens with them). Anyone can create pending authorizations and clients' grants, so
- * without this the tables grow without bound.
+ * refresh tokens with them). Also clients never used within UNUSED_CLIENT_SECONDS of registering,
+ * or unused for IDLE_CLIENT_SECONDS (their rows go with them). Anyone can register clients and
+ * create pending authorizations, so without this the tables grow without bound.
  */
 export async function purgeEndedOAuthRows(sql: Sql, keepSeconds: number): Promise<number> {
   const cutoff = sql`now() - make_interval(secs => ${keepSeconds})`
@@ -111,6 +144,10 @@ export async function purgeEndedOAuthRows(sql: Sql, keepSeconds: number): Promis
     sql`DELETE FROM oauth_browser_sessions WHERE expires_at < ${cutoff}`,
     sql`DELETE FROM oauth_revoked_access_tokens WHERE expires_at < ${cutoff}`,
     sql`DELETE FROM oauth_token_families WHERE created_at < now() - make_interval(secs => ${GRANT_SECONDS + keepSeconds})`,
+    // coalesce(...) as in the index oauth_clients_last_used_at.
+    sql`DELETE FROM oauth_clients
+      WHERE coalesce(last_used_at, created_at) < now() - make_interval(secs => ${UNUSED_CLIENT_SECONDS})
+        AND (last_used_at IS NULL OR last_used_at < now() - make_interval(secs => ${IDLE_CLIENT_SECONDS}))`,
   ])
   return counts.reduce((sum, rows) => sum + rows.count, 0)
 }

@@ -1,13 +1,27 @@
 // Discovery documents: authorization server metadata (RFC 8414) and protected resource metadata
-// (RFC 9728). The API at {base}/api/v1 is the protected resource; its metadata also lives at the
-// path-suffixed location RFC 9728 derives from that identifier.
+// (RFC 9728). Three resources are described, each by the document at the location RFC 9728 §3.3
+// derives from its identifier (path inserted after /.well-known/oauth-protected-resource): the
+// server itself, the API at {base}/api/v1, and the MCP endpoint {base}/api/v1/mcp. Clients pick
+// whichever matches the URL they were given; each is an accepted `resource` and token audience.
 export const SCOPES = ['read', 'write', 'admin'] as const
 export type Scope = (typeof SCOPES)[number]
 
 export const TOKEN_ENDPOINT_AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'] as const
 
+/** The resources' paths below the base URL. */
+export const RESOURCE_PATHS = ['', '/api/v1', '/api/v1/mcp'] as const
+
+/** The API's identifier: the default resource of an authorization that names none. */
 export const resourceIdentifier = (baseUrl: string) => `${baseUrl}/api/v1`
-export const resourceMetadataUrl = (baseUrl: string) => `${baseUrl}/.well-known/oauth-protected-resource/api/v1`
+/** Every resource identifier a client may ask a token for. */
+export const resourceIdentifiers = (baseUrl: string) => RESOURCE_PATHS.map((path) => baseUrl + path)
+export const PROTECTED_RESOURCE_DOCUMENT = '/.well-known/oauth-protected-resource'
+
+/**
+ * The document a 401 names: that of the API, since every protected route is under /api/v1 (the
+ * MCP endpoint has its document ready for when it is served).
+ */
+export const resourceMetadataUrl = (baseUrl: string) => `${baseUrl}${PROTECTED_RESOURCE_DOCUMENT}/api/v1`
 
 export function authorizationServerMetadata(baseUrl: string) {
   return {
@@ -28,9 +42,10 @@ export function authorizationServerMetadata(baseUrl: string) {
   }
 }
 
-export function protectedResourceMetadata(baseUrl: string) {
+/** The document of the resource `baseUrl + path`. */
+export function protectedResourceMetadata(baseUrl: string, path: (typeof RESOURCE_PATHS)[number]) {
   return {
-    resource: resourceIdentifier(baseUrl),
+    resource: baseUrl + path,
     authorization_servers: [baseUrl],
     scopes_supported: [...SCOPES],
     bearer_methods_supported: ['header'],

@@ -70,10 +70,15 @@ ${input.error ? `<p class="error" role="alert">${escapeHtml(input.error)}</p>` :
   )
 }
 
-const SCOPE_TEXT: Record<string, string> = {
-  read: 'read your repositories and profile',
-  write: 'read and change your repositories',
-  admin: 'everything your roles allow',
+/**
+ * What each scope allows, as scopeNeeded (rbac/permissions.ts) decides it: `read` the *:read
+ * permissions, `admin` the ADMIN_SCOPE_ONLY ones, `write` the rest. Always within the user's roles.
+ */
+export const SCOPE_TEXT: Record<string, string> = {
+  read: 'see what your roles let you see (repositories, their graphs, members and jobs, your profile), and change nothing',
+  write:
+    'see, and change what your roles let you change: create and edit repositories, import and export graphs, push and pull them in the registry, cancel jobs, rename your profile; not roles, members or users, and not deleting repositories',
+  admin: 'everything your roles allow, including managing roles, members and users, and deleting repositories',
 }
 
 export interface ConsentPageInput {
@@ -94,6 +99,7 @@ export function consentPage(input: ConsentPageInput): string {
 <p><strong>${escapeHtml(name)}</strong> (redirecting to <span class="host">${escapeHtml(input.redirectHost)}</span>) asks to:</p>
 <ul>${scopes}</ul>
 <p>kgs has not verified this application: it registered itself, and its name is its own claim. Allow only if you trust <span class="host">${escapeHtml(input.redirectHost)}</span>.</p>
+<p>No application can change your password or sign-in e-mail, whatever it is allowed.</p>
 <p>The access lasts at most ${GRANT_SECONDS / 86_400} days; then the application must ask again.</p>
 <p>Signed in as ${escapeHtml(input.userEmail)}.</p>
 <form method="post" action="/api/v1/oauth/authorize">
@@ -105,14 +111,23 @@ export function consentPage(input: ConsentPageInput): string {
   )
 }
 
-/** What form-action must allow for the redirect after the consent form: the redirect URI's origin or scheme. */
+/**
+ * What form-action must allow for the redirect after the consent form: the redirect URI's origin,
+ * or its scheme. A CSP source cannot hold an IPv6 literal (Chromium drops `http://[::1]:PORT` as
+ * invalid and then blocks the redirect), so for [::1] the source is the scheme `http:`: the form
+ * itself still posts only to 'self', and the redirect goes where the server sends it.
+ */
 export function formTarget(redirectUri: string): string {
   const url = new URL(redirectUri)
-  return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return url.protocol
+  return url.hostname.startsWith('[') ? url.protocol : url.origin
 }
 
-/** Shown to the user: the host the code will be sent to (or the private-use scheme). */
+/**
+ * Shown to the user as where the code goes: the host of an http(s) redirect URI, or the whole
+ * URI of a private-use scheme, whose "host" is whatever the client chose to write there.
+ */
 export function redirectHost(redirectUri: string): string {
   const url = new URL(redirectUri)
-  return url.host || url.protocol
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.host : redirectUri
 }

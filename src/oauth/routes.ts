@@ -5,15 +5,15 @@ import type { Sql } from 'postgres'
 import type { Accounts } from '../accounts/accounts.ts'
 import { HashingBusyError } from '../accounts/passwords.ts'
 import type { User } from '../accounts/users.ts'
-import { beginAuthorization, redirectWith } from './authorize.ts'
+import { beginAuthorization, redirectWith, type AuthorizeOutcome } from './authorize.ts'
 import { authenticateClient, findClient, registerClient } from './clients.ts'
 import { OAuthError } from '../http/errors.ts'
 import type { Throttles } from '../http/throttle.ts'
 import { normalizeEmail } from '../accounts/users.ts'
 import type { OAuthTokens } from './tokens.ts'
-import { bindUser, browserSessionUser, csrfMatches, decide, endBrowserSession, findPending, issueCode, sessionCookie, startBrowserSession } from './consent.ts'
+import { bindingCookie, bindUser, boundToBrowser, browserBinding, browserBindingDigest, browserSessionUser, csrfMatches, newBrowserBinding, decide, endBrowserSession, findPending, issueCode, sessionCookie, startBrowserSession } from './consent.ts'
 import { consentPage, errorPage, formTarget, loginPage, pageResponse, redirectHost } from './pages.ts'
-import { authorizationServerMetadata, protectedResourceMetadata, resourceIdentifier } from './metadata.ts'
+import { authorizationServerMetadata, PROTECTED_RESOURCE_DOCUMENT, protectedResourceMetadata, RESOURCE_PATHS } from './metadata.ts'
 
 const OAuthErrorBody = t.Object({ error: t.String(), error_description: t.String() }, { description: 'RFC 6749/7591 error' })
 
@@ -31,6 +31,12 @@ const FormField = (maxLength: number) => t.String({ maxLength })
 const redirect303 = (location: string) => new Response(null, { status: 303, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
 const expiredPage = () => pageResponse(errorPage('This sign-in request has expired or was already answered. Return to the application and start again.'), 400)
 const csrfPage = () => pageResponse(errorPage('This form was not issued for this request (CSRF check failed). Return to the application and start again.'), 403)
+const otherBrowserPage = () => pageResponse(errorPage('This sign-in request was started in another browser and was not accepted. Return to the application and start again.'), 403)
+/** A page that asks the browser to come back after `seconds` (429, 503). */
+function retryAfter(page: Response, seconds: number): Response {
+  page.headers.set('retry-after', String(seconds))
+  return page
+}
 const crossSitePage = () => pageResponse(errorPage('This form was posted from another site and was not accepted. Return to the application and start again.'), 403)
 
 /**
@@ -118,32 +124,45 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     return pageResponse(html, status)
   }
 
+  /** The consent page if the browser signed in on these pages recently, else the sign-in page. */
+  const firstPage = async (outcome: Extract<AuthorizeOutcome, { kind: 'login' }>, cookies: string | null) => {
+    const userId = await browserSessionUser(system, cookies)
+    const user = userId ? await accounts.findUser(userId) : undefined
+    if (!user) {
+      return pageResponse(
+        loginPage({ clientName: outcome.client.client_name, redirectHost: redirectHost(outcome.redirectUri), authorizationId: outcome.authorizationId, csrfToken: outcome.csrfToken }),
+      )
+    }
+    await bindUser(system, outcome.authorizationId, user.id)
+    return consent({ id: outcome.authorizationId, client_id: outcome.client.client_id, redirect_uri: outcome.redirectUri, scope: outcome.scope }, user, outcome.csrfToken)
+  }
+
   const asMetadata = authorizationServerMetadata(baseUrl)
-  const resourceMetadata = protectedResourceMetadata(baseUrl)
   const discovery = { tags: ['oauth'] }
+  const resource = (path: (typeof RESOURCE_PATHS)[number]) =>
+    [`${PROTECTED_RESOURCE_DOCUMENT}${path}`, () => protectedResourceMetadata(baseUrl, path), { detail: { ...discovery, summary: `Protected resource metadata (RFC 9728) of the resource {base}${path}` } }] as const
   return new Elysia({ name: 'kgs/oauth' })
     .get('/.well-known/oauth-authorization-server', () => asMetadata, { detail: { ...discovery, summary: 'Authorization server metadata (RFC 8414)' } })
-    .get('/.well-known/oauth-protected-resource', () => resourceMetadata, { detail: { ...discovery, summary: 'Protected resource metadata (RFC 9728)' } })
-    .get('/.well-known/oauth-protected-resource/api/v1', () => resourceMetadata, {
-      detail: { ...discovery, summary: 'Protected resource metadata at the location derived from the resource identifier {base}/api/v1' },
-    })
+    .get(...resource(''))
+    .get(...resource('/api/v1'))
+    .get(...resource('/api/v1/mcp'))
     .get(
       '/api/v1/oauth/authorize',
       async ({ request }) => {
-        const outcome = await beginAuthorization(system, baseUrl, new URL(request.url).searchParams)
-        if (outcome.kind === 'error-page') return pageResponse(errorPage(outcome.message), 400)
-        if (outcome.kind === 'redirect') return new Response(null, { status: 302, headers: { location: outcome.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
-        // Signed in on these pages recently: straight to the consent.
-        const userId = await browserSessionUser(system, request.headers.get('cookie'))
-        const user = userId ? await accounts.findUser(userId) : undefined
-        if (user) {
-          await bindUser(system, outcome.authorizationId, user.id)
-          const pending = { id: outcome.authorizationId, client_id: outcome.client.client_id, redirect_uri: outcome.redirectUri, scope: outcome.scope }
-          return consent(pending, user, outcome.csrfToken)
+        // Every request may insert a pending authorization: anonymous rows, budgeted like registrations.
+        const admission = throttles.authorize.admit(request, undefined)
+        if (admission.refused) {
+          const wait = admission.retryAfterSeconds
+          return retryAfter(pageResponse(errorPage(`Too many authorization requests from your address. Try again in ${wait} seconds.`), 429), wait)
         }
-        return pageResponse(
-          loginPage({ clientName: outcome.client.client_name, redirectHost: redirectHost(outcome.redirectUri), authorizationId: outcome.authorizationId, csrfToken: outcome.csrfToken }),
-        )
+        const cookies = request.headers.get('cookie')
+        const knownBrowser = browserBinding(cookies)
+        const binding = knownBrowser ?? newBrowserBinding()
+        const outcome = await beginAuthorization(system, baseUrl, new URL(request.url).searchParams, browserBindingDigest(binding))
+        if (outcome.kind === 'error-page') return pageResponse(errorPage(outcome.message), 400)
+        const page = await firstPage(outcome, cookies)
+        if (!knownBrowser) page.headers.append('set-cookie', bindingCookie(binding, secureCookies))
+        return page
       },
       {
         query: t.Object(
@@ -169,22 +188,19 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         const pending = await findPending(system, body.authorization_id)
         if (!pending?.open) return expiredPage()
         if (!csrfMatches(pending, body.csrf_token)) return csrfPage()
+        if (!boundToBrowser(pending, request.headers.get('cookie'))) return otherBrowserPage()
         // The same budgets as POST /api/v1/auth/login: two doors to one password.
         const admission = throttles.login.admit(request, normalizeEmail(body.email))
         if (admission.refused) {
           const wait = admission.retryAfterSeconds
-          const page = await signInAgain(pending, body, `Too many failed sign-ins. Try again in ${wait} second${wait === 1 ? '' : 's'}.`, 429)
-          page.headers.set('retry-after', String(wait))
-          return page
+          return retryAfter(await signInAgain(pending, body, `Too many failed sign-ins. Try again in ${wait} second${wait === 1 ? '' : 's'}.`, 429), wait)
         }
         let user
         try {
           user = await accounts.verifyCredentials(body.email, body.password)
         } catch (error) {
           if (!(error instanceof HashingBusyError)) throw error
-          const page = await signInAgain(pending, body, `Too many sign-ins at the moment. Try again in ${error.retryAfterSeconds} seconds.`, 503)
-          page.headers.set('retry-after', String(error.retryAfterSeconds))
-          return page
+          return retryAfter(await signInAgain(pending, body, `Too many sign-ins at the moment. Try again in ${error.retryAfterSeconds} seconds.`, 503), error.retryAfterSeconds)
         }
         if (!user) return signInAgain(pending, body, 'Wrong e-mail or password.', 401)
         admission.forgive()
@@ -206,6 +222,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         const pending = await findPending(system, body.authorization_id)
         if (!pending?.open) return expiredPage()
         if (!csrfMatches(pending, body.csrf_token)) return csrfPage()
+        if (!boundToBrowser(pending, request.headers.get('cookie'))) return otherBrowserPage()
         const userId = await browserSessionUser(system, request.headers.get('cookie'))
         if (!userId || userId !== pending.user_id) return pageResponse(errorPage('Your sign-in for this request was not found. Return to the application and start again.'), 403)
         if (!(await decide(system, pending.id))) return expiredPage()
@@ -226,7 +243,6 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
           namedClientId(request, body),
           async () => {
             const client = await formClient(system, request, body)
-            if (body.resource !== undefined && body.resource !== resourceIdentifier(baseUrl)) throw new OAuthError(400, 'invalid_target', `the only resource here is ${resourceIdentifier(baseUrl)}`)
             set.headers['cache-control'] = 'no-store'
             set.headers.pragma = 'no-cache'
             if (body.grant_type === 'authorization_code') return tokens.exchangeCode(client, body)

@@ -20,7 +20,7 @@ import { describeError } from '../log.ts'
 import type { Client } from './clients.ts'
 import { GRANT_SECONDS } from './consent.ts'
 import { listLiveGrants, revokeAllGrants, revokeGrant, type GrantSummary } from './grants.ts'
-import { resourceIdentifier } from './metadata.ts'
+import { resourceIdentifiers } from './metadata.ts'
 
 export const OAUTH_REVOKED = 'kgs_oauth_revoked'
 const CATCH_UP_MS = 5_000
@@ -62,12 +62,12 @@ export class OAuthTokens {
   private readonly revokedFamilies = new ExpiringMap<string, true>()
   private readonly revokedTokens = new ExpiringMap<string, true>()
   private readonly signer
-  private readonly audience: string
+  private readonly audiences: string[]
   private timer: Timer | undefined
   private watermark = new Date(0)
 
   private constructor(private readonly options: OAuthTokensOptions) {
-    this.audience = resourceIdentifier(options.issuer)
+    this.audiences = resourceIdentifiers(options.issuer)
     const plugin = jwt({ name: 'accessJwt', secret: options.secret, alg: 'HS256', typ: 'at+jwt', iss: options.issuer })
     // As for session tokens: sign/verify are read from the plugin once, for use outside a request.
     type Decorator = (typeof plugin)['~Singleton']['decorator']['accessJwt']
@@ -116,6 +116,8 @@ export class OAuthTokens {
       fam: family.id,
       exp: Math.floor(Date.now() / 1000) + ttl,
     })
+    // Clients that stop getting tokens are purged in time (purgeEndedOAuthRows).
+    await db`UPDATE oauth_clients SET last_used_at = now() WHERE id = ${family.client_id}`
     let refresh: string | undefined
     if (withRefresh) {
       refresh = randomBytes(32).toString('base64url')
@@ -125,7 +127,7 @@ export class OAuthTokens {
   }
 
   /** authorization_code grant (RFC 6749 §4.1.3 with RFC 7636). Exactly one exchange of a code succeeds. */
-  async exchangeCode(client: Client, params: { code?: string; redirect_uri?: string; code_verifier?: string }): Promise<TokenResponse> {
+  async exchangeCode(client: Client, params: { code?: string; redirect_uri?: string; code_verifier?: string; resource?: string }): Promise<TokenResponse> {
     if (!params.code) throw new OAuthError(400, 'invalid_request', 'code is required')
     if (!params.redirect_uri) throw new OAuthError(400, 'invalid_request', 'redirect_uri is required')
     if (!params.code_verifier) throw new OAuthError(400, 'invalid_request', 'code_verifier is required (PKCE)')
@@ -147,6 +149,8 @@ export class OAuthTokens {
       if (code.redirect_uri !== params.redirect_uri) return { error: 'redirect_uri differs from the authorization request' }
       const challenge = createHash('sha256').update(params.code_verifier!).digest('base64url')
       if (challenge !== code.code_challenge) return { error: 'code_verifier does not match the code_challenge' }
+      // Thrown, not returned: the transaction rolls back and the code stays usable (RFC 8707 §2.2).
+      checkResource(params.resource, code.resource)
       const family = { id: crypto.randomUUID(), client_id: client.client_id, user_id: code.user_id, resource: code.resource }
       await tx`INSERT INTO oauth_token_families (id, client_id, user_id, scope, resource, code_hash) VALUES (${family.id}, ${family.client_id}, ${family.user_id}, ${code.scope}, ${family.resource}, ${codeHash})`
       return { tokens: await this.issue(tx, family, code.scope, client.grant_types.includes('refresh_token')) }
@@ -164,7 +168,7 @@ export class OAuthTokens {
   }
 
   /** refresh_token grant: rotation; presenting a rotated token revokes its family. */
-  async refresh(client: Client, params: { refresh_token?: string; scope?: string }): Promise<TokenResponse> {
+  async refresh(client: Client, params: { refresh_token?: string; scope?: string; resource?: string }): Promise<TokenResponse> {
     if (!params.refresh_token) throw new OAuthError(400, 'invalid_request', 'refresh_token is required')
     if (!client.grant_types.includes('refresh_token')) throw new OAuthError(400, 'unauthorized_client', 'this client may not use refresh tokens')
     const hash = digest(params.refresh_token)
@@ -187,14 +191,17 @@ export class OAuthTokens {
         if (await revokeFamily(tx, family.id)) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
         return { error: 'the grant went unused longer than SESSION_IDLE_TTL; the user must authorize the client again', revoked: [family.id] }
       }
-      if (family.client_id !== client.client_id) return { error: 'the refresh token was issued to another client' }
+      // A refused request must leave the token as it was (else the client's next, correct refresh
+      // looks like reuse and revokes the grant): these refusals are thrown, rolling back the
+      // transaction and with it the token's used_at.
+      if (family.client_id !== client.client_id) throw invalidGrant('the refresh token was issued to another client')
       const granted = token.scope.split(' ')
       const requested = params.scope?.split(' ').filter(Boolean) ?? granted
       const wider = requested.find((s) => !granted.includes(s))
-      if (wider) return { scopeError: `scope ${JSON.stringify(wider)} was not granted` }
+      if (wider) throw new OAuthError(400, 'invalid_scope', `scope ${JSON.stringify(wider)} was not granted`)
+      checkResource(params.resource, family.resource)
       return { tokens: await this.issue(tx, family, [...new Set(requested)].join(' '), true) }
     })
-    if ('scopeError' in outcome) throw new OAuthError(400, 'invalid_scope', outcome.scopeError!)
     if ('error' in outcome) {
       this.markRevoked(outcome.revoked)
       throw invalidGrant(outcome.error!)
@@ -269,7 +276,7 @@ export class OAuthTokens {
     const claims = await this.signer.verify(token, {
       algorithms: ['HS256'],
       issuer: this.options.issuer,
-      audience: this.audience,
+      audience: this.audiences,
       typ: 'at+jwt',
       requiredClaims: ['iss', 'sub', 'aud', 'client_id', 'scope', 'jti', 'iat', 'exp'],
     })
@@ -283,6 +290,11 @@ export class OAuthTokens {
     if (!claims || this.revokedTokens.has(claims.jti) || this.revokedFamilies.has(claims.fam)) return undefined
     return { userId: claims.sub, clientId: claims.client_id, scopes: claims.scope.split(' ') }
   }
+}
+
+/** RFC 8707: a token request naming a resource gets a token for the one the user authorized, or none. */
+function checkResource(requested: string | undefined, authorized: string): void {
+  if (requested !== undefined && requested !== authorized) throw new OAuthError(400, 'invalid_target', `this grant is for the resource ${authorized}`)
 }
 
 async function revokeFamily(db: Db, familyId: string): Promise<boolean> {

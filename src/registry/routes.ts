@@ -8,7 +8,7 @@ import { Elysia, t } from 'elysia'
 import type { Sql } from 'postgres'
 import { timestampedId } from '../blobs/leftovers.ts'
 import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
-import { SERVICE_SUBJECT, authenticate, forbidden, holdsSystemPermission, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
+import { SERVICE_SUBJECT, authenticatesFirst, forbidden, principalOf, holdsSystemPermission, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted, UploadTooSlow, type UploadPace } from '../http/upload.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
@@ -280,8 +280,10 @@ export function registryRoutes(options: RegistryRoutesOptions) {
   const access = new Elysia({ name: 'kgs/registry-access' }).macro({
     /** registry:push / registry:pull in the system domain, or (delete) any authenticated user; the route checks ownership. */
     registry: (need: RegistryAccess) => ({
+      // Deleting needs write on top of ownership (the route checks both).
+      ...authenticatesFirst(authenticator, need === 'owner-or-sysadmin' ? 'write' : scopeNeeded(need)),
       async resolve({ request }) {
-        const principal = await authenticate(authenticator, request)
+        const principal = principalOf(request)
         if (need !== 'owner-or-sysadmin') {
           if (!holdsSystemPermission(authorizer, principal, need)) throw forbidden(need)
           requireScope(principal, scopeNeeded(need), authenticator.resourceMetadataUrl)

@@ -6,7 +6,7 @@
 import { Elysia } from 'elysia'
 import type { Sql } from 'postgres'
 import type { Pools } from '../db/pools.ts'
-import { authenticate, forbidden, requireScope, type Authenticator } from '../http/auth.ts'
+import { authenticatesFirst, forbidden, principalOf, requireScope, type Authenticator } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { SYSTEM_DOMAIN, scopeNeeded, type RepositoryPermission, type SystemPermission } from '../rbac/permissions.ts'
 import type { Rbac } from '../rbac/rbac.ts'
@@ -33,7 +33,7 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
 
   /** The principal, and the repository (when one is named) in whose domain `permission` was checked. */
   const authorize = async (request: Request, params: unknown, permission: RepositoryPermission, systemFallback: boolean) => {
-    const principal = await authenticate(authenticator, request)
+    const principal = principalOf(request)
     const fromPath = (params as Record<string, string> | undefined)?.repoID
     const fromHeader = request.headers.get(REPOSITORY_HEADER)
     const repository = systemFallback && fromPath === undefined && !fromHeader ? undefined : await resolve(principal.userId, fromPath, fromHeader)
@@ -44,6 +44,7 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
 
   return new Elysia({ name: 'kgs/repository-scope' }).macro({
     repository: (permission: RepositoryPermission) => ({
+      ...authenticatesFirst(authenticator, scopeNeeded(permission)),
       async resolve({ request, params }) {
         const { principal, repository } = await authorize(request, params, permission, false)
         return { principal, repository: repository!, db: (): Promise<Sql> => pools.forRepository(repository!.id) }
@@ -54,6 +55,7 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
      * repository's domain, or in the system domain when no repository is named.
      */
     repositoryOrSystem: (permission: RepositoryPermission & SystemPermission) => ({
+      ...authenticatesFirst(authenticator, scopeNeeded(permission)),
       async resolve({ request, params }) {
         return authorize(request, params, permission, true)
       },

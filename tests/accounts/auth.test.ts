@@ -149,7 +149,7 @@ describe(`access tokens (${BACKEND})`, () => {
   test('no token: 401 with WWW-Authenticate: Bearer and resource_metadata', async () => {
     const res = await me()
     expectError(res, 401, 'authentication required')
-    expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1"`)
+    expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1", scope="read"`)
   })
 
   const claims = () => ({ sub: grant.user.id, sid: JSON.parse(atob(grant.token.split('.')[1]!)).sid, jti: crypto.randomUUID(), typ: 'session' })
@@ -175,7 +175,7 @@ describe(`access tokens (${BACKEND})`, () => {
     test(`${what}: 401 invalid_token`, async () => {
       const res = await me(await make())
       expectError(res, 401, 'invalid or expired access token')
-      expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1", error="invalid_token"`)
+      expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1", scope="read", error="invalid_token"`)
     })
   }
 
@@ -278,7 +278,7 @@ describe(`users (${BACKEND})`, () => {
   test('PUT updates name and e-mail of oneself', async () => {
     const grant = await register()
     const email = uniqueEmail('New')
-    const res = await http.put(`/api/v1/users/${grant.user.id}`, { name: ' Grace ', email: email.toUpperCase() }, grant.token)
+    const res = await http.put(`/api/v1/users/${grant.user.id}`, { name: ' Grace ', email: email.toUpperCase(), current_password: PASSWORD }, grant.token)
     expect(res.status).toBe(200)
     expect(res.body).toMatchObject({ id: grant.user.id, name: 'Grace', email: email.toLowerCase() })
     expect((await http.post('/api/v1/auth/login', { email, password: PASSWORD })).status).toBe(200)
@@ -286,10 +286,21 @@ describe(`users (${BACKEND})`, () => {
     expect(nameOnly.body).toMatchObject({ name: 'Hopper', email: email.toLowerCase() })
   })
 
+  test('changing the e-mail needs the current password (ASVS 7.5.1, SECURITY O5); the same e-mail again does not', async () => {
+    const grant = await register()
+    const email = uniqueEmail('moved')
+    expectError(await http.put(`/api/v1/users/${grant.user.id}`, { email }, grant.token), 400, 'invalid body: current_password: required to change the e-mail')
+    expectError(await http.put(`/api/v1/users/${grant.user.id}`, { email, current_password: 'not the password' }, grant.token), 403, 'current_password is wrong')
+    expect((await http.post('/api/v1/auth/login', { email, password: PASSWORD })).status).toBe(401)
+    expect((await http.put(`/api/v1/users/${grant.user.id}`, { email: grant.user.email.toUpperCase(), name: 'Same' }, grant.token)).status).toBe(200)
+    expect((await http.put(`/api/v1/users/${grant.user.id}`, { email, current_password: PASSWORD }, grant.token)).status).toBe(200)
+    expect((await http.post('/api/v1/auth/login', { email, password: PASSWORD })).status).toBe(200)
+  })
+
   test('PUT: taken e-mail 409; another user 403; unknown 404; malformed 400; no token 401', async () => {
     const a = await register()
     const b = await register()
-    expectError(await http.put(`/api/v1/users/${a.user.id}`, { email: b.user.email.toUpperCase() }, a.token), 409, 'e-mail address already registered')
+    expectError(await http.put(`/api/v1/users/${a.user.id}`, { email: b.user.email.toUpperCase(), current_password: PASSWORD }, a.token), 409, 'e-mail address already registered')
     expectError(await http.put(`/api/v1/users/${b.user.id}`, { name: 'x' }, a.token), 403, 'permission denied: user:manage')
     expectError(await http.put(`/api/v1/users/${crypto.randomUUID()}`, { name: 'x' }, a.token), 404)
     expectError(await http.put(`/api/v1/users/${a.user.id}`, { email: 'nope' }, a.token), 400, 'invalid body: email: expected an e-mail address')

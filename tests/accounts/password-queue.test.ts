@@ -7,7 +7,7 @@ import { availableParallelism } from 'node:os'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
-import { pkcePair, registerClient } from '../helpers/oauth.ts'
+import { browserCookie, pkcePair, registerClient } from '../helpers/oauth.ts'
 import { limitWaitingHashes, verifyPassword } from '../../src/accounts/passwords.ts'
 
 const PASSWORD = 'correct horse battery'
@@ -70,9 +70,10 @@ describe(`a full password-hashing queue (${BACKEND})`, () => {
       code_challenge_method: 'S256',
       state: 's',
     })
-    const page = await (await server.request(`/api/v1/oauth/authorize?${query}`)).text()
+    const browser = browserCookie()
+    const page = await (await server.request(`/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })).text()
     const fields = { authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!, csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!, email, password: PASSWORD }
-    const signIn = () => server.request('/api/v1/oauth/authorize/login', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) })
+    const signIn = () => server.request('/api/v1/oauth/authorize/login', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: browser }, body: new URLSearchParams(fields) })
     const refused = await withFullQueue(signIn)
     expect(refused.status).toBe(503)
     expect(refused.headers.get('retry-after')).toBe('5')

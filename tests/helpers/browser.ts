@@ -1,4 +1,6 @@
-// The Chromium the browser tests drive through playwright-core, found or provisioned here so that
+// Headless Chromium for the tests that need a real browser (the OAuth pages, CORS, Swagger UI),
+// and the loopback listener a native agent runs to catch the authorization redirect (RFC 8252
+// §7.3). The Chromium is found or provisioned here so that
 // `npm install && npm test` passes on a machine with nothing else installed:
 //   1. CHROMIUM_PATH, else Debian's /usr/bin/chromium, when that file exists;
 //   2. otherwise the Chromium of the @sparticuz/chromium dev dependency, which npm installs
@@ -6,7 +8,7 @@
 // Setting CHROMIUM_PATH to a path that does not exist is how to test step 2 on a machine that
 // has step 1. Where neither works, the test fails with one line saying what to install.
 import { existsSync } from 'node:fs'
-import { chromium, type Browser } from 'playwright-core'
+import { chromium, type Browser, type Page } from 'playwright-core'
 
 const SYSTEM_CHROMIUM = '/usr/bin/chromium'
 const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage']
@@ -45,4 +47,38 @@ export async function launchBrowser(): Promise<Browser> {
   } catch (error) {
     throw noBrowser(`${executablePath} did not start (${firstLine(error)})`)
   }
+}
+
+export interface LoopbackListener {
+  /** The port the listener got. */
+  port: number
+  /** Resolves with the next request's URL. */
+  nextRedirect(): Promise<URL>
+  stop(): void
+}
+
+/** An agent's redirect listener on `hostname` (127.0.0.1 or ::1), on an ephemeral port. */
+export function listenOnLoopback(hostname: string): LoopbackListener {
+  const waiting: ((url: URL) => void)[] = []
+  const server = Bun.serve({
+    port: 0,
+    hostname,
+    fetch(request) {
+      waiting.shift()?.(new URL(request.url))
+      return new Response('<!doctype html><title>done</title><p>You may close this window.</p>', { headers: { 'content-type': 'text/html' } })
+    },
+  })
+  return {
+    port: server.port!,
+    nextRedirect: () => new Promise<URL>((resolve) => waiting.push(resolve)),
+    stop: () => server.stop(true),
+  }
+}
+
+/** Signs in on the authorization page the browser shows and presses `button` on the consent page. */
+export async function signInAndDecide(page: Page, account: { email: string; password: string }, button: 'Allow' | 'Deny'): Promise<void> {
+  await page.getByLabel('Email').fill(account.email)
+  await page.getByLabel('Password').fill(account.password)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('button', { name: button }).click()
 }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { runKgs, startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, expectOAuthError, uniqueEmail } from '../helpers/api.ts'
-import { pkcePair } from '../helpers/oauth.ts'
+import { browserCookie, pkcePair } from '../helpers/oauth.ts'
 import { ConfigError, parseEnv } from '../../src/config.ts'
 import { addressKey, clientAddress } from '../../src/http/throttle.ts'
 
@@ -216,11 +216,12 @@ describe(`throttling on, behind one trusted proxy (${BACKEND})`, () => {
     expect(registered.status).toBe(201)
     const { challenge } = pkcePair()
     const query = new URLSearchParams({ response_type: 'code', client_id: registered.body.client_id, redirect_uri: 'https://agent.example/cb', code_challenge: challenge, code_challenge_method: 'S256', state: 's' })
-    const page = await (await server.request(`/api/v1/oauth/authorize?${query}`)).text()
+    const browser = browserCookie()
+    const page = await (await server.request(`/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })).text()
     const fields = { authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!, csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!, email, password: PASSWORD }
     const res = await server.request('/api/v1/oauth/authorize/login', {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', ...via(freshAddress()) },
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: browser, ...via(freshAddress()) },
       body: new URLSearchParams(fields),
     })
     retryAfter(res, 1800)
@@ -273,6 +274,22 @@ describe(`throttling on, behind one trusted proxy (${BACKEND})`, () => {
     expectError(refused, 429, `too many failed token requests; retry after ${seconds} seconds`)
     expectOAuthError(await kgs.badCode('yet-another-client', address), 429, 'temporarily_unavailable')
     expect((await kgs.refresh(refreshToken, freshAddress())).status).toBe(200)
+  })
+
+  test('per address: three authorization requests (each records a pending authorization), then 429 on kgs’s page', async () => {
+    const address = freshAddress()
+    const registered = await kgs.registerClient(freshAddress())
+    const open = (from: string) =>
+      server.request(
+        `/api/v1/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: registered.body.client_id, redirect_uri: 'https://agent.example/cb', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })}`,
+        { headers: via(from) },
+      )
+    for (let i = 0; i < 3; i++) expect((await open(address)).status).toBe(200)
+    const refused = await open(address)
+    retryAfter(refused, 1200)
+    expect(refused.headers.get('content-type')).toStartWith('text/html')
+    expect(await refused.text()).toMatch(/Too many authorization requests from your address\. Try again in \d+ seconds\./)
+    expect((await open(freshAddress())).status).toBe(200)
   })
 
   test('per address: three registrations of accounts or clients, failed or not, then 429', async () => {

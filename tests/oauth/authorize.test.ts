@@ -1,14 +1,14 @@
-// GET /api/v1/oauth/authorize: request validation (page errors before the client is trusted,
-// redirect errors with state and iss after), and the sign-in page with its security headers.
+// GET /api/v1/oauth/authorize: request validation (every error before sign-in is kgs's own
+// page), redirect URI matching, and the sign-in page with its security headers.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api } from '../helpers/api.ts'
+import { pkcePair } from '../helpers/oauth.ts'
 
 let server: TestServer
 let clientId: string
 const REDIRECT = 'http://127.0.0.1:41234/callback'
-const CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'
 
 beforeAll(async () => {
   server = await startTestServer()
@@ -23,17 +23,7 @@ function authorize(params: Record<string, string | string[] | undefined>) {
   return fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { redirect: 'manual' })
 }
 
-const valid = () => ({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: CHALLENGE, code_challenge_method: 'S256', state: 'xyz-state', scope: 'read' })
-
-async function expectRedirectError(res: Response, error: string, description?: RegExp) {
-  expect(res.status).toBe(302)
-  const location = new URL(res.headers.get('location')!)
-  expect(`${location.origin}${location.pathname}`).toBe(REDIRECT)
-  expect(location.searchParams.get('error')).toBe(error)
-  expect(location.searchParams.get('state')).toBe('xyz-state')
-  expect(location.searchParams.get('iss')).toBe(server.url)
-  if (description) expect(location.searchParams.get('error_description')).toMatch(description)
-}
+const valid = () => ({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: pkcePair().challenge, code_challenge_method: 'S256', state: 'xyz-state', scope: 'read' })
 
 async function expectErrorPage(res: Response, message: RegExp) {
   expect(res.status).toBe(400)
@@ -77,31 +67,61 @@ describe(`authorization request (${BACKEND})`, () => {
     await expectErrorPage(await authorize({ ...valid(), redirect_uri: undefined }), /no redirect_uri/)
   })
 
-  test('missing PKCE: invalid_request back to the client with state and iss', async () => {
-    await expectRedirectError(await authorize({ ...valid(), code_challenge: undefined, code_challenge_method: undefined }), 'invalid_request', /PKCE is required/)
+  // Before the user has signed in, errors are kgs's own page, never a redirect (decisions.md §5,
+  // RFC 9700 §4.11.2): clients register themselves, so a redirect would be an open redirector.
+  const invalidRequests: [string, Record<string, string | string[] | undefined>, RegExp][] = [
+    ['missing PKCE', { code_challenge: undefined, code_challenge_method: undefined }, /invalid_request.*PKCE is required/],
+    ['plain PKCE', { code_challenge_method: 'plain' }, /S256/],
+    ['a malformed code challenge', { code_challenge: 'too-short' }, /code_challenge must be/],
+    ['response_type other than code', { response_type: 'token' }, /unsupported_response_type/],
+    ['a scope the client was not registered for', { scope: 'read admin' }, /invalid_scope.*&quot;admin&quot;/],
+    ['another resource (RFC 8707)', { resource: 'https://other.example/api' }, /invalid_target/],
+    ['a repeated parameter', { scope: ['read', 'write'] }, /scope appears more than once/],
+  ]
+  for (const [what, change, message] of invalidRequests) {
+    test(`${what}: kgs's error page, no redirect`, async () => {
+      await expectErrorPage(await authorize({ ...valid(), ...change }), message)
+    })
+  }
+
+  test('open redirect (SECURITY O1): a self-registered phishing URI is never redirected to before sign-in', async () => {
+    const phish = 'https://phish.example/landing'
+    const registered = await api(server.url).post('/api/v1/oauth/register', { redirect_uris: [phish] })
+    const res = await authorize({ client_id: registered.body.client_id, redirect_uri: phish, response_type: 'token' })
+    await expectErrorPage(res, /unsupported_response_type/)
   })
 
-  test('plain PKCE: invalid_request', async () => {
-    await expectRedirectError(await authorize({ ...valid(), code_challenge_method: 'plain' }), 'invalid_request', /S256/)
+  test('each described resource may be asked for: the base URL, /api/v1, /api/v1/mcp', async () => {
+    for (const resource of [server.url, `${server.url}/api/v1`, `${server.url}/api/v1/mcp`]) expect((await authorize({ ...valid(), resource })).status).toBe(200)
   })
 
-  test('a malformed code challenge: invalid_request', async () => {
-    await expectRedirectError(await authorize({ ...valid(), code_challenge: 'too-short' }), 'invalid_request', /code_challenge/)
-  })
+  // RFC 8252 §8.3: exact match except the port; a URI that merely parses to the same place is another URI.
+  const lookalikes = [
+    'http://evil@127.0.0.1:8765/callback',
+    'http://127.0.0.1:8765/x/../callback',
+    'http://2130706433:8765/callback',
+    'http://0x7f.0.0.1:8765/callback',
+    'http://127.1:8765/callback',
+    ' http://127.0.0.1:8765/callback',
+    'http://127.0.0.1:8765/callback\t',
+    'http://127.0.0.1:8765/callback%09',
+    'http://127.0.0.1:8765/Callback',
+    'http://127.0.0.1:8765/callback/',
+    'http://127.0.0.1:8765/callback?x=1',
+    'http://localhost:8765/callback',
+    'https://127.0.0.1:8765/callback',
+  ]
+  for (const uri of lookalikes) {
+    test(`redirect URI ${JSON.stringify(uri)} does not match the registered ${REDIRECT}`, async () => {
+      await expectErrorPage(await authorize({ ...valid(), redirect_uri: uri }), /not registered/)
+    })
+  }
 
-  test('response_type other than code: unsupported_response_type', async () => {
-    await expectRedirectError(await authorize({ ...valid(), response_type: 'token' }), 'unsupported_response_type')
-  })
-
-  test('a scope the client was not registered for: invalid_scope', async () => {
-    await expectRedirectError(await authorize({ ...valid(), scope: 'read admin' }), 'invalid_scope', /"admin"/)
-  })
-
-  test('another resource (RFC 8707): invalid_target', async () => {
-    await expectRedirectError(await authorize({ ...valid(), resource: 'https://other.example/api' }), 'invalid_target')
-  })
-
-  test('a repeated parameter: invalid_request', async () => {
-    await expectRedirectError(await authorize({ ...valid(), scope: ['read', 'write'] }), 'invalid_request', /scope appears more than once/)
+  test('the loopback port may vary for 127.0.0.1, localhost and [::1], each matched to its own registration', async () => {
+    const uris = ['http://127.0.0.1/cb', 'http://localhost:1/cb', 'http://[::1]/cb']
+    const registered = await api(server.url).post('/api/v1/oauth/register', { redirect_uris: uris })
+    for (const host of ['127.0.0.1', 'localhost', '[::1]']) {
+      expect((await authorize({ ...valid(), client_id: registered.body.client_id, redirect_uri: `http://${host}:8765/cb` })).status).toBe(200)
+    }
   })
 })

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
+import { browserCookie, pkcePair } from '../helpers/oauth.ts'
 
 let server: TestServer
 let clientId: string
@@ -11,7 +12,8 @@ let user: { email: string }
 let other: { email: string }
 const PASSWORD = 'correct horse battery'
 const REDIRECT = 'http://127.0.0.1:41235/callback'
-const CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'
+/** The test's browser: its binding cookie goes with every request unless a test says otherwise. */
+const BROWSER = browserCookie()
 
 beforeAll(async () => {
   server = await startTestServer()
@@ -24,8 +26,8 @@ afterAll(() => server.stop())
 
 /** Opens an authorization request; returns the ids its page carries (and the cookie it was sent with). */
 async function begin(cookie?: string) {
-  const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: CHALLENGE, code_challenge_method: 'S256', state: 's-123', scope: 'read write' })
-  const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: cookie ? { cookie } : {} })
+  const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: pkcePair().challenge, code_challenge_method: 'S256', state: 's-123', scope: 'read write' })
+  const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: cookie ? `${BROWSER}; ${cookie}` : BROWSER } })
   const html = await res.text()
   return {
     status: res.status,
@@ -36,11 +38,11 @@ async function begin(cookie?: string) {
   }
 }
 
-const form = (path: string, fields: Record<string, string>, cookie?: string) =>
+const form = (path: string, fields: Record<string, string>, cookie?: string, browser = BROWSER) =>
   fetch(server.url + path, {
     method: 'POST',
     redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: [browser, cookie].filter(Boolean).join('; ') },
     body: new URLSearchParams(fields),
   })
 
@@ -65,6 +67,27 @@ describe(`sign-in and consent (${BACKEND})`, () => {
     expect(html).toContain(user.email)
     // The redirect after the consent form must be allowed by form-action.
     expect(res.headers.get('content-security-policy')).toContain("form-action 'self' http://127.0.0.1:41235")
+  })
+
+  test('[::1] redirects: form-action allows the scheme, since no CSP source can hold an IPv6 literal', async () => {
+    const v6 = (await api(server.url).post('/api/v1/oauth/register', { redirect_uris: ['http://[::1]:41236/callback'] })).body.client_id
+    const query = new URLSearchParams({ response_type: 'code', client_id: v6, redirect_uri: 'http://[::1]:41236/callback', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
+    const page = await (await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: BROWSER } })).text()
+    const fields = { authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!, csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!, email: user.email, password: PASSWORD }
+    const consent = await form('/api/v1/oauth/authorize/login', fields)
+    expect(consent.status).toBe(200)
+    const csp = consent.headers.get('content-security-policy')!
+    expect(csp).toContain("form-action 'self' http:;")
+    expect(csp).not.toContain('[::1]')
+  })
+
+  test('a private-use redirect URI is shown whole on the pages (its "host" is the client’s own words)', async () => {
+    const uri = 'cursor://anysphere.cursor-mcp/oauth/callback'
+    const cursor = (await api(server.url).post('/api/v1/oauth/register', { redirect_uris: [uri], client_name: 'Cursor' })).body.client_id
+    const query = new URLSearchParams({ response_type: 'code', client_id: cursor, redirect_uri: uri, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
+    const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: BROWSER } })
+    expect(res.status).toBe(200)
+    expect(await res.text()).toContain(`<span class="host">${uri}</span>`)
   })
 
   test('Allow: 303 to the client with a code, state and iss; the decision is final', async () => {
@@ -123,6 +146,41 @@ describe(`sign-in and consent (${BACKEND})`, () => {
     const { cookie } = await signIn()
     const decision = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: another.csrf, decision: 'allow' }, cookie)
     expect(decision.status).toBe(403)
+  })
+
+  test('a pending authorization answers only the browser that started it (login CSRF without Fetch Metadata)', async () => {
+    // The attacker opens an authorization in their browser and has the victim's browser post its
+    // sign-in form, CSRF token and all; no Sec-Fetch-Site says where it came from.
+    const attackers = await begin()
+    const fields = { authorization_id: attackers.authorizationId, csrf_token: attackers.csrf, email: other.email, password: PASSWORD }
+    for (const victim of ['', browserCookie()]) {
+      const res = await form('/api/v1/oauth/authorize/login', fields, undefined, victim)
+      expect(res.status).toBe(403)
+      expect(res.headers.get('set-cookie')).toBeNull()
+      expect(await res.text()).toContain('started in another browser')
+    }
+    // The decision likewise, even with the right user's session.
+    const { page, cookie } = await signIn()
+    const session = cookie.split('; ').find((c) => c.startsWith('kgs_oauth_session='))!
+    expect((await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }, session, browserCookie())).status).toBe(403)
+    expect((await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }, session)).status).toBe(303)
+  })
+
+  test('a browser without the binding cookie is given one on its first authorization request', async () => {
+    const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
+    const fresh = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`)
+    expect(fresh.headers.get('set-cookie')).toMatch(/^kgs_oauth_browser=[A-Za-z0-9_-]{43}; Path=\/api\/v1\/oauth; HttpOnly; SameSite=Lax$/)
+    expect((await begin()).status).toBe(200)
+  })
+
+  test('a code_challenge serves one authorization: the same one again is refused', async () => {
+    const { challenge } = pkcePair()
+    const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256' })
+    const open = () => fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: BROWSER } })
+    expect((await open()).status).toBe(200)
+    const again = await open()
+    expect(again.status).toBe(400)
+    expect(await again.text()).toContain('this code_challenge was already used')
   })
 
   test('a decision needs the pages’ session of the user who signed in for it', async () => {

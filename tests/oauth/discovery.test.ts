@@ -48,8 +48,12 @@ describe(`discovery (${BACKEND})`, () => {
     expect(registered.client_id).toMatch(/^[A-Za-z0-9_-]{24}$/)
   })
 
-  test('the resource metadata is also served without the path suffix', async () => {
-    const res = await server.request('/.well-known/oauth-protected-resource')
-    expect(await res.json()).toMatchObject({ resource: `${server.url}/api/v1`, authorization_servers: [server.url], resource_documentation: `${server.url}/swagger` })
+  test('RFC 9728 §3.3: each document describes exactly the resource whose path was inserted', async () => {
+    for (const path of ['', '/api/v1', '/api/v1/mcp']) {
+      const resourceId = new URL(server.url + path)
+      // oauth4webapi derives the location from the identifier and compares `resource` with it.
+      const rs = await oauth.processResourceDiscoveryResponse(resourceId, await oauth.resourceDiscoveryRequest(resourceId, insecure))
+      expect(rs).toMatchObject({ resource: server.url + path, authorization_servers: [server.url], resource_documentation: `${server.url}/swagger` })
+    }
   })
 })

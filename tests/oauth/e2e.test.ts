@@ -5,18 +5,16 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import * as oauth from 'oauth4webapi'
 import type { Browser } from 'playwright-core'
-import { launchBrowser } from '../helpers/browser.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
-
+import { launchBrowser, listenOnLoopback, signInAndDecide, type LoopbackListener } from '../helpers/browser.ts'
 const insecure = { [oauth.allowInsecureRequests]: true } // the test servers speak http on loopback
 const account = { email: uniqueEmail('person'), password: 'correct horse battery' }
 
 let server: TestServer
 let browser: Browser
-let listener: ReturnType<typeof Bun.serve>
-let callbacks: ((url: URL) => void)[] = []
+let listener: LoopbackListener
 let as: oauth.AuthorizationServer
 let client: oauth.Client
 let redirectUri: string
@@ -25,14 +23,7 @@ beforeAll(async () => {
   server = await startTestServer()
   expect((await api(server.url).post('/api/v1/auth/register', account)).status).toBe(201)
   // The agent's loopback redirect listener (RFC 8252 §7.3).
-  listener = Bun.serve({
-    port: 0,
-    hostname: '127.0.0.1',
-    fetch(request) {
-      callbacks.shift()?.(new URL(request.url))
-      return new Response('<!doctype html><title>done</title><p>You may close this window.</p>', { headers: { 'content-type': 'text/html' } })
-    },
-  })
+  listener = listenOnLoopback('127.0.0.1')
   redirectUri = `http://127.0.0.1:${listener.port}/callback`
   const issuer = new URL(server.url)
   as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }))
@@ -44,7 +35,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close()
-  listener?.stop(true)
+  listener?.stop()
   await server.stop()
 })
 
@@ -62,14 +53,11 @@ async function authorizeInBrowser(button: 'Allow' | 'Deny') {
     scope: 'read write',
     state,
   }).toString()
-  const redirected = new Promise<URL>((resolve) => callbacks.push(resolve))
+  const redirected = listener.nextRedirect()
   const context = await browser.newContext()
   const page = await context.newPage()
   await page.goto(url.href)
-  await page.getByLabel('Email').fill(account.email)
-  await page.getByLabel('Password').fill(account.password)
-  await page.getByRole('button', { name: 'Sign in' }).click()
-  await page.getByRole('button', { name: button }).click()
+  await signInAndDecide(page, account, button)
   const callback = await redirected
   await context.close()
   return { callback, verifier, state }

@@ -61,8 +61,14 @@ describe(`client registration (${BACKEND})`, () => {
     ['http://192.168.1.5/cb', /plain http is allowed only on a loopback address/],
     ['https://agent.example/cb#frag', /must not have a fragment/],
     ['/relative/cb', /is not an absolute URI/],
-    ['javascript:alert(1)', /expected https, http on a loopback address, or a reverse-domain private-use scheme/],
-    ['myapp:/cb', /expected https, http on a loopback address, or a reverse-domain private-use scheme/],
+    ['http://evil@127.0.0.1/cb', /must not have a user name or password/],
+    ['http://127.0.0.1/x/../cb', /must not have \. or \.\. path segments/],
+    ['http://2130706433/cb', /plain http is allowed only on a loopback address/],
+    ['http://0x7f.0.0.1/cb', /plain http is allowed only on a loopback address/],
+    ['http://127.0.0.1/cb\t', /whitespace or control characters/],
+    ...['javascript:alert(1)', 'data:text/html,x', 'file:///etc/passwd', 'vbscript:x', 'blob:https://a.example/x', 'about:blank', 'JavaScript:alert(1)'].map(
+      (uri): [string, RegExp] => [uri, /expected https, http on a loopback address, or a private-use scheme/],
+    ),
   ]
   for (const [uri, description] of badRedirects) {
     test(`redirect URI ${uri}: invalid_redirect_uri`, async () => {
@@ -71,9 +77,21 @@ describe(`client registration (${BACKEND})`, () => {
   }
 
   test('acceptable redirect URIs', () => {
-    for (const uri of ['https://agent.example/cb', 'http://127.0.0.1/cb', 'http://[::1]:9000/cb', 'http://localhost:3000/cb', 'com.example.agent:/oauth2redirect']) {
+    for (const uri of ['https://agent.example/cb', 'http://127.0.0.1/cb', 'http://[::1]:9000/cb', 'http://localhost:3000/cb', 'com.example.agent:/oauth2redirect', 'myapp:/cb', 'cursor://anysphere.cursor-mcp/oauth/callback']) {
       expect(redirectUriProblem(uri)).toBeUndefined()
     }
+  })
+
+  test('Cursor registers: its body, with a cursor:// redirect URI beside two others (decisions.md §5a)', async () => {
+    const res = await http.post('/api/v1/oauth/register', {
+      client_name: 'Cursor',
+      redirect_uris: ['cursor://anysphere.cursor-mcp/oauth/callback', 'http://127.0.0.1:33418/callback', 'https://cursor.com/oauth/callback'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    })
+    expect(res.status).toBe(201)
+    expect(res.body.redirect_uris[0]).toBe('cursor://anysphere.cursor-mcp/oauth/callback')
   })
 
   const badMetadata: [string, unknown, RegExp][] = [

@@ -142,6 +142,31 @@ describe(`token endpoint (${BACKEND})`, () => {
     expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: narrower.body.refresh_token!, client_id: client.client_id }), 400, 'invalid_grant')
   })
 
+  test('a refused refresh (wider scope, another client, another resource) leaves the token usable', async () => {
+    const { code, verifier } = await codeFor(client, 'read')
+    const tokens = await exchange(code, verifier)
+    const other = await registerClient(server.url, { scope: 'read write admin' })
+    const refresh = (fields: Record<string, string> = {}) => tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: client.client_id, ...fields })
+    expectOAuthError(await refresh({ scope: 'read write' }), 400, 'invalid_scope')
+    expectOAuthError(await refresh({ client_id: other.client_id }), 400, 'invalid_grant', /another client/)
+    expectOAuthError(await refresh({ resource: server.url }), 400, 'invalid_target')
+    const correct = await refresh()
+    expect(correct.status).toBe(200)
+    expect((await me(correct.body.access_token!)).status).toBe(200)
+  })
+
+  test('each described resource is an accepted audience: the base URL, /api/v1 and /api/v1/mcp', async () => {
+    for (const resource of [server.url, `${server.url}/api/v1`, `${server.url}/api/v1/mcp`]) {
+      const { verifier, challenge } = pkcePair()
+      const { code } = await obtainCode(server.url, client, account, { challenge, resource })
+      const granted = await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id, resource })
+      expect(granted.status).toBe(200)
+      const claims = JSON.parse(Buffer.from(granted.body.access_token!.split('.')[1]!, 'base64url').toString()) as { aud: string }
+      expect(claims.aud).toBe(resource)
+      expect((await me(granted.body.access_token!)).status).toBe(200)
+    }
+  })
+
   test('confidential clients authenticate with the method they registered', async () => {
     const basicClient = await registerClient(server.url, { token_endpoint_auth_method: 'client_secret_basic' })
     const postClient = await registerClient(server.url, { token_endpoint_auth_method: 'client_secret_post' })
@@ -191,6 +216,16 @@ describe(`revocation and scopes (${BACKEND})`, () => {
     expect(update.body).toEqual({ error: 'insufficient scope: this needs a token with the write scope' })
     expect(update.headers.get('www-authenticate')).toContain('error="insufficient_scope", scope="write"')
     expect((await api(server.url).post('/api/v1/repositories', { name: 'by agent' }, tokens.access_token)).status).toBe(403)
+  })
+
+  test('no OAuth token changes the sign-in e-mail, whatever its scope, even with the password (SECURITY O5)', async () => {
+    const { code, verifier } = await codeFor(client, 'read write admin')
+    const tokens = await exchange(code, verifier)
+    const profile = await me(tokens.access_token)
+    const update = await api(server.url).put(`/api/v1/users/${profile.body.id}`, { email: uniqueEmail('taken-over'), current_password: account.password }, tokens.access_token)
+    expect(update.status).toBe(403)
+    expect(update.body).toEqual({ error: 'sign-in credentials are managed with a session token, not an OAuth access token' })
+    expect((await me(tokens.access_token)).body.email).toBe(account.email)
   })
 
   test('a write token writes, within the user’s roles; deleting a repository needs admin', async () => {

@@ -1,14 +1,14 @@
 // Secrets at rest and in flight, for the security review (SECURITY.md): how passwords and every
 // kind of token are stored, that answers carrying tokens or given for credentials are never
-// cached, that no route answers cross-origin requests (no CORS), and that SQL in a value stays
-// data.
+// cached, that cross-origin requests get CORS without credentials (and none on the authorization
+// pages), and that SQL in a value stays data.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { withSystemDb } from './system-db.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
-import { obtainCode, pkcePair, registerClient } from '../helpers/oauth.ts'
+import { browserCookie, obtainCode, pkcePair, registerClient } from '../helpers/oauth.ts'
 import { purgeEndedSessions } from '../../src/accounts/sessions.ts'
 import { purgeEndedOAuthRows } from '../../src/oauth/consent.ts'
 
@@ -39,11 +39,12 @@ describe(`secrets at rest (${BACKEND})`, () => {
     const client = await registerClient(server.url, { token_endpoint_auth_method: 'client_secret_post' })
     const account = { email: session.user.email, password: PASSWORD }
     const query = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: client.redirect_uri, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
-    const page = await (await fetch(`${server.url}/api/v1/oauth/authorize?${query}`)).text()
+    const browser = browserCookie()
+    const page = await (await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })).text()
     const csrf = /name="csrf_token" value="([^"]+)"/.exec(page)![1]!
     const login = await fetch(`${server.url}/api/v1/oauth/authorize/login`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: browser },
       body: new URLSearchParams({ authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!, csrf_token: csrf, ...account }),
     })
     const pagesSession = /kgs_oauth_session=([^;]+)/.exec(login.headers.get('set-cookie')!)![1]!
@@ -113,21 +114,29 @@ describe(`secrets in flight (${BACKEND})`, () => {
     expect((await http.get('/api/v1/users/me', token)).status).toBe(200)
   })
 
-  test('no CORS: no route grants another origin access, preflights included', async () => {
+  test('CORS (decisions.md §5a): any origin, never with credentials; the cookie-bearing pages answer none', async () => {
     const origin = { origin: 'https://evil.example' }
-    const answers = [
+    const open = [
       await fetch(`${server.url}/api/v1/oauth/token`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST' } }),
       await fetch(`${server.url}/api/v1/users/me`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' } }),
       await fetch(`${server.url}/.well-known/oauth-authorization-server`, { headers: origin }),
-      await fetch(`${server.url}/api/v1/oauth/authorize?client_id=x`, { headers: origin }),
       await fetch(`${server.url}/api/v1/auth/login`, { method: 'POST', headers: { ...origin, 'content-type': 'application/json' }, body: '{}' }),
     ]
-    for (const res of answers) {
-      expect([...res.headers.keys()].filter((name) => name.startsWith('access-control-'))).toEqual([])
+    for (const res of open) {
+      expect(res.headers.get('access-control-allow-origin')).toBe('*')
+      // Credentials travel in the Authorization header only: a cookie never rides along cross-origin.
+      expect(res.headers.get('access-control-allow-credentials')).toBeNull()
     }
-    // A preflight is not answered with success, so a browser never sends the request itself.
-    expect(answers[0]!.status).toBeGreaterThanOrEqual(400)
-    expect(answers[1]!.status).toBeGreaterThanOrEqual(400)
+    expect(open[1]!.headers.get('access-control-allow-headers')).toBe('authorization')
+    const pages = [
+      await fetch(`${server.url}/api/v1/oauth/authorize?client_id=x`, { headers: origin }),
+      await fetch(`${server.url}/api/v1/oauth/authorize/login`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST' } }),
+      await fetch(`${server.url}/api/v1/oauth/authorize`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST' } }),
+    ]
+    for (const res of pages) expect([...res.headers.keys()].filter((name) => name.startsWith('access-control-'))).toEqual([])
+    // Their preflights are not answered with success, so a browser never sends the request itself.
+    expect(pages[1]!.status).toBeGreaterThanOrEqual(400)
+    expect(pages[2]!.status).toBeGreaterThanOrEqual(400)
   })
 })
 
@@ -206,5 +215,33 @@ describe(`ended rows are purged (${BACKEND})`, () => {
     // What is left works: the live session refreshes; the purged one is unknown.
     expect((await http.post('/api/v1/auth/refresh', { refresh_token: live.session.refresh_token })).status).toBe(200)
     expect((await http.post('/api/v1/auth/refresh', { refresh_token: old.session.refresh_token })).status).toBe(401)
+  })
+
+  test('clients never used within 30 days of registering, or unused for a year, are purged; others stay', async () => {
+    const DAY = 86_400
+    const ids = async () => Promise.all(Array.from({ length: 4 }, async () => (await registerClient(server.url)).client_id))
+    const [neverUsedOld, neverUsedYoung, usedLately, usedLongAgo] = (await ids()) as [string, string, string, string]
+    // One used for real: a token exchange marks it, so registering it long ago does not purge it.
+    const used = await registerClient(server.url)
+    const session = (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).body
+    const { verifier, challenge } = pkcePair()
+    const { code } = await obtainCode(server.url, used, { email: session.user.email, password: PASSWORD }, { challenge })
+    const token = await fetch(`${server.url}/api/v1/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: used.redirect_uri, code_verifier: verifier, client_id: used.client_id }),
+    })
+    expect(token.status).toBe(200)
+    await withSystemDb(server, async (sql) => {
+      const ago = (days: number) => sql`now() - make_interval(secs => ${days * DAY})`
+      await sql`UPDATE oauth_clients SET created_at = ${ago(31)} WHERE id = ${neverUsedOld}`
+      await sql`UPDATE oauth_clients SET created_at = ${ago(29)} WHERE id = ${neverUsedYoung}`
+      await sql`UPDATE oauth_clients SET created_at = ${ago(400)}, last_used_at = ${ago(364)} WHERE id = ${usedLately}`
+      await sql`UPDATE oauth_clients SET created_at = ${ago(400)}, last_used_at = ${ago(366)} WHERE id = ${usedLongAgo}`
+      await sql`UPDATE oauth_clients SET created_at = ${ago(40)} WHERE id = ${used.client_id}`
+    })
+    await purgeEndedOAuthRows(server.context.pools.system, DAY)
+    const left = await withSystemDb(server, (sql) => sql<{ id: string }[]>`SELECT id FROM oauth_clients WHERE id IN ${sql([neverUsedOld, neverUsedYoung, usedLately, usedLongAgo, used.client_id])}`)
+    expect(left.map((row) => row.id).sort()).toEqual([neverUsedYoung, usedLately, used.client_id].sort())
   })
 })

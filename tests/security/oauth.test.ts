@@ -9,7 +9,7 @@ import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { withSystemDb } from './system-db.ts'
 import { api, expectError, expectOAuthError, uniqueEmail } from '../helpers/api.ts'
-import { obtainCode, pkcePair, registerClient, type TestClient } from '../helpers/oauth.ts'
+import { browserCookie, obtainCode, pkcePair, registerClient, type TestClient } from '../helpers/oauth.ts'
 import { GRANT_SECONDS } from '../../src/oauth/consent.ts'
 
 let server: TestServer
@@ -130,15 +130,16 @@ describe(`access tokens at the resource server (${BACKEND})`, () => {
 
 /** The authorization pages as a browser meets them: the ids a page carries, and form posts with chosen headers. */
 function pages(baseUrl: () => string) {
-  const CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'
+  const browser = browserCookie()
+  const withBrowser = (cookie?: string) => (cookie ? `${browser}; ${cookie}` : browser)
   return {
     async open(client: TestClient, cookie?: string) {
-      const query = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: client.redirect_uri, code_challenge: CHALLENGE, code_challenge_method: 'S256' })
-      const html = await (await fetch(`${baseUrl()}/api/v1/oauth/authorize?${query}`, { headers: cookie ? { cookie } : {} })).text()
+      const query = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: client.redirect_uri, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
+      const html = await (await fetch(`${baseUrl()}/api/v1/oauth/authorize?${query}`, { headers: { cookie: withBrowser(cookie) } })).text()
       return { html, authorization_id: /name="authorization_id" value="([^"]+)"/.exec(html)![1]!, csrf_token: /name="csrf_token" value="([^"]+)"/.exec(html)![1]! }
     },
-    post: (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
-      fetch(baseUrl() + path, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(fields) }),
+    post: (path: string, fields: Record<string, string>, { cookie, ...headers }: Record<string, string> = {}) =>
+      fetch(baseUrl() + path, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: withBrowser(cookie), ...headers }, body: new URLSearchParams(fields) }),
   }
 }
 
@@ -161,6 +162,18 @@ describe(`the authorization pages (${BACKEND})`, () => {
     expect(html).toMatch(/registered itself/)
     expect(html).toContain(new URL(client.redirect_uri).host)
     expect(html).toContain(`${GRANT_SECONDS / 86_400} days`)
+  })
+
+  test('the consent page says exactly what each scope allows, and that no client changes credentials', async () => {
+    const wide = await registerClient(server.url, { scope: 'read write admin' })
+    const opened = await page.open(wide)
+    const html = await (await page.post('/api/v1/oauth/authorize/login', { authorization_id: opened.authorization_id, csrf_token: opened.csrf_token, ...account })).text()
+    expect(html).toContain('<li><strong>read</strong>: see what your roles let you see (repositories, their graphs, members and jobs, your profile), and change nothing</li>')
+    expect(html).toContain(
+      '<li><strong>write</strong>: see, and change what your roles let you change: create and edit repositories, import and export graphs, push and pull them in the registry, cancel jobs, rename your profile; not roles, members or users, and not deleting repositories</li>',
+    )
+    expect(html).toContain('<li><strong>admin</strong>: everything your roles allow, including managing roles, members and users, and deleting repositories</li>')
+    expect(html).toContain('No application can change your password or sign-in e-mail, whatever it is allowed.')
   })
 
   test('a sign-in or a decision posted from another site is refused, whatever it carries (login CSRF)', async () => {

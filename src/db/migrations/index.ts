@@ -13,6 +13,7 @@ import system0010 from './system/0010_graphs.sql' with { type: 'text' }
 import system0011 from './system/0011_session_ends.sql' with { type: 'text' }
 import system0012 from './system/0012_session_idle.sql' with { type: 'text' }
 import system0013 from './system/0013_graph_owner_email.sql' with { type: 'text' }
+import system0014 from './system/0014_oauth_bindings.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 import repository0002 from './repository/0002_graph.sql' with { type: 'text' }
 import repository0003 from './repository/0003_graph_imports.sql' with { type: 'text' }
@@ -41,6 +42,7 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 11, name: '0011_session_ends', sql: system0011 },
     { version: 12, name: '0012_session_idle', sql: system0012 },
     { version: 13, name: '0013_graph_owner_email', sql: system0013 },
+    { version: 14, name: '0014_oauth_bindings', sql: system0014 },
   ],
   repository: [
     { version: 1, name: '0001_repository_identity', sql: repository0001 },
