@@ -8,6 +8,7 @@ import { Elysia } from 'elysia'
 import { jwt } from '@elysiajs/jwt'
 import { ExpiringMap } from '../expiring.ts'
 import { HttpError } from './errors.ts'
+import { securityDetail } from './openapi.ts'
 import { SYSTEM_DOMAIN, scopeAllows, scopeNeeded, type Permission, type Scope, type SystemPermission } from '../rbac/permissions.ts'
 
 export interface Principal {
@@ -93,7 +94,27 @@ export interface Authenticator {
   readonly resourceMetadataUrl: string
 }
 
-export async function authenticate(authenticator: Authenticator, request: Request): Promise<Principal> {
+/**
+ * A request is authenticated once: the macros check the token in `transform`, before the body
+ * and query are validated (a request without a valid token is a 401, whatever else is wrong with
+ * it, and learns nothing about the route's input), and read the principal in `resolve`.
+ */
+const authenticated = new WeakMap<Request, Promise<Principal>>()
+
+export function authenticate(authenticator: Authenticator, request: Request): Promise<Principal> {
+  let principal = authenticated.get(request)
+  if (!principal) authenticated.set(request, (principal = checkToken(authenticator, request)))
+  return principal
+}
+
+/** The `transform` of an authenticating macro (see authenticate). */
+export const authenticateFirst =
+  (authenticator: Authenticator) =>
+  async ({ request }: { request: Request }): Promise<void> => {
+    await authenticate(authenticator, request)
+  }
+
+async function checkToken(authenticator: Authenticator, request: Request): Promise<Principal> {
   const header = request.headers.get('authorization')
   if (!header) throw unauthorized(authenticator.resourceMetadataUrl, false)
   const token = BEARER.exec(header)?.[1]
@@ -105,11 +126,15 @@ export async function authenticate(authenticator: Authenticator, request: Reques
 export function accessControl(authenticator: Authenticator, authorizer: Authorizer) {
   return new Elysia({ name: 'kgs/access-control' }).macro({
     auth: {
+      detail: securityDetail(),
+      transform: authenticateFirst(authenticator),
       async resolve({ request }) {
         return { principal: await authenticate(authenticator, request) }
       },
     },
     permission: (permission: SystemPermission) => ({
+      detail: securityDetail(scopeNeeded(permission)),
+      transform: authenticateFirst(authenticator),
       async resolve({ request }) {
         const principal = await authenticate(authenticator, request)
         if (!holdsSystemPermission(authorizer, principal, permission)) throw forbidden(permission)

@@ -3,6 +3,7 @@
 // clients and carries the last row's key with full timestamp precision.
 import { t } from 'elysia'
 import { HttpError } from './errors.ts'
+import { integerQuery } from './openapi.ts'
 import type { Db } from '../db/sql.ts'
 
 export const DEFAULT_LIMIT = 50
@@ -10,7 +11,7 @@ export const MAX_LIMIT = 500
 
 // limit is checked by parseLimit: Elysia reports a query range error without the field's name.
 export const PageQuery = t.Object({
-  limit: t.Optional(t.String({ description: `integer from 1 to ${MAX_LIMIT}, default ${DEFAULT_LIMIT}` })),
+  limit: t.Optional(integerQuery({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, description: 'page size' })),
   cursor: t.Optional(t.String({ maxLength: 200, error: 'expected a cursor from a Link header' })),
 })
 

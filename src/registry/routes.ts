@@ -8,8 +8,9 @@ import { Elysia, t } from 'elysia'
 import type { Sql } from 'postgres'
 import { timestampedId } from '../blobs/leftovers.ts'
 import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
-import { authenticate, forbidden, holdsSystemPermission, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
+import { authenticate, authenticateFirst, forbidden, holdsSystemPermission, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
+import { securityDetail } from '../http/openapi.ts'
 import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted, UploadTooSlow, type UploadPace } from '../http/upload.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
@@ -237,7 +238,7 @@ type RegistryAccess = Extract<SystemPermission, 'registry:push' | 'registry:pull
 
 export function registryRoutes(options: RegistryRoutesOptions) {
   const { system, blobs, authenticator, authorizer, maxBytes, pace, log } = options
-  const describe = (summary: string, extra: Record<string, unknown> = {}) => ({ tags: ['registry'], summary, security: [{ bearer: [] }], ...extra })
+  const describe = (summary: string, extra: Record<string, unknown> = {}) => ({ tags: ['registry'], summary, ...extra })
   const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 
   /** Deletes blobs of a failed or redundant push; a failure to do so is logged, not raised. */
@@ -254,6 +255,8 @@ export function registryRoutes(options: RegistryRoutesOptions) {
   const access = new Elysia({ name: 'kgs/registry-access' }).macro({
     /** registry:push / registry:pull in the system domain, or (delete) any authenticated user; the route checks ownership. */
     registry: (need: RegistryAccess) => ({
+      detail: securityDetail(need === 'owner-or-sysadmin' ? undefined : scopeNeeded(need)),
+      transform: authenticateFirst(authenticator),
       async resolve({ request }) {
         const principal = await authenticate(authenticator, request)
         if (need !== 'owner-or-sysadmin') {
