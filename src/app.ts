@@ -12,6 +12,7 @@ import { urlChecks } from './http/url-checks.ts'
 import { ErrorBody } from './http/schemas.ts'
 import { openApiDocument } from './http/openapi.ts'
 import { swaggerUi } from './http/swagger-ui.ts'
+import { resourceIdentifier, resourceMetadataUrl } from './oauth/metadata.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
 import { oauthRoutes } from './oauth/routes.ts'
@@ -57,6 +58,33 @@ export interface AppContext {
   registry: RegistryClient
 }
 
+const ServiceIndex = t.Object({
+  name: t.Literal('kgs'),
+  version: t.String(),
+  links: t.Object({
+    swagger: t.String({ description: 'Swagger UI' }),
+    openapi: t.String({ description: 'the OpenAPI document' }),
+    api: t.String({ description: 'the base of the JSON API (the OAuth protected resource)' }),
+    authorization_server: t.String({ description: 'OAuth authorization server metadata (RFC 8414)' }),
+    protected_resource: t.String({ description: 'OAuth protected resource metadata (RFC 9728)' }),
+  }),
+})
+
+/** GET /: what a person or an agent arriving at the bare URL needs to find the rest. */
+function serviceIndex(baseUrl: string): typeof ServiceIndex.static {
+  return {
+    name: 'kgs',
+    version: VERSION,
+    links: {
+      swagger: `${baseUrl}/swagger`,
+      openapi: `${baseUrl}/swagger/json`,
+      api: resourceIdentifier(baseUrl),
+      authorization_server: `${baseUrl}/.well-known/oauth-authorization-server`,
+      protected_resource: resourceMetadataUrl(baseUrl),
+    },
+  }
+}
+
 export function createApp(ctx: AppContext) {
   // Filled once the routes are known: the 405s of the error handler, the routes whose bodies
   // may be forms, and the app the OpenAPI document describes.
@@ -67,6 +95,7 @@ export function createApp(ctx: AppContext) {
   const access = accessControl(authenticator, ctx.rbac)
   const scope = repositoryScope(authenticator, ctx.rbac, ctx.repositories, ctx.pools)
   const throttles = createThrottles(ctx.config, ctx.peerAddress)
+  const index = serviceIndex(ctx.baseUrl)
   // The registry also accepts this server's own service token (exports and imports push and pull through it).
   const serviceTokens = createServiceTokens({ secret: ctx.config.jwtSecret!, issuer: ctx.baseUrl })
   const registry = registryRoutes({
@@ -93,6 +122,10 @@ export function createApp(ctx: AppContext) {
     .use(importRoutes({ scope, jobs: ctx.jobs, blobs: ctx.blobs, registry: ctx.registry, bodyLimit: ctx.config.bodyLimit, bodyTimeoutMs: ctx.config.bodyTimeoutMs, uploadPace: ctx.config.uploadPace, maxUploadBytes: ctx.config.importMaxBytes, log: ctx.log }))
     .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs, (key) => formRoutes.has(key)))
     .use(swaggerUi(ctx.pools.system, ctx.baseUrl, openApiDocument(() => routes!, ctx.baseUrl)))
+    .get('/', () => index, {
+      detail: { tags: ['operations'], summary: 'Service index: name, version and where to go next' },
+      response: { 200: ServiceIndex },
+    })
     .get('/healthz', () => ({ status: 'ok' as const, version: VERSION }), {
       detail: { tags: ['operations'], summary: 'Liveness: the process is up' },
       response: { 200: t.Object({ status: t.Literal('ok'), version: t.String() }) },

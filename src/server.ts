@@ -34,6 +34,8 @@ import { VERSION } from './version.ts'
 
 /** How long stop() lets in-flight requests finish before closing their connections. */
 export const DRAIN_TIMEOUT_MS = 10_000
+/** Logged at debug only. */
+const PROBES = new Set(['/healthz', '/readyz'])
 
 /** How often each process sweeps what dead processes and cancelled jobs left behind (and once at start). */
 const LEFTOVER_SWEEP_INTERVAL_MS = 60 * 60 * 1000
@@ -72,13 +74,18 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     if (stopping && inFlight === 0) drained?.()
     response = withHeaders(response, requestId, stopping, request.headers.has('authorization'))
     if (logRequests) {
-      log.info('request', {
-        request_id: requestId,
-        method: request.method,
-        path: requestPath(request),
-        status: response.status,
-        ms: Math.round((performance.now() - started) * 100) / 100,
-      })
+      const path = requestPath(request)
+      // Health probes come every few seconds from every orchestrator: at info they would bury the log.
+      const probe = PROBES.has(path)
+      if (!probe || debugging) {
+        log[probe ? 'debug' : 'info']('request', {
+          request_id: requestId,
+          method: request.method,
+          path,
+          status: response.status,
+          ms: Math.round((performance.now() - started) * 100) / 100,
+        })
+      }
     }
     return response
   }
@@ -87,7 +94,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     return finish(request, requestId, started, errorResponse(500, 'internal server error'))
   }
   const logRequests = log.enabled('info')
-  const logRequestStarts = log.enabled('debug')
+  const debugging = log.enabled('debug')
 
   const server = Bun.serve({
     port: config.port,
@@ -101,7 +108,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       const started = performance.now()
       const requestId = assignRequestId(request)
       inFlight++
-      if (logRequestStarts) log.debug('request started', { request_id: requestId, method: request.method, path: requestPath(request) })
+      if (debugging) log.debug('request started', { request_id: requestId, method: request.method, path: requestPath(request) })
       let result: Response | Promise<Response>
       try {
         result = handler(request)

@@ -203,17 +203,25 @@ describe(`serve lifecycle (${BACKEND})`, () => {
     expect(down.stderr).toStartWith('kgs healthcheck: ')
   })
 
-  test('each request is logged as one JSON line with request id, method, path, status and ms', async () => {
+  test('each request is logged as one JSON line with request id, method, path, status and ms; health probes only at debug', async () => {
     const server = await startServerProcess(instance.env)
-    const res = await fetch(server.url + '/healthz?secret=not-logged')
+    const res = await fetch(server.url + '/?secret=not-logged')
     expect(res.status).toBe(200)
     const requestId = res.headers.get('x-request-id')!
+    const probes = await Promise.all(['/healthz', '/readyz'].map((path) => fetch(server.url + path)))
     await server.stop()
     const line = server.output().split('\n').find((l) => l.includes(requestId))!
     const entry = JSON.parse(line)
-    expect(entry).toMatchObject({ level: 'info', msg: 'request', request_id: requestId, method: 'GET', path: '/healthz', status: 200 })
+    expect(entry).toMatchObject({ level: 'info', msg: 'request', request_id: requestId, method: 'GET', path: '/', status: 200 })
     expect(typeof entry.ms).toBe('number')
     expect(line).not.toContain('not-logged')
+    for (const probe of probes) expect(server.output()).not.toContain(probe.headers.get('x-request-id')!)
+
+    const debugging = await startServerProcess(instance.env, 'debug')
+    const probe = await fetch(debugging.url + '/readyz')
+    await debugging.stop()
+    const probeLine = debugging.output().split('\n').find((l) => l.includes(probe.headers.get('x-request-id')!) && l.includes('"msg":"request"'))!
+    expect(JSON.parse(probeLine)).toMatchObject({ level: 'debug', path: '/readyz', status: 200 })
   })
 
   if (BACKEND === 'embedded') {
