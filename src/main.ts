@@ -202,7 +202,11 @@ Both work with the server running or stopped, and refuse a data directory that h
     synopsis: 'bundle inspect|verify|canonical <file>',
     summary: 'offline tools for graph bundle files',
     details: BUNDLE_USAGE.trimEnd(),
-    run: runBundleCommand,
+    async run(args) {
+      if (args[0] !== 'help') return runBundleCommand(args)
+      process.stdout.write(commandHelp('bundle'))
+      return 0
+    },
   },
 
   healthcheck: {
