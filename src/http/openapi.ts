@@ -84,6 +84,8 @@ function build(app: AnyElysia, baseUrl: string) {
       // Two macros of one route (repositoryOrSystem after auth) add the same requirements twice.
       if (operation.security) operation.security = [...new Map(operation.security.map((requirement) => [JSON.stringify(requirement), requirement])).values()]
       pruneImpossibleErrors(operation, path)
+      const accepted = operation.responses?.['202'] as { headers?: object } | undefined
+      if (accepted) accepted.headers = { location: { description: 'the job: /{repository id}/jobs/{job id}', schema: { type: 'string' } } }
     }
   }
   const as = authorizationServerMetadata(baseUrl)

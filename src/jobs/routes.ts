@@ -43,7 +43,12 @@ const ListQuery = t.Object({
   kind: t.Optional(t.String({ maxLength: 63 })),
   order: t.Optional(t.Union([t.Literal('asc'), t.Literal('desc')], { error: 'expected asc or desc', description: 'asc (the default): oldest first; desc: newest first' })),
 })
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody }
+// Each route's own error answers (the OpenAPI document lists exactly these).
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
+/** Cancelling a job that already finished. */
+const cancelErrors = { ...errors, 409: ErrorBody }
+/** A JSON body: too large (413), of another type (415). */
+const startErrors = { ...errors, 413: ErrorBody, 415: ErrorBody }
 
 export interface AcceptedSet {
   status?: number | string
@@ -81,7 +86,7 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
   const startOptions = {
     repository: 'graph:import',
     body: startBody,
-    response: { 202: JobBody, ...errors },
+    response: { 202: JobBody, ...startErrors },
     detail: describe('Start a job on the repository: (re)compute the vectors of its facts or concepts with the configured embedder, or fetch its missing media'),
   } as const
   const listDetail = describe('Jobs, oldest first (?order=desc: newest first): of the repository named by the path or X-Repository-ID, else every job (system job:read)')
@@ -98,7 +103,7 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
     .post('/api/v1/jobs/:jobID/cancel', cancel, {
       repositoryOrSystem: 'job:cancel',
       params: JobParams,
-      response: { 200: JobBody, ...errors },
+      response: { 200: JobBody, ...cancelErrors },
       detail: describe('Cancel a job: a queued job at once, a running one at its next heartbeat (409 if it already finished)'),
     })
     .get('/:repoID/jobs', list, { repositoryOrSystem: 'job:read', query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
@@ -111,7 +116,7 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
     .post('/:repoID/jobs/:jobID/cancel', cancel, {
       repositoryOrSystem: 'job:cancel',
       params: RepositoryJobParams,
-      response: { 200: JobBody, ...errors },
+      response: { 200: JobBody, ...cancelErrors },
       detail: describe("Cancel a repository's job"),
     })
     .post('/:repoID/jobs', start, startOptions)

@@ -90,6 +90,12 @@ describe(`OpenAPI document (${BACKEND})`, () => {
     expect(Object.keys(document.paths['/api/v1/oauth/token']!.post!.requestBody!.content)).toEqual(['application/x-www-form-urlencoded'])
   })
 
+  test('every 202 documents the Location of its job', () => {
+    const accepted = operations.filter(({ operation }) => operation.responses?.['202'])
+    expect(accepted.map(({ method, path }) => `${method} ${path}`)).toContain('post /{repoID}/export-graph')
+    for (const { operation } of accepted) expect(operation.responses!['202']).toMatchObject({ headers: { location: expect.any(Object) } })
+  })
+
   test('an error a route cannot give is not listed: no 404 for /users/me, no 415 without a body', () => {
     const me = document.paths['/api/v1/users/me']!.get!.responses!
     expect(Object.keys(me)).toContain('401')
