@@ -16,8 +16,15 @@ const REDIRECT_PATH = '/swagger/oauth2-redirect.html'
 
 const HTML = 'text/html; charset=utf-8'
 const JS = 'text/javascript; charset=utf-8'
+/**
+ * The pages may load and call nothing but kgs itself (Swagger UI sets inline styles and shows
+ * data: images), and may not be framed.
+ */
+const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
 /** The embedded files change only with kgs; the page and its configuration with BASE_URL too. */
-const respond = (body: string | Blob, type: string, cache = 'no-cache') => new Response(body, { headers: { 'content-type': type, 'cache-control': cache } })
+const respond = (body: string | Blob, type: string, cache = 'no-cache') =>
+  new Response(body, { headers: { 'content-type': type, 'cache-control': cache, ...(type === HTML ? { 'content-security-policy': PAGE_POLICY } : {}) } })
 
 const ASSETS: Record<string, { path: string; type: string }> = {
   'swagger-ui-bundle.js': { path: bundleJs, type: JS },

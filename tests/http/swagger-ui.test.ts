@@ -19,6 +19,8 @@ let page: Page
 let repository: { id: string; name: string }
 /** Every request the pages tried to send off the machine. */
 const offsite: string[] = []
+/** What the page's Content-Security-Policy refused (it must not need more than kgs). */
+const blocked: string[] = []
 
 beforeAll(async () => {
   server = await startTestServer()
@@ -37,6 +39,9 @@ beforeAll(async () => {
     return route.abort()
   })
   page = await context.newPage()
+  page.on('console', (message) => {
+    if (message.type() === 'error' && message.text().includes('Content Security Policy')) blocked.push(message.text())
+  })
 })
 
 afterAll(async () => {
@@ -61,7 +66,8 @@ async function execute(block: Locator): Promise<{ status: string; body: string }
 
 describe(`Swagger UI (${BACKEND})`, () => {
   test('loads from kgs alone, signs in through Authorize (OAuth + PKCE) and tries routes out', async () => {
-    await page.goto(`${server.url}/swagger`)
+    const served = await page.goto(`${server.url}/swagger`)
+    expect(served!.headers()['content-security-policy']).toContain("default-src 'self'")
     await expect(page.locator('.swagger-ui .info .title').textContent()).resolves.toContain('kgs')
 
     await page.getByRole('button', { name: 'Authorize' }).first().click()
@@ -88,5 +94,6 @@ describe(`Swagger UI (${BACKEND})`, () => {
     expect(JSON.parse(answered.body)).toMatchObject({ id: repository.id, name: repository.name })
 
     expect(offsite).toEqual([])
+    expect(blocked).toEqual([])
   })
 })
