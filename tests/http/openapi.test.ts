@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createApp } from '../../src/app.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { api, uniqueEmail } from '../helpers/api.ts'
+import { obtainTokens, registerClient } from '../helpers/oauth.ts'
 
 interface Operation {
   security?: Record<string, string[]>[]
@@ -63,6 +65,30 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       if (refused !== Boolean(operation.security)) mismatches.push(`${method.toUpperCase()} ${path}: ${response.status}, security ${JSON.stringify(operation.security)}`)
     }
     expect(mismatches).toEqual([])
+  })
+
+  test('the scopes are the ones enforced: where a read-only OAuth token is refused for its scope, the scope it lacks is the one declared', async () => {
+    const account = { email: uniqueEmail('scopes'), password: 'correct horse battery' }
+    const session = (await api(server.url).post('/api/v1/auth/register', account)).body.token as string
+    const repo = (await api(server.url).post('/api/v1/repositories', { name: 'Scopes' }, session)).body as { id: string }
+    const { access_token } = await obtainTokens(server.url, await registerClient(server.url), account, 'read')
+    const mismatches: string[] = []
+    let refused = 0
+    for (const { method, path, operation } of operations.filter((o) => o.operation.security)) {
+      // The caller's own repository, so that the role check passes and the scope decides.
+      const url = concrete(path.replace('{repoID}', repo.id))
+      const response = await server.request(url, { method: method.toUpperCase(), redirect: 'manual', headers: { authorization: `Bearer ${access_token}`, 'x-repository-id': repo.id } })
+      await response.arrayBuffer()
+      const declared = operation.security![1]!.oauth2![0]
+      const challenge = response.headers.get('www-authenticate') ?? ''
+      if (response.status !== 403 || !challenge.includes('insufficient_scope')) continue
+      refused++
+      const wanted = /scope="([^"]+)"/.exec(challenge)?.[1]
+      if (wanted !== declared) mismatches.push(`${method.toUpperCase()} ${path}: wants scope ${wanted}, declares ${declared ?? 'none'}`)
+    }
+    expect(mismatches).toEqual([])
+    // Routes without a body reach the scope check (with one, validation answers first).
+    expect(refused).toBeGreaterThanOrEqual(5)
   })
 
   test('every protected operation accepts a bearer token or an OAuth token with a scope kgs knows', () => {
