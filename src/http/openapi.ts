@@ -47,6 +47,16 @@ interface Operation {
 }
 
 const INTEGER = 'x-kgs-integer'
+const REPOSITORY_HEADER = 'x-kgs-repository-header'
+
+/**
+ * The `detail` of the repository-scope macros: on a route without {repoID} in its path, the
+ * X-Repository-ID header names the repository (required, or optional where the route falls back
+ * to the system domain).
+ */
+export function repositoryHeader(required: boolean) {
+  return { [REPOSITORY_HEADER]: required }
+}
 
 /**
  * A query parameter holding an integer. It stays a string to the validator, so that its route
@@ -76,7 +86,14 @@ function build(app: AnyElysia, baseUrl: string) {
       if (body && Object.keys(body.content ?? {}).length === 0) body.content = { 'application/json': { schema: JSON.parse(JSON.stringify(route?.body ?? {})) } }
       // What a route documents by hand (a 200 that is not JSON, a header) the generator replaces.
       if (route?.detail?.responses) operation.responses = { ...operation.responses, ...route.detail.responses }
-      if (route?.detail?.parameters) operation.parameters = [...(operation.parameters ?? []), ...route.detail.parameters]
+      const documented = (parameter: Parameter) => operation.parameters?.some((p) => p.in === parameter.in && p.name.toLowerCase() === parameter.name.toLowerCase())
+      for (const parameter of route?.detail?.parameters ?? []) if (!documented(parameter)) operation.parameters = [...(operation.parameters ?? []), parameter]
+      const header = (operation as Record<string, unknown>)[REPOSITORY_HEADER] as boolean | undefined
+      delete (operation as Record<string, unknown>)[REPOSITORY_HEADER]
+      if (header !== undefined && !path.includes('{repoID}') && !documented({ name: 'X-Repository-ID', in: 'header', schema: {} })) {
+        const description = header ? 'repository UUID or slug' : 'repository UUID or slug; without it, every job (system job:read)'
+        operation.parameters = [...(operation.parameters ?? []), { name: 'X-Repository-ID', in: 'header', required: header, schema: { type: 'string' }, description } as Parameter]
+      }
       for (const parameter of operation.parameters ?? []) {
         const integer = parameter.schema[INTEGER] as { minimum: number; maximum: number; default: number; description: string } | undefined
         if (integer) parameter.schema = { type: 'integer', ...integer }

@@ -8,7 +8,7 @@ import type { Sql } from 'postgres'
 import type { Pools } from '../db/pools.ts'
 import { authenticate, authenticateFirst, forbidden, requireScope, type Authenticator } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import { securityDetail } from '../http/openapi.ts'
+import { repositoryHeader, securityDetail } from '../http/openapi.ts'
 import { SYSTEM_DOMAIN, scopeNeeded, type RepositoryPermission, type SystemPermission } from '../rbac/permissions.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import type { Repositories, Repository } from './repositories.ts'
@@ -45,7 +45,7 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
 
   return new Elysia({ name: 'kgs/repository-scope' }).macro({
     repository: (permission: RepositoryPermission) => ({
-      detail: securityDetail(scopeNeeded(permission)),
+      detail: { ...securityDetail(scopeNeeded(permission)), ...repositoryHeader(true) },
       transform: authenticateFirst(authenticator),
       async resolve({ request, params }) {
         const { principal, repository } = await authorize(request, params, permission, false)
@@ -57,7 +57,7 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
      * repository's domain, or in the system domain when no repository is named.
      */
     repositoryOrSystem: (permission: RepositoryPermission & SystemPermission) => ({
-      detail: securityDetail(scopeNeeded(permission)),
+      detail: { ...securityDetail(scopeNeeded(permission)), ...repositoryHeader(false) },
       transform: authenticateFirst(authenticator),
       async resolve({ request, params }) {
         return authorize(request, params, permission, true)

@@ -116,6 +116,16 @@ describe(`OpenAPI document (${BACKEND})`, () => {
     expect(Object.keys(document.paths['/api/v1/oauth/token']!.post!.requestBody!.content)).toEqual(['application/x-www-form-urlencoded'])
   })
 
+  test('parameters are listed once; a route addressed by X-Repository-ID documents that header', () => {
+    for (const { method, path, operation } of operations) {
+      const keys = (operation.parameters ?? []).map((p) => `${p.in} ${p.name.toLowerCase()}`)
+      expect({ at: `${method} ${path}`, keys }).toEqual({ at: `${method} ${path}`, keys: [...new Set(keys)] })
+      // The same route with the repository in the path instead (/api/v1/facts and /{repoID}/facts).
+      const twin = path.startsWith('/api/v1/') && document.paths[path.replace('/api/v1/', '/{repoID}/')]?.[method]
+      if (twin) expect({ at: `${method} ${path}`, keys }).toEqual({ at: `${method} ${path}`, keys: expect.arrayContaining(['header x-repository-id']) })
+    }
+  })
+
   test('every 202 documents the Location of its job', () => {
     const accepted = operations.filter(({ operation }) => operation.responses?.['202'])
     expect(accepted.map(({ method, path }) => `${method} ${path}`)).toContain('post /{repoID}/export-graph')
