@@ -1,16 +1,18 @@
 // Builds the Elysia application from the feature plugins. Nothing here listens or connects:
 // server.ts does that, and tests can build the same app around their own pools.
-import { Elysia, t } from 'elysia'
-import { swagger } from '@elysiajs/swagger'
+import { Elysia, t, type AnyElysia } from 'elysia'
 import type { Config } from './config.ts'
 import type { Pools } from './db/pools.ts'
 import type { Logger } from './log.ts'
 import { VERSION } from './version.ts'
-import { bodyParsing } from './http/body.ts'
+import { bodyParsing, readsForms } from './http/body.ts'
 import { errorHandling } from './http/errors.ts'
 import { methodNotAllowedResponder } from './http/method-not-allowed.ts'
 import { urlChecks } from './http/url-checks.ts'
 import { ErrorBody } from './http/schemas.ts'
+import { openApiDocument } from './http/openapi.ts'
+import { swaggerUi } from './http/swagger-ui.ts'
+import { resourceIdentifier, resourceMetadataUrl } from './oauth/metadata.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
 import { oauthRoutes } from './oauth/routes.ts'
@@ -56,13 +58,44 @@ export interface AppContext {
   registry: RegistryClient
 }
 
+const ServiceIndex = t.Object({
+  name: t.Literal('kgs'),
+  version: t.String(),
+  links: t.Object({
+    swagger: t.String({ description: 'Swagger UI' }),
+    openapi: t.String({ description: 'the OpenAPI document' }),
+    api: t.String({ description: 'the base of the JSON API (the OAuth protected resource)' }),
+    authorization_server: t.String({ description: 'OAuth authorization server metadata (RFC 8414)' }),
+    protected_resource: t.String({ description: 'OAuth protected resource metadata (RFC 9728)' }),
+  }),
+})
+
+/** GET /: what a person or an agent arriving at the bare URL needs to find the rest. */
+function serviceIndex(baseUrl: string): typeof ServiceIndex.static {
+  return {
+    name: 'kgs',
+    version: VERSION,
+    links: {
+      swagger: `${baseUrl}/swagger`,
+      openapi: `${baseUrl}/swagger/json`,
+      api: resourceIdentifier(baseUrl),
+      authorization_server: `${baseUrl}/.well-known/oauth-authorization-server`,
+      protected_resource: resourceMetadataUrl(baseUrl),
+    },
+  }
+}
+
 export function createApp(ctx: AppContext) {
-  // Filled once the routes are known; the error handler consults it for unmatched requests.
+  // Filled once the routes are known: the 405s of the error handler, the routes whose bodies
+  // may be forms, and the app the OpenAPI document describes.
   let methodNotAllowed: (request: Request) => Response | undefined = () => undefined
+  let formRoutes = new Set<string>()
+  let routes: AnyElysia | undefined
   const authenticator = bearerAuthenticator(ctx.accounts, ctx.oauth)
   const access = accessControl(authenticator, ctx.rbac)
   const scope = repositoryScope(authenticator, ctx.rbac, ctx.repositories, ctx.pools)
   const throttles = createThrottles(ctx.config, ctx.peerAddress)
+  const index = serviceIndex(ctx.baseUrl)
   // The registry also accepts this server's own service token (exports and imports push and pull through it).
   const serviceTokens = createServiceTokens({ secret: ctx.config.jwtSecret!, issuer: ctx.baseUrl })
   const registry = registryRoutes({
@@ -87,28 +120,12 @@ export function createApp(ctx: AppContext) {
     // IMPORT_MAX_BYTES, each read by its route itself.
     .use(registry)
     .use(importRoutes({ scope, jobs: ctx.jobs, blobs: ctx.blobs, registry: ctx.registry, bodyLimit: ctx.config.bodyLimit, bodyTimeoutMs: ctx.config.bodyTimeoutMs, uploadPace: ctx.config.uploadPace, maxUploadBytes: ctx.config.importMaxBytes, log: ctx.log }))
-    .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs))
-    .use(
-      swagger({
-        path: '/swagger',
-        documentation: {
-          info: { title: 'kgs', version: VERSION, description: 'Knowledge-graph service: accounts, RBAC, OAuth 2.1, graph bundles.' },
-          tags: [
-            { name: 'operations', description: 'health and readiness' },
-            { name: 'accounts', description: 'registration, sessions and profiles' },
-            { name: 'admin', description: 'users, roles and permissions' },
-            { name: 'repositories', description: 'repositories and their scoped routes' },
-            { name: 'graph', description: 'the knowledge graph of a repository: sources, facts, concepts, investigations, reports' },
-            { name: 'jobs', description: 'background jobs: progress, results, cancellation' },
-            { name: 'registry', description: 'the graph registry: push, list, download and delete bundles' },
-            { name: 'oauth', description: 'OAuth 2.1 authorization server' },
-          ],
-          components: {
-            securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
-          },
-        },
-      }),
-    )
+    .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs, (key) => formRoutes.has(key)))
+    .use(swaggerUi(ctx.pools.system, ctx.baseUrl, openApiDocument(() => routes!, ctx.baseUrl)))
+    .get('/', () => index, {
+      detail: { tags: ['operations'], summary: 'Service index: name, version and where to go next' },
+      response: { 200: ServiceIndex },
+    })
     .get('/healthz', () => ({ status: 'ok' as const, version: VERSION }), {
       detail: { tags: ['operations'], summary: 'Liveness: the process is up' },
       response: { 200: t.Object({ status: t.Literal('ok'), version: t.String() }) },
@@ -139,6 +156,8 @@ export function createApp(ctx: AppContext) {
     .use(searchRoutes(scope, ctx.rbac, ctx.vectors, ctx.embedder))
     .use(jobRoutes(ctx.pools.system, ctx.jobs, scope))
   methodNotAllowed = methodNotAllowedResponder(app.routes)
+  formRoutes = new Set(app.routes.filter(readsForms).map((route) => `${route.method} ${route.path}`))
+  routes = app
   return app
 }
 

@@ -14,7 +14,7 @@ import { Accounts } from './accounts/accounts.ts'
 import { limitWaitingHashes } from './accounts/passwords.ts'
 import { Rbac } from './rbac/rbac.ts'
 import { SYSTEM_DOMAIN } from './rbac/permissions.ts'
-import { serveControlSocket } from './rbac/promote.ts'
+import { serveControlSocket } from './admin.ts'
 import { Repositories } from './repositories/repositories.ts'
 import { OAuthTokens } from './oauth/tokens.ts'
 import { createEmbedder } from './vectors/embedder.ts'
@@ -35,6 +35,8 @@ import { VERSION } from './version.ts'
 
 /** How long stop() lets in-flight requests finish before closing their connections. */
 export const DRAIN_TIMEOUT_MS = 10_000
+/** Logged at debug only. */
+const PROBES = new Set(['/healthz', '/readyz'])
 
 /** How often each process sweeps what dead processes and cancelled jobs left behind (and once at start). */
 const LEFTOVER_SWEEP_INTERVAL_MS = 60 * 60 * 1000
@@ -73,13 +75,18 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     if (stopping && inFlight === 0) drained?.()
     response = withHeaders(request, response, requestId, stopping)
     if (logRequests) {
-      log.info('request', {
-        request_id: requestId,
-        method: request.method,
-        path: requestPath(request),
-        status: response.status,
-        ms: Math.round((performance.now() - started) * 100) / 100,
-      })
+      const path = requestPath(request)
+      // Health probes come every few seconds from every orchestrator: at info they would bury the log.
+      const probe = PROBES.has(path)
+      if (!probe || debugging) {
+        log[probe ? 'debug' : 'info']('request', {
+          request_id: requestId,
+          method: request.method,
+          path,
+          status: response.status,
+          ms: Math.round((performance.now() - started) * 100) / 100,
+        })
+      }
     }
     return response
   }
@@ -88,7 +95,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     return finish(request, requestId, started, errorResponse(500, 'internal server error'))
   }
   const logRequests = log.enabled('info')
-  const logRequestStarts = log.enabled('debug')
+  const debugging = log.enabled('debug')
 
   const server = Bun.serve({
     port: config.port,
@@ -102,7 +109,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       const started = performance.now()
       const requestId = assignRequestId(request)
       inFlight++
-      if (logRequestStarts) log.debug('request started', { request_id: requestId, method: request.method, path: requestPath(request) })
+      if (debugging) log.debug('request started', { request_id: requestId, method: request.method, path: requestPath(request) })
       let result: Response | Promise<Response>
       try {
         result = preflightResponse(request) ?? handler(request)

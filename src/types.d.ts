@@ -12,3 +12,20 @@ declare module '*.sql' {
   const text: string
   export default text
 }
+// Swagger UI's assets, embedded as files (src/http/swagger-ui.ts).
+declare module '*.css' {
+  const path: string
+  export default path
+}
+declare module '*/swagger-ui-dist/swagger-ui-bundle.js' {
+  const path: string
+  export default path
+}
+declare module '*/swagger-ui-dist/oauth2-redirect.js' {
+  const path: string
+  export default path
+}
+declare module '*.png' {
+  const path: string
+  export default path
+}

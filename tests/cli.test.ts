@@ -1,10 +1,12 @@
 // `kgs` as a user runs it: subcommands, exit codes, and the server process lifecycle.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { VERSION } from '../src/version.ts'
 import { MIGRATIONS } from '../src/db/migrations/index.ts'
-import { BACKEND, instanceEnvironment } from './helpers/backend.ts'
+import { BACKEND, instanceEnvironment, tempDir } from './helpers/backend.ts'
+import { EnvSchema } from '../src/config.ts'
+import { api, uniqueEmail } from './helpers/api.ts'
 import { runKgs, startServerProcess } from './helpers/server.ts'
 
 describe('subcommands', () => {
@@ -33,7 +35,7 @@ describe('subcommands', () => {
       expect(code).toBe(2)
       expect(stdout).toBe('')
       expect(stderr).toStartWith(message)
-      expect(stderr).toContain('Usage: kgs <command>')
+      expect(stderr).toContain('Usage: kgs ')
     })
   }
 
@@ -41,6 +43,81 @@ describe('subcommands', () => {
     const { code, stderr } = await runKgs(['serve'], { PORT: 'eighty' })
     expect(code).toBe(1)
     expect(stderr).toBe('kgs: invalid PORT: expected an integer from 0 to 65535, got "eighty"\n')
+  })
+})
+
+describe('help', () => {
+  const COMMANDS = ['serve', 'migrate', 'promote-sysadmin', 'user', 'bundle', 'healthcheck', 'version', 'help']
+
+  test('kgs help names every command', async () => {
+    const { stdout } = await runKgs(['help'], {})
+    for (const command of COMMANDS) expect(stdout).toContain(`  ${command}`)
+  })
+
+  for (const command of COMMANDS) {
+    test(`kgs help ${command} and kgs ${command} --help print the command's usage and exit 0`, async () => {
+      const viaHelp = await runKgs(['help', command], {})
+      const viaFlag = await runKgs([command, '--help'], {})
+      expect(viaHelp.code).toBe(0)
+      expect(viaHelp.stdout).toStartWith(`Usage: kgs ${command}`)
+      expect(viaFlag).toEqual(viaHelp)
+    })
+  }
+
+  test('kgs help config lists every configuration variable with its default', async () => {
+    const { code, stdout } = await runKgs(['help', 'config'], {})
+    expect(code).toBe(0)
+    for (const name of Object.keys(EnvSchema.properties)) expect(stdout).toContain(`  ${name} (default: `)
+  })
+})
+
+describe(`user (${BACKEND})`, () => {
+  let instance: Awaited<ReturnType<typeof instanceEnvironment>>
+  beforeAll(async () => {
+    instance = await instanceEnvironment()
+  })
+  afterAll(() => instance.cleanup())
+  const stdin = (text: string) => new TextEncoder().encode(text)
+
+  test('user create reads the password from stdin, never an argument; the account signs in; user list shows it', async () => {
+    const server = await startServerProcess(instance.env)
+    try {
+      const email = uniqueEmail('cli')
+      expect((await runKgs(['user', 'create', email, 'correct horse battery'], instance.env)).code).toBe(2)
+      const created = await runKgs(['user', 'create', email, '--name', 'Ada'], instance.env, undefined, stdin('correct horse battery\n'))
+      expect(created.stderr).toBe('')
+      expect(created.code).toBe(0)
+      expect(created.stdout).toStartWith(`created ${email} (`)
+      const login = await api(server.url).post('/api/v1/auth/login', { email, password: 'correct horse battery' })
+      expect(login.status).toBe(200)
+      // A member, as after registration: it may create a repository.
+      expect((await api(server.url).post('/api/v1/repositories', { name: 'cli' }, login.body.token)).status).toBe(201)
+
+      const again = await runKgs(['user', 'create', email], instance.env, undefined, stdin('another password\n'))
+      expect(again).toMatchObject({ code: 1, stderr: 'kgs user create: e-mail address already registered\n' })
+      const short = await runKgs(['user', 'create', uniqueEmail('cli')], instance.env, undefined, stdin('short\n'))
+      expect(short).toMatchObject({ code: 1, stderr: 'kgs user create: the password must be 8 to 256 characters\n' })
+
+      const listed = await runKgs(['user', 'list'], instance.env)
+      expect(listed.code).toBe(0)
+      expect(listed.stdout.split('\n')).toContainEqual(expect.stringMatching(new RegExp(`^[0-9a-f-]{36}\t${email}\t\\S+\tAda$`)))
+    } finally {
+      await server.stop()
+    }
+    // And with the server stopped, straight to the database.
+    const email = uniqueEmail('offline')
+    expect((await runKgs(['user', 'create', email], instance.env, undefined, stdin('correct horse battery\n'))).code).toBe(0)
+    expect((await runKgs(['user', 'list'], instance.env)).stdout).toContain(`\t${email}\t`)
+  })
+
+  test('admin commands refuse a data directory that holds no kgs data, and leave it empty', async () => {
+    const empty = tempDir()
+    const env = { DATA_DIR: empty, JWT_SECRET: instance.env.JWT_SECRET ?? 'x'.repeat(32) }
+    for (const args of [['user', 'list'], ['user', 'create', 'a@example.com'], ['promote-sysadmin', 'a@example.com']]) {
+      const result = await runKgs(args, env, undefined, stdin('correct horse battery\n'))
+      expect(result).toEqual({ code: 1, stdout: '', stderr: `kgs ${args.slice(0, args[0] === 'user' ? 2 : 1).join(' ')}: no kgs data in ${empty}; set DATA_DIR or DATABASE_URL\n` })
+    }
+    expect(readdirSync(empty)).toEqual([])
   })
 })
 
@@ -126,17 +203,25 @@ describe(`serve lifecycle (${BACKEND})`, () => {
     expect(down.stderr).toStartWith('kgs healthcheck: ')
   })
 
-  test('each request is logged as one JSON line with request id, method, path, status and ms', async () => {
+  test('each request is logged as one JSON line with request id, method, path, status and ms; health probes only at debug', async () => {
     const server = await startServerProcess(instance.env)
-    const res = await fetch(server.url + '/healthz?secret=not-logged')
+    const res = await fetch(server.url + '/?secret=not-logged')
     expect(res.status).toBe(200)
     const requestId = res.headers.get('x-request-id')!
+    const probes = await Promise.all(['/healthz', '/readyz'].map((path) => fetch(server.url + path)))
     await server.stop()
     const line = server.output().split('\n').find((l) => l.includes(requestId))!
     const entry = JSON.parse(line)
-    expect(entry).toMatchObject({ level: 'info', msg: 'request', request_id: requestId, method: 'GET', path: '/healthz', status: 200 })
+    expect(entry).toMatchObject({ level: 'info', msg: 'request', request_id: requestId, method: 'GET', path: '/', status: 200 })
     expect(typeof entry.ms).toBe('number')
     expect(line).not.toContain('not-logged')
+    for (const probe of probes) expect(server.output()).not.toContain(probe.headers.get('x-request-id')!)
+
+    const debugging = await startServerProcess(instance.env, 'debug')
+    const probe = await fetch(debugging.url + '/readyz')
+    await debugging.stop()
+    const probeLine = debugging.output().split('\n').find((l) => l.includes(probe.headers.get('x-request-id')!) && l.includes('"msg":"request"'))!
+    expect(JSON.parse(probeLine)).toMatchObject({ level: 'debug', path: '/readyz', status: 200 })
   })
 
   if (BACKEND === 'embedded') {

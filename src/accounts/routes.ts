@@ -35,9 +35,12 @@ function uncached<T>(set: { headers: Record<string, unknown> }, tokens: T): T {
   set.headers['cache-control'] = 'no-store'
   return tokens
 }
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody }
-/** Of the routes THROTTLE_* settings can limit. */
-const throttledErrors = { ...errors, 429: ErrorBody }
+// The error answers each route can give (the OpenAPI document lists exactly these).
+/** A JSON body: invalid (400), too large (413), of another type (415). */
+const bodyErrors = { 400: ErrorBody, 413: ErrorBody, 415: ErrorBody }
+/** Password hashing: a sign-in or registration refused while the hashing queue is full (503), or throttled (429). */
+const hashingErrors = { 429: ErrorBody, 503: ErrorBody }
+const unauthenticated = { 401: ErrorBody }
 
 export function accountRoutes(accounts: Accounts, access: ReturnType<typeof accessControl>, throttles: Throttles) {
   return new Elysia({ name: 'kgs/accounts', prefix: '/api/v1' })
@@ -51,18 +54,18 @@ export function accountRoutes(accounts: Accounts, access: ReturnType<typeof acce
       },
       {
         body: t.Object({ email: Email, password: Password, name: t.Optional(Name) }, strict),
-        response: { 201: SessionGrant, ...throttledErrors },
+        response: { 201: SessionGrant, ...bodyErrors, 409: ErrorBody, ...hashingErrors },
         detail: { tags: ['accounts'], summary: 'Create an account and start a session' },
       },
     )
     .post('/auth/login', async ({ body, set, request }) => uncached(set, await throttles.login.guard(request, normalizeEmail(body.email), () => accounts.login(body))), {
       body: t.Object({ email: t.String({ maxLength: 254 }), password: t.String({ maxLength: PASSWORD_MAX }) }, strict),
-      response: { 200: SessionGrant, ...throttledErrors },
+      response: { 200: SessionGrant, ...bodyErrors, ...unauthenticated, ...hashingErrors },
       detail: { tags: ['accounts'], summary: 'Start a session' },
     })
     .post('/auth/refresh', async ({ body, set, request }) => uncached(set, await throttles.token.guard(request, undefined, () => accounts.refresh(body.refresh_token))), {
       body: t.Object({ refresh_token: t.String({ maxLength: 128 }) }, strict),
-      response: { 200: TokenPair, ...throttledErrors },
+      response: { 200: TokenPair, ...bodyErrors, ...unauthenticated, 429: ErrorBody },
       detail: { tags: ['accounts'], summary: 'Exchange a refresh token (single use) for a new token pair' },
     })
     .get(
@@ -75,7 +78,7 @@ export function accountRoutes(accounts: Accounts, access: ReturnType<typeof acce
       {
         auth: true,
         query: PageQuery,
-        response: { 200: t.Array(Session), ...errors },
+        response: { 200: t.Array(Session), 400: ErrorBody, ...unauthenticated, 403: ErrorBody },
         detail: { tags: ['accounts'], summary: "The caller's live sessions, oldest first (paginated; a session token only)" },
       },
     )
@@ -88,7 +91,7 @@ export function accountRoutes(accounts: Accounts, access: ReturnType<typeof acce
       {
         auth: true,
         params: SessionParams,
-        response: { 200: Session, ...errors },
+        response: { 200: Session, 400: ErrorBody, ...unauthenticated, 403: ErrorBody, 404: ErrorBody },
         detail: { tags: ['accounts'], summary: "End one of the caller's sessions: its tokens stop working at once (a session token only)" },
       },
     )
@@ -100,19 +103,19 @@ export function accountRoutes(accounts: Accounts, access: ReturnType<typeof acce
       },
       {
         auth: true,
-        response: { 200: t.Object({ message: t.String() }), ...errors },
+        response: { 200: t.Object({ message: t.String() }), 400: ErrorBody, ...unauthenticated },
         detail: { tags: ['accounts'], summary: 'End the current session: its tokens stop working at once' },
       },
     )
     .get('/users/me', ({ principal }) => accounts.getUser(principal, principal.userId), {
       auth: true,
-      response: { 200: User, ...errors },
+      response: { 200: User, ...unauthenticated },
       detail: { tags: ['accounts'], summary: 'The authenticated user' },
     })
     .get('/users/:userID', ({ principal, params }) => accounts.getUser(principal, params.userID.toLowerCase()), {
       auth: true,
       params: UserParams,
-      response: { 200: User, ...errors },
+      response: { 200: User, 400: ErrorBody, ...unauthenticated, 403: ErrorBody, 404: ErrorBody },
       detail: { tags: ['accounts'], summary: 'A user (self, or with user:read)' },
     })
     // A current_password is a guess at a password: it draws on the sign-in budgets of the acting user.
@@ -123,7 +126,7 @@ export function accountRoutes(accounts: Accounts, access: ReturnType<typeof acce
       auth: true,
       params: UserParams,
       body: t.Object({ name: t.Optional(Name), email: t.Optional(Email), current_password: t.Optional(t.String({ maxLength: PASSWORD_MAX, description: "the acting user's password: required to change the e-mail (with a session token only)" })) }, strict),
-      response: { 200: User, ...errors },
+      response: { 200: User, ...bodyErrors, ...unauthenticated, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 429: ErrorBody },
       detail: { tags: ['accounts'], summary: 'Update a profile (self, or with user:manage); changing the e-mail needs a session token and current_password' },
     })
 }

@@ -7,7 +7,7 @@ import type { Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import type { Jobs } from '../jobs/jobs.ts'
-import { JobBody } from '../jobs/routes.ts'
+import { JobBody, accepted, type AcceptedSet } from '../jobs/routes.ts'
 import type { Repository } from '../repositories/repositories.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import { ExportParams, latestExportKey, normalizeExportedAt } from './export.ts'
@@ -27,12 +27,11 @@ function exportRoutesAt(prefix: string, scope: Scope, jobs: Jobs, blobs: BlobSto
     ...extra,
   })
 
-  const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: ExportParams; set: { status?: number | string } }) => {
+  const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: ExportParams; set: AcceptedSet }) => {
     // The request's time unless given: a retried job then writes the very same bundle.
     const exportedAt = body.exported_at ?? new Date().toISOString()
     if (!normalizeExportedAt(exportedAt)) throw new HttpError(400, `invalid body: exported_at: expected an RFC 3339 date-time such as 2026-01-02T03:04:05Z (got ${JSON.stringify(exportedAt)})`)
-    set.status = 202
-    return jobs.enqueue({ kind: 'export_graph', repositoryId: repository.id, params: { ...body, exported_at: exportedAt }, createdBy: principal.userId })
+    return accepted(set, await jobs.enqueue({ kind: 'export_graph', repositoryId: repository.id, params: { ...body, exported_at: exportedAt }, createdBy: principal.userId }))
   }
 
   const download = async ({ repository }: { repository: Repository }) => {

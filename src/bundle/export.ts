@@ -105,8 +105,8 @@ export interface ExportServices {
 }
 
 export interface ExportProgress {
-  phase: 'hashing' | 'writing'
-  /** Rows (and vectors) read so far in this phase, of `total`. */
+  phase: 'ranking' | 'hashing' | 'writing'
+  /** Tables ranked (ranking), rows and vectors read (hashing, writing) so far in this phase, of `total`. */
   done: number
   total: number
   /** Bytes the sink has taken so far (its `bytesWritten`: a file's or a socket's). */
@@ -215,6 +215,7 @@ class Snapshot {
   /** The position tables, the counts and the promptset hashes. */
   async prepare() {
     const tx = this.tx
+    this.startPhase('ranking', POSITIONED.length)
     for (const table of POSITIONED) {
       const name = positionTable(table)
       // Reports in (created_at, id) order, as every other table, except that a parent must
@@ -236,6 +237,7 @@ class Snapshot {
       await tx`CREATE UNIQUE INDEX ON ${tx(name)} (pos)`
       // Temporary tables get no statistics from autovacuum; the cursors' plans need them.
       await tx`ANALYZE ${tx(name)}`
+      this.advance(1)
     }
     const [row] = await tx<(ExportCounts & { source_images: number; source_bodies: number; links: number })[]>`
       SELECT

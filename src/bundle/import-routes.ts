@@ -19,7 +19,7 @@ import { HttpError } from '../http/errors.ts'
 import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted, UploadTooSlow, type UploadPace } from '../http/upload.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import type { Jobs } from '../jobs/jobs.ts'
-import { JobBody } from '../jobs/routes.ts'
+import { JobBody, accepted, type AcceptedSet } from '../jobs/routes.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import type { RegistryClient } from '../registry/client.ts'
@@ -179,7 +179,7 @@ function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimi
     await blobs.delete(key).catch((error) => log.error('import: could not delete an upload', { key, ...describeError(error) }))
   }
 
-  const start = async ({ request, principal, repository, set }: { request: Request; principal: Principal; repository: Repository; set: { status?: number | string } }) => {
+  const start = async ({ request, principal, repository, set }: { request: Request; principal: Principal; repository: Repository; set: AcceptedSet }) => {
     const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
     let jobParams: ImportParams
     if (type === 'application/json') {
@@ -196,9 +196,7 @@ function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimi
       throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}; expected application/json, application/gzip or multipart/form-data`)
     }
     try {
-      const job = await jobs.enqueue({ kind: 'import_graph', repositoryId: repository.id, params: jobParams, createdBy: principal.userId })
-      set.status = 202
-      return job
+      return accepted(set, await jobs.enqueue({ kind: 'import_graph', repositoryId: repository.id, params: jobParams, createdBy: principal.userId }))
     } catch (error) {
       if ('upload' in jobParams) await discard(jobParams.upload)
       throw error

@@ -208,7 +208,8 @@ export class GraphImport {
     const written = this.write(batch)
     written.catch(() => {})
     this.inflight = written
-    this.options.progress({ done: this.rowsDone, bytes: this.reader!.stats.compressedBytes })
+    // done in the unit of total, the bundle's compressed size: rows have no known total up front.
+    this.options.progress({ done: this.reader!.stats.compressedBytes, bytes: this.reader!.stats.compressedBytes })
   }
 
   private async write(batch: Batch): Promise<void> {
@@ -264,7 +265,7 @@ export class GraphImport {
   /** After the last item: late image links, media left over and missing. */
   private async finish(): Promise<{ to_fetch: number; lost: number }> {
     const { tx } = this.options
-    this.options.progress({ phase: 'media', done: this.rowsDone, bytes: this.reader!.stats.compressedBytes })
+    this.options.progress({ phase: 'media', done: this.reader!.stats.compressedBytes, bytes: this.reader!.stats.compressedBytes })
     const missing = await this.media.finish()
     if (this.factImagesDeferred) {
       await tx`

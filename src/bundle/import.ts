@@ -195,13 +195,20 @@ async function discardAttempt(job: ImportJob, { blobs, vectors }: JobServices): 
 async function completeImport(job: ImportJob, services: JobServices, sql: Sql, committed: CommittedImport): Promise<void> {
   const repositoryId = job.repositoryId!
   if (committed.vectors_pending) {
-    job.progress({ phase: 'vectors' })
-    for (const kind of VECTOR_KINDS) await services.vectors.promoteStaged(job.id, repositoryId, kind)
+    job.progress({ phase: 'vectors', done: 0, total: VECTOR_KINDS.length })
+    for (const [index, kind] of VECTOR_KINDS.entries()) {
+      await services.vectors.promoteStaged(job.id, repositoryId, kind)
+      job.progress({ done: index + 1 })
+    }
     await sql`UPDATE graph_imports SET vectors_pending = false WHERE job_id = ${job.id}`
   }
   if (committed.followups_pending) {
-    job.progress({ phase: 'follow-ups' })
-    for (const followUp of followUps(committed.result)) await services.enqueue({ ...followUp, repositoryId })
+    const queued = followUps(committed.result)
+    job.progress({ phase: 'follow-ups', done: 0, total: queued.length })
+    for (const [index, followUp] of queued.entries()) {
+      await services.enqueue({ ...followUp, repositoryId })
+      job.progress({ done: index + 1 })
+    }
     await sql`UPDATE graph_imports SET followups_pending = false WHERE job_id = ${job.id}`
   }
   job.progress({ phase: 'imported' })

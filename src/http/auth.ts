@@ -8,6 +8,7 @@ import { Elysia } from 'elysia'
 import { jwt } from '@elysiajs/jwt'
 import { ExpiringMap } from '../expiring.ts'
 import { HttpError } from './errors.ts'
+import { securityDetail } from './openapi.ts'
 import { SYSTEM_DOMAIN, scopeAllows, scopeNeeded, type Permission, type Scope, type SystemPermission } from '../rbac/permissions.ts'
 
 export interface Principal {
@@ -135,10 +136,12 @@ export function principalOf(request: Request): Principal {
 export function accessControl(authenticator: Authenticator, authorizer: Authorizer) {
   return new Elysia({ name: 'kgs/access-control' }).macro({
     auth: {
+      detail: securityDetail(),
       ...authenticatesFirst(authenticator, 'read'),
       resolve: ({ request }) => ({ principal: principalOf(request) }),
     },
     permission: (permission: SystemPermission) => ({
+      detail: securityDetail(scopeNeeded(permission)),
       ...authenticatesFirst(authenticator, scopeNeeded(permission)),
       resolve({ request }) {
         const principal = principalOf(request)

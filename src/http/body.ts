@@ -102,6 +102,12 @@ export function parseFormBody(text: string): Record<string, string> {
   return fields
 }
 
+/** Whether a route reads form-encoded bodies: it says so with `parse: 'urlencoded'` (the OAuth endpoints). */
+export function readsForms(route: { hooks: { parse?: unknown } }): boolean {
+  const parsers = route.hooks.parse
+  return Array.isArray(parsers) && parsers.some((parser) => (parser as { fn?: unknown }).fn === 'urlencoded')
+}
+
 /** Why a request's body was refused, held back until the route has authenticated (see bodyParsing). */
 const refusedBodies = new WeakMap<Request, HttpError>()
 
@@ -111,32 +117,36 @@ export function refusedBody(request: Request): HttpError | undefined {
 }
 
 /**
- * The body parsers of the API: JSON and form-encoded bodies (OAuth) up to `limit` bytes,
- * arriving within `timeoutMs`. Other media types are refused with 415 unless a route brings its
- * own parser.
+ * The body parser of the API: JSON bodies, and form-encoded ones on the routes that read forms
+ * (`formRoute`, keyed "METHOD /path"), up to `limit` bytes arriving within `timeoutMs`. Any
+ * other media type is refused with 415 naming the one expected, unless a route brings its own
+ * parser.
  *
  * A refused body is not thrown at once: parsing runs before any route hook, and a protected
  * route must answer an anonymous request 401 whatever its body (decisions.md §5a). The parser
  * hands the route a null body instead and the refusal is thrown before the handler (or, when the
  * route's schema refuses the null first, reported by errorHandling in its place).
  */
-export function bodyParsing(limit: number, timeoutMs: number) {
-  const parse = async (request: Request) => {
+export function bodyParsing(limit: number, timeoutMs: number, formRoute: (key: string) => boolean) {
+  const parse = async (request: Request, route: string) => {
     const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
     const read = () => readBodyLimited(request, limit, timeoutMs)
+    const form = formRoute(`${request.method} ${route}`)
+    // JSON is read on form routes too, so that the OAuth endpoints answer it with their own errors.
     if (type === 'application/json' || type.endsWith('+json')) return parseJsonBody(await read())
-    if (type === 'application/x-www-form-urlencoded') return parseFormBody(decodeText(await read()))
+    if (form && type === 'application/x-www-form-urlencoded') return parseFormBody(decodeText(await read()))
+    const expected = form ? 'application/x-www-form-urlencoded' : 'application/json'
     if (type === '') {
       // A bodiless POST (logout, cancel) needs no Content-Type; a body without one is refused.
       if ((await read()).byteLength === 0) return null
-      throw new HttpError(415, 'missing Content-Type; expected application/json')
+      throw new HttpError(415, `missing Content-Type; expected ${expected}`)
     }
-    throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}; expected application/json`)
+    throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}; expected ${expected}`)
   }
   return new Elysia({ name: 'kgs/body' })
-    .onParse({ as: 'global' }, async ({ request }) => {
+    .onParse({ as: 'global' }, async ({ request, route }) => {
       try {
-        return await parse(request)
+        return await parse(request, route)
       } catch (error) {
         if (!(error instanceof HttpError)) throw error
         refusedBodies.set(request, error)

@@ -3,6 +3,7 @@
 // clients and carries the last row's key with full timestamp precision.
 import { t } from 'elysia'
 import { HttpError } from './errors.ts'
+import { integerQuery } from './openapi.ts'
 import type { Db } from '../db/sql.ts'
 
 export const DEFAULT_LIMIT = 50
@@ -10,7 +11,7 @@ export const MAX_LIMIT = 500
 
 // limit is checked by parseLimit: Elysia reports a query range error without the field's name.
 export const PageQuery = t.Object({
-  limit: t.Optional(t.String({ description: `integer from 1 to ${MAX_LIMIT}, default ${DEFAULT_LIMIT}` })),
+  limit: t.Optional(integerQuery({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, description: 'page size' })),
   cursor: t.Optional(t.String({ maxLength: 200, error: 'expected a cursor from a Link header' })),
 })
 
@@ -65,17 +66,22 @@ export function page<T extends { page_key: PageKey }>(
  * that name, the millisecond text of isoTimestamp, and rows within one millisecond would come
  * out in id order while the cursor compares microseconds: a page could skip a row.
  */
-export const pageOrder = (sql: Db, table: string) => sql`${sql(table)}.created_at, ${sql(table)}.id`
+export const pageOrder = (sql: Db, table: string, descending = false) =>
+  descending ? sql`${sql(table)}.created_at DESC, ${sql(table)}.id DESC` : sql`${sql(table)}.created_at, ${sql(table)}.id`
 
 /** The page key of a row of a table ordered by (created_at, id), with full precision. */
 export const pageKeyColumn = (sql: Db) => sql`to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS key_at`
 
 /**
- * Rows after the cursor. Its time is sent as text: typed as timestamptz, postgres.js would pass
+ * Rows after the cursor (in the order of the page). Its time is sent as text: typed as timestamptz, postgres.js would pass
  * it through a Date and lose the microseconds, and the page would start again at its own last row.
  */
-export const afterCursor = (sql: Db, after: PageKey | undefined) =>
-  after ? sql`(created_at, id) > (${after.at}::text::timestamptz, ${after.id}::uuid)` : sql`true`
+export const afterCursor = (sql: Db, after: PageKey | undefined, descending = false) =>
+  !after
+    ? sql`true`
+    : descending
+      ? sql`(created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)`
+      : sql`(created_at, id) > (${after.at}::text::timestamptz, ${after.id}::uuid)`
 
 export function withPageKeys<T extends { id: string; key_at: string }>(rows: T[]): (Omit<T, 'key_at'> & { page_key: PageKey })[] {
   return rows.map(({ key_at, ...row }) => ({ ...row, page_key: { at: key_at, id: row.id } }))

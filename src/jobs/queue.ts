@@ -22,7 +22,8 @@ export interface Job {
   kind: string
   repository_id: string | null
   status: JobStatus
-  progress: JobProgress
+  /** percent is computed when read (jobColumns), never stored. */
+  progress: JobProgress & { percent: number | null }
   result: unknown
   error: string | null
   attempts: number
@@ -48,8 +49,13 @@ export interface LeaseState {
   cancelRequested: boolean
 }
 
+// progress.percent: done of total, every phase reporting both in one unit (0 to 100; null while
+// the total is unknown; 100 once the job succeeded).
 const jobColumns = (sql: Db) => sql`
-  id, kind, repository_id, status, progress, result, error, attempts,
+  id, kind, repository_id, status,
+  progress || jsonb_build_object('percent', CASE WHEN status = 'succeeded' THEN 100 WHEN (progress->>'total')::numeric > 0
+    THEN least(100, round(100 * (progress->>'done')::numeric / (progress->>'total')::numeric, 1)) END) AS progress,
+  result, error, attempts,
   ${isoTimestamp(sql, 'created_at')} AS created_at,
   ${isoTimestamp(sql, 'started_at')} AS started_at,
   ${isoTimestamp(sql, 'finished_at')} AS finished_at`
@@ -224,6 +230,8 @@ export interface JobFilter {
   repositoryId?: string
   status?: JobStatus
   kind?: string
+  /** ?order=desc: the latest jobs first. */
+  newestFirst?: boolean
 }
 
 export async function listJobs(sql: Db, filter: JobFilter, limit: number, after: PageKey | undefined) {
@@ -232,8 +240,8 @@ export async function listJobs(sql: Db, filter: JobFilter, limit: number, after:
     WHERE ${filter.repositoryId ? sql`repository_id = ${filter.repositoryId}` : sql`true`}
       AND ${filter.status ? sql`status = ${filter.status}` : sql`true`}
       AND ${filter.kind ? sql`kind = ${filter.kind}` : sql`true`}
-      AND ${afterCursor(sql, after)}
-    ORDER BY ${pageOrder(sql, 'jobs')}
+      AND ${afterCursor(sql, after, filter.newestFirst)}
+    ORDER BY ${pageOrder(sql, 'jobs', filter.newestFirst)}
     LIMIT ${limit + 1}`
   return withPageKeys(rows)
 }

@@ -21,7 +21,13 @@ export const JobBody = t.Object({
   kind: t.String(),
   repository_id: t.Union([t.String(), t.Null()]),
   status: Status(),
-  progress: t.Object({ phase: t.String(), done: t.Number(), total: t.Number(), bytes: t.Number() }),
+  progress: t.Object({
+    phase: t.String(),
+    done: t.Number({ description: 'in the unit of total: bytes while a bundle is read, downloaded or pushed; rows, tables or items otherwise' }),
+    total: t.Number(),
+    bytes: t.Number(),
+    percent: t.Union([t.Number(), t.Null()], { description: 'done of total, 0 to 100; null while the total is unknown' }),
+  }),
   result: t.Unknown({ description: 'what the job produced, once it succeeded' }),
   error: t.Union([t.String(), t.Null()]),
   attempts: t.Integer(),
@@ -35,8 +41,26 @@ const ListQuery = t.Object({
   ...PageQuery.properties,
   status: t.Optional(Status({ error: `expected one of ${JOB_STATUSES.join(', ')}` })),
   kind: t.Optional(t.String({ maxLength: 63 })),
+  order: t.Optional(t.Union([t.Literal('asc'), t.Literal('desc')], { error: 'expected asc or desc', description: 'asc (the default): oldest first; desc: newest first' })),
 })
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody }
+// Each route's own error answers (the OpenAPI document lists exactly these).
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
+/** Cancelling a job that already finished. */
+const cancelErrors = { ...errors, 409: ErrorBody }
+/** A JSON body: too large (413), of another type (415). */
+const startErrors = { ...errors, 413: ErrorBody, 415: ErrorBody }
+
+export interface AcceptedSet {
+  status?: number | string
+  headers: Record<string, string | number>
+}
+
+/** The 202 of a route that queued a job: the job, and in Location where to follow it. */
+export function accepted(set: AcceptedSet, job: Job): Job {
+  set.status = 202
+  set.headers.location = `/${job.repository_id}/jobs/${job.id}`
+  return job
+}
 
 /** The job, if it exists and belongs to the scope it was asked in (none: every job). */
 async function jobInScope(system: Db, id: string, repository: Repository | undefined): Promise<Job> {
@@ -49,7 +73,7 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
   const describe = (summary: string) => ({ tags: ['jobs'], summary })
   const list = async ({ repository, query, request, set }: { repository?: Repository; query: typeof ListQuery.static; request: Request; set: { headers: unknown } }) => {
     const limit = parseLimit(query.limit)
-    const rows = await listJobs(system, { repositoryId: repository?.id, status: query.status, kind: query.kind }, limit, decodeCursor(query.cursor))
+    const rows = await listJobs(system, { repositoryId: repository?.id, status: query.status, kind: query.kind, newestFirst: query.order === 'desc' }, limit, decodeCursor(query.cursor))
     return page(rows, limit, request, set.headers as Record<string, string>)
   }
   const cancel = async ({ repository, params }: { repository?: Repository; params: { jobID: string } }) => {
@@ -57,17 +81,15 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
     if (job.status !== 'queued' && job.status !== 'running') throw new HttpError(409, `job already ${job.status}`)
     return (await jobs.cancel(job.id)) ?? job
   }
-  const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: typeof startBody.static; set: { status?: number | string } }) => {
-    set.status = 202
-    return jobs.enqueue({ kind: body.kind, repositoryId: repository.id, params: body.params, createdBy: principal.userId })
-  }
+  const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: typeof startBody.static; set: AcceptedSet }) =>
+    accepted(set, await jobs.enqueue({ kind: body.kind, repositoryId: repository.id, params: body.params, createdBy: principal.userId }))
   const startOptions = {
     repository: 'graph:import',
     body: startBody,
-    response: { 202: JobBody, ...errors },
+    response: { 202: JobBody, ...startErrors },
     detail: describe('Start a job on the repository: (re)compute the vectors of its facts or concepts with the configured embedder, or fetch its missing media'),
   } as const
-  const listDetail = describe('Jobs, oldest first: of the repository named by the path or X-Repository-ID, else every job (system job:read)')
+  const listDetail = describe('Jobs, oldest first (?order=desc: newest first): of the repository named by the path or X-Repository-ID, else every job (system job:read)')
 
   return new Elysia({ name: 'kgs/jobs' })
     .use(scope)
@@ -81,7 +103,7 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
     .post('/api/v1/jobs/:jobID/cancel', cancel, {
       repositoryOrSystem: 'job:cancel',
       params: JobParams,
-      response: { 200: JobBody, ...errors },
+      response: { 200: JobBody, ...cancelErrors },
       detail: describe('Cancel a job: a queued job at once, a running one at its next heartbeat (409 if it already finished)'),
     })
     .get('/:repoID/jobs', list, { repositoryOrSystem: 'job:read', query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
@@ -94,7 +116,7 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
     .post('/:repoID/jobs/:jobID/cancel', cancel, {
       repositoryOrSystem: 'job:cancel',
       params: RepositoryJobParams,
-      response: { 200: JobBody, ...errors },
+      response: { 200: JobBody, ...cancelErrors },
       detail: describe("Cancel a repository's job"),
     })
     .post('/:repoID/jobs', start, startOptions)

@@ -104,6 +104,9 @@ export class JobWorker {
 
   private async execute(claimed: ClaimedJob): Promise<void> {
     const kind = this.kinds.get(claimed.kind)!
+    const started = performance.now()
+    const about = { job: claimed.id, kind: claimed.kind, repository: claimed.repositoryId, attempt: claimed.attempts }
+    this.log.info('job started', about)
     const controller = new AbortController()
     this.current = { id: claimed.id, controller }
     let pending: Partial<JobProgress> | undefined
@@ -151,30 +154,45 @@ export class JobWorker {
       if (controller.signal.reason !== SHUTTING_DOWN) controller.signal.throwIfAborted()
       if (pending) await reportProgress(this.system, claimed.id, this.id, this.timing.leaseMs, pending)
       await finishJob(this.system, claimed.id, this.id, { status: 'succeeded', result })
+      this.log.info('job succeeded', { ...about, ms: elapsed(started), ...resultCounts(result) })
     } catch (error) {
-      await this.recordFailure(claimed, controller.signal, error)
+      await this.recordFailure(claimed, controller.signal, error, { ...about, ms: elapsed(started) })
     } finally {
       clearInterval(heartbeat)
       this.current = undefined
     }
   }
 
-  private async recordFailure(claimed: ClaimedJob, signal: AbortSignal, error: unknown): Promise<void> {
+  /** Records how an attempt ended other than in success, with one log line: `about` names the job and its duration. */
+  private async recordFailure(claimed: ClaimedJob, signal: AbortSignal, error: unknown, about: Record<string, unknown>): Promise<void> {
     try {
       if (signal.aborted && signal.reason === LEASE_LOST) {
-        this.log.warn('job lease lost; the job is left to its new owner', { job: claimed.id, worker: this.id })
+        this.log.warn('job lease lost; the job is left to its new owner', { ...about, worker: this.id })
       } else if (signal.aborted && signal.reason === CANCELLED) {
         await finishJob(this.system, claimed.id, this.id, { status: 'cancelled', error: CANCELLED })
+        this.log.info('job cancelled', about)
       } else if (signal.aborted && signal.reason === SHUTTING_DOWN) {
         await handBackOnShutdown(this.system, this.id, SHUTDOWN_RELEASE)
+        this.log.info('job handed back to the queue (shutdown)', about)
       } else {
         const message = error instanceof Error ? error.message : String(error)
         const status = await failAttempt(this.system, claimed.id, this.id, message, !(error instanceof PermanentJobError), this.timing.backoffBaseMs)
-        this.log.warn('job attempt failed', { job: claimed.id, kind: claimed.kind, attempt: claimed.attempts, status, error: message })
+        // status: queued (to be retried) or failed (for good).
+        this.log.warn(status === 'failed' ? 'job failed' : 'job attempt failed; retrying', { ...about, status, error: message })
       }
     } catch (recordError) {
       // The lease will expire and the reaper will re-queue the job.
       this.log.error('could not record a job failure', { job: claimed.id, ...describeError(recordError) })
     }
   }
+}
+
+const elapsed = (started: number) => Math.round(performance.now() - started)
+
+/** The counts of a job's result, for its log line: its numeric fields and those of its `counts`. */
+function resultCounts(result: unknown): Record<string, number> {
+  if (typeof result !== 'object' || result === null) return {}
+  const numbers = (object: object) => Object.entries(object).filter((entry): entry is [string, number] => typeof entry[1] === 'number')
+  const counts = (result as { counts?: unknown }).counts
+  return Object.fromEntries([...numbers(result), ...(typeof counts === 'object' && counts !== null ? numbers(counts) : [])])
 }

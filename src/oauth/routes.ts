@@ -138,9 +138,15 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
   }
 
   const asMetadata = authorizationServerMetadata(baseUrl)
-  const discovery = { tags: ['oauth'] }
+  const discovery = { tags: ['oauth'], responses: { 200: { description: 'the metadata document', content: { 'application/json': { schema: { type: 'object' as const } } } } } }
   const resource = (path: (typeof RESOURCE_PATHS)[number]) =>
     [`${PROTECTED_RESOURCE_DOCUMENT}${path}`, () => protectedResourceMetadata(baseUrl, path), { detail: { ...discovery, summary: `Protected resource metadata (RFC 9728) of the resource {base}${path}` } }] as const
+  // The authorization pages answer HTML (and redirects), not JSON.
+  const htmlPage = (summary: string, redirect?: 302 | 303) => ({
+    tags: ['oauth'],
+    summary,
+    responses: { 200: { description: 'an HTML page', content: { 'text/html': {} } }, ...(redirect && { [redirect]: { description: 'back to the client' } }), 400: { description: 'an HTML error page', content: { 'text/html': {} } } },
+  })
   return new Elysia({ name: 'kgs/oauth' })
     .get('/.well-known/oauth-authorization-server', () => asMetadata, { detail: { ...discovery, summary: 'Authorization server metadata (RFC 8414)' } })
     .get(...resource(''))
@@ -178,7 +184,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
           },
           { additionalProperties: true },
         ),
-        detail: { tags: ['oauth'], summary: 'Authorization request (RFC 6749 §4.1.1 with PKCE): the sign-in page' },
+        detail: htmlPage('Authorization request (RFC 6749 §4.1.1 with PKCE): the sign-in page, or an error page; never a redirect'),
       },
     )
     .post(
@@ -211,8 +217,9 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         return response
       },
       {
+        parse: 'urlencoded',
         body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), email: FormField(254), password: FormField(256) }),
-        detail: { tags: ['oauth'], summary: 'The sign-in form of the authorization pages (form-encoded)' },
+        detail: htmlPage('The sign-in form of the authorization pages (the consent page once signed in)'),
       },
     )
     .post(
@@ -231,8 +238,9 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         return redirect303(redirectWith(pending.redirect_uri, baseUrl, { code: await issueCode(system, pending, userId), state }))
       },
       {
+        parse: 'urlencoded',
         body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), decision: t.Union([t.Literal('allow'), t.Literal('deny')]) }),
-        detail: { tags: ['oauth'], summary: 'The consent decision (form-encoded): redirects to the client with a code, or access_denied' },
+        detail: htmlPage('The consent decision: redirects to the client with a code, or access_denied', 303),
       },
     )
     .post(
@@ -252,9 +260,10 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
           throttles.token.oauthTooManyRequests,
         ),
       {
+        parse: 'urlencoded',
         body: TokenRequest,
         response: { 200: TokenResponseBody, 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody },
-        detail: { tags: ['oauth'], summary: 'Token endpoint (form-encoded): authorization_code with PKCE, refresh_token with rotation' },
+        detail: { tags: ['oauth'], summary: 'Token endpoint: authorization_code with PKCE, refresh_token with rotation' },
       },
     )
     .post(
@@ -279,6 +288,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
           { token: t.Optional(t.String({ maxLength: 2048 })), token_type_hint: t.Optional(t.String({ maxLength: 64 })), client_id: t.Optional(t.String({ maxLength: 64 })), client_secret: t.Optional(t.String({ maxLength: 128 })) },
           { additionalProperties: true },
         ),
+        parse: 'urlencoded',
         response: { 200: t.Object({}), 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody },
         detail: { tags: ['oauth'], summary: 'Revoke a refresh token (its whole grant) or an access token (RFC 7009); 200 for unknown tokens too' },
       },

@@ -10,6 +10,7 @@ import { timestampedId } from '../blobs/leftovers.ts'
 import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
 import { SERVICE_SUBJECT, authenticatesFirst, forbidden, principalOf, holdsSystemPermission, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
+import { securityDetail } from '../http/openapi.ts'
 import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted, UploadTooSlow, type UploadPace } from '../http/upload.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
@@ -263,7 +264,7 @@ type RegistryAccess = Extract<SystemPermission, 'registry:push' | 'registry:pull
 
 export function registryRoutes(options: RegistryRoutesOptions) {
   const { system, blobs, authenticator, authorizer, maxBytes, pace, log } = options
-  const describe = (summary: string, extra: Record<string, unknown> = {}) => ({ tags: ['registry'], summary, security: [{ bearer: [] }], ...extra })
+  const describe = (summary: string, extra: Record<string, unknown> = {}) => ({ tags: ['registry'], summary, ...extra })
   const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 
   /** Deletes blobs of a failed or redundant push; a failure to do so is logged, not raised. */
@@ -281,6 +282,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
     /** registry:push / registry:pull in the system domain, or (delete) any authenticated user; the route checks ownership. */
     registry: (need: RegistryAccess) => ({
       // Deleting needs write on top of ownership (the route checks both).
+      detail: securityDetail(need === 'owner-or-sysadmin' ? 'write' : scopeNeeded(need)),
       ...authenticatesFirst(authenticator, need === 'owner-or-sysadmin' ? 'write' : scopeNeeded(need)),
       async resolve({ request }) {
         const principal = principalOf(request)

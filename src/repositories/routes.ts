@@ -19,7 +19,10 @@ const Repository = t.Object({
 const Name = t.String({ minLength: 1, maxLength: 200, error: 'expected a name of 1 to 200 characters' })
 const Slug = t.String({ maxLength: 63, description: '2–63 of a-z, 0-9 and inner hyphens; not UUID-shaped; not reserved', error: 'expected a slug of at most 63 characters' })
 const Description = t.String({ maxLength: 2000, error: 'expected a description of at most 2000 characters' })
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody }
+// Each route's own error answers (the OpenAPI document lists exactly these).
+const readErrors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
+/** A JSON body: invalid (400), too large (413), of another type (415); a slug already taken (409). */
+const writeErrors = { ...readErrors, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody }
 
 export function repositoryRoutes(repositories: Repositories, access: ReturnType<typeof accessControl>, scope: ReturnType<typeof repositoryScope>) {
   const describe = (summary: string) => ({ tags: ['repositories'], summary })
@@ -35,7 +38,7 @@ export function repositoryRoutes(repositories: Repositories, access: ReturnType<
       {
         permission: 'repository:create',
         body: t.Object({ name: Name, slug: t.Optional(Slug), description: t.Optional(Description) }, { additionalProperties: false }),
-        response: { 201: Repository, ...errors },
+        response: { 201: Repository, ...writeErrors },
         detail: describe('Create a repository (its own database; the creator becomes repoadmin)'),
       },
     )
@@ -45,17 +48,17 @@ export function repositoryRoutes(repositories: Repositories, access: ReturnType<
         const limit = parseLimit(query.limit)
         return page(await repositories.list(principal.userId, limit, decodeCursor(query.cursor)), limit, request, set.headers as Record<string, string>)
       },
-      { auth: true, query: PageQuery, response: { 200: t.Array(Repository), ...errors }, detail: describe('Repositories the caller holds a role in (all, for a sysadmin)') },
+      { auth: true, query: PageQuery, response: { 200: t.Array(Repository), ...readErrors }, detail: describe('Repositories the caller holds a role in (all, for a sysadmin)') },
     )
     .get('/api/v1/repositories/:repoID', ({ repository }) => repository, {
       repository: 'repository:read',
-      response: { 200: Repository, ...errors },
+      response: { 200: Repository, ...readErrors },
       detail: describe('A repository, by UUID or slug'),
     })
     .put('/api/v1/repositories/:repoID', ({ repository, body }) => repositories.update(repository, body), {
       repository: 'repository:update',
       body: t.Object({ name: t.Optional(Name), slug: t.Optional(Slug), description: t.Optional(Description) }, { additionalProperties: false }),
-      response: { 200: Repository, ...errors },
+      response: { 200: Repository, ...writeErrors },
       detail: describe('Rename, re-slug or describe a repository'),
     })
     .delete(
@@ -64,11 +67,11 @@ export function repositoryRoutes(repositories: Repositories, access: ReturnType<
         await repositories.remove(repository.id)
         return repository
       },
-      { repository: 'repository:delete', response: { 200: Repository, ...errors }, detail: describe('Delete a repository with its database and role assignments') },
+      { repository: 'repository:delete', response: { 200: Repository, ...readErrors }, detail: describe('Delete a repository with its database and role assignments') },
     )
     .get('/api/v1/repository', ({ repository }) => repository, {
       repository: 'repository:read',
-      response: { 200: Repository, ...errors },
+      response: { 200: Repository, ...readErrors },
       detail: {
         ...describe('The repository named by the X-Repository-ID header'),
         parameters: [{ in: 'header', name: 'X-Repository-ID', required: true, schema: { type: 'string' }, description: 'repository UUID or slug' }],
@@ -76,7 +79,7 @@ export function repositoryRoutes(repositories: Repositories, access: ReturnType<
     })
     .get('/:repoID', ({ repository }) => repository, {
       repository: 'repository:read',
-      response: { 200: Repository, ...errors },
+      response: { 200: Repository, ...readErrors },
       detail: describe('The repository at the root of its scoped routes (/{repoID}/...)'),
     })
 }

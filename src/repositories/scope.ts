@@ -8,6 +8,7 @@ import type { Sql } from 'postgres'
 import type { Pools } from '../db/pools.ts'
 import { authenticatesFirst, forbidden, principalOf, requireScope, type Authenticator } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
+import { repositoryHeader, securityDetail } from '../http/openapi.ts'
 import { SYSTEM_DOMAIN, scopeNeeded, type RepositoryPermission, type SystemPermission } from '../rbac/permissions.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import type { Repositories, Repository } from './repositories.ts'
@@ -44,6 +45,7 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
 
   return new Elysia({ name: 'kgs/repository-scope' }).macro({
     repository: (permission: RepositoryPermission) => ({
+      detail: { ...securityDetail(scopeNeeded(permission)), ...repositoryHeader(true) },
       ...authenticatesFirst(authenticator, scopeNeeded(permission)),
       async resolve({ request, params }) {
         const { principal, repository } = await authorize(request, params, permission, false)
@@ -55,6 +57,7 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
      * repository's domain, or in the system domain when no repository is named.
      */
     repositoryOrSystem: (permission: RepositoryPermission & SystemPermission) => ({
+      detail: { ...securityDetail(scopeNeeded(permission)), ...repositoryHeader(false) },
       ...authenticatesFirst(authenticator, scopeNeeded(permission)),
       async resolve({ request, params }) {
         return authorize(request, params, permission, true)

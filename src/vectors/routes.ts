@@ -5,6 +5,7 @@ import { Elysia, t } from 'elysia'
 import { forbidden } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { ErrorBody } from '../http/schemas.ts'
+import { integerQuery } from '../http/openapi.ts'
 import { conceptsByIds, factsByIds } from '../graph/store.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
@@ -15,7 +16,7 @@ const MAX_K = 100
 const SearchQuery = t.Object({
   q: t.String({ minLength: 1, maxLength: 2000, error: 'expected a query text of 1 to 2000 characters' }),
   kind: t.Optional(t.Union([t.Literal('facts'), t.Literal('concepts')], { error: 'expected facts or concepts' })),
-  k: t.Optional(t.String({ description: `number of results, 1 to ${MAX_K}, default 10` })),
+  k: t.Optional(integerQuery({ minimum: 1, maximum: MAX_K, default: 10, description: 'number of results' })),
 })
 const Hit = t.Object({
   id: t.String(),

@@ -2,7 +2,7 @@
 // plugins the app uses, on a route made for the purpose.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Elysia, t } from 'elysia'
-import { bodyParsing } from '../../src/http/body.ts'
+import { bodyParsing, readsForms } from '../../src/http/body.ts'
 import { HttpError, errorHandling } from '../../src/http/errors.ts'
 import { methodNotAllowedResponder } from '../../src/http/method-not-allowed.ts'
 import { createLogger } from '../../src/log.ts'
@@ -15,11 +15,12 @@ let base = ''
 beforeAll(() => {
   const log = createLogger('error', (text) => (logged += text))
   let notAllowed: (r: Request) => Response | undefined = () => undefined
+  let forms = new Set<string>()
   const app = new Elysia()
     .use(errorHandling(log, (r) => notAllowed(r)))
-    .use(bodyParsing(LIMIT, 30_000))
+    .use(bodyParsing(LIMIT, 30_000, (key) => forms.has(key)))
     .post('/echo', ({ body }) => body, { body: t.Object({ name: t.String({ maxLength: 10 }), count: t.Integer() }) })
-    .post('/form', ({ body }) => body, { body: t.Object({ grant_type: t.String() }) })
+    .post('/form', ({ body }) => body, { parse: 'urlencoded', body: t.Object({ grant_type: t.String() }) })
     .get('/crash', () => {
       throw new Error('secret internals: password=hunter2')
     })
@@ -27,6 +28,7 @@ beforeAll(() => {
       throw new HttpError(418, 'short and stout', { 'x-extra': 'yes' })
     })
   notAllowed = methodNotAllowedResponder(app.routes)
+  forms = new Set(app.routes.filter(readsForms).map((route) => `${route.method} ${route.path}`))
   server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: app.fetch })
   base = `http://127.0.0.1:${server.port}`
 })
@@ -106,6 +108,14 @@ describe('request bodies', () => {
   test('form-encoded bodies are parsed for routes that take them', async () => {
     const res = await post('/form', 'grant_type=authorization_code', 'application/x-www-form-urlencoded')
     expect(await res.json()).toEqual({ grant_type: 'authorization_code' })
+  })
+
+  test('a form body sent to a JSON route (curl -d) is 415 naming JSON, not a validation error', async () => {
+    await expectError(await post('/echo', 'name=ada&count=1', 'application/x-www-form-urlencoded'), 415, 'unsupported Content-Type "application/x-www-form-urlencoded"; expected application/json')
+  })
+
+  test('a route that takes forms names the form type in its 415', async () => {
+    await expectError(await post('/form', 'grant_type', 'text/plain'), 415, 'unsupported Content-Type "text/plain"; expected application/x-www-form-urlencoded')
   })
 })
 

@@ -1,5 +1,6 @@
 // The real server on the selected backend: health, readiness, routing errors, headers, OpenAPI.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { VERSION } from '../../src/version.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 
@@ -46,6 +47,23 @@ describe(`server (${BACKEND})`, () => {
       ids.add(id)
     }
     expect(ids.size).toBe(3)
+  })
+
+  test('GET / is a small JSON index pointing to the UI, the API and the discovery documents', async () => {
+    const res = await server.request('/')
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({
+      name: 'kgs',
+      version: VERSION,
+      links: {
+        swagger: `${server.url}/swagger`,
+        openapi: `${server.url}/swagger/json`,
+        api: `${server.url}/api/v1`,
+        authorization_server: `${server.url}/.well-known/oauth-authorization-server`,
+        protected_resource: `${server.url}/.well-known/oauth-protected-resource/api/v1`,
+      },
+    })
+    for (const link of ['/swagger', '/swagger/json', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/api/v1']) expect((await server.request(link)).status).toBe(200)
   })
 
   test('Swagger UI at /swagger and OpenAPI JSON at /swagger/json listing the routes', async () => {

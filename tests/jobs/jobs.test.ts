@@ -53,7 +53,7 @@ describe(`jobs on worker threads (${BACKEND})`, () => {
       kind: 'test_echo',
       repository_id: repo.id,
       status: 'succeeded',
-      progress: { phase: 'succeeded', done: 1, total: 1, bytes: 5 },
+      progress: { phase: 'succeeded', done: 1, total: 1, bytes: 5, percent: 100 },
       result: { value: 'héllo', attempt: 1, facts: 0 },
       error: null,
       attempts: 1,

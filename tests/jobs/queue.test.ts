@@ -53,7 +53,7 @@ describe(`job queue (${BACKEND})`, () => {
       kind: 'noop',
       repository_id: null,
       status: 'queued',
-      progress: { phase: 'queued', done: 0, total: 0, bytes: 0 },
+      progress: { phase: 'queued', done: 0, total: 0, bytes: 0, percent: null },
       result: null,
       error: null,
       attempts: 0,
@@ -102,7 +102,7 @@ describe(`job queue (${BACKEND})`, () => {
       status: 'succeeded',
       result: { copied: 10 },
       error: null,
-      progress: { phase: 'succeeded', done: 5, total: 10, bytes: 0 },
+      progress: { phase: 'succeeded', done: 5, total: 10, bytes: 0, percent: 100 },
       finished_at: expect.any(String),
     })
     expect(await row(job.id)).toMatchObject({ lease_owner: null, claimed_by: 'owner' })

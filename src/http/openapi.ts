@@ -1,0 +1,151 @@
+// The OpenAPI document at /swagger/json. @elysiajs/openapi derives it from the routes' schemas;
+// what it cannot know from them is added here, in one place: the server's URL, the security
+// schemes (a bearer token, or OAuth 2.0 authorization code + PKCE against kgs's own
+// authorization server) and the media type of bodies that kgs's own parser reads.
+import { t, type AnyElysia } from 'elysia'
+import { toOpenAPISchema } from '@elysiajs/openapi'
+import { SCOPES, authorizationServerMetadata, type Scope } from '../oauth/metadata.ts'
+import { VERSION } from '../version.ts'
+
+export const DOCUMENT_PATH = '/swagger/json'
+
+const TAGS = [
+  { name: 'operations', description: 'service index, health and readiness' },
+  { name: 'accounts', description: 'registration, sessions and profiles' },
+  { name: 'admin', description: 'users, roles and permissions' },
+  { name: 'repositories', description: 'repositories and their scoped routes' },
+  { name: 'graph', description: 'the knowledge graph of a repository: sources, facts, concepts, investigations, reports' },
+  { name: 'jobs', description: 'background jobs: progress, results, cancellation' },
+  { name: 'registry', description: 'the graph registry: push, list, download and delete bundles' },
+  { name: 'oauth', description: 'OAuth 2.1 authorization server and discovery' },
+]
+
+const SCOPE_MEANINGS: Record<Scope, string> = {
+  read: 'read what your roles let you read',
+  write: 'also change it (includes read)',
+  admin: 'also manage roles, users and repositories (includes write)',
+}
+
+/**
+ * The `detail` a route's authentication macro adds: a bearer token (session or OAuth), or an
+ * OAuth token holding `scope`. Undefined scope: any valid token.
+ */
+export function securityDetail(scope?: Scope): { security: Record<string, string[]>[] } {
+  return { security: [{ bearer: [] }, { oauth2: scope ? [scope] : [] }] }
+}
+
+interface Parameter {
+  name: string
+  in: string
+  schema: Record<string, unknown>
+}
+interface Operation {
+  parameters?: Parameter[]
+  requestBody?: { content?: Record<string, unknown> }
+  responses?: Record<string, unknown>
+  security?: Record<string, string[]>[]
+}
+
+const INTEGER = 'x-kgs-integer'
+const REPOSITORY_HEADER = 'x-kgs-repository-header'
+
+/**
+ * The `detail` of the repository-scope macros: on a route without {repoID} in its path, the
+ * X-Repository-ID header names the repository (required, or optional where the route falls back
+ * to the system domain).
+ */
+export function repositoryHeader(required: boolean) {
+  return { [REPOSITORY_HEADER]: required }
+}
+
+/**
+ * A query parameter holding an integer. It stays a string to the validator, so that its route
+ * reports a bad value naming the parameter; the document shows the integer it is.
+ */
+export function integerQuery(options: { minimum: number; maximum: number; default: number; description: string }) {
+  return t.String({ description: options.description, [INTEGER]: options })
+}
+/** Builds the document once, on first request: the routes do not change after start-up. */
+export function openApiDocument(app: () => AnyElysia, baseUrl: string) {
+  let document: object | undefined
+  return () => (document ??= build(app(), baseUrl))
+}
+
+const openApiPath = (path: string) => path.replace(/:([^/]+)/g, '{$1}')
+
+function build(app: AnyElysia, baseUrl: string) {
+  // staticFile: false, or the discovery documents under /.well-known would be left out.
+  const { paths, components } = toOpenAPISchema(app, { staticFile: false }) as { paths: Record<string, Record<string, Operation>>; components: object }
+  const hooks = new Map(app.routes.map((route) => [`${route.method.toLowerCase()} ${openApiPath(route.path)}`, route.hooks as { body?: unknown; detail?: { responses?: object; parameters?: Parameter[] } }]))
+  for (const [path, operations] of Object.entries(paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      const route = hooks.get(`${method} ${path}`)
+      const body = operation.requestBody
+      // Routes that name no parser of their own are read by src/http/body.ts, as JSON; the
+      // generator leaves their content empty because that parser is a function.
+      if (body && Object.keys(body.content ?? {}).length === 0) body.content = { 'application/json': { schema: JSON.parse(JSON.stringify(route?.body ?? {})) } }
+      // What a route documents by hand (a 200 that is not JSON, a header) the generator replaces.
+      if (route?.detail?.responses) operation.responses = { ...operation.responses, ...route.detail.responses }
+      const documented = (parameter: Parameter) => operation.parameters?.some((p) => p.in === parameter.in && p.name.toLowerCase() === parameter.name.toLowerCase())
+      for (const parameter of route?.detail?.parameters ?? []) if (!documented(parameter)) operation.parameters = [...(operation.parameters ?? []), parameter]
+      const header = (operation as Record<string, unknown>)[REPOSITORY_HEADER] as boolean | undefined
+      delete (operation as Record<string, unknown>)[REPOSITORY_HEADER]
+      if (header !== undefined && !path.includes('{repoID}') && !documented({ name: 'X-Repository-ID', in: 'header', schema: {} })) {
+        const description = header ? 'repository UUID or slug' : 'repository UUID or slug; without it, every job (system job:read)'
+        operation.parameters = [...(operation.parameters ?? []), { name: 'X-Repository-ID', in: 'header', required: header, schema: { type: 'string' }, description } as Parameter]
+      }
+      for (const parameter of operation.parameters ?? []) {
+        const integer = parameter.schema[INTEGER] as { minimum: number; maximum: number; default: number; description: string } | undefined
+        if (integer) parameter.schema = { type: 'integer', ...integer }
+      }
+      // Two macros of one route (repositoryOrSystem after auth) add the same requirements twice.
+      if (operation.security) operation.security = [...new Map(operation.security.map((requirement) => [JSON.stringify(requirement), requirement])).values()]
+      pruneImpossibleErrors(operation, path)
+      const accepted = operation.responses?.['202'] as { headers?: object } | undefined
+      if (accepted) accepted.headers = { location: { description: 'the job: /{repository id}/jobs/{job id}', schema: { type: 'string' } } }
+    }
+  }
+  const as = authorizationServerMetadata(baseUrl)
+  return {
+    openapi: '3.1.2',
+    info: { title: 'kgs', version: VERSION, description: 'Knowledge-graph service: accounts, RBAC, OAuth 2.1, graph bundles. Errors are `{"error": "..."}`.' },
+    servers: [{ url: baseUrl }],
+    tags: TAGS,
+    paths,
+    components: {
+      ...components,
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'an access token: `token` of /api/v1/auth/login or /register, or an OAuth access token' },
+        oauth2: {
+          type: 'oauth2',
+          description: "kgs's own authorization server (PKCE, S256)",
+          flows: {
+            authorizationCode: {
+              authorizationUrl: as.authorization_endpoint,
+              tokenUrl: as.token_endpoint,
+              refreshUrl: as.token_endpoint,
+              scopes: Object.fromEntries(SCOPES.map((scope) => [scope, SCOPE_MEANINGS[scope]])),
+            },
+          },
+        },
+      },
+    },
+  }
+}
+
+/**
+ * Routes share lists of error answers; an answer the route cannot give by construction is left
+ * out of its operation: 403 without authentication, 408, 413 and 415 without a body, 400 with no
+ * input at all, 404 with nothing to look up (no path parameter, no repository header).
+ */
+function pruneImpossibleErrors(operation: Operation, path: string) {
+  const responses = operation.responses
+  if (!responses) return
+  const parameters = operation.parameters ?? []
+  const impossible = new Set<string>()
+  if (!operation.security) impossible.add('403')
+  if (!operation.requestBody) impossible.add('408').add('413').add('415')
+  if (!operation.requestBody && parameters.length === 0) impossible.add('400')
+  if (!path.includes('{') && !parameters.some((p) => p.in === 'header')) impossible.add('404')
+  for (const status of impossible) delete responses[status]
+}

@@ -1,0 +1,117 @@
+// Swagger UI at /swagger, served by kgs itself from swagger-ui-dist's files, embedded in the
+// binary like PGlite's (src/db/pglite-assets.ts): the page works with no network beyond kgs.
+// "Authorize" offers a bearer token, or OAuth 2.0 authorization code + PKCE against kgs's own
+// authorization server with a public client kgs registers for itself (SWAGGER_CLIENT_ID).
+import { Elysia } from 'elysia'
+import type { Sql } from 'postgres'
+import bundleJs from '../../node_modules/swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
+import css from '../../node_modules/swagger-ui-dist/swagger-ui.css' with { type: 'file' }
+import redirectJs from '../../node_modules/swagger-ui-dist/oauth2-redirect.js' with { type: 'file' }
+import favicon from '../../node_modules/swagger-ui-dist/favicon-32x32.png' with { type: 'file' }
+import { DOCUMENT_PATH } from './openapi.ts'
+
+/** 22 characters at least, as client ids are. */
+export const SWAGGER_CLIENT_ID = 'kgs-swagger-ui-builtin'
+const REDIRECT_PATH = '/swagger/oauth2-redirect.html'
+
+const HTML = 'text/html; charset=utf-8'
+const JS = 'text/javascript; charset=utf-8'
+/**
+ * The pages may load and call nothing but kgs itself (Swagger UI sets inline styles and shows
+ * data: images), and may not be framed.
+ */
+const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+/** The embedded files change only with kgs; the page and its configuration with BASE_URL too. */
+const respond = (body: string | Blob, type: string, cache = 'no-cache') =>
+  new Response(body, { headers: { 'content-type': type, 'cache-control': cache, ...(type === HTML ? { 'content-security-policy': PAGE_POLICY } : {}) } })
+
+const ASSETS: Record<string, { path: string; type: string }> = {
+  'swagger-ui-bundle.js': { path: bundleJs, type: JS },
+  'swagger-ui.css': { path: css, type: 'text/css; charset=utf-8' },
+  // oauth2-redirect.html loads it by this relative name.
+  'oauth2-redirect.js': { path: redirectJs, type: JS },
+  'favicon.png': { path: favicon, type: 'image/png' },
+}
+
+/** swagger-ui-dist's oauth2-redirect.html: the page the authorization server sends the code to. */
+const REDIRECT_PAGE = '<!doctype html>\n<html lang="en-US">\n<body>\n<script src="oauth2-redirect.js"></script>\n</body>\n</html>\n'
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>kgs API</title>
+<link rel="stylesheet" href="/swagger/swagger-ui.css">
+<link rel="icon" type="image/png" href="/swagger/favicon.png">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="/swagger/swagger-ui-bundle.js"></script>
+<script src="/swagger/init.js"></script>
+</body>
+</html>
+`
+
+/** The page's configuration, a script of its own rather than inline. */
+function initScript(baseUrl: string): string {
+  const options = {
+    url: DOCUMENT_PATH,
+    dom_id: '#swagger-ui',
+    // The default validator badge would send the document to validator.swagger.io.
+    validatorUrl: null,
+    oauth2RedirectUrl: baseUrl + REDIRECT_PATH,
+    tryItOutEnabled: true,
+    displayRequestDuration: true,
+  }
+  const oauth = { clientId: SWAGGER_CLIENT_ID, usePkceWithAuthorizationCodeGrant: true, scopes: 'read write' }
+  return `window.ui = SwaggerUIBundle(${JSON.stringify(options)});\nwindow.ui.initOAuth(${JSON.stringify(oauth)});\n`
+}
+
+/**
+ * Registers (or, after a change of BASE_URL, updates) the Swagger UI client. It is kgs's own,
+ * so it is written directly rather than through dynamic registration, whose redirect URI rules
+ * (https, or http on loopback) a deployment's BASE_URL need not meet.
+ */
+async function registerClient(system: Sql, baseUrl: string): Promise<void> {
+  const redirectUris = [baseUrl + REDIRECT_PATH]
+  await system`
+    INSERT INTO oauth_clients (id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope)
+    VALUES (${SWAGGER_CLIENT_ID}, NULL, 'kgs Swagger UI', ${redirectUris}, ${['authorization_code', 'refresh_token']}, 'none', 'read write admin')
+    ON CONFLICT (id) DO UPDATE SET redirect_uris = EXCLUDED.redirect_uris
+    WHERE oauth_clients.redirect_uris IS DISTINCT FROM EXCLUDED.redirect_uris`
+}
+
+
+
+export function swaggerUi(system: Sql, baseUrl: string, document: () => object) {
+  const init = initScript(baseUrl)
+  // Registered when the page is first served, not at start-up: most instances never serve it.
+  let registered: Promise<void> | undefined
+  const hide = { detail: { hide: true } }
+  return new Elysia({ name: 'kgs/swagger-ui' })
+    .get(
+      '/swagger',
+      async () => {
+        registered ??= registerClient(system, baseUrl).catch((error) => {
+          registered = undefined
+          throw error
+        })
+        await registered
+        return respond(PAGE, HTML)
+      },
+      hide,
+    )
+    .get(DOCUMENT_PATH, () => document(), hide)
+    .get('/swagger/init.js', () => respond(init, JS), hide)
+    .get(REDIRECT_PATH, () => respond(REDIRECT_PAGE, HTML), hide)
+    .get(
+      '/swagger/:asset',
+      ({ params, status }) => {
+        const asset = ASSETS[params.asset]
+        return asset ? respond(Bun.file(asset.path), asset.type, 'public, max-age=3600') : status(404, { error: 'not found' })
+      },
+      hide,
+    )
+}
