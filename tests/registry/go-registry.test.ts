@@ -157,7 +157,7 @@ describe(`kgs with REGISTRY_URL at Go's registry (${BACKEND})`, () => {
     const repo = await repository('From Go by id')
     const job = await run(repo.slug, 'import-graph', { graph_id: pushed.graph_id })
     expect(job.result.imported).toMatchObject({ facts: FACTS, sources: bundle.counts.sources, concepts: bundle.counts.concepts })
-    expect(job.progress.total).toBe(readFileSync(bundle.path).byteLength)
+    expect(job.progress.bytes).toBe(readFileSync(bundle.path).byteLength)
 
     const unknown = crypto.randomUUID()
     expectError(await http.post(`/${repo.slug}/import-graph`, { graph_id: unknown }, user.token), 404, `graph ${unknown} is not in the registry`)
