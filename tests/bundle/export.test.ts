@@ -192,7 +192,9 @@ describe(`export of a generated graph (${BACKEND})`, () => {
     expect(record.body).toMatchObject({
       name: 'Export Full',
       description: 'A generated graph',
-      owner: 'kgs',
+      // Pushed on behalf of the user who asked for the export, who owns it (docs/spec/bundle.md §7).
+      owner: owner.email,
+      owner_id: owner.id,
       tags: ['physics', 'test'],
       sha256: job.result.sha256,
       schema_version: 2,
