@@ -27,13 +27,27 @@ export interface PageKey {
   id: string
 }
 
+/** What pageKeyColumn writes: anything else would reach PostgreSQL as a cast that fails (a 500). */
+const KEY_AT = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$/
+const KEY_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/** A real calendar instant: Date.parse alone takes 2020-02-30 (PostgreSQL does not) and year 0. */
+function isKeyTime(at: string): boolean {
+  const ms = Date.parse(at)
+  return KEY_AT.test(at) && at >= '0001' && !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 23) === at.slice(0, 23)
+}
+
 export function decodeCursor(cursor: string | undefined): PageKey | undefined {
   if (cursor === undefined) return undefined
+  let decoded: unknown
   try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown]
-    if (typeof at === 'string' && typeof id === 'string' && !Number.isNaN(Date.parse(at)) && /^[0-9a-f-]{36}$/.test(id)) return { at, id }
+    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
   } catch {
-    // fall through
+    // reported below, like any other cursor we did not write
+  }
+  if (Array.isArray(decoded) && decoded.length === 2) {
+    const [at, id] = decoded as unknown[]
+    if (typeof at === 'string' && typeof id === 'string' && isKeyTime(at) && KEY_ID.test(id)) return { at, id }
   }
   throw new HttpError(400, 'invalid query: cursor: expected a cursor from a Link header')
 }
