@@ -5,6 +5,7 @@ import { Value } from '@sinclair/typebox/value'
 import { randomBytes } from 'node:crypto'
 import { chmodSync, mkdirSync, openSync, readFileSync, writeSync, closeSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { withoutUserinfo } from './redact.ts'
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
@@ -217,7 +218,7 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     // Convert would truncate "80.5" to 80; an integer variable must be written as one.
     const value = schema.type === 'integer' && !/^\d+$/.test(raw) ? raw : Value.Convert(schema, raw)
     if (!Value.Check(schema, value)) {
-      const shown = SECRET_VARIABLES.has(name) ? `${raw.length} characters` : JSON.stringify(raw)
+      const shown = SECRET_VARIABLES.has(name) ? `${raw.length} characters` : JSON.stringify(withoutUserinfo(raw))
       throw new ConfigError(`invalid ${name}: expected ${schema.expects}, got ${shown}`)
     }
     values[name] = value

@@ -5,6 +5,7 @@
 import { ConfigError, type Config } from '../config.ts'
 import { createServiceTokens } from '../http/auth.ts'
 import type { Graph } from './store.ts'
+import { statusSummary, withoutUserinfo } from '../redact.ts'
 
 export type GraphRecord = Graph
 
@@ -168,7 +169,7 @@ export class RegistryClient {
   private async request(target: string, init: RequestInit, expected: number[] = []): Promise<Response> {
     const url = target.startsWith('/') ? this.url + target : target
     // The token goes to the registry only, whatever a Link header says.
-    if (new URL(url).origin !== new URL(this.url).origin) throw new RegistryError(0, `registry linked to another origin: ${url}`)
+    if (new URL(url).origin !== new URL(this.url).origin) throw new RegistryError(0, `registry linked to another origin: ${withoutUserinfo(url)}`)
     const token = typeof this.options.token === 'string' ? this.options.token : await this.options.token()
     const headers = new Headers(init.headers)
     headers.set('authorization', `Bearer ${token}`)
@@ -177,17 +178,12 @@ export class RegistryClient {
       response = await this.fetch(url, { ...init, headers })
     } catch (error) {
       if ((error as Error).name === 'AbortError') throw error
-      throw new RegistryError(0, `registry ${this.url} unreachable: ${(error as Error).message}`)
+      throw new RegistryError(0, withoutUserinfo(`registry ${this.url} unreachable: ${(error as Error).message}`))
     }
     if (response.ok || expected.includes(response.status)) return response
-    let message = `registry answered ${response.status}`
-    try {
-      const body = (await response.json()) as { error?: unknown }
-      if (typeof body.error === 'string') message = `registry answered ${response.status}: ${body.error}`
-    } catch {
-      // not JSON: the status says it
-    }
-    throw new RegistryError(response.status, message)
+    // Summarized by its status: a body may quote our request, its token or the URL's userinfo.
+    await response.body?.cancel()
+    throw new RegistryError(response.status, `registry answered ${statusSummary(response.status)}`)
   }
 }
 
@@ -221,7 +217,7 @@ export function createRegistryClient(config: Pick<Config, 'registryUrl' | 'regis
   if (config.registryToken) return new RegistryClient({ url: config.registryUrl ?? baseUrl, token: config.registryToken })
   // The service token opens this server's registry: it must never be handed to another server.
   if (config.registryUrl && new URL(config.registryUrl).origin !== new URL(baseUrl).origin) {
-    throw new ConfigError(`REGISTRY_URL ${config.registryUrl} is another server than BASE_URL ${baseUrl}: set REGISTRY_TOKEN (this server's own service token is only sent to itself)`)
+    throw new ConfigError(`REGISTRY_URL ${withoutUserinfo(config.registryUrl)} is another server than BASE_URL ${withoutUserinfo(baseUrl)}: set REGISTRY_TOKEN (this server's own service token is only sent to itself)`)
   }
   if (!config.jwtSecret) throw new Error('a registry client needs REGISTRY_TOKEN or the JWT secret')
   const service = createServiceTokens({ secret: config.jwtSecret, issuer: baseUrl })
