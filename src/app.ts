@@ -86,7 +86,7 @@ export function createApp(ctx: AppContext) {
     // is a raw gzip stream of up to REGISTRY_MAX_BYTES, and an import upload one of up to
     // IMPORT_MAX_BYTES, each read by its route itself.
     .use(registry)
-    .use(importRoutes({ scope, jobs: ctx.jobs, blobs: ctx.blobs, registry: ctx.registry, bodyLimit: ctx.config.bodyLimit, bodyTimeoutMs: ctx.config.bodyTimeoutMs, uploadPace: ctx.config.uploadPace, maxUploadBytes: ctx.config.importMaxBytes, log: ctx.log }))
+    .use(importRoutes({ scope, jobs: ctx.jobs, blobs: ctx.blobs, registry: ctx.registry, bodyLimit: ctx.config.bodyLimit, bodyTimeoutMs: ctx.config.bodyTimeoutMs, uploadPace: ctx.config.uploadPace, maxUploadBytes: ctx.config.importMaxBytes, authorizer: ctx.rbac, log: ctx.log }))
     .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs))
     .use(
       swagger({

@@ -144,12 +144,13 @@ export class GraphImport {
   }
 
   /** Reads the whole bundle into the transaction; the counts once everything is written. */
-  async run(reader: BundleReader): Promise<ImportCounts> {
+  /** `items`: the reader's items, or what passes them on (hashAlongside). */
+  async run(reader: BundleReader, items: AsyncIterable<BundleItem> = reader): Promise<ImportCounts> {
     this.reader = reader
     await createMappingTables(this.options.tx)
     let missing: { to_fetch: number; lost: number }
     try {
-      for await (const item of reader) {
+      for await (const item of items) {
         this.options.signal.throwIfAborted()
         await this.consume(item)
       }
