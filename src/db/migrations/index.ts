@@ -12,6 +12,7 @@ import system0009 from './system/0009_jobs.sql' with { type: 'text' }
 import system0010 from './system/0010_graphs.sql' with { type: 'text' }
 import system0011 from './system/0011_session_ends.sql' with { type: 'text' }
 import system0012 from './system/0012_session_idle.sql' with { type: 'text' }
+import system0013 from './system/0013_job_turns.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 import repository0002 from './repository/0002_graph.sql' with { type: 'text' }
 import repository0003 from './repository/0003_graph_imports.sql' with { type: 'text' }
@@ -38,6 +39,7 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 10, name: '0010_graphs', sql: system0010 },
     { version: 11, name: '0011_session_ends', sql: system0011 },
     { version: 12, name: '0012_session_idle', sql: system0012 },
+    { version: 13, name: '0013_job_turns', sql: system0013 },
   ],
   repository: [
     { version: 1, name: '0001_repository_identity', sql: repository0001 },
