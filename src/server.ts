@@ -135,7 +135,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   const ready = (async () => {
     // First: a configuration it refuses should stop the start before any database is opened.
     const registry = createRegistryClient(config, baseUrl)
-    pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+    pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, embedded: config.embedded })
     const blobs = openBlobStore(config)
     vectors = await VectorStore.open(config.lancedbUri)
     const applied = await pools.migrate()

@@ -24,6 +24,7 @@ import { JobBody } from '../jobs/routes.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import type { RegistryClient } from '../registry/client.ts'
+import type { Quotas } from '../quotas.ts'
 import type { Repository } from '../repositories/repositories.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import { describeGraph, SHA256_PATTERN, uploadKey, type ImportParams } from './import.ts'
@@ -45,6 +46,7 @@ export interface ImportRoutesOptions {
   maxUploadBytes: number
   /** Whose registry:pull an import from the registry checks. */
   authorizer: Authorizer
+  quotas: Pick<Quotas, 'checkQueue'>
   log: Logger
 }
 
@@ -146,7 +148,7 @@ export function importRoutes(options: ImportRoutesOptions) {
   return new Elysia({ name: 'kgs/import' }).use(importRoutesAt(REPOSITORY_IN_PATH, options)).use(importRoutesAt('/api/v1', options))
 }
 
-function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimit, bodyTimeoutMs, uploadPace, maxUploadBytes, authorizer, log }: ImportRoutesOptions) {
+function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimit, bodyTimeoutMs, uploadPace, maxUploadBytes, authorizer, quotas, log }: ImportRoutesOptions) {
   const inPath = prefix === REPOSITORY_IN_PATH
   const params = inPath ? t.Object({ repoID: t.String({ description: 'repository UUID or slug' }) }) : undefined
 
@@ -189,6 +191,8 @@ function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimi
 
   const start = async ({ request, principal, repository, set }: { request: Request; principal: Principal; repository: Repository; set: { status?: number | string } }) => {
     const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
+    // Before an upload is stored: a full queue would only throw it away.
+    await quotas.checkQueue(repository.id)
     let jobParams: ImportParams
     if (type === 'application/json') {
       jobParams = registryImportParams(parseJsonBody(await readBodyLimited(request, bodyLimit, bodyTimeoutMs)))

@@ -135,6 +135,8 @@ export interface Throttles {
   token: Throttle
   /** POST /api/v1/auth/register and /api/v1/oauth/register; per address only. */
   register: Throttle
+  /** POST /api/v1/repositories; per address only. */
+  createRepository: Throttle
 }
 
 /** `peerAddress`: the address of the connection a request came on (Bun's server.requestIP). */
@@ -144,6 +146,7 @@ export function createThrottles(config: Pick<Config, 'throttle' | 'trustedProxie
     login: new Throttle(config.throttle.login, address, { counted: 'failed sign-ins', successesCount: false }),
     token: new Throttle(config.throttle.token, address, { counted: 'failed token requests', successesCount: false }),
     register: new Throttle(config.throttle.register, address, { counted: 'registrations', successesCount: true }),
+    createRepository: new Throttle(config.throttle.createRepository, address, { counted: 'repositories created', successesCount: true }),
   }
 }
 

@@ -8,12 +8,13 @@ import { Elysia, t } from 'elysia'
 import type { Sql } from 'postgres'
 import { timestampedId } from '../blobs/leftovers.ts'
 import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
-import { authenticate, forbidden, holdsSystemPermission, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
+import { authenticate, forbidden, holdsSystemPermission, requireScope, SERVICE_SUBJECT, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted, UploadTooSlow, type UploadPace } from '../http/upload.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import { describeError, type Logger } from '../log.ts'
+import type { Quotas } from '../quotas.ts'
 import { scopeNeeded, type SystemPermission } from '../rbac/permissions.ts'
 import { graphKey, incomingKey } from './leftovers.ts'
 import { COUNT_FIELDS, deleteGraph, findGraphByNameAndHash, getGraph, insertGraph, listGraphs, type Graph, type GraphCounts } from './store.ts'
@@ -28,6 +29,8 @@ export interface RegistryRoutesOptions {
   maxBytes: number
   /** Slowest a push may arrive (UPLOAD_MIN_RATE over BODY_TIMEOUT). */
   pace: UploadPace
+  /** QUOTA_REGISTRY_*: checked for users' pushes (the server's own, for exports, at the export's request). */
+  quotas: Pick<Quotas, 'checkRegistry'>
   log: Logger
 }
 
@@ -236,7 +239,7 @@ export function filenameSlug(name: string): string {
 type RegistryAccess = Extract<SystemPermission, 'registry:push' | 'registry:pull'> | 'owner-or-sysadmin'
 
 export function registryRoutes(options: RegistryRoutesOptions) {
-  const { system, blobs, authenticator, authorizer, maxBytes, pace, log } = options
+  const { system, blobs, authenticator, authorizer, maxBytes, pace, quotas, log } = options
   const describe = (summary: string, extra: Record<string, unknown> = {}) => ({ tags: ['registry'], summary, security: [{ bearer: [] }], ...extra })
   const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 
@@ -274,6 +277,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
       const stored = await findGraphByNameAndHash(system, metadata.name, metadata.sha256)
       if (stored) return { graph_id: stored.id, new: false }
     }
+    if (principal.userId !== SERVICE_SUBJECT) await quotas.checkRegistry(principal.userId)
     const declared = request.headers.get('content-length')
     if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes)
     if (!request.body) throw uploadError(new EmptyUpload(), maxBytes)

@@ -4,6 +4,8 @@ import { Elysia, t } from 'elysia'
 import type { accessControl } from '../http/auth.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
+import type { Throttle } from '../http/throttle.ts'
+import type { Quotas } from '../quotas.ts'
 import type { Repositories } from './repositories.ts'
 import type { repositoryScope } from './scope.ts'
 
@@ -21,21 +23,25 @@ const Slug = t.String({ maxLength: 63, description: '2–63 of a-z, 0-9 and inne
 const Description = t.String({ maxLength: 2000, error: 'expected a description of at most 2000 characters' })
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody }
 
-export function repositoryRoutes(repositories: Repositories, access: ReturnType<typeof accessControl>, scope: ReturnType<typeof repositoryScope>) {
+export function repositoryRoutes(repositories: Repositories, access: ReturnType<typeof accessControl>, scope: ReturnType<typeof repositoryScope>, throttle: Throttle, quotas: Quotas) {
   const describe = (summary: string) => ({ tags: ['repositories'], summary })
   return new Elysia({ name: 'kgs/repositories' })
     .use(access)
     .use(scope)
     .post(
       '/api/v1/repositories',
-      async ({ principal, body, set }) => {
+      async ({ principal, body, set, request }) => {
+        const repository = await throttle.guard(request, undefined, async () => {
+          await quotas.checkRepositories(principal.userId)
+          return repositories.create(principal.userId, body)
+        })
         set.status = 201
-        return repositories.create(principal.userId, body)
+        return repository
       },
       {
         permission: 'repository:create',
         body: t.Object({ name: Name, slug: t.Optional(Slug), description: t.Optional(Description) }, { additionalProperties: false }),
-        response: { 201: Repository, ...errors },
+        response: { 201: Repository, ...errors, 429: ErrorBody },
         detail: describe('Create a repository (its own database; the creator becomes repoadmin)'),
       },
     )
