@@ -56,18 +56,22 @@ export function encodeCursor(key: PageKey): string {
   return Buffer.from(JSON.stringify([key.at, key.id])).toString('base64url')
 }
 
-/** Trims the look-ahead row and sets the Link header when there is a next page. */
+/**
+ * Trims the look-ahead row and sets the Link header when there is a next page. Rows whose list
+ * ended the page early (large rows: graph/store.ts PAGE_BYTES) say so in `pageLimit`.
+ */
 export function page<T extends { page_key: PageKey }>(
-  rows: T[],
-  limit: number,
+  rows: T[] & { pageLimit?: number },
+  requested: number,
   request: Request,
   headers: Record<string, string | number>,
 ): Omit<T, 'page_key'>[] {
+  const limit = Math.min(requested, rows.pageLimit ?? requested)
   const more = rows.length > limit
   const shown = more ? rows.slice(0, limit) : rows
   if (more) {
     const next = new URL(request.url)
-    next.searchParams.set('limit', String(limit))
+    next.searchParams.set('limit', String(requested))
     next.searchParams.set('cursor', encodeCursor(shown.at(-1)!.page_key))
     headers.link = `<${next.pathname}${next.search}>; rel="next"`
   }
