@@ -36,6 +36,7 @@ import { exportRoutes } from './bundle/export-routes.ts'
 import { importRoutes } from './bundle/import-routes.ts'
 import { mediaRoutes } from './media/routes.ts'
 import { registryRoutes } from './registry/routes.ts'
+import { Quotas } from './quotas.ts'
 import type { RegistryClient } from './registry/client.ts'
 
 export interface AppContext {
@@ -96,6 +97,7 @@ export function createApp(ctx: AppContext) {
   const scope = repositoryScope(authenticator, ctx.rbac, ctx.repositories, ctx.pools)
   const throttles = createThrottles(ctx.config, ctx.peerAddress)
   const index = serviceIndex(ctx.baseUrl)
+  const quotas = new Quotas(ctx.pools.system, ctx.config.quotas, (userId) => ctx.rbac.isSysadmin(userId))
   // The registry also accepts this server's own service token (exports and imports push and pull through it).
   const serviceTokens = createServiceTokens({ secret: ctx.config.jwtSecret!, issuer: ctx.baseUrl })
   const registry = registryRoutes({
@@ -105,6 +107,7 @@ export function createApp(ctx: AppContext) {
     authorizer: ctx.rbac,
     maxBytes: ctx.config.registryMaxBytes,
     pace: ctx.config.uploadPace,
+    quotas,
     log: ctx.log,
   })
   // normalize: false, so that a field a schema does not know is refused (400) instead of silently
@@ -119,7 +122,7 @@ export function createApp(ctx: AppContext) {
     // is a raw gzip stream of up to REGISTRY_MAX_BYTES, and an import upload one of up to
     // IMPORT_MAX_BYTES, each read by its route itself.
     .use(registry)
-    .use(importRoutes({ scope, jobs: ctx.jobs, blobs: ctx.blobs, registry: ctx.registry, bodyLimit: ctx.config.bodyLimit, bodyTimeoutMs: ctx.config.bodyTimeoutMs, uploadPace: ctx.config.uploadPace, maxUploadBytes: ctx.config.importMaxBytes, log: ctx.log }))
+    .use(importRoutes({ scope, jobs: ctx.jobs, blobs: ctx.blobs, registry: ctx.registry, bodyLimit: ctx.config.bodyLimit, bodyTimeoutMs: ctx.config.bodyTimeoutMs, uploadPace: ctx.config.uploadPace, maxUploadBytes: ctx.config.importMaxBytes, authorizer: ctx.rbac, quotas, log: ctx.log }))
     .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs, (key) => formRoutes.has(key)))
     .use(swaggerUi(ctx.pools.system, ctx.baseUrl, openApiDocument(() => routes!, ctx.baseUrl)))
     .get('/', () => index, {
@@ -149,12 +152,12 @@ export function createApp(ctx: AppContext) {
     .use(accountRoutes(ctx.accounts, access, throttles))
     .use(grantRoutes(ctx.oauth, access))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))
-    .use(repositoryRoutes(ctx.repositories, access, scope))
+    .use(repositoryRoutes(ctx.repositories, access, scope, throttles.createRepository, quotas))
     .use(graphRoutes(scope))
-    .use(exportRoutes(scope, ctx.jobs, ctx.blobs))
+    .use(exportRoutes(scope, ctx.jobs, ctx.blobs, quotas))
     .use(mediaRoutes(scope, ctx.blobs))
     .use(searchRoutes(scope, ctx.rbac, ctx.vectors, ctx.embedder))
-    .use(jobRoutes(ctx.pools.system, ctx.jobs, scope))
+    .use(jobRoutes(ctx.pools.system, ctx.jobs, scope, quotas))
   methodNotAllowed = methodNotAllowedResponder(app.routes)
   formRoutes = new Set(app.routes.filter(readsForms).map((route) => `${route.method} ${route.path}`))
   routes = app

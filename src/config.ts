@@ -5,6 +5,7 @@ import { Value } from '@sinclair/typebox/value'
 import { randomBytes } from 'node:crypto'
 import { chmodSync, mkdirSync, openSync, readFileSync, writeSync, closeSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { withoutUserinfo } from './redact.ts'
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
@@ -76,6 +77,14 @@ export const EnvSchema = Type.Object({
     Type.Integer({ minimum: 1, default: 10_240, description: 'slowest a bundle upload (registry push, import upload) may arrive, in bytes per second averaged over each BODY_TIMEOUT (408 below it)' }),
     'a positive integer number of bytes per second',
   ),
+  EMBEDDED_MAX_OPEN: variable(
+    Type.Integer({ minimum: 1, maximum: 10_000, default: 8, description: 'embedded databases of repositories open at once (each holds 65-170 MB); a request for a closed one waits for room and reopens it' }),
+    'an integer from 1 to 10000',
+  ),
+  EMBEDDED_IDLE_TIMEOUT: variable(
+    Type.String({ pattern: DURATION, default: '60s', description: 'how long an embedded repository database stays open after its last query' }),
+    'a duration such as 60, 60s or 5m',
+  ),
   WORKERS: variable(Type.Integer({ minimum: 0, maximum: 64, default: 2, description: 'job worker threads in this process; 0 runs no jobs here' }), 'an integer from 0 to 64'),
   JOB_LEASE: variable(
     Type.String({ pattern: DURATION, default: '30s', description: 'how long a running job stays claimed without a heartbeat before another worker takes it over (a dead process)' }),
@@ -137,6 +146,26 @@ export const EnvSchema = Type.Object({
     Type.Optional(Type.String({ pattern: RATE, description: 'registrations, failed or not (POST /api/v1/auth/register, /api/v1/oauth/register), per client address; GET /api/v1/oauth/authorize has a budget of the same size; unset: unlimited' })),
     RATE_EXPECTS,
   ),
+  THROTTLE_REPOSITORY_CREATE_PER_IP: variable(
+    Type.Optional(Type.String({ pattern: RATE, description: 'repositories created (POST /api/v1/repositories, failed or not) per client address, e.g. 10/1h; unset: unlimited' })),
+    RATE_EXPECTS,
+  ),
+  QUOTA_REPOSITORIES: variable(
+    Type.Integer({ minimum: 0, default: 100, description: 'repositories a user may own (403 past it; sysadmins exempt); 0: unlimited' }),
+    'a non-negative integer (0: unlimited)',
+  ),
+  QUOTA_REGISTRY_GRAPHS: variable(
+    Type.Integer({ minimum: 0, default: 200, description: 'registry graphs a user may own: pushed, or stored by the exports they asked for (403 past it; sysadmins exempt); 0: unlimited' }),
+    'a non-negative integer (0: unlimited)',
+  ),
+  QUOTA_REGISTRY_BYTES: variable(
+    Type.Integer({ minimum: 0, default: 20 * 1024 ** 3, description: 'bytes of the registry graphs a user owns, counted as for QUOTA_REGISTRY_GRAPHS (403 past it); 0: unlimited' }),
+    'a non-negative integer number of bytes (0: unlimited)',
+  ),
+  QUOTA_QUEUED_JOBS: variable(
+    Type.Integer({ minimum: 0, default: 100, description: 'jobs a repository may have queued by its users (import, export, POST /{repoID}/jobs; 429 past it); 0: unlimited' }),
+    'a non-negative integer (0: unlimited)',
+  ),
   TRUSTED_PROXIES: variable(
     Type.Integer({ minimum: 0, maximum: 8, default: 0, description: 'reverse proxies in front that append to X-Forwarded-For; the client address the throttles key on is the entry the outermost wrote (0: the connection\'s address)' }),
     'an integer from 0 to 8',
@@ -168,6 +197,8 @@ export interface Config {
   sessionTtl: number
   /** Seconds a session or OAuth grant may go without a refresh; undefined: no limit. */
   sessionIdleTtl: number | undefined
+  /** Embedded databases of repositories open at once, and milliseconds an unused one stays open. */
+  embedded: { maxOpen: number; idleMs: number }
   /** Job worker threads in this process. */
   workers: number
   /** Milliseconds a job's claim holds without a heartbeat. */
@@ -192,9 +223,18 @@ export interface Config {
   /** Password hashes that may wait for a hashing thread; undefined: 256 per core. */
   passwordQueueMax?: number
   /** Budgets of failed sign-ins, failed token requests and registrations; unset ones are unlimited (src/http/throttle.ts). */
-  throttle: { login: ThrottleRates; token: ThrottleRates; register: ThrottleRates }
+  throttle: { login: ThrottleRates; token: ThrottleRates; register: ThrottleRates; createRepository: ThrottleRates }
   /** Reverse proxies in front that append to X-Forwarded-For. */
   trustedProxies: number
+  /** Per-user and per-repository quotas; 0 is unlimited (src/quotas.ts). */
+  quotas: QuotaLimits
+}
+
+export interface QuotaLimits {
+  repositories: number
+  registryGraphs: number
+  registryBytes: number
+  queuedJobs: number
 }
 
 /** perAccount: per e-mail signed in to, or per OAuth client_id. */
@@ -217,7 +257,7 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     // Convert would truncate "80.5" to 80; an integer variable must be written as one.
     const value = schema.type === 'integer' && !/^\d+$/.test(raw) ? raw : Value.Convert(schema, raw)
     if (!Value.Check(schema, value)) {
-      const shown = SECRET_VARIABLES.has(name) ? `${raw.length} characters` : JSON.stringify(raw)
+      const shown = SECRET_VARIABLES.has(name) ? `${raw.length} characters` : JSON.stringify(withoutUserinfo(raw))
       throw new ConfigError(`invalid ${name}: expected ${schema.expects}, got ${shown}`)
     }
     values[name] = value
@@ -245,6 +285,7 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     accessTokenTtl: parseDuration(v.ACCESS_TOKEN_TTL),
     sessionTtl: parseDuration(v.SESSION_TTL),
     sessionIdleTtl: idleTtl,
+    embedded: { maxOpen: v.EMBEDDED_MAX_OPEN, idleMs: parseDuration(v.EMBEDDED_IDLE_TIMEOUT) * 1000 },
     workers: v.WORKERS,
     jobLeaseMs: parseDuration(v.JOB_LEASE) * 1000,
     lancedbUri: v.LANCEDB_URI ?? join(dataDir, 'lance'),
@@ -263,8 +304,10 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
       login: { perIp: parseRate(v.THROTTLE_LOGIN_PER_IP), perAccount: parseRate(v.THROTTLE_LOGIN_PER_ACCOUNT) },
       token: { perIp: parseRate(v.THROTTLE_TOKEN_PER_IP), perAccount: parseRate(v.THROTTLE_TOKEN_PER_CLIENT) },
       register: { perIp: parseRate(v.THROTTLE_REGISTER_PER_IP) },
+      createRepository: { perIp: parseRate(v.THROTTLE_REPOSITORY_CREATE_PER_IP) },
     },
     trustedProxies: v.TRUSTED_PROXIES,
+    quotas: { repositories: v.QUOTA_REPOSITORIES, registryGraphs: v.QUOTA_REGISTRY_GRAPHS, registryBytes: v.QUOTA_REGISTRY_BYTES, queuedJobs: v.QUOTA_QUEUED_JOBS },
   }
 }
 

@@ -2,6 +2,7 @@
 // Bun's native buffered stdout writer: process.stdout.write cost a third of the CPU of a cheap
 // request in profiles (see docs/benchmarks.md).
 import type { LogLevel } from './config.ts'
+import { withoutUserinfo } from './redact.ts'
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 }
 
@@ -57,7 +58,8 @@ export function createLogger(level: LogLevel, write: (text: string) => void = wr
     }
     const head = `{"time":"${stamp}","level":"${lvl}","msg":${JSON.stringify(msg)}`
     const rest = fields ? JSON.stringify(fields) : '{}'
-    buffer += rest === '{}' ? head + '}\n' : `${head},${rest.slice(1)}\n`
+    // A last guard: no line carries a URL's credentials, whatever message or error it quotes.
+    buffer += withoutUserinfo(rest === '{}' ? head + '}\n' : `${head},${rest.slice(1)}\n`)
     if (RANK[lvl] >= RANK.warn) flush()
     else if (!timer) timer = setTimeout(flush, FLUSH_INTERVAL_MS)
   }

@@ -143,7 +143,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   const ready = (async () => {
     // First: a configuration it refuses should stop the start before any database is opened.
     const registry = createRegistryClient(config, baseUrl)
-    pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+    pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, embedded: config.embedded })
     const blobs = openBlobStore(config)
     vectors = await VectorStore.open(config.lancedbUri)
     const applied = await pools.migrate()
@@ -167,9 +167,11 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       onUserCreated: (userId) => roles.assign({ user_id: userId, role: 'member', domain: SYSTEM_DOMAIN }),
     })
     if (!fleet) control = serveControlSocket(config.dataDir, pools, bus, () => roles.reload())
-    const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, vectors, blobs })
-    oauth = await OAuthTokens.start({ system: pools.system, bus, log, secret: config.jwtSecret, issuer: baseUrl, accessTokenTtl: config.accessTokenTtl, grantIdleTtl: config.sessionIdleTtl, catchUp: fleet })
     const jobs = new Jobs(pools.system, bus, await loadJobKinds(options.jobs?.extraKindModules))
+    // Past two leases even a job whose worker died has been ended by the reaper.
+    const stopJobs = (repositoryId: string) => jobs.stopRepository(repositoryId, 'cancelled: its repository was deleted', 2 * config.jobLeaseMs)
+    const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, vectors, blobs, stopJobs })
+    oauth = await OAuthTokens.start({ system: pools.system, bus, log, secret: config.jwtSecret, issuer: baseUrl, accessTokenTtl: config.accessTokenTtl, grantIdleTtl: config.sessionIdleTtl, catchUp: fleet })
     const peerAddress = (request: Request) => server.requestIP(request)?.address
     const context: AppContext = { config, pools, log, baseUrl, peerAddress, accounts, rbac: roles, repositories, oauth, jobs, vectors, embedder: createEmbedder(config), blobs, registry }
     handler = createApp(context).fetch

@@ -1,6 +1,7 @@
 // Export routes (bundle.md §4): POST /{repoID}/export-graph queues an export_graph job (202 with
 // the job); GET /{repoID}/export-graph/download streams the repository's latest export. Both
 // are also served at /api/v1/... with the repository in X-Repository-ID (decisions.md §2).
+import type { Quotas } from '../quotas.ts'
 import { Elysia, t } from 'elysia'
 import type { BlobStore } from '../blobs/store.ts'
 import type { Principal } from '../http/auth.ts'
@@ -17,7 +18,7 @@ const REPOSITORY_IN_PATH = '/:repoID'
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 const gzipBody = { description: 'the gzipped bundle (.json.gz)', content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } } }
 
-function exportRoutesAt(prefix: string, scope: Scope, jobs: Jobs, blobs: BlobStore) {
+function exportRoutesAt(prefix: string, scope: Scope, jobs: Jobs, blobs: BlobStore, quotas: Pick<Quotas, 'checkQueue' | 'checkRegistry'>) {
   const inPath = prefix === REPOSITORY_IN_PATH
   const params = inPath ? t.Object({ repoID: t.String({ description: 'repository UUID or slug' }) }) : undefined
   const describe = (summary: string, extra: Record<string, unknown> = {}) => ({
@@ -31,6 +32,8 @@ function exportRoutesAt(prefix: string, scope: Scope, jobs: Jobs, blobs: BlobSto
     // The request's time unless given: a retried job then writes the very same bundle.
     const exportedAt = body.exported_at ?? new Date().toISOString()
     if (!normalizeExportedAt(exportedAt)) throw new HttpError(400, `invalid body: exported_at: expected an RFC 3339 date-time such as 2026-01-02T03:04:05Z (got ${JSON.stringify(exportedAt)})`)
+    await quotas.checkQueue(repository.id)
+    await quotas.checkRegistry(principal.userId)
     return accepted(set, await jobs.enqueue({ kind: 'export_graph', repositoryId: repository.id, params: { ...body, exported_at: exportedAt }, createdBy: principal.userId }))
   }
 
@@ -68,6 +71,6 @@ function exportRoutesAt(prefix: string, scope: Scope, jobs: Jobs, blobs: BlobSto
     })
 }
 
-export function exportRoutes(scope: Scope, jobs: Jobs, blobs: BlobStore) {
-  return new Elysia({ name: 'kgs/export' }).use(exportRoutesAt(REPOSITORY_IN_PATH, scope, jobs, blobs)).use(exportRoutesAt('/api/v1', scope, jobs, blobs))
+export function exportRoutes(scope: Scope, jobs: Jobs, blobs: BlobStore, quotas: Pick<Quotas, 'checkQueue' | 'checkRegistry'>) {
+  return new Elysia({ name: 'kgs/export' }).use(exportRoutesAt(REPOSITORY_IN_PATH, scope, jobs, blobs, quotas)).use(exportRoutesAt('/api/v1', scope, jobs, blobs, quotas))
 }

@@ -14,7 +14,8 @@ import { Readable } from 'node:stream'
 import { Elysia, t } from 'elysia'
 import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
 import { parseJsonBody, readBodyLimited } from '../http/body.ts'
-import type { Principal } from '../http/auth.ts'
+import { holdsSystemPermission, type Authorizer, type Principal } from '../http/auth.ts'
+import { scopeAllows, scopeNeeded } from '../rbac/permissions.ts'
 import { HttpError } from '../http/errors.ts'
 import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted, UploadTooSlow, type UploadPace } from '../http/upload.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
@@ -23,6 +24,7 @@ import { JobBody, accepted, type AcceptedSet } from '../jobs/routes.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import type { RegistryClient } from '../registry/client.ts'
+import type { Quotas } from '../quotas.ts'
 import type { Repository } from '../repositories/repositories.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import { describeGraph, SHA256_PATTERN, uploadKey, type ImportParams } from './import.ts'
@@ -42,6 +44,9 @@ export interface ImportRoutesOptions {
   uploadPace: UploadPace
   /** Largest upload (IMPORT_MAX_BYTES). */
   maxUploadBytes: number
+  /** Whose registry:pull an import from the registry checks. */
+  authorizer: Authorizer
+  quotas: Pick<Quotas, 'checkQueue'>
   log: Logger
 }
 
@@ -143,19 +148,24 @@ export function importRoutes(options: ImportRoutesOptions) {
   return new Elysia({ name: 'kgs/import' }).use(importRoutesAt(REPOSITORY_IN_PATH, options)).use(importRoutesAt('/api/v1', options))
 }
 
-function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimit, bodyTimeoutMs, uploadPace, maxUploadBytes, log }: ImportRoutesOptions) {
+function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimit, bodyTimeoutMs, uploadPace, maxUploadBytes, authorizer, quotas, log }: ImportRoutesOptions) {
   const inPath = prefix === REPOSITORY_IN_PATH
   const params = inPath ? t.Object({ repoID: t.String({ description: 'repository UUID or slug' }) }) : undefined
 
   /** The registry holds the graph: checked now, so that a wrong name fails here rather than in a job. */
-  const checkRegistry = async (wanted: { graph_id: string } | { name: string; sha256: string }) => {
+  const checkRegistry = async (principal: Principal, wanted: { graph_id: string } | { name: string; sha256: string }) => {
+    // The job pulls with the server's own token: without the caller's registry:pull, an import
+    // would read what a download refuses. Refused like an unknown graph, so it tells nothing,
+    // and before the registry is asked.
+    const mayPull = holdsSystemPermission(authorizer, principal, 'registry:pull') && scopeAllows(principal.scopes, scopeNeeded('registry:pull'))
+    if (!mayPull) throw notInRegistry(wanted)
     let graph
     try {
       graph = 'graph_id' in wanted ? await registry.get(wanted.graph_id) : await registry.find(wanted.name, wanted.sha256)
     } catch (error) {
       throw new HttpError(502, `the registry could not be asked: ${(error as Error).message}`)
     }
-    if (!graph) throw new HttpError(404, `${describeGraph(wanted)} is not in the registry`)
+    if (!graph) throw notInRegistry(wanted)
   }
 
   /** Streams an upload to a new blob; on any failure nothing is left and the answer says why. */
@@ -181,10 +191,12 @@ function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimi
 
   const start = async ({ request, principal, repository, set }: { request: Request; principal: Principal; repository: Repository; set: AcceptedSet }) => {
     const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
+    // Before an upload is stored: a full queue would only throw it away.
+    await quotas.checkQueue(repository.id)
     let jobParams: ImportParams
     if (type === 'application/json') {
       jobParams = registryImportParams(parseJsonBody(await readBodyLimited(request, bodyLimit, bodyTimeoutMs)))
-      await checkRegistry(jobParams)
+      await checkRegistry(principal, jobParams)
     } else if (GZIP_TYPES.has(type) || type === 'multipart/form-data') {
       const declared = request.headers.get('content-length')
       if (declared !== null && GZIP_TYPES.has(type) && Number(declared) > maxUploadBytes) throw tooLarge(maxUploadBytes)
@@ -217,4 +229,5 @@ function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimi
   })
 }
 
+const notInRegistry = (wanted: { graph_id: string } | { name: string; sha256: string }) => new HttpError(404, `${describeGraph(wanted)} is not in the registry`)
 const tooLarge = (maxBytes: number) => new HttpError(413, `the bundle exceeds the import limit of ${maxBytes} bytes`)

@@ -11,8 +11,9 @@ import type { Embedder } from '../vectors/embedder.ts'
 import type { VectorKind, VectorStore } from '../vectors/store.ts'
 import { MediaImport } from './import-media.ts'
 import { createMappingTables, imageUrl, ROW_WRITERS, type Batch, type RowContext } from './import-rows.ts'
-import { BundleError, type BundleItem, type BundleReader, type RowItem } from './reader.ts'
+import { BundleError, type BundleErrorWhere, type BundleItem, type BundleReader, type RowItem } from './reader.ts'
 import { ROW_SCHEMAS, ROW_SECTIONS, type Row, type RowSection } from './schema.ts'
+import { isMediaType } from '../media/types.ts'
 
 /** Rows per statement, at most; and at most about this many bytes of the bundle (wide rows: sources, syntheses). */
 const BATCH_ROWS = 2000
@@ -62,13 +63,39 @@ export interface GraphImportOptions {
 /** The position range of a batch, for messages: `facts[2000..3999]`. */
 const where = (batch: Batch) => `${batch.section}[${batch.positions[0]}${batch.positions.length > 1 ? `..${batch.positions.at(-1)}` : ''}]`
 /** PostgreSQL's data exceptions (22) and integrity violations (23): the bundle's values, not the service. */
-export const isDataError = (error: unknown) => /^2[23]/.test(String((error as { code?: unknown } | null)?.code ?? ''))
+export const isDataError = (error: unknown) => /^(2[23]|54)/.test(String((error as { code?: unknown } | null)?.code ?? ''))
+
+/**
+ * A btree index entry holds at most 2704 bytes (PostgreSQL's limit for a page of 8 KiB), and a
+ * longer value fails the insert with a raw "index row requires N bytes". 2600 leaves room for
+ * the entry's headers and a UUID beside the text; an index of two text fields splits it.
+ * Lower-casing (the concept indexes) can lengthen a string, so that form is measured too.
+ */
+const INDEX_ENTRY_BYTES = 2600
+const INDEXED_TEXT: Partial<Record<RowSection, readonly string[]>> = {
+  sources: ['url'],
+  concepts: ['canonical_name', 'context'],
+  concept_aliases: ['alias_text'],
+  concept_syntheses: ['canonical_name'],
+  investigations: ['title', 'topic'],
+  reports: ['title'],
+}
 
 /**
  * What PostgreSQL would refuse in a row, named like the reader's problems: NUL characters in
- * text, integers past the int columns, dates that are none.
+ * text, values too long for their index, integers past the int columns, dates that are none,
+ * media types that are none (they become response headers).
  */
 function checkRow(section: RowSection, position: number, row: Record<string, unknown>): void {
+  const indexed = INDEXED_TEXT[section]
+  for (const field of indexed ?? []) {
+    const value = row[field]
+    if (typeof value !== 'string') continue
+    const bytes = Math.max(Buffer.byteLength(value), Buffer.byteLength(value.toLowerCase()))
+    const most = Math.floor(INDEX_ENTRY_BYTES / indexed!.length)
+    if (bytes > most) throw new BundleError(`${field} is ${bytes} bytes, at most ${most}`, { section, position })
+  }
+  if ((section === 'source_images' || section === 'source_bodies') && typeof row.content_type === 'string') checkMediaType(row.content_type, { section, position })
   const integers = INTEGER_FIELDS.get(section)!
   for (const field in row) {
     const value = row[field]
@@ -82,6 +109,10 @@ function checkRow(section: RowSection, position: number, row: Record<string, unk
   if (section === 'sources' && row.published_at !== undefined && !validDate(row.published_at as string)) {
     throw new BundleError(`published_at must be a date YYYY-MM-DD, not ${JSON.stringify(row.published_at)}`, { section, position })
   }
+}
+
+function checkMediaType(contentType: string, where: BundleErrorWhere): void {
+  if (contentType !== '' && !isMediaType(contentType)) throw new BundleError(`content_type ${JSON.stringify(contentType.slice(0, 80))} is not a media type`, where)
 }
 
 function validDate(text: string): boolean {
@@ -118,12 +149,13 @@ export class GraphImport {
   }
 
   /** Reads the whole bundle into the transaction; the counts once everything is written. */
-  async run(reader: BundleReader): Promise<ImportCounts> {
+  /** `items`: the reader's items, or what passes them on (hashAlongside). */
+  async run(reader: BundleReader, items: AsyncIterable<BundleItem> = reader): Promise<ImportCounts> {
     this.reader = reader
     await createMappingTables(this.options.tx)
     let missing: { to_fetch: number; lost: number }
     try {
-      for await (const item of reader) {
+      for await (const item of items) {
         this.options.signal.throwIfAborted()
         await this.consume(item)
       }
@@ -154,6 +186,7 @@ export class GraphImport {
       case 'media': {
         await this.flush()
         await this.settle()
+        checkMediaType(item.contentType, { section: item.section, key: item.ref })
         if (item.data === null) return
         const rows = item.section === 'images' ? 'source_images' : 'source_bodies'
         return this.media[item.section === 'images' ? 'image' : 'body'](item.ref, item.contentType, item.data, this.started.has(rows))

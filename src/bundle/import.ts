@@ -36,6 +36,7 @@ import { VECTOR_KINDS } from '../vectors/store.ts'
 import { GraphImport, isDataError, type ImportCounts, type ImportedCounts } from './import-transaction.ts'
 import { BundleError, readBundle } from './reader.ts'
 import { scratchFile } from './scratch.ts'
+import { hashAlongside } from './tools.ts'
 
 export const IMPORT_ATTEMPTS = 3
 /** Arbitrary constant: one import at a time per repository (each has its own database). */
@@ -141,6 +142,9 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
       await discardAttempt(job, services)
       const { stream, bytes } = bundle
       const reader = readBundle(stream, { maxDecompressedBytes: services.config.importMaxExpandedBytes })
+      // Asked for by (name, sha256): what the registry sent must be that graph, not whatever was pushed under the pair first.
+      const expected = 'sha256' in job.params ? job.params.sha256 : undefined
+      const hashed = expected ? hashAlongside(reader) : undefined
       job.progress({ phase: 'reading', done: 0, total: bytes ?? 0, bytes: 0 })
       const counts = await new GraphImport({
         tx,
@@ -153,7 +157,9 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
         embedder: services.embedder,
         signal: job.signal,
         progress: job.progress,
-      }).run(reader)
+      }).run(reader, hashed?.items)
+      const hashes = (await hashed?.digest) ?? []
+      if (expected && !hashes.includes(expected)) throw new BundleError(`the canonical hash of the bundle is ${hashes[0]}, not the sha256 ${expected} it was imported by`)
       const added = counts.imported.facts + counts.imported.concepts
       const result: ImportResult = {
         imported: counts.imported,

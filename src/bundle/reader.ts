@@ -27,7 +27,8 @@
 //   is resumed.
 // - Values skipped without being kept (unknown top-level keys, unknown keys inside media and
 //   embeddings objects) are checked for nesting, bracket matching and the string limit, but
-//   not parsed. Unknown fields inside rows are parsed with the row and left on it.
+//   not parsed. Unknown fields inside rows are parsed with the row (within its size limit) and
+//   dropped from it once it is validated: nothing keeps them.
 // - A repeated key inside an embeddings map is not detected (the consumer upserts).
 import { createGunzip } from 'node:zlib'
 import { GarbageMeter } from '../memory.ts'
@@ -55,7 +56,10 @@ export const DEFAULT_READER_LIMITS: ReaderLimits = Object.freeze({
   maxCompressionRatio: 200,
   maxDepth: 32,
   maxStringBytes: 64 * 1024 ** 2,
-  maxRowBytes: 128 * 1024 ** 2,
+  // The largest real row is a source carrying a long document twice (parsed_text and
+  // parsed_markdown): a 1,000-page book is about 3 MB of text, so 6 MB, and up to twice that
+  // with JSON escapes. A row is held parsed while it is checked, at several times its size.
+  maxRowBytes: 16 * 1024 ** 2,
   maxRows: 200_000_000,
 })
 
@@ -325,6 +329,8 @@ const VECTORS_CLOSED = 0
 const VECTORS_MORE = 1
 const VECTORS_OTHER = 2
 const BODY_REF = /^body-(0|[1-9][0-9]*)$/
+/** The fields a row of each section may keep. */
+const ROW_FIELDS = Object.fromEntries(Object.entries(ROW_SCHEMAS).map(([section, schema]) => [section, new Set(Object.keys(schema.properties))])) as Record<RowSection, Set<string>>
 
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`
 const describeByte = (c: number) => (c >= 0x20 && c < 0x7f ? JSON.stringify(String.fromCharCode(c)) : `byte 0x${c.toString(16).padStart(2, '0')}`)
@@ -964,6 +970,7 @@ class Parser {
     starts.length = 0
     ends.length = 0
     const codec = ROW_CODECS[section]
+    const fields = ROW_FIELDS[section]
     const check = this.check
     const zeroExists = this.zeroExists
     let k = 0
@@ -984,6 +991,7 @@ class Parser {
         error = new BundleError(problem, { section, position })
         break
       }
+      for (const field in row as Record<string, unknown>) if (!fields.has(field)) delete (row as Record<string, unknown>)[field]
       items.push({ type: 'row', section, position, row } as RowItem)
     }
     this.stats.rows[section] = (this.stats.rows[section] ?? 0) + k

@@ -139,6 +139,70 @@ export function bundleProblems(summary: BundleSummary): string[] {
   return problems
 }
 
+/**
+ * Hands items to a consumer one at a time: `put` returns once the consumer has asked for the
+ * item after it, that is, once it is done with this one. Nothing is buffered.
+ */
+class Handoff implements AsyncIterable<BundleItem> {
+  private deliver: ((result: IteratorResult<BundleItem, undefined>) => void) | undefined
+  private asked = Promise.withResolvers<void>()
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<BundleItem> {
+    for (;;) {
+      const next = new Promise<IteratorResult<BundleItem, undefined>>((resolve) => (this.deliver = resolve))
+      this.asked.resolve()
+      const result = await next
+      if (result.done) return
+      yield result.value
+    }
+  }
+
+  async put(item: BundleItem): Promise<void> {
+    await this.asked.promise
+    this.asked = Promise.withResolvers<void>()
+    this.deliver!({ value: item, done: false })
+    await this.asked.promise
+  }
+
+  async end(): Promise<void> {
+    await this.asked.promise
+    this.deliver!({ value: undefined, done: true })
+  }
+}
+
+/**
+ * The reader's items, passed on unchanged, while their canonical hashes are computed in the same
+ * pass (an import by (name, sha256) checks that it reads what it asked for), by every rule the
+ * file's version may have been hashed by. Each item is hashed before it is passed on, so the
+ * consumer may change it. `digest` settles once every item has been passed on: the hashes, or
+ * why none can be computed.
+ */
+export function hashAlongside(items: AsyncIterable<BundleItem>): { items: AsyncIterable<BundleItem>; digest: Promise<string[]> } {
+  const handoff = new Handoff()
+  const digest = (async () => {
+    const canonical = new CanonicalSource(handoff)
+    const content = await canonical.content()
+    const hashes = await canonicalHashes(content, canonicalRulesFor(content.schemaVersion))
+    await canonical.finish()
+    return Object.values(hashes)
+  })()
+  // A hash that fails stops asking for items: the items go on without it.
+  const stopped = digest.then(
+    () => {},
+    () => {},
+  )
+  return {
+    digest,
+    items: (async function* () {
+      for await (const item of items) {
+        await Promise.race([handoff.put(item), stopped])
+        yield item
+      }
+      await Promise.race([handoff.end(), stopped])
+    })(),
+  }
+}
+
 /** Writes the canonical form (what the hash is computed over) to `sink`, reading the whole file. */
 export async function writeCanonical(source: AsyncIterable<Uint8Array>, sink: Writable, limits?: Partial<ReaderLimits>): Promise<void> {
   const canonical = new CanonicalSource(readBundle(source, limits))

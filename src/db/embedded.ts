@@ -18,10 +18,30 @@ const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/
 export class DataDirLockedError extends Error {}
 
 interface OpenDatabase {
-  db: PGlite
   server: PGliteServer
   socketPath: string
 }
+
+/**
+ * How many databases may be open at once and how long an unused one stays open. A PGlite holds
+ * 65-170 MB of memory; a closed database keeps only its socket, and its next query reopens it.
+ */
+export interface EmbeddedLimits {
+  /** Databases open at once, the system database aside. */
+  maxOpen: number
+  /** Milliseconds after its last query that a database is closed. */
+  idleMs: number
+}
+
+export const DEFAULT_EMBEDDED_LIMITS: EmbeddedLimits = { maxOpen: 8, idleMs: 60_000 }
+
+/** The system database is used by every request: never closed. */
+const ALWAYS_OPEN = 'system'
+/** How often the cluster looks for idle databases, and for room when it is full. */
+const SWEEP_MS = 1_000
+const ROOM_POLL_MS = 20
+/** How long an opening waits for room before it fails (every open database busy all along). */
+const ROOM_TIMEOUT_MS = 30_000
 
 /** Where the Unix socket of database `name` lives; deterministic so other processes can find it. */
 export function embeddedSocketPath(pgRoot: string, name: string): string {
@@ -44,18 +64,26 @@ export class EmbeddedCluster {
   private readonly databases = new Map<string, Promise<OpenDatabase>>()
   private templateReady: Promise<void> | undefined
   private readonly lockPath: string
+  private readonly sweeper: Timer
+  /** Openings of PGlites, one at a time: each makes room first. */
+  private openings: Promise<unknown> = Promise.resolve()
 
-  private constructor(readonly root: string) {
+  private constructor(
+    readonly root: string,
+    private readonly limits: EmbeddedLimits,
+  ) {
     this.lockPath = join(root, 'kgs.lock')
+    this.sweeper = setInterval(() => void this.closeIdle(), Math.min(SWEEP_MS, limits.idleMs))
+    this.sweeper.unref()
   }
 
   /**
    * Takes the data directory for this process. A second process gets DataDirLockedError
    * instead of a second writer on the same files (which would corrupt them).
    */
-  static start(pgRoot: string): EmbeddedCluster {
+  static start(pgRoot: string, limits: EmbeddedLimits = DEFAULT_EMBEDDED_LIMITS): EmbeddedCluster {
     mkdirSync(pgRoot, { recursive: true, mode: 0o700 })
-    const cluster = new EmbeddedCluster(pgRoot)
+    const cluster = new EmbeddedCluster(pgRoot, limits)
     cluster.acquireLock()
     return cluster
   }
@@ -103,14 +131,54 @@ export class EmbeddedCluster {
       cpSync(join(this.root, 'template'), staging, { recursive: true })
       renameSync(staging, dir)
     }
-    const db = await PGlite.create(dir, { ...(await loadPGliteAssets()) })
     const socketPath = embeddedSocketPath(this.root, name)
     mkdirSync(join(socketPath, '..'), { recursive: true, mode: 0o700 })
     if ((statSync(join(socketPath, '..')).mode & 0o077) !== 0) throw new Error(`socket directory ${join(socketPath, '..')} must not be accessible to others`)
     rmSync(socketPath, { force: true })
-    const server = new PGliteServer(db, socketPath)
+    const server = new PGliteServer({ open: () => this.openPGlite(name, dir) }, socketPath)
     await server.start()
-    return { db, server, socketPath }
+    return { server, socketPath }
+  }
+
+  private openPGlite(name: string, dir: string): Promise<PGlite> {
+    const opened = this.openings.then(async () => {
+      if (name !== ALWAYS_OPEN) await this.makeRoom()
+      return PGlite.create(dir, { ...(await loadPGliteAssets()) })
+    })
+    this.openings = opened.catch(() => {})
+    return opened
+  }
+
+  /** The open servers, the system database aside. */
+  private async openServers(): Promise<PGliteServer[]> {
+    const entries = await Promise.all([...this.databases].filter(([name]) => name !== ALWAYS_OPEN).map(([, opening]) => opening.catch(() => undefined)))
+    return entries.flatMap((entry) => (entry?.server.isOpen ? [entry.server] : []))
+  }
+
+  /** Below maxOpen: closes the least recently used idle database, or waits for one to be idle. */
+  private async makeRoom(): Promise<void> {
+    const deadline = performance.now() + ROOM_TIMEOUT_MS
+    for (;;) {
+      const open = await this.openServers()
+      if (open.length < this.limits.maxOpen) return
+      open.sort((a, b) => a.lastActive - b.lastActive)
+      for (const server of open) if (await this.closeServer(server)) return
+      if (performance.now() > deadline) throw new Error(`all ${this.limits.maxOpen} open embedded databases stayed busy for ${ROOM_TIMEOUT_MS / 1000} s (EMBEDDED_MAX_OPEN)`)
+      await Bun.sleep(ROOM_POLL_MS)
+    }
+  }
+
+  /** Closes the databases unused for idleMs. */
+  private async closeIdle(): Promise<void> {
+    const now = performance.now()
+    for (const server of await this.openServers()) if (now - server.lastActive >= this.limits.idleMs) await this.closeServer(server)
+  }
+
+  /** A PGlite's memory (a WebAssembly heap) goes back only once collected: collected now, not whenever the heap next fills. */
+  private async closeServer(server: PGliteServer): Promise<boolean> {
+    const closed = await server.closeIfIdle()
+    if (closed) Bun.gc(true)
+    return closed
   }
 
   /**
@@ -141,12 +209,12 @@ export class EmbeddedCluster {
     const open = await opening.catch(() => undefined)
     if (!open) return
     await open.server.stop()
-    await open.db.close()
     rmSync(open.socketPath, { force: true })
   }
 
   /** Closes every database cleanly (PGlite flushes on close) and releases the lock. */
   async close(): Promise<void> {
+    clearInterval(this.sweeper)
     await Promise.all([...this.databases.keys()].map((name) => this.closeDatabase(name)))
     const holder = readLock(this.lockPath)
     if (holder?.pid === process.pid) unlinkSync(this.lockPath)

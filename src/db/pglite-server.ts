@@ -64,8 +64,23 @@ class Connection {
   constructor(readonly socket: Socket) {}
 }
 
+/**
+ * Opens the database when a message needs it, and closes it when told to while it is idle: an
+ * idle database costs only its socket, and connections stay open across a close (PGlite is one
+ * shared session whatever the connection, so a reopened one serves them as before).
+ */
+export interface DatabaseHandle {
+  open(): Promise<PGlite>
+}
+
 export class PGliteServer {
   private server: Server | undefined
+  private db: PGlite | undefined
+  private opening: Promise<PGlite> | undefined
+  /** A close under way: a reopen waits for it (two PGlites must never share the files). */
+  private closing: Promise<void> | undefined
+  /** When a message last ran (performance.now()). */
+  lastActive = performance.now()
   private readonly connections = new Set<Connection>()
   /** Connections with messages to run, in order of arrival, apart from the owner. */
   private readonly waiting: Connection[] = []
@@ -75,9 +90,45 @@ export class PGliteServer {
   private stopped = false
 
   constructor(
-    private readonly db: PGlite,
+    private readonly handle: DatabaseHandle,
     readonly path: string,
   ) {}
+
+  get isOpen(): boolean {
+    return this.db !== undefined || this.opening !== undefined
+  }
+
+  /**
+   * Closes the database if nothing runs on it, is waiting for it or holds a transaction open;
+   * the next message reopens it. False when it is busy (or already closed).
+   */
+  async closeIfIdle(): Promise<boolean> {
+    const db = this.db
+    if (!db || this.opening || this.running || this.owner || this.waiting.length > 0 || db.isInTransaction()) return false
+    this.db = undefined
+    this.closing = db.close().finally(() => (this.closing = undefined))
+    await this.closing
+    return true
+  }
+
+  private database(): Promise<PGlite> {
+    if (this.db) return Promise.resolve(this.db)
+    this.opening ??= (async () => {
+      await this.closing
+      return this.handle.open()
+    })().then(
+      (db) => {
+        this.db = db
+        this.opening = undefined
+        return db
+      },
+      (error) => {
+        this.opening = undefined
+        throw error
+      },
+    )
+    return this.opening
+  }
 
   start(): Promise<void> {
     const server = createServer((socket) => this.accept(socket))
@@ -91,13 +142,16 @@ export class PGliteServer {
     })
   }
 
-  /** Closes every connection and waits for the message running on PGlite, if any. */
+  /** Closes every connection, waits for the message running on PGlite, if any, and closes it. */
   async stop(): Promise<void> {
     this.stopped = true
     const closed = new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()))
     for (const connection of this.connections) this.drop(connection)
     await this.pumping
     await closed
+    const db = this.db ?? (await this.opening?.catch(() => undefined))
+    this.db = undefined
+    await db?.close()
   }
 
   private accept(socket: Socket): void {
@@ -233,7 +287,7 @@ export class PGliteServer {
     }
     owner.started = true
     owner.midBatch = !completesBatch
-    if (completesBatch && !this.db.isInTransaction()) {
+    if (completesBatch && !this.db?.isInTransaction()) {
       this.owner = undefined
       if (!owner.closed && (owner.framed > 0 || owner.terminating)) this.waiting.push(owner)
     }
@@ -243,15 +297,18 @@ export class PGliteServer {
   private async abandon(owner: Connection): Promise<void> {
     this.owner = undefined
     try {
-      if (owner.midBatch || this.db.isInTransaction()) await this.run(ABANDON, () => {})
-      if (this.db.isInTransaction()) await this.run(ROLLBACK, () => {})
+      if (owner.midBatch || this.db?.isInTransaction()) await this.run(ABANDON, () => {})
+      if (this.db?.isInTransaction()) await this.run(ROLLBACK, () => {})
     } catch {
       // PGlite itself failed; whoever uses it next gets the error.
     }
   }
 
-  private run(messages: Uint8Array, onRawData: (data: Uint8Array) => void): Promise<void> {
-    return this.db.runExclusive(() => this.db.execProtocolRawStream(messages, { onRawData }))
+  private async run(messages: Uint8Array, onRawData: (data: Uint8Array) => void): Promise<void> {
+    const db = await this.database()
+    this.lastActive = performance.now()
+    await db.runExclusive(() => db.execProtocolRawStream(messages, { onRawData }))
+    this.lastActive = performance.now()
   }
 
   /** Closes the connection and forgets its messages; the pump cleans up if it owned the session. */

@@ -3,7 +3,7 @@
 // database). Code asks forRepository(id) and never builds a DSN itself.
 import postgres, { type Sql } from 'postgres'
 import { join } from 'node:path'
-import { EmbeddedCluster } from './embedded.ts'
+import { EmbeddedCluster, type EmbeddedLimits } from './embedded.ts'
 import { migrate } from './migrate.ts'
 
 export type Backend = 'embedded' | 'postgres'
@@ -26,6 +26,8 @@ export interface PoolsOptions {
    * one (job worker threads; PGlite lives in the main thread).
    */
   embeddedSockets?: EmbeddedSockets
+  /** Embedded only: how many repository databases stay open, and for how long unused. */
+  embedded?: EmbeddedLimits
 }
 
 export interface EmbeddedSockets {
@@ -109,7 +111,7 @@ export class Pools {
       const path = await options.embeddedSockets.socketFor('system')
       return new Pools('embedded', postgres(embeddedOptions(path)), options, options.embeddedSockets)
     }
-    const cluster = EmbeddedCluster.start(join(options.dataDir, 'pg'))
+    const cluster = EmbeddedCluster.start(join(options.dataDir, 'pg'), options.embedded)
     try {
       const path = await cluster.socketFor('system')
       return new Pools('embedded', postgres(embeddedOptions(path)), options, cluster, cluster)

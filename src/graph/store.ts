@@ -21,14 +21,37 @@ const createdAt = (sql: Db, table: string) => sql`${isoTimestamp(sql, `${table}.
 // bigint arrives from postgres.js as a string; byte counts stay far below 2^53.
 const bytes = (sql: Db) => sql`bytes::float8 AS bytes`
 
-/** One page of `table` (with its own filter), ordered by (created_at, id), plus the look-ahead row. */
-async function listPage<T extends object>(sql: Sql, columns: Fragment, table: string, filter: Fragment, { limit, after }: PageRequest): Promise<Paged<T>> {
-  const rows = await sql<(T & { id: string; key_at: string })[]>`
-    SELECT ${columns}, ${pageKeyColumn(sql)} FROM ${sql(table)}
-    WHERE ${afterCursor(sql, after)} AND ${filter}
-    ORDER BY ${pageOrder(sql, table)}
-    LIMIT ${limit + 1}`
-  return withPageKeys(rows) as Paged<T>
+/**
+ * Bytes of rows a list answer carries, about: past them the page ends early (its Link goes on
+ * from there). With rows of up to the import's row limit, `limit` of them would be unbounded.
+ */
+export const PAGE_BYTES = 8 * 1024 ** 2
+
+/**
+ * One page of `table` (with its own filter), ordered by (created_at, id), plus the look-ahead
+ * row; cut where its rows pass PAGE_BYTES (as PostgreSQL spells them), in which case the rows
+ * carry the shorter page's size (`pageLimit`, see page()) and the Link goes on from there. At
+ * least one row is shown, whatever its size.
+ */
+async function listPage<T extends object>(sql: Sql, columns: Fragment, table: string, filter: Fragment, request: PageRequest): Promise<Paged<T>> {
+  const rows = await sql<(T & { id: string; key_at: string; bytes_before: number; fetched: number; rn: number })[]>`
+    SELECT * FROM (
+      SELECT page.*,
+        coalesce(sum(octet_length(page::text)) OVER (ORDER BY key_at, id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before,
+        count(*) OVER ()::int AS fetched,
+        row_number() OVER (ORDER BY key_at, id)::int AS rn
+      FROM (
+        SELECT ${columns}, ${pageKeyColumn(sql)} FROM ${sql(table)}
+        WHERE ${afterCursor(sql, request.after)} AND ${filter}
+        ORDER BY ${pageOrder(sql, table)}
+        LIMIT ${request.limit + 1}
+      ) page
+    ) sized
+    WHERE bytes_before < ${PAGE_BYTES} OR rn <= 2
+    ORDER BY rn`
+  const paged = withPageKeys(rows.map(({ fetched: _, rn: __, bytes_before: ___, ...row }) => row)) as unknown as Paged<T>
+  // Cut: the last row returned is the look-ahead of a shorter page.
+  return rows.length < (rows[0]?.fetched ?? 0) ? Object.assign(paged, { pageLimit: Math.max(1, rows.length - 1) }) : paged
 }
 
 /**

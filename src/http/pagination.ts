@@ -28,13 +28,27 @@ export interface PageKey {
   id: string
 }
 
+/** What pageKeyColumn writes: anything else would reach PostgreSQL as a cast that fails (a 500). */
+const KEY_AT = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$/
+const KEY_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/** A real calendar instant: Date.parse alone takes 2020-02-30 (PostgreSQL does not) and year 0. */
+function isKeyTime(at: string): boolean {
+  const ms = Date.parse(at)
+  return KEY_AT.test(at) && at >= '0001' && !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 23) === at.slice(0, 23)
+}
+
 export function decodeCursor(cursor: string | undefined): PageKey | undefined {
   if (cursor === undefined) return undefined
+  let decoded: unknown
   try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown]
-    if (typeof at === 'string' && typeof id === 'string' && !Number.isNaN(Date.parse(at)) && /^[0-9a-f-]{36}$/.test(id)) return { at, id }
+    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
   } catch {
-    // fall through
+    // reported below, like any other cursor we did not write
+  }
+  if (Array.isArray(decoded) && decoded.length === 2) {
+    const [at, id] = decoded as unknown[]
+    if (typeof at === 'string' && typeof id === 'string' && isKeyTime(at) && KEY_ID.test(id)) return { at, id }
   }
   throw new HttpError(400, 'invalid query: cursor: expected a cursor from a Link header')
 }
@@ -43,18 +57,22 @@ export function encodeCursor(key: PageKey): string {
   return Buffer.from(JSON.stringify([key.at, key.id])).toString('base64url')
 }
 
-/** Trims the look-ahead row and sets the Link header when there is a next page. */
+/**
+ * Trims the look-ahead row and sets the Link header when there is a next page. Rows whose list
+ * ended the page early (large rows: graph/store.ts PAGE_BYTES) say so in `pageLimit`.
+ */
 export function page<T extends { page_key: PageKey }>(
-  rows: T[],
-  limit: number,
+  rows: T[] & { pageLimit?: number },
+  requested: number,
   request: Request,
   headers: Record<string, string | number>,
 ): Omit<T, 'page_key'>[] {
+  const limit = Math.min(requested, rows.pageLimit ?? requested)
   const more = rows.length > limit
   const shown = more ? rows.slice(0, limit) : rows
   if (more) {
     const next = new URL(request.url)
-    next.searchParams.set('limit', String(limit))
+    next.searchParams.set('limit', String(requested))
     next.searchParams.set('cursor', encodeCursor(shown.at(-1)!.page_key))
     headers.link = `<${next.pathname}${next.search}>; rel="next"`
   }

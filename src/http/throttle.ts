@@ -137,6 +137,8 @@ export interface Throttles {
   register: Throttle
   /** GET /api/v1/oauth/authorize, which records a pending authorization: the registrations' rate, a budget of its own. */
   authorize: Throttle
+  /** POST /api/v1/repositories; per address only. */
+  createRepository: Throttle
 }
 
 /** `peerAddress`: the address of the connection a request came on (Bun's server.requestIP). */
@@ -147,6 +149,7 @@ export function createThrottles(config: Pick<Config, 'throttle' | 'trustedProxie
     token: new Throttle(config.throttle.token, address, { counted: 'failed token requests', successesCount: false }),
     register: new Throttle(config.throttle.register, address, { counted: 'registrations', successesCount: true }),
     authorize: new Throttle(config.throttle.register, address, { counted: 'authorization requests', successesCount: true }),
+    createRepository: new Throttle(config.throttle.createRepository, address, { counted: 'repositories created', successesCount: true }),
   }
 }
 

@@ -5,7 +5,7 @@ import type { EventBus } from '../db/events.ts'
 import type { Db } from '../db/sql.ts'
 import { HttpError } from '../http/errors.ts'
 import { paramsProblem, type EnqueueRequest, type JobKind } from './kinds.ts'
-import { enqueueJob, requestCancel, type Job } from './queue.ts'
+import { cancelRepositoryJobs, enqueueJob, explainCancelled, requestCancel, type Job } from './queue.ts'
 
 /** A job was queued (payload: its kind). */
 export const JOBS_QUEUED = 'kgs_jobs_queued'
@@ -13,6 +13,9 @@ export const JOBS_QUEUED = 'kgs_jobs_queued'
 export const JOB_CANCEL_REQUESTED = 'kgs_job_cancel'
 
 export class UnknownJobKindError extends Error {}
+
+/** How often a repository's deletion looks whether its jobs have stopped. */
+const STOP_POLL_MS = 50
 
 export class Jobs {
   private readonly kinds: ReadonlyMap<string, JobKind>
@@ -39,6 +42,28 @@ export class Jobs {
     const job = await enqueueJob(this.system, { ...request, params, maxAttempts: kind.maxAttempts })
     await this.bus.publish(this.system, JOBS_QUEUED, kind.kind)
     return job
+  }
+
+  /**
+   * Cancels every job of a repository about to lose its database, and waits until none runs: a
+   * job left running would write to a dropped database, or retry against it. Each ends
+   * `cancelled` with `reason`. 503 when they do not stop within `timeoutMs` (the repository stays).
+   */
+  async stopRepository(repositoryId: string, reason: string, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    const asked = new Set<string>()
+    // Again until none runs: an attempt that failed meanwhile may have queued its job again.
+    for (;;) {
+      const running = await cancelRepositoryJobs(this.system, repositoryId, reason)
+      for (const id of running.filter((id) => !asked.has(id))) {
+        asked.add(id)
+        await this.bus.publish(this.system, JOB_CANCEL_REQUESTED, id)
+      }
+      if (running.length === 0) break
+      if (Date.now() > deadline) throw new HttpError(503, 'the repository\'s jobs have not stopped yet; try again', { 'retry-after': '5' })
+      await Bun.sleep(STOP_POLL_MS)
+    }
+    await explainCancelled(this.system, [...asked], reason)
   }
 
   /** undefined for an unknown job. */

@@ -72,27 +72,36 @@ export async function enqueueJob(
 }
 
 /**
- * Takes the oldest ready job of the given kinds for `workerId`, or nothing. SKIP LOCKED lets any
- * number of workers on any number of instances claim concurrently without waiting on each other.
+ * Takes a ready job of the given kinds for `workerId`, or nothing: the oldest of the repository
+ * served least recently (jobs of no repository first), so that one repository's long queue
+ * cannot hold back another's. SKIP LOCKED lets any number of workers on any number of
+ * instances claim concurrently without waiting on each other.
  */
 export async function claimJob(sql: Db, workerId: string, leaseMs: number, kinds: readonly string[]): Promise<ClaimedJob | undefined> {
   const [row] = await sql<{ id: string; kind: string; repository_id: string | null; params: Record<string, unknown>; created_by: string | null; attempts: number; max_attempts: number }[]>`
-    UPDATE jobs SET
-      status = 'running',
-      attempts = attempts + 1,
-      lease_owner = ${workerId},
-      claimed_by = ${workerId},
-      lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
-      started_at = coalesce(started_at, now()),
-      progress = progress || '{"phase": "running"}'
-    WHERE id = (
-      SELECT id FROM jobs
-      WHERE status = 'queued' AND run_after <= now() AND kind = ANY(${kinds as string[]}::text[])
-      ORDER BY run_after, created_at
+    WITH picked AS (
+      SELECT j.id FROM jobs j LEFT JOIN job_turns t ON t.repository_id = j.repository_id
+      WHERE j.status = 'queued' AND j.run_after <= now() AND j.kind = ANY(${kinds as string[]}::text[])
+      ORDER BY t.served_at NULLS FIRST, j.run_after, j.created_at
       LIMIT 1
-      FOR UPDATE SKIP LOCKED
+      FOR UPDATE OF j SKIP LOCKED
+    ), claimed AS (
+      UPDATE jobs SET
+        status = 'running',
+        attempts = attempts + 1,
+        lease_owner = ${workerId},
+        claimed_by = ${workerId},
+        lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
+        started_at = coalesce(started_at, now()),
+        progress = progress || '{"phase": "running"}'
+      FROM picked WHERE jobs.id = picked.id
+      RETURNING jobs.id, kind, repository_id, params, created_by, attempts, max_attempts
+    ), turn AS (
+      INSERT INTO job_turns (repository_id, served_at)
+      SELECT repository_id, clock_timestamp() FROM claimed WHERE repository_id IS NOT NULL
+      ON CONFLICT (repository_id) DO UPDATE SET served_at = excluded.served_at
     )
-    RETURNING id, kind, repository_id, params, created_by, attempts, max_attempts`
+    SELECT * FROM claimed`
   return row && { id: row.id, kind: row.kind, repositoryId: row.repository_id, params: row.params, createdBy: row.created_by, attempts: row.attempts, maxAttempts: row.max_attempts }
 }
 
@@ -218,6 +227,36 @@ export async function requestCancel(sql: Db, id: string): Promise<Job | undefine
     WHERE id = ${id}
     RETURNING ${jobColumns(sql)}`
   return row
+}
+
+/**
+ * Every job of a repository about to be deleted: queued ones end cancelled with `reason` at
+ * once, running ones are asked to stop. Returns the ids still running.
+ */
+export async function cancelRepositoryJobs(sql: Db, repositoryId: string, reason: string): Promise<string[]> {
+  const rows = await sql<{ id: string; status: JobStatus }[]>`
+    UPDATE jobs SET
+      cancel_requested = true,
+      status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
+      error = CASE WHEN status = 'queued' THEN ${reason} ELSE error END,
+      finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,
+      progress = CASE WHEN status = 'queued' THEN progress || '{"phase": "cancelled"}' ELSE progress END
+    WHERE repository_id = ${repositoryId} AND status IN ('queued', 'running')
+    RETURNING id, status`
+  return rows.filter((row) => row.status === 'running').map((row) => row.id)
+}
+
+/** The error of these jobs, where they ended cancelled (their worker writes only "cancelled"). */
+export async function explainCancelled(sql: Db, ids: string[], reason: string): Promise<void> {
+  if (ids.length > 0) await sql`UPDATE jobs SET error = ${reason} WHERE id = ANY(${ids}::uuid[]) AND status = 'cancelled'`
+}
+
+/** Extends the leases of every job these workers hold (their threads are alive: see runner.ts). */
+export async function renewWorkerLeases(sql: Db, workerIds: string[], leaseMs: number): Promise<void> {
+  if (workerIds.length === 0) return
+  await sql`
+    UPDATE jobs SET lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
+    WHERE status = 'running' AND lease_owner = ANY(${workerIds}::text[])`
 }
 
 export async function getJob(sql: Db, id: string): Promise<Job | undefined> {

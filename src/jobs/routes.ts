@@ -1,5 +1,6 @@
 // Job routes (bundle.md §6): a repository's jobs at /{repoID}/jobs (or /api/v1/jobs with
 // X-Repository-ID), every job at /api/v1/jobs without the header (system domain).
+import type { Quotas } from '../quotas.ts'
 import { Elysia, t } from 'elysia'
 import type { Db } from '../db/sql.ts'
 import type { Principal } from '../http/auth.ts'
@@ -69,7 +70,7 @@ async function jobInScope(system: Db, id: string, repository: Repository | undef
   return job
 }
 
-export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repositoryScope>) {
+export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repositoryScope>, quotas: Pick<Quotas, 'checkQueue'>) {
   const describe = (summary: string) => ({ tags: ['jobs'], summary })
   const list = async ({ repository, query, request, set }: { repository?: Repository; query: typeof ListQuery.static; request: Request; set: { headers: unknown } }) => {
     const limit = parseLimit(query.limit)
@@ -81,8 +82,10 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
     if (job.status !== 'queued' && job.status !== 'running') throw new HttpError(409, `job already ${job.status}`)
     return (await jobs.cancel(job.id)) ?? job
   }
-  const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: typeof startBody.static; set: AcceptedSet }) =>
-    accepted(set, await jobs.enqueue({ kind: body.kind, repositoryId: repository.id, params: body.params, createdBy: principal.userId }))
+  const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: typeof startBody.static; set: AcceptedSet }) => {
+    await quotas.checkQueue(repository.id)
+    return accepted(set, await jobs.enqueue({ kind: body.kind, repositoryId: repository.id, params: body.params, createdBy: principal.userId }))
+  }
   const startOptions = {
     repository: 'graph:import',
     body: startBody,

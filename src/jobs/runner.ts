@@ -9,7 +9,7 @@ import { describeError, type Logger } from '../log.ts'
 import { JOB_WORKER_URL } from '../workers.ts'
 import { JOB_CANCEL_REQUESTED, JOBS_QUEUED } from './jobs.ts'
 import type { FromWorker, ToWorker } from './protocol.ts'
-import { handBackOnShutdown, releaseWorkerJobs, requeueExpiredLeases } from './queue.ts'
+import { handBackOnShutdown, releaseWorkerJobs, renewWorkerLeases, requeueExpiredLeases } from './queue.ts'
 import { DEFAULT_JOB_TIMING, SHUTDOWN_RELEASE, type JobTiming } from './worker.ts'
 import { hostname } from 'node:os'
 
@@ -38,6 +38,7 @@ export class JobRunner {
   private readonly timing: JobTiming
   private stopping = false
   private reaper: Timer | undefined
+  private leases: Timer | undefined
   private generation = 0
 
   private constructor(private readonly options: JobRunnerOptions) {
@@ -50,6 +51,10 @@ export class JobRunner {
     await options.bus.subscribe(JOB_CANCEL_REQUESTED, (jobId) => runner.broadcast({ type: 'cancel', jobId }))
     await Promise.all(Array.from({ length: options.config.workers }, () => runner.spawn()))
     runner.reaper = setInterval(() => void runner.reap(), Math.max(1000, runner.timing.leaseMs / 3))
+    // The leases of this process's threads are renewed from here, not by the threads: a job busy
+    // on its CPU (a huge row, a long parse) keeps its lease while its own event loop is blocked.
+    // A thread that dies has its job released by onExit; a process that dies stops renewing.
+    if (options.config.workers > 0) runner.leases = setInterval(() => void runner.renewLeases(), runner.timing.heartbeatMs)
     void runner.reap()
     return runner
   }
@@ -72,6 +77,15 @@ export class JobRunner {
       }
     } catch (error) {
       this.options.log.warn('job reaper failed', describeError(error))
+    }
+  }
+
+  private async renewLeases(): Promise<void> {
+    try {
+      await renewWorkerLeases(this.options.pools.system, this.workerIds, this.timing.leaseMs)
+    } catch (error) {
+      // A missed renewal is not fatal: the lease outlasts many of them.
+      this.options.log.warn('job lease renewal failed', describeError(error))
     }
   }
 
@@ -133,6 +147,7 @@ export class JobRunner {
   async stop(): Promise<void> {
     this.stopping = true
     clearInterval(this.reaper)
+    clearInterval(this.leases)
     const threads = [...this.threads]
     for (const { thread } of threads) thread.postMessage({ type: 'stop' } satisfies ToWorker)
     let timer: Timer | undefined

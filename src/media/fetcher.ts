@@ -17,6 +17,7 @@ import type { LookupAddress } from 'node:dns'
 import { isIPv4 } from 'node:net'
 import { VERSION } from '../version.ts'
 import { nonPublicKind } from './addresses.ts'
+import { isMediaType } from './types.ts'
 
 /**
  * refused: the URL or an address of its host is not allowed (scheme, credentials, non-public
@@ -62,8 +63,6 @@ export interface FetchedMedium {
 
 export const MAX_REDIRECTS = 5
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
-const MEDIA_TYPE = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+(\s*;[\x20-\x7e]*)?$/i
-const MEDIA_TYPE_MAX = 255
 
 const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true })
 
@@ -98,7 +97,7 @@ export async function fetchMedia(url: string, options: FetchMediaOptions): Promi
   }
   const contentType = response.headers['content-type']?.trim() ?? ''
   return {
-    contentType: MEDIA_TYPE.test(contentType) && contentType.length <= MEDIA_TYPE_MAX ? contentType : '',
+    contentType: isMediaType(contentType) ? contentType : '',
     body: limitedBody(url, response, options.maxBytes, signal, release),
   }
 }

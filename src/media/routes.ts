@@ -7,6 +7,7 @@ import type { BlobStore } from '../blobs/store.ts'
 import { HttpError } from '../http/errors.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
+import { servedAs } from './types.ts'
 import { storedBody, storedImage, type StoredMedium } from './store.ts'
 
 type Scope = ReturnType<typeof repositoryScope>
@@ -25,9 +26,11 @@ async function mediumResponse(blobs: BlobStore, medium: StoredMedium | undefined
   if (!medium.storage_key) throw new HttpError(404, `${what.medium} not stored`)
   const body = await blobs.responseBody(medium.storage_key)
   if (!body) throw new Error(`media: the blob of a stored ${what.medium} (${medium.storage_key}) is missing`)
+  const { type, disposition } = servedAs(medium.content_type)
   return new Response(body, {
     headers: {
-      'content-type': medium.content_type || 'application/octet-stream',
+      'content-type': type,
+      'content-disposition': disposition,
       // Bytes from anywhere, served from this origin: never sniffed into a page, never run as one.
       'x-content-type-options': 'nosniff',
       'content-security-policy': "default-src 'none'; sandbox",

@@ -46,7 +46,8 @@ export interface RoleDefinition {
 /** sysadmin's own list is the system catalogue; the model also grants it everything everywhere. */
 export const ROLES = {
   sysadmin: { domain_kind: 'system', permissions: SYSTEM_PERMISSIONS },
-  member: { domain_kind: 'system', permissions: ['repository:create'] },
+  // decisions.md §2: the registry is the instance's shared catalogue; members browse and import it.
+  member: { domain_kind: 'system', permissions: ['repository:create', 'registry:pull'] },
   repoadmin: { domain_kind: 'repository', permissions: REPOSITORY_PERMISSIONS },
   editor: { domain_kind: 'repository', permissions: REPOSITORY_PERMISSIONS.filter((p) => p !== 'repository:delete' && p !== 'member:manage') },
   curator: { domain_kind: 'repository', permissions: [...READ, 'graph:export'] },

@@ -10,6 +10,7 @@
 import { ConfigError, type Config } from '../config.ts'
 import { createServiceTokens } from '../http/auth.ts'
 import { COUNT_FIELDS, type Graph } from './store.ts'
+import { statusSummary, withoutUserinfo } from '../redact.ts'
 
 /** A graph record of either registry; what Go's leaves out is null (bytes, owner_id) or empty. */
 export interface GraphRecord extends Omit<Graph, 'bytes' | 'updated_at'> {
@@ -228,7 +229,7 @@ export class RegistryClient {
   private async request(target: string, init: RequestInit, expected: number[] = [], onBehalfOf?: string): Promise<Response> {
     const url = this.resolve(target)
     // The token goes to the registry only, whatever a Link header says.
-    if (new URL(url).origin !== new URL(this.url).origin) throw new RegistryError(0, `registry linked to another origin: ${url}`)
+    if (new URL(url).origin !== new URL(this.url).origin) throw new RegistryError(0, `registry linked to another origin: ${withoutUserinfo(url)}`)
     const token = typeof this.options.token === 'string' ? this.options.token : await this.options.token(onBehalfOf)
     const headers = new Headers(init.headers)
     headers.set('authorization', `Bearer ${token}`)
@@ -237,26 +238,13 @@ export class RegistryClient {
       response = await this.fetch(url, { ...init, headers })
     } catch (error) {
       if ((error as Error).name === 'AbortError') throw error
-      throw new RegistryError(0, `registry ${this.url} unreachable: ${(error as Error).message}`)
+      throw new RegistryError(0, withoutUserinfo(`registry ${this.url} unreachable: ${(error as Error).message}`))
     }
     if (response.ok || expected.includes(response.status)) return response
-    throw new RegistryError(response.status, `registry answered ${response.status}${errorText(await response.text().catch(() => ''))}`)
+    // Summarized by its status: a body may quote our request, its token or the URL's userinfo.
+    await response.body?.cancel()
+    throw new RegistryError(response.status, `registry answered ${statusSummary(response.status)}`)
   }
-}
-
-/**
- * The message of an error answer: its `error`, JSON whatever the content type (Go's registry
- * sends some as text/plain), or the first line of a plain text; ': ' before it.
- */
-function errorText(body: string): string {
-  try {
-    const { error } = JSON.parse(body) as { error?: unknown }
-    if (typeof error === 'string') return `: ${error}`
-  } catch {
-    // not JSON: plain text, as a Go handler's http.Error or its router's 404 writes
-  }
-  const line = body.trim().split('\n', 1)[0]!.slice(0, 200)
-  return line ? `: ${line}` : ''
 }
 
 async function existingFile(path: string): Promise<Blob> {
@@ -289,7 +277,7 @@ export function createRegistryClient(config: Pick<Config, 'registryUrl' | 'regis
   if (config.registryToken) return new RegistryClient({ url: config.registryUrl ?? baseUrl, token: config.registryToken })
   // The service token opens this server's registry: it must never be handed to another server.
   if (config.registryUrl && new URL(config.registryUrl).origin !== new URL(baseUrl).origin) {
-    throw new ConfigError(`REGISTRY_URL ${config.registryUrl} is another server than BASE_URL ${baseUrl}: set REGISTRY_TOKEN (this server's own service token is only sent to itself)`)
+    throw new ConfigError(`REGISTRY_URL ${withoutUserinfo(config.registryUrl)} is another server than BASE_URL ${withoutUserinfo(baseUrl)}: set REGISTRY_TOKEN (this server's own service token is only sent to itself)`)
   }
   if (!config.jwtSecret) throw new Error('a registry client needs REGISTRY_TOKEN or the JWT secret')
   const service = createServiceTokens({ secret: config.jwtSecret, issuer: baseUrl })

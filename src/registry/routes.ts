@@ -15,6 +15,7 @@ import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted, Upl
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import { describeError, type Logger } from '../log.ts'
+import type { Quotas } from '../quotas.ts'
 import { scopeNeeded, type SystemPermission } from '../rbac/permissions.ts'
 import { graphKey, incomingKey } from './leftovers.ts'
 import { COUNT_FIELDS, deleteGraph, findGraphByNameAndHash, getGraph, insertGraph, listGraphs, listGraphsByOffset, type Graph, type GraphCounts } from './store.ts'
@@ -30,6 +31,8 @@ export interface RegistryRoutesOptions {
   maxBytes: number
   /** Slowest a push may arrive (UPLOAD_MIN_RATE over BODY_TIMEOUT). */
   pace: UploadPace
+  /** QUOTA_REGISTRY_*: checked for users' pushes (the server's own, for exports, at the export's request). */
+  quotas: Pick<Quotas, 'checkRegistry'>
   log: Logger
 }
 
@@ -263,7 +266,7 @@ function goOffset(offset: string): number {
 type RegistryAccess = Extract<SystemPermission, 'registry:push' | 'registry:pull'> | 'owner-or-sysadmin'
 
 export function registryRoutes(options: RegistryRoutesOptions) {
-  const { system, blobs, authenticator, authorizer, maxBytes, pace, log } = options
+  const { system, blobs, authenticator, authorizer, maxBytes, pace, quotas, log } = options
   const describe = (summary: string, extra: Record<string, unknown> = {}) => ({ tags: ['registry'], summary, ...extra })
   const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 
@@ -305,6 +308,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
       const stored = await findGraphByNameAndHash(system, metadata.name, metadata.sha256)
       if (stored) return { graph_id: stored.id, new: false }
     }
+    if (owner.owner_id) await quotas.checkRegistry(owner.owner_id)
     const declared = request.headers.get('content-length')
     if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes)
     if (!request.body) throw uploadError(new EmptyUpload(), maxBytes)

@@ -55,6 +55,8 @@ export interface RepositoriesOptions {
   /** The repository's vectors and blobs go with it. */
   vectors: Pick<VectorStore, 'dropRepository'>
   blobs: Pick<BlobStore, 'deletePrefix'>
+  /** Cancels the repository's jobs and waits until none runs (Jobs.stopRepository). */
+  stopJobs(repositoryId: string): Promise<void>
 }
 
 export class Repositories {
@@ -121,8 +123,9 @@ export class Repositories {
     return updated
   }
 
-  /** Removes the repository's database, its role assignments and its row. */
+  /** Stops its jobs, then removes the repository's database, its role assignments and its row. */
   async remove(id: string): Promise<void> {
+    await this.options.stopJobs(id)
     await this.options.pools.dropRepository(id)
     await this.options.vectors.dropRepository(id)
     await this.options.blobs.deletePrefix(repositoryBlobPrefix(id))

@@ -4,6 +4,8 @@ import { Elysia, t } from 'elysia'
 import type { accessControl } from '../http/auth.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
+import type { Throttle } from '../http/throttle.ts'
+import type { Quotas } from '../quotas.ts'
 import type { Repositories } from './repositories.ts'
 import type { repositoryScope } from './scope.ts'
 
@@ -24,21 +26,25 @@ const readErrors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorB
 /** A JSON body: invalid (400), too large (413), of another type (415); a slug already taken (409). */
 const writeErrors = { ...readErrors, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody }
 
-export function repositoryRoutes(repositories: Repositories, access: ReturnType<typeof accessControl>, scope: ReturnType<typeof repositoryScope>) {
+export function repositoryRoutes(repositories: Repositories, access: ReturnType<typeof accessControl>, scope: ReturnType<typeof repositoryScope>, throttle: Throttle, quotas: Quotas) {
   const describe = (summary: string) => ({ tags: ['repositories'], summary })
   return new Elysia({ name: 'kgs/repositories' })
     .use(access)
     .use(scope)
     .post(
       '/api/v1/repositories',
-      async ({ principal, body, set }) => {
+      async ({ principal, body, set, request }) => {
+        const repository = await throttle.guard(request, undefined, async () => {
+          await quotas.checkRepositories(principal.userId)
+          return repositories.create(principal.userId, body)
+        })
         set.status = 201
-        return repositories.create(principal.userId, body)
+        return repository
       },
       {
         permission: 'repository:create',
         body: t.Object({ name: Name, slug: t.Optional(Slug), description: t.Optional(Description) }, { additionalProperties: false }),
-        response: { 201: Repository, ...writeErrors },
+        response: { 201: Repository, ...writeErrors, 429: ErrorBody },
         detail: describe('Create a repository (its own database; the creator becomes repoadmin)'),
       },
     )

@@ -25,11 +25,12 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
       fromPath === undefined ? undefined : repositories.resolve(fromPath),
       fromHeader ? repositories.resolve(fromHeader) : undefined,
     ])
-    if (fromPath !== undefined && fromHeader && byPath?.id !== byHeader?.id) throw new HttpError(400, 'the path and X-Repository-ID name different repositories')
-    const repository = byPath ?? byHeader
-    const visible = repository && (rbac.isSysadmin(userId) || rbac.rolesOf(userId).some((a) => a.domain === repository.id))
-    if (!visible) throw notFound()
-    return repository
+    const visible = (repository: Repository | undefined): repository is Repository =>
+      repository !== undefined && (rbac.isSysadmin(userId) || rbac.rolesOf(userId).some((a) => a.domain === repository.id))
+    // Visibility first: comparing first would tell a hidden repository (400) from a missing one (404).
+    if ((fromPath !== undefined && !visible(byPath)) || (fromHeader && !visible(byHeader))) throw notFound()
+    if (byPath && byHeader && byPath.id !== byHeader.id) throw new HttpError(400, 'the path and X-Repository-ID name different repositories')
+    return (byPath ?? byHeader)!
   }
 
   /** The principal, and the repository (when one is named) in whose domain `permission` was checked. */

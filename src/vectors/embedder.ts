@@ -4,6 +4,7 @@
 //   no model files or network, and it is lexical: texts sharing words and spellings come out
 //   close; synonyms do not.
 // - An OpenAI-compatible HTTP provider (POST {EMBEDDING_URL}/embeddings).
+import { statusSummary, withoutUserinfo } from '../redact.ts'
 import type { Config } from '../config.ts'
 
 export interface Embedder {
@@ -107,10 +108,13 @@ export class HttpEmbedder implements Embedder {
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
       })
     } catch (error) {
-      throw new EmbeddingError(`embedding request to ${this.endpoint} failed: ${(error as Error).message}`)
+      throw new EmbeddingError(withoutUserinfo(`embedding request to ${this.endpoint} failed: ${(error as Error).message}`))
     }
-    // The provider's message, never our request (which carries the key), goes into the error.
-    if (!response.ok) throw new EmbeddingError(`embedding provider answered ${response.status}: ${(await response.text()).slice(0, 300)}`)
+    // Only the status: a provider's body may quote our request, its key or its URL's userinfo.
+    if (!response.ok) {
+      await response.body?.cancel()
+      throw new EmbeddingError(`embedding provider answered ${statusSummary(response.status)}`)
+    }
     const body = (await response.json().catch(() => undefined)) as { data?: { index?: unknown; embedding?: unknown }[] } | undefined
     const data = body?.data
     if (!Array.isArray(data) || data.length !== input.length) throw new EmbeddingError(`embedding provider returned ${Array.isArray(data) ? data.length : 'no'} vectors for ${input.length} inputs`)

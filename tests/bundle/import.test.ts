@@ -277,6 +277,39 @@ describe(`import from each source (${BACKEND})`, () => {
     expectError(await http.post(`/${repo.slug}/import-graph`, { graph_id: id }, owner.token), 404, `graph ${id} is not in the registry`)
     expectError(await http.post(`/${repo.slug}/import-graph`, { name: 'import-test', sha256: 'a'.repeat(64) }, owner.token), 404, `graph "import-test" with sha256 ${'a'.repeat(64)} is not in the registry`)
   })
+
+  test('without registry:pull, a stored graph is refused exactly like an unknown one (no confused deputy, no oracle)', async () => {
+    const puller = await registerAccount(http)
+    const repo = await createRepo('No pull', puller)
+    // The repository's repoadmin keeps graph:import; losing member takes registry:pull away.
+    expect((await http.call('DELETE', '/api/v1/admin/users/roles', { token: admin.token, body: { user_id: puller.id, role: 'member', domain: 'system' } })).status).toBe(200)
+    expectError(await http.get(`/api/v1/graphs/${pushed.graph_id}`, puller.token), 403)
+    const unknown = crypto.randomUUID()
+    const answers = await Promise.all([
+      http.post(`/${repo.slug}/import-graph`, { graph_id: pushed.graph_id }, puller.token),
+      http.post(`/${repo.slug}/import-graph`, { graph_id: unknown }, puller.token),
+      http.post(`/${repo.slug}/import-graph`, { name: 'import-test', sha256: sameModel.sha256 }, puller.token),
+      http.post(`/${repo.slug}/import-graph`, { name: 'import-test', sha256: 'a'.repeat(64) }, puller.token),
+    ])
+    expectError(answers[0]!, 404, `graph ${pushed.graph_id} is not in the registry`)
+    expectError(answers[1]!, 404, `graph ${unknown} is not in the registry`)
+    expectError(answers[2]!, 404, `graph "import-test" with sha256 ${sameModel.sha256} is not in the registry`)
+    expectError(answers[3]!, 404, `graph "import-test" with sha256 ${'a'.repeat(64)} is not in the registry`)
+    expect((await http.get(`/${repo.slug}/jobs`, puller.token)).body).toEqual([])
+  })
+
+  test('by name and sha256: a bundle whose canonical hash is not that sha256 fails, and nothing stays', async () => {
+    // The first pusher of a (name, sha256) pair claims it with other content.
+    const other = await generateBundle(join(dir, 'other.json.gz'), { ...SAME_MODEL, facts: 5, seed: 99 })
+    expect(other.sha256).not.toBe(sameModel.sha256)
+    await server.context.registry.push(other.path, { name: 'squatted', sha256: sameModel.sha256, schema_version: 2 })
+    const repo = await createRepo('Squatted')
+    const job = await failed(repo.slug, await http.post(`/${repo.slug}/import-graph`, { name: 'squatted', sha256: sameModel.sha256 }, owner.token), /canonical hash/)
+    expect(job.error).toBe(`bundle: the canonical hash of the bundle is ${other.sha256}, not the sha256 ${sameModel.sha256} it was imported by`)
+    expect(job.attempts).toBe(1)
+    expect(Object.values(await tableCounts(await sqlOf(repo))).every((n) => n === 0)).toBe(true)
+    expect(await storedKeys(repositoryBlobPrefix(repo.id))).toEqual([])
+  })
 })
 
 describe(`citations, reused rows and version 1 (${BACKEND})`, () => {

@@ -123,7 +123,7 @@ describe(`leftover sweeps (${BACKEND})`, () => {
     expect(await sweepRegistryLeftovers(system, blobs)).toBe(0)
     expect(await sweepRegistryLeftovers(system, blobs, DAY_LATER())).toBe(2)
     expect(await blobKeys(blobs, 'registry/')).toEqual([graphKey(pushed.graph_id)])
-    expect((await http.get(`/api/v1/graphs/${pushed.graph_id}/bundle`, owner.token)).status).not.toBe(404)
+    expect((await fetch(`${server.url}/api/v1/graphs/${pushed.graph_id}/bundle`, { headers: { authorization: `Bearer ${owner.token}` } })).status).toBe(200)
   })
 
   test('a server sweeps at start-up: a dead process\'s scratch file is gone once it has started', async () => {

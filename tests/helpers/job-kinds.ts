@@ -39,6 +39,19 @@ const kinds: JobKind[] = [
       throw new PermanentJobError('input is broken: facts[2]: missing text')
     },
   }),
+  // Keeps its thread's event loop busy for `ms` (CPU work: a huge row, a long parse), then
+  // returns its attempt.
+  defineJobKind({
+    kind: 'test_busy',
+    params: Type.Object({ ms: Type.Integer() }),
+    maxAttempts: 3,
+    repositoryScoped: true,
+    run: async (job) => {
+      const end = performance.now() + job.params.ms
+      while (performance.now() < end) Math.sqrt(end)
+      return { attempt: job.attempt }
+    },
+  }),
   // Runs until cancelled; says it is running through its progress phase.
   defineJobKind({
     kind: 'test_block',

@@ -53,16 +53,17 @@ function retryAfter(res: { status: number; headers: Headers }, max: number): num
 describe('settings', () => {
   test('off by default', () => {
     const config = parseEnv({})
-    expect(config.throttle).toEqual({ login: { perIp: undefined, perAccount: undefined }, token: { perIp: undefined, perAccount: undefined }, register: { perIp: undefined } })
+    expect(config.throttle).toEqual({ login: { perIp: undefined, perAccount: undefined }, token: { perIp: undefined, perAccount: undefined }, register: { perIp: undefined }, createRepository: { perIp: undefined } })
     expect(config.trustedProxies).toBe(0)
   })
 
   test('a rate is a count, a slash and a duration', () => {
-    const config = parseEnv({ THROTTLE_LOGIN_PER_IP: '20/1m', THROTTLE_LOGIN_PER_ACCOUNT: '5/15m', THROTTLE_TOKEN_PER_IP: '100/1h', THROTTLE_TOKEN_PER_CLIENT: '30/90', THROTTLE_REGISTER_PER_IP: '3/1d', TRUSTED_PROXIES: '2' })
+    const config = parseEnv({ THROTTLE_LOGIN_PER_IP: '20/1m', THROTTLE_LOGIN_PER_ACCOUNT: '5/15m', THROTTLE_TOKEN_PER_IP: '100/1h', THROTTLE_TOKEN_PER_CLIENT: '30/90', THROTTLE_REGISTER_PER_IP: '3/1d', THROTTLE_REPOSITORY_CREATE_PER_IP: '10/1h', TRUSTED_PROXIES: '2' })
     expect(config.throttle).toEqual({
       login: { perIp: { limit: 20, periodMs: 60_000 }, perAccount: { limit: 5, periodMs: 900_000 } },
       token: { perIp: { limit: 100, periodMs: 3_600_000 }, perAccount: { limit: 30, periodMs: 90_000 } },
       register: { perIp: { limit: 3, periodMs: 86_400_000 } },
+      createRepository: { perIp: { limit: 10, periodMs: 3_600_000 } },
     })
     expect(config.trustedProxies).toBe(2)
   })

@@ -23,7 +23,9 @@ const PDF = new TextEncoder().encode('%PDF-1.7 a tiny paper')
 const HTML = new TextEncoder().encode('<script>alert(1)</script>')
 
 const source = { id: id(), bare: id(), inB: id() }
-const image = { png: id(), untyped: id(), unstored: id(), inB: id() }
+const image = { png: id(), untyped: id(), unstored: id(), inB: id(), html: id(), svg: id(), forged: id() }
+/** A type stored before import checked types: it must never reach a response header. */
+const FORGED_TYPE = 'text/html\r\nSet-Cookie: session=stolen'
 
 beforeAll(async () => {
   server = await startTestServer()
@@ -37,6 +39,7 @@ beforeAll(async () => {
   const { blobs } = server.context
   await blobs.put(fetchedImageKey(a.id, image.png), PNG)
   await blobs.put(fetchedImageKey(a.id, image.untyped), HTML)
+  for (const script of [image.html, image.svg, image.forged]) await blobs.put(fetchedImageKey(a.id, script), HTML)
   await blobs.put(fetchedBodyKey(a.id, source.id), PDF)
   await blobs.put(fetchedImageKey(b.id, image.inB), PNG)
   const sqlA = await server.context.pools.forRepository(a.id)
@@ -51,6 +54,9 @@ beforeAll(async () => {
       row(image.png, 0, 'image/png', fetchedImageKey(a.id, image.png)),
       row(image.untyped, 1, '', fetchedImageKey(a.id, image.untyped)),
       row(image.unstored, 2, 'image/png', null),
+      row(image.html, 3, 'text/html; charset=utf-8', fetchedImageKey(a.id, image.html)),
+      row(image.svg, 4, 'image/svg+xml', fetchedImageKey(a.id, image.svg)),
+      row(image.forged, 5, FORGED_TYPE, fetchedImageKey(a.id, image.forged)),
     ])}`
   })
   const sqlB = await server.context.pools.forRepository(b.id)
@@ -91,6 +97,20 @@ describe(`stored media routes (${BACKEND})`, () => {
     expect(res.headers.get('content-type')).toBe('application/octet-stream')
     expect(res.headers.get('x-content-type-options')).toBe('nosniff')
     expect(res.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox")
+  })
+
+  test('only raster images are inline; HTML, SVG and the rest are attachments; a forged type is octet-stream', async () => {
+    const served = async (imageId: string) => {
+      const res = await download(`/${a.slug}/images/${imageId}`, viewer.token)
+      return { status: res.status, type: res.headers.get('content-type'), disposition: res.headers.get('content-disposition'), cookie: res.headers.get('set-cookie') }
+    }
+    expect(await served(image.png)).toEqual({ status: 200, type: 'image/png', disposition: 'inline', cookie: null })
+    expect(await served(image.html)).toEqual({ status: 200, type: 'text/html; charset=utf-8', disposition: 'attachment', cookie: null })
+    expect(await served(image.svg)).toEqual({ status: 200, type: 'image/svg+xml', disposition: 'attachment', cookie: null })
+    expect(await served(image.untyped)).toEqual({ status: 200, type: 'application/octet-stream', disposition: 'attachment', cookie: null })
+    expect(await served(image.forged)).toEqual({ status: 200, type: 'application/octet-stream', disposition: 'attachment', cookie: null })
+    const body = await download(`/${a.slug}/sources/${source.id}/body`, viewer.token)
+    expect(body.headers.get('content-disposition')).toBe('attachment')
   })
 
   test("a source's body: its bytes with their media type", async () => {

@@ -37,10 +37,17 @@ afterAll(() => server.stop())
 const role = (user_id: string, role: string, domain = 'system') => ({ user_id, role, domain })
 
 describe(`permissions (${BACKEND})`, () => {
-  test('registration grants member: repository:create in the system domain', async () => {
+  test('registration grants member: repository:create and registry:pull in the system domain', async () => {
     const res = await http.get('/api/v1/permissions', member.token)
     expect(res.status).toBe(200)
-    expect(res.body).toEqual({ user_id: member.id, system_admin: false, permissions: [{ domain: 'system', resource: 'repository', action: 'create' }] })
+    expect(res.body).toEqual({
+      user_id: member.id,
+      system_admin: false,
+      permissions: [
+        { domain: 'system', resource: 'repository', action: 'create' },
+        { domain: 'system', resource: 'registry', action: 'pull' },
+      ],
+    })
   })
 
   test('a sysadmin holds every system permission', async () => {

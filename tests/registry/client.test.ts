@@ -121,7 +121,7 @@ describe(`registry client (${BACKEND})`, () => {
     expect(await client.get(unknown)).toBeUndefined()
     const error = await client.download(unknown).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(RegistryError)
-    expect(error).toMatchObject({ status: 404, message: 'registry answered 404: graph not found' })
+    expect(error).toMatchObject({ status: 404, message: 'registry answered 404 not found' })
   })
 
   test('REGISTRY_TOKEN: the client pushes as that identity; a token without the permission gets the 403 as a RegistryError', async () => {
@@ -131,7 +131,7 @@ describe(`registry client (${BACKEND})`, () => {
 
     const asMember = createRegistryClient({ registryUrl: server.url, registryToken: member.token }, server.url)
     const error = await asMember.push(smallBundle('as member'), { name: 'As member' }).catch((e: unknown) => e)
-    expect(error).toMatchObject({ status: 403, message: 'registry answered 403: permission denied: registry:push' })
+    expect(error).toMatchObject({ status: 403, message: 'registry answered 403 forbidden' })
 
     const unreachable = new RegistryClient({ url: 'http://127.0.0.1:9', token: 't' })
     expect(await unreachable.get(crypto.randomUUID()).catch((e: unknown) => e)).toMatchObject({ status: 0, message: expect.stringMatching(/^registry http:\/\/127\.0\.0\.1:9 unreachable/) })

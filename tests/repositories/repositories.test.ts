@@ -122,6 +122,11 @@ describe(`repositories (${BACKEND})`, () => {
     expectError(hidden, 404, 'repository not found')
     expectError(await http.call('GET', '/api/v1/repository', withHeader(viewer.token, b.id)), 404, 'repository not found')
     expectError(await http.get(`/api/v1/repositories/${b.id}`, stranger.token), 404)
+    // Naming a hidden repository beside a visible one answers as naming a missing one, either way round.
+    for (const other of [b.slug, crypto.randomUUID()]) {
+      expectError(await http.call('GET', `/${a.slug}`, withHeader(viewer.token, other)), 404, 'repository not found')
+      expectError(await http.call('GET', `/${other}`, withHeader(viewer.token, a.slug)), 404, 'repository not found')
+    }
   })
 
   test('401 before anything else', async () => {

@@ -95,7 +95,7 @@ describe('OpenAI-compatible provider', () => {
     mode = 'error'
     const error = await provider().embed(['x']).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(EmbeddingError)
-    expect((error as Error).message).toBe('embedding provider answered 429: {"error":{"message":"quota exceeded"}}')
+    expect((error as Error).message).toBe('embedding provider answered 429 too many requests')
     expect((error as Error).message).not.toContain('sk-test-secret')
   })
 

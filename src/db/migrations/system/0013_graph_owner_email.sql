@@ -7,3 +7,5 @@ ALTER TABLE graphs ADD COLUMN owner_id uuid;
 UPDATE graphs SET owner_id = owner::uuid
 WHERE owner ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 UPDATE graphs SET owner = users.email FROM users WHERE users.id = graphs.owner_id;
+-- The registry quota counts a user's graphs by owner_id (QUOTA_REGISTRY_*).
+CREATE INDEX graphs_owner_id ON graphs (owner_id);
