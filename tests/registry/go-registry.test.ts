@@ -104,7 +104,7 @@ describe(`the registry client against Go's registry (${BACKEND})`, () => {
     expect(await client.find(name, sha('no such graph'))).toBeUndefined()
   })
 
-  test('download takes the raw bytes without a content type; after a delete ({"message"}) the graph is gone; errors, JSON or plain text, keep their message', async () => {
+  test('download takes the raw bytes without a content type; after a delete ({"message"}) the graph is gone; errors, JSON or plain text, are summarized by their status', async () => {
     const pushed = await client.push(bundle.path, { name: `Go bytes ${crypto.randomUUID().slice(0, 8)}` })
     const answer = await fetch(`${go.url}/api/v1/graphs/${pushed.graph_id}/bundle`, { headers: { authorization: 'Bearer alice-token' } })
     expect(answer.headers.get('content-type') ?? '').toBe('')
@@ -117,12 +117,13 @@ describe(`the registry client against Go's registry (${BACKEND})`, () => {
     const removed = await remove('alice-token')
     expect({ status: removed.status, body: await removed.json() }).toEqual({ status: 200, body: { message: 'graph deleted' } })
     expect(await client.get(pushed.graph_id)).toBeUndefined()
-    expect(await client.download(pushed.graph_id).catch((e: unknown) => e)).toMatchObject({ status: 404, message: 'registry answered 404: graph not found' })
+    // A registry's error body may quote the request (a token, a URL's userinfo): only its status is kept.
+    expect(await client.download(pushed.graph_id).catch((e: unknown) => e)).toMatchObject({ status: 404, message: 'registry answered 404 not found' })
 
     const stranger = new RegistryClient({ url: go.url, token: 'wrong' })
-    expect(await stranger.list().catch((e: unknown) => e)).toMatchObject({ status: 401, message: 'registry answered 401: unauthorized' })
-    expect(await client.list(`${go.url}/api/v2/graphs`).catch((e: unknown) => e)).toMatchObject({ status: 404, message: 'registry answered 404: 404 page not found' })
-    expect(await client.push(smallBundle('nameless'), { name: '' }).catch((e: unknown) => e)).toMatchObject({ status: 400, message: 'registry answered 400: X-Graph-Name header is required' })
+    expect(await stranger.list().catch((e: unknown) => e)).toMatchObject({ status: 401, message: 'registry answered 401 unauthorized' })
+    expect(await client.list(`${go.url}/api/v2/graphs`).catch((e: unknown) => e)).toMatchObject({ status: 404, message: 'registry answered 404 not found' })
+    expect(await client.push(smallBundle('nameless'), { name: '' }).catch((e: unknown) => e)).toMatchObject({ status: 400, message: 'registry answered 400 bad request' })
   })
 })
 
