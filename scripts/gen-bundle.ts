@@ -1,4 +1,4 @@
-// Writes a synthetic graph bundle (bundle.md) of a requested size straight to a .json.gz file:
+// Writes a synthetic graph bundle (docs/spec/bundle.md) of a requested size straight to a .json.gz file:
 // the same kind of graph as scripts/gen-graph.ts, in the same proportions, but never in a
 // database and never in memory. Every row is derived from its index (and a seeded hash of it),
 // so each section is a generator, any row can be made again on its own (a summary re-derives

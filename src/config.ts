@@ -218,7 +218,7 @@ export interface Config {
   importMaxBytes: number
   /** Largest decompressed bundle an import reads. */
   importMaxExpandedBytes: number
-  /** The follow-up fetch of media an import did not carry (bundle.md §5). */
+  /** The follow-up fetch of media an import did not carry (docs/spec/bundle.md §5). */
   mediaFetch: { allowPrivate: boolean; maxBytes: number; timeoutMs: number }
   /** Password hashes that may wait for a hashing thread; undefined: 256 per core. */
   passwordQueueMax?: number

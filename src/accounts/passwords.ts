@@ -16,10 +16,10 @@ export interface HashRequest {
 export type HashResult = { value: string | boolean; error?: undefined } | { error: string }
 
 /**
- * Hashing threads at most: one per core. A hash takes about 130 ms of a core, so a burst of logins
+ * Hashing threads at most: one per core. A hash takes a good part of a second of a core (docs/benchmarks.md), so a burst of logins
  * keeps cores busy for seconds. Bun's own async hashing runs on its shared worker pool at the
  * priority of everything else, where a closed-loop burst of 5% logins held one of this machine's
- * two cores and the reads behind it queued (scripts/bench/load.ts: job polling p99 150-175 ms).
+ * two cores and the reads behind it queued (scripts/bench/load.ts).
  * These threads lower their own priority (hasher-thread.ts), so they may use every core: hashing
  * gets what request serving and the job workers leave idle, and logins queue instead.
  */
@@ -27,8 +27,8 @@ const HASHER_THREADS = availableParallelism()
 /** An idle hashing thread ends after this long; each holds a JavaScript heap of its own. */
 const HASHER_IDLE_MS = 30_000
 /**
- * Hashes that may wait per hashing thread unless PASSWORD_QUEUE_MAX says otherwise: at about
- * 130 ms a hash, 256 clear in about 33 s. Past the limit a flood of sign-ins is refused at once
+ * Hashes that may wait per hashing thread unless PASSWORD_QUEUE_MAX says otherwise: 256 clear in
+ * about half a minute (docs/benchmarks.md). Past the limit a flood of sign-ins is refused at once
  * (503) instead of holding its requests, and their memory, ever longer.
  */
 const DEFAULT_WAITING_PER_THREAD = 256

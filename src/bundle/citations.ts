@@ -1,5 +1,5 @@
 // Citations in summaries, syntheses and reports: `[text](<fact:UUID>)`, `![alt](<fact:UUID>)`,
-// `[name](<concept:UUID>)` (bundle.md §2).
+// `[name](<concept:UUID>)` (docs/spec/bundle.md §2).
 //
 // A bundle's rows carry positions, not UUIDs, so a UUID inside a citation can only be matched to
 // a row if it can be derived from the row. kgs therefore writes citations with *portable* UUIDs:

@@ -1,6 +1,6 @@
-// Export routes (bundle.md §4): POST /{repoID}/export-graph queues an export_graph job (202 with
+// Export routes (docs/spec/bundle.md §4): POST /{repoID}/export-graph queues an export_graph job (202 with
 // the job); GET /{repoID}/export-graph/download streams the repository's latest export. Both
-// are also served at /api/v1/... with the repository in X-Repository-ID (decisions.md §2).
+// are also served at /api/v1/... with the repository in X-Repository-ID (docs/spec/decisions.md §2).
 import type { Quotas } from '../quotas.ts'
 import { Elysia, t } from 'elysia'
 import type { BlobStore } from '../blobs/store.ts'

@@ -1,8 +1,8 @@
-// Export of a repository as a graph bundle (bundle.md §4) and the export_graph job.
+// Export of a repository as a graph bundle (docs/spec/bundle.md §4) and the export_graph job.
 //
 // Everything is read inside one REPEATABLE READ transaction, so the hashing pass and the
 // writing pass see the same snapshot. Each row's bundle position is its rank in its table
-// (decision 1), computed once into temporary position tables; every section is then read
+// (docs/bundles.md, "Export"), computed once into temporary position tables; every section is then read
 // through an SQL cursor in position order, one batch at a time, and references are joined to
 // positions in SQL. Memory holds one batch of rows or one media chunk, whatever the size.
 import { createWriteStream, type WriteStream } from 'node:fs'
@@ -468,7 +468,7 @@ class Snapshot {
     }
   }
 
-  /** A fact with a source image carries that image's original URL (decision 4). */
+  /** A fact with a source image carries that image's original URL (docs/bundles.md, "Export"). */
   private facts() {
     return this.rows<Row<'facts'>>(this.tx`
       SELECT p.pos AS idx, f.text, f.fact_kind, CASE WHEN f.source_image_id IS NULL THEN f.image_url ELSE i.url END AS image_url,
@@ -525,7 +525,7 @@ class Snapshot {
   }
 
   /**
-   * Rewrites the citations of a batch to portable UUIDs (decision 3), looking every cited
+   * Rewrites the citations of a batch to portable UUIDs (docs/bundles.md, "Export"), looking every cited
    * local UUID up in one query. A UUID of no local row is left as it is.
    */
   private async portableCitations<T extends Record<K, string>, K extends string>(batch: T[], field: K): Promise<T[]> {
@@ -625,7 +625,7 @@ function pushMetadata(metadata: Metadata): PushMetadata {
 
 /**
  * Streams the file to the registry, reporting the bytes sent, for the user who asked for the
- * export (who then owns the graph, bundle.md §7). A refusal (4xx) is final; the rest is retried.
+ * export (who then owns the graph, docs/spec/bundle.md §7). A refusal (4xx) is final; the rest is retried.
  */
 async function pushFile(services: JobServices, path: string, metadata: PushMetadata, onSent: (bytes: number) => void, job: RunningJob<ExportParams>) {
   try {

@@ -1,4 +1,4 @@
-// The content hashes a bundle carries beside its rows (bundle.md §2).
+// The content hashes a bundle carries beside its rows (docs/spec/bundle.md §2).
 import { createHash } from 'node:crypto'
 
 // Go's unicode.IsSpace, which the other implementation collapses on: JavaScript's \s minus

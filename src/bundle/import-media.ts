@@ -1,4 +1,5 @@
-// The media of an import (bundle.md §5, decisions 4 and 5): image and body bytes go from the
+// The media of an import (docs/spec/bundle.md §5: media under a temporary prefix live with the
+// commit; an image fact's image_url names the local copy): image and body bytes go from the
 // reader straight to blob storage under the job's prefix, which becomes live with the commit.
 //
 // - In a version 2 bundle media come before their rows: stored at once, keyed by the UUID the

@@ -1,4 +1,4 @@
-// POST /{repoID}/import-graph (bundle.md §5), also at /api/v1/import-graph with X-Repository-ID:
+// POST /{repoID}/import-graph (docs/spec/bundle.md §5), also at /api/v1/import-graph with X-Repository-ID:
 // queues an import_graph job (202 with the job). The bundle comes
 // - from the registry: a JSON body {"graph_id": "<uuid>"} or {"name": "...", "sha256": "<hex>"},
 //   looked up at once (404 when the registry does not hold it, 502 when it cannot be asked), so

@@ -1,4 +1,4 @@
-// The statements of an import (bundle.md §5): one per batch of a row section, inside the
+// The statements of an import (docs/spec/bundle.md §5): one per batch of a row section, inside the
 // import's transaction (import-transaction.ts gathers the batches).
 //
 // Each is an INSERT ... SELECT FROM unnest(<one array per column>) that deduplicates with
@@ -20,7 +20,7 @@
 //   Investigations (title, topic) and reports (title, topic, body, parent) have no key in the
 //   bundle: a row that existed before this import is reused, so a bundle imported twice adds
 //   nothing, while the bundle's own look-alikes stay apart.
-// - Citations (decision 3) are rewritten with one lookup per batch of the portable UUIDs kept in
+// - Citations (docs/spec/bundle.md §5) are rewritten with one lookup per batch of the portable UUIDs kept in
 //   import_facts / import_concepts.
 import { randomUUID } from 'node:crypto'
 import type { PendingQuery, Row as SqlRow, TransactionSql } from 'postgres'
@@ -92,7 +92,7 @@ const firstOfRef = (refs: readonly (string | undefined)[]) => {
 }
 
 /**
- * An image fact's image_url (decision 4), with its source image joined as `si`: the local copy
+ * An image fact's image_url (docs/spec/bundle.md §5), with its source image joined as `si`: the local copy
  * when the image's bytes are stored here, else the image's original URL; `otherwise` without one.
  */
 export function imageUrl(context: RowContext, otherwise: Fragment): Fragment {

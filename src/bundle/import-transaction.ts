@@ -1,4 +1,4 @@
-// One import inside its database transaction (bundle.md §5): the reader's items in file order,
+// One import inside its database transaction (docs/spec/bundle.md §5): the reader's items in file order,
 // rows gathered per section into batches written by one statement each (import-rows.ts), media
 // to blob storage (import-media.ts), vectors of new rows staged. Memory holds one batch, one
 // vector batch and a few small media, whatever the bundle's size: positions live in the
@@ -27,7 +27,7 @@ const INTEGER_FIELDS = new Map<RowSection, ReadonlySet<string>>(
 )
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
 
-/** The job result's `imported` counts (decision 7) and the sections they count. */
+/** The job result's `imported` counts (docs/spec/bundle.md §5) and the sections they count. */
 const COUNTED_AS = {
   sources: 'sources', source_images: 'source_images', facts: 'facts', fact_sources: 'fact_sources', concepts: 'concepts',
   concept_aliases: 'concept_aliases', fact_concepts: 'fact_concepts', concept_summaries: 'summaries', concept_syntheses: 'syntheses',
@@ -35,7 +35,7 @@ const COUNTED_AS = {
 } as const satisfies Partial<Record<RowSection, string>>
 export type ImportedCounts = Record<(typeof COUNTED_AS)[keyof typeof COUNTED_AS], number>
 
-/** What the import did: the job result (decision 7) less the embeddings verdict, and the vectors it staged. */
+/** What the import did: the job result (docs/spec/bundle.md §5) less the embeddings verdict, and the vectors it staged. */
 export interface ImportCounts {
   imported: ImportedCounts
   reused: { sources: number; facts: number; concepts: number }
@@ -48,7 +48,7 @@ export interface GraphImportOptions {
   tx: TransactionSql
   repositoryId: string
   jobId: string
-  /** Blob prefix of this import's media (decision 5), ending in '/'. */
+  /** Blob prefix of this import's media (docs/spec/bundle.md §5), ending in '/'. */
   mediaPrefix: string
   /** localImageUrl() of this repository less the image's UUID. */
   localImageUrlPrefix: string

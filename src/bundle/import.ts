@@ -1,4 +1,4 @@
-// import_graph (bundle.md §5): a bundle from the registry (by id, or by name and sha256) or from
+// import_graph (docs/spec/bundle.md §5): a bundle from the registry (by id, or by name and sha256) or from
 // an upload (POST /{repoID}/import-graph streamed it to blob storage) is read in one streaming
 // pass into the repository, inside one transaction on its pool (import-transaction.ts does the
 // work), exactly once whatever happens to the worker:
@@ -77,10 +77,10 @@ export async function sweepUploads(system: Sql, blobs: BlobStore, now = Date.now
   return orphans.length
 }
 
-/** The blob prefix of one import's media (decision 5): live once the import commits. */
+/** The blob prefix of one import's media (docs/spec/bundle.md §5): live once the import commits. */
 export const importMediaPrefix = (repositoryId: string, jobId: string) => `${repositoryBlobPrefix(repositoryId)}imports/${jobId}/`
 
-/** The job result (decision 7). */
+/** The job result (docs/spec/bundle.md §5). */
 export interface ImportResult {
   imported: ImportedCounts
   reused: ImportCounts['reused']

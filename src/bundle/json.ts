@@ -1,4 +1,4 @@
-// JSON values written the way Go's encoding/json writes them (bundle.md §3). The canonical
+// JSON values written the way Go's encoding/json writes them (docs/spec/bundle.md §3). The canonical
 // hash is over these bytes, and the other implementation of the format is in Go, so every
 // byte must agree; no library reproduces Go's rules, hence this file.
 //

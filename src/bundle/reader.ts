@@ -1,4 +1,4 @@
-// The streaming graph-bundle reader (bundle.md §1–2): gzip bytes in, checked items out, one at
+// The streaming graph-bundle reader (docs/spec/bundle.md §1–2): gzip bytes in, checked items out, one at
 // a time in file order, in memory bounded by one row (or one media chunk) whatever the size.
 //
 // Pipeline: node:zlib gunzip (streamed; limits on the expanded size and the compression ratio

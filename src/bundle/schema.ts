@@ -1,4 +1,4 @@
-// The graph bundle's rows and metadata (bundle.md §1–2) as TypeBox schemas. They are the
+// The graph bundle's rows and metadata (docs/spec/bundle.md §1–2) as TypeBox schemas. They are the
 // single description of the format: the encoder and the row validator are compiled from them
 // (src/bundle/compile.ts), and they document the format in OpenAPI.
 //
@@ -58,7 +58,7 @@ export const Metadata = Type.Object(
     synthesis_count: int(),
     report_count: int(),
     investigation_count: int(),
-    sha256: omit(Type.String({ pattern: '^[0-9a-f]{64}$', description: 'canonical hash (bundle.md §3)' })),
+    sha256: omit(Type.String({ pattern: '^[0-9a-f]{64}$', description: 'canonical hash (docs/spec/bundle.md §3)' })),
     exported_at: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$', description: 'RFC 3339' }),
   },
   { $id: 'BundleMetadata' },
@@ -208,13 +208,13 @@ export type Row<S extends RowSection> = Static<(typeof ROW_SCHEMAS)[S]>
 export type Metadata = Static<typeof Metadata>
 export type MediaSection = 'images' | 'bodies'
 
-/** Top-level keys of a version 2 bundle, in order (bundle.md §1). */
+/** Top-level keys of a version 2 bundle, in order (docs/spec/bundle.md §1). */
 export const V2_KEYS = [
   'schema_version', 'metadata', 'sources', 'images', 'bodies', 'source_images', 'source_bodies', 'facts', 'fact_sources',
   'concepts', 'concept_aliases', 'fact_concepts', 'concept_summaries', 'concept_syntheses', 'investigations',
   'investigation_sources', 'reports', 'report_annotations', 'embeddings',
 ] as const
-/** Top-level keys of a version 1 bundle, in order: the media block after the rows (bundle.md §1). */
+/** Top-level keys of a version 1 bundle, in order: the media block after the rows (docs/spec/bundle.md §1). */
 export const V1_KEYS = [
   'schema_version', 'metadata', 'sources', 'facts', 'fact_sources', 'concepts', 'concept_aliases', 'fact_concepts',
   'concept_summaries', 'concept_syntheses', 'investigations', 'investigation_sources', 'reports', 'report_annotations',

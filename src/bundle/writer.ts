@@ -2,7 +2,7 @@
 // cursor in the export, a generator in scripts/gen-bundle.ts) and leave as version 2 JSON in
 // key order, through gzip, to any writable sink. At most one row or one media chunk is held at
 // a time, plus a 64 KiB output buffer. The same input gives the same bytes, and the canonical
-// form (bundle.md §3) is this very encoder with the non-canonical parts left out, so a file's
+// form (docs/spec/bundle.md §3) is this very encoder with the non-canonical parts left out, so a file's
 // non-media bytes equal its canonical bytes plus sha256 and the embedding fields.
 import { createHash } from 'node:crypto'
 import { Readable, type Writable } from 'node:stream'
@@ -41,7 +41,7 @@ export interface BundleContent {
 }
 
 /**
- * The canonical forms a bundle's hash may be computed over (bundle.md §3), all with this encoder:
+ * The canonical forms a bundle's hash may be computed over (docs/spec/bundle.md §3), all with this encoder:
  * - 'v2': the contract's, and the only one kgs writes: media, embeddings, source_bodies, the
  *   source_images rows (`null`) and the embedding fields of the metadata left out, so the hash
  *   does not depend on media or on the embedding model;
@@ -236,7 +236,7 @@ export async function writeBundle(content: BundleContent, sink: Writable, option
   return result
 }
 
-/** The canonical hash of bundle.md §3 (the first rule of the content's version): lowercase hex SHA-256 of the canonical form. */
+/** The canonical hash of docs/spec/bundle.md §3 (the first rule of the content's version): lowercase hex SHA-256 of the canonical form. */
 export async function canonicalHash(content: BundleContent): Promise<string> {
   const [rule] = canonicalRulesFor(content.schemaVersion)
   return (await canonicalHashes(content, [rule!]))[rule!]!

@@ -1,6 +1,6 @@
 // The knowledge-graph read API: every route at /{repoID}/<path> and, with the repository named by
-// the X-Repository-ID header, at /api/v1/<path> (decisions.md §2). Lists are paginated
-// (decisions.md §1); each route needs its resource's :read permission in the repository (§4).
+// the X-Repository-ID header, at /api/v1/<path> (docs/spec/decisions.md §2). Lists are paginated
+// (docs/spec/decisions.md §1); each route needs its resource's :read permission in the repository (§4).
 import { Elysia, t } from 'elysia'
 import type { TProperties, TSchema } from '@sinclair/typebox'
 import { HttpError } from '../http/errors.ts'

@@ -114,7 +114,7 @@ const principals = new WeakMap<Request, Principal>()
 /**
  * The first hook of every protected route: authentication in `transform`, which Elysia runs
  * before it validates the query and body (the body parser holds its refusals back until then,
- * see bodyParsing). decisions.md §5a, RFC 6750 §3: a request without credentials is a 401 with
+ * see bodyParsing). docs/spec/decisions.md §5a, RFC 6750 §3: a request without credentials is a 401 with
  * the challenge whatever its body, or clients could not discover the server from it. The
  * route's `resolve` takes the principal with principalOf.
  */

@@ -123,7 +123,7 @@ export function refusedBody(request: Request): HttpError | undefined {
  * parser.
  *
  * A refused body is not thrown at once: parsing runs before any route hook, and a protected
- * route must answer an anonymous request 401 whatever its body (decisions.md §5a). The parser
+ * route must answer an anonymous request 401 whatever its body (docs/spec/decisions.md §5a). The parser
  * hands the route a null body instead and the refusal is thrown before the handler (or, when the
  * route's schema refuses the null first, reported by errorHandling in its place).
  */

@@ -1,4 +1,4 @@
-// CORS (decisions.md §5a): browser-based clients (the MCP Inspector, web agents) read the
+// CORS (docs/spec/decisions.md §5a): browser-based clients (the MCP Inspector, web agents) read the
 // metadata documents, register, get, refresh and revoke tokens, and call the API from their own
 // origin. All of that is credentialed by the Authorization header or the form body, never by a
 // cookie, so any origin may call it: the answer allows `*` and never credentials. The

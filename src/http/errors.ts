@@ -1,4 +1,4 @@
-// Every error leaves the service as {"error": "..."} with the right status (decisions.md §1),
+// Every error leaves the service as {"error": "..."} with the right status (docs/spec/decisions.md §1),
 // whether it came from our code, from Elysia's validation and routing, or from a crash.
 import { Elysia, ValidationError } from 'elysia'
 import { refusedBody } from './body.ts'

@@ -1,4 +1,4 @@
-// Cursor pagination (decisions.md §1): ?limit= (default 50, max 500) and ?cursor=; the next page
+// Cursor pagination (docs/spec/decisions.md §1): ?limit= (default 50, max 500) and ?cursor=; the next page
 // is announced in a Link header (RFC 8288). Order is (created_at, id); the cursor is opaque to
 // clients and carries the last row's key with full timestamp precision.
 import { t } from 'elysia'

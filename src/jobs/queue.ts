@@ -1,4 +1,4 @@
-// The jobs table (bundle.md §6) as plain functions over the system database. Every state change
+// The jobs table (docs/spec/bundle.md §6) as plain functions over the system database. Every state change
 // a worker makes is conditional on it still holding the lease (lease_owner = its id), so a
 // worker that lost its job (lease expired, job re-queued and claimed elsewhere) can never
 // overwrite the new owner's state: a job is run to completion by exactly one claim.

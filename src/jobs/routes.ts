@@ -1,4 +1,4 @@
-// Job routes (bundle.md §6): a repository's jobs at /{repoID}/jobs (or /api/v1/jobs with
+// Job routes (docs/spec/bundle.md §6): a repository's jobs at /{repoID}/jobs (or /api/v1/jobs with
 // X-Repository-ID), every job at /api/v1/jobs without the header (system domain).
 import type { Quotas } from '../quotas.ts'
 import { Elysia, t } from 'elysia'

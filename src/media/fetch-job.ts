@@ -1,5 +1,5 @@
 // fetch_media: downloads the images and source bodies of a repository that have an http(s) URL
-// but no stored bytes (typically after an import of a bundle without media, bundle.md §5), a few
+// but no stored bytes (typically after an import of a bundle without media, docs/spec/bundle.md §5), a few
 // at a time, in batches. A medium that cannot be had (refused address, HTTP error, too large,
 // too slow) is counted and skipped; only the database or the blob store failing fails the job.
 // Running it again fetches what is still missing, and only that.

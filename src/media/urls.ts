@@ -1,5 +1,5 @@
 // Where a repository's stored media are served (src/media/routes.ts). An imported image fact's
-// image_url points at its local copy here (bundle.md §5).
+// image_url points at its local copy here (docs/spec/bundle.md §5).
 
 /** The URL of a source image's stored bytes. */
 export function localImageUrl(baseUrl: string, repositoryId: string, imageId: string): string {

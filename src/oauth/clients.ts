@@ -1,5 +1,5 @@
 // Dynamic client registration (RFC 7591) with the redirect URI rules of OAuth 2.1 / RFC 8252 and
-// decisions.md §5a: https, or http on a loopback address only, or a private-use scheme.
+// docs/spec/decisions.md §5a: https, or http on a loopback address only, or a private-use scheme.
 import type { Sql } from 'postgres'
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { OAuthError } from '../http/errors.ts'

@@ -14,7 +14,7 @@ export const BROWSER_SESSION_COOKIE = 'kgs_oauth_session'
  * no Fetch Metadata. A session cookie: it outlives no browser session.
  */
 export const BROWSER_BINDING_COOKIE = 'kgs_oauth_browser'
-/** Authorization codes live 60 s (decisions.md §5). */
+/** Authorization codes live 60 s (docs/spec/decisions.md §5). */
 export const CODE_SECONDS = 60
 /**
  * How long a consent lasts: the refresh tokens of a grant work for 30 days from the Allow (as

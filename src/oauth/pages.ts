@@ -1,6 +1,6 @@
 // Server-rendered pages of the authorization flow: small, accessible (labelled fields, one
 // heading per page), readable on a phone, every interpolated value escaped, and sent with the
-// security headers of decisions.md §5. The only style is an inline block allowed by its hash.
+// security headers of docs/spec/decisions.md §5. The only style is an inline block allowed by its hash.
 import { createHash } from 'node:crypto'
 import { GRANT_SECONDS } from './consent.ts'
 

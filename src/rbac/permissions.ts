@@ -1,4 +1,4 @@
-// Roles and permissions (decisions.md §4), as data: the casbin policies, GET /admin/permissions
+// Roles and permissions (docs/spec/decisions.md §4), as data: the casbin policies, GET /admin/permissions
 // and the route guards are all derived from this table.
 export const SYSTEM_DOMAIN = 'system'
 
@@ -46,7 +46,7 @@ export interface RoleDefinition {
 /** sysadmin's own list is the system catalogue; the model also grants it everything everywhere. */
 export const ROLES = {
   sysadmin: { domain_kind: 'system', permissions: SYSTEM_PERMISSIONS },
-  // decisions.md §2: the registry is the instance's shared catalogue; members browse and import it.
+  // docs/spec/decisions.md §2: the registry is the instance's shared catalogue; members browse and import it.
   member: { domain_kind: 'system', permissions: ['repository:create', 'registry:pull'] },
   repoadmin: { domain_kind: 'repository', permissions: REPOSITORY_PERMISSIONS },
   editor: { domain_kind: 'repository', permissions: REPOSITORY_PERMISSIONS.filter((p) => p !== 'repository:delete' && p !== 'member:manage') },
@@ -65,7 +65,7 @@ export function splitPermission(permission: Permission): [resource: string, acti
   return [resource, action]
 }
 
-/** OAuth scopes (decisions.md §5): they cap what the user's roles allow, never widen it. */
+/** OAuth scopes (docs/spec/decisions.md §5): they cap what the user's roles allow, never widen it. */
 export type Scope = 'read' | 'write' | 'admin'
 
 /** Actions that change privileges or destroy a repository: only an `admin` token may take them. */

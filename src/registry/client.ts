@@ -1,4 +1,4 @@
-// The registry client of the export and import jobs: bundle.md §7 over plain fetch, bodies
+// The registry client of the export and import jobs: docs/spec/bundle.md §7 over plain fetch, bodies
 // streamed both ways. It talks to REGISTRY_URL (by default this server itself) with
 // REGISTRY_TOKEN, or, when that is unset, with a service token the server signs for itself
 // (src/http/auth.ts: it may push and pull, nothing else).
@@ -81,7 +81,7 @@ const COUNT_HEADERS = [
 ] as const
 
 /**
- * A header value carrying `text` as raw UTF-8 bytes (bundle.md §7). fetch takes header values
+ * A header value carrying `text` as raw UTF-8 bytes (docs/spec/bundle.md §7). fetch takes header values
  * as byte strings, one character per byte, so the UTF-8 bytes are spelled as latin1
  * characters. Line breaks and other control characters cannot travel in a header: they become
  * spaces.

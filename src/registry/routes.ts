@@ -1,4 +1,4 @@
-// The graph registry (bundle.md §7) at /api/v1/graphs: bundles are pushed as raw gzip bodies,
+// The graph registry (docs/spec/bundle.md §7) at /api/v1/graphs: bundles are pushed as raw gzip bodies,
 // streamed into blob storage without being parsed or held, indexed in the graphs table, listed,
 // streamed back, and deleted by their owner or a sysadmin.
 //
@@ -67,7 +67,7 @@ const GraphRecord = t.Object(
   },
   { description: 'a stored graph bundle (counts as pushed)' },
 )
-/** The Go registry's list (bundle.md §7); `graphs` is null when empty, as Go encodes a nil slice. */
+/** The Go registry's list (docs/spec/bundle.md §7); `graphs` is null when empty, as Go encodes a nil slice. */
 const GoGraphPage = t.Object({ graphs: t.Union([t.Array(GraphRecord), t.Null()]), total: t.Integer() })
 const PushResult = t.Object({ graph_id: t.String({ format: 'uuid' }), new: t.Boolean() })
 
@@ -148,7 +148,7 @@ const COUNT_HEADERS: Record<(typeof COUNT_FIELDS)[number], string> = {
   investigation_count: 'X-Graph-Investigation-Count',
 }
 
-/** The push headers of bundle.md §7, checked; 400 naming the header otherwise. */
+/** The push headers of docs/spec/bundle.md §7, checked; 400 naming the header otherwise. */
 export function parsePushHeaders(headers: Headers): PushMetadata {
   const name = headerText(headers, 'X-Graph-Name')?.trim()
   if (!name) throw badHeader('X-Graph-Name', 'required: the graph name')
@@ -205,7 +205,7 @@ const tooLarge = (maxBytes: number) => new HttpError(413, `bundle exceeds the re
 // ---------------------------------------------------------------------------------------------
 // Records
 
-/** The graph record exactly as bundle.md §7 has it, in its order (no storage key). */
+/** The graph record exactly as docs/spec/bundle.md §7 has it, in its order (no storage key). */
 function record(g: Graph): Graph {
   return {
     id: g.id,
@@ -242,7 +242,7 @@ export function filenameSlug(name: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The Go registry's list (bundle.md §7): ?limit=&offset=, answered {graphs, total}
+// The Go registry's list (docs/spec/bundle.md §7): ?limit=&offset=, answered {graphs, total}
 
 const GO_DEFAULT_LIMIT = 20
 const GO_MAX_LIMIT = 200
@@ -347,7 +347,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
   }
 
   /**
-   * Whom a push is recorded as (bundle.md §7): a user by e-mail, with their id; the service
+   * Whom a push is recorded as (docs/spec/bundle.md §7): a user by e-mail, with their id; the service
    * token is the user it acts for if any (an export's), else 'kgs'.
    */
   const pusher = async (principal: Principal): Promise<Pick<Graph, 'owner' | 'owner_id'>> => {

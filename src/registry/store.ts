@@ -8,7 +8,7 @@ export const COUNT_FIELDS = ['source_count', 'fact_count', 'concept_count', 'sum
 export type CountField = (typeof COUNT_FIELDS)[number]
 export type GraphCounts = Record<CountField, number>
 
-/** The graph record of bundle.md §7. */
+/** The graph record of docs/spec/bundle.md §7. */
 export interface Graph extends GraphCounts {
   id: string
   name: string
@@ -97,7 +97,7 @@ export async function listGraphs(sql: Db, filter: GraphFilter, limit: number, af
   return withPageKeys(rows)
 }
 
-/** The Go registry's page (bundle.md §7): newest first from `offset`, and how many graphs match. */
+/** The Go registry's page (docs/spec/bundle.md §7): newest first from `offset`, and how many graphs match. */
 export async function listGraphsByOffset(sql: Db, filter: GraphFilter, limit: number, offset: number): Promise<{ graphs: Graph[]; total: number }> {
   const [graphs, [counted]] = await Promise.all([
     // Table-qualified, as in pageOrder: created_at is also an output column (text).

@@ -1,4 +1,4 @@
-// Repository scoping (decisions.md §2): `{ repository: 'fact:read' }` on a route names the
+// Repository scoping (docs/spec/decisions.md §2): `{ repository: 'fact:read' }` on a route names the
 // repository by the :repoID path parameter or the X-Repository-ID header (UUID or slug), after
 // authentication. 400 when the two disagree or neither is given; 404 for a repository the caller
 // holds no role in, exactly as for one that does not exist; 403 when a role there lacks the

@@ -1,19 +1,18 @@
 // Small vector tables searched in this process's memory. An exact LanceDB search plans a query and
-// reads and decodes the whole vector column every time: about 5 ms of CPU for 2,000 384-d
-// vectors, 1.7 ms of it before a single vector is compared (scripts/bench/vectors.ts). The same
-// table held as one Float32Array of unit rows is searched by a dot product per row: 0.4 ms. So a
-// table of up to RESIDENT_MAX_FLOATS floats is copied into memory, one version at a time, and
+// reads and decodes the whole vector column every time, several times the cost of a dot product
+// per row over the same table held as one Float32Array of unit rows (docs/benchmarks.md, "Design
+// figures"). So a table of up to RESIDENT_MAX_FLOATS floats is copied into memory, one version at a time, and
 // searched here; larger ones (and those past the memory budget) stay with LanceDB and its index.
 //
 // A copy is loaded in the background, and until it holds the table's latest version searches go
-// to LanceDB. Loading scans the whole table: 60-200 ms of CPU for 2,000 to 5,000 vectors, as much
-// as 10 to 25 LanceDB searches; and a table being written (an embedding job, an import) has a new
+// to LanceDB. Loading scans the whole table, as much CPU as 10 to 25 LanceDB
+// searches (docs/benchmarks.md); and a table being written (an embedding job, an import) has a new
 // version every few moments. So a copy is loaded only once LanceDB has answered LOAD_AFTER_MISSES
 // searches of the table since its last load: a rarely searched or constantly written table costs
 // at most about twice the CPU it would with LanceDB alone (the ski-rental rule).
 import type { Neighbour } from './store.ts'
 
-/** The largest table held: 8 MiB of float32 (5,461 vectors of 384 dimensions), about 1 ms a search on the event loop. */
+/** The largest table held: 8 MiB of float32 (5,461 vectors of 384 dimensions): a search short enough for the event loop. */
 export const RESIDENT_MAX_FLOATS = 2 ** 21
 /** Searches LanceDB answers for a table before its copy is loaded (again). */
 export const LOAD_AFTER_MISSES = 16

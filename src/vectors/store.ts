@@ -49,7 +49,7 @@ export interface VectorStoreOptions {
   residentBytes?: number
 }
 
-/** Exact search of 100k 384-d vectors takes about 80 ms on two cores; past that, an index pays. */
+/** Past this many vectors an exact search is slow enough that an index pays (docs/benchmarks.md). */
 export const DEFAULT_INDEX_THRESHOLD = 100_000
 /** Product quantization trains 256 centroids per sub-vector, so an index needs at least as many rows. */
 const MIN_INDEX_ROWS = 256
@@ -147,8 +147,8 @@ const SEARCH_BATCH = 32
 /**
  * LanceDB queries of one table running at once (from this process); more searches wait and batch.
  * Under load a query's time is mostly waiting inside LanceDB (its file reads go through a pool of
- * about 20 threads), not CPU: one query at a time for the whole process made the search p99 of
- * scripts/bench/load.ts 360 ms, 2 to 16 per table 150-190 ms. 8 lets a table's searches overlap
+ * about 20 threads), not CPU: one query at a time for the whole process doubled the search p99 of
+ * scripts/bench/load.ts against 2 to 16 per table (docs/benchmarks.md). 8 lets a table's searches overlap
  * their waits; a pile-up beyond that goes as batches.
  */
 const SEARCHES_AT_ONCE = 8
@@ -261,9 +261,8 @@ export class VectorStore {
    *
    * A small table is searched in memory once a copy of its latest version is loaded (resident.ts;
    * until then LanceDB answers). Searches of a larger one beyond SEARCHES_AT_ONCE running wait,
-   * then go together as one multi-vector LanceDB query: a LanceDB query costs about 1.7 ms of CPU
-   * before it compares a single vector, and one query of 4 vectors costs 0.55 ms per vector, of 16
-   * 0.27 ms.
+   * then go together as one multi-vector LanceDB query: a LanceDB query has a fixed CPU cost
+   * before it compares a single vector, which a batch shares (docs/benchmarks.md).
    */
   async search(repositoryId: string, kind: VectorKind, vector: Float32Array, k: number): Promise<Neighbour[]> {
     const name = tableName(repositoryId, kind)

@@ -1,4 +1,4 @@
-// The Go-compatible encoder: the byte vectors of bundle.md §3, and property tests against
+// The Go-compatible encoder: the byte vectors of docs/spec/bundle.md §3, and property tests against
 // references written here independently of src/bundle/json.ts (character by character, and a
 // brute-force search for the shortest float digits).
 import { describe, expect, test } from 'bun:test'
@@ -32,7 +32,7 @@ const EMPTY_METADATA: Metadata = {
   exported_at: '2026-01-02T03:04:05Z',
 }
 
-describe('bundle.md §3 vectors', () => {
+describe('docs/spec/bundle.md §3 vectors', () => {
   test('the empty-repository bundle is byte for byte what Go writes', async () => {
     const written = await text(encodeBundle({ metadata: EMPTY_METADATA, rows: {} }))
     expect(written).toBe(

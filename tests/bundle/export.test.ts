@@ -1,4 +1,4 @@
-// Export end to end (bundle.md §4), on the selected backend: a repository filled by gen-graph
+// Export end to end (docs/spec/bundle.md §4), on the selected backend: a repository filled by gen-graph
 // (blobs, bodies, vectors) plus the cases it does not make, exported by the export_graph job on
 // a worker thread through POST /{repoID}/export-graph, pushed to this server's registry, and
 // read back with the reader and compared with the database, LanceDB and blob storage.
@@ -75,7 +75,7 @@ async function exportAndWait(slug: string, body: unknown, token = owner.token): 
   return (await waitForJob(http, `/${slug}/jobs/${started.body.id}`, token)) as never
 }
 
-/** Ids of a table in bundle order (decision 1), as the test computes it independently. */
+/** Ids of a table in bundle order (docs/bundles.md, "Export"), as the test computes it independently. */
 async function idsInOrder(table: string): Promise<string[]> {
   const sql = await server.context.pools.forRepository(full.id)
   return (await sql<{ id: string }[]>`SELECT id FROM ${sql(table)} ORDER BY created_at, id`).map((r) => r.id)

@@ -95,7 +95,7 @@ describe('kgs bundle canonical and verify on the Go files', () => {
 
 /**
  * What an import of `doc` into an empty repository must leave, in the form of dumpGraph,
- * derived from the decoded file alone by the rules of bundle.md §2 and §5 (Go's omitted zeros
+ * derived from the decoded file alone by the rules of docs/spec/bundle.md §2 and §5 (Go's omitted zeros
  * included), not by the importer's code.
  */
 function expectedDump(doc: Obj, vectorsKept: boolean): GraphDump {
@@ -109,7 +109,7 @@ function expectedDump(doc: Obj, vectorsKept: boolean): GraphDump {
   const factKey = (i: number) => `fact ${factContentHash(facts[i]!.text)}`
   const conceptKey = (i: number) => `concept ${concepts[i]!.canonical_name.toLowerCase()} / ${concepts[i]!.context.toLowerCase()}`
   const imageKey = (i: number) => `image ${sources[images[i]!.source_idx]!.url} ${images[i]!.kind} ${images[i]!.position}`
-  // Go's omitempty ints: an absent key is 0 where row 0 exists (bundle.md §2).
+  // Go's omitempty ints: an absent key is 0 where row 0 exists (docs/spec/bundle.md §2).
   const imageOf = (fact: Obj) => {
     const idx = 'source_image_idx' in fact ? fact.source_image_idx : images.length > 0 ? 0 : -1
     return idx >= 0 ? imageKey(idx) : null
@@ -211,7 +211,7 @@ function canonicalRows(canonical: string): string {
 
 /**
  * Go's canonical rows as kgs must give them back: with the content_hash the importer computes
- * (bundle.md §2: it never trusts the field; the fixture's are SHA-256 of the raw text).
+ * (docs/spec/bundle.md §2: it never trusts the field; the fixture's are SHA-256 of the raw text).
  */
 function withRecomputedHashes(canonical: string, doc: Obj): string {
   let out = canonical

@@ -1,4 +1,4 @@
-// import_graph and POST /{repoID}/import-graph (bundle.md §5) against the real server, on the
+// import_graph and POST /{repoID}/import-graph (docs/spec/bundle.md §5) against the real server, on the
 // selected backend: the four ways a bundle arrives (registry id, name and sha256, multipart,
 // raw gzip), what lands where (rows in the bundle's order, media bytes under the job's prefix,
 // image facts pointing at their local copy, vectors under local UUIDs), a second import adding

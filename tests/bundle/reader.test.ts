@@ -194,7 +194,7 @@ describe('valid bundles', () => {
     expect(rowsOf(items, 'investigations')).toEqual([])
   })
 
-  test('the empty bundle Go writes (bundle.md §3) reads as schema_version and metadata only', async () => {
+  test('the empty bundle Go writes (docs/spec/bundle.md §3) reads as schema_version and metadata only', async () => {
     const go = '{"schema_version":2,"metadata":{"name":"empty","embedding_model":"m","embedding_dimensions":3072,"source_count":0,"fact_count":0,"concept_count":0,"summary_count":0,"synthesis_count":0,"report_count":0,"investigation_count":0,"exported_at":"2026-01-02T03:04:05Z"},"sources":null,"source_images":null,"facts":null,"fact_sources":null,"concepts":null,"concept_aliases":null,"fact_concepts":null,"concept_summaries":null,"concept_syntheses":null,"investigations":null,"investigation_sources":null,"reports":null,"report_annotations":null}'
     const items = await read(gzipBundle(go))
     expect(items.map((item) => item.type)).toEqual(['schema_version', 'metadata'])

@@ -1,4 +1,4 @@
-// A loopback stand-in for the Go original's registry, answering exactly as bundle.md §7 says
+// A loopback stand-in for the Go original's registry, answering exactly as docs/spec/bundle.md §7 says
 // its real one does, quirks included, so that kgs's registry client is tried against them:
 // - push: 201 {graph_id, new: true} always, even for a (name, sha256) it holds (a new record);
 //   the owner is the caller's e-mail; schema_version 1 when the push named none;

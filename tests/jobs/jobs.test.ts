@@ -1,5 +1,5 @@
 // The job system end to end: jobs run on the server's worker threads, and the job routes of
-// bundle.md §6 over HTTP, on the selected backend.
+// docs/spec/bundle.md §6 over HTTP, on the selected backend.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'

@@ -67,7 +67,7 @@ describe(`authorization request (${BACKEND})`, () => {
     await expectErrorPage(await authorize({ ...valid(), redirect_uri: undefined }), /no redirect_uri/)
   })
 
-  // Before the user has signed in, errors are kgs's own page, never a redirect (decisions.md §5,
+  // Before the user has signed in, errors are kgs's own page, never a redirect (docs/spec/decisions.md §5,
   // RFC 9700 §4.11.2): clients register themselves, so a redirect would be an open redirector.
   const invalidRequests: [string, Record<string, string | string[] | undefined>, RegExp][] = [
     ['missing PKCE', { code_challenge: undefined, code_challenge_method: undefined }, /invalid_request.*PKCE is required/],

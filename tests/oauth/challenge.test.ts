@@ -1,4 +1,4 @@
-// The bearer challenge as clients meet it (decisions.md §5a, RFC 6750 §3, RFC 9728 §5.1): every
+// The bearer challenge as clients meet it (docs/spec/decisions.md §5a, RFC 6750 §3, RFC 9728 §5.1): every
 // protected route authenticates before it looks at its body or query, and the 401 names the
 // resource's document and the scope the route needs.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'

@@ -1,4 +1,4 @@
-// CORS as a browser-based client (the MCP Inspector) meets it (decisions.md §5a): from a page on
+// CORS as a browser-based client (the MCP Inspector) meets it (docs/spec/decisions.md §5a): from a page on
 // another origin, in headless Chromium, the metadata, registration, token, revocation and a
 // bearer API call succeed; the authorization pages, which carry cookies, answer no other origin.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'

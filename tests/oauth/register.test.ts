@@ -82,7 +82,7 @@ describe(`client registration (${BACKEND})`, () => {
     }
   })
 
-  test('Cursor registers: its body, with a cursor:// redirect URI beside two others (decisions.md §5a)', async () => {
+  test('Cursor registers: its body, with a cursor:// redirect URI beside two others (docs/spec/decisions.md §5a)', async () => {
     const res = await http.post('/api/v1/oauth/register', {
       client_name: 'Cursor',
       redirect_uris: ['cursor://anysphere.cursor-mcp/oauth/callback', 'http://127.0.0.1:33418/callback', 'https://cursor.com/oauth/callback'],

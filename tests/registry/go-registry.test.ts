@@ -1,4 +1,4 @@
-// kgs's registry client against a registry that answers as the Go original's does (bundle.md
+// kgs's registry client against a registry that answers as the Go original's does (docs/spec/bundle.md
 // §7; tests/helpers/go-registry.ts): directly, and through REGISTRY_URL for an import by
 // graph_id and by (name, sha256), and an export's push.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'

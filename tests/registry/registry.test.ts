@@ -1,4 +1,4 @@
-// The registry routes of bundle.md §7 over HTTP against the real server, on the selected
+// The registry routes of docs/spec/bundle.md §7 over HTTP against the real server, on the selected
 // backend: push (dedup, owner, headers, limits, broken uploads), list, get, download, delete.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'

@@ -115,7 +115,7 @@ describe(`secrets in flight (${BACKEND})`, () => {
     expect((await http.get('/api/v1/users/me', token)).status).toBe(200)
   })
 
-  test('CORS (decisions.md §5a): any origin, never with credentials; the cookie-bearing pages answer none', async () => {
+  test('CORS (docs/spec/decisions.md §5a): any origin, never with credentials; the cookie-bearing pages answer none', async () => {
     const origin = { origin: 'https://evil.example' }
     const open = [
       await fetch(`${server.url}/api/v1/oauth/token`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST' } }),
