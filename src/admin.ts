@@ -13,7 +13,7 @@ import { Pools } from './db/pools.ts'
 import { HttpError } from './http/errors.ts'
 import type { Logger } from './log.ts'
 import { insertAssignment } from './rbac/assignments.ts'
-import { SYSTEM_DOMAIN } from './rbac/permissions.ts'
+import { SYSTEM_DOMAIN } from './permissions.ts'
 import { promoteByEmail } from './rbac/promote.ts'
 import { changeRoles } from './rbac/rbac.ts'
 

@@ -9,7 +9,7 @@ import { jwt } from '@elysiajs/jwt'
 import { ExpiringMap } from '../expiring.ts'
 import { HttpError } from './errors.ts'
 import { securityDetail } from './openapi.ts'
-import { SYSTEM_DOMAIN, scopeAllows, scopeNeeded, type Permission, type Scope, type SystemPermission } from '../rbac/permissions.ts'
+import { SYSTEM_DOMAIN, scopeAllows, scopeNeeded, type Permission, type Scope, type SystemPermission } from '../permissions.ts'
 
 export interface Principal {
   userId: string

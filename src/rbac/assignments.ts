@@ -1,7 +1,7 @@
 // The role_assignments table. Every change bumps rbac_version in the same transaction.
 import type { Sql } from 'postgres'
 import type { Db } from '../db/sql.ts'
-import type { Role } from './permissions.ts'
+import type { Role } from '../permissions.ts'
 
 export interface Assignment {
   user_id: string

@@ -4,7 +4,7 @@ import { findUserIdByEmail, normalizeEmail } from '../accounts/users.ts'
 import type { EventBus } from '../db/events.ts'
 import type { Pools } from '../db/pools.ts'
 import { insertAssignment } from './assignments.ts'
-import { SYSTEM_DOMAIN } from './permissions.ts'
+import { SYSTEM_DOMAIN } from '../permissions.ts'
 import { changeRoles } from './rbac.ts'
 
 export type PromoteOutcome = 'promoted' | 'unchanged' | 'unknown-user'

@@ -8,7 +8,7 @@ import type { Db } from '../db/sql.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import { currentVersion, deleteAssignment, deleteDomain, insertAssignment, loadAssignments, type Assignment } from './assignments.ts'
-import { ROLES, SYSTEM_DOMAIN, splitPermission, type Permission } from './permissions.ts'
+import { ROLES, SYSTEM_DOMAIN, splitPermission, type Permission } from '../permissions.ts'
 
 export const ROLES_CHANGED = 'kgs_roles_changed'
 

@@ -16,7 +16,7 @@ import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import { describeError, type Logger } from '../log.ts'
 import type { Quotas } from '../quotas.ts'
-import { scopeNeeded, type SystemPermission } from '../rbac/permissions.ts'
+import { scopeNeeded, type SystemPermission } from '../permissions.ts'
 import { graphKey, incomingKey } from './leftovers.ts'
 import { COUNT_FIELDS, deleteGraph, findGraphByNameAndHash, getGraph, insertGraph, listGraphs, listGraphsByOffset, type Graph, type GraphCounts } from './store.ts'
 import { findUserById } from '../accounts/users.ts'

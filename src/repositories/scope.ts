@@ -9,7 +9,7 @@ import type { Pools } from '../db/pools.ts'
 import { authenticatesFirst, forbidden, principalOf, requireScope, type Authenticator } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { repositoryHeader, securityDetail } from '../http/openapi.ts'
-import { SYSTEM_DOMAIN, scopeNeeded, type RepositoryPermission, type SystemPermission } from '../rbac/permissions.ts'
+import { SYSTEM_DOMAIN, scopeNeeded, type RepositoryPermission, type SystemPermission } from '../permissions.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import type { Repositories, Repository } from './repositories.ts'
 

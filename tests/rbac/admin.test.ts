@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, untilSysadmin, type TestServer } from '../helpers/server.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
-import { ROLES } from '../../src/rbac/permissions.ts'
+import { ROLES } from '../../src/permissions.ts'
 
 let server: TestServer
 let http: ReturnType<typeof api>
