@@ -244,7 +244,7 @@ if (import.meta.main) {
   }
   const { loadConfig } = await import('../src/config.ts')
   const { Pools } = await import('../src/db/pools.ts')
-  const { openBlobStore } = await import('../src/blobs/store.ts')
+  const { openBlobStore } = await import('../src/blobs/open.ts')
   const { VectorStore } = await import('../src/vectors/store.ts')
   const { createEmbedder } = await import('../src/vectors/embedder.ts')
   const config = loadConfig()

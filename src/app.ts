@@ -12,7 +12,7 @@ import { urlChecks } from './http/url-checks.ts'
 import { ErrorBody } from './http/schemas.ts'
 import { openApiDocument } from './http/openapi.ts'
 import { swaggerUi } from './http/swagger-ui.ts'
-import { resourceIdentifier, resourceMetadataUrl } from './oauth/metadata.ts'
+import { authorizationServerMetadata, resourceIdentifier, resourceMetadataUrl } from './oauth/metadata.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
 import { oauthRoutes } from './oauth/routes.ts'
@@ -124,7 +124,7 @@ export function createApp(ctx: AppContext) {
     .use(registry)
     .use(importRoutes({ scope, jobs: ctx.jobs, blobs: ctx.blobs, registry: ctx.registry, bodyLimit: ctx.config.bodyLimit, bodyTimeoutMs: ctx.config.bodyTimeoutMs, uploadPace: ctx.config.uploadPace, maxUploadBytes: ctx.config.importMaxBytes, authorizer: ctx.rbac, quotas, log: ctx.log }))
     .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs, (key) => formRoutes.has(key)))
-    .use(swaggerUi(ctx.pools.system, ctx.baseUrl, openApiDocument(() => routes!, ctx.baseUrl)))
+    .use(swaggerUi(ctx.pools.system, ctx.baseUrl, openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl))))
     .get('/', () => index, {
       detail: { tags: ['operations'], summary: 'Service index: name, version and where to go next' },
       response: { 200: ServiceIndex },

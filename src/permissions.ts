@@ -66,7 +66,15 @@ export function splitPermission(permission: Permission): [resource: string, acti
 }
 
 /** OAuth scopes (docs/spec/decisions.md §5): they cap what the user's roles allow, never widen it. */
-export type Scope = 'read' | 'write' | 'admin'
+export const SCOPES = ['read', 'write', 'admin'] as const
+export type Scope = (typeof SCOPES)[number]
+
+/** What each scope means, as the OpenAPI document's OAuth flow lists it. */
+export const SCOPE_MEANINGS: Record<Scope, string> = {
+  read: 'read what your roles let you read',
+  write: 'also change it (includes read)',
+  admin: 'also manage roles, users and repositories (includes write)',
+}
 
 /** Actions that change privileges or destroy a repository: only an `admin` token may take them. */
 const ADMIN_SCOPE_ONLY = new Set<Permission>(['role:manage', 'user:manage', 'member:manage', 'repository:delete'])

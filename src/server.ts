@@ -6,7 +6,7 @@ import { deriveBaseUrl, type Config } from './config.ts'
 import { Pools } from './db/pools.ts'
 import { describeError, type Logger } from './log.ts'
 import { createApp, type AppContext } from './app.ts'
-import { loadJobKinds } from './jobs/builtin.ts'
+import { loadJobKinds } from './job-kinds.ts'
 import { Jobs } from './jobs/jobs.ts'
 import { JobRunner } from './jobs/runner.ts'
 import type { JobTiming } from './jobs/worker.ts'
@@ -14,12 +14,14 @@ import { Accounts } from './accounts/accounts.ts'
 import { limitWaitingHashes } from './accounts/passwords.ts'
 import { Rbac } from './rbac/rbac.ts'
 import { SYSTEM_DOMAIN } from './permissions.ts'
+import { resourceMetadataUrl } from './oauth/metadata.ts'
 import { serveControlSocket } from './admin.ts'
 import { Repositories } from './repositories/repositories.ts'
 import { OAuthTokens } from './oauth/tokens.ts'
 import { createEmbedder } from './vectors/embedder.ts'
 import { VectorStore } from './vectors/store.ts'
-import { openBlobStore, type BlobStore } from './blobs/store.ts'
+import { openBlobStore } from './blobs/open.ts'
+import type { BlobStore } from './blobs/store.ts'
 import { sweepUploads } from './bundle/import.ts'
 import { sweepScratch } from './bundle/scratch.ts'
 import { sweepRegistryLeftovers } from './registry/leftovers.ts'
@@ -159,6 +161,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       log,
       jwtSecret: config.jwtSecret,
       issuer: baseUrl,
+      resourceMetadataUrl: resourceMetadataUrl(baseUrl),
       accessTokenTtl: config.accessTokenTtl,
       sessionTtl: config.sessionTtl,
       sessionIdleTtl: config.sessionIdleTtl,

@@ -6,7 +6,6 @@ import { HttpError } from '../http/errors.ts'
 import { forbidden, requireScope, requireSessionToken, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
 import type { PageKey } from '../http/pagination.ts'
 import { SYSTEM_DOMAIN, scopeNeeded } from '../permissions.ts'
-import { resourceMetadataUrl } from '../oauth/metadata.ts'
 import type { Logger } from '../log.ts'
 import { hashPassword, verifyPassword } from './passwords.ts'
 import { RevokedSessions, SESSION_REVOKED, endSession, endUserSessions, insertSession, listLiveSessions, markRevoked, rotateRefreshToken, type SessionSummary } from './sessions.ts'
@@ -20,6 +19,8 @@ export interface AccountsOptions {
   log: Logger
   jwtSecret: string
   issuer: string
+  /** Named in the 401 challenge (RFC 9728): the OAuth protected-resource metadata of the service. */
+  resourceMetadataUrl: string
   accessTokenTtl: number
   sessionTtl: number
   /** Seconds a session may go without a refresh (SESSION_IDLE_TTL); undefined: no limit. */
@@ -67,7 +68,7 @@ export class Accounts implements Authenticator {
 
   private constructor(private readonly options: AccountsOptions) {
     this.sql = options.system
-    this.resourceMetadataUrl = resourceMetadataUrl(options.issuer)
+    this.resourceMetadataUrl = options.resourceMetadataUrl
     this.tokens = createSessionTokens({ secret: options.jwtSecret, issuer: options.issuer, ttlSeconds: options.accessTokenTtl })
     this.revoked = new RevokedSessions(options.system, options.accessTokenTtl, options.log)
   }

@@ -2,11 +2,7 @@
 // interface: a directory under DATA_DIR by default, an S3-compatible bucket when S3_BUCKET is
 // set. Bodies stream through in bounded memory, so multi-gigabyte bundles are fine; only get()
 // holds a whole blob. The layout of keys is up to the callers.
-import { join } from 'node:path'
-import type { Config } from '../config.ts'
 import { GarbageMeter } from '../memory.ts'
-import { LocalBlobStore } from './local.ts'
-import { S3BlobStore } from './s3.ts'
 
 export type BlobBody = Uint8Array | string | Blob | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>
 
@@ -63,9 +59,6 @@ export class InvalidBlobKeyError extends Error {}
 /** Every blob of a repository (images, bodies) lives under this prefix, and goes with it. */
 export const repositoryBlobPrefix = (repositoryId: string) => `repositories/${repositoryId}/`
 
-export function openBlobStore(config: Config): BlobStore {
-  return config.s3 ? new S3BlobStore(config.s3) : new LocalBlobStore(join(config.dataDir, 'blobs'))
-}
 
 export const MAX_KEY_LENGTH = 1024
 /**

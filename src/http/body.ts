@@ -4,7 +4,7 @@
 // framework dump.
 import { Elysia } from 'elysia'
 import { LATE, within } from './deadline.ts'
-import { HttpError } from './errors.ts'
+import { HttpError, refusedBodies } from './errors.ts'
 
 const decoder = new TextDecoder('utf-8', { fatal: true })
 
@@ -106,14 +106,6 @@ export function parseFormBody(text: string): Record<string, string> {
 export function readsForms(route: { hooks: { parse?: unknown } }): boolean {
   const parsers = route.hooks.parse
   return Array.isArray(parsers) && parsers.some((parser) => (parser as { fn?: unknown }).fn === 'urlencoded')
-}
-
-/** Why a request's body was refused, held back until the route has authenticated (see bodyParsing). */
-const refusedBodies = new WeakMap<Request, HttpError>()
-
-/** The error the body parser held back for this request, if any. */
-export function refusedBody(request: Request): HttpError | undefined {
-  return refusedBodies.get(request)
 }
 
 /**

@@ -1,7 +1,6 @@
 // Every error leaves the service as {"error": "..."} with the right status (docs/spec/decisions.md §1),
 // whether it came from our code, from Elysia's validation and routing, or from a crash.
 import { Elysia, ValidationError } from 'elysia'
-import { refusedBody } from './body.ts'
 import type { TSchema } from '@sinclair/typebox'
 import type { ValueError } from '@sinclair/typebox/errors'
 import type { Logger } from '../log.ts'
@@ -9,6 +8,13 @@ import { describeError } from '../log.ts'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import { requestIdOf } from './request-id.ts'
 import { requestPath } from './path.ts'
+
+/**
+ * Why a request's body was refused, held back by the body parser (body.ts) until the route has
+ * authenticated; the error handler answers with it. Here, not in body.ts, so that body.ts may
+ * throw HttpError without a cycle.
+ */
+export const refusedBodies = new WeakMap<Request, HttpError>()
 
 export class HttpError extends Error {
   constructor(
@@ -114,7 +120,7 @@ function describeValue(value: unknown): string {
 export function errorHandling(log: Logger, methodNotAllowed: (request: Request) => Response | undefined) {
   return new Elysia({ name: 'kgs/errors' }).onError({ as: 'global' }, ({ code, error, request }) => {
     // A body the parser refused, which the route's schema then refused as null: the first refusal is the one to report.
-    const own = (code === 'VALIDATION' && refusedBody(request)) || (error instanceof HttpError || error instanceof OAuthError ? error : (error as { cause?: unknown }).cause)
+    const own = (code === 'VALIDATION' && refusedBodies.get(request)) || (error instanceof HttpError || error instanceof OAuthError ? error : (error as { cause?: unknown }).cause)
     if (own instanceof OAuthError) return oauthResponse(own)
     const oauthCode = OAUTH_PROTOCOL_PATHS[requestPath(request)]
     if (oauthCode && (own instanceof HttpError || code === 'VALIDATION' || code === 'PARSE')) {

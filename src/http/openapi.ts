@@ -4,7 +4,7 @@
 // authorization server) and the media type of bodies that kgs's own parser reads.
 import { t, type AnyElysia } from 'elysia'
 import { toOpenAPISchema } from '@elysiajs/openapi'
-import { SCOPES, authorizationServerMetadata, type Scope } from '../oauth/metadata.ts'
+import { SCOPES, SCOPE_MEANINGS, type Scope } from '../permissions.ts'
 import { VERSION } from '../version.ts'
 
 export const DOCUMENT_PATH = '/swagger/json'
@@ -19,12 +19,6 @@ const TAGS = [
   { name: 'registry', description: 'the graph registry: push, list, download and delete bundles' },
   { name: 'oauth', description: 'OAuth 2.1 authorization server and discovery' },
 ]
-
-const SCOPE_MEANINGS: Record<Scope, string> = {
-  read: 'read what your roles let you read',
-  write: 'also change it (includes read)',
-  admin: 'also manage roles, users and repositories (includes write)',
-}
 
 /**
  * The `detail` a route's authentication macro adds: a bearer token (session or OAuth), or an
@@ -66,14 +60,20 @@ export function integerQuery(options: { minimum: number; maximum: number; defaul
   return t.String({ description: options.description, [INTEGER]: options })
 }
 /** Builds the document once, on first request: the routes do not change after start-up. */
-export function openApiDocument(app: () => AnyElysia, baseUrl: string) {
+/** The OAuth endpoints the document's security scheme names, from the authorization server's metadata. */
+export interface OAuthEndpoints {
+  authorization_endpoint: string
+  token_endpoint: string
+}
+
+export function openApiDocument(app: () => AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
   let document: object | undefined
-  return () => (document ??= build(app(), baseUrl))
+  return () => (document ??= build(app(), baseUrl, oauth))
 }
 
 const openApiPath = (path: string) => path.replace(/:([^/]+)/g, '{$1}')
 
-function build(app: AnyElysia, baseUrl: string) {
+function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
   // staticFile: false, or the discovery documents under /.well-known would be left out.
   const { paths, components } = toOpenAPISchema(app, { staticFile: false }) as { paths: Record<string, Record<string, Operation>>; components: object }
   const hooks = new Map(app.routes.map((route) => [`${route.method.toLowerCase()} ${openApiPath(route.path)}`, route.hooks as { body?: unknown; detail?: { responses?: object; parameters?: Parameter[] } }]))
@@ -105,7 +105,6 @@ function build(app: AnyElysia, baseUrl: string) {
       if (accepted) accepted.headers = { location: { description: 'the job: /{repository id}/jobs/{job id}', schema: { type: 'string' } } }
     }
   }
-  const as = authorizationServerMetadata(baseUrl)
   return {
     openapi: '3.1.2',
     info: { title: 'kgs', version: VERSION, description: 'Knowledge-graph service: accounts, RBAC, OAuth 2.1, graph bundles. Errors are `{"error": "..."}`.' },
@@ -121,9 +120,9 @@ function build(app: AnyElysia, baseUrl: string) {
           description: "kgs's own authorization server (PKCE, S256)",
           flows: {
             authorizationCode: {
-              authorizationUrl: as.authorization_endpoint,
-              tokenUrl: as.token_endpoint,
-              refreshUrl: as.token_endpoint,
+              authorizationUrl: oauth.authorization_endpoint,
+              tokenUrl: oauth.token_endpoint,
+              refreshUrl: oauth.token_endpoint,
               scopes: Object.fromEntries(SCOPES.map((scope) => [scope, SCOPE_MEANINGS[scope]])),
             },
           },

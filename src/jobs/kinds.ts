@@ -1,26 +1,23 @@
 // What a kind of job is: its parameters, how often it may be tried, and the work itself. Kinds
 // live with the feature they belong to (embedding in vectors/, export and import in bundle/);
-// the list of built-in kinds is in builtin.ts.
+// the list of built-in kinds is in src/job-kinds.ts.
 import type { Static, TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import type { Sql } from 'postgres'
 import type { Logger } from '../log.ts'
 import type { Pools } from '../db/pools.ts'
-import type { Embedder } from '../vectors/embedder.ts'
-import type { VectorStore } from '../vectors/store.ts'
 import type { BlobStore } from '../blobs/store.ts'
 import type { Config } from '../config.ts'
-import type { RegistryClient } from '../registry/client.ts'
 import type { Job, JobProgress } from './queue.ts'
 
-/** What a running job may use. Built once per worker thread. */
+/**
+ * What a running job may use. Built once per worker thread (worker-thread.ts). A feature adds the
+ * services of its own to it by module augmentation (vectors/embed-jobs.ts, registry/client.ts),
+ * so that jobs/ names no feature.
+ */
 export interface JobServices {
   pools: Pools
-  vectors: VectorStore
-  embedder: Embedder
   blobs: BlobStore
-  /** The registry exports push to and imports pull from. */
-  registry: RegistryClient
   /** This process's configuration; `baseUrl` is always set (the URL actually in use). */
   config: Config & { baseUrl: string }
   log: Logger

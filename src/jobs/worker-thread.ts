@@ -3,11 +3,11 @@
 // there); this thread asks it to open one and then connects to its socket like any client.
 import { createLogger } from '../log.ts'
 import { Pools } from '../db/pools.ts'
-import { openBlobStore } from '../blobs/store.ts'
+import { openBlobStore } from '../blobs/open.ts'
 import { VectorStore } from '../vectors/store.ts'
 import { createEmbedder } from '../vectors/embedder.ts'
 import { createRegistryClient } from '../registry/client.ts'
-import { loadJobKinds } from './builtin.ts'
+import { loadJobKinds } from '../job-kinds.ts'
 import { Jobs } from './jobs.ts'
 import type { FromWorker, ToWorker } from './protocol.ts'
 import { JobWorker } from './worker.ts'

@@ -3,7 +3,8 @@
 import type { Sql } from 'postgres'
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { OAuthError } from '../http/errors.ts'
-import { SCOPES, TOKEN_ENDPOINT_AUTH_METHODS } from './metadata.ts'
+import { SCOPES } from '../permissions.ts'
+import { TOKEN_ENDPOINT_AUTH_METHODS } from './metadata.ts'
 
 export interface ClientRegistration {
   redirect_uris: string[]

@@ -3,8 +3,7 @@
 // derives from its identifier (path inserted after /.well-known/oauth-protected-resource): the
 // server itself, the API at {base}/api/v1, and the MCP endpoint {base}/api/v1/mcp. Clients pick
 // whichever matches the URL they were given; each is an accepted `resource` and token audience.
-export const SCOPES = ['read', 'write', 'admin'] as const
-export type Scope = (typeof SCOPES)[number]
+import { SCOPES } from '../permissions.ts'
 
 export const TOKEN_ENDPOINT_AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'] as const
 

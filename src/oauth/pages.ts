@@ -71,7 +71,7 @@ ${input.error ? `<p class="error" role="alert">${escapeHtml(input.error)}</p>` :
 }
 
 /**
- * What each scope allows, as scopeNeeded (rbac/permissions.ts) decides it: `read` the *:read
+ * What each scope allows, as scopeNeeded (src/permissions.ts) decides it: `read` the *:read
  * permissions, `admin` the ADMIN_SCOPE_ONLY ones, `write` the rest. Always within the user's roles.
  */
 export const SCOPE_TEXT: Record<string, string> = {

@@ -8,8 +8,7 @@ import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import { REPOSITORY_PERMISSIONS, ROLES, SYSTEM_DOMAIN, SYSTEM_PERMISSIONS, isRole, splitPermission, type Permission } from '../permissions.ts'
 import type { Rbac } from './rbac.ts'
-import type { Repositories } from '../repositories/repositories.ts'
-import { REPOSITORY_HEADER } from '../repositories/scope.ts'
+import { REPOSITORY_HEADER } from '../http/path.ts'
 
 const Assignment = t.Object({ user_id: t.String(), role: t.String(), domain: t.String() })
 const AssignmentBody = t.Object(
@@ -27,7 +26,8 @@ export interface RbacRoutesOptions {
   accounts: Accounts
   oauth: Pick<OAuthTokens, 'revokeUserGrants'>
   access: ReturnType<typeof accessControl>
-  repositories: Pick<Repositories, 'resolve'>
+  /** A repository by UUID or slug (repositories/, which sits above rbac/ and is passed in). */
+  repositories: { resolve(idOrSlug: string): Promise<{ id: string } | undefined> }
 }
 
 /** The permissions `userId` holds in `domain`, from its roles there. */

@@ -283,3 +283,10 @@ export function createRegistryClient(config: Pick<Config, 'registryUrl' | 'regis
   const service = createServiceTokens({ secret: config.jwtSecret, issuer: baseUrl })
   return new RegistryClient({ url: config.registryUrl ?? baseUrl, token: (onBehalfOf) => service.token(onBehalfOf) })
 }
+
+declare module '../jobs/kinds.ts' {
+  interface JobServices {
+    /** The registry exports push to and imports pull from. */
+    registry: RegistryClient
+  }
+}

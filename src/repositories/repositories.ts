@@ -1,7 +1,6 @@
 // Repositories: creation (row, own database, creator as repoadmin), resolution by UUID or slug
 // (from memory on the hot path, evicted on every instance when one changes), update, deletion
 // (database, role assignments, row).
-import type { VectorStore } from '../vectors/store.ts'
 import { repositoryBlobPrefix, type BlobStore } from '../blobs/store.ts'
 import type { Sql } from 'postgres'
 import type { EventBus } from '../db/events.ts'
@@ -53,7 +52,7 @@ export interface RepositoriesOptions {
   rbac: Rbac
   bus: EventBus
   /** The repository's vectors and blobs go with it. */
-  vectors: Pick<VectorStore, 'dropRepository'>
+  vectors: { dropRepository(repositoryId: string): Promise<void> }
   blobs: Pick<BlobStore, 'deletePrefix'>
   /** Cancels the repository's jobs and waits until none runs (Jobs.stopRepository). */
   stopJobs(repositoryId: string): Promise<void>

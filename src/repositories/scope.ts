@@ -12,8 +12,7 @@ import { repositoryHeader, securityDetail } from '../http/openapi.ts'
 import { SYSTEM_DOMAIN, scopeNeeded, type RepositoryPermission, type SystemPermission } from '../permissions.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import type { Repositories, Repository } from './repositories.ts'
-
-export const REPOSITORY_HEADER = 'x-repository-id'
+import { REPOSITORY_HEADER } from '../http/path.ts'
 
 const notFound = () => new HttpError(404, 'repository not found')
 

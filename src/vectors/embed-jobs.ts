@@ -4,7 +4,8 @@
 import { Type } from '@sinclair/typebox'
 import { defineJobKind, type RunningJob, type JobServices } from '../jobs/kinds.ts'
 import { UUID_PATTERN } from '../http/schemas.ts'
-import type { VectorKind } from './store.ts'
+import type { VectorKind, VectorStore } from './store.ts'
+import type { Embedder } from './embedder.ts'
 import { OPTIMIZE_VECTORS } from './optimize-job.ts'
 
 const BATCH = 1000
@@ -76,3 +77,10 @@ export const embedConceptsJob = defineJobKind({
   repositoryScoped: true,
   run: (job, services) => embedAll('concepts', job, services),
 })
+
+declare module '../jobs/kinds.ts' {
+  interface JobServices {
+    vectors: VectorStore
+    embedder: Embedder
+  }
+}

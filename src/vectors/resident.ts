@@ -10,7 +10,12 @@
 // version every few moments. So a copy is loaded only once LanceDB has answered LOAD_AFTER_MISSES
 // searches of the table since its last load: a rarely searched or constantly written table costs
 // at most about twice the CPU it would with LanceDB alone (the ski-rental rule).
-import type { Neighbour } from './store.ts'
+
+/** A vector found by a search: its row id and its distance to the query. */
+export interface Neighbour {
+  id: string
+  distance: number
+}
 
 /** The largest table held: 8 MiB of float32 (5,461 vectors of 384 dimensions): a search short enough for the event loop. */
 export const RESIDENT_MAX_FLOATS = 2 ** 21

@@ -25,7 +25,7 @@
 import { connect, Index, type Connection, type Table } from '@lancedb/lancedb'
 import { Field, FixedSizeList, Float32, makeData, RecordBatch, Schema, Struct, Table as ArrowTable, Utf8, vectorFromArray, type Vector } from 'apache-arrow'
 import { UUID_PATTERN } from '../http/schemas.ts'
-import { DEFAULT_RESIDENT_BYTES, nearestResident, ResidentTableBuilder, ResidentTables, type LoadedTable, type ResidentTable } from './resident.ts'
+import { DEFAULT_RESIDENT_BYTES, nearestResident, ResidentTableBuilder, ResidentTables, type LoadedTable, type Neighbour, type ResidentTable } from './resident.ts'
 
 export type VectorKind = 'facts' | 'concepts'
 export const VECTOR_KINDS: readonly VectorKind[] = ['facts', 'concepts']
@@ -33,11 +33,6 @@ export const VECTOR_KINDS: readonly VectorKind[] = ['facts', 'concepts']
 export interface VectorRow {
   id: string
   vector: Float32Array
-}
-
-export interface Neighbour {
-  id: string
-  distance: number
 }
 
 export class VectorDimensionError extends Error {}

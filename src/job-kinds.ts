@@ -1,11 +1,11 @@
 // Every job kind this build can run.
-import type { JobKind } from './kinds.ts'
-import { noopJob } from './noop.ts'
-import { embedConceptsJob, embedFactsJob } from '../vectors/embed-jobs.ts'
-import { exportGraphJob } from '../bundle/export.ts'
-import { importGraphJob } from '../bundle/import.ts'
-import { fetchMediaJob } from '../media/fetch-job.ts'
-import { optimizeVectorsJob } from '../vectors/optimize-job.ts'
+import type { JobKind } from './jobs/kinds.ts'
+import { noopJob } from './jobs/noop.ts'
+import { embedConceptsJob, embedFactsJob } from './vectors/embed-jobs.ts'
+import { exportGraphJob } from './bundle/export.ts'
+import { importGraphJob } from './bundle/import.ts'
+import { fetchMediaJob } from './media/fetch-job.ts'
+import { optimizeVectorsJob } from './vectors/optimize-job.ts'
 
 export const BUILTIN_JOB_KINDS: readonly JobKind[] = [noopJob, embedFactsJob, embedConceptsJob, optimizeVectorsJob, exportGraphJob, importGraphJob, fetchMediaJob]
 

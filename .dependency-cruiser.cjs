@@ -1,0 +1,45 @@
+// The import rule of ARCHITECTURE.md, checked by `npm run check:deps`: no cycles, and nothing
+// imports a layer above its own (composition roots > features > shared infrastructure), nor a
+// feature later in FEATURES than its own.
+const ROOTS = '^src/(main|server|app|admin|job-kinds)\\.ts$|^src/(jobs/worker-thread|db/initdb-worker|accounts/hasher-thread)\\.ts$'
+/** Features, each allowed to import only those before it. */
+const FEATURES = ['accounts', 'oauth', 'rbac', 'repositories', 'jobs', 'graph', 'vectors', 'media', 'registry', 'bundle']
+const ANY_FEATURE = `^src/(${FEATURES.join('|')})/`
+const INFRASTRUCTURE = '^src/(db|blobs|http)/|^src/[^/]+\\.ts$'
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', severity: 'error', comment: 'A cycle makes the order of loading, and of reading, ambiguous.', from: {}, to: { circular: true } },
+    {
+      name: 'features-not-up',
+      severity: 'error',
+      comment: 'A feature is used by the composition roots, never the other way round.',
+      from: { path: ANY_FEATURE, pathNot: ROOTS },
+      to: { path: ROOTS },
+    },
+    ...FEATURES.slice(0, -1).map((feature, i) => ({
+      name: `${feature}-not-up`,
+      severity: 'error',
+      comment: `${feature}/ may import only the features before it in FEATURES (.dependency-cruiser.cjs).`,
+      from: { path: `^src/${feature}/`, pathNot: ROOTS },
+      to: { path: `^src/(${FEATURES.slice(i + 1).join('|')})/` },
+    })),
+    {
+      name: 'infrastructure-not-up',
+      severity: 'error',
+      comment: 'Shared infrastructure and utilities know no feature and no composition root.',
+      from: { path: INFRASTRUCTURE, pathNot: ROOTS },
+      to: { path: `${ANY_FEATURE}|${ROOTS}` },
+    },
+  ],
+  options: {
+    // TypeScript 7 has no JavaScript compiler API for dependency-cruiser to parse with.
+    parser: 'swc',
+    doNotFollow: { path: 'node_modules' },
+    includeOnly: '^src/',
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'], extensions: ['.ts', '.js', '.json'] },
+  },
+}
