@@ -163,5 +163,3 @@ export function createApp(ctx: AppContext) {
   routes = app
   return app
 }
-
-export type App = ReturnType<typeof createApp>

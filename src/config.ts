@@ -7,7 +7,7 @@ import { chmodSync, mkdirSync, openSync, readFileSync, writeSync, closeSync, sta
 import { join, resolve } from 'node:path'
 import { withoutUserinfo } from './redact.ts'
 
-export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /** 16 GiB: the reader's default limit on a bundle's expanded size, so any bundle it accepts fits. */
@@ -20,7 +20,7 @@ const RATE = '^[1-9][0-9]{0,5}/[1-9][0-9]{0,9}[smhd]?$'
 const RATE_EXPECTS = 'a rate such as 20/1m or 5/15m (a count, a slash, a duration)'
 
 /** "90" and "90s" are seconds; "15m", "12h", "30d" what they say. */
-export function parseDuration(text: string): number {
+function parseDuration(text: string): number {
   const unit = text.at(-1)!
   return unit in UNIT_SECONDS ? Number(text.slice(0, -1)) * UNIT_SECONDS[unit as keyof typeof UNIT_SECONDS] : Number(text)
 }

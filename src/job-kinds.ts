@@ -7,7 +7,7 @@ import { importGraphJob } from './bundle/import.ts'
 import { fetchMediaJob } from './media/fetch-job.ts'
 import { optimizeVectorsJob } from './vectors/optimize-job.ts'
 
-export const BUILTIN_JOB_KINDS: readonly JobKind[] = [noopJob, embedFactsJob, embedConceptsJob, optimizeVectorsJob, exportGraphJob, importGraphJob, fetchMediaJob]
+const BUILTIN_JOB_KINDS: readonly JobKind[] = [noopJob, embedFactsJob, embedConceptsJob, optimizeVectorsJob, exportGraphJob, importGraphJob, fetchMediaJob]
 
 /** The built-in kinds and those of `extraKindModules` (each default-exports a list; tests). */
 export async function loadJobKinds(extraKindModules: readonly string[] = []): Promise<JobKind[]> {

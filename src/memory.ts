@@ -9,7 +9,7 @@
 // 300,000 facts: 408 MB with requests alone; full collections every 16 MB, 308 MB).
 import { isMainThread } from 'node:worker_threads'
 
-export const COLLECT_EVERY_BYTES = isMainThread ? 16 * 1024 * 1024 : 4 * 1024 * 1024
+const COLLECT_EVERY_BYTES = isMainThread ? 16 * 1024 * 1024 : 4 * 1024 * 1024
 
 export class GarbageMeter {
   private sinceCollection = 0

@@ -34,7 +34,7 @@ export const REPOSITORY_PERMISSIONS = [
 export type SystemPermission = (typeof SYSTEM_PERMISSIONS)[number]
 export type RepositoryPermission = (typeof REPOSITORY_PERMISSIONS)[number]
 export type Permission = SystemPermission | RepositoryPermission
-export type DomainKind = 'system' | 'repository'
+type DomainKind = 'system' | 'repository'
 
 const READ = REPOSITORY_PERMISSIONS.filter((p) => p.endsWith(':read'))
 

@@ -110,7 +110,7 @@ try {
 
   const source = await repository('Bench source')
   const sourceSql = postgres(source.dsn, { max: 2, onnotice: () => {} })
-  let started = performance.now()
+  const started = performance.now()
   await generateGraph(sourceSql, source.id, { facts, seed: 1 })
   await sourceSql`ANALYZE`
   console.error(`gen-graph: ${facts} facts in ${((performance.now() - started) / 1000).toFixed(1)} s`)

@@ -38,7 +38,7 @@ export interface SessionGrant {
   refresh_token: string
 }
 
-export const USER_CHANGED = 'kgs_user_changed'
+const USER_CHANGED = 'kgs_user_changed'
 const USER_CACHE_TTL_MS = 30_000
 const USER_CACHE_SIZE = 10_000
 

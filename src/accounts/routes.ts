@@ -17,7 +17,7 @@ const Password = t.String({
 })
 const Name = t.String({ maxLength: 200, error: 'expected a name of at most 200 characters' })
 
-export const User = t.Object({ id: t.String({ format: 'uuid' }), email: t.String(), name: t.String(), created_at: t.String(), updated_at: t.String() })
+const User = t.Object({ id: t.String({ format: 'uuid' }), email: t.String(), name: t.String(), created_at: t.String(), updated_at: t.String() })
 const SessionGrant = t.Object({ user: User, token: t.String({ description: 'access token (JWT)' }), refresh_token: t.String() })
 const TokenPair = t.Object({ token: t.String(), refresh_token: t.String() })
 const UserParams = t.Object({ userID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })

@@ -13,7 +13,7 @@ import { describeError } from '../log.ts'
 export const SESSION_REVOKED = 'kgs_session_revoked'
 
 /** 256 bits, base64url: 43 characters. */
-export function newRefreshToken(): string {
+function newRefreshToken(): string {
   return randomBytes(32).toString('base64url')
 }
 

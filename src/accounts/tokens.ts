@@ -4,7 +4,7 @@
 import { jwt } from '@elysiajs/jwt'
 import { ExpiringMap } from '../expiring.ts'
 
-export interface SessionClaims {
+interface SessionClaims {
   iss: string
   sub: string
   sid: string

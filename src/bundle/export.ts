@@ -113,7 +113,7 @@ export interface ExportProgress {
   bytes: number
 }
 
-export interface ExportCounts {
+interface ExportCounts {
   sources: number
   facts: number
   concepts: number
@@ -180,7 +180,7 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
 }
 
 /** exportRepository into the file at `path` (created or truncated); the file is removed if anything fails. */
-export async function exportToFile(sql: Sql, services: ExportServices, options: ExportOptions, path: string): Promise<ExportSummary & { path: string }> {
+async function exportToFile(sql: Sql, services: ExportServices, options: ExportOptions, path: string): Promise<ExportSummary & { path: string }> {
   const file = createWriteStream(path, { mode: 0o600 })
   try {
     // Open before anything can fail, so that the removal below cannot precede the creation.
@@ -561,7 +561,7 @@ class Snapshot {
 // ---------------------------------------------------------------------------------------------
 // The job
 
-export interface ExportJobResult {
+interface ExportJobResult {
   graph_id: string
   name: string
   sha256: string

@@ -38,7 +38,7 @@ import { BundleError, readBundle } from './reader.ts'
 import { scratchFile } from './scratch.ts'
 import { hashAlongside } from './tools.ts'
 
-export const IMPORT_ATTEMPTS = 3
+const IMPORT_ATTEMPTS = 3
 /** Arbitrary constant: one import at a time per repository (each has its own database). */
 const IMPORT_LOCK = 5_610_388_244
 
@@ -78,7 +78,7 @@ export async function sweepUploads(system: Sql, blobs: BlobStore, now = Date.now
 }
 
 /** The blob prefix of one import's media (docs/spec/bundle.md §5): live once the import commits. */
-export const importMediaPrefix = (repositoryId: string, jobId: string) => `${repositoryBlobPrefix(repositoryId)}imports/${jobId}/`
+const importMediaPrefix = (repositoryId: string, jobId: string) => `${repositoryBlobPrefix(repositoryId)}imports/${jobId}/`
 
 /** The job result (docs/spec/bundle.md §5). */
 export interface ImportResult {

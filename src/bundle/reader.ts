@@ -51,7 +51,7 @@ export interface ReaderLimits {
   maxRows: number
 }
 
-export const DEFAULT_READER_LIMITS: ReaderLimits = Object.freeze({
+const DEFAULT_READER_LIMITS: ReaderLimits = Object.freeze({
   maxDecompressedBytes: 16 * 1024 ** 3,
   maxCompressionRatio: 200,
   maxDepth: 32,
@@ -340,7 +340,7 @@ const describeByte = (c: number) => (c >= 0x20 && c < 0x7f ? JSON.stringify(Stri
  * end; then indexOf, whose call costs more than a short string but runs far faster on a long one.
  */
 function findQuote(b: Uint8Array, words: Uint32Array, view: Uint8Array, i: number, end: number): number {
-  const near = i + 256 < end ? i + 256 : end
+  const near = Math.min(i + 256, end)
   while (i < near && (i & 3) !== 0) {
     if (b[i] === QUOTE) return i
     i++

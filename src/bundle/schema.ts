@@ -35,11 +35,11 @@ const zeroOmittedRef = (section: RowSection, description: string) =>
 const refs = (section: RowSection, description?: string) => Type.Optional(Type.Array(ref(section), description ? { description } : {}))
 const omit = <T extends TSchema>(schema: T) => Type.Optional(schema)
 
-export const SOURCE_IMAGE_KINDS = ['inline', 'page'] as const
-export const FACT_KINDS = ['text', 'image'] as const
-export const FACT_STATUSES = ['new', 'stable', 'to_delete'] as const
-export const REPORT_STATUSES = ['pending', 'processing', 'annotated', 'failed'] as const
-export const POSTURES = ['related', 'supports', 'contradicts'] as const
+const SOURCE_IMAGE_KINDS = ['inline', 'page'] as const
+const FACT_KINDS = ['text', 'image'] as const
+const FACT_STATUSES = ['new', 'stable', 'to_delete'] as const
+const REPORT_STATUSES = ['pending', 'processing', 'annotated', 'failed'] as const
+const POSTURES = ['related', 'supports', 'contradicts'] as const
 
 export const Metadata = Type.Object(
   {
@@ -64,7 +64,7 @@ export const Metadata = Type.Object(
   { $id: 'BundleMetadata' },
 )
 
-export const SourceRow = Type.Object({
+const SourceRow = Type.Object({
   idx: position(),
   url: text(),
   doi: omit(Type.String()),
@@ -78,7 +78,7 @@ export const SourceRow = Type.Object({
   has_stored_body: omit(Type.Boolean()),
 })
 
-export const SourceImageRow = Type.Object({
+const SourceImageRow = Type.Object({
   idx: position(),
   source_idx: ref('sources'),
   kind: oneOf(SOURCE_IMAGE_KINDS),
@@ -93,13 +93,13 @@ export const SourceImageRow = Type.Object({
   image_ref: omit(Type.String({ description: 'key in images: img-<source_images position>' })),
 })
 
-export const SourceBodyRow = Type.Object({
+const SourceBodyRow = Type.Object({
   source_idx: ref('sources'),
   body_ref: omit(Type.String({ description: 'key in bodies: body-<source position>' })),
   content_type: omit(Type.String()),
 })
 
-export const FactRow = Type.Object({
+const FactRow = Type.Object({
   idx: position(),
   text: text(),
   fact_kind: oneOf(FACT_KINDS),
@@ -110,13 +110,13 @@ export const FactRow = Type.Object({
   source_image_idx: zeroOmittedRef('source_images', '-1 = none; 0 is left out (Go omitempty)'),
 })
 
-export const FactSourceRow = Type.Object({
+const FactSourceRow = Type.Object({
   fact_idx: ref('facts'),
   source_idx: ref('sources'),
   chunk_index: int(),
 })
 
-export const ConceptRow = Type.Object({
+const ConceptRow = Type.Object({
   idx: position(),
   canonical_name: text(),
   context: Type.String({ description: 'written even when empty' }),
@@ -124,18 +124,18 @@ export const ConceptRow = Type.Object({
   promptset_hash: omit(Type.String()),
 })
 
-export const ConceptAliasRow = Type.Object({
+const ConceptAliasRow = Type.Object({
   concept_idx: ref('concepts'),
   alias_text: text(),
 })
 
-export const FactConceptRow = Type.Object({
+const FactConceptRow = Type.Object({
   fact_idx: ref('facts'),
   concept_idx: ref('concepts'),
   promptset_hash: omit(Type.String()),
 })
 
-export const ConceptSummaryRow = Type.Object({
+const ConceptSummaryRow = Type.Object({
   concept_idx: ref('concepts'),
   sequence_num: int(),
   is_complete: Type.Boolean(),
@@ -145,7 +145,7 @@ export const ConceptSummaryRow = Type.Object({
   model: omit(Type.String()),
 })
 
-export const ConceptSynthesisRow = Type.Object({
+const ConceptSynthesisRow = Type.Object({
   canonical_name: text(),
   content: Type.String(),
   covered_summary_idxs: refs('concept_summaries'),
@@ -154,18 +154,18 @@ export const ConceptSynthesisRow = Type.Object({
   model: omit(Type.String()),
 })
 
-export const InvestigationRow = Type.Object({
+const InvestigationRow = Type.Object({
   idx: position(),
   title: text(),
   topic: omit(Type.String()),
 })
 
-export const InvestigationSourceRow = Type.Object({
+const InvestigationSourceRow = Type.Object({
   investigation_idx: ref('investigations'),
   source_idx: ref('sources'),
 })
 
-export const ReportRow = Type.Object({
+const ReportRow = Type.Object({
   idx: position(),
   title: text(),
   topic: omit(Type.String()),
@@ -177,7 +177,7 @@ export const ReportRow = Type.Object({
   sentence_count: omit(int()),
 })
 
-export const ReportAnnotationRow = Type.Object({
+const ReportAnnotationRow = Type.Object({
   report_idx: ref('reports'),
   sentence_index: int(),
   sentence_text: Type.String(),
@@ -236,15 +236,3 @@ export const COUNTED_SECTIONS = {
   report_count: 'reports',
   investigation_count: 'investigations',
 } as const satisfies Record<string, RowSection>
-
-export const Media = Type.Object({
-  content_type: Type.String(),
-  data: Type.String({ contentEncoding: 'base64' }),
-})
-
-export const Embeddings = Type.Object({
-  model: Type.String(),
-  dimensions: Type.Integer({ minimum: 1 }),
-  fact_vectors: Type.Record(Type.String({ pattern: '^\\d+$' }), Type.Array(Type.Number()), { description: 'fact position → vector' }),
-  concept_vectors: Type.Record(Type.String({ pattern: '^\\d+$' }), Type.Array(Type.Number()), { description: 'concept position → vector' }),
-})

@@ -15,7 +15,7 @@ import { INITDB_WORKER_URL } from '../workers.ts'
 const MAX_SOCKET_PATH = 100
 const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/
 
-export class DataDirLockedError extends Error {}
+class DataDirLockedError extends Error {}
 
 interface OpenDatabase {
   server: PGliteServer
@@ -33,7 +33,7 @@ export interface EmbeddedLimits {
   idleMs: number
 }
 
-export const DEFAULT_EMBEDDED_LIMITS: EmbeddedLimits = { maxOpen: 8, idleMs: 60_000 }
+const DEFAULT_EMBEDDED_LIMITS: EmbeddedLimits = { maxOpen: 8, idleMs: 60_000 }
 
 /** The system database is used by every request: never closed. */
 const ALWAYS_OPEN = 'system'

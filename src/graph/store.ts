@@ -86,7 +86,7 @@ export interface Source {
   has_stored_body: boolean
   created_at: string
 }
-export interface SourceImage {
+interface SourceImage {
   id: string
   kind: string
   page_number: number | null
@@ -198,7 +198,7 @@ export interface Concept {
   promptset_hash: string
   created_at: string
 }
-export interface ConceptSummary {
+interface ConceptSummary {
   id: string
   sequence_num: number
   is_complete: boolean
@@ -208,7 +208,7 @@ export interface ConceptSummary {
   model: string
   created_at: string
 }
-export interface ConceptSynthesis {
+interface ConceptSynthesis {
   id: string
   canonical_name: string
   content: string

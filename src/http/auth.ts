@@ -51,7 +51,7 @@ export function requireSessionToken(principal: Principal, what: string): string 
 }
 
 /** 403 for an OAuth token whose scopes do not cover the action (RFC 6750 §3.1). */
-export function insufficientScope(resourceMetadata: string, need: Scope): HttpError {
+function insufficientScope(resourceMetadata: string, need: Scope): HttpError {
   return new HttpError(403, `insufficient scope: this needs a token with the ${need} scope`, {
     'www-authenticate': `Bearer resource_metadata="${resourceMetadata}", error="insufficient_scope", scope="${need}"`,
   })
@@ -100,7 +100,7 @@ export interface Authenticator {
   readonly resourceMetadataUrl: string
 }
 
-export async function authenticate(authenticator: Authenticator, request: Request, need: Scope): Promise<Principal> {
+async function authenticate(authenticator: Authenticator, request: Request, need: Scope): Promise<Principal> {
   const header = request.headers.get('authorization')
   if (!header) throw unauthorized(authenticator.resourceMetadataUrl, false, need)
   const token = BEARER.exec(header)?.[1]
@@ -167,9 +167,9 @@ export function accessControl(authenticator: Authenticator, authorizer: Authoriz
 /** The service principal's identity: `sub` of its tokens, `owner` of what it pushes. */
 export const SERVICE_SUBJECT = 'kgs'
 /** Everything the service principal may do. */
-export const SERVICE_PERMISSIONS: readonly SystemPermission[] = ['registry:push', 'registry:pull']
+const SERVICE_PERMISSIONS: readonly SystemPermission[] = ['registry:push', 'registry:pull']
 /** Seconds a service token lives. A push that outlasts it is fine: tokens are checked when a request starts. */
-export const SERVICE_TOKEN_TTL = 300
+const SERVICE_TOKEN_TTL = 300
 /** A cached token is replaced this many seconds before it expires. */
 const SERVICE_TOKEN_RENEW_BEFORE = 60
 

@@ -92,7 +92,7 @@ function checkJsonValue(root: unknown, nul: boolean): void {
 const noNul = () => new HttpError(400, 'request body contains a NUL character (\\u0000), which no field accepts')
 
 /** A form body as an object; a repeated parameter is refused (RFC 6749 §3.1 for OAuth requests). */
-export function parseFormBody(text: string): Record<string, string> {
+function parseFormBody(text: string): Record<string, string> {
   const fields: Record<string, string> = {}
   for (const [key, value] of new URLSearchParams(text)) {
     if (Object.hasOwn(fields, key)) throw new HttpError(400, `parameter ${key} appears more than once`)

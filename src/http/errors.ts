@@ -1,6 +1,6 @@
 // Every error leaves the service as {"error": "..."} with the right status (docs/spec/decisions.md §1),
 // whether it came from our code, from Elysia's validation and routing, or from a crash.
-import { Elysia, ValidationError } from 'elysia'
+import { Elysia, type ValidationError } from 'elysia'
 import type { TSchema } from '@sinclair/typebox'
 import type { ValueError } from '@sinclair/typebox/errors'
 import type { Logger } from '../log.ts'
@@ -65,7 +65,7 @@ export function errorResponse(status: number, message: string, headers: Record<s
 }
 
 /** "invalid body: email: expected string (got 3)", naming the outermost offending field. */
-export function validationMessage(error: Pick<ValidationError, 'type' | 'valueError' | 'all'>): string {
+function validationMessage(error: Pick<ValidationError, 'type' | 'valueError' | 'all'>): string {
   const where = error.type === 'params' ? 'path parameter' : error.type === 'headers' ? 'header' : error.type
   // The outermost problem explains the others ("expected object" before "missing property").
   const first = [...(safeAll(error) ?? []), ...(error.valueError ? [error.valueError] : [])].reduce<ValueError | undefined>(

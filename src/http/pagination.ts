@@ -6,8 +6,8 @@ import { HttpError } from './errors.ts'
 import { integerQuery } from './openapi.ts'
 import type { Db } from '../db/sql.ts'
 
-export const DEFAULT_LIMIT = 50
-export const MAX_LIMIT = 500
+const DEFAULT_LIMIT = 50
+const MAX_LIMIT = 500
 
 // limit is checked by parseLimit: Elysia reports a query range error without the field's name.
 export const PageQuery = t.Object({
@@ -53,7 +53,7 @@ export function decodeCursor(cursor: string | undefined): PageKey | undefined {
   throw new HttpError(400, 'invalid query: cursor: expected a cursor from a Link header')
 }
 
-export function encodeCursor(key: PageKey): string {
+function encodeCursor(key: PageKey): string {
   return Buffer.from(JSON.stringify([key.at, key.id])).toString('base64url')
 }
 

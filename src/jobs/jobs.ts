@@ -12,7 +12,7 @@ export const JOBS_QUEUED = 'kgs_jobs_queued'
 /** A running job was asked to stop (payload: its id). */
 export const JOB_CANCEL_REQUESTED = 'kgs_job_cancel'
 
-export class UnknownJobKindError extends Error {}
+class UnknownJobKindError extends Error {}
 
 /** How often a repository's deletion looks whether its jobs have stopped. */
 const STOP_POLL_MS = 50

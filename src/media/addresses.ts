@@ -89,7 +89,7 @@ export function nonPublicKind(address: string): string | undefined {
 }
 
 /** The 4 or 16 bytes of an address in text form (an IPv6 zone is ignored), or undefined. */
-export function parseAddress(text: string): Uint8Array | undefined {
+function parseAddress(text: string): Uint8Array | undefined {
   const address = text.replace(/^\[(.*)\]$/, '$1').replace(/%.*$/, '')
   if (isIPv4(address)) return Uint8Array.from(address.split('.').map(Number))
   if (!isIPv6(address)) return undefined

@@ -37,7 +37,7 @@ export class MediaFetchError extends Error {
 }
 
 /** Every address a host name resolves to (A and AAAA). */
-export type Resolver = (hostname: string) => Promise<LookupAddress[]>
+type Resolver = (hostname: string) => Promise<LookupAddress[]>
 
 export interface FetchMediaOptions {
   /** Largest body, in bytes. */

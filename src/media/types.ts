@@ -5,7 +5,7 @@
 
 /** type/subtype, optionally parameters of printable ASCII (RFC 9110 §8.3.1). */
 const MEDIA_TYPE = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+(\s*;[\x20-\x7e]*)?$/i
-export const MEDIA_TYPE_MAX = 255
+const MEDIA_TYPE_MAX = 255
 
 /** Images a browser renders as pixels only. */
 const INLINE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/avif', 'image/bmp'])

@@ -10,7 +10,7 @@ import { findClient, matchRedirectUri, type Client } from './clients.ts'
 import { resourceIdentifier, resourceIdentifiers } from './metadata.ts'
 
 /** How long the user has from the authorization request to the decision. */
-export const AUTHORIZATION_TTL_SECONDS = 600
+const AUTHORIZATION_TTL_SECONDS = 600
 
 const CODE_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/
 const PARAMETERS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource'] as const

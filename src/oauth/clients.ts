@@ -63,7 +63,7 @@ export function redirectUriProblem(uri: string): string | undefined {
 }
 
 /** Validates and normalizes registration metadata (defaults of RFC 7591 §2). */
-export function checkRegistration(input: ClientRegistration): Omit<Client, 'client_id' | 'client_id_issued_at'> {
+function checkRegistration(input: ClientRegistration): Omit<Client, 'client_id' | 'client_id_issued_at'> {
   if (input.redirect_uris.length === 0) throw invalidRedirect('redirect_uris must list at least one URI')
   for (const uri of input.redirect_uris) {
     const problem = redirectUriProblem(uri)

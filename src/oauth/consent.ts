@@ -5,17 +5,17 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { csrfDigest } from './authorize.ts'
 
 /** Lifetime of the pages' sign-in: a second consent within it needs no second sign-in. */
-export const BROWSER_SESSION_SECONDS = 3600
-export const BROWSER_SESSION_COOKIE = 'kgs_oauth_session'
+const BROWSER_SESSION_SECONDS = 3600
+const BROWSER_SESSION_COOKIE = 'kgs_oauth_session'
 /**
  * The cookie binding pending authorizations to the browser that started them: a sign-in or a
  * decision is accepted only from that browser, so an attacker's own authorization, CSRF token
  * and all, cannot be posted from the victim's browser (login CSRF) even by a browser that sends
  * no Fetch Metadata. A session cookie: it outlives no browser session.
  */
-export const BROWSER_BINDING_COOKIE = 'kgs_oauth_browser'
+const BROWSER_BINDING_COOKIE = 'kgs_oauth_browser'
 /** Authorization codes live 60 s (docs/spec/decisions.md §5). */
-export const CODE_SECONDS = 60
+const CODE_SECONDS = 60
 /**
  * How long a consent lasts: the refresh tokens of a grant work for 30 days from the Allow (as
  * long as SESSION_TTL's default), however often they rotate. Then the client must ask again.
@@ -124,9 +124,9 @@ export async function issueCode(sql: Sql, pending: PendingAuthorization, userId:
 }
 
 /** Registered clients that never got a token this long after registering are purged. */
-export const UNUSED_CLIENT_SECONDS = 30 * 86_400
+const UNUSED_CLIENT_SECONDS = 30 * 86_400
 /** Clients that got no token for this long are purged. */
-export const IDLE_CLIENT_SECONDS = 365 * 86_400
+const IDLE_CLIENT_SECONDS = 365 * 86_400
 
 /**
  * Deletes what the authorization server keeps past its use, more than `keepSeconds` after it

@@ -13,7 +13,7 @@ button.secondary{background:#fff;color:#1a4d8f}.error{color:#a00}.host{font-fami
 
 const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64')
 
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
 }
 
@@ -74,7 +74,7 @@ ${input.error ? `<p class="error" role="alert">${escapeHtml(input.error)}</p>` :
  * What each scope allows, as scopeNeeded (src/permissions.ts) decides it: `read` the *:read
  * permissions, `admin` the ADMIN_SCOPE_ONLY ones, `write` the rest. Always within the user's roles.
  */
-export const SCOPE_TEXT: Record<string, string> = {
+const SCOPE_TEXT: Record<string, string> = {
   read: 'see what your roles let you see (repositories, their graphs, members and jobs, your profile), and change nothing',
   write:
     'see, and change what your roles let you change: create and edit repositories, import and export graphs, push and pull them in the registry, cancel jobs, rename your profile; not roles, members or users, and not deleting repositories',

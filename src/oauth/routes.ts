@@ -13,7 +13,7 @@ import { normalizeEmail } from '../accounts/users.ts'
 import type { OAuthTokens } from './tokens.ts'
 import { bindingCookie, bindUser, boundToBrowser, browserBinding, browserBindingDigest, browserSessionUser, csrfMatches, newBrowserBinding, decide, endBrowserSession, findPending, issueCode, sessionCookie, startBrowserSession } from './consent.ts'
 import { consentPage, errorPage, formTarget, loginPage, pageResponse, redirectHost } from './pages.ts'
-import { authorizationServerMetadata, PROTECTED_RESOURCE_DOCUMENT, protectedResourceMetadata, RESOURCE_PATHS } from './metadata.ts'
+import { authorizationServerMetadata, PROTECTED_RESOURCE_DOCUMENT, protectedResourceMetadata, type RESOURCE_PATHS } from './metadata.ts'
 
 const OAuthErrorBody = t.Object({ error: t.String(), error_description: t.String() }, { description: 'RFC 6749/7591 error' })
 

@@ -22,7 +22,7 @@ import { GRANT_SECONDS } from './consent.ts'
 import { listLiveGrants, revokeAllGrants, revokeGrant, type GrantSummary } from './grants.ts'
 import { resourceIdentifiers } from './metadata.ts'
 
-export const OAUTH_REVOKED = 'kgs_oauth_revoked'
+const OAUTH_REVOKED = 'kgs_oauth_revoked'
 const CATCH_UP_MS = 5_000
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/
 

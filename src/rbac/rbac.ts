@@ -10,7 +10,7 @@ import { describeError } from '../log.ts'
 import { currentVersion, deleteAssignment, deleteDomain, insertAssignment, loadAssignments, type Assignment } from './assignments.ts'
 import { ROLES, SYSTEM_DOMAIN, splitPermission, type Permission } from '../permissions.ts'
 
-export const ROLES_CHANGED = 'kgs_roles_changed'
+const ROLES_CHANGED = 'kgs_roles_changed'
 
 /**
  * Decisions remembered per enforcer: casbin evaluates its matcher against every policy on each

@@ -86,12 +86,12 @@ const COUNT_HEADERS = [
  * characters. Line breaks and other control characters cannot travel in a header: they become
  * spaces.
  */
-export function utf8HeaderValue(text: string): string {
+function utf8HeaderValue(text: string): string {
   return Buffer.from(text.replace(/[\u0000-\u001f\u007f]+/g, ' '), 'utf8').toString('latin1')
 }
 
 /** The §7 push headers for a bundle's metadata. */
-export function pushHeaders(metadata: PushMetadata): Record<string, string> {
+function pushHeaders(metadata: PushMetadata): Record<string, string> {
   const headers: Record<string, string> = { 'x-graph-name': utf8HeaderValue(metadata.name) }
   if (metadata.description) headers['x-graph-description'] = utf8HeaderValue(metadata.description)
   if (metadata.owner) headers['x-graph-owner'] = utf8HeaderValue(metadata.owner)

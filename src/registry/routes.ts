@@ -149,7 +149,7 @@ const COUNT_HEADERS: Record<(typeof COUNT_FIELDS)[number], string> = {
 }
 
 /** The push headers of docs/spec/bundle.md §7, checked; 400 naming the header otherwise. */
-export function parsePushHeaders(headers: Headers): PushMetadata {
+function parsePushHeaders(headers: Headers): PushMetadata {
   const name = headerText(headers, 'X-Graph-Name')?.trim()
   if (!name) throw badHeader('X-Graph-Name', 'required: the graph name')
   if (name.length > NAME_MAX || CONTROL.test(name)) throw badHeader('X-Graph-Name', `expected at most ${NAME_MAX} characters without control characters`, name)

@@ -5,7 +5,7 @@ import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } fro
 
 /** The seven counts of a bundle's metadata, echoed from the push headers. */
 export const COUNT_FIELDS = ['source_count', 'fact_count', 'concept_count', 'summary_count', 'synthesis_count', 'report_count', 'investigation_count'] as const
-export type CountField = (typeof COUNT_FIELDS)[number]
+type CountField = (typeof COUNT_FIELDS)[number]
 export type GraphCounts = Record<CountField, number>
 
 /** The graph record of docs/spec/bundle.md §7. */

@@ -13,17 +13,17 @@ import { deleteRepository, findRepository, insertRepository, listRepositories, u
 
 export type { Repository }
 
-export const REPOSITORY_CHANGED = 'kgs_repository_changed'
+const REPOSITORY_CHANGED = 'kgs_repository_changed'
 
 /** Top-level names a slug must not take: /{repoID} shares the root with these. */
-export const RESERVED_SLUGS = new Set(['api', 'swagger', 'registry', 'healthz', 'readyz', 'metrics', 'assets', 'static', 'oauth', '.well-known', 'favicon.ico', 'robots.txt'])
+const RESERVED_SLUGS = new Set(['api', 'swagger', 'registry', 'healthz', 'readyz', 'metrics', 'assets', 'static', 'oauth', '.well-known', 'favicon.ico', 'robots.txt'])
 
 const SLUG = /^[a-z0-9][a-z0-9-]{0,61}[a-z0-9]$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const UUID_SHAPED = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i
 
 /** Returns the problem with a slug, or undefined if it is acceptable. */
-export function slugProblem(slug: string): string | undefined {
+function slugProblem(slug: string): string | undefined {
   if (!SLUG.test(slug)) return 'expected 2–63 characters of a-z, 0-9 and inner hyphens'
   if (UUID_SHAPED.test(slug)) return 'a slug must not look like a UUID'
   if (RESERVED_SLUGS.has(slug)) return `"${slug}" is reserved`

@@ -45,7 +45,7 @@ export interface VectorStoreOptions {
 }
 
 /** Past this many vectors an exact search is slow enough that an index pays (docs/benchmarks.md). */
-export const DEFAULT_INDEX_THRESHOLD = 100_000
+const DEFAULT_INDEX_THRESHOLD = 100_000
 /** Product quantization trains 256 centroids per sub-vector, so an index needs at least as many rows. */
 const MIN_INDEX_ROWS = 256
 /** An index search re-ranks k × this candidates by their exact distance (exact search ignores it). */

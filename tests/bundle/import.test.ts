@@ -502,7 +502,11 @@ describe(`exactly once (${BACKEND})`, () => {
 
   function services(overrides: Partial<JobServices> = {}): JobServices {
     const { pools, vectors, embedder, blobs, registry, config, baseUrl, log } = server.context
-    return { pools, vectors, embedder, blobs, registry, config: { ...config, baseUrl }, log, enqueue: async (request) => (enqueued.push(request), {}) as Job, ...overrides }
+    const enqueue = async (request: EnqueueRequest) => {
+      enqueued.push(request)
+      return {} as Job
+    }
+    return { pools, vectors, embedder, blobs, registry, config: { ...config, baseUrl }, log, enqueue, ...overrides }
   }
 
   async function importJob(repo: Repo, bytes: Uint8Array): Promise<ImportJob & { params: { upload: string } }> {

@@ -93,6 +93,7 @@ describe.if(BACKEND === 'embedded')('PGlite server (embedded only: TEST_DATABASE
   let cluster: EmbeddedCluster
   let path: string
   const clients: postgres.Sql[] = []
+  // biome-ignore lint/complexity/noBannedTypes: postgres.js's own spelling of "no custom types"
   const client = (options: postgres.Options<{}> = {}) => {
     const sql = postgres({ path, database: 'postgres', user: 'postgres', max: 4, prepare: false, onnotice: () => {}, ...options })
     clients.push(sql)

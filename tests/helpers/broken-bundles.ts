@@ -94,7 +94,7 @@ export interface BrokenBundle {
   position?: number
 }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 function rowsOf(bundle: Obj, section: string): Obj[] {
   return bundle[section] as Obj[]
@@ -201,7 +201,7 @@ export function brokenBundles(): BrokenBundle[] {
     cases.push({
       name: `${section}: wrong type`,
       bytes: derived((b) => (rowsOf(b, section)[position]![field] = value)),
-      error: new RegExp(`^${escape(`${section}[${position}]: ${message}`)}$`),
+      error: new RegExp(`^${escapeRegExp(`${section}[${position}]: ${message}`)}$`),
       section,
       position,
     })
@@ -224,7 +224,7 @@ export function brokenBundles(): BrokenBundle[] {
     const bad = section === target ? position : 99
     rowsOf(bundle, section)[position]![field] = array ? [0, bad] : bad
     const problem = section === target ? `${field} ${bad} does not refer to an earlier row (parent must precede)` : `${field} ${bad} refers to a row that does not exist (${target} has ${count} row${count === 1 ? '' : 's'})`
-    cases.push({ name: `dangling ${section}.${field}`, bytes: gzipBundle(validBundleJson(bundle)), error: new RegExp(`^${escape(`${section}[${position}]: ${problem}`)}$`), section, position })
+    cases.push({ name: `dangling ${section}.${field}`, bytes: gzipBundle(validBundleJson(bundle)), error: new RegExp(`^${escapeRegExp(`${section}[${position}]: ${problem}`)}$`), section, position })
   }
   cases.push({
     name: 'parent_idx pointing forward',
@@ -251,7 +251,7 @@ export function brokenBundles(): BrokenBundle[] {
     cases.push({
       name: `dangling embeddings.${map} key`,
       bytes: derived((b) => (((b.embeddings as Obj)[map] as Obj)['9'] = [0, 0, 0, 0])),
-      error: new RegExp(`^${escape(`embeddings.${map}[9]: key 9 refers to a row that does not exist (${target} has ${count} rows)`)}$`),
+      error: new RegExp(`^${escapeRegExp(`embeddings.${map}[9]: key 9 refers to a row that does not exist (${target} has ${count} rows)`)}$`),
       section: `embeddings.${map}`,
       position: 9,
     })
