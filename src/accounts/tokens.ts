@@ -1,8 +1,10 @@
-// Session access tokens: HS256 JWTs signed and verified through @elysiajs/jwt (jose underneath).
+// Session access tokens: HS256 JWTs signed and verified through @elysiajs/jwt (jose underneath),
+// with the session key derived from JWT_SECRET (http/token-keys.ts).
 // Verification pins the algorithm and issuer and requires every claim we rely on; jose would
 // otherwise accept any HMAC algorithm for a symmetric key.
 import { jwt } from '@elysiajs/jwt'
 import { ExpiringMap } from '../expiring.ts'
+import { tokenKey } from '../http/token-keys.ts'
 
 interface SessionClaims {
   iss: string
@@ -32,12 +34,10 @@ const REQUIRED_CLAIMS = ['iss', 'sub', 'sid', 'jti', 'iat', 'exp']
 const VERIFIED_CACHE_SIZE = 50_000
 
 export function createSessionTokens(options: { secret: string; issuer: string; ttlSeconds: number }): SessionTokens {
-  const plugin = jwt({ name: 'sessionJwt', secret: options.secret, alg: 'HS256', iss: options.issuer })
-  // The plugin offers sign/verify as a request-context decorator; the bearer check and tests
-  // need them outside a request, so they are read from the plugin once.
-  type Decorator = (typeof plugin)['~Singleton']['decorator']['sessionJwt']
+  // The bearer check runs before a route's handler, so sign/verify are taken from the plugin's
+  // public `decorator` once rather than from a request context.
+  const { sessionJwt } = jwt({ name: 'sessionJwt', secret: tokenKey(options.secret, 'session'), alg: 'HS256', iss: options.issuer }).decorator
   const verified = new ExpiringMap<string, SessionClaims>(VERIFIED_CACHE_SIZE)
-  const sessionJwt = (plugin as unknown as { singleton: { decorator: { sessionJwt: Decorator } } }).singleton.decorator.sessionJwt
   return {
     issue: (userId, sessionId, notAfter = Infinity) =>
       sessionJwt.sign({

@@ -7,6 +7,7 @@
 import { Elysia } from 'elysia'
 import { jwt } from '@elysiajs/jwt'
 import { ExpiringMap } from '../expiring.ts'
+import { claimType, headerType, tokenKey } from './token-keys.ts'
 import { HttpError } from './errors.ts'
 import { securityDetail } from './openapi.ts'
 import { SYSTEM_DOMAIN, scopeAllows, scopeNeeded, type Permission, type Scope, type SystemPermission } from '../permissions.ts'
@@ -67,13 +68,7 @@ export function requireScope(principal: Principal, need: Scope, resourceMetadata
  * (at+jwt for OAuth, RFC 9068) says which verifier to ask. Each verifier still checks typ.
  */
 export function bearerAuthenticator(sessions: Authenticator, oauth: Pick<Authenticator, 'authenticate'>): Authenticator {
-  const isAccessToken = (token: string) => {
-    try {
-      return (JSON.parse(Buffer.from(token.slice(0, token.indexOf('.')), 'base64url').toString()) as { typ?: unknown }).typ === 'at+jwt'
-    } catch {
-      return false
-    }
-  }
+  const isAccessToken = (token: string) => headerType(token) === 'at+jwt'
   return {
     resourceMetadataUrl: sessions.resourceMetadataUrl,
     authenticate: (token) => (isAccessToken(token) ? oauth.authenticate(token) : sessions.authenticate(token)),
@@ -187,10 +182,8 @@ export interface ServiceTokens {
 
 export function createServiceTokens(options: { secret: string; issuer: string; ttlSeconds?: number }): ServiceTokens {
   const ttl = options.ttlSeconds ?? SERVICE_TOKEN_TTL
-  const plugin = jwt({ name: 'serviceJwt', secret: options.secret, alg: 'HS256', iss: options.issuer })
-  // As in accounts/tokens.ts: sign and verify are read from the plugin's decorator once.
-  type Decorator = (typeof plugin)['~Singleton']['decorator']['serviceJwt']
-  const serviceJwt = (plugin as unknown as { singleton: { decorator: { serviceJwt: Decorator } } }).singleton.decorator.serviceJwt
+  // As in accounts/tokens.ts: sign and verify from the plugin's public decorator, once.
+  const { serviceJwt } = jwt({ name: 'serviceJwt', secret: tokenKey(options.secret, 'service'), alg: 'HS256', iss: options.issuer }).decorator
   const verified = new ExpiringMap<string, { onBehalfOf?: string }>(1_000)
   // Cached until renewal, per user acted for ('' for none).
   const current = new ExpiringMap<string, Promise<string>>(1_000)
@@ -223,15 +216,7 @@ export function createServiceTokens(options: { secret: string; issuer: string; t
 
 /** `authenticator`, also accepting service tokens (told apart by their `typ` claim). */
 export function withServiceTokens(authenticator: Authenticator, service: ServiceTokens): Authenticator {
-  const isServiceToken = (token: string) => {
-    try {
-      const start = token.indexOf('.') + 1
-      const payload = JSON.parse(Buffer.from(token.slice(start, token.indexOf('.', start)), 'base64url').toString()) as { typ?: unknown }
-      return payload.typ === 'service'
-    } catch {
-      return false
-    }
-  }
+  const isServiceToken = (token: string) => claimType(token) === 'service'
   return {
     resourceMetadataUrl: authenticator.resourceMetadataUrl,
     authenticate: (token) => (isServiceToken(token) ? service.authenticate(token) : authenticator.authenticate(token)),

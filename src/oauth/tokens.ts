@@ -6,6 +6,7 @@
 // Revoked families and access tokens are held in memory (no database round trip per request),
 // fed by the event bus and a periodic catch-up, like revoked sessions.
 import { jwt } from '@elysiajs/jwt'
+import { tokenKey } from '../http/token-keys.ts'
 import type { Sql } from 'postgres'
 import { createHash, randomBytes } from 'node:crypto'
 import { refreshIdle } from '../accounts/idle.ts'
@@ -68,10 +69,8 @@ export class OAuthTokens {
 
   private constructor(private readonly options: OAuthTokensOptions) {
     this.audiences = resourceIdentifiers(options.issuer)
-    const plugin = jwt({ name: 'accessJwt', secret: options.secret, alg: 'HS256', typ: 'at+jwt', iss: options.issuer })
-    // As for session tokens: sign/verify are read from the plugin once, for use outside a request.
-    type Decorator = (typeof plugin)['~Singleton']['decorator']['accessJwt']
-    this.signer = (plugin as unknown as { singleton: { decorator: { accessJwt: Decorator } } }).singleton.decorator.accessJwt
+    // As for session tokens: sign/verify from the plugin's public decorator, for use outside a request.
+    this.signer = jwt({ name: 'accessJwt', secret: tokenKey(options.secret, 'oauth-access'), alg: 'HS256', typ: 'at+jwt', iss: options.issuer }).decorator.accessJwt
   }
 
   static async start(options: OAuthTokensOptions): Promise<OAuthTokens> {

@@ -1,10 +1,11 @@
 // Accounts, sessions and profiles over HTTP, on the selected backend.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { SignJWT, generateKeyPair } from 'jose'
+import { SignJWT, generateKeyPair, jwtVerify } from 'jose'
 import type postgres from 'postgres'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
+import { tokenKey, type TokenKind } from '../../src/http/token-keys.ts'
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -33,7 +34,8 @@ async function withSystemDb<T>(fn: (sql: postgres.Sql) => Promise<T>): Promise<T
   }
 }
 
-const secret = () => new TextEncoder().encode(server.env.JWT_SECRET)
+/** The session tokens' key, derived from JWT_SECRET as the server derives it. */
+const secret = () => tokenKey(server.env.JWT_SECRET!, 'session')
 
 describe(`register (${BACKEND})`, () => {
   test('201 with the user, an access token and a refresh token; e-mail normalized; no password in sight', async () => {
@@ -170,6 +172,9 @@ describe(`access tokens (${BACKEND})`, () => {
     ['a missing sid', async () => sign({ ...claims(), sid: undefined })],
     ['another issuer', async () => new SignJWT(claims()).setProtectedHeader({ alg: 'HS256' }).setIssuer('https://evil.example').setIssuedAt().setExpirationTime('5m').sign(secret())],
     ['another token type', async () => sign({ ...claims(), typ: 'refresh' })],
+    ['signed with JWT_SECRET itself (the key before per-kind keys)', async () => sign(claims(), 'HS256', new TextEncoder().encode(server.env.JWT_SECRET))],
+    ['signed with the OAuth access tokens\' key', async () => sign(claims(), 'HS256', tokenKey(server.env.JWT_SECRET!, 'oauth-access'))],
+    ['signed with the service tokens\' key', async () => sign(claims(), 'HS256', tokenKey(server.env.JWT_SECRET!, 'service'))],
   ]
   for (const [what, make] of refused) {
     test(`${what}: 401 invalid_token`, async () => {
@@ -309,3 +314,19 @@ describe(`users (${BACKEND})`, () => {
     expectError(await http.put(`/api/v1/users/${a.user.id}`, { name: 'x' }), 401)
   })
 })
+
+describe('token kinds', () => {
+  const KINDS: TokenKind[] = ['session', 'oauth-access', 'service']
+  // Signature checks only, no `typ` or claim checks: the keys alone keep the kinds apart.
+  for (const signedAs of KINDS) {
+    for (const verifiedAs of KINDS) {
+      test(`a ${signedAs} token ${signedAs === verifiedAs ? 'verifies' : 'never verifies'} with the ${verifiedAs} key`, async () => {
+        const token = await new SignJWT({ sub: 'someone' }).setProtectedHeader({ alg: 'HS256' }).sign(tokenKey('one secret for every kind', signedAs))
+        const verified = jwtVerify(token, tokenKey('one secret for every kind', verifiedAs), { algorithms: ['HS256'] })
+        if (signedAs === verifiedAs) expect((await verified).payload.sub).toBe('someone')
+        else await expect(verified).rejects.toThrow('signature verification failed')
+      })
+    }
+  }
+})
+

@@ -11,6 +11,7 @@ import { withSystemDb } from './system-db.ts'
 import { api, expectError, expectOAuthError, uniqueEmail } from '../helpers/api.ts'
 import { browserCookie, obtainCode, pkcePair, registerClient, type TestClient } from '../helpers/oauth.ts'
 import { GRANT_SECONDS } from '../../src/oauth/consent.ts'
+import { tokenKey } from '../../src/http/token-keys.ts'
 
 let server: TestServer
 const account = { email: uniqueEmail('owner'), password: 'correct horse battery' }
@@ -102,7 +103,7 @@ describe(`grants and clients (${BACKEND})`, () => {
 })
 
 describe(`access tokens at the resource server (${BACKEND})`, () => {
-  const secret = () => new TextEncoder().encode(server.env.JWT_SECRET)
+  const secret = () => tokenKey(server.env.JWT_SECRET!, 'oauth-access')
   const claims = () => ({ sub: userId, aud: `${server.url}/api/v1`, client_id: 'forged-client-000000000000', scope: 'read', jti: crypto.randomUUID(), fam: crypto.randomUUID() })
   const sign = (payload: Record<string, unknown>, header: { alg: string; typ?: string } = { alg: 'HS256', typ: 'at+jwt' }, issuer = server.url) =>
     new SignJWT(payload).setProtectedHeader(header).setIssuer(issuer).setIssuedAt().setExpirationTime('5m').sign(secret())
@@ -120,6 +121,7 @@ describe(`access tokens at the resource server (${BACKEND})`, () => {
     ['the JWT type of session tokens', () => sign(claims(), { alg: 'HS256', typ: 'JWT' })],
     ['a session token’s claims under at+jwt', () => sign({ sub: userId, sid: crypto.randomUUID(), jti: crypto.randomUUID(), typ: 'session' })],
     ['another HMAC algorithm (HS512)', () => sign(claims(), { alg: 'HS512', typ: 'at+jwt' })],
+    ['signed with the session tokens’ key', () => new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' }).setIssuer(server.url).setIssuedAt().setExpirationTime('5m').sign(tokenKey(server.env.JWT_SECRET!, 'session'))],
   ]
   for (const [what, make] of refused) {
     test(`${what}: 401`, async () => {
