@@ -144,28 +144,13 @@ export async function authenticateClient(sql: Sql, authorization: string | null,
   let clientId = body.client_id
   let secret = body.client_secret
   let method: Client['token_endpoint_auth_method'] = secret === undefined ? 'none' : 'client_secret_post'
-  const basic = authorization?.match(/^Basic +([A-Za-z0-9+/]+=*) *$/i)?.[1]
-  if (authorization && !basic) throw invalidClient('unsupported Authorization scheme; use Basic or client_secret_post', true)
-  if (basic) {
+  const credentials = basicCredentials(authorization)
+  if (authorization && !credentials) throw invalidClient('unsupported Authorization scheme; use Basic or client_secret_post', true)
+  if (credentials) {
     if (secret !== undefined) throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not two')
-    const decoded = Buffer.from(basic, 'base64').toString('utf8')
-    const colon = decoded.indexOf(':')
-    // The id and secret are form-encoded inside the Basic credentials (RFC 6749 §2.3.1). A
-    // broken %-escape, or a NUL (which PostgreSQL text cannot hold), makes them malformed.
-    const formDecode = (text: string) => {
-      let value: string
-      try {
-        value = decodeURIComponent(text.replaceAll('+', ' '))
-      } catch {
-        throw invalidClient('malformed Basic credentials', true)
-      }
-      if (value.includes('\0')) throw invalidClient('malformed Basic credentials', true)
-      return value
-    }
-    const id = colon < 0 ? undefined : formDecode(decoded.slice(0, colon))
-    if (!id || (clientId !== undefined && clientId !== id)) throw invalidClient('malformed Basic credentials', true)
-    clientId = id
-    secret = formDecode(decoded.slice(colon + 1))
+    if (credentials === 'malformed' || (clientId !== undefined && clientId !== credentials.id)) throw invalidClient('malformed Basic credentials', true)
+    clientId = credentials.id
+    secret = credentials.secret
     method = 'client_secret_basic'
   }
   if (!clientId) throw invalidClient('client authentication failed: no client_id', false)
@@ -178,4 +163,29 @@ export async function authenticateClient(sql: Sql, authorization: string | null,
   if (method !== 'none' && !(row.secret_hash && timingSafeEqual(row.secret_hash, digest(secret!)))) throw invalidClient('client authentication failed', method === 'client_secret_basic')
   const { secret_hash: _, ...client } = row
   return client
+}
+
+/**
+ * The client credentials of a Basic Authorization header: undefined when it holds none,
+ * 'malformed' when they cannot be read. The id and secret are form-encoded inside (RFC 6749
+ * §2.3.1); no colon, an empty id, a broken %-escape or a NUL (which PostgreSQL text cannot hold)
+ * make them malformed.
+ */
+export function basicCredentials(authorization: string | null | undefined): { id: string; secret: string } | 'malformed' | undefined {
+  const basic = authorization?.match(/^Basic +([A-Za-z0-9+/]+=*) *$/i)?.[1]
+  if (basic === undefined) return undefined
+  const decoded = Buffer.from(basic, 'base64').toString('utf8')
+  const colon = decoded.indexOf(':')
+  const id = colon < 0 ? undefined : formDecode(decoded.slice(0, colon))
+  const secret = colon < 0 ? undefined : formDecode(decoded.slice(colon + 1))
+  return id && secret !== undefined ? { id, secret } : 'malformed'
+}
+
+function formDecode(text: string): string | undefined {
+  try {
+    const value = decodeURIComponent(text.replaceAll('+', ' '))
+    return value.includes('\0') ? undefined : value
+  } catch {
+    return undefined
+  }
 }

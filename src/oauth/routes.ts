@@ -6,7 +6,7 @@ import type { Accounts } from '../accounts/accounts.ts'
 import { HashingBusyError } from '../accounts/passwords.ts'
 import type { User } from '../accounts/users.ts'
 import { beginAuthorization, redirectWith, type AuthorizeOutcome } from './authorize.ts'
-import { authenticateClient, findClient, registerClient } from './clients.ts'
+import { authenticateClient, basicCredentials, findClient, registerClient } from './clients.ts'
 import { OAuthError } from '../http/errors.ts'
 import type { Throttles } from '../http/throttle.ts'
 import { normalizeEmail } from '../accounts/users.ts'
@@ -84,15 +84,8 @@ function formClient(system: Sql, request: Request, body: { client_id?: string; c
  */
 function namedClientId(request: Request, body: { client_id?: string }): string | undefined {
   if (body.client_id !== undefined) return body.client_id
-  const basic = /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(request.headers.get('authorization') ?? '')?.[1]
-  const decoded = basic === undefined ? '' : Buffer.from(basic, 'base64').toString('utf8')
-  const colon = decoded.indexOf(':')
-  if (colon < 1) return undefined
-  try {
-    return decodeURIComponent(decoded.slice(0, colon).replaceAll('+', ' '))
-  } catch {
-    return undefined
-  }
+  const credentials = basicCredentials(request.headers.get('authorization'))
+  return typeof credentials === 'object' ? credentials.id : undefined
 }
 
 export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, tokens: OAuthTokens, throttles: Throttles) {
