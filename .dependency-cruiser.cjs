@@ -26,6 +26,13 @@ module.exports = {
       to: { path: `^src/(${FEATURES.slice(i + 1).join('|')})/` },
     })),
     {
+      name: 'storage-not-http',
+      severity: 'error',
+      comment: 'SQL and storage code knows nothing of HTTP. Still to go: HttpError thrown by two stores, UUID_PATTERN of http/schemas.ts.',
+      from: { path: '^src/db/|/store\\.ts$|^src/jobs/queue\\.ts$|^src/accounts/(sessions|users)\\.ts$|^src/oauth/grants\\.ts$' },
+      to: { path: '^src/http/', pathNot: '^src/http/(errors|schemas)\\.ts$' },
+    },
+    {
       name: 'infrastructure-not-up',
       severity: 'error',
       comment: 'Shared infrastructure and utilities know no feature and no composition root.',

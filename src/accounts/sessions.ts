@@ -6,7 +6,7 @@ import type { EventBus } from '../db/events.ts'
 import { isoTimestamp, type Db } from '../db/sql.ts'
 import { refreshedWithin, refreshIdle } from './idle.ts'
 import { ExpiringMap } from '../expiring.ts'
-import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../http/pagination.ts'
+import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../db/pages.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 

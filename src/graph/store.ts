@@ -4,7 +4,7 @@
 // the Link header; they leave out the big text columns, which only the details carry.
 import type { Fragment, Sql } from 'postgres'
 import { isoTimestamp, type Db } from '../db/sql.ts'
-import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../http/pagination.ts'
+import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../db/pages.ts'
 
 /** How many related rows a detail embeds (images of a source, facts' sources, annotations, ...). */
 export const RELATED_LIMIT = 500

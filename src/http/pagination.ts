@@ -4,7 +4,7 @@
 import { t } from 'elysia'
 import { HttpError } from './errors.ts'
 import { integerQuery } from './openapi.ts'
-import type { Db } from '../db/sql.ts'
+import type { PageKey } from '../db/pages.ts'
 
 const DEFAULT_LIMIT = 50
 const MAX_LIMIT = 500
@@ -20,12 +20,6 @@ export function parseLimit(limit: string | undefined): number {
   const n = /^[0-9]{1,4}$/.test(limit) ? Number(limit) : NaN
   if (!(n >= 1 && n <= MAX_LIMIT)) throw new HttpError(400, `invalid query: limit: expected an integer from 1 to ${MAX_LIMIT} (got ${JSON.stringify(limit.slice(0, 20))})`)
   return n
-}
-
-export interface PageKey {
-  /** created_at as text with microseconds. */
-  at: string
-  id: string
 }
 
 /** What pageKeyColumn writes: anything else would reach PostgreSQL as a cast that fails (a 500). */
@@ -77,30 +71,4 @@ export function page<T extends { page_key: PageKey }>(
     headers.link = `<${next.pathname}${next.search}>; rel="next"`
   }
   return shown.map(({ page_key: _, ...row }) => row)
-}
-
-/**
- * ORDER BY of a page, table-qualified: a bare `created_at` would sort by the output column of
- * that name, the millisecond text of isoTimestamp, and rows within one millisecond would come
- * out in id order while the cursor compares microseconds: a page could skip a row.
- */
-export const pageOrder = (sql: Db, table: string, descending = false) =>
-  descending ? sql`${sql(table)}.created_at DESC, ${sql(table)}.id DESC` : sql`${sql(table)}.created_at, ${sql(table)}.id`
-
-/** The page key of a row of a table ordered by (created_at, id), with full precision. */
-export const pageKeyColumn = (sql: Db) => sql`to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS key_at`
-
-/**
- * Rows after the cursor (in the order of the page). Its time is sent as text: typed as timestamptz, postgres.js would pass
- * it through a Date and lose the microseconds, and the page would start again at its own last row.
- */
-export const afterCursor = (sql: Db, after: PageKey | undefined, descending = false) =>
-  !after
-    ? sql`true`
-    : descending
-      ? sql`(created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)`
-      : sql`(created_at, id) > (${after.at}::text::timestamptz, ${after.id}::uuid)`
-
-export function withPageKeys<T extends { id: string; key_at: string }>(rows: T[]): (Omit<T, 'key_at'> & { page_key: PageKey })[] {
-  return rows.map(({ key_at, ...row }) => ({ ...row, page_key: { at: key_at, id: row.id } }))
 }

@@ -3,7 +3,7 @@
 // worker that lost its job (lease expired, job re-queued and claimed elsewhere) can never
 // overwrite the new owner's state: a job is run to completion by exactly one claim.
 import { isoTimestamp, storableText, type Db } from '../db/sql.ts'
-import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../http/pagination.ts'
+import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../db/pages.ts'
 
 export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const
 export type JobStatus = (typeof JOB_STATUSES)[number]

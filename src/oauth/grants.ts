@@ -3,7 +3,7 @@
 import type { Sql } from 'postgres'
 import { refreshedWithin } from '../accounts/idle.ts'
 import { isoTimestamp, type Db } from '../db/sql.ts'
-import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../http/pagination.ts'
+import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../db/pages.ts'
 import { GRANT_SECONDS } from './consent.ts'
 
 export interface GrantSummary {

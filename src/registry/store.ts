@@ -1,7 +1,7 @@
 // The registry's index: the graphs table of the system database (migration 0010_graphs).
 // Bundles themselves are blobs under storage_key; see routes.ts for the order of writes.
 import { isoTimestamp, type Db } from '../db/sql.ts'
-import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../http/pagination.ts'
+import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../db/pages.ts'
 
 /** The seven counts of a bundle's metadata, echoed from the push headers. */
 export const COUNT_FIELDS = ['source_count', 'fact_count', 'concept_count', 'summary_count', 'synthesis_count', 'report_count', 'investigation_count'] as const

@@ -7,7 +7,7 @@ import type { EventBus } from '../db/events.ts'
 import { ExpiringMap } from '../expiring.ts'
 import type { Pools } from '../db/pools.ts'
 import { HttpError } from '../http/errors.ts'
-import type { PageKey } from '../http/pagination.ts'
+import type { PageKey } from '../db/pages.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import { deleteRepository, findRepository, insertRepository, listRepositories, updateRepository, type Repository } from './store.ts'
 

@@ -2,7 +2,7 @@
 import type { Sql } from 'postgres'
 import { isoTimestamp, type Db } from '../db/sql.ts'
 import { HttpError } from '../http/errors.ts'
-import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../http/pagination.ts'
+import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../db/pages.ts'
 
 export interface Repository {
   id: string
