@@ -10,7 +10,7 @@ import { hashPassword, PASSWORD_MAX, PASSWORD_MIN } from './accounts/passwords.t
 import { LocalEventBus, PostgresEventBus, type EventBus } from './db/events.ts'
 import { embeddedSocketPath, runningHolder } from './db/embedded.ts'
 import { Pools } from './db/pools.ts'
-import { HttpError } from './http/errors.ts'
+import { ConflictError } from './db/conflict.ts'
 import type { Logger } from './log.ts'
 import { insertAssignment } from './rbac/assignments.ts'
 import { SYSTEM_DOMAIN } from './permissions.ts'
@@ -41,7 +41,7 @@ const ACTIONS = {
     try {
       user = await insertUser(ctx.pools.system, { email, name: input.name?.trim() ?? '', passwordHash: await hashPassword(input.password) })
     } catch (error) {
-      if (error instanceof HttpError) throw new AdminError(error.message)
+      if (error instanceof ConflictError) throw new AdminError(error.message)
       throw error
     }
     await changeRoles(ctx.pools.system, ctx.bus, (tx) => insertAssignment(tx, { user_id: user.id, role: 'member', domain: SYSTEM_DOMAIN }))

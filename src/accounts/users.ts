@@ -1,6 +1,6 @@
 // The users table: accounts and profiles. Passwords never leave this module except as hashes.
 import type { Sql } from 'postgres'
-import { HttpError } from '../http/errors.ts'
+import { rethrowUnique } from '../db/conflict.ts'
 import { isoTimestamp, type Db } from '../db/sql.ts'
 import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../db/pages.ts'
 
@@ -20,15 +20,7 @@ export function normalizeEmail(email: string): string | undefined {
   return normalized.length <= 254 && EMAIL.test(normalized) ? normalized : undefined
 }
 
-/** SQLSTATE unique_violation */
-const UNIQUE_VIOLATION = '23505'
-
-const emailTaken = () => new HttpError(409, 'e-mail address already registered')
-
-function rethrowUnique(error: unknown): never {
-  if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw emailTaken()
-  throw error
-}
+const EMAIL_TAKEN = 'e-mail address already registered'
 
 const userColumns = (sql: Db) =>
   sql`id, email, name, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
@@ -41,7 +33,7 @@ export async function insertUser(sql: Sql, user: { email: string; name: string; 
       RETURNING ${userColumns(sql)}`
     return row!
   } catch (error) {
-    rethrowUnique(error)
+    rethrowUnique(error, EMAIL_TAKEN)
   }
 }
 
@@ -81,6 +73,6 @@ export async function updateUser(sql: Db, id: string, changes: { name?: string; 
       RETURNING ${userColumns(sql)}`
     return row
   } catch (error) {
-    rethrowUnique(error)
+    rethrowUnique(error, EMAIL_TAKEN)
   }
 }

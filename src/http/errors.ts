@@ -6,6 +6,7 @@ import type { ValueError } from '@sinclair/typebox/errors'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
+import { ConflictError } from '../db/conflict.ts'
 import { requestIdOf } from './request-id.ts'
 import { requestPath } from './path.ts'
 
@@ -113,6 +114,9 @@ function describeValue(value: unknown): string {
   return typeName(value)
 }
 
+/** A store's domain error as the HTTP error it means; any other error as it is. */
+const asHttpError = (error: unknown) => (error instanceof ConflictError ? new HttpError(409, error.message) : error)
+
 /**
  * The global error handler. A database that cannot be reached is 503; other unknown errors are
  * logged with their stack and answered 500 without it.
@@ -120,7 +124,8 @@ function describeValue(value: unknown): string {
 export function errorHandling(log: Logger, methodNotAllowed: (request: Request) => Response | undefined) {
   return new Elysia({ name: 'kgs/errors' }).onError({ as: 'global' }, ({ code, error, request }) => {
     // A body the parser refused, which the route's schema then refused as null: the first refusal is the one to report.
-    const own = (code === 'VALIDATION' && refusedBodies.get(request)) || (error instanceof HttpError || error instanceof OAuthError ? error : (error as { cause?: unknown }).cause)
+    const raised = asHttpError(error)
+    const own = (code === 'VALIDATION' && refusedBodies.get(request)) || (raised instanceof HttpError || raised instanceof OAuthError ? raised : asHttpError((error as { cause?: unknown }).cause))
     if (own instanceof OAuthError) return oauthResponse(own)
     const oauthCode = OAUTH_PROTOCOL_PATHS[requestPath(request)]
     if (oauthCode && (own instanceof HttpError || code === 'VALIDATION' || code === 'PARSE')) {

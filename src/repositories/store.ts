@@ -1,7 +1,7 @@
 // The repositories table.
 import type { Sql } from 'postgres'
 import { isoTimestamp, type Db } from '../db/sql.ts'
-import { HttpError } from '../http/errors.ts'
+import { rethrowUnique } from '../db/conflict.ts'
 import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../db/pages.ts'
 
 export interface Repository {
@@ -14,13 +14,6 @@ export interface Repository {
   updated_at: string
 }
 
-const UNIQUE_VIOLATION = '23505'
-
-function rethrowUnique(error: unknown): never {
-  if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw new HttpError(409, 'slug already taken')
-  throw error
-}
-
 const columns = (sql: Db) =>
   sql`id, name, slug, description, owner_id, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
 
@@ -31,7 +24,7 @@ export async function insertRepository(sql: Db, r: { id: string; name: string; s
       RETURNING ${columns(sql)}`
     return row!
   } catch (error) {
-    rethrowUnique(error)
+    rethrowUnique(error, 'slug already taken')
   }
 }
 
@@ -52,7 +45,7 @@ export async function updateRepository(sql: Db, id: string, changes: { name?: st
       RETURNING ${columns(sql)}`
     return row
   } catch (error) {
-    rethrowUnique(error)
+    rethrowUnique(error, 'slug already taken')
   }
 }
 

@@ -1,0 +1,13 @@
+// A write that would duplicate a unique value (a repository's slug, a user's e-mail address).
+// Stores throw it; the HTTP layer answers 409 with its message (http/errors.ts), the admin CLI
+// prints it.
+export class ConflictError extends Error {}
+
+/** SQLSTATE unique_violation */
+const UNIQUE_VIOLATION = '23505'
+
+/** Rethrows a unique violation as a ConflictError saying `message`, and anything else as it is. */
+export function rethrowUnique(error: unknown, message: string): never {
+  if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw new ConflictError(message)
+  throw error
+}
