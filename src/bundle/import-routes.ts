@@ -12,12 +12,12 @@
 import Busboy from 'busboy'
 import { Readable } from 'node:stream'
 import { Elysia, t } from 'elysia'
-import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
+import type { BlobStore } from '../blobs/store.ts'
 import { parseJsonBody, readBodyLimited } from '../http/body.ts'
 import { holdsSystemPermission, type Authorizer, type Principal } from '../http/auth.ts'
 import { scopeAllows, scopeNeeded } from '../permissions.ts'
 import { HttpError } from '../http/errors.ts'
-import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted, UploadTooSlow, type UploadPace } from '../http/upload.ts'
+import { gzipChunks, requestChunks, uploadError, UploadInterrupted, type UploadPace } from '../http/upload.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import type { Jobs } from '../jobs/jobs.ts'
 import { JobBody, accepted, type AcceptedSet } from '../jobs/routes.ts'
@@ -176,12 +176,11 @@ function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimi
       return key
     } catch (error) {
       await discard(key)
-      if (error instanceof BlobTooLargeError) throw tooLarge(maxUploadBytes)
-      if (error instanceof NotGzip) throw new HttpError(400, 'the bundle is not gzip: upload a .json.gz bundle')
-      if (error instanceof EmptyUpload) throw new HttpError(400, 'the bundle is empty: upload a .json.gz bundle')
-      if (error instanceof UploadInterrupted) throw new HttpError(400, error.message)
-      if (error instanceof UploadTooSlow) throw new HttpError(408, error.message, { connection: 'close' })
-      throw error
+      throw uploadError(error, {
+        tooLarge: tooLarge(maxUploadBytes).message,
+        notGzip: new HttpError(400, 'the bundle is not gzip: upload a .json.gz bundle'),
+        empty: 'the bundle is empty: upload a .json.gz bundle',
+      })
     }
   }
 

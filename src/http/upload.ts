@@ -4,15 +4,17 @@
 // slower than the minimum rate (a client trickling bytes to hold the request open), so the
 // store's put fails and keeps nothing. Each route turns these errors into its own HTTP answer.
 import { LATE, within } from './deadline.ts'
+import { HttpError } from './errors.ts'
+import { BlobTooLargeError } from '../blobs/store.ts'
 
-export class NotGzip extends Error {}
+class NotGzip extends Error {}
 export class EmptyUpload extends Error {}
 export class UploadInterrupted extends Error {
   constructor() {
     super('the upload broke off before the bundle was complete')
   }
 }
-export class UploadTooSlow extends Error {
+class UploadTooSlow extends Error {
   constructor(pace: UploadPace) {
     super(`the upload arrived slower than ${pace.minBytesPerSecond} bytes per second over ${pace.windowMs / 1000} s and was cut off`)
   }
@@ -74,4 +76,24 @@ export async function* gzipChunks(chunks: AsyncIterable<Uint8Array>): AsyncGener
   }
   if (magic.length === 0) throw new EmptyUpload()
   if (magic.length < 2) throw new NotGzip()
+}
+
+/** How a route words the refusals of an upload it could not store. */
+export interface UploadRefusals {
+  /** 413: past the route's limit. */
+  tooLarge: string
+  /** Not gzip: 415 where the body's type is the problem (a push), 400 where the file is (an import). */
+  notGzip: HttpError
+  /** 400: no bytes at all. */
+  empty: string
+}
+
+/** The HTTP answer for an upload that could not be stored; an unknown error as it is (a 500). */
+export function uploadError(error: unknown, refusals: UploadRefusals): unknown {
+  if (error instanceof BlobTooLargeError) return new HttpError(413, refusals.tooLarge)
+  if (error instanceof NotGzip) return refusals.notGzip
+  if (error instanceof EmptyUpload) return new HttpError(400, refusals.empty)
+  if (error instanceof UploadInterrupted) return new HttpError(400, error.message)
+  if (error instanceof UploadTooSlow) return new HttpError(408, error.message, { connection: 'close' })
+  return error
 }

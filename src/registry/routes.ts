@@ -7,11 +7,11 @@
 import { Elysia, t } from 'elysia'
 import type { Sql } from 'postgres'
 import { timestampedId } from '../blobs/leftovers.ts'
-import { BlobTooLargeError, type BlobStore } from '../blobs/store.ts'
+import type { BlobStore } from '../blobs/store.ts'
 import { SERVICE_SUBJECT, authenticatesFirst, forbidden, principalOf, holdsSystemPermission, requireScope, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { securityDetail } from '../http/openapi.ts'
-import { EmptyUpload, gzipChunks, NotGzip, requestChunks, UploadInterrupted, UploadTooSlow, type UploadPace } from '../http/upload.ts'
+import { EmptyUpload, gzipChunks, requestChunks, uploadError, type UploadPace, type UploadRefusals } from '../http/upload.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
 import { describeError, type Logger } from '../log.ts'
@@ -190,15 +190,12 @@ const PUSH_CONTENT_TYPES = new Set(['application/gzip', 'application/x-gzip', 'a
 // ---------------------------------------------------------------------------------------------
 // The push body
 
-/** The HTTP answer for a failed store of a push body (unknown errors go on, to be a 500). */
-function uploadError(error: unknown, maxBytes: number): unknown {
-  if (error instanceof BlobTooLargeError) return tooLarge(maxBytes)
-  if (error instanceof NotGzip) return new HttpError(415, 'request body is not gzip: push a .json.gz bundle')
-  if (error instanceof EmptyUpload) return new HttpError(400, 'request body is empty: push a .json.gz bundle')
-  if (error instanceof UploadInterrupted) return new HttpError(400, error.message)
-  if (error instanceof UploadTooSlow) return new HttpError(408, error.message, { connection: 'close' })
-  return error
-}
+/** How a failed store of a push body is answered. */
+const pushRefusals = (maxBytes: number): UploadRefusals => ({
+  tooLarge: tooLarge(maxBytes).message,
+  notGzip: new HttpError(415, 'request body is not gzip: push a .json.gz bundle'),
+  empty: 'request body is empty: push a .json.gz bundle',
+})
 
 const tooLarge = (maxBytes: number) => new HttpError(413, `bundle exceeds the registry's limit of ${maxBytes} bytes`)
 
@@ -311,7 +308,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
     if (owner.owner_id) await quotas.checkRegistry(owner.owner_id)
     const declared = request.headers.get('content-length')
     if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes)
-    if (!request.body) throw uploadError(new EmptyUpload(), maxBytes)
+    if (!request.body) throw uploadError(new EmptyUpload(), pushRefusals(maxBytes))
 
     // 1. The body goes to a temporary key; a put that fails keeps nothing.
     const incoming = incomingKey()
@@ -320,7 +317,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
       ;({ bytes } = await blobs.put(incoming, gzipChunks(requestChunks(request.body, pace)), { maxBytes, contentType: 'application/gzip' }))
     } catch (error) {
       await discard(incoming)
-      throw uploadError(error, maxBytes)
+      throw uploadError(error, pushRefusals(maxBytes))
     }
     // 2. Complete: to its final key. 3. Only then indexed, so a listed graph is always whole.
     // Timestamped: the sweeper can tell a bundle whose index row is about to be written from one whose never will be.
