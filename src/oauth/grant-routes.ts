@@ -4,7 +4,8 @@ import { Elysia, t } from 'elysia'
 import { requireSessionToken, type accessControl } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
-import { ErrorBody, UUID_PATTERN } from '../http/schemas.ts'
+import { ErrorBody } from '../http/schemas.ts'
+import { UUID_PATTERN } from '../uuid.ts'
 import type { OAuthTokens } from './tokens.ts'
 
 const Grant = t.Object({

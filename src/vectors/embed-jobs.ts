@@ -3,7 +3,7 @@
 // bundle carried no usable vectors, or on request (POST /{repoID}/jobs).
 import { Type } from '@sinclair/typebox'
 import { defineJobKind, type RunningJob, type JobServices } from '../jobs/kinds.ts'
-import { UUID_PATTERN } from '../http/schemas.ts'
+import { UUID_PATTERN } from '../uuid.ts'
 import type { VectorKind, VectorStore } from './store.ts'
 import type { Embedder } from './embedder.ts'
 import { OPTIMIZE_VECTORS } from './optimize-job.ts'

@@ -24,7 +24,7 @@
 // again after a crash midway is harmless.
 import { connect, Index, type Connection, type Table } from '@lancedb/lancedb'
 import { Field, FixedSizeList, Float32, makeData, RecordBatch, Schema, Struct, Table as ArrowTable, Utf8, vectorFromArray, type Vector } from 'apache-arrow'
-import { UUID_PATTERN } from '../http/schemas.ts'
+import { UUID_PATTERN } from '../uuid.ts'
 import { DEFAULT_RESIDENT_BYTES, nearestResident, ResidentTableBuilder, ResidentTables, type LoadedTable, type Neighbour, type ResidentTable } from './resident.ts'
 
 export type VectorKind = 'facts' | 'concepts'
