@@ -2,6 +2,7 @@
 // server the data directory is its alone, so they go to the server over its control socket;
 // otherwise straight to the database (PostgreSQL instances hear of a role change through NOTIFY
 // and apply it within a second).
+import { runtime } from './runtime/index.ts'
 import { existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Config } from './config.ts'
@@ -77,7 +78,7 @@ export function serveControlSocket(dataDir: string, pools: Pools, bus: EventBus,
   const path = controlSocketPath(dataDir)
   rmSync(path, { force: true })
   const ctx: AdminContext = { pools, bus, rolesChanged }
-  const server = Bun.serve({
+  const server = runtime.serve({
     unix: path,
     async fetch(request) {
       const action = new URL(request.url).pathname.slice(1)
@@ -114,7 +115,7 @@ export async function runAdmin<A extends AdminAction>(config: Config, log: Logge
   if (!config.databaseUrl && runningHolder(join(config.dataDir, 'pg')) !== undefined) {
     const socket = controlSocketPath(config.dataDir)
     if (!existsSync(socket)) throw new AdminError('the kgs server using this data directory is still starting; try again in a moment')
-    const response = await fetch(`http://kgs/${action}`, { unix: socket, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input) })
+    const response = await runtime.fetchUnix(socket, `http://kgs/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input) })
     const answer = (await response.json().catch(() => ({ error: `answered ${response.status}` }))) as { output?: Output<A>; error?: string }
     if (!response.ok) throw new AdminError(response.status === 400 ? answer.error! : `the running server refused: ${answer.error}`)
     return answer.output!

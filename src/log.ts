@@ -1,6 +1,7 @@
 // Structured one-line JSON logs. Lines are batched and written once per event-loop turn through
 // Bun's native buffered stdout writer: process.stdout.write cost a third of the CPU of a cheap
 // request in profiles (see docs/benchmarks.md).
+import { runtime } from './runtime/index.ts'
 import type { LogLevel } from './config.ts'
 import { withoutUserinfo } from './redact.ts'
 
@@ -18,14 +19,10 @@ export interface Logger {
   flush(): void
 }
 
-let stdoutSink: ReturnType<typeof Bun.stdout.writer> | undefined
-
 /** Writes to stdout; a reader that went away (EPIPE) must not take the service down with it. */
 function writeStdout(text: string): void {
   try {
-    stdoutSink ??= Bun.stdout.writer()
-    stdoutSink.write(text)
-    void stdoutSink.flush()
+    runtime.writeStdout(text)
   } catch {
     // Nothing useful can be done with a log line that cannot be written.
   }

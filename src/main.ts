@@ -4,6 +4,7 @@
 //
 // Each command imports what it needs when it runs: the offline tools (bundle, version,
 // healthcheck) then start in a few milliseconds instead of loading the whole server.
+import { runtime } from './runtime/index.ts'
 import { parseArgs } from 'node:util'
 import { ConfigError, deriveBaseUrl, loadConfig, parseEnv } from './config.ts'
 import { createLogger } from './log.ts'
@@ -50,7 +51,7 @@ async function admin<T>(name: string, action: () => Promise<T>): Promise<T | und
 /** The password of `kgs user create`: typed at a prompt (not echoed, asked twice) or read from stdin. */
 async function readPassword(): Promise<string> {
   if (!process.stdin.isTTY) {
-    const text = await new Response(Bun.stdin.stream()).text()
+    const text = await new Response(runtime.stdin()).text()
     return text.split(/\r?\n/, 1)[0]!
   }
   const ask = (prompt: string) =>

@@ -3,13 +3,14 @@
 // chunks in RSS until the next full collection (measured: +113 MB peak; +23 MB with this).
 // Code that streams bundles counts its bytes and asks for a collection every so many bytes.
 //
-// On the main thread, which serves requests, only a request (Bun.gc(false)): a synchronous full
+// On the main thread, which serves requests, only a request (runtime.gc(false)): a synchronous full
 // collection there would stall every request in flight. Job worker threads serve nobody and
 // collect fully and more often: that is what bounds an export's peak (scripts/bench/graph.ts,
 // 300,000 facts: 408 MB with requests alone; full collections every 16 MB, 308 MB).
+import { runtime } from './runtime/index.ts'
 import { isMainThread } from 'node:worker_threads'
 
-const COLLECT_EVERY_BYTES = isMainThread ? 16 * 1024 * 1024 : 4 * 1024 * 1024
+export const COLLECT_EVERY_BYTES = isMainThread ? 16 * 1024 * 1024 : 4 * 1024 * 1024
 
 export class GarbageMeter {
   private sinceCollection = 0
@@ -19,7 +20,7 @@ export class GarbageMeter {
     this.sinceCollection += bytes
     if (this.sinceCollection < COLLECT_EVERY_BYTES) return
     this.sinceCollection = 0
-    Bun.gc(!isMainThread)
+    runtime.gc(!isMainThread)
   }
 }
 

@@ -1,6 +1,7 @@
 // The running service: listens at once (so /healthz answers while a fresh embedded database is
 // still being initialised), opens the pools, then hands requests to the app. Every response
 // gets X-Request-Id and one JSON log line; stop() drains in-flight requests before closing.
+import { runtime } from './runtime/index.ts'
 import type { Sql } from 'postgres'
 import { deriveBaseUrl, type Config } from './config.ts'
 import { Pools } from './db/pools.ts'
@@ -99,7 +100,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   const logRequests = log.enabled('info')
   const debugging = log.enabled('debug')
 
-  const server = Bun.serve({
+  const server = runtime.serve({
     port: config.port,
     hostname: config.host,
     // Each route limits its own body as it reads (BODY_LIMIT for JSON and forms, REGISTRY_MAX_BYTES
@@ -175,7 +176,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     const stopJobs = (repositoryId: string) => jobs.stopRepository(repositoryId, 'cancelled: its repository was deleted', 2 * config.jobLeaseMs)
     const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, vectors, blobs, stopJobs })
     oauth = await OAuthTokens.start({ system: pools.system, bus, log, secret: config.jwtSecret, issuer: baseUrl, accessTokenTtl: config.accessTokenTtl, grantIdleTtl: config.sessionIdleTtl, catchUp: fleet })
-    const peerAddress = (request: Request) => server.requestIP(request)?.address
+    const peerAddress = (request: Request) => server.peerAddress(request)
     const context: AppContext = { config, pools, log, baseUrl, peerAddress, accounts, rbac: roles, repositories, oauth, jobs, vectors, embedder: createEmbedder(config), blobs, registry }
     handler = createApp(context).fetch
     // Workers get the base URL actually in use (the issuer of tokens, the default registry).

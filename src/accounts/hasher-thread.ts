@@ -1,5 +1,6 @@
 // A password-hashing thread (see passwords.ts): argon2id runs here synchronously, one hash at a
 // time, at a lower CPU priority than the threads that serve requests.
+import { runtime } from '../runtime/index.ts'
 import { readlinkSync } from 'node:fs'
 import { getPriority, setPriority } from 'node:os'
 import type { HashRequest, HashResult } from './passwords.ts'
@@ -30,11 +31,11 @@ function lowerThisThreadsPriority(): void {
 
 lowerThisThreadsPriority()
 
-self.onmessage = (event: MessageEvent<HashRequest>) => {
+self.onmessage = async (event: MessageEvent<HashRequest>) => {
   const { password, hash } = event.data
   let result: HashResult
   try {
-    result = { value: hash === undefined ? Bun.password.hashSync(password, { algorithm: 'argon2id' }) : Bun.password.verifySync(password, hash) }
+    result = { value: hash === undefined ? await runtime.hashPassword(password) : await runtime.verifyPassword(password, hash) }
   } catch (error) {
     result = { error: (error as Error).message ?? String(error) }
   }

@@ -1,6 +1,7 @@
-// argon2id through Bun.password (Bun's defaults: 64 MiB, t=2), on threads of its own at a lower CPU
+// argon2id through the runtime (src/runtime/: 64 MiB, t=2), on threads of its own at a lower CPU
 // priority. Unknown e-mails are checked against a dummy hash so that login takes as long whether
 // or not the account exists.
+import { runtime } from '../runtime/index.ts'
 import { availableParallelism } from 'node:os'
 import { HttpError } from '../http/errors.ts'
 import { HASHER_WORKER_URL } from '../workers.ts'
@@ -61,9 +62,9 @@ let hasherCount = 0
 
 function startHasher(): Hasher {
   hasherCount++
-  const worker = new Worker(HASHER_WORKER_URL, { smol: true })
+  const worker = runtime.startWorker(HASHER_WORKER_URL, { smol: true })
   // Idle hashing threads must not keep the process alive.
-  worker.unref()
+  runtime.unref(worker)
   return { worker }
 }
 
@@ -85,7 +86,7 @@ function releaseHasher(hasher: Hasher): void {
     idleHashers.splice(idleHashers.indexOf(hasher), 1)
     endHasher(hasher)
   }, HASHER_IDLE_MS)
-  hasher.idleTimer.unref()
+  runtime.unref(hasher.idleTimer)
   idleHashers.push(hasher)
 }
 

@@ -1,5 +1,6 @@
 // Sessions and their refresh tokens, and the in-memory set of revoked sessions that lets the
 // bearer check refuse a logged-out session's access tokens without a database round trip.
+import { runtime } from '../runtime/index.ts'
 import type { Sql } from 'postgres'
 import { createHash, randomBytes } from 'node:crypto'
 import type { EventBus } from '../db/events.ts'
@@ -171,7 +172,7 @@ export class RevokedSessions {
     await this.catchUp()
     if (catchUp) {
       this.timer = setInterval(() => void this.catchUp().catch((error) => this.log.warn('revocation catch-up failed', describeError(error))), CATCH_UP_MS)
-      this.timer.unref()
+      runtime.unref(this.timer)
     }
   }
 

@@ -3,12 +3,13 @@
 // refers to, which a sweeper must tell apart from one whose owner is about to be written. Such
 // keys carry a UUIDv7, whose first 48 bits are its creation time in milliseconds: one older than
 // the grace period has lost its owner for good.
+import { runtime } from '../runtime/index.ts'
 
 /** Far longer than any upload or push takes. */
 export const LEFTOVER_GRACE_MS = 24 * 60 * 60 * 1000
 
 /** A UUID for a key whose age a sweeper must be able to read. */
-export const timestampedId = (): string => Bun.randomUUIDv7()
+export const timestampedId = (): string => runtime.uuidv7()
 
 const UUID_V7 = /([0-9a-f]{8})-([0-9a-f]{4})-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/
 

@@ -1,6 +1,7 @@
 // Blobs as files under DATA_DIR/blobs, the key being the relative path. A put writes a temporary
 // file in DATA_DIR/blobs/.tmp, fsyncs it and renames it into place: rename within one
 // filesystem is atomic, so a reader sees the old blob or the new one, never a partial one.
+import { runtime } from '../runtime/index.ts'
 import { randomUUID } from 'node:crypto'
 import { mkdirSync, readdirSync, rmSync, statSync, type Dirent } from 'node:fs'
 import { mkdir, open, readdir, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises'
@@ -63,7 +64,7 @@ export class LocalBlobStore implements BlobStore {
 
   async get(key: string): Promise<Uint8Array | undefined> {
     try {
-      return await Bun.file(this.pathOf(key)).bytes()
+      return await (await runtime.openFile(this.pathOf(key))).bytes()
     } catch (error) {
       if (isAbsent(error)) return undefined
       throw error
@@ -87,7 +88,7 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async responseBody(key: string): Promise<Blob | undefined> {
-    return (await this.stat(key)) ? Bun.file(this.pathOf(key)) : undefined
+    return (await this.stat(key)) ? await runtime.openFile(this.pathOf(key)) : undefined
   }
 
   async stat(key: string): Promise<{ bytes: number } | undefined> {

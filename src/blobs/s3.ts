@@ -6,6 +6,7 @@
 // only on a complete PUT or CompleteMultipartUpload, so nothing partial is ever visible.
 // (Bun 1.4's writer().end(error) completes the upload instead: not used.)
 import type { Config } from '../config.ts'
+import { runtime, type S3Client, type S3File } from '../runtime/index.ts'
 import {
   BlobNotFoundError,
   InvalidBlobKeyError,
@@ -26,14 +27,14 @@ const DELETE_CONCURRENCY = 16
 const isMissing = (error: unknown) => (error as { code?: string }).code === 'NoSuchKey'
 
 export class S3BlobStore implements BlobStore {
-  private readonly client: Bun.S3Client
+  private readonly client: S3Client
   /** '' or ending in '/'. */
   private readonly prefix: string
 
   constructor(options: NonNullable<Config['s3']>) {
     const { prefix, ...connection } = options
     // Unset credentials and region fall back to Bun's defaults (the AWS_* variables).
-    this.client = new Bun.S3Client(connection)
+    this.client = runtime.s3(connection)
     const trimmed = prefix.replace(/^\/+|\/+$/g, '')
     this.prefix = trimmed === '' ? '' : `${trimmed}/`
   }
@@ -140,7 +141,7 @@ export class S3BlobStore implements BlobStore {
     } while (continuationToken)
   }
 
-  private async statObject(key: string): Promise<Bun.S3Stats | undefined> {
+  private async statObject(key: string): Promise<Awaited<ReturnType<S3File['stat']>> | undefined> {
     try {
       return await this.file(key).stat()
     } catch (error) {
@@ -166,7 +167,7 @@ export class S3BlobStore implements BlobStore {
     return this.prefix + key
   }
 
-  private file(key: string): Bun.S3File {
+  private file(key: string): S3File {
     return this.client.file(this.objectKey(key))
   }
 }

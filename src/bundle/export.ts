@@ -5,6 +5,7 @@
 // (docs/bundles.md, "Export"), computed once into temporary position tables; every section is then read
 // through an SQL cursor in position order, one batch at a time, and references are joined to
 // positions in SQL. Memory holds one batch of rows or one media chunk, whatever the size.
+import { runtime } from '../runtime/index.ts'
 import { createWriteStream, type WriteStream } from 'node:fs'
 import { once } from 'node:events'
 import { rm } from 'node:fs/promises'
@@ -599,7 +600,7 @@ async function exportGraph(job: RunningJob<ExportParams>, services: JobServices)
     const { metadata, counts, bytes, path } = exported
     job.progress({ phase: 'pushing', done: 0, total: bytes, bytes: 0 })
     const pushed = await pushFile(services, path, pushMetadata(metadata), (sent) => job.progress({ done: sent, bytes: sent }), job)
-    await services.blobs.put(latestExportKey(repositoryId), Bun.file(path), { contentType: 'application/gzip' })
+    await services.blobs.put(latestExportKey(repositoryId), await runtime.openFile(path), { contentType: 'application/gzip' })
     return { graph_id: pushed.graph_id, name: metadata.name, sha256: metadata.sha256!, bytes, counts, new: pushed.new }
   } finally {
     await rm(exported.path, { force: true })
@@ -629,7 +630,7 @@ function pushMetadata(metadata: Metadata): PushMetadata {
  */
 async function pushFile(services: JobServices, path: string, metadata: PushMetadata, onSent: (bytes: number) => void, job: RunningJob<ExportParams>) {
   try {
-    return await services.registry.push(metered(Bun.file(path).stream(), onSent), metadata, { signal: job.signal, onBehalfOf: job.createdBy })
+    return await services.registry.push(metered((await runtime.openFile(path)).stream(), onSent), metadata, { signal: job.signal, onBehalfOf: job.createdBy })
   } catch (error) {
     throw error instanceof RegistryError && error.final ? new PermanentJobError(error.message) : error
   }

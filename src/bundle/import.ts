@@ -16,6 +16,7 @@
 // - A failed import rolls back, and its media and staged vectors are deleted: the repository is
 //   as before. Bad input (BundleError: "section[position]: problem") fails the job at once.
 // - The upload is deleted once the job ends for good (success, bad input, last attempt, cancel).
+import { runtime } from '../runtime/index.ts'
 import { createWriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { pipeline } from 'node:stream/promises'
@@ -270,7 +271,7 @@ async function openBundle(job: ImportJob, { blobs, registry, config }: JobServic
     await remove()
     throw error
   }
-  return { stream: Bun.file(path).stream(), bytes, close: remove }
+  return { stream: (await runtime.openFile(path)).stream(), bytes, close: remove }
 }
 
 export function describeGraph(params: { graph_id: string } | { name: string; sha256: string }): string {

@@ -285,6 +285,8 @@ async function* decompress(source: AsyncIterable<Uint8Array>, limits: ReaderLimi
   } catch (error) {
     if (error instanceof BundleError) throw error
     if (feedError !== undefined) throw feedError
+    // Only zlib's failures (Z_* codes) are the data's; any other (the runtime's) is reported as itself.
+    if (!String((error as { code?: unknown } | null)?.code).startsWith('Z_')) throw error
     throw gzipError(gzipProblem(error, gunzip.bytesWritten || stats.compressedBytes))
   } finally {
     stopped = true

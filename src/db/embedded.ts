@@ -2,6 +2,7 @@
 // one PGlite per database under DATA_DIR/pg/<name>, each served over a Unix socket by our
 // PGliteServer so the same postgres.js code runs against it as against a real server.
 // Unix sockets in a 0700 directory keep other local users out (PGlite has no passwords).
+import { runtime } from '../runtime/index.ts'
 import { PGlite } from '@electric-sql/pglite'
 import { createHash, randomBytes } from 'node:crypto'
 import { closeSync, cpSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs'
@@ -74,7 +75,7 @@ export class EmbeddedCluster {
   ) {
     this.lockPath = join(root, 'kgs.lock')
     this.sweeper = setInterval(() => void this.closeIdle(), Math.min(SWEEP_MS, limits.idleMs))
-    this.sweeper.unref()
+    runtime.unref(this.sweeper)
   }
 
   /**
@@ -164,7 +165,7 @@ export class EmbeddedCluster {
       open.sort((a, b) => a.lastActive - b.lastActive)
       for (const server of open) if (await this.closeServer(server)) return
       if (performance.now() > deadline) throw new Error(`all ${this.limits.maxOpen} open embedded databases stayed busy for ${ROOM_TIMEOUT_MS / 1000} s (EMBEDDED_MAX_OPEN)`)
-      await Bun.sleep(ROOM_POLL_MS)
+      await runtime.sleep(ROOM_POLL_MS)
     }
   }
 
@@ -177,7 +178,7 @@ export class EmbeddedCluster {
   /** A PGlite's memory (a WebAssembly heap) goes back only once collected: collected now, not whenever the heap next fills. */
   private async closeServer(server: PGliteServer): Promise<boolean> {
     const closed = await server.closeIfIdle()
-    if (closed) Bun.gc(true)
+    if (closed) runtime.gc(true)
     return closed
   }
 
@@ -222,7 +223,7 @@ export class EmbeddedCluster {
 }
 
 function initdbOnWorker(dir: string): Promise<void> {
-  const worker = new Worker(INITDB_WORKER_URL)
+  const worker = runtime.startWorker(INITDB_WORKER_URL)
   return new Promise<void>((resolve, reject) => {
     worker.onmessage = (event: MessageEvent<{ ok: boolean; error?: string }>) =>
       event.data.ok ? resolve() : reject(new Error(`initdb of ${dir} failed: ${event.data.error}`))

@@ -2,9 +2,7 @@
 // a `bun build --compile` binary. Importing them as files makes the bundler embed them, and
 // handing them to PGlite.create explicitly works the same in development and in the binary.
 // Compiling the wasm once also makes every further database open faster.
-import pgliteWasmPath from '../../node_modules/@electric-sql/pglite/dist/pglite.wasm' with { type: 'file' }
-import initdbWasmPath from '../../node_modules/@electric-sql/pglite/dist/initdb.wasm' with { type: 'file' }
-import fsBundlePath from '../../node_modules/@electric-sql/pglite/dist/pglite.data' with { type: 'file' }
+import { runtime } from '../runtime/index.ts'
 
 export interface PGliteAssets {
   pgliteWasmModule: WebAssembly.Module
@@ -16,10 +14,11 @@ let assets: Promise<PGliteAssets> | undefined
 
 export function loadPGliteAssets(): Promise<PGliteAssets> {
   assets ??= (async () => {
+    const paths = await runtime.assets()
     const [pglite, initdb, data] = await Promise.all([
-      Bun.file(pgliteWasmPath).arrayBuffer(),
-      Bun.file(initdbWasmPath).arrayBuffer(),
-      Bun.file(fsBundlePath).arrayBuffer(),
+      runtime.openFile(paths.pgliteWasm).then((file) => file.arrayBuffer()),
+      runtime.openFile(paths.initdbWasm).then((file) => file.arrayBuffer()),
+      runtime.openFile(paths.pgliteData).then((file) => file.arrayBuffer()),
     ])
     const [pgliteWasmModule, initdbWasmModule] = await Promise.all([WebAssembly.compile(pglite), WebAssembly.compile(initdb)])
     return { pgliteWasmModule, initdbWasmModule, fsBundle: new Blob([data]) }

@@ -2,12 +2,9 @@
 // binary like PGlite's (src/db/pglite-assets.ts): the page works with no network beyond kgs.
 // "Authorize" offers a bearer token, or OAuth 2.0 authorization code + PKCE against kgs's own
 // authorization server with a public client kgs registers for itself (SWAGGER_CLIENT_ID).
+import { runtime, type Assets } from '../runtime/index.ts'
 import { Elysia } from 'elysia'
 import type { Sql } from 'postgres'
-import bundleJs from '../../node_modules/swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
-import css from '../../node_modules/swagger-ui-dist/swagger-ui.css' with { type: 'file' }
-import redirectJs from '../../node_modules/swagger-ui-dist/oauth2-redirect.js' with { type: 'file' }
-import favicon from '../../node_modules/swagger-ui-dist/favicon-32x32.png' with { type: 'file' }
 import { DOCUMENT_PATH } from './openapi.ts'
 
 /** 22 characters at least, as client ids are. */
@@ -26,12 +23,12 @@ const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 
 const respond = (body: string | Blob, type: string, cache = 'no-cache') =>
   new Response(body, { headers: { 'content-type': type, 'cache-control': cache, ...(type === HTML ? { 'content-security-policy': PAGE_POLICY } : {}) } })
 
-const ASSETS: Record<string, { path: string; type: string }> = {
-  'swagger-ui-bundle.js': { path: bundleJs, type: JS },
-  'swagger-ui.css': { path: css, type: 'text/css; charset=utf-8' },
+const ASSETS: Record<string, { path: keyof Assets; type: string }> = {
+  'swagger-ui-bundle.js': { path: 'swaggerBundleJs', type: JS },
+  'swagger-ui.css': { path: 'swaggerCss', type: 'text/css; charset=utf-8' },
   // oauth2-redirect.html loads it by this relative name.
-  'oauth2-redirect.js': { path: redirectJs, type: JS },
-  'favicon.png': { path: favicon, type: 'image/png' },
+  'oauth2-redirect.js': { path: 'swaggerRedirectJs', type: JS },
+  'favicon.png': { path: 'swaggerFavicon', type: 'image/png' },
 }
 
 /** swagger-ui-dist's oauth2-redirect.html: the page the authorization server sends the code to. */
@@ -110,7 +107,7 @@ export function swaggerUi(system: Sql, baseUrl: string, document: () => object) 
       '/swagger/:asset',
       ({ params, status }) => {
         const asset = ASSETS[params.asset]
-        return asset ? respond(Bun.file(asset.path), asset.type, 'public, max-age=3600') : status(404, { error: 'not found' })
+        return asset ? runtime.assets().then((paths) => runtime.openFile(paths[asset.path])).then((file) => respond(file, asset.type, 'public, max-age=3600')) : status(404, { error: 'not found' })
       },
       hide,
     )

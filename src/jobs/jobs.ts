@@ -1,6 +1,7 @@
 // Enqueueing and cancelling, shared by the API (main thread) and by running jobs (worker
 // threads) that queue follow-ups. Workers are woken through the event bus: LISTEN/NOTIFY reaches
 // every instance on PostgreSQL; embedded, the main thread relays to its worker threads.
+import { runtime } from '../runtime/index.ts'
 import type { EventBus } from '../db/events.ts'
 import type { Db } from '../db/sql.ts'
 import { HttpError } from '../http/errors.ts'
@@ -61,7 +62,7 @@ export class Jobs {
       }
       if (running.length === 0) break
       if (Date.now() > deadline) throw new HttpError(503, 'the repository\'s jobs have not stopped yet; try again', { 'retry-after': '5' })
-      await Bun.sleep(STOP_POLL_MS)
+      await runtime.sleep(STOP_POLL_MS)
     }
     await explainCancelled(this.system, [...asked], reason)
   }

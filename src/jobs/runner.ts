@@ -2,6 +2,7 @@
 // cancellations from the event bus to them, replaces a thread that dies (releasing its job at
 // once instead of waiting for the lease), and periodically re-queues jobs whose lease expired
 // anywhere in the fleet.
+import { runtime } from '../runtime/index.ts'
 import type { Config } from '../config.ts'
 import type { EventBus } from '../db/events.ts'
 import type { Pools } from '../db/pools.ts'
@@ -92,7 +93,7 @@ export class JobRunner {
   private spawn(): Promise<void> {
     const { config, pools, bus, log } = this.options
     const id = `${hostname()}:${process.pid}:${++this.generation}:${crypto.randomUUID().slice(0, 8)}`
-    const thread = new Worker(JOB_WORKER_URL)
+    const thread = runtime.startWorker(JOB_WORKER_URL, { onExit: () => void this.onExit(entry) })
     let resolveStopped!: () => void
     const entry: WorkerThread = { id, thread, stopped: new Promise((resolve) => (resolveStopped = resolve)) }
     this.threads.add(entry)
@@ -118,7 +119,6 @@ export class JobRunner {
         }
       }
     })
-    thread.addEventListener('close', () => void this.onExit(entry))
     thread.postMessage({ type: 'start', workerId: id, config, timing: this.timing, extraKindModules: this.options.extraKindModules ?? [] } satisfies ToWorker)
     return started
   }

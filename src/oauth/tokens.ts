@@ -5,6 +5,7 @@
 // family lives GRANT_SECONDS from the consent, however often its refresh token rotates.
 // Revoked families and access tokens are held in memory (no database round trip per request),
 // fed by the event bus and a periodic catch-up, like revoked sessions.
+import { runtime } from '../runtime/index.ts'
 import { jwt } from '@elysiajs/jwt'
 import { tokenKey } from '../http/token-keys.ts'
 import type { Sql } from 'postgres'
@@ -79,7 +80,7 @@ export class OAuthTokens {
     await tokens.catchUp()
     if (options.catchUp) {
       tokens.timer = setInterval(() => void tokens.catchUp().catch((error) => options.log.warn('oauth revocation catch-up failed', describeError(error))), CATCH_UP_MS)
-      tokens.timer.unref()
+      runtime.unref(tokens.timer)
     }
     return tokens
   }

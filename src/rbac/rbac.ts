@@ -1,6 +1,7 @@
 // The in-memory Casbin enforcer (RBAC with domains) and its lifecycle. Checks are synchronous
 // and cost no database round trip. Any change (API or CLI, on any instance) bumps a version and
 // notifies; every instance then rebuilds its enforcer from the table and swaps it in whole.
+import { runtime } from '../runtime/index.ts'
 import { newEnforcer, newModelFromString, type Enforcer } from 'casbin'
 import type { Sql } from 'postgres'
 import type { EventBus } from '../db/events.ts'
@@ -80,7 +81,7 @@ export class Rbac {
     await options.bus.subscribe(ROLES_CHANGED, () => void rbac.reload())
     if (options.catchUp) {
       rbac.timer = setInterval(() => void rbac.reloadIfStale(), CATCH_UP_MS)
-      rbac.timer.unref()
+      runtime.unref(rbac.timer)
     }
     return rbac
   }

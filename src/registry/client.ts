@@ -7,6 +7,7 @@
 // from its real behaviour): lists as {graphs, total} paged by offset, newest first; records
 // without bytes or owner_id, zero counts and empty tags left out; errors sometimes text/plain.
 // Everything read here is taken in either form.
+import { runtime } from '../runtime/index.ts'
 import { ConfigError, type Config } from '../config.ts'
 import { createServiceTokens } from '../http/auth.ts'
 import { COUNT_FIELDS, type Graph } from './store.ts'
@@ -248,9 +249,7 @@ export class RegistryClient {
 }
 
 async function existingFile(path: string): Promise<Blob> {
-  const file = Bun.file(path)
-  if (!(await file.exists())) throw new Error(`no bundle file at ${path}`)
-  return file
+  return await runtime.openFile(path).catch(() => Promise.reject(new Error(`no bundle file at ${path}`)))
 }
 
 function toStream(source: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> {

@@ -22,6 +22,7 @@
 // `staging_<kind>_<job uuid hex>`, and promotes them into the repository's tables after the
 // commit (or drops them when the transaction rolls back). Promotion is an upsert, so running it
 // again after a crash midway is harmless.
+import { runtime } from '../runtime/index.ts'
 import { connect, Index, type Connection, type Table } from '@lancedb/lancedb'
 import { Field, FixedSizeList, Float32, makeData, RecordBatch, Schema, Struct, Table as ArrowTable, Utf8, vectorFromArray, type Vector } from 'apache-arrow'
 import { UUID_PATTERN } from '../uuid.ts'
@@ -471,7 +472,7 @@ export class VectorStore {
       } catch (error) {
         const race = error instanceof Error && CREATION_RACE.some((pattern) => pattern.test(error.message))
         if (!race || attempt === CREATE_ATTEMPTS) throw error
-        await Bun.sleep(25 * 2 ** attempt)
+        await runtime.sleep(25 * 2 ** attempt)
       }
     }
   }

@@ -6,6 +6,8 @@ import { Readable } from 'node:stream'
 import { gzipSync } from 'node:zlib'
 import { BundleError, readBundle, type BundleItem, type ReaderLimits } from '../../src/bundle/reader.ts'
 import { ROW_SECTIONS } from '../../src/bundle/schema.ts'
+import { COLLECT_EVERY_BYTES } from '../../src/memory.ts'
+import { runtime } from '../../src/runtime/index.ts'
 import { BODY_TEXT, brokenBundles, gzipBundle, IMAGE_BYTES, referenceFields, v1Json, validBundle, validBundleJson } from '../helpers/broken-bundles.ts'
 
 type Obj = Record<string, unknown>
@@ -711,6 +713,25 @@ describe('vectors', () => {
         expect(vectors.length).toBe(count)
         expect(vectors).toEqual(expected)
       }
+    }
+  })
+})
+
+describe('failures that are not the data', () => {
+  test("a runtime failure inside the reader surfaces as itself, not as 'gzip: corrupt data'", async () => {
+    const gc = runtime.gc
+    // The reader asks for a collection after every COLLECT_EVERY_BYTES decompressed: leading
+    // whitespace (valid JSON) gets it there with the smallest bundle.
+    runtime.gc = () => {
+      throw new Error('the collector is unavailable')
+    }
+    try {
+      const bytes = gzipSync(Buffer.concat([Buffer.alloc(COLLECT_EVERY_BYTES + 1, ' '), Buffer.from(validBundleJson())]))
+      const error = await collect(chunked(bytes, 64 * 1024), { maxCompressionRatio: Number.MAX_SAFE_INTEGER }).then(() => undefined, (e: unknown) => e)
+      expect(error).not.toBeInstanceOf(BundleError)
+      expect((error as Error).message).toBe('the collector is unavailable')
+    } finally {
+      runtime.gc = gc
     }
   })
 })

@@ -1,0 +1,13 @@
+// Bun embeds files imported `with { type: 'file' }` in the compiled binary and resolves them to
+// paths there (and to their paths in node_modules when not compiled). Deno has no such import
+// (deno.ts reads the same files from node_modules); only bun.ts imports this module, when first asked for an asset.
+import pgliteWasm from '../../node_modules/@electric-sql/pglite/dist/pglite.wasm' with { type: 'file' }
+import initdbWasm from '../../node_modules/@electric-sql/pglite/dist/initdb.wasm' with { type: 'file' }
+import pgliteData from '../../node_modules/@electric-sql/pglite/dist/pglite.data' with { type: 'file' }
+import swaggerBundleJs from '../../node_modules/swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
+import swaggerCss from '../../node_modules/swagger-ui-dist/swagger-ui.css' with { type: 'file' }
+import swaggerRedirectJs from '../../node_modules/swagger-ui-dist/oauth2-redirect.js' with { type: 'file' }
+import swaggerFavicon from '../../node_modules/swagger-ui-dist/favicon-32x32.png' with { type: 'file' }
+import type { Assets } from './types.ts'
+
+export const assets: Assets = { pgliteWasm, initdbWasm, pgliteData, swaggerBundleJs, swaggerCss, swaggerRedirectJs, swaggerFavicon }

@@ -1,0 +1,48 @@
+// The Bun implementation of the runtime layer: the default, and the compiled binary's.
+import type { Runtime, S3Client } from './types.ts'
+
+const enoent = (path: string) => Object.assign(new Error(`ENOENT: no such file or directory, open '${path}'`), { code: 'ENOENT', path })
+
+let stdoutSink: ReturnType<typeof Bun.stdout.writer> | undefined
+
+export const runtime: Runtime = {
+  name: 'bun',
+  serve(options) {
+    const { unix, port, hostname, maxRequestBodySize, fetch, error } = options
+    const server = unix === undefined ? Bun.serve({ port, hostname, maxRequestBodySize, fetch, error }) : Bun.serve({ unix, maxRequestBodySize, fetch, error })
+    return {
+      port: server.port,
+      peerAddress: (request) => server.requestIP(request)?.address,
+      stop: (force) => server.stop(force),
+    }
+  },
+  async openFile(path) {
+    const file = Bun.file(path)
+    if (!(await file.exists())) throw enoent(path)
+    return file
+  },
+  gc: (full) => Bun.gc(full),
+  sleep: (ms) => Bun.sleep(ms),
+  uuidv7: () => Bun.randomUUIDv7(),
+  writeStdout(text) {
+    stdoutSink ??= Bun.stdout.writer()
+    stdoutSink.write(text)
+    void stdoutSink.flush()
+  },
+  stdin: () => Bun.stdin.stream(),
+  fetchUnix: (socket, url, init) => fetch(url, { ...init, unix: socket }),
+  startWorker(url, options = {}) {
+    const worker = new Worker(url, { smol: options.smol })
+    const { onExit } = options
+    // Bun's own event: the thread ended, by an uncaught error or terminate().
+    if (onExit) worker.addEventListener('close', () => onExit())
+    return worker
+  },
+  unref: (handle) => void (handle as { unref(): void }).unref(),
+  // Synchronous on purpose: the hashing thread's lowered priority applies to itself only.
+  hashPassword: async (password) => Bun.password.hashSync(password, { algorithm: 'argon2id', memoryCost: 65536, timeCost: 2 }),
+  verifyPassword: async (password, hash) => Bun.password.verifySync(password, hash),
+  s3: (connection) => new Bun.S3Client(connection) as unknown as S3Client,
+  // Imported when first asked for: Deno, which loads this module too, cannot parse that one.
+  assets: () => import('./bun-assets.ts').then((module) => module.assets),
+}
