@@ -53,7 +53,8 @@ export function csrfMatches(pending: PendingAuthorization, token: string): boole
   return timingSafeEqual(pending.csrf_hash, csrfDigest(token))
 }
 
-export async function bindUser(sql: Sql, pendingId: string, userId: string): Promise<void> {
+/** The user who signed in for a pending authorization; null again after "Not you? Sign out". */
+export async function bindUser(sql: Sql, pendingId: string, userId: string | null): Promise<void> {
   await sql`UPDATE oauth_authorizations SET user_id = ${userId} WHERE id = ${pendingId}`
 }
 
@@ -107,6 +108,11 @@ export async function endBrowserSession(sql: Sql, cookieHeader: string | null): 
 /** Set-Cookie for the pages' session: HttpOnly, SameSite=Lax, only on the OAuth path, Secure on https. */
 export function sessionCookie(token: string, secure: boolean): string {
   return `${BROWSER_SESSION_COOKIE}=${token}; Path=/api/v1/oauth; Max-Age=${BROWSER_SESSION_SECONDS}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
+}
+
+/** Set-Cookie that removes the pages' session from the browser (after "Not you? Sign out"). */
+export function endedSessionCookie(secure: boolean): string {
+  return `${BROWSER_SESSION_COOKIE}=; Path=/api/v1/oauth; Max-Age=0; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
 }
 
 /** Closes the authorization, once: a second decision on it finds nothing. */

@@ -101,10 +101,10 @@ export function consentPage(input: ConsentPageInput): string {
 <p>kgs has not verified this application: it registered itself, and its name is its own claim. Allow only if you trust <span class="host">${escapeHtml(input.redirectHost)}</span>.</p>
 <p>No application can change your password or sign-in e-mail, whatever it is allowed.</p>
 <p>The access lasts at most ${GRANT_SECONDS / 86_400} days; then the application must ask again.</p>
-<p>Signed in as ${escapeHtml(input.userEmail)}.</p>
 <form method="post" action="/api/v1/oauth/authorize">
 <input type="hidden" name="authorization_id" value="${escapeHtml(input.authorizationId)}">
 <input type="hidden" name="csrf_token" value="${escapeHtml(input.csrfToken)}">
+<p>Signed in as ${escapeHtml(input.userEmail)}. <button type="submit" name="decision" value="sign-out" class="secondary">Not you? Sign out</button></p>
 <button type="submit" name="decision" value="allow">Allow</button>
 <button type="submit" name="decision" value="deny" class="secondary">Deny</button>
 </form>`,

@@ -11,7 +11,7 @@ import { OAuthError } from '../http/errors.ts'
 import type { Throttles } from '../http/throttle.ts'
 import { normalizeEmail } from '../accounts/users.ts'
 import type { OAuthTokens } from './tokens.ts'
-import { bindingCookie, bindUser, boundToBrowser, browserBinding, browserBindingDigest, browserSessionUser, csrfMatches, newBrowserBinding, decide, endBrowserSession, findPending, issueCode, sessionCookie, startBrowserSession } from './consent.ts'
+import { bindingCookie, bindUser, boundToBrowser, browserBinding, browserBindingDigest, browserSessionUser, csrfMatches, newBrowserBinding, decide, endBrowserSession, endedSessionCookie, findPending, issueCode, sessionCookie, startBrowserSession } from './consent.ts'
 import { consentPage, errorPage, formTarget, loginPage, pageResponse, redirectHost } from './pages.ts'
 import { authorizationServerMetadata, PROTECTED_RESOURCE_DOCUMENT, protectedResourceMetadata, type RESOURCE_PATHS } from './metadata.ts'
 
@@ -104,7 +104,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     return pageResponse(html, 200, [formTarget(pending.redirect_uri)])
   }
   /** The sign-in page once more, saying what went wrong. */
-  const signInAgain = async (pending: { id: string; client_id: string; redirect_uri: string }, form: { csrf_token: string; email: string }, error: string, status: number) => {
+  const signInAgain = async (pending: { id: string; client_id: string; redirect_uri: string }, form: { csrf_token: string; email: string }, error: string | undefined, status: number) => {
     const client = await findClient(system, pending.client_id)
     const html = loginPage({
       clientName: client?.client_name ?? '',
@@ -225,6 +225,14 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         if (!boundToBrowser(pending, request.headers.get('cookie'))) return otherBrowserPage()
         const userId = await browserSessionUser(system, request.headers.get('cookie'))
         if (!userId || userId !== pending.user_id) return pageResponse(errorPage('Your sign-in for this request was not found. Return to the application and start again.'), 403)
+        if (body.decision === 'sign-out') {
+          // "Not you?": the pages' session ends and the same request asks for a sign-in again.
+          await endBrowserSession(system, request.headers.get('cookie'))
+          await bindUser(system, pending.id, null)
+          const page = await signInAgain(pending, { csrf_token: body.csrf_token, email: '' }, undefined, 200)
+          page.headers.append('set-cookie', endedSessionCookie(secureCookies))
+          return page
+        }
         if (!(await decide(system, pending.id))) return expiredPage()
         const state = pending.state ?? undefined
         if (body.decision === 'deny') return redirect303(redirectWith(pending.redirect_uri, baseUrl, { error: 'access_denied', error_description: 'the user denied the request', state }))
@@ -232,8 +240,8 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
       },
       {
         parse: 'urlencoded',
-        body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), decision: t.Union([t.Literal('allow'), t.Literal('deny')]) }),
-        detail: htmlPage('The consent decision: redirects to the client with a code, or access_denied', 303),
+        body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), decision: t.Union([t.Literal('allow'), t.Literal('deny'), t.Literal('sign-out')]) }),
+        detail: htmlPage('The consent decision: redirects to the client with a code, or access_denied; sign-out shows the sign-in page again', 303),
       },
     )
     .post(

@@ -104,6 +104,30 @@ describe(`sign-in and consent (${BACKEND})`, () => {
     expect(await again.text()).toContain('expired or was already answered')
   })
 
+  test('"Not you? Sign out": the pages’ session ends, the same request asks for a sign-in, and the next user decides', async () => {
+    const { page, res, cookie } = await signIn()
+    expect(await res.text()).toContain('<button type="submit" name="decision" value="sign-out" class="secondary">Not you? Sign out</button>')
+    const out = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'sign-out' }, cookie)
+    expect(out.status).toBe(200)
+    expect(out.headers.get('set-cookie')).toBe('kgs_oauth_session=; Path=/api/v1/oauth; Max-Age=0; HttpOnly; SameSite=Lax')
+    const signInPage = await out.text()
+    expect(signInPage).toContain('<button type="submit">Sign in</button>')
+    expect(signInPage).toContain(`name="authorization_id" value="${page.authorizationId}"`)
+    // The old session is gone: a decision with its cookie is refused, and nothing was decided.
+    const stale = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }, cookie)
+    expect(stale.status).toBe(403)
+    const next = await begin(cookie)
+    expect(next.html).toContain('<button type="submit">Sign in</button>')
+    // The other user signs in on the same request and decides it.
+    const again = await form('/api/v1/oauth/authorize/login', { authorization_id: page.authorizationId, csrf_token: page.csrf, email: other.email, password: PASSWORD })
+    expect(again.status).toBe(200)
+    expect(await again.text()).toContain(`Signed in as ${other.email}.`)
+    const otherCookie = again.headers.get('set-cookie')!.split(';')[0]!
+    const allowed = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }, otherCookie)
+    expect(allowed.status).toBe(303)
+    expect(new URL(allowed.headers.get('location')!).searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/)
+  })
+
   test('Deny: access_denied with state and iss', async () => {
     const { page, cookie } = await signIn()
     const res = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'deny' }, cookie)
