@@ -77,6 +77,15 @@ class CanonicalSource {
     }
   }
 
+  /** The canonical hashes by every rule of the file's version, reading the whole file. */
+  async hashes(): Promise<{ content: BundleContent; rules: CanonicalRule[]; hashes: Partial<Record<CanonicalRule, string>> }> {
+    const content = await this.content()
+    const rules = canonicalRulesFor(content.schemaVersion)
+    const hashes = await canonicalHashes(content, rules)
+    await this.finish()
+    return { content, rules, hashes }
+  }
+
   /** Reads the rest of the file, so that every check of the reader runs. */
   async finish(): Promise<void> {
     while (await this.peek()) this.take()
@@ -107,10 +116,7 @@ export const RULE_NAMES: Record<CanonicalRule, string> = {
 export async function summarizeBundle(source: AsyncIterable<Uint8Array>, limits?: Partial<ReaderLimits>): Promise<BundleSummary> {
   const reader = readBundle(source, limits)
   const canonical = new CanonicalSource(reader)
-  const content = await canonical.content()
-  const rules = canonicalRulesFor(content.schemaVersion)
-  const hashes = await canonicalHashes(content, rules)
-  await canonical.finish()
+  const { content, rules, hashes } = await canonical.hashes()
   return {
     schemaVersion: content.schemaVersion,
     metadata: content.metadata,
@@ -180,11 +186,7 @@ class Handoff implements AsyncIterable<BundleItem> {
 export function hashAlongside(items: AsyncIterable<BundleItem>): { items: AsyncIterable<BundleItem>; digest: Promise<string[]> } {
   const handoff = new Handoff()
   const digest = (async () => {
-    const canonical = new CanonicalSource(handoff)
-    const content = await canonical.content()
-    const hashes = await canonicalHashes(content, canonicalRulesFor(content.schemaVersion))
-    await canonical.finish()
-    return Object.values(hashes)
+    return Object.values((await new CanonicalSource(handoff).hashes()).hashes)
   })()
   // A hash that fails stops asking for items: the items go on without it.
   const stopped = digest.then(
