@@ -2,10 +2,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { Pools, repositoryDatabaseName } from '../../src/db/pools.ts'
+import { type Pools, repositoryDatabaseName } from '../../src/db/pools.ts'
 import { MigrationError, migrate } from '../../src/db/migrate.ts'
 import { MIGRATIONS } from '../../src/db/migrations/index.ts'
-import { BACKEND, instanceEnvironment } from '../helpers/backend.ts'
+import { BACKEND, openTestPools } from '../helpers/backend.ts'
 
 /** The message of the promise's rejection (Bun's `rejects` is slow at formatting driver errors). */
 async function failure(promise: Promise<unknown>): Promise<string> {
@@ -18,16 +18,13 @@ async function failure(promise: Promise<unknown>): Promise<string> {
 }
 
 let pools: Pools
-let instance: Awaited<ReturnType<typeof instanceEnvironment>>
+let opened: Awaited<ReturnType<typeof openTestPools>>
 
 beforeAll(async () => {
-  instance = await instanceEnvironment()
-  pools = await Pools.open({ databaseUrl: instance.env.DATABASE_URL, dataDir: instance.dataDir })
+  opened = await openTestPools()
+  pools = opened.pools
 })
-afterAll(async () => {
-  await pools.close()
-  await instance.cleanup()
-})
+afterAll(() => opened?.close())
 
 describe(`migrations (${BACKEND})`, () => {
   test('every SQL file is listed once, in order, numbered by its file name', () => {
@@ -115,7 +112,7 @@ describe(`repository pools (${BACKEND})`, () => {
     await pools.dropRepository(id)
     expect(await pools.system`SELECT 1 FROM repository_databases WHERE repository_id = ${id}`).toHaveLength(0)
     if (BACKEND === 'embedded') {
-      expect(existsSync(join(instance.dataDir, 'pg', dsn.slice('pglite:'.length)))).toBe(false)
+      expect(existsSync(join(opened.dataDir, 'pg', dsn.slice('pglite:'.length)))).toBe(false)
     } else {
       const name = new URL(dsn).pathname.slice(1)
       expect(await pools.system`SELECT 1 FROM pg_database WHERE datname = ${name}`).toHaveLength(0)

@@ -2,23 +2,20 @@
 // enums imply and the natural keys import dedups on are enforced by the database itself.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Sql } from 'postgres'
-import { Pools } from '../../src/db/pools.ts'
-import { BACKEND, instanceEnvironment } from '../helpers/backend.ts'
+import type { Pools } from '../../src/db/pools.ts'
+import { BACKEND, openTestPools } from '../helpers/backend.ts'
 
 let pools: Pools
 let sql: Sql
-let instance: Awaited<ReturnType<typeof instanceEnvironment>>
+let opened: Awaited<ReturnType<typeof openTestPools>>
 
 beforeAll(async () => {
-  instance = await instanceEnvironment()
-  pools = await Pools.open({ databaseUrl: instance.env.DATABASE_URL, dataDir: instance.dataDir })
+  opened = await openTestPools()
+  pools = opened.pools
   await pools.migrate()
   sql = await pools.forRepository(crypto.randomUUID())
 })
-afterAll(async () => {
-  await pools.close()
-  await instance.cleanup()
-})
+afterAll(() => opened?.close())
 
 const hash = (n: number) => n.toString(16).padStart(64, '0')
 

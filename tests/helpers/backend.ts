@@ -5,6 +5,7 @@ import { cpSync, existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { EmbeddedCluster } from '../../src/db/embedded.ts'
+import { Pools } from '../../src/db/pools.ts'
 import { createScratchDatabase } from '../../scripts/lib/scratch-database.ts'
 import pglitePackage from '../../node_modules/@electric-sql/pglite/package.json' with { type: 'json' }
 
@@ -66,6 +67,20 @@ export async function instanceEnvironment(): Promise<{ env: Record<string, strin
     async cleanup() {
       await database?.drop()
       rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** Pools on an instance environment of their own (no server): close() closes them and removes the instance. */
+export async function openTestPools(): Promise<{ pools: Pools; dataDir: string; close(): Promise<void> }> {
+  const instance = await instanceEnvironment()
+  const pools = await Pools.open({ databaseUrl: instance.env.DATABASE_URL, dataDir: instance.dataDir })
+  return {
+    pools,
+    dataDir: instance.dataDir,
+    async close() {
+      await pools.close()
+      await instance.cleanup()
     },
   }
 }

@@ -2,7 +2,7 @@
 // backoff, expiry, release and cancellation. Time is moved by editing the rows, never by waiting.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import type { Sql } from 'postgres'
-import { Pools } from '../../src/db/pools.ts'
+import type { Pools } from '../../src/db/pools.ts'
 import {
   claimJob,
   enqueueJob,
@@ -18,23 +18,20 @@ import {
   requeueExpiredLeases,
   retryDelayMs,
 } from '../../src/jobs/queue.ts'
-import { BACKEND, instanceEnvironment } from '../helpers/backend.ts'
+import { BACKEND, openTestPools } from '../helpers/backend.ts'
 
 let pools: Pools
 let sql: Sql
-let instance: Awaited<ReturnType<typeof instanceEnvironment>>
+let opened: Awaited<ReturnType<typeof openTestPools>>
 const LEASE = 60_000
 
 beforeAll(async () => {
-  instance = await instanceEnvironment()
-  pools = await Pools.open({ databaseUrl: instance.env.DATABASE_URL, dataDir: instance.dataDir })
+  opened = await openTestPools()
+  pools = opened.pools
   await pools.migrate()
   sql = pools.system
 })
-afterAll(async () => {
-  await pools.close()
-  await instance.cleanup()
-})
+afterAll(() => opened?.close())
 // Each test sees only its own jobs.
 beforeEach(async () => {
   await sql`DELETE FROM jobs`

@@ -1,22 +1,19 @@
 // Migration 0013_graph_owner_email on rows written before it, when owner held the pusher's user
 // id: owner becomes the e-mail and owner_id the id; 'kgs' and the id of a deleted account stay.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Pools } from '../../src/db/pools.ts'
+import type { Pools } from '../../src/db/pools.ts'
 import { migrate } from '../../src/db/migrate.ts'
 import { MIGRATIONS } from '../../src/db/migrations/index.ts'
-import { BACKEND, instanceEnvironment } from '../helpers/backend.ts'
+import { BACKEND, openTestPools } from '../helpers/backend.ts'
 
 let pools: Pools
-let instance: Awaited<ReturnType<typeof instanceEnvironment>>
+let opened: Awaited<ReturnType<typeof openTestPools>>
 
 beforeAll(async () => {
-  instance = await instanceEnvironment()
-  pools = await Pools.open({ databaseUrl: instance.env.DATABASE_URL, dataDir: instance.dataDir })
+  opened = await openTestPools()
+  pools = opened.pools
 })
-afterAll(async () => {
-  await pools?.close()
-  await instance?.cleanup()
-})
+afterAll(() => opened?.close())
 
 describe(`graph owners migrated to e-mail and owner_id (${BACKEND})`, () => {
   test('a user id becomes their e-mail and owner_id; kgs and a deleted account keep their owner', async () => {
