@@ -4,7 +4,7 @@
 // the Link header; they leave out the big text columns, which only the details carry.
 import type { Fragment, Sql } from 'postgres'
 import { isoTimestamp, type Db } from '../db/sql.ts'
-import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../db/pages.ts'
+import { afterCursor, pageKeyColumn, pageOrder, type PageKey } from '../db/pages.ts'
 
 /** How many related rows a detail embeds (images of a source, facts' sources, annotations, ...). */
 export const RELATED_LIMIT = 500
@@ -26,32 +26,40 @@ const bytes = (sql: Db) => sql`bytes::float8 AS bytes`
  * from there). With rows of up to the import's row limit, `limit` of them would be unbounded.
  */
 export const PAGE_BYTES = 8 * 1024 ** 2
+/** Bytes a listed row counts beyond its text columns: its ids, times, numbers and JSON punctuation, generously. */
+const ROW_OVERHEAD = 256
 
 /**
  * One page of `table` (with its own filter), ordered by (created_at, id), plus the look-ahead
- * row; cut where its rows pass PAGE_BYTES (as PostgreSQL spells them), in which case the rows
- * carry the shorter page's size (`pageLimit`, see page()) and the Link goes on from there. At
- * least one row is shown, whatever its size.
+ * row; cut where its rows pass PAGE_BYTES, in which case the rows carry the shorter page's size
+ * (`pageLimit`, see page()) and the Link goes on from there. At least one row is shown, whatever
+ * its size. A row's size is that of its `textColumns` (the only ones a row can make large)
+ * plus ROW_OVERHEAD.
+ *
+ * The window runs in the index scan's own order, so PostgreSQL streams it and stops at the LIMIT
+ * (no sort, no second pass); `has_next` (lead) tells a cut from the end of the rows.
  */
-async function listPage<T extends object>(sql: Sql, columns: Fragment, table: string, filter: Fragment, request: PageRequest): Promise<Paged<T>> {
-  const rows = await sql<(T & { id: string; key_at: string; bytes_before: number; fetched: number; rn: number })[]>`
+async function listPage<T extends object>(sql: Sql, columns: Fragment, table: string, textColumns: readonly string[], filter: Fragment, request: PageRequest): Promise<Paged<T>> {
+  const rowBytes = textColumns.reduce((sum, column) => sql`${sum} + coalesce(octet_length(${sql(`${table}.${column}`)}), 0)`, sql`${ROW_OVERHEAD}::int`)
+  const rows = await sql<(T & { id: string; key_at: string; bytes_before: string; rn: number; has_next: boolean })[]>`
     SELECT * FROM (
-      SELECT page.*,
-        coalesce(sum(octet_length(page::text)) OVER (ORDER BY key_at, id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before,
-        count(*) OVER ()::int AS fetched,
-        row_number() OVER (ORDER BY key_at, id)::int AS rn
-      FROM (
-        SELECT ${columns}, ${pageKeyColumn(sql)} FROM ${sql(table)}
-        WHERE ${afterCursor(sql, request.after)} AND ${filter}
-        ORDER BY ${pageOrder(sql, table)}
-        LIMIT ${request.limit + 1}
-      ) page
+      SELECT ${columns}, ${pageKeyColumn(sql)},
+        coalesce(sum(${rowBytes}) OVER page, 0) AS bytes_before,
+        (row_number() OVER page)::int AS rn,
+        lead(true, 1, false) OVER page AS has_next
+      FROM ${sql(table)}
+      WHERE ${afterCursor(sql, request.after)} AND ${filter}
+      WINDOW page AS (ORDER BY ${pageOrder(sql, table)} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+      ORDER BY ${pageOrder(sql, table)}
+      LIMIT ${request.limit + 1}
     ) sized
-    WHERE bytes_before < ${PAGE_BYTES} OR rn <= 2
-    ORDER BY rn`
-  const paged = withPageKeys(rows.map(({ fetched: _, rn: __, bytes_before: ___, ...row }) => row)) as unknown as Paged<T>
-  // Cut: the last row returned is the look-ahead of a shorter page.
-  return rows.length < (rows[0]?.fetched ?? 0) ? Object.assign(paged, { pageLimit: Math.max(1, rows.length - 1) }) : paged
+    WHERE bytes_before < ${PAGE_BYTES} OR rn <= 2`
+  // The outer query keeps the inner order in practice, but SQL does not promise it: rn does.
+  rows.sort((a, b) => a.rn - b.rn)
+  const last = rows.at(-1)
+  const paged = rows.map(({ key_at, rn: _, has_next: __, bytes_before: ___, ...row }) => Object.assign(row, { page_key: { at: key_at, id: row.id } })) as unknown as Paged<T>
+  // Cut: a row after the last one returned exists within the LIMIT, so the last row is the look-ahead of a shorter page.
+  return last && rows.length <= request.limit && last.has_next ? Object.assign(paged, { pageLimit: Math.max(1, rows.length - 1) }) : paged
 }
 
 /**
@@ -110,7 +118,7 @@ const sourceColumns = (sql: Db) =>
   sql`sources.id, url, doi, kind, status, parsed_title, to_char(published_at, 'YYYY-MM-DD') AS published_at, has_stored_body, ${createdAt(sql, 'sources')}`
 
 export function listSources(sql: Sql, request: PageRequest): Promise<Paged<Source>> {
-  return listPage(sql, sourceColumns(sql), 'sources', sql`true`, request)
+  return listPage(sql, sourceColumns(sql), 'sources', ['url', 'doi', 'kind', 'status', 'parsed_title'], sql`true`, request)
 }
 
 export async function getSource(sql: Sql, id: string): Promise<SourceDetail | undefined> {
@@ -157,7 +165,7 @@ const factColumns = (sql: Db) =>
 export function listFacts(sql: Sql, request: PageRequest & FactFilter): Promise<Paged<Fact>> {
   const filter = sql`${request.status === undefined ? sql`true` : sql`status = ${request.status}`}
     AND ${request.sourceId === undefined ? sql`true` : sql`id IN (SELECT fact_id FROM fact_sources WHERE source_id = ${request.sourceId})`}`
-  return listPage(sql, factColumns(sql), 'facts', filter, request)
+  return listPage(sql, factColumns(sql), 'facts', ['text', 'fact_kind', 'image_url', 'content_hash', 'promptset_hash', 'status'], filter, request)
 }
 
 export async function getFact(sql: Sql, id: string): Promise<FactDetail | undefined> {
@@ -233,7 +241,7 @@ const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${
 export function listConcepts(sql: Sql, request: PageRequest & { prefix?: string }): Promise<Paged<Concept>> {
   // lower(...) LIKE '<literal>%' is what the concepts_lower_name_prefix index (text_pattern_ops) serves.
   const filter = request.prefix === undefined ? sql`true` : sql`lower(canonical_name) LIKE lower(${likePrefix(request.prefix)})`
-  return listPage(sql, conceptColumns(sql), 'concepts', filter, request)
+  return listPage(sql, conceptColumns(sql), 'concepts', ['canonical_name', 'context', 'description', 'promptset_hash'], filter, request)
 }
 
 export async function getConcept(sql: Sql, id: string): Promise<ConceptDetail | undefined> {
@@ -283,7 +291,7 @@ export interface InvestigationDetail extends Investigation {
 const investigationColumns = (sql: Db) => sql`id, title, topic, ${createdAt(sql, 'investigations')}`
 
 export function listInvestigations(sql: Sql, request: PageRequest): Promise<Paged<Investigation>> {
-  return listPage(sql, investigationColumns(sql), 'investigations', sql`true`, request)
+  return listPage(sql, investigationColumns(sql), 'investigations', ['title', 'topic'], sql`true`, request)
 }
 
 export async function getInvestigation(sql: Sql, id: string): Promise<InvestigationDetail | undefined> {
@@ -328,7 +336,7 @@ const reportColumns = (sql: Db) =>
 export function listReports(sql: Sql, request: PageRequest & { parentId?: ParentFilter }): Promise<Paged<Report>> {
   const { parentId } = request
   const filter = parentId === undefined ? sql`true` : parentId === null ? sql`parent_id IS NULL` : sql`parent_id = ${parentId}`
-  return listPage(sql, reportColumns(sql), 'reports', filter, request)
+  return listPage(sql, reportColumns(sql), 'reports', ['title', 'topic', 'status', 'embedded_model'], filter, request)
 }
 
 export async function getReport(sql: Sql, id: string): Promise<ReportDetail | undefined> {
