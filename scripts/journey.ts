@@ -70,7 +70,7 @@ void (async () => {
 })()
 step('start')
 
-async function call<T = any>(method: string, path: string, options: { body?: unknown; raw?: Uint8Array; token?: string; type?: string } = {}): Promise<{ status: number; body: T }> {
+async function call<T = any>(method: string, path: string, options: { body?: unknown; raw?: Uint8Array<ArrayBuffer>; token?: string; type?: string } = {}): Promise<{ status: number; body: T }> {
   const headers: Record<string, string> = {}
   if (options.token) headers.authorization = `Bearer ${options.token}`
   if (options.raw) headers['content-type'] = options.type ?? 'application/gzip'

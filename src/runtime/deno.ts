@@ -1,8 +1,8 @@
 // The Deno implementation of the runtime layer (`deno run -A src/main.ts …`).
 import { openAsBlob } from 'node:fs'
 import { request as httpRequest } from 'node:http'
-import { fileURLToPath } from 'node:url'
 import { argon2id, argon2Verify } from 'hash-wasm'
+import { assets } from './node-assets.ts'
 import type { Runtime } from './types.ts'
 
 // Only what this file uses of Deno's API, declared here so that tsc (which knows Bun's globals
@@ -22,7 +22,6 @@ declare const Deno: {
   unrefTimer(id: number): void
 }
 
-const fromNodeModules = (path: string) => fileURLToPath(new URL(`../../node_modules/${path}`, import.meta.url))
 const encoder = new TextEncoder()
 
 /** UUID version 7 (RFC 9562): 48 bits of Unix milliseconds, then random bits. */
@@ -107,13 +106,5 @@ export const runtime: Runtime = {
   s3() {
     throw new Error('S3 blob storage (S3_BUCKET) needs Bun: Deno has no built-in S3 client; run kgs on Bun, or without S3_BUCKET')
   },
-  assets: async () => ({
-    pgliteWasm: fromNodeModules('@electric-sql/pglite/dist/pglite.wasm'),
-    initdbWasm: fromNodeModules('@electric-sql/pglite/dist/initdb.wasm'),
-    pgliteData: fromNodeModules('@electric-sql/pglite/dist/pglite.data'),
-    swaggerBundleJs: fromNodeModules('swagger-ui-dist/swagger-ui-bundle.js'),
-    swaggerCss: fromNodeModules('swagger-ui-dist/swagger-ui.css'),
-    swaggerRedirectJs: fromNodeModules('swagger-ui-dist/oauth2-redirect.js'),
-    swaggerFavicon: fromNodeModules('swagger-ui-dist/favicon-32x32.png'),
-  }),
+  assets: async () => assets,
 }
