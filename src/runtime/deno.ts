@@ -2,6 +2,7 @@
 import { openAsBlob } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { argon2id, argon2Verify } from 'hash-wasm'
+import { fetchS3Client } from './fetch-s3.ts'
 import { assets } from './node-assets.ts'
 import type { Runtime } from './types.ts'
 
@@ -103,8 +104,7 @@ export const runtime: Runtime = {
   },
   hashPassword: (password) => argon2id({ password, salt: crypto.getRandomValues(new Uint8Array(16)), parallelism: 1, iterations: 2, memorySize: 65536, hashLength: 32, outputType: 'encoded' }),
   verifyPassword: (password, hash) => argon2Verify({ password, hash }),
-  s3() {
-    throw new Error('S3 blob storage (S3_BUCKET) needs Bun: Deno has no built-in S3 client; run kgs on Bun, or without S3_BUCKET')
-  },
+  // Deno has no S3 client of its own.
+  s3: fetchS3Client,
   assets: async () => assets,
 }

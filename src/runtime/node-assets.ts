@@ -3,7 +3,7 @@
 import { fileURLToPath } from 'node:url'
 import type { Assets } from './types.ts'
 
-const fromNodeModules = (path: string) => fileURLToPath(new URL(`../../node_modules/${path}`, import.meta.url))
+const fromNodeModules = (path: string) => fileURLToPath(new URL(`../../node_modules/${path}`, import.meta.url).href)
 
 export const assets: Assets = {
   pgliteWasm: fromNodeModules('@electric-sql/pglite/dist/pglite.wasm'),
