@@ -1,23 +1,26 @@
 // One user journey over HTTP against `kgs serve` run from source on a given runtime:
-//   bun scripts/journey.ts deno|bun
-// on the embedded database, or on PostgreSQL when DATABASE_URL is set (a database of its own).
+//   bun scripts/journey.ts deno|bun [s3]
+// on the embedded database, or on PostgreSQL when DATABASE_URL is set (a database of its own);
+// blobs under DATA_DIR, or with `s3` in a loopback fake S3 (tests/helpers/fake-s3.ts).
 // Register, create a repository, import an uploaded bundle, browse, search, export (pushed to
 // this server's registry), import that export from the registry, sign in through the OAuth flow
 // in Chromium, and promote a sysadmin with the CLI against the running server. Every step checks
 // what it got; the first failed check ends the run with exit code 1. Prints each step's time.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as oauth from 'oauth4webapi'
 import { launchBrowser, listenOnLoopback, signInAndDecide } from '../tests/helpers/browser.ts'
+import { startFakeS3 } from '../tests/helpers/fake-s3.ts'
 import { generateBundle } from './gen-bundle.ts'
 
-const runtimeName = process.argv[2]
-if (runtimeName !== 'deno' && runtimeName !== 'bun') throw new Error('usage: bun scripts/journey.ts deno|bun')
+const [runtimeName, blobs = 'local', ...extra] = process.argv.slice(2)
+if ((runtimeName !== 'deno' && runtimeName !== 'bun') || (blobs !== 'local' && blobs !== 's3') || extra.length > 0) throw new Error('usage: bun scripts/journey.ts deno|bun [s3]')
 const root = join(import.meta.dir, '..')
 const main = join(root, 'src', 'main.ts')
 const command = runtimeName === 'deno' ? [join(root, 'node_modules', '.bin', 'deno'), 'run', '-A', main] : [process.execPath, main]
-const backend = process.env.DATABASE_URL ? 'postgres' : 'embedded'
+const backend = `${process.env.DATABASE_URL ? 'postgres' : 'embedded'}${blobs === 's3' ? ', S3' : ''}`
+const s3 = blobs === 's3' ? startFakeS3() : undefined
 const dir = mkdtempSync(join(tmpdir(), 'kgs-journey-'))
 const env: Record<string, string> = {
   PATH: process.env.PATH ?? '',
@@ -28,6 +31,7 @@ const env: Record<string, string> = {
   WORKERS: '1',
   JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
   ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
+  ...(s3 ? { S3_BUCKET: s3.bucket, S3_ENDPOINT: s3.endpoint, S3_REGION: s3.region, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey, S3_PREFIX: 'journey/' } : {}),
 }
 
 const child = Bun.spawn([...command, 'serve'], { cwd: root, env, stdout: 'pipe', stderr: 'pipe' })
@@ -70,7 +74,7 @@ void (async () => {
 })()
 step('start')
 
-async function call<T = any>(method: string, path: string, options: { body?: unknown; raw?: Uint8Array; token?: string; type?: string } = {}): Promise<{ status: number; body: T }> {
+async function call<T = any>(method: string, path: string, options: { body?: unknown; raw?: Uint8Array<ArrayBuffer>; token?: string; type?: string } = {}): Promise<{ status: number; body: T }> {
   const headers: Record<string, string> = {}
   if (options.token) headers.authorization = `Bearer ${options.token}`
   if (options.raw) headers['content-type'] = options.type ?? 'application/gzip'
@@ -202,6 +206,14 @@ child.kill('SIGTERM')
 const code = await child.exited
 check(code === 0, `kgs serve exited ${code} after SIGTERM`)
 step('stop')
+if (s3) {
+  // The blobs (imported bodies and images, the export, the registry's bundle) went to the bucket under S3_PREFIX, none to DATA_DIR.
+  const keys = [...s3.objects.keys()]
+  check(keys.some((key) => key.startsWith('journey/registry/graphs/')), `S3: no registry bundle among ${JSON.stringify(keys)}`)
+  check(s3.refused() === 0 && s3.openUploads() === 0, `S3: ${s3.refused()} requests refused, ${s3.openUploads()} uploads left open`)
+  check(!existsSync(join(env.DATA_DIR!, 'blobs')), 'S3: blobs were written to DATA_DIR')
+  await s3.stop()
+}
 rmSync(dir, { recursive: true, force: true })
 
 const total = Math.round(performance.now() - journeyStarted)

@@ -1,4 +1,5 @@
-// Blobs as objects of an S3-compatible bucket, through Bun's S3 client, under S3_PREFIX.
+// Blobs as objects of an S3-compatible bucket, through the runtime's S3 client (Bun's; on Deno, one
+// over fetch that behaves alike: src/runtime/fetch-s3.ts), under S3_PREFIX.
 // A put hands Bun a streamed Response body: Bun sends a single PUT for a small body and a
 // multipart upload otherwise, reading the body only as fast as parts go out (about
 // partSize × queueSize ahead). When the body fails (a source error, or maxBytes passed), Bun
@@ -6,7 +7,7 @@
 // only on a complete PUT or CompleteMultipartUpload, so nothing partial is ever visible.
 // (Bun 1.4's writer().end(error) completes the upload instead: not used.)
 import type { Config } from '../config.ts'
-import { runtime, type S3Client, type S3File } from '../runtime/index.ts'
+import { runtime, type Runtime, type S3Client, type S3File } from '../runtime/index.ts'
 import {
   BlobNotFoundError,
   InvalidBlobKeyError,
@@ -31,10 +32,11 @@ export class S3BlobStore implements BlobStore {
   /** '' or ending in '/'. */
   private readonly prefix: string
 
-  constructor(options: NonNullable<Config['s3']>) {
+  /** `openClient`: the runtime's S3 client unless a test picks the other runtime's. */
+  constructor(options: NonNullable<Config['s3']>, openClient: Runtime['s3'] = runtime.s3) {
     const { prefix, ...connection } = options
     // Unset credentials and region fall back to Bun's defaults (the AWS_* variables).
-    this.client = runtime.s3(connection)
+    this.client = openClient(connection)
     const trimmed = prefix.replace(/^\/+|\/+$/g, '')
     this.prefix = trimmed === '' ? '' : `${trimmed}/`
   }

@@ -43,7 +43,7 @@ export interface PushResult {
 }
 
 /** A file path, bytes, or a byte stream. */
-export type PushBody = string | Blob | Uint8Array | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>
+export type PushBody = string | Blob | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>
 
 /** A registry answered with an error (status and its `error` message), or could not be reached. */
 export class RegistryError extends Error {

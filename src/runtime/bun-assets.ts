@@ -1,6 +1,6 @@
 // Bun embeds files imported `with { type: 'file' }` in the compiled binary and resolves them to
-// paths there (and to their paths in node_modules when not compiled). Deno has no such import
-// (deno.ts reads the same files from node_modules); only bun.ts imports this module, when first asked for an asset.
+// paths there (and to their paths in node_modules when not compiled). Deno has no such import and
+// its checker cannot load these files: deno.json's import map puts node-assets.ts in this module's place.
 import pgliteWasm from '../../node_modules/@electric-sql/pglite/dist/pglite.wasm' with { type: 'file' }
 import initdbWasm from '../../node_modules/@electric-sql/pglite/dist/initdb.wasm' with { type: 'file' }
 import pgliteData from '../../node_modules/@electric-sql/pglite/dist/pglite.data' with { type: 'file' }

@@ -1,4 +1,5 @@
 // The Bun implementation of the runtime layer: the default, and the compiled binary's.
+import { assets } from './bun-assets.ts'
 import type { Runtime, S3Client } from './types.ts'
 
 const enoent = (path: string) => Object.assign(new Error(`ENOENT: no such file or directory, open '${path}'`), { code: 'ENOENT', path })
@@ -43,6 +44,5 @@ export const runtime: Runtime = {
   hashPassword: async (password) => Bun.password.hashSync(password, { algorithm: 'argon2id', memoryCost: 65536, timeCost: 2 }),
   verifyPassword: async (password, hash) => Bun.password.verifySync(password, hash),
   s3: (connection) => new Bun.S3Client(connection) as unknown as S3Client,
-  // Imported when first asked for: Deno, which loads this module too, cannot parse that one.
-  assets: () => import('./bun-assets.ts').then((module) => module.assets),
+  assets: async () => assets,
 }

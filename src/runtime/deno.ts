@@ -1,8 +1,9 @@
 // The Deno implementation of the runtime layer (`deno run -A src/main.ts …`).
 import { openAsBlob } from 'node:fs'
 import { request as httpRequest } from 'node:http'
-import { fileURLToPath } from 'node:url'
 import { argon2id, argon2Verify } from 'hash-wasm'
+import { fetchS3Client } from './fetch-s3.ts'
+import { assets } from './node-assets.ts'
 import type { Runtime } from './types.ts'
 
 // Only what this file uses of Deno's API, declared here so that tsc (which knows Bun's globals
@@ -22,7 +23,6 @@ declare const Deno: {
   unrefTimer(id: number): void
 }
 
-const fromNodeModules = (path: string) => fileURLToPath(new URL(`../../node_modules/${path}`, import.meta.url))
 const encoder = new TextEncoder()
 
 /** UUID version 7 (RFC 9562): 48 bits of Unix milliseconds, then random bits. */
@@ -104,16 +104,7 @@ export const runtime: Runtime = {
   },
   hashPassword: (password) => argon2id({ password, salt: crypto.getRandomValues(new Uint8Array(16)), parallelism: 1, iterations: 2, memorySize: 65536, hashLength: 32, outputType: 'encoded' }),
   verifyPassword: (password, hash) => argon2Verify({ password, hash }),
-  s3() {
-    throw new Error('S3 blob storage (S3_BUCKET) needs Bun: Deno has no built-in S3 client; run kgs on Bun, or without S3_BUCKET')
-  },
-  assets: async () => ({
-    pgliteWasm: fromNodeModules('@electric-sql/pglite/dist/pglite.wasm'),
-    initdbWasm: fromNodeModules('@electric-sql/pglite/dist/initdb.wasm'),
-    pgliteData: fromNodeModules('@electric-sql/pglite/dist/pglite.data'),
-    swaggerBundleJs: fromNodeModules('swagger-ui-dist/swagger-ui-bundle.js'),
-    swaggerCss: fromNodeModules('swagger-ui-dist/swagger-ui.css'),
-    swaggerRedirectJs: fromNodeModules('swagger-ui-dist/oauth2-redirect.js'),
-    swaggerFavicon: fromNodeModules('swagger-ui-dist/favicon-32x32.png'),
-  }),
+  // Deno has no S3 client of its own.
+  s3: fetchS3Client,
+  assets: async () => assets,
 }

@@ -29,7 +29,7 @@ interface WorkerOptions {
 }
 
 /** Connection settings of an S3-compatible bucket (the keys of Config['s3'] but the prefix). */
-interface S3Connection {
+export interface S3Connection {
   bucket: string
   endpoint?: string
   region?: string
@@ -75,7 +75,7 @@ export interface Assets {
   swaggerFavicon: string
 }
 
-/** The part of Bun's S3 client src/blobs/s3.ts uses. */
+/** The part of Bun's S3 client src/blobs/s3.ts uses (fetch-s3.ts implements it where the runtime has none). */
 export interface S3Client {
   file(key: string): S3File
   list(options: { prefix?: string; continuationToken?: string }): Promise<{ contents?: { key: string; size?: number }[]; isTruncated?: boolean; nextContinuationToken?: string }>

@@ -1,5 +1,6 @@
 // The blob store contract, run against both implementations: the local directory (a temporary
-// DATA_DIR) and S3 (Bun's client against a loopback fake S3 that verifies SigV4 signatures).
+// DATA_DIR) and S3 (against a loopback fake S3 that verifies SigV4 signatures), the latter through
+// each runtime's S3 client: Bun's, and the signed-fetch one Deno uses (src/runtime/fetch-s3.ts).
 // Then what only one of them has: file modes and the temporary folder; the bucket prefix,
 // multipart uploads and refused credentials. Last, the server's context carries the store.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
@@ -11,6 +12,8 @@ import { openBlobStore } from '../../src/blobs/open.ts'
 import { BlobNotFoundError, BlobTooLargeError, InvalidBlobKeyError, type BlobBody, type BlobStore } from '../../src/blobs/store.ts'
 import { LocalBlobStore } from '../../src/blobs/local.ts'
 import { S3BlobStore } from '../../src/blobs/s3.ts'
+import { fetchS3Client } from '../../src/runtime/fetch-s3.ts'
+import { runtime, type Runtime } from '../../src/runtime/index.ts'
 import { startFakeS3, type FakeS3 } from '../helpers/fake-s3.ts'
 import { tempDir } from '../helpers/backend.ts'
 import { startTestServer } from '../helpers/server.ts'
@@ -27,6 +30,12 @@ interface Subject {
   maxKeyLength: number
   stop(): Promise<void>
 }
+
+/** The S3 clients of both runtimes, each run here under Bun. */
+const S3_CLIENTS: { name: string; openClient: Runtime['s3'] }[] = [
+  { name: "Bun's client", openClient: runtime.s3 },
+  { name: "Deno's client: signed fetch", openClient: fetchS3Client },
+]
 
 const implementations: { name: string; open(): Subject }[] = [
   {
@@ -45,13 +54,12 @@ const implementations: { name: string; open(): Subject }[] = [
       }
     },
   },
-  {
-    name: 'S3',
-    open() {
+  ...S3_CLIENTS.map(({ name, openClient }) => ({
+    name: `S3 (${name})`,
+    open(): Subject {
       // Three keys per list page, so listing and deletePrefix cross pages.
       const fake = startFakeS3({ region: 'eu-west-3', pageSize: 3 })
-      const store = openBlobStore(s3Config(fake))
-      expect(store).toBeInstanceOf(S3BlobStore)
+      const store = new S3BlobStore(s3Config(fake).s3!, openClient)
       return {
         store,
         // Bun aborts the multipart upload of a failed put after rejecting it.
@@ -65,7 +73,7 @@ const implementations: { name: string; open(): Subject }[] = [
         stop: () => fake.stop(),
       }
     },
-  },
+  })),
 ]
 
 function s3Config(fake: FakeS3, overrides: Record<string, string> = {}) {
@@ -509,15 +517,16 @@ describe('local directory store', () => {
   })
 })
 
-describe('S3 store', () => {
+for (const { name, openClient } of S3_CLIENTS) describe(`S3 store (${name})`, () => {
   let fake: FakeS3
   beforeEach(() => {
     fake = startFakeS3({ region: 'eu-west-3' })
   })
   afterEach(() => fake.stop())
+  const openS3 = (overrides: Record<string, string> = {}) => new S3BlobStore(s3Config(fake, overrides).s3!, openClient)
 
   test('objects live under S3_PREFIX with their content type; objects outside it are not listed', async () => {
-    const store = openBlobStore(s3Config(fake, { S3_PREFIX: 'tenant-a' }))
+    const store = openS3({ S3_PREFIX: 'tenant-a' })
     await store.put('repo/img.png', new Uint8Array([137, 80, 78, 71]), { contentType: 'image/png' })
     fake.objects.set('tenant-b/repo/other', { body: new Uint8Array(1), contentType: 'text/plain' })
     expect([...fake.objects.keys()].sort()).toEqual(['tenant-a/repo/img.png', 'tenant-b/repo/other'])
@@ -528,14 +537,14 @@ describe('S3 store', () => {
   })
 
   test('a moved blob keeps its content type', async () => {
-    const store = openBlobStore(s3Config(fake))
+    const store = openS3()
     await store.put('staging/img', 'gif', { contentType: 'image/gif' })
     await store.move('staging/img', 'repo/img')
     expect(fake.objects.get('kgs/repo/img')).toEqual({ body: new TextEncoder().encode('gif'), contentType: 'image/gif' })
   })
 
   test('a large stream goes up as a multipart upload, a small one as a single PUT', async () => {
-    const store = openBlobStore(s3Config(fake))
+    const store = openS3()
     await store.put('small', streamOf([new Uint8Array(1000)]))
     expect(fake.operations).toEqual(['PutObject'])
     fake.operations.length = 0
@@ -552,7 +561,7 @@ describe('S3 store', () => {
       [{ S3_ACCESS_KEY_ID: 'AKIAUNKNOWN' }, 'InvalidAccessKeyId'],
       [{ S3_REGION: 'us-west-2' }, 'AuthorizationHeaderMalformed'],
     ] as const) {
-      const store = openBlobStore(s3Config(fake, overrides))
+      const store = openS3(overrides)
       const refusedBefore = fake.refused()
       const error = await store.put('doc', 'x').catch((e: unknown) => e)
       expect([(error as Error).name, (error as { code?: string }).code]).toEqual(['S3Error', code])
@@ -561,6 +570,15 @@ describe('S3 store', () => {
     expect(fake.objects.size).toBe(0)
     expect(fake.operations).toEqual([])
   })
+})
+
+test('openBlobStore opens the S3 store when S3_BUCKET is set', async () => {
+  const fake = startFakeS3()
+  try {
+    expect(openBlobStore(s3Config(fake))).toBeInstanceOf(S3BlobStore)
+  } finally {
+    await fake.stop()
+  }
 })
 
 describe('the server', () => {

@@ -79,7 +79,7 @@ export function validBundleJson(bundle: Obj = validBundle()): string {
   return JSON.stringify(bundle)
 }
 
-export function gzipBundle(text: string | Uint8Array): Uint8Array {
+export function gzipBundle(text: string | Uint8Array): Uint8Array<ArrayBuffer> {
   return new Uint8Array(gzipSync(typeof text === 'string' ? Buffer.from(text) : text))
 }
 

@@ -1,11 +1,12 @@
 // A loopback S3 for tests: path-style bucket, objects in memory, and exactly the requests Bun's
-// S3 client sends (PUT/GET/HEAD/DELETE object, ListObjectsV2, multipart create/upload part/
-// complete/abort). Every request must carry a valid AWS SigV4 Authorization header for the
-// configured key pair and region; anything else is refused with 403, as S3 does.
+// S3 client and Deno's (src/runtime/fetch-s3.ts) send (PUT/GET/HEAD/DELETE object, ListObjectsV2,
+// multipart create/upload part/complete/abort). Every request must carry a valid AWS SigV4
+// Authorization header for the configured key pair and region; anything else is refused (403, or
+// 400 for a wrong region), as S3 does.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
 
 export interface FakeS3Object {
-  body: Uint8Array
+  body: Uint8Array<ArrayBuffer>
   contentType: string
 }
 
@@ -93,7 +94,7 @@ export function startFakeS3(options: FakeS3Options = {}): FakeS3 {
     const authError = checkSignature(request, url, { accessKeyId, secretAccessKey, region })
     if (authError) {
       refused++
-      return s3Error(403, authError.code, authError.message)
+      return s3Error(authError.status, authError.code, authError.message)
     }
     const [, bucketName = '', ...keySegments] = url.pathname.split('/')
     if (bucketName !== bucket) return s3Error(404, 'NoSuchBucket', 'The specified bucket does not exist')
@@ -188,8 +189,7 @@ export function startFakeS3(options: FakeS3Options = {}): FakeS3 {
       if (index < listed.length - 1 && part.body.byteLength < MIN_PART_BYTES) return s3Error(400, 'EntityTooSmall', `part ${number} is smaller than 5 MiB`)
       parts.push(part.body)
     }
-    const object = Buffer.concat(parts)
-    objects.set(upload.key, { body: new Uint8Array(object.buffer, object.byteOffset, object.byteLength), contentType: upload.contentType })
+    objects.set(upload.key, { body: new Uint8Array(Buffer.concat(parts)), contentType: upload.contentType })
     closeUpload(uploadId)
     return xml(`<CompleteMultipartUploadResult><Bucket>${bucket}</Bucket><Key>${escapeXml(upload.key)}</Key><ETag>"${uploadId}"</ETag></CompleteMultipartUploadResult>`)
   }
@@ -228,16 +228,17 @@ function checkSignature(
   request: Request,
   url: URL,
   expected: { accessKeyId: string; secretAccessKey: string; region: string },
-): { code: string; message: string } | undefined {
+): { status: number; code: string; message: string } | undefined {
   const match = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/.exec(request.headers.get('authorization') ?? '')
-  if (!match) return { code: 'AccessDenied', message: 'Access Denied' }
+  if (!match) return { status: 403, code: 'AccessDenied', message: 'Access Denied' }
   const [, accessKeyId, date, region, signedHeaders, signature] = match as unknown as [string, string, string, string, string, string]
-  if (accessKeyId !== expected.accessKeyId) return { code: 'InvalidAccessKeyId', message: 'The AWS Access Key Id you provided does not exist in our records.' }
-  if (region !== expected.region) return { code: 'AuthorizationHeaderMalformed', message: `the region '${region}' is wrong; expecting '${expected.region}'` }
+  if (accessKeyId !== expected.accessKeyId) return { status: 403, code: 'InvalidAccessKeyId', message: 'The AWS Access Key Id you provided does not exist in our records.' }
+  // S3 answers a wrong region as a malformed request, 400, not 403.
+  if (region !== expected.region) return { status: 400, code: 'AuthorizationHeaderMalformed', message: `The authorization header is malformed; the region '${region}' is wrong; expecting '${expected.region}'` }
   const amzDate = request.headers.get('x-amz-date') ?? ''
   const payloadHash = request.headers.get('x-amz-content-sha256')
   const headerNames = signedHeaders.split(';')
-  if (!amzDate.startsWith(date) || payloadHash === null || !headerNames.includes('host')) return { code: 'AccessDenied', message: 'Access Denied' }
+  if (!amzDate.startsWith(date) || payloadHash === null || !headerNames.includes('host')) return { status: 403, code: 'AccessDenied', message: 'Access Denied' }
   const canonicalRequest = [
     request.method,
     url.pathname,
@@ -252,7 +253,7 @@ function checkSignature(
   for (const part of [region, 's3', 'aws4_request']) key = hmac(key, part)
   const computed = createHmac('sha256', key).update(stringToSign).digest()
   if (!timingSafeEqual(computed, Buffer.from(signature, 'hex'))) {
-    return { code: 'SignatureDoesNotMatch', message: 'The request signature we calculated does not match the signature you provided.' }
+    return { status: 403, code: 'SignatureDoesNotMatch', message: 'The request signature we calculated does not match the signature you provided. Check your key and signing method.' }
   }
   return undefined
 }
