@@ -2,7 +2,7 @@
 import { Elysia, t } from 'elysia'
 import type { accessControl } from '../http/auth.ts'
 import type { Throttles } from '../http/throttle.ts'
-import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
+import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { Accounts } from './accounts.ts'
@@ -46,6 +46,7 @@ const unauthenticated = { 401: ErrorBody }
 export function accountRoutes(accounts: Accounts, access: ReturnType<typeof accessControl>, throttles: Throttles) {
   return new Elysia({ name: 'kgs/accounts', prefix: '/api/v1' })
     .use(access)
+    .use(pagination)
     .post(
       '/auth/register',
       async ({ body, set, request }) => {
@@ -71,14 +72,10 @@ export function accountRoutes(accounts: Accounts, access: ReturnType<typeof acce
     })
     .get(
       '/auth/sessions',
-      async ({ principal, query, request, set }) => {
-        const limit = parseLimit(query.limit)
-        const rows = await accounts.listSessions(principal, limit, decodeCursor(query.cursor))
-        return page(rows, limit, request, set.headers as Record<string, string>).map((session) => ({ ...session, current: session.id === principal.sessionId }))
-      },
+      async ({ principal, page }) => (await accounts.listSessions(principal, page.limit, page.after)).map((session) => ({ ...session, current: session.id === principal.sessionId })),
       {
         auth: true,
-        query: PageQuery,
+        paginated: true,
         response: { 200: t.Array(Session), 400: ErrorBody, ...unauthenticated, 403: ErrorBody },
         detail: { tags: ['accounts'], summary: "The caller's live sessions, oldest first (paginated; a session token only)" },
       },

@@ -4,12 +4,11 @@
 import { Elysia, t } from 'elysia'
 import type { TProperties, TSchema } from '@sinclair/typebox'
 import { HttpError } from '../http/errors.ts'
-import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
-import type { PageKey } from '../db/pages.ts'
+import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
-import { RELATED_LIMIT, getConcept, getFact, getInvestigation, getReport, getSource, listConcepts, listFacts, listInvestigations, listReports, listSources, type PageRequest } from './store.ts'
+import { RELATED_LIMIT, getConcept, getFact, getInvestigation, getReport, getSource, listConcepts, listFacts, listInvestigations, listReports, listSources } from './store.ts'
 
 const Uuid = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
 const Timestamp = t.String({ description: 'RFC 3339, UTC' })
@@ -130,17 +129,14 @@ const ReportDetail = t.Object({
 })
 
 const FactQuery = t.Object({
-  ...PageQuery.properties,
   status: t.Optional(t.Union([t.Literal('new'), t.Literal('stable'), t.Literal('to_delete')], { error: 'expected new, stable or to_delete' })),
   source_id: t.Optional(t.String({ pattern: UUID_PATTERN, error: 'expected a source UUID', description: 'only facts of this source' })),
 })
 const ConceptQuery = t.Object({
-  ...PageQuery.properties,
   prefix: t.Optional(t.String({ maxLength: 200, error: 'expected at most 200 characters', description: 'case-insensitive prefix of canonical_name' })),
 })
 const NONE = 'none'
 const ReportQuery = t.Object({
-  ...PageQuery.properties,
   parent_id: t.Optional(
     t.String({ pattern: `^(${NONE}|${UUID_PATTERN.slice(1, -1)})$`, error: `expected a report UUID or ${NONE}`, description: `children of this report; ${NONE}: top-level reports only` }),
   ),
@@ -151,17 +147,6 @@ const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody 
 function orNotFound<T>(row: T | undefined, what: string): T {
   if (row === undefined) throw new HttpError(404, `${what} not found`)
   return row
-}
-
-/** A page of a list for ?limit= and ?cursor=, with the Link header of the next one. */
-async function paginate<T extends { page_key: PageKey }>(
-  query: { limit?: string; cursor?: string },
-  request: Request,
-  headers: Record<string, string | number>,
-  list: (window: PageRequest) => Promise<T[]>,
-) {
-  const limit = parseLimit(query.limit)
-  return page(await list({ limit, after: decodeCursor(query.cursor) }), limit, request, headers)
 }
 
 type Scope = ReturnType<typeof repositoryScope>
@@ -181,10 +166,11 @@ function graphRoutesAt(prefix: string, scope: Scope) {
   })
   return new Elysia({ name: 'kgs/graph-at', seed: prefix, prefix })
     .use(scope)
-    .get('/sources', async ({ db, query, request, set }) => paginate(query, request, set.headers, async (p) => listSources(await db(), p)), {
+    .use(pagination)
+    .get('/sources', async ({ db, page }) => listSources(await db(), page), {
       repository: 'source:read',
+      paginated: true,
       params: listParams,
-      query: PageQuery,
       response: { 200: t.Array(t.Object(sourceFields)), ...errors },
       detail: describe('Sources, without their parsed text'),
     })
@@ -196,9 +182,10 @@ function graphRoutesAt(prefix: string, scope: Scope) {
     })
     .get(
       '/facts',
-      async ({ db, query, request, set }) => paginate(query, request, set.headers, async (p) => listFacts(await db(), { ...p, status: query.status, sourceId: query.source_id })),
+      async ({ db, page, query }) => listFacts(await db(), { ...page, status: query.status, sourceId: query.source_id }),
       {
         repository: 'fact:read',
+        paginated: true,
         params: listParams,
         query: FactQuery,
         response: { 200: t.Array(t.Object(factFields)), ...errors },
@@ -211,8 +198,9 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       response: { 200: FactDetail, ...errors },
       detail: describe('A fact with its sources and concepts'),
     })
-    .get('/concepts', async ({ db, query, request, set }) => paginate(query, request, set.headers, async (p) => listConcepts(await db(), { ...p, prefix: query.prefix })), {
+    .get('/concepts', async ({ db, page, query }) => listConcepts(await db(), { ...page, prefix: query.prefix }), {
       repository: 'concept:read',
+      paginated: true,
       params: listParams,
       query: ConceptQuery,
       response: { 200: t.Array(t.Object(conceptFields)), ...errors },
@@ -224,10 +212,10 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       response: { 200: ConceptDetail, ...errors },
       detail: describe('A concept with its aliases, summaries, synthesis and fact count'),
     })
-    .get('/investigations', async ({ db, query, request, set }) => paginate(query, request, set.headers, async (p) => listInvestigations(await db(), p)), {
+    .get('/investigations', async ({ db, page }) => listInvestigations(await db(), page), {
       repository: 'investigation:read',
+      paginated: true,
       params: listParams,
-      query: PageQuery,
       response: { 200: t.Array(t.Object(investigationFields)), ...errors },
       detail: describe('Investigations'),
     })
@@ -239,10 +227,10 @@ function graphRoutesAt(prefix: string, scope: Scope) {
     })
     .get(
       '/reports',
-      async ({ db, query, request, set }) =>
-        paginate(query, request, set.headers, async (p) => listReports(await db(), { ...p, parentId: query.parent_id === NONE ? null : query.parent_id })),
+      async ({ db, page, query }) => listReports(await db(), { ...page, parentId: query.parent_id === NONE ? null : query.parent_id }),
       {
         repository: 'report:read',
+        paginated: true,
         params: listParams,
         query: ReportQuery,
         response: { 200: t.Array(t.Object(reportFields)), ...errors },

@@ -4,15 +4,11 @@
 // the Link header; they leave out the big text columns, which only the details carry.
 import type { Fragment, Sql } from 'postgres'
 import { isoTimestamp, type Db } from '../db/sql.ts'
-import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../db/pages.ts'
+import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey, type PageRequest } from '../db/pages.ts'
 
 /** How many related rows a detail embeds (images of a source, facts' sources, annotations, ...). */
 export const RELATED_LIMIT = 500
 
-export interface PageRequest {
-  limit: number
-  after?: PageKey
-}
 type Paged<T> = (T & { page_key: PageKey })[]
 
 // The output column created_at is text with milliseconds; every ORDER BY here names the table's
@@ -30,7 +26,7 @@ export const PAGE_BYTES = 8 * 1024 ** 2
 /**
  * One page of `table` (with its own filter), ordered by (created_at, id), plus the look-ahead
  * row; cut where its rows pass PAGE_BYTES (as PostgreSQL spells them), in which case the rows
- * carry the shorter page's size (`pageLimit`, see page()) and the Link goes on from there. At
+ * carry the shorter page's size (`pageLimit`, see http/pagination.ts) and the Link goes on from there. At
  * least one row is shown, whatever its size.
  */
 async function listPage<T extends object>(sql: Sql, columns: Fragment, table: string, filter: Fragment, request: PageRequest): Promise<Paged<T>> {

@@ -5,7 +5,8 @@ import { Elysia, t } from 'elysia'
 import type { Db } from '../db/sql.ts'
 import type { Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
+import { pagination } from '../http/pagination.ts'
+import type { PageRequest } from '../db/pages.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { Repository } from '../repositories/repositories.ts'
@@ -40,7 +41,6 @@ export const JobBody = t.Object({
 const JobParams = t.Object({ jobID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const RepositoryJobParams = t.Object({ repoID: t.String(), jobID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const ListQuery = t.Object({
-  ...PageQuery.properties,
   status: t.Optional(Status({ error: `expected one of ${JOB_STATUSES.join(', ')}` })),
   kind: t.Optional(t.String({ maxLength: 63 })),
   order: t.Optional(t.Union([t.Literal('asc'), t.Literal('desc')], { error: 'expected asc or desc', description: 'asc (the default): oldest first; desc: newest first' })),
@@ -73,11 +73,8 @@ async function jobInScope(system: Db, id: string, repository: Repository | undef
 
 export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repositoryScope>, quotas: Pick<Quotas, 'checkQueue'>) {
   const describe = (summary: string) => ({ tags: ['jobs'], summary })
-  const list = async ({ repository, query, request, set }: { repository?: Repository; query: typeof ListQuery.static; request: Request; set: { headers: unknown } }) => {
-    const limit = parseLimit(query.limit)
-    const rows = await listJobs(system, { repositoryId: repository?.id, status: query.status, kind: query.kind, newestFirst: query.order === 'desc' }, limit, decodeCursor(query.cursor))
-    return page(rows, limit, request, set.headers as Record<string, string>)
-  }
+  const list = ({ repository, query, page }: { repository?: Repository; query: typeof ListQuery.static; page: PageRequest }) =>
+    listJobs(system, { repositoryId: repository?.id, status: query.status, kind: query.kind, newestFirst: query.order === 'desc' }, page.limit, page.after)
   const cancel = async ({ repository, params }: { repository?: Repository; params: { jobID: string } }) => {
     const job = await jobInScope(system, params.jobID, repository)
     if (job.status !== 'queued' && job.status !== 'running') throw new HttpError(409, `job already ${job.status}`)
@@ -97,7 +94,8 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
 
   return new Elysia({ name: 'kgs/jobs' })
     .use(scope)
-    .get('/api/v1/jobs', list, { repositoryOrSystem: 'job:read', query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
+    .use(pagination)
+    .get('/api/v1/jobs', list, { repositoryOrSystem: 'job:read', paginated: true, query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
     .get('/api/v1/jobs/:jobID', ({ repository, params }) => jobInScope(system, params.jobID, repository), {
       repositoryOrSystem: 'job:read',
       params: JobParams,
@@ -110,7 +108,7 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
       response: { 200: JobBody, ...cancelErrors },
       detail: describe('Cancel a job: a queued job at once, a running one at its next heartbeat (409 if it already finished)'),
     })
-    .get('/:repoID/jobs', list, { repositoryOrSystem: 'job:read', query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
+    .get('/:repoID/jobs', list, { repositoryOrSystem: 'job:read', paginated: true, query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
     .get('/:repoID/jobs/:jobID', ({ repository, params }) => jobInScope(system, params.jobID, repository), {
       repositoryOrSystem: 'job:read',
       params: RepositoryJobParams,

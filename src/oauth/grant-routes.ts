@@ -3,7 +3,7 @@
 import { Elysia, t } from 'elysia'
 import { requireSessionToken, type accessControl } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
+import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { OAuthTokens } from './tokens.ts'
@@ -23,16 +23,13 @@ const grantsOf = (principal: { userId: string; sessionId?: string }) => requireS
 export function grantRoutes(oauth: Pick<OAuthTokens, 'listUserGrants' | 'revokeUserGrant'>, access: ReturnType<typeof accessControl>) {
   return new Elysia({ name: 'kgs/oauth-grants', prefix: '/api/v1' })
     .use(access)
+    .use(pagination)
     .get(
       '/oauth/grants',
-      async ({ principal, query, request, set }) => {
-        const limit = parseLimit(query.limit)
-        const rows = await oauth.listUserGrants(grantsOf(principal), limit, decodeCursor(query.cursor))
-        return page(rows, limit, request, set.headers as Record<string, string>)
-      },
+      async ({ principal, page }) => oauth.listUserGrants(grantsOf(principal), page.limit, page.after),
       {
         auth: true,
-        query: PageQuery,
+        paginated: true,
         response: { 200: t.Array(Grant), ...errors },
         detail: { tags: ['oauth'], summary: "The caller's live OAuth grants, oldest first (paginated; a session token only)" },
       },

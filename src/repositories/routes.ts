@@ -2,7 +2,7 @@
 // X-Repository-ID header, at /api/v1/repository.
 import { Elysia, t } from 'elysia'
 import type { accessControl } from '../http/auth.ts'
-import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
+import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import type { Throttle } from '../http/throttle.ts'
 import type { Quotas } from '../quotas.ts'
@@ -31,6 +31,7 @@ export function repositoryRoutes(repositories: Repositories, access: ReturnType<
   return new Elysia({ name: 'kgs/repositories' })
     .use(access)
     .use(scope)
+    .use(pagination)
     .post(
       '/api/v1/repositories',
       async ({ principal, body, set, request }) => {
@@ -50,11 +51,8 @@ export function repositoryRoutes(repositories: Repositories, access: ReturnType<
     )
     .get(
       '/api/v1/repositories',
-      async ({ principal, query, request, set }) => {
-        const limit = parseLimit(query.limit)
-        return page(await repositories.list(principal.userId, limit, decodeCursor(query.cursor)), limit, request, set.headers as Record<string, string>)
-      },
-      { auth: true, query: PageQuery, response: { 200: t.Array(Repository), ...readErrors }, detail: describe('Repositories the caller holds a role in (all, for a sysadmin)') },
+      async ({ principal, page }) => repositories.list(principal.userId, page.limit, page.after),
+      { auth: true, paginated: true, response: { 200: t.Array(Repository), ...readErrors }, detail: describe('Repositories the caller holds a role in (all, for a sysadmin)') },
     )
     .get('/api/v1/repositories/:repoID', ({ repository }) => repository, {
       repository: 'repository:read',
