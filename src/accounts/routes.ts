@@ -8,6 +8,7 @@ import { UUID_PATTERN } from '../uuid.ts'
 import type { Accounts } from './accounts.ts'
 import { PASSWORD_MAX, PASSWORD_MIN } from './passwords.ts'
 import { normalizeEmail } from './users.ts'
+import { Session, SessionGrant, User } from './schemas.ts'
 
 const Email = t.String({ minLength: 3, maxLength: 254, description: 'e-mail address; trimmed and lowercased', error: 'expected an e-mail address' })
 const Password = t.String({
@@ -18,16 +19,8 @@ const Password = t.String({
 })
 const Name = t.String({ maxLength: 200, error: 'expected a name of at most 200 characters' })
 
-const User = t.Object({ id: t.String({ format: 'uuid' }), email: t.String(), name: t.String(), created_at: t.String(), updated_at: t.String() })
-const SessionGrant = t.Object({ user: User, token: t.String({ description: 'access token (JWT)' }), refresh_token: t.String() })
 const TokenPair = t.Object({ token: t.String(), refresh_token: t.String() })
 const UserParams = t.Object({ userID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
-const Session = t.Object({
-  id: t.String({ format: 'uuid' }),
-  created_at: t.String(),
-  expires_at: t.String({ description: 'the absolute end of the session' }),
-  current: t.Boolean({ description: 'whether this is the session of the token that asked' }),
-})
 const SessionParams = t.Object({ sessionID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const strict = { additionalProperties: false } as const
 

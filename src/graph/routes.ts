@@ -2,132 +2,16 @@
 // the X-Repository-ID header, at /api/v1/<path> (docs/spec/decisions.md §2). Lists are paginated
 // (docs/spec/decisions.md §1); each route needs its resource's :read permission in the repository (§4).
 import { Elysia, t } from 'elysia'
-import type { TProperties, TSchema } from '@sinclair/typebox'
+import type { TProperties } from '@sinclair/typebox'
 import { HttpError } from '../http/errors.ts'
 import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
-import { RELATED_LIMIT, getConcept, getFact, getInvestigation, getReport, getSource, listConcepts, listFacts, listInvestigations, listReports, listSources } from './store.ts'
+import { getConcept, getFact, getInvestigation, getReport, getSource, listConcepts, listFacts, listInvestigations, listReports, listSources } from './store.ts'
+import { Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, Report, ReportDetail, Source, SourceDetail } from './schemas.ts'
 
 const Uuid = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
-const Timestamp = t.String({ description: 'RFC 3339, UTC' })
-const nullable = <T extends TSchema>(schema: T) => t.Union([schema, t.Null()])
-const related = <T extends TSchema>(schema: T, what: string) => t.Array(schema, { description: `${what}; at most the first ${RELATED_LIMIT}` })
-
-const sourceFields = {
-  id: t.String(),
-  url: t.String(),
-  doi: t.String(),
-  kind: t.String(),
-  status: t.String(),
-  parsed_title: t.String(),
-  published_at: nullable(t.String({ description: 'YYYY-MM-DD' })),
-  has_stored_body: t.Boolean(),
-  created_at: Timestamp,
-}
-const SourceImage = t.Object({
-  id: t.String(),
-  kind: t.String({ description: 'inline or page' }),
-  page_number: nullable(t.Integer()),
-  position: t.Integer(),
-  url: t.String(),
-  width: nullable(t.Integer()),
-  height: nullable(t.Integer()),
-  bytes: nullable(t.Integer()),
-  alt_text: t.String(),
-  content_type: t.String(),
-})
-const SourceDetail = t.Object({
-  ...sourceFields,
-  parsed_text: t.String(),
-  parsed_markdown: t.String(),
-  images: related(SourceImage, 'ordered by kind, position'),
-  body: nullable(t.Object({ content_type: t.String(), bytes: nullable(t.Integer()) }, { description: 'the stored original, if any' })),
-  fact_count: t.Integer(),
-})
-
-const factFields = {
-  id: t.String(),
-  text: t.String(),
-  fact_kind: t.String({ description: 'text or image' }),
-  image_url: t.String(),
-  content_hash: t.String(),
-  promptset_hash: t.String(),
-  status: t.String({ description: 'new, stable or to_delete' }),
-  source_image_id: nullable(t.String()),
-  created_at: Timestamp,
-}
-const FactDetail = t.Object({
-  ...factFields,
-  sources: related(t.Object({ id: t.String(), url: t.String(), parsed_title: t.String(), chunk_index: t.Integer() }), 'one per cited chunk, ordered by source'),
-  concepts: related(t.Object({ id: t.String(), canonical_name: t.String(), context: t.String() }), 'ordered by (created_at, id)'),
-})
-
-const conceptFields = {
-  id: t.String(),
-  canonical_name: t.String(),
-  context: t.String(),
-  description: t.String(),
-  promptset_hash: t.String(),
-  created_at: Timestamp,
-}
-const Summary = t.Object({
-  id: t.String(),
-  sequence_num: t.Integer(),
-  is_complete: t.Boolean(),
-  fact_count: t.Integer(),
-  content: t.String({ description: 'markdown citing facts as [text](<fact:UUID>)' }),
-  covered_fact_ids: t.Array(t.String()),
-  model: t.String(),
-  created_at: Timestamp,
-})
-const Synthesis = t.Object(
-  {
-    id: t.String(),
-    canonical_name: t.String(),
-    content: t.String(),
-    covered_summary_ids: t.Array(t.String()),
-    covered_concept_ids: t.Array(t.String()),
-    embedded_image_fact_ids: t.Array(t.String()),
-    model: t.String(),
-    created_at: Timestamp,
-  },
-  { description: "the synthesis of the concept's name, else one covering the concept" },
-)
-const ConceptDetail = t.Object({
-  ...conceptFields,
-  aliases: related(t.String(), 'sorted'),
-  summaries: related(Summary, 'ordered by sequence_num'),
-  synthesis: nullable(Synthesis),
-  fact_count: t.Integer(),
-})
-
-const investigationFields = { id: t.String(), title: t.String(), topic: t.String(), created_at: Timestamp }
-const InvestigationDetail = t.Object({
-  ...investigationFields,
-  sources: related(t.Object({ id: t.String(), url: t.String(), parsed_title: t.String() }), 'ordered by (created_at, id)'),
-})
-
-const reportFields = {
-  id: t.String(),
-  title: t.String(),
-  topic: t.String(),
-  status: t.String({ description: 'pending, processing, annotated or failed' }),
-  parent_id: nullable(t.String()),
-  similarity_threshold: nullable(t.Number()),
-  embedded_model: t.String(),
-  sentence_count: nullable(t.Integer()),
-  created_at: Timestamp,
-}
-const Annotation = t.Object({ sentence_index: t.Integer(), sentence_text: t.String(), fact_id: t.String(), score: t.Number(), posture: t.String() })
-const ReportDetail = t.Object({
-  ...reportFields,
-  body_md: t.String(),
-  annotations: related(Annotation, 'ordered by sentence_index, then score descending'),
-  children: related(t.Object({ id: t.String(), title: t.String(), status: t.String(), created_at: Timestamp }), 'ordered by (created_at, id)'),
-})
-
 const FactQuery = t.Object({
   status: t.Optional(t.Union([t.Literal('new'), t.Literal('stable'), t.Literal('to_delete')], { error: 'expected new, stable or to_delete' })),
   source_id: t.Optional(t.String({ pattern: UUID_PATTERN, error: 'expected a source UUID', description: 'only facts of this source' })),
@@ -171,7 +55,7 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       repository: 'source:read',
       paginated: true,
       params: listParams,
-      response: { 200: t.Array(t.Object(sourceFields)), ...errors },
+      response: { 200: t.Array(Source), ...errors },
       detail: describe('Sources, without their parsed text'),
     })
     .get('/sources/:sourceID', async ({ db, params }) => orNotFound(await getSource(await db(), params.sourceID), 'source'), {
@@ -188,7 +72,7 @@ function graphRoutesAt(prefix: string, scope: Scope) {
         paginated: true,
         params: listParams,
         query: FactQuery,
-        response: { 200: t.Array(t.Object(factFields)), ...errors },
+        response: { 200: t.Array(Fact), ...errors },
         detail: describe('Facts, optionally of one status or one source'),
       },
     )
@@ -203,7 +87,7 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       paginated: true,
       params: listParams,
       query: ConceptQuery,
-      response: { 200: t.Array(t.Object(conceptFields)), ...errors },
+      response: { 200: t.Array(Concept), ...errors },
       detail: describe('Concepts, optionally those whose name starts with a prefix (case-insensitive)'),
     })
     .get('/concepts/:conceptID', async ({ db, params }) => orNotFound(await getConcept(await db(), params.conceptID), 'concept'), {
@@ -216,7 +100,7 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       repository: 'investigation:read',
       paginated: true,
       params: listParams,
-      response: { 200: t.Array(t.Object(investigationFields)), ...errors },
+      response: { 200: t.Array(Investigation), ...errors },
       detail: describe('Investigations'),
     })
     .get('/investigations/:investigationID', async ({ db, params }) => orNotFound(await getInvestigation(await db(), params.investigationID), 'investigation'), {
@@ -233,7 +117,7 @@ function graphRoutesAt(prefix: string, scope: Scope) {
         paginated: true,
         params: listParams,
         query: ReportQuery,
-        response: { 200: t.Array(t.Object(reportFields)), ...errors },
+        response: { 200: t.Array(Report), ...errors },
         detail: describe('Reports, without their bodies; optionally the children of one, or only top-level ones'),
       },
     )

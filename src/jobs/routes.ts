@@ -12,32 +12,9 @@ import { UUID_PATTERN } from '../uuid.ts'
 import type { Repository } from '../repositories/repositories.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import type { Jobs } from './jobs.ts'
-import { JOB_STATUSES, getJob, listJobs, type Job } from './queue.ts'
+import { getJob, listJobs } from './queue.ts'
+import { JOB_STATUSES, JobBody, Status, type Job } from './schemas.ts'
 
-// Literal unions written out: t.UnionEnum would give the field a default (its first value), and
-// an absent filter would silently become status=queued.
-const Status = (options?: { error: string }) =>
-  t.Union([t.Literal('queued'), t.Literal('running'), t.Literal('succeeded'), t.Literal('failed'), t.Literal('cancelled')], options)
-/** The job object of every job route (and of the 202 of routes that enqueue one). */
-export const JobBody = t.Object({
-  id: t.String(),
-  kind: t.String(),
-  repository_id: t.Union([t.String(), t.Null()]),
-  status: Status(),
-  progress: t.Object({
-    phase: t.String(),
-    done: t.Number({ description: 'in the unit of total: bytes while a bundle is read, downloaded or pushed; rows, tables or items otherwise' }),
-    total: t.Number(),
-    bytes: t.Number(),
-    percent: t.Union([t.Number(), t.Null()], { description: 'done of total, 0 to 100; null while the total is unknown' }),
-  }),
-  result: t.Unknown({ description: 'what the job produced, once it succeeded' }),
-  error: t.Union([t.String(), t.Null()]),
-  attempts: t.Integer(),
-  created_at: t.String(),
-  started_at: t.Union([t.String(), t.Null()]),
-  finished_at: t.Union([t.String(), t.Null()]),
-})
 const JobParams = t.Object({ jobID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const RepositoryJobParams = t.Object({ repoID: t.String(), jobID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const ListQuery = t.Object({
@@ -51,6 +28,8 @@ const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody 
 const cancelErrors = { ...errors, 409: ErrorBody }
 /** A JSON body: too large (413), of another type (415). */
 const startErrors = { ...errors, 413: ErrorBody, 415: ErrorBody }
+
+export { JobBody }
 
 export interface AcceptedSet {
   status?: number | string

@@ -7,15 +7,8 @@ import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { OAuthTokens } from './tokens.ts'
+import { Grant } from './schemas.ts'
 
-const Grant = t.Object({
-  id: t.String({ format: 'uuid' }),
-  client_id: t.String(),
-  client_name: t.String({ description: 'as the client registered it (RFC 7591); may be empty' }),
-  scope: t.String(),
-  created_at: t.String({ description: 'when the user allowed it' }),
-  expires_at: t.String({ description: 'when it ends by itself' }),
-})
 const GrantParams = t.Object({ grantID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 const grantsOf = (principal: { userId: string; sessionId?: string }) => requireSessionToken(principal, 'grants')

@@ -8,16 +8,8 @@ import type { Throttle } from '../http/throttle.ts'
 import type { Quotas } from '../quotas.ts'
 import type { Repositories } from './repositories.ts'
 import type { repositoryScope } from './scope.ts'
+import { Repository } from './schemas.ts'
 
-const Repository = t.Object({
-  id: t.String(),
-  name: t.String(),
-  slug: t.String(),
-  description: t.String(),
-  owner_id: t.Union([t.String(), t.Null()]),
-  created_at: t.String(),
-  updated_at: t.String(),
-})
 const Name = t.String({ minLength: 1, maxLength: 200, error: 'expected a name of 1 to 200 characters' })
 const Slug = t.String({ maxLength: 63, description: '2–63 of a-z, 0-9 and inner hyphens; not UUID-shaped; not reserved', error: 'expected a slug of at most 63 characters' })
 const Description = t.String({ maxLength: 2000, error: 'expected a description of at most 2000 characters' })
