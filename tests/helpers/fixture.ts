@@ -8,19 +8,9 @@
 //   })
 import { expect } from 'bun:test'
 import type { Role } from '../../src/permissions.ts'
+import type { Repository } from '../../src/repositories/schemas.ts'
 import { api, registerAccount, type Account } from './api.ts'
 import { startTestServer, type TestServer } from './server.ts'
-
-/** A repository as POST /api/v1/repositories answers it. */
-export interface Repository {
-  id: string
-  name: string
-  slug: string
-  description: string
-  owner_id: string | null
-  created_at: string
-  updated_at: string
-}
 
 interface RepositorySpec<U extends string> {
   /** The user who creates it (and so holds repoadmin in it). */
