@@ -29,6 +29,7 @@ const cancelErrors = { ...errors, 409: ErrorBody }
 /** A JSON body: too large (413), of another type (415). */
 const startErrors = { ...errors, 413: ErrorBody, 415: ErrorBody }
 
+// For the routes of other features that answer with a job they queued (a 202).
 export { JobBody }
 
 export interface AcceptedSet {
