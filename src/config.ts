@@ -1,6 +1,6 @@
 // Configuration comes only from the environment, validated once at start-up.
 // A bad value stops the process with one line naming the variable and what it expects.
-import { Type, type TSchema, type Static } from '@sinclair/typebox'
+import { Type, type TOptional, type TSchema, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { randomBytes } from 'node:crypto'
 import { chmodSync, mkdirSync, openSync, readFileSync, writeSync, closeSync, statSync } from 'node:fs'
@@ -31,47 +31,60 @@ export interface Rate {
   periodMs: number
 }
 
-function parseRate(text: string | undefined): Rate | undefined {
-  if (text === undefined) return undefined
+const milliseconds = (text: string) => parseDuration(text) * 1000
+
+function parseRate(text: string): Rate {
   const [limit, period] = text.split('/') as [string, string]
-  return { limit: Number(limit), periodMs: parseDuration(period) * 1000 }
+  return { limit: Number(limit), periodMs: milliseconds(period) }
 }
 
-/** One environment variable: its schema, and the phrase used when a value does not fit it. */
-function variable<T extends TSchema>(schema: T, expects: string) {
-  return Object.assign(schema, { expects })
+const withoutTrailingSlashes = (url: string) => url.replace(/\/+$/, '')
+
+/**
+ * One environment variable: its schema (type, default, description: the reference is generated
+ * from it), the phrase used when a value does not fit it, and what its valid value becomes.
+ */
+function variable<T extends TSchema, V = Static<T>>(schema: T, expects: string, parse: (value: Static<T>) => V = (value) => value as V) {
+  return Object.assign(schema, { expects, parse })
 }
 
+/** A variable whose value is never echoed in an error message. */
+const secret = <T extends object>(variable: T) => Object.assign(variable, { secret: true })
+
+/** The table of every variable; parseEnv reads exactly these, and configFrom shapes them. */
 export const EnvSchema = Type.Object({
   PORT: variable(Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port; 0 picks a free one' }), 'an integer from 0 to 65535'),
   HOST: variable(Type.String({ minLength: 1, default: '0.0.0.0', description: 'interface to listen on' }), 'a host name or IP address'),
   BASE_URL: variable(
     Type.Optional(Type.String({ pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$', description: 'public URL of this service (issuer, links); derived from HOST and PORT when unset' })),
     'an absolute http(s) URL without query or fragment',
+    withoutTrailingSlashes,
   ),
-  DATA_DIR: variable(Type.String({ minLength: 1, default: './data', description: 'embedded database, generated secret, blobs' }), 'a directory path'),
+  DATA_DIR: variable(Type.String({ minLength: 1, default: './data', description: 'embedded database, generated secret, blobs' }), 'a directory path', (dir) => resolve(dir)),
   DATABASE_URL: variable(
     Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL server; unset runs the embedded database' })),
     'a postgres:// or postgresql:// URL',
   ),
-  JWT_SECRET: variable(
+  JWT_SECRET: secret(variable(
     Type.Optional(Type.String({ minLength: 32, description: 'HS256 signing secret; unset generates one into DATA_DIR/secret' })),
     'at least 32 characters',
-  ),
+  )),
   LOG_LEVEL: variable(
     Type.Union(LOG_LEVELS.map((l) => Type.Literal(l)), { default: 'info', description: 'debug | info | warn | error | silent' }),
     `one of ${LOG_LEVELS.join(', ')}`,
   ),
-  ACCESS_TOKEN_TTL: variable(Type.String({ pattern: DURATION, default: '15m', description: 'lifetime of access tokens, e.g. 900, 900s, 15m' }), 'a duration such as 900, 90s, 15m, 12h or 30d'),
-  SESSION_TTL: variable(Type.String({ pattern: DURATION, default: '30d', description: 'absolute lifetime of a session; refreshing does not extend it' }), 'a duration such as 3600, 12h or 30d'),
+  ACCESS_TOKEN_TTL: variable(Type.String({ pattern: DURATION, default: '15m', description: 'lifetime of access tokens, e.g. 900, 900s, 15m' }), 'a duration such as 900, 90s, 15m, 12h or 30d', parseDuration),
+  SESSION_TTL: variable(Type.String({ pattern: DURATION, default: '30d', description: 'absolute lifetime of a session; refreshing does not extend it' }), 'a duration such as 3600, 12h or 30d', parseDuration),
   SESSION_IDLE_TTL: variable(
     Type.Optional(Type.String({ pattern: DURATION, description: 'longest a session or OAuth grant may go without a refresh before it ends; unset, no limit' })),
     'a duration such as 3600, 12h or 30d',
+    parseDuration,
   ),
   BODY_LIMIT: variable(Type.Integer({ minimum: 1024, default: 1_048_576, description: 'largest JSON request body in bytes' }), 'an integer number of bytes, at least 1024'),
   BODY_TIMEOUT: variable(
     Type.String({ pattern: DURATION, default: '30s', description: 'longest a JSON or form request body may take to arrive, and the window UPLOAD_MIN_RATE is measured over (408 past it)' }),
     'a duration such as 30, 30s or 2m',
+    milliseconds,
   ),
   UPLOAD_MIN_RATE: variable(
     Type.Integer({ minimum: 1, default: 10_240, description: 'slowest a bundle upload (registry push, import upload) may arrive, in bytes per second averaged over each BODY_TIMEOUT (408 below it)' }),
@@ -84,11 +97,13 @@ export const EnvSchema = Type.Object({
   EMBEDDED_IDLE_TIMEOUT: variable(
     Type.String({ pattern: DURATION, default: '60s', description: 'how long an embedded repository database stays open after its last query' }),
     'a duration such as 60, 60s or 5m',
+    milliseconds,
   ),
   WORKERS: variable(Type.Integer({ minimum: 0, maximum: 64, default: 2, description: 'job worker threads in this process; 0 runs no jobs here' }), 'an integer from 0 to 64'),
   JOB_LEASE: variable(
     Type.String({ pattern: DURATION, default: '30s', description: 'how long a running job stays claimed without a heartbeat before another worker takes it over (a dead process)' }),
     'a duration such as 30, 30s or 2m',
+    milliseconds,
   ),
   LANCEDB_URI: variable(Type.Optional(Type.String({ minLength: 1, description: 'LanceDB location (directory or object-storage URI); unset uses DATA_DIR/lance' })), 'a directory path or URI'),
   EMBEDDING_URL: variable(
@@ -96,18 +111,19 @@ export const EnvSchema = Type.Object({
     'an absolute http(s) URL',
   ),
   EMBEDDING_MODEL: variable(Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'model name sent to EMBEDDING_URL; required with it' })), 'a model name'),
-  EMBEDDING_API_KEY: variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer key for EMBEDDING_URL' })), 'an API key'),
+  EMBEDDING_API_KEY: secret(variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer key for EMBEDDING_URL' })), 'an API key')),
   S3_BUCKET: variable(Type.Optional(Type.String({ minLength: 3, maxLength: 63, description: 'store blobs in this S3-compatible bucket instead of DATA_DIR/blobs' })), 'a bucket name'),
   S3_ENDPOINT: variable(Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', description: 'S3-compatible endpoint URL' })), 'an absolute http(s) URL'),
   S3_REGION: variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 region' })), 'a region name'),
   S3_ACCESS_KEY_ID: variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 access key id' })), 'an access key id'),
-  S3_SECRET_ACCESS_KEY: variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 secret access key' })), 'a secret access key'),
+  S3_SECRET_ACCESS_KEY: secret(variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 secret access key' })), 'a secret access key')),
   S3_PREFIX: variable(Type.Optional(Type.String({ pattern: '^[A-Za-z0-9!_.*()/-]*$', description: 'key prefix inside the bucket' })), 'a key prefix of letters, digits and !_.*()/-'),
   REGISTRY_URL: variable(
     Type.Optional(Type.String({ pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$', description: 'the graph registry exports push to and imports pull from; unset uses this server (BASE_URL)' })),
     'an absolute http(s) URL without query or fragment',
+    withoutTrailingSlashes,
   ),
-  REGISTRY_TOKEN: variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer token for REGISTRY_URL; unset: a short-lived service token this server signs for itself' })), 'a bearer token'),
+  REGISTRY_TOKEN: secret(variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer token for REGISTRY_URL; unset: a short-lived service token this server signs for itself' })), 'a bearer token')),
   REGISTRY_MAX_BYTES: variable(
     Type.Integer({ minimum: 1, default: REGISTRY_MAX_BYTES_DEFAULT, description: 'largest bundle the registry accepts, in bytes (413 past it)' }),
     'a positive integer number of bytes',
@@ -125,7 +141,7 @@ export const EnvSchema = Type.Object({
     'true or false',
   ),
   MEDIA_FETCH_MAX_BYTES: variable(Type.Integer({ minimum: 1, default: 50 * 1024 ** 2, description: 'largest image or body the media fetcher downloads, in bytes' }), 'a positive integer number of bytes'),
-  MEDIA_FETCH_TIMEOUT: variable(Type.String({ pattern: DURATION, default: '30s', description: 'time limit of one media download, e.g. 30s' }), 'a duration such as 30, 30s or 2m'),
+  MEDIA_FETCH_TIMEOUT: variable(Type.String({ pattern: DURATION, default: '30s', description: 'time limit of one media download, e.g. 30s' }), 'a duration such as 30, 30s or 2m', milliseconds),
   PASSWORD_QUEUE_MAX: variable(
     Type.Optional(
       Type.Integer({ minimum: 1, description: 'password hashes (sign-ins, registrations) that may wait for a hashing thread; past it they are refused with 503 and Retry-After; unset: 256 per core' }),
@@ -135,20 +151,24 @@ export const EnvSchema = Type.Object({
   THROTTLE_LOGIN_PER_IP: variable(
     Type.Optional(Type.String({ pattern: RATE, description: 'failed sign-ins (POST /api/v1/auth/login, the OAuth sign-in form) per client address, e.g. 20/1m; unset: unlimited' })),
     RATE_EXPECTS,
+    parseRate,
   ),
-  THROTTLE_LOGIN_PER_ACCOUNT: variable(Type.Optional(Type.String({ pattern: RATE, description: 'failed sign-ins per e-mail address, e.g. 5/15m; unset: unlimited' })), RATE_EXPECTS),
+  THROTTLE_LOGIN_PER_ACCOUNT: variable(Type.Optional(Type.String({ pattern: RATE, description: 'failed sign-ins per e-mail address, e.g. 5/15m; unset: unlimited' })), RATE_EXPECTS, parseRate),
   THROTTLE_TOKEN_PER_IP: variable(
     Type.Optional(Type.String({ pattern: RATE, description: 'failed token requests (POST /api/v1/auth/refresh, /api/v1/oauth/token, /api/v1/oauth/revoke) per client address; unset: unlimited' })),
     RATE_EXPECTS,
+    parseRate,
   ),
-  THROTTLE_TOKEN_PER_CLIENT: variable(Type.Optional(Type.String({ pattern: RATE, description: 'failed OAuth token and revocation requests per client_id; unset: unlimited' })), RATE_EXPECTS),
+  THROTTLE_TOKEN_PER_CLIENT: variable(Type.Optional(Type.String({ pattern: RATE, description: 'failed OAuth token and revocation requests per client_id; unset: unlimited' })), RATE_EXPECTS, parseRate),
   THROTTLE_REGISTER_PER_IP: variable(
     Type.Optional(Type.String({ pattern: RATE, description: 'registrations, failed or not (POST /api/v1/auth/register, /api/v1/oauth/register), per client address; GET /api/v1/oauth/authorize has a budget of the same size; unset: unlimited' })),
     RATE_EXPECTS,
+    parseRate,
   ),
   THROTTLE_REPOSITORY_CREATE_PER_IP: variable(
     Type.Optional(Type.String({ pattern: RATE, description: 'repositories created (POST /api/v1/repositories, failed or not) per client address, e.g. 10/1h; unset: unlimited' })),
     RATE_EXPECTS,
+    parseRate,
   ),
   QUOTA_REPOSITORIES: variable(
     Type.Integer({ minimum: 0, default: 100, description: 'repositories a user may own (403 past it; sysadmins exempt); 0: unlimited' }),
@@ -171,71 +191,14 @@ export const EnvSchema = Type.Object({
     'an integer from 0 to 8',
   ),
 })
-type Env = Static<typeof EnvSchema>
+type Variables = typeof EnvSchema.properties
+/** The variables' values, each parsed; undefined for an unset optional one. */
+type Env = { [K in keyof Variables]: ReturnType<Variables[K]['parse']> | (Variables[K] extends TOptional<TSchema> ? undefined : never) }
 
-/** Never echoed in an error message. */
-const SECRET_VARIABLES = new Set<string>(['JWT_SECRET', 'EMBEDDING_API_KEY', 'S3_SECRET_ACCESS_KEY', 'REGISTRY_TOKEN'])
-
-export interface Config {
-  port: number
-  host: string
-  /** Unset means: derive from the address actually bound (see server.ts). */
-  baseUrl?: string
-  dataDir: string
-  databaseUrl?: string
-  /** Undefined until resolveJwtSecret has run. */
-  jwtSecret?: string
-  logLevel: LogLevel
-  bodyLimit: number
-  /** Milliseconds a JSON or form body may take to arrive. */
-  bodyTimeoutMs: number
-  /** The slowest a bundle upload may arrive: bytes per second, averaged over each window. */
-  uploadPace: { minBytesPerSecond: number; windowMs: number }
-  /** Seconds. */
-  accessTokenTtl: number
-  /** Seconds. */
-  sessionTtl: number
-  /** Seconds a session or OAuth grant may go without a refresh; undefined: no limit. */
-  sessionIdleTtl: number | undefined
-  /** Embedded databases of repositories open at once, and milliseconds an unused one stays open. */
-  embedded: { maxOpen: number; idleMs: number }
-  /** Job worker threads in this process. */
-  workers: number
-  /** Milliseconds a job's claim holds without a heartbeat. */
-  jobLeaseMs: number
-  lancedbUri: string
-  /** Unset: the built-in kgs-hash-v1. */
-  embedding?: { url: string; model: string; apiKey?: string }
-  /** Unset: blobs under DATA_DIR/blobs. */
-  s3?: { bucket: string; endpoint?: string; region?: string; accessKeyId?: string; secretAccessKey?: string; prefix: string }
-  /** Unset: this server's own registry (its base URL). */
-  registryUrl?: string
-  /** Unset: a service token signed with the JWT secret (see src/http/auth.ts). */
-  registryToken?: string
-  /** Largest bundle the registry stores. */
-  registryMaxBytes: number
-  /** Largest bundle upload to import-graph. */
-  importMaxBytes: number
-  /** Largest decompressed bundle an import reads. */
-  importMaxExpandedBytes: number
-  /** The follow-up fetch of media an import did not carry (docs/spec/bundle.md §5). */
-  mediaFetch: { allowPrivate: boolean; maxBytes: number; timeoutMs: number }
-  /** Password hashes that may wait for a hashing thread; undefined: 256 per core. */
-  passwordQueueMax?: number
-  /** Budgets of failed sign-ins, failed token requests and registrations; unset ones are unlimited (src/http/throttle.ts). */
-  throttle: { login: ThrottleRates; token: ThrottleRates; register: ThrottleRates; createRepository: ThrottleRates }
-  /** Reverse proxies in front that append to X-Forwarded-For. */
-  trustedProxies: number
-  /** Per-user and per-repository quotas; 0 is unlimited (src/quotas.ts). */
-  quotas: QuotaLimits
-}
-
-export interface QuotaLimits {
-  repositories: number
-  registryGraphs: number
-  registryBytes: number
-  queuedJobs: number
-}
+/** Settings that may be undefined are optional: a caller building a Config names only what it sets. */
+type OptionalWhereUndefined<T> = { [K in keyof T as undefined extends T[K] ? K : never]?: T[K] } & { [K in keyof T as undefined extends T[K] ? never : K]: T[K] }
+export type Config = OptionalWhereUndefined<ReturnType<typeof configFrom>>
+export type QuotaLimits = Config['quotas']
 
 /** perAccount: per e-mail signed in to, or per OAuth client_id. */
 export interface ThrottleRates {
@@ -248,65 +211,82 @@ export class ConfigError extends Error {}
 /** Parses and validates the environment. Pure: touches no files. */
 export function parseEnv(env: Record<string, string | undefined>): Config {
   const values: Record<string, unknown> = {}
-  for (const [name, schema] of Object.entries(EnvSchema.properties) as [keyof Env, TSchema & { expects: string }][]) {
+  for (const [name, schema] of Object.entries(EnvSchema.properties) as [keyof Env, TSchema & { expects: string; parse: (value: unknown) => unknown; secret?: true }][]) {
     const raw = env[name]
     if (raw === undefined || raw === '') {
-      if (schema.default !== undefined) values[name] = schema.default
+      if (schema.default !== undefined) values[name] = schema.parse(schema.default)
       continue
     }
     // Convert would truncate "80.5" to 80; an integer variable must be written as one.
     const value = schema.type === 'integer' && !/^\d+$/.test(raw) ? raw : Value.Convert(schema, raw)
     if (!Value.Check(schema, value)) {
-      const shown = SECRET_VARIABLES.has(name) ? `${raw.length} characters` : JSON.stringify(withoutUserinfo(raw))
+      const shown = schema.secret ? `${raw.length} characters` : JSON.stringify(withoutUserinfo(raw))
       throw new ConfigError(`invalid ${name}: expected ${schema.expects}, got ${shown}`)
     }
-    values[name] = value
+    values[name] = schema.parse(value)
   }
   const v = values as Env
   if (v.EMBEDDING_URL && !v.EMBEDDING_MODEL) throw new ConfigError('invalid EMBEDDING_MODEL: required when EMBEDDING_URL is set')
   if (!v.EMBEDDING_URL && (v.EMBEDDING_MODEL || v.EMBEDDING_API_KEY)) throw new ConfigError('invalid EMBEDDING_URL: required when EMBEDDING_MODEL or EMBEDDING_API_KEY is set')
   const s3Named = (['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_PREFIX'] as const).find((name) => v[name] !== undefined)
   if (!v.S3_BUCKET && s3Named) throw new ConfigError(`invalid S3_BUCKET: required when ${s3Named} is set`)
-  const idleTtl = v.SESSION_IDLE_TTL === undefined ? undefined : parseDuration(v.SESSION_IDLE_TTL)
   // A client refreshes when its access token ends: a shorter idle limit would end every session.
-  if (idleTtl !== undefined && idleTtl <= parseDuration(v.ACCESS_TOKEN_TTL)) throw new ConfigError('invalid SESSION_IDLE_TTL: must be longer than ACCESS_TOKEN_TTL')
-  const dataDir = resolve(v.DATA_DIR)
+  if (v.SESSION_IDLE_TTL !== undefined && v.SESSION_IDLE_TTL <= v.ACCESS_TOKEN_TTL) throw new ConfigError('invalid SESSION_IDLE_TTL: must be longer than ACCESS_TOKEN_TTL')
+  return configFrom(v)
+}
+
+/** The configuration the rest of kgs reads, from the parsed variables; its type is Config. */
+function configFrom(v: Env) {
   return {
     port: v.PORT,
     host: v.HOST,
-    baseUrl: v.BASE_URL?.replace(/\/+$/, ''),
-    dataDir,
+    /** Unset means: derive from the address actually bound (see server.ts). */
+    baseUrl: v.BASE_URL,
+    dataDir: v.DATA_DIR,
     databaseUrl: v.DATABASE_URL,
+    /** Undefined until resolveJwtSecret has run. */
     jwtSecret: v.JWT_SECRET,
     logLevel: v.LOG_LEVEL,
     bodyLimit: v.BODY_LIMIT,
-    bodyTimeoutMs: parseDuration(v.BODY_TIMEOUT) * 1000,
-    uploadPace: { minBytesPerSecond: v.UPLOAD_MIN_RATE, windowMs: parseDuration(v.BODY_TIMEOUT) * 1000 },
-    accessTokenTtl: parseDuration(v.ACCESS_TOKEN_TTL),
-    sessionTtl: parseDuration(v.SESSION_TTL),
-    sessionIdleTtl: idleTtl,
-    embedded: { maxOpen: v.EMBEDDED_MAX_OPEN, idleMs: parseDuration(v.EMBEDDED_IDLE_TIMEOUT) * 1000 },
+    bodyTimeoutMs: v.BODY_TIMEOUT,
+    /** The slowest a bundle upload may arrive: bytes per second, averaged over each window. */
+    uploadPace: { minBytesPerSecond: v.UPLOAD_MIN_RATE, windowMs: v.BODY_TIMEOUT },
+    /** Seconds. */
+    accessTokenTtl: v.ACCESS_TOKEN_TTL,
+    /** Seconds. */
+    sessionTtl: v.SESSION_TTL,
+    /** Seconds a session or OAuth grant may go without a refresh; undefined: no limit. */
+    sessionIdleTtl: v.SESSION_IDLE_TTL,
+    embedded: { maxOpen: v.EMBEDDED_MAX_OPEN, idleMs: v.EMBEDDED_IDLE_TIMEOUT },
     workers: v.WORKERS,
-    jobLeaseMs: parseDuration(v.JOB_LEASE) * 1000,
-    lancedbUri: v.LANCEDB_URI ?? join(dataDir, 'lance'),
+    jobLeaseMs: v.JOB_LEASE,
+    lancedbUri: v.LANCEDB_URI ?? join(v.DATA_DIR, 'lance'),
+    /** Unset: the built-in kgs-hash-v1. */
     embedding: v.EMBEDDING_URL ? { url: v.EMBEDDING_URL, model: v.EMBEDDING_MODEL!, apiKey: v.EMBEDDING_API_KEY } : undefined,
+    /** Unset: blobs under DATA_DIR/blobs. */
     s3: v.S3_BUCKET
       ? { bucket: v.S3_BUCKET, endpoint: v.S3_ENDPOINT, region: v.S3_REGION, accessKeyId: v.S3_ACCESS_KEY_ID, secretAccessKey: v.S3_SECRET_ACCESS_KEY, prefix: v.S3_PREFIX ?? '' }
       : undefined,
-    registryUrl: v.REGISTRY_URL?.replace(/\/+$/, ''),
+    /** Unset: this server's own registry (its base URL). */
+    registryUrl: v.REGISTRY_URL,
+    /** Unset: a service token signed with the JWT secret (see src/http/auth.ts). */
     registryToken: v.REGISTRY_TOKEN,
     registryMaxBytes: v.REGISTRY_MAX_BYTES,
     importMaxBytes: v.IMPORT_MAX_BYTES,
     importMaxExpandedBytes: v.IMPORT_MAX_EXPANDED_BYTES,
-    mediaFetch: { allowPrivate: v.MEDIA_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: parseDuration(v.MEDIA_FETCH_TIMEOUT) * 1000 },
+    /** The follow-up fetch of media an import did not carry (docs/spec/bundle.md §5). */
+    mediaFetch: { allowPrivate: v.MEDIA_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: v.MEDIA_FETCH_TIMEOUT },
+    /** Undefined: 256 per core. */
     passwordQueueMax: v.PASSWORD_QUEUE_MAX,
+    /** Unset rates are unlimited (src/http/throttle.ts). */
     throttle: {
-      login: { perIp: parseRate(v.THROTTLE_LOGIN_PER_IP), perAccount: parseRate(v.THROTTLE_LOGIN_PER_ACCOUNT) },
-      token: { perIp: parseRate(v.THROTTLE_TOKEN_PER_IP), perAccount: parseRate(v.THROTTLE_TOKEN_PER_CLIENT) },
-      register: { perIp: parseRate(v.THROTTLE_REGISTER_PER_IP) },
-      createRepository: { perIp: parseRate(v.THROTTLE_REPOSITORY_CREATE_PER_IP) },
-    },
+      login: { perIp: v.THROTTLE_LOGIN_PER_IP, perAccount: v.THROTTLE_LOGIN_PER_ACCOUNT },
+      token: { perIp: v.THROTTLE_TOKEN_PER_IP, perAccount: v.THROTTLE_TOKEN_PER_CLIENT },
+      register: { perIp: v.THROTTLE_REGISTER_PER_IP },
+      createRepository: { perIp: v.THROTTLE_REPOSITORY_CREATE_PER_IP },
+    } satisfies Record<string, ThrottleRates>,
     trustedProxies: v.TRUSTED_PROXIES,
+    /** 0 is unlimited (src/quotas.ts). */
     quotas: { repositories: v.QUOTA_REPOSITORIES, registryGraphs: v.QUOTA_REGISTRY_GRAPHS, registryBytes: v.QUOTA_REGISTRY_BYTES, queuedJobs: v.QUOTA_QUEUED_JOBS },
   }
 }

@@ -8,10 +8,11 @@ import type { PageKey } from '../db/pages.ts'
 import { SYSTEM_DOMAIN, scopeNeeded } from '../permissions.ts'
 import type { Logger } from '../log.ts'
 import { hashPassword, verifyPassword } from './passwords.ts'
-import { RevokedSessions, SESSION_REVOKED, endSession, endUserSessions, insertSession, listLiveSessions, markRevoked, rotateRefreshToken, type SessionSummary } from './sessions.ts'
+import { RevokedSessions, SESSION_REVOKED, endSession, endUserSessions, insertSession, listLiveSessions, markRevoked, rotateRefreshToken } from './sessions.ts'
 import { createSessionTokens, type SessionTokens } from './tokens.ts'
-import { findCredentials, findUserById, insertUser, listUsers, normalizeEmail, updateUser, type User } from './users.ts'
+import { findCredentials, findUserById, insertUser, listUsers, normalizeEmail, updateUser } from './users.ts'
 import { ExpiringMap } from '../expiring.ts'
+import type { SessionGrant, SessionSummary, User } from './schemas.ts'
 
 export interface AccountsOptions {
   system: Sql
@@ -32,11 +33,6 @@ export interface AccountsOptions {
   onUserCreated(userId: string): Promise<unknown>
 }
 
-export interface SessionGrant {
-  user: User
-  token: string
-  refresh_token: string
-}
 
 const USER_CHANGED = 'kgs_user_changed'
 const USER_CACHE_TTL_MS = 30_000

@@ -2,12 +2,13 @@
 import { Elysia, t } from 'elysia'
 import type { accessControl } from '../http/auth.ts'
 import type { Throttles } from '../http/throttle.ts'
-import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
+import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { Accounts } from './accounts.ts'
 import { PASSWORD_MAX, PASSWORD_MIN } from './passwords.ts'
 import { normalizeEmail } from './users.ts'
+import { Session, SessionGrant, User } from './schemas.ts'
 
 const Email = t.String({ minLength: 3, maxLength: 254, description: 'e-mail address; trimmed and lowercased', error: 'expected an e-mail address' })
 const Password = t.String({
@@ -18,16 +19,8 @@ const Password = t.String({
 })
 const Name = t.String({ maxLength: 200, error: 'expected a name of at most 200 characters' })
 
-const User = t.Object({ id: t.String({ format: 'uuid' }), email: t.String(), name: t.String(), created_at: t.String(), updated_at: t.String() })
-const SessionGrant = t.Object({ user: User, token: t.String({ description: 'access token (JWT)' }), refresh_token: t.String() })
 const TokenPair = t.Object({ token: t.String(), refresh_token: t.String() })
 const UserParams = t.Object({ userID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
-const Session = t.Object({
-  id: t.String({ format: 'uuid' }),
-  created_at: t.String(),
-  expires_at: t.String({ description: 'the absolute end of the session' }),
-  current: t.Boolean({ description: 'whether this is the session of the token that asked' }),
-})
 const SessionParams = t.Object({ sessionID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const strict = { additionalProperties: false } as const
 
@@ -46,6 +39,7 @@ const unauthenticated = { 401: ErrorBody }
 export function accountRoutes(accounts: Accounts, access: ReturnType<typeof accessControl>, throttles: Throttles) {
   return new Elysia({ name: 'kgs/accounts', prefix: '/api/v1' })
     .use(access)
+    .use(pagination)
     .post(
       '/auth/register',
       async ({ body, set, request }) => {
@@ -71,14 +65,10 @@ export function accountRoutes(accounts: Accounts, access: ReturnType<typeof acce
     })
     .get(
       '/auth/sessions',
-      async ({ principal, query, request, set }) => {
-        const limit = parseLimit(query.limit)
-        const rows = await accounts.listSessions(principal, limit, decodeCursor(query.cursor))
-        return page(rows, limit, request, set.headers as Record<string, string>).map((session) => ({ ...session, current: session.id === principal.sessionId }))
-      },
+      async ({ principal, page }) => (await accounts.listSessions(principal, page.limit, page.after)).map((session) => ({ ...session, current: session.id === principal.sessionId })),
       {
         auth: true,
-        query: PageQuery,
+        paginated: true,
         response: { 200: t.Array(Session), 400: ErrorBody, ...unauthenticated, 403: ErrorBody },
         detail: { tags: ['accounts'], summary: "The caller's live sessions, oldest first (paginated; a session token only)" },
       },

@@ -9,6 +9,7 @@ import { refreshedWithin, refreshIdle } from './idle.ts'
 import { ExpiringMap } from '../expiring.ts'
 import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../db/pages.ts'
 import type { Logger } from '../log.ts'
+import type { SessionSummary } from './schemas.ts'
 import { describeError } from '../log.ts'
 
 export const SESSION_REVOKED = 'kgs_session_revoked'
@@ -90,13 +91,6 @@ async function revokeOnReuse(sql: Sql, token: string): Promise<Rotation> {
 
 /** Why a session ended before its time: logout, refresh-token reuse, its user, an administrator. */
 export type RevokedReason = 'logout' | 'refresh_reuse' | 'ended' | 'admin'
-
-/** A live session as its user sees it. */
-export interface SessionSummary {
-  id: string
-  created_at: string
-  expires_at: string
-}
 
 const sessionColumns = (sql: Db) => sql`id, ${isoTimestamp(sql, 'sessions.created_at')} AS created_at, ${isoTimestamp(sql, 'sessions.expires_at')} AS expires_at`
 

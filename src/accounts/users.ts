@@ -3,14 +3,7 @@ import type { Sql } from 'postgres'
 import { rethrowUnique } from '../db/conflict.ts'
 import { isoTimestamp, type Db } from '../db/sql.ts'
 import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../db/pages.ts'
-
-export interface User {
-  id: string
-  email: string
-  name: string
-  created_at: string
-  updated_at: string
-}
+import type { User } from './schemas.ts'
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@.]+$/
 

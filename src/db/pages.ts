@@ -8,6 +8,12 @@ export interface PageKey {
   id: string
 }
 
+/** A page to read: `limit` rows (and one of look-ahead) after the cursor's row, if any. */
+export interface PageRequest {
+  limit: number
+  after?: PageKey
+}
+
 /**
  * ORDER BY of a page, table-qualified: a bare `created_at` would sort by the output column of
  * that name, the millisecond text of isoTimestamp, and rows within one millisecond would come

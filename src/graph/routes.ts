@@ -2,145 +2,25 @@
 // the X-Repository-ID header, at /api/v1/<path> (docs/spec/decisions.md §2). Lists are paginated
 // (docs/spec/decisions.md §1); each route needs its resource's :read permission in the repository (§4).
 import { Elysia, t } from 'elysia'
-import type { TProperties, TSchema } from '@sinclair/typebox'
+import type { TProperties } from '@sinclair/typebox'
 import { HttpError } from '../http/errors.ts'
-import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
-import type { PageKey } from '../db/pages.ts'
+import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
-import { RELATED_LIMIT, getConcept, getFact, getInvestigation, getReport, getSource, listConcepts, listFacts, listInvestigations, listReports, listSources, type PageRequest } from './store.ts'
+import { getConcept, getFact, getInvestigation, getReport, getSource, listConcepts, listFacts, listInvestigations, listReports, listSources } from './store.ts'
+import { Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, Report, ReportDetail, Source, SourceDetail } from './schemas.ts'
 
 const Uuid = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
-const Timestamp = t.String({ description: 'RFC 3339, UTC' })
-const nullable = <T extends TSchema>(schema: T) => t.Union([schema, t.Null()])
-const related = <T extends TSchema>(schema: T, what: string) => t.Array(schema, { description: `${what}; at most the first ${RELATED_LIMIT}` })
-
-const sourceFields = {
-  id: t.String(),
-  url: t.String(),
-  doi: t.String(),
-  kind: t.String(),
-  status: t.String(),
-  parsed_title: t.String(),
-  published_at: nullable(t.String({ description: 'YYYY-MM-DD' })),
-  has_stored_body: t.Boolean(),
-  created_at: Timestamp,
-}
-const SourceImage = t.Object({
-  id: t.String(),
-  kind: t.String({ description: 'inline or page' }),
-  page_number: nullable(t.Integer()),
-  position: t.Integer(),
-  url: t.String(),
-  width: nullable(t.Integer()),
-  height: nullable(t.Integer()),
-  bytes: nullable(t.Integer()),
-  alt_text: t.String(),
-  content_type: t.String(),
-})
-const SourceDetail = t.Object({
-  ...sourceFields,
-  parsed_text: t.String(),
-  parsed_markdown: t.String(),
-  images: related(SourceImage, 'ordered by kind, position'),
-  body: nullable(t.Object({ content_type: t.String(), bytes: nullable(t.Integer()) }, { description: 'the stored original, if any' })),
-  fact_count: t.Integer(),
-})
-
-const factFields = {
-  id: t.String(),
-  text: t.String(),
-  fact_kind: t.String({ description: 'text or image' }),
-  image_url: t.String(),
-  content_hash: t.String(),
-  promptset_hash: t.String(),
-  status: t.String({ description: 'new, stable or to_delete' }),
-  source_image_id: nullable(t.String()),
-  created_at: Timestamp,
-}
-const FactDetail = t.Object({
-  ...factFields,
-  sources: related(t.Object({ id: t.String(), url: t.String(), parsed_title: t.String(), chunk_index: t.Integer() }), 'one per cited chunk, ordered by source'),
-  concepts: related(t.Object({ id: t.String(), canonical_name: t.String(), context: t.String() }), 'ordered by (created_at, id)'),
-})
-
-const conceptFields = {
-  id: t.String(),
-  canonical_name: t.String(),
-  context: t.String(),
-  description: t.String(),
-  promptset_hash: t.String(),
-  created_at: Timestamp,
-}
-const Summary = t.Object({
-  id: t.String(),
-  sequence_num: t.Integer(),
-  is_complete: t.Boolean(),
-  fact_count: t.Integer(),
-  content: t.String({ description: 'markdown citing facts as [text](<fact:UUID>)' }),
-  covered_fact_ids: t.Array(t.String()),
-  model: t.String(),
-  created_at: Timestamp,
-})
-const Synthesis = t.Object(
-  {
-    id: t.String(),
-    canonical_name: t.String(),
-    content: t.String(),
-    covered_summary_ids: t.Array(t.String()),
-    covered_concept_ids: t.Array(t.String()),
-    embedded_image_fact_ids: t.Array(t.String()),
-    model: t.String(),
-    created_at: Timestamp,
-  },
-  { description: "the synthesis of the concept's name, else one covering the concept" },
-)
-const ConceptDetail = t.Object({
-  ...conceptFields,
-  aliases: related(t.String(), 'sorted'),
-  summaries: related(Summary, 'ordered by sequence_num'),
-  synthesis: nullable(Synthesis),
-  fact_count: t.Integer(),
-})
-
-const investigationFields = { id: t.String(), title: t.String(), topic: t.String(), created_at: Timestamp }
-const InvestigationDetail = t.Object({
-  ...investigationFields,
-  sources: related(t.Object({ id: t.String(), url: t.String(), parsed_title: t.String() }), 'ordered by (created_at, id)'),
-})
-
-const reportFields = {
-  id: t.String(),
-  title: t.String(),
-  topic: t.String(),
-  status: t.String({ description: 'pending, processing, annotated or failed' }),
-  parent_id: nullable(t.String()),
-  similarity_threshold: nullable(t.Number()),
-  embedded_model: t.String(),
-  sentence_count: nullable(t.Integer()),
-  created_at: Timestamp,
-}
-const Annotation = t.Object({ sentence_index: t.Integer(), sentence_text: t.String(), fact_id: t.String(), score: t.Number(), posture: t.String() })
-const ReportDetail = t.Object({
-  ...reportFields,
-  body_md: t.String(),
-  annotations: related(Annotation, 'ordered by sentence_index, then score descending'),
-  children: related(t.Object({ id: t.String(), title: t.String(), status: t.String(), created_at: Timestamp }), 'ordered by (created_at, id)'),
-})
-
 const FactQuery = t.Object({
-  ...PageQuery.properties,
   status: t.Optional(t.Union([t.Literal('new'), t.Literal('stable'), t.Literal('to_delete')], { error: 'expected new, stable or to_delete' })),
   source_id: t.Optional(t.String({ pattern: UUID_PATTERN, error: 'expected a source UUID', description: 'only facts of this source' })),
 })
 const ConceptQuery = t.Object({
-  ...PageQuery.properties,
   prefix: t.Optional(t.String({ maxLength: 200, error: 'expected at most 200 characters', description: 'case-insensitive prefix of canonical_name' })),
 })
 const NONE = 'none'
 const ReportQuery = t.Object({
-  ...PageQuery.properties,
   parent_id: t.Optional(
     t.String({ pattern: `^(${NONE}|${UUID_PATTERN.slice(1, -1)})$`, error: `expected a report UUID or ${NONE}`, description: `children of this report; ${NONE}: top-level reports only` }),
   ),
@@ -151,17 +31,6 @@ const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody 
 function orNotFound<T>(row: T | undefined, what: string): T {
   if (row === undefined) throw new HttpError(404, `${what} not found`)
   return row
-}
-
-/** A page of a list for ?limit= and ?cursor=, with the Link header of the next one. */
-async function paginate<T extends { page_key: PageKey }>(
-  query: { limit?: string; cursor?: string },
-  request: Request,
-  headers: Record<string, string | number>,
-  list: (window: PageRequest) => Promise<T[]>,
-) {
-  const limit = parseLimit(query.limit)
-  return page(await list({ limit, after: decodeCursor(query.cursor) }), limit, request, headers)
 }
 
 type Scope = ReturnType<typeof repositoryScope>
@@ -181,11 +50,12 @@ function graphRoutesAt(prefix: string, scope: Scope) {
   })
   return new Elysia({ name: 'kgs/graph-at', seed: prefix, prefix })
     .use(scope)
-    .get('/sources', async ({ db, query, request, set }) => paginate(query, request, set.headers, async (p) => listSources(await db(), p)), {
+    .use(pagination)
+    .get('/sources', async ({ db, page }) => listSources(await db(), page), {
       repository: 'source:read',
+      paginated: true,
       params: listParams,
-      query: PageQuery,
-      response: { 200: t.Array(t.Object(sourceFields)), ...errors },
+      response: { 200: t.Array(Source), ...errors },
       detail: describe('Sources, without their parsed text'),
     })
     .get('/sources/:sourceID', async ({ db, params }) => orNotFound(await getSource(await db(), params.sourceID), 'source'), {
@@ -196,12 +66,13 @@ function graphRoutesAt(prefix: string, scope: Scope) {
     })
     .get(
       '/facts',
-      async ({ db, query, request, set }) => paginate(query, request, set.headers, async (p) => listFacts(await db(), { ...p, status: query.status, sourceId: query.source_id })),
+      async ({ db, page, query }) => listFacts(await db(), { ...page, status: query.status, sourceId: query.source_id }),
       {
         repository: 'fact:read',
+        paginated: true,
         params: listParams,
         query: FactQuery,
-        response: { 200: t.Array(t.Object(factFields)), ...errors },
+        response: { 200: t.Array(Fact), ...errors },
         detail: describe('Facts, optionally of one status or one source'),
       },
     )
@@ -211,11 +82,12 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       response: { 200: FactDetail, ...errors },
       detail: describe('A fact with its sources and concepts'),
     })
-    .get('/concepts', async ({ db, query, request, set }) => paginate(query, request, set.headers, async (p) => listConcepts(await db(), { ...p, prefix: query.prefix })), {
+    .get('/concepts', async ({ db, page, query }) => listConcepts(await db(), { ...page, prefix: query.prefix }), {
       repository: 'concept:read',
+      paginated: true,
       params: listParams,
       query: ConceptQuery,
-      response: { 200: t.Array(t.Object(conceptFields)), ...errors },
+      response: { 200: t.Array(Concept), ...errors },
       detail: describe('Concepts, optionally those whose name starts with a prefix (case-insensitive)'),
     })
     .get('/concepts/:conceptID', async ({ db, params }) => orNotFound(await getConcept(await db(), params.conceptID), 'concept'), {
@@ -224,11 +96,11 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       response: { 200: ConceptDetail, ...errors },
       detail: describe('A concept with its aliases, summaries, synthesis and fact count'),
     })
-    .get('/investigations', async ({ db, query, request, set }) => paginate(query, request, set.headers, async (p) => listInvestigations(await db(), p)), {
+    .get('/investigations', async ({ db, page }) => listInvestigations(await db(), page), {
       repository: 'investigation:read',
+      paginated: true,
       params: listParams,
-      query: PageQuery,
-      response: { 200: t.Array(t.Object(investigationFields)), ...errors },
+      response: { 200: t.Array(Investigation), ...errors },
       detail: describe('Investigations'),
     })
     .get('/investigations/:investigationID', async ({ db, params }) => orNotFound(await getInvestigation(await db(), params.investigationID), 'investigation'), {
@@ -239,13 +111,13 @@ function graphRoutesAt(prefix: string, scope: Scope) {
     })
     .get(
       '/reports',
-      async ({ db, query, request, set }) =>
-        paginate(query, request, set.headers, async (p) => listReports(await db(), { ...p, parentId: query.parent_id === NONE ? null : query.parent_id })),
+      async ({ db, page, query }) => listReports(await db(), { ...page, parentId: query.parent_id === NONE ? null : query.parent_id }),
       {
         repository: 'report:read',
+        paginated: true,
         params: listParams,
         query: ReportQuery,
-        response: { 200: t.Array(t.Object(reportFields)), ...errors },
+        response: { 200: t.Array(Report), ...errors },
         detail: describe('Reports, without their bodies; optionally the children of one, or only top-level ones'),
       },
     )

@@ -4,15 +4,9 @@
 // the Link header; they leave out the big text columns, which only the details carry.
 import type { Fragment, Sql } from 'postgres'
 import { isoTimestamp, type Db } from '../db/sql.ts'
-import { afterCursor, pageKeyColumn, pageOrder, type PageKey } from '../db/pages.ts'
+import { RELATED_LIMIT, type Concept, type ConceptDetail, type Fact, type FactDetail, type Investigation, type InvestigationDetail, type Report, type ReportDetail, type Source, type SourceDetail } from './schemas.ts'
+import { afterCursor, pageKeyColumn, pageOrder, type PageKey, type PageRequest } from '../db/pages.ts'
 
-/** How many related rows a detail embeds (images of a source, facts' sources, annotations, ...). */
-export const RELATED_LIMIT = 500
-
-export interface PageRequest {
-  limit: number
-  after?: PageKey
-}
 type Paged<T> = (T & { page_key: PageKey })[]
 
 // The output column created_at is text with milliseconds; every ORDER BY here names the table's
@@ -32,7 +26,7 @@ const ROW_OVERHEAD = 256
 /**
  * One page of `table` (with its own filter), ordered by (created_at, id), plus the look-ahead
  * row; cut where its rows pass PAGE_BYTES, in which case the rows carry the shorter page's size
- * (`pageLimit`, see page()) and the Link goes on from there. At least one row is shown, whatever
+ * (`pageLimit`, see http/pagination.ts) and the Link goes on from there. At least one row is shown, whatever
  * its size. A row's size is that of its `textColumns` (the only ones a row can make large)
  * plus ROW_OVERHEAD.
  *
@@ -83,37 +77,6 @@ async function rowsByIds<T extends object>(sql: Sql, columns: Fragment, table: s
 
 // ---- sources
 
-export interface Source {
-  id: string
-  url: string
-  doi: string
-  kind: string
-  status: string
-  parsed_title: string
-  published_at: string | null
-  has_stored_body: boolean
-  created_at: string
-}
-interface SourceImage {
-  id: string
-  kind: string
-  page_number: number | null
-  position: number
-  url: string
-  width: number | null
-  height: number | null
-  bytes: number | null
-  alt_text: string
-  content_type: string
-}
-export interface SourceDetail extends Source {
-  parsed_text: string
-  parsed_markdown: string
-  images: SourceImage[]
-  body: { content_type: string; bytes: number | null } | null
-  fact_count: number
-}
-
 const sourceColumns = (sql: Db) =>
   sql`sources.id, url, doi, kind, status, parsed_title, to_char(published_at, 'YYYY-MM-DD') AS published_at, has_stored_body, ${createdAt(sql, 'sources')}`
 
@@ -139,21 +102,6 @@ export async function getSource(sql: Sql, id: string): Promise<SourceDetail | un
 
 // ---- facts
 
-export interface Fact {
-  id: string
-  text: string
-  fact_kind: string
-  image_url: string
-  content_hash: string
-  promptset_hash: string
-  status: string
-  source_image_id: string | null
-  created_at: string
-}
-export interface FactDetail extends Fact {
-  sources: { id: string; url: string; parsed_title: string; chunk_index: number }[]
-  concepts: { id: string; canonical_name: string; context: string }[]
-}
 export interface FactFilter {
   status?: string
   sourceId?: string
@@ -197,41 +145,6 @@ export function factsByIds(sql: Sql, ids: readonly string[]): Promise<Fact[]> {
 }
 
 // ---- concepts
-
-export interface Concept {
-  id: string
-  canonical_name: string
-  context: string
-  description: string
-  promptset_hash: string
-  created_at: string
-}
-interface ConceptSummary {
-  id: string
-  sequence_num: number
-  is_complete: boolean
-  fact_count: number
-  content: string
-  covered_fact_ids: string[]
-  model: string
-  created_at: string
-}
-interface ConceptSynthesis {
-  id: string
-  canonical_name: string
-  content: string
-  covered_summary_ids: string[]
-  covered_concept_ids: string[]
-  embedded_image_fact_ids: string[]
-  model: string
-  created_at: string
-}
-export interface ConceptDetail extends Concept {
-  aliases: string[]
-  summaries: ConceptSummary[]
-  synthesis: ConceptSynthesis | null
-  fact_count: number
-}
 
 const conceptColumns = (sql: Db) => sql`concepts.id, canonical_name, context, description, promptset_hash, ${createdAt(sql, 'concepts')}`
 
@@ -278,16 +191,6 @@ export function conceptsByIds(sql: Sql, ids: readonly string[]): Promise<Concept
 
 // ---- investigations
 
-export interface Investigation {
-  id: string
-  title: string
-  topic: string
-  created_at: string
-}
-export interface InvestigationDetail extends Investigation {
-  sources: { id: string; url: string; parsed_title: string }[]
-}
-
 const investigationColumns = (sql: Db) => sql`id, title, topic, ${createdAt(sql, 'investigations')}`
 
 export function listInvestigations(sql: Sql, request: PageRequest): Promise<Paged<Investigation>> {
@@ -311,22 +214,6 @@ export async function getInvestigation(sql: Sql, id: string): Promise<Investigat
 
 // ---- reports
 
-export interface Report {
-  id: string
-  title: string
-  topic: string
-  status: string
-  parent_id: string | null
-  similarity_threshold: number | null
-  embedded_model: string
-  sentence_count: number | null
-  created_at: string
-}
-export interface ReportDetail extends Report {
-  body_md: string
-  annotations: { sentence_index: number; sentence_text: string; fact_id: string; score: number; posture: string }[]
-  children: { id: string; title: string; status: string; created_at: string }[]
-}
 /** A parent's UUID, or null for top-level reports only. */
 export type ParentFilter = string | null
 

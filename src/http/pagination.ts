@@ -1,10 +1,12 @@
 // Cursor pagination (docs/spec/decisions.md §1): ?limit= (default 50, max 500) and ?cursor=; the next page
 // is announced in a Link header (RFC 8288). Order is (created_at, id); the cursor is opaque to
 // clients and carries the last row's key with full timestamp precision.
-import { t } from 'elysia'
+// A list route says `paginated: true` (the `pagination` macro below) and answers the rows of
+// `page` from its store, look-ahead row and page keys included; the macro does the rest.
+import { Elysia, t } from 'elysia'
 import { HttpError } from './errors.ts'
 import { integerQuery } from './openapi.ts'
-import type { PageKey } from '../db/pages.ts'
+import type { PageKey, PageRequest } from '../db/pages.ts'
 
 const DEFAULT_LIMIT = 50
 const MAX_LIMIT = 500
@@ -15,7 +17,7 @@ export const PageQuery = t.Object({
   cursor: t.Optional(t.String({ maxLength: 200, error: 'expected a cursor from a Link header' })),
 })
 
-export function parseLimit(limit: string | undefined): number {
+function parseLimit(limit: string | undefined): number {
   if (limit === undefined) return DEFAULT_LIMIT
   const n = /^[0-9]{1,4}$/.test(limit) ? Number(limit) : NaN
   if (!(n >= 1 && n <= MAX_LIMIT)) throw new HttpError(400, `invalid query: limit: expected an integer from 1 to ${MAX_LIMIT} (got ${JSON.stringify(limit.slice(0, 20))})`)
@@ -32,7 +34,7 @@ function isKeyTime(at: string): boolean {
   return KEY_AT.test(at) && at >= '0001' && !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 23) === at.slice(0, 23)
 }
 
-export function decodeCursor(cursor: string | undefined): PageKey | undefined {
+function decodeCursor(cursor: string | undefined): PageKey | undefined {
   if (cursor === undefined) return undefined
   let decoded: unknown
   try {
@@ -51,16 +53,13 @@ function encodeCursor(key: PageKey): string {
   return Buffer.from(JSON.stringify([key.at, key.id])).toString('base64url')
 }
 
+type Paged = { page_key: PageKey }[] & { pageLimit?: number }
+
 /**
  * Trims the look-ahead row and sets the Link header when there is a next page. Rows whose list
  * ended the page early (large rows: graph/store.ts PAGE_BYTES) say so in `pageLimit`.
  */
-export function page<T extends { page_key: PageKey }>(
-  rows: T[] & { pageLimit?: number },
-  requested: number,
-  request: Request,
-  headers: Record<string, string | number>,
-): Omit<T, 'page_key'>[] {
+function trimPage(rows: Paged, requested: number, request: Request, headers: Record<string, string | number>): object[] {
   const limit = Math.min(requested, rows.pageLimit ?? requested)
   const more = rows.length > limit
   const shown = more ? rows.slice(0, limit) : rows
@@ -72,3 +71,32 @@ export function page<T extends { page_key: PageKey }>(
   }
   return shown.map(({ page_key: _, ...row }) => row)
 }
+
+const pageRequest = (query: { limit?: string; cursor?: string }): PageRequest => ({ limit: parseLimit(query.limit), after: decodeCursor(query.cursor) })
+
+/** What the handler answered, as a page when it is one (an array; see paginatedUnless for the other). */
+function answerPage({ page, response, request, set }: { page?: PageRequest; response: unknown; request: Request; set: { headers: Record<string, string | number> } }) {
+  if (page && Array.isArray(response)) return trimPage(response as Paged, page.limit, request, set.headers)
+}
+
+/**
+ * `paginated: true` on a list route: the ?limit= and ?cursor= query parameters (400 for a bad
+ * one), the decoded request as `page`, and from the rows the handler answers (store rows with
+ * their `page_key`, one more than `page.limit` when there is a next page; rows mapped by the
+ * handler keep it) the page and its Link header. The macro comes after the route's authorization macro: a caller learns nothing of the
+ * query before it is authorized.
+ * `paginatedUnless: 'parameter'`: a list that has a second form, chosen by that query
+ * parameter (the registry's Go list, ?offset=), where `page` is undefined and nothing is paged.
+ */
+export const pagination = new Elysia({ name: 'kgs/pagination' }).macro({
+  paginated: {
+    query: PageQuery,
+    resolve: ({ query }) => ({ page: pageRequest(query) }),
+    afterHandle: answerPage,
+  },
+  paginatedUnless: (parameter: string) => ({
+    query: PageQuery,
+    resolve: ({ query }) => ({ page: (query as Record<string, string | undefined>)[parameter] === undefined ? pageRequest(query) : undefined }),
+    afterHandle: answerPage,
+  }),
+})

@@ -4,33 +4,10 @@
 // overwrite the new owner's state: a job is run to completion by exactly one claim.
 import { isoTimestamp, storableText, type Db } from '../db/sql.ts'
 import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../db/pages.ts'
+import type { Job, JobProgress, JobStatus } from './schemas.ts'
 
-export const JOB_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const
-export type JobStatus = (typeof JOB_STATUSES)[number]
+export type { Job, JobProgress, JobStatus }
 export const FINISHED: readonly JobStatus[] = ['succeeded', 'failed', 'cancelled']
-
-export interface JobProgress {
-  phase: string
-  done: number
-  total: number
-  bytes: number
-}
-
-/** The API's job object. */
-export interface Job {
-  id: string
-  kind: string
-  repository_id: string | null
-  status: JobStatus
-  /** percent is computed when read (jobColumns), never stored. */
-  progress: JobProgress & { percent: number | null }
-  result: unknown
-  error: string | null
-  attempts: number
-  created_at: string
-  started_at: string | null
-  finished_at: string | null
-}
 
 /** A job as its worker sees it. */
 export interface ClaimedJob {

@@ -5,42 +5,19 @@ import { Elysia, t } from 'elysia'
 import type { Db } from '../db/sql.ts'
 import type { Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
+import { pagination } from '../http/pagination.ts'
+import type { PageRequest } from '../db/pages.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { Repository } from '../repositories/repositories.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import type { Jobs } from './jobs.ts'
-import { JOB_STATUSES, getJob, listJobs, type Job } from './queue.ts'
+import { getJob, listJobs } from './queue.ts'
+import { JOB_STATUSES, JobBody, Status, type Job } from './schemas.ts'
 
-// Literal unions written out: t.UnionEnum would give the field a default (its first value), and
-// an absent filter would silently become status=queued.
-const Status = (options?: { error: string }) =>
-  t.Union([t.Literal('queued'), t.Literal('running'), t.Literal('succeeded'), t.Literal('failed'), t.Literal('cancelled')], options)
-/** The job object of every job route (and of the 202 of routes that enqueue one). */
-export const JobBody = t.Object({
-  id: t.String(),
-  kind: t.String(),
-  repository_id: t.Union([t.String(), t.Null()]),
-  status: Status(),
-  progress: t.Object({
-    phase: t.String(),
-    done: t.Number({ description: 'in the unit of total: bytes while a bundle is read, downloaded or pushed; rows, tables or items otherwise' }),
-    total: t.Number(),
-    bytes: t.Number(),
-    percent: t.Union([t.Number(), t.Null()], { description: 'done of total, 0 to 100; null while the total is unknown' }),
-  }),
-  result: t.Unknown({ description: 'what the job produced, once it succeeded' }),
-  error: t.Union([t.String(), t.Null()]),
-  attempts: t.Integer(),
-  created_at: t.String(),
-  started_at: t.Union([t.String(), t.Null()]),
-  finished_at: t.Union([t.String(), t.Null()]),
-})
 const JobParams = t.Object({ jobID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const RepositoryJobParams = t.Object({ repoID: t.String(), jobID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const ListQuery = t.Object({
-  ...PageQuery.properties,
   status: t.Optional(Status({ error: `expected one of ${JOB_STATUSES.join(', ')}` })),
   kind: t.Optional(t.String({ maxLength: 63 })),
   order: t.Optional(t.Union([t.Literal('asc'), t.Literal('desc')], { error: 'expected asc or desc', description: 'asc (the default): oldest first; desc: newest first' })),
@@ -51,6 +28,9 @@ const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody 
 const cancelErrors = { ...errors, 409: ErrorBody }
 /** A JSON body: too large (413), of another type (415). */
 const startErrors = { ...errors, 413: ErrorBody, 415: ErrorBody }
+
+// For the routes of other features that answer with a job they queued (a 202).
+export { JobBody }
 
 export interface AcceptedSet {
   status?: number | string
@@ -73,11 +53,8 @@ async function jobInScope(system: Db, id: string, repository: Repository | undef
 
 export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repositoryScope>, quotas: Pick<Quotas, 'checkQueue'>) {
   const describe = (summary: string) => ({ tags: ['jobs'], summary })
-  const list = async ({ repository, query, request, set }: { repository?: Repository; query: typeof ListQuery.static; request: Request; set: { headers: unknown } }) => {
-    const limit = parseLimit(query.limit)
-    const rows = await listJobs(system, { repositoryId: repository?.id, status: query.status, kind: query.kind, newestFirst: query.order === 'desc' }, limit, decodeCursor(query.cursor))
-    return page(rows, limit, request, set.headers as Record<string, string>)
-  }
+  const list = ({ repository, query, page }: { repository?: Repository; query: typeof ListQuery.static; page: PageRequest }) =>
+    listJobs(system, { repositoryId: repository?.id, status: query.status, kind: query.kind, newestFirst: query.order === 'desc' }, page.limit, page.after)
   const cancel = async ({ repository, params }: { repository?: Repository; params: { jobID: string } }) => {
     const job = await jobInScope(system, params.jobID, repository)
     if (job.status !== 'queued' && job.status !== 'running') throw new HttpError(409, `job already ${job.status}`)
@@ -97,7 +74,8 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
 
   return new Elysia({ name: 'kgs/jobs' })
     .use(scope)
-    .get('/api/v1/jobs', list, { repositoryOrSystem: 'job:read', query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
+    .use(pagination)
+    .get('/api/v1/jobs', list, { repositoryOrSystem: 'job:read', paginated: true, query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
     .get('/api/v1/jobs/:jobID', ({ repository, params }) => jobInScope(system, params.jobID, repository), {
       repositoryOrSystem: 'job:read',
       params: JobParams,
@@ -110,7 +88,7 @@ export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repos
       response: { 200: JobBody, ...cancelErrors },
       detail: describe('Cancel a job: a queued job at once, a running one at its next heartbeat (409 if it already finished)'),
     })
-    .get('/:repoID/jobs', list, { repositoryOrSystem: 'job:read', query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
+    .get('/:repoID/jobs', list, { repositoryOrSystem: 'job:read', paginated: true, query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
     .get('/:repoID/jobs/:jobID', ({ repository, params }) => jobInScope(system, params.jobID, repository), {
       repositoryOrSystem: 'job:read',
       params: RepositoryJobParams,

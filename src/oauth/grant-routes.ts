@@ -3,19 +3,12 @@
 import { Elysia, t } from 'elysia'
 import { requireSessionToken, type accessControl } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
+import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { OAuthTokens } from './tokens.ts'
+import { Grant } from './schemas.ts'
 
-const Grant = t.Object({
-  id: t.String({ format: 'uuid' }),
-  client_id: t.String(),
-  client_name: t.String({ description: 'as the client registered it (RFC 7591); may be empty' }),
-  scope: t.String(),
-  created_at: t.String({ description: 'when the user allowed it' }),
-  expires_at: t.String({ description: 'when it ends by itself' }),
-})
 const GrantParams = t.Object({ grantID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 const grantsOf = (principal: { userId: string; sessionId?: string }) => requireSessionToken(principal, 'grants')
@@ -23,16 +16,13 @@ const grantsOf = (principal: { userId: string; sessionId?: string }) => requireS
 export function grantRoutes(oauth: Pick<OAuthTokens, 'listUserGrants' | 'revokeUserGrant'>, access: ReturnType<typeof accessControl>) {
   return new Elysia({ name: 'kgs/oauth-grants', prefix: '/api/v1' })
     .use(access)
+    .use(pagination)
     .get(
       '/oauth/grants',
-      async ({ principal, query, request, set }) => {
-        const limit = parseLimit(query.limit)
-        const rows = await oauth.listUserGrants(grantsOf(principal), limit, decodeCursor(query.cursor))
-        return page(rows, limit, request, set.headers as Record<string, string>)
-      },
+      async ({ principal, page }) => oauth.listUserGrants(grantsOf(principal), page.limit, page.after),
       {
         auth: true,
-        query: PageQuery,
+        paginated: true,
         response: { 200: t.Array(Grant), ...errors },
         detail: { tags: ['oauth'], summary: "The caller's live OAuth grants, oldest first (paginated; a session token only)" },
       },

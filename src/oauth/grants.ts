@@ -5,16 +5,7 @@ import { refreshedWithin } from '../accounts/idle.ts'
 import { isoTimestamp, type Db } from '../db/sql.ts'
 import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../db/pages.ts'
 import { GRANT_SECONDS } from './consent.ts'
-
-export interface GrantSummary {
-  id: string
-  client_id: string
-  client_name: string
-  scope: string
-  created_at: string
-  /** When the grant ends by itself (GRANT_SECONDS after the consent). */
-  expires_at: string
-}
+import type { GrantSummary } from './schemas.ts'
 
 /** Live grants with their client's name, as one relation whose columns need no qualifying. */
 const liveGrants = (sql: Db) => sql`(

@@ -4,7 +4,7 @@ import type { Accounts } from '../accounts/accounts.ts'
 import type { OAuthTokens } from '../oauth/tokens.ts'
 import type { accessControl } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
+import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import { REPOSITORY_PERMISSIONS, ROLES, SYSTEM_DOMAIN, SYSTEM_PERMISSIONS, isRole, splitPermission, type Permission } from '../permissions.ts'
@@ -53,17 +53,14 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
 
   return new Elysia({ name: 'kgs/rbac', prefix: '/api/v1' })
     .use(access)
+    .use(pagination)
     .get(
       '/admin/users',
-      async ({ query, request, set }) => {
-        const limit = parseLimit(query.limit)
-        const rows = await accounts.listUsers(limit, decodeCursor(query.cursor))
-        const users = page(rows, limit, request, set.headers as Record<string, string>)
-        return users.map(({ updated_at: _, ...user }) => ({ ...user, roles: rbac.rolesOf(user.id).map(({ role, domain }) => ({ role, domain })) }))
-      },
+      async ({ page }) =>
+        (await accounts.listUsers(page.limit, page.after)).map(({ updated_at: _, ...user }) => ({ ...user, roles: rbac.rolesOf(user.id).map(({ role, domain }) => ({ role, domain })) })),
       {
         permission: 'user:read',
-        query: PageQuery,
+        paginated: true,
         response: {
           200: t.Array(t.Object({ id: t.String(), email: t.String(), name: t.String(), created_at: t.String(), roles: t.Array(t.Object({ role: t.String(), domain: t.String() })) })),
           ...errors,

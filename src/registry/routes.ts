@@ -12,7 +12,7 @@ import { SERVICE_SUBJECT, authenticatesFirst, forbidden, principalOf, holdsSyste
 import { HttpError } from '../http/errors.ts'
 import { securityDetail } from '../http/openapi.ts'
 import { EmptyUpload, gzipChunks, requestChunks, uploadError, type UploadPace, type UploadRefusals } from '../http/upload.ts'
-import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
+import { PageQuery, pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import { describeError, type Logger } from '../log.ts'
@@ -92,6 +92,7 @@ const PushHeaders = t.Object({
   'x-graph-investigation-count': countDoc('investigations'),
 })
 const ListQuery = t.Object({
+  // Typed here too: the Go form reads limit and refuses cursor itself.
   ...PageQuery.properties,
   offset: t.Optional(t.String({ description: "the Go registry's list: answer {graphs, total}, newest first, from this offset (limit then 1-200, else 20)" })),
   // As long as the longest name, so that any name can be searched for.
@@ -364,6 +365,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
 
   return new Elysia({ name: 'kgs/registry' })
     .use(access)
+    .use(pagination)
     .post('/api/v1/graphs', push, {
       registry: 'registry:push',
       headers: PushHeaders,
@@ -375,7 +377,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
     })
     .get(
       '/api/v1/graphs',
-      async ({ query, request, set }) => {
+      async ({ query, page }) => {
         if (query.offset !== undefined) {
           if (query.cursor !== undefined) throw new HttpError(400, 'invalid query: cursor: not with offset, which asks for the Go form of the list')
           // As Go's registry: a tag, when given, is the only filter.
@@ -383,12 +385,13 @@ export function registryRoutes(options: RegistryRoutesOptions) {
           const { graphs, total } = await listGraphsByOffset(system, filter, goLimit(query.limit), goOffset(query.offset))
           return { graphs: graphs.length > 0 ? graphs.map(record) : null, total }
         }
-        const limit = parseLimit(query.limit)
-        const rows = await listGraphs(system, { q: query.q || undefined, tag: query.tag }, limit, decodeCursor(query.cursor))
-        return page(rows, limit, request, set.headers as Record<string, string>).map(record)
+        // paginatedUnless: a page is asked for exactly when offset is not.
+        const rows = await listGraphs(system, { q: query.q || undefined, tag: query.tag }, page!.limit, page!.after)
+        return rows.map((g) => ({ ...record(g), page_key: g.page_key }))
       },
       {
         registry: 'registry:pull',
+        paginatedUnless: 'offset',
         query: ListQuery,
         response: { 200: t.Union([t.Array(GraphRecord), GoGraphPage]), ...errors },
         detail: describe(

@@ -9,7 +9,8 @@ import type { Pools } from '../db/pools.ts'
 import { HttpError } from '../http/errors.ts'
 import type { PageKey } from '../db/pages.ts'
 import type { Rbac } from '../rbac/rbac.ts'
-import { deleteRepository, findRepository, insertRepository, listRepositories, updateRepository, type Repository } from './store.ts'
+import { deleteRepository, findRepository, insertRepository, listRepositories, updateRepository } from './store.ts'
+import type { Repository } from './schemas.ts'
 
 export type { Repository }
 

@@ -2,22 +2,14 @@
 // X-Repository-ID header, at /api/v1/repository.
 import { Elysia, t } from 'elysia'
 import type { accessControl } from '../http/auth.ts'
-import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
+import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import type { Throttle } from '../http/throttle.ts'
 import type { Quotas } from '../quotas.ts'
 import type { Repositories } from './repositories.ts'
 import type { repositoryScope } from './scope.ts'
+import { Repository } from './schemas.ts'
 
-const Repository = t.Object({
-  id: t.String(),
-  name: t.String(),
-  slug: t.String(),
-  description: t.String(),
-  owner_id: t.Union([t.String(), t.Null()]),
-  created_at: t.String(),
-  updated_at: t.String(),
-})
 const Name = t.String({ minLength: 1, maxLength: 200, error: 'expected a name of 1 to 200 characters' })
 const Slug = t.String({ maxLength: 63, description: '2–63 of a-z, 0-9 and inner hyphens; not UUID-shaped; not reserved', error: 'expected a slug of at most 63 characters' })
 const Description = t.String({ maxLength: 2000, error: 'expected a description of at most 2000 characters' })
@@ -31,6 +23,7 @@ export function repositoryRoutes(repositories: Repositories, access: ReturnType<
   return new Elysia({ name: 'kgs/repositories' })
     .use(access)
     .use(scope)
+    .use(pagination)
     .post(
       '/api/v1/repositories',
       async ({ principal, body, set, request }) => {
@@ -50,11 +43,8 @@ export function repositoryRoutes(repositories: Repositories, access: ReturnType<
     )
     .get(
       '/api/v1/repositories',
-      async ({ principal, query, request, set }) => {
-        const limit = parseLimit(query.limit)
-        return page(await repositories.list(principal.userId, limit, decodeCursor(query.cursor)), limit, request, set.headers as Record<string, string>)
-      },
-      { auth: true, query: PageQuery, response: { 200: t.Array(Repository), ...readErrors }, detail: describe('Repositories the caller holds a role in (all, for a sysadmin)') },
+      async ({ principal, page }) => repositories.list(principal.userId, page.limit, page.after),
+      { auth: true, paginated: true, response: { 200: t.Array(Repository), ...readErrors }, detail: describe('Repositories the caller holds a role in (all, for a sysadmin)') },
     )
     .get('/api/v1/repositories/:repoID', ({ repository }) => repository, {
       repository: 'repository:read',

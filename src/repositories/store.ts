@@ -3,16 +3,7 @@ import type { Sql } from 'postgres'
 import { isoTimestamp, type Db } from '../db/sql.ts'
 import { rethrowUnique } from '../db/conflict.ts'
 import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../db/pages.ts'
-
-export interface Repository {
-  id: string
-  name: string
-  slug: string
-  description: string
-  owner_id: string | null
-  created_at: string
-  updated_at: string
-}
+import type { Repository } from './schemas.ts'
 
 const columns = (sql: Db) =>
   sql`id, name, slug, description, owner_id, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`

@@ -3,8 +3,9 @@
 // Following the Links gives every row once, in order.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
-import { registerAccount, api, type Account } from '../helpers/api.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
+import type { Account } from '../helpers/api.ts'
 import { PAGE_BYTES } from '../../src/graph/store.ts'
 
 let server: TestServer
@@ -15,10 +16,7 @@ const MIB = 1024 ** 2
 const SIZES = [3 * MIB, 3 * MIB, 3 * MIB, 10 * MIB, 10, 10]
 
 beforeAll(async () => {
-  server = await startTestServer()
-  const http = api(server.url)
-  owner = await registerAccount(http)
-  repo = (await http.post('/api/v1/repositories', { name: 'Large rows' }, owner.token)).body
+  ;({ server, users: { owner }, repositories: { repo } } = await fixture({ users: { owner: 'member' }, repositories: { repo: { by: 'owner', name: 'Large rows' } } }))
   const sql = await server.context.pools.forRepository(repo.id)
   for (const [i, size] of SIZES.entries()) {
     const at = `2026-01-02T03:04:0${i}.000000Z`

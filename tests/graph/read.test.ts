@@ -5,8 +5,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Sql } from 'postgres'
 import { BACKEND } from '../helpers/backend.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
-import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
+import { type api, expectError, registerAccount, type Account } from '../helpers/api.ts'
 import { conceptsByIds, factsByIds } from '../../src/graph/store.ts'
 
 interface Repo {
@@ -219,18 +220,10 @@ const chunks = <T>(items: T[], size: number) => Array.from({ length: Math.ceil(i
 const register = () => registerAccount(http)
 
 beforeAll(async () => {
-  server = await startTestServer()
-  http = api(server.url)
-  ;[admin, owner, viewer, stranger] = await Promise.all([register(), register(), register(), register()])
-  expect((await server.promote(admin.email)).code).toBe(0)
-  const create = async (name: string) => {
-    const res = await http.post('/api/v1/repositories', { name }, owner.token)
-    expect(res.status).toBe(201)
-    return res.body as Repo
-  }
-  a = await create('Graph A')
-  b = await create('Graph B')
-  expect((await http.put('/api/v1/admin/users/roles', { user_id: viewer.id, role: 'viewer', domain: a.id }, admin.token)).status).toBe(200)
+  ;({ server, http, users: { admin, owner, viewer, stranger }, repositories: { a, b } } = await fixture({
+    users: { admin: 'sysadmin', owner: 'member', viewer: 'member', stranger: 'member' },
+    repositories: { a: { by: 'owner', name: 'Graph A', roles: { viewer: 'viewer' } }, b: { by: 'owner', name: 'Graph B' } },
+  }))
   await seedA(await server.context.pools.forRepository(a.id))
   await seedB(await server.context.pools.forRepository(b.id))
 })

@@ -8,11 +8,12 @@
 // The seed is printed; FUZZ_SEED replays a run, FUZZ_ROUNDS runs more cases (see fuzz.ts).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BundleError, readBundle, type ReaderLimits } from '../../src/bundle/reader.ts'
-import { api, registerAccount, type Account } from '../helpers/api.ts'
+import type { api, Account } from '../helpers/api.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import { gzipBundle, v1Json, validBundle, validBundleJson } from '../helpers/broken-bundles.ts'
 import { waitForJob } from '../helpers/jobs.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
 import { fuzzRounds, fuzzSeed, mutateBytes, mutateJson, Rng, stringifyWithRaw, type Json } from './fuzz.ts'
 
 /** How long one case may take before it counts as a hang (generous: the machine is shared). */
@@ -138,10 +139,13 @@ describe(`mutated bundles through POST /{repoID}/import-graph (${BACKEND})`, () 
   beforeAll(async () => {
     // Retries come quickly: an import that fails with anything but a bundle problem is retried,
     // and the test sees it in the job's attempts.
-    server = await startTestServer({ env: { WORKERS: '2' }, jobs: { timing: { backoffBaseMs: 10, pollMs: 50 } } })
-    http = api(server.url)
-    owner = await registerAccount(http)
-    slug = (await http.post('/api/v1/repositories', { name: 'Fuzzed imports' }, owner.token)).body.slug
+    const fuzzed = await fixture({
+      server: { env: { WORKERS: '2' }, jobs: { timing: { backoffBaseMs: 10, pollMs: 50 } } },
+      users: { owner: 'member' },
+      repositories: { imports: { by: 'owner', name: 'Fuzzed imports' } },
+    })
+    ;({ server, http, users: { owner } } = fuzzed)
+    slug = fuzzed.repositories.imports.slug
   })
   afterAll(() => server.stop())
 

@@ -4,9 +4,10 @@
 // (413, closed), broken lengths and chunking by Bun's parser (400, closed). After each the
 // service keeps serving. Also: a request under a short Host header reaches its route.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
+import { type api, expectError, type Account } from '../helpers/api.ts'
 import { BACKEND } from '../helpers/backend.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
 import { head, rawRequest } from './raw-http.ts'
 
 const BODY_LIMIT = 4096
@@ -16,9 +17,7 @@ let http: ReturnType<typeof api>
 let member: Account
 
 beforeAll(async () => {
-  server = await startTestServer({ env: { BODY_LIMIT: String(BODY_LIMIT) } })
-  http = api(server.url)
-  member = await registerAccount(http)
+  ;({ server, http, users: { member } } = await fixture({ server: { env: { BODY_LIMIT: String(BODY_LIMIT) } }, users: { member: 'member' } }))
 })
 afterAll(() => server.stop())
 

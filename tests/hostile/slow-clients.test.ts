@@ -7,10 +7,11 @@
 //   second over each BODY_TIMEOUT, else 408 and nothing stored; a fair pace goes through. An
 //   upload whose client goes away ends its request at once.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { api, registerAccount, type Account } from '../helpers/api.ts'
+import type { api, Account } from '../helpers/api.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import { blobKeys } from '../helpers/blobs.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
 import { createLogger } from '../../src/log.ts'
 import { head, rawRequest, type RawExchange } from './raw-http.ts'
 
@@ -30,12 +31,13 @@ let slug: string
 let logged = ''
 
 beforeAll(async () => {
-  server = await startTestServer({ env: { BODY_TIMEOUT: '1s', UPLOAD_MIN_RATE: String(UPLOAD_MIN_RATE) }, log: createLogger('info', (text) => (logged += text)) })
-  http = api(server.url)
-  member = await registerAccount(http)
-  sysadmin = await registerAccount(http)
-  expect((await server.promote(sysadmin.email)).code).toBe(0)
-  slug = (await http.post('/api/v1/repositories', { name: 'Slow uploads' }, member.token)).body.slug
+  const slow = await fixture({
+    server: { env: { BODY_TIMEOUT: '1s', UPLOAD_MIN_RATE: String(UPLOAD_MIN_RATE) }, log: createLogger('info', (text) => (logged += text)) },
+    users: { member: 'member', sysadmin: 'sysadmin' },
+    repositories: { uploads: { by: 'member', name: 'Slow uploads' } },
+  })
+  ;({ server, http, users: { member, sysadmin } } = slow)
+  slug = slow.repositories.uploads.slug
 })
 afterAll(() => server.stop())
 

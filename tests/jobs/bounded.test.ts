@@ -4,10 +4,11 @@
 // jobs and waits for them before its database goes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
-import { api, registerAccount, type Account } from '../helpers/api.ts'
+import type { api, Account } from '../helpers/api.ts'
 import { waitForJob } from '../helpers/jobs.ts'
 import { TEST_JOB_KINDS_URL } from '../helpers/job-kinds.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
 import type { Job } from '../../src/jobs/queue.ts'
 
 let server: TestServer
@@ -20,13 +21,13 @@ const createRepo = async (name: string) => (await http.post('/api/v1/repositorie
 const enqueue = (repositoryId: string, kind: string, params: Record<string, unknown> = {}) => server.context.jobs.enqueue({ kind, repositoryId, params })
 
 beforeAll(async () => {
-  server = await startTestServer({
-    env: { WORKERS: '1' },
-    jobs: { timing: { leaseMs: LEASE_MS, heartbeatMs: 100, pollMs: 200, backoffBaseMs: 20 }, extraKindModules: [TEST_JOB_KINDS_URL] },
-  })
-  http = api(server.url)
-  ;[admin, owner] = await Promise.all([registerAccount(http), registerAccount(http)])
-  expect((await server.promote(admin.email)).code).toBe(0)
+  ;({ server, http, users: { admin, owner } } = await fixture({
+    server: {
+      env: { WORKERS: '1' },
+      jobs: { timing: { leaseMs: LEASE_MS, heartbeatMs: 100, pollMs: 200, backoffBaseMs: 20 }, extraKindModules: [TEST_JOB_KINDS_URL] },
+    },
+    users: { admin: 'sysadmin', owner: 'member' },
+  }))
 })
 afterAll(() => server.stop())
 

@@ -2,9 +2,10 @@
 // docs/spec/bundle.md §6 over HTTP, on the selected backend.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
-import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
+import { type api, expectError, type Account } from '../helpers/api.ts'
 import { TEST_JOB_KINDS_URL } from '../helpers/job-kinds.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
 import { finished, waitForJob as pollJob } from '../helpers/jobs.ts'
 import type { Job } from '../../src/jobs/queue.ts'
 import { createLogger } from '../../src/log.ts'
@@ -21,25 +22,21 @@ let other: { id: string; slug: string }
 const runnerLines: string[] = []
 const runnerLog = createLogger('warn', (text) => runnerLines.push(...text.split('\n').filter(Boolean)))
 
-const register = () => registerAccount(http)
-
 const enqueue = (kind: string, params: Record<string, unknown> = {}, repositoryId = repo.id) => server.context.jobs.enqueue({ kind, repositoryId, params })
 
 /** Polls the job (by default through the repository's route, as its owner) until `done` holds. */
 const waitForJob = (id: string, done: (job: Job) => boolean = finished, path = `/${repo.slug}/jobs/${id}`, token = owner.token) => pollJob(http, path, token, done, 20_000)
 
 beforeAll(async () => {
-  server = await startTestServer({
-    env: { WORKERS: '2' },
-    log: runnerLog,
-    jobs: { timing: { leaseMs: 5_000, heartbeatMs: 50, pollMs: 200, backoffBaseMs: 20 }, extraKindModules: [TEST_JOB_KINDS_URL] },
-  })
-  http = api(server.url)
-  ;[admin, owner, viewer, stranger] = await Promise.all([register(), register(), register(), register()])
-  expect((await server.promote(admin.email)).code).toBe(0)
-  repo = (await http.post('/api/v1/repositories', { name: 'Jobs' }, owner.token)).body
-  other = (await http.post('/api/v1/repositories', { name: 'Other' }, owner.token)).body
-  expect((await http.put('/api/v1/admin/users/roles', { user_id: viewer.id, role: 'viewer', domain: repo.id }, admin.token)).status).toBe(200)
+  ;({ server, http, users: { admin, owner, viewer, stranger }, repositories: { repo, other } } = await fixture({
+    server: {
+      env: { WORKERS: '2' },
+      log: runnerLog,
+      jobs: { timing: { leaseMs: 5_000, heartbeatMs: 50, pollMs: 200, backoffBaseMs: 20 }, extraKindModules: [TEST_JOB_KINDS_URL] },
+    },
+    users: { admin: 'sysadmin', owner: 'member', viewer: 'member', stranger: 'member' },
+    repositories: { repo: { by: 'owner', name: 'Jobs', roles: { viewer: 'viewer' } }, other: { by: 'owner', name: 'Other' } },
+  }))
 })
 afterAll(() => server.stop())
 

@@ -6,9 +6,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Sql } from 'postgres'
 import { BACKEND } from '../helpers/backend.ts'
-import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
+import { type api, expectError, type Account } from '../helpers/api.ts'
 import { waitForJob } from '../helpers/jobs.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
 import { localImageUrl } from '../../src/media/urls.ts'
 import { repositoryBlobPrefix } from '../../src/blobs/store.ts'
 import type { Job } from '../../src/jobs/queue.ts'
@@ -120,12 +121,16 @@ interface Setup {
 }
 
 async function setUp(env: Record<string, string>): Promise<Setup> {
-  const server = await startTestServer({ env: { WORKERS: '1', MEDIA_FETCH_MAX_BYTES: String(MAX_BYTES), MEDIA_FETCH_TIMEOUT: '10s', ...env } })
-  const http = api(server.url)
-  const owner = await registerAccount(http)
-  const created = await http.post('/api/v1/repositories', { name: 'Media' }, owner.token)
-  expect(created.status).toBe(201)
-  const repo = created.body as Setup['repo']
+  const {
+    server,
+    http,
+    users: { owner },
+    repositories: { repo },
+  } = await fixture({
+    server: { env: { WORKERS: '1', MEDIA_FETCH_MAX_BYTES: String(MAX_BYTES), MEDIA_FETCH_TIMEOUT: '10s', ...env } },
+    users: { owner: 'member' },
+    repositories: { repo: { by: 'owner', name: 'Media' } },
+  })
   const seeded = await seed(await server.context.pools.forRepository(repo.id))
   return { server, http, owner, repo, seeded }
 }

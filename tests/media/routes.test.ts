@@ -3,8 +3,9 @@
 // answers for unknown, unstored, foreign and malformed ids, missing credentials and strangers.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
-import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { type api, expectError, type Account } from '../helpers/api.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
 import { fetchedBodyKey, fetchedImageKey } from '../../src/media/store.ts'
 import { localBodyUrl, localImageUrl } from '../../src/media/urls.ts'
 
@@ -28,13 +29,10 @@ const image = { png: id(), untyped: id(), unstored: id(), inB: id(), html: id(),
 const FORGED_TYPE = 'text/html\r\nSet-Cookie: session=stolen'
 
 beforeAll(async () => {
-  server = await startTestServer()
-  http = api(server.url)
-  ;[admin, owner, viewer, stranger] = await Promise.all([registerAccount(http), registerAccount(http), registerAccount(http), registerAccount(http)])
-  expect((await server.promote(admin.email)).code).toBe(0)
-  a = (await http.post('/api/v1/repositories', { name: 'Media A' }, owner.token)).body
-  b = (await http.post('/api/v1/repositories', { name: 'Media B' }, owner.token)).body
-  expect((await http.put('/api/v1/admin/users/roles', { user_id: viewer.id, role: 'viewer', domain: a.id }, admin.token)).status).toBe(200)
+  ;({ server, http, users: { admin, owner, viewer, stranger }, repositories: { a, b } } = await fixture({
+    users: { admin: 'sysadmin', owner: 'member', viewer: 'member', stranger: 'member' },
+    repositories: { a: { by: 'owner', name: 'Media A', roles: { viewer: 'viewer' } }, b: { by: 'owner', name: 'Media B' } },
+  }))
 
   const { blobs } = server.context
   await blobs.put(fetchedImageKey(a.id, image.png), PNG)

@@ -5,8 +5,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { BACKEND } from '../helpers/backend.ts'
-import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
-import { runKgs, startTestServer, type TestServer } from '../helpers/server.ts'
+import { type api, expectError, type Account } from '../helpers/api.ts'
+import { runKgs, type TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
 import { generateBundle, type GenerateResult } from '../../scripts/gen-bundle.ts'
 import { ConfigError, parseEnv, REGISTRY_MAX_BYTES_DEFAULT } from '../../src/config.ts'
 import { createServiceTokens, SERVICE_SUBJECT } from '../../src/http/auth.ts'
@@ -29,10 +30,7 @@ async function bytesOf(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
 }
 
 beforeAll(async () => {
-  server = await startTestServer()
-  http = api(server.url)
-  ;[admin, member] = await Promise.all([registerAccount(http), registerAccount(http)])
-  expect((await server.promote(admin.email)).code).toBe(0)
+  ;({ server, http, users: { admin, member } } = await fixture({ users: { admin: 'sysadmin', member: 'member' } }))
   client = server.context.registry
   dir = mkdtempSync(join(tmpdir(), 'kgs-registry-client-'))
   bundle = await generateBundle(join(dir, 'bundle.json.gz'), { facts: 30, dimensions: 4 })

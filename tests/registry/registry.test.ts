@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { BACKEND } from '../helpers/backend.ts'
 import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
 import { startTestServer, untilSysadmin, type TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
 import { generateBundle, type GenerateResult } from '../../scripts/gen-bundle.ts'
 import { countGraphs } from '../../src/registry/store.ts'
 import { filenameSlug } from '../../src/registry/routes.ts'
@@ -30,10 +31,10 @@ const rows = () => countGraphs(server.context.pools.system)
 const storage = async () => ({ keys: await blobKeys(server.context.blobs), tmp: tmpFiles(), rows: await rows() })
 
 beforeAll(async () => {
-  server = await startTestServer({ env: { REGISTRY_MAX_BYTES: String(MAX_BYTES) } })
-  http = api(server.url)
-  ;[admin, otherAdmin, member] = await Promise.all([registerAccount(http), registerAccount(http), registerAccount(http)])
-  for (const account of [admin, otherAdmin]) expect((await server.promote(account.email)).code).toBe(0)
+  ;({ server, http, users: { admin, otherAdmin, member } } = await fixture({
+    server: { env: { REGISTRY_MAX_BYTES: String(MAX_BYTES) } },
+    users: { admin: 'sysadmin', otherAdmin: 'sysadmin', member: 'member' },
+  }))
   dir = mkdtempSync(join(tmpdir(), 'kgs-registry-'))
   bundle = await generateBundle(join(dir, 'bundle.json.gz'), { facts: 40, dimensions: 4 })
   bundleBytes = readFileSync(bundle.path)

@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { BACKEND } from '../helpers/backend.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
-import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
+import { type api, expectError, registerAccount, type Account } from '../helpers/api.ts'
 import { slugify } from '../../src/repositories/repositories.ts'
 import { repositoryDatabaseName } from '../../src/db/pools.ts'
 import { repositoryBlobPrefix } from '../../src/blobs/store.ts'
@@ -37,10 +38,7 @@ async function createRepository(account: Account, body: Record<string, unknown>)
 const withHeader = (token: string, repository: string) => ({ token, headers: { 'x-repository-id': repository } })
 
 beforeAll(async () => {
-  server = await startTestServer()
-  http = api(server.url)
-  ;[admin, owner, viewer, stranger] = await Promise.all([register(), register(), register(), register()])
-  expect((await server.promote(admin.email)).code).toBe(0)
+  ;({ server, http, users: { admin, owner, viewer, stranger } } = await fixture({ users: { admin: 'sysadmin', owner: 'member', viewer: 'member', stranger: 'member' } }))
   a = await createRepository(owner, { name: 'Papers A', slug: `papers-a-${crypto.randomUUID().slice(0, 6)}`, description: 'first' })
   b = await createRepository(owner, { name: 'Papers B' })
   expect((await http.put('/api/v1/admin/users/roles', { user_id: viewer.id, role: 'viewer', domain: a.slug }, admin.token)).body).toEqual({ user_id: viewer.id, role: 'viewer', domain: a.id })

@@ -2,8 +2,9 @@
 // with values PostgreSQL would refuse, is a 400 on every paginated route, never a 500.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
-import { api, expectError, registerAccount, type Account } from '../helpers/api.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
+import { type api, expectError, type Account } from '../helpers/api.ts'
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -11,13 +12,9 @@ let admin: Account
 let slug: string
 
 beforeAll(async () => {
-  server = await startTestServer()
-  http = api(server.url)
-  admin = await registerAccount(http)
-  expect((await server.promote(admin.email)).code).toBe(0)
-  const created = await http.post('/api/v1/repositories', { name: 'Cursors' }, admin.token)
-  expect(created.status).toBe(201)
-  slug = created.body.slug
+  const cursors = await fixture({ users: { admin: 'sysadmin' }, repositories: { cursors: { by: 'admin', name: 'Cursors' } } })
+  ;({ server, http, users: { admin } } = cursors)
+  slug = cursors.repositories.cursors.slug
 })
 afterAll(() => server.stop())
 

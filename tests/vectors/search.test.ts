@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { fixture } from '../helpers/fixture.ts'
 import { generateGraph } from '../../scripts/gen-graph.ts'
 import { hashEmbedding } from '../../src/vectors/embedder.ts'
 import { settleJobs, waitForJob } from '../helpers/jobs.ts'
@@ -16,10 +17,6 @@ let repo: { id: string; slug: string }
 let empty: { id: string; slug: string }
 const target = { id: crypto.randomUUID(), text: 'Sea ice reflects most incoming sunlight back into space.' }
 
-async function register() {
-  return (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: 'correct horse battery' })).body as { token: string }
-}
-
 async function runJob(slug: string, kind: string): Promise<{ status: string; result: { embedded: number } }> {
   const started = await http.post(`/${slug}/jobs`, { kind }, owner.token)
   expect(started.status).toBe(202)
@@ -27,11 +24,11 @@ async function runJob(slug: string, kind: string): Promise<{ status: string; res
 }
 
 beforeAll(async () => {
-  server = await startTestServer({ env: { WORKERS: '1' } })
-  http = api(server.url)
-  ;[owner, stranger] = [await register(), await register()]
-  repo = (await http.post('/api/v1/repositories', { name: 'Search' }, owner.token)).body
-  empty = (await http.post('/api/v1/repositories', { name: 'Empty' }, owner.token)).body
+  ;({ server, http, users: { owner, stranger }, repositories: { repo, empty } } = await fixture({
+    server: { env: { WORKERS: '1' } },
+    users: { owner: 'member', stranger: 'member' },
+    repositories: { repo: { by: 'owner', name: 'Search' }, empty: { by: 'owner', name: 'Empty' } },
+  }))
   const sql = await server.context.pools.forRepository(repo.id)
   await generateGraph(sql, repo.id, { facts: 300, seed: 7 })
   await sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${target.id}, ${target.text}, 'text', ${'f'.repeat(64)}, 'stable')`

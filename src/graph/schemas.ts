@@ -1,0 +1,140 @@
+// The shapes of the knowledge graph's answers: the routes' schemas, and (by Static) the types
+// of the rows the store reads.
+import { t } from 'elysia'
+import type { Static, TSchema } from '@sinclair/typebox'
+
+/** How many related rows a detail embeds (images of a source, facts' sources, annotations, ...). */
+export const RELATED_LIMIT = 500
+
+const Timestamp = t.String({ description: 'RFC 3339, UTC' })
+const nullable = <T extends TSchema>(schema: T) => t.Union([schema, t.Null()])
+const related = <T extends TSchema>(schema: T, what: string) => t.Array(schema, { description: `${what}; at most the first ${RELATED_LIMIT}` })
+
+const sourceFields = {
+  id: t.String(),
+  url: t.String(),
+  doi: t.String(),
+  kind: t.String(),
+  status: t.String(),
+  parsed_title: t.String(),
+  published_at: nullable(t.String({ description: 'YYYY-MM-DD' })),
+  has_stored_body: t.Boolean(),
+  created_at: Timestamp,
+}
+export const Source = t.Object(sourceFields)
+const SourceImage = t.Object({
+  id: t.String(),
+  kind: t.String({ description: 'inline or page' }),
+  page_number: nullable(t.Integer()),
+  position: t.Integer(),
+  url: t.String(),
+  width: nullable(t.Integer()),
+  height: nullable(t.Integer()),
+  bytes: nullable(t.Integer()),
+  alt_text: t.String(),
+  content_type: t.String(),
+})
+export const SourceDetail = t.Object({
+  ...sourceFields,
+  parsed_text: t.String(),
+  parsed_markdown: t.String(),
+  images: related(SourceImage, 'ordered by kind, position'),
+  body: nullable(t.Object({ content_type: t.String(), bytes: nullable(t.Integer()) }, { description: 'the stored original, if any' })),
+  fact_count: t.Integer(),
+})
+
+const factFields = {
+  id: t.String(),
+  text: t.String(),
+  fact_kind: t.String({ description: 'text or image' }),
+  image_url: t.String(),
+  content_hash: t.String(),
+  promptset_hash: t.String(),
+  status: t.String({ description: 'new, stable or to_delete' }),
+  source_image_id: nullable(t.String()),
+  created_at: Timestamp,
+}
+export const Fact = t.Object(factFields)
+export const FactDetail = t.Object({
+  ...factFields,
+  sources: related(t.Object({ id: t.String(), url: t.String(), parsed_title: t.String(), chunk_index: t.Integer() }), 'one per cited chunk, ordered by source'),
+  concepts: related(t.Object({ id: t.String(), canonical_name: t.String(), context: t.String() }), 'ordered by (created_at, id)'),
+})
+
+const conceptFields = {
+  id: t.String(),
+  canonical_name: t.String(),
+  context: t.String(),
+  description: t.String(),
+  promptset_hash: t.String(),
+  created_at: Timestamp,
+}
+export const Concept = t.Object(conceptFields)
+const Summary = t.Object({
+  id: t.String(),
+  sequence_num: t.Integer(),
+  is_complete: t.Boolean(),
+  fact_count: t.Integer(),
+  content: t.String({ description: 'markdown citing facts as [text](<fact:UUID>)' }),
+  covered_fact_ids: t.Array(t.String()),
+  model: t.String(),
+  created_at: Timestamp,
+})
+const Synthesis = t.Object(
+  {
+    id: t.String(),
+    canonical_name: t.String(),
+    content: t.String(),
+    covered_summary_ids: t.Array(t.String()),
+    covered_concept_ids: t.Array(t.String()),
+    embedded_image_fact_ids: t.Array(t.String()),
+    model: t.String(),
+    created_at: Timestamp,
+  },
+  { description: "the synthesis of the concept's name, else one covering the concept" },
+)
+export const ConceptDetail = t.Object({
+  ...conceptFields,
+  aliases: related(t.String(), 'sorted'),
+  summaries: related(Summary, 'ordered by sequence_num'),
+  synthesis: nullable(Synthesis),
+  fact_count: t.Integer(),
+})
+
+const investigationFields = { id: t.String(), title: t.String(), topic: t.String(), created_at: Timestamp }
+export const Investigation = t.Object(investigationFields)
+export const InvestigationDetail = t.Object({
+  ...investigationFields,
+  sources: related(t.Object({ id: t.String(), url: t.String(), parsed_title: t.String() }), 'ordered by (created_at, id)'),
+})
+
+const reportFields = {
+  id: t.String(),
+  title: t.String(),
+  topic: t.String(),
+  status: t.String({ description: 'pending, processing, annotated or failed' }),
+  parent_id: nullable(t.String()),
+  similarity_threshold: nullable(t.Number()),
+  embedded_model: t.String(),
+  sentence_count: nullable(t.Integer()),
+  created_at: Timestamp,
+}
+export const Report = t.Object(reportFields)
+const Annotation = t.Object({ sentence_index: t.Integer(), sentence_text: t.String(), fact_id: t.String(), score: t.Number(), posture: t.String() })
+export const ReportDetail = t.Object({
+  ...reportFields,
+  body_md: t.String(),
+  annotations: related(Annotation, 'ordered by sentence_index, then score descending'),
+  children: related(t.Object({ id: t.String(), title: t.String(), status: t.String(), created_at: Timestamp }), 'ordered by (created_at, id)'),
+})
+
+export type Source = Static<typeof Source>
+export type SourceDetail = Static<typeof SourceDetail>
+export type Fact = Static<typeof Fact>
+export type FactDetail = Static<typeof FactDetail>
+export type Concept = Static<typeof Concept>
+export type ConceptDetail = Static<typeof ConceptDetail>
+export type Investigation = Static<typeof Investigation>
+export type InvestigationDetail = Static<typeof InvestigationDetail>
+export type Report = Static<typeof Report>
+export type ReportDetail = Static<typeof ReportDetail>
