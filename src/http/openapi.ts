@@ -6,6 +6,7 @@ import { t, type AnyElysia } from 'elysia'
 import { toOpenAPISchema } from '@elysiajs/openapi'
 import { SCOPES, SCOPE_MEANINGS, type Scope } from '../permissions.ts'
 import { VERSION } from '../version.ts'
+import { ErrorBody } from './schemas.ts'
 
 export const DOCUMENT_PATH = '/swagger/json'
 
@@ -42,6 +43,14 @@ interface Operation {
 
 const INTEGER = 'x-kgs-integer'
 const REPOSITORY_HEADER = 'x-kgs-repository-header'
+const ERRORS = 'x-kgs-errors'
+
+/** The `detail` of an access rule's macro: the error answers the rule itself can give. */
+export function declaredErrors(statuses: number[]) {
+  return { [ERRORS]: statuses }
+}
+
+const errorAnswer = { description: 'error', content: { 'application/json': { schema: ErrorBody } } }
 
 /**
  * The `detail` of the repository-scope macros: on a route without {repoID} in its path, the
@@ -100,6 +109,9 @@ function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
       }
       // Two macros of one route (repositoryOrSystem after auth) add the same requirements twice.
       if (operation.security) operation.security = [...new Map(operation.security.map((requirement) => [JSON.stringify(requirement), requirement])).values()]
+      const ruleErrors = (operation as Record<string, unknown>)[ERRORS] as number[] | undefined
+      delete (operation as Record<string, unknown>)[ERRORS]
+      for (const status of ruleErrors ?? []) operation.responses = { [status]: errorAnswer, ...operation.responses }
       pruneImpossibleErrors(operation, path)
       const accepted = operation.responses?.['202'] as { headers?: object } | undefined
       if (accepted) accepted.headers = { location: { description: 'the job: /{repository id}/jobs/{job id}', schema: { type: 'string' } } }

@@ -1,7 +1,7 @@
 // /api/v1/oauth/grants: a user's OAuth grants, listed and revoked by the user (with a session
 // token). Schema and auth here; the SQL in grants.ts, revocation in OAuthTokens.
 import { Elysia, t } from 'elysia'
-import { requireSessionToken, type accessControl } from '../http/auth.ts'
+import type { accessControl } from '../http/access.ts'
 import { HttpError } from '../http/errors.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
@@ -18,7 +18,6 @@ const Grant = t.Object({
 })
 const GrantParams = t.Object({ grantID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
-const grantsOf = (principal: { userId: string; sessionId?: string }) => requireSessionToken(principal, 'grants')
 
 export function grantRoutes(oauth: Pick<OAuthTokens, 'listUserGrants' | 'revokeUserGrant'>, access: ReturnType<typeof accessControl>) {
   return new Elysia({ name: 'kgs/oauth-grants', prefix: '/api/v1' })
@@ -27,11 +26,11 @@ export function grantRoutes(oauth: Pick<OAuthTokens, 'listUserGrants' | 'revokeU
       '/oauth/grants',
       async ({ principal, query, request, set }) => {
         const limit = parseLimit(query.limit)
-        const rows = await oauth.listUserGrants(grantsOf(principal), limit, decodeCursor(query.cursor))
+        const rows = await oauth.listUserGrants(principal.userId, limit, decodeCursor(query.cursor))
         return page(rows, limit, request, set.headers as Record<string, string>)
       },
       {
-        auth: true,
+        session: 'grants',
         query: PageQuery,
         response: { 200: t.Array(Grant), ...errors },
         detail: { tags: ['oauth'], summary: "The caller's live OAuth grants, oldest first (paginated; a session token only)" },
@@ -40,12 +39,12 @@ export function grantRoutes(oauth: Pick<OAuthTokens, 'listUserGrants' | 'revokeU
     .delete(
       '/oauth/grants/:grantID',
       async ({ principal, params }) => {
-        const grant = await oauth.revokeUserGrant(grantsOf(principal), params.grantID.toLowerCase())
+        const grant = await oauth.revokeUserGrant(principal.userId, params.grantID.toLowerCase())
         if (!grant) throw new HttpError(404, 'grant not found')
         return grant
       },
       {
-        auth: true,
+        session: 'grants',
         params: GrantParams,
         response: { 200: Grant, ...errors },
         detail: { tags: ['oauth'], summary: "Revoke one of the caller's OAuth grants: its tokens stop working at once (a session token only)" },

@@ -2,7 +2,7 @@
 import { Elysia, t } from 'elysia'
 import type { Accounts } from '../accounts/accounts.ts'
 import type { OAuthTokens } from '../oauth/tokens.ts'
-import type { accessControl } from '../http/auth.ts'
+import type { accessControl } from '../http/access.ts'
 import { HttpError } from '../http/errors.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'

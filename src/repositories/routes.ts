@@ -1,7 +1,7 @@
 // /api/v1/repositories (CRUD) and the repository itself at /{repoID} and, addressed by the
 // X-Repository-ID header, at /api/v1/repository.
 import { Elysia, t } from 'elysia'
-import type { accessControl } from '../http/auth.ts'
+import type { accessControl } from '../http/access.ts'
 import { PageQuery, decodeCursor, page, parseLimit } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import type { Throttle } from '../http/throttle.ts'
