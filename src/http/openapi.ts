@@ -112,7 +112,6 @@ function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
       const ruleErrors = (operation as Record<string, unknown>)[ERRORS] as number[] | undefined
       delete (operation as Record<string, unknown>)[ERRORS]
       for (const status of ruleErrors ?? []) operation.responses = { [status]: errorAnswer, ...operation.responses }
-      pruneImpossibleErrors(operation, path)
       const accepted = operation.responses?.['202'] as { headers?: object } | undefined
       if (accepted) accepted.headers = { location: { description: 'the job: /{repository id}/jobs/{job id}', schema: { type: 'string' } } }
     }
@@ -142,21 +141,4 @@ function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
       },
     },
   }
-}
-
-/**
- * Routes share lists of error answers; an answer the route cannot give by construction is left
- * out of its operation: 403 without authentication, 408, 413 and 415 without a body, 400 with no
- * input at all, 404 with nothing to look up (no path parameter, no repository header).
- */
-function pruneImpossibleErrors(operation: Operation, path: string) {
-  const responses = operation.responses
-  if (!responses) return
-  const parameters = operation.parameters ?? []
-  const impossible = new Set<string>()
-  if (!operation.security) impossible.add('403')
-  if (!operation.requestBody) impossible.add('408').add('413').add('415')
-  if (!operation.requestBody && parameters.length === 0) impossible.add('400')
-  if (!path.includes('{') && !parameters.some((p) => p.in === 'header')) impossible.add('404')
-  for (const status of impossible) delete responses[status]
 }

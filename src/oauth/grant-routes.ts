@@ -32,7 +32,7 @@ export function grantRoutes(oauth: Pick<OAuthTokens, 'listUserGrants' | 'revokeU
       {
         session: 'grants',
         query: PageQuery,
-        response: { 200: t.Array(Grant), ...errors },
+        response: { 200: t.Array(Grant), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
         detail: { tags: ['oauth'], summary: "The caller's live OAuth grants, oldest first (paginated; a session token only)" },
       },
     )

@@ -61,7 +61,8 @@ export function registryRoutes(options: RegistryRoutesOptions) {
       {
         permission: 'registry:push',
         headers: PushHeaders,
-        response: { 200: PushResult, 201: PushResult, ...errors, 408: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody },
+        // 403 also for a pusher at a QUOTA_REGISTRY_* limit, or acting for an account that is gone.
+        response: { 200: PushResult, 201: PushResult, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 408: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody },
         detail: describe(
           'Push a bundle: the body (gzip) is streamed to storage, never parsed. 201 {graph_id, new: true}; 200 {graph_id, new: false} when (name, sha256) is already stored, and nothing is stored',
           { requestBody: { required: true, ...gzipBody } },
@@ -85,7 +86,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
       {
         permission: 'registry:pull',
         query: ListQuery,
-        response: { 200: t.Union([t.Array(GraphRecord), GoGraphPage]), ...errors },
+        response: { 200: t.Union([t.Array(GraphRecord), GoGraphPage]), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
         detail: describe(
           'Stored graphs, oldest first, paged (Link: rel="next"); ?q= matches name or description, ?tag= one tag. With ?offset= (the Go client\'s form): {graphs, total}, newest first, limit 1-200 (else 20), tag alone when given',
         ),

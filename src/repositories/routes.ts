@@ -21,10 +21,11 @@ const Repository = t.Object({
 const Name = t.String({ minLength: 1, maxLength: 200, error: 'expected a name of 1 to 200 characters' })
 const Slug = t.String({ maxLength: 63, description: '2–63 of a-z, 0-9 and inner hyphens; not UUID-shaped; not reserved', error: 'expected a slug of at most 63 characters' })
 const Description = t.String({ maxLength: 2000, error: 'expected a description of at most 2000 characters' })
-// Each route's own error answers (the OpenAPI document lists exactly these).
+// Each route's own error answers (the OpenAPI document lists exactly these, with its rule's).
 const readErrors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 /** A JSON body: invalid (400), too large (413), of another type (415); a slug already taken (409). */
-const writeErrors = { ...readErrors, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody }
+const bodyErrors = { 400: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody }
+const writeErrors = { ...readErrors, ...bodyErrors }
 
 export function repositoryRoutes(repositories: Repositories, access: ReturnType<typeof accessControl>, scope: ReturnType<typeof repositoryScope>, throttle: Throttle, quotas: Quotas) {
   const describe = (summary: string) => ({ tags: ['repositories'], summary })
@@ -44,7 +45,8 @@ export function repositoryRoutes(repositories: Repositories, access: ReturnType<
       {
         permission: 'repository:create',
         body: t.Object({ name: Name, slug: t.Optional(Slug), description: t.Optional(Description) }, { additionalProperties: false }),
-        response: { 201: Repository, ...writeErrors, 429: ErrorBody },
+        // 403 also for a caller at QUOTA_REPOSITORIES.
+        response: { 201: Repository, ...bodyErrors, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody },
         detail: describe('Create a repository (its own database; the creator becomes repoadmin)'),
       },
     )
@@ -54,7 +56,7 @@ export function repositoryRoutes(repositories: Repositories, access: ReturnType<
         const limit = parseLimit(query.limit)
         return page(await repositories.list(principal.userId, limit, decodeCursor(query.cursor)), limit, request, set.headers as Record<string, string>)
       },
-      { auth: true, query: PageQuery, response: { 200: t.Array(Repository), ...readErrors }, detail: describe('Repositories the caller holds a role in (all, for a sysadmin)') },
+      { auth: true, query: PageQuery, response: { 200: t.Array(Repository), 400: ErrorBody, 401: ErrorBody }, detail: describe('Repositories the caller holds a role in (all, for a sysadmin)') },
     )
     .get('/api/v1/repositories/:repoID', ({ repository }) => repository, {
       repository: 'repository:read',
