@@ -107,7 +107,7 @@ function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
         const integer = parameter.schema[INTEGER] as { minimum: number; maximum: number; default: number; description: string } | undefined
         if (integer) parameter.schema = { type: 'integer', ...integer }
       }
-      // Two macros of one route (repositoryOrSystem after auth) add the same requirements twice.
+      // Routes that share one detail object (the two job lists) get their rule's requirements merged into it twice.
       if (operation.security) operation.security = [...new Map(operation.security.map((requirement) => [JSON.stringify(requirement), requirement])).values()]
       const ruleErrors = (operation as Record<string, unknown>)[ERRORS] as number[] | undefined
       delete (operation as Record<string, unknown>)[ERRORS]

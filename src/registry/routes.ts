@@ -43,6 +43,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
     if (!graph) throw new HttpError(404, 'graph not found')
     return graph
   }
+  /** The owner of the graph the path names (null: the service token's); 404 when there is none. */
   const owner = async (params: Record<string, string>) => (await find(params.id!)).owner_id
 
   return new Elysia({ name: 'kgs/registry' })
