@@ -67,6 +67,20 @@ describe(`access rules (${BACKEND})`, () => {
     expect(mismatches).toEqual([])
   })
 
+  test('a request without a token is challenged for the scope the rule declares', async () => {
+    const mismatches: string[] = []
+    for (const { at, rule } of routes.filter((route) => !route.hidden && route.rule !== 'public')) {
+      const [method, path] = at.split(' ') as [string, string]
+      const response = await server.request(path.replace(/\{[^}]+\}/g, () => crypto.randomUUID()), { method: method.toUpperCase() })
+      await response.arrayBuffer()
+      const challenged = /scope="([^"]+)"/.exec(response.headers.get('www-authenticate') ?? '')?.[1]
+      // Any token will do for these; the challenge asks for the least scope, read.
+      const declared = operation(at)?.security?.find((requirement) => 'oauth2' in requirement)?.oauth2?.[0] ?? 'read'
+      if (response.status !== 401 || challenged !== declared) mismatches.push(`${at} (${rule}): ${response.status}, challenged for ${challenged}, declares ${declared}`)
+    }
+    expect(mismatches).toEqual([])
+  })
+
   test('the rules a reader looks for are on the routes that need them', () => {
     const ruleOf = (at: string) => routes.find((route) => route.at === at)?.rule
     expect(ruleOf('post /api/v1/auth/login')).toBe('public')
