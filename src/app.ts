@@ -17,7 +17,8 @@ import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
 import { oauthRoutes } from './oauth/routes.ts'
 import { grantRoutes } from './oauth/grant-routes.ts'
-import { accessControl, bearerAuthenticator, createServiceTokens, withServiceTokens } from './http/auth.ts'
+import { bearerAuthenticator, createServiceTokens, withServiceTokens } from './http/auth.ts'
+import { accessControl } from './http/access.ts'
 import { createThrottles } from './http/throttle.ts'
 import type { OAuthTokens } from './oauth/tokens.ts'
 import type { Rbac } from './rbac/rbac.ts'
@@ -125,11 +126,14 @@ export function createApp(ctx: AppContext) {
     .use(importRoutes({ scope, jobs: ctx.jobs, blobs: ctx.blobs, registry: ctx.registry, bodyLimit: ctx.config.bodyLimit, bodyTimeoutMs: ctx.config.bodyTimeoutMs, uploadPace: ctx.config.uploadPace, maxUploadBytes: ctx.config.importMaxBytes, authorizer: ctx.rbac, quotas, log: ctx.log }))
     .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs, (key) => formRoutes.has(key)))
     .use(swaggerUi(ctx.pools.system, ctx.baseUrl, openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl))))
+    .use(access)
     .get('/', () => index, {
+      public: true,
       detail: { tags: ['operations'], summary: 'Service index: name, version and where to go next' },
       response: { 200: ServiceIndex },
     })
     .get('/healthz', () => ({ status: 'ok' as const, version: VERSION }), {
+      public: true,
       detail: { tags: ['operations'], summary: 'Liveness: the process is up' },
       response: { 200: t.Object({ status: t.Literal('ok'), version: t.String() }) },
     })
@@ -144,6 +148,7 @@ export function createApp(ctx: AppContext) {
         return { status: 'ready' as const, database: ctx.pools.backend }
       },
       {
+        public: true,
         detail: { tags: ['operations'], summary: 'Readiness: the database answers' },
         response: { 200: t.Object({ status: t.Literal('ready'), database: t.String() }), 503: ErrorBody },
       },
@@ -156,7 +161,7 @@ export function createApp(ctx: AppContext) {
     .use(graphRoutes(scope))
     .use(exportRoutes(scope, ctx.jobs, ctx.blobs, quotas))
     .use(mediaRoutes(scope, ctx.blobs))
-    .use(searchRoutes(scope, ctx.rbac, ctx.vectors, ctx.embedder))
+    .use(searchRoutes(scope, ctx.vectors, ctx.embedder))
     .use(jobRoutes(ctx.pools.system, ctx.jobs, scope, quotas))
   methodNotAllowed = methodNotAllowedResponder(app.routes)
   formRoutes = new Set(app.routes.filter(readsForms).map((route) => `${route.method} ${route.path}`))

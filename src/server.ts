@@ -167,7 +167,6 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       sessionTtl: config.sessionTtl,
       sessionIdleTtl: config.sessionIdleTtl,
       catchUp: fleet,
-      authorizer: roles,
       onUserCreated: (userId) => roles.assign({ user_id: userId, role: 'member', domain: SYSTEM_DOMAIN }),
     })
     if (!fleet) control = serveControlSocket(config.dataDir, pools, bus, () => roles.reload())

@@ -3,9 +3,8 @@
 import type { Sql } from 'postgres'
 import type { EventBus } from '../db/events.ts'
 import { HttpError } from '../http/errors.ts'
-import { forbidden, requireScope, requireSessionToken, type Authenticator, type Authorizer, type Principal } from '../http/auth.ts'
+import { requireSessionToken, type Authenticator, type Principal } from '../http/auth.ts'
 import type { PageKey } from '../db/pages.ts'
-import { SYSTEM_DOMAIN, scopeNeeded } from '../permissions.ts'
 import type { Logger } from '../log.ts'
 import { hashPassword, verifyPassword } from './passwords.ts'
 import { RevokedSessions, SESSION_REVOKED, endSession, endUserSessions, insertSession, listLiveSessions, markRevoked, rotateRefreshToken } from './sessions.ts'
@@ -28,7 +27,6 @@ export interface AccountsOptions {
   sessionIdleTtl?: number
   /** Re-read revocations periodically (several instances share the database). */
   catchUp: boolean
-  authorizer: Authorizer
   /** Runs after an account is created (grants the default role). */
   onUserCreated(userId: string): Promise<unknown>
 }
@@ -40,9 +38,6 @@ const USER_CACHE_SIZE = 10_000
 
 const invalidCredentials = () => new HttpError(401, 'invalid credentials')
 const invalidRefreshToken = () => new HttpError(401, 'invalid refresh token')
-
-/** The user whose sessions a request may list and end. */
-const sessionUser = (principal: Principal) => requireSessionToken(principal, 'sessions')
 
 function requireEmail(email: string): string {
   const normalized = normalizeEmail(email)
@@ -133,14 +128,13 @@ export class Accounts implements Authenticator {
     })
   }
 
-  /** The caller's live sessions, oldest first (one page); only a session token may see them. */
-  listSessions(principal: Principal, limit: number, after?: PageKey) {
-    return listLiveSessions(this.sql, sessionUser(principal), limit, after, this.options.sessionIdleTtl)
+  /** The user's live sessions, oldest first (one page). */
+  listSessions(userId: string, limit: number, after?: PageKey) {
+    return listLiveSessions(this.sql, userId, limit, after, this.options.sessionIdleTtl)
   }
 
-  /** Ends one of the caller's live sessions (the current one too): its tokens stop working at once. */
-  async endSession(principal: Principal, sessionId: string): Promise<SessionSummary> {
-    const userId = sessionUser(principal)
+  /** Ends one of the user's live sessions (the current one too): its tokens stop working at once. */
+  async endSession(userId: string, sessionId: string): Promise<SessionSummary> {
     const ended = await this.sql.begin(async (tx) => {
       const session = await endSession(tx, userId, sessionId)
       if (session) await this.options.bus.publish(tx, SESSION_REVOKED, session.id)
@@ -177,11 +171,10 @@ export class Accounts implements Authenticator {
     return user
   }
 
-  async getUser(principal: Principal, userId: string): Promise<User> {
+  /** A user; 404 when there is none. */
+  async getUser(userId: string): Promise<User> {
     const user = await this.findUser(userId)
     if (!user) throw new HttpError(404, 'user not found')
-    if (user.id !== principal.userId && !this.options.authorizer.can(principal.userId, SYSTEM_DOMAIN, 'user:read')) throw forbidden('user:read')
-    requireScope(principal, 'read', this.resourceMetadataUrl)
     return user
   }
 
@@ -205,11 +198,9 @@ export class Accounts implements Authenticator {
     return listUsers(this.sql, limit, after)
   }
 
+  /** Changes a profile for `principal`, authorized to change it; an e-mail change needs its password too. */
   async updateUser(principal: Principal, userId: string, changes: { name?: string; email?: string; current_password?: string }): Promise<User> {
-    const existing = await this.findUser(userId)
-    if (!existing) throw new HttpError(404, 'user not found')
-    if (existing.id !== principal.userId && !this.options.authorizer.can(principal.userId, SYSTEM_DOMAIN, 'user:manage')) throw forbidden('user:manage')
-    requireScope(principal, existing.id === principal.userId ? 'write' : scopeNeeded('user:manage'), this.resourceMetadataUrl)
+    const existing = await this.getUser(userId)
     const email = changes.email === undefined ? undefined : requireEmail(changes.email)
     if (email !== undefined && email !== existing.email) await this.reauthenticate(principal, changes.current_password)
     const updated = await this.sql.begin(async (tx) => {

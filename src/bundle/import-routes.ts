@@ -218,7 +218,7 @@ function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimi
   return new Elysia({ name: 'kgs/import-at', seed: prefix, prefix }).use(scope).post('/import-graph', start, {
     repository: 'graph:import',
     params,
-    response: { 202: JobBody, ...errors },
+    response: { 202: JobBody, ...errors, 429: ErrorBody },
     detail: {
       tags: ['repositories'],
       summary:

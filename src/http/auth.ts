@@ -1,16 +1,13 @@
-// The bearer check every protected route uses: `{ auth: true }` on a route turns a valid
-// Authorization header into a `principal`, or answers 401 with WWW-Authenticate;
-// `{ permission: 'role:manage' }` also requires that system-domain permission (403 otherwise).
-// Neither costs a database round trip (signature, claims, in-memory revocations and roles).
+// Authentication: a valid Authorization header becomes a `principal`, or the request is answered
+// 401 with WWW-Authenticate; and the checks the access rules of access.ts are made of. None costs
+// a database round trip (signature, claims, in-memory revocations and roles).
 // Also here: the server's own service principal (a short-lived token it signs for itself to
 // reach its registry), accepted only by the routes that opt in (withServiceTokens).
-import { Elysia } from 'elysia'
 import { jwt } from '@elysiajs/jwt'
 import { ExpiringMap } from '../expiring.ts'
 import { claimType, headerType, tokenKey } from './token-keys.ts'
 import { HttpError } from './errors.ts'
-import { securityDetail } from './openapi.ts'
-import { SYSTEM_DOMAIN, scopeAllows, scopeNeeded, type Permission, type Scope, type SystemPermission } from '../permissions.ts'
+import { SYSTEM_DOMAIN, scopeAllows, type Permission, type Scope, type SystemPermission } from '../permissions.ts'
 
 export interface Principal {
   userId: string
@@ -126,26 +123,6 @@ export function principalOf(request: Request): Principal {
   const principal = principals.get(request)
   if (!principal) throw new Error('principalOf: the route does not authenticate first')
   return principal
-}
-
-export function accessControl(authenticator: Authenticator, authorizer: Authorizer) {
-  return new Elysia({ name: 'kgs/access-control' }).macro({
-    auth: {
-      detail: securityDetail(),
-      ...authenticatesFirst(authenticator, 'read'),
-      resolve: ({ request }) => ({ principal: principalOf(request) }),
-    },
-    permission: (permission: SystemPermission) => ({
-      detail: securityDetail(scopeNeeded(permission)),
-      ...authenticatesFirst(authenticator, scopeNeeded(permission)),
-      resolve({ request }) {
-        const principal = principalOf(request)
-        if (!holdsSystemPermission(authorizer, principal, permission)) throw forbidden(permission)
-        requireScope(principal, scopeNeeded(permission), authenticator.resourceMetadataUrl)
-        return { principal }
-      },
-    }),
-  })
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import { t, type AnyElysia } from 'elysia'
 import { toOpenAPISchema } from '@elysiajs/openapi'
 import { SCOPES, SCOPE_MEANINGS, type Scope } from '../permissions.ts'
 import { VERSION } from '../version.ts'
+import { ErrorBody } from './schemas.ts'
 
 export const DOCUMENT_PATH = '/swagger/json'
 
@@ -42,6 +43,14 @@ interface Operation {
 
 const INTEGER = 'x-kgs-integer'
 const REPOSITORY_HEADER = 'x-kgs-repository-header'
+const ERRORS = 'x-kgs-errors'
+
+/** The `detail` of an access rule's macro: the error answers the rule itself can give. */
+export function declaredErrors(statuses: number[]) {
+  return { [ERRORS]: statuses }
+}
+
+const errorAnswer = { description: 'error', content: { 'application/json': { schema: ErrorBody } } }
 
 /**
  * The `detail` of the repository-scope macros: on a route without {repoID} in its path, the
@@ -98,9 +107,11 @@ function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
         const integer = parameter.schema[INTEGER] as { minimum: number; maximum: number; default: number; description: string } | undefined
         if (integer) parameter.schema = { type: 'integer', ...integer }
       }
-      // Two macros of one route (repositoryOrSystem after auth) add the same requirements twice.
+      // Routes that share one detail object (the two job lists) get their rule's requirements merged into it twice.
       if (operation.security) operation.security = [...new Map(operation.security.map((requirement) => [JSON.stringify(requirement), requirement])).values()]
-      pruneImpossibleErrors(operation, path)
+      const ruleErrors = (operation as Record<string, unknown>)[ERRORS] as number[] | undefined
+      delete (operation as Record<string, unknown>)[ERRORS]
+      for (const status of ruleErrors ?? []) operation.responses = { [status]: errorAnswer, ...operation.responses }
       const accepted = operation.responses?.['202'] as { headers?: object } | undefined
       if (accepted) accepted.headers = { location: { description: 'the job: /{repository id}/jobs/{job id}', schema: { type: 'string' } } }
     }
@@ -130,21 +141,4 @@ function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
       },
     },
   }
-}
-
-/**
- * Routes share lists of error answers; an answer the route cannot give by construction is left
- * out of its operation: 403 without authentication, 408, 413 and 415 without a body, 400 with no
- * input at all, 404 with nothing to look up (no path parameter, no repository header).
- */
-function pruneImpossibleErrors(operation: Operation, path: string) {
-  const responses = operation.responses
-  if (!responses) return
-  const parameters = operation.parameters ?? []
-  const impossible = new Set<string>()
-  if (!operation.security) impossible.add('403')
-  if (!operation.requestBody) impossible.add('408').add('413').add('415')
-  if (!operation.requestBody && parameters.length === 0) impossible.add('400')
-  if (!path.includes('{') && !parameters.some((p) => p.in === 'header')) impossible.add('404')
-  for (const status of impossible) delete responses[status]
 }

@@ -4,6 +4,7 @@
 // authorization server with a public client kgs registers for itself (SWAGGER_CLIENT_ID).
 import { runtime, type Assets } from '../runtime/index.ts'
 import { Elysia } from 'elysia'
+import { publicAccess } from './access.ts'
 import type { Sql } from 'postgres'
 import { DOCUMENT_PATH } from './openapi.ts'
 
@@ -86,8 +87,9 @@ export function swaggerUi(system: Sql, baseUrl: string, document: () => object) 
   const init = initScript(baseUrl)
   // Registered when the page is first served, not at start-up: most instances never serve it.
   let registered: Promise<void> | undefined
-  const hide = { detail: { hide: true } }
+  const hide = { public: true, detail: { hide: true } } as const
   return new Elysia({ name: 'kgs/swagger-ui' })
+    .use(publicAccess)
     .get(
       '/swagger',
       async () => {

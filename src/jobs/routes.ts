@@ -26,8 +26,8 @@ const ListQuery = t.Object({
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 /** Cancelling a job that already finished. */
 const cancelErrors = { ...errors, 409: ErrorBody }
-/** A JSON body: too large (413), of another type (415). */
-const startErrors = { ...errors, 413: ErrorBody, 415: ErrorBody }
+/** A JSON body: too large (413), of another type (415); the repository's queue full (429, QUOTA_QUEUED_JOBS). */
+const startErrors = { ...errors, 413: ErrorBody, 415: ErrorBody, 429: ErrorBody }
 
 // For the routes of other features that answer with a job they queued (a 202).
 export { JobBody }

@@ -1,7 +1,7 @@
 // /api/v1/oauth/grants: a user's OAuth grants, listed and revoked by the user (with a session
 // token). Schema and auth here; the SQL in grants.ts, revocation in OAuthTokens.
 import { Elysia, t } from 'elysia'
-import { requireSessionToken, type accessControl } from '../http/auth.ts'
+import type { accessControl } from '../http/access.ts'
 import { HttpError } from '../http/errors.ts'
 import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
@@ -11,7 +11,6 @@ import { Grant } from './schemas.ts'
 
 const GrantParams = t.Object({ grantID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
-const grantsOf = (principal: { userId: string; sessionId?: string }) => requireSessionToken(principal, 'grants')
 
 export function grantRoutes(oauth: Pick<OAuthTokens, 'listUserGrants' | 'revokeUserGrant'>, access: ReturnType<typeof accessControl>) {
   return new Elysia({ name: 'kgs/oauth-grants', prefix: '/api/v1' })
@@ -19,23 +18,23 @@ export function grantRoutes(oauth: Pick<OAuthTokens, 'listUserGrants' | 'revokeU
     .use(pagination)
     .get(
       '/oauth/grants',
-      async ({ principal, page }) => oauth.listUserGrants(grantsOf(principal), page.limit, page.after),
+      async ({ principal, page }) => oauth.listUserGrants(principal.userId, page.limit, page.after),
       {
-        auth: true,
+        session: 'grants',
         paginated: true,
-        response: { 200: t.Array(Grant), ...errors },
+        response: { 200: t.Array(Grant), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
         detail: { tags: ['oauth'], summary: "The caller's live OAuth grants, oldest first (paginated; a session token only)" },
       },
     )
     .delete(
       '/oauth/grants/:grantID',
       async ({ principal, params }) => {
-        const grant = await oauth.revokeUserGrant(grantsOf(principal), params.grantID.toLowerCase())
+        const grant = await oauth.revokeUserGrant(principal.userId, params.grantID.toLowerCase())
         if (!grant) throw new HttpError(404, 'grant not found')
         return grant
       },
       {
-        auth: true,
+        session: 'grants',
         params: GrantParams,
         response: { 200: Grant, ...errors },
         detail: { tags: ['oauth'], summary: "Revoke one of the caller's OAuth grants: its tokens stop working at once (a session token only)" },

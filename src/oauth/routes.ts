@@ -8,6 +8,7 @@ import type { User } from '../accounts/schemas.ts'
 import { beginAuthorization, redirectWith, type AuthorizeOutcome } from './authorize.ts'
 import { authenticateClient, basicCredentials, findClient, registerClient } from './clients.ts'
 import { OAuthError } from '../http/errors.ts'
+import { publicAccess } from '../http/access.ts'
 import type { Throttles } from '../http/throttle.ts'
 import { normalizeEmail } from '../accounts/users.ts'
 import type { OAuthTokens } from './tokens.ts'
@@ -133,7 +134,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
   const asMetadata = authorizationServerMetadata(baseUrl)
   const discovery = { tags: ['oauth'], responses: { 200: { description: 'the metadata document', content: { 'application/json': { schema: { type: 'object' as const } } } } } }
   const resource = (path: (typeof RESOURCE_PATHS)[number]) =>
-    [`${PROTECTED_RESOURCE_DOCUMENT}${path}`, () => protectedResourceMetadata(baseUrl, path), { detail: { ...discovery, summary: `Protected resource metadata (RFC 9728) of the resource {base}${path}` } }] as const
+    [`${PROTECTED_RESOURCE_DOCUMENT}${path}`, () => protectedResourceMetadata(baseUrl, path), { public: true, detail: { ...discovery, summary: `Protected resource metadata (RFC 9728) of the resource {base}${path}` } }] as const
   // The authorization pages answer HTML (and redirects), not JSON.
   const htmlPage = (summary: string, redirect?: 302 | 303) => ({
     tags: ['oauth'],
@@ -141,7 +142,8 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     responses: { 200: { description: 'an HTML page', content: { 'text/html': {} } }, ...(redirect && { [redirect]: { description: 'back to the client' } }), 400: { description: 'an HTML error page', content: { 'text/html': {} } } },
   })
   return new Elysia({ name: 'kgs/oauth' })
-    .get('/.well-known/oauth-authorization-server', () => asMetadata, { detail: { ...discovery, summary: 'Authorization server metadata (RFC 8414)' } })
+    .use(publicAccess)
+    .get('/.well-known/oauth-authorization-server', () => asMetadata, { public: true, detail: { ...discovery, summary: 'Authorization server metadata (RFC 8414)' } })
     .get(...resource(''))
     .get(...resource('/api/v1'))
     .get(...resource('/api/v1/mcp'))
@@ -177,6 +179,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
           },
           { additionalProperties: true },
         ),
+        public: true,
         detail: htmlPage('Authorization request (RFC 6749 §4.1.1 with PKCE): the sign-in page, or an error page; never a redirect'),
       },
     )
@@ -212,6 +215,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
       {
         parse: 'urlencoded',
         body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), email: FormField(254), password: FormField(256) }),
+        public: true,
         detail: htmlPage('The sign-in form of the authorization pages (the consent page once signed in)'),
       },
     )
@@ -241,6 +245,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
       {
         parse: 'urlencoded',
         body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), decision: t.Union([t.Literal('allow'), t.Literal('deny'), t.Literal('sign-out')]) }),
+        public: true,
         detail: htmlPage('The consent decision: redirects to the client with a code, or access_denied; sign-out shows the sign-in page again', 303),
       },
     )
@@ -264,6 +269,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         parse: 'urlencoded',
         body: TokenRequest,
         response: { 200: TokenResponseBody, 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody },
+        public: true,
         detail: { tags: ['oauth'], summary: 'Token endpoint: authorization_code with PKCE, refresh_token with rotation' },
       },
     )
@@ -291,6 +297,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         ),
         parse: 'urlencoded',
         response: { 200: t.Object({}), 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody },
+        public: true,
         detail: { tags: ['oauth'], summary: 'Revoke a refresh token (its whole grant) or an access token (RFC 7009); 200 for unknown tokens too' },
       },
     )
@@ -304,6 +311,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
       {
         body: Registration,
         response: { 201: t.Object({ client_id: t.String(), client_id_issued_at: t.Integer() }, { additionalProperties: true }), 400: OAuthErrorBody, 429: OAuthErrorBody },
+        public: true,
         detail: { tags: ['oauth'], summary: 'Register a client (RFC 7591); confidential clients get a client_secret' },
       },
     )

@@ -2,7 +2,7 @@
 import { Elysia, t } from 'elysia'
 import type { Accounts } from '../accounts/accounts.ts'
 import type { OAuthTokens } from '../oauth/tokens.ts'
-import type { accessControl } from '../http/auth.ts'
+import type { accessControl } from '../http/access.ts'
 import { HttpError } from '../http/errors.ts'
 import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
@@ -20,7 +20,10 @@ const AssignmentBody = t.Object(
   },
   { additionalProperties: false },
 )
+// Each route's own error answers (the OpenAPI document lists exactly these, with its rule's 401 and 403).
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
+/** A JSON body: invalid (400), too large (413), of another type (415). */
+const bodyErrors = { 400: ErrorBody, 413: ErrorBody, 415: ErrorBody }
 
 export interface RbacRoutesOptions {
   rbac: Rbac
@@ -63,7 +66,7 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
         paginated: true,
         response: {
           200: t.Array(t.Object({ id: t.String(), email: t.String(), name: t.String(), created_at: t.String(), roles: t.Array(t.Object({ role: t.String(), domain: t.String() })) })),
-          ...errors,
+          400: ErrorBody,
         },
         detail: { tags: ['admin'], summary: 'All users with their roles (paginated; Link: rel="next")' },
       },
@@ -90,7 +93,7 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
         await rbac.assign(assignment)
         return assignment
       },
-      { permission: 'role:manage', body: AssignmentBody, response: { 200: Assignment, ...errors }, detail: { tags: ['admin'], summary: 'Assign a role (idempotent)' } },
+      { permission: 'role:manage', body: AssignmentBody, response: { 200: Assignment, ...bodyErrors }, detail: { tags: ['admin'], summary: 'Assign a role (idempotent)' } },
     )
     .delete(
       '/admin/users/roles',
@@ -99,14 +102,14 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
         if (!(await rbac.remove(assignment))) throw new HttpError(404, 'no such role assignment')
         return assignment
       },
-      { permission: 'role:manage', body: AssignmentBody, response: { 200: Assignment, ...errors }, detail: { tags: ['admin'], summary: 'Remove a role assignment' } },
+      { permission: 'role:manage', body: AssignmentBody, response: { 200: Assignment, ...bodyErrors, 404: ErrorBody }, detail: { tags: ['admin'], summary: 'Remove a role assignment' } },
     )
     .get(
       '/admin/permissions',
       () => Object.entries(ROLES).map(([role, definition]) => ({ role, domain_kind: definition.domain_kind, permissions: [...definition.permissions] })),
       {
         permission: 'role:read',
-        response: { 200: t.Array(t.Object({ role: t.String(), domain_kind: t.String(), permissions: t.Array(t.String()) })), ...errors },
+        response: { 200: t.Array(t.Object({ role: t.String(), domain_kind: t.String(), permissions: t.Array(t.String()) })) },
         detail: { tags: ['admin'], summary: 'Every role and the permissions it carries' },
       },
     )
@@ -135,9 +138,13 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
         auth: true,
         response: {
           200: t.Object({ user_id: t.String(), system_admin: t.Boolean(), permissions: t.Array(t.Object({ domain: t.String(), resource: t.String(), action: t.String() })) }),
-          ...errors,
+          404: ErrorBody,
         },
-        detail: { tags: ['admin'], summary: "The caller's permissions in the system domain and every repository it has a role in" },
+        detail: {
+          tags: ['admin'],
+          summary: "The caller's permissions in the system domain and every repository it has a role in",
+          parameters: [{ in: 'header', name: 'X-Repository-ID', required: false, schema: { type: 'string' }, description: 'only the system domain and this repository (UUID or slug); 404 if the caller holds no role in it' }],
+        },
       },
     )
 }

@@ -1,7 +1,7 @@
 // /api/v1/repositories (CRUD) and the repository itself at /{repoID} and, addressed by the
 // X-Repository-ID header, at /api/v1/repository.
 import { Elysia, t } from 'elysia'
-import type { accessControl } from '../http/auth.ts'
+import type { accessControl } from '../http/access.ts'
 import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import type { Throttle } from '../http/throttle.ts'
@@ -13,10 +13,11 @@ import { Repository } from './schemas.ts'
 const Name = t.String({ minLength: 1, maxLength: 200, error: 'expected a name of 1 to 200 characters' })
 const Slug = t.String({ maxLength: 63, description: '2–63 of a-z, 0-9 and inner hyphens; not UUID-shaped; not reserved', error: 'expected a slug of at most 63 characters' })
 const Description = t.String({ maxLength: 2000, error: 'expected a description of at most 2000 characters' })
-// Each route's own error answers (the OpenAPI document lists exactly these).
+// Each route's own error answers (the OpenAPI document lists exactly these, with its rule's).
 const readErrors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 /** A JSON body: invalid (400), too large (413), of another type (415); a slug already taken (409). */
-const writeErrors = { ...readErrors, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody }
+const bodyErrors = { 400: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody }
+const writeErrors = { ...readErrors, ...bodyErrors }
 
 export function repositoryRoutes(repositories: Repositories, access: ReturnType<typeof accessControl>, scope: ReturnType<typeof repositoryScope>, throttle: Throttle, quotas: Quotas) {
   const describe = (summary: string) => ({ tags: ['repositories'], summary })
@@ -37,14 +38,15 @@ export function repositoryRoutes(repositories: Repositories, access: ReturnType<
       {
         permission: 'repository:create',
         body: t.Object({ name: Name, slug: t.Optional(Slug), description: t.Optional(Description) }, { additionalProperties: false }),
-        response: { 201: Repository, ...writeErrors, 429: ErrorBody },
+        // 403 also for a caller at QUOTA_REPOSITORIES.
+        response: { 201: Repository, ...bodyErrors, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody },
         detail: describe('Create a repository (its own database; the creator becomes repoadmin)'),
       },
     )
     .get(
       '/api/v1/repositories',
       async ({ principal, page }) => repositories.list(principal.userId, page.limit, page.after),
-      { auth: true, paginated: true, response: { 200: t.Array(Repository), ...readErrors }, detail: describe('Repositories the caller holds a role in (all, for a sysadmin)') },
+      { auth: true, paginated: true, response: { 200: t.Array(Repository), 400: ErrorBody, 401: ErrorBody }, detail: describe('Repositories the caller holds a role in (all, for a sysadmin)') },
     )
     .get('/api/v1/repositories/:repoID', ({ repository }) => repository, {
       repository: 'repository:read',

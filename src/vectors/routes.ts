@@ -2,12 +2,10 @@
 // configured embedder, the vector store finds the nearest ids, and the graph store supplies the
 // rows. GET /{repoID}/search?q=&kind=facts|concepts&k= (and /api/v1/search + X-Repository-ID).
 import { Elysia, t } from 'elysia'
-import { forbidden } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { integerQuery } from '../http/openapi.ts'
 import { conceptsByIds, factsByIds } from '../graph/store.ts'
-import type { Rbac } from '../rbac/rbac.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import { EmbeddingError, type Embedder } from './embedder.ts'
 import { VectorDimensionError, type VectorStore } from './store.ts'
@@ -33,11 +31,9 @@ function parseK(k: string | undefined): number {
   return n
 }
 
-export function searchRoutes(scope: ReturnType<typeof repositoryScope>, rbac: Rbac, vectors: VectorStore, embedder: Embedder) {
-  const search = async ({ principal, repository, db, query }: { principal: { userId: string }; repository: { id: string }; db: () => Promise<import('postgres').Sql>; query: typeof SearchQuery.static }) => {
+export function searchRoutes(scope: ReturnType<typeof repositoryScope>, vectors: VectorStore, embedder: Embedder) {
+  const search = async ({ repository, db, query }: { repository: { id: string }; db: () => Promise<import('postgres').Sql>; query: typeof SearchQuery.static }) => {
     const kind = query.kind ?? 'facts'
-    const permission = kind === 'facts' ? 'fact:read' : 'concept:read'
-    if (!rbac.can(principal.userId, repository.id, permission)) throw forbidden(permission)
     const k = parseK(query.k)
     let vector: Float32Array
     try {
@@ -60,7 +56,8 @@ export function searchRoutes(scope: ReturnType<typeof repositoryScope>, rbac: Rb
     return hits.filter((h) => rows.has(h.id)).map((h) => ({ id: h.id, distance: h.distance, [kind === 'facts' ? 'fact' : 'concept']: rows.get(h.id)! }))
   }
   const options = {
-    repository: 'repository:read' as const,
+    // Facts need fact:read, concepts concept:read.
+    repository: { query: 'kind', default: 'facts', permissions: { facts: 'fact:read', concepts: 'concept:read' } } as const,
     query: SearchQuery,
     response: { 200: t.Array(Hit), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 502: ErrorBody },
     detail: {

@@ -132,6 +132,100 @@ describe(`OpenAPI document (${BACKEND})`, () => {
     for (const { operation } of accepted) expect(operation.responses!['202']).toMatchObject({ headers: { location: expect.any(Object) } })
   })
 
+  test('each route family answers its errors with statuses its operations list', async () => {
+    const http = api(server.url)
+    const owner = { email: uniqueEmail('answers'), password: 'correct horse battery' }
+    const token = (await http.post('/api/v1/auth/register', owner)).body.token as string
+    const other = (await http.post('/api/v1/auth/register', { email: uniqueEmail('other'), password: 'correct horse battery' })).body.user.id as string
+    const repo = (await http.post('/api/v1/repositories', { name: 'Answers' }, token)).body as { id: string; slug: string }
+    const { access_token: readOnly } = await obtainTokens(server.url, await registerClient(server.url), owner, 'read')
+    const id = () => crypto.randomUUID()
+    const json = (body: unknown) => ({ body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })
+    const form = (fields: Record<string, string>) => ({ body: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    const text = { body: 'x', headers: { 'content-type': 'text/plain' } }
+    interface Sample {
+      /** The documented operation, `method path`. */
+      at: string
+      url: string
+      status: number
+      init?: { body?: string; headers?: Record<string, string> }
+      /** Whose token: the repository owner's session (default), a read-only OAuth token, or none. */
+      as?: 'owner' | 'read-only' | 'anonymous'
+    }
+    const r = `/${repo.id}`
+    const samples: Sample[] = [
+      // accounts and OAuth
+      { at: 'post /api/v1/auth/register', url: '/api/v1/auth/register', init: json({ email: 'x' }), status: 400, as: 'anonymous' },
+      { at: 'post /api/v1/auth/register', url: '/api/v1/auth/register', init: json(owner), status: 409, as: 'anonymous' },
+      { at: 'post /api/v1/auth/login', url: '/api/v1/auth/login', init: json({ ...owner, password: 'not the password' }), status: 401, as: 'anonymous' },
+      { at: 'post /api/v1/auth/login', url: '/api/v1/auth/login', init: text, status: 415, as: 'anonymous' },
+      { at: 'post /api/v1/auth/logout', url: '/api/v1/auth/logout', status: 400, as: 'read-only' },
+      { at: 'get /api/v1/auth/sessions', url: '/api/v1/auth/sessions?limit=0', status: 400 },
+      { at: 'get /api/v1/auth/sessions', url: '/api/v1/auth/sessions', status: 403, as: 'read-only' },
+      { at: 'delete /api/v1/auth/sessions/{sessionID}', url: `/api/v1/auth/sessions/${id()}`, status: 404 },
+      { at: 'get /api/v1/users/{userID}', url: '/api/v1/users/not-a-uuid', status: 400 },
+      { at: 'get /api/v1/users/{userID}', url: `/api/v1/users/${other}`, status: 403 },
+      { at: 'get /api/v1/users/{userID}', url: `/api/v1/users/${id()}`, status: 404 },
+      { at: 'put /api/v1/users/{userID}', url: `/api/v1/users/${other}`, init: json({ name: 'x' }), status: 403 },
+      { at: 'post /api/v1/oauth/token', url: '/api/v1/oauth/token', init: form({ grant_type: 'password' }), status: 401, as: 'anonymous' },
+      { at: 'post /api/v1/oauth/token', url: '/api/v1/oauth/token', init: json({ grant_type: 'password' }), status: 400, as: 'anonymous' },
+      { at: 'post /api/v1/oauth/register', url: '/api/v1/oauth/register', init: json({}), status: 400, as: 'anonymous' },
+      { at: 'get /api/v1/oauth/authorize', url: '/api/v1/oauth/authorize', status: 400, as: 'anonymous' },
+      { at: 'delete /api/v1/oauth/grants/{grantID}', url: `/api/v1/oauth/grants/${id()}`, status: 404 },
+      // administration
+      { at: 'get /api/v1/admin/users', url: '/api/v1/admin/users', status: 403 },
+      { at: 'put /api/v1/admin/users/roles', url: '/api/v1/admin/users/roles', init: json({ user_id: other, role: 'viewer', domain: repo.id }), status: 403 },
+      { at: 'delete /api/v1/admin/users/{userID}/sessions', url: `/api/v1/admin/users/${other}/sessions`, status: 403 },
+      { at: 'get /api/v1/admin/permissions', url: '/api/v1/admin/permissions', status: 401, as: 'anonymous' },
+      { at: 'get /api/v1/permissions', url: '/api/v1/permissions', init: { headers: { 'x-repository-id': id() } }, status: 404 },
+      // repositories
+      { at: 'post /api/v1/repositories', url: '/api/v1/repositories', init: json({ name: '' }), status: 400 },
+      { at: 'post /api/v1/repositories', url: '/api/v1/repositories', init: json({ name: 'Taken', slug: repo.slug }), status: 409 },
+      { at: 'get /api/v1/repositories', url: '/api/v1/repositories?cursor=x', status: 400 },
+      { at: 'get /api/v1/repositories/{repoID}', url: `/api/v1/repositories/${id()}`, status: 404 },
+      { at: 'put /api/v1/repositories/{repoID}', url: `/api/v1/repositories/${repo.id}`, init: json({ name: 'Renamed' }), status: 403, as: 'read-only' },
+      { at: 'get /api/v1/repository', url: '/api/v1/repository', status: 400 },
+      // the graph, search and media
+      { at: 'get /{repoID}/facts', url: `${r}/facts?limit=0`, status: 400 },
+      { at: 'get /{repoID}/facts/{factID}', url: `${r}/facts/${id()}`, status: 404 },
+      { at: 'get /api/v1/concepts', url: '/api/v1/concepts', status: 400 },
+      { at: 'get /{repoID}/sources/{sourceID}', url: `${r}/sources/not-a-uuid`, status: 400 },
+      { at: 'get /api/v1/reports', url: '/api/v1/reports', init: { headers: { 'x-repository-id': id() } }, status: 404 },
+      { at: 'get /{repoID}/search', url: `${r}/search`, status: 400 },
+      { at: 'get /{repoID}/search', url: `${r}/search?q=x&k=1000`, status: 400 },
+      { at: 'get /{repoID}/images/{imageID}', url: `${r}/images/${id()}`, status: 404 },
+      { at: 'get /api/v1/sources/{sourceID}/body', url: `/api/v1/sources/${id()}/body`, init: { headers: { 'x-repository-id': repo.id } }, status: 404 },
+      // jobs
+      { at: 'get /api/v1/jobs/{jobID}', url: `/api/v1/jobs/${id()}`, status: 403 },
+      { at: 'get /{repoID}/jobs', url: `${r}/jobs?status=bogus`, status: 400 },
+      { at: 'get /{repoID}/jobs/{jobID}', url: `${r}/jobs/${id()}`, status: 404 },
+      { at: 'post /{repoID}/jobs/{jobID}/cancel', url: `${r}/jobs/${id()}/cancel`, status: 404 },
+      { at: 'post /{repoID}/jobs', url: `${r}/jobs`, init: json({ kind: 'bogus' }), status: 400 },
+      { at: 'post /{repoID}/jobs', url: `${r}/jobs`, init: text, status: 415 },
+      // export, import and the registry
+      { at: 'get /{repoID}/export-graph/download', url: `${r}/export-graph/download`, status: 404 },
+      { at: 'post /{repoID}/export-graph', url: `${r}/export-graph`, init: text, status: 415 },
+      { at: 'post /{repoID}/import-graph', url: `${r}/import-graph`, init: text, status: 415 },
+      // A member may pull from the registry, not push to it.
+      { at: 'post /api/v1/graphs', url: '/api/v1/graphs', init: { body: 'x', headers: { 'content-type': 'application/gzip', 'x-graph-name': 'Answers' } }, status: 403 },
+      { at: 'get /api/v1/graphs', url: '/api/v1/graphs?limit=abc', status: 400 },
+      { at: 'get /api/v1/graphs/{id}', url: `/api/v1/graphs/${id()}`, status: 404 },
+      { at: 'get /api/v1/graphs/{id}/bundle', url: '/api/v1/graphs/not-a-uuid/bundle', status: 400 },
+      { at: 'delete /api/v1/graphs/{id}', url: `/api/v1/graphs/${id()}`, status: 404 },
+    ]
+    const tokens = { owner: token, 'read-only': readOnly, anonymous: undefined }
+    const wrong: string[] = []
+    for (const { at, url, status, init, as = 'owner' } of samples) {
+      const [method, path] = at.split(' ') as [string, string]
+      const bearer = tokens[as]
+      const response = await server.request(url, { method: method.toUpperCase(), redirect: 'manual', body: init?.body, headers: { ...init?.headers, ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) } })
+      await response.arrayBuffer()
+      const listed = Object.keys(document.paths[path]?.[method]?.responses ?? {})
+      if (response.status !== status || !listed.includes(String(status))) wrong.push(`${method.toUpperCase()} ${url}: answered ${response.status} (sample expects ${status}); ${path} lists ${listed.join(', ')}`)
+    }
+    expect(wrong).toEqual([])
+  })
+
   test('an error a route cannot give is not listed: no 404 for /users/me, no 415 without a body', () => {
     const me = document.paths['/api/v1/users/me']!.get!.responses!
     expect(Object.keys(me)).toContain('401')

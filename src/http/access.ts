@@ -1,0 +1,189 @@
+// Authorization, said once, on the route: every route names exactly one of the rules below in its
+// declaration, and the rule's macro does the whole check before the handler runs, which receives
+// the authorized principal (and, for repository rules, the repository and its pool).
+//
+//   public: true                      no token asked for
+//   auth: true                        any valid token
+//   session: 'sessions'               a session token (an OAuth client acts within its scopes, and
+//                                     these are not among them)
+//   permission: 'role:manage'         a system-domain permission
+//   repository: 'fact:read'           a permission in the repository the request names
+//   repositoryOrSystem: 'job:read'    in the named repository, else in the system domain
+//   self: { or: 'user:read', … }      the user the path names is the caller, or the permission
+//   owner: { or: 'sysadmin', … }      the caller owns the resource (a lookup says who does), or
+//                                     is a sysadmin
+//
+// Each rule records itself in the operation's OpenAPI detail: the rule (x-kgs-permission), the
+// security requirement with the OAuth scope it needs, and the error answers it can give. The
+// check's order is always: authentication (401, before the body is validated: see
+// authenticatesFirst), then what the request names (400, 404), then permission and scope (403).
+import { Elysia } from 'elysia'
+import type { Sql } from 'postgres'
+import { authenticatesFirst, forbidden, holdsSystemPermission, principalOf, requireScope, requireSessionToken, type Authenticator, type Authorizer, type Principal } from './auth.ts'
+import { HttpError } from './errors.ts'
+import { declaredErrors, repositoryHeader, securityDetail } from './openapi.ts'
+import { REPOSITORY_HEADER } from './path.ts'
+import { SYSTEM_DOMAIN, scopeNeeded, type RepositoryPermission, type Scope, type SystemPermission } from '../permissions.ts'
+
+/** The OpenAPI extension naming an operation's rule. */
+export const RULE = 'x-kgs-permission'
+
+/**
+ * What a rule adds to its route's detail. `scope` undefined: any token; null: no token (public).
+ * `errors`: the answers the rule itself can give.
+ */
+function declared(rule: string, scope: Scope | undefined | null, errors: number[]) {
+  return { [RULE]: rule, ...(scope === null ? {} : securityDetail(scope)), ...declaredErrors(errors) }
+}
+
+/** `public: true`: the rule of routes anyone may call, declared as such so that no route is left without a rule. */
+export const publicAccess = new Elysia({ name: 'kgs/public' }).macro({
+  public: { detail: declared('public', null, []) },
+})
+
+/** The authorizer of the owner rule: a sysadmin may act on what others own. */
+export interface OwnerAuthorizer extends Authorizer {
+  isSysadmin(userId: string): boolean
+}
+
+type Params = Record<string, string>
+
+/**
+ * The principal, if it is `owner` or holds `or` (a system permission, or being a sysadmin): 403
+ * with `refusal` otherwise. The scope an owner needs is the route's; acting by permission, also
+ * the permission's. The service principal owns nothing and is no sysadmin.
+ */
+function ownerOrPermission(authorizer: OwnerAuthorizer, resourceMetadata: string, principal: Principal, owner: string | null, rule: { or: SystemPermission | 'sysadmin'; scope: Scope }, refusal: HttpError): Principal {
+  const owns = !principal.grants && owner === principal.userId
+  if (!owns) {
+    const holds = rule.or === 'sysadmin' ? !principal.grants && authorizer.isSysadmin(principal.userId) : holdsSystemPermission(authorizer, principal, rule.or)
+    if (!holds) throw refusal
+    if (rule.or !== 'sysadmin') requireScope(principal, scopeNeeded(rule.or), resourceMetadata)
+  }
+  requireScope(principal, rule.scope, resourceMetadata)
+  return principal
+}
+
+/** The rules on the caller and the system domain. `seed` tells apart instances of other authenticators (the registry's). */
+export function accessControl(authenticator: Authenticator, authorizer: OwnerAuthorizer, seed?: string) {
+  const resourceMetadata = authenticator.resourceMetadataUrl
+  const resolvePrincipal = ({ request }: { request: Request }) => ({ principal: principalOf(request) })
+  return new Elysia({ name: 'kgs/access-control', seed })
+    .use(publicAccess)
+    .macro({
+      auth: {
+        detail: declared('authenticated', undefined, [401]),
+        ...authenticatesFirst(authenticator, 'read'),
+        resolve: resolvePrincipal,
+      },
+      /** `what` names the resource in the refusal: "sessions are managed with a session token". */
+      session: (what: string) => ({
+        detail: declared('session-token', undefined, [401, 403]),
+        ...authenticatesFirst(authenticator, 'read'),
+        resolve({ request }) {
+          const principal = principalOf(request)
+          requireSessionToken(principal, what)
+          return { principal }
+        },
+      }),
+      permission: (permission: SystemPermission) => ({
+        detail: declared(`system ${permission}`, scopeNeeded(permission), [401, 403]),
+        ...authenticatesFirst(authenticator, scopeNeeded(permission)),
+        resolve({ request }) {
+          const principal = principalOf(request)
+          if (!holdsSystemPermission(authorizer, principal, permission)) throw forbidden(permission)
+          requireScope(principal, scopeNeeded(permission), resourceMetadata)
+          return { principal }
+        },
+      }),
+      /**
+       * The user `user` finds from the path (404 when there is none) is the caller, or the caller
+       * holds `or`. `scope`: what the caller needs on its own account.
+       */
+      self: (rule: { or: SystemPermission; scope: Scope; user(params: Params): Promise<string> }) => ({
+        detail: declared(`self-or-system ${rule.or}`, rule.scope, [401, 403, 404]),
+        ...authenticatesFirst(authenticator, rule.scope),
+        async resolve({ request, params }) {
+          const userId = await rule.user(params as Params)
+          return { principal: ownerOrPermission(authorizer, resourceMetadata, principalOf(request), userId, rule, forbidden(rule.or)) }
+        },
+      }),
+      /**
+       * The resource `of` finds from the path (404 when there is none) is owned by the caller, or
+       * the caller holds `or`; else 403 with `refusal`.
+       */
+      owner: (rule: { or: 'sysadmin'; scope: Scope; of(params: Params): Promise<string | null>; refusal: string }) => ({
+        detail: declared(`owner-or-${rule.or}`, rule.scope, [401, 403, 404]),
+        ...authenticatesFirst(authenticator, rule.scope),
+        async resolve({ request, params }) {
+          const owner = await rule.of(params as Params)
+          return { principal: ownerOrPermission(authorizer, resourceMetadata, principalOf(request), owner, rule, new HttpError(403, `permission denied: ${rule.refusal}`)) }
+        },
+      }),
+    })
+}
+
+/** How the repository rules find the repository a request names. */
+export interface RepositoryLookup<R extends { id: string }> {
+  /**
+   * The repository named by the path (`fromPath`) or the X-Repository-ID header, if `userId` may
+   * see it: 400 when neither names one or they disagree, 404 for one the caller may not see.
+   */
+  find(userId: string, fromPath: string | undefined, fromHeader: string | null): Promise<R>
+  /** The repository's pool. */
+  db(repository: R): Promise<Sql>
+}
+
+/**
+ * A permission that depends on a query parameter (search's ?kind=): the permission of its value,
+ * or of `default` when it is absent.
+ */
+export interface PermissionByQuery {
+  query: string
+  default: string
+  permissions: Record<string, RepositoryPermission>
+}
+
+/** The rules on a repository: its permissions, checked in the repository the request names. */
+export function repositoryAccess<R extends { id: string }>(authenticator: Authenticator, authorizer: Authorizer, repositories: RepositoryLookup<R>) {
+  const resourceMetadata = authenticator.resourceMetadataUrl
+
+  /** The principal, and the repository (when one is named) in whose domain `permission` was checked. */
+  const authorize = async (request: Request, params: unknown, permission: RepositoryPermission, systemFallback: boolean) => {
+    const principal = principalOf(request)
+    const fromPath = (params as Params | undefined)?.repoID
+    const fromHeader = request.headers.get(REPOSITORY_HEADER)
+    const repository = systemFallback && fromPath === undefined && !fromHeader ? undefined : await repositories.find(principal.userId, fromPath, fromHeader)
+    if (!authorizer.can(principal.userId, repository?.id ?? SYSTEM_DOMAIN, permission)) throw forbidden(permission)
+    requireScope(principal, scopeNeeded(permission), resourceMetadata)
+    return { principal, repository }
+  }
+  const permissionOf = (need: RepositoryPermission | PermissionByQuery, query: Record<string, unknown>): RepositoryPermission =>
+    typeof need === 'string' ? need : need.permissions[(query[need.query] as string | undefined) ?? need.default]!
+  const ruleOf = (need: RepositoryPermission | PermissionByQuery) =>
+    typeof need === 'string' ? need : Object.entries(need.permissions).map(([value, permission]) => `${permission} (${need.query}=${value})`).join(' or ')
+  // Every permission of a by-query rule is a read: one scope covers them.
+  const scopeOf = (need: RepositoryPermission | PermissionByQuery) => scopeNeeded(typeof need === 'string' ? need : need.permissions[need.default]!)
+
+  return new Elysia({ name: 'kgs/repository-access' }).macro({
+    repository: (need: RepositoryPermission | PermissionByQuery) => ({
+      detail: { ...declared(`repository ${ruleOf(need)}`, scopeOf(need), [400, 401, 403, 404]), ...repositoryHeader(true) },
+      ...authenticatesFirst(authenticator, scopeOf(need)),
+      async resolve({ request, params, query }) {
+        const { principal, repository } = await authorize(request, params, permissionOf(need, query), false)
+        return { principal, repository: repository!, db: (): Promise<Sql> => repositories.db(repository!) }
+      },
+    }),
+    /**
+     * For permissions that exist in both domains (job:read, job:cancel): checked in the named
+     * repository's domain, or in the system domain when no repository is named.
+     */
+    repositoryOrSystem: (permission: RepositoryPermission & SystemPermission) => ({
+      detail: { ...declared(`repository-or-system ${permission}`, scopeNeeded(permission), [400, 401, 403, 404]), ...repositoryHeader(false) },
+      ...authenticatesFirst(authenticator, scopeNeeded(permission)),
+      async resolve({ request, params }) {
+        return authorize(request, params, permission, true)
+      },
+    }),
+  })
+}
