@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gunzipSync, gzipSync } from 'node:zlib'
-import { encodeBundle } from '../../src/bundle/writer.ts'
+import { encodeBundle } from '../../src/bundle/format/writer.ts'
 import { bundleContent, generateBundle, type GenerateResult } from '../../scripts/gen-bundle.ts'
 import { runKgs } from '../helpers/server.ts'
 

@@ -1,13 +1,13 @@
 // The Go-compatible encoder: the byte vectors of docs/spec/bundle.md §3, and property tests against
-// references written here independently of src/bundle/json.ts (character by character, and a
+// references written here independently of src/bundle/format/json.ts (character by character, and a
 // brute-force search for the shortest float digits).
 import { describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
-import { ROW_CODECS, METADATA_CODEC } from '../../src/bundle/codecs.ts'
-import { factContentHash, normalizeFactText, sourceSha256 } from '../../src/bundle/hashes.ts'
-import { encodeFloat32, encodeFloat64, encodeString, UnsupportedNumberError } from '../../src/bundle/json.ts'
-import { ROW_SCHEMAS, ROW_SECTIONS, type Metadata } from '../../src/bundle/schema.ts'
-import { canonicalHash, encodeBundle, formatExportedAt, type BundleContent } from '../../src/bundle/writer.ts'
+import { ROW_CODECS, METADATA_CODEC } from '../../src/bundle/format/codecs.ts'
+import { factContentHash, normalizeFactText, sourceSha256 } from '../../src/bundle/format/hashes.ts'
+import { encodeFloat32, encodeFloat64, encodeString, UnsupportedNumberError } from '../../src/bundle/format/json.ts'
+import { ROW_SCHEMAS, ROW_SECTIONS, type Metadata } from '../../src/bundle/format/schema.ts'
+import { canonicalHash, encodeBundle, formatExportedAt, type BundleContent } from '../../src/bundle/format/writer.ts'
 import { random } from '../../scripts/lib/synthetic.ts'
 
 const sha256 = (bytes: string | Uint8Array) => createHash('sha256').update(bytes).digest('hex')

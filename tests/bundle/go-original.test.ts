@@ -14,9 +14,9 @@ import { api, registerAccount, type Account } from '../helpers/api.ts'
 import { dumpGraph, type GraphDump } from '../helpers/graph-dump.ts'
 import { settleJobs, waitForJob } from '../helpers/jobs.ts'
 import { runKgs, startTestServer, type TestServer } from '../helpers/server.ts'
-import { portableConceptId, portableFactId } from '../../src/bundle/citations.ts'
-import { factContentHash } from '../../src/bundle/hashes.ts'
-import { writeCanonical } from '../../src/bundle/tools.ts'
+import { portableConceptId, portableFactId } from '../../src/bundle/format/citations.ts'
+import { factContentHash } from '../../src/bundle/format/hashes.ts'
+import { writeCanonical } from '../../src/bundle/format/tools.ts'
 import { localImageUrl } from '../../src/media/urls.ts'
 
 const FIXTURES = join(import.meta.dir, '..', 'fixtures', 'go-original')

@@ -13,8 +13,8 @@ import { blobKeys } from '../helpers/blobs.ts'
 import { gzipBundle, validBundleJson } from '../helpers/broken-bundles.ts'
 import { startServerProcess, startTestServer, type TestServer } from '../helpers/server.ts'
 import { LEFTOVER_GRACE_MS, timestampedId } from '../../src/blobs/leftovers.ts'
-import { sweepUploads } from '../../src/bundle/import.ts'
-import { scratchDir, scratchFile, sweepScratch } from '../../src/bundle/scratch.ts'
+import { sweepUploads } from '../../src/bundle/transfer/import.ts'
+import { scratchDir, scratchFile, sweepScratch } from '../../src/bundle/transfer/scratch.ts'
 import { graphKey, incomingKey, sweepRegistryLeftovers } from '../../src/registry/leftovers.ts'
 
 let server: TestServer

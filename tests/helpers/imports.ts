@@ -16,7 +16,7 @@ import { openBlobStore } from '../../src/blobs/open.ts'
 import { repositoryBlobPrefix } from '../../src/blobs/store.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
 import { generateBundle, type BundleCounts, type BundleOptions } from '../../scripts/gen-bundle.ts'
-import { ROW_SECTIONS } from '../../src/bundle/schema.ts'
+import { ROW_SECTIONS } from '../../src/bundle/format/schema.ts'
 import type { Job } from '../../src/jobs/queue.ts'
 
 /**

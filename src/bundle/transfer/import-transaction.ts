@@ -5,15 +5,15 @@
 // transaction's mapping tables, never here. While a batch is written, the reader parses the
 // next (one statement in flight).
 import type { TransactionSql } from 'postgres'
-import type { BlobStore } from '../blobs/store.ts'
-import type { JobProgress } from '../jobs/queue.ts'
-import type { Embedder } from '../vectors/embedder.ts'
-import type { VectorKind, VectorStore } from '../vectors/store.ts'
+import type { BlobStore } from '../../blobs/store.ts'
+import type { JobProgress } from '../../jobs/queue.ts'
+import type { Embedder } from '../../vectors/embedder.ts'
+import type { VectorKind, VectorStore } from '../../vectors/store.ts'
 import { MediaImport } from './import-media.ts'
 import { createMappingTables, imageUrl, ROW_WRITERS, type Batch, type RowContext } from './import-rows.ts'
-import { BundleError, type BundleErrorWhere, type BundleItem, type BundleReader, type RowItem } from './reader.ts'
-import { ROW_SCHEMAS, ROW_SECTIONS, type Row, type RowSection } from './schema.ts'
-import { isMediaType } from '../media/types.ts'
+import { BundleError, type BundleErrorWhere, type BundleItem, type BundleReader, type RowItem } from '../format/reader.ts'
+import { ROW_SCHEMAS, ROW_SECTIONS, type Row, type RowSection } from '../format/schema.ts'
+import { isMediaType } from '../../media/types.ts'
 
 /** Rows per statement, at most; and at most about this many bytes of the bundle (wide rows: sources, syntheses). */
 const BATCH_ROWS = 2000

@@ -24,10 +24,10 @@
 //   import_facts / import_concepts.
 import { randomUUID } from 'node:crypto'
 import type { PendingQuery, Row as SqlRow, TransactionSql } from 'postgres'
-import { citedIds, portableConceptId, portableFactId, rewriteCitations, type CitedKind } from './citations.ts'
-import { factContentHash } from './hashes.ts'
-import { encodeFloat64 } from './json.ts'
-import type { Row, RowSection } from './schema.ts'
+import { citedIds, portableConceptId, portableFactId, rewriteCitations, type CitedKind } from '../format/citations.ts'
+import { factContentHash } from '../format/hashes.ts'
+import { encodeFloat64 } from '../format/json.ts'
+import type { Row, RowSection } from '../format/schema.ts'
 
 export interface Batch<S extends RowSection = RowSection> {
   section: S

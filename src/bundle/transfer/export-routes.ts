@@ -1,16 +1,16 @@
 // Export routes (docs/spec/bundle.md §4): POST /{repoID}/export-graph queues an export_graph job (202 with
 // the job); GET /{repoID}/export-graph/download streams the repository's latest export. Both
 // are also served at /api/v1/... with the repository in X-Repository-ID (docs/spec/decisions.md §2).
-import type { Quotas } from '../quotas.ts'
+import type { Quotas } from '../../quotas.ts'
 import { Elysia, t } from 'elysia'
-import type { BlobStore } from '../blobs/store.ts'
-import type { Principal } from '../http/auth.ts'
-import { HttpError } from '../http/errors.ts'
-import { ErrorBody } from '../http/schemas.ts'
-import type { Jobs } from '../jobs/jobs.ts'
-import { JobBody, accepted, type AcceptedSet } from '../jobs/routes.ts'
-import type { Repository } from '../repositories/repositories.ts'
-import type { repositoryScope } from '../repositories/scope.ts'
+import type { BlobStore } from '../../blobs/store.ts'
+import type { Principal } from '../../http/auth.ts'
+import { HttpError } from '../../http/errors.ts'
+import { ErrorBody } from '../../http/schemas.ts'
+import type { Jobs } from '../../jobs/jobs.ts'
+import { JobBody, accepted, type AcceptedSet } from '../../jobs/routes.ts'
+import type { Repository } from '../../repositories/repositories.ts'
+import type { repositoryScope } from '../../repositories/scope.ts'
 import { ExportParams, latestExportKey, normalizeExportedAt } from './export.ts'
 
 type Scope = ReturnType<typeof repositoryScope>

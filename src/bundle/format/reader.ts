@@ -31,7 +31,7 @@
 //   dropped from it once it is validated: nothing keeps them.
 // - A repeated key inside an embeddings map is not detected (the consumer upserts).
 import { createGunzip } from 'node:zlib'
-import { GarbageMeter } from '../memory.ts'
+import { GarbageMeter } from '../../memory.ts'
 import { METADATA_CODEC, ROW_CODECS } from './codecs.ts'
 import type { ReferenceCheck, ZeroExists } from './compile.ts'
 import { ROW_SCHEMAS, SUPPORTED_SCHEMA_VERSIONS, type MediaSection, type Metadata, type Row, type RowSection } from './schema.ts'

@@ -15,8 +15,8 @@
 //   Memory stays within PARALLEL_WRITES small media, or one large one's stream.
 import { randomUUID } from 'node:crypto'
 import type { TransactionSql } from 'postgres'
-import type { BlobStore } from '../blobs/store.ts'
-import type { MediaSection } from './schema.ts'
+import type { BlobStore } from '../../blobs/store.ts'
+import type { MediaSection } from '../format/schema.ts'
 
 const SMALL_MEDIA = 1024 * 1024
 const PARALLEL_WRITES = 8
