@@ -2,7 +2,7 @@
 import type { JobKind } from './jobs/kinds.ts'
 import { noopJob } from './jobs/noop.ts'
 import { embedConceptsJob, embedFactsJob } from './vectors/embed-jobs.ts'
-import { exportGraphJob } from './bundle/transfer/export.ts'
+import { exportGraphJob } from './bundle/transfer/export-job.ts'
 import { importGraphJob } from './bundle/transfer/import.ts'
 import { fetchMediaJob } from './media/fetch-job.ts'
 import { optimizeVectorsJob } from './vectors/optimize-job.ts'

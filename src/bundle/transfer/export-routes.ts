@@ -11,7 +11,8 @@ import type { Jobs } from '../../jobs/jobs.ts'
 import { JobBody, accepted, type AcceptedSet } from '../../jobs/routes.ts'
 import type { Repository } from '../../repositories/repositories.ts'
 import type { repositoryScope } from '../../repositories/scope.ts'
-import { ExportParams, latestExportKey, normalizeExportedAt } from './export.ts'
+import { latestExportKey } from './export-job.ts'
+import { ExportParams, normalizeExportedAt } from './export-params.ts'
 
 type Scope = ReturnType<typeof repositoryScope>
 const REPOSITORY_IN_PATH = '/:repoID'

@@ -1,87 +1,23 @@
-// Export of a repository as a graph bundle (docs/spec/bundle.md §4) and the export_graph job.
+// Export of a repository as a graph bundle (docs/spec/bundle.md §4).
 //
 // Everything is read inside one REPEATABLE READ transaction, so the hashing pass and the
 // writing pass see the same snapshot. Each row's bundle position is its rank in its table
 // (docs/bundles.md, "Export"), computed once into temporary position tables; every section is then read
 // through an SQL cursor in position order, one batch at a time, and references are joined to
 // positions in SQL. Memory holds one batch of rows or one media chunk, whatever the size.
-import { runtime } from '../../runtime/index.ts'
-import { createWriteStream, type WriteStream } from 'node:fs'
-import { once } from 'node:events'
-import { rm } from 'node:fs/promises'
+import type { WriteStream } from 'node:fs'
 import type { Writable } from 'node:stream'
-import { Type, type Static } from '@sinclair/typebox'
 import type { PendingQuery, Row as SqlRow, Sql, TransactionSql } from 'postgres'
-import { repositoryBlobPrefix, type BlobStore } from '../../blobs/store.ts'
-import { defineJobKind, PermanentJobError, type JobServices, type RunningJob } from '../../jobs/kinds.ts'
-import { RegistryError, type PushMetadata } from '../../registry/client.ts'
-import { findRepository } from '../../repositories/store.ts'
+import type { BlobStore } from '../../blobs/store.ts'
 import type { Embedder } from '../../vectors/embedder.ts'
 import type { VectorKind, VectorStore } from '../../vectors/store.ts'
 import { VERSION } from '../../version.ts'
-import { metered } from '../../memory.ts'
-import { scratchFile } from './scratch.ts'
 import { citedIds, portableConceptId, portableFactId, rewriteCitations } from '../format/citations.ts'
 import { sourceSha256 } from '../format/hashes.ts'
-import { SCHEMA_VERSION, type Metadata, type Row } from '../format/schema.ts'
+import type { Metadata, Row } from '../format/schema.ts'
 import { canonicalHash, writeBundle, type BundleContent, type MediaItem, type VectorItem } from '../format/writer.ts'
 
 const BATCH = 2000
-
-/** The blob the download route serves: the repository's latest export. */
-export const latestExportKey = (repositoryId: string) => `${repositoryBlobPrefix(repositoryId)}exports/latest.json.gz`
-
-// ---------------------------------------------------------------------------------------------
-// Parameters (job params and the route's body)
-
-const RFC3339 = '^(\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2})(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$'
-
-export const ExportParams = Type.Object(
-  {
-    name: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 200,
-        // Not blank, no control characters: the name also travels in the X-Graph-Name header.
-        pattern: '^[^\\x00-\\x1f\\x7f]*[^\\s\\x00-\\x1f\\x7f][^\\x00-\\x1f\\x7f]*$',
-        error: 'expected 1-200 characters, not all blank, without control characters',
-        description: "the graph's name; default: the repository's name",
-      }),
-    ),
-    description: Type.Optional(Type.String({ maxLength: 10_000, error: 'expected at most 10,000 characters', description: "default: the repository's description" })),
-    tags: Type.Optional(
-      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 64, error: 'expected an array of at most 64 strings of 1-100 characters' }),
-    ),
-    include_bodies: Type.Optional(Type.Boolean({ error: 'expected a boolean', description: 'embed stored source bodies (default false)' })),
-    include_images: Type.Optional(Type.Boolean({ error: 'expected a boolean', description: 'embed stored source images (default true)' })),
-    exported_at: Type.Optional(
-      Type.String({
-        pattern: RFC3339,
-        error: 'expected an RFC 3339 date-time such as 2026-01-02T03:04:05Z',
-        description: 'RFC 3339; the same time and graph give the same sha256 (default: when the export was requested)',
-      }),
-    ),
-  },
-  { additionalProperties: false },
-)
-export type ExportParams = Static<typeof ExportParams>
-
-/**
- * `exported_at` as the bundle writes it (UTC, fraction without trailing zeros, digits beyond
- * milliseconds kept), or undefined when the text is not a valid RFC 3339 date-time.
- */
-export function normalizeExportedAt(text: string): string | undefined {
-  const match = new RegExp(RFC3339).exec(text)
-  if (!match) return undefined
-  const [, seconds, fraction = '', zone] = match as unknown as [string, string, string | undefined, string]
-  // Date accepts days like February 30 by rolling over: the fields must come back unchanged.
-  if (new Date(`${seconds}Z`).toISOString().slice(0, 19) !== seconds) return undefined
-  const digits = fraction.slice(1).replace(/0+$/, '')
-  return `${new Date(seconds + zone).toISOString().slice(0, 19)}${digits ? `.${digits}` : ''}Z`
-}
-
-// ---------------------------------------------------------------------------------------------
-// The export as plain functions
 
 export interface ExportOptions {
   repositoryId: string
@@ -114,7 +50,7 @@ export interface ExportProgress {
   bytes: number
 }
 
-interface ExportCounts {
+export interface ExportCounts {
   sources: number
   facts: number
   concepts: number
@@ -178,23 +114,6 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
     const { compressedBytes } = await writeBundle(snapshot.content(written, true), sink)
     return { metadata: written, counts, bytes: compressedBytes }
   })
-}
-
-/** exportRepository into the file at `path` (created or truncated); the file is removed if anything fails. */
-async function exportToFile(sql: Sql, services: ExportServices, options: ExportOptions, path: string): Promise<ExportSummary & { path: string }> {
-  const file = createWriteStream(path, { mode: 0o600 })
-  try {
-    // Open before anything can fail, so that the removal below cannot precede the creation.
-    await once(file, 'open')
-    return { ...(await exportRepository(sql, services, options, file)), path }
-  } catch (error) {
-    file.destroy()
-    await rm(path, { force: true })
-    // The system's "ENOSPC: no space left on device, write" does not say what was being written.
-    // Retried like any failure: the disk may have room again by the next attempt.
-    if ((error as NodeJS.ErrnoException).code === 'ENOSPC') throw new Error('no space left on device writing the export file', { cause: error })
-    throw error
-  }
 }
 
 type Tx = TransactionSql
@@ -558,88 +477,3 @@ class Snapshot {
     )
   }
 }
-
-// ---------------------------------------------------------------------------------------------
-// The job
-
-interface ExportJobResult {
-  graph_id: string
-  name: string
-  sha256: string
-  /** Size of the pushed .json.gz. */
-  bytes: number
-  counts: ExportCounts
-  /** false when the registry already held this (name, sha256). */
-  new: boolean
-}
-
-async function exportGraph(job: RunningJob<ExportParams>, services: JobServices): Promise<ExportJobResult> {
-  const repositoryId = job.repositoryId!
-  const repository = await findRepository(services.pools.system, { id: repositoryId })
-  if (!repository) throw new PermanentJobError('repository not found')
-  const exportedAt = job.params.exported_at === undefined ? normalizeExportedAt(new Date().toISOString()) : normalizeExportedAt(job.params.exported_at)
-  if (!exportedAt) throw new PermanentJobError(`invalid exported_at ${JSON.stringify(job.params.exported_at)}: expected an RFC 3339 date-time`)
-
-  const exported = await exportToFile(
-    await job.repository(),
-    services,
-    {
-      repositoryId,
-      name: job.params.name ?? repository.name,
-      description: job.params.description ?? repository.description,
-      tags: job.params.tags,
-      includeImages: job.params.include_images,
-      includeBodies: job.params.include_bodies,
-      exportedAt,
-      signal: job.signal,
-      onProgress: (progress) => job.progress(progress),
-    },
-    await scratchFile(services.config.dataDir, 'export', job),
-  )
-  try {
-    const { metadata, counts, bytes, path } = exported
-    job.progress({ phase: 'pushing', done: 0, total: bytes, bytes: 0 })
-    const pushed = await pushFile(services, path, pushMetadata(metadata), (sent) => job.progress({ done: sent, bytes: sent }), job)
-    await services.blobs.put(latestExportKey(repositoryId), await runtime.openFile(path), { contentType: 'application/gzip' })
-    return { graph_id: pushed.graph_id, name: metadata.name, sha256: metadata.sha256!, bytes, counts, new: pushed.new }
-  } finally {
-    await rm(exported.path, { force: true })
-  }
-}
-
-function pushMetadata(metadata: Metadata): PushMetadata {
-  return {
-    name: metadata.name,
-    description: metadata.description,
-    tags: metadata.tags,
-    sha256: metadata.sha256,
-    schema_version: SCHEMA_VERSION,
-    source_count: metadata.source_count,
-    fact_count: metadata.fact_count,
-    concept_count: metadata.concept_count,
-    summary_count: metadata.summary_count,
-    synthesis_count: metadata.synthesis_count,
-    report_count: metadata.report_count,
-    investigation_count: metadata.investigation_count,
-  }
-}
-
-/**
- * Streams the file to the registry, reporting the bytes sent, for the user who asked for the
- * export (who then owns the graph, docs/spec/bundle.md §7). A refusal (4xx) is final; the rest is retried.
- */
-async function pushFile(services: JobServices, path: string, metadata: PushMetadata, onSent: (bytes: number) => void, job: RunningJob<ExportParams>) {
-  try {
-    return await services.registry.push(metered((await runtime.openFile(path)).stream(), onSent), metadata, { signal: job.signal, onBehalfOf: job.createdBy })
-  } catch (error) {
-    throw error instanceof RegistryError && error.final ? new PermanentJobError(error.message) : error
-  }
-}
-
-export const exportGraphJob = defineJobKind({
-  kind: 'export_graph',
-  params: ExportParams,
-  maxAttempts: 3,
-  repositoryScoped: true,
-  run: exportGraph,
-})
