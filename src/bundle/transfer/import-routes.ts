@@ -19,7 +19,6 @@ import { scopeAllows, scopeNeeded } from '../../permissions.ts'
 import { HttpError } from '../../http/errors.ts'
 import { gzipChunks, requestChunks, uploadError, UploadInterrupted, type UploadPace } from '../../http/upload.ts'
 import { ErrorBody } from '../../http/schemas.ts'
-import { UUID_PATTERN } from '../../uuid.ts'
 import type { Jobs } from '../../jobs/jobs.ts'
 import { JobBody, accepted, type AcceptedSet } from '../../jobs/routes.ts'
 import type { Logger } from '../../log.ts'
@@ -28,7 +27,8 @@ import type { RegistryClient } from '../../registry/client.ts'
 import type { Quotas } from '../../quotas.ts'
 import type { Repository } from '../../repositories/repositories.ts'
 import type { repositoryScope } from '../../repositories/scope.ts'
-import { describeGraph, SHA256_PATTERN, uploadKey, type ImportParams } from './import.ts'
+import { describeGraph, uploadKey, type ImportParams } from './import.ts'
+import { FORMS, RegistryImportBody, registryImportParams } from './import-body.ts'
 
 type Scope = ReturnType<typeof repositoryScope>
 
@@ -53,46 +53,17 @@ export interface ImportRoutesOptions {
 
 const REPOSITORY_IN_PATH = '/:repoID'
 const GZIP_TYPES = new Set(['application/gzip', 'application/x-gzip'])
-const FORMS = `{"graph_id": "<uuid>"} or {"name": "...", "sha256": "<64 hex digits>"}`
-const UUID = new RegExp(UUID_PATTERN)
-const SHA256 = new RegExp(SHA256_PATTERN)
-const NAME_MAX = 255
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 408: ErrorBody, 413: ErrorBody, 415: ErrorBody, 502: ErrorBody }
 
 const requestBody = {
   required: true,
   content: {
     'application/json': {
-      schema: t.Union([
-        t.Object({ graph_id: t.String({ format: 'uuid' }) }, { additionalProperties: false }),
-        t.Object({ name: t.String(), sha256: t.String({ pattern: SHA256_PATTERN }) }, { additionalProperties: false }),
-      ]),
+      schema: RegistryImportBody,
     },
     'application/gzip': { schema: t.String({ format: 'binary', description: 'the bundle (.json.gz)' }) },
     'multipart/form-data': { schema: t.Object({ bundle: t.String({ format: 'binary', description: 'the bundle (.json.gz)' }) }) },
   },
-}
-
-const invalid = (problem: string) => new HttpError(400, `invalid body: ${problem}`)
-
-/** The registry form of the request: exactly one of {graph_id} and {name, sha256}, nothing else. */
-function registryImportParams(body: unknown): { graph_id: string } | { name: string; sha256: string } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid(`expected an object: ${FORMS}`)
-  const fields = body as Record<string, unknown>
-  const unknown = Object.keys(fields).find((key) => !['graph_id', 'name', 'sha256'].includes(key))
-  if (unknown !== undefined) throw invalid(`unknown field ${JSON.stringify(unknown)}; expected ${FORMS}`)
-  const byId = 'graph_id' in fields
-  const byName = 'name' in fields || 'sha256' in fields
-  if (byId && byName) throw invalid(`give graph_id, or name and sha256, not both`)
-  if (byId) {
-    if (typeof fields.graph_id !== 'string' || !UUID.test(fields.graph_id)) throw invalid('graph_id: expected a UUID')
-    return { graph_id: fields.graph_id.toLowerCase() }
-  }
-  if (!byName) throw invalid(`expected ${FORMS}`)
-  const { name, sha256 } = fields
-  if (typeof name !== 'string' || name.trim() === '' || name.length > NAME_MAX) throw invalid(`name: expected a graph name of 1-${NAME_MAX} characters`)
-  if (typeof sha256 !== 'string' || !SHA256.test(sha256)) throw invalid('sha256: expected 64 lowercase hexadecimal digits')
-  return { name, sha256 }
 }
 
 // ---------------------------------------------------------------------------------------------

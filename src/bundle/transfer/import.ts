@@ -24,7 +24,6 @@ import { Type, type Static } from '@sinclair/typebox'
 import type { Sql, TransactionSql } from 'postgres'
 import { isAbandoned, timestampedId } from '../../blobs/leftovers.ts'
 import { repositoryBlobPrefix, type BlobStore } from '../../blobs/store.ts'
-import { UUID_PATTERN } from '../../uuid.ts'
 import { defineJobKind, PermanentJobError, type JobServices, type RunningJob } from '../../jobs/kinds.ts'
 import { FINISHED, type JobStatus } from '../../jobs/queue.ts'
 import { CANCELLED, LEASE_LOST, SHUTTING_DOWN } from '../../jobs/worker.ts'
@@ -34,6 +33,7 @@ import { metered } from '../../memory.ts'
 import { RegistryError } from '../../registry/client.ts'
 import { OPTIMIZE_VECTORS } from '../../vectors/optimize-job.ts'
 import { VECTOR_KINDS } from '../../vectors/store.ts'
+import { RegistryImportBody } from './import-body.ts'
 import { GraphImport, isDataError, type ImportCounts, type ImportedCounts } from './import-transaction.ts'
 import { BundleError, readBundle } from '../format/reader.ts'
 import { scratchFile } from './scratch.ts'
@@ -43,12 +43,11 @@ const IMPORT_ATTEMPTS = 3
 /** Arbitrary constant: one import at a time per repository (each has its own database). */
 const IMPORT_LOCK = 5_610_388_244
 
-export const SHA256_PATTERN = '^[0-9a-f]{64}$'
 const UPLOAD_KEY_PATTERN = '^uploads/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\\.json\\.gz$'
 
+/** The route's registry forms (its JSON body), or an upload the route stored. */
 export const ImportParams = Type.Union([
-  Type.Object({ graph_id: Type.String({ pattern: UUID_PATTERN }) }, { additionalProperties: false }),
-  Type.Object({ name: Type.String({ minLength: 1 }), sha256: Type.String({ pattern: SHA256_PATTERN }) }, { additionalProperties: false }),
+  ...RegistryImportBody.anyOf,
   Type.Object({ upload: Type.String({ pattern: UPLOAD_KEY_PATTERN, description: 'blob key of an uploaded bundle' }) }, { additionalProperties: false }),
 ])
 export type ImportParams = Static<typeof ImportParams>
