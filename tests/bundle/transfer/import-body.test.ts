@@ -1,5 +1,5 @@
 // The import route's JSON body is validated by the schema that documents it: a body passes the
-// route exactly when it fits that schema (the route's answers are in tests/bundle/import.test.ts).
+// route exactly when it fits that schema (the route's answers are in tests/bundle/transfer/import.test.ts).
 import { describe, expect, test } from 'bun:test'
 import { Value } from '@sinclair/typebox/value'
 import { RegistryImportBody, registryImportParams } from '../../../src/bundle/transfer/import-body.ts'

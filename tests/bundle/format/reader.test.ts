@@ -4,11 +4,11 @@
 import { describe, expect, test } from 'bun:test'
 import { Readable } from 'node:stream'
 import { gzipSync } from 'node:zlib'
-import { BundleError, readBundle, type BundleItem, type ReaderLimits } from '../../src/bundle/format/reader.ts'
-import { ROW_SECTIONS } from '../../src/bundle/format/schema.ts'
-import { COLLECT_EVERY_BYTES } from '../../src/memory.ts'
-import { runtime } from '../../src/runtime/index.ts'
-import { BODY_TEXT, brokenBundles, gzipBundle, IMAGE_BYTES, referenceFields, v1Json, validBundle, validBundleJson } from '../helpers/broken-bundles.ts'
+import { BundleError, readBundle, type BundleItem, type ReaderLimits } from '../../../src/bundle/format/reader.ts'
+import { ROW_SECTIONS } from '../../../src/bundle/format/schema.ts'
+import { COLLECT_EVERY_BYTES } from '../../../src/memory.ts'
+import { runtime } from '../../../src/runtime/index.ts'
+import { BODY_TEXT, brokenBundles, gzipBundle, IMAGE_BYTES, referenceFields, v1Json, validBundle, validBundleJson } from '../../helpers/broken-bundles.ts'
 
 type Obj = Record<string, unknown>
 

@@ -9,17 +9,17 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { gunzipSync, gzipSync } from 'node:zlib'
-import { BACKEND } from '../helpers/backend.ts'
-import { api, registerAccount, type Account } from '../helpers/api.ts'
-import { dumpGraph, type GraphDump } from '../helpers/graph-dump.ts'
-import { settleJobs, waitForJob } from '../helpers/jobs.ts'
-import { runKgs, startTestServer, type TestServer } from '../helpers/server.ts'
-import { portableConceptId, portableFactId } from '../../src/bundle/format/citations.ts'
-import { factContentHash } from '../../src/bundle/format/hashes.ts'
-import { writeCanonical } from '../../src/bundle/format/tools.ts'
-import { localImageUrl } from '../../src/media/urls.ts'
+import { BACKEND } from '../../helpers/backend.ts'
+import { api, registerAccount, type Account } from '../../helpers/api.ts'
+import { dumpGraph, type GraphDump } from '../../helpers/graph-dump.ts'
+import { settleJobs, waitForJob } from '../../helpers/jobs.ts'
+import { runKgs, startTestServer, type TestServer } from '../../helpers/server.ts'
+import { portableConceptId, portableFactId } from '../../../src/bundle/format/citations.ts'
+import { factContentHash } from '../../../src/bundle/format/hashes.ts'
+import { writeCanonical } from '../../../src/bundle/format/tools.ts'
+import { localImageUrl } from '../../../src/media/urls.ts'
 
-const FIXTURES = join(import.meta.dir, '..', 'fixtures', 'go-original')
+const FIXTURES = join(import.meta.dir, '..', '..', 'fixtures', 'go-original')
 const fixture = (name: string) => join(FIXTURES, name)
 const sha256 = (bytes: string | Uint8Array) => createHash('sha256').update(bytes).digest('hex')
 const text = (name: string) => readFileSync(fixture(name), 'utf8')

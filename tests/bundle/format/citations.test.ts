@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { citedIds, portableConceptId, portableFactId, rewriteCitations } from '../../src/bundle/format/citations.ts'
+import { citedIds, portableConceptId, portableFactId, rewriteCitations } from '../../../src/bundle/format/citations.ts'
 
 describe('portable UUIDs', () => {
   // Reference values from Python's uuid.uuid5 with the same namespace and names.

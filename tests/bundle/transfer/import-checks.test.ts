@@ -2,12 +2,12 @@
 // for its index and a media type that is none fail the job at once, with no retry, naming the row
 // and the field; the repository keeps nothing of the bundle.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { BACKEND } from '../helpers/backend.ts'
-import { api, registerAccount, type Account } from '../helpers/api.ts'
-import { gzipBundle, validBundle, validBundleJson } from '../helpers/broken-bundles.ts'
-import { waitForJob } from '../helpers/jobs.ts'
-import { uploadBundle } from '../helpers/imports.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { BACKEND } from '../../helpers/backend.ts'
+import { api, registerAccount, type Account } from '../../helpers/api.ts'
+import { gzipBundle, validBundle, validBundleJson } from '../../helpers/broken-bundles.ts'
+import { waitForJob } from '../../helpers/jobs.ts'
+import { uploadBundle } from '../../helpers/imports.ts'
+import { startTestServer, type TestServer } from '../../helpers/server.ts'
 
 type Obj = Record<string, any>
 

@@ -5,15 +5,15 @@
 // import whose worker process is killed midway leaves nothing, and is retried to completion.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { BACKEND } from '../helpers/backend.ts'
-import { api, registerAccount, type Account } from '../helpers/api.ts'
-import { brokenBundles } from '../helpers/broken-bundles.ts'
-import { waitForJob } from '../helpers/jobs.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
-import { tableCounts } from '../helpers/graph-dump.ts'
-import { blobKeys } from '../helpers/blobs.ts'
-import { expectImportRetried, repositoryState, serveInstances, startImport, uploadBundle as upload, writingRows } from '../helpers/imports.ts'
-import { generateGraph } from '../../scripts/gen-graph.ts'
+import { BACKEND } from '../../helpers/backend.ts'
+import { api, registerAccount, type Account } from '../../helpers/api.ts'
+import { brokenBundles } from '../../helpers/broken-bundles.ts'
+import { waitForJob } from '../../helpers/jobs.ts'
+import { startTestServer, type TestServer } from '../../helpers/server.ts'
+import { tableCounts } from '../../helpers/graph-dump.ts'
+import { blobKeys } from '../../helpers/blobs.ts'
+import { expectImportRetried, repositoryState, serveInstances, startImport, uploadBundle as upload, writingRows } from '../../helpers/imports.ts'
+import { generateGraph } from '../../../scripts/gen-graph.ts'
 
 describe(`broken bundles leave the repository as it was (${BACKEND})`, () => {
   let server: TestServer

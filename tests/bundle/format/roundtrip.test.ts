@@ -2,10 +2,10 @@
 // writer is deterministic.
 import { describe, expect, test } from 'bun:test'
 import { PassThrough } from 'node:stream'
-import { readBundle } from '../../src/bundle/format/reader.ts'
-import type { Metadata, RowSection } from '../../src/bundle/format/schema.ts'
-import { writeBundle, type BundleContent, type MediaItem, type VectorItem } from '../../src/bundle/format/writer.ts'
-import { bundleContent, type BundleOptions } from '../../scripts/gen-bundle.ts'
+import { readBundle } from '../../../src/bundle/format/reader.ts'
+import type { Metadata, RowSection } from '../../../src/bundle/format/schema.ts'
+import { writeBundle, type BundleContent, type MediaItem, type VectorItem } from '../../../src/bundle/format/writer.ts'
+import { bundleContent, type BundleOptions } from '../../../scripts/gen-bundle.ts'
 
 async function gzipped(content: BundleContent): Promise<Buffer> {
   const sink = new PassThrough()

@@ -5,9 +5,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gunzipSync, gzipSync } from 'node:zlib'
-import { encodeBundle } from '../../src/bundle/format/writer.ts'
-import { bundleContent, generateBundle, type GenerateResult } from '../../scripts/gen-bundle.ts'
-import { runKgs } from '../helpers/server.ts'
+import { encodeBundle } from '../../../src/bundle/format/writer.ts'
+import { bundleContent, generateBundle, type GenerateResult } from '../../../scripts/gen-bundle.ts'
+import { runKgs } from '../../helpers/server.ts'
 
 const sha256 = (bytes: string | Uint8Array) => createHash('sha256').update(bytes).digest('hex')
 const OPTIONS = { facts: 300, dimensions: 4, seed: 5 }

@@ -3,12 +3,12 @@
 // brute-force search for the shortest float digits).
 import { describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
-import { ROW_CODECS, METADATA_CODEC } from '../../src/bundle/format/codecs.ts'
-import { factContentHash, normalizeFactText, sourceSha256 } from '../../src/bundle/format/hashes.ts'
-import { encodeFloat32, encodeFloat64, encodeString, UnsupportedNumberError } from '../../src/bundle/format/json.ts'
-import { ROW_SCHEMAS, ROW_SECTIONS, type Metadata } from '../../src/bundle/format/schema.ts'
-import { canonicalHash, encodeBundle, formatExportedAt, type BundleContent } from '../../src/bundle/format/writer.ts'
-import { random } from '../../scripts/lib/synthetic.ts'
+import { ROW_CODECS, METADATA_CODEC } from '../../../src/bundle/format/codecs.ts'
+import { factContentHash, normalizeFactText, sourceSha256 } from '../../../src/bundle/format/hashes.ts'
+import { encodeFloat32, encodeFloat64, encodeString, UnsupportedNumberError } from '../../../src/bundle/format/json.ts'
+import { ROW_SCHEMAS, ROW_SECTIONS, type Metadata } from '../../../src/bundle/format/schema.ts'
+import { canonicalHash, encodeBundle, formatExportedAt, type BundleContent } from '../../../src/bundle/format/writer.ts'
+import { random } from '../../../scripts/lib/synthetic.ts'
 
 const sha256 = (bytes: string | Uint8Array) => createHash('sha256').update(bytes).digest('hex')
 
