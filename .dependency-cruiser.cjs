@@ -26,6 +26,13 @@ module.exports = {
       to: { path: `^src/(${FEATURES.slice(i + 1).join('|')})/` },
     })),
     {
+      name: 'bundle-format-pure',
+      severity: 'error',
+      comment: 'The bundle format (bundle/format/) is the codec alone: no database, HTTP, jobs or transfer, so the CLI and other runtimes can use it.',
+      from: { path: '^src/bundle/format/' },
+      to: { path: '^src/', pathNot: '^src/bundle/format/|^src/[^/]+\\.ts$' },
+    },
+    {
       name: 'storage-not-http',
       severity: 'error',
       comment: 'SQL and storage code knows nothing of HTTP.',

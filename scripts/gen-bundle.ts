@@ -38,10 +38,10 @@
 // 247 MB, 93 s; peak RSS 127 MB either way. Vectors cost ~1 µs per float to write
 // (writer.ts encodeFloat32), so D = 384 (422 M floats) adds several minutes and ~5 GB of JSON.
 import { createWriteStream } from 'node:fs'
-import { canonicalHash, formatExportedAt, writeBundle, type BundleContent, type MediaItem, type VectorItem } from '../src/bundle/writer.ts'
-import { portableConceptId, portableFactId } from '../src/bundle/citations.ts'
-import { factContentHash, sourceSha256 } from '../src/bundle/hashes.ts'
-import type { Metadata, Row, RowSection } from '../src/bundle/schema.ts'
+import { canonicalHash, formatExportedAt, writeBundle, type BundleContent, type MediaItem, type VectorItem } from '../src/bundle/format/writer.ts'
+import { portableConceptId, portableFactId } from '../src/bundle/format/citations.ts'
+import { factContentHash, sourceSha256 } from '../src/bundle/format/hashes.ts'
+import type { Metadata, Row, RowSection } from '../src/bundle/format/schema.ts'
 import { conceptEmbeddingText } from '../src/vectors/embed-jobs.ts'
 import { hashEmbedding } from '../src/vectors/embedder.ts'
 import { VERSION } from '../src/version.ts'

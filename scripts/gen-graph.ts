@@ -12,7 +12,7 @@ import { repositoryBlobPrefix, type BlobStore } from '../src/blobs/store.ts'
 import type { Embedder } from '../src/vectors/embedder.ts'
 import type { VectorStore } from '../src/vectors/store.ts'
 import { conceptEmbeddingText } from '../src/vectors/embed-jobs.ts'
-import { factContentHash } from '../src/bundle/hashes.ts'
+import { factContentHash } from '../src/bundle/format/hashes.ts'
 import { graphSize, QUALIFIERS, random, uuids, VERBS, WORDS, type GraphSize } from './lib/synthetic.ts'
 
 export { graphSize, type GraphSize }

@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util'
 import { ConfigError, deriveBaseUrl, loadConfig, parseEnv } from './config.ts'
 import { createLogger } from './log.ts'
 import { VERSION } from './version.ts'
-import { BUNDLE_USAGE, BundleUsageError, runBundleCommand } from './bundle/cli.ts'
+import { BUNDLE_USAGE, BundleUsageError, runBundleCommand } from './bundle/format/cli.ts'
 
 interface Command {
   /** The synopsis: `kgs <this>`. */

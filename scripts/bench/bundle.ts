@@ -21,10 +21,10 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { bundleContent, generateBundle, type BundleOptions } from '../gen-bundle.ts'
-import { encodeFloat32 } from '../../src/bundle/json.ts'
-import { readBundle } from '../../src/bundle/reader.ts'
-import { V2_KEYS, type RowSection } from '../../src/bundle/schema.ts'
-import { writeBundle, type BundleContent, type MediaItem, type VectorItem } from '../../src/bundle/writer.ts'
+import { encodeFloat32 } from '../../src/bundle/format/json.ts'
+import { readBundle } from '../../src/bundle/format/reader.ts'
+import { V2_KEYS, type RowSection } from '../../src/bundle/format/schema.ts'
+import { writeBundle, type BundleContent, type MediaItem, type VectorItem } from '../../src/bundle/format/writer.ts'
 
 const DEFAULT_FACTS = 1_000_000
 const DEFAULT_DIMENSIONS = 16

@@ -19,7 +19,7 @@ import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { createGunzip, createGzip } from 'node:zlib'
 import { generateGraph } from '../gen-graph.ts'
-import { ROW_SECTIONS } from '../../src/bundle/schema.ts'
+import { ROW_SECTIONS } from '../../src/bundle/format/schema.ts'
 import { createBenchDatabase } from '../lib/scratch-database.ts'
 import { format, memoryOf, spawnKgs } from '../lib/load.ts'
 

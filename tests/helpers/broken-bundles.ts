@@ -2,8 +2,8 @@
 // bundles derived from it, each with the error a reader must give. Used by the reader tests,
 // the import tests and the fuzz test.
 import { gzipSync } from 'node:zlib'
-import type { ReaderLimits } from '../../src/bundle/reader.ts'
-import { ROW_SCHEMAS, type RowSection } from '../../src/bundle/schema.ts'
+import type { ReaderLimits } from '../../src/bundle/format/reader.ts'
+import { ROW_SCHEMAS, type RowSection } from '../../src/bundle/format/schema.ts'
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 type Obj = { [key: string]: Json }

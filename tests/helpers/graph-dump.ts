@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto'
 import type { Sql } from 'postgres'
 import type { BlobStore } from '../../src/blobs/store.ts'
-import { ROW_SECTIONS } from '../../src/bundle/schema.ts'
+import { ROW_SECTIONS } from '../../src/bundle/format/schema.ts'
 import type { VectorStore } from '../../src/vectors/store.ts'
 
 const CITATION = /<(fact|concept):([0-9A-Fa-f-]{36})>/g

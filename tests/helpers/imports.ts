@@ -1,5 +1,5 @@
 // Imports through the API, and what they leave in a repository: shared by the import failure
-// tests (tests/bundle/import-failures.test.ts) and the fault tests (tests/faults/).
+// tests (tests/bundle/transfer/import-failures.test.ts) and the fault tests (tests/faults/).
 import { afterAll, beforeAll, expect } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -16,7 +16,7 @@ import { openBlobStore } from '../../src/blobs/open.ts'
 import { repositoryBlobPrefix } from '../../src/blobs/store.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
 import { generateBundle, type BundleCounts, type BundleOptions } from '../../scripts/gen-bundle.ts'
-import { ROW_SECTIONS } from '../../src/bundle/schema.ts'
+import { ROW_SECTIONS } from '../../src/bundle/format/schema.ts'
 import type { Job } from '../../src/jobs/queue.ts'
 
 /**

@@ -7,7 +7,7 @@
 // BundleError, never anything else, never hang, and hold no memory after.
 // The seed is printed; FUZZ_SEED replays a run, FUZZ_ROUNDS runs more cases (see fuzz.ts).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { BundleError, readBundle, type ReaderLimits } from '../../src/bundle/reader.ts'
+import { BundleError, readBundle, type ReaderLimits } from '../../src/bundle/format/reader.ts'
 import type { api, Account } from '../helpers/api.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import { gzipBundle, v1Json, validBundle, validBundleJson } from '../helpers/broken-bundles.ts'

@@ -1,0 +1,255 @@
+// The streaming bundle writer: rows arrive section by section from iterables (a database
+// cursor in the export, a generator in scripts/gen-bundle.ts) and leave as version 2 JSON in
+// key order, through gzip, to any writable sink. At most one row or one media chunk is held at
+// a time, plus a 64 KiB output buffer. The same input gives the same bytes, and the canonical
+// form (docs/spec/bundle.md §3) is this very encoder with the non-canonical parts left out, so a file's
+// non-media bytes equal its canonical bytes plus sha256 and the embedding fields.
+import { createHash } from 'node:crypto'
+import { Readable, type Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { createGzip } from 'node:zlib'
+import { metered } from '../../memory.ts'
+import { METADATA_CODEC, ROW_CODECS } from './codecs.ts'
+import { encodeFloat32, encodeString } from './json.ts'
+import { ROW_SECTIONS, SCHEMA_VERSION, V1_KEYS, V2_KEYS, type MediaSection, type Metadata, type Row, type RowSection } from './schema.ts'
+
+/** Rows of one section in order: single rows, or (from an async source) batches of rows. */
+export type RowSource<T> = Iterable<T> | AsyncIterable<T | readonly T[]>
+
+export interface MediaItem {
+  /** `img-<source_images position>` or `body-<source position>`. */
+  ref: string
+  contentType: string
+  data: Uint8Array | AsyncIterable<Uint8Array>
+}
+
+export interface VectorItem {
+  /** Position of the fact or concept. */
+  index: number
+  vector: ArrayLike<number>
+}
+
+export interface BundleContent {
+  /** 2 unless re-encoding a version 1 file (its canonical form keeps its version). */
+  schemaVersion?: number
+  metadata: Metadata
+  rows: { [S in RowSection]?: RowSource<Row<S>> }
+  images?: RowSource<MediaItem>
+  bodies?: RowSource<MediaItem>
+  /** Vectors in ascending index order. */
+  embeddings?: { model: string; dimensions: number; facts?: RowSource<VectorItem>; concepts?: RowSource<VectorItem> }
+}
+
+/**
+ * The canonical forms a bundle's hash may be computed over (docs/spec/bundle.md §3), all with this encoder:
+ * - 'v2': the contract's, and the only one kgs writes: media, embeddings, source_bodies, the
+ *   source_images rows (`null`) and the embedding fields of the metadata left out, so the hash
+ *   does not depend on media or on the embedding model;
+ * - 'v2-embedding': the Go original's in-memory writer's: the same, embedding fields kept;
+ * - 'v1': version 1's, which is the Go original's: version 1's key order, the source_images and
+ *   source_bodies rows hashed (after report_annotations), the embedding fields kept.
+ */
+export type CanonicalRule = 'v2' | 'v2-embedding' | 'v1'
+
+/** The rules a file of this version may have been hashed by, the one kgs writes first. */
+export const canonicalRulesFor = (schemaVersion: number | undefined): CanonicalRule[] => (schemaVersion === 1 ? ['v1'] : ['v2', 'v2-embedding'])
+
+/** The row sections a rule hashes, in its order. */
+export function hashedSections(rule: CanonicalRule): RowSection[] {
+  if (rule === 'v1') return V1_KEYS.filter((key): key is RowSection => (ROW_SECTIONS as readonly string[]).includes(key))
+  return ROW_SECTIONS.filter((section) => section !== 'source_images' && section !== 'source_bodies')
+}
+
+export interface EncodeOptions {
+  /** Write the canonical form of this rule: what the hash is computed over. */
+  canonical?: CanonicalRule
+}
+
+const CHUNK_CHARS = 64 * 1024
+
+/** Flattens batches, so callers can hand over a cursor's pages as they come. */
+async function* eachRow<T>(source: RowSource<T>): AsyncGenerator<T> {
+  if (Symbol.iterator in source) {
+    yield* source as Iterable<T>
+    return
+  }
+  for await (const item of source) {
+    if (Array.isArray(item)) yield* item as readonly T[]
+    else yield item as T
+  }
+}
+
+/** Like eachRow, but tells up front whether there is any row (optional sections are omitted when empty). */
+async function peeked<T>(source: RowSource<T> | undefined): Promise<AsyncGenerator<T> | undefined> {
+  if (!source) return undefined
+  const rows = eachRow(source)
+  const first = await rows.next()
+  if (first.done) return undefined
+  return (async function* () {
+    yield first.value
+    yield* rows
+  })()
+}
+
+function canonicalMetadata(metadata: Metadata, rule: CanonicalRule): Metadata {
+  const { sha256: _sha256, ...rest } = metadata
+  if (rule !== 'v2') return rest
+  const { embedding_model: _model, embedding_dimensions: _dimensions, ...hashed } = rest
+  return hashed
+}
+
+/** `{"schema_version":…,"metadata":{…}`: the only part of a canonical form that differs between the rules of one version. */
+function encodeHead(content: BundleContent, rule: CanonicalRule | undefined): string {
+  const metadata = rule ? canonicalMetadata(content.metadata, rule) : content.metadata
+  return `{"schema_version":${content.schemaVersion ?? SCHEMA_VERSION},"metadata":${METADATA_CODEC.encode(metadata)}`
+}
+
+function encodeVector(vector: ArrayLike<number>): string {
+  let out = '['
+  for (let i = 0; i < vector.length; i++) out += (i ? ',' : '') + encodeFloat32(vector[i]!)
+  return out + ']'
+}
+
+async function* mediaBase64(data: Uint8Array | AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+  if (data instanceof Uint8Array) {
+    yield Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64')
+    return
+  }
+  // Base64 works on 3-byte groups: carry a chunk's remainder over to the next.
+  let carry = Buffer.alloc(0)
+  for await (const chunk of data) {
+    const bytes = carry.length ? Buffer.concat([carry, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    const whole = bytes.length - (bytes.length % 3)
+    yield bytes.subarray(0, whole).toString('base64')
+    carry = Buffer.from(bytes.subarray(whole))
+  }
+  if (carry.length) yield carry.toString('base64')
+}
+
+/** The bundle as uncompressed JSON, in chunks of about 64 KiB. */
+export async function* encodeBundle(content: BundleContent, options: EncodeOptions = {}): AsyncGenerator<Uint8Array> {
+  yield* encodeRest(content, options.canonical, encodeHead(content, options.canonical))
+}
+
+/** Everything after the metadata, `out` first: the same bytes for every rule of a version. */
+async function* encodeRest(content: BundleContent, rule: CanonicalRule | undefined, head = ''): AsyncGenerator<Uint8Array> {
+  const canonical = rule !== undefined
+  let out = head
+  const full = () => out.length >= CHUNK_CHARS
+  const take = () => {
+    const bytes = Buffer.from(out)
+    out = ''
+    return bytes
+  }
+
+  for (const key of content.schemaVersion === 1 ? V1_KEYS : V2_KEYS) {
+    if (key === 'schema_version' || key === 'metadata') continue
+    if (key === 'images' || key === 'bodies') {
+      if (canonical) continue
+      const items = await peeked(content[key as MediaSection])
+      if (!items) continue
+      out += `,"${key}":{`
+      let first = true
+      for await (const item of items) {
+        out += `${first ? '' : ','}${encodeString(item.ref)}:{"content_type":${encodeString(item.contentType)},"data":"`
+        first = false
+        for await (const text of mediaBase64(item.data)) {
+          out += text
+          if (full()) yield take()
+        }
+        out += '"}'
+      }
+      out += '}'
+    } else if (key === 'embeddings') {
+      if (canonical || !content.embeddings) continue
+      const { model, dimensions } = content.embeddings
+      const facts = await peeked(content.embeddings.facts)
+      const concepts = await peeked(content.embeddings.concepts)
+      if (!facts && !concepts) continue
+      out += `,"embeddings":{"model":${encodeString(model)},"dimensions":${dimensions}`
+      for (const [name, vectors] of [['fact_vectors', facts], ['concept_vectors', concepts]] as const) {
+        out += `,"${name}":{`
+        let first = true
+        for await (const { index, vector } of vectors ?? []) {
+          out += `${first ? '' : ','}"${index}":${encodeVector(vector)}`
+          first = false
+          if (full()) yield take()
+        }
+        out += '}'
+      }
+      out += '}'
+    } else if (key === 'source_images' && canonical && rule !== 'v1') {
+      out += ',"source_images":null'
+    } else if (key === 'source_bodies') {
+      // Optional: omitted when empty; only version 1's canonical form keeps it.
+      if (canonical && rule !== 'v1') continue
+      const rows = await peeked(content.rows.source_bodies)
+      if (!rows) continue
+      out += ',"source_bodies":['
+      let first = true
+      for await (const row of rows) {
+        out += (first ? '' : ',') + ROW_CODECS.source_bodies.encode(row)
+        first = false
+        if (full()) yield take()
+      }
+      out += ']'
+    } else {
+      const section = key as RowSection
+      const encode = ROW_CODECS[section].encode as (row: unknown) => string
+      out += `,"${section}":`
+      let first = true
+      const rows = content.rows[section] as RowSource<unknown> | undefined
+      if (rows) {
+        for await (const row of eachRow(rows)) {
+          out += (first ? '[' : ',') + encode(row)
+          first = false
+          if (full()) yield take()
+        }
+      }
+      // An empty section is written as null, as the Go producer does.
+      out += first ? 'null' : ']'
+    }
+    if (full()) yield take()
+  }
+  out += '}'
+  yield take()
+}
+
+export interface WriteResult {
+  /** Uncompressed JSON bytes. */
+  bytes: number
+  /** Bytes written to the sink. */
+  compressedBytes: number
+}
+
+/** Writes the gzipped bundle to `sink` (a file, an HTTP request, ...) and ends it. */
+export async function writeBundle(content: BundleContent, sink: Writable, options: { level?: number } = {}): Promise<WriteResult> {
+  const result: WriteResult = { bytes: 0, compressedBytes: 0 }
+  await pipeline(
+    Readable.from(metered(encodeBundle(content), (bytes) => (result.bytes = bytes))),
+    // Level 6 is zlib's default; a fixed level and Node's fixed gzip header (no name, mtime 0)
+    // keep the output byte-for-byte the same for the same input.
+    createGzip({ level: options.level ?? 6 }),
+    (source: AsyncIterable<Uint8Array>) => metered(source, (bytes) => (result.compressedBytes = bytes)),
+    sink,
+  )
+  return result
+}
+
+/** The canonical hash of docs/spec/bundle.md §3 (the first rule of the content's version): lowercase hex SHA-256 of the canonical form. */
+export async function canonicalHash(content: BundleContent): Promise<string> {
+  const [rule] = canonicalRulesFor(content.schemaVersion)
+  return (await canonicalHashes(content, [rule!]))[rule!]!
+}
+
+/** The canonical hashes of one version's rules in one pass over the rows: they differ in the metadata only. */
+export async function canonicalHashes(content: BundleContent, rules: readonly CanonicalRule[]): Promise<Partial<Record<CanonicalRule, string>>> {
+  const hashes = rules.map((rule) => createHash('sha256').update(encodeHead(content, rule)))
+  for await (const chunk of metered(encodeRest(content, rules[0]))) for (const hash of hashes) hash.update(chunk)
+  return Object.fromEntries(rules.map((rule, i) => [rule, hashes[i]!.digest('hex')]))
+}
+
+/** RFC 3339 in UTC with fractional seconds only when non-zero, trailing zeros dropped (Go's RFC3339Nano). */
+export function formatExportedAt(date: Date): string {
+  return date.toISOString().replace(/\.?0*Z$/, 'Z')
+}

@@ -1,0 +1,118 @@
+// The export_graph job: the repository exported into a scratch file from one snapshot
+// (export-snapshot.ts), pushed to the registry, and kept as the repository's latest export.
+import { runtime } from '../../runtime/index.ts'
+import { createWriteStream } from 'node:fs'
+import { once } from 'node:events'
+import { rm } from 'node:fs/promises'
+import type { Sql } from 'postgres'
+import { repositoryBlobPrefix } from '../../blobs/store.ts'
+import { defineJobKind, PermanentJobError, type JobServices, type RunningJob } from '../../jobs/kinds.ts'
+import { RegistryError, type PushMetadata } from '../../registry/client.ts'
+import { findRepository } from '../../repositories/store.ts'
+import { metered } from '../../memory.ts'
+import { SCHEMA_VERSION, type Metadata } from '../format/schema.ts'
+import { ExportParams, normalizeExportedAt } from './export-params.ts'
+import { exportRepository, type ExportCounts, type ExportOptions, type ExportServices, type ExportSummary } from './export-snapshot.ts'
+import { scratchFile } from './scratch.ts'
+
+/** The blob the download route serves: the repository's latest export. */
+export const latestExportKey = (repositoryId: string) => `${repositoryBlobPrefix(repositoryId)}exports/latest.json.gz`
+
+/** exportRepository into the file at `path` (created or truncated); the file is removed if anything fails. */
+async function exportToFile(sql: Sql, services: ExportServices, options: ExportOptions, path: string): Promise<ExportSummary & { path: string }> {
+  const file = createWriteStream(path, { mode: 0o600 })
+  try {
+    // Open before anything can fail, so that the removal below cannot precede the creation.
+    await once(file, 'open')
+    return { ...(await exportRepository(sql, services, options, file)), path }
+  } catch (error) {
+    file.destroy()
+    await rm(path, { force: true })
+    // The system's "ENOSPC: no space left on device, write" does not say what was being written.
+    // Retried like any failure: the disk may have room again by the next attempt.
+    if ((error as NodeJS.ErrnoException).code === 'ENOSPC') throw new Error('no space left on device writing the export file', { cause: error })
+    throw error
+  }
+}
+
+interface ExportJobResult {
+  graph_id: string
+  name: string
+  sha256: string
+  /** Size of the pushed .json.gz. */
+  bytes: number
+  counts: ExportCounts
+  /** false when the registry already held this (name, sha256). */
+  new: boolean
+}
+
+async function exportGraph(job: RunningJob<ExportParams>, services: JobServices): Promise<ExportJobResult> {
+  const repositoryId = job.repositoryId!
+  const repository = await findRepository(services.pools.system, { id: repositoryId })
+  if (!repository) throw new PermanentJobError('repository not found')
+  const exportedAt = job.params.exported_at === undefined ? normalizeExportedAt(new Date().toISOString()) : normalizeExportedAt(job.params.exported_at)
+  if (!exportedAt) throw new PermanentJobError(`invalid exported_at ${JSON.stringify(job.params.exported_at)}: expected an RFC 3339 date-time`)
+
+  const exported = await exportToFile(
+    await job.repository(),
+    services,
+    {
+      repositoryId,
+      name: job.params.name ?? repository.name,
+      description: job.params.description ?? repository.description,
+      tags: job.params.tags,
+      includeImages: job.params.include_images,
+      includeBodies: job.params.include_bodies,
+      exportedAt,
+      signal: job.signal,
+      onProgress: (progress) => job.progress(progress),
+    },
+    await scratchFile(services.config.dataDir, 'export', job),
+  )
+  try {
+    const { metadata, counts, bytes, path } = exported
+    job.progress({ phase: 'pushing', done: 0, total: bytes, bytes: 0 })
+    const pushed = await pushFile(services, path, pushMetadata(metadata), (sent) => job.progress({ done: sent, bytes: sent }), job)
+    await services.blobs.put(latestExportKey(repositoryId), await runtime.openFile(path), { contentType: 'application/gzip' })
+    return { graph_id: pushed.graph_id, name: metadata.name, sha256: metadata.sha256!, bytes, counts, new: pushed.new }
+  } finally {
+    await rm(exported.path, { force: true })
+  }
+}
+
+function pushMetadata(metadata: Metadata): PushMetadata {
+  return {
+    name: metadata.name,
+    description: metadata.description,
+    tags: metadata.tags,
+    sha256: metadata.sha256,
+    schema_version: SCHEMA_VERSION,
+    source_count: metadata.source_count,
+    fact_count: metadata.fact_count,
+    concept_count: metadata.concept_count,
+    summary_count: metadata.summary_count,
+    synthesis_count: metadata.synthesis_count,
+    report_count: metadata.report_count,
+    investigation_count: metadata.investigation_count,
+  }
+}
+
+/**
+ * Streams the file to the registry, reporting the bytes sent, for the user who asked for the
+ * export (who then owns the graph, docs/spec/bundle.md §7). A refusal (4xx) is final; the rest is retried.
+ */
+async function pushFile(services: JobServices, path: string, metadata: PushMetadata, onSent: (bytes: number) => void, job: RunningJob<ExportParams>) {
+  try {
+    return await services.registry.push(metered((await runtime.openFile(path)).stream(), onSent), metadata, { signal: job.signal, onBehalfOf: job.createdBy })
+  } catch (error) {
+    throw error instanceof RegistryError && error.final ? new PermanentJobError(error.message) : error
+  }
+}
+
+export const exportGraphJob = defineJobKind({
+  kind: 'export_graph',
+  params: ExportParams,
+  maxAttempts: 3,
+  repositoryScoped: true,
+  run: exportGraph,
+})

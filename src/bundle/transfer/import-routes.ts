@@ -1,0 +1,204 @@
+// POST /{repoID}/import-graph (docs/spec/bundle.md §5), also at /api/v1/import-graph with X-Repository-ID:
+// queues an import_graph job (202 with the job). The bundle comes
+// - from the registry: a JSON body {"graph_id": "<uuid>"} or {"name": "...", "sha256": "<hex>"},
+//   looked up at once (404 when the registry does not hold it, 502 when it cannot be asked), so
+//   a typo fails here and not later in a job;
+// - or with the request: a raw application/gzip body, or the file field `bundle` of a
+//   multipart/form-data body, streamed (never held) to blob storage under uploads/ with the
+//   IMPORT_MAX_BYTES limit (413 past it) and the gzip magic checked on the first two bytes (400);
+//   a refused upload leaves nothing behind. The job deletes the upload when it ends for good.
+//
+// Registered before the JSON body parser (see app.ts): the route reads its body itself.
+import Busboy from 'busboy'
+import { Readable } from 'node:stream'
+import { Elysia, t } from 'elysia'
+import type { BlobStore } from '../../blobs/store.ts'
+import { parseJsonBody, readBodyLimited } from '../../http/body.ts'
+import { holdsSystemPermission, type Authorizer, type Principal } from '../../http/auth.ts'
+import { scopeAllows, scopeNeeded } from '../../permissions.ts'
+import { HttpError } from '../../http/errors.ts'
+import { gzipChunks, requestChunks, uploadError, UploadInterrupted, type UploadPace } from '../../http/upload.ts'
+import { ErrorBody } from '../../http/schemas.ts'
+import type { Jobs } from '../../jobs/jobs.ts'
+import { JobBody, accepted, type AcceptedSet } from '../../jobs/routes.ts'
+import type { Logger } from '../../log.ts'
+import { describeError } from '../../log.ts'
+import type { RegistryClient } from '../../registry/client.ts'
+import type { Quotas } from '../../quotas.ts'
+import type { Repository } from '../../repositories/repositories.ts'
+import type { repositoryScope } from '../../repositories/scope.ts'
+import { describeGraph, uploadKey, type ImportParams } from './import.ts'
+import { FORMS, RegistryImportBody, registryImportParams } from './import-body.ts'
+
+type Scope = ReturnType<typeof repositoryScope>
+
+export interface ImportRoutesOptions {
+  scope: Scope
+  jobs: Jobs
+  blobs: BlobStore
+  registry: RegistryClient
+  /** Largest JSON body (BODY_LIMIT). */
+  bodyLimit: number
+  /** Longest a JSON body may take to arrive (BODY_TIMEOUT). */
+  bodyTimeoutMs: number
+  /** Slowest an upload may arrive (UPLOAD_MIN_RATE over BODY_TIMEOUT). */
+  uploadPace: UploadPace
+  /** Largest upload (IMPORT_MAX_BYTES). */
+  maxUploadBytes: number
+  /** Whose registry:pull an import from the registry checks. */
+  authorizer: Authorizer
+  quotas: Pick<Quotas, 'checkQueue'>
+  log: Logger
+}
+
+const REPOSITORY_IN_PATH = '/:repoID'
+const GZIP_TYPES = new Set(['application/gzip', 'application/x-gzip'])
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 408: ErrorBody, 413: ErrorBody, 415: ErrorBody, 502: ErrorBody }
+
+const requestBody = {
+  required: true,
+  content: {
+    'application/json': {
+      schema: RegistryImportBody,
+    },
+    'application/gzip': { schema: t.String({ format: 'binary', description: 'the bundle (.json.gz)' }) },
+    'multipart/form-data': { schema: t.Object({ bundle: t.String({ format: 'binary', description: 'the bundle (.json.gz)' }) }) },
+  },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Uploads
+
+/**
+ * The file field `bundle` of a multipart body as it arrives (other parts are skipped): 400 when
+ * the body is malformed or has no such file.
+ */
+async function* multipartBundle(request: Request, pace: UploadPace): AsyncGenerator<Uint8Array> {
+  let form: Busboy.Busboy
+  try {
+    form = Busboy({ headers: { 'content-type': request.headers.get('content-type') ?? '' } })
+  } catch (error) {
+    throw new HttpError(400, `malformed multipart body: ${(error as Error).message}`)
+  }
+  const input = Readable.from(requestChunks(request.body!, pace))
+  // A body that breaks off or trickles ends the form with its own error (else the form would wait for ever).
+  let inputError: Error | undefined
+  let file: Readable | undefined
+  const found = new Promise<Readable>((resolve, reject) => {
+    form.on('file', (name, stream) => {
+      // Errors of a stream come through the form's 'error' (or the loop below): never unhandled.
+      stream.on('error', () => {})
+      if (name === 'bundle' && !file) resolve((file = stream))
+      else stream.resume()
+    })
+    form.on('field', (name) => {
+      if (name === 'bundle') reject(new HttpError(400, 'the form field "bundle" must be a file (the .json.gz bundle)'))
+    })
+    form.on('close', () => reject(new HttpError(400, 'the multipart body has no file field "bundle"')))
+    form.on('error', (error: Error) => reject(inputError ?? new HttpError(400, `malformed multipart body: ${error.message}`)))
+  })
+  found.catch(() => {})
+  input.on('error', (error) => {
+    inputError = error
+    form.destroy(error)
+  })
+  input.pipe(form)
+  try {
+    const stream = await found
+    try {
+      for await (const chunk of stream) yield chunk as Uint8Array
+    } catch {
+      throw inputError ?? new UploadInterrupted()
+    }
+  } finally {
+    input.unpipe(form)
+    input.destroy()
+  }
+}
+
+export function importRoutes(options: ImportRoutesOptions) {
+  return new Elysia({ name: 'kgs/import' }).use(importRoutesAt(REPOSITORY_IN_PATH, options)).use(importRoutesAt('/api/v1', options))
+}
+
+function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimit, bodyTimeoutMs, uploadPace, maxUploadBytes, authorizer, quotas, log }: ImportRoutesOptions) {
+  const inPath = prefix === REPOSITORY_IN_PATH
+  const params = inPath ? t.Object({ repoID: t.String({ description: 'repository UUID or slug' }) }) : undefined
+
+  /** The registry holds the graph: checked now, so that a wrong name fails here rather than in a job. */
+  const checkRegistry = async (principal: Principal, wanted: { graph_id: string } | { name: string; sha256: string }) => {
+    // The job pulls with the server's own token: without the caller's registry:pull, an import
+    // would read what a download refuses. Refused like an unknown graph, so it tells nothing,
+    // and before the registry is asked.
+    const mayPull = holdsSystemPermission(authorizer, principal, 'registry:pull') && scopeAllows(principal.scopes, scopeNeeded('registry:pull'))
+    if (!mayPull) throw notInRegistry(wanted)
+    let graph
+    try {
+      graph = 'graph_id' in wanted ? await registry.get(wanted.graph_id) : await registry.find(wanted.name, wanted.sha256)
+    } catch (error) {
+      throw new HttpError(502, `the registry could not be asked: ${(error as Error).message}`)
+    }
+    if (!graph) throw notInRegistry(wanted)
+  }
+
+  /** Streams an upload to a new blob; on any failure nothing is left and the answer says why. */
+  const storeUpload = async (chunks: AsyncIterable<Uint8Array>): Promise<string> => {
+    const key = uploadKey()
+    try {
+      await blobs.put(key, gzipChunks(chunks), { maxBytes: maxUploadBytes, contentType: 'application/gzip' })
+      return key
+    } catch (error) {
+      await discard(key)
+      throw uploadError(error, {
+        tooLarge: tooLarge(maxUploadBytes).message,
+        notGzip: new HttpError(400, 'the bundle is not gzip: upload a .json.gz bundle'),
+        empty: 'the bundle is empty: upload a .json.gz bundle',
+      })
+    }
+  }
+
+  const discard = async (key: string) => {
+    await blobs.delete(key).catch((error) => log.error('import: could not delete an upload', { key, ...describeError(error) }))
+  }
+
+  const start = async ({ request, principal, repository, set }: { request: Request; principal: Principal; repository: Repository; set: AcceptedSet }) => {
+    const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
+    // Before an upload is stored: a full queue would only throw it away.
+    await quotas.checkQueue(repository.id)
+    let jobParams: ImportParams
+    if (type === 'application/json') {
+      jobParams = registryImportParams(parseJsonBody(await readBodyLimited(request, bodyLimit, bodyTimeoutMs)))
+      await checkRegistry(principal, jobParams)
+    } else if (GZIP_TYPES.has(type) || type === 'multipart/form-data') {
+      const declared = request.headers.get('content-length')
+      if (declared !== null && GZIP_TYPES.has(type) && Number(declared) > maxUploadBytes) throw tooLarge(maxUploadBytes)
+      if (!request.body || declared === '0') throw new HttpError(400, 'request body is empty: upload a .json.gz bundle')
+      jobParams = { upload: await storeUpload(GZIP_TYPES.has(type) ? requestChunks(request.body, uploadPace) : multipartBundle(request, uploadPace)) }
+    } else if (type === '' && (!request.body || request.headers.get('content-length') === '0')) {
+      throw new HttpError(400, `request body is empty: send ${FORMS} as application/json, or the bundle as application/gzip or multipart/form-data`)
+    } else {
+      throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}; expected application/json, application/gzip or multipart/form-data`)
+    }
+    try {
+      return accepted(set, await jobs.enqueue({ kind: 'import_graph', repositoryId: repository.id, params: jobParams, createdBy: principal.userId }))
+    } catch (error) {
+      if ('upload' in jobParams) await discard(jobParams.upload)
+      throw error
+    }
+  }
+
+  return new Elysia({ name: 'kgs/import-at', seed: prefix, prefix }).use(scope).post('/import-graph', start, {
+    repository: 'graph:import',
+    params,
+    response: { 202: JobBody, ...errors, 429: ErrorBody },
+    detail: {
+      tags: ['repositories'],
+      summary:
+        'Import a graph bundle into the repository: from the registry (JSON: graph_id, or name and sha256), or uploaded (application/gzip, or the multipart file field "bundle"). Queues an import_graph job (202)',
+      ...(inPath ? {} : { parameters: [{ in: 'header' as const, name: 'X-Repository-ID', required: true, schema: { type: 'string' as const }, description: 'repository UUID or slug' }] }),
+      requestBody,
+    },
+  })
+}
+
+const notInRegistry = (wanted: { graph_id: string } | { name: string; sha256: string }) => new HttpError(404, `${describeGraph(wanted)} is not in the registry`)
+const tooLarge = (maxBytes: number) => new HttpError(413, `the bundle exceeds the import limit of ${maxBytes} bytes`)
