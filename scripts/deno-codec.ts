@@ -28,7 +28,8 @@ let failures = 0
 const expectSame = (args: string[], expected: { code: number; err?: RegExp }) => {
   const onDeno = run(deno, args)
   const onBun = run(bun, args)
-  const ok = onDeno.code === expected.code && (expected.err === undefined || expected.err.test(onDeno.err + onDeno.out)) && onDeno.code === onBun.code && onDeno.out === onBun.out && onDeno.err === onBun.err
+  const ok =
+    onDeno.code === expected.code && (expected.err === undefined || expected.err.test(onDeno.err + onDeno.out)) && onDeno.code === onBun.code && onDeno.out === onBun.out && onDeno.err === onBun.err
   console.log(`${ok ? 'ok  ' : 'FAIL'} kgs ${args.join(' ')} (deno: exit ${onDeno.code})`)
   if (!ok) {
     failures++

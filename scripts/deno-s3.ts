@@ -32,7 +32,16 @@ async function onBun(): Promise<void> {
   // Two keys per list page, so listing and deletePrefix cross pages.
   const fake = startFakeS3({ region: 'eu-west-3', pageSize: 2 })
   const root = join(script, '..', '..')
-  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? root, S3_BUCKET: fake.bucket, S3_ENDPOINT: fake.endpoint, S3_REGION: fake.region, S3_ACCESS_KEY_ID: fake.accessKeyId, S3_SECRET_ACCESS_KEY: fake.secretAccessKey, S3_PREFIX: 'deno/' }
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? root,
+    S3_BUCKET: fake.bucket,
+    S3_ENDPOINT: fake.endpoint,
+    S3_REGION: fake.region,
+    S3_ACCESS_KEY_ID: fake.accessKeyId,
+    S3_SECRET_ACCESS_KEY: fake.secretAccessKey,
+    S3_PREFIX: 'deno/',
+  }
   const child = Bun.spawn([join(root, 'node_modules', '.bin', 'deno'), 'run', '-A', script], { cwd: root, env, stdout: 'inherit', stderr: 'inherit' })
   check((await child.exited) === 0, `deno run ${script} exited ${child.exitCode}`)
   const count = (operation: string) => fake.operations.filter((seen) => seen === operation).length

@@ -81,7 +81,22 @@ export const DEFAULT_EXPORTED_AT = '2026-01-01T00:00:00Z'
 export const DEFAULT_DIMENSIONS = 384
 
 // Row kinds: each has its own random stream per index and its own UUIDs.
-const K = { source: 1, image: 2, fact: 3, concept: 4, summary: 5, synthesis: 6, investigation: 7, report: 8, annotation: 9, factVector: 10, conceptVector: 11, body: 12, imageBytes: 13, factStatus: 14 } as const
+const K = {
+  source: 1,
+  image: 2,
+  fact: 3,
+  concept: 4,
+  summary: 5,
+  synthesis: 6,
+  investigation: 7,
+  report: 8,
+  annotation: 9,
+  factVector: 10,
+  conceptVector: 11,
+  body: 12,
+  imageBytes: 13,
+  factStatus: 14,
+} as const
 
 const FACT_STATUSES = ['new', 'stable', 'stable', 'stable'] as const
 const SOURCE_KINDS = ['pdf', 'html', 'arxiv'] as const
@@ -522,9 +537,24 @@ export class SyntheticGraph {
 
 export function emptyCounts(): BundleCounts {
   return {
-    sources: 0, images: 0, bodies: 0, source_images: 0, source_bodies: 0, facts: 0, fact_sources: 0, concepts: 0, concept_aliases: 0,
-    fact_concepts: 0, concept_summaries: 0, concept_syntheses: 0, investigations: 0, investigation_sources: 0, reports: 0,
-    report_annotations: 0, fact_vectors: 0, concept_vectors: 0,
+    sources: 0,
+    images: 0,
+    bodies: 0,
+    source_images: 0,
+    source_bodies: 0,
+    facts: 0,
+    fact_sources: 0,
+    concepts: 0,
+    concept_aliases: 0,
+    fact_concepts: 0,
+    concept_summaries: 0,
+    concept_syntheses: 0,
+    investigations: 0,
+    investigation_sources: 0,
+    reports: 0,
+    report_annotations: 0,
+    fact_vectors: 0,
+    concept_vectors: 0,
   }
 }
 

@@ -102,7 +102,7 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
   const facts: { id: string; text: string; fact_kind: string; image_url: string; content_hash: string; promptset_hash: string; status: string; source_image_id: string | null; created_at: Date }[] = []
   const seen = new Set<string>()
   for (let i = 0; facts.length < size.facts; i++) {
-    const image = i % 40 === 7 ? images[(i / 40) % images.length | 0] : undefined
+    const image = i % 40 === 7 ? images[((i / 40) % images.length) | 0] : undefined
     const text = image
       ? `The figure shows ${pick(WORDS)} ${pick(VERBS)} ${pick(WORDS)} (${i}).`
       : `${pick(WORDS)[0]!.toUpperCase()}${pick(WORDS).slice(1)} ${pick(VERBS)} ${pick(WORDS)} ${pick(QUALIFIERS)} (${i}).`
@@ -128,7 +128,12 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
     facts.flatMap((fact, i) => {
       const first = sources[Math.floor(i / 20) % sources.length]!
       const second = sources[(Math.floor(i / 20) + 1) % sources.length]!
-      return first.id === second.id || i % 4 ? [{ fact_id: fact.id, source_id: first.id, chunk_index: i % 20 }] : [{ fact_id: fact.id, source_id: first.id, chunk_index: i % 20 }, { fact_id: fact.id, source_id: second.id, chunk_index: 0 }]
+      return first.id === second.id || i % 4
+        ? [{ fact_id: fact.id, source_id: first.id, chunk_index: i % 20 }]
+        : [
+            { fact_id: fact.id, source_id: first.id, chunk_index: i % 20 },
+            { fact_id: fact.id, source_id: second.id, chunk_index: 0 },
+          ]
     }),
   )
 
@@ -141,7 +146,11 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
     created_at: createdAt(),
   }))
   await insert(sql, 'concepts', concepts)
-  await insert(sql, 'concept_aliases', concepts.filter((_, i) => i % 3 === 0).map((c) => ({ concept_id: c.id, alias_text: c.canonical_name.split(' ').reverse().join(' ') })))
+  await insert(
+    sql,
+    'concept_aliases',
+    concepts.filter((_, i) => i % 3 === 0).map((c) => ({ concept_id: c.id, alias_text: c.canonical_name.split(' ').reverse().join(' ') })),
+  )
   // Each fact is about two concepts; concept k gathers facts 10k..10k+9 and their neighbours.
   const factsOf = new Map<string, string[]>()
   await insert(
@@ -179,7 +188,10 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
     return {
       id: uuid(),
       canonical_name: group[0]?.canonical_name ?? `synthesis ${i}`,
-      content: `# ${group[0]?.canonical_name ?? i}\n\n${groupSummaries.flatMap((s) => s.covered_fact_ids.slice(0, 2)).map(cite).join('\n')}`,
+      content: `# ${group[0]?.canonical_name ?? i}\n\n${groupSummaries
+        .flatMap((s) => s.covered_fact_ids.slice(0, 2))
+        .map(cite)
+        .join('\n')}`,
       covered_summary_ids: groupSummaries.map((s) => s.id),
       covered_concept_ids: group.map((c) => c.id),
       embedded_image_fact_ids: imageFacts.map((f) => f.id),
@@ -189,7 +201,12 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
   })
   await insert(sql, 'concept_syntheses', syntheses)
 
-  const investigations = Array.from({ length: size.investigations }, (_, i) => ({ id: uuid(), title: `Investigation ${i}: ${pick(WORDS)} and ${pick(WORDS)}`, topic: pick(WORDS), created_at: createdAt() }))
+  const investigations = Array.from({ length: size.investigations }, (_, i) => ({
+    id: uuid(),
+    title: `Investigation ${i}: ${pick(WORDS)} and ${pick(WORDS)}`,
+    topic: pick(WORDS),
+    created_at: createdAt(),
+  }))
   await insert(sql, 'investigations', investigations)
   await insert(
     sql,
@@ -217,7 +234,14 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
     }
     reports.push(report)
     cited.forEach((fact, s) =>
-      annotations.push({ report_id: report.id, sentence_index: s, sentence_text: sentences[s], fact_id: fact.id, score: Math.round((0.7 + next() * 0.3) * 1000) / 1000, posture: pick(['related', 'supports', 'contradicts']) }),
+      annotations.push({
+        report_id: report.id,
+        sentence_index: s,
+        sentence_text: sentences[s],
+        fact_id: fact.id,
+        score: Math.round((0.7 + next() * 0.3) * 1000) / 1000,
+        posture: pick(['related', 'supports', 'contradicts']),
+      }),
     )
   }
   await insert(sql, 'reports', reports)
@@ -228,10 +252,18 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
     for (let i = 0; i < facts.length; i += BATCH) {
       const batch = facts.slice(i, i + BATCH)
       const vectors = await embedder.embed(batch.map((f) => f.text))
-      await store.upsert(repositoryId, 'facts', batch.map((f, k) => ({ id: f.id, vector: vectors[k]! })))
+      await store.upsert(
+        repositoryId,
+        'facts',
+        batch.map((f, k) => ({ id: f.id, vector: vectors[k]! })),
+      )
     }
     const conceptVectors = await embedder.embed(concepts.map(conceptEmbeddingText))
-    await store.upsert(repositoryId, 'concepts', concepts.map((c, k) => ({ id: c.id, vector: conceptVectors[k]! })))
+    await store.upsert(
+      repositoryId,
+      'concepts',
+      concepts.map((c, k) => ({ id: c.id, vector: conceptVectors[k]! })),
+    )
   }
   return size
 }

@@ -141,7 +141,10 @@ await settled(slug, token)
 step('import (upload)')
 
 const concepts = await call('GET', `/${slug}/concepts?limit=500`, { token })
-check(concepts.status === 200 && Array.isArray(concepts.body) && concepts.body.length === bundle.counts.concepts, `browse concepts: ${concepts.status}, ${concepts.body.length} of ${bundle.counts.concepts}`)
+check(
+  concepts.status === 200 && Array.isArray(concepts.body) && concepts.body.length === bundle.counts.concepts,
+  `browse concepts: ${concepts.status}, ${concepts.body.length} of ${bundle.counts.concepts}`,
+)
 const sources = await call('GET', `/${slug}/sources`, { token })
 check(sources.status === 200 && Array.isArray(sources.body) && sources.body.length > 0, `browse sources: ${sources.status} ${JSON.stringify(sources.body).slice(0, 200)}`)
 step('browse')
@@ -172,11 +175,21 @@ const listener = listenOnLoopback('127.0.0.1')
 const redirectUri = `http://127.0.0.1:${listener.port}/callback`
 const issuer = new URL(url)
 const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }))
-const client = await oauth.processDynamicClientRegistrationResponse(await oauth.dynamicClientRegistrationRequest(as, { redirect_uris: [redirectUri], client_name: 'Journey agent', scope: 'read write' }, insecure))
+const client = await oauth.processDynamicClientRegistrationResponse(
+  await oauth.dynamicClientRegistrationRequest(as, { redirect_uris: [redirectUri], client_name: 'Journey agent', scope: 'read write' }, insecure),
+)
 const verifier = oauth.generateRandomCodeVerifier()
 const state = oauth.generateRandomState()
 const authorize = new URL(as.authorization_endpoint!)
-authorize.search = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: redirectUri, code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', scope: 'read write', state }).toString()
+authorize.search = new URLSearchParams({
+  response_type: 'code',
+  client_id: client.client_id,
+  redirect_uri: redirectUri,
+  code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+  code_challenge_method: 'S256',
+  scope: 'read write',
+  state,
+}).toString()
 const browser = await launchBrowser()
 const redirected = listener.nextRedirect()
 const page = await browser.newPage()
@@ -209,7 +222,10 @@ step('stop')
 if (s3) {
   // The blobs (imported bodies and images, the export, the registry's bundle) went to the bucket under S3_PREFIX, none to DATA_DIR.
   const keys = [...s3.objects.keys()]
-  check(keys.some((key) => key.startsWith('journey/registry/graphs/')), `S3: no registry bundle among ${JSON.stringify(keys)}`)
+  check(
+    keys.some((key) => key.startsWith('journey/registry/graphs/')),
+    `S3: no registry bundle among ${JSON.stringify(keys)}`,
+  )
   check(s3.refused() === 0 && s3.openUploads() === 0, `S3: ${s3.refused()} requests refused, ${s3.openUploads()} uploads left open`)
   check(!existsSync(join(env.DATA_DIR!, 'blobs')), 'S3: blobs were written to DATA_DIR')
   await s3.stop()

@@ -40,7 +40,11 @@ const health = await fetch(`${url}/healthz`)
 const body = (await health.json()) as { status?: string; version?: string }
 if (health.status !== 200 || body.status !== 'ok') fail(`/healthz answered ${health.status} ${JSON.stringify(body)}`)
 const call = async (method: string, path: string, body?: unknown, token?: string) => {
-  const res = await fetch(`${url}${path}`, { method, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) })
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
   return (await res.json()) as Record<string, any>
 }
 const { token } = await call('POST', '/api/v1/auth/register', { email: 'smoke@example.com', password: 'correct horse battery' })

@@ -123,9 +123,29 @@ export function createApp(ctx: AppContext) {
     // is a raw gzip stream of up to REGISTRY_MAX_BYTES, and an import upload one of up to
     // IMPORT_MAX_BYTES, each read by its route itself.
     .use(registry)
-    .use(importRoutes({ scope, jobs: ctx.jobs, blobs: ctx.blobs, registry: ctx.registry, bodyLimit: ctx.config.bodyLimit, bodyTimeoutMs: ctx.config.bodyTimeoutMs, uploadPace: ctx.config.uploadPace, maxUploadBytes: ctx.config.importMaxBytes, authorizer: ctx.rbac, quotas, log: ctx.log }))
+    .use(
+      importRoutes({
+        scope,
+        jobs: ctx.jobs,
+        blobs: ctx.blobs,
+        registry: ctx.registry,
+        bodyLimit: ctx.config.bodyLimit,
+        bodyTimeoutMs: ctx.config.bodyTimeoutMs,
+        uploadPace: ctx.config.uploadPace,
+        maxUploadBytes: ctx.config.importMaxBytes,
+        authorizer: ctx.rbac,
+        quotas,
+        log: ctx.log,
+      }),
+    )
     .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs, (key) => formRoutes.has(key)))
-    .use(swaggerUi(ctx.pools.system, ctx.baseUrl, openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl))))
+    .use(
+      swaggerUi(
+        ctx.pools.system,
+        ctx.baseUrl,
+        openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl)),
+      ),
+    )
     .use(access)
     .get('/', () => index, {
       public: true,

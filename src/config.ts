@@ -61,20 +61,25 @@ export const EnvSchema = Type.Object({
     withoutTrailingSlashes,
   ),
   DATA_DIR: variable(Type.String({ minLength: 1, default: './data', description: 'embedded database, generated secret, blobs' }), 'a directory path', (dir) => resolve(dir)),
-  DATABASE_URL: variable(
-    Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL server; unset runs the embedded database' })),
-    'a postgres:// or postgresql:// URL',
-  ),
-  JWT_SECRET: secret(variable(
-    Type.Optional(Type.String({ minLength: 32, description: 'HS256 signing secret; unset generates one into DATA_DIR/secret' })),
-    'at least 32 characters',
-  )),
+  DATABASE_URL: variable(Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL server; unset runs the embedded database' })), 'a postgres:// or postgresql:// URL'),
+  JWT_SECRET: secret(variable(Type.Optional(Type.String({ minLength: 32, description: 'HS256 signing secret; unset generates one into DATA_DIR/secret' })), 'at least 32 characters')),
   LOG_LEVEL: variable(
-    Type.Union(LOG_LEVELS.map((l) => Type.Literal(l)), { default: 'info', description: 'debug | info | warn | error | silent' }),
+    Type.Union(
+      LOG_LEVELS.map((l) => Type.Literal(l)),
+      { default: 'info', description: 'debug | info | warn | error | silent' },
+    ),
     `one of ${LOG_LEVELS.join(', ')}`,
   ),
-  ACCESS_TOKEN_TTL: variable(Type.String({ pattern: DURATION, default: '15m', description: 'lifetime of access tokens, e.g. 900, 900s, 15m' }), 'a duration such as 900, 90s, 15m, 12h or 30d', parseDuration),
-  SESSION_TTL: variable(Type.String({ pattern: DURATION, default: '30d', description: 'absolute lifetime of a session; refreshing does not extend it' }), 'a duration such as 3600, 12h or 30d', parseDuration),
+  ACCESS_TOKEN_TTL: variable(
+    Type.String({ pattern: DURATION, default: '15m', description: 'lifetime of access tokens, e.g. 900, 900s, 15m' }),
+    'a duration such as 900, 90s, 15m, 12h or 30d',
+    parseDuration,
+  ),
+  SESSION_TTL: variable(
+    Type.String({ pattern: DURATION, default: '30d', description: 'absolute lifetime of a session; refreshing does not extend it' }),
+    'a duration such as 3600, 12h or 30d',
+    parseDuration,
+  ),
   SESSION_IDLE_TTL: variable(
     Type.Optional(Type.String({ pattern: DURATION, description: 'longest a session or OAuth grant may go without a refresh before it ends; unset, no limit' })),
     'a duration such as 3600, 12h or 30d',
@@ -91,7 +96,12 @@ export const EnvSchema = Type.Object({
     'a positive integer number of bytes per second',
   ),
   EMBEDDED_MAX_OPEN: variable(
-    Type.Integer({ minimum: 1, maximum: 10_000, default: 8, description: 'embedded databases of repositories open at once (each holds 65-170 MB); a request for a closed one waits for room and reopens it' }),
+    Type.Integer({
+      minimum: 1,
+      maximum: 10_000,
+      default: 8,
+      description: 'embedded databases of repositories open at once (each holds 65-170 MB); a request for a closed one waits for room and reopens it',
+    }),
     'an integer from 1 to 10000',
   ),
   EMBEDDED_IDLE_TIMEOUT: variable(
@@ -123,7 +133,9 @@ export const EnvSchema = Type.Object({
     'an absolute http(s) URL without query or fragment',
     withoutTrailingSlashes,
   ),
-  REGISTRY_TOKEN: secret(variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer token for REGISTRY_URL; unset: a short-lived service token this server signs for itself' })), 'a bearer token')),
+  REGISTRY_TOKEN: secret(
+    variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer token for REGISTRY_URL; unset: a short-lived service token this server signs for itself' })), 'a bearer token'),
+  ),
   REGISTRY_MAX_BYTES: variable(
     Type.Integer({ minimum: 1, default: REGISTRY_MAX_BYTES_DEFAULT, description: 'largest bundle the registry accepts, in bytes (413 past it)' }),
     'a positive integer number of bytes',
@@ -140,7 +152,10 @@ export const EnvSchema = Type.Object({
     Type.Boolean({ default: false, description: 'let the media fetcher reach loopback, private and link-local addresses (off: refused, against SSRF)' }),
     'true or false',
   ),
-  MEDIA_FETCH_MAX_BYTES: variable(Type.Integer({ minimum: 1, default: 50 * 1024 ** 2, description: 'largest image or body the media fetcher downloads, in bytes' }), 'a positive integer number of bytes'),
+  MEDIA_FETCH_MAX_BYTES: variable(
+    Type.Integer({ minimum: 1, default: 50 * 1024 ** 2, description: 'largest image or body the media fetcher downloads, in bytes' }),
+    'a positive integer number of bytes',
+  ),
   MEDIA_FETCH_TIMEOUT: variable(Type.String({ pattern: DURATION, default: '30s', description: 'time limit of one media download, e.g. 30s' }), 'a duration such as 30, 30s or 2m', milliseconds),
   PASSWORD_QUEUE_MAX: variable(
     Type.Optional(
@@ -159,9 +174,19 @@ export const EnvSchema = Type.Object({
     RATE_EXPECTS,
     parseRate,
   ),
-  THROTTLE_TOKEN_PER_CLIENT: variable(Type.Optional(Type.String({ pattern: RATE, description: 'failed OAuth token and revocation requests per client_id; unset: unlimited' })), RATE_EXPECTS, parseRate),
+  THROTTLE_TOKEN_PER_CLIENT: variable(
+    Type.Optional(Type.String({ pattern: RATE, description: 'failed OAuth token and revocation requests per client_id; unset: unlimited' })),
+    RATE_EXPECTS,
+    parseRate,
+  ),
   THROTTLE_REGISTER_PER_IP: variable(
-    Type.Optional(Type.String({ pattern: RATE, description: 'registrations, failed or not (POST /api/v1/auth/register, /api/v1/oauth/register), per client address; GET /api/v1/oauth/authorize has a budget of the same size; unset: unlimited' })),
+    Type.Optional(
+      Type.String({
+        pattern: RATE,
+        description:
+          'registrations, failed or not (POST /api/v1/auth/register, /api/v1/oauth/register), per client address; GET /api/v1/oauth/authorize has a budget of the same size; unset: unlimited',
+      }),
+    ),
     RATE_EXPECTS,
     parseRate,
   ),
@@ -187,7 +212,12 @@ export const EnvSchema = Type.Object({
     'a non-negative integer (0: unlimited)',
   ),
   TRUSTED_PROXIES: variable(
-    Type.Integer({ minimum: 0, maximum: 8, default: 0, description: 'reverse proxies in front that append to X-Forwarded-For; the client address the throttles key on is the entry the outermost wrote (0: the connection\'s address)' }),
+    Type.Integer({
+      minimum: 0,
+      maximum: 8,
+      default: 0,
+      description: "reverse proxies in front that append to X-Forwarded-For; the client address the throttles key on is the entry the outermost wrote (0: the connection's address)",
+    }),
     'an integer from 0 to 8',
   ),
 })

@@ -242,7 +242,7 @@ Both work with the server running or stopped, and refuse a data directory that h
 
   help: {
     synopsis: 'help [command | config]',
-    summary: 'print this help, a command\'s, or every configuration variable',
+    summary: "print this help, a command's, or every configuration variable",
     details: 'kgs help <command> is the same as kgs <command> --help.',
     async run(args) {
       const [topic] = parse(args, {}, { min: 0, max: 1, what: 'at most one topic' }).positionals

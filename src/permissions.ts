@@ -2,17 +2,7 @@
 // and the route guards are all derived from this table.
 export const SYSTEM_DOMAIN = 'system'
 
-export const SYSTEM_PERMISSIONS = [
-  'user:read',
-  'user:manage',
-  'role:read',
-  'role:manage',
-  'repository:create',
-  'job:read',
-  'job:cancel',
-  'registry:push',
-  'registry:pull',
-] as const
+export const SYSTEM_PERMISSIONS = ['user:read', 'user:manage', 'role:read', 'role:manage', 'repository:create', 'job:read', 'job:cancel', 'registry:push', 'registry:pull'] as const
 
 export const REPOSITORY_PERMISSIONS = [
   'repository:read',

@@ -174,7 +174,16 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     // Past two leases even a job whose worker died has been ended by the reaper.
     const stopJobs = (repositoryId: string) => jobs.stopRepository(repositoryId, 'cancelled: its repository was deleted', 2 * config.jobLeaseMs)
     const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, vectors, blobs, stopJobs })
-    oauth = await OAuthTokens.start({ system: pools.system, bus, log, secret: config.jwtSecret, issuer: baseUrl, accessTokenTtl: config.accessTokenTtl, grantIdleTtl: config.sessionIdleTtl, catchUp: fleet })
+    oauth = await OAuthTokens.start({
+      system: pools.system,
+      bus,
+      log,
+      secret: config.jwtSecret,
+      issuer: baseUrl,
+      accessTokenTtl: config.accessTokenTtl,
+      grantIdleTtl: config.sessionIdleTtl,
+      catchUp: fleet,
+    })
     const peerAddress = (request: Request) => server.peerAddress(request)
     const context: AppContext = { config, pools, log, baseUrl, peerAddress, accounts, rbac: roles, repositories, oauth, jobs, vectors, embedder: createEmbedder(config), blobs, registry }
     handler = createApp(context).fetch

@@ -113,7 +113,11 @@ describe(`user (${BACKEND})`, () => {
   test('admin commands refuse a data directory that holds no kgs data, and leave it empty', async () => {
     const empty = tempDir()
     const env = { DATA_DIR: empty, JWT_SECRET: instance.env.JWT_SECRET ?? 'x'.repeat(32) }
-    for (const args of [['user', 'list'], ['user', 'create', 'a@example.com'], ['promote-sysadmin', 'a@example.com']]) {
+    for (const args of [
+      ['user', 'list'],
+      ['user', 'create', 'a@example.com'],
+      ['promote-sysadmin', 'a@example.com'],
+    ]) {
       const result = await runKgs(args, env, undefined, stdin('correct horse battery\n'))
       expect(result).toEqual({ code: 1, stdout: '', stderr: `kgs ${args.slice(0, args[0] === 'user' ? 2 : 1).join(' ')}: no kgs data in ${empty}; set DATA_DIR or DATABASE_URL\n` })
     }
@@ -210,7 +214,10 @@ describe(`serve lifecycle (${BACKEND})`, () => {
     const requestId = res.headers.get('x-request-id')!
     const probes = await Promise.all(['/healthz', '/readyz'].map((path) => fetch(server.url + path)))
     await server.stop()
-    const line = server.output().split('\n').find((l) => l.includes(requestId))!
+    const line = server
+      .output()
+      .split('\n')
+      .find((l) => l.includes(requestId))!
     const entry = JSON.parse(line)
     expect(entry).toMatchObject({ level: 'info', msg: 'request', request_id: requestId, method: 'GET', path: '/', status: 200 })
     expect(typeof entry.ms).toBe('number')
@@ -220,7 +227,10 @@ describe(`serve lifecycle (${BACKEND})`, () => {
     const debugging = await startServerProcess(instance.env, 'debug')
     const probe = await fetch(debugging.url + '/readyz')
     await debugging.stop()
-    const probeLine = debugging.output().split('\n').find((l) => l.includes(probe.headers.get('x-request-id')!) && l.includes('"msg":"request"'))!
+    const probeLine = debugging
+      .output()
+      .split('\n')
+      .find((l) => l.includes(probe.headers.get('x-request-id')!) && l.includes('"msg":"request"'))!
     expect(JSON.parse(probeLine)).toMatchObject({ level: 'debug', path: '/readyz', status: 200 })
   })
 

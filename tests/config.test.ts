@@ -32,7 +32,12 @@ describe('parseEnv', () => {
     expect(() => parseEnv({ EMBEDDING_URL: 'http://127.0.0.1:9/v1' })).toThrow('invalid EMBEDDING_MODEL: required when EMBEDDING_URL is set')
     expect(() => parseEnv({ EMBEDDING_MODEL: 'm' })).toThrow('invalid EMBEDDING_URL: required when EMBEDDING_MODEL or EMBEDDING_API_KEY is set')
     expect(parseEnv({ S3_BUCKET: 'kgs-blobs', S3_ENDPOINT: 'http://127.0.0.1:9000', S3_PREFIX: 'prod/' }).s3).toEqual({
-      bucket: 'kgs-blobs', endpoint: 'http://127.0.0.1:9000', region: undefined, accessKeyId: undefined, secretAccessKey: undefined, prefix: 'prod/',
+      bucket: 'kgs-blobs',
+      endpoint: 'http://127.0.0.1:9000',
+      region: undefined,
+      accessKeyId: undefined,
+      secretAccessKey: undefined,
+      prefix: 'prod/',
     })
     expect(() => parseEnv({ S3_ENDPOINT: 'http://127.0.0.1:9000' })).toThrow('invalid S3_BUCKET: required when S3_ENDPOINT is set')
     expect(parseEnv({ LANCEDB_URI: 's3://bucket/lance', WORKERS: '0' })).toMatchObject({ lancedbUri: 's3://bucket/lance', workers: 0 })
@@ -113,7 +118,6 @@ describe('parseEnv', () => {
     }
     expect(message).toBe('invalid JWT_SECRET: expected at least 32 characters, got 7 characters')
   })
-
 })
 
 describe('JWT secret', () => {

@@ -18,7 +18,11 @@ const email = `bench-${crypto.randomUUID()}@example.com`
 const password = 'correct horse battery'
 const registered = await fetch(`${kgs.url}/api/v1/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) })
 const { token } = (await registered.json()) as { token: string }
-const created = await fetch(`${kgs.url}/api/v1/repositories`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ name: 'bench' }) })
+const created = await fetch(`${kgs.url}/api/v1/repositories`, {
+  method: 'POST',
+  headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+  body: JSON.stringify({ name: 'bench' }),
+})
 const { slug } = (await created.json()) as { slug: string }
 
 const routes = {
@@ -36,10 +40,10 @@ for (let round = 1; round <= rounds; round++) {
   }
 }
 // Logins are CPU-bound (argon2id, 64 MiB); a few concurrent clients saturate the cores.
-const logins = await measure(
-  () => fetch(`${kgs.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) }),
-  { seconds, concurrency: 4 },
-)
+const logins = await measure(() => fetch(`${kgs.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) }), {
+  seconds,
+  concurrency: 4,
+})
 if (logins.errors > 0) throw new Error(`login: ${logins.errors} errors`)
 await kgs.stop()
 rmSync(dataDir, { recursive: true, force: true })

@@ -69,7 +69,8 @@ function materialize(content: BundleContent): BundleContent & { items: number } 
  */
 function wholeDocument(content: BundleContent): Record<string, unknown> {
   const data = materialize(content)
-  const media = (items: unknown) => Object.fromEntries((items as MediaItem[]).map((item) => [item.ref, { content_type: item.contentType, data: Buffer.from(item.data as Uint8Array).toString('base64') }]))
+  const media = (items: unknown) =>
+    Object.fromEntries((items as MediaItem[]).map((item) => [item.ref, { content_type: item.contentType, data: Buffer.from(item.data as Uint8Array).toString('base64') }]))
   const vectors = (items: unknown) => Object.fromEntries((items as VectorItem[]).map((item) => [String(item.index), Array.from(item.vector, (x) => Number(encodeFloat32(x)))]))
   const document: Record<string, unknown> = {}
   for (const key of V2_KEYS) {
@@ -77,7 +78,8 @@ function wholeDocument(content: BundleContent): Record<string, unknown> {
     else if (key === 'metadata') document[key] = data.metadata
     else if (key === 'images' || key === 'bodies') document[key] = media(data[key])
     else if (key === 'embeddings') {
-      if (data.embeddings) document[key] = { model: data.embeddings.model, dimensions: data.embeddings.dimensions, fact_vectors: vectors(data.embeddings.facts), concept_vectors: vectors(data.embeddings.concepts) }
+      if (data.embeddings)
+        document[key] = { model: data.embeddings.model, dimensions: data.embeddings.dimensions, fact_vectors: vectors(data.embeddings.facts), concept_vectors: vectors(data.embeddings.concepts) }
     } else document[key] = data.rows[key as RowSection]
   }
   return document
@@ -237,7 +239,13 @@ async function main(): Promise<void> {
       counts: streamingWrite.counts,
       write: {
         writeBundle: { seconds: writeSeconds, itemsPerSecond: items / writeSeconds, jsonMBPerSecond: written.bytes / MB / writeSeconds },
-        baseline: { seconds: baselineWriteSeconds, itemsPerSecond: items / baselineWriteSeconds, jsonMBPerSecond: baselineJsonBytes / MB / baselineWriteSeconds, jsonBytes: baselineJsonBytes, compressedBytes: baselineCompressed },
+        baseline: {
+          seconds: baselineWriteSeconds,
+          itemsPerSecond: items / baselineWriteSeconds,
+          jsonMBPerSecond: baselineJsonBytes / MB / baselineWriteSeconds,
+          jsonBytes: baselineJsonBytes,
+          compressedBytes: baselineCompressed,
+        },
         ratio: baselineWriteSeconds / writeSeconds,
       },
       read: {
@@ -259,14 +267,25 @@ async function main(): Promise<void> {
       },
     }
 
-    const row = (name: string, s: number, perSecond: number, mbs: number, extra = '') => `${name.padEnd(34)}${`${fmt(s, 1)} s`.padStart(9)}${fmt(perSecond).padStart(13)}${fmt(mbs, 1).padStart(10)}${extra}`
+    const row = (name: string, s: number, perSecond: number, mbs: number, extra = '') =>
+      `${name.padEnd(34)}${`${fmt(s, 1)} s`.padStart(9)}${fmt(perSecond).padStart(13)}${fmt(mbs, 1).padStart(10)}${extra}`
     console.log(`bundle bench: ${fmt(facts)} facts, seed ${seed}, D=${dimensions} (${figures.vectors})`)
     console.log(`file: ${fmt(written.bytes / MB, 1)} MB JSON, ${fmt(compressedBytes / MB, 1)} MB gzip (level ${LEVEL}); ${fmt(items)} items (rows + vectors + media)`)
     console.log(`${''.padEnd(34)}${'time'.padStart(9)}${'items/s'.padStart(13)}${'MB/s'.padStart(10)}   (MB/s of uncompressed JSON)`)
     console.log(row('write  writeBundle (arrays)', writeSeconds, figures.write.writeBundle.itemsPerSecond, figures.write.writeBundle.jsonMBPerSecond))
-    console.log(row('write  JSON.stringify + gzipSync', baselineWriteSeconds, figures.write.baseline.itemsPerSecond, figures.write.baseline.jsonMBPerSecond, `   ratio ${fmt(figures.write.ratio, 2)} (target >= 0.5)`))
+    console.log(
+      row(
+        'write  JSON.stringify + gzipSync',
+        baselineWriteSeconds,
+        figures.write.baseline.itemsPerSecond,
+        figures.write.baseline.jsonMBPerSecond,
+        `   ratio ${fmt(figures.write.ratio, 2)} (target >= 0.5)`,
+      ),
+    )
     console.log(row('read   readBundle', readSeconds, figures.read.readBundle.itemsPerSecond, figures.read.readBundle.jsonMBPerSecond))
-    console.log(row('read   gunzipSync + JSON.parse', baselineReadSeconds, figures.read.baseline.itemsPerSecond, figures.read.baseline.jsonMBPerSecond, `   ratio ${fmt(figures.read.ratio, 2)} (target >= 0.5)`))
+    console.log(
+      row('read   gunzipSync + JSON.parse', baselineReadSeconds, figures.read.baseline.itemsPerSecond, figures.read.baseline.jsonMBPerSecond, `   ratio ${fmt(figures.read.ratio, 2)} (target >= 0.5)`),
+    )
     console.log('peak RSS, one child process each:')
     const rss = (name: string, mb: number, s: number, target = '') => console.log(`  ${name.padEnd(52)}${`${fmt(mb)} MB`.padStart(10)}${`${fmt(s, 1)} s`.padStart(10)}${target}`)
     rss('streaming write (gen-bundle: hash pass + file pass)', streamingWrite.maxRssMB, streamingWrite.seconds, '   (target < 200 MB)')

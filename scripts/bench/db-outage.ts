@@ -36,12 +36,23 @@ try {
   await admin.end({ timeout: 1 })
   if (mode === 'stop') await cluster.stop()
 
-  const failures = () => readFileSync(logFile, 'utf8').split('\n').filter((line) => /"level":"(warn|error)"/.test(line)).length
+  const failures = () =>
+    readFileSync(logFile, 'utf8')
+      .split('\n')
+      .filter((line) => /"level":"(warn|error)"/.test(line)).length
   const started = performance.now()
   console.log('seconds  RSS MB  failures logged  connection attempts refused')
   for (let elapsed = 10; elapsed <= seconds; elapsed += 10) {
     await Bun.sleep(started + elapsed * 1000 - performance.now())
-    const refused = mode === 'drop' ? String(cluster.log().split('\n').filter((line) => line.includes('FATAL:  database "kgs" does not exist')).length) : '-'
+    const refused =
+      mode === 'drop'
+        ? String(
+            cluster
+              .log()
+              .split('\n')
+              .filter((line) => line.includes('FATAL:  database "kgs" does not exist')).length,
+          )
+        : '-'
     console.log(`${String(elapsed).padStart(7)}  ${memoryOf(kgs.pid).rssMB.toFixed(1).padStart(6)}  ${String(failures()).padStart(15)}  ${refused.padStart(27)}`)
   }
   const after = memoryOf(kgs.pid).rssMB

@@ -144,7 +144,9 @@ try {
     console.log(
       `  ${label.padEnd(34)}${`${seconds.toFixed(2)} s`.padStart(10)}${`${format(rows / seconds)} rows/s`.padStart(18)}${`${(mb / seconds).toFixed(1)} MB/s`.padStart(12)}${baseline ? `${(baseline / seconds).toFixed(2)}`.padStart(8) : ''}`,
     )
-  console.log(`graph bundle of ${format(facts)} facts on PostgreSQL: ${format(rows)} rows in ${TABLES.length} tables; bundle ${gzMB.toFixed(1)} MB gzip, ${bundleMB.toFixed(1)} MB JSON; COPY text ${copyMB.toFixed(1)} MB`)
+  console.log(
+    `graph bundle of ${format(facts)} facts on PostgreSQL: ${format(rows)} rows in ${TABLES.length} tables; bundle ${gzMB.toFixed(1)} MB gzip, ${bundleMB.toFixed(1)} MB JSON; COPY text ${copyMB.toFixed(1)} MB`,
+  )
   console.log(`  ${''.padEnd(34)}${'time'.padStart(10)}${'rows'.padStart(18)}${'MB/s'.padStart(12)}${'ratio'.padStart(8)}`)
   line('export_graph (job, incl. push)', exported.seconds, bundleMB, copyTo)
   line('COPY TO (psql, all tables)', copyTo, copyMB)
@@ -156,7 +158,10 @@ try {
   line('COPY FROM (psql, one transaction)', copyFrom, copyMB)
   console.log(`  targets: export >= 0.5, import >= 0.33 (ratio = COPY time / kgs time); MB/s of bundle JSON for kgs, of COPY text for psql`)
   console.log(`kgs peak RSS (VmHWM): ${idleRss.toFixed(0)} MB after start-up, ${exportRss.toFixed(0)} MB after the export, ${importRss.toFixed(0)} MB after the import (target < 300 MB)`)
-  const byPhase = (peaks: Record<string, number>) => Object.entries(peaks).map(([phase, mb]) => `${phase} ${mb.toFixed(0)}`).join(', ')
+  const byPhase = (peaks: Record<string, number>) =>
+    Object.entries(peaks)
+      .map(([phase, mb]) => `${phase} ${mb.toFixed(0)}`)
+      .join(', ')
   console.log(`kgs RSS by job phase (highest sampled, MB): export: ${byPhase(exported.peaks)}; import: ${byPhase(imported.peaks)}`)
   console.log(`import result: ${JSON.stringify(imported.result.imported)}`)
 } finally {

@@ -11,12 +11,18 @@ const [seconds = 5, concurrency = 64, rounds = 3] = process.argv.slice(2).map(Nu
 const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-'))
 
 // The log goes to a file: the bench pays for every line, as production does.
-const kgs = await spawnKgs({ DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}) }, join(dataDir, 'kgs.log'))
+const kgs = await spawnKgs(
+  { DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}) },
+  join(dataDir, 'kgs.log'),
+)
 const bare = await spawnServer([process.execPath, join(import.meta.dir, 'baseline-elysia.ts')], {})
 
 const best = { kgs: 0, bare: 0 }
 for (let round = 1; round <= rounds; round++) {
-  for (const [name, server] of [['kgs', kgs], ['bare', bare]] as const) {
+  for (const [name, server] of [
+    ['kgs', kgs],
+    ['bare', bare],
+  ] as const) {
     const result = await measure(() => fetch(`${server.url}/healthz`), { seconds, concurrency })
     if (result.errors > 0) throw new Error(`${name}: ${result.errors} errors`)
     best[name] = Math.max(best[name], result.requestsPerSecond)

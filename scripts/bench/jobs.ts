@@ -39,7 +39,10 @@ const insertNoops = async (n: number) => {
 }
 
 try {
-  const kgs = await spawnKgs({ DATA_DIR: dataDir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKERS: String(workers), JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() }, join(dataDir, 'kgs.log'))
+  const kgs = await spawnKgs(
+    { DATA_DIR: dataDir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKERS: String(workers), JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() },
+    join(dataDir, 'kgs.log'),
+  )
 
   // 1. The queue.
   await insertNoops(jobs)
@@ -60,9 +63,14 @@ try {
   console.log(`noop jobs, ${workers} workers: kgs ${format(throughKgs)} jobs/s, bare queue SQL ${format(bare)} jobs/s, ratio ${(throughKgs / bare).toFixed(2)} (target >= 500 jobs/s)`)
 
   // 2. embed_facts on a generated graph.
-  const kgs2 = await spawnKgs({ DATA_DIR: dataDir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKERS: String(workers), JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() }, join(dataDir, 'kgs2.log'))
+  const kgs2 = await spawnKgs(
+    { DATA_DIR: dataDir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKERS: String(workers), JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() },
+    join(dataDir, 'kgs2.log'),
+  )
   const post = (path: string, body: unknown, token?: string) =>
-    fetch(`${kgs2.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<Record<string, any>>)
+    fetch(`${kgs2.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) }).then(
+      (r) => r.json() as Promise<Record<string, any>>,
+    )
   const { token } = await post('/api/v1/auth/register', { email: `bench-${crypto.randomUUID()}@example.com`, password: 'correct horse battery' })
   const repository = await post('/api/v1/repositories', { name: 'bench' }, token)
   const pools = await Pools.open({ databaseUrl, dataDir })
@@ -81,7 +89,9 @@ try {
   for (const text of texts) hashEmbedding(text)
   const embedOnly = texts.length / ((performance.now() - started) / 1000)
   const throughJob = row.result.embedded / jobSeconds
-  console.log(`embed_facts, ${format(row.result.embedded)} facts: job ${format(throughJob)} facts/s, kgs-hash-v1 alone in this process ${format(embedOnly)} facts/s, ratio ${(throughJob / embedOnly).toFixed(2)}`)
+  console.log(
+    `embed_facts, ${format(row.result.embedded)} facts: job ${format(throughJob)} facts/s, kgs-hash-v1 alone in this process ${format(embedOnly)} facts/s, ratio ${(throughJob / embedOnly).toFixed(2)}`,
+  )
 } finally {
   await sql.end()
   await database.drop()

@@ -111,7 +111,8 @@ function parseMix(mix: string): Record<OperationClass, number> {
   const weights = Object.fromEntries(OPERATION_CLASSES.map((c) => [c, 0])) as Record<OperationClass, number>
   for (const part of mix.split(',')) {
     const [name, value] = part.split('=')
-    if (!OPERATION_CLASSES.includes(name as OperationClass) || !(Number(value) >= 0)) throw new Error(`--mix: expected class=weight pairs of ${OPERATION_CLASSES.join(', ')}; got ${JSON.stringify(part)}`)
+    if (!OPERATION_CLASSES.includes(name as OperationClass) || !(Number(value) >= 0))
+      throw new Error(`--mix: expected class=weight pairs of ${OPERATION_CLASSES.join(', ')}; got ${JSON.stringify(part)}`)
     weights[name as OperationClass] = Number(value)
   }
   if (OPERATION_CLASSES.every((c) => weights[c] === 0)) throw new Error('--mix: every weight is 0')
@@ -193,27 +194,35 @@ async function setUpService(url: string, env: Record<string, string>, dataDir: s
     return listed.flat().every((job) => job.status === 'succeeded') ? true : undefined
   })
 
-  const users = await mapConcurrently(Array.from({ length: userCount }, (_, u) => u), REGISTRATIONS_AT_ONCE, async (u) => {
-    const email = `user-${u}-${run}@bench.example`
-    const { user } = await call('POST', '/api/v1/auth/register', undefined, { email, password: PASSWORD })
-    const held = [...new Set([u % repositoryCount, (u + 1) % repositoryCount])]
-    for (const [k, r] of held.entries()) {
-      await call('PUT', '/api/v1/admin/users/roles', admin, { user_id: user.id, role: ROLES[(u + k) % ROLES.length], domain: repositories[r]!.id })
-    }
-    return { email, password: PASSWORD, repositories: held }
-  })
+  const users = await mapConcurrently(
+    Array.from({ length: userCount }, (_, u) => u),
+    REGISTRATIONS_AT_ONCE,
+    async (u) => {
+      const email = `user-${u}-${run}@bench.example`
+      const { user } = await call('POST', '/api/v1/auth/register', undefined, { email, password: PASSWORD })
+      const held = [...new Set([u % repositoryCount, (u + 1) % repositoryCount])]
+      for (const [k, r] of held.entries()) {
+        await call('PUT', '/api/v1/admin/users/roles', admin, { user_id: user.id, role: ROLES[(u + k) % ROLES.length], domain: repositories[r]!.id })
+      }
+      return { email, password: PASSWORD, repositories: held }
+    },
+  )
 
-  const plan = await Promise.all(repositories.map(async (repository, r) => readRoutes(repository, jobs[r]!.map((j) => j.id as string), admin, send)))
+  const plan = await Promise.all(
+    repositories.map(async (repository, r) =>
+      readRoutes(
+        repository,
+        jobs[r]!.map((j) => j.id as string),
+        admin,
+        send,
+      ),
+    ),
+  )
   return { url, clients: clientCount, weights, users, repositories: plan, seed: 1 }
 }
 
 /** The read and job-polling routes of a repository, with ids, filters and a cursor taken from its own lists. */
-async function readRoutes(
-  repository: { id: string; slug: string },
-  jobIds: string[],
-  token: string,
-  send: ReturnType<typeof api>['send'],
-): Promise<{ reads: Route[]; jobs: Route[] }> {
+async function readRoutes(repository: { id: string; slug: string }, jobIds: string[], token: string, send: ReturnType<typeof api>['send']): Promise<{ reads: Route[]; jobs: Route[] }> {
   const base = `/${repository.slug}`
   const list = async (kind: string) => (await send('GET', `${base}/${kind}?limit=500`, token)).json as { id: string }[]
   const [sources, factRows, concepts, investigations, reports] = await Promise.all(['sources', 'facts', 'concepts', 'investigations', 'reports'].map(list))
@@ -232,22 +241,40 @@ async function readRoutes(
     one('sources/{sourceID}', sources!),
     paths('GET /{repoID}/facts', [`${base}/facts`]),
     paths('GET /{repoID}/facts?cursor=', [secondPage]),
-    paths('GET /{repoID}/facts?status=', ['new', 'stable'].map((s) => `${base}/facts?status=${s}`)),
-    paths('GET /{repoID}/facts?source_id=', sources!.map((s) => `${base}/facts?source_id=${s.id}`)),
+    paths(
+      'GET /{repoID}/facts?status=',
+      ['new', 'stable'].map((s) => `${base}/facts?status=${s}`),
+    ),
+    paths(
+      'GET /{repoID}/facts?source_id=',
+      sources!.map((s) => `${base}/facts?source_id=${s.id}`),
+    ),
     { route: 'GET /api/v1/facts (X-Repository-ID)', requests: [{ path: '/api/v1/facts', repositoryHeader: repository.id }] },
     one('facts/{factID}', factRows!),
     paths('GET /{repoID}/concepts', [`${base}/concepts`]),
-    paths('GET /{repoID}/concepts?prefix=', words.map((w) => `${base}/concepts?prefix=${w.slice(0, 3)}`)),
+    paths(
+      'GET /{repoID}/concepts?prefix=',
+      words.map((w) => `${base}/concepts?prefix=${w.slice(0, 3)}`),
+    ),
     one('concepts/{conceptID}', concepts!),
     paths('GET /{repoID}/investigations', [`${base}/investigations`]),
     one('investigations/{investigationID}', investigations!),
     paths('GET /{repoID}/reports', [`${base}/reports`, `${base}/reports?parent_id=none`]),
     one('reports/{reportID}', reports!),
-    paths('GET /{repoID}/search?kind=facts', words.map((w, i) => `${base}/search?kind=facts&q=${w}+${words[(i + 7) % words.length]}`)),
-    paths('GET /{repoID}/search?kind=concepts', words.map((w) => `${base}/search?kind=concepts&q=${w}`)),
+    paths(
+      'GET /{repoID}/search?kind=facts',
+      words.map((w, i) => `${base}/search?kind=facts&q=${w}+${words[(i + 7) % words.length]}`),
+    ),
+    paths(
+      'GET /{repoID}/search?kind=concepts',
+      words.map((w) => `${base}/search?kind=concepts&q=${w}`),
+    ),
   ]
   const jobs: Route[] = [
-    paths('GET /{repoID}/jobs/{jobID}', jobIds.map((id) => `${base}/jobs/${id}`)),
+    paths(
+      'GET /{repoID}/jobs/{jobID}',
+      jobIds.map((id) => `${base}/jobs/${id}`),
+    ),
     paths('GET /{repoID}/jobs', [`${base}/jobs`]),
     { route: 'GET /api/v1/jobs/{jobID} (X-Repository-ID)', requests: jobIds.map((id): RouteRequest => ({ path: `/api/v1/jobs/${id}`, repositoryHeader: repository.slug })) },
   ]
@@ -328,14 +355,18 @@ function report(run: number, samples: Map<string, OperationSamples>, server: Map
   console.log(
     `\nrun ${run} of ${runs}: ${seconds} s, ${clientCount} clients, ${format(all.requests)} requests, ${format(all.requestsPerSecond)} req/s, ${all.errors} errors; CPU over ${cpu.wall.toFixed(1)} s: kgs ${(cpu.kgs / cpu.wall).toFixed(2)} cores, clients ${(cpu.clients / cpu.wall).toFixed(2)} cores`,
   )
-  console.log(`  ${'class'.padEnd(18)}${'share'.padStart(7)}${'requests'.padStart(10)}${'req/s'.padStart(8)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'errors'.padStart(8)}${'kgs p50/p99 ms'.padStart(17)}   target`)
+  console.log(
+    `  ${'class'.padEnd(18)}${'share'.padStart(7)}${'requests'.padStart(10)}${'req/s'.padStart(8)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}${'errors'.padStart(8)}${'kgs p50/p99 ms'.padStart(17)}   target`,
+  )
   let readP99 = 0
   for (const cls of OPERATION_CLASSES) {
     const groups = [...samples].filter(([operation]) => classOf(operation) === cls).map(([, s]) => s)
     if (groups.length === 0) continue
     const figures = summarize(groups, seconds)
     const logged = (server.get(cls) ?? []).sort((a, b) => a - b)
-    const target = READ_CLASSES.has(cls) ? `p99 < ${READ_P99_TARGET_MS} ms, 0 errors: ${figures.p99 < READ_P99_TARGET_MS && figures.errors === 0 ? 'met' : 'MISSED'}` : `0 errors: ${figures.errors === 0 ? 'met' : 'MISSED'}`
+    const target = READ_CLASSES.has(cls)
+      ? `p99 < ${READ_P99_TARGET_MS} ms, 0 errors: ${figures.p99 < READ_P99_TARGET_MS && figures.errors === 0 ? 'met' : 'MISSED'}`
+      : `0 errors: ${figures.errors === 0 ? 'met' : 'MISSED'}`
     if (READ_CLASSES.has(cls)) readP99 = Math.max(readP99, figures.p99)
     console.log(
       `  ${LABELS[cls].padEnd(18)}${`${((100 * figures.requests) / all.requests).toFixed(1)}%`.padStart(7)}${format(figures.requests).padStart(10)}${format(figures.requestsPerSecond).padStart(8)}${ms(figures.p50).padStart(9)}${ms(figures.p99).padStart(9)}${String(figures.errors).padStart(8)}${`${ms(percentile(logged, 0.5))} / ${ms(percentile(logged, 0.99))}`.padStart(17)}   ${target}`,
@@ -350,9 +381,7 @@ function reportRoutes(results: RunFigures[]) {
   const byOperation = new Map<string, OperationSamples[]>()
   for (const result of results) for (const [operation, s] of result.samples) byOperation.set(operation, [...(byOperation.get(operation) ?? []), s])
   console.log(`\nby route, all ${results.length} runs (client-side ms):`)
-  const rows = [...byOperation]
-    .map(([operation, groups]) => ({ operation, ...summarize(groups, seconds * results.length) }))
-    .sort((a, b) => b.p99 - a.p99)
+  const rows = [...byOperation].map(([operation, groups]) => ({ operation, ...summarize(groups, seconds * results.length) })).sort((a, b) => b.p99 - a.p99)
   for (const row of rows) console.log(`  ${row.operation.padEnd(62)}${format(row.requests).padStart(8)}  p50 ${ms(row.p50).padStart(6)}  p99 ${ms(row.p99).padStart(6)}  errors ${row.errors}`)
 }
 

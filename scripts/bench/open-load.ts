@@ -32,7 +32,11 @@ const kgs = await spawnKgs({ DATA_DIR: dataDir, WORKERS: '1', ...(process.env.DA
 const bare = await spawnServer([process.execPath, join(import.meta.dir, 'baseline-elysia.ts')], {})
 
 async function call(method: string, path: string, body?: unknown, token?: string): Promise<any> {
-  const res = await fetch(kgs.url + path, { method, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) })
+  const res = await fetch(kgs.url + path, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
   const text = await res.text()
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`)
   return text ? JSON.parse(text) : undefined
@@ -76,7 +80,11 @@ async function oneRequest(): Promise<{ op: OperationClass; ok: boolean } | undef
   const draw = Math.random() * 100
   const get = (path: string) => fetch(kgs.url + path, { headers: { authorization: `Bearer ${token}` } })
   try {
-    if (draw < 0.5) return { op: 'login', ok: (await fetch(`${kgs.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) }).then(consume)) }
+    if (draw < 0.5)
+      return {
+        op: 'login',
+        ok: await fetch(`${kgs.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) }).then(consume),
+      }
     if (draw < 2.5) {
       const refresh = refreshTokens.shift()
       if (!refresh) return undefined

@@ -28,7 +28,8 @@ const sizes = args.rows!.split(',').map(Number)
 const dimensions = Number(args.dimensions)
 const searches = Number(args.searches)
 for (const n of [...sizes, dimensions, searches]) if (!Number.isInteger(n) || n < 1) throw new Error('--rows, --dimensions and --searches take positive integers')
-for (const rows of sizes) if (rows * dimensions > RESIDENT_MAX_FLOATS) throw new Error(`--rows ${rows}: a table of ${rows * dimensions} floats is past RESIDENT_MAX_FLOATS (${RESIDENT_MAX_FLOATS}) and is not held in memory`)
+for (const rows of sizes)
+  if (rows * dimensions > RESIDENT_MAX_FLOATS) throw new Error(`--rows ${rows}: a table of ${rows * dimensions} floats is past RESIDENT_MAX_FLOATS (${RESIDENT_MAX_FLOATS}) and is not held in memory`)
 
 const CONCURRENCY = [1, 8]
 const K = 10

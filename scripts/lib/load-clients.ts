@@ -25,7 +25,7 @@ export interface MixPlan {
   clients: number
   /** Relative weights of the operation classes. */
   weights: Record<OperationClass, number>
-  users: { email: string; password: string; /** Indexes into `repositories`: where the user holds a role. */ repositories: number[] }[]
+  users: { email: string; password: string /** Indexes into `repositories`: where the user holds a role. */; repositories: number[] }[]
   repositories: { reads: Route[]; jobs: Route[] }[]
   seed: number
 }

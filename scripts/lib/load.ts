@@ -106,10 +106,7 @@ export function summarize(groups: readonly OperationSamples[], seconds: number):
 }
 
 /** `concurrency` clients repeating one request: a warm-up, then the measured run. */
-export async function measure(
-  request: () => Promise<Response>,
-  { seconds, concurrency, warmupSeconds = 1 }: { seconds: number; concurrency: number; warmupSeconds?: number },
-): Promise<LoadResult> {
+export async function measure(request: () => Promise<Response>, { seconds, concurrency, warmupSeconds = 1 }: { seconds: number; concurrency: number; warmupSeconds?: number }): Promise<LoadResult> {
   const clients = Array.from({ length: concurrency }, (_, i) => i)
   const step: Step = { operation: 'request', send: async () => void (await expectOk(await request())) }
   await runClosedLoop(clients, () => step, warmupSeconds)
@@ -169,7 +166,10 @@ export async function spawnKgs(env: Record<string, string>, logFile: string): Pr
   })
   const url = `http://127.0.0.1:${port}`
   for (let attempt = 0; ; attempt++) {
-    const ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false)
+    const ready = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    )
     if (ready) break
     if (child.exitCode !== null || attempt > 600) throw new Error(`kgs did not become ready (see ${logFile})`)
     await Bun.sleep(50)

@@ -27,7 +27,10 @@ export const WORDS = (
   'plasma plate pollen polymer pressure protein pulse quartz radiation reef resin river rock salinity sediment seed shelf signal ' +
   'silicon soil solar spectrum spore storm strain sulfur surface tide tissue turbine vapor velocity virus voltage wave wetland wind'
 ).split(' ')
-export const VERBS = 'absorbs accelerates alters amplifies binds blocks carries changes controls cools dampens degrades drives emits enhances forms heats inhibits limits lowers raises reduces reflects regulates releases shields slows stabilizes stores transports'.split(' ')
+export const VERBS =
+  'absorbs accelerates alters amplifies binds blocks carries changes controls cools dampens degrades drives emits enhances forms heats inhibits limits lowers raises reduces reflects regulates releases shields slows stabilizes stores transports'.split(
+    ' ',
+  )
 export const QUALIFIERS = ['at high pressure', 'in cold water', 'during summer', 'under load', 'at night', 'in dry soil', 'near the surface', 'over decades', 'in the lab', 'at sea level']
 
 /** mulberry32: small, fast, deterministic. */

@@ -31,7 +31,6 @@ export interface AccountsOptions {
   onUserCreated(userId: string): Promise<unknown>
 }
 
-
 const USER_CHANGED = 'kgs_user_changed'
 const USER_CACHE_TTL_MS = 30_000
 const USER_CACHE_SIZE = 10_000

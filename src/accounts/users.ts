@@ -15,8 +15,7 @@ export function normalizeEmail(email: string): string | undefined {
 
 const EMAIL_TAKEN = 'e-mail address already registered'
 
-const userColumns = (sql: Db) =>
-  sql`id, email, name, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
+const userColumns = (sql: Db) => sql`id, email, name, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
 
 export async function insertUser(sql: Sql, user: { email: string; name: string; passwordHash: string }): Promise<User> {
   try {

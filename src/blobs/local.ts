@@ -6,18 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { mkdirSync, readdirSync, rmSync, statSync, type Dirent } from 'node:fs'
 import { mkdir, open, readdir, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import {
-  BlobNotFoundError,
-  InvalidBlobKeyError,
-  assertValidKey,
-  assertValidPrefix,
-  bodyChunks,
-  describeKey,
-  isValidKey,
-  type BlobBody,
-  type BlobStore,
-  type PutOptions,
-} from './store.ts'
+import { BlobNotFoundError, InvalidBlobKeyError, assertValidKey, assertValidPrefix, bodyChunks, describeKey, isValidKey, type BlobBody, type BlobStore, type PutOptions } from './store.ts'
 
 const TEMP_FOLDER = '.tmp'
 /** A temporary file this old belongs to a put that died with its process. */

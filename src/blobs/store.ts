@@ -59,7 +59,6 @@ export class InvalidBlobKeyError extends Error {}
 /** Every blob of a repository (images, bodies) lives under this prefix, and goes with it. */
 export const repositoryBlobPrefix = (repositoryId: string) => `repositories/${repositoryId}/`
 
-
 export const MAX_KEY_LENGTH = 1024
 /**
  * 255 is a file name's limit on common filesystems. No leading dot: that rules out `.` and `..`,
@@ -91,8 +90,7 @@ const encoder = new TextEncoder()
 
 /** The body as chunks; fails with BlobTooLargeError as soon as more than maxBytes have come. */
 export async function* bodyChunks(body: BlobBody, maxBytes = Infinity): AsyncGenerator<Uint8Array> {
-  const source: AsyncIterable<Uint8Array> | Iterable<Uint8Array> =
-    typeof body === 'string' ? [encoder.encode(body)] : body instanceof Uint8Array ? [body] : body instanceof Blob ? body.stream() : body
+  const source: AsyncIterable<Uint8Array> | Iterable<Uint8Array> = typeof body === 'string' ? [encoder.encode(body)] : body instanceof Uint8Array ? [body] : body instanceof Blob ? body.stream() : body
   let bytes = 0
   const garbage = new GarbageMeter()
   // Leaving the loop by a throw cancels a stream source, so its producer stops too.

@@ -101,9 +101,7 @@ export class EmbeddedCluster {
       }
       const holder = readLock(this.lockPath)
       if (holder && holder.pid !== process.pid && processAlive(holder.pid)) {
-        throw new DataDirLockedError(
-          `data directory ${dirname(this.root)} is in use by another kgs process (pid ${holder.pid}); stop it or set another DATA_DIR`,
-        )
+        throw new DataDirLockedError(`data directory ${dirname(this.root)} is in use by another kgs process (pid ${holder.pid}); stop it or set another DATA_DIR`)
       }
       // The holder is gone (crash, or a container restart that reused our pid): the lock is stale.
       rmSync(this.lockPath, { force: true })
@@ -225,8 +223,7 @@ export class EmbeddedCluster {
 function initdbOnWorker(dir: string): Promise<void> {
   const worker = runtime.startWorker(INITDB_WORKER_URL)
   return new Promise<void>((resolve, reject) => {
-    worker.onmessage = (event: MessageEvent<{ ok: boolean; error?: string }>) =>
-      event.data.ok ? resolve() : reject(new Error(`initdb of ${dir} failed: ${event.data.error}`))
+    worker.onmessage = (event: MessageEvent<{ ok: boolean; error?: string }>) => (event.data.ok ? resolve() : reject(new Error(`initdb of ${dir} failed: ${event.data.error}`)))
     worker.onerror = (event) => reject(new Error(`initdb of ${dir} failed: ${event.message}`))
     worker.postMessage({ dir })
   }).finally(() => worker.terminate())

@@ -19,8 +19,7 @@ export interface PageRequest {
  * that name, the millisecond text of isoTimestamp, and rows within one millisecond would come
  * out in id order while the cursor compares microseconds: a page could skip a row.
  */
-export const pageOrder = (sql: Db, table: string, descending = false) =>
-  descending ? sql`${sql(table)}.created_at DESC, ${sql(table)}.id DESC` : sql`${sql(table)}.created_at, ${sql(table)}.id`
+export const pageOrder = (sql: Db, table: string, descending = false) => (descending ? sql`${sql(table)}.created_at DESC, ${sql(table)}.id DESC` : sql`${sql(table)}.created_at, ${sql(table)}.id`)
 
 /** The page key of a row of a table ordered by (created_at, id), with full precision. */
 export const pageKeyColumn = (sql: Db) => sql`to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS key_at`
@@ -30,11 +29,7 @@ export const pageKeyColumn = (sql: Db) => sql`to_char(created_at AT TIME ZONE 'U
  * it through a Date and lose the microseconds, and the page would start again at its own last row.
  */
 export const afterCursor = (sql: Db, after: PageKey | undefined, descending = false) =>
-  !after
-    ? sql`true`
-    : descending
-      ? sql`(created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)`
-      : sql`(created_at, id) > (${after.at}::text::timestamptz, ${after.id}::uuid)`
+  !after ? sql`true` : descending ? sql`(created_at, id) < (${after.at}::text::timestamptz, ${after.id}::uuid)` : sql`(created_at, id) > (${after.at}::text::timestamptz, ${after.id}::uuid)`
 
 export function withPageKeys<T extends { id: string; key_at: string }>(rows: T[]): (Omit<T, 'key_at'> & { page_key: PageKey })[] {
   return rows.map(({ key_at, ...row }) => ({ ...row, page_key: { at: key_at, id: row.id } }))

@@ -266,6 +266,9 @@ function canonicalId(id: string): string {
  * several kgs installations can share one server) and the repository UUID's 32 hex digits.
  */
 export function repositoryDatabaseName(systemDatabase: string, repositoryId: string): string {
-  const prefix = systemDatabase.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 30)
+  const prefix = systemDatabase
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, '_')
+    .slice(0, 30)
   return `${prefix}_${canonicalId(repositoryId).replaceAll('-', '')}`
 }

@@ -64,18 +64,14 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       response: { 200: SourceDetail, ...errors },
       detail: describe('A source with its parsed text, images, stored body and fact count'),
     })
-    .get(
-      '/facts',
-      async ({ db, page, query }) => listFacts(await db(), { ...page, status: query.status, sourceId: query.source_id }),
-      {
-        repository: 'fact:read',
-        paginated: true,
-        params: listParams,
-        query: FactQuery,
-        response: { 200: t.Array(Fact), ...errors },
-        detail: describe('Facts, optionally of one status or one source'),
-      },
-    )
+    .get('/facts', async ({ db, page, query }) => listFacts(await db(), { ...page, status: query.status, sourceId: query.source_id }), {
+      repository: 'fact:read',
+      paginated: true,
+      params: listParams,
+      query: FactQuery,
+      response: { 200: t.Array(Fact), ...errors },
+      detail: describe('Facts, optionally of one status or one source'),
+    })
     .get('/facts/:factID', async ({ db, params }) => orNotFound(await getFact(await db(), params.factID), 'fact'), {
       repository: 'fact:read',
       params: params({ factID: Uuid }),
@@ -109,18 +105,14 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       response: { 200: InvestigationDetail, ...errors },
       detail: describe('An investigation with its sources'),
     })
-    .get(
-      '/reports',
-      async ({ db, page, query }) => listReports(await db(), { ...page, parentId: query.parent_id === NONE ? null : query.parent_id }),
-      {
-        repository: 'report:read',
-        paginated: true,
-        params: listParams,
-        query: ReportQuery,
-        response: { 200: t.Array(Report), ...errors },
-        detail: describe('Reports, without their bodies; optionally the children of one, or only top-level ones'),
-      },
-    )
+    .get('/reports', async ({ db, page, query }) => listReports(await db(), { ...page, parentId: query.parent_id === NONE ? null : query.parent_id }), {
+      repository: 'report:read',
+      paginated: true,
+      params: listParams,
+      query: ReportQuery,
+      response: { 200: t.Array(Report), ...errors },
+      detail: describe('Reports, without their bodies; optionally the children of one, or only top-level ones'),
+    })
     .get('/reports/:reportID', async ({ db, params }) => orNotFound(await getReport(await db(), params.reportID), 'report'), {
       repository: 'report:read',
       params: params({ reportID: Uuid }),

@@ -4,7 +4,19 @@
 // the Link header; they leave out the big text columns, which only the details carry.
 import type { Fragment, Sql } from 'postgres'
 import { isoTimestamp, type Db } from '../db/sql.ts'
-import { RELATED_LIMIT, type Concept, type ConceptDetail, type Fact, type FactDetail, type Investigation, type InvestigationDetail, type Report, type ReportDetail, type Source, type SourceDetail } from './schemas.ts'
+import {
+  RELATED_LIMIT,
+  type Concept,
+  type ConceptDetail,
+  type Fact,
+  type FactDetail,
+  type Investigation,
+  type InvestigationDetail,
+  type Report,
+  type ReportDetail,
+  type Source,
+  type SourceDetail,
+} from './schemas.ts'
 import { afterCursor, pageKeyColumn, pageOrder, type PageKey, type PageRequest } from '../db/pages.ts'
 
 type Paged<T> = (T & { page_key: PageKey })[]
@@ -77,8 +89,7 @@ async function rowsByIds<T extends object>(sql: Sql, columns: Fragment, table: s
 
 // ---- sources
 
-const sourceColumns = (sql: Db) =>
-  sql`sources.id, url, doi, kind, status, parsed_title, to_char(published_at, 'YYYY-MM-DD') AS published_at, has_stored_body, ${createdAt(sql, 'sources')}`
+const sourceColumns = (sql: Db) => sql`sources.id, url, doi, kind, status, parsed_title, to_char(published_at, 'YYYY-MM-DD') AS published_at, has_stored_body, ${createdAt(sql, 'sources')}`
 
 export function listSources(sql: Sql, request: PageRequest): Promise<Paged<Source>> {
   return listPage(sql, sourceColumns(sql), 'sources', ['url', 'doi', 'kind', 'status', 'parsed_title'], sql`true`, request)
@@ -107,8 +118,7 @@ export interface FactFilter {
   sourceId?: string
 }
 
-const factColumns = (sql: Db) =>
-  sql`facts.id, text, fact_kind, image_url, content_hash, promptset_hash, status, source_image_id, ${createdAt(sql, 'facts')}`
+const factColumns = (sql: Db) => sql`facts.id, text, fact_kind, image_url, content_hash, promptset_hash, status, source_image_id, ${createdAt(sql, 'facts')}`
 
 export function listFacts(sql: Sql, request: PageRequest & FactFilter): Promise<Paged<Fact>> {
   const filter = sql`${request.status === undefined ? sql`true` : sql`status = ${request.status}`}
@@ -217,8 +227,7 @@ export async function getInvestigation(sql: Sql, id: string): Promise<Investigat
 /** A parent's UUID, or null for top-level reports only. */
 export type ParentFilter = string | null
 
-const reportColumns = (sql: Db) =>
-  sql`id, title, topic, status, parent_id, similarity_threshold, embedded_model, sentence_count, ${createdAt(sql, 'reports')}`
+const reportColumns = (sql: Db) => sql`id, title, topic, status, parent_id, similarity_threshold, embedded_model, sentence_count, ${createdAt(sql, 'reports')}`
 
 export function listReports(sql: Sql, request: PageRequest & { parentId?: ParentFilter }): Promise<Paged<Report>> {
   const { parentId } = request

@@ -53,7 +53,14 @@ type Params = Record<string, string>
  * with `refusal` otherwise. The scope an owner needs is the route's; acting by permission, also
  * the permission's. The service principal owns nothing and is no sysadmin.
  */
-function ownerOrPermission(authorizer: OwnerAuthorizer, resourceMetadata: string, principal: Principal, owner: string | null, rule: { or: SystemPermission | 'sysadmin'; scope: Scope }, refusal: HttpError): Principal {
+function ownerOrPermission(
+  authorizer: OwnerAuthorizer,
+  resourceMetadata: string,
+  principal: Principal,
+  owner: string | null,
+  rule: { or: SystemPermission | 'sysadmin'; scope: Scope },
+  refusal: HttpError,
+): Principal {
   const owns = !principal.grants && owner === principal.userId
   if (!owns) {
     const holds = rule.or === 'sysadmin' ? !principal.grants && authorizer.isSysadmin(principal.userId) : holdsSystemPermission(authorizer, principal, rule.or)
@@ -68,59 +75,57 @@ function ownerOrPermission(authorizer: OwnerAuthorizer, resourceMetadata: string
 export function accessControl(authenticator: Authenticator, authorizer: OwnerAuthorizer, seed?: string) {
   const resourceMetadata = authenticator.resourceMetadataUrl
   const resolvePrincipal = ({ request }: { request: Request }) => ({ principal: principalOf(request) })
-  return new Elysia({ name: 'kgs/access-control', seed })
-    .use(publicAccess)
-    .macro({
-      auth: {
-        detail: declared('authenticated', undefined, [401]),
-        ...authenticatesFirst(authenticator, 'read'),
-        resolve: resolvePrincipal,
+  return new Elysia({ name: 'kgs/access-control', seed }).use(publicAccess).macro({
+    auth: {
+      detail: declared('authenticated', undefined, [401]),
+      ...authenticatesFirst(authenticator, 'read'),
+      resolve: resolvePrincipal,
+    },
+    /** `what` names the resource in the refusal: "sessions are managed with a session token". */
+    session: (what: string) => ({
+      detail: declared('session-token', undefined, [401, 403]),
+      ...authenticatesFirst(authenticator, 'read'),
+      resolve({ request }) {
+        const principal = principalOf(request)
+        requireSessionToken(principal, what)
+        return { principal }
       },
-      /** `what` names the resource in the refusal: "sessions are managed with a session token". */
-      session: (what: string) => ({
-        detail: declared('session-token', undefined, [401, 403]),
-        ...authenticatesFirst(authenticator, 'read'),
-        resolve({ request }) {
-          const principal = principalOf(request)
-          requireSessionToken(principal, what)
-          return { principal }
-        },
-      }),
-      permission: (permission: SystemPermission) => ({
-        detail: declared(`system ${permission}`, scopeNeeded(permission), [401, 403]),
-        ...authenticatesFirst(authenticator, scopeNeeded(permission)),
-        resolve({ request }) {
-          const principal = principalOf(request)
-          if (!holdsSystemPermission(authorizer, principal, permission)) throw forbidden(permission)
-          requireScope(principal, scopeNeeded(permission), resourceMetadata)
-          return { principal }
-        },
-      }),
-      /**
-       * The user `user` finds from the path (404 when there is none) is the caller, or the caller
-       * holds `or`. `scope`: what the caller needs on its own account.
-       */
-      self: (rule: { or: SystemPermission; scope: Scope; user(params: Params): Promise<string> }) => ({
-        detail: declared(`self-or-system ${rule.or}`, rule.scope, [401, 403, 404]),
-        ...authenticatesFirst(authenticator, rule.scope),
-        async resolve({ request, params }) {
-          const userId = await rule.user(params as Params)
-          return { principal: ownerOrPermission(authorizer, resourceMetadata, principalOf(request), userId, rule, forbidden(rule.or)) }
-        },
-      }),
-      /**
-       * The resource `of` finds from the path (404 when there is none) is owned by the caller, or
-       * the caller holds `or`; else 403 with `refusal`.
-       */
-      owner: (rule: { or: 'sysadmin'; scope: Scope; of(params: Params): Promise<string | null>; refusal: string }) => ({
-        detail: declared(`owner-or-${rule.or}`, rule.scope, [401, 403, 404]),
-        ...authenticatesFirst(authenticator, rule.scope),
-        async resolve({ request, params }) {
-          const owner = await rule.of(params as Params)
-          return { principal: ownerOrPermission(authorizer, resourceMetadata, principalOf(request), owner, rule, new HttpError(403, `permission denied: ${rule.refusal}`)) }
-        },
-      }),
-    })
+    }),
+    permission: (permission: SystemPermission) => ({
+      detail: declared(`system ${permission}`, scopeNeeded(permission), [401, 403]),
+      ...authenticatesFirst(authenticator, scopeNeeded(permission)),
+      resolve({ request }) {
+        const principal = principalOf(request)
+        if (!holdsSystemPermission(authorizer, principal, permission)) throw forbidden(permission)
+        requireScope(principal, scopeNeeded(permission), resourceMetadata)
+        return { principal }
+      },
+    }),
+    /**
+     * The user `user` finds from the path (404 when there is none) is the caller, or the caller
+     * holds `or`. `scope`: what the caller needs on its own account.
+     */
+    self: (rule: { or: SystemPermission; scope: Scope; user(params: Params): Promise<string> }) => ({
+      detail: declared(`self-or-system ${rule.or}`, rule.scope, [401, 403, 404]),
+      ...authenticatesFirst(authenticator, rule.scope),
+      async resolve({ request, params }) {
+        const userId = await rule.user(params as Params)
+        return { principal: ownerOrPermission(authorizer, resourceMetadata, principalOf(request), userId, rule, forbidden(rule.or)) }
+      },
+    }),
+    /**
+     * The resource `of` finds from the path (404 when there is none) is owned by the caller, or
+     * the caller holds `or`; else 403 with `refusal`.
+     */
+    owner: (rule: { or: 'sysadmin'; scope: Scope; of(params: Params): Promise<string | null>; refusal: string }) => ({
+      detail: declared(`owner-or-${rule.or}`, rule.scope, [401, 403, 404]),
+      ...authenticatesFirst(authenticator, rule.scope),
+      async resolve({ request, params }) {
+        const owner = await rule.of(params as Params)
+        return { principal: ownerOrPermission(authorizer, resourceMetadata, principalOf(request), owner, rule, new HttpError(403, `permission denied: ${rule.refusal}`)) }
+      },
+    }),
+  })
 }
 
 /** How the repository rules find the repository a request names. */
@@ -161,7 +166,11 @@ export function repositoryAccess<R extends { id: string }>(authenticator: Authen
   const permissionOf = (need: RepositoryPermission | PermissionByQuery, query: Record<string, unknown>): RepositoryPermission =>
     typeof need === 'string' ? need : need.permissions[(query[need.query] as string | undefined) ?? need.default]!
   const ruleOf = (need: RepositoryPermission | PermissionByQuery) =>
-    typeof need === 'string' ? need : Object.entries(need.permissions).map(([value, permission]) => `${permission} (${need.query}=${value})`).join(' or ')
+    typeof need === 'string'
+      ? need
+      : Object.entries(need.permissions)
+          .map(([value, permission]) => `${permission} (${need.query}=${value})`)
+          .join(' or ')
   // Every permission of a by-query rule is a read: one scope covers them.
   const scopeOf = (need: RepositoryPermission | PermissionByQuery) => scopeNeeded(typeof need === 'string' ? need : need.permissions[need.default]!)
 

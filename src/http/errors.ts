@@ -77,12 +77,7 @@ function validationMessage(error: Pick<ValidationError, 'type' | 'valueError' | 
   const field = first.path.replace(/^\//, '').replaceAll('/', '.')
   const found = first.value === undefined ? 'missing' : `got ${SENSITIVE.test(field) ? typeName(first.value) : describeValue(first.value)}`
   const schema = first.schema as TSchema & { error?: unknown; anyOf?: TSchema[] }
-  const expected =
-    typeof schema.error === 'string'
-      ? schema.error
-      : schema.anyOf
-        ? `expected ${describeUnion(schema.anyOf)}`
-        : first.message.replace(/^Expected /, 'expected ')
+  const expected = typeof schema.error === 'string' ? schema.error : schema.anyOf ? `expected ${describeUnion(schema.anyOf)}` : first.message.replace(/^Expected /, 'expected ')
   return field ? `invalid ${where}: ${field}: ${expected} (${found})` : `invalid ${where}: ${expected} (${found})`
 }
 

@@ -17,9 +17,7 @@ function patternOf(path: string): RegExp {
 }
 
 export function methodNotAllowedResponder(routes: readonly RouteInfo[]) {
-  const patterns = routes
-    .filter((r) => r.method !== 'ALL')
-    .map((r) => ({ method: r.method.toUpperCase(), pattern: patternOf(r.path) }))
+  const patterns = routes.filter((r) => r.method !== 'ALL').map((r) => ({ method: r.method.toUpperCase(), pattern: patternOf(r.path) }))
   return (request: Request): Response | undefined => {
     const path = requestPath(request)
     const allowed = new Set(patterns.filter((p) => p.pattern.test(path)).map((p) => p.method))

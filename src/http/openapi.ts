@@ -85,7 +85,9 @@ const openApiPath = (path: string) => path.replace(/:([^/]+)/g, '{$1}')
 function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
   // staticFile: false, or the discovery documents under /.well-known would be left out.
   const { paths, components } = toOpenAPISchema(app, { staticFile: false }) as { paths: Record<string, Record<string, Operation>>; components: object }
-  const hooks = new Map(app.routes.map((route) => [`${route.method.toLowerCase()} ${openApiPath(route.path)}`, route.hooks as { body?: unknown; detail?: { responses?: object; parameters?: Parameter[] } }]))
+  const hooks = new Map(
+    app.routes.map((route) => [`${route.method.toLowerCase()} ${openApiPath(route.path)}`, route.hooks as { body?: unknown; detail?: { responses?: object; parameters?: Parameter[] } }]),
+  )
   for (const [path, operations] of Object.entries(paths)) {
     for (const [method, operation] of Object.entries(operations)) {
       const route = hooks.get(`${method} ${path}`)

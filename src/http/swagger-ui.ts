@@ -81,8 +81,6 @@ async function registerClient(system: Sql, baseUrl: string): Promise<void> {
     WHERE oauth_clients.redirect_uris IS DISTINCT FROM EXCLUDED.redirect_uris`
 }
 
-
-
 export function swaggerUi(system: Sql, baseUrl: string, document: () => object) {
   const init = initScript(baseUrl)
   // Registered when the page is first served, not at start-up: most instances never serve it.
@@ -109,7 +107,12 @@ export function swaggerUi(system: Sql, baseUrl: string, document: () => object) 
       '/swagger/:asset',
       ({ params, status }) => {
         const asset = ASSETS[params.asset]
-        return asset ? runtime.assets().then((paths) => runtime.openFile(paths[asset.path])).then((file) => respond(file, asset.type, 'public, max-age=3600')) : status(404, { error: 'not found' })
+        return asset
+          ? runtime
+              .assets()
+              .then((paths) => runtime.openFile(paths[asset.path]))
+              .then((file) => respond(file, asset.type, 'public, max-age=3600'))
+          : status(404, { error: 'not found' })
       },
       hide,
     )

@@ -109,8 +109,7 @@ export class Throttle {
     return `too many ${this.options.counted}; retry after ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}`
   }
 
-  readonly tooManyRequests = (retryAfterSeconds: number): Error =>
-    new HttpError(429, this.refusalMessage(retryAfterSeconds), { 'retry-after': String(retryAfterSeconds) })
+  readonly tooManyRequests = (retryAfterSeconds: number): Error => new HttpError(429, this.refusalMessage(retryAfterSeconds), { 'retry-after': String(retryAfterSeconds) })
 
   /**
    * The refusal at the OAuth protocol endpoints. RFC 6749 has no code for it; of its codes,
@@ -184,5 +183,8 @@ export function addressKey(address: string | undefined): string {
     const tailSize = tailGroups.reduce((size, group) => size + (group.includes('.') ? 2 : 1), 0)
     groups.push(...Array<string>(8 - groups.length - tailSize).fill('0'), ...tailGroups)
   }
-  return `${groups.slice(0, 4).map((group) => group.replace(/^0+(?=.)/, '')).join(':')}::/64`
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`
 }

@@ -61,7 +61,7 @@ export class Jobs {
         await this.bus.publish(this.system, JOB_CANCEL_REQUESTED, id)
       }
       if (running.length === 0) break
-      if (Date.now() > deadline) throw new HttpError(503, 'the repository\'s jobs have not stopped yet; try again', { 'retry-after': '5' })
+      if (Date.now() > deadline) throw new HttpError(503, "the repository's jobs have not stopped yet; try again", { 'retry-after': '5' })
       await runtime.sleep(STOP_POLL_MS)
     }
     await explainCancelled(this.system, [...asked], reason)

@@ -37,10 +37,7 @@ const jobColumns = (sql: Db) => sql`
   ${isoTimestamp(sql, 'started_at')} AS started_at,
   ${isoTimestamp(sql, 'finished_at')} AS finished_at`
 
-export async function enqueueJob(
-  sql: Db,
-  job: { kind: string; repositoryId?: string | null; params?: Record<string, unknown>; createdBy?: string | null; maxAttempts: number },
-): Promise<Job> {
+export async function enqueueJob(sql: Db, job: { kind: string; repositoryId?: string | null; params?: Record<string, unknown>; createdBy?: string | null; maxAttempts: number }): Promise<Job> {
   const [row] = await sql<Job[]>`
     INSERT INTO jobs (id, kind, repository_id, params, created_by, max_attempts)
     VALUES (${crypto.randomUUID()}, ${job.kind}, ${job.repositoryId ?? null}, ${sql.json((job.params ?? {}) as never)}, ${job.createdBy ?? null}, ${job.maxAttempts})
@@ -105,12 +102,7 @@ export async function reportProgress(sql: Db, id: string, workerId: string, leas
 }
 
 /** Finishes a job the worker still holds; false if it no longer does (its result is discarded). */
-export async function finishJob(
-  sql: Db,
-  id: string,
-  workerId: string,
-  outcome: { status: 'succeeded'; result: unknown } | { status: 'failed' | 'cancelled'; error: string },
-): Promise<boolean> {
+export async function finishJob(sql: Db, id: string, workerId: string, outcome: { status: 'succeeded'; result: unknown } | { status: 'failed' | 'cancelled'; error: string }): Promise<boolean> {
   const result = outcome.status === 'succeeded' ? sql.json((outcome.result ?? null) as never) : null
   const error = outcome.status === 'succeeded' ? null : storableText(outcome.error)
   const rows = await sql`

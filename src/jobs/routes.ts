@@ -113,5 +113,3 @@ const startBody = t.Object(
   },
   { additionalProperties: false },
 )
-
-

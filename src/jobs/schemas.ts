@@ -4,8 +4,7 @@ import type { Static } from '@sinclair/typebox'
 
 // Literal unions written out: t.UnionEnum would give the field a default (its first value), and
 // an absent filter would silently become status=queued.
-export const Status = (options?: { error: string }) =>
-  t.Union([t.Literal('queued'), t.Literal('running'), t.Literal('succeeded'), t.Literal('failed'), t.Literal('cancelled')], options)
+export const Status = (options?: { error: string }) => t.Union([t.Literal('queued'), t.Literal('running'), t.Literal('succeeded'), t.Literal('failed'), t.Literal('cancelled')], options)
 export type JobStatus = Static<ReturnType<typeof Status>>
 export const JOB_STATUSES: readonly JobStatus[] = Status().anyOf.map((literal) => literal.const)
 

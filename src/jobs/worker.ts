@@ -117,9 +117,7 @@ export class JobWorker {
       try {
         const update = pending
         pending = undefined
-        const lease = update
-          ? await reportProgress(this.system, claimed.id, this.id, this.timing.leaseMs, update)
-          : await renewLease(this.system, claimed.id, this.id, this.timing.leaseMs)
+        const lease = update ? await reportProgress(this.system, claimed.id, this.id, this.timing.leaseMs, update) : await renewLease(this.system, claimed.id, this.id, this.timing.leaseMs)
         if (!lease.held) controller.abort(LEASE_LOST)
         else if (lease.cancelRequested) controller.abort(CANCELLED)
       } catch (error) {

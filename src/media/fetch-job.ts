@@ -7,17 +7,7 @@ import { Type } from '@sinclair/typebox'
 import type { BlobStore } from '../blobs/store.ts'
 import { defineJobKind, type JobServices, type RunningJob } from '../jobs/kinds.ts'
 import { fetchMedia, MediaFetchError, type FetchMediaOptions } from './fetcher.ts'
-import {
-  countMissingBodies,
-  countMissingImages,
-  fetchedBodyKey,
-  fetchedImageKey,
-  missingBodies,
-  missingImages,
-  recordFetchedBody,
-  recordFetchedImage,
-  type MissingMedium,
-} from './store.ts'
+import { countMissingBodies, countMissingImages, fetchedBodyKey, fetchedImageKey, missingBodies, missingImages, recordFetchedBody, recordFetchedImage, type MissingMedium } from './store.ts'
 import { localImageUrl } from './urls.ts'
 
 const BATCH = 100

@@ -15,9 +15,7 @@ const AUTHORIZATION_TTL_SECONDS = 600
 const CODE_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/
 const PARAMETERS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource'] as const
 
-export type AuthorizeOutcome =
-  | { kind: 'error-page'; message: string }
-  | { kind: 'login'; client: Client; redirectUri: string; scope: string; authorizationId: string; csrfToken: string }
+export type AuthorizeOutcome = { kind: 'error-page'; message: string } | { kind: 'login'; client: Client; redirectUri: string; scope: string; authorizationId: string; csrfToken: string }
 
 export function csrfDigest(token: string): Buffer {
   return createHash('sha256').update(token).digest()

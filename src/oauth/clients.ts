@@ -133,8 +133,7 @@ export function matchRedirectUri(client: Client, requested: string): string | un
   return wanted !== undefined && client.redirect_uris.some((registered) => portless(registered) === wanted) ? requested : undefined
 }
 
-const invalidClient = (description: string, basic: boolean) =>
-  new OAuthError(401, 'invalid_client', description, basic ? { 'www-authenticate': 'Basic realm="kgs"' } : {})
+const invalidClient = (description: string, basic: boolean) => new OAuthError(401, 'invalid_client', description, basic ? { 'www-authenticate': 'Basic realm="kgs"' } : {})
 
 /**
  * Client authentication at the token and revocation endpoints (RFC 6749 §2.3): exactly the

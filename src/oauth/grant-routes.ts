@@ -16,16 +16,12 @@ export function grantRoutes(oauth: Pick<OAuthTokens, 'listUserGrants' | 'revokeU
   return new Elysia({ name: 'kgs/oauth-grants', prefix: '/api/v1' })
     .use(access)
     .use(pagination)
-    .get(
-      '/oauth/grants',
-      async ({ principal, page }) => oauth.listUserGrants(principal.userId, page.limit, page.after),
-      {
-        session: 'grants',
-        paginated: true,
-        response: { 200: t.Array(Grant), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
-        detail: { tags: ['oauth'], summary: "The caller's live OAuth grants, oldest first (paginated; a session token only)" },
-      },
-    )
+    .get('/oauth/grants', async ({ principal, page }) => oauth.listUserGrants(principal.userId, page.limit, page.after), {
+      session: 'grants',
+      paginated: true,
+      response: { 200: t.Array(Grant), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
+      detail: { tags: ['oauth'], summary: "The caller's live OAuth grants, oldest first (paginated; a session token only)" },
+    })
     .delete(
       '/oauth/grants/:grantID',
       async ({ principal, params }) => {

@@ -14,8 +14,7 @@ const liveGrants = (sql: Db) => sql`(
   WHERE f.revoked_at IS NULL AND f.created_at > now() - make_interval(secs => ${GRANT_SECONDS})
 ) grants`
 
-const grantColumns = (sql: Db) =>
-  sql`id, client_id, client_name, scope, ${isoTimestamp(sql, 'grants.created_at')} AS created_at, ${isoTimestamp(sql, 'grants.ends_at')} AS expires_at`
+const grantColumns = (sql: Db) => sql`id, client_id, client_name, scope, ${isoTimestamp(sql, 'grants.created_at')} AS created_at, ${isoTimestamp(sql, 'grants.ends_at')} AS expires_at`
 
 /**
  * One page of the user's live grants, oldest first, plus the look-ahead row. With `idleSeconds`, a

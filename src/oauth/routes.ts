@@ -12,21 +12,40 @@ import { publicAccess } from '../http/access.ts'
 import type { Throttles } from '../http/throttle.ts'
 import { normalizeEmail } from '../accounts/users.ts'
 import type { OAuthTokens } from './tokens.ts'
-import { bindingCookie, bindUser, boundToBrowser, browserBinding, browserBindingDigest, browserSessionUser, csrfMatches, newBrowserBinding, decide, endBrowserSession, endedSessionCookie, findPending, issueCode, sessionCookie, startBrowserSession } from './consent.ts'
+import {
+  bindingCookie,
+  bindUser,
+  boundToBrowser,
+  browserBinding,
+  browserBindingDigest,
+  browserSessionUser,
+  csrfMatches,
+  newBrowserBinding,
+  decide,
+  endBrowserSession,
+  endedSessionCookie,
+  findPending,
+  issueCode,
+  sessionCookie,
+  startBrowserSession,
+} from './consent.ts'
 import { consentPage, errorPage, formTarget, loginPage, pageResponse, redirectHost } from './pages.ts'
 import { authorizationServerMetadata, PROTECTED_RESOURCE_DOCUMENT, protectedResourceMetadata, type RESOURCE_PATHS } from './metadata.ts'
 
 const OAuthErrorBody = t.Object({ error: t.String(), error_description: t.String() }, { description: 'RFC 6749/7591 error' })
 
-const Registration = t.Object({
-  redirect_uris: t.Array(t.String({ maxLength: 2000 }), { minItems: 1, maxItems: 10, error: 'expected redirect_uris: an array of 1 to 10 URIs' }),
-  client_name: t.Optional(t.String({ maxLength: 200 })),
-  grant_types: t.Optional(t.Array(t.String({ maxLength: 64 }), { maxItems: 4 })),
-  response_types: t.Optional(t.Array(t.String({ maxLength: 64 }), { maxItems: 4 })),
-  token_endpoint_auth_method: t.Optional(t.String({ maxLength: 64 })),
-  scope: t.Optional(t.String({ maxLength: 200 })),
-  // Other RFC 7591 metadata (client_uri, logo_uri, contacts, ...) is accepted and not stored.
-}, { additionalProperties: true })
+const Registration = t.Object(
+  {
+    redirect_uris: t.Array(t.String({ maxLength: 2000 }), { minItems: 1, maxItems: 10, error: 'expected redirect_uris: an array of 1 to 10 URIs' }),
+    client_name: t.Optional(t.String({ maxLength: 200 })),
+    grant_types: t.Optional(t.Array(t.String({ maxLength: 64 }), { maxItems: 4 })),
+    response_types: t.Optional(t.Array(t.String({ maxLength: 64 }), { maxItems: 4 })),
+    token_endpoint_auth_method: t.Optional(t.String({ maxLength: 64 })),
+    scope: t.Optional(t.String({ maxLength: 200 })),
+    // Other RFC 7591 metadata (client_uri, logo_uri, contacts, ...) is accepted and not stored.
+  },
+  { additionalProperties: true },
+)
 
 const FormField = (maxLength: number) => t.String({ maxLength })
 const redirect303 = (location: string) => new Response(null, { status: 303, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
@@ -134,12 +153,20 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
   const asMetadata = authorizationServerMetadata(baseUrl)
   const discovery = { tags: ['oauth'], responses: { 200: { description: 'the metadata document', content: { 'application/json': { schema: { type: 'object' as const } } } } } }
   const resource = (path: (typeof RESOURCE_PATHS)[number]) =>
-    [`${PROTECTED_RESOURCE_DOCUMENT}${path}`, () => protectedResourceMetadata(baseUrl, path), { public: true, detail: { ...discovery, summary: `Protected resource metadata (RFC 9728) of the resource {base}${path}` } }] as const
+    [
+      `${PROTECTED_RESOURCE_DOCUMENT}${path}`,
+      () => protectedResourceMetadata(baseUrl, path),
+      { public: true, detail: { ...discovery, summary: `Protected resource metadata (RFC 9728) of the resource {base}${path}` } },
+    ] as const
   // The authorization pages answer HTML (and redirects), not JSON.
   const htmlPage = (summary: string, redirect?: 302 | 303) => ({
     tags: ['oauth'],
     summary,
-    responses: { 200: { description: 'an HTML page', content: { 'text/html': {} } }, ...(redirect && { [redirect]: { description: 'back to the client' } }), 400: { description: 'an HTML error page', content: { 'text/html': {} } } },
+    responses: {
+      200: { description: 'an HTML page', content: { 'text/html': {} } },
+      ...(redirect && { [redirect]: { description: 'back to the client' } }),
+      400: { description: 'an HTML error page', content: { 'text/html': {} } },
+    },
   })
   return new Elysia({ name: 'kgs/oauth' })
     .use(publicAccess)
@@ -261,7 +288,11 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
             set.headers.pragma = 'no-cache'
             if (body.grant_type === 'authorization_code') return tokens.exchangeCode(client, body)
             if (body.grant_type === 'refresh_token') return tokens.refresh(client, body)
-            throw new OAuthError(400, body.grant_type ? 'unsupported_grant_type' : 'invalid_request', body.grant_type ? `grant_type ${JSON.stringify(body.grant_type)} is not supported` : 'grant_type is required')
+            throw new OAuthError(
+              400,
+              body.grant_type ? 'unsupported_grant_type' : 'invalid_request',
+              body.grant_type ? `grant_type ${JSON.stringify(body.grant_type)} is not supported` : 'grant_type is required',
+            )
           },
           throttles.token.oauthTooManyRequests,
         ),
@@ -292,7 +323,12 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
       },
       {
         body: t.Object(
-          { token: t.Optional(t.String({ maxLength: 2048 })), token_type_hint: t.Optional(t.String({ maxLength: 64 })), client_id: t.Optional(t.String({ maxLength: 64 })), client_secret: t.Optional(t.String({ maxLength: 128 })) },
+          {
+            token: t.Optional(t.String({ maxLength: 2048 })),
+            token_type_hint: t.Optional(t.String({ maxLength: 64 })),
+            client_id: t.Optional(t.String({ maxLength: 64 })),
+            client_secret: t.Optional(t.String({ maxLength: 128 })),
+          },
           { additionalProperties: true },
         ),
         parse: 'urlencoded',

@@ -225,7 +225,12 @@ export class OAuthTokens {
 
   /** Revokes every live grant of `userId` (an administrator's doing): its tokens stop working at once. How many. */
   async revokeUserGrants(userId: string): Promise<number> {
-    return (await this.revokingFamilies((tx) => revokeAllGrants(tx, userId), (ids) => ids)).length
+    return (
+      await this.revokingFamilies(
+        (tx) => revokeAllGrants(tx, userId),
+        (ids) => ids,
+      )
+    ).length
   }
 
   /**

@@ -43,9 +43,7 @@ e = some(where (p.eft == allow))
 m = g(r.sub, "sysadmin", "system") || (g(r.sub, p.sub, r.dom) && ((p.dom == "system" && r.dom == "system") || (p.dom == "repository" && r.dom != "system")) && r.obj == p.obj && r.act == p.act)
 `
 
-const POLICIES = Object.entries(ROLES).flatMap(([role, definition]) =>
-  definition.permissions.map((permission) => [role, definition.domain_kind, ...splitPermission(permission)]),
-)
+const POLICIES = Object.entries(ROLES).flatMap(([role, definition]) => definition.permissions.map((permission) => [role, definition.domain_kind, ...splitPermission(permission)]))
 
 async function buildEnforcer(assignments: Assignment[]): Promise<Enforcer> {
   const enforcer = await newEnforcer(newModelFromString(MODEL))
@@ -112,7 +110,13 @@ export class Rbac {
 
   /** Repository domains (ids) in which the user holds any role. */
   repositoriesOf(userId: string): string[] {
-    return [...new Set(this.rolesOf(userId).filter((a) => a.domain !== SYSTEM_DOMAIN).map((a) => a.domain))]
+    return [
+      ...new Set(
+        this.rolesOf(userId)
+          .filter((a) => a.domain !== SYSTEM_DOMAIN)
+          .map((a) => a.domain),
+      ),
+    ]
   }
 
   /** Idempotent; returns whether anything changed. Applied here at once, elsewhere via the bus. */
@@ -193,4 +197,3 @@ function groupByUser(assignments: Assignment[]): Map<string, Assignment[]> {
   }
   return byUser
 }
-

@@ -50,7 +50,8 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
     const domain = body.domain === SYSTEM_DOMAIN ? SYSTEM_DOMAIN : (await repositories.resolve(body.domain))?.id
     if (!domain) throw new HttpError(400, `unknown repository ${JSON.stringify(body.domain)}`)
     const kind = domain === SYSTEM_DOMAIN ? 'system' : 'repository'
-    if (ROLES[body.role].domain_kind !== kind) throw new HttpError(400, `role ${body.role} applies to ${ROLES[body.role].domain_kind} domains, not to ${kind === 'system' ? 'the system domain' : 'a repository'}`)
+    if (ROLES[body.role].domain_kind !== kind)
+      throw new HttpError(400, `role ${body.role} applies to ${ROLES[body.role].domain_kind} domains, not to ${kind === 'system' ? 'the system domain' : 'a repository'}`)
     return { user_id: userId, role: body.role, domain }
   }
 
@@ -83,7 +84,7 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
         permission: 'user:manage',
         params: t.Object({ userID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) }),
         response: { 200: t.Object({ sessions_ended: t.Integer(), grants_revoked: t.Integer() }), ...errors },
-        detail: { tags: ['admin'], summary: "End every session and revoke every OAuth grant of a user: their tokens stop working at once" },
+        detail: { tags: ['admin'], summary: 'End every session and revoke every OAuth grant of a user: their tokens stop working at once' },
       },
     )
     .put(
@@ -104,15 +105,11 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
       },
       { permission: 'role:manage', body: AssignmentBody, response: { 200: Assignment, ...bodyErrors, 404: ErrorBody }, detail: { tags: ['admin'], summary: 'Remove a role assignment' } },
     )
-    .get(
-      '/admin/permissions',
-      () => Object.entries(ROLES).map(([role, definition]) => ({ role, domain_kind: definition.domain_kind, permissions: [...definition.permissions] })),
-      {
-        permission: 'role:read',
-        response: { 200: t.Array(t.Object({ role: t.String(), domain_kind: t.String(), permissions: t.Array(t.String()) })) },
-        detail: { tags: ['admin'], summary: 'Every role and the permissions it carries' },
-      },
-    )
+    .get('/admin/permissions', () => Object.entries(ROLES).map(([role, definition]) => ({ role, domain_kind: definition.domain_kind, permissions: [...definition.permissions] })), {
+      permission: 'role:read',
+      response: { 200: t.Array(t.Object({ role: t.String(), domain_kind: t.String(), permissions: t.Array(t.String()) })) },
+      detail: { tags: ['admin'], summary: 'Every role and the permissions it carries' },
+    })
     .get(
       '/permissions',
       async ({ principal, request }) => {
@@ -143,7 +140,15 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
         detail: {
           tags: ['admin'],
           summary: "The caller's permissions in the system domain and every repository it has a role in",
-          parameters: [{ in: 'header', name: 'X-Repository-ID', required: false, schema: { type: 'string' }, description: 'only the system domain and this repository (UUID or slug); 404 if the caller holds no role in it' }],
+          parameters: [
+            {
+              in: 'header',
+              name: 'X-Repository-ID',
+              required: false,
+              schema: { type: 'string' },
+              description: 'only the system domain and this repository (UUID or slug); 404 if the caller holds no role in it',
+            },
+          ],
         },
       },
     )

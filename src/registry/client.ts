@@ -163,14 +163,19 @@ export class RegistryClient {
    */
   async push(source: PushBody, metadata: PushMetadata, { signal, onBehalfOf }: { signal?: AbortSignal; onBehalfOf?: string } = {}): Promise<PushResult> {
     const body = typeof source === 'string' ? await existingFile(source) : source instanceof Blob || source instanceof Uint8Array ? source : toStream(source)
-    const response = await this.request('/api/v1/graphs', {
-      method: 'POST',
-      headers: { 'content-type': 'application/gzip', ...pushHeaders(metadata) },
-      body,
-      // A stream body goes out as it is read (fetch would otherwise refuse a stream).
-      ...(body instanceof ReadableStream ? { duplex: 'half' as const } : {}),
-      signal,
-    }, [], onBehalfOf)
+    const response = await this.request(
+      '/api/v1/graphs',
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/gzip', ...pushHeaders(metadata) },
+        body,
+        // A stream body goes out as it is read (fetch would otherwise refuse a stream).
+        ...(body instanceof ReadableStream ? { duplex: 'half' as const } : {}),
+        signal,
+      },
+      [],
+      onBehalfOf,
+    )
     const result = (await response.json()) as Partial<PushResult>
     if (typeof result.graph_id !== 'string' || typeof result.new !== 'boolean') throw malformed('push result')
     return { graph_id: result.graph_id, new: result.new }
@@ -276,7 +281,9 @@ export function createRegistryClient(config: Pick<Config, 'registryUrl' | 'regis
   if (config.registryToken) return new RegistryClient({ url: config.registryUrl ?? baseUrl, token: config.registryToken })
   // The service token opens this server's registry: it must never be handed to another server.
   if (config.registryUrl && new URL(config.registryUrl).origin !== new URL(baseUrl).origin) {
-    throw new ConfigError(`REGISTRY_URL ${withoutUserinfo(config.registryUrl)} is another server than BASE_URL ${withoutUserinfo(baseUrl)}: set REGISTRY_TOKEN (this server's own service token is only sent to itself)`)
+    throw new ConfigError(
+      `REGISTRY_URL ${withoutUserinfo(config.registryUrl)} is another server than BASE_URL ${withoutUserinfo(baseUrl)}: set REGISTRY_TOKEN (this server's own service token is only sent to itself)`,
+    )
   }
   if (!config.jwtSecret) throw new Error('a registry client needs REGISTRY_TOKEN or the JWT secret')
   const service = createServiceTokens({ secret: config.jwtSecret, issuer: baseUrl })

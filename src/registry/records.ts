@@ -44,4 +44,3 @@ export function goOffset(offset: string): number {
   if (!/^[0-9]{1,15}$/.test(offset)) throw new HttpError(400, `invalid query: offset: expected a non-negative integer (got ${JSON.stringify(offset.slice(0, 20))})`)
   return Number(offset)
 }
-

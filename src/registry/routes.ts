@@ -46,100 +46,102 @@ export function registryRoutes(options: RegistryRoutesOptions) {
   /** The owner of the graph the path names (null: the service token's); 404 when there is none. */
   const owner = async (params: Record<string, string>) => (await find(params.id!)).owner_id
 
-  return new Elysia({ name: 'kgs/registry' })
-    // Its own instance: this authenticator also accepts the service principal's tokens.
-    .use(accessControl(authenticator, authorizer, 'registry'))
-    .use(pagination)
-    .post(
-      '/api/v1/graphs',
-      async ({ request, principal, set }) => {
-        const pushed = await pushGraph(options, request, principal)
-        if (pushed.new) {
-          set.status = 201
-          set.headers.location = `/api/v1/graphs/${pushed.graph_id}`
-        }
-        return pushed
-      },
-      {
-        permission: 'registry:push',
-        headers: PushHeaders,
-        // 403 also for a pusher at a QUOTA_REGISTRY_* limit, or acting for an account that is gone.
-        response: { 200: PushResult, 201: PushResult, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 408: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody },
-        detail: describe(
-          'Push a bundle: the body (gzip) is streamed to storage, never parsed. 201 {graph_id, new: true}; 200 {graph_id, new: false} when (name, sha256) is already stored, and nothing is stored',
-          { requestBody: { required: true, ...gzipBody } },
-        ),
-      },
-    )
-    .get(
-      '/api/v1/graphs',
-      async ({ query, page }) => {
-        if (query.offset !== undefined) {
-          if (query.cursor !== undefined) throw new HttpError(400, 'invalid query: cursor: not with offset, which asks for the Go form of the list')
-          // As Go's registry: a tag, when given, is the only filter.
-          const filter = query.tag ? { tag: query.tag } : { q: query.q || undefined }
-          const { graphs, total } = await listGraphsByOffset(system, filter, goLimit(query.limit), goOffset(query.offset))
-          return { graphs: graphs.length > 0 ? graphs.map(record) : null, total }
-        }
-        // paginatedUnless: a page is asked for exactly when offset is not.
-        const rows = await listGraphs(system, { q: query.q || undefined, tag: query.tag }, page!.limit, page!.after)
-        return rows.map((g) => ({ ...record(g), page_key: g.page_key }))
-      },
-      {
+  return (
+    new Elysia({ name: 'kgs/registry' })
+      // Its own instance: this authenticator also accepts the service principal's tokens.
+      .use(accessControl(authenticator, authorizer, 'registry'))
+      .use(pagination)
+      .post(
+        '/api/v1/graphs',
+        async ({ request, principal, set }) => {
+          const pushed = await pushGraph(options, request, principal)
+          if (pushed.new) {
+            set.status = 201
+            set.headers.location = `/api/v1/graphs/${pushed.graph_id}`
+          }
+          return pushed
+        },
+        {
+          permission: 'registry:push',
+          headers: PushHeaders,
+          // 403 also for a pusher at a QUOTA_REGISTRY_* limit, or acting for an account that is gone.
+          response: { 200: PushResult, 201: PushResult, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 408: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody },
+          detail: describe(
+            'Push a bundle: the body (gzip) is streamed to storage, never parsed. 201 {graph_id, new: true}; 200 {graph_id, new: false} when (name, sha256) is already stored, and nothing is stored',
+            { requestBody: { required: true, ...gzipBody } },
+          ),
+        },
+      )
+      .get(
+        '/api/v1/graphs',
+        async ({ query, page }) => {
+          if (query.offset !== undefined) {
+            if (query.cursor !== undefined) throw new HttpError(400, 'invalid query: cursor: not with offset, which asks for the Go form of the list')
+            // As Go's registry: a tag, when given, is the only filter.
+            const filter = query.tag ? { tag: query.tag } : { q: query.q || undefined }
+            const { graphs, total } = await listGraphsByOffset(system, filter, goLimit(query.limit), goOffset(query.offset))
+            return { graphs: graphs.length > 0 ? graphs.map(record) : null, total }
+          }
+          // paginatedUnless: a page is asked for exactly when offset is not.
+          const rows = await listGraphs(system, { q: query.q || undefined, tag: query.tag }, page!.limit, page!.after)
+          return rows.map((g) => ({ ...record(g), page_key: g.page_key }))
+        },
+        {
+          permission: 'registry:pull',
+          paginatedUnless: 'offset',
+          query: ListQuery,
+          response: { 200: t.Union([t.Array(GraphRecord), GoGraphPage]), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
+          detail: describe(
+            'Stored graphs, oldest first, paged (Link: rel="next"); ?q= matches name or description, ?tag= one tag. With ?offset= (the Go client\'s form): {graphs, total}, newest first, limit 1-200 (else 20), tag alone when given',
+          ),
+        },
+      )
+      .get('/api/v1/graphs/:id', async ({ params }) => record(await find(params.id)), {
         permission: 'registry:pull',
-        paginatedUnless: 'offset',
-        query: ListQuery,
-        response: { 200: t.Union([t.Array(GraphRecord), GoGraphPage]), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
-        detail: describe(
-          'Stored graphs, oldest first, paged (Link: rel="next"); ?q= matches name or description, ?tag= one tag. With ?offset= (the Go client\'s form): {graphs, total}, newest first, limit 1-200 (else 20), tag alone when given',
-        ),
-      },
-    )
-    .get('/api/v1/graphs/:id', async ({ params }) => record(await find(params.id)), {
-      permission: 'registry:pull',
-      params: GraphParams,
-      response: { 200: GraphRecord, ...errors },
-      detail: describe('A stored graph'),
-    })
-    .get(
-      '/api/v1/graphs/:id/bundle',
-      async ({ params }) => {
-        const graph = await find(params.id)
-        const body = await blobs.responseBody(graph.storage_key)
-        if (!body) throw new Error(`registry: the blob of graph ${graph.id} (${graph.storage_key}) is missing`)
-        return new Response(body, {
-          headers: {
-            'content-type': 'application/gzip',
-            'content-length': String(graph.bytes),
-            'content-disposition': `attachment; filename="${filenameSlug(graph.name)}.json.gz"`,
-          },
-        })
-      },
-      {
-        permission: 'registry:pull',
-        params: GraphParams,
-        response: errors,
-        // Documented by hand: the 200 is not JSON, and documenting it replaces the generated answers.
-        detail: describe('Download a stored bundle (streamed, no size limit)', {
-          responses: { 200: gzipBody, ...Object.fromEntries(Object.keys(errors).map((status) => [status, { description: 'error', content: { 'application/json': { schema: ErrorBody } } }])) },
-        }),
-      },
-    )
-    .delete(
-      '/api/v1/graphs/:id',
-      async ({ params }) => {
-        // The index row first: from then on no one is handed the blob, which then goes.
-        const deleted = await deleteGraph(system, params.id.toLowerCase())
-        if (!deleted) throw new HttpError(404, 'graph not found')
-        await discardBlobs(blobs, log, deleted.storage_key)
-        return record(deleted)
-      },
-      {
-        // The service principal deletes nothing; users delete their own graphs, sysadmins any.
-        owner: { or: 'sysadmin', scope: 'write', of: owner, refusal: 'only the owner of a graph or a sysadmin may delete it' },
         params: GraphParams,
         response: { 200: GraphRecord, ...errors },
-        detail: describe('Delete a stored graph (its owner or a sysadmin): the index row, then the bundle; 200 with the deleted record'),
-      },
-    )
+        detail: describe('A stored graph'),
+      })
+      .get(
+        '/api/v1/graphs/:id/bundle',
+        async ({ params }) => {
+          const graph = await find(params.id)
+          const body = await blobs.responseBody(graph.storage_key)
+          if (!body) throw new Error(`registry: the blob of graph ${graph.id} (${graph.storage_key}) is missing`)
+          return new Response(body, {
+            headers: {
+              'content-type': 'application/gzip',
+              'content-length': String(graph.bytes),
+              'content-disposition': `attachment; filename="${filenameSlug(graph.name)}.json.gz"`,
+            },
+          })
+        },
+        {
+          permission: 'registry:pull',
+          params: GraphParams,
+          response: errors,
+          // Documented by hand: the 200 is not JSON, and documenting it replaces the generated answers.
+          detail: describe('Download a stored bundle (streamed, no size limit)', {
+            responses: { 200: gzipBody, ...Object.fromEntries(Object.keys(errors).map((status) => [status, { description: 'error', content: { 'application/json': { schema: ErrorBody } } }])) },
+          }),
+        },
+      )
+      .delete(
+        '/api/v1/graphs/:id',
+        async ({ params }) => {
+          // The index row first: from then on no one is handed the blob, which then goes.
+          const deleted = await deleteGraph(system, params.id.toLowerCase())
+          if (!deleted) throw new HttpError(404, 'graph not found')
+          await discardBlobs(blobs, log, deleted.storage_key)
+          return record(deleted)
+        },
+        {
+          // The service principal deletes nothing; users delete their own graphs, sysadmins any.
+          owner: { or: 'sysadmin', scope: 'write', of: owner, refusal: 'only the owner of a graph or a sysadmin may delete it' },
+          params: GraphParams,
+          response: { 200: GraphRecord, ...errors },
+          detail: describe('Delete a stored graph (its owner or a sysadmin): the index row, then the bundle; 200 with the deleted record'),
+        },
+      )
+  )
 }

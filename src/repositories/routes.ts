@@ -43,11 +43,12 @@ export function repositoryRoutes(repositories: Repositories, access: ReturnType<
         detail: describe('Create a repository (its own database; the creator becomes repoadmin)'),
       },
     )
-    .get(
-      '/api/v1/repositories',
-      async ({ principal, page }) => repositories.list(principal.userId, page.limit, page.after),
-      { auth: true, paginated: true, response: { 200: t.Array(Repository), 400: ErrorBody, 401: ErrorBody }, detail: describe('Repositories the caller holds a role in (all, for a sysadmin)') },
-    )
+    .get('/api/v1/repositories', async ({ principal, page }) => repositories.list(principal.userId, page.limit, page.after), {
+      auth: true,
+      paginated: true,
+      response: { 200: t.Array(Repository), 400: ErrorBody, 401: ErrorBody },
+      detail: describe('Repositories the caller holds a role in (all, for a sysadmin)'),
+    })
     .get('/api/v1/repositories/:repoID', ({ repository }) => repository, {
       repository: 'repository:read',
       response: { 200: Repository, ...readErrors },

@@ -15,10 +15,7 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
   /** The repository the request names, if the caller may see it. */
   const find = async (userId: string, fromPath: string | undefined, fromHeader: string | null): Promise<Repository> => {
     if (fromPath === undefined && !fromHeader) throw new HttpError(400, 'no repository named: put it in the path or the X-Repository-ID header')
-    const [byPath, byHeader] = await Promise.all([
-      fromPath === undefined ? undefined : repositories.resolve(fromPath),
-      fromHeader ? repositories.resolve(fromHeader) : undefined,
-    ])
+    const [byPath, byHeader] = await Promise.all([fromPath === undefined ? undefined : repositories.resolve(fromPath), fromHeader ? repositories.resolve(fromHeader) : undefined])
     const visible = (repository: Repository | undefined): repository is Repository =>
       repository !== undefined && (rbac.isSysadmin(userId) || rbac.rolesOf(userId).some((a) => a.domain === repository.id))
     // Visibility first: comparing first would tell a hidden repository (400) from a missing one (404).

@@ -5,8 +5,7 @@ import { rethrowUnique } from '../db/conflict.ts'
 import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../db/pages.ts'
 import type { Repository } from './schemas.ts'
 
-const columns = (sql: Db) =>
-  sql`id, name, slug, description, owner_id, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
+const columns = (sql: Db) => sql`id, name, slug, description, owner_id, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
 
 export async function insertRepository(sql: Db, r: { id: string; name: string; slug: string; description: string; ownerId: string }): Promise<Repository> {
   try {

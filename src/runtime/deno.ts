@@ -17,7 +17,15 @@ interface DenoServeInfo {
 }
 type DenoHandler = (request: Request, info: DenoServeInfo) => Response | Promise<Response>
 declare const Deno: {
-  serve(options: { port?: number; hostname?: string; path?: string; transport?: 'unix'; onListen?: () => void; onError?: (error: unknown) => Response | Promise<Response>; handler: DenoHandler }): DenoServer
+  serve(options: {
+    port?: number
+    hostname?: string
+    path?: string
+    transport?: 'unix'
+    onListen?: () => void
+    onError?: (error: unknown) => Response | Promise<Response>
+    handler: DenoHandler
+  }): DenoServer
   stdout: { writeSync(bytes: Uint8Array): number }
   stdin: { readable: ReadableStream<Uint8Array> }
   unrefTimer(id: number): void

@@ -41,7 +41,11 @@ export function fetchS3Client(connection: S3Connection): S3Client {
   /** A signed request; any answer but 2xx becomes an S3Error. */
   const request = async (path: string, init: RequestInit & { query?: Record<string, string> } = {}): Promise<Response> => {
     const { query, ...rest } = init
-    const search = query ? `?${Object.entries(query).map(([name, value]) => (value === '' ? encodeRfc3986(name) : `${encodeRfc3986(name)}=${encodeRfc3986(value)}`)).join('&')}` : ''
+    const search = query
+      ? `?${Object.entries(query)
+          .map(([name, value]) => (value === '' ? encodeRfc3986(name) : `${encodeRfc3986(name)}=${encodeRfc3986(value)}`))
+          .join('&')}`
+      : ''
     const response = await signer.fetch(`${bucketUrl}${path}${search}`, rest)
     if (!response.ok) throw await s3Error(response)
     return response
@@ -67,7 +71,12 @@ export function fetchS3Client(connection: S3Connection): S3Client {
     async stat() {
       const { headers } = await request(objectPath(key), { method: 'HEAD' })
       const lastModified = headers.get('last-modified')
-      return { size: Number(headers.get('content-length') ?? 0), etag: headers.get('etag') ?? undefined, lastModified: lastModified ? new Date(lastModified) : undefined, type: headers.get('content-type') ?? undefined }
+      return {
+        size: Number(headers.get('content-length') ?? 0),
+        etag: headers.get('etag') ?? undefined,
+        lastModified: lastModified ? new Date(lastModified) : undefined,
+        type: headers.get('content-type') ?? undefined,
+      }
     },
   })
 
@@ -112,7 +121,9 @@ export function fetchS3Client(connection: S3Connection): S3Client {
       }
       const etags = await Promise.all(parts)
       const manifest = etags.map((etag, index) => `<Part><PartNumber>${index + 1}</PartNumber><ETag>${escapeXml(etag)}</ETag></Part>`).join('')
-      const completed = await (await request(path, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: `<CompleteMultipartUpload>${manifest}</CompleteMultipartUpload>`, query: { uploadId } })).text()
+      const completed = await (
+        await request(path, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: `<CompleteMultipartUpload>${manifest}</CompleteMultipartUpload>`, query: { uploadId } })
+      ).text()
       // S3 may answer 200 and still fail the completion: the error is in the body.
       if (xmlValue(completed, 'Code') !== undefined) throw new S3Error(xmlValue(completed, 'Code')!, xmlValue(completed, 'Message') ?? 'CompleteMultipartUpload failed')
       return size

@@ -52,7 +52,11 @@ async function embedAll(kind: VectorKind, job: RunningJob<{ ids?: string[] }>, {
     )
     if (rows.length === 0) break
     const embedded = await embedder.embed(rows.map((r) => r.text))
-    await vectors.upsert(repositoryId, kind, rows.map((r, i) => ({ id: r.id, vector: embedded[i]! })))
+    await vectors.upsert(
+      repositoryId,
+      kind,
+      rows.map((r, i) => ({ id: r.id, vector: embedded[i]! })),
+    )
     done += rows.length
     after = rows.at(-1)!.id
     job.progress({ done })

@@ -32,7 +32,12 @@ function fnv1a(text: string, seed = 0x811c9dc5): number {
 }
 
 function tokens(text: string): string[] {
-  return text.normalize('NFKC').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
+  return (
+    text
+      .normalize('NFKC')
+      .toLowerCase()
+      .match(/[\p{L}\p{N}]+/gu) ?? []
+  )
 }
 
 /** The kgs-hash-v1 vector of one text (all zeros for a text without letters or digits). */
@@ -123,7 +128,8 @@ export class HttpEmbedder implements Embedder {
       const index = item.index
       const embedding = item.embedding
       if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= input.length || vectors[index]) throw new EmbeddingError('embedding provider returned a bad or repeated index')
-      if (!Array.isArray(embedding) || embedding.length === 0 || !embedding.every((x) => typeof x === 'number' && Number.isFinite(x))) throw new EmbeddingError('embedding provider returned a vector that is not a list of numbers')
+      if (!Array.isArray(embedding) || embedding.length === 0 || !embedding.every((x) => typeof x === 'number' && Number.isFinite(x)))
+        throw new EmbeddingError('embedding provider returned a vector that is not a list of numbers')
       this.knownDimensions ??= embedding.length
       if (embedding.length !== this.knownDimensions) throw new EmbeddingError(`embedding provider returned ${embedding.length} dimensions, expected ${this.knownDimensions}`)
       vectors[index] = Float32Array.from(embedding as number[])

@@ -77,10 +77,7 @@ function stagingTableName(jobId: string, kind: VectorKind): string {
 }
 
 function tableSchema(dimensions: number): Schema {
-  return new Schema([
-    new Field('id', new Utf8(), false, new Map([[PRIMARY_KEY_METADATA, 'true']])),
-    new Field('vector', new FixedSizeList(dimensions, new Field('item', new Float32(), true)), false),
-  ])
+  return new Schema([new Field('id', new Utf8(), false, new Map([[PRIMARY_KEY_METADATA, 'true']])), new Field('vector', new FixedSizeList(dimensions, new Field('item', new Float32(), true)), false)])
 }
 
 /** One Arrow record batch of the rows, the vectors copied into one contiguous float32 buffer. */

@@ -23,7 +23,6 @@ async function register(overrides: Record<string, unknown> = {}) {
   return res.body as { user: { id: string; email: string; name: string }; token: string; refresh_token: string }
 }
 
-
 /** Direct access to the system database, to set up states (an expired session) without waiting. */
 async function withSystemDb<T>(fn: (sql: postgres.Sql) => Promise<T>): Promise<T> {
   const sql = server.systemSql()
@@ -145,8 +144,7 @@ describe(`access tokens (${BACKEND})`, () => {
   beforeAll(async () => {
     grant = await register()
   })
-  const me = (token?: string, scheme = 'Bearer') =>
-    http.call('GET', '/api/v1/users/me', { headers: token === undefined ? {} : { authorization: `${scheme} ${token}` } })
+  const me = (token?: string, scheme = 'Bearer') => http.call('GET', '/api/v1/users/me', { headers: token === undefined ? {} : { authorization: `${scheme} ${token}` } })
 
   test('no token: 401 with WWW-Authenticate: Bearer and resource_metadata', async () => {
     const res = await me()
@@ -165,16 +163,29 @@ describe(`access tokens (${BACKEND})`, () => {
   const refused: [string, () => Promise<string>][] = [
     ['garbage', async () => 'not-a-jwt'],
     ['a wrong signature', async () => sign(claims(), 'HS256', new TextEncoder().encode('another secret of at least 32 chars!'))],
-    ['an expired token', async () => new SignJWT(claims()).setProtectedHeader({ alg: 'HS256' }).setIssuer(server.url).setIssuedAt(Math.floor(Date.now() / 1000) - 3600).setExpirationTime(Math.floor(Date.now() / 1000) - 60).sign(secret())],
-    ['alg none', async () => `${btoa(JSON.stringify({ alg: 'none', typ: 'JWT' })).replace(/=+$/, '')}.${Buffer.from(JSON.stringify({ ...claims(), iss: server.url, exp: Math.floor(Date.now() / 1000) + 300 })).toString('base64url')}.`],
+    [
+      'an expired token',
+      async () =>
+        new SignJWT(claims())
+          .setProtectedHeader({ alg: 'HS256' })
+          .setIssuer(server.url)
+          .setIssuedAt(Math.floor(Date.now() / 1000) - 3600)
+          .setExpirationTime(Math.floor(Date.now() / 1000) - 60)
+          .sign(secret()),
+    ],
+    [
+      'alg none',
+      async () =>
+        `${btoa(JSON.stringify({ alg: 'none', typ: 'JWT' })).replace(/=+$/, '')}.${Buffer.from(JSON.stringify({ ...claims(), iss: server.url, exp: Math.floor(Date.now() / 1000) + 300 })).toString('base64url')}.`,
+    ],
     ['another HMAC algorithm (HS512) with the right secret', async () => sign(claims(), 'HS512')],
     ['an RS256 token', async () => sign(claims(), 'RS256', (await generateKeyPair('RS256')).privateKey)],
     ['a missing sid', async () => sign({ ...claims(), sid: undefined })],
     ['another issuer', async () => new SignJWT(claims()).setProtectedHeader({ alg: 'HS256' }).setIssuer('https://evil.example').setIssuedAt().setExpirationTime('5m').sign(secret())],
     ['another token type', async () => sign({ ...claims(), typ: 'refresh' })],
     ['signed with JWT_SECRET itself (the key before per-kind keys)', async () => sign(claims(), 'HS256', new TextEncoder().encode(server.env.JWT_SECRET))],
-    ['signed with the OAuth access tokens\' key', async () => sign(claims(), 'HS256', tokenKey(server.env.JWT_SECRET!, 'oauth-access'))],
-    ['signed with the service tokens\' key', async () => sign(claims(), 'HS256', tokenKey(server.env.JWT_SECRET!, 'service'))],
+    ["signed with the OAuth access tokens' key", async () => sign(claims(), 'HS256', tokenKey(server.env.JWT_SECRET!, 'oauth-access'))],
+    ["signed with the service tokens' key", async () => sign(claims(), 'HS256', tokenKey(server.env.JWT_SECRET!, 'service'))],
   ]
   for (const [what, make] of refused) {
     test(`${what}: 401 invalid_token`, async () => {
@@ -329,4 +340,3 @@ describe('token kinds', () => {
     }
   }
 })
-

@@ -64,7 +64,9 @@ describe(`SESSION_IDLE_TTL=${IDLE} (${BACKEND})`, () => {
     const client = await registerClient(server.url)
     const granted = await obtainTokens(server.url, client, { email, password: PASSWORD })
     const sql = server.context.pools.system
-    const [unused] = await sql<{ family_id: string }[]>`SELECT family_id FROM oauth_refresh_tokens WHERE used_at IS NULL AND family_id IN (SELECT id FROM oauth_token_families WHERE client_id = ${client.client_id})`
+    const [unused] = await sql<
+      { family_id: string }[]
+    >`SELECT family_id FROM oauth_refresh_tokens WHERE used_at IS NULL AND family_id IN (SELECT id FROM oauth_token_families WHERE client_id = ${client.client_id})`
     const familyId = unused!.family_id
     await backdate('oauth_refresh_tokens', 'family_id', familyId, 59)
     const { token } = (await http.post('/api/v1/auth/login', { email, password: PASSWORD })).body as { token: string }
@@ -75,7 +77,12 @@ describe(`SESSION_IDLE_TTL=${IDLE} (${BACKEND})`, () => {
     expect((await http.get('/api/v1/users/me', refreshed.body.access_token)).status).toBe(200)
     await backdate('oauth_refresh_tokens', 'family_id', familyId, 61)
     expect(await listed()).toEqual([])
-    expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshed.body.refresh_token!, client_id: client.client_id }), 400, 'invalid_grant', /went unused longer than SESSION_IDLE_TTL/)
+    expectOAuthError(
+      await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshed.body.refresh_token!, client_id: client.client_id }),
+      400,
+      'invalid_grant',
+      /went unused longer than SESSION_IDLE_TTL/,
+    )
     expectError(await http.get('/api/v1/users/me', refreshed.body.access_token), 401)
     const [family] = await sql<{ revoked: boolean }[]>`SELECT revoked_at IS NOT NULL AS revoked FROM oauth_token_families WHERE id = ${familyId}`
     expect(family!.revoked).toBe(true)

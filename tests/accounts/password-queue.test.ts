@@ -73,7 +73,8 @@ describe(`a full password-hashing queue (${BACKEND})`, () => {
     const browser = browserCookie()
     const page = await (await server.request(`/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })).text()
     const fields = { authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!, csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!, email, password: PASSWORD }
-    const signIn = () => server.request('/api/v1/oauth/authorize/login', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: browser }, body: new URLSearchParams(fields) })
+    const signIn = () =>
+      server.request('/api/v1/oauth/authorize/login', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: browser }, body: new URLSearchParams(fields) })
     const refused = await withFullQueue(signIn)
     expect(refused.status).toBe(503)
     expect(refused.headers.get('retry-after')).toBe('5')

@@ -129,21 +129,7 @@ function gate(): { promise: Promise<void>; open(): void } {
   return { promise, open }
 }
 
-const INVALID_KEYS = [
-  '../x',
-  '/abs',
-  'a//b',
-  'a/./b',
-  'a/../b',
-  'a\\b',
-  '',
-  'a/',
-  '.tmp/x',
-  'a b',
-  'é',
-  'x'.repeat(256),
-  `${'a'.repeat(204)}/`.repeat(4) + 'a'.repeat(205),
-]
+const INVALID_KEYS = ['../x', '/abs', 'a//b', 'a/./b', 'a/../b', 'a\\b', '', 'a/', '.tmp/x', 'a b', 'é', 'x'.repeat(256), `${'a'.repeat(204)}/`.repeat(4) + 'a'.repeat(205)]
 
 for (const implementation of implementations) {
   describe(`blob store contract: ${implementation.name}`, () => {
@@ -517,60 +503,61 @@ describe('local directory store', () => {
   })
 })
 
-for (const { name, openClient } of S3_CLIENTS) describe(`S3 store (${name})`, () => {
-  let fake: FakeS3
-  beforeEach(() => {
-    fake = startFakeS3({ region: 'eu-west-3' })
-  })
-  afterEach(() => fake.stop())
-  const openS3 = (overrides: Record<string, string> = {}) => new S3BlobStore(s3Config(fake, overrides).s3!, openClient)
+for (const { name, openClient } of S3_CLIENTS)
+  describe(`S3 store (${name})`, () => {
+    let fake: FakeS3
+    beforeEach(() => {
+      fake = startFakeS3({ region: 'eu-west-3' })
+    })
+    afterEach(() => fake.stop())
+    const openS3 = (overrides: Record<string, string> = {}) => new S3BlobStore(s3Config(fake, overrides).s3!, openClient)
 
-  test('objects live under S3_PREFIX with their content type; objects outside it are not listed', async () => {
-    const store = openS3({ S3_PREFIX: 'tenant-a' })
-    await store.put('repo/img.png', new Uint8Array([137, 80, 78, 71]), { contentType: 'image/png' })
-    fake.objects.set('tenant-b/repo/other', { body: new Uint8Array(1), contentType: 'text/plain' })
-    expect([...fake.objects.keys()].sort()).toEqual(['tenant-a/repo/img.png', 'tenant-b/repo/other'])
-    expect(fake.objects.get('tenant-a/repo/img.png')!.contentType).toBe('image/png')
-    expect(await collect(store.list(''))).toEqual(['repo/img.png'])
-    expect(await store.deletePrefix('repo/')).toBe(1)
-    expect([...fake.objects.keys()]).toEqual(['tenant-b/repo/other'])
-  })
+    test('objects live under S3_PREFIX with their content type; objects outside it are not listed', async () => {
+      const store = openS3({ S3_PREFIX: 'tenant-a' })
+      await store.put('repo/img.png', new Uint8Array([137, 80, 78, 71]), { contentType: 'image/png' })
+      fake.objects.set('tenant-b/repo/other', { body: new Uint8Array(1), contentType: 'text/plain' })
+      expect([...fake.objects.keys()].sort()).toEqual(['tenant-a/repo/img.png', 'tenant-b/repo/other'])
+      expect(fake.objects.get('tenant-a/repo/img.png')!.contentType).toBe('image/png')
+      expect(await collect(store.list(''))).toEqual(['repo/img.png'])
+      expect(await store.deletePrefix('repo/')).toBe(1)
+      expect([...fake.objects.keys()]).toEqual(['tenant-b/repo/other'])
+    })
 
-  test('a moved blob keeps its content type', async () => {
-    const store = openS3()
-    await store.put('staging/img', 'gif', { contentType: 'image/gif' })
-    await store.move('staging/img', 'repo/img')
-    expect(fake.objects.get('kgs/repo/img')).toEqual({ body: new TextEncoder().encode('gif'), contentType: 'image/gif' })
-  })
+    test('a moved blob keeps its content type', async () => {
+      const store = openS3()
+      await store.put('staging/img', 'gif', { contentType: 'image/gif' })
+      await store.move('staging/img', 'repo/img')
+      expect(fake.objects.get('kgs/repo/img')).toEqual({ body: new TextEncoder().encode('gif'), contentType: 'image/gif' })
+    })
 
-  test('a large stream goes up as a multipart upload, a small one as a single PUT', async () => {
-    const store = openS3()
-    await store.put('small', streamOf([new Uint8Array(1000)]))
-    expect(fake.operations).toEqual(['PutObject'])
-    fake.operations.length = 0
-    await store.put('large', streamOf(randomChunks(12 * MiB)))
-    expect(fake.operations[0]).toBe('CreateMultipartUpload')
-    expect(fake.operations.filter((operation) => operation === 'UploadPart')).toHaveLength(3)
-    expect(fake.operations.at(-1)).toBe('CompleteMultipartUpload')
-    expect(fake.openUploads()).toBe(0)
-  })
+    test('a large stream goes up as a multipart upload, a small one as a single PUT', async () => {
+      const store = openS3()
+      await store.put('small', streamOf([new Uint8Array(1000)]))
+      expect(fake.operations).toEqual(['PutObject'])
+      fake.operations.length = 0
+      await store.put('large', streamOf(randomChunks(12 * MiB)))
+      expect(fake.operations[0]).toBe('CreateMultipartUpload')
+      expect(fake.operations.filter((operation) => operation === 'UploadPart')).toHaveLength(3)
+      expect(fake.operations.at(-1)).toBe('CompleteMultipartUpload')
+      expect(fake.openUploads()).toBe(0)
+    })
 
-  test('requests are signed with the configured key pair: a wrong secret or key id is refused', async () => {
-    for (const [overrides, code] of [
-      [{ S3_SECRET_ACCESS_KEY: 'not-the-secret' }, 'SignatureDoesNotMatch'],
-      [{ S3_ACCESS_KEY_ID: 'AKIAUNKNOWN' }, 'InvalidAccessKeyId'],
-      [{ S3_REGION: 'us-west-2' }, 'AuthorizationHeaderMalformed'],
-    ] as const) {
-      const store = openS3(overrides)
-      const refusedBefore = fake.refused()
-      const error = await store.put('doc', 'x').catch((e: unknown) => e)
-      expect([(error as Error).name, (error as { code?: string }).code]).toEqual(['S3Error', code])
-      expect(fake.refused()).toBeGreaterThan(refusedBefore)
-    }
-    expect(fake.objects.size).toBe(0)
-    expect(fake.operations).toEqual([])
+    test('requests are signed with the configured key pair: a wrong secret or key id is refused', async () => {
+      for (const [overrides, code] of [
+        [{ S3_SECRET_ACCESS_KEY: 'not-the-secret' }, 'SignatureDoesNotMatch'],
+        [{ S3_ACCESS_KEY_ID: 'AKIAUNKNOWN' }, 'InvalidAccessKeyId'],
+        [{ S3_REGION: 'us-west-2' }, 'AuthorizationHeaderMalformed'],
+      ] as const) {
+        const store = openS3(overrides)
+        const refusedBefore = fake.refused()
+        const error = await store.put('doc', 'x').catch((e: unknown) => e)
+        expect([(error as Error).name, (error as { code?: string }).code]).toEqual(['S3Error', code])
+        expect(fake.refused()).toBeGreaterThan(refusedBefore)
+      }
+      expect(fake.objects.size).toBe(0)
+      expect(fake.operations).toEqual([])
+    })
   })
-})
 
 test('openBlobStore opens the S3 store when S3_BUCKET is set', async () => {
   const fake = startFakeS3()

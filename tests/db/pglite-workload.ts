@@ -19,7 +19,11 @@ export function workload(sql: Sql, source: string, operations: number): Promise<
           return echo
         })
       }
-      if (i % 10 === 3) return sql`SELECT 1 / ${0}::int AS never`.then(() => `${tag} answered`, (error: Error) => `${tag} ${error.message}`)
+      if (i % 10 === 3)
+        return sql`SELECT 1 / ${0}::int AS never`.then(
+          () => `${tag} answered`,
+          (error: Error) => `${tag} ${error.message}`,
+        )
       return sql<{ echo: string; i: number }[]>`SELECT ${tag}::text AS echo, ${i}::int AS i`.then(([row]) => `${row!.echo}${row!.i === i ? '' : ` with i = ${row!.i}`}`)
     }),
   )

@@ -29,7 +29,9 @@ afterAll(() => opened?.close())
 describe(`migrations (${BACKEND})`, () => {
   test('every SQL file is listed once, in order, numbered by its file name', () => {
     for (const set of ['system', 'repository'] as const) {
-      const files = readdirSync(join(import.meta.dir, '../../src/db/migrations', set)).filter((f) => f.endsWith('.sql')).sort()
+      const files = readdirSync(join(import.meta.dir, '../../src/db/migrations', set))
+        .filter((f) => f.endsWith('.sql'))
+        .sort()
       expect(MIGRATIONS[set].map((m) => `${m.name}.sql`)).toEqual(files)
       expect(MIGRATIONS[set].map((m) => m.version)).toEqual(files.map((f) => Number(f.slice(0, 4))))
     }

@@ -22,7 +22,9 @@ describe(`SIGTERM during an import (${BACKEND})`, () => {
     const vectors = await VectorStore.open(lance)
     try {
       const counts = Object.fromEntries(await Promise.all(VECTOR_KINDS.map(async (kind) => [kind, await vectors.countStaged(jobId, kind)])))
-      const tables = readdirSync(lance, { withFileTypes: true }).filter((entry) => entry.name.startsWith('staging_')).map((entry) => entry.name)
+      const tables = readdirSync(lance, { withFileTypes: true })
+        .filter((entry) => entry.name.startsWith('staging_'))
+        .map((entry) => entry.name)
       return { counts, tables }
     } finally {
       await vectors.close()

@@ -16,7 +16,11 @@ const MIB = 1024 ** 2
 const SIZES = [3 * MIB, 3 * MIB, 3 * MIB, 10 * MIB, 10, 10]
 
 beforeAll(async () => {
-  ;({ server, users: { owner }, repositories: { repo } } = await fixture({ users: { owner: 'member' }, repositories: { repo: { by: 'owner', name: 'Large rows' } } }))
+  ;({
+    server,
+    users: { owner },
+    repositories: { repo },
+  } = await fixture({ users: { owner: 'member' }, repositories: { repo: { by: 'owner', name: 'Large rows' } } }))
   const sql = await server.context.pools.forRepository(repo.id)
   for (const [i, size] of SIZES.entries()) {
     const at = `2026-01-02T03:04:0${i}.000000Z`

@@ -36,17 +36,92 @@ const inListOrder = <T extends { id: string; created_at: string }>(rows: T[]) =>
 
 // ---- the graph of repository A
 
-const s1 = { id: uuid(), url: 'https://example.org/boiling.pdf', doi: '10.1000/boil', kind: 'pdf', status: 'processed', parsed_title: 'Boiling', parsed_text: 'Water boils at 100 °C.', parsed_markdown: '# Boiling\n\nWater boils at 100 °C.', published_at: '2025-03-04', has_stored_body: true, created_at: at(1) }
-const s2 = { id: uuid(), url: 'https://example.org/freezing', doi: '', kind: 'html', status: 'processed', parsed_title: 'Freezing', parsed_text: 'Ice melts at 0 °C.', parsed_markdown: '', published_at: null, has_stored_body: false, created_at: at(2) }
-const s3 = { id: uuid(), url: 'https://example.org/pending', doi: '', kind: 'pdf', status: 'pending', parsed_title: '', parsed_text: '', parsed_markdown: '', published_at: null, has_stored_body: false, created_at: at(2) }
+const s1 = {
+  id: uuid(),
+  url: 'https://example.org/boiling.pdf',
+  doi: '10.1000/boil',
+  kind: 'pdf',
+  status: 'processed',
+  parsed_title: 'Boiling',
+  parsed_text: 'Water boils at 100 °C.',
+  parsed_markdown: '# Boiling\n\nWater boils at 100 °C.',
+  published_at: '2025-03-04',
+  has_stored_body: true,
+  created_at: at(1),
+}
+const s2 = {
+  id: uuid(),
+  url: 'https://example.org/freezing',
+  doi: '',
+  kind: 'html',
+  status: 'processed',
+  parsed_title: 'Freezing',
+  parsed_text: 'Ice melts at 0 °C.',
+  parsed_markdown: '',
+  published_at: null,
+  has_stored_body: false,
+  created_at: at(2),
+}
+const s3 = {
+  id: uuid(),
+  url: 'https://example.org/pending',
+  doi: '',
+  kind: 'pdf',
+  status: 'pending',
+  parsed_title: '',
+  parsed_text: '',
+  parsed_markdown: '',
+  published_at: null,
+  has_stored_body: false,
+  created_at: at(2),
+}
 const sources = [s1, s2, s3]
 
-const pageImage = { id: uuid(), source_id: s1.id, kind: 'page', page_number: 1, position: 0, url: 'https://example.org/p1.png', width: 800, height: 600, bytes: 1234, alt_text: '', content_type: 'image/png', storage_key: 'images/p1', created_at: at(1) }
-const inlineImage = { id: uuid(), source_id: s1.id, kind: 'inline', page_number: null, position: 0, url: '', width: null, height: null, bytes: null, alt_text: 'a kettle', content_type: 'image/jpeg', storage_key: null, created_at: at(1) }
+const pageImage = {
+  id: uuid(),
+  source_id: s1.id,
+  kind: 'page',
+  page_number: 1,
+  position: 0,
+  url: 'https://example.org/p1.png',
+  width: 800,
+  height: 600,
+  bytes: 1234,
+  alt_text: '',
+  content_type: 'image/png',
+  storage_key: 'images/p1',
+  created_at: at(1),
+}
+const inlineImage = {
+  id: uuid(),
+  source_id: s1.id,
+  kind: 'inline',
+  page_number: null,
+  position: 0,
+  url: '',
+  width: null,
+  height: null,
+  bytes: null,
+  alt_text: 'a kettle',
+  content_type: 'image/jpeg',
+  storage_key: null,
+  created_at: at(1),
+}
 // Larger than 2^32: bigint columns must still come out as JSON numbers.
 const body = { source_id: s1.id, content_type: 'application/pdf', storage_key: 'bodies/s1', bytes: 5_000_000_000 }
 
-const fact = (n: number, overrides: Partial<FactRow>): FactRow => ({ id: uuid(), text: `Fact ${n}.`, fact_kind: 'text', image_url: '', content_hash: hash(n), promptset_hash: '', status: 'stable', source_image_id: null, created_at: at(n), ...overrides })
+const fact = (n: number, overrides: Partial<FactRow>): FactRow => ({
+  id: uuid(),
+  text: `Fact ${n}.`,
+  fact_kind: 'text',
+  image_url: '',
+  content_hash: hash(n),
+  promptset_hash: '',
+  status: 'stable',
+  source_image_id: null,
+  created_at: at(n),
+  ...overrides,
+})
 interface FactRow {
   id: string
   text: string
@@ -61,7 +136,15 @@ interface FactRow {
 const f1 = fact(1, { text: 'Water boils at 100 °C at sea level.', promptset_hash: 'ps1' })
 // f2 and f3 differ by one microsecond, and their ids sort the other way: only a full-precision
 // order (and cursor) puts f2 first and neither repeats nor skips one across a page boundary.
-const f2 = fact(2, { id: `f${uuid().slice(1)}`, text: 'A kettle on page 1.', fact_kind: 'image', image_url: 'https://example.org/p1.png', status: 'new', source_image_id: pageImage.id, created_at: at(2, '123456') })
+const f2 = fact(2, {
+  id: `f${uuid().slice(1)}`,
+  text: 'A kettle on page 1.',
+  fact_kind: 'image',
+  image_url: 'https://example.org/p1.png',
+  status: 'new',
+  source_image_id: pageImage.id,
+  created_at: at(2, '123456'),
+})
 const f3 = fact(3, { id: `0${uuid().slice(1)}`, text: 'Ice melts at 0 °C.', created_at: at(2, '123457') })
 const f4 = fact(4, { status: 'to_delete', created_at: at(4) })
 const f5 = fact(5, { created_at: at(4) })
@@ -74,7 +157,15 @@ const factSources = [
   { fact_id: f3.id, source_id: s2.id, chunk_index: 0 },
 ]
 
-const concept = (n: number, canonical_name: string, more: { context?: string; description?: string; promptset_hash?: string } = {}) => ({ id: uuid(), canonical_name, context: '', description: '', promptset_hash: '', created_at: at(n), ...more })
+const concept = (n: number, canonical_name: string, more: { context?: string; description?: string; promptset_hash?: string } = {}) => ({
+  id: uuid(),
+  canonical_name,
+  context: '',
+  description: '',
+  promptset_hash: '',
+  created_at: at(n),
+  ...more,
+})
 const c1 = concept(1, 'Boiling point', { context: 'physics', description: 'The temperature at which a liquid boils.', promptset_hash: 'ps1' })
 const c2 = concept(2, 'BOILER design', { context: 'engineering' })
 const c3 = concept(3, '100%_pure')
@@ -94,10 +185,38 @@ const factConcepts = [
   { fact_id: f3.id, concept_id: c8.id },
 ]
 const summaryLater = { id: uuid(), concept_id: c1.id, sequence_num: 1, is_complete: false, fact_count: 1, content: 'And more.', covered_fact_ids: [f2.id], model: 'm1', created_at: at(5) }
-const summaryFirst = { id: uuid(), concept_id: c1.id, sequence_num: 0, is_complete: true, fact_count: 1, content: `Water boils [here](<fact:${f1.id}>).`, covered_fact_ids: [f1.id], model: 'm1', created_at: at(6) }
+const summaryFirst = {
+  id: uuid(),
+  concept_id: c1.id,
+  sequence_num: 0,
+  is_complete: true,
+  fact_count: 1,
+  content: `Water boils [here](<fact:${f1.id}>).`,
+  covered_fact_ids: [f1.id],
+  model: 'm1',
+  created_at: at(6),
+}
 // c1's own synthesis (its name, in another case) wins over an older one that also covers c1.
-const ownSynthesis = { id: uuid(), canonical_name: 'boiling POINT', content: 'Boiling, synthesised.', covered_summary_ids: [summaryFirst.id, summaryLater.id], covered_concept_ids: [c1.id], embedded_image_fact_ids: [f2.id], model: 'm2', created_at: at(9) }
-const groupSynthesis = { id: uuid(), canonical_name: 'Phase changes', content: 'Water changes phase.', covered_summary_ids: [], covered_concept_ids: [c1.id, c2.id], embedded_image_fact_ids: [], model: 'm2', created_at: at(1) }
+const ownSynthesis = {
+  id: uuid(),
+  canonical_name: 'boiling POINT',
+  content: 'Boiling, synthesised.',
+  covered_summary_ids: [summaryFirst.id, summaryLater.id],
+  covered_concept_ids: [c1.id],
+  embedded_image_fact_ids: [f2.id],
+  model: 'm2',
+  created_at: at(9),
+}
+const groupSynthesis = {
+  id: uuid(),
+  canonical_name: 'Phase changes',
+  content: 'Water changes phase.',
+  covered_summary_ids: [],
+  covered_concept_ids: [c1.id, c2.id],
+  embedded_image_fact_ids: [],
+  model: 'm2',
+  created_at: at(1),
+}
 
 const i1 = { id: uuid(), title: 'Phase changes', topic: 'water', created_at: at(1) }
 const i2 = { id: uuid(), title: 'Empty', topic: '', created_at: at(2) }
@@ -105,7 +224,19 @@ const i3 = { id: uuid(), title: 'Third', topic: 'more', created_at: at(3) }
 const investigations = [i1, i2, i3]
 const investigationSources = [s3, s2, s1].map((s) => ({ investigation_id: i1.id, source_id: s.id }))
 
-const report = (n: number, title: string, more: Partial<ReportRow>): ReportRow => ({ id: uuid(), title, topic: '', body_md: '', status: 'pending', parent_id: null, similarity_threshold: null, embedded_model: '', sentence_count: null, created_at: at(n), ...more })
+const report = (n: number, title: string, more: Partial<ReportRow>): ReportRow => ({
+  id: uuid(),
+  title,
+  topic: '',
+  body_md: '',
+  status: 'pending',
+  parent_id: null,
+  similarity_threshold: null,
+  embedded_model: '',
+  sentence_count: null,
+  created_at: at(n),
+  ...more,
+})
 interface ReportRow {
   id: string
   title: string
@@ -220,7 +351,12 @@ const chunks = <T>(items: T[], size: number) => Array.from({ length: Math.ceil(i
 const register = () => registerAccount(http)
 
 beforeAll(async () => {
-  ;({ server, http, users: { admin, owner, viewer, stranger }, repositories: { a, b } } = await fixture({
+  ;({
+    server,
+    http,
+    users: { admin, owner, viewer, stranger },
+    repositories: { a, b },
+  } = await fixture({
     users: { admin: 'sysadmin', owner: 'member', viewer: 'member', stranger: 'member' },
     repositories: { a: { by: 'owner', name: 'Graph A', roles: { viewer: 'viewer' } }, b: { by: 'owner', name: 'Graph B' } },
   }))
@@ -230,18 +366,7 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 /** Every route of the API, with an id of repository A where it takes one. */
-const routes = () => [
-  '/sources',
-  `/sources/${s1.id}`,
-  '/facts',
-  `/facts/${f1.id}`,
-  '/concepts',
-  `/concepts/${c1.id}`,
-  '/investigations',
-  `/investigations/${i1.id}`,
-  '/reports',
-  `/reports/${r1.id}`,
-]
+const routes = () => ['/sources', `/sources/${s1.id}`, '/facts', `/facts/${f1.id}`, '/concepts', `/concepts/${c1.id}`, '/investigations', `/investigations/${i1.id}`, '/reports', `/reports/${r1.id}`]
 
 describe(`graph read API (${BACKEND})`, () => {
   test('sources: the list without parsed text; details with images, body and fact count', async () => {
@@ -348,7 +473,10 @@ describe(`graph read API (${BACKEND})`, () => {
       ['/reports?parent_id=none', [r1, r4]],
     ]
     for (const [path, rows] of lists) {
-      const expected = chunks(inListOrder(rows).map((r) => r.id), 2)
+      const expected = chunks(
+        inListOrder(rows).map((r) => r.id),
+        2,
+      )
       const query = `${path.includes('?') ? '&' : '?'}limit=2`
       expect(await walk(`/${a.slug}${path}${query}`, { token: viewer.token })).toEqual(expected)
       expect(await walk(`/api/v1${path}${query}`, withHeader(viewer.token, a.slug))).toEqual(expected)
@@ -435,7 +563,18 @@ describe(`graph read API (${BACKEND})`, () => {
 
   test('OpenAPI documents both addressings under the graph tag', async () => {
     const spec = (await (await server.request('/swagger/json')).json()) as { paths: Record<string, { get?: { tags?: string[]; parameters?: { name: string; in: string }[] } }> }
-    for (const path of ['/sources', '/sources/{sourceID}', '/facts', '/facts/{factID}', '/concepts', '/concepts/{conceptID}', '/investigations', '/investigations/{investigationID}', '/reports', '/reports/{reportID}']) {
+    for (const path of [
+      '/sources',
+      '/sources/{sourceID}',
+      '/facts',
+      '/facts/{factID}',
+      '/concepts',
+      '/concepts/{conceptID}',
+      '/investigations',
+      '/investigations/{investigationID}',
+      '/reports',
+      '/reports/{reportID}',
+    ]) {
       expect(spec.paths[`/{repoID}${path}`]?.get?.tags).toEqual(['graph'])
       expect(spec.paths[`/api/v1${path}`]?.get?.tags).toEqual(['graph'])
       expect(spec.paths[`/api/v1${path}`]!.get!.parameters).toContainEqual(expect.objectContaining({ in: 'header', name: 'X-Repository-ID' }))

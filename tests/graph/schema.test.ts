@@ -33,7 +33,15 @@ const UNIQUE = '23505'
 const FOREIGN_KEY = '23503'
 
 describe(`graph schema (${BACKEND})`, () => {
-  const ids = { source: crypto.randomUUID(), image: crypto.randomUUID(), fact: crypto.randomUUID(), concept: crypto.randomUUID(), report: crypto.randomUUID(), child: crypto.randomUUID(), investigation: crypto.randomUUID() }
+  const ids = {
+    source: crypto.randomUUID(),
+    image: crypto.randomUUID(),
+    fact: crypto.randomUUID(),
+    concept: crypto.randomUUID(),
+    report: crypto.randomUUID(),
+    child: crypto.randomUUID(),
+    investigation: crypto.randomUUID(),
+  }
 
   test('a representative graph fits', async () => {
     await sql.begin(async (tx) => {

@@ -7,7 +7,11 @@ export interface ApiResponse<T = any> {
 }
 
 export function api(baseUrl: string) {
-  const call = async <T = any>(method: string, path: string, options: { body?: unknown; token?: string; headers?: Record<string, string>; raw?: RequestInit['body'] } = {}): Promise<ApiResponse<T>> => {
+  const call = async <T = any>(
+    method: string,
+    path: string,
+    options: { body?: unknown; token?: string; headers?: Record<string, string>; raw?: RequestInit['body'] } = {},
+  ): Promise<ApiResponse<T>> => {
     const headers: Record<string, string> = { ...options.headers }
     if (options.token) headers.authorization = `Bearer ${options.token}`
     let body: RequestInit['body'] = options.raw

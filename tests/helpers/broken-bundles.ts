@@ -57,7 +57,9 @@ export function validBundle(): Obj {
       { fact_idx: 0, concept_idx: 0 },
       { fact_idx: 2, concept_idx: 1, promptset_hash: 'p1' },
     ],
-    concept_summaries: [{ concept_idx: 0, sequence_num: 0, is_complete: true, fact_count: 2, content: 'Rain [falls](<fact:0b0e0000-0000-4000-8000-000000000000>).', covered_fact_idxs: [0, 1], model: 'm' }],
+    concept_summaries: [
+      { concept_idx: 0, sequence_num: 0, is_complete: true, fact_count: 2, content: 'Rain [falls](<fact:0b0e0000-0000-4000-8000-000000000000>).', covered_fact_idxs: [0, 1], model: 'm' },
+    ],
     concept_syntheses: [{ canonical_name: 'Rain', content: 'All about rain.', covered_summary_idxs: [0], covered_concept_idxs: [0, 1], embedded_image_idxs: [1] }],
     investigations: [{ idx: 0, title: 'Weather', topic: 'rain' }],
     investigation_sources: [{ investigation_idx: 0, source_idx: 1 }],
@@ -159,7 +161,11 @@ export function brokenBundles(): BrokenBundle[] {
   const badLength = gz.slice()
   badLength[badLength.length - 4]! ^= 0x01
   cases.push({ name: 'bad length', bytes: badLength, error: /^gzip: corrupt data \(length mismatch\)$/ })
-  cases.push({ name: 'gzip bomb (1 GiB of whitespace from about 1 MB)', bytes: gzipBomb('{"schema_version":2,"metadata":'), error: /^gzip: bundle expands more than 200 times its compressed size \(limit: / })
+  cases.push({
+    name: 'gzip bomb (1 GiB of whitespace from about 1 MB)',
+    bytes: gzipBomb('{"schema_version":2,"metadata":'),
+    error: /^gzip: bundle expands more than 200 times its compressed size \(limit: /,
+  })
   cases.push({ name: 'expands past maxDecompressedBytes', bytes: gz, limits: { maxDecompressedBytes: 1000 }, error: /^gzip: bundle expands past 1000 bytes \(limit\)$/ })
 
   // the document
@@ -207,14 +213,56 @@ export function brokenBundles(): BrokenBundle[] {
     })
   }
   cases.push({ name: 'facts: element not an object', bytes: derived((b) => ((b.facts as Json[])[1] = 42)), error: /^facts\[1\]: expected an object$/, section: 'facts', position: 1 })
-  cases.push({ name: 'source_bodies: bad bare string', bytes: derived((b) => ((b.source_bodies as Json[])[0] = 'x-1')), error: /^source_bodies\[0\]: expected an object or a body ref "body-<source_idx>", found "x-1"$/, section: 'source_bodies', position: 0 })
-  cases.push({ name: 'facts: invalid JSON inside a row', bytes: gzipBundle(valid.replace('"text":"Snow is frozen rain."', '"text":"Snow" "is"')), error: /^facts\[2\]: invalid JSON \(/, section: 'facts', position: 2 })
+  cases.push({
+    name: 'source_bodies: bad bare string',
+    bytes: derived((b) => ((b.source_bodies as Json[])[0] = 'x-1')),
+    error: /^source_bodies\[0\]: expected an object or a body ref "body-<source_idx>", found "x-1"$/,
+    section: 'source_bodies',
+    position: 0,
+  })
+  cases.push({
+    name: 'facts: invalid JSON inside a row',
+    bytes: gzipBundle(valid.replace('"text":"Snow is frozen rain."', '"text":"Snow" "is"')),
+    error: /^facts\[2\]: invalid JSON \(/,
+    section: 'facts',
+    position: 2,
+  })
   // The reader's message quotes the NUL; PostgreSQL text cannot hold one, so a job records it as \u0000.
-  cases.push({ name: 'facts: a NUL character inside a row', bytes: gzipBundle(valid.replace('"text":"Snow is frozen rain."', '"text":"Snow is frozen rain."\u0000')), error: /^facts\[2\]: invalid JSON \(.*(\u0000|\\u0000)/, section: 'facts', position: 2 })
-  cases.push({ name: 'facts: trailing comma', bytes: gzipBundle(valid.replace(/("source_image_idx":-1\})\],"fact_sources"/, '$1,],"fact_sources"')), error: /^facts\[3\]: expected a row after ","$/, section: 'facts', position: 3 })
-  cases.push({ name: 'idx not equal to position', bytes: derived((b) => (rowsOf(b, 'facts')[1]!.idx = 5)), error: /^facts\[1\]: idx is 5 but the row is at position 1$/, section: 'facts', position: 1 })
-  cases.push({ name: 'missing required field', bytes: derived((b) => delete rowsOf(b, 'concepts')[0]!.canonical_name), error: /^concepts\[0\]: canonical_name is required$/, section: 'concepts', position: 0 })
-  cases.push({ name: 'bad enum value', bytes: derived((b) => (rowsOf(b, 'facts')[0]!.status = 'old')), error: /^facts\[0\]: status must be one of new, stable, to_delete, not "old"$/, section: 'facts', position: 0 })
+  cases.push({
+    name: 'facts: a NUL character inside a row',
+    bytes: gzipBundle(valid.replace('"text":"Snow is frozen rain."', '"text":"Snow is frozen rain."\u0000')),
+    error: /^facts\[2\]: invalid JSON \(.*(\u0000|\\u0000)/,
+    section: 'facts',
+    position: 2,
+  })
+  cases.push({
+    name: 'facts: trailing comma',
+    bytes: gzipBundle(valid.replace(/("source_image_idx":-1\})\],"fact_sources"/, '$1,],"fact_sources"')),
+    error: /^facts\[3\]: expected a row after ","$/,
+    section: 'facts',
+    position: 3,
+  })
+  cases.push({
+    name: 'idx not equal to position',
+    bytes: derived((b) => (rowsOf(b, 'facts')[1]!.idx = 5)),
+    error: /^facts\[1\]: idx is 5 but the row is at position 1$/,
+    section: 'facts',
+    position: 1,
+  })
+  cases.push({
+    name: 'missing required field',
+    bytes: derived((b) => delete rowsOf(b, 'concepts')[0]!.canonical_name),
+    error: /^concepts\[0\]: canonical_name is required$/,
+    section: 'concepts',
+    position: 0,
+  })
+  cases.push({
+    name: 'bad enum value',
+    bytes: derived((b) => (rowsOf(b, 'facts')[0]!.status = 'old')),
+    error: /^facts\[0\]: status must be one of new, stable, to_delete, not "old"$/,
+    section: 'facts',
+    position: 0,
+  })
 
   // dangling references: every x-ref field of every row schema
   for (const { section, field, target, array } of referenceFields()) {
@@ -223,7 +271,10 @@ export function brokenBundles(): BrokenBundle[] {
     const count = rowsOf(bundle, target).length
     const bad = section === target ? position : 99
     rowsOf(bundle, section)[position]![field] = array ? [0, bad] : bad
-    const problem = section === target ? `${field} ${bad} does not refer to an earlier row (parent must precede)` : `${field} ${bad} refers to a row that does not exist (${target} has ${count} row${count === 1 ? '' : 's'})`
+    const problem =
+      section === target
+        ? `${field} ${bad} does not refer to an earlier row (parent must precede)`
+        : `${field} ${bad} refers to a row that does not exist (${target} has ${count} row${count === 1 ? '' : 's'})`
     cases.push({ name: `dangling ${section}.${field}`, bytes: gzipBundle(validBundleJson(bundle)), error: new RegExp(`^${escapeRegExp(`${section}[${position}]: ${problem}`)}$`), section, position })
   }
   cases.push({
@@ -247,7 +298,10 @@ export function brokenBundles(): BrokenBundle[] {
     section: 'facts',
     position: 1,
   })
-  for (const [map, target, count] of [['fact_vectors', 'facts', 3], ['concept_vectors', 'concepts', 2]] as const) {
+  for (const [map, target, count] of [
+    ['fact_vectors', 'facts', 3],
+    ['concept_vectors', 'concepts', 2],
+  ] as const) {
     cases.push({
       name: `dangling embeddings.${map} key`,
       bytes: derived((b) => (((b.embeddings as Obj)[map] as Obj)['9'] = [0, 0, 0, 0])),
@@ -282,13 +336,33 @@ export function brokenBundles(): BrokenBundle[] {
   })
 
   // media
-  cases.push({ name: 'bad base64', bytes: derived((b) => (((b.images as Obj)['img-0'] as Obj).data = 'AAAA*AAA')), error: /^images\["img-0"\]: data is not valid base64 \(unexpected character "\*" at offset 4\)$/, section: 'images' })
-  cases.push({ name: 'base64 without padding', bytes: derived((b) => (((b.bodies as Obj)['body-0'] as Obj).data = 'QUJD' + 'QQ')), error: /^bodies\["body-0"\]: data is not valid base64 \(the length is not a multiple of 4 at offset 6\)$/, section: 'bodies' })
+  cases.push({
+    name: 'bad base64',
+    bytes: derived((b) => (((b.images as Obj)['img-0'] as Obj).data = 'AAAA*AAA')),
+    error: /^images\["img-0"\]: data is not valid base64 \(unexpected character "\*" at offset 4\)$/,
+    section: 'images',
+  })
+  cases.push({
+    name: 'base64 without padding',
+    bytes: derived((b) => (((b.bodies as Obj)['body-0'] as Obj).data = 'QUJD' + 'QQ')),
+    error: /^bodies\["body-0"\]: data is not valid base64 \(the length is not a multiple of 4 at offset 6\)$/,
+    section: 'bodies',
+  })
 
   // limits
   const deep = '['.repeat(40) + ']'.repeat(40)
-  cases.push({ name: 'deep nesting in a row', bytes: gzipBundle(valid.replace('"fact_kind":"image"', `"extra":${deep},"fact_kind":"image"`)), error: /^facts\[1\]: nesting deeper than 32 levels \(limit\)$/, section: 'facts', position: 1 })
-  cases.push({ name: 'deep nesting in an unknown key', bytes: gzipBundle(valid.replace('"sources":', `"future":${'['.repeat(100000)},"sources":`)), error: /^bundle: nesting deeper than 32 levels \(limit\)$/ })
+  cases.push({
+    name: 'deep nesting in a row',
+    bytes: gzipBundle(valid.replace('"fact_kind":"image"', `"extra":${deep},"fact_kind":"image"`)),
+    error: /^facts\[1\]: nesting deeper than 32 levels \(limit\)$/,
+    section: 'facts',
+    position: 1,
+  })
+  cases.push({
+    name: 'deep nesting in an unknown key',
+    bytes: gzipBundle(valid.replace('"sources":', `"future":${'['.repeat(100000)},"sources":`)),
+    error: /^bundle: nesting deeper than 32 levels \(limit\)$/,
+  })
   cases.push({
     name: 'huge string',
     bytes: derived((b) => (rowsOf(b, 'facts')[2]!.text = 'x'.repeat(5000))),
@@ -317,7 +391,27 @@ export function v1Json(mutate: (bundle: Obj) => void = () => {}): string {
   const bundle = validBundle()
   bundle.schema_version = 1
   mutate(bundle)
-  const order = ['schema_version', 'metadata', 'sources', 'facts', 'fact_sources', 'concepts', 'concept_aliases', 'fact_concepts', 'concept_summaries', 'concept_syntheses', 'investigations', 'investigation_sources', 'reports', 'report_annotations', 'source_images', 'source_bodies', 'images', 'bodies', 'embeddings']
+  const order = [
+    'schema_version',
+    'metadata',
+    'sources',
+    'facts',
+    'fact_sources',
+    'concepts',
+    'concept_aliases',
+    'fact_concepts',
+    'concept_summaries',
+    'concept_syntheses',
+    'investigations',
+    'investigation_sources',
+    'reports',
+    'report_annotations',
+    'source_images',
+    'source_bodies',
+    'images',
+    'bodies',
+    'embeddings',
+  ]
   const v1: Obj = {}
   for (const key of order) if (key in bundle) v1[key] = bundle[key]!
   return JSON.stringify(v1)

@@ -16,7 +16,9 @@ const INSTRUCTION = 'install Chromium (apt-get install chromium, or set CHROMIUM
 
 /** Playwright's launch errors carry a multi-line call log; the first line says what happened. */
 function firstLine(error: unknown): string {
-  return String((error as Error)?.message ?? error).split('\n')[0]!.trim()
+  return String((error as Error)?.message ?? error)
+    .split('\n')[0]!
+    .trim()
 }
 
 function noBrowser(reason: string): Error {

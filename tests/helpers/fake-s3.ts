@@ -11,16 +11,7 @@ export interface FakeS3Object {
 }
 
 /** The S3 operations the fake implements, as AWS names them. */
-export type S3Operation =
-  | 'PutObject'
-  | 'GetObject'
-  | 'HeadObject'
-  | 'DeleteObject'
-  | 'ListObjectsV2'
-  | 'CreateMultipartUpload'
-  | 'UploadPart'
-  | 'CompleteMultipartUpload'
-  | 'AbortMultipartUpload'
+export type S3Operation = 'PutObject' | 'GetObject' | 'HeadObject' | 'DeleteObject' | 'ListObjectsV2' | 'CreateMultipartUpload' | 'UploadPart' | 'CompleteMultipartUpload' | 'AbortMultipartUpload'
 
 export interface FakeS3 {
   /** The endpoint to give the client (path-style: the bucket is the first path segment). */
@@ -170,7 +161,10 @@ export function startFakeS3(options: FakeS3Options = {}): FakeS3 {
     const page = matching.slice(0, maxKeys)
     const truncated = matching.length > page.length
     const contents = page
-      .map((key) => `<Contents><Key>${escapeXml(key)}</Key><Size>${objects.get(key)!.body.byteLength}</Size><ETag>${escapeXml(md5Tag(objects.get(key)!.body))}</ETag><StorageClass>STANDARD</StorageClass></Contents>`)
+      .map(
+        (key) =>
+          `<Contents><Key>${escapeXml(key)}</Key><Size>${objects.get(key)!.body.byteLength}</Size><ETag>${escapeXml(md5Tag(objects.get(key)!.body))}</ETag><StorageClass>STANDARD</StorageClass></Contents>`,
+      )
       .join('')
     const next = truncated ? `<NextContinuationToken>${Buffer.from(page.at(-1)!).toString('base64url')}</NextContinuationToken>` : ''
     return xml(
@@ -224,17 +218,14 @@ export function startFakeS3(options: FakeS3Options = {}): FakeS3 {
  * Verifies AWS Signature Version 4 (header form) the way S3 does: rebuild the canonical request
  * from what arrived, sign it with the secret, compare. Returns the S3 error to answer, if any.
  */
-function checkSignature(
-  request: Request,
-  url: URL,
-  expected: { accessKeyId: string; secretAccessKey: string; region: string },
-): { status: number; code: string; message: string } | undefined {
+function checkSignature(request: Request, url: URL, expected: { accessKeyId: string; secretAccessKey: string; region: string }): { status: number; code: string; message: string } | undefined {
   const match = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/.exec(request.headers.get('authorization') ?? '')
   if (!match) return { status: 403, code: 'AccessDenied', message: 'Access Denied' }
   const [, accessKeyId, date, region, signedHeaders, signature] = match as unknown as [string, string, string, string, string, string]
   if (accessKeyId !== expected.accessKeyId) return { status: 403, code: 'InvalidAccessKeyId', message: 'The AWS Access Key Id you provided does not exist in our records.' }
   // S3 answers a wrong region as a malformed request, 400, not 403.
-  if (region !== expected.region) return { status: 400, code: 'AuthorizationHeaderMalformed', message: `The authorization header is malformed; the region '${region}' is wrong; expecting '${expected.region}'` }
+  if (region !== expected.region)
+    return { status: 400, code: 'AuthorizationHeaderMalformed', message: `The authorization header is malformed; the region '${region}' is wrong; expecting '${expected.region}'` }
   const amzDate = request.headers.get('x-amz-date') ?? ''
   const payloadHash = request.headers.get('x-amz-content-sha256')
   const headerNames = signedHeaders.split(';')

@@ -81,7 +81,8 @@ export async function startGoRegistry(tokens: Record<string, string>): Promise<G
     const email = tokens[(request.headers.get('authorization') ?? '').replace(/^Bearer /, '')]
     if (!email) return plainError(401, 'unauthorized')
     const [, id, bundle] = /^\/api\/v1\/graphs(?:\/([^/]+)(\/bundle)?)?$/.exec(url.pathname) ?? []
-    if (!url.pathname.startsWith('/api/v1/graphs') || (id === undefined && url.pathname !== '/api/v1/graphs')) return new Response('404 page not found\n', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' } })
+    if (!url.pathname.startsWith('/api/v1/graphs') || (id === undefined && url.pathname !== '/api/v1/graphs'))
+      return new Response('404 page not found\n', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' } })
 
     if (id === undefined && request.method === 'POST') {
       const name = header(request, 'x-graph-name')
@@ -111,9 +112,7 @@ export async function startGoRegistry(tokens: Record<string, string>): Promise<G
       const offset = Math.max(0, atoi(url.searchParams.get('offset')))
       const tag = url.searchParams.get('tag') ?? ''
       const q = (url.searchParams.get('q') ?? '').toLowerCase()
-      const matching = graphs
-        .filter((g) => (tag ? g.tags.includes(tag) : !q || g.name.toLowerCase().includes(q) || g.description.toLowerCase().includes(q)))
-        .toReversed()
+      const matching = graphs.filter((g) => (tag ? g.tags.includes(tag) : !q || g.name.toLowerCase().includes(q) || g.description.toLowerCase().includes(q))).toReversed()
       const page = matching.slice(offset, offset + limit).map(record)
       return json(200, { graphs: page.length > 0 ? page : null, total: matching.length })
     }
@@ -135,7 +134,11 @@ export async function startGoRegistry(tokens: Record<string, string>): Promise<G
     const chunks: Buffer[] = []
     for await (const chunk of req) chunks.push(chunk as Buffer)
     const method = req.method ?? 'GET'
-    const request = new Request(`http://127.0.0.1${req.url}`, { method, headers: req.headers as Record<string, string>, body: method === 'GET' || method === 'DELETE' ? undefined : Buffer.concat(chunks) })
+    const request = new Request(`http://127.0.0.1${req.url}`, {
+      method,
+      headers: req.headers as Record<string, string>,
+      body: method === 'GET' || method === 'DELETE' ? undefined : Buffer.concat(chunks),
+    })
     const response = await handle(request)
     res.writeHead(response.status, Object.fromEntries(response.headers))
     res.end(Buffer.from(await response.arrayBuffer()))

@@ -44,7 +44,11 @@ export async function dumpGraph(sql: Sql, repositoryId: string, stores: { blobs:
     const bytes = await stores.blobs.get(key)
     return bytes ? sha256(bytes) : 'missing blob'
   }
-  const sorted = <T>(rows: readonly T[]) => rows.map((row) => JSON.stringify(row)).sort().map((text) => JSON.parse(text) as T)
+  const sorted = <T>(rows: readonly T[]) =>
+    rows
+      .map((row) => JSON.stringify(row))
+      .sort()
+      .map((text) => JSON.parse(text) as T)
 
   const images = await sql`
     SELECT si.id, s.url AS source, si.kind, si.page_number, si.position, si.url, si.width, si.height, si.bytes::float8 AS bytes, si.alt_text, si.content_type, si.storage_key
@@ -63,9 +67,7 @@ export async function dumpGraph(sql: Sql, repositoryId: string, stores: { blobs:
   }
 
   return {
-    sources: sorted(
-      await sql`SELECT url, doi, kind, status, parsed_title, parsed_text, parsed_markdown, to_char(published_at, 'YYYY-MM-DD') AS published_at, has_stored_body FROM sources`,
-    ),
+    sources: sorted(await sql`SELECT url, doi, kind, status, parsed_title, parsed_text, parsed_markdown, to_char(published_at, 'YYYY-MM-DD') AS published_at, has_stored_body FROM sources`),
     sourceImages: sorted(await Promise.all(images.map(async ({ id: _id, storage_key, ...image }) => ({ ...image, stored: await media(storage_key) })))),
     sourceBodies: sorted(
       await Promise.all(

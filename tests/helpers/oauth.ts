@@ -39,13 +39,27 @@ export async function obtainCode(
   options: { challenge: string; scope?: string; resource?: string },
 ): Promise<{ code: string; state: string; iss: string }> {
   const state = randomBytes(8).toString('hex')
-  const query = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: client.redirect_uri, code_challenge: options.challenge, code_challenge_method: 'S256', state, ...(options.scope ? { scope: options.scope } : {}), ...(options.resource ? { resource: options.resource } : {}) })
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: client.client_id,
+    redirect_uri: client.redirect_uri,
+    code_challenge: options.challenge,
+    code_challenge_method: 'S256',
+    state,
+    ...(options.scope ? { scope: options.scope } : {}),
+    ...(options.resource ? { resource: options.resource } : {}),
+  })
   const browser = browserCookie()
   const page = await (await fetch(`${baseUrl}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })).text()
   const authorization_id = /name="authorization_id" value="([^"]+)"/.exec(page)![1]!
   const csrf_token = /name="csrf_token" value="([^"]+)"/.exec(page)![1]!
   const post = (path: string, fields: Record<string, string>, cookie?: string) =>
-    fetch(baseUrl + path, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie ? `${browser}; ${cookie}` : browser }, body: new URLSearchParams(fields) })
+    fetch(baseUrl + path, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie ? `${browser}; ${cookie}` : browser },
+      body: new URLSearchParams(fields),
+    })
   const login = await post('/api/v1/oauth/authorize/login', { authorization_id, csrf_token, email: account.email, password: account.password })
   const cookie = login.headers.get('set-cookie')!.split(';')[0]!
   const decision = await post('/api/v1/oauth/authorize', { authorization_id, csrf_token, decision: 'allow' }, cookie)

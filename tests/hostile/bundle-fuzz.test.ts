@@ -144,7 +144,11 @@ describe(`mutated bundles through POST /{repoID}/import-graph (${BACKEND})`, () 
       users: { owner: 'member' },
       repositories: { imports: { by: 'owner', name: 'Fuzzed imports' } },
     })
-    ;({ server, http, users: { owner } } = fuzzed)
+    ;({
+      server,
+      http,
+      users: { owner },
+    } = fuzzed)
     slug = fuzzed.repositories.imports.slug
   })
   afterAll(() => server.stop())

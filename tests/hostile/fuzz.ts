@@ -65,7 +65,29 @@ export class Rng {
 /** Bytes that mean something to a JSON scanner, a UTF-8 decoder or a gzip reader. */
 const INTERESTING_BYTES = [0x22, 0x5c, 0x7b, 0x7d, 0x5b, 0x5d, 0x2c, 0x3a, 0x00, 0xff, 0xc3, 0x80, 0xed, 0xa0, 0xf0, 0x30, 0x39, 0x2d, 0x65, 0x20, 0x0a, 0x1f, 0x8b]
 /** Tokens spliced into JSON text. */
-const INTERESTING_TOKENS = ['null', 'true', '1e999', '-0', '123456789012345678901234567890', '"\\u0000"', '"\\ud800"', '{}', '[]', '"', '\\', '{"a":', ']', '}', ',', ':', '\u00e9', '\uffff', '\\u', '"\\', '\x00']
+const INTERESTING_TOKENS = [
+  'null',
+  'true',
+  '1e999',
+  '-0',
+  '123456789012345678901234567890',
+  '"\\u0000"',
+  '"\\ud800"',
+  '{}',
+  '[]',
+  '"',
+  '\\',
+  '{"a":',
+  ']',
+  '}',
+  ',',
+  ':',
+  '\u00e9',
+  '\uffff',
+  '\\u',
+  '"\\',
+  '\x00',
+]
 
 export type ByteMutation = { name: string; bytes: Uint8Array }
 

@@ -17,7 +17,11 @@ let http: ReturnType<typeof api>
 let member: Account
 
 beforeAll(async () => {
-  ;({ server, http, users: { member } } = await fixture({ server: { env: { BODY_LIMIT: String(BODY_LIMIT) } }, users: { member: 'member' } }))
+  ;({
+    server,
+    http,
+    users: { member },
+  } = await fixture({ server: { env: { BODY_LIMIT: String(BODY_LIMIT) } }, users: { member: 'member' } }))
 })
 afterAll(() => server.stop())
 
@@ -41,7 +45,10 @@ describe(`header limits (${BACKEND})`, () => {
   })
 
   test('headers under the limit are served', async () => {
-    const exchange = await rawRequest(server.url, { head: head('GET', '/api/v1/users/me', { authorization: `Bearer ${member.token}`, cookie: 'c'.repeat(12 * 1024), connection: 'close' }), giveUpMs: 20_000 })
+    const exchange = await rawRequest(server.url, {
+      head: head('GET', '/api/v1/users/me', { authorization: `Bearer ${member.token}`, cookie: 'c'.repeat(12 * 1024), connection: 'close' }),
+      giveUpMs: 20_000,
+    })
     expect(exchange.status).toBe(200)
   })
 })

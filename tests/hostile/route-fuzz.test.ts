@@ -84,7 +84,11 @@ beforeAll(async () => {
   expect(imported.status).toBe(202)
   const job = await waitForJob(http, `/${repo.slug}/jobs/${imported.body.id}`, member.token)
   expect(job.status).toBe('succeeded')
-  const pushed = await http.call('POST', '/api/v1/graphs', { token: sysadmin.token, raw: bundle, headers: { 'content-type': 'application/gzip', 'x-graph-name': 'fuzzed', 'x-graph-sha256': 'a'.repeat(64) } })
+  const pushed = await http.call('POST', '/api/v1/graphs', {
+    token: sysadmin.token,
+    raw: bundle,
+    headers: { 'content-type': 'application/gzip', 'x-graph-name': 'fuzzed', 'x-graph-sha256': 'a'.repeat(64) },
+  })
   expect(pushed.status).toBe(201)
   const ids = [job.id, pushed.body.graph_id]
   for (const list of ['sources', 'facts', 'concepts', 'investigations', 'reports']) {
@@ -110,9 +114,81 @@ afterAll(() => server.stop())
 // ---------------------------------------------------------------------------------------------
 // Building requests
 
-const HOSTILE_SEGMENTS = ['x', '0', '-1', '%00', '%FF', '%C0%AF', '%2F', '..', '%2e%2e', '%20', "'", '%22', '%F0%9F%92%A5', '%7B%7D', 'null', 'undefined', '__proto__', 'constructor', '00000000-0000-0000-0000-000000000000', 'FFFFFFFF-FFFF-4FFF-BFFF-FFFFFFFFFFFF', '1e999', 'a'.repeat(3000), 'system', 'api', 'swagger', 'healthz']
-const HOSTILE_QUERY_VALUES = ['', 'x', '-1', '0', '1', '500', '501', '99999999999999999999', '1e3', 'NaN', 'Infinity', '%00', '%FF%FE', '%C0%AF', '%', '%%', '%ZZ', 'a'.repeat(5000), '%5B%5D', '%7B%22a%22%3A1%7D', '..%2F..', '%F0%9F%92%A5', 'true', 'null', 'eyJhIjoxfQ', 'W10', 'WyIiLCIiXQ', 'WyIyMDI2LTAxLTAxIiwiMDAwMDAwMDAtMDAwMC0wMDAwLTAwMDAtMDAwMDAwMDAwMDAwIl0']
-const CONTENT_TYPES = ['application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=xyz', 'multipart/form-data', 'text/plain', 'application/xml', 'application/gzip', 'application/octet-stream', 'application/vnd.api+json', '*/*', ';', 'application/json, text/plain', 'a'.repeat(2000)]
+const HOSTILE_SEGMENTS = [
+  'x',
+  '0',
+  '-1',
+  '%00',
+  '%FF',
+  '%C0%AF',
+  '%2F',
+  '..',
+  '%2e%2e',
+  '%20',
+  "'",
+  '%22',
+  '%F0%9F%92%A5',
+  '%7B%7D',
+  'null',
+  'undefined',
+  '__proto__',
+  'constructor',
+  '00000000-0000-0000-0000-000000000000',
+  'FFFFFFFF-FFFF-4FFF-BFFF-FFFFFFFFFFFF',
+  '1e999',
+  'a'.repeat(3000),
+  'system',
+  'api',
+  'swagger',
+  'healthz',
+]
+const HOSTILE_QUERY_VALUES = [
+  '',
+  'x',
+  '-1',
+  '0',
+  '1',
+  '500',
+  '501',
+  '99999999999999999999',
+  '1e3',
+  'NaN',
+  'Infinity',
+  '%00',
+  '%FF%FE',
+  '%C0%AF',
+  '%',
+  '%%',
+  '%ZZ',
+  'a'.repeat(5000),
+  '%5B%5D',
+  '%7B%22a%22%3A1%7D',
+  '..%2F..',
+  '%F0%9F%92%A5',
+  'true',
+  'null',
+  'eyJhIjoxfQ',
+  'W10',
+  'WyIiLCIiXQ',
+  'WyIyMDI2LTAxLTAxIiwiMDAwMDAwMDAtMDAwMC0wMDAwLTAwMDAtMDAwMDAwMDAwMDAwIl0',
+]
+const CONTENT_TYPES = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json; charset=latin1',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=xyz',
+  'multipart/form-data',
+  'text/plain',
+  'application/xml',
+  'application/gzip',
+  'application/octet-stream',
+  'application/vnd.api+json',
+  '*/*',
+  ';',
+  'application/json, text/plain',
+  'a'.repeat(2000),
+]
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD']
 
 function pathValue(rng: Rng, name: string): string {
@@ -188,7 +264,8 @@ function formEncode(rng: Rng, value: Json): string {
 }
 
 function multipart(rng: Rng, boundary: string): Uint8Array {
-  const part = (headers: string, data: Uint8Array | string) => concat([new TextEncoder().encode(`--${boundary}\r\n${headers}\r\n\r\n`), typeof data === 'string' ? new TextEncoder().encode(data) : data, new TextEncoder().encode('\r\n')])
+  const part = (headers: string, data: Uint8Array | string) =>
+    concat([new TextEncoder().encode(`--${boundary}\r\n${headers}\r\n\r\n`), typeof data === 'string' ? new TextEncoder().encode(data) : data, new TextEncoder().encode('\r\n')])
   const parts = [
     part('Content-Disposition: form-data; name="bundle"; filename="b.json.gz"\r\nContent-Type: application/gzip', rng.chance(0.5) ? gzipBundle(validBundleJson()) : rng.bytes(rng.between(0, 200))),
     part('Content-Disposition: form-data; name="bundle"', 'not a file'),
@@ -219,16 +296,29 @@ function shot(rng: Rng, route: Route): Shot {
     notes.push(`method ${method}`)
   }
   const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => pathValue(rng, name))
-  const query = queryString(rng, params.filter((p) => p.in === 'query').map((p) => p.name))
+  const query = queryString(
+    rng,
+    params.filter((p) => p.in === 'query').map((p) => p.name),
+  )
   const headers: Record<string, string> = {}
   const identity = rng.pick(['none', 'member', 'sysadmin', 'sysadmin', 'member', 'garbage'] as const)
   notes.push(identity)
   if (identity === 'member' || identity === 'sysadmin') headers.authorization = `Bearer ${pools.tokens[identity]}`
   if (identity === 'garbage') {
-    headers.authorization = rng.pick(['Bearer', 'Bearer x', 'Basic YTpi', `Bearer ${'a'.repeat(4000)}`, 'Bearer eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJ4In0.', 'Bearer eyJ0eXAiOiJhdCtqd3QifQ.e30.e30', `Bearer ${pools.tokens.member}x`, 'bearer  \t '])
+    headers.authorization = rng.pick([
+      'Bearer',
+      'Bearer x',
+      'Basic YTpi',
+      `Bearer ${'a'.repeat(4000)}`,
+      'Bearer eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJ4In0.',
+      'Bearer eyJ0eXAiOiJhdCtqd3QifQ.e30.e30',
+      `Bearer ${pools.tokens.member}x`,
+      'bearer  \t ',
+    ])
   }
   for (const header of params.filter((p) => p.in === 'header')) {
-    if (rng.chance(0.8)) headers[header.name.toLowerCase()] = rng.chance(0.5) ? rng.pick(pools.repositories) : rng.pick([...HOSTILE_SEGMENTS.filter((s) => !s.startsWith('%')), '', '[1,2]', '-5', '99999999999999999999'])
+    if (rng.chance(0.8))
+      headers[header.name.toLowerCase()] = rng.chance(0.5) ? rng.pick(pools.repositories) : rng.pick([...HOSTILE_SEGMENTS.filter((s) => !s.startsWith('%')), '', '[1,2]', '-5', '99999999999999999999'])
   }
   if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') return { method, url: path + query, headers, describe: notes.join(', ') }
 

@@ -36,7 +36,11 @@ beforeAll(async () => {
     users: { member: 'member', sysadmin: 'sysadmin' },
     repositories: { uploads: { by: 'member', name: 'Slow uploads' } },
   })
-  ;({ server, http, users: { member, sysadmin } } = slow)
+  ;({
+    server,
+    http,
+    users: { member, sysadmin },
+  } = slow)
   slug = slow.repositories.uploads.slug
 })
 afterAll(() => server.stop())
@@ -100,7 +104,8 @@ describe(`slow uploads (${BACKEND})`, () => {
       rawRequest(server.url, { head: push + gzipMagic, giveUpMs: OUR_BOUND_MS }),
     ])
     const message = `the upload arrived slower than ${UPLOAD_MIN_RATE} bytes per second over 1 s and was cut off`
-    for (const [i, exchange] of exchanges.entries()) expect({ i, closedBy: exchange.closedBy, status: exchange.status, body: exchange.body }).toEqual({ i, closedBy: 'server', status: 408, body: { error: message } })
+    for (const [i, exchange] of exchanges.entries())
+      expect({ i, closedBy: exchange.closedBy, status: exchange.status, body: exchange.body }).toEqual({ i, closedBy: 'server', status: 408, body: { error: message } })
     expect(await blobKeys(server.context.blobs)).toEqual([])
     expect((await http.get('/api/v1/graphs', sysadmin.token)).body).toEqual([])
     expect((await http.get(`/${slug}/jobs`, member.token)).body).toEqual([])
@@ -133,7 +138,10 @@ describe(`slow uploads (${BACKEND})`, () => {
     const finished = () => logged.split('\n').filter((line) => line.includes(`"path":"/${slug}/import-graph","status":400`)).length
     const before = finished()
     const part = '--b\r\nContent-Disposition: form-data; name="bundle"; filename="b.json.gz"\r\n\r\n'
-    for (const [type, start] of [['application/gzip', ''], ['multipart/form-data; boundary=b', part]]) {
+    for (const [type, start] of [
+      ['application/gzip', ''],
+      ['multipart/form-data; boundary=b', part],
+    ]) {
       const request = head('POST', `/${slug}/import-graph`, { authorization: `Bearer ${member.token}`, 'content-type': type!, 'content-length': '100000' })
       // We hang up after half a second, a tenth of the way in.
       expect((await rawRequest(server.url, { head: request + start + gzipMagic + endless(10_000), giveUpMs: 500 })).closedBy).toBe('client')

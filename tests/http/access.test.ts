@@ -28,7 +28,8 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 /** The rules of src/http/access.ts, as they are written into the document. */
-const VOCABULARY = /^(public|authenticated|session-token|system [a-z]+:[a-z]+|self-or-system [a-z]+:[a-z]+|owner-or-sysadmin|repository-or-system [a-z]+:[a-z]+|repository [a-z]+:[a-z]+( \([a-z]+=[a-z]+\)( or [a-z]+:[a-z]+ \([a-z]+=[a-z]+\))*)?)$/
+const VOCABULARY =
+  /^(public|authenticated|session-token|system [a-z]+:[a-z]+|self-or-system [a-z]+:[a-z]+|owner-or-sysadmin|repository-or-system [a-z]+:[a-z]+|repository [a-z]+:[a-z]+( \([a-z]+=[a-z]+\)( or [a-z]+:[a-z]+ \([a-z]+=[a-z]+\))*)?)$/
 
 const operation = (at: string) => {
   const [method, path] = at.split(' ') as [string, string]
@@ -46,7 +47,7 @@ describe(`access rules (${BACKEND})`, () => {
     for (const { at, rule } of hidden) expect({ at, rule }).toEqual({ at, rule: 'public' })
   })
 
-  test('the document states each route\'s rule, its security requirement and the 401/403 it can answer', () => {
+  test("the document states each route's rule, its security requirement and the 401/403 it can answer", () => {
     const mismatches: string[] = []
     for (const { at, rule } of routes.filter(({ hidden }) => !hidden)) {
       const documented = operation(at)
@@ -71,7 +72,10 @@ describe(`access rules (${BACKEND})`, () => {
     const mismatches: string[] = []
     for (const { at, rule } of routes.filter((route) => !route.hidden && route.rule !== 'public')) {
       const [method, path] = at.split(' ') as [string, string]
-      const response = await server.request(path.replace(/\{[^}]+\}/g, () => crypto.randomUUID()), { method: method.toUpperCase() })
+      const response = await server.request(
+        path.replace(/\{[^}]+\}/g, () => crypto.randomUUID()),
+        { method: method.toUpperCase() },
+      )
       await response.arrayBuffer()
       const challenged = /scope="([^"]+)"/.exec(response.headers.get('www-authenticate') ?? '')?.[1]
       // Any token will do for these; the challenge asks for the least scope, read.

@@ -101,7 +101,8 @@ describe(`OpenAPI document (${BACKEND})`, () => {
   test('integers are integers, and each answer has one media type', () => {
     for (const { method, path, operation } of operations) {
       for (const parameter of operation.parameters ?? []) {
-        if (parameter.name === 'limit' || parameter.name === 'k') expect({ at: `${method} ${path} ${parameter.name}`, type: parameter.schema.type }).toEqual({ at: `${method} ${path} ${parameter.name}`, type: 'integer' })
+        if (parameter.name === 'limit' || parameter.name === 'k')
+          expect({ at: `${method} ${path} ${parameter.name}`, type: parameter.schema.type }).toEqual({ at: `${method} ${path} ${parameter.name}`, type: 'integer' })
         expect(parameter.schema.anyOf).toBeUndefined()
       }
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
@@ -218,10 +219,16 @@ describe(`OpenAPI document (${BACKEND})`, () => {
     for (const { at, url, status, init, as = 'owner' } of samples) {
       const [method, path] = at.split(' ') as [string, string]
       const bearer = tokens[as]
-      const response = await server.request(url, { method: method.toUpperCase(), redirect: 'manual', body: init?.body, headers: { ...init?.headers, ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) } })
+      const response = await server.request(url, {
+        method: method.toUpperCase(),
+        redirect: 'manual',
+        body: init?.body,
+        headers: { ...init?.headers, ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+      })
       await response.arrayBuffer()
       const listed = Object.keys(document.paths[path]?.[method]?.responses ?? {})
-      if (response.status !== status || !listed.includes(String(status))) wrong.push(`${method.toUpperCase()} ${url}: answered ${response.status} (sample expects ${status}); ${path} lists ${listed.join(', ')}`)
+      if (response.status !== status || !listed.includes(String(status)))
+        wrong.push(`${method.toUpperCase()} ${url}: answered ${response.status} (sample expects ${status}); ${path} lists ${listed.join(', ')}`)
     }
     expect(wrong).toEqual([])
   })

@@ -55,7 +55,10 @@ afterAll(async () => {
 
 /** The operation block of `method path`, expanded. */
 async function operation(method: string, path: string): Promise<Locator> {
-  const block = page.locator(`.opblock-${method}`).filter({ has: page.locator(`.opblock-summary-path[data-path="${path}"]`) }).first()
+  const block = page
+    .locator(`.opblock-${method}`)
+    .filter({ has: page.locator(`.opblock-summary-path[data-path="${path}"]`) })
+    .first()
   await block.locator('.opblock-summary').click()
   return block
 }

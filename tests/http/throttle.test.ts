@@ -32,10 +32,14 @@ function client(server: TestServer) {
       http.call('POST', '/api/v1/oauth/register', { body: { redirect_uris: ['https://agent.example/cb'], ...metadata }, headers: via(address) }),
     /** A token request bound to fail: a code that was never issued. */
     badCode: (clientId: string, address?: string, headers: Record<string, string> = {}) =>
-      form('/api/v1/oauth/token', { grant_type: 'authorization_code', code: 'never-issued', redirect_uri: 'https://agent.example/cb', code_verifier: pkcePair().verifier, ...(clientId ? { client_id: clientId } : {}) }, {
-        ...(address ? via(address) : {}),
-        ...headers,
-      }),
+      form(
+        '/api/v1/oauth/token',
+        { grant_type: 'authorization_code', code: 'never-issued', redirect_uri: 'https://agent.example/cb', code_verifier: pkcePair().verifier, ...(clientId ? { client_id: clientId } : {}) },
+        {
+          ...(address ? via(address) : {}),
+          ...headers,
+        },
+      ),
     revoke: (fields: Record<string, string>, address: string) => form('/api/v1/oauth/revoke', fields, via(address)),
   }
 }
@@ -53,12 +57,25 @@ function retryAfter(res: { status: number; headers: Headers }, max: number): num
 describe('settings', () => {
   test('off by default', () => {
     const config = parseEnv({})
-    expect(config.throttle).toEqual({ login: { perIp: undefined, perAccount: undefined }, token: { perIp: undefined, perAccount: undefined }, register: { perIp: undefined }, createRepository: { perIp: undefined } })
+    expect(config.throttle).toEqual({
+      login: { perIp: undefined, perAccount: undefined },
+      token: { perIp: undefined, perAccount: undefined },
+      register: { perIp: undefined },
+      createRepository: { perIp: undefined },
+    })
     expect(config.trustedProxies).toBe(0)
   })
 
   test('a rate is a count, a slash and a duration', () => {
-    const config = parseEnv({ THROTTLE_LOGIN_PER_IP: '20/1m', THROTTLE_LOGIN_PER_ACCOUNT: '5/15m', THROTTLE_TOKEN_PER_IP: '100/1h', THROTTLE_TOKEN_PER_CLIENT: '30/90', THROTTLE_REGISTER_PER_IP: '3/1d', THROTTLE_REPOSITORY_CREATE_PER_IP: '10/1h', TRUSTED_PROXIES: '2' })
+    const config = parseEnv({
+      THROTTLE_LOGIN_PER_IP: '20/1m',
+      THROTTLE_LOGIN_PER_ACCOUNT: '5/15m',
+      THROTTLE_TOKEN_PER_IP: '100/1h',
+      THROTTLE_TOKEN_PER_CLIENT: '30/90',
+      THROTTLE_REGISTER_PER_IP: '3/1d',
+      THROTTLE_REPOSITORY_CREATE_PER_IP: '10/1h',
+      TRUSTED_PROXIES: '2',
+    })
     expect(config.throttle).toEqual({
       login: { perIp: { limit: 20, periodMs: 60_000 }, perAccount: { limit: 5, periodMs: 900_000 } },
       token: { perIp: { limit: 100, periodMs: 3_600_000 }, perAccount: { limit: 30, periodMs: 90_000 } },
@@ -210,13 +227,20 @@ describe(`throttling on, behind one trusted proxy (${BACKEND})`, () => {
     expectError(await kgs.login(uniqueEmail('v6'), WRONG, '2001:db8:7:2::a'), 401)
   })
 
-  test("the OAuth sign-in form shares the sign-in budgets and answers with the form again, 429", async () => {
+  test('the OAuth sign-in form shares the sign-in budgets and answers with the form again, 429', async () => {
     const { email } = await account()
     for (let i = 0; i < 2; i++) expectError(await kgs.login(email, WRONG, freshAddress()), 401)
     const registered = await kgs.registerClient(freshAddress())
     expect(registered.status).toBe(201)
     const { challenge } = pkcePair()
-    const query = new URLSearchParams({ response_type: 'code', client_id: registered.body.client_id, redirect_uri: 'https://agent.example/cb', code_challenge: challenge, code_challenge_method: 'S256', state: 's' })
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: registered.body.client_id,
+      redirect_uri: 'https://agent.example/cb',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      state: 's',
+    })
     const browser = browserCookie()
     const page = await (await server.request(`/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })).text()
     const fields = { authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!, csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!, email, password: PASSWORD }

@@ -21,7 +21,11 @@ const createRepo = async (name: string) => (await http.post('/api/v1/repositorie
 const enqueue = (repositoryId: string, kind: string, params: Record<string, unknown> = {}) => server.context.jobs.enqueue({ kind, repositoryId, params })
 
 beforeAll(async () => {
-  ;({ server, http, users: { admin, owner } } = await fixture({
+  ;({
+    server,
+    http,
+    users: { admin, owner },
+  } = await fixture({
     server: {
       env: { WORKERS: '1' },
       jobs: { timing: { leaseMs: LEASE_MS, heartbeatMs: 100, pollMs: 200, backoffBaseMs: 20 }, extraKindModules: [TEST_JOB_KINDS_URL] },
@@ -32,7 +36,7 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 describe(`bounded jobs (${BACKEND})`, () => {
-  test('one repository queues 100 jobs; another repository\'s job starts next, within one job\'s time', async () => {
+  test("one repository queues 100 jobs; another repository's job starts next, within one job's time", async () => {
     const [busy, other] = [await createRepo('Busy'), await createRepo('Other')]
     const flood: Job[] = []
     for (let i = 0; i < 100; i++) flood.push(await enqueue(busy.id, 'test_busy', { ms: 30 }))

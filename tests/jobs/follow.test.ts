@@ -37,7 +37,10 @@ const logged = (msg: string, job: string) =>
 
 describe(`following jobs (${BACKEND})`, () => {
   test('a 202 carries the Location of its job; the job is logged as it starts and as it succeeds', async () => {
-    for (const [path, body] of [[`/${repo.slug}/jobs`, { kind: 'embed_facts' }], [`/${repo.slug}/export-graph`, {}]] as const) {
+    for (const [path, body] of [
+      [`/${repo.slug}/jobs`, { kind: 'embed_facts' }],
+      [`/${repo.slug}/export-graph`, {}],
+    ] as const) {
       const res = await http.post<Job>(path, body, owner.token)
       expect(res.status).toBe(202)
       expect(res.headers.get('location')).toBe(`/${repo.id}/jobs/${res.body.id}`)
@@ -55,7 +58,11 @@ describe(`following jobs (${BACKEND})`, () => {
   })
 
   test('a job that fails is logged with its error', async () => {
-    const res = await http.call<Job>('POST', `/${repo.slug}/import-graph`, { token: owner.token, headers: { 'content-type': 'application/gzip' }, raw: Bun.gzipSync(new TextEncoder().encode('{"not": "a bundle"')) })
+    const res = await http.call<Job>('POST', `/${repo.slug}/import-graph`, {
+      token: owner.token,
+      headers: { 'content-type': 'application/gzip' },
+      raw: Bun.gzipSync(new TextEncoder().encode('{"not": "a bundle"')),
+    })
     expect(res.status).toBe(202)
     const job = await waitForJob(http, res.headers.get('location')!, owner.token)
     expect(job.status).toBe('failed')

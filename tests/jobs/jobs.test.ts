@@ -28,7 +28,12 @@ const enqueue = (kind: string, params: Record<string, unknown> = {}, repositoryI
 const waitForJob = (id: string, done: (job: Job) => boolean = finished, path = `/${repo.slug}/jobs/${id}`, token = owner.token) => pollJob(http, path, token, done, 20_000)
 
 beforeAll(async () => {
-  ;({ server, http, users: { admin, owner, viewer, stranger }, repositories: { repo, other } } = await fixture({
+  ;({
+    server,
+    http,
+    users: { admin, owner, viewer, stranger },
+    repositories: { repo, other },
+  } = await fixture({
     server: {
       env: { WORKERS: '2' },
       log: runnerLog,

@@ -38,7 +38,8 @@ beforeEach(async () => {
 })
 
 const enqueue = (kind = 'noop', maxAttempts = 3) => enqueueJob(sql, { kind, maxAttempts })
-const row = async (id: string) => (await sql`SELECT status, attempts, lease_owner, claimed_by, error, cancel_requested, run_after > now() AS delayed, run_after - now() AS delay FROM jobs WHERE id = ${id}`)[0]!
+const row = async (id: string) =>
+  (await sql`SELECT status, attempts, lease_owner, claimed_by, error, cancel_requested, run_after > now() AS delayed, run_after - now() AS delay FROM jobs WHERE id = ${id}`)[0]!
 const expireLease = (id: string) => sql`UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ${id}`
 const makeReady = (id: string) => sql`UPDATE jobs SET run_after = now() - interval '1 second' WHERE id = ${id}`
 

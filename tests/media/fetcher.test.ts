@@ -212,7 +212,11 @@ describe('refused before connecting', () => {
 
   test('numeric spellings the URL parser normalises: decimal, octal, hex, short forms', async () => {
     for (const host of ['2130706433', '0177.0.0.1', '0x7f.0.0.1', '0x7f000001', '127.1', '017700000001', '0xa9.0xfe.0xa9.0xfe', '2852039166']) {
-      await expectRefusedUnseen(`http://${host}:${server.port}/image.png`, options(), /^"http:\/\/(127\.0\.0\.1|169\.254\.169\.254):\d+\/image\.png": \S+ is not a public address \((loopback|link-local)\)$/)
+      await expectRefusedUnseen(
+        `http://${host}:${server.port}/image.png`,
+        options(),
+        /^"http:\/\/(127\.0\.0\.1|169\.254\.169\.254):\d+\/image\.png": \S+ is not a public address \((loopback|link-local)\)$/,
+      )
     }
   })
 

@@ -29,7 +29,12 @@ const image = { png: id(), untyped: id(), unstored: id(), inB: id(), html: id(),
 const FORGED_TYPE = 'text/html\r\nSet-Cookie: session=stolen'
 
 beforeAll(async () => {
-  ;({ server, http, users: { admin, owner, viewer, stranger }, repositories: { a, b } } = await fixture({
+  ;({
+    server,
+    http,
+    users: { admin, owner, viewer, stranger },
+    repositories: { a, b },
+  } = await fixture({
     users: { admin: 'sysadmin', owner: 'member', viewer: 'member', stranger: 'member' },
     repositories: { a: { by: 'owner', name: 'Media A', roles: { viewer: 'viewer' } }, b: { by: 'owner', name: 'Media B' } },
   }))
@@ -47,7 +52,16 @@ beforeAll(async () => {
       { id: source.bare, url: 'https://example.org/page', kind: 'html', status: 'processed', has_stored_body: false },
     ])}`
     await tx`INSERT INTO source_bodies ${tx({ source_id: source.id, content_type: 'application/pdf', storage_key: fetchedBodyKey(a.id, source.id), bytes: PDF.byteLength })}`
-    const row = (imageId: string, position: number, content_type: string, storage_key: string | null) => ({ id: imageId, source_id: source.id, kind: 'page', page_number: 1, position, url: 'https://example.org/p.png', content_type, storage_key })
+    const row = (imageId: string, position: number, content_type: string, storage_key: string | null) => ({
+      id: imageId,
+      source_id: source.id,
+      kind: 'page',
+      page_number: 1,
+      position,
+      url: 'https://example.org/p.png',
+      content_type,
+      storage_key,
+    })
     await tx`INSERT INTO source_images ${tx([
       row(image.png, 0, 'image/png', fetchedImageKey(a.id, image.png)),
       row(image.untyped, 1, '', fetchedImageKey(a.id, image.untyped)),

@@ -26,7 +26,15 @@ afterAll(() => server.stop())
 
 /** Opens an authorization request; returns the ids its page carries (and the cookie it was sent with). */
 async function begin(cookie?: string) {
-  const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: pkcePair().challenge, code_challenge_method: 'S256', state: 's-123', scope: 'read write' })
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    code_challenge: pkcePair().challenge,
+    code_challenge_method: 'S256',
+    state: 's-123',
+    scope: 'read write',
+  })
   const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: cookie ? `${BROWSER}; ${cookie}` : BROWSER } })
   const html = await res.text()
   return {
@@ -73,7 +81,12 @@ describe(`sign-in and consent (${BACKEND})`, () => {
     const v6 = (await api(server.url).post('/api/v1/oauth/register', { redirect_uris: ['http://[::1]:41236/callback'] })).body.client_id
     const query = new URLSearchParams({ response_type: 'code', client_id: v6, redirect_uri: 'http://[::1]:41236/callback', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
     const page = await (await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: BROWSER } })).text()
-    const fields = { authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!, csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!, email: user.email, password: PASSWORD }
+    const fields = {
+      authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!,
+      csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!,
+      email: user.email,
+      password: PASSWORD,
+    }
     const consent = await form('/api/v1/oauth/authorize/login', fields)
     expect(consent.status).toBe(200)
     const csp = consent.headers.get('content-security-policy')!

@@ -67,7 +67,11 @@ describe(`CORS from another origin, in Chromium (${BACKEND})`, () => {
   })
 
   test('registration (a JSON POST, so a preflight first)', async () => {
-    const registered = await fetchFromPage(`${server.url}/api/v1/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:9/cb'] }) })
+    const registered = await fetchFromPage(`${server.url}/api/v1/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:9/cb'] }),
+    })
     expect(registered).toMatchObject({ ok: true, status: 201, body: { redirect_uris: ['http://127.0.0.1:9/cb'] } })
   })
 
@@ -75,7 +79,10 @@ describe(`CORS from another origin, in Chromium (${BACKEND})`, () => {
     const client = await registerClient(server.url)
     const { verifier, challenge } = pkcePair()
     const { code } = await obtainCode(server.url, client, account, { challenge })
-    const token = await fetchFromPage(`${server.url}/api/v1/oauth/token`, form({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }))
+    const token = await fetchFromPage(
+      `${server.url}/api/v1/oauth/token`,
+      form({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }),
+    )
     expect(token).toMatchObject({ ok: true, status: 200 })
     const { access_token, refresh_token } = (token as Seen).body as { access_token: string; refresh_token: string }
 
@@ -94,7 +101,9 @@ describe(`CORS from another origin, in Chromium (${BACKEND})`, () => {
     const client = await registerClient(server.url)
     const query = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: client.redirect_uri, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
     expect(await fetchFromPage(`${server.url}/api/v1/oauth/authorize?${query}`)).toMatchObject({ ok: false })
-    expect(await fetchFromPage(`${server.url}/api/v1/oauth/authorize/login`, form({ authorization_id: crypto.randomUUID(), csrf_token: 'x', email: account.email, password: 'x' }))).toMatchObject({ ok: false })
+    expect(await fetchFromPage(`${server.url}/api/v1/oauth/authorize/login`, form({ authorization_id: crypto.randomUUID(), csrf_token: 'x', email: account.email, password: 'x' }))).toMatchObject({
+      ok: false,
+    })
     expect(await fetchFromPage(`${server.url}/api/v1/oauth/authorize`, form({ authorization_id: crypto.randomUUID(), csrf_token: 'x', decision: 'allow' }))).toMatchObject({ ok: false })
     // Nor do they answer a preflight.
     const preflight = await fetch(`${server.url}/api/v1/oauth/authorize/login`, { method: 'OPTIONS', headers: { origin: 'http://127.0.0.1:9', 'access-control-request-method': 'POST' } })

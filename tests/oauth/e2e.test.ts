@@ -68,11 +68,7 @@ describe(`OAuth in a real browser (${BACKEND})`, () => {
     const { callback, verifier, state } = await authorizeInBrowser('Allow')
     // Checks state and iss (RFC 9207) strictly.
     const params = oauth.validateAuthResponse(as, client, callback, state)
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      as,
-      client,
-      await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, verifier, insecure),
-    )
+    const tokens = await oauth.processAuthorizationCodeResponse(as, client, await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, verifier, insecure))
     expect(tokens.scope).toBe('read write')
 
     const me = await api(server.url).get('/api/v1/users/me', tokens.access_token)

@@ -66,9 +66,10 @@ describe(`client registration (${BACKEND})`, () => {
     ['http://2130706433/cb', /plain http is allowed only on a loopback address/],
     ['http://0x7f.0.0.1/cb', /plain http is allowed only on a loopback address/],
     ['http://127.0.0.1/cb\t', /whitespace or control characters/],
-    ...['javascript:alert(1)', 'data:text/html,x', 'file:///etc/passwd', 'vbscript:x', 'blob:https://a.example/x', 'about:blank', 'JavaScript:alert(1)'].map(
-      (uri): [string, RegExp] => [uri, /expected https, http on a loopback address, or a private-use scheme/],
-    ),
+    ...['javascript:alert(1)', 'data:text/html,x', 'file:///etc/passwd', 'vbscript:x', 'blob:https://a.example/x', 'about:blank', 'JavaScript:alert(1)'].map((uri): [string, RegExp] => [
+      uri,
+      /expected https, http on a loopback address, or a private-use scheme/,
+    ]),
   ]
   for (const [uri, description] of badRedirects) {
     test(`redirect URI ${uri}: invalid_redirect_uri`, async () => {
@@ -77,7 +78,15 @@ describe(`client registration (${BACKEND})`, () => {
   }
 
   test('acceptable redirect URIs', () => {
-    for (const uri of ['https://agent.example/cb', 'http://127.0.0.1/cb', 'http://[::1]:9000/cb', 'http://localhost:3000/cb', 'com.example.agent:/oauth2redirect', 'myapp:/cb', 'cursor://anysphere.cursor-mcp/oauth/callback']) {
+    for (const uri of [
+      'https://agent.example/cb',
+      'http://127.0.0.1/cb',
+      'http://[::1]:9000/cb',
+      'http://localhost:3000/cb',
+      'com.example.agent:/oauth2redirect',
+      'myapp:/cb',
+      'cursor://anysphere.cursor-mcp/oauth/callback',
+    ]) {
       expect(redirectUriProblem(uri)).toBeUndefined()
     }
   })
@@ -110,7 +119,11 @@ describe(`client registration (${BACKEND})`, () => {
   }
 
   test('malformed JSON and a form body: invalid_client_metadata / invalid_request in the OAuth shape', async () => {
-    expectRegistrationError(await http.call('POST', '/api/v1/oauth/register', { raw: '{"redirect_uris":', headers: { 'content-type': 'application/json' } }), 'invalid_client_metadata', /malformed JSON/)
+    expectRegistrationError(
+      await http.call('POST', '/api/v1/oauth/register', { raw: '{"redirect_uris":', headers: { 'content-type': 'application/json' } }),
+      'invalid_client_metadata',
+      /malformed JSON/,
+    )
     const form = await http.call('POST', '/api/v1/oauth/register', { raw: 'redirect_uris=https://a.example/cb', headers: { 'content-type': 'text/plain' } })
     expect(form.status).toBe(415)
     expect(form.body.error).toBe('invalid_request')

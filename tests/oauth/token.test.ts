@@ -45,7 +45,6 @@ async function tokenRequest(fields: Record<string, string>, headers: Record<stri
 
 const me = (token: string) => api(server.url).get('/api/v1/users/me', token)
 
-
 describe(`token endpoint (${BACKEND})`, () => {
   test('code exchange: a Bearer at+jwt access token for the API and a refresh token', async () => {
     const { code, verifier } = await codeFor(client, 'read write')
@@ -70,15 +69,30 @@ describe(`token endpoint (${BACKEND})`, () => {
 
   test('wrong verifier: invalid_grant; missing verifier: invalid_request', async () => {
     const { code } = await codeFor()
-    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, client_id: client.client_id }), 400, 'invalid_request', /code_verifier is required/)
-    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: pkcePair().verifier, client_id: client.client_id }), 400, 'invalid_grant', /code_verifier does not match/)
+    expectOAuthError(
+      await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, client_id: client.client_id }),
+      400,
+      'invalid_request',
+      /code_verifier is required/,
+    )
+    expectOAuthError(
+      await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: pkcePair().verifier, client_id: client.client_id }),
+      400,
+      'invalid_grant',
+      /code_verifier does not match/,
+    )
   })
 
   test('a reused code is refused and revokes what it issued', async () => {
     const { code, verifier } = await codeFor()
     const tokens = await exchange(code, verifier)
     expect((await me(tokens.access_token)).status).toBe(200)
-    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }), 400, 'invalid_grant', /already used/)
+    expectOAuthError(
+      await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }),
+      400,
+      'invalid_grant',
+      /already used/,
+    )
     expect((await me(tokens.access_token)).status).toBe(401)
     expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: client.client_id }), 400, 'invalid_grant')
   })
@@ -94,12 +108,22 @@ describe(`token endpoint (${BACKEND})`, () => {
   test('a code issued to another client: invalid_grant', async () => {
     const other = await registerClient(server.url)
     const { code, verifier } = await codeFor(other)
-    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: other.redirect_uri, code_verifier: verifier, client_id: client.client_id }), 400, 'invalid_grant', /another client/)
+    expectOAuthError(
+      await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: other.redirect_uri, code_verifier: verifier, client_id: client.client_id }),
+      400,
+      'invalid_grant',
+      /another client/,
+    )
   })
 
   test('redirect_uri different at the token step: invalid_grant', async () => {
     const { code, verifier } = await codeFor()
-    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: 'http://127.0.0.1:1/elsewhere', code_verifier: verifier, client_id: client.client_id }), 400, 'invalid_grant', /redirect_uri differs/)
+    expectOAuthError(
+      await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: 'http://127.0.0.1:1/elsewhere', code_verifier: verifier, client_id: client.client_id }),
+      400,
+      'invalid_grant',
+      /redirect_uri differs/,
+    )
   })
 
   test('an expired code: invalid_grant', async () => {
@@ -107,20 +131,37 @@ describe(`token endpoint (${BACKEND})`, () => {
     const sql = server.systemSql()
     await sql`UPDATE oauth_codes SET expires_at = now() - interval '1 second' WHERE used_at IS NULL`
     await sql.end()
-    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }), 400, 'invalid_grant', /expired/)
+    expectOAuthError(
+      await tokenRequest({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }),
+      400,
+      'invalid_grant',
+      /expired/,
+    )
   })
 
   test('an unknown client: 401 invalid_client', async () => {
-    expectOAuthError(await tokenRequest({ grant_type: 'authorization_code', code: 'x', redirect_uri: client.redirect_uri, code_verifier: pkcePair().verifier, client_id: 'no-such-client-00000000' }), 401, 'invalid_client')
+    expectOAuthError(
+      await tokenRequest({ grant_type: 'authorization_code', code: 'x', redirect_uri: client.redirect_uri, code_verifier: pkcePair().verifier, client_id: 'no-such-client-00000000' }),
+      401,
+      'invalid_client',
+    )
   })
 
   test('a token request as JSON: invalid_request', async () => {
-    const res = await fetch(`${server.url}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'refresh_token', refresh_token: 'x', client_id: client.client_id }) })
+    const res = await fetch(`${server.url}/api/v1/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ grant_type: 'refresh_token', refresh_token: 'x', client_id: client.client_id }),
+    })
     expectOAuthError({ status: res.status, body: (await res.json()) as { error: string } }, 400, 'invalid_request', /application\/x-www-form-urlencoded/)
   })
 
   test('a repeated parameter, a missing or unknown grant type: invalid_request / unsupported_grant_type', async () => {
-    const res = await fetch(`${server.url}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=refresh_token&grant_type=refresh_token' })
+    const res = await fetch(`${server.url}/api/v1/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=refresh_token&grant_type=refresh_token',
+    })
     expectOAuthError({ status: res.status, body: (await res.json()) as { error: string } }, 400, 'invalid_request', /appears more than once/)
     expectOAuthError(await tokenRequest({ client_id: client.client_id }), 400, 'invalid_request', /grant_type is required/)
     expectOAuthError(await tokenRequest({ grant_type: 'password', client_id: client.client_id }), 400, 'unsupported_grant_type')
@@ -129,7 +170,11 @@ describe(`token endpoint (${BACKEND})`, () => {
   test('refresh: rotation; reuse revokes the family; a narrower scope is allowed, a wider one is not', async () => {
     const { code, verifier } = await codeFor(client, 'read write')
     const first = await exchange(code, verifier)
-    const rotated = await oauth.processRefreshTokenResponse(as, { client_id: client.client_id }, await oauth.refreshTokenGrantRequest(as, { client_id: client.client_id }, oauth.None(), first.refresh_token!, insecure))
+    const rotated = await oauth.processRefreshTokenResponse(
+      as,
+      { client_id: client.client_id },
+      await oauth.refreshTokenGrantRequest(as, { client_id: client.client_id }, oauth.None(), first.refresh_token!, insecure),
+    )
     expect(rotated.refresh_token).not.toBe(first.refresh_token)
     expect((await me(rotated.access_token)).status).toBe(200)
     const narrower = await tokenRequest({ grant_type: 'refresh_token', refresh_token: rotated.refresh_token!, client_id: client.client_id, scope: 'read' })
@@ -172,17 +217,39 @@ describe(`token endpoint (${BACKEND})`, () => {
     const postClient = await registerClient(server.url, { token_endpoint_auth_method: 'client_secret_post' })
     const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`
     const a = await codeFor(basicClient)
-    const ok = await tokenRequest({ grant_type: 'authorization_code', code: a.code, redirect_uri: basicClient.redirect_uri, code_verifier: a.verifier }, { authorization: basic(basicClient.client_id, basicClient.client_secret!) })
+    const ok = await tokenRequest(
+      { grant_type: 'authorization_code', code: a.code, redirect_uri: basicClient.redirect_uri, code_verifier: a.verifier },
+      { authorization: basic(basicClient.client_id, basicClient.client_secret!) },
+    )
     expect(ok.status).toBe(200)
     const b = await codeFor(basicClient)
-    const wrong = await tokenRequest({ grant_type: 'authorization_code', code: b.code, redirect_uri: basicClient.redirect_uri, code_verifier: b.verifier }, { authorization: basic(basicClient.client_id, 'wrong') })
+    const wrong = await tokenRequest(
+      { grant_type: 'authorization_code', code: b.code, redirect_uri: basicClient.redirect_uri, code_verifier: b.verifier },
+      { authorization: basic(basicClient.client_id, 'wrong') },
+    )
     expectOAuthError(wrong, 401, 'invalid_client')
     expect(wrong.headers.get('www-authenticate')).toBe('Basic realm="kgs"')
     const c = await codeFor(postClient)
-    expect((await tokenRequest({ grant_type: 'authorization_code', code: c.code, redirect_uri: postClient.redirect_uri, code_verifier: c.verifier, client_id: postClient.client_id, client_secret: postClient.client_secret! })).status).toBe(200)
+    expect(
+      (
+        await tokenRequest({
+          grant_type: 'authorization_code',
+          code: c.code,
+          redirect_uri: postClient.redirect_uri,
+          code_verifier: c.verifier,
+          client_id: postClient.client_id,
+          client_secret: postClient.client_secret!,
+        })
+      ).status,
+    ).toBe(200)
     // The registered method only: a post client presenting no secret, a basic client posting its secret.
     expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: 'x', client_id: postClient.client_id }), 401, 'invalid_client', /client_secret_post/)
-    expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: 'x', client_id: basicClient.client_id, client_secret: basicClient.client_secret! }), 401, 'invalid_client', /client_secret_basic/)
+    expectOAuthError(
+      await tokenRequest({ grant_type: 'refresh_token', refresh_token: 'x', client_id: basicClient.client_id, client_secret: basicClient.client_secret! }),
+      401,
+      'invalid_client',
+      /client_secret_basic/,
+    )
   })
 })
 

@@ -22,7 +22,6 @@ async function register(): Promise<Account> {
   return { id: res.body.user.id, email: res.body.user.email, token: res.body.token }
 }
 
-
 beforeAll(async () => {
   server = await startTestServer()
   http = api(server.url)
@@ -85,7 +84,16 @@ describe(`admin routes (${BACKEND})`, () => {
     const first = await http.get('/api/v1/admin/users?limit=1', admin.token)
     expect(first.status).toBe(200)
     expect(first.body).toHaveLength(1)
-    expect(first.body[0]).toEqual({ id: admin.id, email: admin.email, name: '', created_at: expect.any(String), roles: expect.arrayContaining([{ role: 'member', domain: 'system' }, { role: 'sysadmin', domain: 'system' }]) })
+    expect(first.body[0]).toEqual({
+      id: admin.id,
+      email: admin.email,
+      name: '',
+      created_at: expect.any(String),
+      roles: expect.arrayContaining([
+        { role: 'member', domain: 'system' },
+        { role: 'sysadmin', domain: 'system' },
+      ]),
+    })
     const next = /^<([^>]+)>; rel="next"$/.exec(first.headers.get('link') ?? '')?.[1]
     expect(next).toBeDefined()
     const second = await http.get(next!, admin.token)

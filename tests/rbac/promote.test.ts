@@ -49,7 +49,9 @@ describe(`promote-sysadmin (${BACKEND})`, () => {
     const second = await runKgs(['promote-sysadmin', user.email.toUpperCase()], env)
     expect(second).toMatchObject({ code: 0, stdout: `${user.email.toUpperCase()} is already sysadmin; nothing changed\n` })
     // role:manage, enforced by the running server without a restart
-    expect(await within1s(async () => (await api(server.url).put('/api/v1/admin/users/roles', { user_id: crypto.randomUUID(), role: 'member', domain: 'system' }, user.token)).status === 400)).toBe(true)
+    expect(await within1s(async () => (await api(server.url).put('/api/v1/admin/users/roles', { user_id: crypto.randomUUID(), role: 'member', domain: 'system' }, user.token)).status === 400)).toBe(
+      true,
+    )
   })
 
   test('while the server is stopped: promotes, and the restarted server enforces it', async () => {

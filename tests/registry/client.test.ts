@@ -30,7 +30,11 @@ async function bytesOf(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
 }
 
 beforeAll(async () => {
-  ;({ server, http, users: { admin, member } } = await fixture({ users: { admin: 'sysadmin', member: 'member' } }))
+  ;({
+    server,
+    http,
+    users: { admin, member },
+  } = await fixture({ users: { admin: 'sysadmin', member: 'member' } }))
   client = server.context.registry
   dir = mkdtempSync(join(tmpdir(), 'kgs-registry-client-'))
   bundle = await generateBundle(join(dir, 'bundle.json.gz'), { facts: 30, dimensions: 4 })
@@ -163,7 +167,7 @@ describe(`the service token (${BACKEND})`, () => {
     expectError(await call(server, 'DELETE', `/api/v1/graphs/${graph}`, token), 403, 'permission denied: only the owner of a graph or a sysadmin may delete it')
   })
 
-  test('acting for a user (an export\'s push): the graph is theirs by e-mail and id, so they may delete it', async () => {
+  test("acting for a user (an export's push): the graph is theirs by e-mail and id, so they may delete it", async () => {
     const pushed = await client.push(smallBundle('for member'), { name: `For member ${crypto.randomUUID()}` }, { onBehalfOf: member.id })
     expect(await client.get(pushed.graph_id)).toMatchObject({ owner: member.email, owner_id: member.id })
     expect((await call(server, 'DELETE', `/api/v1/graphs/${pushed.graph_id}`, member.token)).status).toBe(200)
@@ -224,7 +228,7 @@ describe('registry configuration', () => {
   test('the self-minted service token goes only to this server: another REGISTRY_URL needs REGISTRY_TOKEN', async () => {
     const secret = 'x'.repeat(32)
     expect(() => createRegistryClient({ registryUrl: 'https://registry.example.com', jwtSecret: secret }, 'https://kgs.example.com')).toThrow(
-      new ConfigError('REGISTRY_URL https://registry.example.com is another server than BASE_URL https://kgs.example.com: set REGISTRY_TOKEN (this server\'s own service token is only sent to itself)'),
+      new ConfigError("REGISTRY_URL https://registry.example.com is another server than BASE_URL https://kgs.example.com: set REGISTRY_TOKEN (this server's own service token is only sent to itself)"),
     )
     // Another port is another server too; the same origin under a path is this one.
     expect(() => createRegistryClient({ registryUrl: 'https://kgs.example.com:8443', jwtSecret: secret }, 'https://kgs.example.com')).toThrow(ConfigError)

@@ -164,7 +164,7 @@ describe(`kgs with REGISTRY_URL at Go's registry (${BACKEND})`, () => {
     expectError(await http.post(`/${repo.slug}/import-graph`, { graph_id: unknown }, user.token), 404, `graph ${unknown} is not in the registry`)
   })
 
-  test('import by (name, sha256), found past the first page of Go\'s list', async () => {
+  test("import by (name, sha256), found past the first page of Go's list", async () => {
     const name = `Go by name ${crypto.randomUUID().slice(0, 8)}`
     await client.push(bundle.path, { name, sha256: bundle.sha256 })
     await pushNewer(name, 200)

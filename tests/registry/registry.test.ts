@@ -31,7 +31,11 @@ const rows = () => countGraphs(server.context.pools.system)
 const storage = async () => ({ keys: await blobKeys(server.context.blobs), tmp: tmpFiles(), rows: await rows() })
 
 beforeAll(async () => {
-  ;({ server, http, users: { admin, otherAdmin, member } } = await fixture({
+  ;({
+    server,
+    http,
+    users: { admin, otherAdmin, member },
+  } = await fixture({
     server: { env: { REGISTRY_MAX_BYTES: String(MAX_BYTES) } },
     users: { admin: 'sysadmin', otherAdmin: 'sysadmin', member: 'member' },
   }))
@@ -239,7 +243,15 @@ describe(`registry push (${BACKEND})`, () => {
   test('a client that aborts mid-upload leaves nothing: no blob, no temporary file, no row', async () => {
     const stored = await storage()
     expect(stored.tmp).toEqual([])
-    const socket = await startUpload(server, [['Authorization', `Bearer ${admin.token}`], ['X-Graph-Name', 'Aborted']], 500_000, bundleBytes.subarray(0, 4096))
+    const socket = await startUpload(
+      server,
+      [
+        ['Authorization', `Bearer ${admin.token}`],
+        ['X-Graph-Name', 'Aborted'],
+      ],
+      500_000,
+      bundleBytes.subarray(0, 4096),
+    )
     // The server is writing the body: its temporary file exists.
     const tmp = join(server.dataDir, 'blobs', '.tmp')
     await whenDirectory(tmp, () => tmpFiles().length > 0, 'the upload to start')

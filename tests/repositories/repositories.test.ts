@@ -34,11 +34,14 @@ async function createRepository(account: Account, body: Record<string, unknown>)
   return res.body
 }
 
-
 const withHeader = (token: string, repository: string) => ({ token, headers: { 'x-repository-id': repository } })
 
 beforeAll(async () => {
-  ;({ server, http, users: { admin, owner, viewer, stranger } } = await fixture({ users: { admin: 'sysadmin', owner: 'member', viewer: 'member', stranger: 'member' } }))
+  ;({
+    server,
+    http,
+    users: { admin, owner, viewer, stranger },
+  } = await fixture({ users: { admin: 'sysadmin', owner: 'member', viewer: 'member', stranger: 'member' } }))
   a = await createRepository(owner, { name: 'Papers A', slug: `papers-a-${crypto.randomUUID().slice(0, 6)}`, description: 'first' })
   b = await createRepository(owner, { name: 'Papers B' })
   expect((await http.put('/api/v1/admin/users/roles', { user_id: viewer.id, role: 'viewer', domain: a.slug }, admin.token)).body).toEqual({ user_id: viewer.id, role: 'viewer', domain: a.id })
@@ -47,7 +50,15 @@ afterAll(() => server.stop())
 
 describe(`repositories (${BACKEND})`, () => {
   test('create: 201 with the resource; slug derived from the name when absent; the creator is repoadmin', async () => {
-    expect(b as unknown).toEqual({ id: expect.any(String), name: 'Papers B', slug: expect.stringMatching(/^papers-b/), description: '', owner_id: owner.id, created_at: expect.any(String), updated_at: expect.any(String) })
+    expect(b as unknown).toEqual({
+      id: expect.any(String),
+      name: 'Papers B',
+      slug: expect.stringMatching(/^papers-b/),
+      description: '',
+      owner_id: owner.id,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    })
     const permissions = await http.get('/api/v1/permissions', owner.token)
     const inB = permissions.body.permissions.filter((p: { domain: string }) => p.domain === b.id).map((p: { resource: string; action: string }) => `${p.resource}:${p.action}`)
     expect(inB).toContain('repository:delete')

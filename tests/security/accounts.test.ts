@@ -54,7 +54,14 @@ describe(`secrets at rest (${BACKEND})`, () => {
       await fetch(`${server.url}/api/v1/oauth/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id, client_secret: client.client_secret! }),
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: client.redirect_uri,
+          code_verifier: verifier,
+          client_id: client.client_id,
+          client_secret: client.client_secret!,
+        }),
       })
     ).json()) as { refresh_token: string }
 
@@ -110,7 +117,11 @@ describe(`secrets in flight (${BACKEND})`, () => {
     expect((await http.get('/api/v1/users/me', token)).status).toBe(200)
     expect((await fetch(`${server.url}/api/v1/users/me?${new URLSearchParams({ access_token: token })}`)).status).toBe(401)
     // A JSON route does not read a form body at all, so a token in one cannot count: the request is anonymous (401 comes first).
-    const logout = await fetch(`${server.url}/api/v1/auth/logout`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ access_token: token }) })
+    const logout = await fetch(`${server.url}/api/v1/auth/logout`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ access_token: token }),
+    })
     expect(logout.status).toBe(401)
     expect((await http.get('/api/v1/users/me', token)).status).toBe(200)
   })

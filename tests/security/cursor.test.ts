@@ -13,7 +13,11 @@ let slug: string
 
 beforeAll(async () => {
   const cursors = await fixture({ users: { admin: 'sysadmin' }, repositories: { cursors: { by: 'admin', name: 'Cursors' } } })
-  ;({ server, http, users: { admin } } = cursors)
+  ;({
+    server,
+    http,
+    users: { admin },
+  } = cursors)
   slug = cursors.repositories.cursors.slug
 })
 afterAll(() => server.stop())

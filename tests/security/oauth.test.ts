@@ -121,7 +121,10 @@ describe(`access tokens at the resource server (${BACKEND})`, () => {
     ['the JWT type of session tokens', () => sign(claims(), { alg: 'HS256', typ: 'JWT' })],
     ['a session token’s claims under at+jwt', () => sign({ sub: userId, sid: crypto.randomUUID(), jti: crypto.randomUUID(), typ: 'session' })],
     ['another HMAC algorithm (HS512)', () => sign(claims(), { alg: 'HS512', typ: 'at+jwt' })],
-    ['signed with the session tokens’ key', () => new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' }).setIssuer(server.url).setIssuedAt().setExpirationTime('5m').sign(tokenKey(server.env.JWT_SECRET!, 'session'))],
+    [
+      'signed with the session tokens’ key',
+      () => new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' }).setIssuer(server.url).setIssuedAt().setExpirationTime('5m').sign(tokenKey(server.env.JWT_SECRET!, 'session')),
+    ],
   ]
   for (const [what, make] of refused) {
     test(`${what}: 401`, async () => {
@@ -141,7 +144,12 @@ function pages(baseUrl: () => string) {
       return { html, authorization_id: /name="authorization_id" value="([^"]+)"/.exec(html)![1]!, csrf_token: /name="csrf_token" value="([^"]+)"/.exec(html)![1]! }
     },
     post: (path: string, fields: Record<string, string>, { cookie, ...headers }: Record<string, string> = {}) =>
-      fetch(baseUrl() + path, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: withBrowser(cookie), ...headers }, body: new URLSearchParams(fields) }),
+      fetch(baseUrl() + path, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: withBrowser(cookie), ...headers },
+        body: new URLSearchParams(fields),
+      }),
   }
 }
 

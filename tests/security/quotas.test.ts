@@ -59,7 +59,7 @@ describe(`registry quota (${BACKEND})`, () => {
   })
   afterAll(() => server.stop())
 
-  test('graphs a user\'s exports stored count as theirs: the next export is 403', async () => {
+  test("graphs a user's exports stored count as theirs: the next export is 403", async () => {
     const user = await registerAccount(http)
     const repo = (await http.post('/api/v1/repositories', { name: 'Exporter' }, user.token)).body
     const started = await http.post(`/${repo.slug}/export-graph`, { name: 'mine' }, user.token)

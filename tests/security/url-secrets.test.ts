@@ -42,13 +42,22 @@ beforeAll(async () => {
     hostname: '127.0.0.1',
     async fetch(request) {
       const echo = `${request.method} ${request.url} authorization=${request.headers.get('authorization')} body=${(await request.text()).slice(0, 100)}`
-      return Response.json({ error: { message: echo } , detail: echo }, { status: 401 })
+      return Response.json({ error: { message: echo }, detail: echo }, { status: 401 })
     },
   })
   const base = `http://${USER}:${PASSWORD}@127.0.0.1:${upstream.port}`
   instance = await instanceEnvironment()
   // A process of its own, so that the log lines of its job threads are read too.
-  const env = { ...instance.env, JWT_SECRET: 'j'.repeat(40), WORKERS: '1', REGISTRY_URL: `${base}/registry`, REGISTRY_TOKEN, EMBEDDING_URL: `${base}/v1`, EMBEDDING_MODEL: 'm', EMBEDDING_API_KEY: API_KEY }
+  const env = {
+    ...instance.env,
+    JWT_SECRET: 'j'.repeat(40),
+    WORKERS: '1',
+    REGISTRY_URL: `${base}/registry`,
+    REGISTRY_TOKEN,
+    EMBEDDING_URL: `${base}/v1`,
+    EMBEDDING_MODEL: 'm',
+    EMBEDDING_API_KEY: API_KEY,
+  }
   server = await startServerProcess(env, 'debug')
   http = api(server.url)
   owner = await registerAccount(http)

@@ -27,7 +27,9 @@ describe('kgs-hash-v1', () => {
 
   test('is stable across versions: the vector of a fixed text has a fixed digest', () => {
     // Changing the algorithm changes every stored vector; this digest makes that a visible decision.
-    const digest = createHash('sha256').update(Buffer.from(hashEmbedding('The quick brown fox jumps over the lazy dog.').buffer)).digest('hex')
+    const digest = createHash('sha256')
+      .update(Buffer.from(hashEmbedding('The quick brown fox jumps over the lazy dog.').buffer))
+      .digest('hex')
     expect(digest).toBe(DIGEST)
   })
 
@@ -78,7 +80,10 @@ describe('OpenAI-compatible provider', () => {
     expect(requests).toHaveLength(1)
     expect(requests[0]!.authorization).toBe('Bearer sk-test-secret')
     expect(requests[0]!.body).toMatchObject({ model: 'text-embedding-3-small', input: ['a', 'bbb'] })
-    expect(vectors.map((v) => [...v])).toEqual([[1, 0, 0.5], [3, 1, 0.5]])
+    expect(vectors.map((v) => [...v])).toEqual([
+      [1, 0, 0.5],
+      [3, 1, 0.5],
+    ])
   })
 
   test('batches large inputs and learns the dimensions', async () => {
@@ -93,7 +98,9 @@ describe('OpenAI-compatible provider', () => {
 
   test('provider errors are clear and never carry the key', async () => {
     mode = 'error'
-    const error = await provider().embed(['x']).catch((e: unknown) => e)
+    const error = await provider()
+      .embed(['x'])
+      .catch((e: unknown) => e)
     expect(error).toBeInstanceOf(EmbeddingError)
     expect((error as Error).message).toBe('embedding provider answered 429 too many requests')
     expect((error as Error).message).not.toContain('sk-test-secret')
@@ -101,9 +108,21 @@ describe('OpenAI-compatible provider', () => {
 
   test('a missing vector or inconsistent dimensions are errors', async () => {
     mode = 'short'
-    expect(((await provider().embed(['x', 'y']).catch((e: unknown) => e)) as Error).message).toBe('embedding provider returned 1 vectors for 2 inputs')
+    expect(
+      (
+        (await provider()
+          .embed(['x', 'y'])
+          .catch((e: unknown) => e)) as Error
+      ).message,
+    ).toBe('embedding provider returned 1 vectors for 2 inputs')
     mode = 'ragged'
-    expect(((await provider().embed(['x', 'y']).catch((e: unknown) => e)) as Error).message).toBe('embedding provider returned 2 dimensions, expected 3')
+    expect(
+      (
+        (await provider()
+          .embed(['x', 'y'])
+          .catch((e: unknown) => e)) as Error
+      ).message,
+    ).toBe('embedding provider returned 2 dimensions, expected 3')
   })
 
   test('createEmbedder: the configured provider with its key, else kgs-hash-v1', async () => {
@@ -124,4 +143,3 @@ describe('OpenAI-compatible provider', () => {
     expect((error as Error).message).toStartWith('embedding request to http://127.0.0.1:9/v1/embeddings failed')
   })
 })
-

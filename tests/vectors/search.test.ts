@@ -24,7 +24,12 @@ async function runJob(slug: string, kind: string): Promise<{ status: string; res
 }
 
 beforeAll(async () => {
-  ;({ server, http, users: { owner, stranger }, repositories: { repo, empty } } = await fixture({
+  ;({
+    server,
+    http,
+    users: { owner, stranger },
+    repositories: { repo, empty },
+  } = await fixture({
     server: { env: { WORKERS: '1' } },
     users: { owner: 'member', stranger: 'member' },
     repositories: { repo: { by: 'owner', name: 'Search' }, empty: { by: 'owner', name: 'Empty' } },
@@ -76,7 +81,10 @@ describe(`search (${BACKEND})`, () => {
     const query = hashEmbedding(q)
     const all = await sql<{ id: string; text: string }[]>`SELECT id, text FROM facts`
     const cosine = (v: Float32Array) => 1 - v.reduce((sum, x, i) => sum + x * query[i]!, 0)
-    const expected = all.map((f) => ({ id: f.id, d: cosine(hashEmbedding(f.text)) })).sort((a, b) => a.d - b.d).slice(0, 3)
+    const expected = all
+      .map((f) => ({ id: f.id, d: cosine(hashEmbedding(f.text)) }))
+      .sort((a, b) => a.d - b.d)
+      .slice(0, 3)
     expect(res.body.map((h: { id: string }) => h.id)).toEqual(expected.map((e) => e.id))
     res.body.forEach((h: { distance: number }, i: number) => expect(h.distance).toBeCloseTo(expected[i]!.d, 4))
   })

@@ -168,7 +168,10 @@ describe('VectorStore', () => {
     const together = [...round(), ...round()]
     const misfit = lanceOnly.search(repo, 'facts', short, 3)
     together.push(...round())
-    const [answers] = await Promise.all([Promise.all(together), expectRejection(misfit, VectorDimensionError, `a query vector of 3 dimensions cannot search the facts of repository ${repo}, which hold 384`)])
+    const [answers] = await Promise.all([
+      Promise.all(together),
+      expectRejection(misfit, VectorDimensionError, `a query vector of 3 dimensions cannot search the facts of repository ${repo}, which hold 384`),
+    ])
     for (const [n, answer] of answers.entries()) {
       const i = n % queries.length
       expect(answer).toHaveLength(Math.min(queries[i]!.k, SENTENCES.length))
@@ -304,7 +307,10 @@ describe('VectorStore', () => {
     const shared = uuid()
     const [water, treaty, ocean] = await embedder.embed(SENTENCES.slice(0, 3))
     await store.upsert(a, 'facts', [{ id: shared, vector: water! }])
-    await store.upsert(a, 'concepts', [{ id: shared, vector: treaty! }, { id: uuid(), vector: ocean! }])
+    await store.upsert(a, 'concepts', [
+      { id: shared, vector: treaty! },
+      { id: uuid(), vector: ocean! },
+    ])
     await store.upsert(b, 'facts', [{ id: shared, vector: ocean! }])
     expect([await store.count(a, 'facts'), await store.count(a, 'concepts'), await store.count(b, 'facts'), await store.count(b, 'concepts')]).toEqual([1, 2, 1, 0])
     expect(await store.search(a, 'facts', water!, 5)).toEqual([itself(shared)])
@@ -361,7 +367,10 @@ describe('VectorStore', () => {
     // Within one batch too, before any table is made.
     const fresh = uuid()
     await expectRejection(
-      store.upsert(fresh, 'facts', [{ id: uuid(), vector: await embed('water') }, { id: uuid(), vector: short }]),
+      store.upsert(fresh, 'facts', [
+        { id: uuid(), vector: await embed('water') },
+        { id: uuid(), vector: short },
+      ]),
       VectorDimensionError,
       'the vectors of one upsert must have one dimension: got 384 and 3',
     )
@@ -393,7 +402,10 @@ describe('VectorStore', () => {
     const [first, second, other] = await embedder.embed(['first', 'second', 'other'])
     // Issued without waiting: the delete must not find the table missing, nor the second upsert of a lose to the first.
     await Promise.all([
-      store.upsert(repo, 'facts', [{ id: a, vector: first! }, { id: b, vector: other! }]),
+      store.upsert(repo, 'facts', [
+        { id: a, vector: first! },
+        { id: b, vector: other! },
+      ]),
       store.upsert(repo, 'facts', [{ id: a, vector: second! }]),
       store.delete(repo, 'facts', [b]),
       store.upsert(repo, 'facts', [{ id: c, vector: other! }]),
@@ -413,7 +425,15 @@ describe('VectorStore', () => {
       const shared = [uuid(), uuid()]
       const own = others.map(() => uuid())
       // They also race to create the table: every acknowledged row must be there, each id once.
-      await Promise.all(others.map((other, i) => other.upsert(repo, 'facts', [...shared, own[i]!].map((id) => ({ id, vector: unit(i) })))))
+      await Promise.all(
+        others.map((other, i) =>
+          other.upsert(
+            repo,
+            'facts',
+            [...shared, own[i]!].map((id) => ({ id, vector: unit(i) })),
+          ),
+        ),
+      )
       expect((await collect(store.ids(repo, 'facts', 10))).flat().toSorted()).toEqual([...shared, ...own].toSorted())
     }
     await Promise.all(others.map((other) => other.close()))
@@ -489,7 +509,11 @@ describe('VectorStore', () => {
     const [repo, job, other] = [uuid(), uuid(), uuid()]
     const vectors = await embedder.embed(SENTENCES)
     const ids = SENTENCES.map(() => uuid())
-    await store.stage(job, 'facts', ids.slice(0, 4).map((id, i) => ({ id, vector: vectors[i]! })))
+    await store.stage(
+      job,
+      'facts',
+      ids.slice(0, 4).map((id, i) => ({ id, vector: vectors[i]! })),
+    )
     await store.stage(job, 'facts', [...ids.slice(4).map((id, i) => ({ id, vector: vectors[4 + i]! })), { id: ids[0]!, vector: vectors[5]! }])
     await store.stage(job, 'concepts', [{ id: ids[0]!, vector: vectors[0]! }])
     expect([await store.countStaged(job, 'facts'), await store.countStaged(job, 'concepts')]).toEqual([7, 1])

@@ -14,8 +14,20 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox'
 
 /** The sections made of rows. */
 export type RowSection =
-  | 'sources' | 'source_images' | 'source_bodies' | 'facts' | 'fact_sources' | 'concepts' | 'concept_aliases' | 'fact_concepts'
-  | 'concept_summaries' | 'concept_syntheses' | 'investigations' | 'investigation_sources' | 'reports' | 'report_annotations'
+  | 'sources'
+  | 'source_images'
+  | 'source_bodies'
+  | 'facts'
+  | 'fact_sources'
+  | 'concepts'
+  | 'concept_aliases'
+  | 'fact_concepts'
+  | 'concept_summaries'
+  | 'concept_syntheses'
+  | 'investigations'
+  | 'investigation_sources'
+  | 'reports'
+  | 'report_annotations'
 
 /** A string from a closed set, written as JSON Schema `enum` (readable in OpenAPI). */
 function oneOf<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {
@@ -30,8 +42,7 @@ const ref = (section: RowSection, description?: string) => Type.Integer({ minimu
  * written and 0 left out. Read back, an absent key is 0 where that row exists, else undefined
  * (none); the encoder omits both, which gives Go's bytes for Go's values.
  */
-const zeroOmittedRef = (section: RowSection, description: string) =>
-  Type.Optional(Type.Integer({ minimum: -1, 'x-ref': section, 'x-zero-omitted': true, description }))
+const zeroOmittedRef = (section: RowSection, description: string) => Type.Optional(Type.Integer({ minimum: -1, 'x-ref': section, 'x-zero-omitted': true, description }))
 const refs = (section: RowSection, description?: string) => Type.Optional(Type.Array(ref(section), description ? { description } : {}))
 const omit = <T extends TSchema>(schema: T) => Type.Optional(schema)
 
@@ -210,15 +221,47 @@ export type MediaSection = 'images' | 'bodies'
 
 /** Top-level keys of a version 2 bundle, in order (docs/spec/bundle.md §1). */
 export const V2_KEYS = [
-  'schema_version', 'metadata', 'sources', 'images', 'bodies', 'source_images', 'source_bodies', 'facts', 'fact_sources',
-  'concepts', 'concept_aliases', 'fact_concepts', 'concept_summaries', 'concept_syntheses', 'investigations',
-  'investigation_sources', 'reports', 'report_annotations', 'embeddings',
+  'schema_version',
+  'metadata',
+  'sources',
+  'images',
+  'bodies',
+  'source_images',
+  'source_bodies',
+  'facts',
+  'fact_sources',
+  'concepts',
+  'concept_aliases',
+  'fact_concepts',
+  'concept_summaries',
+  'concept_syntheses',
+  'investigations',
+  'investigation_sources',
+  'reports',
+  'report_annotations',
+  'embeddings',
 ] as const
 /** Top-level keys of a version 1 bundle, in order: the media block after the rows (docs/spec/bundle.md §1). */
 export const V1_KEYS = [
-  'schema_version', 'metadata', 'sources', 'facts', 'fact_sources', 'concepts', 'concept_aliases', 'fact_concepts',
-  'concept_summaries', 'concept_syntheses', 'investigations', 'investigation_sources', 'reports', 'report_annotations',
-  'source_images', 'source_bodies', 'images', 'bodies', 'embeddings',
+  'schema_version',
+  'metadata',
+  'sources',
+  'facts',
+  'fact_sources',
+  'concepts',
+  'concept_aliases',
+  'fact_concepts',
+  'concept_summaries',
+  'concept_syntheses',
+  'investigations',
+  'investigation_sources',
+  'reports',
+  'report_annotations',
+  'source_images',
+  'source_bodies',
+  'images',
+  'bodies',
+  'embeddings',
 ] as const
 /** Row sections in the order a version 2 bundle writes them. */
 export const ROW_SECTIONS = V2_KEYS.filter((key): key is RowSection => key in ROW_SCHEMAS)

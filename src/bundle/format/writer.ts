@@ -167,7 +167,10 @@ async function* encodeRest(content: BundleContent, rule: CanonicalRule | undefin
       const concepts = await peeked(content.embeddings.concepts)
       if (!facts && !concepts) continue
       out += `,"embeddings":{"model":${encodeString(model)},"dimensions":${dimensions}`
-      for (const [name, vectors] of [['fact_vectors', facts], ['concept_vectors', concepts]] as const) {
+      for (const [name, vectors] of [
+        ['fact_vectors', facts],
+        ['concept_vectors', concepts],
+      ] as const) {
         out += `,"${name}":{`
         let first = true
         for await (const { index, vector } of vectors ?? []) {

@@ -57,9 +57,7 @@ function exportRoutesAt(prefix: string, scope: Scope, jobs: Jobs, blobs: BlobSto
         context.body ??= {}
       },
       response: { 202: JobBody, ...errors, 413: ErrorBody, 415: ErrorBody, 429: ErrorBody },
-      detail: describe(
-        'Export the repository as a graph bundle: queues an export_graph job (202) that builds the bundle, pushes it to the registry and keeps it as the latest export',
-      ),
+      detail: describe('Export the repository as a graph bundle: queues an export_graph job (202) that builds the bundle, pushes it to the registry and keeps it as the latest export'),
     })
     .get('/export-graph/download', download, {
       repository: 'graph:export',

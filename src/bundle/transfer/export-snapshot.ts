@@ -339,14 +339,16 @@ class Snapshot {
         FROM source_images i JOIN export_pos_source_images p ON p.id = i.id JOIN export_pos_sources sp ON sp.id = i.source_id
         ORDER BY p.pos`,
       (batch) =>
-        batch.map(({ stored, page_number, width, height, bytes, ...image }): Row<'source_images'> => ({
-          ...(image as Row<'source_images'>),
-          page_number: page_number ?? undefined,
-          width: width ?? undefined,
-          height: height ?? undefined,
-          bytes: bytes ?? undefined,
-          image_ref: includeImages && stored && !this.missing.images.has(image.idx) ? `img-${image.idx}` : undefined,
-        })),
+        batch.map(
+          ({ stored, page_number, width, height, bytes, ...image }): Row<'source_images'> => ({
+            ...(image as Row<'source_images'>),
+            page_number: page_number ?? undefined,
+            width: width ?? undefined,
+            height: height ?? undefined,
+            bytes: bytes ?? undefined,
+            image_ref: includeImages && stored && !this.missing.images.has(image.idx) ? `img-${image.idx}` : undefined,
+          }),
+        ),
     )
   }
 

@@ -156,9 +156,7 @@ export class MediaImport {
         SELECT DISTINCT s.id, s.url, s.has_stored_body AS fetched FROM import_bodies b JOIN sources s ON s.id = b.source_id
         WHERE NOT EXISTS (SELECT FROM source_bodies sb WHERE sb.source_id = s.id)
       ), media AS (SELECT fetched AND coalesce(url ~* ${FETCHABLE_URL}, false) AS fetchable FROM images UNION ALL SELECT fetched AND coalesce(url ~* ${FETCHABLE_URL}, false) FROM bodies)
-      SELECT count(*) FILTER (WHERE fetchable)::int AS to_fetch, count(*) FILTER (WHERE NOT fetchable)::int AS lost FROM media`) as unknown as [
-      { to_fetch: number; lost: number },
-    ]
+      SELECT count(*) FILTER (WHERE fetchable)::int AS to_fetch, count(*) FILTER (WHERE NOT fetchable)::int AS lost FROM media`) as unknown as [{ to_fetch: number; lost: number }]
     return missing
   }
 }

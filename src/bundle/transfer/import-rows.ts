@@ -74,8 +74,7 @@ export async function createMappingTables(tx: TransactionSql): Promise<void> {
 const mapped = (tx: TransactionSql, table: MappingTable, pos: Fragment) => tx`(SELECT m.id FROM ${tx(table)} m WHERE m.pos = ${pos})`
 
 /** The local UUIDs, in order, of the positions in `list` (a '{...}' text column). */
-const localIds = (tx: TransactionSql, table: MappingTable, list: Fragment) =>
-  tx`ARRAY(SELECT ${mapped(tx, table, tx`p.pos`)} FROM unnest(${list}::int[]) WITH ORDINALITY AS p(pos, n) ORDER BY p.n)`
+const localIds = (tx: TransactionSql, table: MappingTable, list: Fragment) => tx`ARRAY(SELECT ${mapped(tx, table, tx`p.pos`)} FROM unnest(${list}::int[]) WITH ORDINALITY AS p(pos, n) ORDER BY p.n)`
 
 /** created_at of the row at `pos`: the transaction's start plus that many microseconds. */
 const createdAt = (tx: TransactionSql, pos: Fragment) => tx`now() + ${pos} * interval '1 microsecond'`
@@ -277,7 +276,10 @@ export const ROW_WRITERS: Writers = {
 
   concept_summaries: async (context, { positions, rows }) => {
     const { tx } = context
-    const contents = await localCitations(context, rows.map((r) => r.content))
+    const contents = await localCitations(
+      context,
+      rows.map((r) => r.content),
+    )
     return inserted(tx`
       WITH batch AS (
         SELECT * FROM unnest(
@@ -307,7 +309,10 @@ export const ROW_WRITERS: Writers = {
   /** Counts the syntheses inserted (xmax = 0), not those updated. */
   concept_syntheses: async (context, { positions, rows }) => {
     const { tx } = context
-    const contents = await localCitations(context, rows.map((r) => r.content))
+    const contents = await localCitations(
+      context,
+      rows.map((r) => r.content),
+    )
     return inserted(tx`
       WITH batch AS (
         SELECT DISTINCT ON (lower(canonical_name)) * FROM unnest(
@@ -362,7 +367,10 @@ export const ROW_WRITERS: Writers = {
   /** A batch never holds a report and its parent (import-transaction.ts): parents are mapped already. */
   reports: async (context, { positions, rows }) => {
     const { tx } = context
-    const bodies = await localCitations(context, rows.map((r) => r.body_md))
+    const bodies = await localCitations(
+      context,
+      rows.map((r) => r.body_md),
+    )
     return inserted(tx`
       WITH batch AS (
         SELECT * FROM unnest(

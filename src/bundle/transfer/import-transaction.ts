@@ -23,15 +23,32 @@ const VECTOR_BATCH = 2000
 const INT32_MAX = 2 ** 31 - 1
 /** The integer fields of each section: the int columns' limit applies to them, never to a float (a score of 1e21 is valid). */
 const INTEGER_FIELDS = new Map<RowSection, ReadonlySet<string>>(
-  ROW_SECTIONS.map((section) => [section, new Set(Object.entries(ROW_SCHEMAS[section].properties).filter(([, p]) => p.type === 'integer').map(([name]) => name))]),
+  ROW_SECTIONS.map((section) => [
+    section,
+    new Set(
+      Object.entries(ROW_SCHEMAS[section].properties)
+        .filter(([, p]) => p.type === 'integer')
+        .map(([name]) => name),
+    ),
+  ]),
 )
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
 
 /** The job result's `imported` counts (docs/spec/bundle.md §5) and the sections they count. */
 const COUNTED_AS = {
-  sources: 'sources', source_images: 'source_images', facts: 'facts', fact_sources: 'fact_sources', concepts: 'concepts',
-  concept_aliases: 'concept_aliases', fact_concepts: 'fact_concepts', concept_summaries: 'summaries', concept_syntheses: 'syntheses',
-  investigations: 'investigations', investigation_sources: 'investigation_sources', reports: 'reports', report_annotations: 'report_annotations',
+  sources: 'sources',
+  source_images: 'source_images',
+  facts: 'facts',
+  fact_sources: 'fact_sources',
+  concepts: 'concepts',
+  concept_aliases: 'concept_aliases',
+  fact_concepts: 'fact_concepts',
+  concept_summaries: 'summaries',
+  concept_syntheses: 'syntheses',
+  investigations: 'investigations',
+  investigation_sources: 'investigation_sources',
+  reports: 'reports',
+  report_annotations: 'report_annotations',
 } as const satisfies Partial<Record<RowSection, string>>
 export type ImportedCounts = Record<(typeof COUNTED_AS)[keyof typeof COUNTED_AS], number>
 

@@ -66,8 +66,10 @@ export async function sweepUploads(system: Sql, blobs: BlobStore, now = Date.now
   for await (const key of blobs.list(UPLOADS)) keys.push(key)
   if (keys.length === 0) return 0
   const owners = new Map(
-    (await system<{ upload: string; status: string }[]>`
-      SELECT params->>'upload' AS upload, status FROM jobs WHERE kind = 'import_graph' AND params->>'upload' = ANY(${keys}::text[])`).map((row) => [row.upload, row.status]),
+    (
+      await system<{ upload: string; status: string }[]>`
+      SELECT params->>'upload' AS upload, status FROM jobs WHERE kind = 'import_graph' AND params->>'upload' = ANY(${keys}::text[])`
+    ).map((row) => [row.upload, row.status]),
   )
   const orphans = keys.filter((key) => {
     const status = owners.get(key)
@@ -177,7 +179,10 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
   } catch (error) {
     // Rolled back: the attempt's media and staged vectors go too. Not when another worker has
     // taken the job over (it cleans up itself), nor when the commit may have happened after all.
-    const maybeCommitted = await committedImport(sql, job.id).then((rows) => rows.length > 0, () => true)
+    const maybeCommitted = await committedImport(sql, job.id).then(
+      (rows) => rows.length > 0,
+      () => true,
+    )
     if (job.signal.reason !== LEASE_LOST && !maybeCommitted) {
       await discardAttempt(job, services).catch((cleanup) => services.log.error('import: could not clean up a failed attempt', { job: job.id, ...describeError(cleanup) }))
     }

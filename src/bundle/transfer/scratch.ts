@@ -34,14 +34,15 @@ export async function sweepScratch(system: Sql, dataDir: string): Promise<number
   })
   if (files.length === 0) return 0
   const checkedAt = Date.now()
-  const running = new Set(
-    (await system<{ id: string }[]>`SELECT id FROM jobs WHERE id = ANY(${files.map((file) => file.jobId)}::uuid[]) AND status = 'running'`).map((row) => row.id),
-  )
+  const running = new Set((await system<{ id: string }[]>`SELECT id FROM jobs WHERE id = ANY(${files.map((file) => file.jobId)}::uuid[]) AND status = 'running'`).map((row) => row.id))
   let removed = 0
   for (const file of files) {
     if (running.has(file.jobId)) continue
     const path = join(dir, file.name)
-    const made = await stat(path).then((info) => info.mtimeMs, () => Infinity)
+    const made = await stat(path).then(
+      (info) => info.mtimeMs,
+      () => Infinity,
+    )
     if (made >= checkedAt) continue
     await rm(path, { force: true })
     removed++

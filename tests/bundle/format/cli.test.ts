@@ -45,7 +45,11 @@ describe('kgs bundle verify', () => {
   })
 
   const broken: [string, (json: string) => string, RegExp][] = [
-    ['a changed row', (json) => json.replace('"fact_kind":"text"', '"fact_kind":"text","x":1').replace(/"text":"([^"]*)"/, '"text":"$1 (edited)"'), /^kgs bundle verify: metadata\.sha256 is [0-9a-f]{64} but the canonical hash is [0-9a-f]{64}\n$/],
+    [
+      'a changed row',
+      (json) => json.replace('"fact_kind":"text"', '"fact_kind":"text","x":1').replace(/"text":"([^"]*)"/, '"text":"$1 (edited)"'),
+      /^kgs bundle verify: metadata\.sha256 is [0-9a-f]{64} but the canonical hash is [0-9a-f]{64}\n$/,
+    ],
     ['a wrong count', (json) => json.replace(/"fact_count":\d+/, '"fact_count":7'), /metadata\.sha256 is .* but the canonical hash|metadata\.fact_count is 7 but facts has 300 rows/],
     ['no hash', (json) => json.replace(/,"sha256":"[0-9a-f]{64}"/, ''), /^kgs bundle verify: the file carries no hash .*; its canonical hash is [0-9a-f]{64}\n$/],
     ['a dangling reference', (json) => json.replace(/"fact_sources":\[\{"fact_idx":0/, '"fact_sources":[{"fact_idx":300'), /^kgs bundle: fact_sources\[0\]: fact_idx 300 /],

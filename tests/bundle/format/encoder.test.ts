@@ -229,12 +229,29 @@ describe('rows', () => {
           const empty = optional && next() < 0.4
           const kind = property.type === 'array' ? `${property.items.type}[]` : (property.type as string)
           const value =
-            kind === 'integer' ? (empty ? 0 : 1 + Math.floor(next() * 999))
-            : kind === 'number' ? (empty ? 0 : (next() - 0.5) * 10 ** Math.floor(next() * 30 - 10))
-            : kind === 'boolean' ? (empty ? false : optional || next() < 0.5)
-            : kind === 'integer[]' ? (empty ? [] : [1, 2, Math.floor(next() * 9)])
-            : property.enum ? (empty ? '' : property.enum[Math.floor(next() * property.enum.length)])
-            : empty ? '' : `v<${n}>"\n${String.fromCharCode(Math.floor(next() * 0x3000))}`
+            kind === 'integer'
+              ? empty
+                ? 0
+                : 1 + Math.floor(next() * 999)
+              : kind === 'number'
+                ? empty
+                  ? 0
+                  : (next() - 0.5) * 10 ** Math.floor(next() * 30 - 10)
+                : kind === 'boolean'
+                  ? empty
+                    ? false
+                    : optional || next() < 0.5
+                  : kind === 'integer[]'
+                    ? empty
+                      ? []
+                      : [1, 2, Math.floor(next() * 9)]
+                    : property.enum
+                      ? empty
+                        ? ''
+                        : property.enum[Math.floor(next() * property.enum.length)]
+                      : empty
+                        ? ''
+                        : `v<${n}>"\n${String.fromCharCode(Math.floor(next() * 0x3000))}`
           row[name] = value
           if (!optional || !empty) expected[name] = value
         }
@@ -261,15 +278,48 @@ describe('writer', () => {
       })(),
     },
     images: [{ ref: 'img-0', contentType: 'image/png', data: new Uint8Array([1, 2, 3, 4]) }],
-    bodies: [{ ref: 'body-0', contentType: 'text/html', data: (async function* () { yield new TextEncoder().encode('<p>'); yield new TextEncoder().encode('hi</p>') })() }],
-    embeddings: { model: 'm', dimensions: 2, facts: [{ index: 0, vector: new Float32Array([0.1, 1 / 3]) }, { index: 1, vector: [1, -0] }] },
+    bodies: [
+      {
+        ref: 'body-0',
+        contentType: 'text/html',
+        data: (async function* () {
+          yield new TextEncoder().encode('<p>')
+          yield new TextEncoder().encode('hi</p>')
+        })(),
+      },
+    ],
+    embeddings: {
+      model: 'm',
+      dimensions: 2,
+      facts: [
+        { index: 0, vector: new Float32Array([0.1, 1 / 3]) },
+        { index: 1, vector: [1, -0] },
+      ],
+    },
   })
 
   test('writes every part in key order; media base64 across chunks; vectors as float32', async () => {
     const written = JSON.parse(await text(encodeBundle(content())))
     expect(Object.keys(written)).toEqual([
-      'schema_version', 'metadata', 'sources', 'images', 'bodies', 'source_images', 'source_bodies', 'facts', 'fact_sources', 'concepts', 'concept_aliases',
-      'fact_concepts', 'concept_summaries', 'concept_syntheses', 'investigations', 'investigation_sources', 'reports', 'report_annotations', 'embeddings',
+      'schema_version',
+      'metadata',
+      'sources',
+      'images',
+      'bodies',
+      'source_images',
+      'source_bodies',
+      'facts',
+      'fact_sources',
+      'concepts',
+      'concept_aliases',
+      'fact_concepts',
+      'concept_summaries',
+      'concept_syntheses',
+      'investigations',
+      'investigation_sources',
+      'reports',
+      'report_annotations',
+      'embeddings',
     ])
     expect(written.images).toEqual({ 'img-0': { content_type: 'image/png', data: 'AQIDBA==' } })
     expect(Buffer.from(written.bodies['body-0'].data, 'base64').toString()).toBe('<p>hi</p>')
@@ -288,7 +338,9 @@ describe('writer', () => {
   })
 
   test('optional sections are omitted when empty; vectors of one kind alone still write the other map empty', async () => {
-    const raw = await text(encodeBundle({ metadata: EMPTY_METADATA, rows: { source_bodies: [] }, images: [], embeddings: { model: 'm', dimensions: 1, facts: [], concepts: [{ index: 0, vector: [0.5] }] } }))
+    const raw = await text(
+      encodeBundle({ metadata: EMPTY_METADATA, rows: { source_bodies: [] }, images: [], embeddings: { model: 'm', dimensions: 1, facts: [], concepts: [{ index: 0, vector: [0.5] }] } }),
+    )
     expect(raw).not.toContain('"images"')
     expect(raw).not.toContain('"source_bodies"')
     expect(raw).toEndWith(',"embeddings":{"model":"m","dimensions":1,"fact_vectors":{},"concept_vectors":{"0":[0.5]}}}')

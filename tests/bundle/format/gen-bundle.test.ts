@@ -164,7 +164,7 @@ describe('gen-bundle', () => {
     expect(result.sha256).not.toBe(first.sha256)
   })
 
-  test('--kgs-hash: the vectors are the built-in embedder\'s', async () => {
+  test("--kgs-hash: the vectors are the built-in embedder's", async () => {
     const content = bundleContent({ facts: 30, dimensions: 384, vectors: 'kgs-hash-v1' })
     expect(content.metadata).toMatchObject({ embedding_model: 'kgs-hash-v1', embedding_dimensions: 384 })
     expect(content.embeddings).toMatchObject({ model: 'kgs-hash-v1', dimensions: 384 })

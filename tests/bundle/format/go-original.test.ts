@@ -100,7 +100,11 @@ describe('kgs bundle canonical and verify on the Go files', () => {
  */
 function expectedDump(doc: Obj, vectorsKept: boolean): GraphDump {
   const rows = (section: string): Obj[] => doc[section] ?? []
-  const sorted = <T>(list: readonly T[]) => list.map((row) => JSON.stringify(row)).sort().map((t) => JSON.parse(t) as T)
+  const sorted = <T>(list: readonly T[]) =>
+    list
+      .map((row) => JSON.stringify(row))
+      .sort()
+      .map((t) => JSON.parse(t) as T)
   const facts = rows('facts')
   const concepts = rows('concepts')
   const sources = rows('sources')
@@ -143,14 +147,30 @@ function expectedDump(doc: Obj, vectorsKept: boolean): GraphDump {
   return {
     sources: sorted(
       sources.map((s) => ({
-        url: s.url, doi: s.doi ?? '', kind: s.kind, status: s.status, parsed_title: s.parsed_title ?? '', parsed_text: s.parsed_text ?? '',
-        parsed_markdown: s.parsed_markdown ?? '', published_at: s.published_at ?? null, has_stored_body: s.has_stored_body ?? false,
+        url: s.url,
+        doi: s.doi ?? '',
+        kind: s.kind,
+        status: s.status,
+        parsed_title: s.parsed_title ?? '',
+        parsed_text: s.parsed_text ?? '',
+        parsed_markdown: s.parsed_markdown ?? '',
+        published_at: s.published_at ?? null,
+        has_stored_body: s.has_stored_body ?? false,
       })),
     ),
     sourceImages: sorted(
       images.map((i) => ({
-        source: sources[i.source_idx]!.url, kind: i.kind, page_number: i.page_number ?? null, position: i.position, url: i.url ?? '', width: i.width ?? null,
-        height: i.height ?? null, bytes: i.bytes ?? null, alt_text: i.alt_text ?? '', content_type: i.content_type ?? '', stored: mediaHash('images', i.image_ref),
+        source: sources[i.source_idx]!.url,
+        kind: i.kind,
+        page_number: i.page_number ?? null,
+        position: i.position,
+        url: i.url ?? '',
+        width: i.width ?? null,
+        height: i.height ?? null,
+        bytes: i.bytes ?? null,
+        alt_text: i.alt_text ?? '',
+        content_type: i.content_type ?? '',
+        stored: mediaHash('images', i.image_ref),
       })),
     ),
     sourceBodies: sorted(
@@ -162,7 +182,12 @@ function expectedDump(doc: Obj, vectorsKept: boolean): GraphDump {
     ),
     facts: sorted(
       facts.map((f) => ({
-        text: f.text, fact_kind: f.fact_kind, content_hash: factContentHash(f.text), promptset_hash: f.promptset_hash ?? '', status: f.status, image: imageOf(f),
+        text: f.text,
+        fact_kind: f.fact_kind,
+        content_hash: factContentHash(f.text),
+        promptset_hash: f.promptset_hash ?? '',
+        status: f.status,
+        image: imageOf(f),
       })),
     ),
     factSources: sorted(rows('fact_sources').map((r) => [factKey(r.fact_idx), sources[r.source_idx]!.url, r.chunk_index])),
@@ -170,8 +195,13 @@ function expectedDump(doc: Obj, vectorsKept: boolean): GraphDump {
     conceptAliases: sorted(rows('concept_aliases').map((r) => [conceptKey(r.concept_idx), r.alias_text])),
     factConcepts: sorted(rows('fact_concepts').map((r) => [factKey(r.fact_idx), conceptKey(r.concept_idx), r.promptset_hash ?? ''])),
     summaries: summaries.map((s) => ({
-      sequence_num: s.sequence_num, is_complete: s.is_complete, fact_count: s.fact_count, model: s.model ?? '', concept: conceptKey(s.concept_idx),
-      content: cited(s.content), covered: (s.covered_fact_idxs ?? []).map(factKey),
+      sequence_num: s.sequence_num,
+      is_complete: s.is_complete,
+      fact_count: s.fact_count,
+      model: s.model ?? '',
+      concept: conceptKey(s.concept_idx),
+      content: cited(s.content),
+      covered: (s.covered_fact_idxs ?? []).map(factKey),
     })),
     syntheses: sorted(
       rows('concept_syntheses').map((s) => ({
@@ -186,16 +216,23 @@ function expectedDump(doc: Obj, vectorsKept: boolean): GraphDump {
     investigations: rows('investigations').map((inv, i) => ({
       title: inv.title,
       topic: inv.topic ?? '',
-      sources: rows('investigation_sources').filter((r) => r.investigation_idx === i).map((r) => sources[r.source_idx]!.url).sort(),
+      sources: rows('investigation_sources')
+        .filter((r) => r.investigation_idx === i)
+        .map((r) => sources[r.source_idx]!.url)
+        .sort(),
     })),
     reports: rows('reports').map((r, i) => ({
-      title: r.title, topic: r.topic ?? '', body_md: cited(r.body_md), status: r.status, similarity_threshold: r.similarity_threshold ?? null,
-      embedded_model: r.embedded_model ?? '', sentence_count: r.sentence_count ?? null, parent: parentOf(r, i),
+      title: r.title,
+      topic: r.topic ?? '',
+      body_md: cited(r.body_md),
+      status: r.status,
+      similarity_threshold: r.similarity_threshold ?? null,
+      embedded_model: r.embedded_model ?? '',
+      sentence_count: r.sentence_count ?? null,
+      parent: parentOf(r, i),
     })),
     annotations: sorted(rows('report_annotations').map((a) => [a.report_idx, a.sentence_index, a.sentence_text, factKey(a.fact_idx), a.score, a.posture ?? ''])),
-    vectors: vectorsKept
-      ? { facts: vectors(doc.embeddings?.fact_vectors, factKey), concepts: vectors(doc.embeddings?.concept_vectors, conceptKey) }
-      : { facts: {}, concepts: {} },
+    vectors: vectorsKept ? { facts: vectors(doc.embeddings?.fact_vectors, factKey), concepts: vectors(doc.embeddings?.concept_vectors, conceptKey) } : { facts: {}, concepts: {} },
   }
 }
 
@@ -282,18 +319,31 @@ describe(`the Go files imported (${BACKEND})`, () => {
       const sink = new PassThrough()
       const parts: Buffer[] = []
       sink.on('data', (chunk: Buffer) => parts.push(chunk))
-      await writeCanonical((async function* () {
-        yield new Uint8Array(bundle)
-      })(), sink)
+      await writeCanonical(
+        (async function* () {
+          yield new Uint8Array(bundle)
+        })(),
+        sink,
+      )
       const canonical = Buffer.concat(parts).toString('utf8')
       const go = goCanonical[file]!()
       expect(canonicalRows(canonical)).toBe(canonicalRows(withRecomputedHashes(go, doc)))
       expect(canonicalRows(canonical).match(/\(the linked image\)/g)).toHaveLength(2)
       const metadata = JSON.parse(`${canonical.slice(0, canonical.indexOf(',"sources":'))}}`).metadata
       expect(metadata).toEqual({
-        name, description, tags, promptset_hashes, exported_at, okt_version: expect.stringMatching(/^kgs\//),
-        source_count: doc.sources.length, fact_count: doc.facts.length, concept_count: doc.concepts.length, summary_count: doc.concept_summaries.length,
-        synthesis_count: doc.concept_syntheses.length, report_count: doc.reports.length, investigation_count: doc.investigations.length,
+        name,
+        description,
+        tags,
+        promptset_hashes,
+        exported_at,
+        okt_version: expect.stringMatching(/^kgs\//),
+        source_count: doc.sources.length,
+        fact_count: doc.facts.length,
+        concept_count: doc.concepts.length,
+        summary_count: doc.concept_summaries.length,
+        synthesis_count: doc.concept_syntheses.length,
+        report_count: doc.reports.length,
+        investigation_count: doc.investigations.length,
       })
     })
   }

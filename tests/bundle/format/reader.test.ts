@@ -158,7 +158,28 @@ describe('valid bundles', () => {
     // File order: the section order of the text.
     const order = items.map((item) => (item.type === 'row' || item.type === 'media' ? item.section : item.type))
     const firstSeen = [...new Set(order)]
-    expect(firstSeen).toEqual(['schema_version', 'metadata', 'sources', 'images', 'bodies', 'source_images', 'source_bodies', 'facts', 'fact_sources', 'concepts', 'concept_aliases', 'fact_concepts', 'concept_summaries', 'concept_syntheses', 'investigations', 'investigation_sources', 'reports', 'report_annotations', 'embeddings', 'vector'])
+    expect(firstSeen).toEqual([
+      'schema_version',
+      'metadata',
+      'sources',
+      'images',
+      'bodies',
+      'source_images',
+      'source_bodies',
+      'facts',
+      'fact_sources',
+      'concepts',
+      'concept_aliases',
+      'fact_concepts',
+      'concept_summaries',
+      'concept_syntheses',
+      'investigations',
+      'investigation_sources',
+      'reports',
+      'report_annotations',
+      'embeddings',
+      'vector',
+    ])
 
     const { stats } = reader
     expect(stats.compressedBytes).toBe(bytes.length)
@@ -197,7 +218,8 @@ describe('valid bundles', () => {
   })
 
   test('the empty bundle Go writes (docs/spec/bundle.md §3) reads as schema_version and metadata only', async () => {
-    const go = '{"schema_version":2,"metadata":{"name":"empty","embedding_model":"m","embedding_dimensions":3072,"source_count":0,"fact_count":0,"concept_count":0,"summary_count":0,"synthesis_count":0,"report_count":0,"investigation_count":0,"exported_at":"2026-01-02T03:04:05Z"},"sources":null,"source_images":null,"facts":null,"fact_sources":null,"concepts":null,"concept_aliases":null,"fact_concepts":null,"concept_summaries":null,"concept_syntheses":null,"investigations":null,"investigation_sources":null,"reports":null,"report_annotations":null}'
+    const go =
+      '{"schema_version":2,"metadata":{"name":"empty","embedding_model":"m","embedding_dimensions":3072,"source_count":0,"fact_count":0,"concept_count":0,"summary_count":0,"synthesis_count":0,"report_count":0,"investigation_count":0,"exported_at":"2026-01-02T03:04:05Z"},"sources":null,"source_images":null,"facts":null,"fact_sources":null,"concepts":null,"concept_aliases":null,"fact_concepts":null,"concept_summaries":null,"concept_syntheses":null,"investigations":null,"investigation_sources":null,"reports":null,"report_annotations":null}'
     const items = await read(gzipBundle(go))
     expect(items.map((item) => item.type)).toEqual(['schema_version', 'metadata'])
   })
@@ -219,7 +241,10 @@ describe('valid bundles', () => {
     const payload = Buffer.from(Array.from({ length: 600 }, (_, i) => (i * 131) & 255))
     const base64 = payload.toString('base64')
     bundle.bodies = { 'body-0': { content_type: 'text/plain', data: 'PLACEHOLDER' } }
-    const escaped = base64.replace(/(.{76})/g, '$1\\n').replace(/\//g, '\\/').replace(/A/g, '\\u0041')
+    const escaped = base64
+      .replace(/(.{76})/g, '$1\\n')
+      .replace(/\//g, '\\/')
+      .replace(/A/g, '\\u0041')
     const text = validBundleJson(bundle).replace('PLACEHOLDER', escaped)
     for (const bytes of [gzipBundle(text), new Uint8Array(gzipSync(text, { level: 0 }))]) {
       const media = (await collect(chunked(bytes, 1))).find((item) => item.type === 'media' && item.section === 'bodies')
@@ -301,12 +326,19 @@ describe('valid bundles', () => {
 
   test('random rows with escapes, unicode and long strings, in random chunks, read as JSON.parse reads them', async () => {
     let seed = 12345
-    const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff)
+    const random = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff
     const pieces = ['a', 'é', '"', '\\', '\\"', '\\\\', '}', ']', '{', '[', ',', ':', '\n', '\u2028', '😀', '\u0000', ' ', 'x'.repeat(300)]
     const randomText = () => Array.from({ length: Math.floor(random() * 24) }, () => pieces[Math.floor(random() * pieces.length)]).join('')
     const document = (facts: number) => {
       const bundle = validBundle()
-      bundle.facts = Array.from({ length: facts }, (_, i) => ({ idx: i, text: `t${randomText()}`, fact_kind: 'text', status: 'new', source_image_idx: -1, extra: { deep: [[randomText()], { k: randomText() }] } }))
+      bundle.facts = Array.from({ length: facts }, (_, i) => ({
+        idx: i,
+        text: `t${randomText()}`,
+        fact_kind: 'text',
+        status: 'new',
+        source_image_idx: -1,
+        extra: { deep: [[randomText()], { k: randomText() }] },
+      }))
       bundle.concepts = Array.from({ length: 40 }, (_, i) => ({ idx: i, canonical_name: `c${i}${randomText()}`, context: randomText() }))
       bundle.embeddings = null
       return validBundleJson(bundle)
@@ -404,7 +436,12 @@ describe('valid bundles', () => {
     const n = 2_000_000
     const pad = 'x'.repeat(60)
     // Many gzip members, which gunzip reads as one stream: built without the whole text.
-    const members: Uint8Array[] = [gzipSync('{"schema_version":2,"metadata":{"name":"big","source_count":0,"fact_count":2000000,"concept_count":0,"summary_count":0,"synthesis_count":0,"report_count":0,"investigation_count":0,"exported_at":"2026-01-02T03:04:05Z"},"facts":[', { level: 1 })]
+    const members: Uint8Array[] = [
+      gzipSync(
+        '{"schema_version":2,"metadata":{"name":"big","source_count":0,"fact_count":2000000,"concept_count":0,"summary_count":0,"synthesis_count":0,"report_count":0,"investigation_count":0,"exported_at":"2026-01-02T03:04:05Z"},"facts":[',
+        { level: 1 },
+      ),
+    ]
     for (let i = 0; i < n; i += 25_000) {
       let text = ''
       for (let j = i; j < i + 25_000; j++) text += `${j ? ',' : ''}{"idx":${j},"text":"fact ${j} ${pad}","fact_kind":"text","status":"new","source_image_idx":-1}`
@@ -470,7 +507,9 @@ describe('sources and the iterator', () => {
 
   test('stopping early stops the source', async () => {
     // An endless bundle: the metadata, then a string value that never ends.
-    const head = gzipSync('{"schema_version":2,"metadata":{"name":"n","source_count":0,"fact_count":0,"concept_count":0,"summary_count":0,"synthesis_count":0,"report_count":0,"investigation_count":0,"exported_at":"2026-01-02T03:04:05Z"},"future":"')
+    const head = gzipSync(
+      '{"schema_version":2,"metadata":{"name":"n","source_count":0,"fact_count":0,"concept_count":0,"summary_count":0,"synthesis_count":0,"report_count":0,"investigation_count":0,"exported_at":"2026-01-02T03:04:05Z"},"future":"',
+    )
     const more = gzipSync('x'.repeat(100_000))
     let pulled = 0
     let returned = false
@@ -593,7 +632,14 @@ describe('values cut by the end of the buffer', () => {
     const bundle = validBundle()
     // Line breaks every 20 characters (JSON \n), and \/ and \u0041 for / and A, which
     // JSON.stringify would not write.
-    const escaped = (bytes: Uint8Array) => JSON.stringify(Buffer.from(bytes).toString('base64').replace(/(.{20})/g, '$1\n')).replace(/\//g, '\\/').replace(/A/g, '\\u0041')
+    const escaped = (bytes: Uint8Array) =>
+      JSON.stringify(
+        Buffer.from(bytes)
+          .toString('base64')
+          .replace(/(.{20})/g, '$1\n'),
+      )
+        .replace(/\//g, '\\/')
+        .replace(/A/g, '\\u0041')
     const one = Uint8Array.from({ length: 100 }, (_, i) => (i * 97 + 1) & 255) // '==' padding
     const two = Uint8Array.from({ length: 101 }, (_, i) => (i * 89 + 3) & 255) // '='
     bundle.images = { 'img-0': { content_type: 'image/png', data: 'ONE' }, 'img-1': { content_type: 'image/png', data: 'TWO' } }
@@ -637,11 +683,36 @@ describe('vectors', () => {
     { name: 'a string holding "]"', text: '"1":[1,0,"]",0]', error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number' },
     { name: 'an escaped quote', text: '"1":[1,0,0,"a\\"b"]', error: 'embeddings.fact_vectors[1]: vector[3] is not a finite number' },
     { name: 'infinite', text: '"1":[1,0,1e999,0]', error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number' },
-    { name: 'a nested array', text: '"1":[1,0,[0],0]', error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number', depth: 'embeddings.fact_vectors[1]: nesting deeper than 4 levels (limit)' },
-    { name: 'a nested array first', text: '"1":[[1],0,0,0]', error: 'embeddings.fact_vectors[1]: vector[0] is not a finite number', depth: 'embeddings.fact_vectors[1]: nesting deeper than 4 levels (limit)' },
-    { name: 'deep nesting', text: '"1":[1,0,[[[[[[0]]]]]],0]', error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number', depth: 'embeddings.fact_vectors[1]: nesting deeper than 4 levels (limit)' },
-    { name: 'an empty object', text: '"1":[1,0,{},0]', error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number', depth: 'embeddings.fact_vectors[1]: nesting deeper than 4 levels (limit)' },
-    { name: 'an object', text: '"1":[1,0,{"a":1},0]', error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number', depth: 'embeddings.fact_vectors[1]: nesting deeper than 4 levels (limit)' },
+    {
+      name: 'a nested array',
+      text: '"1":[1,0,[0],0]',
+      error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number',
+      depth: 'embeddings.fact_vectors[1]: nesting deeper than 4 levels (limit)',
+    },
+    {
+      name: 'a nested array first',
+      text: '"1":[[1],0,0,0]',
+      error: 'embeddings.fact_vectors[1]: vector[0] is not a finite number',
+      depth: 'embeddings.fact_vectors[1]: nesting deeper than 4 levels (limit)',
+    },
+    {
+      name: 'deep nesting',
+      text: '"1":[1,0,[[[[[[0]]]]]],0]',
+      error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number',
+      depth: 'embeddings.fact_vectors[1]: nesting deeper than 4 levels (limit)',
+    },
+    {
+      name: 'an empty object',
+      text: '"1":[1,0,{},0]',
+      error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number',
+      depth: 'embeddings.fact_vectors[1]: nesting deeper than 4 levels (limit)',
+    },
+    {
+      name: 'an object',
+      text: '"1":[1,0,{"a":1},0]',
+      error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number',
+      depth: 'embeddings.fact_vectors[1]: nesting deeper than 4 levels (limit)',
+    },
     { name: 'a trailing comma', text: '"1":[1,0,0,0,]', error: 'embeddings.fact_vectors[1]: invalid JSON (JSON Parse error: Unexpected comma at the end of array expression)' },
     { name: 'no commas', text: '"1":[1 0 0 0]', error: "embeddings.fact_vectors[1]: invalid JSON (JSON Parse error: Expected ']')" },
     { name: 'NaN', text: '"1":[1,0,NaN,0]', error: 'embeddings.fact_vectors[1]: invalid JSON (JSON Parse error: Unexpected identifier "NaN")' },
@@ -662,7 +733,13 @@ describe('vectors', () => {
     { name: 'a dangling key', text: '"1":[1,0,0,0],"7":[0,0,0,0]', error: 'embeddings.fact_vectors[7]: key 7 refers to a row that does not exist (facts has 3 rows)', vectors: 2 },
     { name: 'too many rows', text: member, error: 'embeddings.fact_vectors[1]: more than 22 rows and vectors in the bundle (limit)', limits: { maxRows: 22 } },
     { name: 'a vector over the row limit', text: `"1":[1,0,0,${' '.repeat(600)}0]`, error: 'embeddings.fact_vectors[1]: value is larger than 500 bytes (limit)', limits: { maxRowBytes: 500 } },
-    { name: 'a key at the string limit', text: `"1":[1,0,0,0],"${'1'.repeat(99)}":0`, error: 'embeddings.fact_vectors: value is larger than 100 bytes (limit)', limits: { maxStringBytes: 100 }, vectors: 2 },
+    {
+      name: 'a key at the string limit',
+      text: `"1":[1,0,0,0],"${'1'.repeat(99)}":0`,
+      error: 'embeddings.fact_vectors: value is larger than 100 bytes (limit)',
+      limits: { maxStringBytes: 100 },
+      vectors: 2,
+    },
     { name: 'spaces everywhere', text: ' "1" :\n [ 1 , 0 ,0,\t0 ] ', vectors: 5 },
     { name: 'an escaped key', text: '"\\u0031":[1,0,0,0]', vectors: 5 },
     { name: 'a repeated key', text: '"1":[1,0,0,0],"1":[0,1,0,0]', vectors: 6 },
@@ -695,7 +772,7 @@ describe('vectors', () => {
 
   test('many vectors in random chunks, and vectors longer than a chunk', async () => {
     let seed = 7
-    const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff)
+    const random = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff
     for (const [count, dimensions] of [
       [6000, 16],
       [3, 40_000],
@@ -727,7 +804,10 @@ describe('failures that are not the data', () => {
     }
     try {
       const bytes = gzipSync(Buffer.concat([Buffer.alloc(COLLECT_EVERY_BYTES + 1, ' '), Buffer.from(validBundleJson())]))
-      const error = await collect(chunked(bytes, 64 * 1024), { maxCompressionRatio: Number.MAX_SAFE_INTEGER }).then(() => undefined, (e: unknown) => e)
+      const error = await collect(chunked(bytes, 64 * 1024), { maxCompressionRatio: Number.MAX_SAFE_INTEGER }).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
       expect(error).not.toBeInstanceOf(BundleError)
       expect((error as Error).message).toBe('the collector is unavailable')
     } finally {

@@ -29,7 +29,11 @@ describe('references', () => {
   test('into a section to come, the largest index is checked when it ends, or at the end of the document', () => {
     const refs = new References()
     refs.currentLabel = 'facts'
-    for (const [position, index] of [[1, 4], [3, 5], [6, 2]] as const) {
+    for (const [position, index] of [
+      [1, 4],
+      [3, 5],
+      [6, 2],
+    ] as const) {
       refs.currentPosition = position
       expect(refs.check('source_images', index, 'source_image_idx')).toBeUndefined()
     }

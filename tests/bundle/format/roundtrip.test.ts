@@ -23,9 +23,11 @@ async function readBack(bytes: Uint8Array): Promise<BundleContent> {
   const media: Record<'images' | 'bodies', MediaItem[]> = { images: [], bodies: [] }
   const vectors: Record<'facts' | 'concepts', VectorItem[]> = { facts: [], concepts: [] }
   let embeddings: { model: string; dimensions: number } | undefined
-  for await (const item of readBundle((async function* () {
-    yield bytes
-  })())) {
+  for await (const item of readBundle(
+    (async function* () {
+      yield bytes
+    })(),
+  )) {
     if (item.type === 'schema_version') schemaVersion = item.version
     else if (item.type === 'metadata') metadata = item.metadata
     else if (item.type === 'row') (rows[item.section] ??= []).push(item.row)

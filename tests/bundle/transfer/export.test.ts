@@ -371,7 +371,10 @@ describe(`export of a generated graph (${BACKEND})`, () => {
 
   test("vectors come in ascending position and equal LanceDB's", async () => {
     expect(bundle.embeddings).toEqual({ model: server.context.embedder.model, dimensions: server.context.embedder.dimensions })
-    for (const [kind, table] of [['facts', 'facts'], ['concepts', 'concepts']] as const) {
+    for (const [kind, table] of [
+      ['facts', 'facts'],
+      ['concepts', 'concepts'],
+    ] as const) {
       const ids = await idsInOrder(table)
       const stored = new Map<string, Float32Array>()
       for await (const batch of server.context.vectors.scan(full.id, kind, 500)) for (const { id, vector } of batch) stored.set(id, vector)
@@ -399,8 +402,24 @@ describe(`export of a generated graph (${BACKEND})`, () => {
     expect(again.result).toMatchObject({ graph_id: job.result.graph_id, sha256: job.result.sha256, new: false })
     const latest = Buffer.from(await (await download(`/${full.slug}/export-graph/download`, owner.token)).arrayBuffer())
     expect(Object.keys(JSON.parse(gunzipSync(latest).toString()))).toEqual([
-      'schema_version', 'metadata', 'sources', 'bodies', 'source_images', 'source_bodies', 'facts', 'fact_sources', 'concepts', 'concept_aliases',
-      'fact_concepts', 'concept_summaries', 'concept_syntheses', 'investigations', 'investigation_sources', 'reports', 'report_annotations', 'embeddings',
+      'schema_version',
+      'metadata',
+      'sources',
+      'bodies',
+      'source_images',
+      'source_bodies',
+      'facts',
+      'fact_sources',
+      'concepts',
+      'concept_aliases',
+      'fact_concepts',
+      'concept_summaries',
+      'concept_syntheses',
+      'investigations',
+      'investigation_sources',
+      'reports',
+      'report_annotations',
+      'embeddings',
     ])
     const other = await readBack(latest)
     expect(other.rows.source_images.some((row) => row.image_ref !== undefined)).toBe(false)

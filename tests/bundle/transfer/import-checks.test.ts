@@ -25,7 +25,10 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 /** Not compressible, as a real long value is: PostgreSQL compresses index entries that are. */
-const noise = (bytes: number) => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString('base64').slice(0, bytes)
+const noise = (bytes: number) =>
+  Buffer.from(crypto.getRandomValues(new Uint8Array(bytes)))
+    .toString('base64')
+    .slice(0, bytes)
 
 async function importFails(change: (bundle: Obj) => void, error: string) {
   const bundle = validBundle() as Obj

@@ -139,9 +139,19 @@ async function expectImported(repo: Repo, job: Job & { result: ImportResult }, b
   const images = Array.from({ length: bundle.counts.source_images }, (_, j) => j)
   expect(job.result).toEqual({
     imported: {
-      sources: counts.sources!, source_images: counts.source_images!, facts: counts.facts!, fact_sources: counts.fact_sources!, concepts: counts.concepts!,
-      concept_aliases: counts.concept_aliases!, fact_concepts: counts.fact_concepts!, summaries: counts.concept_summaries!, syntheses: counts.concept_syntheses!,
-      investigations: counts.investigations!, investigation_sources: counts.investigation_sources!, reports: counts.reports!, report_annotations: counts.report_annotations!,
+      sources: counts.sources!,
+      source_images: counts.source_images!,
+      facts: counts.facts!,
+      fact_sources: counts.fact_sources!,
+      concepts: counts.concepts!,
+      concept_aliases: counts.concept_aliases!,
+      fact_concepts: counts.fact_concepts!,
+      summaries: counts.concept_summaries!,
+      syntheses: counts.concept_syntheses!,
+      investigations: counts.investigations!,
+      investigation_sources: counts.investigation_sources!,
+      reports: counts.reports!,
+      report_annotations: counts.report_annotations!,
     },
     reused: { sources: 0, facts: 0, concepts: 0 },
     citations: { rewritten: citationCount(options), unresolved: 0 },
@@ -275,7 +285,11 @@ describe(`import from each source (${BACKEND})`, () => {
     const repo = await createRepo('Unknown graph')
     const id = crypto.randomUUID()
     expectError(await http.post(`/${repo.slug}/import-graph`, { graph_id: id }, owner.token), 404, `graph ${id} is not in the registry`)
-    expectError(await http.post(`/${repo.slug}/import-graph`, { name: 'import-test', sha256: 'a'.repeat(64) }, owner.token), 404, `graph "import-test" with sha256 ${'a'.repeat(64)} is not in the registry`)
+    expectError(
+      await http.post(`/${repo.slug}/import-graph`, { name: 'import-test', sha256: 'a'.repeat(64) }, owner.token),
+      404,
+      `graph "import-test" with sha256 ${'a'.repeat(64)} is not in the registry`,
+    )
   })
 
   test('without registry:pull, a stored graph is refused exactly like an unknown one (no confused deputy, no oracle)', async () => {
@@ -321,7 +335,14 @@ describe(`citations, reused rows and version 1 (${BACKEND})`, () => {
   function citingBundle(): BundleContent {
     return {
       metadata: {
-        name: 'citing', source_count: 1, fact_count: 3, concept_count: 1, summary_count: 1, synthesis_count: 1, report_count: 1, investigation_count: 0,
+        name: 'citing',
+        source_count: 1,
+        fact_count: 3,
+        concept_count: 1,
+        summary_count: 1,
+        synthesis_count: 1,
+        report_count: 1,
+        investigation_count: 0,
         exported_at: '2026-01-02T03:04:05Z',
       },
       rows: {
@@ -478,9 +499,21 @@ describe(`broken bundles (${BACKEND})`, () => {
   const broken = brokenBundles().filter((c) => CORPUS.includes(c.name))
   /** Values the reader accepts and the database cannot hold; the media before them were stored already. */
   const refused = [
-    { name: 'a NUL character in a text', bytes: gzipBundle(validBundleJson(mutated((b) => (rowsOf(b, 'facts')[2]!.text = 'Snow\u0000')))), error: /^facts\[2\]: text contains a NUL character \(not storable\)$/ },
-    { name: 'a date that is none', bytes: gzipBundle(validBundleJson(mutated((b) => (rowsOf(b, 'sources')[1]!.published_at = '2025-02-30')))), error: /^sources\[1\]: published_at must be a date YYYY-MM-DD, not "2025-02-30"$/ },
-    { name: 'an integer past the column', bytes: gzipBundle(validBundleJson(mutated((b) => (rowsOf(b, 'concept_summaries')[0]!.sequence_num = 2 ** 31)))), error: /^concept_summaries\[0\]: sequence_num 2147483648 is too large \(at most 2147483647\)$/ },
+    {
+      name: 'a NUL character in a text',
+      bytes: gzipBundle(validBundleJson(mutated((b) => (rowsOf(b, 'facts')[2]!.text = 'Snow\u0000')))),
+      error: /^facts\[2\]: text contains a NUL character \(not storable\)$/,
+    },
+    {
+      name: 'a date that is none',
+      bytes: gzipBundle(validBundleJson(mutated((b) => (rowsOf(b, 'sources')[1]!.published_at = '2025-02-30')))),
+      error: /^sources\[1\]: published_at must be a date YYYY-MM-DD, not "2025-02-30"$/,
+    },
+    {
+      name: 'an integer past the column',
+      bytes: gzipBundle(validBundleJson(mutated((b) => (rowsOf(b, 'concept_summaries')[0]!.sequence_num = 2 ** 31)))),
+      error: /^concept_summaries\[0\]: sequence_num 2147483648 is too large \(at most 2147483647\)$/,
+    },
   ]
 
   test.each([...broken, ...refused].map((c) => [c.name, c] as const))('%s: a failed job with its message; nothing changed', async (_, c) => {
@@ -523,8 +556,7 @@ describe(`exactly once (${BACKEND})`, () => {
     }
   }
 
-  const graphImport = async (repo: Repo, jobId: string) =>
-    (await (await sqlOf(repo))`SELECT result, vectors_pending, followups_pending FROM graph_imports WHERE job_id = ${jobId}`)[0]
+  const graphImport = async (repo: Repo, jobId: string) => (await (await sqlOf(repo))`SELECT result, vectors_pending, followups_pending FROM graph_imports WHERE job_id = ${jobId}`)[0]
 
   test('a worker dying after the commit: the retry finishes the rest and returns the stored result, adding nothing', async () => {
     const repo = await createRepo('Crash after commit')
@@ -688,7 +720,10 @@ describe(`POST /{repoID}/import-graph refusals (${BACKEND})`, () => {
   beforeAll(async () => {
     repo = await createRepo('Refusals')
     ;[viewer, curator] = await Promise.all([registerAccount(http), registerAccount(http)])
-    for (const [account, role] of [[viewer, 'viewer'], [curator, 'curator']] as const) {
+    for (const [account, role] of [
+      [viewer, 'viewer'],
+      [curator, 'curator'],
+    ] as const) {
       expect((await http.put('/api/v1/admin/users/roles', { user_id: account.id, role, domain: repo.id }, admin.token)).status).toBe(200)
     }
   })
@@ -766,8 +801,7 @@ describe(`limits, and a registry out of reach (${BACKEND})`, () => {
     const big = gzipBundle(crypto.getRandomValues(new Uint8Array(3 * MAX_BYTES)))
     const before = await keys()
     const message = `the bundle exceeds the import limit of ${MAX_BYTES} bytes`
-    const raw = (body: Uint8Array) =>
-      smallHttp.call('POST', `/${repo.slug}/import-graph`, { token: user.token, raw: body, headers: { 'content-type': 'application/gzip' } })
+    const raw = (body: Uint8Array) => smallHttp.call('POST', `/${repo.slug}/import-graph`, { token: user.token, raw: body, headers: { 'content-type': 'application/gzip' } })
     expectError(await raw(big), 413, message)
     // Without a Content-Length: the limit is found while streaming.
     const stream = new ReadableStream<Uint8Array>({
@@ -776,7 +810,12 @@ describe(`limits, and a registry out of reach (${BACKEND})`, () => {
         controller.close()
       },
     })
-    const streamed = await fetch(`${small.url}/${repo.slug}/import-graph`, { method: 'POST', body: stream, headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/gzip' }, duplex: 'half' } as RequestInit)
+    const streamed = await fetch(`${small.url}/${repo.slug}/import-graph`, {
+      method: 'POST',
+      body: stream,
+      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/gzip' },
+      duplex: 'half',
+    } as RequestInit)
     expectError({ status: streamed.status, body: await streamed.json() }, 413, message)
     const form = await fetch(`${small.url}/${repo.slug}/import-graph`, { method: 'POST', body: bundleForm(big), headers: { authorization: `Bearer ${user.token}` } })
     expectError({ status: form.status, body: await form.json() }, 413, message)

@@ -126,7 +126,7 @@ describe(`leftover sweeps (${BACKEND})`, () => {
     expect((await fetch(`${server.url}/api/v1/graphs/${pushed.graph_id}/bundle`, { headers: { authorization: `Bearer ${owner.token}` } })).status).toBe(200)
   })
 
-  test('a server sweeps at start-up: a dead process\'s scratch file is gone once it has started', async () => {
+  test("a server sweeps at start-up: a dead process's scratch file is gone once it has started", async () => {
     const instance = await instanceEnvironment()
     try {
       const dir = scratchDir(instance.dataDir)

@@ -133,7 +133,13 @@ describe(`a repository moved between instances (${BACKEND})`, () => {
 
   test('imported on the other instance, it compares equal: entities, links, citations, media, vectors', async () => {
     const imported = await runJob(copy, target.slug, 'import-graph', { graph_id: (exported.result as { graph_id: string }).graph_id })
-    const result = imported.result as { imported: Record<string, number>; reused: Record<string, number>; citations: { rewritten: number; unresolved: number }; embeddings: string; media: Record<string, number> }
+    const result = imported.result as {
+      imported: Record<string, number>
+      reused: Record<string, number>
+      citations: { rewritten: number; unresolved: number }
+      embeddings: string
+      media: Record<string, number>
+    }
     expect(result.embeddings).toBe('upserted')
     expect(result.reused).toEqual({ sources: 0, facts: 0, concepts: 0 })
     expect(result.citations.rewritten).toBeGreaterThan(0)

@@ -236,5 +236,4 @@ export class MediaDecoder {
       if (!(await this.s.fill())) this.s.truncated()
     }
   }
-
 }
