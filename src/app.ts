@@ -133,7 +133,6 @@ export function createApp(ctx: AppContext) {
         bodyTimeoutMs: ctx.config.bodyTimeoutMs,
         uploadPace: ctx.config.uploadPace,
         maxUploadBytes: ctx.config.importMaxBytes,
-        authorizer: ctx.rbac,
         quotas,
         log: ctx.log,
       }),

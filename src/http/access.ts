@@ -7,7 +7,9 @@
 //   session: 'sessions'               a session token (an OAuth client acts within its scopes, and
 //                                     these are not among them)
 //   permission: 'role:manage'         a system-domain permission
-//   repository: 'fact:read'           a permission in the repository the request names
+//   repository: 'fact:read'           a permission in the repository the request names (or, with
+//                                     `forForm`, plus system permissions one form of the request
+//                                     needs: the macro evaluates them, the handler knows the form)
 //   repositoryOrSystem: 'job:read'    in the named repository, else in the system domain
 //   self: { or: 'user:read', … }      the user the path names is the caller, or the permission
 //   owner: { or: 'sysadmin', … }      the caller owns the resource (a lookup says who does), or
@@ -23,7 +25,7 @@ import { authenticatesFirst, forbidden, holdsSystemPermission, principalOf, requ
 import { HttpError } from './errors.ts'
 import { declaredErrors, repositoryHeader, securityDetail } from './openapi.ts'
 import { REPOSITORY_HEADER } from './path.ts'
-import { SYSTEM_DOMAIN, scopeNeeded, type RepositoryPermission, type Scope, type SystemPermission } from '../permissions.ts'
+import { SYSTEM_DOMAIN, scopeAllows, scopeNeeded, type RepositoryPermission, type Scope, type SystemPermission } from '../permissions.ts'
 
 /** The OpenAPI extension naming an operation's rule. */
 export const RULE = 'x-kgs-permission'
@@ -143,11 +145,25 @@ export interface RepositoryLookup<R extends { id: string }> {
  * A permission that depends on a query parameter (search's ?kind=): the permission of its value,
  * or of `default` when it is absent.
  */
-export interface PermissionByQuery {
+interface PermissionByQuery {
   query: string
   default: string
   permissions: Record<string, RepositoryPermission>
 }
+
+/**
+ * A repository permission, plus system permissions that only one form of the request needs (an
+ * import from the registry also needs registry:pull, an upload does not). The macro evaluates
+ * them, with their scopes, for every request and hands the handler `holds`; the handler, which
+ * alone knows the form, refuses as that form must (an import refuses as for an unknown graph).
+ * `forForm` maps each permission to the form it applies to, as the document says.
+ */
+interface PermissionWithFormPermissions {
+  permission: RepositoryPermission
+  forForm: Partial<Record<SystemPermission, string>>
+}
+
+type RepositoryRule = RepositoryPermission | PermissionByQuery | PermissionWithFormPermissions
 
 /** The rules on a repository: its permissions, checked in the repository the request names. */
 export function repositoryAccess<R extends { id: string }>(authenticator: Authenticator, authorizer: Authorizer, repositories: RepositoryLookup<R>) {
@@ -163,24 +179,37 @@ export function repositoryAccess<R extends { id: string }>(authenticator: Authen
     requireScope(principal, scopeNeeded(permission), resourceMetadata)
     return { principal, repository }
   }
-  const permissionOf = (need: RepositoryPermission | PermissionByQuery, query: Record<string, unknown>): RepositoryPermission =>
-    typeof need === 'string' ? need : need.permissions[(query[need.query] as string | undefined) ?? need.default]!
-  const ruleOf = (need: RepositoryPermission | PermissionByQuery) =>
+  const permissionOf = (need: RepositoryRule, query: Record<string, unknown>): RepositoryPermission =>
+    typeof need === 'string' ? need : 'forForm' in need ? need.permission : need.permissions[(query[need.query] as string | undefined) ?? need.default]!
+  const ruleOf = (need: RepositoryRule) =>
     typeof need === 'string'
       ? need
-      : Object.entries(need.permissions)
-          .map(([value, permission]) => `${permission} (${need.query}=${value})`)
-          .join(' or ')
+      : 'forForm' in need
+        ? [need.permission, ...Object.entries(need.forForm).map(([permission, form]) => `system ${permission} (${form})`)].join('; ')
+        : Object.entries(need.permissions)
+            .map(([value, permission]) => `${permission} (${need.query}=${value})`)
+            .join(' or ')
   // Every permission of a by-query rule is a read: one scope covers them.
-  const scopeOf = (need: RepositoryPermission | PermissionByQuery) => scopeNeeded(typeof need === 'string' ? need : need.permissions[need.default]!)
+  const scopeOf = (need: RepositoryRule) => scopeNeeded(typeof need === 'string' ? need : 'forForm' in need ? need.permission : need.permissions[need.default]!)
+  /** Whether the principal holds each of the rule's form permissions, with its scope. */
+  const formPermissions = (need: RepositoryRule, principal: Principal) =>
+    typeof need === 'object' && 'forForm' in need
+      ? Object.fromEntries(
+          Object.keys(need.forForm).map((permission) => [
+            permission,
+            holdsSystemPermission(authorizer, principal, permission as SystemPermission) && scopeAllows(principal.scopes, scopeNeeded(permission as SystemPermission)),
+          ]),
+        )
+      : {}
 
   return new Elysia({ name: 'kgs/repository-access' }).macro({
-    repository: (need: RepositoryPermission | PermissionByQuery) => ({
+    repository: (need: RepositoryRule) => ({
       detail: { ...declared(`repository ${ruleOf(need)}`, scopeOf(need), [400, 401, 403, 404]), ...repositoryHeader(true) },
       ...authenticatesFirst(authenticator, scopeOf(need)),
       async resolve({ request, params, query }) {
         const { principal, repository } = await authorize(request, params, permissionOf(need, query), false)
-        return { principal, repository: repository!, db: (): Promise<Sql> => repositories.db(repository!) }
+        const holds: Partial<Record<SystemPermission, boolean>> = formPermissions(need, principal)
+        return { principal, repository: repository!, db: (): Promise<Sql> => repositories.db(repository!), holds }
       },
     }),
     /**

@@ -29,7 +29,7 @@ afterAll(() => server.stop())
 
 /** The rules of src/http/access.ts, as they are written into the document. */
 const VOCABULARY =
-  /^(public|authenticated|session-token|system [a-z]+:[a-z]+|self-or-system [a-z]+:[a-z]+|owner-or-sysadmin|repository-or-system [a-z]+:[a-z]+|repository [a-z]+:[a-z]+( \([a-z]+=[a-z]+\)( or [a-z]+:[a-z]+ \([a-z]+=[a-z]+\))*)?)$/
+  /^(public|authenticated|session-token|system [a-z]+:[a-z]+|self-or-system [a-z]+:[a-z]+|owner-or-sysadmin|repository-or-system [a-z]+:[a-z]+|repository [a-z]+:[a-z]+( \([a-z]+=[a-z]+\)( or [a-z]+:[a-z]+ \([a-z]+=[a-z]+\))*|(; system [a-z]+:[a-z]+ \([a-z ]+\))+)?)$/
 
 const operation = (at: string) => {
   const [method, path] = at.split(' ') as [string, string]
@@ -98,6 +98,7 @@ describe(`access rules (${BACKEND})`, () => {
     expect(ruleOf('get /{repoID}/facts')).toBe('repository fact:read')
     expect(ruleOf('get /api/v1/jobs')).toBe('repository-or-system job:read')
     expect(ruleOf('get /api/v1/search')).toBe('repository fact:read (kind=facts) or concept:read (kind=concepts)')
+    expect(ruleOf('post /{repoID}/import-graph')).toBe('repository graph:import; system registry:pull (to import from the registry)')
     expect(operation('put /api/v1/users/{userID}')?.security).toEqual([{ bearer: [] }, { oauth2: ['write'] }])
   })
 })

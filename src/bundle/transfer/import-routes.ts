@@ -14,8 +14,7 @@ import { Readable } from 'node:stream'
 import { Elysia, t } from 'elysia'
 import type { BlobStore } from '../../blobs/store.ts'
 import { parseJsonBody, readBodyLimited } from '../../http/body.ts'
-import { holdsSystemPermission, type Authorizer, type Principal } from '../../http/auth.ts'
-import { scopeAllows, scopeNeeded } from '../../permissions.ts'
+import type { Principal } from '../../http/auth.ts'
 import { HttpError } from '../../http/errors.ts'
 import { gzipChunks, requestChunks, uploadError, UploadInterrupted, type UploadPace } from '../../http/upload.ts'
 import { ErrorBody } from '../../http/schemas.ts'
@@ -45,8 +44,6 @@ export interface ImportRoutesOptions {
   uploadPace: UploadPace
   /** Largest upload (IMPORT_MAX_BYTES). */
   maxUploadBytes: number
-  /** Whose registry:pull an import from the registry checks. */
-  authorizer: Authorizer
   quotas: Pick<Quotas, 'checkQueue'>
   log: Logger
 }
@@ -120,16 +117,15 @@ export function importRoutes(options: ImportRoutesOptions) {
   return new Elysia({ name: 'kgs/import' }).use(importRoutesAt(REPOSITORY_IN_PATH, options)).use(importRoutesAt('/api/v1', options))
 }
 
-function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimit, bodyTimeoutMs, uploadPace, maxUploadBytes, authorizer, quotas, log }: ImportRoutesOptions) {
+function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimit, bodyTimeoutMs, uploadPace, maxUploadBytes, quotas, log }: ImportRoutesOptions) {
   const inPath = prefix === REPOSITORY_IN_PATH
   const params = inPath ? t.Object({ repoID: t.String({ description: 'repository UUID or slug' }) }) : undefined
 
   /** The registry holds the graph: checked now, so that a wrong name fails here rather than in a job. */
-  const checkRegistry = async (principal: Principal, wanted: { graph_id: string } | { name: string; sha256: string }) => {
-    // The job pulls with the server's own token: without the caller's registry:pull, an import
-    // would read what a download refuses. Refused like an unknown graph, so it tells nothing,
-    // and before the registry is asked.
-    const mayPull = holdsSystemPermission(authorizer, principal, 'registry:pull') && scopeAllows(principal.scopes, scopeNeeded('registry:pull'))
+  const checkRegistry = async (mayPull: boolean | undefined, wanted: { graph_id: string } | { name: string; sha256: string }) => {
+    // The job pulls with the server's own token: without the caller's registry:pull (the route's
+    // rule), an import would read what a download refuses. Refused like an unknown graph, so it
+    // tells nothing, and before the registry is asked.
     if (!mayPull) throw notInRegistry(wanted)
     let graph
     try {
@@ -160,14 +156,14 @@ function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimi
     await blobs.delete(key).catch((error) => log.error('import: could not delete an upload', { key, ...describeError(error) }))
   }
 
-  const start = async ({ request, principal, repository, set }: { request: Request; principal: Principal; repository: Repository; set: AcceptedSet }) => {
+  const start = async ({ request, principal, repository, holds, set }: { request: Request; principal: Principal; repository: Repository; holds: { 'registry:pull'?: boolean }; set: AcceptedSet }) => {
     const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
     // Before an upload is stored: a full queue would only throw it away.
     await quotas.checkQueue(repository.id)
     let jobParams: ImportParams
     if (type === 'application/json') {
       jobParams = registryImportParams(parseJsonBody(await readBodyLimited(request, bodyLimit, bodyTimeoutMs)))
-      await checkRegistry(principal, jobParams)
+      await checkRegistry(holds['registry:pull'], jobParams)
     } else if (GZIP_TYPES.has(type) || type === 'multipart/form-data') {
       const declared = request.headers.get('content-length')
       if (declared !== null && GZIP_TYPES.has(type) && Number(declared) > maxUploadBytes) throw tooLarge(maxUploadBytes)
@@ -187,7 +183,7 @@ function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimi
   }
 
   return new Elysia({ name: 'kgs/import-at', seed: prefix, prefix }).use(scope).post('/import-graph', start, {
-    repository: 'graph:import',
+    repository: { permission: 'graph:import', forForm: { 'registry:pull': 'to import from the registry' } },
     params,
     response: { 202: JobBody, ...errors, 429: ErrorBody },
     detail: {
