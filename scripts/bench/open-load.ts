@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { generateBundle } from '../gen-bundle.ts'
-import { format, measure, percentile, spawnKgs, spawnServer } from '../lib/load.ts'
+import { availableParallelism } from 'node:os'
+import { cpuSecondsOf, format, machineBusySeconds, mainThreadCpuSecondsOf, measure, percentile, spawnKgs, spawnServer } from '../lib/load.ts'
 
 const { values: args } = parseArgs({
   options: { seconds: { type: 'string', default: '10' }, start: { type: 'string', default: '50' }, factor: { type: 'string', default: '1.5' }, facts: { type: 'string', default: '2000' } },
@@ -135,8 +136,12 @@ console.log(`bare Elysia (64 closed-loop clients, 5 s): ${format(bareResult.requ
 // A warm-up at the first rate, not counted: JIT, the search index's first load, the pools.
 await runAt(Number(args.start), 5)
 let best = 0
+const cores = availableParallelism()
 for (let rate = Number(args.start); ; rate = Math.round(rate * Number(args.factor))) {
+  const cpuBefore = { kgs: cpuSecondsOf(kgs.pid), main: mainThreadCpuSecondsOf(kgs.pid), machine: machineBusySeconds(), started: performance.now() }
   const samples = await runAt(rate)
+  const wall = (performance.now() - cpuBefore.started) / 1000
+  const busy = (used: number) => `${((100 * used) / wall).toFixed(0)} %`
   let pass = true
   const lines: string[] = []
   for (const [op, { latencies, errors }] of [...samples].sort(([a], [b]) => a.localeCompare(b))) {
@@ -146,7 +151,9 @@ for (let rate = Number(args.start); ; rate = Math.round(rate * Number(args.facto
     if (errors > 0 || (isRead && p99 >= P99_LIMIT_MS)) pass = false
     lines.push(`  ${op.padEnd(8)} n=${String(latencies.length).padStart(6)}  p50 ${percentile(latencies, 0.5).toFixed(1).padStart(7)} ms  p99 ${p99.toFixed(1).padStart(7)} ms  errors ${errors}`)
   }
-  console.log(`${format(rate)} req/s for ${SECONDS} s: ${pass ? 'pass' : 'FAIL'}\n${lines.join('\n')}`)
+  // Which resource ran out: kgs's main thread (one core at most), or the machine's cores.
+  const cpu = `kgs main thread ${busy(mainThreadCpuSecondsOf(kgs.pid) - cpuBefore.main)} of a core, kgs ${busy(cpuSecondsOf(kgs.pid) - cpuBefore.kgs)}, machine ${busy(machineBusySeconds() - cpuBefore.machine)} of ${cores} cores`
+  console.log(`${format(rate)} req/s for ${SECONDS} s: ${pass ? 'pass' : 'FAIL'} (CPU: ${cpu})\n${lines.join('\n')}`)
   if (!pass) break
   best = rate
   await Bun.sleep(2_000)

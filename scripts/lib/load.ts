@@ -211,11 +211,27 @@ const CLOCK_TICKS_PER_SECOND = 100
 
 /** CPU seconds a process has used so far (user + system, all threads). */
 export function cpuSecondsOf(pid: number): number {
+  return cpuSecondsIn(`/proc/${pid}/stat`)
+}
+
+/** CPU seconds of a process's main thread alone (the one that serves HTTP and runs JavaScript). */
+export function mainThreadCpuSecondsOf(pid: number): number {
+  return cpuSecondsIn(`/proc/${pid}/task/${pid}/stat`)
+}
+
+function cpuSecondsIn(statFile: string): number {
   // The fields after the command name, which is in parentheses and may hold spaces itself:
   // utime and stime are fields 14 and 15 of the line, 12th and 13th after the name.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const stat = readFileSync(statFile, 'utf8')
   const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ')
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND
+}
+
+/** CPU seconds all of the machine's cores have been busy so far (/proc/stat: all but idle and iowait). */
+export function machineBusySeconds(): number {
+  const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/)
+  const [user, nice, system, , , irq, softirq, steal] = ticks.map(Number)
+  return (user! + nice! + system! + irq! + softirq! + steal!) / CLOCK_TICKS_PER_SECOND
 }
 
 export const format = (n: number) => Math.round(n).toLocaleString('en-US')

@@ -41,11 +41,21 @@ async function packagedChromium(): Promise<string> {
   }
 }
 
-export async function launchBrowser(): Promise<Browser> {
+/**
+ * Every request leaving the machine goes to a proxy on the discard port, where nothing listens,
+ * and fails (net::ERR_PROXY_CONNECTION_FAILED); Chromium never proxies loopback addresses. This
+ * takes the machine off the network in Chromium itself: Playwright's request interception would
+ * do it too, but under Bun its messages race ("Object with guid response@… was not bound").
+ */
+const OFF_NETWORK = ['--proxy-server=http://127.0.0.1:9']
+/** What Chromium logs for a request that {@link OFF_NETWORK} refused. */
+export const REFUSED_OFF_MACHINE = 'net::ERR_PROXY_CONNECTION_FAILED'
+
+export async function launchBrowser({ offNetwork = false } = {}): Promise<Browser> {
   const candidate = process.env.CHROMIUM_PATH || SYSTEM_CHROMIUM
   const executablePath = existsSync(candidate) ? candidate : await packagedChromium()
   try {
-    return await chromium.launch({ executablePath, args: FLAGS })
+    return await chromium.launch({ executablePath, args: offNetwork ? [...FLAGS, ...OFF_NETWORK] : FLAGS })
   } catch (error) {
     throw noBrowser(`${executablePath} did not start (${firstLine(error)})`)
   }

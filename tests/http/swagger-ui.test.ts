@@ -3,14 +3,13 @@
 // server (authorization code + PKCE, in a popup), and "Try it out" calls the API with the token.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core'
-import { launchBrowser } from '../helpers/browser.ts'
+import { REFUSED_OFF_MACHINE, launchBrowser } from '../helpers/browser.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
 import { SWAGGER_CLIENT_ID } from '../../src/http/swagger-ui.ts'
 
 const account = { email: uniqueEmail('swagger'), password: 'correct horse battery' }
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
 
 let server: TestServer
 let browser: Browser
@@ -30,21 +29,13 @@ beforeAll(async () => {
   const created = await http.post('/api/v1/repositories', { name: 'Swagger tour' }, registered.body.token)
   expect(created.status).toBe(201)
   repository = created.body
-  browser = await launchBrowser()
+  browser = await launchBrowser({ offNetwork: true })
   context = await browser.newContext()
-  // Only requests leaving the machine are intercepted (and refused); loopback ones pass untouched.
-  // Continuing every request through the protocol raced under Bun: "Object with guid response@…
-  // was not bound in the connection" failed one CI run in three.
-  await context.route(
-    (url) => !LOOPBACK.has(url.hostname),
-    (route) => {
-      offsite.push(route.request().url())
-      return route.abort()
-    },
-  )
   page = await context.newPage()
   page.on('console', (message) => {
-    if (message.type() === 'error' && message.text().includes('Content Security Policy')) blocked.push(message.text())
+    if (message.type() !== 'error') return
+    if (message.text().includes('Content Security Policy')) blocked.push(message.text())
+    if (message.text().includes(REFUSED_OFF_MACHINE)) offsite.push(message.location().url)
   })
 })
 
@@ -72,6 +63,16 @@ async function execute(block: Locator): Promise<{ status: string; body: string }
 }
 
 describe(`Swagger UI (${BACKEND})`, () => {
+  test('the browser is off the network: a request leaving the machine fails, and is seen', async () => {
+    // about:blank has no Content-Security-Policy, so the request reaches the network stack.
+    await page.goto('about:blank')
+    const refused = page.waitForEvent('console', (message) => message.text().includes(REFUSED_OFF_MACHINE))
+    await page.evaluate(() => fetch('https://cdn.example.com/swagger-ui.css').catch(() => undefined))
+    await refused
+    expect(offsite).toEqual(['https://cdn.example.com/swagger-ui.css'])
+    offsite.length = 0
+  })
+
   test('loads from kgs alone, signs in through Authorize (OAuth + PKCE) and tries routes out', async () => {
     const served = await page.goto(`${server.url}/swagger`)
     expect(served!.headers()['content-security-policy']).toContain("default-src 'self'")
