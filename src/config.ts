@@ -159,7 +159,11 @@ export const EnvSchema = Type.Object({
   MEDIA_FETCH_TIMEOUT: variable(Type.String({ pattern: DURATION, default: '30s', description: 'time limit of one media download, e.g. 30s' }), 'a duration such as 30, 30s or 2m', milliseconds),
   PASSWORD_QUEUE_MAX: variable(
     Type.Optional(
-      Type.Integer({ minimum: 1, description: 'password hashes (sign-ins, registrations) that may wait for a hashing thread; past it they are refused with 503 and Retry-After; unset: 256 per core' }),
+      Type.Integer({
+        minimum: 1,
+        description:
+          'password hashes (sign-ins, registrations) that may wait for a hashing thread; past it they are refused with 503 and Retry-After; unset: 256 per hashing thread (a quarter of the cores, at least one)',
+      }),
     ),
     'a positive integer',
   ),
@@ -306,7 +310,7 @@ function configFrom(v: Env) {
     importMaxExpandedBytes: v.IMPORT_MAX_EXPANDED_BYTES,
     /** The follow-up fetch of media an import did not carry (docs/spec/bundle.md §5). */
     mediaFetch: { allowPrivate: v.MEDIA_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: v.MEDIA_FETCH_TIMEOUT },
-    /** Undefined: 256 per core. */
+    /** Undefined: 256 per hashing thread. */
     passwordQueueMax: v.PASSWORD_QUEUE_MAX,
     /** Unset rates are unlimited (src/http/throttle.ts). */
     throttle: {

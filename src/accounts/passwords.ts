@@ -17,14 +17,14 @@ export interface HashRequest {
 export type HashResult = { value: string | boolean; error?: undefined } | { error: string }
 
 /**
- * Hashing threads at most: one per core. A hash takes a good part of a second of a core (docs/benchmarks.md), so a burst of logins
- * keeps cores busy for seconds. Bun's own async hashing runs on its shared worker pool at the
- * priority of everything else, where a closed-loop burst of 5% logins held one of this machine's
- * two cores and the reads behind it queued (scripts/bench/load.ts).
- * These threads lower their own priority (hasher-thread.ts), so they may use every core: hashing
- * gets what request serving and the job workers leave idle, and logins queue instead.
+ * Hashing threads at most: a quarter of the cores, at least one. A hash takes a good part of a
+ * second of a core and streams 64 MiB through memory, so a burst of sign-ins keeps cores busy
+ * for seconds. The threads lower their own priority (hasher-thread.ts), but that does not keep
+ * the reads fast: a hashing thread on every core slowed the reads of scripts/bench/open-load.ts
+ * as much as it would at full priority. With a quarter, hashing takes at most that share of the
+ * machine, and sign-ins queue instead (up to PASSWORD_QUEUE_MAX, then 503).
  */
-const HASHER_THREADS = availableParallelism()
+export const HASHER_THREADS = Math.max(1, Math.floor(availableParallelism() / 4))
 /** An idle hashing thread ends after this long; each holds a JavaScript heap of its own. */
 const HASHER_IDLE_MS = 30_000
 /**

@@ -3,12 +3,11 @@
 // its page again), nothing is created, and once the queue drains they work. The queue is filled
 // from this process: the server runs in it, and hashing threads are per process.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { availableParallelism } from 'node:os'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
 import { browserCookie, pkcePair, registerClient } from '../helpers/oauth.ts'
-import { limitWaitingHashes, verifyPassword } from '../../src/accounts/passwords.ts'
+import { HASHER_THREADS, limitWaitingHashes, verifyPassword } from '../../src/accounts/passwords.ts'
 
 const PASSWORD = 'correct horse battery'
 const BUSY = 'too many sign-ins in progress; try again shortly'
@@ -32,7 +31,7 @@ afterAll(async () => {
 
 /** Runs `during` while every hashing thread is busy and the one place in the queue is taken. */
 async function withFullQueue<T>(during: () => Promise<T>): Promise<T> {
-  const held = Array.from({ length: availableParallelism() + 1 }, () => verifyPassword('held', slowHash))
+  const held = Array.from({ length: HASHER_THREADS + 1 }, () => verifyPassword('held', slowHash))
   try {
     return await during()
   } finally {
