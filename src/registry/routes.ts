@@ -12,7 +12,8 @@ import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { discardBlobs, pushGraph, type PushOptions } from './push.ts'
 import { goLimit, goOffset, record } from './records.ts'
-import { GoGraphPage, GraphParams, GraphRecord, ListQuery, PushHeaders, PushResult, gzipBody } from './schemas.ts'
+import { GraphRecord } from './graph-record.ts'
+import { GoGraphPage, GraphParams, ListQuery, PushHeaders, PushResult, gzipBody } from './schemas.ts'
 import { deleteGraph, getGraph, listGraphs, listGraphsByOffset } from './store.ts'
 
 export interface RegistryRoutesOptions extends PushOptions {

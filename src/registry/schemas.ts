@@ -3,30 +3,8 @@ import { t } from 'elysia'
 import { PageQuery } from '../http/pagination.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import { NAME_MAX } from './push-headers.ts'
+import { GraphRecord } from './graph-record.ts'
 
-export const GraphRecord = t.Object(
-  {
-    id: t.String({ format: 'uuid' }),
-    name: t.String(),
-    description: t.String(),
-    owner: t.String({ description: 'the pusher\'s e-mail (for an export: the user who asked for it), or "kgs" for the server\'s own service token alone' }),
-    owner_id: t.Union([t.String({ format: 'uuid' }), t.Null()], { description: "the pusher's user id; null for the service token alone" }),
-    tags: t.Array(t.String()),
-    sha256: t.Union([t.String({ pattern: '^[0-9a-f]{64}$' }), t.Null()], { description: 'canonical hash of the bundle (X-Graph-SHA256); null when the push named none' }),
-    schema_version: t.Union([t.Integer(), t.Null()], { description: 'X-Graph-Schema-Version; null when the push named none' }),
-    bytes: t.Integer({ description: 'size of the stored .json.gz' }),
-    source_count: t.Integer(),
-    fact_count: t.Integer(),
-    concept_count: t.Integer(),
-    summary_count: t.Integer(),
-    synthesis_count: t.Integer(),
-    report_count: t.Integer(),
-    investigation_count: t.Integer(),
-    created_at: t.String(),
-    updated_at: t.String({ description: 'always created_at: a stored graph never changes' }),
-  },
-  { description: 'a stored graph bundle (counts as pushed)' },
-)
 /** The Go registry's list (docs/spec/bundle.md §7); `graphs` is null when empty, as Go encodes a nil slice. */
 export const GoGraphPage = t.Object({ graphs: t.Union([t.Array(GraphRecord), t.Null()]), total: t.Integer() })
 export const PushResult = t.Object({ graph_id: t.String({ format: 'uuid' }), new: t.Boolean() })

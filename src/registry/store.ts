@@ -1,6 +1,8 @@
 // The registry's index: the graphs table of the system database (migration 0010_graphs).
 // Bundles themselves are blobs under storage_key; see routes.ts for the order of writes.
+import type { Static } from '@sinclair/typebox'
 import { isoTimestamp, type Db } from '../db/sql.ts'
+import type { GraphRecord } from './graph-record.ts'
 import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../db/pages.ts'
 
 /** The seven counts of a bundle's metadata, echoed from the push headers. */
@@ -9,23 +11,7 @@ type CountField = (typeof COUNT_FIELDS)[number]
 export type GraphCounts = Record<CountField, number>
 
 /** The graph record of docs/spec/bundle.md §7. */
-export interface Graph extends GraphCounts {
-  id: string
-  name: string
-  description: string
-  /** The pusher's e-mail, or 'kgs' for the server's own service token alone. */
-  owner: string
-  /** The pusher's user id; null for the service token alone. */
-  owner_id: string | null
-  tags: string[]
-  /** The bundle's canonical hash as pushed; null when the push named none. */
-  sha256: string | null
-  schema_version: number | null
-  bytes: number
-  created_at: string
-  /** A stored graph never changes: always created_at (Go's record has the field). */
-  updated_at: string
-}
+export type Graph = Static<typeof GraphRecord>
 
 /** What a push stores: the record without its times, plus where the bundle lies. */
 export interface NewGraph extends Omit<Graph, 'created_at' | 'updated_at'> {
