@@ -1,18 +1,15 @@
 // Headless Chromium for the tests that need a real browser (the OAuth pages, CORS, Swagger UI),
 // and the loopback listener a native agent runs to catch the authorization redirect (RFC 8252
-// §7.3). The Chromium is found or provisioned here so that
-// `npm install && npm test` passes on a machine with nothing else installed:
-//   1. CHROMIUM_PATH, else Debian's /usr/bin/chromium, when that file exists;
-//   2. otherwise the Chromium of the @sparticuz/chromium dev dependency, which npm installs
-//      compressed and which is unpacked into the temporary directory on first use (about 2 s).
-// Setting CHROMIUM_PATH to a path that does not exist is how to test step 2 on a machine that
-// has step 1. Where neither works, the test fails with one line saying what to install.
+// §7.3). The Chromium is provisioned here so that `npm install && npm test` passes on a machine
+// with nothing else installed: the Chromium of the @sparticuz/chromium dev dependency, which npm
+// installs compressed and which is unpacked into the temporary directory on first use (about
+// 2 s); CHROMIUM_PATH names another one. Where neither works, the test fails with one line
+// saying what to do.
 import { existsSync } from 'node:fs'
 import { chromium, type Browser, type Page } from 'playwright-core'
 
-const SYSTEM_CHROMIUM = '/usr/bin/chromium'
 const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage']
-const INSTRUCTION = 'install Chromium (apt-get install chromium, or set CHROMIUM_PATH) or run `npm install` to get @sparticuz/chromium'
+const INSTRUCTION = 'run `npm install` to get @sparticuz/chromium, or set CHROMIUM_PATH to a Chromium'
 
 /** Playwright's launch errors carry a multi-line call log; the first line says what happened. */
 function firstLine(error: unknown): string {
@@ -32,7 +29,7 @@ async function packagedChromium(): Promise<string> {
   try {
     pack = (await import('@sparticuz/chromium')).default
   } catch {
-    throw noBrowser(`no ${SYSTEM_CHROMIUM} and @sparticuz/chromium is not installed`)
+    throw noBrowser('@sparticuz/chromium is not installed')
   }
   try {
     return await pack.executablePath()
@@ -52,8 +49,9 @@ const OFF_NETWORK = ['--proxy-server=http://127.0.0.1:9']
 export const REFUSED_OFF_MACHINE = 'net::ERR_PROXY_CONNECTION_FAILED'
 
 export async function launchBrowser({ offNetwork = false } = {}): Promise<Browser> {
-  const candidate = process.env.CHROMIUM_PATH || SYSTEM_CHROMIUM
-  const executablePath = existsSync(candidate) ? candidate : await packagedChromium()
+  const named = process.env.CHROMIUM_PATH
+  if (named && !existsSync(named)) throw noBrowser(`CHROMIUM_PATH ${named} does not exist`)
+  const executablePath = named || (await packagedChromium())
   try {
     return await chromium.launch({ executablePath, args: offNetwork ? [...FLAGS, ...OFF_NETWORK] : FLAGS })
   } catch (error) {
