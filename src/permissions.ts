@@ -15,6 +15,12 @@ export const REPOSITORY_PERMISSIONS = [
   'concept:read',
   'investigation:read',
   'report:read',
+  // Create, update and delete of that kind and of what hangs under it (docs/spec/decisions.md §4).
+  'source:write',
+  'fact:write',
+  'concept:write',
+  'investigation:write',
+  'report:write',
   'graph:export',
   'graph:import',
   'job:read',
@@ -40,7 +46,8 @@ export const ROLES = {
   member: { domain_kind: 'system', permissions: ['repository:create', 'registry:pull'] },
   repoadmin: { domain_kind: 'repository', permissions: REPOSITORY_PERMISSIONS },
   editor: { domain_kind: 'repository', permissions: REPOSITORY_PERMISSIONS.filter((p) => p !== 'repository:delete' && p !== 'member:manage') },
-  curator: { domain_kind: 'repository', permissions: [...READ, 'graph:export'] },
+  // Curates concepts and writes reports over facts others gathered.
+  curator: { domain_kind: 'repository', permissions: [...READ, 'graph:export', 'concept:write', 'report:write'] },
   viewer: { domain_kind: 'repository', permissions: READ },
 } as const satisfies Record<string, RoleDefinition>
 
