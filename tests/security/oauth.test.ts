@@ -126,9 +126,21 @@ describe(`access tokens at the resource server (${BACKEND})`, () => {
       () => new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' }).setIssuer(server.url).setIssuedAt().setExpirationTime('5m').sign(tokenKey(server.env.JWT_SECRET!, 'session')),
     ],
   ]
+  test('an expired one: 401 naming the refresh grant', async () => {
+    const expired = await new SignJWT(claims())
+      .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' })
+      .setIssuer(server.url)
+      .setIssuedAt(Math.floor(Date.now() / 1000) - 600)
+      .setExpirationTime(Math.floor(Date.now() / 1000) - 60)
+      .sign(secret())
+    const res = await me(expired)
+    expectError(res, 401, 'access token expired: get a new one from the OAuth token endpoint (grant_type=refresh_token) or authorize again')
+    expect(res.headers.get('www-authenticate')).toContain('error="invalid_token", error_description="the access token expired; refresh it or sign in again"')
+  })
+
   for (const [what, make] of refused) {
     test(`${what}: 401`, async () => {
-      expectError(await me(await make()), 401, 'invalid or expired access token')
+      expectError(await me(await make()), 401, 'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)')
     })
   }
 })

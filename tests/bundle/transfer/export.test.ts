@@ -135,7 +135,7 @@ describe(`export routes (${BACKEND})`, () => {
     const path = `/${empty.slug}/export-graph`
     const before = await http.get(`/${empty.slug}/jobs`, owner.token)
     expectError(await http.call('POST', path, { raw: '{"name":', headers: { 'content-type': 'application/json' }, token: owner.token }), 400, /^malformed JSON body/)
-    expectError(await http.post(path, [], owner.token), 400, /^invalid body: expected object/)
+    expectError(await http.post(path, [], owner.token), 400, /^invalid body: expected an object \(got array\)$/)
     expectError(await http.post(path, { include_images: 'yes' }, owner.token), 400, 'invalid body: include_images: expected a boolean (got "yes")')
     expectError(await http.post(path, { include_bodies: 1 }, owner.token), 400, 'invalid body: include_bodies: expected a boolean (got number)')
     expectError(await http.post(path, { tags: 'physics' }, owner.token), 400, /^invalid body: tags: expected an array of at most 64 strings/)
