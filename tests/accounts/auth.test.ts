@@ -189,7 +189,7 @@ describe(`access tokens (${BACKEND})`, () => {
   ]
   const challenge = () => `Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1", scope="read"`
   for (const [what, make] of refused) {
-    test(`${what}: 401 invalid_token, which says what to do`, async () => {
+    test(`${what}: 401 invalid_token`, async () => {
       const res = await me(await make())
       if (what === 'an expired token') {
         expectError(
