@@ -8,6 +8,7 @@ import { VectorStore } from '../vectors/store.ts'
 import { createEmbedder } from '../vectors/embedder.ts'
 import { createRegistryClient } from '../registry/client.ts'
 import { loadJobKinds } from '../job-kinds.ts'
+import { graphChanged } from '../repositories/counts.ts'
 import { Jobs } from './jobs.ts'
 import type { FromWorker, ToWorker } from './protocol.ts'
 import { JobWorker } from './worker.ts'
@@ -47,7 +48,7 @@ async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<voi
     log,
     enqueue: jobs.enqueue.bind(jobs),
   }
-  worker = new JobWorker(workerId, pools.system, services, kinds, message.timing, log)
+  worker = new JobWorker(workerId, pools.system, services, kinds, message.timing, log, (repositoryId) => graphChanged(pools, repositoryId, log))
   worker.start()
   shutdown = async () => {
     await worker!.stop()
