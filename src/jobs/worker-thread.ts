@@ -35,7 +35,9 @@ async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<voi
   const pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, max: 2, asyncCommit: true, embeddedSockets: { socketFor } })
   const vectors = await VectorStore.open(config.lancedbUri)
   const kinds = await loadJobKinds(message.extraKindModules)
-  const jobs = new Jobs(pools.system, { publish: async (_sql, channel, payload) => post({ type: 'publish', channel, payload }) }, kinds)
+  // Events go out through the main thread's bus (on the embedded database, it alone delivers them).
+  const bus = { publish: async (_sql: unknown, channel: string, payload: string) => post({ type: 'publish', channel, payload }) }
+  const jobs = new Jobs(pools.system, bus, kinds)
   // The runner always passes the base URL in use (server.ts); the registry defaults to it.
   const baseUrl = config.baseUrl!
   const services = {
@@ -48,7 +50,7 @@ async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<voi
     log,
     enqueue: jobs.enqueue.bind(jobs),
   }
-  worker = new JobWorker(workerId, pools.system, services, kinds, message.timing, log, (repositoryId) => graphChanged(pools, repositoryId, log))
+  worker = new JobWorker(workerId, pools.system, services, kinds, message.timing, log, (repositoryId) => graphChanged(pools, bus, repositoryId, log))
   worker.start()
   shutdown = async () => {
     await worker!.stop()

@@ -4,11 +4,16 @@
 // copy per repository (repository_counts), so a list of repositories reads them all in its own
 // query instead of opening one database per repository. The copy is refreshed after each change:
 // by the request that wrote (a route of a …:write permission, http/access.ts) and by the job that
-// did (a job kind that changesGraph, jobs/worker.ts), before either answers.
+// did (a job kind that changesGraph, jobs/worker.ts), before either answers; the refresh tells
+// every instance, whose caches of the copy (Repositories) then drop it.
 import type { Sql } from 'postgres'
+import type { EventBus } from '../db/events.ts'
 import type { Pools } from '../db/pools.ts'
 import type { Db } from '../db/sql.ts'
 import { describeError, type Logger } from '../log.ts'
+
+/** Published (payload: the repository id) when a repository's copy changed. */
+export const COUNTS_CHANGED = 'kgs_repository_counts'
 
 export const COUNTED_KINDS = ['sources', 'facts', 'concepts', 'reports', 'investigations'] as const
 export type GraphCounts = Record<(typeof COUNTED_KINDS)[number], number>
@@ -38,14 +43,16 @@ async function foldCounts(repository: Sql): Promise<GraphCounts> {
 }
 
 /**
- * Copies the repository's counts into the system database; undefined when the repository is
- * gone. The repository's row stays locked meanwhile, so refreshes of one repository take turns
- * and the copy never goes back to an older count.
+ * Copies the repository's counts into the system database and tells every instance (after the
+ * commit: told before it, an instance could read the old copy again and keep it); undefined when
+ * the repository is gone. The repository's row stays locked meanwhile, so refreshes of one
+ * repository take turns and the copy never goes back to an older count.
  */
-export async function refreshCounts(system: Sql, repositoryId: string, repository: Sql): Promise<GraphCounts | undefined> {
-  // The repository's pool is opened by the caller, before this transaction: on the embedded
-  // database a query on the system pool from inside it would wait for it forever.
-  return system.begin(async (tx) => {
+export async function refreshCounts(pools: Pools, bus: Pick<EventBus, 'publish'>, repositoryId: string): Promise<GraphCounts | undefined> {
+  // Opened before the transaction: on the embedded database a query on the system pool from
+  // inside it (opening a repository reads its DSN there) would wait for it forever.
+  const repository = await pools.forRepository(repositoryId)
+  const counts = await pools.system.begin(async (tx) => {
     const [present] = await tx`SELECT 1 FROM repositories WHERE id = ${repositoryId} FOR NO KEY UPDATE`
     if (!present) return undefined
     const counts = await foldCounts(repository)
@@ -57,6 +64,8 @@ export async function refreshCounts(system: Sql, repositoryId: string, repositor
         reports = excluded.reports, investigations = excluded.investigations, counted_at = now()`
     return counts
   })
+  if (counts) await bus.publish(pools.system, COUNTS_CHANGED, repositoryId)
+  return counts
 }
 
 /** The copy for one repository, if it has one. */
@@ -70,9 +79,9 @@ export async function copiedCounts(system: Sql, repositoryId: string): Promise<G
  * counts. A failure is logged and left to the next change, or to the next read of a repository
  * without a copy.
  */
-export async function graphChanged(pools: Pools, repositoryId: string, log: Logger): Promise<void> {
+export async function graphChanged(pools: Pools, bus: Pick<EventBus, 'publish'>, repositoryId: string, log: Logger): Promise<void> {
   try {
-    await refreshCounts(pools.system, repositoryId, await pools.forRepository(repositoryId))
+    await refreshCounts(pools, bus, repositoryId)
   } catch (error) {
     log.warn('repository counts not copied', { repository: repositoryId, ...describeError(error) })
   }

@@ -11,7 +11,7 @@ import type { PageKey } from '../db/pages.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import { deleteRepository, findRepository, insertRepository, listRepositories, updateRepository } from './store.ts'
 import type { Repository, RepositoryRecord } from './schemas.ts'
-import { copiedCounts, graphChanged, refreshCounts, type GraphCounts } from './counts.ts'
+import { COUNTS_CHANGED, copiedCounts, graphChanged, refreshCounts, type GraphCounts } from './counts.ts'
 import type { Logger } from '../log.ts'
 
 export type { Repository }
@@ -65,12 +65,20 @@ export interface RepositoriesOptions {
 export class Repositories {
   /** By id and by slug. */
   private readonly cache = new ExpiringMap<string, Repository>(CACHE_SIZE)
+  /** Copies of the graph counts by repository id: GET /{repoID} answers with no query. */
+  private readonly counts = new ExpiringMap<string, GraphCounts>(CACHE_SIZE)
+  /**
+   * Bumped whenever a copy is dropped: a read that began before may hold the older figures, and
+   * does not cache them.
+   */
+  private countsEpoch = 0
 
   private constructor(private readonly options: RepositoriesOptions) {}
 
   static async start(options: RepositoriesOptions): Promise<Repositories> {
     const repositories = new Repositories(options)
     await options.bus.subscribe(REPOSITORY_CHANGED, () => repositories.cache.clear())
+    await options.bus.subscribe(COUNTS_CHANGED, (repositoryId) => repositories.dropCounts(repositoryId))
     return repositories
   }
 
@@ -119,20 +127,33 @@ export class Repositories {
 
   /** The repository's record as `userId` sees it: their role in it and its counts. */
   async record(userId: string, repository: Repository): Promise<RepositoryRecord> {
-    const counts = (await copiedCounts(this.options.system, repository.id)) ?? (await this.counted(repository.id))
+    let counts = this.counts.get(repository.id)
+    if (!counts) {
+      const epoch = this.countsEpoch
+      counts = (await copiedCounts(this.options.system, repository.id)) ?? (await this.counted(repository.id))
+      if (epoch === this.countsEpoch) this.counts.set(repository.id, counts, Date.now() + CACHE_TTL_MS)
+    }
     return { ...repository, role: this.options.rbac.roleIn(userId, repository.id), counts }
   }
 
   /** Copies the repository's counts after its graph changed (counts.ts). */
-  graphChanged(repositoryId: string): Promise<void> {
-    return graphChanged(this.options.pools, repositoryId, this.options.log)
+  async graphChanged(repositoryId: string): Promise<void> {
+    await graphChanged(this.options.pools, this.options.bus, repositoryId, this.options.log)
+    // At once here; other instances when the event reaches them.
+    this.dropCounts(repositoryId)
   }
 
   /** Counts the repository (its database's figures, copied to the system database). */
   private async counted(repositoryId: string): Promise<GraphCounts> {
-    const counts = await refreshCounts(this.options.system, repositoryId, await this.options.pools.forRepository(repositoryId))
+    const counts = await refreshCounts(this.options.pools, this.options.bus, repositoryId)
     if (!counts) throw new HttpError(404, 'repository not found')
+    this.dropCounts(repositoryId)
     return counts
+  }
+
+  private dropCounts(repositoryId: string): void {
+    this.countsEpoch++
+    this.counts.delete(repositoryId)
   }
 
   async update(repository: Repository, changes: { name?: string; slug?: string; description?: string }): Promise<Repository> {
