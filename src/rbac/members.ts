@@ -77,8 +77,9 @@ async function lockRepoadmins(tx: Db, repositoryId: string): Promise<string[]> {
   return rows.map((row) => row.user_id)
 }
 
+/** The user's roles in the repository, the earliest assigned first. */
 const rolesIn = async (tx: Db, repositoryId: string, userId: string) =>
-  (await tx<{ role: RepositoryRole }[]>`SELECT role FROM role_assignments WHERE domain = ${repositoryId} AND user_id = ${userId}`).map((row) => row.role)
+  (await tx<{ role: RepositoryRole }[]>`SELECT role FROM role_assignments WHERE domain = ${repositoryId} AND user_id = ${userId} ORDER BY created_at, role`).map((row) => row.role)
 
 /** 409 when taking `userId`'s repoadmin role would leave the repository without one. */
 function keepsARepoadmin(repoadmins: string[], userId: string): void {
@@ -92,8 +93,14 @@ export async function setMemberRole(rbac: Rbac, repositoryId: string, user: User
     const held = await rolesIn(tx, repositoryId, user.id)
     if (held.length === 1 && held[0] === role) return false
     if (role !== 'repoadmin') keepsARepoadmin(repoadmins, user.id)
-    await tx`DELETE FROM role_assignments WHERE domain = ${repositoryId} AND user_id = ${user.id} AND role <> ${role}`
-    await tx`INSERT INTO role_assignments (user_id, role, domain) VALUES (${user.id}, ${role}, ${repositoryId}) ON CONFLICT DO NOTHING`
+    if (held.length === 0) {
+      await tx`INSERT INTO role_assignments (user_id, role, domain) VALUES (${user.id}, ${role}, ${repositoryId})`
+    } else {
+      // One assignment stays and takes the role, so the member keeps their place in the list.
+      const kept = held.includes(role) ? role : held[0]!
+      await tx`DELETE FROM role_assignments WHERE domain = ${repositoryId} AND user_id = ${user.id} AND role <> ${kept}`
+      if (kept !== role) await tx`UPDATE role_assignments SET role = ${role} WHERE domain = ${repositoryId} AND user_id = ${user.id}`
+    }
     await bumpVersion(tx)
     return true
   })

@@ -81,6 +81,13 @@ describe(`repository members (${BACKEND})`, () => {
     expect(second.body).toHaveLength(1)
     expect(second.body[0].user_id).not.toBe(users.owner.id)
     expectError(await http.get(`/${repo.slug}/members?limit=0`, users.owner.token), 400, /limit/)
+    // A new role keeps the member's place.
+    const order = async () => (await list(users.owner.token)).body.map((m: { user_id: string }) => m.user_id)
+    const before = await order()
+    expect((await put(users.owner.token, { user_id: users.editor.id, role: 'viewer' })).status).toBe(200)
+    expect(await order()).toEqual(before)
+    expect((await put(users.owner.token, { user_id: users.editor.id, role: 'editor' })).status).toBe(200)
+    expect(await order()).toEqual(before)
   })
 
   test('the role matrix: who may list, grant and remove', async () => {
