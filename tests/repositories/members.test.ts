@@ -1,7 +1,7 @@
 // Repository members (docs/spec/decisions.md §4) at /{repoID}/members and /api/v1/members with
 // X-Repository-ID: the role matrix, the body's refusals (nothing written), the last repoadmin
 // (409, also for two demotions at once), a stranger learning nothing, and on PostgreSQL a change
-// on one instance applied by another within a second.
+// on one instance applied by another within a second (a member's, and a repository's counts).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import { BACKEND, instanceEnvironment } from '../helpers/backend.ts'
@@ -9,6 +9,11 @@ import { fixture } from '../helpers/fixture.ts'
 import { api, expectError, registerAccount, uniqueEmail, type Account, type ApiResponse } from '../helpers/api.ts'
 import { obtainTokens, registerClient } from '../helpers/oauth.ts'
 import { startServerProcess, type ServerProcess, type TestServer } from '../helpers/server.ts'
+import { uploadBundle } from '../helpers/imports.ts'
+import { waitForJob } from '../helpers/jobs.ts'
+import { generateBundle } from '../../scripts/gen-bundle.ts'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 
 const PASSWORD = 'correct horse battery'
 const USERS = { owner: 'member', editor: 'member', curator: 'member', viewer: 'member', stranger: 'member', admin: 'sysadmin', newcomer: 'member' } as const
@@ -238,25 +243,26 @@ describe(`repository members (${BACKEND})`, () => {
   })
 })
 
-describe.if(BACKEND === 'postgres')('repository members in a fleet (postgres)', () => {
+describe.if(BACKEND === 'postgres')('members and counts in a fleet (postgres)', () => {
   let instance: Awaited<ReturnType<typeof instanceEnvironment>>
   let a: ServerProcess
   let b: ServerProcess
   beforeAll(async () => {
     instance = await instanceEnvironment()
     const env = { ...instance.env, JWT_SECRET: randomBytes(32).toString('hex'), BASE_URL: 'https://kgs.fleet.test' }
-    ;[a, b] = await Promise.all([startServerProcess(env), startServerProcess({ ...env, DATA_DIR: `${instance.dataDir}/b` })])
+    // Only A runs jobs: an upload is stored in the data directory of the instance that took it.
+    ;[a, b] = await Promise.all([startServerProcess(env), startServerProcess({ ...env, DATA_DIR: `${instance.dataDir}/b`, WORKERS: '0' })])
   })
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()])
     await instance.cleanup()
   })
 
-  /** Polls B for up to a second until `path` answers `status` to `token`; the status it ended on. */
-  async function onB(path: string, token: string, status: number): Promise<number> {
+  /** Polls B for up to a second (or `withinMs`) until `path` answers `status` to `token`; the status it ended on. */
+  async function onB(path: string, token: string, status: number, withinMs = 1000): Promise<number> {
     const started = performance.now()
     let seen = 0
-    while (seen !== status && performance.now() - started < 1000) seen = (await api(b.url).get(path, token)).status
+    while (seen !== status && performance.now() - started < withinMs) seen = (await api(b.url).get(path, token)).status
     return seen
   }
 
@@ -270,5 +276,22 @@ describe.if(BACKEND === 'postgres')('repository members in a fleet (postgres)', 
     expect(await onB(`/${repository.slug}/facts`, member.token, 200)).toBe(200)
     expect((await onA.call('DELETE', `/${repository.slug}/members/${member.id}`, { token: owner.token })).status).toBe(200)
     expect(await onB(`/${repository.slug}/facts`, member.token, 404)).toBe(404)
+  })
+
+  test("an import on A: B's record of the repository, cached before, has the new counts within 1 s", async () => {
+    const onA = api(a.url)
+    const owner = await registerAccount(onA)
+    const repository = (await onA.post('/api/v1/repositories', { name: 'Fleet counts' }, owner.token)).body as { slug: string }
+    // Set-up: B has learnt of the creator's role (what this test measures comes after).
+    expect(await onB(`/${repository.slug}`, owner.token, 200, 10_000)).toBe(200)
+    expect((await api(b.url).get(`/${repository.slug}`, owner.token)).body.counts.facts).toBe(0)
+    const bundle = await generateBundle(join(instance.dataDir, 'fleet.json.gz'), { facts: 20, dimensions: 0 })
+    const started = await uploadBundle(onA, repository.slug, owner.token, readFileSync(bundle.path))
+    expect(started.status).toBe(202)
+    expect((await waitForJob(onA, `/${repository.slug}/jobs/${started.body.id}`, owner.token)).status).toBe('succeeded')
+    const finished = performance.now()
+    let facts = 0
+    while (facts !== 20 && performance.now() - finished < 1000) facts = (await api(b.url).get(`/${repository.slug}`, owner.token)).body.counts.facts
+    expect(facts).toBe(20)
   })
 })
