@@ -1,8 +1,10 @@
 // What keeping a repository's counts costs an import: the same bundle imported into fresh
 // repositories of one kgs on PostgreSQL, alternately with the counting triggers (repository
 // migration 0005_graph_counts) disabled and enabled, from the POST to the job's success. The ratio
-// is the mean time with them over the mean time without (1 = free).
-// Usage: bun scripts/bench/graph-counts.ts [facts=100000] [rounds=2]
+// is the mean time with them over the mean time without (1 = free). Then the statements alone,
+// less noisy: 100,000 rows inserted in batches of 2,000 (as an import writes them) into a narrow
+// table and into a wide one (1.4 KB a row, as sources), and deleted, best of three each way.
+// Usage: bun scripts/bench/graph-counts.ts [facts=100000] [rounds=2]   (rounds=0: the statements only)
 // PG_URL names a maintenance database (default postgres://postgres@127.0.0.1:5432/postgres).
 import postgres from 'postgres'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -20,7 +22,7 @@ const system = postgres(database.url, { max: 2, onnotice: () => {} })
 const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-counts-'))
 let kgs: Awaited<ReturnType<typeof spawnKgs>> | undefined
 try {
-  const bundle = await generateBundle(join(dataDir, 'graph.json.gz'), { facts, dimensions: 0 })
+  const bundle = await generateBundle(join(dataDir, 'graph.json.gz'), { facts: rounds > 0 ? facts : 20, dimensions: 0 })
   const bytes = readFileSync(bundle.path)
   kgs = await spawnKgs(
     { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'warn', WORKERS: '1', ACCESS_TOKEN_TTL: '12h', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() },
@@ -71,10 +73,53 @@ try {
     }
   }
   const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length
-  console.log(`import_graph of ${format(facts)} facts (${(bytes.length / 1e6).toFixed(1)} MB gzip) on PostgreSQL, mean of ${rounds}`)
-  console.log(`  counting triggers off  ${mean(times.off).toFixed(2)} s`)
-  console.log(`  counting triggers on   ${mean(times.on).toFixed(2)} s`)
-  console.log(`  ratio on / off         ${(mean(times.on) / mean(times.off)).toFixed(3)} (1 = free)`)
+  if (rounds > 0) console.log(`import_graph of ${format(facts)} facts (${(bytes.length / 1e6).toFixed(1)} MB gzip) on PostgreSQL, mean of ${rounds}`)
+  if (rounds > 0) console.log(`  counting triggers off  ${mean(times.off).toFixed(2)} s`)
+  if (rounds > 0) console.log(`  counting triggers on   ${mean(times.on).toFixed(2)} s`)
+  if (rounds > 0) console.log(`  ratio on / off         ${(mean(times.on) / mean(times.off)).toFixed(3)} (1 = free)`)
+
+  // The statements alone, in a repository of their own.
+  const scratch = await call('POST', '/api/v1/repositories', token, { name: 'counts statements' })
+  const [{ dsn }] = (await system<{ dsn: string }[]>`SELECT dsn FROM repository_databases WHERE repository_id = ${scratch.id}`) as unknown as [{ dsn: string }]
+  const sql = postgres(dsn, { max: 1, onnotice: () => {} })
+  const ROWS = 100_000
+  const BATCH = 2_000
+  const statements = {
+    'investigations (narrow)': {
+      insert: (from: number) => sql`INSERT INTO investigations (id, title) SELECT gen_random_uuid(), 'investigation ' || i FROM generate_series(${from}::int, ${from + BATCH - 1}::int) i`,
+      remove: () => sql`DELETE FROM investigations`,
+    },
+    'sources (1.4 KB a row)': {
+      insert: (from: number) =>
+        sql`INSERT INTO sources (id, url, kind, status, parsed_text) SELECT gen_random_uuid(), 'https://example.com/' || i, 'web', 'parsed', repeat('a parsed sentence of text. ', 52) FROM generate_series(${from}::int, ${from + BATCH - 1}::int) i`,
+      remove: () => sql`DELETE FROM sources`,
+    },
+  }
+  const timed = async (work: () => Promise<unknown>) => {
+    const started = performance.now()
+    await work()
+    return (performance.now() - started) / 1000
+  }
+  console.log(`${format(ROWS)} rows in statements of ${format(BATCH)}, then one DELETE; best of 3`)
+  for (const [name, table] of Object.entries(statements)) {
+    const best = { off: { insert: Infinity, remove: Infinity }, on: { insert: Infinity, remove: Infinity } }
+    for (let round = 0; round < 3; round++) {
+      for (const mode of ['off', 'on'] as const) {
+        const table_ = name.split(' ')[0]!
+        await sql`ALTER TABLE ${sql(table_)} ${mode === 'on' ? sql`ENABLE` : sql`DISABLE`} TRIGGER USER`
+        const insert = await timed(async () => {
+          for (let from = 0; from < ROWS; from += BATCH) await table.insert(from)
+        })
+        const remove = await timed(table.remove)
+        best[mode] = { insert: Math.min(best[mode].insert, insert), remove: Math.min(best[mode].remove, remove) }
+      }
+    }
+    console.log(
+      `  ${name.padEnd(24)} insert off ${best.off.insert.toFixed(2)} s, on ${best.on.insert.toFixed(2)} s (ratio ${(best.on.insert / best.off.insert).toFixed(3)}); ` +
+        `delete off ${best.off.remove.toFixed(2)} s, on ${best.on.remove.toFixed(2)} s (ratio ${(best.on.remove / best.off.remove).toFixed(3)})`,
+    )
+  }
+  await sql.end()
 } finally {
   await kgs?.stop()
   await system.end()
