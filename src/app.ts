@@ -26,6 +26,7 @@ import type { Rbac } from './rbac/rbac.ts'
 import { rbacRoutes } from './rbac/routes.ts'
 import type { Repositories } from './repositories/repositories.ts'
 import { repositoryRoutes } from './repositories/routes.ts'
+import { memberRoutes } from './repositories/member-routes.ts'
 import { repositoryScope } from './repositories/scope.ts'
 import type { Jobs } from './jobs/jobs.ts'
 import type { Embedder } from './vectors/embedder.ts'
@@ -178,6 +179,7 @@ export function createApp(ctx: AppContext) {
     .use(grantRoutes(ctx.oauth, access))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))
     .use(repositoryRoutes(ctx.repositories, access, scope, throttles.createRepository, quotas))
+    .use(memberRoutes(scope, ctx.rbac, ctx.pools.system))
     .use(graphRoutes(scope))
     .use(exportRoutes(scope, ctx.pools.system, ctx.jobs, ctx.blobs, quotas))
     .use(mediaRoutes(scope, ctx.blobs))

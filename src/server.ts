@@ -173,7 +173,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     const jobs = new Jobs(pools.system, bus, await loadJobKinds(options.jobs?.extraKindModules))
     // Past two leases even a job whose worker died has been ended by the reaper.
     const stopJobs = (repositoryId: string) => jobs.stopRepository(repositoryId, 'cancelled: its repository was deleted', 2 * config.jobLeaseMs)
-    const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, vectors, blobs, stopJobs })
+    const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, log, vectors, blobs, stopJobs })
     oauth = await OAuthTokens.start({
       system: pools.system,
       bus,

@@ -57,6 +57,11 @@ export interface JobKind<S extends TSchema = TSchema> {
   maxAttempts: number
   /** Whether the job belongs to a repository (most do). */
   repositoryScoped: boolean
+  /**
+   * Whether the job writes its repository's graph (an import): the worker then has what a change
+   * entails done (its counts copied) before it records how the job ended.
+   */
+  changesGraph?: boolean
   run(job: RunningJob<Static<S>>, services: JobServices): Promise<unknown>
 }
 

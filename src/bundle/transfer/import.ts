@@ -126,6 +126,7 @@ export const importGraphJob = defineJobKind({
   params: ImportParams,
   maxAttempts: IMPORT_ATTEMPTS,
   repositoryScoped: true,
+  changesGraph: true,
   run: (job, services) => importGraph(job, services),
 })
 
