@@ -32,10 +32,10 @@ function lowerThisThreadsPriority(): void {
 lowerThisThreadsPriority()
 
 self.onmessage = async (event: MessageEvent<HashRequest>) => {
-  const { password, hash } = event.data
+  const request = event.data
   let result: HashResult
   try {
-    result = { value: hash === undefined ? await runtime.hashPassword(password) : await runtime.verifyPassword(password, hash) }
+    result = { value: request.hash === undefined ? await runtime.hashPassword(request.password, request.cost) : await runtime.verifyPassword(request.password, request.hash) }
   } catch (error) {
     result = { error: (error as Error).message ?? String(error) }
   }
