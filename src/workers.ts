@@ -4,3 +4,4 @@
 export const INITDB_WORKER_URL = new URL('./db/initdb-worker.ts', import.meta.url).href
 export const JOB_WORKER_URL = new URL('./jobs/worker-thread.ts', import.meta.url).href
 export const HASHER_WORKER_URL = new URL('./accounts/hasher-thread.ts', import.meta.url).href
+export const GZIP_WORKER_URL = new URL('./gzip-thread.ts', import.meta.url).href
