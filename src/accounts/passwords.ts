@@ -17,7 +17,7 @@ export type HashResult = { value: string | boolean; error?: undefined } | { erro
 /**
  * Hashing threads at most: a quarter of the cores, at least one. A hash takes tens of milliseconds
  * of a core and streams its memory cost (19 MiB by default) through memory, so a burst of sign-ins keeps cores busy
- * for seconds. The threads lower their own priority (hasher-thread.ts), but that does not keep
+ * for seconds. The threads lower their own priority (src/hasher-thread.ts), but that does not keep
  * the reads fast: a hashing thread on every core slowed the reads of scripts/bench/open-load.ts
  * as much as it would at full priority. With a quarter, hashing takes at most that share of the
  * machine, and sign-ins queue instead (up to PASSWORD_QUEUE_MAX, then 503).

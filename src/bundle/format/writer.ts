@@ -194,11 +194,7 @@ class Outputs {
  * Everything after the metadata (`head` first, in both outputs), for the file, a canonical form,
  * or both at once from one pass over the sources: the same bytes for every rule of a version.
  */
-async function* encodeRest(
-  content: BundleContent,
-  targets: { file: boolean; canonical?: CanonicalRule },
-  head = '',
-): AsyncGenerator<{ file?: Uint8Array; canonical?: Uint8Array }> {
+async function* encodeRest(content: BundleContent, targets: { file: boolean; canonical?: CanonicalRule }, head = ''): AsyncGenerator<{ file?: Uint8Array; canonical?: Uint8Array }> {
   const rule = targets.canonical
   const out = new Outputs(targets)
   out.both(head)

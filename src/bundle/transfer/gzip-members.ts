@@ -19,7 +19,7 @@ export type GzipResult = { id: number; member: Uint8Array } | { id: number; erro
  * little ratio at the start of each (about 0.1 % at 1 MiB); smaller members would spread the
  * work more evenly, larger ones hold more memory in flight.
  */
-export const MEMBER_BYTES = 1024 * 1024
+const MEMBER_BYTES = 1024 * 1024
 /** Members in flight per thread: one compressing, one waiting, so no thread idles between two. */
 const IN_FLIGHT_PER_THREAD = 2
 

@@ -462,7 +462,13 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
     // One pass over every row: the hashed sections, 8 source_images, 1 source_bodies row and the vectors of 300 facts and 30 concepts.
     const { counts } = first.summary
     const links = (await readBack(first.bytes)).rows
-    const hashed = Object.values(counts).reduce((a, b) => a + b, 0) + links.fact_sources.length + links.concept_aliases.length + links.fact_concepts.length + links.investigation_sources.length + links.report_annotations.length
+    const hashed =
+      Object.values(counts).reduce((a, b) => a + b, 0) +
+      links.fact_sources.length +
+      links.concept_aliases.length +
+      links.fact_concepts.length +
+      links.investigation_sources.length +
+      links.report_annotations.length
     expect(writing[0]!.total).toBe(hashed + 8 + 1 + 330)
     expect(writing.map((p) => p.bytes)).toEqual(writing.map((p) => p.bytes).sort((a, b) => a - b))
     expect(writing.at(-1)!.bytes).toBeLessThanOrEqual(first.bytes.byteLength)

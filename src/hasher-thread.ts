@@ -1,9 +1,9 @@
-// A password-hashing thread (see passwords.ts): argon2id runs here synchronously, one hash at a
+// A password-hashing thread (see src/accounts/passwords.ts): argon2id runs here synchronously, one hash at a
 // time, at a lower CPU priority than the threads that serve requests.
-import { runtime } from '../runtime/index.ts'
+import { runtime } from './runtime/index.ts'
 import { readlinkSync } from 'node:fs'
 import { getPriority, setPriority } from 'node:os'
-import type { HashRequest, HashResult } from './passwords.ts'
+import type { HashRequest, HashResult } from './accounts/passwords.ts'
 
 declare const self: Worker
 
