@@ -101,7 +101,7 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
       await tx`SET LOCAL cursor_tuple_fraction = 1`
       let bytes = 0
       const snapshot = new Snapshot(tx, services, options, () => bytes)
-      const { counts, rowTotals, promptsetHashes } = await snapshot.prepare()
+      const { counts, rowTotal, promptsetHashes } = await snapshot.prepare()
       const vectors = await snapshot.loadVectors()
       const metadata: Metadata = {
         name: options.name,
@@ -120,7 +120,7 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
         ...(vectors > 0 ? { embedding_model: services.embedder.model, embedding_dimensions: services.embedder.dimensions } : {}),
       }
 
-      snapshot.startPhase('writing', rowTotals.all + vectors)
+      snapshot.startPhase('writing', rowTotal + vectors)
       const content = snapshot.content(metadata)
       const room = headMember({ ...content, metadata: { ...metadata, sha256: UNKNOWN_SHA256 } }).byteLength
       bytes = room
@@ -211,7 +211,7 @@ class Snapshot {
       SELECT hash FROM (
         SELECT promptset_hash AS hash FROM facts UNION SELECT promptset_hash FROM concepts UNION SELECT promptset_hash FROM fact_concepts
       ) h WHERE hash <> '' ORDER BY hash COLLATE "C"`
-    return { counts, rowTotals: { hashed, all: hashed + source_images + source_bodies }, promptsetHashes: hashes.map((h) => h.hash) }
+    return { counts, rowTotal: hashed + source_images + source_bodies, promptsetHashes: hashes.map((h) => h.hash) }
   }
 
   startPhase(phase: ExportProgress['phase'], total: number): void {
