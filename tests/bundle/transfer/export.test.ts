@@ -3,7 +3,7 @@
 // a worker thread through POST /{repoID}/export-graph, pushed to this server's registry, and
 // read back with the reader and compared with the database, LanceDB and blob storage.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gunzipSync, inflateRawSync } from 'node:zlib'
@@ -19,6 +19,11 @@ import { readBundle } from '../../../src/bundle/format/reader.ts'
 import { ROW_SECTIONS, type Metadata, type Row, type RowSection } from '../../../src/bundle/format/schema.ts'
 import { bundleProblems, summarizeBundle } from '../../../src/bundle/format/tools.ts'
 import type { Job } from '../../../src/jobs/queue.ts'
+import type { JobServices, RunningJob } from '../../../src/jobs/kinds.ts'
+import { CANCELLED } from '../../../src/jobs/worker.ts'
+import { exportGraphJob } from '../../../src/bundle/transfer/export-job.ts'
+import type { ExportParams } from '../../../src/bundle/transfer/export-params.ts'
+import { scratchDir, scratchFile } from '../../../src/bundle/transfer/scratch.ts'
 import { VERSION } from '../../../src/version.ts'
 
 const EXPORTED_AT = '2026-01-02T03:04:05Z'
@@ -511,6 +516,35 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
     await expect(outcome).rejects.toThrow('stopped mid-pass')
     // No spool beside it: only the file it was told to write, which its caller (the job) removes.
     expect(readdirSync(dir)).toEqual(['cancelled.json.gz'])
+  })
+})
+
+describe(`the export job stopped in its pass (${BACKEND})`, () => {
+  test('cancelled while it writes, it fails with the cancellation and leaves no file in DATA_DIR/tmp, spool or other', async () => {
+    const { pools, vectors, embedder, blobs, registry, config, baseUrl, log } = server.context
+    const services: JobServices = { pools, vectors, embedder, blobs, registry, config: { ...config, baseUrl }, log, enqueue: async () => ({}) as Job }
+    const controller = new AbortController()
+    const id = crypto.randomUUID()
+    const path = await scratchFile(config.dataDir, 'export', { id, attempt: 1 })
+    let existedWhenStopped = false
+    const job: RunningJob<ExportParams> = {
+      id,
+      repositoryId: full.id,
+      params: { exported_at: EXPORTED_AT },
+      createdBy: owner.id,
+      attempt: 1,
+      signal: controller.signal,
+      // Stopped from inside the progress call, once some rows are written: the pass cannot finish first.
+      progress: ({ phase, done }) => {
+        if (phase !== 'writing' || !done || controller.signal.aborted) return
+        existedWhenStopped = existsSync(path)
+        controller.abort(CANCELLED)
+      },
+      repository: () => pools.forRepository(full.id),
+    }
+    await expect(exportGraphJob.run(job, services)).rejects.toBe(CANCELLED)
+    expect(existedWhenStopped).toBe(true)
+    expect(readdirSync(scratchDir(config.dataDir)).filter((name) => name.includes(id))).toEqual([])
   })
 })
 
