@@ -165,11 +165,12 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       resourceMetadataUrl: resourceMetadataUrl(baseUrl),
       accessTokenTtl: config.accessTokenTtl,
       sessionTtl: config.sessionTtl,
+      passwordCost: config.passwordCost,
       sessionIdleTtl: config.sessionIdleTtl,
       catchUp: fleet,
       onUserCreated: (userId) => roles.assign({ user_id: userId, role: 'member', domain: SYSTEM_DOMAIN }),
     })
-    if (!fleet) control = serveControlSocket(config.dataDir, pools, bus, () => roles.reload())
+    if (!fleet) control = serveControlSocket(config.dataDir, { pools, bus, passwordCost: config.passwordCost, rolesChanged: () => roles.reload() })
     const jobs = new Jobs(pools.system, bus, await loadJobKinds(options.jobs?.extraKindModules))
     // Past two leases even a job whose worker died has been ended by the reaper.
     const stopJobs = (repositoryId: string) => jobs.stopRepository(repositoryId, 'cancelled: its repository was deleted', 2 * config.jobLeaseMs)

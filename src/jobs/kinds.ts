@@ -11,7 +11,7 @@ import type { Config } from '../config.ts'
 import type { Job, JobProgress } from './queue.ts'
 
 /**
- * What a running job may use. Built once per worker thread (worker-thread.ts). A feature adds the
+ * What a running job may use. Built once per worker thread (src/job-thread.ts). A feature adds the
  * services of its own to it by module augmentation (vectors/embed-jobs.ts, registry/client.ts),
  * so that jobs/ names no feature.
  */

@@ -1,5 +1,5 @@
 // One job worker: claims a job, runs it while renewing its lease, records the outcome, repeats.
-// It runs on a worker thread of its own (worker-thread.ts), so a job's CPU work (gzip, JSON,
+// It runs on a worker thread of its own (src/job-thread.ts), so a job's CPU work (gzip, JSON,
 // embedding) never stalls the API's event loop; tests can also run it in-process.
 import type { Db } from '../db/sql.ts'
 import { describeError, type Logger } from '../log.ts'

@@ -1,17 +1,17 @@
 // Entry point of a job worker thread: opens this thread's own connections and stores, then runs
 // one JobWorker until told to stop. Embedded databases belong to the main thread (PGlite runs
 // there); this thread asks it to open one and then connects to its socket like any client.
-import { createLogger } from '../log.ts'
-import { Pools } from '../db/pools.ts'
-import { openBlobStore } from '../blobs/open.ts'
-import { VectorStore } from '../vectors/store.ts'
-import { createEmbedder } from '../vectors/embedder.ts'
-import { createRegistryClient } from '../registry/client.ts'
-import { loadJobKinds } from '../job-kinds.ts'
-import { graphChanged } from '../repositories/counts.ts'
-import { Jobs } from './jobs.ts'
-import type { FromWorker, ToWorker } from './protocol.ts'
-import { JobWorker } from './worker.ts'
+import { createLogger } from './log.ts'
+import { Pools } from './db/pools.ts'
+import { openBlobStore } from './blobs/open.ts'
+import { VectorStore } from './vectors/store.ts'
+import { createEmbedder } from './vectors/embedder.ts'
+import { createRegistryClient } from './registry/client.ts'
+import { loadJobKinds } from './job-kinds.ts'
+import { graphChanged } from './repositories/counts.ts'
+import { Jobs } from './jobs/jobs.ts'
+import type { FromWorker, ToWorker } from './jobs/protocol.ts'
+import { JobWorker } from './jobs/worker.ts'
 
 declare const self: Worker
 
