@@ -2,11 +2,12 @@
 // (search.ts). The hits are the body, a bare array like every list's (docs/spec/decisions.md §1);
 // the list's length is X-Total-Count, the next page a Link, and the mode that ran X-Search-Mode
 // (with X-Search-Fallback saying why when hybrid fell back to keyword).
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import { ErrorBody } from '../http/schemas.ts'
 import { pagination, rankedPage } from '../http/pagination.ts'
 import { Concept, Fact } from '../graph/schemas.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
+import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
 import { RESULT_WINDOW, search, SEARCH_MODES, type SearchServices } from './search.ts'
 
 const SearchQuery = t.Object({
@@ -57,5 +58,5 @@ export function searchRoutes(scope: ReturnType<typeof repositoryScope>, services
       summary: 'Facts or concepts by keyword (full text), by vector, or both fused (hybrid, the default); X-Search-Mode says which ran, X-Total-Count how many hits',
     },
   }
-  return new Elysia({ name: 'kgs/search' }).use(scope).use(pagination).get('/:repoID/search', handler, options).get('/api/v1/search', handler, options)
+  return repositoryScopedRoutes('kgs/search', scope, (app, at) => app.use(pagination).get('/search', handler, { ...options, params: at.repositoryParams, detail: at.detail(options.detail) }))
 }
