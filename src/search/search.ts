@@ -5,7 +5,7 @@
 //   score is the sum over the lists that hold it of 1 / (60 + its rank there)), then paged. When
 //   the vector side is unavailable (the embedder fails, the repository has no vectors, or they
 //   are of another dimension) hybrid answers keyword's list and says why.
-// No mode serves hits past RESULT_WINDOW; hybrid fuses the first RESULT_WINDOW of each side,
+// No mode serves hits past RESULT_WINDOW; hybrid fuses the first HYBRID_DEPTH of each side,
 // whatever the page, so that its pages are slices of one list.
 import type { Sql } from 'postgres'
 import { HttpError } from '../http/errors.ts'
@@ -21,8 +21,13 @@ export const SEARCH_MODES: readonly SearchMode[] = ['hybrid', 'keyword', 'vector
 
 /** Reciprocal rank fusion's constant (Cormack, Clarke and Büttcher 2009; the Go original's). */
 const RRF_K = 60
-/** Hits a search ranks at most (a page ends there), and the depth of each side hybrid fuses. */
+/** Hits a search ranks at most (a page ends there). */
 export const RESULT_WINDOW = 1000
+/**
+ * The hits of each side hybrid fuses (so it ranks at most twice as many). Deeper costs the
+ * vector side most: an indexed search re-ranks 5 × k candidates by exact distance.
+ */
+const HYBRID_DEPTH = 200
 
 export interface SearchRequest {
   q: string
@@ -75,8 +80,8 @@ class VectorSideUnavailable extends Error {
   }
 }
 
-/** The nearest `depth` rows (that still exist) to the query's embedding, nearest first, and the number of vectors. */
-async function vectorRanking(sql: Sql, repositoryId: string, request: SearchRequest, depth: number, services: SearchServices): Promise<{ ranked: Ranked[]; total: number }> {
+/** The nearest `depth` rows (that still exist) to the query's embedding, nearest first. */
+async function vectorRanking(sql: Sql, repositoryId: string, request: SearchRequest, depth: number, services: SearchServices): Promise<Ranked[]> {
   const { kind } = request
   let vector: Float32Array
   try {
@@ -103,8 +108,7 @@ async function vectorRanking(sql: Sql, repositoryId: string, request: SearchRequ
     kind,
     neighbours.map((n) => n.id),
   )
-  const ranked = neighbours.filter((n) => existing.has(n.id)).map((n) => ({ id: n.id, score: 1 - n.distance, distance: n.distance }))
-  return { ranked, total: ranked.length < depth ? ranked.length : await services.vectors.count(repositoryId, kind) }
+  return neighbours.filter((n) => existing.has(n.id)).map((n) => ({ id: n.id, score: 1 - n.distance, distance: n.distance }))
 }
 
 /** Reciprocal rank fusion of two rankings, best first (ties by id). */
@@ -130,7 +134,10 @@ async function ranking(sql: Sql, repositoryId: string, request: SearchRequest, s
   }
   if (request.mode === 'vector') {
     try {
-      const { ranked, total } = await vectorRanking(sql, repositoryId, request, offset + limit, services)
+      const depth = offset + limit
+      const ranked = await vectorRanking(sql, repositoryId, request, depth, services)
+      // Every vector is a hit: their number, unless this list already holds them all.
+      const total = ranked.length < depth ? ranked.length : await services.vectors.count(repositoryId, request.kind)
       return { mode: 'vector', total, page: ranked.slice(offset) }
     } catch (error) {
       if (error instanceof VectorSideUnavailable) throw new HttpError(error.status, error.message)
@@ -138,19 +145,25 @@ async function ranking(sql: Sql, repositoryId: string, request: SearchRequest, s
     }
   }
   const [keyword, vector] = await Promise.all([
-    keywordSearch(sql, request.kind, request.q, { offset: 0, limit: RESULT_WINDOW }),
-    vectorRanking(sql, repositoryId, request, RESULT_WINDOW, services).catch((error: unknown) => {
+    keywordSearch(sql, request.kind, request.q, { offset: 0, limit: HYBRID_DEPTH }),
+    vectorRanking(sql, repositoryId, request, HYBRID_DEPTH, services).catch((error: unknown) => {
       if (error instanceof VectorSideUnavailable) return error
       throw error
     }),
   ])
-  const keywordOnly = (fallback: string) => ({ mode: 'keyword' as const, fallback, total: keyword.total, page: keyword.hits.slice(offset, offset + limit) })
+  // Keyword's own list, as mode=keyword pages it: past the fused depth, a query of its own.
+  const keywordOnly = async (fallback: string) => ({
+    mode: 'keyword' as const,
+    fallback,
+    total: keyword.total,
+    page: offset + limit <= HYBRID_DEPTH ? keyword.hits.slice(offset, offset + limit) : (await keywordSearch(sql, request.kind, request.q, { offset, limit })).hits,
+  })
   if (vector instanceof VectorSideUnavailable) {
     services.log.warn('search: hybrid fell back to keyword', { repository: repositoryId, ...describeError(vector) })
     return keywordOnly(vector.reason)
   }
-  if (vector.ranked.length === 0) return keywordOnly(`the repository has no ${request.kind} vectors`)
-  const fused = fuse(keyword.hits, vector.ranked)
+  if (vector.length === 0) return keywordOnly(`the repository has no ${request.kind === 'facts' ? 'fact' : 'concept'} vectors`)
+  const fused = fuse(keyword.hits, vector)
   return { mode: 'hybrid', total: fused.length, page: fused.slice(offset, offset + limit) }
 }
 
