@@ -4,6 +4,7 @@
 import { Elysia, t } from 'elysia'
 import type { TProperties } from '@sinclair/typebox'
 import { HttpError } from '../http/errors.ts'
+import { etagOf } from './write/common.ts'
 import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
@@ -28,8 +29,10 @@ const ReportQuery = t.Object({
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 
-function orNotFound<T>(row: T | undefined, what: string): T {
+/** The row with its ETag (what an If-Match of the write API compares), or 404. */
+function orNotFound<T>(set: { headers: Record<string, string | number> }, row: T | undefined, what: string): T {
   if (row === undefined) throw new HttpError(404, `${what} not found`)
+  set.headers.etag = etagOf(row)
   return row
 }
 
@@ -58,7 +61,7 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       response: { 200: t.Array(Source), ...errors },
       detail: describe('Sources, without their parsed text'),
     })
-    .get('/sources/:sourceID', async ({ db, params }) => orNotFound(await getSource(await db(), params.sourceID), 'source'), {
+    .get('/sources/:sourceID', async ({ db, params, set }) => orNotFound(set, await getSource(await db(), params.sourceID), 'source'), {
       repository: 'source:read',
       params: params({ sourceID: Uuid }),
       response: { 200: SourceDetail, ...errors },
@@ -72,7 +75,7 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       response: { 200: t.Array(Fact), ...errors },
       detail: describe('Facts, optionally of one status or one source'),
     })
-    .get('/facts/:factID', async ({ db, params }) => orNotFound(await getFact(await db(), params.factID), 'fact'), {
+    .get('/facts/:factID', async ({ db, params, set }) => orNotFound(set, await getFact(await db(), params.factID), 'fact'), {
       repository: 'fact:read',
       params: params({ factID: Uuid }),
       response: { 200: FactDetail, ...errors },
@@ -86,7 +89,7 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       response: { 200: t.Array(Concept), ...errors },
       detail: describe('Concepts, optionally those whose name starts with a prefix (case-insensitive)'),
     })
-    .get('/concepts/:conceptID', async ({ db, params }) => orNotFound(await getConcept(await db(), params.conceptID), 'concept'), {
+    .get('/concepts/:conceptID', async ({ db, params, set }) => orNotFound(set, await getConcept(await db(), params.conceptID), 'concept'), {
       repository: 'concept:read',
       params: params({ conceptID: Uuid }),
       response: { 200: ConceptDetail, ...errors },
@@ -99,7 +102,7 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       response: { 200: t.Array(Investigation), ...errors },
       detail: describe('Investigations'),
     })
-    .get('/investigations/:investigationID', async ({ db, params }) => orNotFound(await getInvestigation(await db(), params.investigationID), 'investigation'), {
+    .get('/investigations/:investigationID', async ({ db, params, set }) => orNotFound(set, await getInvestigation(await db(), params.investigationID), 'investigation'), {
       repository: 'investigation:read',
       params: params({ investigationID: Uuid }),
       response: { 200: InvestigationDetail, ...errors },
@@ -113,7 +116,7 @@ function graphRoutesAt(prefix: string, scope: Scope) {
       response: { 200: t.Array(Report), ...errors },
       detail: describe('Reports, without their bodies; optionally the children of one, or only top-level ones'),
     })
-    .get('/reports/:reportID', async ({ db, params }) => orNotFound(await getReport(await db(), params.reportID), 'report'), {
+    .get('/reports/:reportID', async ({ db, params, set }) => orNotFound(set, await getReport(await db(), params.reportID), 'report'), {
       repository: 'report:read',
       params: params({ reportID: Uuid }),
       response: { 200: ReportDetail, ...errors },

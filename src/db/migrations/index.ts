@@ -19,6 +19,7 @@ import repository0001 from './repository/0001_repository_identity.sql' with { ty
 import repository0002 from './repository/0002_graph.sql' with { type: 'text' }
 import repository0003 from './repository/0003_graph_imports.sql' with { type: 'text' }
 import repository0004 from './repository/0004_annotation_order.sql' with { type: 'text' }
+import repository0005 from './repository/0005_embedding_changes.sql' with { type: 'text' }
 
 export interface Migration {
   version: number
@@ -51,5 +52,6 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 2, name: '0002_graph', sql: repository0002 },
     { version: 3, name: '0003_graph_imports', sql: repository0003 },
     { version: 4, name: '0004_annotation_order', sql: repository0004 },
+    { version: 5, name: '0005_embedding_changes', sql: repository0005 },
   ],
 }
