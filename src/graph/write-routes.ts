@@ -6,11 +6,11 @@
 // If-Match names another version is refused (412). Writes of facts and concepts call `changed`,
 // which the composition root wires to the embedding of their vectors.
 import { Elysia, t } from 'elysia'
-import type { TProperties } from '@sinclair/typebox'
 import { HttpError } from '../http/errors.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
+import { repositoryScopedRoutes, type RepositoryAddress } from '../repositories/scoped-routes.ts'
 import type { BlobStore } from '../blobs/store.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
@@ -93,36 +93,32 @@ async function gone<T>(work: Promise<T>): Promise<T> {
 
 const ifMatch = (request: Request) => request.headers.get('if-match') ?? undefined
 
-/** Every write route under one prefix: '/:repoID' (repository in the path) or '/api/v1' (in X-Repository-ID). */
-function graphWriteRoutesAt(prefix: string, { scope, blobs, log, baseUrl, changed }: GraphWriteOptions) {
-  const inPath = prefix === '/:repoID'
-  const repoID = { repoID: t.String({ description: 'repository UUID or slug' }) }
-  const params = <P extends TProperties>(properties: P) => t.Object({ ...(inPath ? repoID : {}), ...properties })
-  // A route without path parameters must have no params schema: Elysia validates an absent object.
-  const noParams = inPath ? t.Object(repoID) : undefined
-  const describe = (summary: string, conditional = false) => ({
-    tags: ['graph'],
-    summary,
-    parameters: [
-      ...(inPath ? [] : [{ in: 'header' as const, name: 'X-Repository-ID', required: true, schema: { type: 'string' as const }, description: 'repository UUID or slug' }]),
-      ...(conditional ? [IF_MATCH] : []),
-    ],
-  })
-  const imageUrlPrefix = (repositoryId: string) => `${baseUrl}/${repositoryId}/images/`
-  /** The vectors of `kind` follow the write that just committed. */
-  const after = async <T>(repositoryId: string, kind: EmbeddedKind, work: Promise<T>): Promise<T> => {
-    const result = await work
-    await changed(repositoryId, [kind])
-    return result
+/** Every write route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
+/** What every route set's declarations use. */
+function helpers(at: RepositoryAddress, { blobs, log, baseUrl, changed }: GraphWriteOptions) {
+  return {
+    params: at.params,
+    noParams: at.repositoryParams,
+    /** The operation's detail; `conditional`: it takes If-Match. */
+    describe: (summary: string, conditional = false) => at.detail({ tags: ['graph'], summary, ...(conditional ? { parameters: [IF_MATCH] } : {}) }),
+    imageUrlPrefix: (repositoryId: string) => `${baseUrl}/${repositoryId}/images/`,
+    /** The vectors of `kind` follow the write that just committed. */
+    after: async <T>(repositoryId: string, kind: EmbeddedKind, work: Promise<T>): Promise<T> => {
+      const result = await work
+      await changed(repositoryId, [kind])
+      return result
+    },
+    deleteBlobs: async (keys: readonly string[]) => {
+      for (const key of keys) await blobs.delete(key).catch((error) => log.error('graph: could not delete the bytes of a deleted source', { key, ...describeError(error) }))
+    },
   }
-  const deleteBlobs = async (keys: readonly string[]) => {
-    for (const key of keys) await blobs.delete(key).catch((error) => log.error('graph: could not delete the bytes of a deleted source', { key, ...describeError(error) }))
-  }
+}
 
-  return (
-    new Elysia({ name: 'kgs/graph-write-at', seed: prefix, prefix })
-      .use(scope)
-      // ---- sources
+/** Sources and investigations (source:write, investigation:write). */
+function sourceWriteRoutes(options: GraphWriteOptions) {
+  return repositoryScopedRoutes('kgs/sourceWriteRoutes', options.scope, (app, at) => {
+    const { params, describe, noParams, deleteBlobs } = helpers(at, options)
+    return app
       .post('/sources', async (ctx) => answer(ctx, createSource(await ctx.db(), ctx.body), 201), {
         repository: 'source:write',
         params: noParams,
@@ -152,7 +148,54 @@ function graphWriteRoutesAt(prefix: string, { scope, blobs, log, baseUrl, change
           detail: describe('Delete a source with its images and stored body; refused (409) while facts cite it, unless cascade=true', true),
         },
       )
-      // ---- facts
+      .post('/investigations', async (ctx) => answer(ctx, createInvestigation(await ctx.db(), ctx.body), 201), {
+        repository: 'investigation:write',
+        params: noParams,
+        body: bodies.InvestigationCreate,
+        response: { 201: InvestigationDetail, ...errors, ...bodyErrors },
+        detail: describe('Create an investigation with its sources'),
+      })
+      .patch('/investigations/:investigationID', async (ctx) => answer(ctx, updateInvestigation(await ctx.db(), ctx.params.investigationID, ctx.body, { ifMatch: ifMatch(ctx.request) })), {
+        repository: 'investigation:write',
+        params: params({ investigationID: Uuid }),
+        body: bodies.InvestigationUpdate,
+        response: { 200: InvestigationDetail, ...errors, ...bodyErrors, 412: ErrorBody },
+        detail: describe('Change an investigation; source_ids, when given, replace its sources', true),
+      })
+      .delete('/investigations/:investigationID', async (ctx) => gone(deleteInvestigation(await ctx.db(), ctx.params.investigationID, { ifMatch: ifMatch(ctx.request) })), {
+        repository: 'investigation:write',
+        params: params({ investigationID: Uuid }),
+        response: { 200: bodies.Deleted, ...removed },
+        detail: describe('Delete an investigation (its sources stay)', true),
+      })
+      .put(
+        '/investigations/:investigationID/sources/:sourceID',
+        async (ctx) => answer(ctx, addInvestigationSource(await ctx.db(), ctx.params.investigationID, ctx.params.sourceID, { ifMatch: ifMatch(ctx.request) })),
+        {
+          repository: 'investigation:write',
+          params: params({ investigationID: Uuid, sourceID: Uuid }),
+          response: { 200: InvestigationDetail, ...removed },
+          detail: describe('Add a source to an investigation (the answer is the investigation)', true),
+        },
+      )
+      .delete(
+        '/investigations/:investigationID/sources/:sourceID',
+        async (ctx) => answer(ctx, removeInvestigationSource(await ctx.db(), ctx.params.investigationID, ctx.params.sourceID, { ifMatch: ifMatch(ctx.request) })),
+        {
+          repository: 'investigation:write',
+          params: params({ investigationID: Uuid, sourceID: Uuid }),
+          response: { 200: InvestigationDetail, ...removed },
+          detail: describe('Remove a source from an investigation (the answer is the investigation)', true),
+        },
+      )
+  })
+}
+
+/** Facts and their links to concepts (fact:write). */
+function factWriteRoutes(options: GraphWriteOptions) {
+  return repositoryScopedRoutes('kgs/factWriteRoutes', options.scope, (app, at) => {
+    const { params, describe, noParams, after, imageUrlPrefix } = helpers(at, options)
+    return app
       .post(
         '/facts',
         async (ctx) => {
@@ -210,7 +253,14 @@ function graphWriteRoutesAt(prefix: string, { scope, blobs, log, baseUrl, change
         response: { 200: FactDetail, ...removed },
         detail: describe('Unlink a fact from a concept (the answer is the fact)', true),
       })
-      // ---- concepts, their summaries, syntheses
+  })
+}
+
+/** Concepts, their summaries and the syntheses (concept:write). */
+function conceptWriteRoutes(options: GraphWriteOptions) {
+  return repositoryScopedRoutes('kgs/conceptWriteRoutes', options.scope, (app, at) => {
+    const { params, describe, noParams, after } = helpers(at, options)
+    return app
       .post('/concepts', async (ctx) => answer(ctx, after(ctx.repository.id, 'concepts', createConcept(await ctx.db(), ctx.body)), 201), {
         repository: 'concept:write',
         params: noParams,
@@ -279,48 +329,14 @@ function graphWriteRoutesAt(prefix: string, { scope, blobs, log, baseUrl, change
         response: { 200: bodies.Deleted, ...removed },
         detail: describe('Delete a synthesis', true),
       })
-      // ---- investigations
-      .post('/investigations', async (ctx) => answer(ctx, createInvestigation(await ctx.db(), ctx.body), 201), {
-        repository: 'investigation:write',
-        params: noParams,
-        body: bodies.InvestigationCreate,
-        response: { 201: InvestigationDetail, ...errors, ...bodyErrors },
-        detail: describe('Create an investigation with its sources'),
-      })
-      .patch('/investigations/:investigationID', async (ctx) => answer(ctx, updateInvestigation(await ctx.db(), ctx.params.investigationID, ctx.body, { ifMatch: ifMatch(ctx.request) })), {
-        repository: 'investigation:write',
-        params: params({ investigationID: Uuid }),
-        body: bodies.InvestigationUpdate,
-        response: { 200: InvestigationDetail, ...errors, ...bodyErrors, 412: ErrorBody },
-        detail: describe('Change an investigation; source_ids, when given, replace its sources', true),
-      })
-      .delete('/investigations/:investigationID', async (ctx) => gone(deleteInvestigation(await ctx.db(), ctx.params.investigationID, { ifMatch: ifMatch(ctx.request) })), {
-        repository: 'investigation:write',
-        params: params({ investigationID: Uuid }),
-        response: { 200: bodies.Deleted, ...removed },
-        detail: describe('Delete an investigation (its sources stay)', true),
-      })
-      .put(
-        '/investigations/:investigationID/sources/:sourceID',
-        async (ctx) => answer(ctx, addInvestigationSource(await ctx.db(), ctx.params.investigationID, ctx.params.sourceID, { ifMatch: ifMatch(ctx.request) })),
-        {
-          repository: 'investigation:write',
-          params: params({ investigationID: Uuid, sourceID: Uuid }),
-          response: { 200: InvestigationDetail, ...removed },
-          detail: describe('Add a source to an investigation (the answer is the investigation)', true),
-        },
-      )
-      .delete(
-        '/investigations/:investigationID/sources/:sourceID',
-        async (ctx) => answer(ctx, removeInvestigationSource(await ctx.db(), ctx.params.investigationID, ctx.params.sourceID, { ifMatch: ifMatch(ctx.request) })),
-        {
-          repository: 'investigation:write',
-          params: params({ investigationID: Uuid, sourceID: Uuid }),
-          response: { 200: InvestigationDetail, ...removed },
-          detail: describe('Remove a source from an investigation (the answer is the investigation)', true),
-        },
-      )
-      // ---- reports
+  })
+}
+
+/** Reports and their annotations (report:write). */
+function reportWriteRoutes(options: GraphWriteOptions) {
+  return repositoryScopedRoutes('kgs/reportWriteRoutes', options.scope, (app, at) => {
+    const { params, describe, noParams } = helpers(at, options)
+    return app
       .post('/reports', async (ctx) => answer(ctx, createReport(await ctx.db(), ctx.body), 201), {
         repository: 'report:write',
         params: noParams,
@@ -341,9 +357,11 @@ function graphWriteRoutesAt(prefix: string, { scope, blobs, log, baseUrl, change
         response: { 200: bodies.DeletedReport, ...removed },
         detail: describe('Delete a report and its descendants', true),
       })
-  )
+  })
 }
 
+/** Every write route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
 export function graphWriteRoutes(options: GraphWriteOptions) {
-  return new Elysia({ name: 'kgs/graph-write' }).use(graphWriteRoutesAt('/:repoID', options)).use(graphWriteRoutesAt('/api/v1', options))
+  // Four route sets: one chain of them all is more than the compiler can type.
+  return new Elysia({ name: 'kgs/graph-write' }).use(sourceWriteRoutes(options)).use(factWriteRoutes(options)).use(conceptWriteRoutes(options)).use(reportWriteRoutes(options))
 }
