@@ -38,6 +38,7 @@ import { queueEmbedding } from './vectors/embed-jobs.ts'
 import { exportRoutes } from './bundle/transfer/export-routes.ts'
 import { importRoutes } from './bundle/transfer/import-routes.ts'
 import { mediaRoutes } from './media/routes.ts'
+import { mediaUploadRoutes } from './media/upload-routes.ts'
 import { registryRoutes } from './registry/routes.ts'
 import { Quotas } from './quotas.ts'
 import type { RegistryClient } from './registry/client.ts'
@@ -139,6 +140,7 @@ export function createApp(ctx: AppContext) {
         log: ctx.log,
       }),
     )
+    .use(mediaUploadRoutes({ scope, blobs: ctx.blobs, log: ctx.log, baseUrl: ctx.baseUrl, maxBytes: ctx.config.mediaUploadMaxBytes, pace: ctx.config.uploadPace }))
     .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs, (key) => formRoutes.has(key)))
     .use(
       swaggerUi(
