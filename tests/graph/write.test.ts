@@ -200,6 +200,17 @@ describe(`the write API (${BACKEND})`, () => {
     expect((await call('PATCH', `${r}/concepts/${created.body.id}`, { description: 'four' })).status).toBe(200)
     expect((await call('DELETE', `${r}/concepts/${created.body.id}`, undefined, { 'if-match': '*' })).status).toBe(200)
     expectError(await call('PATCH', `${r}/concepts/${created.body.id}`, { description: 'five' }), 404, 'concept not found')
+    // The document lists these answers, and If-Match, on every update and delete.
+    const paths = (await http.get('/swagger/json')).body.paths
+    for (const [path, method] of [
+      ['/{repoID}/concepts/{conceptID}', 'patch'],
+      ['/{repoID}/facts/{factID}', 'patch'],
+      ['/{repoID}/reports/{reportID}', 'delete'],
+    ] as const) {
+      expect(Object.keys(paths[path][method].responses)).toContain('412')
+      expect(paths[path][method].parameters.map((p: { name: string }) => p.name)).toContain('If-Match')
+    }
+    expect(Object.keys(paths['/{repoID}/facts'].post.responses)).toEqual(expect.arrayContaining(['200', '201', '409', '413', '415']))
   })
 
   test('deleting a fact removes its links and names the citations it breaks; a cited source goes only with cascade=true', async () => {
