@@ -126,12 +126,15 @@ async function embedChanges(job: RunningJob<Static<typeof ChangesParams>>, { emb
       )
     }
     if (gone.length > 0) await vectors.delete(repositoryId, kind, gone)
-    await sql`
-      DELETE FROM embedding_changes m USING unnest(${marks.map((mark) => mark.id)}::uuid[], ${marks.map((mark) => mark.changed_at)}::timestamptz[]) AS done(id, changed_at)
+    // The times travel as text: typed timestamptz, postgres.js would send them through a Date and lose the microseconds.
+    const { count: cleared } = await sql`
+      DELETE FROM embedding_changes m USING unnest(${marks.map((mark) => mark.id)}::uuid[], ${marks.map((mark) => mark.changed_at)}::text[]::timestamptz[]) AS done(id, changed_at)
       WHERE m.kind = ${kind} AND m.id = done.id AND m.changed_at = done.changed_at`
     embedded += present.length
     removed += gone.length
     job.progress({ done: embedded + removed })
+    // Every mark of the batch moved on meanwhile: their writes queued the job that takes them now.
+    if (cleared === 0) break
   }
   if (embedded + removed > 0) await enqueue({ kind: OPTIMIZE_VECTORS, repositoryId, params: { kind }, coalesce: { afterMs: OPTIMIZE_AFTER_MS } })
   return { kind, embedded, removed }
