@@ -34,7 +34,7 @@ import { jobRoutes } from './jobs/routes.ts'
 import { searchRoutes } from './vectors/routes.ts'
 import { graphRoutes } from './graph/routes.ts'
 import { graphWriteRoutes } from './graph/write-routes.ts'
-import { queueEmbedding } from './vectors/embed-jobs.ts'
+import { embeddingQueue } from './vectors/embed-jobs.ts'
 import { exportRoutes } from './bundle/transfer/export-routes.ts'
 import { importRoutes } from './bundle/transfer/import-routes.ts'
 import { mediaRoutes } from './media/routes.ts'
@@ -182,7 +182,7 @@ export function createApp(ctx: AppContext) {
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))
     .use(repositoryRoutes(ctx.repositories, access, scope, throttles.createRepository, quotas))
     .use(graphRoutes(scope))
-    .use(graphWriteRoutes({ scope, blobs: ctx.blobs, log: ctx.log, baseUrl: ctx.baseUrl, changed: (repositoryId, kinds) => queueEmbedding(ctx.jobs, repositoryId, kinds) }))
+    .use(graphWriteRoutes({ scope, blobs: ctx.blobs, log: ctx.log, baseUrl: ctx.baseUrl, changed: embeddingQueue(ctx.jobs) }))
     .use(exportRoutes(scope, ctx.jobs, ctx.blobs, quotas))
     .use(mediaRoutes(scope, ctx.blobs))
     .use(searchRoutes(scope, ctx.vectors, ctx.embedder))

@@ -3,19 +3,26 @@
 // GET /{repoID}/facts/{id} of those facts on the same kgs process (target: writes >= 0.25 of
 // reads). The embedding jobs the writes queue run meanwhile (WORKERS=1), as they would in use;
 // the script reports how many there were (coalesced: far fewer than the writes).
-// Usage: bun scripts/bench/writes.ts [facts=1000] [concurrency=16] [seconds=5]
-// Set DATABASE_URL to measure against PostgreSQL instead of the embedded database.
+// Usage: bun scripts/bench/writes.ts [facts=1000] [concurrency=16] [seconds=5] [--postgres]
+// --postgres: a fresh database on the server of PG_URL (default postgres://postgres@127.0.0.1:5432/postgres),
+// dropped afterwards; else the embedded database.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { format, mapConcurrently, measure, percentile, spawnKgs } from '../lib/load.ts'
+import { createBenchDatabase } from '../lib/scratch-database.ts'
 
-const [facts = 1000, concurrency = 16, seconds = 5] = process.argv.slice(2).map(Number)
+const postgresBackend = process.argv.includes('--postgres')
+const [facts = 1000, concurrency = 16, seconds = 5] = process.argv
+  .slice(2)
+  .filter((arg) => arg !== '--postgres')
+  .map(Number)
 const SOURCES = 100
 const CONCEPTS = 100
 const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-writes-'))
+const database = postgresBackend ? await createBenchDatabase() : undefined
 const kgs = await spawnKgs(
-  { DATA_DIR: dataDir, LOG_LEVEL: 'warn', WORKERS: '1', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(), ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}) },
+  { DATA_DIR: dataDir, LOG_LEVEL: 'warn', WORKERS: '1', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(), ...(database ? { DATABASE_URL: database.url } : {}) },
   join(dataDir, 'kgs.log'),
 )
 try {
@@ -69,7 +76,7 @@ try {
     jobs += ((await res.json()) as unknown[]).length
     page = /<[^>]*?(\/[^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1]
   }
-  const backend = process.env.DATABASE_URL ? 'PostgreSQL' : 'embedded'
+  const backend = database ? 'PostgreSQL' : 'embedded'
   console.log(`\n${backend}, ${concurrency} clients`)
   console.log(
     `POST /{repoID}/facts        ${format(writeRate).padStart(8)} req/s  (${facts} facts in ${writeSeconds.toFixed(1)} s; p50 ${percentile(latencies, 0.5).toFixed(1)} ms  p99 ${percentile(latencies, 0.99).toFixed(1)} ms)`,
@@ -79,5 +86,6 @@ try {
   console.log(`embed_changes jobs queued   ${jobs} for ${facts + CONCEPTS} writes of facts and concepts`)
 } finally {
   await kgs.stop()
+  await database?.drop()
   rmSync(dataDir, { recursive: true, force: true })
 }

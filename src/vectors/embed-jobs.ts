@@ -90,12 +90,27 @@ const ChangesParams = Type.Object({ kind: Type.Union([Type.Literal('facts'), Typ
 const CHANGES_AFTER_MS = 1000
 const OPTIMIZE_AFTER_MS = 30_000
 
+/** How much earlier than its start a queued job stops counting as covering new marks: clock differences between this process and the database. */
+const COVER_MARGIN_MS = 300
+
 /**
- * After a write of facts or concepts: an embed_changes job for each kind, unless one is queued
- * already, so a burst of writes makes one job per kind, not one per write.
+ * What the write API calls after a write of facts or concepts: an embed_changes job for each
+ * kind, unless one is queued already, so a burst of writes makes one job per kind, not one per
+ * write. A job this process queued cannot start before CHANGES_AFTER_MS, so until then (less a
+ * margin) it takes every mark committed meanwhile, and the queue is not asked again.
  */
-export async function queueEmbedding(jobs: Pick<JobServices, 'enqueue'>, repositoryId: string, kinds: readonly VectorKind[]): Promise<void> {
-  for (const kind of kinds) await jobs.enqueue({ kind: EMBED_CHANGES, repositoryId, params: { kind }, coalesce: { afterMs: CHANGES_AFTER_MS } })
+export function embeddingQueue(jobs: Pick<JobServices, 'enqueue'>) {
+  const coveredUntil = new Map<string, number>()
+  return async (repositoryId: string, kinds: readonly VectorKind[]): Promise<void> => {
+    for (const kind of kinds) {
+      const key = `${repositoryId}/${kind}`
+      const now = Date.now()
+      if ((coveredUntil.get(key) ?? 0) > now) continue
+      coveredUntil.delete(key)
+      const job = await jobs.enqueue({ kind: EMBED_CHANGES, repositoryId, params: { kind }, coalesce: { afterMs: CHANGES_AFTER_MS } })
+      if (job) coveredUntil.set(key, now + CHANGES_AFTER_MS - COVER_MARGIN_MS)
+    }
+  }
 }
 
 const EMBED_CHANGES = 'embed_changes'

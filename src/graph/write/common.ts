@@ -3,6 +3,7 @@
 // id found here is never another repository's row), the validation of citations, and the marks
 // that tell the embedding job which facts and concepts to (re)embed.
 import type { TransactionSql } from 'postgres'
+import type { Db } from '../../db/sql.ts'
 import { sha256Hex, citedIds, type CitedKind } from '../rules.ts'
 
 /** A request the graph refuses: a missing or foreign reference, a bad citation, a cycle (400). */
@@ -64,14 +65,40 @@ export async function lockRow<T>(tx: TransactionSql, table: Table, id: string, i
   return row
 }
 
+/** Ids a body names, of one table, under the field that names them. */
+export interface References {
+  table: Table
+  ids: readonly string[]
+  field: string
+}
+
+/**
+ * A query of the first id of `references` that does not exist in this repository, as
+ * `(field, noun, id)`, or no row: a statement of its own, or a CTE of a write that must not happen
+ * when it finds one.
+ */
+export function missingReference(sql: Db, references: readonly References[]) {
+  const lists = references.filter((list) => list.ids.length > 0)
+  if (lists.length === 0) return sql`SELECT NULL::text AS field, NULL::text AS noun, NULL::text AS id WHERE false`
+  const parts = lists.map(
+    ({ table, ids, field }, i) =>
+      sql`SELECT ${i}::int AS n, ${field}::text AS field, ${NOUN[table]}::text AS noun, w.id::text AS id FROM unnest(${ids.map((id) => id.toLowerCase())}::uuid[]) AS w(id)
+        WHERE NOT EXISTS (SELECT 1 FROM ${sql(table)} t WHERE t.id = w.id)`,
+  )
+  const union = parts.reduce((all, part) => sql`${all} UNION ALL ${part}`)
+  return sql`SELECT field, noun, id FROM (${union}) m ORDER BY n LIMIT 1`
+}
+
+/** The refusal (400) of a missing reference, naming it. */
+export function missingReferenceError(missing: { field: string; noun: string; id: string }): InvalidWrite {
+  return new InvalidWrite(`${missing.field}: ${missing.noun} ${missing.id} does not exist in this repository`)
+}
+
 /** Refuses (400) ids of `table` that do not exist in this repository, naming the first. */
 export async function requireRows(tx: TransactionSql, table: Table, ids: readonly string[], field: string): Promise<void> {
-  const wanted = [...new Set(ids.map((id) => id.toLowerCase()))]
-  if (wanted.length === 0) return
-  const found = await tx<{ id: string }[]>`SELECT id::text FROM ${tx(table)} WHERE id = ANY(${wanted}::uuid[])`
-  const known = new Set(found.map((row) => row.id))
-  const missing = wanted.find((id) => !known.has(id))
-  if (missing) throw new InvalidWrite(`${field}: ${NOUN[table]} ${missing} does not exist in this repository`)
+  if (ids.length === 0) return
+  const [missing] = await tx<{ field: string; noun: string; id: string }[]>`${missingReference(tx, [{ table, ids, field }])}`
+  if (missing) throw missingReferenceError(missing)
 }
 
 const CITED_TABLE: Record<CitedKind, Table> = { fact: 'facts', concept: 'concepts' }

@@ -3,12 +3,13 @@
 // text here exactly as the import does: a text whose normalized form exists already is refused
 // with the existing fact's id, or merged into it when the caller asks.
 import type { Sql, TransactionSql } from 'postgres'
+import type { Db } from '../../db/sql.ts'
 import type { Static } from '@sinclair/typebox'
 import type { FactCreate, FactUpdate } from './schemas.ts'
 import { factContentHash } from '../rules.ts'
 import { getFact } from '../store.ts'
 import type { FactDetail } from '../schemas.ts'
-import { citationsOf, ExistingRow, InvalidWrite, lockRow, RowNotFound, markForEmbedding, requireRows, uniqueWrite, type BrokenCitation } from './common.ts'
+import { citationsOf, ExistingRow, InvalidWrite, lockRow, RowNotFound, markForEmbedding, missingReference, missingReferenceError, requireRows, uniqueWrite, type BrokenCitation } from './common.ts'
 
 export type FactInput = Static<typeof FactCreate>
 export type FactChanges = Static<typeof FactUpdate>
@@ -42,10 +43,10 @@ async function requireReferences(tx: TransactionSql, input: FactChanges): Promis
  * when the source image's bytes are stored here, else the image's own URL; without a source
  * image, what the caller gave.
  */
-const imageUrl = (tx: TransactionSql, context: FactWriteContext, imageId: string | null, given: string) =>
+const imageUrl = (tx: Db, context: FactWriteContext, imageId: string | null, given: string) =>
   tx`coalesce((SELECT CASE WHEN si.storage_key IS NOT NULL THEN ${context.imageUrlPrefix} || si.id::text ELSE si.url END FROM source_images si WHERE si.id = ${imageId}), ${given})`
 
-async function addLinks(tx: TransactionSql, factId: string, input: FactChanges): Promise<void> {
+async function addLinks(tx: Db, factId: string, input: FactChanges): Promise<void> {
   const sources = input.sources ?? []
   const concepts = input.concepts ?? []
   if (sources.length > 0)
@@ -67,24 +68,60 @@ function checkKind(fields: { fact_kind?: string; source_image_id?: string | null
 /**
  * Creates a fact with its links. A fact of the same normalized text exists: ExistingRow, or with
  * `merge` the links are added to that fact (`created` false).
+ *
+ * One statement (so one implicit transaction, and one round trip before the answer is read): it
+ * looks for a missing reference first and writes nothing if there is one; otherwise it inserts
+ * the fact unless its hash exists, links whichever fact is the target, and marks a new one for
+ * embedding. The links' foreign keys are checked at the end of the statement, when the new fact
+ * exists.
  */
 export async function createFact(sql: Sql, input: FactInput, options: FactWriteContext & { merge: boolean }): Promise<{ fact: FactDetail; created: boolean }> {
   checkKind(input)
-  return await sql.begin(async (tx) => {
-    await requireReferences(tx, input)
-    const hash = factContentHash(input.text)
-    const [inserted] = await tx<{ id: string }[]>`
+  const id = crypto.randomUUID()
+  const hash = factContentHash(input.text)
+  const sources = input.sources ?? []
+  // One link per concept (the last one given wins): an upsert may not touch a row twice.
+  const concepts = [...new Map((input.concepts ?? []).map((c) => [c.concept_id.toLowerCase(), c])).values()]
+  const imageId = input.source_image_id ?? null
+  const [result] = await sql<{ field: string | null; noun: string | null; missing: string | null; id: string | null; created: boolean }[]>`
+    WITH missing AS (${missingReference(sql, [
+      { table: 'sources', ids: sources.map((s) => s.source_id), field: 'sources' },
+      { table: 'concepts', ids: concepts.map((c) => c.concept_id), field: 'concepts' },
+      { table: 'source_images', ids: imageId ? [imageId] : [], field: 'source_image_id' },
+    ])}), inserted AS (
       INSERT INTO facts (id, text, fact_kind, image_url, content_hash, promptset_hash, status, source_image_id)
-      VALUES (${crypto.randomUUID()}, ${input.text}, ${input.fact_kind ?? 'text'}, ${imageUrl(tx, options, input.source_image_id ?? null, input.image_url ?? '')}, ${hash},
-        ${input.promptset_hash ?? ''}, ${input.status ?? 'new'}, ${input.source_image_id ?? null})
+      SELECT ${id}, ${input.text}, ${input.fact_kind ?? 'text'}, ${imageUrl(sql, options, imageId, input.image_url ?? '')}, ${hash},
+        ${input.promptset_hash ?? ''}, ${input.status ?? 'new'}, ${imageId}
+      WHERE NOT EXISTS (SELECT 1 FROM missing)
       ON CONFLICT (content_hash) DO NOTHING
-      RETURNING id`
-    const id = inserted?.id ?? (await tx<{ id: string }[]>`SELECT id FROM facts WHERE content_hash = ${hash}`)[0]!.id
-    if (!inserted && !options.merge) throw new ExistingRow('a fact with this text exists already (same text once normalized); merge=true adds the links to it', id)
-    await addLinks(tx, id, input)
-    if (inserted) await markForEmbedding(tx, 'facts', [id])
-    return { fact: await detail(tx, id), created: inserted !== undefined }
-  })
+      RETURNING id
+    ), target AS (
+      SELECT id FROM inserted
+      UNION ALL SELECT id FROM facts WHERE content_hash = ${hash} AND NOT EXISTS (SELECT 1 FROM inserted)
+    ), linked AS (
+      SELECT (SELECT id FROM target LIMIT 1) AS fact_id
+      WHERE NOT EXISTS (SELECT 1 FROM missing) AND (EXISTS (SELECT 1 FROM inserted) OR ${options.merge})
+    ), fact_source_links AS (
+      INSERT INTO fact_sources (fact_id, source_id, chunk_index)
+      SELECT l.fact_id, x.s, x.c FROM linked l, unnest(${sources.map((s) => s.source_id)}::uuid[], ${sources.map((s) => s.chunk_index ?? 0)}::int[]) AS x(s, c)
+      ON CONFLICT DO NOTHING
+    ), fact_concept_links AS (
+      INSERT INTO fact_concepts (fact_id, concept_id, promptset_hash)
+      SELECT l.fact_id, x.c, x.p FROM linked l, unnest(${concepts.map((c) => c.concept_id)}::uuid[], ${concepts.map((c) => c.promptset_hash ?? '')}::text[]) AS x(c, p)
+      ON CONFLICT (fact_id, concept_id) DO UPDATE SET promptset_hash = excluded.promptset_hash
+    ), marked AS (
+      INSERT INTO embedding_changes (kind, id) SELECT 'facts', id FROM inserted
+      ON CONFLICT (kind, id) DO UPDATE SET changed_at = clock_timestamp()
+    )
+    SELECT m.field, m.noun, m.id AS missing, (SELECT id FROM target LIMIT 1) AS id, EXISTS (SELECT 1 FROM inserted) AS created
+    FROM (SELECT 1) one LEFT JOIN missing m ON true`
+  if (result!.missing) throw missingReferenceError({ field: result!.field!, noun: result!.noun!, id: result!.missing })
+  // The twin committed after this statement's snapshot was taken: its id is only visible now.
+  const existing = result!.id ?? (await sql<{ id: string }[]>`SELECT id FROM facts WHERE content_hash = ${hash}`)[0]?.id
+  if (!existing) throw new Error('createFact: the fact was neither inserted nor found')
+  if (!result!.created && !options.merge) throw new ExistingRow('a fact with this text exists already (same text once normalized); merge=true adds the links to it', existing)
+  if (!result!.created && result!.id === null) await addLinks(sql, existing, { sources, concepts })
+  return { fact: (await getFact(sql, existing))!, created: result!.created }
 }
 
 /** Edits a fact; `sources` and `concepts`, when given, replace its links. */
