@@ -80,9 +80,15 @@ export const SCOPE_MEANINGS: Record<Scope, string> = {
 /** Actions that change privileges or destroy a repository: only an `admin` token may take them. */
 const ADMIN_SCOPE_ONLY = new Set<Permission>(['role:manage', 'user:manage', 'member:manage', 'repository:delete'])
 
+/**
+ * Actions that change nothing, beyond the `:read` ones: browsing and downloading the registry's
+ * shared catalogue (an import from it also needs graph:import, which takes the write scope).
+ */
+const READ_SCOPE_TOO = new Set<Permission>(['registry:pull'])
+
 export function scopeNeeded(permission: Permission): Scope {
   if (ADMIN_SCOPE_ONLY.has(permission)) return 'admin'
-  return splitPermission(permission)[1] === 'read' ? 'read' : 'write'
+  return splitPermission(permission)[1] === 'read' || READ_SCOPE_TOO.has(permission) ? 'read' : 'write'
 }
 
 /** Whether a token with `scopes` may use `need`; no scopes (a session token) means no cap. */
