@@ -38,6 +38,7 @@ import { importRoutes } from './bundle/transfer/import-routes.ts'
 import { mediaRoutes } from './media/routes.ts'
 import { registryRoutes } from './registry/routes.ts'
 import { Quotas } from './quotas.ts'
+import { mcpRoutes } from './mcp/routes.ts'
 import type { RegistryClient } from './registry/client.ts'
 
 export interface AppContext {
@@ -182,6 +183,17 @@ export function createApp(ctx: AppContext) {
     .use(mediaRoutes(scope, ctx.blobs))
     .use(searchRoutes(scope, ctx.vectors, ctx.embedder))
     .use(jobRoutes(ctx.pools.system, ctx.jobs, scope, quotas))
+    .use(
+      mcpRoutes({
+        authenticator,
+        authorizer: ctx.rbac,
+        baseUrl: ctx.baseUrl,
+        allowedOrigins: ctx.config.mcpAllowedOrigins,
+        bodyLimit: ctx.config.bodyLimit,
+        services: { pools: ctx.pools, rbac: ctx.rbac, repositories: ctx.repositories, jobs: ctx.jobs, quotas, vectors: ctx.vectors, embedder: ctx.embedder },
+        log: ctx.log,
+      }),
+    )
   methodNotAllowed = methodNotAllowedResponder(app.routes)
   formRoutes = new Set(app.routes.filter(readsForms).map((route) => `${route.method} ${route.path}`))
   routes = app

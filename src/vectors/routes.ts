@@ -1,14 +1,14 @@
-// Nearest-neighbour search over a repository's facts or concepts: the query is embedded with the
-// configured embedder, the vector store finds the nearest ids, and the graph store supplies the
-// rows. GET /{repoID}/search?q=&kind=facts|concepts&k= (and /api/v1/search + X-Repository-ID).
+// Nearest-neighbour search over a repository's facts or concepts (search.ts), at
+// GET /{repoID}/search?q=&kind=facts|concepts&k= (and /api/v1/search + X-Repository-ID).
 import { Elysia, t } from 'elysia'
 import { HttpError } from '../http/errors.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { integerQuery } from '../http/openapi.ts'
-import { conceptsByIds, factsByIds } from '../graph/store.ts'
+import type { Sql } from 'postgres'
 import type { repositoryScope } from '../repositories/scope.ts'
-import { EmbeddingError, type Embedder } from './embedder.ts'
-import { VectorDimensionError, type VectorStore } from './store.ts'
+import type { Embedder } from './embedder.ts'
+import type { VectorStore } from './store.ts'
+import { searchGraph } from './search.ts'
 
 const MAX_K = 100
 const SearchQuery = t.Object({
@@ -32,29 +32,12 @@ function parseK(k: string | undefined): number {
 }
 
 export function searchRoutes(scope: ReturnType<typeof repositoryScope>, vectors: VectorStore, embedder: Embedder) {
-  const search = async ({ repository, db, query }: { repository: { id: string }; db: () => Promise<import('postgres').Sql>; query: typeof SearchQuery.static }) => {
-    const kind = query.kind ?? 'facts'
-    const k = parseK(query.k)
-    let vector: Float32Array
-    try {
-      ;[vector] = (await embedder.embed([query.q])) as [Float32Array]
-    } catch (error) {
-      if (error instanceof EmbeddingError) throw new HttpError(502, `the embedding provider failed: ${error.message}`)
-      throw error
-    }
-    let hits
-    try {
-      hits = await vectors.search(repository.id, kind, vector, k)
-    } catch (error) {
-      if (error instanceof VectorDimensionError) throw new HttpError(409, `the stored ${kind} vectors were made by another embedding model; re-embed them (POST jobs with kind embed_${kind})`)
-      throw error
-    }
-    const sql = await db()
-    const ids = hits.map((h) => h.id)
-    // A vector whose row was deleted since is skipped.
-    const rows = new Map<string, Record<string, unknown>>((kind === 'facts' ? await factsByIds(sql, ids) : await conceptsByIds(sql, ids)).map((r) => [r.id, r as unknown as Record<string, unknown>]))
-    return hits.filter((h) => rows.has(h.id)).map((h) => ({ id: h.id, distance: h.distance, [kind === 'facts' ? 'fact' : 'concept']: rows.get(h.id)! }))
-  }
+  const search = async ({ repository, db, query }: { repository: { id: string }; db: () => Promise<Sql>; query: typeof SearchQuery.static }) =>
+    (await searchGraph({ vectors, embedder }, repository, await db(), { q: query.q, kind: query.kind ?? 'facts', k: parseK(query.k) })).map((hit) => ({
+      id: hit.id,
+      distance: hit.distance,
+      [hit.kind === 'facts' ? 'fact' : 'concept']: hit.row,
+    }))
   const options = {
     // Facts need fact:read, concepts concept:read.
     repository: { query: 'kind', default: 'facts', permissions: { facts: 'fact:read', concepts: 'concept:read' } } as const,

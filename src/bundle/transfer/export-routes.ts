@@ -12,7 +12,8 @@ import { JobBody, accepted, type AcceptedSet } from '../../jobs/routes.ts'
 import type { Repository } from '../../repositories/repositories.ts'
 import type { repositoryScope } from '../../repositories/scope.ts'
 import { latestExportKey } from './export-job.ts'
-import { ExportParams, normalizeExportedAt } from './export-params.ts'
+import { ExportParams } from './export-params.ts'
+import { startExport } from './export-start.ts'
 
 type Scope = ReturnType<typeof repositoryScope>
 const REPOSITORY_IN_PATH = '/:repoID'
@@ -29,14 +30,8 @@ function exportRoutesAt(prefix: string, scope: Scope, jobs: Jobs, blobs: BlobSto
     ...extra,
   })
 
-  const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: ExportParams; set: AcceptedSet }) => {
-    // The request's time unless given: a retried job then writes the very same bundle.
-    const exportedAt = body.exported_at ?? new Date().toISOString()
-    if (!normalizeExportedAt(exportedAt)) throw new HttpError(400, `invalid body: exported_at: expected an RFC 3339 date-time such as 2026-01-02T03:04:05Z (got ${JSON.stringify(exportedAt)})`)
-    await quotas.checkQueue(repository.id)
-    await quotas.checkRegistry(principal.userId)
-    return accepted(set, await jobs.enqueue({ kind: 'export_graph', repositoryId: repository.id, params: { ...body, exported_at: exportedAt }, createdBy: principal.userId }))
-  }
+  const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: ExportParams; set: AcceptedSet }) =>
+    accepted(set, await startExport({ jobs, quotas }, principal, repository, body))
 
   const download = async ({ repository }: { repository: Repository }) => {
     const body = await blobs.responseBody(latestExportKey(repository.id))
