@@ -1,11 +1,12 @@
 // Nearest-neighbour search over a repository's facts or concepts (search.ts), at
 // GET /{repoID}/search?q=&kind=facts|concepts&k= (and /api/v1/search + X-Repository-ID).
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import { HttpError } from '../http/errors.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { integerQuery } from '../http/openapi.ts'
 import type { Sql } from 'postgres'
 import type { repositoryScope } from '../repositories/scope.ts'
+import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
 import type { Embedder } from './embedder.ts'
 import type { VectorStore } from './store.ts'
 import { searchGraph } from './search.ts'
@@ -48,5 +49,5 @@ export function searchRoutes(scope: ReturnType<typeof repositoryScope>, vectors:
       summary: 'Nearest facts or concepts to a text, by the configured embedder (kgs-hash-v1 by default: lexical, not semantic)',
     },
   }
-  return new Elysia({ name: 'kgs/search' }).use(scope).get('/:repoID/search', search, options).get('/api/v1/search', search, options)
+  return repositoryScopedRoutes('kgs/search', scope, (app, at) => app.get('/search', search, { ...options, params: at.repositoryParams, detail: at.detail(options.detail) }))
 }
