@@ -69,22 +69,25 @@ const cases = [
 ]
 
 const results: string[] = []
-for (const c of cases) {
-  const [[tool, args]] = Object.entries(c.mcp) as [[string, Record<string, unknown>]]
-  const runs = { REST: c.rest, 'MCP 2026-07-28': await capturedCall('2026-07-28', tool, args), 'MCP 2025-11-25': await capturedCall('2025-11-25', tool, args) }
-  const best: Record<string, number> = {}
-  for (let round = 1; round <= rounds; round++) {
-    for (const [name, request] of Object.entries(runs)) {
-      const result = await measure(request, { seconds, concurrency })
-      if (result.errors > 0) throw new Error(`${c.name} ${name}: ${result.errors} errors`)
-      best[name] = Math.max(best[name] ?? 0, result.requestsPerSecond)
-      console.log(`round ${round} ${c.name} ${name.padEnd(15)} ${format(result.requestsPerSecond).padStart(7)} req/s  p50 ${result.p50.toFixed(2)} ms  p99 ${result.p99.toFixed(2)} ms`)
+try {
+  for (const c of cases) {
+    const [[tool, args]] = Object.entries(c.mcp) as [[string, Record<string, unknown>]]
+    const runs = { REST: c.rest, 'MCP 2026-07-28': await capturedCall('2026-07-28', tool, args), 'MCP 2025-11-25': await capturedCall('2025-11-25', tool, args) }
+    const best: Record<string, number> = {}
+    for (let round = 1; round <= rounds; round++) {
+      for (const [name, request] of Object.entries(runs)) {
+        const result = await measure(request, { seconds, concurrency })
+        if (result.errors > 0) throw new Error(`${c.name} ${name}: ${result.errors} errors`)
+        best[name] = Math.max(best[name] ?? 0, result.requestsPerSecond)
+        console.log(`round ${round} ${c.name} ${name.padEnd(15)} ${format(result.requestsPerSecond).padStart(7)} req/s  p50 ${result.p50.toFixed(2)} ms  p99 ${result.p99.toFixed(2)} ms`)
+      }
     }
+    for (const [name, rate] of Object.entries(best))
+      results.push(`${c.name.padEnd(12)} ${name.padEnd(15)} ${format(rate).padStart(7)} req/s  ${name === 'REST' ? '' : `ratio ${(rate / best.REST!).toFixed(2)}`}`)
   }
-  for (const [name, rate] of Object.entries(best))
-    results.push(`${c.name.padEnd(12)} ${name.padEnd(15)} ${format(rate).padStart(7)} req/s  ${name === 'REST' ? '' : `ratio ${(rate / best.REST!).toFixed(2)}`}`)
+} finally {
+  await kgs.stop()
+  rmSync(dataDir, { recursive: true, force: true })
 }
-await kgs.stop()
-rmSync(dataDir, { recursive: true, force: true })
 console.log(`\n${concurrency} clients, best of ${rounds} x ${seconds} s, ${facts} facts (target: MCP >= 0.70 of REST)`)
 for (const line of results) console.log(line)
