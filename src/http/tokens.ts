@@ -47,8 +47,6 @@ const SessionClaims = Type.Object({ ...registered, sub: Type.String(), sid: Type
 const AccessClaims = Type.Object({ ...registered, sub: Type.String(), aud: Type.String(), client_id: Type.String(), scope: Type.String(), fam: Type.String() })
 const ServiceClaims = Type.Object({ ...registered, sub: Type.String(), typ: Type.Literal('service'), obo: Type.Optional(Type.String()) })
 export type SessionClaims = Static<typeof SessionClaims>
-type AccessClaims = Static<typeof AccessClaims>
-type ServiceClaims = Static<typeof ServiceClaims>
 
 /** The schema of a kind's claims. */
 type Claims = TObject
