@@ -190,7 +190,7 @@ export function createApp(ctx: AppContext) {
         baseUrl: ctx.baseUrl,
         allowedOrigins: ctx.config.mcpAllowedOrigins,
         bodyLimit: ctx.config.bodyLimit,
-        services: { pools: ctx.pools, rbac: ctx.rbac, repositories: ctx.repositories, jobs: ctx.jobs, quotas, vectors: ctx.vectors, embedder: ctx.embedder },
+        services: { pools: ctx.pools, rbac: ctx.rbac, repositories: ctx.repositories, jobs: ctx.jobs, quotas, vectors: ctx.vectors, embedder: ctx.embedder, registry: ctx.registry },
         log: ctx.log,
       }),
     )

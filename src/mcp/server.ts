@@ -2,9 +2,8 @@
 // fresh one, for the caller its token names): the tools of tools.ts, each behind the check of
 // what it needs, the resources their answers link to, and the instructions a model reads first.
 import { McpServer, ResourceTemplate, type CallToolResult, type ReadResourceResult } from '@modelcontextprotocol/server'
-import type { Principal } from '../http/auth.ts'
+import { holdsSystemPermission, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import { holdsSystemPermission } from '../http/auth.ts'
 import { scopeAllows, scopeNeeded, type Permission } from '../permissions.ts'
 import { repositoryFinder } from '../repositories/scope.ts'
 import type { Repository } from '../repositories/repositories.ts'

@@ -3,6 +3,7 @@ import type { Pools } from '../db/pools.ts'
 import type { Jobs } from '../jobs/jobs.ts'
 import type { Quotas } from '../quotas.ts'
 import type { Rbac } from '../rbac/rbac.ts'
+import type { RegistryClient } from '../registry/client.ts'
 import type { Repositories } from '../repositories/repositories.ts'
 import type { Embedder } from '../vectors/embedder.ts'
 import type { VectorStore } from '../vectors/store.ts'
@@ -15,4 +16,6 @@ export interface ToolServices {
   quotas: Pick<Quotas, 'checkQueue' | 'checkRegistry'>
   vectors: VectorStore
   embedder: Embedder
+  /** The registry imports pull from (REGISTRY_URL, else this server). */
+  registry: RegistryClient
 }

@@ -12,6 +12,9 @@ import { getConcept, getFact, getInvestigation, getReport, listConcepts, listFac
 import { searchGraph } from '../vectors/search.ts'
 import { ExportParams } from '../bundle/transfer/export-params.ts'
 import { startExport } from '../bundle/transfer/export-start.ts'
+import { startRegistryImport } from '../bundle/transfer/import-start.ts'
+import { holdsSystemPermission } from '../http/auth.ts'
+import { scopeAllows, scopeNeeded } from '../permissions.ts'
 import { jobInScope } from '../jobs/routes.ts'
 import { JobBody } from '../jobs/schemas.ts'
 import { listGraphs } from '../registry/store.ts'
@@ -139,7 +142,7 @@ export const TOOLS: Tool[] = [
         ),
       }
     },
-    links: (output, repository) => output.hits.map((hit) => link(repository, hit.kind === 'fact' ? 'facts' : 'concepts', hit.id, preview(hit.preview).slice(0, 80))),
+    links: (output, repository) => output.hits.map((hit) => link(repository, hit.kind === 'fact' ? 'facts' : 'concepts', hit.id, hit.preview.slice(0, 80))),
   }),
   repositoryTool({
     name: 'list_facts',
@@ -260,6 +263,21 @@ export const TOOLS: Tool[] = [
     permission: () => 'graph:export',
     async run({ principal, repository, input: { repository: _, ...params }, services }) {
       return { job: await startExport(services, principal, repository, params) }
+    },
+  }),
+  repositoryTool({
+    name: 'import_graph',
+    title: 'Import from the registry',
+    description: 'Start importing a registry graph (browse_registry gives ids) into a repository; answers the job to follow with get_job.',
+    input: t.Object({ repository: RepositoryArgument, graph_id: Uuid('the graph, as browse_registry lists it') }, { additionalProperties: false }),
+    output: JobAnswer,
+    // Adds the graph's rows to the repository (what it already holds stays); the registry may be another server.
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    permission: () => 'graph:import',
+    async run({ principal, repository, input, services }) {
+      // As the route's rule: the caller also needs registry:pull (and its scope) to import from the registry.
+      const mayPull = holdsSystemPermission(services.rbac, principal, 'registry:pull') && scopeAllows(principal.scopes, scopeNeeded('registry:pull'))
+      return { job: await startRegistryImport(services, principal, repository, { graph_id: input.graph_id.toLowerCase() }, mayPull) }
     },
   }),
   repositoryTool({

@@ -28,6 +28,8 @@ let listener: LoopbackListener
 let mcpUrl: URL
 /** The repository the tools are called on, and ids of each kind in it. */
 const repo = { id: '', slug: '', fact: '', concept: '', investigation: '', report: '', factText: '' }
+/** Empty repositories the registry's graph is imported into, one per revision. */
+const targets: Record<string, string> = {}
 
 beforeAll(async () => {
   server = await startTestServer({ env: { WORKERS: '1' } })
@@ -38,6 +40,7 @@ beforeAll(async () => {
   const token = registered.body.token as string
   const created = await http.post('/api/v1/repositories', { name: 'MCP graph' }, token)
   Object.assign(repo, { id: created.body.id, slug: created.body.slug })
+  for (const revision of ['2025-11-25', '2026-07-28']) targets[revision] = (await http.post('/api/v1/repositories', { name: `MCP import ${revision}` }, token)).body.slug
   const path = join(tempDir('kgs-mcp-'), 'bundle.json.gz')
   await generateBundle(path, { facts: 40, vectors: 'kgs-hash-v1' })
   const started = await uploadBundle(http, repo.slug, token, new Uint8Array(await Bun.file(path).arrayBuffer()))
@@ -156,7 +159,7 @@ const CALLS: { name: string; arguments: () => Record<string, unknown>; check(res
   {
     name: 'list_repositories',
     arguments: () => ({}),
-    check: (r) => expect(r.structuredContent!.items).toEqual([expect.objectContaining({ id: repo.id, slug: repo.slug, role: 'repoadmin' })]),
+    check: (r) => expect(r.structuredContent!.items).toContainEqual(expect.objectContaining({ id: repo.id, slug: repo.slug, role: 'repoadmin' })),
   },
   {
     name: 'search',
@@ -207,23 +210,36 @@ const CALLS: { name: string; arguments: () => Record<string, unknown>; check(res
   },
 ]
 
-/** export_graph, then get_job until the export is pushed, then browse_registry finds it. */
-async function exportAndBrowse(conversation: Conversation, name: string) {
+/**
+ * export_graph, then get_job until the export is pushed, then browse_registry finds it; then
+ * import_graph of it into an empty repository, and once that job is done list_facts sees its facts.
+ */
+async function exportAndImport(conversation: Conversation, revision: string) {
   const call = async (tool: string, args: Record<string, unknown>) => {
     const result = (await conversation.callTool({ name: tool, arguments: args })) as ToolResult
-    expect(result.isError ?? false).toBe(false)
+    expect({ tool, isError: result.isError ?? false }).toEqual({ tool, isError: false })
     return result.structuredContent!
   }
+  const finished = async (repository: string, job: { id: string; status: string }) => {
+    let state = job
+    while (!['succeeded', 'failed', 'cancelled'].includes(state.status)) {
+      await Bun.sleep(50)
+      state = (await call('get_job', { repository, job_id: job.id })).job
+    }
+    return state
+  }
+  const name = `mcp export ${revision}`
   const { job } = await call('export_graph', { repository: repo.slug, name })
   expect(job).toMatchObject({ kind: 'export_graph', status: 'queued', repository_id: repo.id })
-  let state = job
-  while (!['succeeded', 'failed', 'cancelled'].includes(state.status)) {
-    await Bun.sleep(50)
-    state = (await call('get_job', { repository: repo.slug, job_id: job.id })).job
-  }
-  expect(state.status).toBe('succeeded')
+  expect((await finished(repo.slug, job)).status).toBe('succeeded')
   const { items } = await call('browse_registry', { q: name })
   expect(items).toEqual([expect.objectContaining({ name, fact_count: 40 })])
+  const target = targets[revision]!
+  expect((await call('list_facts', { repository: target })).items).toEqual([])
+  const imported = (await call('import_graph', { repository: target, graph_id: items[0].id })).job
+  expect(imported).toMatchObject({ kind: 'import_graph', status: 'queued' })
+  expect((await finished(target, imported)).status).toBe('succeeded')
+  expect((await call('list_facts', { repository: target, limit: 100 })).items).toHaveLength(40)
 }
 
 for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
@@ -242,7 +258,7 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
       const conversation = await connect(provider)
       try {
         const { tools } = await conversation.listTools()
-        expect(tools.map((t) => t.name).sort()).toEqual([...CALLS.map((c) => c.name), 'export_graph', 'get_job', 'browse_registry'].sort())
+        expect(tools.map((t) => t.name).sort()).toEqual([...CALLS.map((c) => c.name), 'export_graph', 'import_graph', 'get_job', 'browse_registry'].sort())
         for (const tool of tools) {
           expect(Object.keys(tool.annotations ?? {}).sort()).toEqual(['destructiveHint', 'idempotentHint', 'openWorldHint', 'readOnlyHint'])
           expect(tool.outputSchema).toMatchObject({ type: 'object' })
@@ -255,7 +271,7 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
           expect(JSON.parse(result.content[0]!.text!)).toEqual(result.structuredContent!)
           call.check(result)
         }
-        await exportAndBrowse(conversation, `mcp export ${revision}`)
+        await exportAndImport(conversation, revision)
         const resource = await conversation.readResource({ uri: `kgs://${repo.id}/facts/${repo.fact}` })
         expect(JSON.parse(String(resource.contents[0]!.text))).toMatchObject({ id: repo.fact, text: repo.factText })
       } finally {
@@ -270,10 +286,10 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
       const conversation = await connect(provider)
       const list = async () => ((await conversation.callTool({ name: 'list_repositories', arguments: {} })) as ToolResult).structuredContent!.items
       const revoke = (token: string) => fetch(`${server.url}/api/v1/oauth/revoke`, { method: 'POST', body: new URLSearchParams({ token, client_id: provider.client!.client_id }) })
-      expect(await list()).toHaveLength(1)
+      expect(await list()).toHaveLength(3)
       const first = provider.saved!
       expect((await revoke(first.access_token)).status).toBe(200)
-      expect(await list()).toHaveLength(1)
+      expect(await list()).toHaveLength(3)
       expect(provider.saved!.access_token).not.toBe(first.access_token)
       expect(provider.saved!.refresh_token).not.toBe(first.refresh_token)
 
