@@ -38,6 +38,16 @@ export function claimType(token: string): unknown {
   }
 }
 
+/** Whether a JWT's `exp` has passed, unverified (only to word the 401 of a token that failed verification). */
+export function hasExpired(token: string, nowSeconds = Date.now() / 1000): boolean {
+  try {
+    const { exp } = decodeJwt(token)
+    return typeof exp === 'number' && exp <= nowSeconds
+  } catch {
+    return false
+  }
+}
+
 /** Bound of each kind's memory of verified tokens. */
 const VERIFIED_CACHE_SIZE = 50_000
 
