@@ -33,7 +33,7 @@ import type { Embedder } from './vectors/embedder.ts'
 import type { VectorStore } from './vectors/store.ts'
 import type { BlobStore } from './blobs/store.ts'
 import { jobRoutes } from './jobs/routes.ts'
-import { searchRoutes } from './vectors/routes.ts'
+import { searchRoutes } from './search/routes.ts'
 import { graphRoutes } from './graph/routes.ts'
 import { exportRoutes } from './bundle/transfer/export-routes.ts'
 import { importRoutes } from './bundle/transfer/import-routes.ts'
@@ -184,7 +184,7 @@ export function createApp(ctx: AppContext) {
     .use(graphRoutes(scope))
     .use(exportRoutes(scope, ctx.pools.system, ctx.jobs, ctx.blobs, quotas))
     .use(mediaRoutes(scope, ctx.blobs))
-    .use(searchRoutes(scope, ctx.vectors, ctx.embedder))
+    .use(searchRoutes(scope, { vectors: ctx.vectors, embedder: ctx.embedder, log: ctx.log }))
     .use(jobRoutes(ctx.pools.system, ctx.jobs, scope, quotas))
     .use(
       mcpRoutes({
@@ -193,7 +193,7 @@ export function createApp(ctx: AppContext) {
         baseUrl: ctx.baseUrl,
         allowedOrigins: ctx.config.mcpAllowedOrigins,
         bodyLimit: ctx.config.bodyLimit,
-        services: { pools: ctx.pools, rbac: ctx.rbac, repositories: ctx.repositories, jobs: ctx.jobs, quotas, vectors: ctx.vectors, embedder: ctx.embedder, registry: ctx.registry },
+        services: { pools: ctx.pools, rbac: ctx.rbac, repositories: ctx.repositories, jobs: ctx.jobs, quotas, vectors: ctx.vectors, embedder: ctx.embedder, registry: ctx.registry, log: ctx.log },
         log: ctx.log,
       }),
     )

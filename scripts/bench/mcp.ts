@@ -62,7 +62,7 @@ const rest = (path: string) => () => fetch(kgs.url + path, { headers: { authoriz
 const cases = [
   {
     name: 'fact search',
-    rest: rest(`/${repo.slug}/search?q=${encodeURIComponent(query)}&k=10`),
+    rest: rest(`/${repo.slug}/search?q=${encodeURIComponent(query)}&limit=10`),
     mcp: { search: { repository: repo.slug, query, limit: 10 } },
   },
   { name: 'get fact', rest: rest(`/${repo.slug}/facts/${fact.id}`), mcp: { get_fact: { repository: repo.slug, fact_id: fact.id } } },

@@ -1,6 +1,7 @@
 // What the MCP tools call: the services the REST routes call, passed in by the composition root.
 import type { Pools } from '../db/pools.ts'
 import type { Jobs } from '../jobs/jobs.ts'
+import type { Logger } from '../log.ts'
 import type { Quotas } from '../quotas.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import type { RegistryClient } from '../registry/client.ts'
@@ -18,4 +19,5 @@ export interface ToolServices {
   embedder: Embedder
   /** The registry imports pull from (REGISTRY_URL, else this server). */
   registry: RegistryClient
+  log: Logger
 }

@@ -9,7 +9,7 @@ import type { PageKey, PageRequest } from '../db/pages.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import { ConceptDetail, FactDetail, InvestigationDetail, ReportDetail } from '../graph/schemas.ts'
 import { getConcept, getFact, getInvestigation, getReport, listConcepts, listFacts, listInvestigations, listReports } from '../graph/store.ts'
-import { searchGraph } from '../vectors/search.ts'
+import { SEARCH_MODES, search } from '../search/search.ts'
 import { ExportParams } from '../bundle/transfer/export-params.ts'
 import { startExport } from '../bundle/transfer/export-start.ts'
 import { startRegistryImport } from '../bundle/transfer/import-start.ts'
@@ -81,7 +81,7 @@ const RepositoryWithRole = t.Object({
 const SearchHit = t.Object({
   id: t.String(),
   kind: t.Union([t.Literal('fact'), t.Literal('concept')]),
-  score: t.Number({ description: 'cosine similarity to the query, 1 = same direction' }),
+  score: t.Number({ description: 'keyword: text rank; vector: cosine similarity (1 = same direction); hybrid: the fused rank score' }),
   preview: t.String({ description: "the fact's text or the concept's name and description, shortened" }),
 })
 const GraphPreview = t.Object({
@@ -115,30 +115,46 @@ export const TOOLS: Tool[] = [
   repositoryTool({
     name: 'search',
     title: 'Search facts or concepts',
-    description: 'Find the facts (or concepts) of a repository nearest to a text, best first, with scores; then get_fact or get_concept for the whole.',
+    description: 'Find the facts (or concepts) of a repository matching a text, best first, with scores and the mode that ran; then get_fact or get_concept for the whole.',
     input: t.Object(
       {
         repository: RepositoryArgument,
         query: t.String({ minLength: 1, maxLength: 2000, description: 'what to look for, in words' }),
         kind: t.Optional(t.Union([t.Literal('facts'), t.Literal('concepts')], { default: 'facts', description: 'facts (default) or concepts' })),
-        mode: t.Optional(t.Literal('vector', { description: 'vector: nearest by embedding (the one mode this server runs)' })),
+        mode: t.Optional(
+          t.Union(
+            SEARCH_MODES.map((mode) => t.Literal(mode)),
+            { default: 'hybrid', description: 'hybrid (default: keyword and vector fused), keyword (full text) or vector (nearest embeddings)' },
+          ),
+        ),
         limit: Limit,
       },
       { additionalProperties: false },
     ),
-    output: t.Object({ mode: t.Literal('vector'), kind: t.Union([t.Literal('facts'), t.Literal('concepts')]), hits: t.Array(SearchHit) }),
+    output: t.Object({
+      mode: t.Union(
+        SEARCH_MODES.map((mode) => t.Literal(mode)),
+        { description: 'the mode that ran: hybrid falls back to keyword' },
+      ),
+      fallback: t.Optional(t.String({ description: 'why hybrid fell back to keyword' })),
+      kind: t.Union([t.Literal('facts'), t.Literal('concepts')]),
+      total: t.Integer({ description: 'hits the mode ranks' }),
+      hits: t.Array(SearchHit),
+    }),
     annotations: READS,
     permission: (input) => (input.kind === 'concepts' ? 'concept:read' : 'fact:read'),
     async run({ repository, db, input, services }) {
       const kind = input.kind ?? 'facts'
-      const hits = await searchGraph(services, repository, await db(), { q: input.query, kind, k: input.limit ?? DEFAULT_LIMIT })
+      const answer = await search(await db(), repository.id, { q: input.query, kind, mode: input.mode ?? 'hybrid', offset: 0, limit: input.limit ?? DEFAULT_LIMIT }, services)
       return {
-        mode: 'vector' as const,
+        mode: answer.mode,
+        ...(answer.fallback ? { fallback: answer.fallback } : {}),
         kind,
-        hits: hits.map((hit) =>
-          hit.kind === 'facts'
-            ? { id: hit.id, kind: 'fact' as const, score: 1 - hit.distance, preview: preview(hit.row.text) }
-            : { id: hit.id, kind: 'concept' as const, score: 1 - hit.distance, preview: preview(`${hit.row.canonical_name}: ${hit.row.description}`) },
+        total: answer.total,
+        hits: answer.hits.map((hit) =>
+          hit.fact
+            ? { id: hit.id, kind: 'fact' as const, score: hit.score, preview: preview(hit.fact.text) }
+            : { id: hit.id, kind: 'concept' as const, score: hit.score, preview: preview(`${hit.concept!.canonical_name}: ${hit.concept!.description}`) },
         ),
       }
     },

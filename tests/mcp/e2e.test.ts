@@ -163,7 +163,7 @@ const CALLS: { name: string; arguments: () => Record<string, unknown>; check(res
   },
   {
     name: 'search',
-    arguments: () => ({ repository: repo.slug, query: repo.factText, limit: 3 }),
+    arguments: () => ({ repository: repo.slug, query: repo.factText, mode: 'vector', limit: 3 }),
     check: (r) => {
       expect(r.structuredContent).toMatchObject({ mode: 'vector', kind: 'facts' })
       expect(r.structuredContent!.hits).toHaveLength(3)
@@ -171,6 +171,15 @@ const CALLS: { name: string; arguments: () => Record<string, unknown>; check(res
       expect(r.structuredContent!.hits[0]).toMatchObject({ id: repo.fact, kind: 'fact' })
       expect(r.structuredContent!.hits[0].score).toBeGreaterThan(0.99)
       expect(r.content.filter((c) => c.type === 'resource_link').map((c) => c.uri)[0]).toBe(`kgs://${repo.id}/facts/${repo.fact}`)
+    },
+  },
+  {
+    name: 'search',
+    arguments: () => ({ repository: repo.slug, query: repo.factText }),
+    check: (r) => {
+      // The default, hybrid: keyword and vector fused; the very text asked for ranks first.
+      expect(r.structuredContent).toMatchObject({ mode: 'hybrid', kind: 'facts' })
+      expect(r.structuredContent!.hits[0]).toMatchObject({ id: repo.fact, kind: 'fact' })
     },
   },
   {
@@ -258,7 +267,7 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
       const conversation = await connect(provider)
       try {
         const { tools } = await conversation.listTools()
-        expect(tools.map((t) => t.name).sort()).toEqual([...CALLS.map((c) => c.name), 'export_graph', 'import_graph', 'get_job', 'browse_registry'].sort())
+        expect(tools.map((t) => t.name).sort()).toEqual([...new Set(CALLS.map((c) => c.name))].concat('export_graph', 'import_graph', 'get_job', 'browse_registry').sort())
         for (const tool of tools) {
           expect(Object.keys(tool.annotations ?? {}).sort()).toEqual(['destructiveHint', 'idempotentHint', 'openWorldHint', 'readOnlyHint'])
           expect(tool.outputSchema).toMatchObject({ type: 'object' })

@@ -22,6 +22,7 @@ import repository0002 from './repository/0002_graph.sql' with { type: 'text' }
 import repository0003 from './repository/0003_graph_imports.sql' with { type: 'text' }
 import repository0004 from './repository/0004_annotation_order.sql' with { type: 'text' }
 import repository0005 from './repository/0005_graph_counts.sql' with { type: 'text' }
+import repository0006 from './repository/0006_full_text_search.sql' with { type: 'text' }
 
 export interface Migration {
   version: number
@@ -57,5 +58,6 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 3, name: '0003_graph_imports', sql: repository0003 },
     { version: 4, name: '0004_annotation_order', sql: repository0004 },
     { version: 5, name: '0005_graph_counts', sql: repository0005 },
+    { version: 6, name: '0006_full_text_search', sql: repository0006 },
   ],
 }
