@@ -8,7 +8,7 @@ import { decodeCursor, encodeCursor, splitPage } from '../http/pagination.ts'
 import type { PageKey, PageRequest } from '../db/pages.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import { ConceptDetail, FactDetail, InvestigationDetail, ReportDetail } from '../graph/schemas.ts'
-import { getConcept, getFact, getInvestigation, getReport, listConcepts, listFacts, listInvestigations, listReports } from '../graph/store.ts'
+import { getConcept, getFact, getInvestigation, getReport, listConcepts, listFacts, listInvestigations, listReports, relatedConcepts } from '../graph/store.ts'
 import { SEARCH_MODES, search } from '../search/search.ts'
 import { ExportParams } from '../bundle/transfer/export-params.ts'
 import { startExport } from '../bundle/transfer/export-start.ts'
@@ -163,17 +163,18 @@ export const TOOLS: Tool[] = [
   repositoryTool({
     name: 'list_facts',
     title: 'List facts',
-    description: 'Page through the facts of a repository (oldest first), optionally of one status or one source.',
+    description: 'Page through the facts of a repository (oldest first), optionally of one status, one source, or shared by several concepts.',
     input: listInput({
       status: t.Optional(t.Union([t.Literal('new'), t.Literal('stable'), t.Literal('to_delete')], { description: 'only facts of this status' })),
       source_id: t.Optional(Uuid('only facts of this source')),
+      concept_ids: t.Optional(t.Array(Uuid('a concept'), { minItems: 1, maxItems: 20, description: 'only facts linked to every one of these concepts' })),
     }),
     output: listOutput(FactPreview),
     annotations: READS,
     permission: () => 'fact:read',
     async run({ db, input }) {
       const request = pageRequest(input)
-      const rows = await listFacts(await db(), { ...request, status: input.status, sourceId: input.source_id })
+      const rows = await listFacts(await db(), { ...request, status: input.status, sourceId: input.source_id, conceptIds: input.concept_ids })
       return answerPage(rows, request, (f) => ({ id: f.id, text: preview(f.text), status: f.status, created_at: f.created_at }))
     },
   }),
@@ -216,6 +217,23 @@ export const TOOLS: Tool[] = [
     permission: () => 'concept:read',
     run: async ({ db, input }) => orNotFound(await getConcept(await db(), input.concept_id), 'concept'),
     links: (concept, repository) => [link(repository, 'concepts', concept.id, concept.canonical_name)],
+  }),
+  repositoryTool({
+    name: 'related_concepts',
+    title: 'Related concepts',
+    description: 'The concepts that share facts with a concept, most shared first, with how many they share.',
+    input: t.Object({ repository: RepositoryArgument, concept_id: Uuid('the concept'), limit: Limit }, { additionalProperties: false }),
+    output: t.Object({ total: Type.Integer({ description: 'related concepts in all' }), items: t.Array(t.Object({ ...ConceptPreview.properties, shared_facts: Type.Integer() })) }),
+    annotations: READS,
+    permission: () => 'concept:read',
+    async run({ db, input }) {
+      const related = orNotFound(await relatedConcepts(await db(), input.concept_id, { offset: 0, limit: input.limit ?? DEFAULT_LIMIT }), 'concept')
+      return {
+        total: related.total,
+        items: related.rows.map((c) => ({ id: c.id, canonical_name: c.canonical_name, context: c.context, description: preview(c.description), shared_facts: c.shared_facts })),
+      }
+    },
+    links: (output, repository) => output.items.map((c) => link(repository, 'concepts', c.id, c.canonical_name)),
   }),
   repositoryTool({
     name: 'list_investigations',

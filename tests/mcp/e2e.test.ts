@@ -27,7 +27,7 @@ let browser: Browser
 let listener: LoopbackListener
 let mcpUrl: URL
 /** The repository the tools are called on, and ids of each kind in it. */
-const repo = { id: '', slug: '', fact: '', concept: '', investigation: '', report: '', factText: '' }
+const repo = { id: '', slug: '', fact: '', concept: '', investigation: '', report: '', factText: '', factConcept: '' }
 /** Empty repositories the registry's graph is imported into, one per revision. */
 const targets: Record<string, string> = {}
 
@@ -48,6 +48,7 @@ beforeAll(async () => {
   expect((await waitForJob(http, `/${repo.slug}/jobs/${started.body.id}`, token)).status).toBe('succeeded')
   const first = async (list: string) => (await http.get(`/${repo.slug}/${list}?limit=1`, token)).body[0]
   const fact = await first('facts')
+  repo.factConcept = (await http.get(`/${repo.slug}/facts/${fact.id}`, token)).body.concepts[0].id
   Object.assign(repo, { fact: fact.id, factText: fact.text, concept: (await first('concepts')).id, investigation: (await first('investigations')).id, report: (await first('reports')).id })
   listener = listenOnLoopback('127.0.0.1')
   browser = await launchBrowser()
@@ -189,6 +190,19 @@ const CALLS: { name: string; arguments: () => Record<string, unknown>; check(res
       expect(r.structuredContent!.items).toHaveLength(5)
       expect(r.structuredContent!.items[0].id).toBe(repo.fact)
       expect(typeof r.structuredContent!.next_cursor).toBe('string')
+    },
+  },
+  {
+    name: 'list_facts',
+    arguments: () => ({ repository: repo.slug, concept_ids: [repo.factConcept], limit: 100 }),
+    check: (r) => expect(r.structuredContent!.items.map((f: { id: string }) => f.id)).toContain(repo.fact),
+  },
+  {
+    name: 'related_concepts',
+    arguments: () => ({ repository: repo.slug, concept_id: repo.factConcept }),
+    check: (r) => {
+      expect(r.structuredContent!.total).toBeGreaterThanOrEqual(r.structuredContent!.items.length)
+      for (const c of r.structuredContent!.items) expect(c.shared_facts).toBeGreaterThan(0)
     },
   },
   {
