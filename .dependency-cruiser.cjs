@@ -28,9 +28,16 @@ module.exports = {
     {
       name: 'bundle-format-pure',
       severity: 'error',
-      comment: 'The bundle format (bundle/format/) is the codec alone: no database, HTTP, jobs or transfer, so the CLI and other runtimes can use it.',
+      comment: 'The bundle format (bundle/format/) is the codec alone: no database, HTTP, jobs or transfer, so the CLI and other runtimes can use it. It shares the graph\'s pure rules.',
       from: { path: '^src/bundle/format/' },
-      to: { path: '^src/', pathNot: '^src/bundle/format/|^src/[^/]+\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/bundle/format/|^src/[^/]+\\.ts$|^src/graph/rules\\.ts$' },
+    },
+    {
+      name: 'graph-rules-pure',
+      severity: 'error',
+      comment: 'The graph\'s rules (graph/rules.ts) are pure functions, shared by the import, the write API and the bundle codec.',
+      from: { path: '^src/graph/rules\\.ts$' },
+      to: { path: '^src/' },
     },
     {
       name: 'storage-not-http',

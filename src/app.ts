@@ -35,9 +35,12 @@ import type { BlobStore } from './blobs/store.ts'
 import { jobRoutes } from './jobs/routes.ts'
 import { searchRoutes } from './search/routes.ts'
 import { graphRoutes } from './graph/routes.ts'
+import { graphWriteRoutes } from './graph/write-routes.ts'
+import { embeddingQueue } from './vectors/embed-jobs.ts'
 import { exportRoutes } from './bundle/transfer/export-routes.ts'
 import { importRoutes } from './bundle/transfer/import-routes.ts'
 import { mediaRoutes } from './media/routes.ts'
+import { mediaUploadRoutes } from './media/upload-routes.ts'
 import { registryRoutes } from './registry/routes.ts'
 import { Quotas } from './quotas.ts'
 import { mcpRoutes } from './mcp/routes.ts'
@@ -140,6 +143,7 @@ export function createApp(ctx: AppContext) {
         log: ctx.log,
       }),
     )
+    .use(mediaUploadRoutes({ scope, blobs: ctx.blobs, log: ctx.log, baseUrl: ctx.baseUrl, maxBytes: ctx.config.mediaUploadMaxBytes, pace: ctx.config.uploadPace }))
     .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs, (key) => formRoutes.has(key)))
     .use(
       swaggerUi(
@@ -182,6 +186,7 @@ export function createApp(ctx: AppContext) {
     .use(repositoryRoutes(ctx.repositories, access, scope, throttles.createRepository, quotas))
     .use(memberRoutes(scope, ctx.rbac, ctx.pools.system))
     .use(graphRoutes(scope))
+    .use(graphWriteRoutes({ scope, blobs: ctx.blobs, log: ctx.log, baseUrl: ctx.baseUrl, changed: embeddingQueue(ctx.jobs) }))
     .use(exportRoutes(scope, ctx.pools.system, ctx.jobs, ctx.blobs, quotas))
     .use(mediaRoutes(scope, ctx.blobs))
     .use(searchRoutes(scope, { vectors: ctx.vectors, embedder: ctx.embedder, log: ctx.log }))

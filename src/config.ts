@@ -182,6 +182,14 @@ export const EnvSchema = Type.Object({
     Type.Integer({ minimum: 1, default: 50 * 1024 ** 2, description: 'largest image or body the media fetcher downloads, in bytes' }),
     'a positive integer number of bytes',
   ),
+  MEDIA_UPLOAD_MAX_BYTES: variable(
+    Type.Integer({
+      minimum: 1,
+      default: 50 * 1024 ** 2,
+      description: 'largest source body or image uploaded through the write API (PUT /{repoID}/sources/{id}/body, POST …/images), in bytes (413 past it)',
+    }),
+    'a positive integer number of bytes',
+  ),
   MEDIA_FETCH_TIMEOUT: variable(Type.String({ pattern: DURATION, default: '30s', description: 'time limit of one media download, e.g. 30s' }), 'a duration such as 30, 30s or 2m', milliseconds),
   PASSWORD_QUEUE_MAX: variable(
     Type.Optional(
@@ -371,6 +379,8 @@ function configFrom(v: Env) {
     importMaxExpandedBytes: v.IMPORT_MAX_EXPANDED_BYTES,
     /** The follow-up fetch of media an import did not carry (docs/spec/bundle.md §5). */
     mediaFetch: { allowPrivate: v.MEDIA_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: v.MEDIA_FETCH_TIMEOUT },
+    /** Largest media upload of the write API (media/upload-routes.ts). */
+    mediaUploadMaxBytes: v.MEDIA_UPLOAD_MAX_BYTES,
     /** Undefined: 256 per hashing thread. */
     passwordQueueMax: v.PASSWORD_QUEUE_MAX,
     passwordCost: { memoryKiB: v.PASSWORD_HASH_MEMORY * 1024, timeCost: v.PASSWORD_HASH_TIME } satisfies PasswordCost,

@@ -1,13 +1,13 @@
 // Every job kind this build can run.
 import type { JobKind } from './jobs/kinds.ts'
 import { noopJob } from './jobs/noop.ts'
-import { embedConceptsJob, embedFactsJob } from './vectors/embed-jobs.ts'
+import { embedChangesJob, embedConceptsJob, embedFactsJob } from './vectors/embed-jobs.ts'
 import { exportGraphJob } from './bundle/transfer/export-job.ts'
 import { importGraphJob } from './bundle/transfer/import.ts'
 import { fetchMediaJob } from './media/fetch-job.ts'
 import { optimizeVectorsJob } from './vectors/optimize-job.ts'
 
-const BUILTIN_JOB_KINDS: readonly JobKind[] = [noopJob, embedFactsJob, embedConceptsJob, optimizeVectorsJob, exportGraphJob, importGraphJob, fetchMediaJob]
+const BUILTIN_JOB_KINDS: readonly JobKind[] = [noopJob, embedFactsJob, embedConceptsJob, embedChangesJob, optimizeVectorsJob, exportGraphJob, importGraphJob, fetchMediaJob]
 
 /** The built-in kinds and those of `extraKindModules` (each default-exports a list; tests). */
 export async function loadJobKinds(extraKindModules: readonly string[] = []): Promise<JobKind[]> {

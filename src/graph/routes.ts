@@ -3,6 +3,7 @@
 // (docs/spec/decisions.md §1); each route needs its resource's :read permission in the repository (§4).
 import { t } from 'elysia'
 import { HttpError } from '../http/errors.ts'
+import { etagOf } from './write/common.ts'
 import { pagination, rankedPage } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
@@ -45,9 +46,17 @@ const ReportQuery = t.Object({
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 
-function orNotFound<T>(row: T | undefined, what: string): T {
+/** The row with its ETag (what an If-Match of the write API compares), or 404. */
+function found<T>(row: T | undefined, what: string): T {
   if (row === undefined) throw new HttpError(404, `${what} not found`)
   return row
+}
+
+/** A row as the answer, with the ETag a later update or delete compares its If-Match with. */
+function orNotFound<T>(set: { headers: Record<string, string | number> }, row: T | undefined, what: string): T {
+  const existing = found(row, what)
+  set.headers.etag = etagOf(existing)
+  return existing
 }
 
 /** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
@@ -65,7 +74,7 @@ export function graphRoutes(scope: ReturnType<typeof repositoryScope>) {
         response: { 200: t.Array(Source), ...errors },
         detail: describe('Sources, without their parsed text'),
       })
-      .get('/sources/:sourceID', async ({ db, params }) => orNotFound(await getSource(await db(), params.sourceID), 'source'), {
+      .get('/sources/:sourceID', async ({ db, params, set }) => orNotFound(set, await getSource(await db(), params.sourceID), 'source'), {
         repository: 'source:read',
         params: params({ sourceID: Uuid }),
         response: { 200: SourceDetail, ...errors },
@@ -79,7 +88,7 @@ export function graphRoutes(scope: ReturnType<typeof repositoryScope>) {
         response: { 200: t.Array(Fact), ...errors },
         detail: describe('Facts, optionally of one status, kind or source, or linked to every concept named'),
       })
-      .get('/facts/:factID', async ({ db, params }) => orNotFound(await getFact(await db(), params.factID), 'fact'), {
+      .get('/facts/:factID', async ({ db, params, set }) => orNotFound(set, await getFact(await db(), params.factID), 'fact'), {
         repository: 'fact:read',
         params: params({ factID: Uuid }),
         response: { 200: FactDetail, ...errors },
@@ -93,7 +102,7 @@ export function graphRoutes(scope: ReturnType<typeof repositoryScope>) {
         response: { 200: t.Array(Concept), ...errors },
         detail: describe('Concepts, optionally those whose name starts with a prefix (case-insensitive)'),
       })
-      .get('/concepts/:conceptID', async ({ db, params }) => orNotFound(await getConcept(await db(), params.conceptID), 'concept'), {
+      .get('/concepts/:conceptID', async ({ db, params, set }) => orNotFound(set, await getConcept(await db(), params.conceptID), 'concept'), {
         repository: 'concept:read',
         params: params({ conceptID: Uuid }),
         response: { 200: ConceptDetail, ...errors },
@@ -102,7 +111,7 @@ export function graphRoutes(scope: ReturnType<typeof repositoryScope>) {
       .get(
         '/concepts/:conceptID/related',
         async ({ db, params, range }) => {
-          const related = orNotFound(await relatedConcepts(await db(), params.conceptID, range), 'concept')
+          const related = found(await relatedConcepts(await db(), params.conceptID, range), 'concept')
           return rankedPage(related.rows, related.total)
         },
         {
@@ -120,7 +129,7 @@ export function graphRoutes(scope: ReturnType<typeof repositoryScope>) {
         response: { 200: t.Array(Investigation), ...errors },
         detail: describe('Investigations'),
       })
-      .get('/investigations/:investigationID', async ({ db, params }) => orNotFound(await getInvestigation(await db(), params.investigationID), 'investigation'), {
+      .get('/investigations/:investigationID', async ({ db, params, set }) => orNotFound(set, await getInvestigation(await db(), params.investigationID), 'investigation'), {
         repository: 'investigation:read',
         params: params({ investigationID: Uuid }),
         response: { 200: InvestigationDetail, ...errors },
@@ -134,7 +143,7 @@ export function graphRoutes(scope: ReturnType<typeof repositoryScope>) {
         response: { 200: t.Array(Report), ...errors },
         detail: describe('Reports, without their bodies; optionally the children of one, or only top-level ones'),
       })
-      .get('/reports/:reportID', async ({ db, params }) => orNotFound(await getReport(await db(), params.reportID), 'report'), {
+      .get('/reports/:reportID', async ({ db, params, set }) => orNotFound(set, await getReport(await db(), params.reportID), 'report'), {
         repository: 'report:read',
         params: params({ reportID: Uuid }),
         response: { 200: ReportDetail, ...errors },

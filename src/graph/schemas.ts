@@ -22,7 +22,7 @@ const sourceFields = {
   created_at: Timestamp,
 }
 export const Source = t.Object(sourceFields)
-const SourceImage = t.Object({
+export const SourceImage = t.Object({
   id: t.String(),
   kind: t.String({ description: 'inline or page' }),
   page_number: nullable(t.Integer()),

@@ -96,7 +96,7 @@ export function listSources(sql: Sql, request: PageRequest): Promise<Paged<Sourc
   return listPage(sql, sourceColumns(sql), 'sources', ['url', 'doi', 'kind', 'status', 'parsed_title'], sql`true`, request)
 }
 
-export async function getSource(sql: Sql, id: string): Promise<SourceDetail | undefined> {
+export async function getSource(sql: Db, id: string): Promise<SourceDetail | undefined> {
   const [source] = await sql<SourceDetail[]>`
     SELECT ${sourceColumns(sql)}, parsed_text, parsed_markdown,
       ${jsonRows(
@@ -134,7 +134,7 @@ export function listFacts(sql: Sql, request: PageRequest & FactFilter): Promise<
   return listPage(sql, factColumns(sql), 'facts', ['text', 'fact_kind', 'image_url', 'content_hash', 'promptset_hash', 'status'], filter, request)
 }
 
-export async function getFact(sql: Sql, id: string): Promise<FactDetail | undefined> {
+export async function getFact(sql: Db, id: string): Promise<FactDetail | undefined> {
   const [fact] = await sql<FactDetail[]>`
     SELECT ${factColumns(sql)},
       ${jsonRows(
@@ -175,7 +175,7 @@ export function listConcepts(sql: Sql, request: PageRequest & { prefix?: string 
   return listPage(sql, conceptColumns(sql), 'concepts', ['canonical_name', 'context', 'description', 'promptset_hash'], filter, request)
 }
 
-export async function getConcept(sql: Sql, id: string): Promise<ConceptDetail | undefined> {
+export async function getConcept(sql: Db, id: string): Promise<ConceptDetail | undefined> {
   const [concept] = await sql<ConceptDetail[]>`
     SELECT ${conceptColumns(sql)},
       (SELECT coalesce(json_agg(alias_text), '[]'::json) FROM (
@@ -236,7 +236,7 @@ export function listInvestigations(sql: Sql, request: PageRequest): Promise<Page
   return listPage(sql, investigationColumns(sql), 'investigations', ['title', 'topic'], sql`true`, request)
 }
 
-export async function getInvestigation(sql: Sql, id: string): Promise<InvestigationDetail | undefined> {
+export async function getInvestigation(sql: Db, id: string): Promise<InvestigationDetail | undefined> {
   const [investigation] = await sql<InvestigationDetail[]>`
     SELECT ${investigationColumns(sql)},
       ${jsonRows(
@@ -264,7 +264,7 @@ export function listReports(sql: Sql, request: PageRequest & { parentId?: Parent
   return listPage(sql, reportColumns(sql), 'reports', ['title', 'topic', 'status', 'embedded_model'], filter, request)
 }
 
-export async function getReport(sql: Sql, id: string): Promise<ReportDetail | undefined> {
+export async function getReport(sql: Db, id: string): Promise<ReportDetail | undefined> {
   const [report] = await sql<ReportDetail[]>`
     SELECT ${reportColumns(sql)}, body_md,
       ${jsonRows(

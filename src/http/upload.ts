@@ -82,8 +82,8 @@ export async function* gzipChunks(chunks: AsyncIterable<Uint8Array>): AsyncGener
 export interface UploadRefusals {
   /** 413: past the route's limit. */
   tooLarge: string
-  /** Not gzip: 415 where the body's type is the problem (a push), 400 where the file is (an import). */
-  notGzip: HttpError
+  /** Not gzip: 415 where the body's type is the problem (a push), 400 where the file is (an import); absent where any bytes do. */
+  notGzip?: HttpError
   /** 400: no bytes at all. */
   empty: string
 }
@@ -91,7 +91,7 @@ export interface UploadRefusals {
 /** The HTTP answer for an upload that could not be stored; an unknown error as it is (a 500). */
 export function uploadError(error: unknown, refusals: UploadRefusals): unknown {
   if (error instanceof BlobTooLargeError) return new HttpError(413, refusals.tooLarge)
-  if (error instanceof NotGzip) return refusals.notGzip
+  if (error instanceof NotGzip && refusals.notGzip) return refusals.notGzip
   if (error instanceof EmptyUpload) return new HttpError(400, refusals.empty)
   if (error instanceof UploadInterrupted) return new HttpError(400, error.message)
   if (error instanceof UploadTooSlow) return new HttpError(408, error.message, { connection: 'close' })

@@ -6,7 +6,7 @@ import type { EventBus } from '../db/events.ts'
 import type { Db } from '../db/sql.ts'
 import { HttpError } from '../http/errors.ts'
 import { paramsProblem, type EnqueueRequest, type JobKind } from './kinds.ts'
-import { cancelRepositoryJobs, enqueueJob, explainCancelled, requestCancel, type Job } from './queue.ts'
+import { cancelRepositoryJobs, enqueueCoalesced, enqueueJob, explainCancelled, requestCancel, type Job } from './queue.ts'
 
 /** A job was queued (payload: its kind). */
 export const JOBS_QUEUED = 'kgs_jobs_queued'
@@ -33,15 +33,21 @@ export class Jobs {
     return this.kinds.get(name)
   }
 
-  async enqueue(request: EnqueueRequest): Promise<Job> {
+  /** Queues a job; a coalesced request (EnqueueRequest.coalesce) that finds its twin queued adds nothing and answers undefined. */
+  async enqueue(request: EnqueueRequest & { coalesce: { afterMs: number } }): Promise<Job | undefined>
+  async enqueue(request: EnqueueRequest): Promise<Job>
+  async enqueue(request: EnqueueRequest): Promise<Job | undefined> {
     const kind = this.kinds.get(request.kind)
     if (!kind) throw new UnknownJobKindError(`unknown job kind ${JSON.stringify(request.kind)}`)
     if (kind.repositoryScoped !== Boolean(request.repositoryId)) throw new Error(`job kind ${kind.kind} ${kind.repositoryScoped ? 'needs' : 'takes no'} repository`)
     const params = request.params ?? {}
     const problem = paramsProblem(kind, params)
     if (problem) throw new HttpError(400, problem)
-    const job = await enqueueJob(this.system, { ...request, params, maxAttempts: kind.maxAttempts })
-    await this.bus.publish(this.system, JOBS_QUEUED, kind.kind)
+    const job = request.coalesce
+      ? await enqueueCoalesced(this.system, { ...request, params, maxAttempts: kind.maxAttempts, afterMs: request.coalesce.afterMs })
+      : await enqueueJob(this.system, { ...request, params, maxAttempts: kind.maxAttempts })
+    // A delayed job is found by the workers' polling; waking them now would find it not ready.
+    if (job && !request.coalesce?.afterMs) await this.bus.publish(this.system, JOBS_QUEUED, kind.kind)
     return job
   }
 

@@ -21,8 +21,8 @@ export interface JobServices {
   /** This process's configuration; `baseUrl` is always set (the URL actually in use). */
   config: Config & { baseUrl: string }
   log: Logger
-  /** Queues a follow-up job (same validation as the API's). */
-  enqueue(request: EnqueueRequest): Promise<Job>
+  /** Queues a follow-up job (same validation as the API's); undefined when a coalesced one found its twin queued. */
+  enqueue(request: EnqueueRequest): Promise<Job | undefined>
 }
 
 export interface EnqueueRequest {
@@ -30,6 +30,12 @@ export interface EnqueueRequest {
   repositoryId?: string | null
   params?: Record<string, unknown>
   createdBy?: string | null
+  /**
+   * Coalesce: queue nothing when a job of this kind, repository and parameters is queued (not yet
+   * running) already, and start none before `afterMs` from now. Work that picks up everything
+   * pending (embed_changes, optimize_vectors) then runs once for a burst of writes, not once per write.
+   */
+  coalesce?: { afterMs: number }
 }
 
 /** The job being run, as its kind sees it. */

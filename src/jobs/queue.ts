@@ -46,6 +46,26 @@ export async function enqueueJob(sql: Db, job: { kind: string; repositoryId?: st
 }
 
 /**
+ * Queues the job, not before `afterMs` from now, unless one of its kind, repository and params is
+ * queued already: then nothing (undefined). Two racing callers may both queue one; the second
+ * finds nothing left to do.
+ */
+export async function enqueueCoalesced(
+  sql: Db,
+  job: { kind: string; repositoryId?: string | null; params?: Record<string, unknown>; createdBy?: string | null; maxAttempts: number; afterMs: number },
+): Promise<Job | undefined> {
+  const params = sql.json((job.params ?? {}) as never)
+  const [row] = await sql<Job[]>`
+    INSERT INTO jobs (id, kind, repository_id, params, created_by, max_attempts, run_after)
+    SELECT ${crypto.randomUUID()}, ${job.kind}, ${job.repositoryId ?? null}, ${params}, ${job.createdBy ?? null}, ${job.maxAttempts}, now() + ${job.afterMs} * interval '1 millisecond'
+    WHERE NOT EXISTS (
+      SELECT 1 FROM jobs WHERE status = 'queued' AND kind = ${job.kind} AND repository_id IS NOT DISTINCT FROM ${job.repositoryId ?? null}::uuid AND params = ${params}::jsonb
+    )
+    RETURNING ${jobColumns(sql)}`
+  return row
+}
+
+/**
  * Takes a ready job of the given kinds for `workerId`, or nothing: the oldest of the repository
  * served least recently (jobs of no repository first), so that one repository's long queue
  * cannot hold back another's. SKIP LOCKED lets any number of workers on any number of

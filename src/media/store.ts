@@ -84,3 +84,57 @@ export async function storedBody(sql: Sql, sourceId: string): Promise<StoredMedi
     FROM sources s LEFT JOIN source_bodies b ON b.source_id = s.id WHERE s.id = ${sourceId}`
   return row
 }
+
+/**
+ * An uploaded body replaces the source's stored one: the row says where the new bytes are, and
+ * the source that it has them. Answers the storage key of the bytes replaced (to delete), if any
+ * other; undefined when there is no such source.
+ */
+export async function recordUploadedBody(sql: Sql, body: { sourceId: string; storageKey: string; bytes: number; contentType: string }): Promise<{ replaced: string | null } | undefined> {
+  return await sql.begin(async (tx) => {
+    const [source] = await tx`SELECT 1 FROM sources WHERE id = ${body.sourceId} FOR UPDATE`
+    if (!source) return undefined
+    const [old] = await tx<{ storage_key: string }[]>`SELECT storage_key FROM source_bodies WHERE source_id = ${body.sourceId}`
+    await tx`
+      INSERT INTO source_bodies (source_id, content_type, storage_key, bytes)
+      VALUES (${body.sourceId}, ${body.contentType}, ${body.storageKey}, ${body.bytes})
+      ON CONFLICT (source_id) DO UPDATE SET content_type = excluded.content_type, storage_key = excluded.storage_key, bytes = excluded.bytes`
+    await tx`UPDATE sources SET has_stored_body = true WHERE id = ${body.sourceId}`
+    return { replaced: old && old.storage_key !== body.storageKey ? old.storage_key : null }
+  })
+}
+
+export interface UploadedImage {
+  id: string
+  sourceId: string
+  kind: 'inline' | 'page'
+  position: number
+  pageNumber: number | null
+  url: string
+  width: number | null
+  height: number | null
+  altText: string
+  contentType: string
+  storageKey: string
+  bytes: number
+}
+
+/**
+ * Records an uploaded source image. 'missing source' when the source is gone, or the id of the
+ * image that holds its (source, kind, position) already.
+ */
+export async function recordUploadedImage(sql: Sql, image: UploadedImage): Promise<{ created: true } | { missing: 'source' } | { existing: string }> {
+  return await sql.begin(async (tx) => {
+    const [source] = await tx`SELECT 1 FROM sources WHERE id = ${image.sourceId} FOR SHARE`
+    if (!source) return { missing: 'source' as const }
+    const [inserted] = await tx`
+      INSERT INTO source_images (id, source_id, kind, page_number, position, url, width, height, bytes, alt_text, content_type, storage_key)
+      VALUES (${image.id}, ${image.sourceId}, ${image.kind}, ${image.pageNumber}, ${image.position}, ${image.url}, ${image.width}, ${image.height}, ${image.bytes},
+        ${image.altText}, ${image.contentType}, ${image.storageKey})
+      ON CONFLICT (source_id, kind, position) DO NOTHING
+      RETURNING id`
+    if (inserted) return { created: true as const }
+    const [existing] = await tx<{ id: string }[]>`SELECT id FROM source_images WHERE source_id = ${image.sourceId} AND kind = ${image.kind} AND position = ${image.position}`
+    return { existing: existing!.id }
+  })
+}

@@ -74,15 +74,28 @@ export async function copiedCounts(system: Sql, repositoryId: string): Promise<G
   return row ? countsFromRow(row) : undefined
 }
 
+/** Per repository: the last refresh scheduled, and the one not started yet that changes made meanwhile share. */
+const scheduled = new Map<string, { last: Promise<void>; waiting?: Promise<void> }>()
+
 /**
  * What the route or job that changed a repository's graph calls before it answers: copies the
- * counts. A failure is logged and left to the next change, or to the next read of a repository
+ * counts. Each change waits for a refresh that starts after it, but changes made while one runs
+ * share the next one, so a burst of writes does not queue one refresh each on the repository's
+ * lock. A failure is logged and left to the next change, or to the next read of a repository
  * without a copy.
  */
-export async function graphChanged(pools: Pools, bus: Pick<EventBus, 'publish'>, repositoryId: string, log: Logger): Promise<void> {
-  try {
-    await refreshCounts(pools, bus, repositoryId)
-  } catch (error) {
-    log.warn('repository counts not copied', { repository: repositoryId, ...describeError(error) })
-  }
+export function graphChanged(pools: Pools, bus: Pick<EventBus, 'publish'>, repositoryId: string, log: Logger): Promise<void> {
+  const state = scheduled.get(repositoryId)
+  if (state?.waiting) return state.waiting
+  const waiting: Promise<void> = (state?.last ?? Promise.resolve()).then(async () => {
+    scheduled.get(repositoryId)!.waiting = undefined
+    try {
+      await refreshCounts(pools, bus, repositoryId)
+    } catch (error) {
+      log.warn('repository counts not copied', { repository: repositoryId, ...describeError(error) })
+    }
+    if (scheduled.get(repositoryId)?.last === waiting) scheduled.delete(repositoryId)
+  })
+  scheduled.set(repositoryId, { last: waiting, waiting })
+  return waiting
 }

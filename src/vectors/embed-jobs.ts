@@ -1,7 +1,9 @@
 // embed_facts and embed_concepts: (re)compute the vectors of a repository's facts or concepts
 // with the configured embedder, in batches, into the vector store. Queued after an import whose
 // bundle carried no usable vectors, or on request (POST /{repoID}/jobs).
-import { Type } from '@sinclair/typebox'
+// embed_changes: brings the vectors up to date with the rows the write API marked
+// (graph/write/common.ts markForEmbedding), queued coalesced after each write (queueEmbedding).
+import { Type, type Static } from '@sinclair/typebox'
 import { defineJobKind, type RunningJob, type JobServices } from '../jobs/kinds.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { VectorKind, VectorStore } from './store.ts'
@@ -80,6 +82,85 @@ export const embedConceptsJob = defineJobKind({
   maxAttempts: 3,
   repositoryScoped: true,
   run: (job, services) => embedAll('concepts', job, services),
+})
+
+const ChangesParams = Type.Object({ kind: Type.Union([Type.Literal('facts'), Type.Literal('concepts')]) }, { additionalProperties: false })
+
+/** How long a burst of writes gathers before its embedding job starts, and before the vector store is compacted after it. */
+const CHANGES_AFTER_MS = 1000
+const OPTIMIZE_AFTER_MS = 30_000
+
+/** How much earlier than its start a queued job stops counting as covering new marks: clock differences between this process and the database. */
+const COVER_MARGIN_MS = 300
+
+/**
+ * What the write API calls after a write of facts or concepts: an embed_changes job for each
+ * kind, unless one is queued already, so a burst of writes makes one job per kind, not one per
+ * write. A job this process queued cannot start before CHANGES_AFTER_MS, so until then (less a
+ * margin) it takes every mark committed meanwhile, and the queue is not asked again.
+ */
+export function embeddingQueue(jobs: Pick<JobServices, 'enqueue'>) {
+  const coveredUntil = new Map<string, number>()
+  return async (repositoryId: string, kinds: readonly VectorKind[]): Promise<void> => {
+    for (const kind of kinds) {
+      const key = `${repositoryId}/${kind}`
+      const now = Date.now()
+      if ((coveredUntil.get(key) ?? 0) > now) continue
+      coveredUntil.delete(key)
+      const job = await jobs.enqueue({ kind: EMBED_CHANGES, repositoryId, params: { kind }, coalesce: { afterMs: CHANGES_AFTER_MS } })
+      if (job) coveredUntil.set(key, now + CHANGES_AFTER_MS - COVER_MARGIN_MS)
+    }
+  }
+}
+
+const EMBED_CHANGES = 'embed_changes'
+
+async function embedChanges(job: RunningJob<Static<typeof ChangesParams>>, { embedder, vectors, enqueue }: JobServices) {
+  const sql = await job.repository()
+  const repositoryId = job.repositoryId!
+  const { kind } = job.params
+  const { table, columns, text } = SOURCES[kind]
+  let embedded = 0
+  let removed = 0
+  for (;;) {
+    job.signal.throwIfAborted()
+    // The row as of the mark: a later edit moves changed_at on, so its mark outlives this batch.
+    const marks = await sql<({ id: string; changed_at: string; present: boolean } & Record<string, string>)[]>`
+      SELECT m.id, m.changed_at::text, t.id IS NOT NULL AS present, ${sql(columns.map((column) => `t.${column}`))}
+      FROM embedding_changes m LEFT JOIN ${sql(table)} t ON t.id = m.id
+      WHERE m.kind = ${kind} ORDER BY m.changed_at LIMIT ${BATCH}`
+    if (marks.length === 0) break
+    const present = marks.filter((mark) => mark.present)
+    const gone = marks.filter((mark) => !mark.present).map((mark) => mark.id)
+    if (present.length > 0) {
+      const vectorsOf = await embedder.embed(present.map((row) => text(row)))
+      await vectors.upsert(
+        repositoryId,
+        kind,
+        present.map((row, i) => ({ id: row.id, vector: vectorsOf[i]! })),
+      )
+    }
+    if (gone.length > 0) await vectors.delete(repositoryId, kind, gone)
+    // The times travel as text: typed timestamptz, postgres.js would send them through a Date and lose the microseconds.
+    const { count: cleared } = await sql`
+      DELETE FROM embedding_changes m USING unnest(${marks.map((mark) => mark.id)}::uuid[], ${marks.map((mark) => mark.changed_at)}::text[]::timestamptz[]) AS done(id, changed_at)
+      WHERE m.kind = ${kind} AND m.id = done.id AND m.changed_at = done.changed_at`
+    embedded += present.length
+    removed += gone.length
+    job.progress({ done: embedded + removed })
+    // Every mark of the batch moved on meanwhile: their writes queued the job that takes them now.
+    if (cleared === 0) break
+  }
+  if (embedded + removed > 0) await enqueue({ kind: OPTIMIZE_VECTORS, repositoryId, params: { kind }, coalesce: { afterMs: OPTIMIZE_AFTER_MS } })
+  return { kind, embedded, removed }
+}
+
+export const embedChangesJob = defineJobKind({
+  kind: EMBED_CHANGES,
+  params: ChangesParams,
+  maxAttempts: 3,
+  repositoryScoped: true,
+  run: embedChanges,
 })
 
 declare module '../jobs/kinds.ts' {

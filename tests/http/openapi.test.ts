@@ -197,6 +197,17 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       { at: 'get /{repoID}/search', url: `${r}/search?q=x&mode=fuzzy`, status: 400 },
       { at: 'get /{repoID}/concepts/{conceptID}/related', url: `${r}/concepts/${id()}/related`, status: 404 },
       { at: 'get /{repoID}/images/{imageID}', url: `${r}/images/${id()}`, status: 404 },
+      // the write API
+      { at: 'post /{repoID}/facts', url: `${r}/facts`, init: json({ text: '' }), status: 400 },
+      { at: 'post /{repoID}/facts', url: `${r}/facts`, init: text, status: 415 },
+      { at: 'post /{repoID}/facts', url: `${r}/facts`, init: json({ text: 'x' }), status: 403, as: 'read-only' },
+      { at: 'patch /{repoID}/facts/{factID}', url: `${r}/facts/${id()}`, init: json({ status: 'new' }), status: 404 },
+      { at: 'delete /{repoID}/sources/{sourceID}', url: `${r}/sources/${id()}`, status: 404 },
+      { at: 'post /{repoID}/concepts/{conceptID}/summaries', url: `${r}/concepts/${id()}/summaries`, init: json({ sequence_num: 0 }), status: 404 },
+      { at: 'put /{repoID}/facts/{factID}/concepts/{conceptID}', url: `${r}/facts/${id()}/concepts/${id()}`, status: 404 },
+      { at: 'post /{repoID}/reports', url: `${r}/reports`, init: json({ title: 'x', parent_id: id() }), status: 400 },
+      { at: 'put /{repoID}/sources/{sourceID}/body', url: `${r}/sources/${id()}/body`, init: { body: 'x', headers: { 'content-type': 'application/pdf' } }, status: 404 },
+      { at: 'post /{repoID}/sources/{sourceID}/images', url: `${r}/sources/${id()}/images`, init: { body: 'x', headers: { 'content-type': 'image/png' } }, status: 400 },
       { at: 'get /{repoID}/sources/{sourceID}/body', url: `/api/v1/sources/${id()}/body`, init: { headers: { 'x-repository-id': repo.id } }, status: 404 },
       // jobs
       { at: 'get /api/v1/jobs/{jobID}', url: `/api/v1/jobs/${id()}`, status: 403 },

@@ -11,8 +11,9 @@
 // it again gives the same canonical hash. A citation that names no row (a portable UUID of a
 // fact not in the bundle, or another producer's random UUID) is left as it is and counted.
 import { createHash } from 'node:crypto'
+import { CITATION, conceptKey, type CitedKind } from '../../graph/rules.ts'
 
-export type CitedKind = 'fact' | 'concept'
+export { citedIds, type CitedKind } from '../../graph/rules.ts'
 
 /** The namespace of kgs's portable UUIDs (random, fixed forever: changing it breaks every bundle's citations). */
 const NAMESPACE = Buffer.from('33dc3f8a50c74c559a9feba8fda4a6eb', 'hex')
@@ -32,17 +33,7 @@ export function portableFactId(contentHash: string): string {
 
 /** The portable UUID of a concept: from its name and context, case-folded (what import dedups concepts on). */
 export function portableConceptId(canonicalName: string, context: string): string {
-  return nameBasedUuid(`concept\u0000${canonicalName.toLowerCase()}\u0000${context.toLowerCase()}`)
-}
-
-// The link target of a citation: `](<kind:UUID>)`, UUID in either case.
-const CITATION = /\]\(<(fact|concept):([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})>\)/g
-
-/** Every UUID cited in `text`, lowercased, by kind (for looking them up in one query per batch). */
-export function citedIds(text: string): { fact: string[]; concept: string[] } {
-  const found = { fact: [] as string[], concept: [] as string[] }
-  for (const match of text.matchAll(CITATION)) found[match[1] as CitedKind].push(match[2]!.toLowerCase())
-  return found
+  return nameBasedUuid(`concept\u0000${conceptKey(canonicalName, context)}`)
 }
 
 export interface RewriteResult {

@@ -24,8 +24,8 @@
 //   import_facts / import_concepts.
 import { randomUUID } from 'node:crypto'
 import type { PendingQuery, Row as SqlRow, TransactionSql } from 'postgres'
-import { citedIds, portableConceptId, portableFactId, rewriteCitations, type CitedKind } from '../format/citations.ts'
-import { factContentHash } from '../format/hashes.ts'
+import { citedIds, factContentHash, type CitedKind } from '../../graph/rules.ts'
+import { portableConceptId, portableFactId, rewriteCitations } from '../format/citations.ts'
 import { encodeFloat64 } from '../format/json.ts'
 import type { Row, RowSection } from '../format/schema.ts'
 
