@@ -43,6 +43,7 @@ import { mediaRoutes } from './media/routes.ts'
 import { mediaUploadRoutes } from './media/upload-routes.ts'
 import { registryRoutes } from './registry/routes.ts'
 import { Quotas } from './quotas.ts'
+import { mcpRoutes } from './mcp/routes.ts'
 import type { RegistryClient } from './registry/client.ts'
 
 export interface AppContext {
@@ -190,6 +191,17 @@ export function createApp(ctx: AppContext) {
     .use(mediaRoutes(scope, ctx.blobs))
     .use(searchRoutes(scope, { vectors: ctx.vectors, embedder: ctx.embedder, log: ctx.log }))
     .use(jobRoutes(ctx.pools.system, ctx.jobs, scope, quotas))
+    .use(
+      mcpRoutes({
+        authenticator,
+        authorizer: ctx.rbac,
+        baseUrl: ctx.baseUrl,
+        allowedOrigins: ctx.config.mcpAllowedOrigins,
+        bodyLimit: ctx.config.bodyLimit,
+        services: { pools: ctx.pools, rbac: ctx.rbac, repositories: ctx.repositories, jobs: ctx.jobs, quotas, vectors: ctx.vectors, embedder: ctx.embedder, registry: ctx.registry, log: ctx.log },
+        log: ctx.log,
+      }),
+    )
   methodNotAllowed = methodNotAllowedResponder(app.routes)
   formRoutes = new Set(app.routes.filter(readsForms).map((route) => `${route.method} ${route.path}`))
   routes = app

@@ -145,6 +145,15 @@ export const EnvSchema = Type.Object({
   S3_ACCESS_KEY_ID: variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 access key id' })), 'an access key id'),
   S3_SECRET_ACCESS_KEY: secret(variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 secret access key' })), 'a secret access key')),
   S3_PREFIX: variable(Type.Optional(Type.String({ pattern: '^[A-Za-z0-9!_.*()/-]*$', description: 'key prefix inside the bucket' })), 'a key prefix of letters, digits and !_.*()/-'),
+  MCP_ALLOWED_ORIGINS: variable(
+    Type.String({
+      default: '',
+      pattern: '^(https?://[^\\s/?#,]+(,https?://[^\\s/?#,]+)*)?$',
+      description: "browser origins (comma-separated, e.g. http://localhost:6274) that may call the MCP endpoint besides BASE_URL's own; a request with any other Origin is a 403",
+    }),
+    'comma-separated origins such as https://app.example.com,http://localhost:6274',
+    (text) => text.split(',').filter(Boolean),
+  ),
   REGISTRY_URL: variable(
     Type.Optional(Type.String({ pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$', description: 'the graph registry exports push to and imports pull from; unset uses this server (BASE_URL)' })),
     'an absolute http(s) URL without query or fragment',
@@ -360,6 +369,8 @@ function configFrom(v: Env) {
       ? { bucket: v.S3_BUCKET, endpoint: v.S3_ENDPOINT, region: v.S3_REGION, accessKeyId: v.S3_ACCESS_KEY_ID, secretAccessKey: v.S3_SECRET_ACCESS_KEY, prefix: v.S3_PREFIX ?? '' }
       : undefined,
     /** Unset: this server's own registry (its base URL). */
+    /** Origins besides BASE_URL's whose pages may call the MCP endpoint. */
+    mcpAllowedOrigins: v.MCP_ALLOWED_ORIGINS,
     registryUrl: v.REGISTRY_URL,
     /** Unset: a service token signed with the JWT secret (see src/http/auth.ts). */
     registryToken: v.REGISTRY_TOKEN,

@@ -78,11 +78,16 @@ export function accessControl(authenticator: Authenticator, authorizer: OwnerAut
   const resourceMetadata = authenticator.resourceMetadataUrl
   const resolvePrincipal = ({ request }: { request: Request }) => ({ principal: principalOf(request) })
   return new Elysia({ name: 'kgs/access-control', seed }).use(publicAccess).macro({
-    auth: {
-      detail: declared('authenticated', undefined, [401]),
-      ...authenticatesFirst(authenticator, 'read'),
+    /**
+     * `true`: any valid token, and a 401 asks for `read`. A scope: any valid token still, but a 401
+     * (and the document) asks for that scope: the MCP endpoint's tools check each call's own scope,
+     * and a host that asked for `read` could never write.
+     */
+    auth: (challenge: true | Scope) => ({
+      detail: declared('authenticated', challenge === true ? undefined : challenge, [401]),
+      ...authenticatesFirst(authenticator, challenge === true ? 'read' : challenge),
       resolve: resolvePrincipal,
-    },
+    }),
     /** `what` names the resource in the refusal: "sessions are managed with a session token". */
     session: (what: string) => ({
       detail: declared('session-token', undefined, [401, 403]),

@@ -3,9 +3,8 @@
 // a database round trip (signature, claims, in-memory revocations and roles).
 // Also here: the server's own service principal (a short-lived token it signs for itself to
 // reach its registry), accepted only by the routes that opt in (withServiceTokens).
-import { jwt } from '@elysiajs/jwt'
 import { ExpiringMap } from '../expiring.ts'
-import { claimType, hasExpired, headerType, tokenKey } from './token-keys.ts'
+import { claimType, hasExpired, headerType, serviceTokenCodec } from './tokens.ts'
 import { HttpError } from './errors.ts'
 import { SYSTEM_DOMAIN, scopeAllows, type Permission, type Scope, type SystemPermission } from '../permissions.ts'
 
@@ -174,8 +173,6 @@ const SERVICE_TOKEN_TTL = 300
 /** A cached token is replaced this many seconds before it expires. */
 const SERVICE_TOKEN_RENEW_BEFORE = 60
 
-const SERVICE_REQUIRED_CLAIMS = ['iss', 'sub', 'jti', 'iat', 'exp']
-
 export interface ServiceTokens {
   /**
    * A valid service token, acting for `onBehalfOf` (a user id) if given: the cached one, or a
@@ -188,9 +185,7 @@ export interface ServiceTokens {
 
 export function createServiceTokens(options: { secret: string; issuer: string; ttlSeconds?: number }): ServiceTokens {
   const ttl = options.ttlSeconds ?? SERVICE_TOKEN_TTL
-  // As in accounts/tokens.ts: sign and verify from the plugin's public decorator, once.
-  const { serviceJwt } = jwt({ name: 'serviceJwt', secret: tokenKey(options.secret, 'service'), alg: 'HS256', iss: options.issuer }).decorator
-  const verified = new ExpiringMap<string, { onBehalfOf?: string }>(1_000)
+  const codec = serviceTokenCodec(options)
   // Cached until renewal, per user acted for ('' for none).
   const current = new ExpiringMap<string, Promise<string>>(1_000)
   return {
@@ -199,23 +194,17 @@ export function createServiceTokens(options: { secret: string; issuer: string; t
       let token = current.get(key)
       if (!token) {
         const now = Date.now()
-        token = serviceJwt.sign({ sub: SERVICE_SUBJECT, typ: 'service', jti: crypto.randomUUID(), exp: Math.floor(now / 1000) + ttl, ...(onBehalfOf ? { obo: onBehalfOf } : {}) })
+        token = codec.sign({ sub: SERVICE_SUBJECT, typ: 'service', jti: crypto.randomUUID(), exp: Math.floor(now / 1000) + ttl, ...(onBehalfOf ? { obo: onBehalfOf } : {}) })
         current.set(key, token, now + Math.max(ttl - SERVICE_TOKEN_RENEW_BEFORE, ttl / 2) * 1000)
         token.catch(() => current.delete(key))
       }
       return token
     },
     async authenticate(token) {
-      let known = verified.get(token)
-      if (!known) {
-        const claims = await serviceJwt.verify(token, { algorithms: ['HS256'], issuer: options.issuer, requiredClaims: SERVICE_REQUIRED_CLAIMS })
-        // A service token never lives longer than this server would have made it.
-        if (!claims || claims.typ !== 'service' || claims.sub !== SERVICE_SUBJECT || claims.exp! - claims.iat! > ttl) return undefined
-        if (claims.obo !== undefined && typeof claims.obo !== 'string') return undefined
-        known = claims.obo ? { onBehalfOf: claims.obo } : {}
-        verified.set(token, known, claims.exp! * 1000)
-      }
-      return { userId: SERVICE_SUBJECT, grants: SERVICE_PERMISSIONS, ...known }
+      const claims = await codec.verify(token)
+      // A service token never lives longer than this server would have made it.
+      if (!claims || claims.sub !== SERVICE_SUBJECT || claims.exp - claims.iat > ttl) return undefined
+      return { userId: SERVICE_SUBJECT, grants: SERVICE_PERMISSIONS, ...(claims.obo ? { onBehalfOf: claims.obo } : {}) }
     },
   }
 }

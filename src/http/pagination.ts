@@ -34,7 +34,7 @@ function isKeyTime(at: string): boolean {
   return KEY_AT.test(at) && at >= '0001' && !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 23) === at.slice(0, 23)
 }
 
-function decodeCursor(cursor: string | undefined): PageKey | undefined {
+export function decodeCursor(cursor: string | undefined): PageKey | undefined {
   if (cursor === undefined) return undefined
   let decoded: unknown
   try {
@@ -49,7 +49,7 @@ function decodeCursor(cursor: string | undefined): PageKey | undefined {
   throw new HttpError(400, 'invalid query: cursor: expected a cursor from a Link header')
 }
 
-function encodeCursor(key: PageKey): string {
+export function encodeCursor(key: PageKey): string {
   return Buffer.from(JSON.stringify([key.at, key.id])).toString('base64url')
 }
 
@@ -102,20 +102,27 @@ const answerRanked =
   }
 
 /**
- * Trims the look-ahead row and sets the Link header when there is a next page. Rows whose list
- * ended the page early (large rows: graph/store.ts PAGE_BYTES) say so in `pageLimit`.
+ * A page of `rows` (a store's answer: look-ahead row and page keys included) as the rows to show,
+ * without their keys, and the key after which the next page starts, if there is one. Rows whose
+ * list ended the page early (large rows: graph/store.ts PAGE_BYTES) say so in `pageLimit`.
  */
-function trimPage(rows: Paged, requested: number, request: Request, headers: Record<string, string | number>): object[] {
+export function splitPage<R extends { page_key: PageKey }>(rows: R[] & { pageLimit?: number }, requested: number): { shown: Omit<R, 'page_key'>[]; next?: PageKey } {
   const limit = Math.min(requested, rows.pageLimit ?? requested)
   const more = rows.length > limit
   const shown = more ? rows.slice(0, limit) : rows
-  if (more) {
-    const next = new URL(request.url)
-    next.searchParams.set('limit', String(requested))
-    next.searchParams.set('cursor', encodeCursor(shown.at(-1)!.page_key))
-    headers.link = `<${next.pathname}${next.search}>; rel="next"`
+  return { shown: shown.map(({ page_key: _, ...row }) => row), ...(more ? { next: shown.at(-1)!.page_key } : {}) }
+}
+
+/** Trims the look-ahead row and sets the Link header when there is a next page. */
+function trimPage(rows: Paged, requested: number, request: Request, headers: Record<string, string | number>): object[] {
+  const { shown, next } = splitPage(rows, requested)
+  if (next) {
+    const url = new URL(request.url)
+    url.searchParams.set('limit', String(requested))
+    url.searchParams.set('cursor', encodeCursor(next))
+    headers.link = `<${url.pathname}${url.search}>; rel="next"`
   }
-  return shown.map(({ page_key: _, ...row }) => row)
+  return shown
 }
 
 const pageRequest = (query: { limit?: string; cursor?: string }): PageRequest => ({ limit: parseLimit(query.limit, MAX_LIMIT) ?? DEFAULT_LIMIT, after: decodeCursor(query.cursor) })

@@ -45,7 +45,7 @@ export function accepted(set: AcceptedSet, job: Job): Job {
 }
 
 /** The job, if it exists and belongs to the scope it was asked in (none: every job). */
-async function jobInScope(system: Db, id: string, repository: Repository | undefined): Promise<Job> {
+export async function jobInScope(system: Db, id: string, repository: Repository | undefined): Promise<Job> {
   const job = await getJob(system, id.toLowerCase())
   if (!job || (repository && job.repository_id !== repository.id)) throw new HttpError(404, 'job not found')
   return job

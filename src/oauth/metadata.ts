@@ -18,7 +18,7 @@ export const PROTECTED_RESOURCE_DOCUMENT = '/.well-known/oauth-protected-resourc
 
 /**
  * The document a 401 names: that of the API, since every protected route is under /api/v1 (the
- * MCP endpoint has its document ready for when it is served).
+ * MCP endpoint's 401 names its own: mcp/routes.ts).
  */
 export const resourceMetadataUrl = (baseUrl: string) => `${baseUrl}${PROTECTED_RESOURCE_DOCUMENT}/api/v1`
 

@@ -1,13 +1,12 @@
 // The token endpoint's grants and the OAuth half of the bearer check.
 // Access tokens: HS256 JWTs per RFC 9068 (typ at+jwt; iss, sub, aud, client_id, scope, jti, iat,
-// exp) through @elysiajs/jwt. Refresh tokens: opaque, SHA-256 at rest, rotated on use within a
+// exp), signed and verified by http/tokens.ts. Refresh tokens: opaque, SHA-256 at rest, rotated on use within a
 // family per authorization code; reuse of a rotated token or of the code revokes the family. A
 // family lives GRANT_SECONDS from the consent, however often its refresh token rotates.
 // Revoked families and access tokens are held in memory (no database round trip per request),
 // fed by the event bus and a periodic catch-up, like revoked sessions.
 import { runtime } from '../runtime/index.ts'
-import { jwt } from '@elysiajs/jwt'
-import { tokenKey } from '../http/token-keys.ts'
+import { accessTokenCodec } from '../http/tokens.ts'
 import type { Sql } from 'postgres'
 import { createHash, randomBytes } from 'node:crypto'
 import { refreshIdle } from '../accounts/idle.ts'
@@ -52,27 +51,15 @@ export interface OAuthTokensOptions {
   catchUp: boolean
 }
 
-interface AccessClaims {
-  sub: string
-  client_id: string
-  scope: string
-  jti: string
-  exp: number
-  fam: string
-}
-
 export class OAuthTokens {
   private readonly revokedFamilies = new ExpiringMap<string, true>()
   private readonly revokedTokens = new ExpiringMap<string, true>()
-  private readonly signer
-  private readonly audiences: string[]
+  private readonly codec: ReturnType<typeof accessTokenCodec>
   private timer: Timer | undefined
   private watermark = new Date(0)
 
   private constructor(private readonly options: OAuthTokensOptions) {
-    this.audiences = resourceIdentifiers(options.issuer)
-    // As for session tokens: sign/verify from the plugin's public decorator, for use outside a request.
-    this.signer = jwt({ name: 'accessJwt', secret: tokenKey(options.secret, 'oauth-access'), alg: 'HS256', typ: 'at+jwt', iss: options.issuer }).decorator.accessJwt
+    this.codec = accessTokenCodec({ secret: options.secret, issuer: options.issuer, audiences: resourceIdentifiers(options.issuer) })
   }
 
   static async start(options: OAuthTokensOptions): Promise<OAuthTokens> {
@@ -108,7 +95,7 @@ export class OAuthTokens {
 
   private async issue(db: Db, family: { id: string; client_id: string; user_id: string; resource: string }, scope: string, withRefresh: boolean): Promise<TokenResponse> {
     const ttl = this.options.accessTokenTtl
-    const access = await this.signer.sign({
+    const access = await this.codec.sign({
       sub: family.user_id,
       aud: family.resource,
       client_id: family.client_id,
@@ -253,7 +240,7 @@ export class OAuthTokens {
    */
   async revoke(client: Client, token: string, hint?: string): Promise<void> {
     const asAccess = async () => {
-      const claims = await this.verify(token)
+      const claims = await this.codec.verify(token)
       if (!claims || claims.client_id !== client.client_id) return false
       await this.options.system.begin(async (tx) => {
         await tx`INSERT INTO oauth_revoked_access_tokens (jti, expires_at) VALUES (${claims.jti}, to_timestamp(${claims.exp})) ON CONFLICT DO NOTHING`
@@ -278,21 +265,9 @@ export class OAuthTokens {
     else (await asRefresh()) || (await asAccess())
   }
 
-  private async verify(token: string): Promise<AccessClaims | undefined> {
-    const claims = await this.signer.verify(token, {
-      algorithms: ['HS256'],
-      issuer: this.options.issuer,
-      audience: this.audiences,
-      typ: 'at+jwt',
-      requiredClaims: ['iss', 'sub', 'aud', 'client_id', 'scope', 'jti', 'iat', 'exp'],
-    })
-    if (!claims || typeof claims.fam !== 'string' || typeof claims.scope !== 'string') return undefined
-    return claims as unknown as AccessClaims
-  }
-
   /** The OAuth half of the bearer check: a valid, unrevoked access token as a principal. */
   async authenticate(token: string): Promise<Principal | undefined> {
-    const claims = await this.verify(token)
+    const claims = await this.codec.verify(token)
     if (!claims || this.revokedTokens.has(claims.jti) || this.revokedFamilies.has(claims.fam)) return undefined
     return { userId: claims.sub, clientId: claims.client_id, scopes: claims.scope.split(' ') }
   }

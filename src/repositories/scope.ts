@@ -11,9 +11,9 @@ import type { Repositories, Repository } from './repositories.ts'
 
 const notFound = () => new HttpError(404, 'repository not found')
 
-export function repositoryScope(authenticator: Authenticator, rbac: Rbac, repositories: Repositories, pools: Pools) {
-  /** The repository the request names, if the caller may see it. */
-  const find = async (userId: string, fromPath: string | undefined, fromHeader: string | null): Promise<Repository> => {
+/** The repository `fromPath` or `fromHeader` names (UUID or slug), if `userId` may see it: 400 when neither names one or they disagree, else 404. */
+export function repositoryFinder(rbac: Pick<Rbac, 'sees'>, repositories: Pick<Repositories, 'resolve'>) {
+  return async (userId: string, fromPath: string | undefined, fromHeader: string | null): Promise<Repository> => {
     if (fromPath === undefined && !fromHeader) throw new HttpError(400, 'no repository named: put it in the path or the X-Repository-ID header')
     const [byPath, byHeader] = await Promise.all([fromPath === undefined ? undefined : repositories.resolve(fromPath), fromHeader ? repositories.resolve(fromHeader) : undefined])
     const visible = (repository: Repository | undefined): repository is Repository => repository !== undefined && rbac.sees(userId, repository.id)
@@ -22,5 +22,12 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
     if (byPath && byHeader && byPath.id !== byHeader.id) throw new HttpError(400, 'the path and X-Repository-ID name different repositories')
     return (byPath ?? byHeader)!
   }
-  return repositoryAccess(authenticator, rbac, { find, db: (repository) => pools.forRepository(repository.id), graphChanged: (repository) => repositories.graphChanged(repository.id) })
+}
+
+export function repositoryScope(authenticator: Authenticator, rbac: Rbac, repositories: Repositories, pools: Pools) {
+  return repositoryAccess(authenticator, rbac, {
+    find: repositoryFinder(rbac, repositories),
+    db: (repository) => pools.forRepository(repository.id),
+    graphChanged: (repository) => repositories.graphChanged(repository.id),
+  })
 }

@@ -5,7 +5,7 @@ import type postgres from 'postgres'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
-import { tokenKey, type TokenKind } from '../../src/http/token-keys.ts'
+import { tokenKey, type TokenKind } from '../../src/http/tokens.ts'
 
 let server: TestServer
 let http: ReturnType<typeof api>

@@ -1,4 +1,4 @@
-// Session tokens: issued and verified through @elysiajs/jwt; verified tokens are remembered but
+// Session tokens: issued and verified through http/tokens.ts; verified tokens are remembered but
 // still expire on time.
 import { afterEach, expect, test, setSystemTime } from 'bun:test'
 import { createSessionTokens } from '../../src/accounts/tokens.ts'

@@ -94,6 +94,9 @@ describe(`access rules (${BACKEND})`, () => {
     expect(ruleOf('post /api/v1/auth/login')).toBe('public')
     expect(ruleOf('get /healthz')).toBe('public')
     expect(ruleOf('get /api/v1/users/me')).toBe('authenticated')
+    // Each tool checks its own permission and scope; a 401 asks for write, which hosts then request.
+    expect(ruleOf('post /api/v1/mcp')).toBe('authenticated')
+    expect(operation('post /api/v1/mcp')?.security).toEqual([{ bearer: [] }, { oauth2: ['write'] }])
     expect(ruleOf('get /api/v1/auth/sessions')).toBe('session-token')
     expect(ruleOf('get /api/v1/users/{userID}')).toBe('self-or-system user:read')
     expect(ruleOf('put /api/v1/users/{userID}')).toBe('self-or-system user:manage')

@@ -12,7 +12,7 @@ import { withSystemDb } from './system-db.ts'
 import { api, expectError, expectOAuthError, uniqueEmail } from '../helpers/api.ts'
 import { browserCookie, obtainCode, pkcePair, registerClient, type TestClient } from '../helpers/oauth.ts'
 import { GRANT_SECONDS } from '../../src/oauth/consent.ts'
-import { tokenKey } from '../../src/http/token-keys.ts'
+import { tokenKey } from '../../src/http/tokens.ts'
 
 let server: TestServer
 const account = { email: uniqueEmail('owner'), password: 'correct horse battery' }

@@ -6,7 +6,6 @@ import type { Quotas } from '../../quotas.ts'
 import { t } from 'elysia'
 import type { BlobStore } from '../../blobs/store.ts'
 import type { Principal } from '../../http/auth.ts'
-import { HttpError } from '../../http/errors.ts'
 import { ErrorBody } from '../../http/schemas.ts'
 import type { Jobs } from '../../jobs/jobs.ts'
 import { JobBody, accepted, type AcceptedSet } from '../../jobs/routes.ts'
@@ -16,7 +15,8 @@ import { repositoryScopedRoutes } from '../../repositories/scoped-routes.ts'
 import type { Db } from '../../db/sql.ts'
 import { UUID_PATTERN } from '../../uuid.ts'
 import { downloadExport, downloadNewestExport } from './export-download.ts'
-import { ExportParams, normalizeExportedAt } from './export-params.ts'
+import { ExportParams } from './export-params.ts'
+import { startExport } from './export-start.ts'
 
 type Scope = ReturnType<typeof repositoryScope>
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
@@ -34,14 +34,8 @@ const jobID = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
 
 /** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
 export function exportRoutes(scope: Scope, system: Db, jobs: Jobs, blobs: BlobStore, quotas: Pick<Quotas, 'checkQueue' | 'checkRegistry'>) {
-  const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: ExportParams; set: AcceptedSet }) => {
-    // The request's time unless given: a retried job then writes the very same bundle.
-    const exportedAt = body.exported_at ?? new Date().toISOString()
-    if (!normalizeExportedAt(exportedAt)) throw new HttpError(400, `invalid body: exported_at: expected an RFC 3339 date-time such as 2026-01-02T03:04:05Z (got ${JSON.stringify(exportedAt)})`)
-    await quotas.checkQueue(repository.id)
-    await quotas.checkRegistry(principal.userId)
-    return accepted(set, await jobs.enqueue({ kind: 'export_graph', repositoryId: repository.id, params: { ...body, exported_at: exportedAt }, createdBy: principal.userId }))
-  }
+  const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: ExportParams; set: AcceptedSet }) =>
+    accepted(set, await startExport({ jobs, quotas }, principal, repository, body))
 
   return repositoryScopedRoutes('kgs/export', scope, (app, at) => {
     const describe = (summary: string, extra: Record<string, unknown> = {}) => at.detail({ tags: ['repositories'], summary, ...extra })

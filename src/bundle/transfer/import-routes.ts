@@ -27,7 +27,8 @@ import type { Quotas } from '../../quotas.ts'
 import type { Repository } from '../../repositories/repositories.ts'
 import type { repositoryScope } from '../../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../../repositories/scoped-routes.ts'
-import { describeGraph, uploadKey, type ImportParams } from './import.ts'
+import { uploadKey } from './import.ts'
+import { startRegistryImport } from './import-start.ts'
 import { FORMS, RegistryImportBody, registryImportParams } from './import-body.ts'
 
 type Scope = ReturnType<typeof repositoryScope>
@@ -115,21 +116,6 @@ async function* multipartBundle(request: Request, pace: UploadPace): AsyncGenera
 
 /** The route at /{repoID}/import-graph and, with the repository in X-Repository-ID, at /api/v1/import-graph. */
 export function importRoutes({ scope, jobs, blobs, registry, bodyLimit, bodyTimeoutMs, uploadPace, maxUploadBytes, quotas, log }: ImportRoutesOptions) {
-  /** The registry holds the graph: checked now, so that a wrong name fails here rather than in a job. */
-  const checkRegistry = async (mayPull: boolean | undefined, wanted: { graph_id: string } | { name: string; sha256: string }) => {
-    // The job pulls with the server's own token: without the caller's registry:pull (the route's
-    // rule), an import would read what a download refuses. Refused like an unknown graph, so it
-    // tells nothing, and before the registry is asked.
-    if (!mayPull) throw notInRegistry(wanted)
-    let graph
-    try {
-      graph = 'graph_id' in wanted ? await registry.get(wanted.graph_id) : await registry.find(wanted.name, wanted.sha256)
-    } catch (error) {
-      throw new HttpError(502, `the registry could not be asked: ${(error as Error).message}`)
-    }
-    if (!graph) throw notInRegistry(wanted)
-  }
-
   /** Streams an upload to a new blob; on any failure nothing is left and the answer says why. */
   const storeUpload = async (chunks: AsyncIterable<Uint8Array>): Promise<string> => {
     const key = uploadKey()
@@ -152,13 +138,14 @@ export function importRoutes({ scope, jobs, blobs, registry, bodyLimit, bodyTime
 
   const start = async ({ request, principal, repository, holds, set }: { request: Request; principal: Principal; repository: Repository; holds: { 'registry:pull'?: boolean }; set: AcceptedSet }) => {
     const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
+    if (type === 'application/json') {
+      const wanted = registryImportParams(parseJsonBody(await readBodyLimited(request, bodyLimit, bodyTimeoutMs)))
+      return accepted(set, await startRegistryImport({ jobs, quotas, registry }, principal, repository, wanted, holds['registry:pull']))
+    }
     // Before an upload is stored: a full queue would only throw it away.
     await quotas.checkQueue(repository.id)
-    let jobParams: ImportParams
-    if (type === 'application/json') {
-      jobParams = registryImportParams(parseJsonBody(await readBodyLimited(request, bodyLimit, bodyTimeoutMs)))
-      await checkRegistry(holds['registry:pull'], jobParams)
-    } else if (GZIP_TYPES.has(type) || type === 'multipart/form-data') {
+    let jobParams: { upload: string }
+    if (GZIP_TYPES.has(type) || type === 'multipart/form-data') {
       const declared = request.headers.get('content-length')
       if (declared !== null && GZIP_TYPES.has(type) && Number(declared) > maxUploadBytes) throw tooLarge(maxUploadBytes)
       if (!request.body || declared === '0') throw new HttpError(400, 'request body is empty: upload a .json.gz bundle')
@@ -171,7 +158,7 @@ export function importRoutes({ scope, jobs, blobs, registry, bodyLimit, bodyTime
     try {
       return accepted(set, await jobs.enqueue({ kind: 'import_graph', repositoryId: repository.id, params: jobParams, createdBy: principal.userId }))
     } catch (error) {
-      if ('upload' in jobParams) await discard(jobParams.upload)
+      await discard(jobParams.upload)
       throw error
     }
   }
@@ -191,5 +178,4 @@ export function importRoutes({ scope, jobs, blobs, registry, bodyLimit, bodyTime
   )
 }
 
-const notInRegistry = (wanted: { graph_id: string } | { name: string; sha256: string }) => new HttpError(404, `${describeGraph(wanted)} is not in the registry`)
 const tooLarge = (maxBytes: number) => new HttpError(413, `the bundle exceeds the import limit of ${maxBytes} bytes`)

@@ -47,11 +47,11 @@ const IMPORT_LOCK = 5_610_388_244
 const UPLOAD_KEY_PATTERN = '^uploads/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\\.json\\.gz$'
 
 /** The route's registry forms (its JSON body), or an upload the route stored. */
-export const ImportParams = Type.Union([
+const ImportParams = Type.Union([
   ...RegistryImportBody.anyOf,
   Type.Object({ upload: Type.String({ pattern: UPLOAD_KEY_PATTERN, description: 'blob key of an uploaded bundle' }) }, { additionalProperties: false }),
 ])
-export type ImportParams = Static<typeof ImportParams>
+type ImportParams = Static<typeof ImportParams>
 
 const UPLOADS = 'uploads/'
 /** Where an upload waits for its job. */

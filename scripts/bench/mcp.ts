@@ -1,0 +1,93 @@
+// Requests/s of MCP tools/call next to the REST route doing the same work, on one kgs process:
+// the fact search (tools/call search vs GET /{repo}/search) and get-fact (tools/call get_fact vs
+// GET /{repo}/facts/{id}), the MCP side in both protocol revisions. The MCP requests are the very
+// ones the official SDK clients send (captured from a real call of each, then replayed), a
+// session-less 2026-07-28 request and a stateless 2025-11-25 one. Rounds alternate so that drift
+// affects all alike. Target: MCP at >= 0.7 of REST.
+// Usage: bun scripts/bench/mcp.ts [seconds=5] [concurrency=32] [rounds=3] [facts=2000]
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
+import { generateBundle } from '../gen-bundle.ts'
+import { expectOk, format, measure, spawnKgs } from '../lib/load.ts'
+
+const [seconds = 5, concurrency = 32, rounds = 3, facts = 2000] = process.argv.slice(2).map(Number)
+const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-mcp-'))
+const kgs = await spawnKgs({ DATA_DIR: dataDir, WORKERS: '1', LOG_LEVEL: 'warn', ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}) }, join(dataDir, 'kgs.log'))
+
+const post = async (path: string, body: unknown, token?: string) =>
+  (
+    await fetch(kgs.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) })
+  ).json() as Promise<Record<string, any>>
+const get = async (path: string, token: string) => (await fetch(kgs.url + path, { headers: { authorization: `Bearer ${token}` } })).json() as Promise<any>
+
+// A repository imported from a generated bundle, with the built-in embedder's vectors.
+const { token } = await post('/api/v1/auth/register', { email: 'bench@example.com', password: 'correct horse battery' })
+const repo = await post('/api/v1/repositories', { name: 'MCP bench' }, token)
+const bundle = join(dataDir, 'bundle.json.gz')
+await generateBundle(bundle, { facts, vectors: 'kgs-hash-v1' })
+const job = (await (
+  await fetch(`${kgs.url}/${repo.slug}/import-graph`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/gzip' }, body: Bun.file(bundle) })
+).json()) as { id: string }
+while (!['succeeded', 'failed'].includes((await get(`/${repo.slug}/jobs/${job.id}`, token)).status)) await Bun.sleep(200)
+const [fact] = await get(`/${repo.slug}/facts?limit=1`, token)
+const query = String(fact.text).split(' ').slice(0, 6).join(' ')
+
+/** The request (headers and body) an SDK client sends for `tools/call name(args)`, captured as it goes out. */
+async function capturedCall(revision: '2025-11-25' | '2026-07-28', name: string, args: Record<string, unknown>) {
+  let captured: { headers: Headers; body: string } | undefined
+  const capture = (async (input: string | URL | Request, init?: RequestInit) => {
+    if (typeof init?.body === 'string' && init.body.includes('"tools/call"')) captured = { headers: new Headers(init.headers), body: init.body }
+    return fetch(input, init)
+  }) as typeof fetch
+  const options = { requestInit: { headers: { authorization: `Bearer ${token}` } }, fetch: capture }
+  const url = new URL(`${kgs.url}/api/v1/mcp`)
+  const client = revision === '2025-11-25' ? new ClientV1({ name: 'bench', version: '1' }) : new Client({ name: 'bench', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } })
+  await client.connect(revision === '2025-11-25' ? new TransportV1(url, options) : new StreamableHTTPClientTransport(url, options))
+  await client.callTool({ name, arguments: args })
+  await client.close()
+  const { headers, body } = captured!
+  return async () => {
+    const response = await fetch(url, { method: 'POST', headers, body })
+    const text = await expectOk(response)
+    if (text.includes('"isError":true')) throw new Error(`${name}: ${text.slice(0, 200)}`)
+    return new Response(null)
+  }
+}
+
+const rest = (path: string) => () => fetch(kgs.url + path, { headers: { authorization: `Bearer ${token}` } })
+const cases = [
+  {
+    name: 'fact search',
+    rest: rest(`/${repo.slug}/search?q=${encodeURIComponent(query)}&limit=10`),
+    mcp: { search: { repository: repo.slug, query, limit: 10 } },
+  },
+  { name: 'get fact', rest: rest(`/${repo.slug}/facts/${fact.id}`), mcp: { get_fact: { repository: repo.slug, fact_id: fact.id } } },
+]
+
+const results: string[] = []
+try {
+  for (const c of cases) {
+    const [[tool, args]] = Object.entries(c.mcp) as [[string, Record<string, unknown>]]
+    const runs = { REST: c.rest, 'MCP 2026-07-28': await capturedCall('2026-07-28', tool, args), 'MCP 2025-11-25': await capturedCall('2025-11-25', tool, args) }
+    const best: Record<string, number> = {}
+    for (let round = 1; round <= rounds; round++) {
+      for (const [name, request] of Object.entries(runs)) {
+        const result = await measure(request, { seconds, concurrency })
+        if (result.errors > 0) throw new Error(`${c.name} ${name}: ${result.errors} errors`)
+        best[name] = Math.max(best[name] ?? 0, result.requestsPerSecond)
+        console.log(`round ${round} ${c.name} ${name.padEnd(15)} ${format(result.requestsPerSecond).padStart(7)} req/s  p50 ${result.p50.toFixed(2)} ms  p99 ${result.p99.toFixed(2)} ms`)
+      }
+    }
+    for (const [name, rate] of Object.entries(best))
+      results.push(`${c.name.padEnd(12)} ${name.padEnd(15)} ${format(rate).padStart(7)} req/s  ${name === 'REST' ? '' : `ratio ${(rate / best.REST!).toFixed(2)}`}`)
+  }
+} finally {
+  await kgs.stop()
+  rmSync(dataDir, { recursive: true, force: true })
+}
+console.log(`\n${concurrency} clients, best of ${rounds} x ${seconds} s, ${facts} facts (target: MCP >= 0.70 of REST)`)
+for (const line of results) console.log(line)

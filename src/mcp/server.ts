@@ -1,0 +1,113 @@
+// The MCP server one request is answered by (the endpoint is stateless: every request gets a
+// fresh one, for the caller its token names): the tools of tools.ts, each behind the check of
+// what it needs, the resources their answers link to, and the instructions a model reads first.
+import { McpServer, ResourceTemplate, type CallToolResult, type ReadResourceResult } from '@modelcontextprotocol/server'
+import { holdsSystemPermission, type Principal } from '../http/auth.ts'
+import { HttpError } from '../http/errors.ts'
+import { scopeAllows, scopeNeeded, type Permission } from '../permissions.ts'
+import { repositoryFinder } from '../repositories/scope.ts'
+import type { Repository } from '../repositories/repositories.ts'
+import { getConcept, getFact, getReport } from '../graph/store.ts'
+import { VERSION } from '../version.ts'
+import { UUID_PATTERN } from '../uuid.ts'
+import type { ToolServices } from './services.ts'
+import { standardSchema } from './standard-schema.ts'
+import type { Tool } from './tool.ts'
+import { TOOLS } from './tools.ts'
+
+const INSTRUCTIONS = `kgs holds knowledge graphs, one per repository. Start with list_repositories: every other tool takes a repository (its UUID or slug), and your role there decides what you may do.
+In a repository, sources (documents) yield facts (short statements citing their sources); facts are grouped into concepts, each with aliases, summaries and a synthesis that cite facts as [text](<fact:UUID>). Investigations gather sources around a question; reports are written answers whose sentences are annotated with the facts that support them.
+To answer a question, use search (facts by default, or concepts), then get_fact or get_concept for the whole. Lists come 10 at a time: pass next_cursor to go on. Tool results link to kgs:// resources you may read to attach a fact, a concept or a report.`
+
+const UUID = new RegExp(UUID_PATTERN)
+
+/** A tool error the model can act on: what went wrong, in words (not an HTTP or protocol error). */
+const toolError = (message: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text: message }] })
+
+/** Why `principal` may not use `permission` (`holds`: whether its roles have it; then its token's scope), or undefined when it may. */
+function refusal(principal: Principal, permission: Permission, holds: boolean, where: string): string | undefined {
+  if (!holds) return `permission denied: ${permission} ${where}; ask an administrator for a role that has it`
+  const scope = scopeNeeded(permission)
+  if (!scopeAllows(principal.scopes, scope))
+    return `insufficient scope: ${permission} needs a token with the ${scope} scope (this one has ${principal.scopes!.join(' ')}); authorize again with ${scope}`
+  return undefined
+}
+
+interface Compiled {
+  tool: Tool
+  input: ReturnType<typeof standardSchema>
+  output: ReturnType<typeof standardSchema>
+}
+
+/** The SDK's form of each tool's schemas, compiled once for the process. */
+const COMPILED: Compiled[] = TOOLS.map((tool) => ({ tool, input: standardSchema(tool.input), output: standardSchema(tool.output) }))
+
+export function mcpServerFactory(services: ToolServices) {
+  const findRepository = repositoryFinder(services.rbac, services.repositories)
+
+  /** The repository `name` names, if the caller may see it; HttpError 404 otherwise. */
+  const repositoryFor = (principal: Principal, name: string) => findRepository(principal.userId, name, null)
+
+  async function callTool(principal: Principal, tool: Tool, input: Record<string, unknown>): Promise<CallToolResult> {
+    let output: Record<string, unknown>
+    let repository: Repository | undefined
+    if (tool.scope === 'repository') {
+      repository = await repositoryFor(principal, String(input.repository))
+      const permission = tool.permission(input)
+      const denied = refusal(principal, permission, services.rbac.can(principal.userId, repository.id, permission), `in repository ${repository.slug}`)
+      if (denied) return toolError(denied)
+      const db = () => services.pools.forRepository(repository!.id)
+      output = await tool.run({ principal, repository, db, input, services })
+    } else {
+      const { permission } = tool
+      const denied = permission === 'token' ? undefined : refusal(principal, permission, holdsSystemPermission(services.rbac, principal, permission), 'on this server')
+      if (denied) return toolError(denied)
+      output = await tool.run({ principal, input, services })
+    }
+    const links = tool.links?.(output, repository) ?? []
+    return {
+      content: [{ type: 'text', text: JSON.stringify(output) }, ...links.map((l) => ({ type: 'resource_link' as const, mimeType: 'application/json', ...l }))],
+      structuredContent: output,
+    }
+  }
+
+  /** A resource: the same detail its get_ tool answers, read with the same permission. */
+  function resource(server: McpServer, principal: Principal, kind: 'facts' | 'concepts' | 'reports', read: (repository: Repository, id: string) => Promise<unknown>) {
+    const permission = ({ facts: 'fact:read', concepts: 'concept:read', reports: 'report:read' } as const)[kind]
+    server.registerResource(
+      kind.slice(0, -1),
+      new ResourceTemplate(`kgs://{repository}/${kind}/{id}`, { list: undefined }),
+      { description: `a ${kind.slice(0, -1)} of a repository, as get_${kind.slice(0, -1)} answers it`, mimeType: 'application/json' },
+      async (uri, variables): Promise<ReadResourceResult> => {
+        const repository = await repositoryFor(principal, String(variables.repository))
+        const denied = refusal(principal, permission, services.rbac.can(principal.userId, repository.id, permission), `in repository ${repository.slug}`)
+        if (denied) throw new HttpError(403, denied)
+        const id = String(variables.id)
+        const row = UUID.test(id) ? await read(repository, id) : undefined
+        if (row === undefined) throw new HttpError(404, `${kind.slice(0, -1)} not found`)
+        return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(row) }] }
+      },
+    )
+  }
+
+  /** A server for one request of `principal`. */
+  return (principal: Principal): McpServer => {
+    const server = new McpServer({ name: 'kgs', version: VERSION }, { instructions: INSTRUCTIONS })
+    for (const { tool, input, output } of COMPILED) {
+      server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: input, outputSchema: output, annotations: tool.annotations }, async (args) => {
+        try {
+          return await callTool(principal, tool, args)
+        } catch (error) {
+          // The feature functions refuse with HttpError (a repository not found, a quota): the model reads why.
+          if (error instanceof HttpError) return toolError(error.message)
+          throw error
+        }
+      })
+    }
+    const db = (repository: Repository) => services.pools.forRepository(repository.id)
+    resource(server, principal, 'facts', async (repository, id) => getFact(await db(repository), id))
+    resource(server, principal, 'concepts', async (repository, id) => getConcept(await db(repository), id))
+    resource(server, principal, 'reports', async (repository, id) => getReport(await db(repository), id))
+    return server
+  }
+}
