@@ -1,5 +1,7 @@
 // The Bun implementation of the runtime layer: the default, and the compiled binary's.
 import { assets } from './bun-assets.ts'
+import { cachedAddon } from './addon-cache.ts'
+import { buildAssets } from './build-assets.ts'
 import type { Runtime, S3Client } from './types.ts'
 
 const enoent = (path: string) => Object.assign(new Error(`ENOENT: no such file or directory, open '${path}'`), { code: 'ENOENT', path })
@@ -45,4 +47,15 @@ export const runtime: Runtime = {
   verifyPassword: async (password, hash) => Bun.password.verifySync(password, hash),
   s3: (connection) => new Bun.S3Client(connection) as unknown as S3Client,
   assets: async () => assets,
+  async nativeAddon(name) {
+    const embedded = buildAssets[name]
+    if (embedded === undefined) return undefined
+    const file = Bun.file(embedded)
+    return cachedAddon(embedded, file.size, async (to) => void (await Bun.write(to, file)))
+  },
+  async extractPGliteTemplate(dir) {
+    if (buildAssets.pgliteTemplate === undefined) return false
+    await new Bun.Archive(await Bun.file(buildAssets.pgliteTemplate).bytes()).extract(dir)
+    return true
+  },
 }
