@@ -1,11 +1,10 @@
 // Where the compiled binary keeps the native libraries it carries, so that dlopen can load them
 // from a real file: the user's cache directory, not the temporary one (often a tmpfs, that is
-// memory, and emptied at every boot). Files are named by their content hash, so a cached copy
-// serves every start of the same build and a new build writes its own.
+// memory, and emptied at every boot).
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
-import { basename, join } from 'node:path'
+import { join } from 'node:path'
 
 function cacheDirectory(): string {
   const home = homedir()
@@ -19,17 +18,19 @@ function cacheDirectory(): string {
 }
 
 /**
- * A real file with the bytes of `embedded` (`size` of them), named as it is (Bun names embedded
- * files by their content hash); `copy` writes it when the cache has no complete copy yet.
+ * The path of the cached library `name` (named by its content hash, so a copy serves every start
+ * of one build and another build writes its own), of `size` bytes; `write` makes it when the cache
+ * has no complete copy yet.
  */
-export async function cachedAddon(embedded: string, size: number, copy: (to: string) => Promise<void>): Promise<string> {
-  const target = join(cacheDirectory(), basename(embedded))
+export async function cachedAddon(name: string, size: number, write: (to: string) => Promise<void>): Promise<string> {
+  const target = join(cacheDirectory(), name)
   if (existsSync(target) && statSync(target).size === size) return target
-  // Written aside and renamed: a start that is killed midway, or another process copying at the
+  // Written aside and renamed: a start that is killed midway, or another process writing at the
   // same time, never leaves a partial library under the real name.
   const staging = `${target}.${randomBytes(6).toString('hex')}.partial`
   try {
-    await copy(staging)
+    await write(staging)
+    if (statSync(staging).size !== size) throw new Error(`the native library ${name} unpacked to ${statSync(staging).size} bytes, not ${size}`)
     renameSync(staging, target)
   } finally {
     rmSync(staging, { force: true })

@@ -4,10 +4,11 @@
 // embedded database.
 export const buildAssets: {
   /**
-   * LanceDB's native add-on, as a plain embedded file: Bun's own way of embedding an add-on reads
-   * the whole library at every start and copies it into the temporary directory.
+   * LanceDB's native add-on, compressed with zstd, as a plain embedded file (Bun's own way of embedding an
+   * add-on reads the whole library at every start and copies it into the temporary directory),
+   * with the name (by content hash) and size of the library it unpacks to.
    */
-  lancedb?: string
+  lancedb?: { file: string; name: string; size: number }
   /** A fresh embedded database as initdb leaves it (.tar.gz): a first start unpacks it instead of running initdb. */
   pgliteTemplate?: string
 } = {}

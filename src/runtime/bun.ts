@@ -3,6 +3,9 @@ import { assets } from './bun-assets.ts'
 import { cachedAddon } from './addon-cache.ts'
 import { buildAssets } from './build-assets.ts'
 import type { Runtime, S3Client } from './types.ts'
+import { createWriteStream } from 'node:fs'
+import { pipeline } from 'node:stream/promises'
+import { createZstdDecompress } from 'node:zlib'
 
 const enoent = (path: string) => Object.assign(new Error(`ENOENT: no such file or directory, open '${path}'`), { code: 'ENOENT', path })
 
@@ -48,10 +51,9 @@ export const runtime: Runtime = {
   s3: (connection) => new Bun.S3Client(connection) as unknown as S3Client,
   assets: async () => assets,
   async nativeAddon(name) {
-    const embedded = buildAssets[name]
-    if (embedded === undefined) return undefined
-    const file = Bun.file(embedded)
-    return cachedAddon(embedded, file.size, async (to) => void (await Bun.write(to, file)))
+    const addon = buildAssets[name]
+    if (addon === undefined) return undefined
+    return cachedAddon(addon.name, addon.size, (to) => pipeline(Bun.file(addon.file).stream(), createZstdDecompress(), createWriteStream(to)))
   },
   async extractPGliteTemplate(dir) {
     if (buildAssets.pgliteTemplate === undefined) return false

@@ -65,8 +65,8 @@ export interface Runtime {
   assets(): Promise<Assets>
   /**
    * Where the native library of an add-on must be loaded from when its package cannot find it
-   * itself (in the compiled binary: a copy of the embedded file in the user's cache, written once
-   * per build); undefined when the package finds its own.
+   * itself (in the compiled binary: the embedded one, unpacked into the user's cache once per
+   * build); undefined when the package finds its own.
    */
   nativeAddon(name: 'lancedb'): Promise<string | undefined>
   /**
