@@ -42,7 +42,7 @@ import pgliteTemplate from ${JSON.stringify(templateArchive)} with { type: 'file
 export const buildAssets = { lancedb: { file: lancedb, ...${JSON.stringify(lancedb)} }, pgliteTemplate }
 `
 const result = await Bun.build({
-  entrypoints: [join(root, 'src/main.ts'), join(root, 'src/db/initdb-worker.ts'), join(root, 'src/jobs/worker-thread.ts'), join(root, 'src/accounts/hasher-thread.ts')],
+  entrypoints: [join(root, 'src/main.ts'), join(root, 'src/initdb-thread.ts'), join(root, 'src/job-thread.ts'), join(root, 'src/hasher-thread.ts'), join(root, 'src/gzip-thread.ts')],
   root: join(root, 'src'),
   files: {
     [join(root, 'src/runtime/build-assets.ts')]: buildAssets,

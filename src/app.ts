@@ -11,11 +11,12 @@ import { methodNotAllowedResponder } from './http/method-not-allowed.ts'
 import { urlChecks } from './http/url-checks.ts'
 import { ErrorBody } from './http/schemas.ts'
 import { openApiDocument } from './http/openapi.ts'
-import { swaggerUi } from './http/swagger-ui.ts'
+import { swaggerClient, swaggerUi } from './http/swagger-ui.ts'
 import { authorizationServerMetadata, resourceIdentifier, resourceMetadataUrl } from './oauth/metadata.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
 import { oauthRoutes } from './oauth/routes.ts'
+import { registerFirstPartyClient } from './oauth/clients.ts'
 import { grantRoutes } from './oauth/grant-routes.ts'
 import { bearerAuthenticator, createServiceTokens, withServiceTokens } from './http/auth.ts'
 import { accessControl } from './http/access.ts'
@@ -25,6 +26,7 @@ import type { Rbac } from './rbac/rbac.ts'
 import { rbacRoutes } from './rbac/routes.ts'
 import type { Repositories } from './repositories/repositories.ts'
 import { repositoryRoutes } from './repositories/routes.ts'
+import { memberRoutes } from './repositories/member-routes.ts'
 import { repositoryScope } from './repositories/scope.ts'
 import type { Jobs } from './jobs/jobs.ts'
 import type { Embedder } from './vectors/embedder.ts'
@@ -140,7 +142,7 @@ export function createApp(ctx: AppContext) {
     .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs, (key) => formRoutes.has(key)))
     .use(
       swaggerUi(
-        ctx.pools.system,
+        () => registerFirstPartyClient(ctx.pools.system, swaggerClient(ctx.baseUrl)),
         ctx.baseUrl,
         openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl)),
       ),
@@ -177,8 +179,9 @@ export function createApp(ctx: AppContext) {
     .use(grantRoutes(ctx.oauth, access))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))
     .use(repositoryRoutes(ctx.repositories, access, scope, throttles.createRepository, quotas))
+    .use(memberRoutes(scope, ctx.rbac, ctx.pools.system))
     .use(graphRoutes(scope))
-    .use(exportRoutes(scope, ctx.jobs, ctx.blobs, quotas))
+    .use(exportRoutes(scope, ctx.pools.system, ctx.jobs, ctx.blobs, quotas))
     .use(mediaRoutes(scope, ctx.blobs))
     .use(searchRoutes(scope, ctx.vectors, ctx.embedder))
     .use(jobRoutes(ctx.pools.system, ctx.jobs, scope, quotas))

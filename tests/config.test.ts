@@ -43,6 +43,22 @@ describe('parseEnv', () => {
     expect(parseEnv({ LANCEDB_URI: 's3://bucket/lance', WORKERS: '0' })).toMatchObject({ lancedbUri: 's3://bucket/lance', workers: 0 })
   })
 
+  test('one configuration for object storage: an s3:// LANCEDB_URI is reached with the S3_* settings', () => {
+    const s3 = { S3_BUCKET: 'kgs-blobs', S3_ENDPOINT: 'http://127.0.0.1:7480', S3_REGION: 'eu-west-3', S3_ACCESS_KEY_ID: 'AKIAKGS', S3_SECRET_ACCESS_KEY: 'secret-key' }
+    expect(parseEnv({ ...s3, LANCEDB_URI: 's3://kgs-vectors/lance' }).lancedbStorageOptions).toEqual({
+      aws_endpoint: 'http://127.0.0.1:7480',
+      aws_region: 'eu-west-3',
+      aws_access_key_id: 'AKIAKGS',
+      aws_secret_access_key: 'secret-key',
+      allow_http: 'true',
+    })
+    // An https endpoint needs no permission; settings not given are left to LanceDB's own defaults.
+    expect(parseEnv({ S3_BUCKET: 'kgs-blobs', S3_ENDPOINT: 'https://s3.example.com', LANCEDB_URI: 's3://kgs-vectors/lance' }).lancedbStorageOptions).toEqual({ aws_endpoint: 'https://s3.example.com' })
+    // A local directory, or no S3_* settings: nothing to hand over.
+    expect(parseEnv({ ...s3, LANCEDB_URI: '/var/lib/kgs/lance' }).lancedbStorageOptions).toBeUndefined()
+    expect(parseEnv({ LANCEDB_URI: 's3://kgs-vectors/lance' }).lancedbStorageOptions).toBeUndefined()
+  })
+
   test('durations take seconds or a unit', () => {
     expect(parseEnv({ ACCESS_TOKEN_TTL: '90' }).accessTokenTtl).toBe(90)
     expect(parseEnv({ ACCESS_TOKEN_TTL: '90s' }).accessTokenTtl).toBe(90)
@@ -79,6 +95,29 @@ describe('parseEnv', () => {
       mediaFetch: { allowPrivate: true, timeoutMs: 120_000 },
     })
     expect(() => parseEnv({ MEDIA_FETCH_ALLOW_PRIVATE: 'sometimes' })).toThrow('invalid MEDIA_FETCH_ALLOW_PRIVATE: expected true or false, got "sometimes"')
+  })
+
+  test("argon2id's cost: OWASP's first row by default, any row or above, never below the table", () => {
+    expect(parseEnv({}).passwordCost).toEqual({ memoryKiB: 19 * 1024, timeCost: 2 })
+    // Every row of OWASP's table, and more memory than a row asks.
+    for (const [memory, time] of [
+      ['46', '1'],
+      ['19', '2'],
+      ['12', '3'],
+      ['9', '4'],
+      ['7', '5'],
+      ['7', '9'],
+      ['64', '2'],
+    ] as const) {
+      expect(parseEnv({ PASSWORD_HASH_MEMORY: memory, PASSWORD_HASH_TIME: time }).passwordCost).toEqual({ memoryKiB: Number(memory) * 1024, timeCost: Number(time) })
+    }
+    expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '45', PASSWORD_HASH_TIME: '1' })).toThrow(
+      "invalid PASSWORD_HASH_MEMORY: 45 MiB with PASSWORD_HASH_TIME 1 is below OWASP's argon2id table (at least 46 MiB at t=1)",
+    )
+    expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '12' })).toThrow(/^invalid PASSWORD_HASH_MEMORY: 12 MiB with PASSWORD_HASH_TIME 2 is below/)
+    expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '8', PASSWORD_HASH_TIME: '4' })).toThrow(/at least 9 MiB at t=4/)
+    expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '6', PASSWORD_HASH_TIME: '10' })).toThrow('invalid PASSWORD_HASH_MEMORY: expected an integer number of MiB from 7 to 1024, got "6"')
+    expect(() => parseEnv({ PASSWORD_HASH_TIME: '0' })).toThrow('invalid PASSWORD_HASH_TIME: expected an integer from 1 to 20, got "0"')
   })
 
   test('reads and converts values; empty counts as unset; trailing slash of BASE_URL dropped', () => {

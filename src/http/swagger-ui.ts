@@ -1,11 +1,10 @@
 // Swagger UI at /swagger, served by kgs itself from swagger-ui-dist's files, embedded in the
 // binary like PGlite's (src/db/pglite-assets.ts): the page works with no network beyond kgs.
 // "Authorize" offers a bearer token, or OAuth 2.0 authorization code + PKCE against kgs's own
-// authorization server with a public client kgs registers for itself (SWAGGER_CLIENT_ID).
+// authorization server with a public, first-party client kgs registers for itself (SWAGGER_CLIENT_ID).
 import { runtime, type Assets } from '../runtime/index.ts'
 import { Elysia } from 'elysia'
 import { publicAccess } from './access.ts'
-import type { Sql } from 'postgres'
 import { DOCUMENT_PATH } from './openapi.ts'
 
 /** 22 characters at least, as client ids are. */
@@ -67,21 +66,11 @@ function initScript(baseUrl: string): string {
   return `window.ui = SwaggerUIBundle(${JSON.stringify(options)});\nwindow.ui.initOAuth(${JSON.stringify(oauth)});\n`
 }
 
-/**
- * Registers (or, after a change of BASE_URL, updates) the Swagger UI client. It is kgs's own,
- * so it is written directly rather than through dynamic registration, whose redirect URI rules
- * (https, or http on loopback) a deployment's BASE_URL need not meet.
- */
-async function registerClient(system: Sql, baseUrl: string): Promise<void> {
-  const redirectUris = [baseUrl + REDIRECT_PATH]
-  await system`
-    INSERT INTO oauth_clients (id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope)
-    VALUES (${SWAGGER_CLIENT_ID}, NULL, 'kgs Swagger UI', ${redirectUris}, ${['authorization_code', 'refresh_token']}, 'none', 'read write admin')
-    ON CONFLICT (id) DO UPDATE SET redirect_uris = EXCLUDED.redirect_uris
-    WHERE oauth_clients.redirect_uris IS DISTINCT FROM EXCLUDED.redirect_uris`
-}
+/** The Swagger UI client, which the root registers as one of kgs's own (oauth's registerFirstPartyClient). */
+export const swaggerClient = (baseUrl: string) => ({ client_id: SWAGGER_CLIENT_ID, client_name: 'kgs Swagger UI', redirect_uris: [baseUrl + REDIRECT_PATH], scope: 'read write admin' })
 
-export function swaggerUi(system: Sql, baseUrl: string, document: () => object) {
+/** `registerClient` registers swaggerClient(baseUrl). */
+export function swaggerUi(registerClient: () => Promise<void>, baseUrl: string, document: () => object) {
   const init = initScript(baseUrl)
   // Registered when the page is first served, not at start-up: most instances never serve it.
   let registered: Promise<void> | undefined
@@ -91,7 +80,7 @@ export function swaggerUi(system: Sql, baseUrl: string, document: () => object) 
     .get(
       '/swagger',
       async () => {
-        registered ??= registerClient(system, baseUrl).catch((error) => {
+        registered ??= registerClient().catch((error) => {
           registered = undefined
           throw error
         })

@@ -46,6 +46,8 @@ export interface VectorStoreOptions {
   indexThreshold?: number
   /** Bytes of small tables' vectors held in memory for searches (resident.ts); 0 leaves every search to LanceDB. */
   residentBytes?: number
+  /** How LanceDB reaches an object-storage URI (endpoint, region, credentials: config.lancedbStorageOptions). */
+  storageOptions?: Record<string, string>
 }
 
 /** Past this many vectors an exact search is slow enough that an index pays (docs/benchmarks.md). */
@@ -206,6 +208,7 @@ export class VectorStore {
 
   private constructor(
     private readonly uri: string,
+    private readonly storageOptions: Record<string, string> | undefined,
     private readonly indexThreshold: number,
     private readonly resident: ResidentTables,
   ) {}
@@ -215,11 +218,11 @@ export class VectorStore {
     if (!Number.isInteger(indexThreshold) || indexThreshold < MIN_INDEX_ROWS) throw new RangeError(`index threshold must be an integer of at least ${MIN_INDEX_ROWS}, got ${indexThreshold}`)
     const residentBytes = options.residentBytes ?? DEFAULT_RESIDENT_BYTES
     if (!Number.isSafeInteger(residentBytes) || residentBytes < 0) throw new RangeError(`resident bytes must be a non-negative integer, got ${residentBytes}`)
-    return new VectorStore(uri, indexThreshold, new ResidentTables(residentBytes))
+    return new VectorStore(uri, options.storageOptions, indexThreshold, new ResidentTables(residentBytes))
   }
 
   private db(): Promise<Connection> {
-    this.connection ??= loadLanceDB().then(({ connect }) => connect(this.uri))
+    this.connection ??= loadLanceDB().then(({ connect }) => connect(this.uri, { storageOptions: this.storageOptions }))
     this.connection.catch(() => (this.connection = undefined))
     return this.connection
   }

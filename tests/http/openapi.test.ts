@@ -189,13 +189,13 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       // the graph, search and media
       { at: 'get /{repoID}/facts', url: `${r}/facts?limit=0`, status: 400 },
       { at: 'get /{repoID}/facts/{factID}', url: `${r}/facts/${id()}`, status: 404 },
-      { at: 'get /api/v1/concepts', url: '/api/v1/concepts', status: 400 },
+      { at: 'get /{repoID}/concepts', url: '/api/v1/concepts', status: 400 },
       { at: 'get /{repoID}/sources/{sourceID}', url: `${r}/sources/not-a-uuid`, status: 400 },
-      { at: 'get /api/v1/reports', url: '/api/v1/reports', init: { headers: { 'x-repository-id': id() } }, status: 404 },
+      { at: 'get /{repoID}/reports', url: '/api/v1/reports', init: { headers: { 'x-repository-id': id() } }, status: 404 },
       { at: 'get /{repoID}/search', url: `${r}/search`, status: 400 },
       { at: 'get /{repoID}/search', url: `${r}/search?q=x&k=1000`, status: 400 },
       { at: 'get /{repoID}/images/{imageID}', url: `${r}/images/${id()}`, status: 404 },
-      { at: 'get /api/v1/sources/{sourceID}/body', url: `/api/v1/sources/${id()}/body`, init: { headers: { 'x-repository-id': repo.id } }, status: 404 },
+      { at: 'get /{repoID}/sources/{sourceID}/body', url: `/api/v1/sources/${id()}/body`, init: { headers: { 'x-repository-id': repo.id } }, status: 404 },
       // jobs
       { at: 'get /api/v1/jobs/{jobID}', url: `/api/v1/jobs/${id()}`, status: 403 },
       { at: 'get /{repoID}/jobs', url: `${r}/jobs?status=bogus`, status: 400 },
@@ -205,6 +205,8 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       { at: 'post /{repoID}/jobs', url: `${r}/jobs`, init: text, status: 415 },
       // export, import and the registry
       { at: 'get /{repoID}/export-graph/download', url: `${r}/export-graph/download`, status: 404 },
+      { at: 'get /{repoID}/export-graph/{jobID}/download', url: `${r}/export-graph/not-a-uuid/download`, status: 400 },
+      { at: 'get /{repoID}/export-graph/{jobID}/download', url: `${r}/export-graph/${id()}/download`, status: 404 },
       { at: 'post /{repoID}/export-graph', url: `${r}/export-graph`, init: text, status: 415 },
       { at: 'post /{repoID}/import-graph', url: `${r}/import-graph`, init: text, status: 415 },
       // A member may pull from the registry, not push to it.
