@@ -181,6 +181,7 @@ try {
       const onPostgres = await idle(kgs.pid)
       print('idle RSS, no repository (PostgreSQL)', mb(onPostgres))
       print('  so the embedded system database costs', mb(idleMB - onPostgres))
+      print('  and the rest (runtime, code, HTTP, pools)', mb(onPostgres))
       await kgs.stop()
     } finally {
       await database.drop()
