@@ -25,7 +25,8 @@ interface OpenDatabase {
 
 /**
  * How many databases may be open at once and how long an unused one stays open. A PGlite holds
- * 65-170 MB of memory; a closed database keeps only its socket, and its next query reopens it.
+ * tens of megabytes (docs/benchmarks.md); a closed database keeps only its socket, and its next
+ * query reopens it.
  */
 export interface EmbeddedLimits {
   /** Databases open at once, the system database aside. */
@@ -181,15 +182,16 @@ export class EmbeddedCluster {
   }
 
   /**
-   * initdb is the slow part of a new database (seconds); it runs once per data directory into
-   * `template`, and every database after that starts as a copy of it.
+   * initdb is the slow part of a new database (seconds, and several times the memory of an open
+   * one); it runs once per data directory into `template`, and every database after that starts
+   * as a copy of it. The compiled binary carries initdb's result, made when it was built.
    */
   private ensureTemplate(): Promise<void> {
     this.templateReady ??= (async () => {
       const template = join(this.root, 'template')
       if (existsSync(template)) return
       const staging = `${template}.partial-${randomBytes(4).toString('hex')}`
-      await initdbOnWorker(staging)
+      if (!(await runtime.extractPGliteTemplate(staging))) await initdb(staging)
       renameSync(staging, template)
     })()
     this.templateReady.catch(() => (this.templateReady = undefined))
@@ -220,7 +222,8 @@ export class EmbeddedCluster {
   }
 }
 
-function initdbOnWorker(dir: string): Promise<void> {
+/** Runs initdb into `dir` (a new directory) on a worker thread. */
+export function initdb(dir: string): Promise<void> {
   const worker = runtime.startWorker(INITDB_WORKER_URL)
   return new Promise<void>((resolve, reject) => {
     worker.onmessage = (event: MessageEvent<{ ok: boolean; error?: string }>) => (event.data.ok ? resolve() : reject(new Error(`initdb of ${dir} failed: ${event.data.error}`)))

@@ -161,6 +161,12 @@ export async function failAttempt(sql: Db, id: string, workerId: string, error: 
   return rows.length === 1 ? 'queued' : undefined
 }
 
+/** Whether any job waits to run (now or after a back-off), for any instance to claim. */
+export async function anyJobQueued(sql: Db): Promise<boolean> {
+  const [row] = await sql<{ queued: boolean }[]>`SELECT EXISTS (SELECT 1 FROM jobs WHERE status = 'queued') AS queued`
+  return row!.queued
+}
+
 /**
  * Returns to the queue the running jobs whose lease has expired (their worker died or hung), or
  * fails those that have used up their attempts. Safe to run on every instance at once.

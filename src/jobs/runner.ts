@@ -2,6 +2,11 @@
 // cancellations from the event bus to them, replaces a thread that dies (releasing its job at
 // once instead of waiting for the lease), and periodically re-queues jobs whose lease expired
 // anywhere in the fleet.
+//
+// The threads start when there is first work for them (a job queued, here or elsewhere in the
+// fleet, or found waiting by the reaper), not with the process: each loads the whole program
+// and opens connections of its own, which an instance that runs no job never needs. Once
+// started they stay.
 import { runtime } from '../runtime/index.ts'
 import type { Config } from '../config.ts'
 import type { EventBus } from '../db/events.ts'
@@ -10,7 +15,7 @@ import { describeError, type Logger } from '../log.ts'
 import { JOB_WORKER_URL } from '../workers.ts'
 import { JOB_CANCEL_REQUESTED, JOBS_QUEUED } from './jobs.ts'
 import type { FromWorker, ToWorker } from './protocol.ts'
-import { handBackOnShutdown, releaseWorkerJobs, renewWorkerLeases, requeueExpiredLeases } from './queue.ts'
+import { anyJobQueued, handBackOnShutdown, releaseWorkerJobs, renewWorkerLeases, requeueExpiredLeases } from './queue.ts'
 import { DEFAULT_JOB_TIMING, SHUTDOWN_RELEASE, type JobTiming } from './worker.ts'
 import { hostname } from 'node:os'
 
@@ -41,6 +46,8 @@ export class JobRunner {
   private reaper: Timer | undefined
   private leases: Timer | undefined
   private generation = 0
+  /** The threads' start, once there was work for them. */
+  private started: Promise<void> | undefined
 
   private constructor(private readonly options: JobRunnerOptions) {
     this.timing = { ...DEFAULT_JOB_TIMING, leaseMs: options.config.jobLeaseMs, ...options.timing }
@@ -48,16 +55,34 @@ export class JobRunner {
 
   static async start(options: JobRunnerOptions): Promise<JobRunner> {
     const runner = new JobRunner(options)
-    await options.bus.subscribe(JOBS_QUEUED, () => runner.broadcast({ type: 'wake' }))
+    await options.bus.subscribe(JOBS_QUEUED, () => runner.workArrived())
     await options.bus.subscribe(JOB_CANCEL_REQUESTED, (jobId) => runner.broadcast({ type: 'cancel', jobId }))
-    await Promise.all(Array.from({ length: options.config.workers }, () => runner.spawn()))
     runner.reaper = setInterval(() => void runner.reap(), Math.max(1000, runner.timing.leaseMs / 3))
-    // The leases of this process's threads are renewed from here, not by the threads: a job busy
-    // on its CPU (a huge row, a long parse) keeps its lease while its own event loop is blocked.
-    // A thread that dies has its job released by onExit; a process that dies stops renewing.
-    if (options.config.workers > 0) runner.leases = setInterval(() => void runner.renewLeases(), runner.timing.heartbeatMs)
     void runner.reap()
     return runner
+  }
+
+  /** Wakes the threads, starting them first if this is their first work. */
+  private workArrived(): void {
+    if (this.started) this.broadcast({ type: 'wake' })
+    else void this.startThreads()
+  }
+
+  /** Starts the threads (which look for work as they start), once; a failed start is retried at the next work. */
+  private startThreads(): Promise<void> {
+    if (this.options.config.workers === 0 || this.stopping) return Promise.resolve()
+    this.started ??= (async () => {
+      await Promise.all(Array.from({ length: this.options.config.workers - this.threads.size }, () => this.spawn()))
+      // The leases of this process's threads are renewed from here, not by the threads: a job busy
+      // on its CPU (a huge row, a long parse) keeps its lease while its own event loop is blocked.
+      // A thread that dies has its job released by onExit; a process that dies stops renewing.
+      this.leases ??= setInterval(() => void this.renewLeases(), this.timing.heartbeatMs)
+      this.options.log.info('job worker threads started', { workers: this.threads.size })
+    })().catch((error) => {
+      this.options.log.error('job worker threads could not start; trying again at the next job', describeError(error))
+      this.started = undefined
+    })
+    return this.started
   }
 
   /** Worker ids of the live threads (tests, diagnostics). */
@@ -74,7 +99,10 @@ export class JobRunner {
       const requeued = await requeueExpiredLeases(this.options.pools.system, this.timing.backoffBaseMs)
       if (requeued > 0) {
         this.options.log.warn('jobs with expired leases re-queued', { jobs: requeued })
-        this.broadcast({ type: 'wake' })
+        this.workArrived()
+      } else if (!this.started && this.options.config.workers > 0 && (await anyJobQueued(this.options.pools.system))) {
+        // Queued before this process started, or while a wake-up was missed.
+        void this.startThreads()
       }
     } catch (error) {
       this.options.log.warn('job reaper failed', describeError(error))
@@ -104,6 +132,9 @@ export class JobRunner {
           case 'started':
             return resolve()
           case 'failed':
+            // It holds no job: ended without a replacement (whoever started it hears of the failure).
+            this.threads.delete(entry)
+            thread.terminate()
             return reject(new Error(`job worker could not start: ${message.error}`))
           case 'stopped':
             return resolveStopped()
@@ -125,8 +156,7 @@ export class JobRunner {
 
   /** A thread ended: hand its job back to the queue now, and replace it unless we are stopping. */
   private async onExit(entry: WorkerThread): Promise<void> {
-    this.threads.delete(entry)
-    if (this.stopping) return
+    if (!this.threads.delete(entry) || this.stopping) return
     try {
       const released = await releaseWorkerJobs(this.options.pools.system, entry.id, 'the worker thread running it exited', this.timing.backoffBaseMs)
       if (released > 0) this.options.log.warn('job worker thread exited while running a job; the job was re-queued', { worker: entry.id })
@@ -147,6 +177,7 @@ export class JobRunner {
   async stop(): Promise<void> {
     this.stopping = true
     clearInterval(this.reaper)
+    await this.started
     clearInterval(this.leases)
     const threads = [...this.threads]
     for (const { thread } of threads) thread.postMessage({ type: 'stop' } satisfies ToWorker)

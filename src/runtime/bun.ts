@@ -1,6 +1,11 @@
 // The Bun implementation of the runtime layer: the default, and the compiled binary's.
 import { assets } from './bun-assets.ts'
+import { cachedAddon } from './addon-cache.ts'
+import { buildAssets } from './build-assets.ts'
 import type { Runtime, S3Client } from './types.ts'
+import { createWriteStream } from 'node:fs'
+import { pipeline } from 'node:stream/promises'
+import { createZstdDecompress } from 'node:zlib'
 
 const enoent = (path: string) => Object.assign(new Error(`ENOENT: no such file or directory, open '${path}'`), { code: 'ENOENT', path })
 
@@ -45,4 +50,14 @@ export const runtime: Runtime = {
   verifyPassword: async (password, hash) => Bun.password.verifySync(password, hash),
   s3: (connection) => new Bun.S3Client(connection) as unknown as S3Client,
   assets: async () => assets,
+  async nativeAddon(name) {
+    const addon = buildAssets[name]
+    if (addon === undefined) return undefined
+    return cachedAddon(addon.name, addon.size, (to) => pipeline(Bun.file(addon.file).stream(), createZstdDecompress(), createWriteStream(to)))
+  },
+  async extractPGliteTemplate(dir) {
+    if (buildAssets.pgliteTemplate === undefined) return false
+    await new Bun.Archive(await Bun.file(buildAssets.pgliteTemplate).bytes()).extract(dir)
+    return true
+  },
 }

@@ -116,4 +116,7 @@ export const runtime: Runtime = {
   // Deno has no S3 client of its own.
   s3: fetchS3Client,
   assets: async () => assets,
+  // Deno runs from source: each package loads its add-on from node_modules, and initdb makes the first database.
+  nativeAddon: async () => undefined,
+  extractPGliteTemplate: async () => false,
 }

@@ -64,6 +64,17 @@ export interface Runtime {
   s3(connection: S3Connection): S3Client
   /** Files embedded in the binary (or read from node_modules when not compiled), as paths. */
   assets(): Promise<Assets>
+  /**
+   * Where the native library of an add-on must be loaded from when its package cannot find it
+   * itself (in the compiled binary: the embedded one, unpacked into the user's cache once per
+   * build); undefined when the package finds its own.
+   */
+  nativeAddon(name: 'lancedb'): Promise<string | undefined>
+  /**
+   * Writes the data directory of a fresh embedded database into `dir` (a new directory), as the
+   * build made it with initdb; false when this build carries none (from source).
+   */
+  extractPGliteTemplate(dir: string): Promise<boolean>
 }
 
 export interface Assets {

@@ -17,13 +17,16 @@
 // Reads open the table afresh, so they see the latest committed version, also of other processes.
 // Searches of a small table use a copy of its latest version in memory (resident.ts).
 //
+// LanceDB itself is loaded, and the connection made, when the store is first used: its native
+// library is large, and an instance that never embeds or searches never needs it.
+//
 // Staging. A job whose rows commit in a database transaction (an import) must not put their
 // vectors where searches see them before that commit: it stages them in tables of its own,
 // `staging_<kind>_<job uuid hex>`, and promotes them into the repository's tables after the
 // commit (or drops them when the transaction rolls back). Promotion is an upsert, so running it
 // again after a crash midway is harmless.
 import { runtime } from '../runtime/index.ts'
-import { connect, Index, type Connection, type Table } from '@lancedb/lancedb'
+import type { Connection, Table } from '@lancedb/lancedb'
 import { Field, FixedSizeList, Float32, makeData, RecordBatch, Schema, Struct, Table as ArrowTable, Utf8, vectorFromArray, type Vector } from 'apache-arrow'
 import { UUID_PATTERN } from '../uuid.ts'
 import { DEFAULT_RESIDENT_BYTES, nearestResident, ResidentTableBuilder, ResidentTables, type LoadedTable, type Neighbour, type ResidentTable } from './resident.ts'
@@ -181,14 +184,31 @@ async function searchTable(table: Table, batch: readonly PendingSearch[]): Promi
   return answers.map((answer, i) => answer?.sort((a, b) => a.distance - b.distance).slice(0, batch[i]!.k))
 }
 
+type LanceDB = typeof import('@lancedb/lancedb')
+let lancedb: Promise<LanceDB> | undefined
+
+function loadLanceDB(): Promise<LanceDB> {
+  lancedb ??= (async () => {
+    const library = await runtime.nativeAddon('lancedb')
+    // napi-rs's loader takes the library named here before it looks anywhere else.
+    if (library) process.env.NAPI_RS_NATIVE_LIBRARY_PATH = library
+    return import('@lancedb/lancedb')
+  })()
+  lancedb.catch(() => (lancedb = undefined))
+  return lancedb
+}
+
 export class VectorStore {
   /** Per table: the last write queued in this process (never rejects). */
   private readonly writes = new Map<string, Promise<void>>()
   /** Per table: its searches, while any runs. */
   private readonly searches = new Map<string, TableSearches>()
 
+  private connection: Promise<Connection> | undefined
+
   private constructor(
-    private readonly db: Connection,
+    private readonly uri: string,
+    private readonly storageOptions: Record<string, string> | undefined,
     private readonly indexThreshold: number,
     private readonly resident: ResidentTables,
   ) {}
@@ -198,7 +218,13 @@ export class VectorStore {
     if (!Number.isInteger(indexThreshold) || indexThreshold < MIN_INDEX_ROWS) throw new RangeError(`index threshold must be an integer of at least ${MIN_INDEX_ROWS}, got ${indexThreshold}`)
     const residentBytes = options.residentBytes ?? DEFAULT_RESIDENT_BYTES
     if (!Number.isSafeInteger(residentBytes) || residentBytes < 0) throw new RangeError(`resident bytes must be a non-negative integer, got ${residentBytes}`)
-    return new VectorStore(await connect(uri, { storageOptions: options.storageOptions }), indexThreshold, new ResidentTables(residentBytes))
+    return new VectorStore(uri, options.storageOptions, indexThreshold, new ResidentTables(residentBytes))
+  }
+
+  private db(): Promise<Connection> {
+    this.connection ??= loadLanceDB().then(({ connect }) => connect(this.uri, { storageOptions: this.storageOptions }))
+    this.connection.catch(() => (this.connection = undefined))
+    return this.connection
   }
 
   /** Bytes of vectors this store holds in memory for searches. */
@@ -375,7 +401,7 @@ export class VectorStore {
         await table.optimize()
         if ((await table.listIndices()).some((index) => index.columns.includes('vector'))) return true
         if ((await table.countRows()) < this.indexThreshold) return false
-        await table.createIndex('vector', { config: Index.ivfPq({ distanceType: 'cosine' }) })
+        await table.createIndex('vector', { config: (await loadLanceDB()).Index.ivfPq({ distanceType: 'cosine' }) })
         return true
       }),
     )
@@ -385,7 +411,8 @@ export class VectorStore {
   /** Waits for the writes and loads under way, then releases the connection. */
   async close(): Promise<void> {
     await Promise.all([...this.writes.values(), this.resident.settled()])
-    this.db.close()
+    const connection = await this.connection?.catch(() => undefined)
+    connection?.close()
   }
 
   /**
@@ -410,7 +437,7 @@ export class VectorStore {
     )
     await this.serialized(name, () =>
       this.creating(async () => {
-        const table = (await this.openTable(name)) ?? (await this.db.createEmptyTable(name, tableSchema(dimensions), { mode: 'create', existOk: true }))
+        const table = (await this.openTable(name)) ?? (await (await this.db()).createEmptyTable(name, tableSchema(dimensions), { mode: 'create', existOk: true }))
         try {
           const stored = await tableDimensions(table)
           if (stored !== dimensions) throw new VectorDimensionError(`vectors of ${dimensions} dimensions cannot go into ${what}, which hold ${stored}`)
@@ -439,7 +466,7 @@ export class VectorStore {
   private async dropNamed(name: string): Promise<void> {
     await this.serialized(name, async () => {
       try {
-        await this.db.dropTable(name)
+        await (await this.db()).dropTable(name)
       } catch (error) {
         if (!isTableNotFound(error, name)) throw error
       }
@@ -449,7 +476,7 @@ export class VectorStore {
 
   private async openTable(name: string): Promise<Table | undefined> {
     try {
-      return await this.db.openTable(name)
+      return await (await this.db()).openTable(name)
     } catch (error) {
       if (isTableNotFound(error, name) || isUncommittedTable(error, name)) return undefined
       throw error
