@@ -13,7 +13,10 @@
 // Rates are rows (of all tables) per second and MB of bundle JSON per second; a ratio is the
 // peer's time over kgs's (1 = as fast as the peer). Peak RSS is the kgs process's VmHWM (main
 // thread and worker threads share the process), read after each phase.
-// Usage: bun scripts/bench/graph.ts [facts=100000]
+// 4. With --object-store: the export and the import again, by a kgs whose blobs (the export file,
+//    the registry's bundle) and vectors are on the S3-compatible store that TEST_S3_* name (Ceph
+//    RGW from ../shared/tools/ceph-rgw, docs/operations.md), printed beside the local directory's.
+// Usage: bun scripts/bench/graph.ts [facts=100000] [--object-store]
 // PG_URL names a maintenance database (default postgres://postgres@127.0.0.1:5432/postgres).
 import postgres from 'postgres'
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -25,8 +28,11 @@ import { generateGraph } from '../gen-graph.ts'
 import { ROW_SECTIONS } from '../../src/bundle/format/schema.ts'
 import { createBenchDatabase } from '../lib/scratch-database.ts'
 import { format, memoryOf, spawnKgs } from '../lib/load.ts'
+import { OBJECT_STORE, createBucket } from '../../tests/helpers/object-store.ts'
 
-const facts = Number(process.argv[2] ?? 100_000)
+const onObjectStore = process.argv.includes('--object-store')
+const facts = Number(process.argv.slice(2).find((arg) => arg !== '--object-store') ?? 100_000)
+if (onObjectStore && !OBJECT_STORE) throw new Error('--object-store: set TEST_S3_ENDPOINT, TEST_S3_REGION, TEST_S3_ACCESS_KEY_ID and TEST_S3_SECRET_ACCESS_KEY (ceph-rgw start prints them as S3_*)')
 
 // Every row section of a bundle is a table of the same name, and their bundle order satisfies
 // the foreign keys (COPY FROM follows it).
@@ -83,12 +89,11 @@ async function psql(dsn: string, script: string): Promise<number> {
 
 let kgs: Awaited<ReturnType<typeof spawnKgs>> | undefined
 try {
-  kgs = await spawnKgs(
-    // A 1M-fact run outlasts the default 15-minute access token.
-    { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'warn', WORKERS: '1', ACCESS_TOKEN_TTL: '12h', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() },
-    join(dataDir, 'kgs.log'),
-  )
-  const { url: kgsUrl, pid: kgsPid } = kgs
+  // A 1M-fact run outlasts the default 15-minute access token.
+  const kgsEnv = { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'warn', WORKERS: '1', ACCESS_TOKEN_TTL: '12h', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() }
+  kgs = await spawnKgs(kgsEnv, join(dataDir, 'kgs.log'))
+  // The process the requests go to (step 4 starts another on the same database).
+  let { url: kgsUrl, pid: kgsPid } = kgs
   const call = async (method: string, path: string, token?: string, body?: unknown) => {
     const res = await fetch(kgsUrl + path, {
       method,
@@ -160,6 +165,33 @@ try {
   await kgs.stop()
   kgs = undefined
 
+  // 4. The same on object storage: a new export (another exported_at, so a new registry graph
+  // whose bundle goes to the bucket) and its import into an empty repository.
+  let onBucket: { exported: number; imported: number } | undefined
+  if (onObjectStore) {
+    const store = OBJECT_STORE!
+    const bucket = await createBucket(store, 'bench')
+    kgs = await spawnKgs(
+      {
+        ...kgsEnv,
+        DATA_DIR: join(dataDir, 'object-store'),
+        S3_BUCKET: bucket,
+        S3_ENDPOINT: store.endpoint,
+        S3_REGION: store.region,
+        S3_ACCESS_KEY_ID: store.accessKeyId,
+        S3_SECRET_ACCESS_KEY: store.secretAccessKey,
+        LANCEDB_URI: `s3://${bucket}/lance`,
+      },
+      join(dataDir, 'kgs-object-store.log'),
+    )
+    ;({ url: kgsUrl, pid: kgsPid } = kgs)
+    const exportedThere = await runJob(`/${source.slug}/export-graph`, { exported_at: '2026-01-02T03:04:06Z' })
+    const importedThere = await runJob(`/${(await repository('Bench import on object storage')).slug}/import-graph`, { graph_id: exportedThere.result.graph_id })
+    onBucket = { exported: exportedThere.seconds, imported: importedThere.seconds }
+    await kgs.stop()
+    kgs = undefined
+  }
+
   const gzMB = exported.result.bytes / 1e6
   const line = (label: string, seconds: number, mb: number, baseline?: number) =>
     console.log(
@@ -192,6 +224,11 @@ try {
   line('COPY FROM (psql, one transaction)', copyFrom, copyMB, pgRestore)
   console.log(`  import_graph / COPY FROM: ${(copyFrom / imported.seconds).toFixed(2)} (COPY FROM time / import time)`)
   console.log(`  import job by phase: ${phases(imported.phaseStarts, imported.seconds)}`)
+  if (onBucket) {
+    console.log(`  on object storage (${OBJECT_STORE!.endpoint}), beside the local directory above:`)
+    line('export_graph (job, incl. push)', onBucket.exported, bundleMB, pgDump)
+    line('import_graph (job, from registry)', onBucket.imported, bundleMB, pgRestore)
+  }
   console.log('  targets: export >= 1.0 x pg_dump -Fc; import >= 0.5 x pg_restore and >= 0.5 x COPY FROM; MB/s of bundle JSON for kgs, of COPY text for the others')
   console.log(`kgs peak RSS (VmHWM): ${idleRss.toFixed(0)} MB after start-up, ${exportRss.toFixed(0)} MB after the export, ${importRss.toFixed(0)} MB after the import (target < 300 MB)`)
   const byPhase = (peaks: Record<string, number>) =>
