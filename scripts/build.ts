@@ -2,10 +2,13 @@
 // one into the executable); `root: src` keeps their paths relative to src/workers.ts.
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { buildWebApp } from './build-web.ts'
 
 const root = join(import.meta.dir, '..')
 const outfile = join(root, 'dist', 'kgs')
 rmSync(outfile, { force: true })
+// The web app's files first: the binary embeds them.
+await buildWebApp()
 const result = await Bun.build({
   entrypoints: [join(root, 'src/main.ts'), join(root, 'src/db/initdb-worker.ts'), join(root, 'src/jobs/worker-thread.ts'), join(root, 'src/accounts/hasher-thread.ts')],
   root: join(root, 'src'),

@@ -12,6 +12,7 @@ import { urlChecks } from './http/url-checks.ts'
 import { ErrorBody } from './http/schemas.ts'
 import { openApiDocument } from './http/openapi.ts'
 import { swaggerUi } from './http/swagger-ui.ts'
+import { WEB_APP_PATH, wantsHtml, webApp } from './http/web-app.ts'
 import { authorizationServerMetadata, resourceIdentifier, resourceMetadataUrl } from './oauth/metadata.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
@@ -64,6 +65,7 @@ const ServiceIndex = t.Object({
   name: t.Literal('kgs'),
   version: t.String(),
   links: t.Object({
+    app: t.String({ description: 'the web app' }),
     swagger: t.String({ description: 'Swagger UI' }),
     openapi: t.String({ description: 'the OpenAPI document' }),
     api: t.String({ description: 'the base of the JSON API (the OAuth protected resource)' }),
@@ -78,6 +80,7 @@ function serviceIndex(baseUrl: string): typeof ServiceIndex.static {
     name: 'kgs',
     version: VERSION,
     links: {
+      app: `${baseUrl}${WEB_APP_PATH}`,
       swagger: `${baseUrl}/swagger`,
       openapi: `${baseUrl}/swagger/json`,
       api: resourceIdentifier(baseUrl),
@@ -145,10 +148,16 @@ export function createApp(ctx: AppContext) {
         openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl)),
       ),
     )
+    .use(webApp(ctx.pools.system, ctx.baseUrl))
     .use(access)
-    .get('/', () => index, {
+    // A browser (Accept: text/html) is sent to the web app; API clients get the index.
+    .get('/', ({ request, redirect }) => (wantsHtml(request) ? redirect(WEB_APP_PATH, 302) : index), {
       public: true,
-      detail: { tags: ['operations'], summary: 'Service index: name, version and where to go next' },
+      detail: {
+        tags: ['operations'],
+        summary: 'Service index: name, version and where to go next (a browser asking for HTML is redirected to the web app at /app)',
+        responses: { 302: { description: 'to the web app at /app, for a request that accepts text/html' } },
+      },
       response: { 200: ServiceIndex },
     })
     .get('/healthz', () => ({ status: 'ok' as const, version: VERSION }), {

@@ -7,6 +7,7 @@ import { Elysia } from 'elysia'
 import { publicAccess } from './access.ts'
 import type { Sql } from 'postgres'
 import { DOCUMENT_PATH } from './openapi.ts'
+import { builtinClient } from './builtin-clients.ts'
 
 /** 22 characters at least, as client ids are. */
 export const SWAGGER_CLIENT_ID = 'kgs-swagger-ui-builtin'
@@ -67,35 +68,16 @@ function initScript(baseUrl: string): string {
   return `window.ui = SwaggerUIBundle(${JSON.stringify(options)});\nwindow.ui.initOAuth(${JSON.stringify(oauth)});\n`
 }
 
-/**
- * Registers (or, after a change of BASE_URL, updates) the Swagger UI client. It is kgs's own,
- * so it is written directly rather than through dynamic registration, whose redirect URI rules
- * (https, or http on loopback) a deployment's BASE_URL need not meet.
- */
-async function registerClient(system: Sql, baseUrl: string): Promise<void> {
-  const redirectUris = [baseUrl + REDIRECT_PATH]
-  await system`
-    INSERT INTO oauth_clients (id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope)
-    VALUES (${SWAGGER_CLIENT_ID}, NULL, 'kgs Swagger UI', ${redirectUris}, ${['authorization_code', 'refresh_token']}, 'none', 'read write admin')
-    ON CONFLICT (id) DO UPDATE SET redirect_uris = EXCLUDED.redirect_uris
-    WHERE oauth_clients.redirect_uris IS DISTINCT FROM EXCLUDED.redirect_uris`
-}
-
 export function swaggerUi(system: Sql, baseUrl: string, document: () => object) {
   const init = initScript(baseUrl)
-  // Registered when the page is first served, not at start-up: most instances never serve it.
-  let registered: Promise<void> | undefined
+  const registered = builtinClient(system, { id: SWAGGER_CLIENT_ID, name: 'kgs Swagger UI', redirectUris: [baseUrl + REDIRECT_PATH], scope: 'read write admin' })
   const hide = { public: true, detail: { hide: true } } as const
   return new Elysia({ name: 'kgs/swagger-ui' })
     .use(publicAccess)
     .get(
       '/swagger',
       async () => {
-        registered ??= registerClient(system, baseUrl).catch((error) => {
-          registered = undefined
-          throw error
-        })
-        await registered
+        await registered()
         return respond(PAGE, HTML)
       },
       hide,
