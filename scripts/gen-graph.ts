@@ -281,7 +281,7 @@ if (import.meta.main) {
   const { createEmbedder } = await import('../src/vectors/embedder.ts')
   const config = loadConfig()
   const pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
-  const store = await VectorStore.open(config.lancedbUri)
+  const store = await VectorStore.open(config.lancedbUri, { storageOptions: config.lancedbStorageOptions })
   try {
     await pools.migrate()
     const started = performance.now()

@@ -1,7 +1,9 @@
 // One user journey over HTTP against `kgs serve` run from source on a given runtime:
-//   bun scripts/journey.ts deno|bun [s3]
+//   bun scripts/journey.ts deno|bun [s3|rgw]
 // on the embedded database, or on PostgreSQL when DATABASE_URL is set (a database of its own);
-// blobs under DATA_DIR, or with `s3` in a loopback fake S3 (tests/helpers/fake-s3.ts).
+// blobs under DATA_DIR, or with `s3` in a loopback fake S3 (tests/helpers/fake-s3.ts), or with
+// `rgw` blobs and vectors (LANCEDB_URI=s3://…) in a bucket of its own on the Ceph RADOS Gateway
+// that TEST_S3_* name (tests/helpers/object-store.ts).
 // The web app's files, register, create a repository, import an uploaded bundle, browse, search, export (pushed to
 // this server's registry), import that export from the registry, sign in through the OAuth flow
 // in Chromium, and promote a sysadmin with the CLI against the running server. Every step checks
@@ -12,15 +14,17 @@ import { join } from 'node:path'
 import * as oauth from 'oauth4webapi'
 import { launchBrowser, listenOnLoopback, signInAndDecide } from '../tests/helpers/browser.ts'
 import { startFakeS3 } from '../tests/helpers/fake-s3.ts'
+import { OBJECT_STORE, createBucket, listKeys, openUploads } from '../tests/helpers/object-store.ts'
 import { generateBundle } from './gen-bundle.ts'
 
 const [runtimeName, blobs = 'local', ...extra] = process.argv.slice(2)
-if ((runtimeName !== 'deno' && runtimeName !== 'bun') || (blobs !== 'local' && blobs !== 's3') || extra.length > 0) throw new Error('usage: bun scripts/journey.ts deno|bun [s3]')
+if ((runtimeName !== 'deno' && runtimeName !== 'bun') || !['local', 's3', 'rgw'].includes(blobs) || extra.length > 0) throw new Error('usage: bun scripts/journey.ts deno|bun [s3|rgw]')
+if (blobs === 'rgw' && !OBJECT_STORE) throw new Error('rgw: set TEST_S3_ENDPOINT, TEST_S3_REGION, TEST_S3_ACCESS_KEY_ID and TEST_S3_SECRET_ACCESS_KEY (ceph-rgw start prints them as S3_*)')
 const root = join(import.meta.dir, '..')
 const main = join(root, 'src', 'main.ts')
 const command = runtimeName === 'deno' ? [join(root, 'node_modules', '.bin', 'deno'), 'run', '-A', main] : [process.execPath, main]
-const backend = `${process.env.DATABASE_URL ? 'postgres' : 'embedded'}${blobs === 's3' ? ', S3' : ''}`
-const s3 = blobs === 's3' ? startFakeS3() : undefined
+const backend = `${process.env.DATABASE_URL ? 'postgres' : 'embedded'}${{ local: '', s3: ', S3', rgw: ', blobs and vectors on Ceph RGW' }[blobs]}`
+const s3 = blobs === 's3' ? startFakeS3() : blobs === 'rgw' ? { ...OBJECT_STORE!, bucket: await createBucket(OBJECT_STORE!, 'journey') } : undefined
 const dir = mkdtempSync(join(tmpdir(), 'kgs-journey-'))
 const env: Record<string, string> = {
   PATH: process.env.PATH ?? '',
@@ -32,6 +36,7 @@ const env: Record<string, string> = {
   JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
   ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
   ...(s3 ? { S3_BUCKET: s3.bucket, S3_ENDPOINT: s3.endpoint, S3_REGION: s3.region, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey, S3_PREFIX: 'journey/' } : {}),
+  ...(blobs === 'rgw' ? { LANCEDB_URI: `s3://${s3!.bucket}/lance` } : {}),
 }
 
 const child = Bun.spawn([...command, 'serve'], { cwd: root, env, stdout: 'pipe', stderr: 'pipe' })
@@ -227,15 +232,26 @@ const code = await child.exited
 check(code === 0, `kgs serve exited ${code} after SIGTERM`)
 step('stop')
 if (s3) {
-  // The blobs (imported bodies and images, the export, the registry's bundle) went to the bucket under S3_PREFIX, none to DATA_DIR.
-  const keys = [...s3.objects.keys()]
+  // The blobs (imported bodies and images, the export, the registry's bundle) went to the bucket
+  // under S3_PREFIX, none to DATA_DIR; on the gateway, so did the vectors.
+  const keys = 'objects' in s3 ? [...s3.objects.keys()] : await listKeys(OBJECT_STORE!, s3.bucket)
   check(
     keys.some((key) => key.startsWith('journey/registry/graphs/')),
-    `S3: no registry bundle among ${JSON.stringify(keys)}`,
+    `S3: no registry bundle among ${JSON.stringify(keys.slice(0, 50))}`,
   )
-  check(s3.refused() === 0 && s3.openUploads() === 0, `S3: ${s3.refused()} requests refused, ${s3.openUploads()} uploads left open`)
   check(!existsSync(join(env.DATA_DIR!, 'blobs')), 'S3: blobs were written to DATA_DIR')
-  await s3.stop()
+  if ('objects' in s3) {
+    check(s3.refused() === 0 && s3.openUploads() === 0, `S3: ${s3.refused()} requests refused, ${s3.openUploads()} uploads left open`)
+    await s3.stop()
+  } else {
+    check(
+      keys.some((key) => /^lance\/facts_[0-9a-f]{32}\.lance\//.test(key)),
+      `RGW: no vector table among ${JSON.stringify(keys.slice(0, 50))}`,
+    )
+    check(!existsSync(join(env.DATA_DIR!, 'lance')), 'RGW: vectors were written to DATA_DIR')
+    const open = await openUploads(OBJECT_STORE!, s3.bucket)
+    check(open === 0, `RGW: ${open} uploads left open`)
+  }
 }
 rmSync(dir, { recursive: true, force: true })
 

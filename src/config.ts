@@ -115,7 +115,10 @@ export const EnvSchema = Type.Object({
     'a duration such as 30, 30s or 2m',
     milliseconds,
   ),
-  LANCEDB_URI: variable(Type.Optional(Type.String({ minLength: 1, description: 'LanceDB location (directory or object-storage URI); unset uses DATA_DIR/lance' })), 'a directory path or URI'),
+  LANCEDB_URI: variable(
+    Type.Optional(Type.String({ minLength: 1, description: 'LanceDB location (directory or object-storage URI); unset uses DATA_DIR/lance; an s3:// URI is reached with the S3_* settings' })),
+    'a directory path or URI',
+  ),
   EMBEDDING_URL: variable(
     Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', description: 'OpenAI-compatible API base (POST {url}/embeddings); unset uses the built-in kgs-hash-v1' })),
     'an absolute http(s) URL',
@@ -269,6 +272,20 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
   return configFrom(v)
 }
 
+/** LanceDB's names (object_store's AmazonS3ConfigKey) for the S3_* settings; undefined leaves LanceDB to its own AWS_* variables. */
+function lancedbStorageOptions(v: Env): Record<string, string> | undefined {
+  if (!v.LANCEDB_URI?.startsWith('s3://') || !v.S3_BUCKET) return undefined
+  const options = {
+    aws_endpoint: v.S3_ENDPOINT,
+    aws_region: v.S3_REGION,
+    aws_access_key_id: v.S3_ACCESS_KEY_ID,
+    aws_secret_access_key: v.S3_SECRET_ACCESS_KEY,
+    // An http:// endpoint (an S3-compatible store on a private network) must be allowed explicitly.
+    allow_http: v.S3_ENDPOINT?.startsWith('http://') ? 'true' : undefined,
+  }
+  return Object.fromEntries(Object.entries(options).filter((entry): entry is [string, string] => entry[1] !== undefined))
+}
+
 /** The configuration the rest of kgs reads, from the parsed variables; its type is Config. */
 function configFrom(v: Env) {
   return {
@@ -295,6 +312,8 @@ function configFrom(v: Env) {
     workers: v.WORKERS,
     jobLeaseMs: v.JOB_LEASE,
     lancedbUri: v.LANCEDB_URI ?? join(v.DATA_DIR, 'lance'),
+    /** How LanceDB reaches an s3:// LANCEDB_URI: the S3_* settings, so one configuration serves blobs and vectors. */
+    lancedbStorageOptions: lancedbStorageOptions(v),
     /** Unset: the built-in kgs-hash-v1. */
     embedding: v.EMBEDDING_URL ? { url: v.EMBEDDING_URL, model: v.EMBEDDING_MODEL!, apiKey: v.EMBEDDING_API_KEY } : undefined,
     /** Unset: blobs under DATA_DIR/blobs. */

@@ -148,7 +148,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     const registry = createRegistryClient(config, baseUrl)
     pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, embedded: config.embedded })
     const blobs = openBlobStore(config)
-    vectors = await VectorStore.open(config.lancedbUri)
+    vectors = await VectorStore.open(config.lancedbUri, { storageOptions: config.lancedbStorageOptions })
     const applied = await pools.migrate()
     if (applied.length > 0) log.info('migrations applied', { set: 'system', applied })
     const fleet = pools.backend === 'postgres'

@@ -43,6 +43,22 @@ describe('parseEnv', () => {
     expect(parseEnv({ LANCEDB_URI: 's3://bucket/lance', WORKERS: '0' })).toMatchObject({ lancedbUri: 's3://bucket/lance', workers: 0 })
   })
 
+  test('one configuration for object storage: an s3:// LANCEDB_URI is reached with the S3_* settings', () => {
+    const s3 = { S3_BUCKET: 'kgs-blobs', S3_ENDPOINT: 'http://127.0.0.1:7480', S3_REGION: 'eu-west-3', S3_ACCESS_KEY_ID: 'AKIAKGS', S3_SECRET_ACCESS_KEY: 'secret-key' }
+    expect(parseEnv({ ...s3, LANCEDB_URI: 's3://kgs-vectors/lance' }).lancedbStorageOptions).toEqual({
+      aws_endpoint: 'http://127.0.0.1:7480',
+      aws_region: 'eu-west-3',
+      aws_access_key_id: 'AKIAKGS',
+      aws_secret_access_key: 'secret-key',
+      allow_http: 'true',
+    })
+    // An https endpoint needs no permission; settings not given are left to LanceDB's own defaults.
+    expect(parseEnv({ S3_BUCKET: 'kgs-blobs', S3_ENDPOINT: 'https://s3.example.com', LANCEDB_URI: 's3://kgs-vectors/lance' }).lancedbStorageOptions).toEqual({ aws_endpoint: 'https://s3.example.com' })
+    // A local directory, or no S3_* settings: nothing to hand over.
+    expect(parseEnv({ ...s3, LANCEDB_URI: '/var/lib/kgs/lance' }).lancedbStorageOptions).toBeUndefined()
+    expect(parseEnv({ LANCEDB_URI: 's3://kgs-vectors/lance' }).lancedbStorageOptions).toBeUndefined()
+  })
+
   test('durations take seconds or a unit', () => {
     expect(parseEnv({ ACCESS_TOKEN_TTL: '90' }).accessTokenTtl).toBe(90)
     expect(parseEnv({ ACCESS_TOKEN_TTL: '90s' }).accessTokenTtl).toBe(90)

@@ -1,13 +1,13 @@
 // The knowledge-graph read API: every route at /{repoID}/<path> and, with the repository named by
 // the X-Repository-ID header, at /api/v1/<path> (docs/spec/decisions.md §2). Lists are paginated
 // (docs/spec/decisions.md §1); each route needs its resource's :read permission in the repository (§4).
-import { Elysia, t } from 'elysia'
-import type { TProperties } from '@sinclair/typebox'
+import { t } from 'elysia'
 import { HttpError } from '../http/errors.ts'
 import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
+import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
 import { getConcept, getFact, getInvestigation, getReport, getSource, listConcepts, listFacts, listInvestigations, listReports, listSources } from './store.ts'
 import { Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, Report, ReportDetail, Source, SourceDetail } from './schemas.ts'
 
@@ -33,94 +33,81 @@ function orNotFound<T>(row: T | undefined, what: string): T {
   return row
 }
 
-type Scope = ReturnType<typeof repositoryScope>
-const REPOSITORY_IN_PATH = '/:repoID'
-
-/** Every route under one prefix: '/:repoID' (repository in the path) or '/api/v1' (in X-Repository-ID). */
-function graphRoutesAt(prefix: string, scope: Scope) {
-  const inPath = prefix === REPOSITORY_IN_PATH
-  const repoID = { repoID: t.String({ description: 'repository UUID or slug' }) }
-  const params = <P extends TProperties>(properties: P) => t.Object({ ...(inPath ? repoID : {}), ...properties })
-  // A route without path parameters must have no params schema: Elysia validates an absent object.
-  const listParams = inPath ? t.Object(repoID) : undefined
-  const describe = (summary: string) => ({
-    tags: ['graph'],
-    summary,
-    ...(inPath ? {} : { parameters: [{ in: 'header' as const, name: 'X-Repository-ID', required: true, schema: { type: 'string' as const }, description: 'repository UUID or slug' }] }),
+/** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
+export function graphRoutes(scope: ReturnType<typeof repositoryScope>) {
+  return repositoryScopedRoutes('kgs/graph', scope, (app, at) => {
+    const describe = (summary: string) => at.detail({ tags: ['graph'], summary })
+    const { params } = at
+    const listParams = at.repositoryParams
+    return app
+      .use(pagination)
+      .get('/sources', async ({ db, page }) => listSources(await db(), page), {
+        repository: 'source:read',
+        paginated: true,
+        params: listParams,
+        response: { 200: t.Array(Source), ...errors },
+        detail: describe('Sources, without their parsed text'),
+      })
+      .get('/sources/:sourceID', async ({ db, params }) => orNotFound(await getSource(await db(), params.sourceID), 'source'), {
+        repository: 'source:read',
+        params: params({ sourceID: Uuid }),
+        response: { 200: SourceDetail, ...errors },
+        detail: describe('A source with its parsed text, images, stored body and fact count'),
+      })
+      .get('/facts', async ({ db, page, query }) => listFacts(await db(), { ...page, status: query.status, sourceId: query.source_id }), {
+        repository: 'fact:read',
+        paginated: true,
+        params: listParams,
+        query: FactQuery,
+        response: { 200: t.Array(Fact), ...errors },
+        detail: describe('Facts, optionally of one status or one source'),
+      })
+      .get('/facts/:factID', async ({ db, params }) => orNotFound(await getFact(await db(), params.factID), 'fact'), {
+        repository: 'fact:read',
+        params: params({ factID: Uuid }),
+        response: { 200: FactDetail, ...errors },
+        detail: describe('A fact with its sources and concepts'),
+      })
+      .get('/concepts', async ({ db, page, query }) => listConcepts(await db(), { ...page, prefix: query.prefix }), {
+        repository: 'concept:read',
+        paginated: true,
+        params: listParams,
+        query: ConceptQuery,
+        response: { 200: t.Array(Concept), ...errors },
+        detail: describe('Concepts, optionally those whose name starts with a prefix (case-insensitive)'),
+      })
+      .get('/concepts/:conceptID', async ({ db, params }) => orNotFound(await getConcept(await db(), params.conceptID), 'concept'), {
+        repository: 'concept:read',
+        params: params({ conceptID: Uuid }),
+        response: { 200: ConceptDetail, ...errors },
+        detail: describe('A concept with its aliases, summaries, synthesis and fact count'),
+      })
+      .get('/investigations', async ({ db, page }) => listInvestigations(await db(), page), {
+        repository: 'investigation:read',
+        paginated: true,
+        params: listParams,
+        response: { 200: t.Array(Investigation), ...errors },
+        detail: describe('Investigations'),
+      })
+      .get('/investigations/:investigationID', async ({ db, params }) => orNotFound(await getInvestigation(await db(), params.investigationID), 'investigation'), {
+        repository: 'investigation:read',
+        params: params({ investigationID: Uuid }),
+        response: { 200: InvestigationDetail, ...errors },
+        detail: describe('An investigation with its sources'),
+      })
+      .get('/reports', async ({ db, page, query }) => listReports(await db(), { ...page, parentId: query.parent_id === NONE ? null : query.parent_id }), {
+        repository: 'report:read',
+        paginated: true,
+        params: listParams,
+        query: ReportQuery,
+        response: { 200: t.Array(Report), ...errors },
+        detail: describe('Reports, without their bodies; optionally the children of one, or only top-level ones'),
+      })
+      .get('/reports/:reportID', async ({ db, params }) => orNotFound(await getReport(await db(), params.reportID), 'report'), {
+        repository: 'report:read',
+        params: params({ reportID: Uuid }),
+        response: { 200: ReportDetail, ...errors },
+        detail: describe('A report with its body, sentence annotations and child reports'),
+      })
   })
-  return new Elysia({ name: 'kgs/graph-at', seed: prefix, prefix })
-    .use(scope)
-    .use(pagination)
-    .get('/sources', async ({ db, page }) => listSources(await db(), page), {
-      repository: 'source:read',
-      paginated: true,
-      params: listParams,
-      response: { 200: t.Array(Source), ...errors },
-      detail: describe('Sources, without their parsed text'),
-    })
-    .get('/sources/:sourceID', async ({ db, params }) => orNotFound(await getSource(await db(), params.sourceID), 'source'), {
-      repository: 'source:read',
-      params: params({ sourceID: Uuid }),
-      response: { 200: SourceDetail, ...errors },
-      detail: describe('A source with its parsed text, images, stored body and fact count'),
-    })
-    .get('/facts', async ({ db, page, query }) => listFacts(await db(), { ...page, status: query.status, sourceId: query.source_id }), {
-      repository: 'fact:read',
-      paginated: true,
-      params: listParams,
-      query: FactQuery,
-      response: { 200: t.Array(Fact), ...errors },
-      detail: describe('Facts, optionally of one status or one source'),
-    })
-    .get('/facts/:factID', async ({ db, params }) => orNotFound(await getFact(await db(), params.factID), 'fact'), {
-      repository: 'fact:read',
-      params: params({ factID: Uuid }),
-      response: { 200: FactDetail, ...errors },
-      detail: describe('A fact with its sources and concepts'),
-    })
-    .get('/concepts', async ({ db, page, query }) => listConcepts(await db(), { ...page, prefix: query.prefix }), {
-      repository: 'concept:read',
-      paginated: true,
-      params: listParams,
-      query: ConceptQuery,
-      response: { 200: t.Array(Concept), ...errors },
-      detail: describe('Concepts, optionally those whose name starts with a prefix (case-insensitive)'),
-    })
-    .get('/concepts/:conceptID', async ({ db, params }) => orNotFound(await getConcept(await db(), params.conceptID), 'concept'), {
-      repository: 'concept:read',
-      params: params({ conceptID: Uuid }),
-      response: { 200: ConceptDetail, ...errors },
-      detail: describe('A concept with its aliases, summaries, synthesis and fact count'),
-    })
-    .get('/investigations', async ({ db, page }) => listInvestigations(await db(), page), {
-      repository: 'investigation:read',
-      paginated: true,
-      params: listParams,
-      response: { 200: t.Array(Investigation), ...errors },
-      detail: describe('Investigations'),
-    })
-    .get('/investigations/:investigationID', async ({ db, params }) => orNotFound(await getInvestigation(await db(), params.investigationID), 'investigation'), {
-      repository: 'investigation:read',
-      params: params({ investigationID: Uuid }),
-      response: { 200: InvestigationDetail, ...errors },
-      detail: describe('An investigation with its sources'),
-    })
-    .get('/reports', async ({ db, page, query }) => listReports(await db(), { ...page, parentId: query.parent_id === NONE ? null : query.parent_id }), {
-      repository: 'report:read',
-      paginated: true,
-      params: listParams,
-      query: ReportQuery,
-      response: { 200: t.Array(Report), ...errors },
-      detail: describe('Reports, without their bodies; optionally the children of one, or only top-level ones'),
-    })
-    .get('/reports/:reportID', async ({ db, params }) => orNotFound(await getReport(await db(), params.reportID), 'report'), {
-      repository: 'report:read',
-      params: params({ reportID: Uuid }),
-      response: { 200: ReportDetail, ...errors },
-      detail: describe('A report with its body, sentence annotations and child reports'),
-    })
-}
-
-export function graphRoutes(scope: Scope) {
-  return new Elysia({ name: 'kgs/graph' }).use(graphRoutesAt(REPOSITORY_IN_PATH, scope)).use(graphRoutesAt('/api/v1', scope))
 }

@@ -35,6 +35,7 @@ interface Parameter {
   schema: Record<string, unknown>
 }
 interface Operation {
+  description?: string
   parameters?: Parameter[]
   requestBody?: { content?: Record<string, unknown> }
   responses?: Record<string, unknown>
@@ -44,6 +45,7 @@ interface Operation {
 const INTEGER = 'x-kgs-integer'
 const REPOSITORY_HEADER = 'x-kgs-repository-header'
 const ERRORS = 'x-kgs-errors'
+const ALSO_WITH_HEADER = 'x-kgs-also-with-repository-header'
 
 /** The `detail` of an access rule's macro: the error answers the rule itself can give. */
 export function declaredErrors(statuses: number[]) {
@@ -59,6 +61,14 @@ const errorAnswer = { description: 'error', content: { 'application/json': { sch
  */
 export function repositoryHeader(required: boolean) {
   return { [REPOSITORY_HEADER]: required }
+}
+
+/**
+ * The `detail` of a route at /{repoID}/… that is also served at /api/v1/… with the repository in
+ * X-Repository-ID: the document lists it once and says so in its description.
+ */
+export function servedAlsoWithRepositoryHeader() {
+  return { [ALSO_WITH_HEADER]: true }
 }
 
 /**
@@ -104,6 +114,11 @@ function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
       if (header !== undefined && !path.includes('{repoID}') && !documented({ name: 'X-Repository-ID', in: 'header', schema: {} })) {
         const description = header ? 'repository UUID or slug' : 'repository UUID or slug; without it, every job (system job:read)'
         operation.parameters = [...(operation.parameters ?? []), { name: 'X-Repository-ID', in: 'header', required: header, schema: { type: 'string' }, description } as Parameter]
+      }
+      if ((operation as Record<string, unknown>)[ALSO_WITH_HEADER]) {
+        delete (operation as Record<string, unknown>)[ALSO_WITH_HEADER]
+        const note = `Also served at \`${path.replace('/{repoID}', '/api/v1')}\` with the repository UUID or slug in the \`X-Repository-ID\` header instead of the path.`
+        operation.description = operation.description ? `${operation.description}\n\n${note}` : note
       }
       for (const parameter of operation.parameters ?? []) {
         const integer = parameter.schema[INTEGER] as { minimum: number; maximum: number; default: number; description: string } | undefined

@@ -32,7 +32,7 @@ async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<voi
   const { config, workerId } = message
   const log = createLogger(config.logLevel)
   const pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, max: 2, asyncCommit: true, embeddedSockets: { socketFor } })
-  const vectors = await VectorStore.open(config.lancedbUri)
+  const vectors = await VectorStore.open(config.lancedbUri, { storageOptions: config.lancedbStorageOptions })
   const kinds = await loadJobKinds(message.extraKindModules)
   const jobs = new Jobs(pools.system, { publish: async (_sql, channel, payload) => post({ type: 'publish', channel, payload }) }, kinds)
   // The runner always passes the base URL in use (server.ts); the registry defaults to it.

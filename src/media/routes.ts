@@ -1,13 +1,13 @@
 // A repository's stored media: the bytes of a source image and of a source's body, at the URLs
 // of urls.ts (/{repoID}/...) and, with the repository in X-Repository-ID, under /api/v1. Reading
 // them takes source:read, like the source itself.
-import { Elysia, t } from 'elysia'
-import type { TProperties } from '@sinclair/typebox'
+import { t } from 'elysia'
 import type { BlobStore } from '../blobs/store.ts'
 import { HttpError } from '../http/errors.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
+import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
 import { servedAs } from './types.ts'
 import { storedBody, storedImage, type StoredMedium } from './store.ts'
 
@@ -39,31 +39,22 @@ async function mediumResponse(blobs: BlobStore, medium: StoredMedium | undefined
   })
 }
 
-function mediaRoutesAt(prefix: '/:repoID' | '/api/v1', scope: Scope, blobs: BlobStore) {
-  const inPath = prefix === '/:repoID'
-  const params = <P extends TProperties>(properties: P) => t.Object({ ...(inPath ? { repoID: t.String({ description: 'repository UUID or slug' }) } : {}), ...properties })
-  const describe = (summary: string) => ({
-    tags: ['graph'],
-    summary,
-    responses,
-    ...(inPath ? {} : { parameters: [{ in: 'header' as const, name: 'X-Repository-ID', required: true, schema: { type: 'string' as const }, description: 'repository UUID or slug' }] }),
-  })
-  return new Elysia({ name: 'kgs/media-at', seed: prefix, prefix })
-    .use(scope)
-    .get('/images/:imageID', async ({ db, params }) => mediumResponse(blobs, await storedImage(await db(), params.imageID), { row: 'image', medium: 'image' }), {
-      repository: 'source:read',
-      params: params({ imageID: Uuid }),
-      response: errors,
-      detail: describe("A source image's stored bytes"),
-    })
-    .get('/sources/:sourceID/body', async ({ db, params }) => mediumResponse(blobs, await storedBody(await db(), params.sourceID), { row: 'source', medium: 'body' }), {
-      repository: 'source:read',
-      params: params({ sourceID: Uuid }),
-      response: errors,
-      detail: describe("A source's stored original (a PDF, an HTML page)"),
-    })
-}
-
+/** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
 export function mediaRoutes(scope: Scope, blobs: BlobStore) {
-  return new Elysia({ name: 'kgs/media' }).use(mediaRoutesAt('/:repoID', scope, blobs)).use(mediaRoutesAt('/api/v1', scope, blobs))
+  return repositoryScopedRoutes('kgs/media', scope, (app, at) => {
+    const describe = (summary: string) => at.detail({ tags: ['graph'], summary, responses })
+    return app
+      .get('/images/:imageID', async ({ db, params }) => mediumResponse(blobs, await storedImage(await db(), params.imageID), { row: 'image', medium: 'image' }), {
+        repository: 'source:read',
+        params: at.params({ imageID: Uuid }),
+        response: errors,
+        detail: describe("A source image's stored bytes"),
+      })
+      .get('/sources/:sourceID/body', async ({ db, params }) => mediumResponse(blobs, await storedBody(await db(), params.sourceID), { row: 'source', medium: 'body' }), {
+        repository: 'source:read',
+        params: at.params({ sourceID: Uuid }),
+        response: errors,
+        detail: describe("A source's stored original (a PDF, an HTML page)"),
+      })
+  })
 }

@@ -1,12 +1,13 @@
 // Nearest-neighbour search over a repository's facts or concepts: the query is embedded with the
 // configured embedder, the vector store finds the nearest ids, and the graph store supplies the
 // rows. GET /{repoID}/search?q=&kind=facts|concepts&k= (and /api/v1/search + X-Repository-ID).
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import { HttpError } from '../http/errors.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { integerQuery } from '../http/openapi.ts'
 import { conceptsByIds, factsByIds } from '../graph/store.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
+import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
 import { EmbeddingError, type Embedder } from './embedder.ts'
 import { VectorDimensionError, type VectorStore } from './store.ts'
 
@@ -65,5 +66,5 @@ export function searchRoutes(scope: ReturnType<typeof repositoryScope>, vectors:
       summary: 'Nearest facts or concepts to a text, by the configured embedder (kgs-hash-v1 by default: lexical, not semantic)',
     },
   }
-  return new Elysia({ name: 'kgs/search' }).use(scope).get('/:repoID/search', search, options).get('/api/v1/search', search, options)
+  return repositoryScopedRoutes('kgs/search', scope, (app, at) => app.get('/search', search, { ...options, params: at.repositoryParams, detail: at.detail(options.detail) }))
 }

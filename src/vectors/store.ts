@@ -43,6 +43,8 @@ export interface VectorStoreOptions {
   indexThreshold?: number
   /** Bytes of small tables' vectors held in memory for searches (resident.ts); 0 leaves every search to LanceDB. */
   residentBytes?: number
+  /** How LanceDB reaches an object-storage URI (endpoint, region, credentials: config.lancedbStorageOptions). */
+  storageOptions?: Record<string, string>
 }
 
 /** Past this many vectors an exact search is slow enough that an index pays (docs/benchmarks.md). */
@@ -196,7 +198,7 @@ export class VectorStore {
     if (!Number.isInteger(indexThreshold) || indexThreshold < MIN_INDEX_ROWS) throw new RangeError(`index threshold must be an integer of at least ${MIN_INDEX_ROWS}, got ${indexThreshold}`)
     const residentBytes = options.residentBytes ?? DEFAULT_RESIDENT_BYTES
     if (!Number.isSafeInteger(residentBytes) || residentBytes < 0) throw new RangeError(`resident bytes must be a non-negative integer, got ${residentBytes}`)
-    return new VectorStore(await connect(uri), indexThreshold, new ResidentTables(residentBytes))
+    return new VectorStore(await connect(uri, { storageOptions: options.storageOptions }), indexThreshold, new ResidentTables(residentBytes))
   }
 
   /** Bytes of vectors this store holds in memory for searches. */

@@ -1,9 +1,11 @@
 // The blob store contract, run against both implementations: the local directory (a temporary
-// DATA_DIR) and S3 (against a loopback fake S3 that verifies SigV4 signatures), the latter through
-// each runtime's S3 client: Bun's, and the signed-fetch one Deno uses (src/runtime/fetch-s3.ts).
-// Then what only one of them has: file modes and the temporary folder; the bucket prefix,
-// multipart uploads and refused credentials. Last, the server's context carries the store.
+// DATA_DIR) and S3 (against a loopback fake S3 that verifies SigV4 signatures, and against Ceph's
+// RADOS Gateway where the run has one), the latter through each runtime's S3 client: Bun's, and
+// the signed-fetch one Deno uses (src/runtime/fetch-s3.ts). Then what only one of them has: file
+// modes and the temporary folder; the bucket prefix, multipart uploads, refused credentials and
+// conditional writes. Last, the server's context carries the store.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { AwsClient } from 'aws4fetch'
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -15,6 +17,7 @@ import { S3BlobStore } from '../../src/blobs/s3.ts'
 import { fetchS3Client } from '../../src/runtime/fetch-s3.ts'
 import { runtime, type Runtime } from '../../src/runtime/index.ts'
 import { startFakeS3, type FakeS3 } from '../helpers/fake-s3.ts'
+import { OBJECT_STORE, conditionalPut, createBucket, openUploads, recordingRelay, type ObjectStore } from '../helpers/object-store.ts'
 import { tempDir } from '../helpers/backend.ts'
 import { startTestServer } from '../helpers/server.ts'
 
@@ -37,7 +40,7 @@ const S3_CLIENTS: { name: string; openClient: Runtime['s3'] }[] = [
   { name: "Deno's client: signed fetch", openClient: fetchS3Client },
 ]
 
-const implementations: { name: string; open(): Subject }[] = [
+const implementations: { name: string; open(): Subject | Promise<Subject> }[] = [
   {
     name: 'local directory',
     open() {
@@ -74,7 +77,43 @@ const implementations: { name: string; open(): Subject }[] = [
       }
     },
   })),
+  // The real thing, where this run has it: Ceph's RADOS Gateway (tests/helpers/object-store.ts).
+  ...(OBJECT_STORE ? S3_CLIENTS.map(({ name, openClient }) => ({ name: `S3 on Ceph RGW (${name})`, open: () => rgwSubject(OBJECT_STORE!, openClient) })) : []),
 ]
+
+let rgwBucket: Promise<string> | undefined
+
+/** A store under a prefix of its own in one bucket of the gateway, reached through a relay that sees its operations. */
+async function rgwSubject(objectStore: ObjectStore, openClient: Runtime['s3']): Promise<Subject> {
+  const bucket = await (rgwBucket ??= createBucket(objectStore, 'contract'))
+  const relay = recordingRelay(objectStore)
+  const prefix = `t-${crypto.randomUUID().slice(0, 8)}/`
+  const store = new S3BlobStore(
+    parseEnv({
+      DATA_DIR: '/nonexistent/kgs-blobs-not-used',
+      S3_BUCKET: bucket,
+      S3_ENDPOINT: relay.endpoint,
+      S3_REGION: objectStore.region,
+      S3_ACCESS_KEY_ID: objectStore.accessKeyId,
+      S3_SECRET_ACCESS_KEY: objectStore.secretAccessKey,
+      S3_PREFIX: prefix,
+    }).s3!,
+    openClient,
+  )
+  return {
+    store,
+    leftovers: async () => {
+      await relay.uploadsSettled()
+      return openUploads(objectStore, bucket, prefix)
+    },
+    persisting: () => relay.nextOperation('UploadPart'),
+    maxKeyLength: 1024 - prefix.length,
+    stop: async () => {
+      for await (const key of store.list('')) await store.delete(key)
+      await relay.stop()
+    },
+  }
+}
 
 function s3Config(fake: FakeS3, overrides: Record<string, string> = {}) {
   return parseEnv({
@@ -135,8 +174,8 @@ for (const implementation of implementations) {
   describe(`blob store contract: ${implementation.name}`, () => {
     let subject: Subject
     let store: BlobStore
-    beforeEach(() => {
-      subject = implementation.open()
+    beforeEach(async () => {
+      subject = await implementation.open()
       store = subject.store
     })
     afterEach(() => subject.stop())
@@ -558,6 +597,33 @@ for (const { name, openClient } of S3_CLIENTS)
       expect(fake.operations).toEqual([])
     })
   })
+
+// LanceDB's commits rely on it: of two writers of one key with If-None-Match: *, the second gets 412.
+describe('conditional writes', () => {
+  test('the fake refuses a conditional PUT of a key that exists, as S3 does', async () => {
+    const fake = startFakeS3()
+    try {
+      const put = (body: string) =>
+        new AwsClient({ accessKeyId: fake.accessKeyId, secretAccessKey: fake.secretAccessKey, region: fake.region, service: 's3' }).fetch(`${fake.endpoint}/${fake.bucket}/commit`, {
+          method: 'PUT',
+          body,
+          headers: { 'if-none-match': '*' },
+        })
+      expect((await put('first')).status).toBe(200)
+      const refused = await put('second')
+      expect([refused.status, await refused.text()]).toEqual([412, expect.stringContaining('<Code>PreconditionFailed</Code>')])
+      expect(new TextDecoder().decode(fake.objects.get('commit')!.body)).toBe('first')
+    } finally {
+      await fake.stop()
+    }
+  })
+
+  test.skipIf(!OBJECT_STORE)('Ceph RGW refuses a conditional PUT of a key that exists', async () => {
+    const bucket = await createBucket(OBJECT_STORE!, 'conditional')
+    expect(await conditionalPut(OBJECT_STORE!, bucket, 'commit', 'first')).toBe(200)
+    expect(await conditionalPut(OBJECT_STORE!, bucket, 'commit', 'second')).toBe(412)
+  })
+})
 
 test('openBlobStore opens the S3 store when S3_BUCKET is set', async () => {
   const fake = startFakeS3()

@@ -561,8 +561,10 @@ describe(`graph read API (${BACKEND})`, () => {
     expect(await factsByIds(sql, [])).toEqual([])
   })
 
-  test('OpenAPI documents both addressings under the graph tag', async () => {
-    const spec = (await (await server.request('/swagger/json')).json()) as { paths: Record<string, { get?: { tags?: string[]; parameters?: { name: string; in: string }[] } }> }
+  test('OpenAPI lists each operation once, at /{repoID}/…, under the graph tag, and names the X-Repository-ID form there', async () => {
+    const spec = (await (await server.request('/swagger/json')).json()) as {
+      paths: Record<string, { get?: { tags?: string[]; description?: string; parameters?: { name: string; in: string }[] } }>
+    }
     for (const path of [
       '/sources',
       '/sources/{sourceID}',
@@ -576,8 +578,8 @@ describe(`graph read API (${BACKEND})`, () => {
       '/reports/{reportID}',
     ]) {
       expect(spec.paths[`/{repoID}${path}`]?.get?.tags).toEqual(['graph'])
-      expect(spec.paths[`/api/v1${path}`]?.get?.tags).toEqual(['graph'])
-      expect(spec.paths[`/api/v1${path}`]!.get!.parameters).toContainEqual(expect.objectContaining({ in: 'header', name: 'X-Repository-ID' }))
+      expect(spec.paths[`/api/v1${path}`]).toBeUndefined()
+      expect(spec.paths[`/{repoID}${path}`]!.get!.description).toContain(`\`/api/v1${path}\` with the repository UUID or slug in the \`X-Repository-ID\` header`)
       expect(spec.paths[`/{repoID}${path}`]!.get!.parameters).toContainEqual(expect.objectContaining({ in: 'path', name: 'repoID' }))
     }
   })

@@ -1,6 +1,7 @@
 // A loopback S3 for tests: path-style bucket, objects in memory, and exactly the requests Bun's
 // S3 client and Deno's (src/runtime/fetch-s3.ts) send (PUT/GET/HEAD/DELETE object, ListObjectsV2,
-// multipart create/upload part/complete/abort). Every request must carry a valid AWS SigV4
+// multipart create/upload part/complete/abort), with S3's conditional write (`If-None-Match: *`
+// refuses a key that exists, 412). Every request must carry a valid AWS SigV4
 // Authorization header for the configured key pair and region; anything else is refused (403, or
 // 400 for a wrong region), as S3 does.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
@@ -119,6 +120,7 @@ export function startFakeS3(options: FakeS3Options = {}): FakeS3 {
       }
       if (method === 'POST') {
         record('CompleteMultipartUpload')
+        if (exists(request, key)) return preconditionFailed()
         return completeUpload(uploadId, upload, await request.text())
       }
       if (method === 'DELETE') {
@@ -131,6 +133,8 @@ export function startFakeS3(options: FakeS3Options = {}): FakeS3 {
       case 'PUT': {
         record('PutObject')
         const body = new Uint8Array(await request.arrayBuffer())
+        // Checked once the body has arrived, as S3 does: of two racing conditional PUTs, one wins.
+        if (exists(request, key)) return preconditionFailed()
         objects.set(key, { body, contentType: request.headers.get('content-type') ?? 'application/octet-stream' })
         return new Response(null, { headers: { etag: md5Tag(body) } })
       }
@@ -149,6 +153,10 @@ export function startFakeS3(options: FakeS3Options = {}): FakeS3 {
     }
     return s3Error(501, 'NotImplemented', `${method} ${url.search} is not implemented by the fake`)
   }
+
+  /** A conditional write (`If-None-Match: *`, which LanceDB's commits rely on) of a key that is already there. */
+  const exists = (request: Request, key: string) => request.headers.get('if-none-match')?.trim() === '*' && objects.has(key)
+  const preconditionFailed = () => s3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold')
 
   const listObjects = (query: URLSearchParams): Response => {
     if (query.has('delimiter') || query.has('start-after')) return s3Error(501, 'NotImplemented', 'delimiter and start-after are not implemented by the fake')

@@ -189,13 +189,13 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       // the graph, search and media
       { at: 'get /{repoID}/facts', url: `${r}/facts?limit=0`, status: 400 },
       { at: 'get /{repoID}/facts/{factID}', url: `${r}/facts/${id()}`, status: 404 },
-      { at: 'get /api/v1/concepts', url: '/api/v1/concepts', status: 400 },
+      { at: 'get /{repoID}/concepts', url: '/api/v1/concepts', status: 400 },
       { at: 'get /{repoID}/sources/{sourceID}', url: `${r}/sources/not-a-uuid`, status: 400 },
-      { at: 'get /api/v1/reports', url: '/api/v1/reports', init: { headers: { 'x-repository-id': id() } }, status: 404 },
+      { at: 'get /{repoID}/reports', url: '/api/v1/reports', init: { headers: { 'x-repository-id': id() } }, status: 404 },
       { at: 'get /{repoID}/search', url: `${r}/search`, status: 400 },
       { at: 'get /{repoID}/search', url: `${r}/search?q=x&k=1000`, status: 400 },
       { at: 'get /{repoID}/images/{imageID}', url: `${r}/images/${id()}`, status: 404 },
-      { at: 'get /api/v1/sources/{sourceID}/body', url: `/api/v1/sources/${id()}/body`, init: { headers: { 'x-repository-id': repo.id } }, status: 404 },
+      { at: 'get /{repoID}/sources/{sourceID}/body', url: `/api/v1/sources/${id()}/body`, init: { headers: { 'x-repository-id': repo.id } }, status: 404 },
       // jobs
       { at: 'get /api/v1/jobs/{jobID}', url: `/api/v1/jobs/${id()}`, status: 403 },
       { at: 'get /{repoID}/jobs', url: `${r}/jobs?status=bogus`, status: 400 },

@@ -2,7 +2,6 @@
 // the job); GET /{repoID}/export-graph/download streams the repository's latest export. Both
 // are also served at /api/v1/... with the repository in X-Repository-ID (docs/spec/decisions.md §2).
 import type { Quotas } from '../../quotas.ts'
-import { Elysia, t } from 'elysia'
 import type { BlobStore } from '../../blobs/store.ts'
 import type { Principal } from '../../http/auth.ts'
 import { HttpError } from '../../http/errors.ts'
@@ -11,24 +10,16 @@ import type { Jobs } from '../../jobs/jobs.ts'
 import { JobBody, accepted, type AcceptedSet } from '../../jobs/routes.ts'
 import type { Repository } from '../../repositories/repositories.ts'
 import type { repositoryScope } from '../../repositories/scope.ts'
+import { repositoryScopedRoutes } from '../../repositories/scoped-routes.ts'
 import { latestExportKey } from './export-job.ts'
 import { ExportParams, normalizeExportedAt } from './export-params.ts'
 
 type Scope = ReturnType<typeof repositoryScope>
-const REPOSITORY_IN_PATH = '/:repoID'
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 const gzipBody = { description: 'the gzipped bundle (.json.gz)', content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } } }
 
-function exportRoutesAt(prefix: string, scope: Scope, jobs: Jobs, blobs: BlobStore, quotas: Pick<Quotas, 'checkQueue' | 'checkRegistry'>) {
-  const inPath = prefix === REPOSITORY_IN_PATH
-  const params = inPath ? t.Object({ repoID: t.String({ description: 'repository UUID or slug' }) }) : undefined
-  const describe = (summary: string, extra: Record<string, unknown> = {}) => ({
-    tags: ['repositories'],
-    summary,
-    ...(inPath ? {} : { parameters: [{ in: 'header' as const, name: 'X-Repository-ID', required: true, schema: { type: 'string' as const }, description: 'repository UUID or slug' }] }),
-    ...extra,
-  })
-
+/** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
+export function exportRoutes(scope: Scope, jobs: Jobs, blobs: BlobStore, quotas: Pick<Quotas, 'checkQueue' | 'checkRegistry'>) {
   const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: ExportParams; set: AcceptedSet }) => {
     // The request's time unless given: a retried job then writes the very same bundle.
     const exportedAt = body.exported_at ?? new Date().toISOString()
@@ -46,30 +37,28 @@ function exportRoutesAt(prefix: string, scope: Scope, jobs: Jobs, blobs: BlobSto
     })
   }
 
-  return new Elysia({ name: 'kgs/export-at', seed: prefix, prefix })
-    .use(scope)
-    .post('/export-graph', start, {
-      repository: 'graph:export',
-      params,
-      body: ExportParams,
-      // Every field is optional, and so is the body itself.
-      transform: (context) => {
-        context.body ??= {}
-      },
-      response: { 202: JobBody, ...errors, 413: ErrorBody, 415: ErrorBody, 429: ErrorBody },
-      detail: describe('Export the repository as a graph bundle: queues an export_graph job (202) that builds the bundle, pushes it to the registry and keeps it as the latest export'),
-    })
-    .get('/export-graph/download', download, {
-      repository: 'graph:export',
-      params,
-      response: errors,
-      // Documented by hand: the 200 is not JSON.
-      detail: describe("Download the repository's latest export (streamed)", {
-        responses: { 200: gzipBody, ...Object.fromEntries(Object.keys(errors).map((status) => [status, { description: 'error', content: { 'application/json': { schema: ErrorBody } } }])) },
-      }),
-    })
-}
-
-export function exportRoutes(scope: Scope, jobs: Jobs, blobs: BlobStore, quotas: Pick<Quotas, 'checkQueue' | 'checkRegistry'>) {
-  return new Elysia({ name: 'kgs/export' }).use(exportRoutesAt(REPOSITORY_IN_PATH, scope, jobs, blobs, quotas)).use(exportRoutesAt('/api/v1', scope, jobs, blobs, quotas))
+  return repositoryScopedRoutes('kgs/export', scope, (app, at) => {
+    const describe = (summary: string, extra: Record<string, unknown> = {}) => at.detail({ tags: ['repositories'], summary, ...extra })
+    return app
+      .post('/export-graph', start, {
+        repository: 'graph:export',
+        params: at.repositoryParams,
+        body: ExportParams,
+        // Every field is optional, and so is the body itself.
+        transform: (context) => {
+          context.body ??= {}
+        },
+        response: { 202: JobBody, ...errors, 413: ErrorBody, 415: ErrorBody, 429: ErrorBody },
+        detail: describe('Export the repository as a graph bundle: queues an export_graph job (202) that builds the bundle, pushes it to the registry and keeps it as the latest export'),
+      })
+      .get('/export-graph/download', download, {
+        repository: 'graph:export',
+        params: at.repositoryParams,
+        response: errors,
+        // Documented by hand: the 200 is not JSON.
+        detail: describe("Download the repository's latest export (streamed)", {
+          responses: { 200: gzipBody, ...Object.fromEntries(Object.keys(errors).map((status) => [status, { description: 'error', content: { 'application/json': { schema: ErrorBody } } }])) },
+        }),
+      })
+  })
 }

@@ -11,7 +11,7 @@
 // Registered before the JSON body parser (see app.ts): the route reads its body itself.
 import Busboy from 'busboy'
 import { Readable } from 'node:stream'
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import type { BlobStore } from '../../blobs/store.ts'
 import { parseJsonBody, readBodyLimited } from '../../http/body.ts'
 import type { Principal } from '../../http/auth.ts'
@@ -26,6 +26,7 @@ import type { RegistryClient } from '../../registry/client.ts'
 import type { Quotas } from '../../quotas.ts'
 import type { Repository } from '../../repositories/repositories.ts'
 import type { repositoryScope } from '../../repositories/scope.ts'
+import { repositoryScopedRoutes } from '../../repositories/scoped-routes.ts'
 import { describeGraph, uploadKey, type ImportParams } from './import.ts'
 import { FORMS, RegistryImportBody, registryImportParams } from './import-body.ts'
 
@@ -48,7 +49,6 @@ export interface ImportRoutesOptions {
   log: Logger
 }
 
-const REPOSITORY_IN_PATH = '/:repoID'
 const GZIP_TYPES = new Set(['application/gzip', 'application/x-gzip'])
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 408: ErrorBody, 413: ErrorBody, 415: ErrorBody, 502: ErrorBody }
 
@@ -113,14 +113,8 @@ async function* multipartBundle(request: Request, pace: UploadPace): AsyncGenera
   }
 }
 
-export function importRoutes(options: ImportRoutesOptions) {
-  return new Elysia({ name: 'kgs/import' }).use(importRoutesAt(REPOSITORY_IN_PATH, options)).use(importRoutesAt('/api/v1', options))
-}
-
-function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimit, bodyTimeoutMs, uploadPace, maxUploadBytes, quotas, log }: ImportRoutesOptions) {
-  const inPath = prefix === REPOSITORY_IN_PATH
-  const params = inPath ? t.Object({ repoID: t.String({ description: 'repository UUID or slug' }) }) : undefined
-
+/** The route at /{repoID}/import-graph and, with the repository in X-Repository-ID, at /api/v1/import-graph. */
+export function importRoutes({ scope, jobs, blobs, registry, bodyLimit, bodyTimeoutMs, uploadPace, maxUploadBytes, quotas, log }: ImportRoutesOptions) {
   /** The registry holds the graph: checked now, so that a wrong name fails here rather than in a job. */
   const checkRegistry = async (mayPull: boolean | undefined, wanted: { graph_id: string } | { name: string; sha256: string }) => {
     // The job pulls with the server's own token: without the caller's registry:pull (the route's
@@ -182,18 +176,19 @@ function importRoutesAt(prefix: string, { scope, jobs, blobs, registry, bodyLimi
     }
   }
 
-  return new Elysia({ name: 'kgs/import-at', seed: prefix, prefix }).use(scope).post('/import-graph', start, {
-    repository: { permission: 'graph:import', forForm: { 'registry:pull': 'to import from the registry' } },
-    params,
-    response: { 202: JobBody, ...errors, 429: ErrorBody },
-    detail: {
-      tags: ['repositories'],
-      summary:
-        'Import a graph bundle into the repository: from the registry (JSON: graph_id, or name and sha256), or uploaded (application/gzip, or the multipart file field "bundle"). Queues an import_graph job (202)',
-      ...(inPath ? {} : { parameters: [{ in: 'header' as const, name: 'X-Repository-ID', required: true, schema: { type: 'string' as const }, description: 'repository UUID or slug' }] }),
-      requestBody,
-    },
-  })
+  return repositoryScopedRoutes('kgs/import', scope, (app, at) =>
+    app.post('/import-graph', start, {
+      repository: { permission: 'graph:import', forForm: { 'registry:pull': 'to import from the registry' } },
+      params: at.repositoryParams,
+      response: { 202: JobBody, ...errors, 429: ErrorBody },
+      detail: at.detail({
+        tags: ['repositories'],
+        summary:
+          'Import a graph bundle into the repository: from the registry (JSON: graph_id, or name and sha256), or uploaded (application/gzip, or the multipart file field "bundle"). Queues an import_graph job (202)',
+        requestBody,
+      }),
+    }),
+  )
 }
 
 const notInRegistry = (wanted: { graph_id: string } | { name: string; sha256: string }) => new HttpError(404, `${describeGraph(wanted)} is not in the registry`)
