@@ -248,6 +248,8 @@ describe(`the web app (${BACKEND})`, () => {
     await results.waitFor()
     await expect(results.locator('li').first().textContent()).resolves.toContain(fact.text)
     await expect(results.locator('li .meta').first().textContent()).resolves.toMatch(/score \d\.\d{3}/)
+    // The query's words are marked in the results.
+    await expect(results.locator('li').first().locator('mark').count()).resolves.toBeGreaterThan(0)
     await accessible()
   })
 

@@ -48,6 +48,15 @@ export function Repositories() {
   )
 }
 
+/** `text` with the query's words marked (as text nodes and <mark> elements: nothing is parsed as HTML). */
+function Highlighted({ text, query }: { text: string; query: string }) {
+  const words = [...new Set(query.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) ?? [])]
+  if (words.length === 0) return <>{text}</>
+  // Letters and digits only: nothing in a word needs escaping in the pattern.
+  const pattern = new RegExp(`(${words.join('|')})`, 'giu')
+  return <>{text.split(pattern).map((part, i) => (i % 2 === 1 ? <mark key={i}>{part}</mark> : part))}</>
+}
+
 interface Hit {
   id: string
   distance: number
@@ -59,13 +68,13 @@ export function Search({ repo }: { repo: string }) {
   const to = paths(repo)
   const [query, setQuery] = useState(new URLSearchParams(location.search).get('q') ?? '')
   const [kind, setKind] = useState<'facts' | 'concepts'>('facts')
-  const [state, setState] = useState<{ hits?: Hit[]; error?: unknown; busy?: boolean }>({})
+  const [state, setState] = useState<{ hits?: Hit[]; asked?: string; error?: unknown; busy?: boolean }>({})
   const run = async (event: Event) => {
     event.preventDefault()
     setState({ busy: true })
     try {
       const hits = await get<Hit[]>(`/${encodeURIComponent(repo)}/search?${new URLSearchParams({ q: query, kind, k: '20' })}`)
-      setState({ hits })
+      setState({ hits, asked: query })
     } catch (error) {
       setState({ error })
     }
@@ -92,7 +101,9 @@ export function Search({ repo }: { repo: string }) {
         <ol class="rows" aria-label="Results">
           {state.hits.map((hit) => (
             <li key={hit.id}>
-              {hit.fact ? <Link href={to.fact(hit.id)}>{hit.fact.text}</Link> : <Link href={to.concept(hit.id)}>{hit.concept?.canonical_name ?? hit.id}</Link>}
+              <Link href={hit.fact ? to.fact(hit.id) : to.concept(hit.id)}>
+                <Highlighted text={hit.fact?.text ?? hit.concept?.canonical_name ?? hit.id} query={state.asked ?? ''} />
+              </Link>
               <span class="meta">score {(1 - hit.distance).toFixed(3)}</span>
             </li>
           ))}
