@@ -150,8 +150,9 @@ export function createApp(ctx: AppContext) {
     )
     .use(webApp(ctx.pools.system, ctx.baseUrl))
     .use(access)
-    // A browser (Accept: text/html) is sent to the web app; API clients get the index.
-    .get('/', ({ request, redirect }) => (wantsHtml(request) ? redirect(WEB_APP_PATH, 302) : index), {
+    // A browser (Accept: text/html) is sent to the web app; API clients get the index. Built by
+    // hand: Elysia's redirect() is Response.redirect, which Deno refuses a relative URL.
+    .get('/', ({ request }) => (wantsHtml(request) ? new Response(null, { status: 302, headers: { location: WEB_APP_PATH } }) : index), {
       public: true,
       detail: {
         tags: ['operations'],
