@@ -157,6 +157,10 @@ describe(`the web app (${BACKEND})`, () => {
     expect(served.headers.get('content-security-policy')).toContain("connect-src 'self'")
     expect(await served.text()).not.toMatch(/<script>|<style>|style=/)
     expect((await server.request('/app/assets/nothing.js')).status).toBe(404)
+    // The budget: the app's JavaScript and CSS at most 250 KB gzip together, as served.
+    let gzipped = 0
+    for (const asset of ['app.js', 'app.css']) gzipped += Bun.gzipSync(new Uint8Array(await (await server.request(`/app/assets/${asset}`)).arrayBuffer())).length
+    expect(gzipped).toBeLessThanOrEqual(250 * 1024)
   })
 
   test('signs in through the authorization page (code + PKCE, no consent), the token only in memory', async () => {
