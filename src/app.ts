@@ -11,12 +11,13 @@ import { methodNotAllowedResponder } from './http/method-not-allowed.ts'
 import { urlChecks } from './http/url-checks.ts'
 import { ErrorBody } from './http/schemas.ts'
 import { openApiDocument } from './http/openapi.ts'
-import { swaggerUi } from './http/swagger-ui.ts'
-import { WEB_APP_PATH, wantsHtml, webApp } from './http/web-app.ts'
+import { swaggerClient, swaggerUi } from './http/swagger-ui.ts'
+import { WEB_APP_PATH, wantsHtml, webApp, webAppClient } from './http/web-app.ts'
 import { authorizationServerMetadata, resourceIdentifier, resourceMetadataUrl } from './oauth/metadata.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
 import { oauthRoutes } from './oauth/routes.ts'
+import { registerFirstPartyClient } from './oauth/clients.ts'
 import { grantRoutes } from './oauth/grant-routes.ts'
 import { bearerAuthenticator, createServiceTokens, withServiceTokens } from './http/auth.ts'
 import { accessControl } from './http/access.ts'
@@ -143,12 +144,12 @@ export function createApp(ctx: AppContext) {
     .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs, (key) => formRoutes.has(key)))
     .use(
       swaggerUi(
-        ctx.pools.system,
+        () => registerFirstPartyClient(ctx.pools.system, swaggerClient(ctx.baseUrl)),
         ctx.baseUrl,
         openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl)),
       ),
     )
-    .use(webApp(ctx.pools.system, ctx.baseUrl))
+    .use(webApp(() => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)), ctx.baseUrl))
     .use(access)
     // A browser (Accept: text/html) is sent to the web app; API clients get the index. Built by
     // hand: Elysia's redirect() is Response.redirect, which Deno refuses a relative URL.
@@ -188,7 +189,7 @@ export function createApp(ctx: AppContext) {
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))
     .use(repositoryRoutes(ctx.repositories, access, scope, throttles.createRepository, quotas))
     .use(graphRoutes(scope))
-    .use(exportRoutes(scope, ctx.jobs, ctx.blobs, quotas))
+    .use(exportRoutes(scope, ctx.pools.system, ctx.jobs, ctx.blobs, quotas))
     .use(mediaRoutes(scope, ctx.blobs))
     .use(searchRoutes(scope, ctx.vectors, ctx.embedder))
     .use(jobRoutes(ctx.pools.system, ctx.jobs, scope, quotas))

@@ -5,7 +5,7 @@
 // reach its registry), accepted only by the routes that opt in (withServiceTokens).
 import { jwt } from '@elysiajs/jwt'
 import { ExpiringMap } from '../expiring.ts'
-import { claimType, headerType, tokenKey } from './token-keys.ts'
+import { claimType, hasExpired, headerType, tokenKey } from './token-keys.ts'
 import { HttpError } from './errors.ts'
 import { SYSTEM_DOMAIN, scopeAllows, type Permission, type Scope, type SystemPermission } from '../permissions.ts'
 
@@ -74,16 +74,44 @@ export function bearerAuthenticator(sessions: Authenticator, oauth: Pick<Authent
 
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
 
+/** Why a request was not authenticated. */
+type Unauthenticated = 'missing' | 'malformed' | 'expired' | 'invalid'
+
+const SIGN_IN = 'sign in again (POST /api/v1/auth/login)'
+/** The body says what to do; the challenge's error_description (RFC 6750 §3) says it briefly. */
+const UNAUTHENTICATED: Record<Exclude<Unauthenticated, 'expired'>, { error?: string; message: string; description?: string }> = {
+  missing: { message: 'authentication required' },
+  // RFC 6750 §3.1 would answer invalid_request with 400; kgs answers 401 so that the challenge
+  // reaches the client (docs/spec/decisions.md §5a).
+  malformed: {
+    error: 'invalid_request',
+    message: 'malformed Authorization header: expected Bearer <token> (the word Bearer, a space, then the token)',
+    description: 'expected Authorization: Bearer <token>',
+  },
+  invalid: {
+    error: 'invalid_token',
+    message: `invalid access token (revoked, signed out, or not issued by this server): ${SIGN_IN}`,
+    description: 'the access token is invalid or revoked; sign in again',
+  },
+}
+const EXPIRED = {
+  session: `access token expired: get a new one with the refresh token of your sign-in (POST /api/v1/auth/refresh {"refresh_token": "..."}) or ${SIGN_IN}`,
+  oauth: 'access token expired: get a new one from the OAuth token endpoint (grant_type=refresh_token) or authorize again',
+}
+
 /**
  * 401 with WWW-Authenticate: Bearer, the protected resource metadata URL (RFC 9728 §5.1), so
  * that a client meeting the API for the first time can discover its authorization server, and
- * the scope the route needs, so that it asks the user for no more than that.
+ * the scope the route needs, so that it asks the user for no more than that. The body and the
+ * challenge's error say what to do: send a token, fix the header's form, refresh, sign in again.
  */
-function unauthorized(resourceMetadata: string, tokenPresented: boolean, need: Scope): HttpError {
+function unauthorized(resourceMetadata: string, why: Unauthenticated, need: Scope, token?: string): HttpError {
   const challenge = `Bearer resource_metadata="${resourceMetadata}", scope="${need}"`
-  return tokenPresented
-    ? new HttpError(401, 'invalid or expired access token', { 'www-authenticate': `${challenge}, error="invalid_token"` })
-    : new HttpError(401, 'authentication required', { 'www-authenticate': challenge })
+  const { error, message, description } =
+    why === 'expired'
+      ? { error: 'invalid_token', message: headerType(token ?? '') === 'at+jwt' ? EXPIRED.oauth : EXPIRED.session, description: 'the access token expired; refresh it or sign in again' }
+      : UNAUTHENTICATED[why]
+  return new HttpError(401, message, { 'www-authenticate': error ? `${challenge}, error="${error}", error_description="${description}"` : challenge })
 }
 
 export interface Authenticator {
@@ -94,10 +122,11 @@ export interface Authenticator {
 
 async function authenticate(authenticator: Authenticator, request: Request, need: Scope): Promise<Principal> {
   const header = request.headers.get('authorization')
-  if (!header) throw unauthorized(authenticator.resourceMetadataUrl, false, need)
+  if (!header) throw unauthorized(authenticator.resourceMetadataUrl, 'missing', need)
   const token = BEARER.exec(header)?.[1]
-  const principal = token ? await authenticator.authenticate(token) : undefined
-  if (!principal) throw unauthorized(authenticator.resourceMetadataUrl, true, need)
+  if (!token) throw unauthorized(authenticator.resourceMetadataUrl, 'malformed', need)
+  const principal = await authenticator.authenticate(token)
+  if (!principal) throw unauthorized(authenticator.resourceMetadataUrl, hasExpired(token) ? 'expired' : 'invalid', need, token)
   return principal
 }
 

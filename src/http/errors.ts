@@ -65,7 +65,11 @@ export function errorResponse(status: number, message: string, headers: Record<s
   })
 }
 
-/** "invalid body: email: expected string (got 3)", naming the outermost offending field. */
+/**
+ * "invalid body: password: expected a password of 8 to 256 characters (got 5 characters)": the
+ * outermost offending field, what it takes (the schema's own `error`, else a sentence made from
+ * its keywords, never TypeBox's "Expected string length greater or equal to 8") and what came.
+ */
 function validationMessage(error: Pick<ValidationError, 'type' | 'valueError' | 'all'>): string {
   const where = error.type === 'params' ? 'path parameter' : error.type === 'headers' ? 'header' : error.type
   // The outermost problem explains the others ("expected object" before "missing property").
@@ -75,9 +79,9 @@ function validationMessage(error: Pick<ValidationError, 'type' | 'valueError' | 
   )
   if (!first) return `invalid ${where}`
   const field = first.path.replace(/^\//, '').replaceAll('/', '.')
-  const found = first.value === undefined ? 'missing' : `got ${SENSITIVE.test(field) ? typeName(first.value) : describeValue(first.value)}`
-  const schema = first.schema as TSchema & { error?: unknown; anyOf?: TSchema[] }
-  const expected = typeof schema.error === 'string' ? schema.error : schema.anyOf ? `expected ${describeUnion(schema.anyOf)}` : first.message.replace(/^Expected /, 'expected ')
+  const found = first.value === undefined ? 'missing' : `got ${SENSITIVE.test(field) ? shapeOf(first.value) : describeValue(first.value)}`
+  const schema = first.schema as TSchema & { error?: unknown }
+  const expected = typeof schema.error === 'string' ? schema.error : `expected ${requirement(schema) ?? first.message.replace(/^Expected /, '')}`
   return field ? `invalid ${where}: ${field}: ${expected} (${found})` : `invalid ${where}: ${expected} (${found})`
 }
 
@@ -91,9 +95,49 @@ function safeAll(error: Pick<ValidationError, 'all'>): ValueError[] | undefined 
   }
 }
 
+const FORMATS: Record<string, string> = { email: 'an e-mail address', uuid: 'a UUID', 'date-time': 'an RFC 3339 date-time', uri: 'a URL' }
+
+/** What a schema without an `error` of its own takes, in words; undefined for a kind not described here. */
+function requirement(schema: TSchema): string | undefined {
+  if (schema.anyOf) return describeUnion(schema.anyOf as TSchema[])
+  if (schema.const !== undefined) return JSON.stringify(schema.const)
+  switch (schema.type) {
+    case 'string': {
+      if (schema.format && FORMATS[schema.format]) return FORMATS[schema.format]
+      const length = span(schema.minLength, schema.maxLength, 'characters')
+      return length ? `${length}` : 'a string'
+    }
+    case 'integer':
+    case 'number': {
+      const noun = schema.type === 'integer' ? 'an integer' : 'a number'
+      const { minimum: min, maximum: max } = schema as { minimum?: number; maximum?: number }
+      if (min !== undefined && max !== undefined) return `${noun} from ${min} to ${max}`
+      if (min !== undefined) return `${noun} of at least ${min}`
+      return max === undefined ? noun : `${noun} of at most ${max}`
+    }
+    case 'boolean':
+      return 'true or false'
+    case 'array': {
+      const items = span(schema.minItems, schema.maxItems, 'items')
+      return items ? `a list of ${items}` : 'a list'
+    }
+    case 'object':
+      return 'an object'
+  }
+  return undefined
+}
+
+/** "8 to 256 characters", "at most 10 characters", "at least 1 items"; '' without bounds. */
+function span(min: number | undefined, max: number | undefined, unit: string): string {
+  if (min !== undefined && min > 0 && max !== undefined) return `${min} to ${max} ${unit}`
+  if (max !== undefined) return `at most ${max} ${unit}`
+  if (min !== undefined && min > 0) return `at least ${min} ${unit}`
+  return ''
+}
+
 /** Elysia adds string-typed members to numeric unions to coerce query strings; name the real types. */
 function describeUnion(members: TSchema[]): string {
-  const types = members.filter((m) => !(m.type === 'string' && m.format)).map((m) => (m.const !== undefined ? JSON.stringify(m.const) : String(m.type ?? 'value')))
+  const types = members.filter((m) => !(m.type === 'string' && m.format)).map((m) => (m.const !== undefined ? JSON.stringify(m.const) : (requirement(m) ?? String(m.type ?? 'value'))))
   return [...new Set(types)].join(' or ')
 }
 
@@ -104,8 +148,11 @@ function typeName(value: unknown): string {
   return value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value
 }
 
+/** A sensitive value's shape without its content: a string's length, else its type. */
+const shapeOf = (value: unknown) => (typeof value === 'string' ? `${value.length} characters` : typeName(value))
+
 function describeValue(value: unknown): string {
-  if (typeof value === 'string') return value.length > 40 ? `string of ${value.length} characters` : JSON.stringify(value)
+  if (typeof value === 'string') return value.length > 40 ? `${value.length} characters` : JSON.stringify(value)
   return typeName(value)
 }
 

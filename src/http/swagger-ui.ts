@@ -1,13 +1,11 @@
 // Swagger UI at /swagger, served by kgs itself from swagger-ui-dist's files, embedded in the
 // binary like PGlite's (src/db/pglite-assets.ts): the page works with no network beyond kgs.
 // "Authorize" offers a bearer token, or OAuth 2.0 authorization code + PKCE against kgs's own
-// authorization server with a public client kgs registers for itself (SWAGGER_CLIENT_ID).
+// authorization server with a public, first-party client kgs registers for itself (SWAGGER_CLIENT_ID).
 import { runtime, type Assets } from '../runtime/index.ts'
 import { Elysia } from 'elysia'
 import { publicAccess } from './access.ts'
-import type { Sql } from 'postgres'
 import { DOCUMENT_PATH } from './openapi.ts'
-import { builtinClient } from './builtin-clients.ts'
 
 /** 22 characters at least, as client ids are. */
 export const SWAGGER_CLIENT_ID = 'kgs-swagger-ui-builtin'
@@ -68,16 +66,25 @@ function initScript(baseUrl: string): string {
   return `window.ui = SwaggerUIBundle(${JSON.stringify(options)});\nwindow.ui.initOAuth(${JSON.stringify(oauth)});\n`
 }
 
-export function swaggerUi(system: Sql, baseUrl: string, document: () => object) {
+/** The Swagger UI client, which the root registers as one of kgs's own (oauth's registerFirstPartyClient). */
+export const swaggerClient = (baseUrl: string) => ({ client_id: SWAGGER_CLIENT_ID, client_name: 'kgs Swagger UI', redirect_uris: [baseUrl + REDIRECT_PATH], scope: 'read write admin' })
+
+/** `registerClient` registers swaggerClient(baseUrl). */
+export function swaggerUi(registerClient: () => Promise<void>, baseUrl: string, document: () => object) {
   const init = initScript(baseUrl)
-  const registered = builtinClient(system, { id: SWAGGER_CLIENT_ID, name: 'kgs Swagger UI', redirectUris: [baseUrl + REDIRECT_PATH], scope: 'read write admin' })
+  // Registered when the page is first served, not at start-up: most instances never serve it.
+  let registered: Promise<void> | undefined
   const hide = { public: true, detail: { hide: true } } as const
   return new Elysia({ name: 'kgs/swagger-ui' })
     .use(publicAccess)
     .get(
       '/swagger',
       async () => {
-        await registered()
+        registered ??= registerClient().catch((error) => {
+          registered = undefined
+          throw error
+        })
+        await registered
         return respond(PAGE, HTML)
       },
       hide,

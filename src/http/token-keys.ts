@@ -28,3 +28,13 @@ export function claimType(token: string): unknown {
     return undefined
   }
 }
+
+/** Whether a JWT's `exp` has passed, unverified (only to word the 401 of a token that failed verification). */
+export function hasExpired(token: string, nowSeconds = Date.now() / 1000): boolean {
+  try {
+    const { exp } = decodeJwt(token)
+    return typeof exp === 'number' && exp <= nowSeconds
+  } catch {
+    return false
+  }
+}

@@ -5,9 +5,7 @@
 // through the authorization pages with PKCE, and its token lives in the page's memory only.
 import { runtime, type Assets } from '../runtime/index.ts'
 import { Elysia } from 'elysia'
-import type { Sql } from 'postgres'
 import { publicAccess } from './access.ts'
-import { builtinClient } from './builtin-clients.ts'
 
 /** 22 characters at least, as client ids are. */
 export const WEB_APP_CLIENT_ID = 'kgs-web-app-builtin-client'
@@ -73,11 +71,20 @@ const headers = (type: string) => ({
 /** A browser asking for the service's root gets the app; API clients keep the JSON index. */
 export const wantsHtml = (request: Request) => /\btext\/html\b/.test(request.headers.get('accept') ?? '')
 
-export function webApp(system: Sql, baseUrl: string) {
+/** The web app's client, which the root registers as one of kgs's own (oauth's registerFirstPartyClient). */
+export const webAppClient = (baseUrl: string) => ({ client_id: WEB_APP_CLIENT_ID, client_name: 'kgs web app', redirect_uris: [baseUrl + CALLBACK_PATH], scope: 'read write admin' })
+
+/** `registerClient` registers webAppClient(baseUrl). */
+export function webApp(registerClient: () => Promise<void>, baseUrl: string) {
   const html = page(baseUrl)
-  const registered = builtinClient(system, { id: WEB_APP_CLIENT_ID, name: 'kgs web app', redirectUris: [baseUrl + CALLBACK_PATH], scope: 'read write admin' })
+  // Registered when the page is first served, not at start-up: most instances never serve it.
+  let registered: Promise<void> | undefined
   const serve = async () => {
-    await registered()
+    registered ??= registerClient().catch((error) => {
+      registered = undefined
+      throw error
+    })
+    await registered
     return new Response(html, { headers: headers(HTML) })
   }
   const hide = { public: true, detail: { hide: true } } as const

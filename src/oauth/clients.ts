@@ -109,12 +109,38 @@ export async function registerClient(sql: Sql, input: ClientRegistration): Promi
   }
 }
 
-export async function findClient(sql: Sql, clientId: string): Promise<Client | undefined> {
-  const [row] = await sql<Client[]>`
+/** A client as kgs knows it: first_party for kgs's own (registerFirstPartyClient), never for a registered one. */
+export async function findClient(sql: Sql, clientId: string): Promise<(Client & { first_party: boolean }) | undefined> {
+  const [row] = await sql<(Client & { first_party: boolean })[]>`
     SELECT id AS client_id, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope,
-      extract(epoch FROM created_at)::bigint::int AS client_id_issued_at
+      extract(epoch FROM created_at)::bigint::int AS client_id_issued_at, first_party
     FROM oauth_clients WHERE id = ${clientId}`
   return row
+}
+
+/** One of kgs's own applications, as it registers itself. */
+export interface FirstPartyClient {
+  /** Fixed, 22 to 64 of [A-Za-z0-9_-]; a registered client's id (24 random characters) can never take it. */
+  client_id: string
+  client_name: string
+  redirect_uris: string[]
+  scope: string
+}
+
+/**
+ * Registers (or, after a change of BASE_URL, updates) one of kgs's own clients: public,
+ * authorization code + PKCE, first-party. Only kgs calls this (registerClient, behind
+ * /oauth/register, never sets first_party). Written directly rather than through dynamic
+ * registration, whose redirect URI rules (https, or http on loopback) a deployment's BASE_URL
+ * need not meet.
+ */
+export async function registerFirstPartyClient(sql: Sql, client: FirstPartyClient): Promise<void> {
+  await sql`
+    INSERT INTO oauth_clients (id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope, first_party)
+    VALUES (${client.client_id}, NULL, ${client.client_name}, ${client.redirect_uris}, ${GRANT_TYPES}, 'none', ${client.scope}, true)
+    ON CONFLICT (id) DO UPDATE SET client_name = EXCLUDED.client_name, redirect_uris = EXCLUDED.redirect_uris, scope = EXCLUDED.scope, first_party = true
+    WHERE (oauth_clients.client_name, oauth_clients.redirect_uris, oauth_clients.scope, oauth_clients.first_party)
+      IS DISTINCT FROM (EXCLUDED.client_name, EXCLUDED.redirect_uris, EXCLUDED.scope, true)`
 }
 
 /**

@@ -151,8 +151,9 @@ export async function purgeEndedOAuthRows(sql: Sql, keepSeconds: number): Promis
     sql`DELETE FROM oauth_revoked_access_tokens WHERE expires_at < ${cutoff}`,
     sql`DELETE FROM oauth_token_families WHERE created_at < now() - make_interval(secs => ${GRANT_SECONDS + keepSeconds})`,
     // coalesce(...) as in the index oauth_clients_last_used_at.
+    // kgs's own clients stay: they are registered once per process, when first needed.
     sql`DELETE FROM oauth_clients
-      WHERE coalesce(last_used_at, created_at) < now() - make_interval(secs => ${UNUSED_CLIENT_SECONDS})
+      WHERE NOT first_party AND coalesce(last_used_at, created_at) < now() - make_interval(secs => ${UNUSED_CLIENT_SECONDS})
         AND (last_used_at IS NULL OR last_used_at < now() - make_interval(secs => ${IDLE_CLIENT_SECONDS}))`,
   ])
   return counts.reduce((sum, rows) => sum + rows.count, 0)

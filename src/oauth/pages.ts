@@ -83,6 +83,8 @@ const SCOPE_TEXT: Record<string, string> = {
 
 export interface ConsentPageInput {
   clientName: string
+  /** One of kgs's own applications (registerFirstPartyClient), not a self-registered one. */
+  firstParty: boolean
   redirectHost: string
   scopes: string[]
   userEmail: string
@@ -98,7 +100,11 @@ export function consentPage(input: ConsentPageInput): string {
     `<h1>Allow access?</h1>
 <p><strong>${escapeHtml(name)}</strong> (redirecting to <span class="host">${escapeHtml(input.redirectHost)}</span>) asks to:</p>
 <ul>${scopes}</ul>
-<p>kgs has not verified this application: it registered itself, and its name is its own claim. Allow only if you trust <span class="host">${escapeHtml(input.redirectHost)}</span>.</p>
+${
+  input.firstParty
+    ? '<p>This is kgs’s own application: kgs registered it, and vouches for its name and where it redirects.</p>'
+    : `<p>kgs has not verified this application: it registered itself, and its name is its own claim. Allow only if you trust <span class="host">${escapeHtml(input.redirectHost)}</span>.</p>`
+}
 <p>No application can change your password or sign-in e-mail, whatever it is allowed.</p>
 <p>The access lasts at most ${GRANT_SECONDS / 86_400} days; then the application must ask again.</p>
 <form method="post" action="/api/v1/oauth/authorize">

@@ -117,6 +117,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     const client = await findClient(system, pending.client_id)
     const html = consentPage({
       clientName: client?.client_name ?? '',
+      firstParty: client?.first_party ?? false,
       redirectHost: redirectHost(pending.redirect_uri),
       scopes: pending.scope.split(' '),
       userEmail: user.email,

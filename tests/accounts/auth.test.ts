@@ -187,17 +187,36 @@ describe(`access tokens (${BACKEND})`, () => {
     ["signed with the OAuth access tokens' key", async () => sign(claims(), 'HS256', tokenKey(server.env.JWT_SECRET!, 'oauth-access'))],
     ["signed with the service tokens' key", async () => sign(claims(), 'HS256', tokenKey(server.env.JWT_SECRET!, 'service'))],
   ]
+  const challenge = () => `Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1", scope="read"`
   for (const [what, make] of refused) {
     test(`${what}: 401 invalid_token`, async () => {
       const res = await me(await make())
-      expectError(res, 401, 'invalid or expired access token')
-      expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1", scope="read", error="invalid_token"`)
+      if (what === 'an expired token') {
+        expectError(
+          res,
+          401,
+          'access token expired: get a new one with the refresh token of your sign-in (POST /api/v1/auth/refresh {"refresh_token": "..."}) or sign in again (POST /api/v1/auth/login)',
+        )
+        expect(res.headers.get('www-authenticate')).toBe(`${challenge()}, error="invalid_token", error_description="the access token expired; refresh it or sign in again"`)
+      } else {
+        expectError(res, 401, 'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)')
+        expect(res.headers.get('www-authenticate')).toBe(`${challenge()}, error="invalid_token", error_description="the access token is invalid or revoked; sign in again"`)
+      }
     })
   }
 
-  test('another scheme than Bearer: 401', async () => {
-    expectError(await me(grant.token, 'Basic'), 401, 'invalid or expired access token')
-  })
+  // RFC 6750 §2.1: the credentials are "Bearer <token>"; a bare token or another scheme is named as such.
+  for (const [what, header] of [
+    ['another scheme than Bearer', () => `Basic ${grant.token}`],
+    ['the token without the Bearer prefix', () => grant.token],
+    ['Bearer without a token', () => 'Bearer'],
+  ] as const) {
+    test(`${what}: 401 naming the Bearer <token> form`, async () => {
+      const res = await http.call('GET', '/api/v1/users/me', { headers: { authorization: header() } })
+      expectError(res, 401, 'malformed Authorization header: expected Bearer <token> (the word Bearer, a space, then the token)')
+      expect(res.headers.get('www-authenticate')).toBe(`${challenge()}, error="invalid_request", error_description="expected Authorization: Bearer <token>"`)
+    })
+  }
 })
 
 describe(`refresh (${BACKEND})`, () => {
@@ -258,7 +277,7 @@ describe(`logout (${BACKEND})`, () => {
     const res = await http.post('/api/v1/auth/logout', undefined, grant.token)
     expect(res.status).toBe(200)
     expect(res.body).toEqual({ message: 'logged out' })
-    expectError(await http.get('/api/v1/users/me', grant.token), 401, 'invalid or expired access token')
+    expectError(await http.get('/api/v1/users/me', grant.token), 401, 'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)')
     expectError(await http.post('/api/v1/auth/refresh', { refresh_token: grant.refresh_token }), 401, 'invalid refresh token')
     expect((await http.get('/api/v1/users/me', other.body.token)).status).toBe(200)
   })

@@ -551,7 +551,7 @@ describe(`graph read API (${BACKEND})`, () => {
     expectError(await getBoth('/facts?status=done', viewer.token), 400, 'invalid query: status: expected new, stable or to_delete (got "done")')
     expectError(await getBoth('/facts?source_id=s1', viewer.token), 400, 'invalid query: source_id: expected a source UUID (got "s1")')
     expectError(await getBoth('/reports?parent_id=top', viewer.token), 400, 'invalid query: parent_id: expected a report UUID or none (got "top")')
-    expectError(await getBoth(`/concepts?prefix=${'x'.repeat(201)}`, viewer.token), 400, 'invalid query: prefix: expected at most 200 characters (got string of 201 characters)')
+    expectError(await getBoth(`/concepts?prefix=${'x'.repeat(201)}`, viewer.token), 400, 'invalid query: prefix: expected at most 200 characters (got 201 characters)')
   })
 
   test('factsByIds and conceptsByIds hydrate ids in the order given, skipping unknown ones', async () => {

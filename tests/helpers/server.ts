@@ -84,14 +84,19 @@ export interface ServerProcess {
   process: Bun.Subprocess<'ignore', 'pipe', 'pipe'>
   /** Everything the process wrote to stdout so far (its JSON log lines). */
   output(): string
+  /** Resolves when every process holding the output has closed it (the command and whatever it started). */
+  outputClosed: Promise<void>
   /** Resolves once the output matches `pattern`; rejects if the process exits first. */
   waitFor(pattern: RegExp): Promise<void>
   stop(signal?: NodeJS.Signals): Promise<number>
 }
 
-/** Starts `kgs serve` as a child process and waits until it is ready. */
-export async function startServerProcess(env: Record<string, string>, logLevel: 'info' | 'debug' = 'info'): Promise<ServerProcess> {
-  const child = Bun.spawn([process.execPath, MAIN, 'serve'], {
+/** The command that runs `kgs serve` from source. */
+const SERVE = [process.execPath, MAIN, 'serve']
+
+/** Starts `kgs serve` (or `command`, such as `npm start`) as a child process and waits until it is ready. */
+export async function startServerProcess(env: Record<string, string>, logLevel: 'info' | 'debug' = 'info', command = SERVE): Promise<ServerProcess> {
+  const child = Bun.spawn(command, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env, LOG_LEVEL: logLevel },
     stdin: 'ignore',
@@ -102,7 +107,7 @@ export async function startServerProcess(env: Record<string, string>, logLevel: 
   let stderr = ''
   const decoder = new TextDecoder()
   const watchers = new Set<() => void>()
-  void (async () => {
+  const outputClosed = (async () => {
     for await (const chunk of child.stdout) {
       stdout += decoder.decode(chunk)
       for (const watcher of watchers) watcher()
@@ -119,7 +124,7 @@ export async function startServerProcess(env: Record<string, string>, logLevel: 
       check()
       void child.exited.then((code) => {
         watchers.delete(check)
-        reject(new Error(`kgs serve exited with ${code} before printing ${pattern}: ${stderr}${stdout}`))
+        reject(new Error(`${command.join(' ')} exited with ${code} before printing ${pattern}: ${stderr}${stdout}`))
       })
     })
   void (async () => {
@@ -131,6 +136,7 @@ export async function startServerProcess(env: Record<string, string>, logLevel: 
     url: ready.exec(stdout)![1]!,
     process: child,
     output: () => stdout,
+    outputClosed,
     waitFor,
     async stop(signal = 'SIGTERM') {
       child.kill(signal)

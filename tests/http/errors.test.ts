@@ -20,6 +20,9 @@ beforeAll(() => {
     .use(errorHandling(log, (r) => notAllowed(r)))
     .use(bodyParsing(LIMIT, 30_000, (key) => forms.has(key)))
     .post('/echo', ({ body }) => body, { body: t.Object({ name: t.String({ maxLength: 10 }), count: t.Integer() }) })
+    .post('/strict', ({ body }) => body, {
+      body: t.Object({ password: t.String({ minLength: 8, maxLength: 256 }), tags: t.Optional(t.Array(t.String(), { maxItems: 3 })), on: t.Optional(t.Boolean()) }),
+    })
     .post('/form', ({ body }) => body, { parse: 'urlencoded', body: t.Object({ grant_type: t.String() }) })
     .get('/crash', () => {
       throw new Error('secret internals: password=hunter2')
@@ -57,15 +60,24 @@ describe('request bodies', () => {
   })
 
   test('wrong type names the field and what was found', async () => {
-    await expectError(await post('/echo', JSON.stringify({ name: 'ada', count: 'three' })), 400, 'invalid body: count: expected integer (got "three")')
+    await expectError(await post('/echo', JSON.stringify({ name: 'ada', count: 'three' })), 400, 'invalid body: count: expected an integer (got "three")')
   })
 
   test('a body that is not an object', async () => {
-    await expectError(await post('/echo', JSON.stringify([1, 2])), 400, /^invalid body: count: expected integer \(missing\)$/)
+    await expectError(await post('/echo', JSON.stringify([1, 2])), 400, /^invalid body: count: expected an integer \(missing\)$/)
   })
 
   test('an over-long field', async () => {
-    await expectError(await post('/echo', JSON.stringify({ name: 'x'.repeat(11), count: 1 })), 400, /^invalid body: name: expected string length less or equal to 10/)
+    await expectError(await post('/echo', JSON.stringify({ name: 'x'.repeat(11), count: 1 })), 400, 'invalid body: name: expected at most 10 characters (got "xxxxxxxxxxx")')
+  })
+
+  // Sentences made from the schema's keywords, not TypeBox's "Expected string length greater or equal to 8".
+  test('a schema without an error of its own reads as a sentence; a secret is described, not echoed', async () => {
+    await expectError(await post('/strict', JSON.stringify({ password: 'short' })), 400, 'invalid body: password: expected 8 to 256 characters (got 5 characters)')
+    await expectError(await post('/strict', JSON.stringify({ password: 42 })), 400, 'invalid body: password: expected 8 to 256 characters (got number)')
+    await expectError(await post('/strict', JSON.stringify({})), 400, 'invalid body: password: expected 8 to 256 characters (missing)')
+    await expectError(await post('/strict', JSON.stringify({ password: 'long enough', tags: ['a', 'b', 'c', 'd'] })), 400, 'invalid body: tags: expected a list of at most 3 items (got array)')
+    await expectError(await post('/strict', JSON.stringify({ password: 'long enough', on: 'yes' })), 400, 'invalid body: on: expected true or false (got "yes")')
   })
 
   test('malformed JSON', async () => {

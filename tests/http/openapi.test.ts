@@ -205,6 +205,8 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       { at: 'post /{repoID}/jobs', url: `${r}/jobs`, init: text, status: 415 },
       // export, import and the registry
       { at: 'get /{repoID}/export-graph/download', url: `${r}/export-graph/download`, status: 404 },
+      { at: 'get /{repoID}/export-graph/{jobID}/download', url: `${r}/export-graph/not-a-uuid/download`, status: 400 },
+      { at: 'get /{repoID}/export-graph/{jobID}/download', url: `${r}/export-graph/${id()}/download`, status: 404 },
       { at: 'post /{repoID}/export-graph', url: `${r}/export-graph`, init: text, status: 415 },
       { at: 'post /{repoID}/import-graph', url: `${r}/import-graph`, init: text, status: 415 },
       // A member may pull from the registry, not push to it.

@@ -86,6 +86,9 @@ describe(`Swagger UI (${BACKEND})`, () => {
     await popup.getByLabel('Email').fill(account.email)
     await popup.getByLabel('Password').fill(account.password)
     await popup.getByRole('button', { name: 'Sign in' }).click()
+    // Swagger UI is kgs's own client: the consent page vouches for it.
+    await expect(popup.locator('body').textContent()).resolves.toContain('This is kgs’s own application: kgs registered it')
+    await expect(popup.locator('body').textContent()).resolves.not.toContain('registered itself')
     await popup.getByRole('button', { name: 'Allow' }).click()
     // The redirect page hands the code to Swagger UI, which exchanges it and offers Logout.
     await oauth.getByRole('button', { name: 'Remove authorization' }).waitFor({ timeout: 20_000 })

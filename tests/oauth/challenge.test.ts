@@ -36,7 +36,9 @@ describe(`the bearer challenge (${BACKEND})`, () => {
   test('a presented but invalid token: 401 invalid_token, before the body is looked at', async () => {
     const res = await fetch(`${server.url}/api/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer nope' }, body: '{"x":' })
     expect(res.status).toBe(401)
-    expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1", scope="write", error="invalid_token"`)
+    expect(res.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1", scope="write", error="invalid_token", error_description="the access token is invalid or revoked; sign in again"`,
+    )
   })
 
   test('the challenge names the least scope the route needs: read for reads, admin for role changes', async () => {

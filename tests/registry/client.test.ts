@@ -160,9 +160,13 @@ describe(`the service token (${BACKEND})`, () => {
       ['POST', '/api/v1/auth/logout'],
     ]) {
       const res = await call(server, method!, path!, token)
-      expectError(res, 401, 'invalid or expired access token')
+      expectError(res, 401, 'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)')
     }
-    expectError(await http.post('/api/v1/repositories', { name: 'By the service' }, token), 401, 'invalid or expired access token')
+    expectError(
+      await http.post('/api/v1/repositories', { name: 'By the service' }, token),
+      401,
+      'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)',
+    )
     // Not even the graphs it pushed itself.
     expectError(await call(server, 'DELETE', `/api/v1/graphs/${graph}`, token), 403, 'permission denied: only the owner of a graph or a sysadmin may delete it')
   })
@@ -189,7 +193,8 @@ describe(`the service token (${BACKEND})`, () => {
       await createServiceTokens({ secret: server.env.JWT_SECRET!, issuer: 'https://elsewhere.example.com' }).token(),
       await createServiceTokens({ secret: server.env.JWT_SECRET!, issuer: server.context.baseUrl, ttlSeconds: 86_400 }).token(),
     ]
-    for (const token of forged) expectError(await call(server, 'GET', '/api/v1/graphs', token), 401, 'invalid or expired access token')
+    for (const token of forged)
+      expectError(await call(server, 'GET', '/api/v1/graphs', token), 401, 'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)')
   })
 
   test('minted on demand, reused, and replaced a minute before it expires', async () => {

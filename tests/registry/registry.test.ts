@@ -441,7 +441,7 @@ describe(`registry errors (${BACKEND})`, () => {
       expectError(res, 401, 'authentication required')
       expect(res.headers.get('www-authenticate')).toStartWith('Bearer resource_metadata=')
       const bad = await call(server, method, path, 'not.a.token')
-      expectError(bad, 401, 'invalid or expired access token')
+      expectError(bad, 401, 'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)')
       expect(bad.headers.get('www-authenticate')).toContain('error="invalid_token"')
     }
     // A push without a token is refused before its headers or body are looked at.

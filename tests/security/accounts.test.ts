@@ -4,6 +4,7 @@
 // pages), and that SQL in a value stays data.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
+import { SWAGGER_CLIENT_ID } from '../../src/http/swagger-ui.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { withSystemDb } from './system-db.ts'
@@ -255,5 +256,15 @@ describe(`ended rows are purged (${BACKEND})`, () => {
     await purgeEndedOAuthRows(server.context.pools.system, DAY)
     const left = await withSystemDb(server, (sql) => sql<{ id: string }[]>`SELECT id FROM oauth_clients WHERE id IN ${sql([neverUsedOld, neverUsedYoung, usedLately, usedLongAgo, used.client_id])}`)
     expect(left.map((row) => row.id).sort()).toEqual([neverUsedYoung, usedLately, used.client_id].sort())
+  })
+
+  test("kgs's own clients are never purged: Swagger UI's, unused for years, stays", async () => {
+    expect((await fetch(`${server.url}/swagger`)).status).toBe(200)
+    await withSystemDb(server, async (sql) => {
+      await sql`UPDATE oauth_clients SET created_at = now() - interval '800 days', last_used_at = NULL WHERE id = ${SWAGGER_CLIENT_ID}`
+    })
+    await purgeEndedOAuthRows(server.context.pools.system, 86_400)
+    const left = await withSystemDb(server, async (sql) => [...(await sql`SELECT first_party FROM oauth_clients WHERE id = ${SWAGGER_CLIENT_ID}`)])
+    expect(left).toEqual([{ first_party: true }])
   })
 })

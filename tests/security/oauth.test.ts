@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { SignJWT } from 'jose'
+import { SWAGGER_CLIENT_ID } from '../../src/http/swagger-ui.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { withSystemDb } from './system-db.ts'
@@ -126,9 +127,21 @@ describe(`access tokens at the resource server (${BACKEND})`, () => {
       () => new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' }).setIssuer(server.url).setIssuedAt().setExpirationTime('5m').sign(tokenKey(server.env.JWT_SECRET!, 'session')),
     ],
   ]
+  test('an expired one: 401 naming the refresh grant', async () => {
+    const expired = await new SignJWT(claims())
+      .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' })
+      .setIssuer(server.url)
+      .setIssuedAt(Math.floor(Date.now() / 1000) - 600)
+      .setExpirationTime(Math.floor(Date.now() / 1000) - 60)
+      .sign(secret())
+    const res = await me(expired)
+    expectError(res, 401, 'access token expired: get a new one from the OAuth token endpoint (grant_type=refresh_token) or authorize again')
+    expect(res.headers.get('www-authenticate')).toContain('error="invalid_token", error_description="the access token expired; refresh it or sign in again"')
+  })
+
   for (const [what, make] of refused) {
     test(`${what}: 401`, async () => {
-      expectError(await me(await make()), 401, 'invalid or expired access token')
+      expectError(await me(await make()), 401, 'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)')
     })
   }
 })
@@ -170,8 +183,25 @@ describe(`the authorization pages (${BACKEND})`, () => {
     const html = await res.text()
     expect(html).toContain('Totally Official Agent')
     expect(html).toMatch(/registered itself/)
+    expect(html).not.toContain('kgs’s own application')
     expect(html).toContain(new URL(client.redirect_uri).host)
     expect(html).toContain(`${GRANT_SECONDS / 86_400} days`)
+  })
+
+  test("kgs's own client (Swagger UI) is first-party on the consent page; a registration cannot claim to be", async () => {
+    expect((await fetch(`${server.url}/swagger`)).status).toBe(200)
+    const swagger = { client_id: SWAGGER_CLIENT_ID, redirect_uri: `${server.url}/swagger/oauth2-redirect.html` } as TestClient
+    const opened = await page.open(swagger)
+    const own = await (await page.post('/api/v1/oauth/authorize/login', { authorization_id: opened.authorization_id, csrf_token: opened.csrf_token, ...account })).text()
+    expect(own).toContain('<strong>kgs Swagger UI</strong>')
+    expect(own).toContain('<p>This is kgs’s own application: kgs registered it, and vouches for its name and where it redirects.</p>')
+    expect(own).not.toContain('registered itself')
+
+    const claiming = await registerClient(server.url, { client_name: 'kgs Swagger UI', first_party: true })
+    const claimed = await page.open(claiming)
+    const html = await (await page.post('/api/v1/oauth/authorize/login', { authorization_id: claimed.authorization_id, csrf_token: claimed.csrf_token, ...account })).text()
+    expect(html).toContain('kgs has not verified this application: it registered itself')
+    expect(html).not.toContain('kgs’s own application')
   })
 
   test('the consent page says exactly what each scope allows, and that no client changes credentials', async () => {

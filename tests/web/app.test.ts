@@ -189,6 +189,12 @@ describe(`the web app (${BACKEND})`, () => {
     await open('/app', 'Repositories')
     await page.getByLabel('Name').fill('Made in the app')
     await page.getByRole('button', { name: 'Create' }).click()
+    await page
+      .getByRole('alert')
+      .waitFor({ timeout: 10_000 })
+      .catch(async () => {
+        throw new Error(`no refusal shown at ${page.url()}; the page says: ${await page.locator('main').textContent()}`)
+      })
     await expect(page.getByRole('alert').textContent()).resolves.toMatch(/already|taken|exists/i)
   })
 
@@ -351,7 +357,8 @@ describe(`the web app (${BACKEND})`, () => {
       await page.locator('main article').waitFor()
     }
     for (const list of ['facts', 'concepts', 'sources', 'investigations', 'reports']) await visit(list)
-    await open('/app/r/hostile/investigations')
+    await open('/app/r/hostile/investigations', 'Investigations')
+    await listed()
     await expect(page.locator('main ul.rows').textContent()).resolves.toContain('<script>')
     // Run in the page (a string: this file is type-checked without the DOM's types).
     const state = await page.evaluate(`({

@@ -6,6 +6,7 @@ import { once } from 'node:events'
 import { rm } from 'node:fs/promises'
 import type { Sql } from 'postgres'
 import { repositoryBlobPrefix } from '../../blobs/store.ts'
+import { FINISHED, getJob, listJobs } from '../../jobs/queue.ts'
 import { defineJobKind, PermanentJobError, type JobServices, type RunningJob } from '../../jobs/kinds.ts'
 import { RegistryError, type PushMetadata } from '../../registry/client.ts'
 import { findRepository } from '../../repositories/store.ts'
@@ -15,8 +16,11 @@ import { ExportParams, normalizeExportedAt } from './export-params.ts'
 import { exportRepository, type ExportCounts, type ExportOptions, type ExportServices, type ExportSummary } from './export-snapshot.ts'
 import { scratchFile } from './scratch.ts'
 
-/** The blob the download route serves: the repository's latest export. */
-export const latestExportKey = (repositoryId: string) => `${repositoryBlobPrefix(repositoryId)}exports/latest.json.gz`
+const exportsPrefix = (repositoryId: string) => `${repositoryBlobPrefix(repositoryId)}exports/`
+/** The blob of one export, which the download routes serve (export-download.ts). */
+export const exportKey = (repositoryId: string, jobId: string) => `${exportsPrefix(repositoryId)}${jobId}.json.gz`
+/** How many exports of a repository keep their bundle for download: the newest succeeded ones; older ones are deleted. */
+export const EXPORTS_KEPT = 3
 
 /** exportRepository into the file at `path` (created or truncated); the file is removed if anything fails. */
 async function exportToFile(sql: Sql, services: ExportServices, options: ExportOptions, path: string): Promise<ExportSummary & { path: string }> {
@@ -35,10 +39,12 @@ async function exportToFile(sql: Sql, services: ExportServices, options: ExportO
   }
 }
 
-interface ExportJobResult {
+export interface ExportJobResult {
   graph_id: string
   name: string
   sha256: string
+  /** The bundle's metadata.exported_at. */
+  exported_at: string
   /** Size of the pushed .json.gz. */
   bytes: number
   counts: ExportCounts
@@ -73,10 +79,27 @@ async function exportGraph(job: RunningJob<ExportParams>, services: JobServices)
     const { metadata, counts, bytes, path } = exported
     job.progress({ phase: 'pushing', done: 0, total: bytes, bytes: 0 })
     const pushed = await pushFile(services, path, pushMetadata(metadata), (sent) => job.progress({ done: sent, bytes: sent }), job)
-    await services.blobs.put(latestExportKey(repositoryId), await runtime.openFile(path), { contentType: 'application/gzip' })
-    return { graph_id: pushed.graph_id, name: metadata.name, sha256: metadata.sha256!, bytes, counts, new: pushed.new }
+    await services.blobs.put(exportKey(repositoryId, job.id), await runtime.openFile(path), { contentType: 'application/gzip' })
+    await pruneExports(services, repositoryId, job.id)
+    return { graph_id: pushed.graph_id, name: metadata.name, sha256: metadata.sha256!, exported_at: metadata.exported_at, bytes, counts, new: pushed.new }
   } finally {
     await rm(exported.path, { force: true })
+  }
+}
+
+/**
+ * Deletes the bundles of finished exports but this one (about to succeed) and the
+ * EXPORTS_KEPT - 1 newest succeeded before it; those of exports still queued or running stay.
+ */
+async function pruneExports(services: JobServices, repositoryId: string, current: string): Promise<void> {
+  const system = services.pools.system
+  const newest = await listJobs(system, { repositoryId, kind: 'export_graph', status: 'succeeded', newestFirst: true }, EXPORTS_KEPT - 1, undefined)
+  const kept = new Set([current, ...newest.slice(0, EXPORTS_KEPT - 1).map((job) => job.id)])
+  for await (const key of services.blobs.list(exportsPrefix(repositoryId))) {
+    const id = key.slice(exportsPrefix(repositoryId).length).replace(/\.json\.gz$/, '')
+    if (kept.has(id)) continue
+    const job = await getJob(system, id)
+    if (!job || FINISHED.includes(job.status)) await services.blobs.delete(key)
   }
 }
 

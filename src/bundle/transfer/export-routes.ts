@@ -1,7 +1,9 @@
 // Export routes (docs/spec/bundle.md §4): POST /{repoID}/export-graph queues an export_graph job (202 with
-// the job); GET /{repoID}/export-graph/download streams the repository's latest export. Both
-// are also served at /api/v1/... with the repository in X-Repository-ID (docs/spec/decisions.md §2).
+// the job); GET /{repoID}/export-graph/download streams the repository's newest export, and
+// GET /{repoID}/export-graph/{jobID}/download one export (export-download.ts). All are also
+// served at /api/v1/... with the repository in X-Repository-ID (docs/spec/decisions.md §2).
 import type { Quotas } from '../../quotas.ts'
+import { t } from 'elysia'
 import type { BlobStore } from '../../blobs/store.ts'
 import type { Principal } from '../../http/auth.ts'
 import { HttpError } from '../../http/errors.ts'
@@ -11,15 +13,27 @@ import { JobBody, accepted, type AcceptedSet } from '../../jobs/routes.ts'
 import type { Repository } from '../../repositories/repositories.ts'
 import type { repositoryScope } from '../../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../../repositories/scoped-routes.ts'
-import { latestExportKey } from './export-job.ts'
+import type { Db } from '../../db/sql.ts'
+import { UUID_PATTERN } from '../../uuid.ts'
+import { downloadExport, downloadNewestExport } from './export-download.ts'
 import { ExportParams, normalizeExportedAt } from './export-params.ts'
 
 type Scope = ReturnType<typeof repositoryScope>
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 const gzipBody = { description: 'the gzipped bundle (.json.gz)', content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } } }
+/** The download of an export that is queued or running: its job, with Retry-After. */
+const PendingExport = t.Object({ error: t.String(), job: JobBody }, { description: 'the export is queued or running: try again after Retry-After' })
+const downloadErrors = { ...errors, 409: ErrorBody, 410: ErrorBody }
+// Documented by hand: the 200 is not JSON.
+const downloadResponses = {
+  200: gzipBody,
+  503: { description: PendingExport.description, content: { 'application/json': { schema: PendingExport } } },
+  ...Object.fromEntries(Object.keys(downloadErrors).map((status) => [status, { description: 'error', content: { 'application/json': { schema: ErrorBody } } }])),
+}
+const jobID = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
 
 /** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
-export function exportRoutes(scope: Scope, jobs: Jobs, blobs: BlobStore, quotas: Pick<Quotas, 'checkQueue' | 'checkRegistry'>) {
+export function exportRoutes(scope: Scope, system: Db, jobs: Jobs, blobs: BlobStore, quotas: Pick<Quotas, 'checkQueue' | 'checkRegistry'>) {
   const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: ExportParams; set: AcceptedSet }) => {
     // The request's time unless given: a retried job then writes the very same bundle.
     const exportedAt = body.exported_at ?? new Date().toISOString()
@@ -27,14 +41,6 @@ export function exportRoutes(scope: Scope, jobs: Jobs, blobs: BlobStore, quotas:
     await quotas.checkQueue(repository.id)
     await quotas.checkRegistry(principal.userId)
     return accepted(set, await jobs.enqueue({ kind: 'export_graph', repositoryId: repository.id, params: { ...body, exported_at: exportedAt }, createdBy: principal.userId }))
-  }
-
-  const download = async ({ repository }: { repository: Repository }) => {
-    const body = await blobs.responseBody(latestExportKey(repository.id))
-    if (!body) throw new HttpError(404, `no export yet: POST /${repository.slug}/export-graph first`)
-    return new Response(body, {
-      headers: { 'content-type': 'application/gzip', 'content-disposition': `attachment; filename="${repository.slug}.json.gz"` },
-    })
   }
 
   return repositoryScopedRoutes('kgs/export', scope, (app, at) => {
@@ -51,13 +57,21 @@ export function exportRoutes(scope: Scope, jobs: Jobs, blobs: BlobStore, quotas:
         response: { 202: JobBody, ...errors, 413: ErrorBody, 415: ErrorBody, 429: ErrorBody },
         detail: describe('Export the repository as a graph bundle: queues an export_graph job (202) that builds the bundle, pushes it to the registry and keeps it as the latest export'),
       })
-      .get('/export-graph/download', download, {
+      .get('/export-graph/download', ({ repository }) => downloadNewestExport(system, blobs, repository), {
         repository: 'graph:export',
         params: at.repositoryParams,
-        response: errors,
-        // Documented by hand: the 200 is not JSON.
-        detail: describe("Download the repository's latest export (streamed)", {
-          responses: { 200: gzipBody, ...Object.fromEntries(Object.keys(errors).map((status) => [status, { description: 'error', content: { 'application/json': { schema: ErrorBody } } }])) },
+        response: { ...downloadErrors, 503: PendingExport },
+        detail: describe(
+          "Download the repository's newest succeeded export (streamed; X-Export-Job, X-Graph-SHA256 and X-Graph-Exported-At name it); while a newer export is queued or running, 503 with its job and Retry-After",
+          { responses: downloadResponses },
+        ),
+      })
+      .get('/export-graph/:jobID/download', ({ repository, params }) => downloadExport(system, blobs, repository, params.jobID), {
+        repository: 'graph:export',
+        params: at.params({ jobID }),
+        response: { ...downloadErrors, 503: PendingExport },
+        detail: describe('Download the export of this export_graph job (409 if it failed, 410 once newer exports replaced it; 503 with Retry-After while it is queued or running)', {
+          responses: downloadResponses,
         }),
       })
   })

@@ -15,6 +15,7 @@ import system0012 from './system/0012_session_idle.sql' with { type: 'text' }
 import system0013 from './system/0013_graph_owner_email.sql' with { type: 'text' }
 import system0014 from './system/0014_oauth_bindings.sql' with { type: 'text' }
 import system0015 from './system/0015_job_turns.sql' with { type: 'text' }
+import system0016 from './system/0016_oauth_first_party.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 import repository0002 from './repository/0002_graph.sql' with { type: 'text' }
 import repository0003 from './repository/0003_graph_imports.sql' with { type: 'text' }
@@ -45,6 +46,7 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 13, name: '0013_graph_owner_email', sql: system0013 },
     { version: 14, name: '0014_oauth_bindings', sql: system0014 },
     { version: 15, name: '0015_job_turns', sql: system0015 },
+    { version: 16, name: '0016_oauth_first_party', sql: system0016 },
   ],
   repository: [
     { version: 1, name: '0001_repository_identity', sql: repository0001 },

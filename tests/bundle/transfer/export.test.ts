@@ -135,7 +135,7 @@ describe(`export routes (${BACKEND})`, () => {
     const path = `/${empty.slug}/export-graph`
     const before = await http.get(`/${empty.slug}/jobs`, owner.token)
     expectError(await http.call('POST', path, { raw: '{"name":', headers: { 'content-type': 'application/json' }, token: owner.token }), 400, /^malformed JSON body/)
-    expectError(await http.post(path, [], owner.token), 400, /^invalid body: expected object/)
+    expectError(await http.post(path, [], owner.token), 400, /^invalid body: expected an object \(got array\)$/)
     expectError(await http.post(path, { include_images: 'yes' }, owner.token), 400, 'invalid body: include_images: expected a boolean (got "yes")')
     expectError(await http.post(path, { include_bodies: 1 }, owner.token), 400, 'invalid body: include_bodies: expected a boolean (got number)')
     expectError(await http.post(path, { tags: 'physics' }, owner.token), 400, /^invalid body: tags: expected an array of at most 64 strings/)
@@ -152,7 +152,7 @@ describe(`export routes (${BACKEND})`, () => {
   })
 
   test('the download is 404 before any export; a bodiless POST exports with the defaults', async () => {
-    expectError(await http.get(`/${empty.slug}/export-graph/download`, owner.token), 404, `no export yet: POST /${empty.slug}/export-graph first`)
+    expectError(await http.get(`/${empty.slug}/export-graph/download`, owner.token), 404, `no export yet: POST /${empty.slug}/export-graph starts one`)
     const started = await http.call('POST', `/${empty.slug}/export-graph`, { token: owner.token })
     expect(started.status).toBe(202)
     expect(started.body).toMatchObject({ kind: 'export_graph', repository_id: empty.id, status: 'queued' })
@@ -181,7 +181,15 @@ describe(`export of a generated graph (${BACKEND})`, () => {
              (SELECT count(*) FROM reports)::int AS reports, (SELECT count(*) FROM investigations)::int AS investigations`
     expect(counts).toEqual({ sources: 15, facts: 300, concepts: 30, summaries: 30, syntheses: 3, reports: 3, investigations: 2 })
     expect(job.status).toBe('succeeded')
-    expect(job.result).toEqual({ graph_id: expect.any(String), name: 'Export Full', sha256: expect.stringMatching(/^[0-9a-f]{64}$/), bytes: bytes.byteLength, counts: { ...counts }, new: true })
+    expect(job.result).toEqual({
+      graph_id: expect.any(String),
+      name: 'Export Full',
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      exported_at: EXPORTED_AT,
+      bytes: bytes.byteLength,
+      counts: { ...counts },
+      new: true,
+    })
     // The figures of the last phase, pushing (bytes sent of the file's), stay; the phase becomes the status.
     expect(job.progress).toEqual({ phase: 'succeeded', done: bytes.byteLength, total: bytes.byteLength, bytes: bytes.byteLength, percent: 100 })
   })
