@@ -1,9 +1,9 @@
 // The import rule of ARCHITECTURE.md, checked by `npm run check:deps`: no cycles, and nothing
 // imports a layer above its own (composition roots > features > shared infrastructure), nor a
 // feature later in FEATURES than its own.
-const ROOTS = '^src/(main|server|app|admin|job-kinds)\\.ts$|^src/(jobs/worker-thread|db/initdb-worker|accounts/hasher-thread)\\.ts$'
+const ROOTS = '^src/(main|server|app|admin|job-kinds|job-thread|initdb-thread|hasher-thread|gzip-thread)\\.ts$'
 /** Features, each allowed to import only those before it. */
-const FEATURES = ['accounts', 'oauth', 'rbac', 'repositories', 'jobs', 'graph', 'vectors', 'media', 'registry', 'bundle']
+const FEATURES = ['accounts', 'oauth', 'rbac', 'repositories', 'jobs', 'graph', 'vectors', 'search', 'media', 'registry', 'bundle']
 const ANY_FEATURE = `^src/(${FEATURES.join('|')})/`
 const INFRASTRUCTURE = '^src/(db|blobs|http)/|^src/[^/]+\\.ts$'
 

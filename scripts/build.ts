@@ -10,7 +10,7 @@ rmSync(outfile, { force: true })
 // The web app's files first: the binary embeds them.
 await buildWebApp()
 const result = await Bun.build({
-  entrypoints: [join(root, 'src/main.ts'), join(root, 'src/db/initdb-worker.ts'), join(root, 'src/jobs/worker-thread.ts'), join(root, 'src/accounts/hasher-thread.ts')],
+  entrypoints: [join(root, 'src/main.ts'), join(root, 'src/initdb-thread.ts'), join(root, 'src/job-thread.ts'), join(root, 'src/hasher-thread.ts'), join(root, 'src/gzip-thread.ts')],
   root: join(root, 'src'),
   compile: { outfile },
   minify: { syntax: true, whitespace: true },

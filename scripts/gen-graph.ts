@@ -181,10 +181,12 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
   })
   await insert(sql, 'concept_summaries', summaries)
 
+  // Once, not per synthesis: per synthesis it made the generator quadratic in the facts.
+  const allImageFacts = facts.filter((f) => f.fact_kind === 'image')
   const syntheses = Array.from({ length: size.syntheses }, (_, i) => {
     const group = concepts.slice(i * 10, i * 10 + 10)
     const groupSummaries = summaries.slice(i * 10, i * 10 + 10)
-    const imageFacts = facts.filter((f) => f.fact_kind === 'image').slice(i, i + 1)
+    const imageFacts = allImageFacts.slice(i, i + 1)
     return {
       id: uuid(),
       canonical_name: group[0]?.canonical_name ?? `synthesis ${i}`,

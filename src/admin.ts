@@ -5,7 +5,7 @@
 import { runtime } from './runtime/index.ts'
 import { existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Config } from './config.ts'
+import type { Config, PasswordCost } from './config.ts'
 import { insertUser, listUsers, normalizeEmail } from './accounts/users.ts'
 import type { User } from './accounts/schemas.ts'
 import { hashPassword, PASSWORD_MAX, PASSWORD_MIN } from './accounts/passwords.ts'
@@ -25,6 +25,8 @@ export class AdminError extends Error {}
 interface AdminContext {
   pools: Pools
   bus: EventBus
+  /** What a new account's password is hashed at (the server's own, through its control socket). */
+  passwordCost: PasswordCost
   /** Makes a running server apply a role change at once. */
   rolesChanged?: () => Promise<void>
 }
@@ -41,7 +43,7 @@ const ACTIONS = {
     if (input.password.length < PASSWORD_MIN || input.password.length > PASSWORD_MAX) throw new AdminError(`the password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`)
     let user: User
     try {
-      user = await insertUser(ctx.pools.system, { email, name: input.name?.trim() ?? '', passwordHash: await hashPassword(input.password) })
+      user = await insertUser(ctx.pools.system, { email, name: input.name?.trim() ?? '', passwordHash: await hashPassword(input.password, ctx.passwordCost) })
     } catch (error) {
       if (error instanceof ConflictError) throw new AdminError(error.message)
       throw error
@@ -75,10 +77,9 @@ function controlSocketPath(dataDir: string): string {
  * The server side: a Unix socket in the data directory's 0700 run folder (so only the owner of
  * the data can use it), answering POST /<action> with the action's input as JSON.
  */
-export function serveControlSocket(dataDir: string, pools: Pools, bus: EventBus, rolesChanged: () => Promise<void>) {
+export function serveControlSocket(dataDir: string, ctx: Required<AdminContext>) {
   const path = controlSocketPath(dataDir)
   rmSync(path, { force: true })
-  const ctx: AdminContext = { pools, bus, rolesChanged }
   const server = runtime.serve({
     unix: path,
     async fetch(request) {
@@ -125,7 +126,7 @@ export async function runAdmin<A extends AdminAction>(config: Config, log: Logge
   try {
     await pools.migrate()
     const bus = pools.backend === 'postgres' ? new PostgresEventBus(pools, log) : new LocalEventBus()
-    return (await (ACTIONS[action] as (ctx: AdminContext, input: Input<A>) => Promise<Output<A>>)({ pools, bus }, input)) as Output<A>
+    return (await (ACTIONS[action] as (ctx: AdminContext, input: Input<A>) => Promise<Output<A>>)({ pools, bus, passwordCost: config.passwordCost }, input)) as Output<A>
   } finally {
     await pools.close()
   }

@@ -27,13 +27,14 @@ import type { Rbac } from './rbac/rbac.ts'
 import { rbacRoutes } from './rbac/routes.ts'
 import type { Repositories } from './repositories/repositories.ts'
 import { repositoryRoutes } from './repositories/routes.ts'
+import { memberRoutes } from './repositories/member-routes.ts'
 import { repositoryScope } from './repositories/scope.ts'
 import type { Jobs } from './jobs/jobs.ts'
 import type { Embedder } from './vectors/embedder.ts'
 import type { VectorStore } from './vectors/store.ts'
 import type { BlobStore } from './blobs/store.ts'
 import { jobRoutes } from './jobs/routes.ts'
-import { searchRoutes } from './vectors/routes.ts'
+import { searchRoutes } from './search/routes.ts'
 import { graphRoutes } from './graph/routes.ts'
 import { exportRoutes } from './bundle/transfer/export-routes.ts'
 import { importRoutes } from './bundle/transfer/import-routes.ts'
@@ -188,10 +189,11 @@ export function createApp(ctx: AppContext) {
     .use(grantRoutes(ctx.oauth, access))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))
     .use(repositoryRoutes(ctx.repositories, access, scope, throttles.createRepository, quotas))
+    .use(memberRoutes(scope, ctx.rbac, ctx.pools.system))
     .use(graphRoutes(scope))
     .use(exportRoutes(scope, ctx.pools.system, ctx.jobs, ctx.blobs, quotas))
     .use(mediaRoutes(scope, ctx.blobs))
-    .use(searchRoutes(scope, ctx.vectors, ctx.embedder))
+    .use(searchRoutes(scope, { vectors: ctx.vectors, embedder: ctx.embedder, log: ctx.log }))
     .use(jobRoutes(ctx.pools.system, ctx.jobs, scope, quotas))
   methodNotAllowed = methodNotAllowedResponder(app.routes)
   formRoutes = new Set(app.routes.filter(readsForms).map((route) => `${route.method} ${route.path}`))

@@ -41,6 +41,20 @@ function parseRate(text: string): Rate {
 const withoutTrailingSlashes = (url: string) => url.replace(/\/+$/, '')
 
 /**
+ * OWASP's argon2id table (Password Storage Cheat Sheet), p = 1: the least memory, in MiB, each
+ * time cost may use. Every row is an equal defence; a configured cost may exceed its row, never
+ * fall below it (docs/spec/decisions.md §3). Past t = 5 the t = 5 row applies.
+ */
+const OWASP_ARGON2ID_MIN_MIB: Readonly<Record<number, number>> = { 1: 46, 2: 19, 3: 12, 4: 9, 5: 7 }
+const owaspMinimumMiB = (timeCost: number) => OWASP_ARGON2ID_MIN_MIB[Math.min(timeCost, 5)]!
+
+/** argon2id's cost: memory in KiB (as a PHC string's m=) and iterations; parallelism is always 1. */
+export interface PasswordCost {
+  memoryKiB: number
+  timeCost: number
+}
+
+/**
  * One environment variable: its schema (type, default, description: the reference is generated
  * from it), the phrase used when a value does not fit it, and what its valid value becomes.
  */
@@ -170,6 +184,17 @@ export const EnvSchema = Type.Object({
     ),
     'a positive integer',
   ),
+  PASSWORD_HASH_MEMORY: variable(
+    Type.Integer({
+      minimum: 7,
+      maximum: 1024,
+      default: 19,
+      description:
+        "argon2id's memory cost in MiB (p = 1); with PASSWORD_HASH_TIME at or above a row of OWASP's table (46 MiB t=1, 19 t=2, 12 t=3, 9 t=4, 7 t=5); a stored hash of another cost is re-hashed at that user's next sign-in",
+    }),
+    'an integer number of MiB from 7 to 1024',
+  ),
+  PASSWORD_HASH_TIME: variable(Type.Integer({ minimum: 1, maximum: 20, default: 2, description: "argon2id's time cost (iterations); see PASSWORD_HASH_MEMORY" }), 'an integer from 1 to 20'),
   THROTTLE_LOGIN_PER_IP: variable(
     Type.Optional(Type.String({ pattern: RATE, description: 'failed sign-ins (POST /api/v1/auth/login, the OAuth sign-in form) per client address, e.g. 20/1m; unset: unlimited' })),
     RATE_EXPECTS,
@@ -269,6 +294,12 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
   if (!v.S3_BUCKET && s3Named) throw new ConfigError(`invalid S3_BUCKET: required when ${s3Named} is set`)
   // A client refreshes when its access token ends: a shorter idle limit would end every session.
   if (v.SESSION_IDLE_TTL !== undefined && v.SESSION_IDLE_TTL <= v.ACCESS_TOKEN_TTL) throw new ConfigError('invalid SESSION_IDLE_TTL: must be longer than ACCESS_TOKEN_TTL')
+  const leastMiB = owaspMinimumMiB(v.PASSWORD_HASH_TIME)
+  if (v.PASSWORD_HASH_MEMORY < leastMiB) {
+    throw new ConfigError(
+      `invalid PASSWORD_HASH_MEMORY: ${v.PASSWORD_HASH_MEMORY} MiB with PASSWORD_HASH_TIME ${v.PASSWORD_HASH_TIME} is below OWASP's argon2id table (at least ${leastMiB} MiB at t=${v.PASSWORD_HASH_TIME})`,
+    )
+  }
   return configFrom(v)
 }
 
@@ -331,6 +362,7 @@ function configFrom(v: Env) {
     mediaFetch: { allowPrivate: v.MEDIA_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: v.MEDIA_FETCH_TIMEOUT },
     /** Undefined: 256 per hashing thread. */
     passwordQueueMax: v.PASSWORD_QUEUE_MAX,
+    passwordCost: { memoryKiB: v.PASSWORD_HASH_MEMORY * 1024, timeCost: v.PASSWORD_HASH_TIME } satisfies PasswordCost,
     /** Unset rates are unlimited (src/http/throttle.ts). */
     throttle: {
       login: { perIp: v.THROTTLE_LOGIN_PER_IP, perAccount: v.THROTTLE_LOGIN_PER_ACCOUNT },

@@ -53,6 +53,10 @@ export const ROLES = {
 
 export type Role = keyof typeof ROLES
 
+/** The repository roles, strongest first: each carries every permission of those after it. */
+export const REPOSITORY_ROLES = ['repoadmin', 'editor', 'curator', 'viewer'] as const satisfies readonly Role[]
+export type RepositoryRole = (typeof REPOSITORY_ROLES)[number]
+
 export function isRole(name: string): name is Role {
   return Object.hasOwn(ROLES, name)
 }

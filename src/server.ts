@@ -165,15 +165,16 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       resourceMetadataUrl: resourceMetadataUrl(baseUrl),
       accessTokenTtl: config.accessTokenTtl,
       sessionTtl: config.sessionTtl,
+      passwordCost: config.passwordCost,
       sessionIdleTtl: config.sessionIdleTtl,
       catchUp: fleet,
       onUserCreated: (userId) => roles.assign({ user_id: userId, role: 'member', domain: SYSTEM_DOMAIN }),
     })
-    if (!fleet) control = serveControlSocket(config.dataDir, pools, bus, () => roles.reload())
+    if (!fleet) control = serveControlSocket(config.dataDir, { pools, bus, passwordCost: config.passwordCost, rolesChanged: () => roles.reload() })
     const jobs = new Jobs(pools.system, bus, await loadJobKinds(options.jobs?.extraKindModules))
     // Past two leases even a job whose worker died has been ended by the reaper.
     const stopJobs = (repositoryId: string) => jobs.stopRepository(repositoryId, 'cancelled: its repository was deleted', 2 * config.jobLeaseMs)
-    const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, vectors, blobs, stopJobs })
+    const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, log, vectors, blobs, stopJobs })
     oauth = await OAuthTokens.start({
       system: pools.system,
       bus,

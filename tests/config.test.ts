@@ -97,6 +97,29 @@ describe('parseEnv', () => {
     expect(() => parseEnv({ MEDIA_FETCH_ALLOW_PRIVATE: 'sometimes' })).toThrow('invalid MEDIA_FETCH_ALLOW_PRIVATE: expected true or false, got "sometimes"')
   })
 
+  test("argon2id's cost: OWASP's first row by default, any row or above, never below the table", () => {
+    expect(parseEnv({}).passwordCost).toEqual({ memoryKiB: 19 * 1024, timeCost: 2 })
+    // Every row of OWASP's table, and more memory than a row asks.
+    for (const [memory, time] of [
+      ['46', '1'],
+      ['19', '2'],
+      ['12', '3'],
+      ['9', '4'],
+      ['7', '5'],
+      ['7', '9'],
+      ['64', '2'],
+    ] as const) {
+      expect(parseEnv({ PASSWORD_HASH_MEMORY: memory, PASSWORD_HASH_TIME: time }).passwordCost).toEqual({ memoryKiB: Number(memory) * 1024, timeCost: Number(time) })
+    }
+    expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '45', PASSWORD_HASH_TIME: '1' })).toThrow(
+      "invalid PASSWORD_HASH_MEMORY: 45 MiB with PASSWORD_HASH_TIME 1 is below OWASP's argon2id table (at least 46 MiB at t=1)",
+    )
+    expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '12' })).toThrow(/^invalid PASSWORD_HASH_MEMORY: 12 MiB with PASSWORD_HASH_TIME 2 is below/)
+    expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '8', PASSWORD_HASH_TIME: '4' })).toThrow(/at least 9 MiB at t=4/)
+    expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '6', PASSWORD_HASH_TIME: '10' })).toThrow('invalid PASSWORD_HASH_MEMORY: expected an integer number of MiB from 7 to 1024, got "6"')
+    expect(() => parseEnv({ PASSWORD_HASH_TIME: '0' })).toThrow('invalid PASSWORD_HASH_TIME: expected an integer from 1 to 20, got "0"')
+  })
+
   test('reads and converts values; empty counts as unset; trailing slash of BASE_URL dropped', () => {
     const config = parseEnv({ PORT: '9000', HOST: '127.0.0.1', BASE_URL: 'https://kgs.example.com/', LOG_LEVEL: 'debug', DATABASE_URL: 'postgres://u@h/db', BODY_LIMIT: '2048', JWT_SECRET: '' })
     expect(config).toMatchObject({ port: 9000, host: '127.0.0.1', baseUrl: 'https://kgs.example.com', logLevel: 'debug', databaseUrl: 'postgres://u@h/db', bodyLimit: 2048 })

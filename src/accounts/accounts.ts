@@ -6,10 +6,11 @@ import { HttpError } from '../http/errors.ts'
 import { requireSessionToken, type Authenticator, type Principal } from '../http/auth.ts'
 import type { PageKey } from '../db/pages.ts'
 import type { Logger } from '../log.ts'
-import { hashPassword, verifyPassword } from './passwords.ts'
+import type { PasswordCost } from '../config.ts'
+import { hashPassword, needsRehash, verifyPassword } from './passwords.ts'
 import { RevokedSessions, SESSION_REVOKED, endSession, endUserSessions, insertSession, listLiveSessions, markRevoked, rotateRefreshToken } from './sessions.ts'
 import { createSessionTokens, type SessionTokens } from './tokens.ts'
-import { findCredentials, findUserById, insertUser, listUsers, normalizeEmail, updateUser } from './users.ts'
+import { findCredentials, findUserById, insertUser, listUsers, normalizeEmail, replacePasswordHash, updateUser } from './users.ts'
 import { ExpiringMap } from '../expiring.ts'
 import type { SessionGrant, SessionSummary, User } from './schemas.ts'
 
@@ -23,6 +24,8 @@ export interface AccountsOptions {
   resourceMetadataUrl: string
   accessTokenTtl: number
   sessionTtl: number
+  /** argon2id's cost of new hashes; a stored hash of another is re-hashed at the next sign-in. */
+  passwordCost: PasswordCost
   /** Seconds a session may go without a refresh (SESSION_IDLE_TTL); undefined: no limit. */
   sessionIdleTtl?: number
   /** Re-read revocations periodically (several instances share the database). */
@@ -76,7 +79,7 @@ export class Accounts implements Authenticator {
 
   async register(input: { email: string; password: string; name?: string }): Promise<SessionGrant> {
     const email = requireEmail(input.email)
-    const user = await insertUser(this.sql, { email, name: input.name?.trim() ?? '', passwordHash: await hashPassword(input.password) })
+    const user = await insertUser(this.sql, { email, name: input.name?.trim() ?? '', passwordHash: await hashPassword(input.password, this.options.passwordCost) })
     await this.options.onUserCreated(user.id)
     return this.startSession(user)
   }
@@ -92,9 +95,23 @@ export class Accounts implements Authenticator {
     const normalized = normalizeEmail(email)
     const account = normalized ? await findCredentials(this.sql, normalized) : undefined
     // Unknown accounts are verified against a dummy hash: the answer takes as long either way.
-    if (!(await verifyPassword(password, account?.password_hash)) || !account) return undefined
-    const { password_hash: _, ...user } = account
+    if (!(await verifyPassword(password, account?.password_hash, this.options.passwordCost)) || !account) return undefined
+    const { password_hash: storedHash, ...user } = account
+    if (needsRehash(storedHash, this.options.passwordCost)) await this.rehash(user.id, password, storedHash)
     return user
+  }
+
+  /**
+   * Stores the password at the configured cost (docs/spec/decisions.md §3): changing the cost
+   * needs no migration. The sign-in succeeds whatever happens here; a failure (the hashing queue
+   * full) leaves the old hash, to be replaced at a later sign-in.
+   */
+  private async rehash(userId: string, password: string, storedHash: string): Promise<void> {
+    try {
+      await replacePasswordHash(this.sql, userId, storedHash, await hashPassword(password, this.options.passwordCost))
+    } catch (error) {
+      this.options.log.warn('password not re-hashed at the configured cost; kept as it was', { user_id: userId, error: (error as Error).message })
+    }
   }
 
   private async startSession(user: User): Promise<SessionGrant> {

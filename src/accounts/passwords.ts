@@ -1,25 +1,23 @@
-// argon2id through the runtime (src/runtime/: 64 MiB, t=2), on threads of its own at a lower CPU
-// priority. Unknown e-mails are checked against a dummy hash so that login takes as long whether
-// or not the account exists.
+// argon2id through the runtime (src/runtime/) at the configured cost (PASSWORD_HASH_MEMORY,
+// PASSWORD_HASH_TIME), on threads of its own at a lower CPU priority. Unknown e-mails are checked
+// against a dummy hash so that login takes as long whether or not the account exists.
 import { runtime } from '../runtime/index.ts'
 import { availableParallelism } from 'node:os'
+import type { PasswordCost } from '../config.ts'
 import { HttpError } from '../http/errors.ts'
 import { HASHER_WORKER_URL } from '../workers.ts'
 
 export const PASSWORD_MIN = 8
 export const PASSWORD_MAX = 256
 
-/** What the main thread asks of a hashing thread: a hash of `password`, or, with `hash`, a verification. */
-export interface HashRequest {
-  password: string
-  hash?: string
-}
+/** What the main thread asks of a hashing thread: a hash of `password` at `cost`, or a verification against `hash`. */
+export type HashRequest = { password: string; cost: PasswordCost; hash?: undefined } | { password: string; hash: string }
 export type HashResult = { value: string | boolean; error?: undefined } | { error: string }
 
 /**
- * Hashing threads at most: a quarter of the cores, at least one. A hash takes a good part of a
- * second of a core and streams 64 MiB through memory, so a burst of sign-ins keeps cores busy
- * for seconds. The threads lower their own priority (hasher-thread.ts), but that does not keep
+ * Hashing threads at most: a quarter of the cores, at least one. A hash takes tens of milliseconds
+ * of a core and streams its memory cost (19 MiB by default) through memory, so a burst of sign-ins keeps cores busy
+ * for seconds. The threads lower their own priority (src/hasher-thread.ts), but that does not keep
  * the reads fast: a hashing thread on every core slowed the reads of scripts/bench/open-load.ts
  * as much as it would at full priority. With a quarter, hashing takes at most that share of the
  * machine, and sign-ins queue instead (up to PASSWORD_QUEUE_MAX, then 503).
@@ -119,19 +117,31 @@ async function onHasher(request: HashRequest): Promise<string | boolean> {
   return result.value
 }
 
-export async function hashPassword(password: string): Promise<string> {
-  return (await onHasher({ password })) as string
+export async function hashPassword(password: string, cost: PasswordCost): Promise<string> {
+  return (await onHasher({ password, cost })) as string
 }
 
-let dummyHash: Promise<string> | undefined
+/** One dummy hash per cost, so that an unknown e-mail costs what a known one does. */
+const dummyHashes = new Map<string, Promise<string>>()
 
-/** Verifies `password` against `hash`, or against a dummy hash (always false) when there is none. */
-export async function verifyPassword(password: string, hash: string | undefined): Promise<boolean> {
+/** Verifies `password` against `hash`, or against a dummy hash of `cost` (always false) when there is none. */
+export async function verifyPassword(password: string, hash: string | undefined, cost: PasswordCost): Promise<boolean> {
   if (hash !== undefined) return (await onHasher({ password, hash })) as boolean
-  if (!dummyHash) {
-    dummyHash = hashPassword(crypto.randomUUID())
-    dummyHash.catch(() => (dummyHash = undefined))
+  const key = `${cost.memoryKiB},${cost.timeCost}`
+  let dummy = dummyHashes.get(key)
+  if (!dummy) {
+    dummy = hashPassword(crypto.randomUUID(), cost)
+    dummyHashes.set(key, dummy)
+    dummy.catch(() => dummyHashes.delete(key))
   }
-  await onHasher({ password, hash: await dummyHash })
+  await onHasher({ password, hash: await dummy })
   return false
+}
+
+const PHC_ARGON2ID = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$/
+
+/** Whether a stored hash was made otherwise than argon2id at `cost` (p=1): then it is re-hashed at the next sign-in. */
+export function needsRehash(hash: string, cost: PasswordCost): boolean {
+  const parameters = PHC_ARGON2ID.exec(hash)
+  return !parameters || Number(parameters[1]) !== cost.memoryKiB || Number(parameters[2]) !== cost.timeCost || parameters[3] !== '1'
 }

@@ -39,6 +39,14 @@ export async function findCredentials(sql: Sql, email: string): Promise<(User & 
   return row
 }
 
+/**
+ * Replaces a password hash with one of the same password at another cost, unless it changed since
+ * it was read (a concurrent sign-in re-hashed it first). The profile is unchanged: no updated_at.
+ */
+export async function replacePasswordHash(sql: Sql, id: string, from: string, to: string): Promise<void> {
+  await sql`UPDATE users SET password_hash = ${to} WHERE id = ${id} AND password_hash = ${from}`
+}
+
 /** One page of users in (created_at, id) order, with one row of look-ahead. */
 export async function listUsers(sql: Sql, limit: number, after?: PageKey): Promise<(User & { page_key: PageKey })[]> {
   const rows = await sql<(User & { key_at: string })[]>`

@@ -1,5 +1,6 @@
 // The SQL side of cursor pagination (http/pagination.ts holds the HTTP side): rows ordered by
 // (created_at, id), each carrying its page key with full timestamp precision.
+import type { Fragment, Sql } from 'postgres'
 import type { Db } from './sql.ts'
 
 export interface PageKey {
@@ -33,4 +34,23 @@ export const afterCursor = (sql: Db, after: PageKey | undefined, descending = fa
 
 export function withPageKeys<T extends { id: string; key_at: string }>(rows: T[]): (Omit<T, 'key_at'> & { page_key: PageKey })[] {
   return rows.map(({ key_at, ...row }) => ({ ...row, page_key: { at: key_at, id: row.id } }))
+}
+
+/** Rows `offset` to `offset + limit` of a ranked list (search hits, related rows). */
+export interface RankedRange {
+  offset: number
+  limit: number
+}
+
+/**
+ * One slice of the rows of `ranked` (a SELECT with an `id` column) in `order`, and how many rows
+ * it has: one statement, whose answer carries the count even past the last row.
+ */
+export async function rankedSlice<T extends { id: string }>(sql: Sql, ranked: Fragment, order: Fragment, range: RankedRange): Promise<{ total: number; rows: T[] }> {
+  const rows = await sql<(T & { total: number })[]>`
+    WITH ranked AS MATERIALIZED (${ranked})
+    SELECT counted.total, slice.* FROM (SELECT count(*)::int AS total FROM ranked) counted
+    LEFT JOIN (SELECT * FROM ranked ORDER BY ${order} LIMIT ${range.limit} OFFSET ${range.offset}) slice ON true
+    ORDER BY ${order}`
+  return { total: rows[0]?.total ?? 0, rows: rows.filter((row) => row.id !== null).map(({ total: _, ...row }) => row as unknown as T) }
 }

@@ -3,19 +3,36 @@
 // (docs/spec/decisions.md §1); each route needs its resource's :read permission in the repository (§4).
 import { t } from 'elysia'
 import { HttpError } from '../http/errors.ts'
-import { pagination } from '../http/pagination.ts'
+import { pagination, rankedPage } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
-import { getConcept, getFact, getInvestigation, getReport, getSource, listConcepts, listFacts, listInvestigations, listReports, listSources } from './store.ts'
-import { Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, Report, ReportDetail, Source, SourceDetail } from './schemas.ts'
+import { getConcept, getFact, getInvestigation, getReport, getSource, listConcepts, listFacts, listInvestigations, listReports, listSources, relatedConcepts } from './store.ts'
+import { Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, RelatedConcept, Report, ReportDetail, Source, SourceDetail } from './schemas.ts'
 
 const Uuid = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
+const UUID = new RegExp(UUID_PATTERN)
+/** Concepts a facts list may name at once (?concept= repeated): facts linked to all of them. */
+const MAX_CONCEPTS = 20
 const FactQuery = t.Object({
   status: t.Optional(t.Union([t.Literal('new'), t.Literal('stable'), t.Literal('to_delete')], { error: 'expected new, stable or to_delete' })),
+  kind: t.Optional(t.Union([t.Literal('text'), t.Literal('image')], { error: 'expected text or image', description: 'only facts of this fact_kind' })),
   source_id: t.Optional(t.String({ pattern: UUID_PATTERN, error: 'expected a source UUID', description: 'only facts of this source' })),
+  // Checked by conceptIds: Elysia decodes a repeated query parameter into an array before its
+  // schema sees it, and its errors for a bad item do not name the parameter.
+  concept: t.Optional(t.Array(t.String(), { description: `only facts linked to this concept UUID; repeated (up to ${MAX_CONCEPTS}), to every one of them` })),
 })
+
+function conceptIds(concepts: string[] | undefined): string[] | undefined {
+  if (concepts === undefined) return undefined
+  const bad = concepts.find((id) => !UUID.test(id))
+  if (concepts.length > MAX_CONCEPTS || bad !== undefined)
+    throw new HttpError(400, `invalid query: concept: expected 1 to ${MAX_CONCEPTS} concept UUIDs (got ${bad === undefined ? `${concepts.length}` : JSON.stringify(bad.slice(0, 40))})`)
+  return concepts
+}
+/** Related concepts rank this many at most. */
+const RELATED_WINDOW = 1000
 const ConceptQuery = t.Object({
   prefix: t.Optional(t.String({ maxLength: 200, error: 'expected at most 200 characters', description: 'case-insensitive prefix of canonical_name' })),
 })
@@ -54,13 +71,13 @@ export function graphRoutes(scope: ReturnType<typeof repositoryScope>) {
         response: { 200: SourceDetail, ...errors },
         detail: describe('A source with its parsed text, images, stored body and fact count'),
       })
-      .get('/facts', async ({ db, page, query }) => listFacts(await db(), { ...page, status: query.status, sourceId: query.source_id }), {
+      .get('/facts', async ({ db, page, query }) => listFacts(await db(), { ...page, status: query.status, factKind: query.kind, sourceId: query.source_id, conceptIds: conceptIds(query.concept) }), {
         repository: 'fact:read',
         paginated: true,
         params: listParams,
         query: FactQuery,
         response: { 200: t.Array(Fact), ...errors },
-        detail: describe('Facts, optionally of one status or one source'),
+        detail: describe('Facts, optionally of one status, kind or source, or linked to every concept named'),
       })
       .get('/facts/:factID', async ({ db, params }) => orNotFound(await getFact(await db(), params.factID), 'fact'), {
         repository: 'fact:read',
@@ -82,6 +99,20 @@ export function graphRoutes(scope: ReturnType<typeof repositoryScope>) {
         response: { 200: ConceptDetail, ...errors },
         detail: describe('A concept with its aliases, summaries, synthesis and fact count'),
       })
+      .get(
+        '/concepts/:conceptID/related',
+        async ({ db, params, range }) => {
+          const related = orNotFound(await relatedConcepts(await db(), params.conceptID, range), 'concept')
+          return rankedPage(related.rows, related.total)
+        },
+        {
+          repository: 'concept:read',
+          ranked: RELATED_WINDOW,
+          params: params({ conceptID: Uuid }),
+          response: { 200: t.Array(RelatedConcept), ...errors },
+          detail: describe('Concepts that share facts with a concept, most shared facts first; X-Total-Count says how many'),
+        },
+      )
       .get('/investigations', async ({ db, page }) => listInvestigations(await db(), page), {
         repository: 'investigation:read',
         paginated: true,

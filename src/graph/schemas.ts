@@ -70,6 +70,7 @@ const conceptFields = {
   created_at: Timestamp,
 }
 export const Concept = t.Object(conceptFields)
+export const RelatedConcept = t.Object({ ...conceptFields, shared_facts: t.Integer({ description: 'facts linked to both concepts' }) })
 const Summary = t.Object({
   id: t.String(),
   sequence_num: t.Integer(),
@@ -134,6 +135,7 @@ export type Fact = Static<typeof Fact>
 export type FactDetail = Static<typeof FactDetail>
 export type Concept = Static<typeof Concept>
 export type ConceptDetail = Static<typeof ConceptDetail>
+export type RelatedConcept = Static<typeof RelatedConcept>
 export type Investigation = Static<typeof Investigation>
 export type InvestigationDetail = Static<typeof InvestigationDetail>
 export type Report = Static<typeof Report>

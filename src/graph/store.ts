@@ -12,12 +12,13 @@ import {
   type FactDetail,
   type Investigation,
   type InvestigationDetail,
+  type RelatedConcept,
   type Report,
   type ReportDetail,
   type Source,
   type SourceDetail,
 } from './schemas.ts'
-import { afterCursor, pageKeyColumn, pageOrder, type PageKey, type PageRequest } from '../db/pages.ts'
+import { afterCursor, pageKeyColumn, pageOrder, rankedSlice, type PageKey, type PageRequest, type RankedRange } from '../db/pages.ts'
 
 type Paged<T> = (T & { page_key: PageKey })[]
 
@@ -116,13 +117,20 @@ export async function getSource(sql: Sql, id: string): Promise<SourceDetail | un
 export interface FactFilter {
   status?: string
   sourceId?: string
+  /** text or image */
+  factKind?: string
+  /** Facts linked to every one of these concepts. */
+  conceptIds?: readonly string[]
 }
 
 const factColumns = (sql: Db) => sql`facts.id, text, fact_kind, image_url, content_hash, promptset_hash, status, source_image_id, ${createdAt(sql, 'facts')}`
 
 export function listFacts(sql: Sql, request: PageRequest & FactFilter): Promise<Paged<Fact>> {
+  const concepts = [...new Set(request.conceptIds ?? [])]
   const filter = sql`${request.status === undefined ? sql`true` : sql`status = ${request.status}`}
-    AND ${request.sourceId === undefined ? sql`true` : sql`id IN (SELECT fact_id FROM fact_sources WHERE source_id = ${request.sourceId})`}`
+    AND ${request.factKind === undefined ? sql`true` : sql`fact_kind = ${request.factKind}`}
+    AND ${request.sourceId === undefined ? sql`true` : sql`id IN (SELECT fact_id FROM fact_sources WHERE source_id = ${request.sourceId})`}
+    AND ${concepts.length === 0 ? sql`true` : sql`id IN (SELECT fact_id FROM fact_concepts WHERE concept_id = ANY(${concepts}::uuid[]) GROUP BY fact_id HAVING count(*) = ${concepts.length})`}`
   return listPage(sql, factColumns(sql), 'facts', ['text', 'fact_kind', 'image_url', 'content_hash', 'promptset_hash', 'status'], filter, request)
 }
 
@@ -192,6 +200,27 @@ export async function getConcept(sql: Sql, id: string): Promise<ConceptDetail | 
       (SELECT count(*)::int FROM fact_concepts WHERE concept_id = concepts.id) AS fact_count
     FROM concepts WHERE id = ${id}`
   return concept
+}
+
+/**
+ * Concepts that share facts with concept `id`, most shared first (ties by id), with the number
+ * they share; undefined when there is no such concept.
+ */
+export async function relatedConcepts(sql: Sql, id: string, range: RankedRange): Promise<{ total: number; rows: RelatedConcept[] } | undefined> {
+  const [exists] = await sql`SELECT 1 FROM concepts WHERE id = ${id}`
+  if (!exists) return undefined
+  return rankedSlice<RelatedConcept>(
+    sql,
+    sql`SELECT ${conceptColumns(sql)}, related.shared_facts
+      FROM (
+        SELECT other.concept_id, count(*)::int AS shared_facts
+        FROM fact_concepts mine JOIN fact_concepts other ON other.fact_id = mine.fact_id AND other.concept_id <> mine.concept_id
+        WHERE mine.concept_id = ${id}
+        GROUP BY other.concept_id
+      ) related JOIN concepts ON concepts.id = related.concept_id`,
+    sql`shared_facts DESC, id`,
+    range,
+  )
 }
 
 /** Concepts in the order of `ids` (unknown ids skipped): hydrates ranked hits of a vector search. */

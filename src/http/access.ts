@@ -139,6 +139,11 @@ export interface RepositoryLookup<R extends { id: string }> {
   find(userId: string, fromPath: string | undefined, fromHeader: string | null): Promise<R>
   /** The repository's pool. */
   db(repository: R): Promise<Sql>
+  /**
+   * After a request authorized by a `…:write` permission (one that changes the graph) was
+   * handled, before it is answered: what a change of the graph entails (its counts).
+   */
+  graphChanged(repository: R): Promise<void>
 }
 
 /**
@@ -210,6 +215,9 @@ export function repositoryAccess<R extends { id: string }>(authenticator: Authen
         const { principal, repository } = await authorize(request, params, permissionOf(need, query), false)
         const holds: Partial<Record<SystemPermission, boolean>> = formPermissions(need, principal)
         return { principal, repository: repository!, db: (): Promise<Sql> => repositories.db(repository!), holds }
+      },
+      async afterHandle({ query, repository }: { query: Record<string, unknown>; repository?: R }) {
+        if (repository && permissionOf(need, query).endsWith(':write')) await repositories.graphChanged(repository)
       },
     }),
     /**

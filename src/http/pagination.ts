@@ -6,7 +6,7 @@
 import { Elysia, t } from 'elysia'
 import { HttpError } from './errors.ts'
 import { integerQuery } from './openapi.ts'
-import type { PageKey, PageRequest } from '../db/pages.ts'
+import type { PageKey, PageRequest, RankedRange } from '../db/pages.ts'
 
 const DEFAULT_LIMIT = 50
 const MAX_LIMIT = 500
@@ -17,10 +17,10 @@ export const PageQuery = t.Object({
   cursor: t.Optional(t.String({ maxLength: 200, error: 'expected a cursor from a Link header' })),
 })
 
-function parseLimit(limit: string | undefined): number {
-  if (limit === undefined) return DEFAULT_LIMIT
+function parseLimit(limit: string | undefined, max: number): number | undefined {
+  if (limit === undefined) return undefined
   const n = /^[0-9]{1,4}$/.test(limit) ? Number(limit) : NaN
-  if (!(n >= 1 && n <= MAX_LIMIT)) throw new HttpError(400, `invalid query: limit: expected an integer from 1 to ${MAX_LIMIT} (got ${JSON.stringify(limit.slice(0, 20))})`)
+  if (!(n >= 1 && n <= max)) throw new HttpError(400, `invalid query: limit: expected an integer from 1 to ${max} (got ${JSON.stringify(limit.slice(0, 20))})`)
   return n
 }
 
@@ -55,6 +55,52 @@ function encodeCursor(key: PageKey): string {
 
 type Paged = { page_key: PageKey }[] & { pageLimit?: number }
 
+// ---- ranked lists (search, related concepts): ordered by a score, not by (created_at, id), so
+// a cursor is a position in the list; the list is cut at a window (its rows past it are not
+// served) and says its length in X-Total-Count.
+
+const DEFAULT_RANKED_LIMIT = 10
+const MAX_RANKED_LIMIT = 100
+
+const RankedQuery = t.Object({
+  limit: t.Optional(integerQuery({ minimum: 1, maximum: MAX_RANKED_LIMIT, default: DEFAULT_RANKED_LIMIT, description: 'page size' })),
+  cursor: t.Optional(t.String({ maxLength: 200, error: 'expected a cursor from a Link header' })),
+})
+
+/** What a ranked route answers: its page's rows, carrying the list's length (the X-Total-Count header). */
+export type RankedPage<T> = T[] & { total: number }
+
+export const rankedPage = <T>(rows: T[], total: number): RankedPage<T> => Object.assign(rows, { total })
+
+function rankedRange(query: { limit?: string; cursor?: string }, window: number): RankedRange {
+  const limit = parseLimit(query.limit, MAX_RANKED_LIMIT) ?? DEFAULT_RANKED_LIMIT
+  if (query.cursor === undefined) return { offset: 0, limit }
+  let offset: unknown
+  try {
+    offset = (JSON.parse(Buffer.from(query.cursor, 'base64url').toString('utf8')) as { offset?: unknown }).offset
+  } catch {
+    // reported below, like any other cursor we did not write
+  }
+  if (typeof offset === 'number' && Number.isInteger(offset) && offset > 0 && offset < window) return { offset, limit: Math.min(limit, window - offset) }
+  throw new HttpError(400, 'invalid query: cursor: expected a cursor from a Link header')
+}
+
+/** Trims nothing (the handler answers its page), but sets X-Total-Count and, when there is a next page, its Link. */
+const answerRanked =
+  (window: number) =>
+  ({ range, response, request, set: { headers } }: { range?: RankedRange; response: unknown; request: Request; set: { headers: Record<string, string | number> } }) => {
+    if (!range || !Array.isArray(response)) return
+    const { total } = response as RankedPage<unknown>
+    headers['x-total-count'] = total
+    const end = range.offset + range.limit
+    if (end < Math.min(total, window)) {
+      const next = new URL(request.url)
+      next.searchParams.set('cursor', Buffer.from(JSON.stringify({ offset: end })).toString('base64url'))
+      headers.link = `<${next.pathname}${next.search}>; rel="next"`
+    }
+    return [...response]
+  }
+
 /**
  * Trims the look-ahead row and sets the Link header when there is a next page. Rows whose list
  * ended the page early (large rows: graph/store.ts PAGE_BYTES) say so in `pageLimit`.
@@ -72,7 +118,7 @@ function trimPage(rows: Paged, requested: number, request: Request, headers: Rec
   return shown.map(({ page_key: _, ...row }) => row)
 }
 
-const pageRequest = (query: { limit?: string; cursor?: string }): PageRequest => ({ limit: parseLimit(query.limit), after: decodeCursor(query.cursor) })
+const pageRequest = (query: { limit?: string; cursor?: string }): PageRequest => ({ limit: parseLimit(query.limit, MAX_LIMIT) ?? DEFAULT_LIMIT, after: decodeCursor(query.cursor) })
 
 /** What the handler answered, as a page when it is one (an array; see paginatedUnless for the other). */
 function answerPage({ page, response, request, set }: { page?: PageRequest; response: unknown; request: Request; set: { headers: Record<string, string | number> } }) {
@@ -98,5 +144,10 @@ export const pagination = new Elysia({ name: 'kgs/pagination' }).macro({
     query: PageQuery,
     resolve: ({ query }) => ({ page: (query as Record<string, string | undefined>)[parameter] === undefined ? pageRequest(query) : undefined }),
     afterHandle: answerPage,
+  }),
+  ranked: (window: number) => ({
+    query: RankedQuery,
+    resolve: ({ query }) => ({ range: rankedRange(query, window) }),
+    afterHandle: answerRanked(window),
   }),
 })

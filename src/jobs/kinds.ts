@@ -11,7 +11,7 @@ import type { Config } from '../config.ts'
 import type { Job, JobProgress } from './queue.ts'
 
 /**
- * What a running job may use. Built once per worker thread (worker-thread.ts). A feature adds the
+ * What a running job may use. Built once per worker thread (src/job-thread.ts). A feature adds the
  * services of its own to it by module augmentation (vectors/embed-jobs.ts, registry/client.ts),
  * so that jobs/ names no feature.
  */
@@ -57,6 +57,11 @@ export interface JobKind<S extends TSchema = TSchema> {
   maxAttempts: number
   /** Whether the job belongs to a repository (most do). */
   repositoryScoped: boolean
+  /**
+   * Whether the job writes its repository's graph (an import): the worker then has what a change
+   * entails done (its counts copied) before it records how the job ended.
+   */
+  changesGraph?: boolean
   run(job: RunningJob<Static<S>>, services: JobServices): Promise<unknown>
 }
 

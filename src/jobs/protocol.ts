@@ -1,4 +1,4 @@
-// Messages between the main thread (runner.ts) and a job worker thread (worker-thread.ts).
+// Messages between the main thread (runner.ts) and a job worker thread (src/job-thread.ts).
 import type { Config } from '../config.ts'
 import type { JobTiming } from './worker.ts'
 

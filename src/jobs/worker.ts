@@ -1,5 +1,5 @@
 // One job worker: claims a job, runs it while renewing its lease, records the outcome, repeats.
-// It runs on a worker thread of its own (worker-thread.ts), so a job's CPU work (gzip, JSON,
+// It runs on a worker thread of its own (src/job-thread.ts), so a job's CPU work (gzip, JSON,
 // embedding) never stalls the API's event loop; tests can also run it in-process.
 import type { Db } from '../db/sql.ts'
 import { describeError, type Logger } from '../log.ts'
@@ -43,6 +43,8 @@ export class JobWorker {
     kinds: readonly JobKind[],
     private readonly timing: JobTiming,
     private readonly log: Logger,
+    /** What a change of a repository's graph entails (a root passes it in: jobs/ names no feature). Never throws. */
+    private readonly graphChanged: (repositoryId: string) => Promise<void>,
   ) {
     this.kinds = new Map(kinds.map((k) => [k.kind, k]))
   }
@@ -148,17 +150,24 @@ export class JobWorker {
       const problem = paramsProblem(kind, claimed.params)
       if (problem) throw new PermanentJobError(problem)
       const result = await kind.run(job, this.services)
+      await this.afterRun(kind, claimed)
       // Work that got to its end before it saw the shutdown is kept.
       if (controller.signal.reason !== SHUTTING_DOWN) controller.signal.throwIfAborted()
       if (pending) await reportProgress(this.system, claimed.id, this.id, this.timing.leaseMs, pending)
       await finishJob(this.system, claimed.id, this.id, { status: 'succeeded', result })
       this.log.info('job succeeded', { ...about, ms: elapsed(started), ...resultCounts(result) })
     } catch (error) {
+      // A failed attempt may have committed part of its work (an import that failed after its commit).
+      await this.afterRun(kind, claimed)
       await this.recordFailure(claimed, controller.signal, error, { ...about, ms: elapsed(started) })
     } finally {
       clearInterval(heartbeat)
       this.current = undefined
     }
+  }
+
+  private async afterRun(kind: JobKind, claimed: ClaimedJob): Promise<void> {
+    if (kind.changesGraph && claimed.repositoryId) await this.graphChanged(claimed.repositoryId)
   }
 
   /** Records how an attempt ended other than in success, with one log line: `about` names the job and its duration. */

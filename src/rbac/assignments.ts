@@ -29,7 +29,7 @@ export async function deleteDomain(tx: Db, domain: string): Promise<number> {
   return rows.length
 }
 
-async function bumpVersion(tx: Db): Promise<void> {
+export async function bumpVersion(tx: Db): Promise<void> {
   await tx`UPDATE rbac_version SET version = version + 1`
 }
 

@@ -9,7 +9,7 @@ import type { Db } from '../db/sql.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import { currentVersion, deleteAssignment, deleteDomain, insertAssignment, loadAssignments, type Assignment } from './assignments.ts'
-import { ROLES, SYSTEM_DOMAIN, splitPermission, type Permission } from '../permissions.ts'
+import { REPOSITORY_ROLES, ROLES, SYSTEM_DOMAIN, splitPermission, type Permission, type RepositoryRole } from '../permissions.ts'
 
 const ROLES_CHANGED = 'kgs_roles_changed'
 
@@ -119,6 +119,32 @@ export class Rbac {
     ]
   }
 
+  /**
+   * Who sees a repository (docs/spec/decisions.md §2): a sysadmin every one, anyone else those
+   * they hold a role in. The one answer scope resolution, GET /permissions and the repository
+   * list ask: 'all', or the ids of the repositories the user sees.
+   */
+  visibleRepositories(userId: string): 'all' | ReadonlySet<string> {
+    if (this.isSysadmin(userId)) return 'all'
+    return new Set(this.repositoriesOf(userId))
+  }
+
+  /** Whether the user sees the repository (visibleRepositories). */
+  sees(userId: string, repositoryId: string): boolean {
+    const visible = this.visibleRepositories(userId)
+    return visible === 'all' || visible.has(repositoryId)
+  }
+
+  /** The user's role in a repository, the strongest if they hold several; null for none. */
+  roleIn(userId: string, repositoryId: string): RepositoryRole | null {
+    const held = new Set(
+      this.rolesOf(userId)
+        .filter((a) => a.domain === repositoryId)
+        .map((a) => a.role),
+    )
+    return REPOSITORY_ROLES.find((role) => held.has(role)) ?? null
+  }
+
   /** Idempotent; returns whether anything changed. Applied here at once, elsewhere via the bus. */
   async assign(assignment: Assignment): Promise<boolean> {
     return this.change((tx) => insertAssignment(tx, assignment))
@@ -132,7 +158,8 @@ export class Rbac {
     return this.change(async (tx) => (await deleteDomain(tx, domain)) > 0)
   }
 
-  private async change(write: (tx: Db) => Promise<boolean>): Promise<boolean> {
+  /** Runs `write` in a transaction of the assignments; if it changed anything, every instance applies it (this one before returning). */
+  async change(write: (tx: Db) => Promise<boolean>): Promise<boolean> {
     const changed = await changeRoles(this.options.system, this.options.bus, write)
     if (changed) await this.reload()
     return changed

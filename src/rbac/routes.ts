@@ -116,7 +116,7 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
         // With X-Repository-ID: the system domain and that repository only (if the caller may see it).
         const named = request.headers.get(REPOSITORY_HEADER)
         const repository = named ? await repositories.resolve(named) : undefined
-        if (named && (!repository || !(rbac.isSysadmin(principal.userId) || rbac.repositoriesOf(principal.userId).includes(repository.id)))) {
+        if (named && (!repository || !rbac.sees(principal.userId, repository.id))) {
           throw new HttpError(404, 'repository not found')
         }
         const domains = [SYSTEM_DOMAIN, ...(repository ? [repository.id] : rbac.repositoriesOf(principal.userId))]

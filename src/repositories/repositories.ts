@@ -10,7 +10,9 @@ import { HttpError } from '../http/errors.ts'
 import type { PageKey } from '../db/pages.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import { deleteRepository, findRepository, insertRepository, listRepositories, updateRepository } from './store.ts'
-import type { Repository } from './schemas.ts'
+import type { Repository, RepositoryRecord } from './schemas.ts'
+import { COUNTS_CHANGED, copiedCounts, graphChanged, refreshCounts, type GraphCounts } from './counts.ts'
+import type { Logger } from '../log.ts'
 
 export type { Repository }
 
@@ -52,6 +54,7 @@ export interface RepositoriesOptions {
   pools: Pools
   rbac: Rbac
   bus: EventBus
+  log: Logger
   /** The repository's vectors and blobs go with it. */
   vectors: { dropRepository(repositoryId: string): Promise<void> }
   blobs: Pick<BlobStore, 'deletePrefix'>
@@ -62,12 +65,20 @@ export interface RepositoriesOptions {
 export class Repositories {
   /** By id and by slug. */
   private readonly cache = new ExpiringMap<string, Repository>(CACHE_SIZE)
+  /** Copies of the graph counts by repository id: GET /{repoID} answers with no query. */
+  private readonly counts = new ExpiringMap<string, GraphCounts>(CACHE_SIZE)
+  /**
+   * Bumped whenever a copy is dropped: a read that began before may hold the older figures, and
+   * does not cache them.
+   */
+  private countsEpoch = 0
 
   private constructor(private readonly options: RepositoriesOptions) {}
 
   static async start(options: RepositoriesOptions): Promise<Repositories> {
     const repositories = new Repositories(options)
     await options.bus.subscribe(REPOSITORY_CHANGED, () => repositories.cache.clear())
+    await options.bus.subscribe(COUNTS_CHANGED, (repositoryId) => repositories.dropCounts(repositoryId))
     return repositories
   }
 
@@ -85,7 +96,7 @@ export class Repositories {
     return repository
   }
 
-  async create(ownerId: string, input: { name: string; slug?: string; description?: string }): Promise<Repository> {
+  async create(ownerId: string, input: { name: string; slug?: string; description?: string }): Promise<RepositoryRecord> {
     const name = input.name.trim()
     if (!name) throw new HttpError(400, 'invalid body: name: expected a non-empty name')
     const slug = input.slug ?? slugify(name)
@@ -96,17 +107,53 @@ export class Repositories {
       // Its own database, migrated, before anyone can use it.
       await this.options.pools.forRepository(repository.id)
       await this.options.rbac.assign({ user_id: ownerId, role: 'repoadmin', domain: repository.id })
+      await this.counted(repository.id)
     } catch (error) {
       await this.remove(repository.id)
       throw error
     }
-    return repository
+    return this.record(ownerId, repository)
   }
 
-  /** Every repository for a sysadmin, otherwise those the user holds a role in. */
-  list(userId: string, limit: number, after?: PageKey) {
-    const only = this.options.rbac.isSysadmin(userId) ? undefined : this.options.rbac.repositoriesOf(userId)
-    return listRepositories(this.options.system, only, limit, after)
+  /** A page of the repositories the user sees (Rbac.visibleRepositories), as their records. */
+  async list(userId: string, limit: number, after?: PageKey): Promise<(RepositoryRecord & { page_key: PageKey })[]> {
+    const visible = this.options.rbac.visibleRepositories(userId)
+    const rows = await listRepositories(this.options.system, visible === 'all' ? undefined : [...visible], limit, after)
+    const records = []
+    // One after the other: a repository not counted since it was migrated opens its database.
+    for (const { counts, ...repository } of rows) records.push({ ...repository, role: this.options.rbac.roleIn(userId, repository.id), counts: counts ?? (await this.counted(repository.id)) })
+    return records
+  }
+
+  /** The repository's record as `userId` sees it: their role in it and its counts. */
+  async record(userId: string, repository: Repository): Promise<RepositoryRecord> {
+    let counts = this.counts.get(repository.id)
+    if (!counts) {
+      const epoch = this.countsEpoch
+      counts = (await copiedCounts(this.options.system, repository.id)) ?? (await this.counted(repository.id))
+      if (epoch === this.countsEpoch) this.counts.set(repository.id, counts, Date.now() + CACHE_TTL_MS)
+    }
+    return { ...repository, role: this.options.rbac.roleIn(userId, repository.id), counts }
+  }
+
+  /** Copies the repository's counts after its graph changed (counts.ts). */
+  async graphChanged(repositoryId: string): Promise<void> {
+    await graphChanged(this.options.pools, this.options.bus, repositoryId, this.options.log)
+    // At once here; other instances when the event reaches them.
+    this.dropCounts(repositoryId)
+  }
+
+  /** Counts the repository (its database's figures, copied to the system database). */
+  private async counted(repositoryId: string): Promise<GraphCounts> {
+    const counts = await refreshCounts(this.options.pools, this.options.bus, repositoryId)
+    if (!counts) throw new HttpError(404, 'repository not found')
+    this.dropCounts(repositoryId)
+    return counts
+  }
+
+  private dropCounts(repositoryId: string): void {
+    this.countsEpoch++
+    this.counts.delete(repositoryId)
   }
 
   async update(repository: Repository, changes: { name?: string; slug?: string; description?: string }): Promise<Repository> {

@@ -8,7 +8,7 @@ import type { Throttle } from '../http/throttle.ts'
 import type { Quotas } from '../quotas.ts'
 import type { Repositories } from './repositories.ts'
 import type { repositoryScope } from './scope.ts'
-import { Repository } from './schemas.ts'
+import { RepositoryRecord } from './schemas.ts'
 
 const Name = t.String({ minLength: 1, maxLength: 200, error: 'expected a name of 1 to 200 characters' })
 const Slug = t.String({ maxLength: 63, description: '2–63 of a-z, 0-9 and inner hyphens; not UUID-shaped; not reserved', error: 'expected a slug of at most 63 characters' })
@@ -39,46 +39,48 @@ export function repositoryRoutes(repositories: Repositories, access: ReturnType<
         permission: 'repository:create',
         body: t.Object({ name: Name, slug: t.Optional(Slug), description: t.Optional(Description) }, { additionalProperties: false }),
         // 403 also for a caller at QUOTA_REPOSITORIES.
-        response: { 201: Repository, ...bodyErrors, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody },
+        response: { 201: RepositoryRecord, ...bodyErrors, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody },
         detail: describe('Create a repository (its own database; the creator becomes repoadmin)'),
       },
     )
     .get('/api/v1/repositories', async ({ principal, page }) => repositories.list(principal.userId, page.limit, page.after), {
       auth: true,
       paginated: true,
-      response: { 200: t.Array(Repository), 400: ErrorBody, 401: ErrorBody },
-      detail: describe('Repositories the caller holds a role in (all, for a sysadmin)'),
+      response: { 200: t.Array(RepositoryRecord), 400: ErrorBody, 401: ErrorBody },
+      detail: describe("Repositories the caller holds a role in (all, for a sysadmin), with the caller's role and each one's counts"),
     })
-    .get('/api/v1/repositories/:repoID', ({ repository }) => repository, {
+    .get('/api/v1/repositories/:repoID', ({ principal, repository }) => repositories.record(principal.userId, repository), {
       repository: 'repository:read',
-      response: { 200: Repository, ...readErrors },
-      detail: describe('A repository, by UUID or slug'),
+      response: { 200: RepositoryRecord, ...readErrors },
+      detail: describe("A repository, by UUID or slug, with the caller's role and its counts"),
     })
-    .put('/api/v1/repositories/:repoID', ({ repository, body }) => repositories.update(repository, body), {
+    .put('/api/v1/repositories/:repoID', async ({ principal, repository, body }) => repositories.record(principal.userId, await repositories.update(repository, body)), {
       repository: 'repository:update',
       body: t.Object({ name: t.Optional(Name), slug: t.Optional(Slug), description: t.Optional(Description) }, { additionalProperties: false }),
-      response: { 200: Repository, ...writeErrors },
+      response: { 200: RepositoryRecord, ...writeErrors },
       detail: describe('Rename, re-slug or describe a repository'),
     })
     .delete(
       '/api/v1/repositories/:repoID',
-      async ({ repository }) => {
+      async ({ principal, repository }) => {
+        // Its record as it was, counts included, before they go with it.
+        const record = await repositories.record(principal.userId, repository)
         await repositories.remove(repository.id)
-        return repository
+        return record
       },
-      { repository: 'repository:delete', response: { 200: Repository, ...readErrors }, detail: describe('Delete a repository with its database and role assignments') },
+      { repository: 'repository:delete', response: { 200: RepositoryRecord, ...readErrors }, detail: describe('Delete a repository with its database and role assignments') },
     )
-    .get('/api/v1/repository', ({ repository }) => repository, {
+    .get('/api/v1/repository', ({ principal, repository }) => repositories.record(principal.userId, repository), {
       repository: 'repository:read',
-      response: { 200: Repository, ...readErrors },
+      response: { 200: RepositoryRecord, ...readErrors },
       detail: {
         ...describe('The repository named by the X-Repository-ID header'),
         parameters: [{ in: 'header', name: 'X-Repository-ID', required: true, schema: { type: 'string' }, description: 'repository UUID or slug' }],
       },
     })
-    .get('/:repoID', ({ repository }) => repository, {
+    .get('/:repoID', ({ principal, repository }) => repositories.record(principal.userId, repository), {
       repository: 'repository:read',
-      response: { 200: Repository, ...readErrors },
+      response: { 200: RepositoryRecord, ...readErrors },
       detail: describe('The repository at the root of its scoped routes (/{repoID}/...)'),
     })
 }

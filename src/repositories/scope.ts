@@ -16,12 +16,11 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
   const find = async (userId: string, fromPath: string | undefined, fromHeader: string | null): Promise<Repository> => {
     if (fromPath === undefined && !fromHeader) throw new HttpError(400, 'no repository named: put it in the path or the X-Repository-ID header')
     const [byPath, byHeader] = await Promise.all([fromPath === undefined ? undefined : repositories.resolve(fromPath), fromHeader ? repositories.resolve(fromHeader) : undefined])
-    const visible = (repository: Repository | undefined): repository is Repository =>
-      repository !== undefined && (rbac.isSysadmin(userId) || rbac.rolesOf(userId).some((a) => a.domain === repository.id))
+    const visible = (repository: Repository | undefined): repository is Repository => repository !== undefined && rbac.sees(userId, repository.id)
     // Visibility first: comparing first would tell a hidden repository (400) from a missing one (404).
     if ((fromPath !== undefined && !visible(byPath)) || (fromHeader && !visible(byHeader))) throw notFound()
     if (byPath && byHeader && byPath.id !== byHeader.id) throw new HttpError(400, 'the path and X-Repository-ID name different repositories')
     return (byPath ?? byHeader)!
   }
-  return repositoryAccess(authenticator, rbac, { find, db: (repository) => pools.forRepository(repository.id) })
+  return repositoryAccess(authenticator, rbac, { find, db: (repository) => pools.forRepository(repository.id), graphChanged: (repository) => repositories.graphChanged(repository.id) })
 }

@@ -4,6 +4,7 @@ import { isoTimestamp, type Db } from '../db/sql.ts'
 import { rethrowUnique } from '../db/conflict.ts'
 import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../db/pages.ts'
 import type { Repository } from './schemas.ts'
+import { countColumns, countsFromRow, type GraphCounts } from './counts.ts'
 
 const columns = (sql: Db) => sql`id, name, slug, description, owner_id, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
 
@@ -43,12 +44,18 @@ export async function deleteRepository(sql: Db, id: string): Promise<boolean> {
   return (await sql`DELETE FROM repositories WHERE id = ${id} RETURNING id`).length > 0
 }
 
-/** A page of repositories, all of them or those with the given ids; one row of look-ahead. */
-export async function listRepositories(sql: Sql, only: string[] | undefined, limit: number, after?: PageKey): Promise<(Repository & { page_key: PageKey })[]> {
-  const rows = await sql<(Repository & { key_at: string })[]>`
-    SELECT ${columns(sql)}, ${pageKeyColumn(sql)} FROM repositories
+/**
+ * A page of repositories, all of them or those with the given ids, each with its copy of the
+ * graph counts (undefined when there is none yet); one row of look-ahead.
+ */
+export async function listRepositories(sql: Sql, only: string[] | undefined, limit: number, after?: PageKey): Promise<(Repository & { counts: GraphCounts | undefined; page_key: PageKey })[]> {
+  const rows = await sql<(Repository & Record<keyof GraphCounts, string | null> & { key_at: string })[]>`
+    SELECT ${columns(sql)}, ${countColumns(sql)}, ${pageKeyColumn(sql)} FROM repositories LEFT JOIN repository_counts c ON c.repository_id = repositories.id
     WHERE ${afterCursor(sql, after)} ${only ? sql`AND id = ANY(${only}::uuid[])` : sql``}
     ORDER BY ${pageOrder(sql, 'repositories')}
     LIMIT ${limit + 1}`
-  return withPageKeys(rows)
+  return withPageKeys(rows).map(({ sources, facts, concepts, reports, investigations, ...repository }) => ({
+    ...repository,
+    counts: countsFromRow({ sources, facts, concepts, reports, investigations }),
+  }))
 }

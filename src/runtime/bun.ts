@@ -41,7 +41,7 @@ export const runtime: Runtime = {
   },
   unref: (handle) => void (handle as { unref(): void }).unref(),
   // Synchronous on purpose: the hashing thread's lowered priority applies to itself only.
-  hashPassword: async (password) => Bun.password.hashSync(password, { algorithm: 'argon2id', memoryCost: 65536, timeCost: 2 }),
+  hashPassword: async (password, cost) => Bun.password.hashSync(password, { algorithm: 'argon2id', memoryCost: cost.memoryKiB, timeCost: cost.timeCost }),
   verifyPassword: async (password, hash) => Bun.password.verifySync(password, hash),
   s3: (connection) => new Bun.S3Client(connection) as unknown as S3Client,
   assets: async () => assets,

@@ -110,7 +110,8 @@ export const runtime: Runtime = {
     // A web Worker in Deno cannot be unreferenced; idle ones end on their own timers.
     if (typeof handle === 'number') Deno.unrefTimer(handle)
   },
-  hashPassword: (password) => argon2id({ password, salt: crypto.getRandomValues(new Uint8Array(16)), parallelism: 1, iterations: 2, memorySize: 65536, hashLength: 32, outputType: 'encoded' }),
+  hashPassword: (password, cost) =>
+    argon2id({ password, salt: crypto.getRandomValues(new Uint8Array(16)), parallelism: 1, iterations: cost.timeCost, memorySize: cost.memoryKiB, hashLength: 32, outputType: 'encoded' }),
   verifyPassword: (password, hash) => argon2Verify({ password, hash }),
   // Deno has no S3 client of its own.
   s3: fetchS3Client,

@@ -1,5 +1,6 @@
 // What kgs needs from the JavaScript runtime beyond web standards and node: modules, in one
 // interface with an implementation per runtime (bun.ts, the default and the binary's; deno.ts).
+import type { PasswordCost } from '../config.ts'
 
 interface ServeOptions {
   port?: number
@@ -56,8 +57,8 @@ export interface Runtime {
   startWorker(url: string, options?: WorkerOptions): Worker
   /** Lets the process exit while `handle` (a worker, or a timer: an object on Bun, a number on Deno) is alive. */
   unref(handle: Worker | { unref(): unknown } | number): void
-  /** argon2id as a PHC string (m=64 MiB, t=2, p=1); Bun's blocks its thread (a hashing thread). */
-  hashPassword(password: string): Promise<string>
+  /** argon2id as a PHC string of this cost (p=1); Bun's blocks its thread (a hashing thread). */
+  hashPassword(password: string, cost: PasswordCost): Promise<string>
   /** Verifies an argon2id PHC string from either runtime. */
   verifyPassword(password: string, hash: string): Promise<boolean>
   s3(connection: S3Connection): S3Client

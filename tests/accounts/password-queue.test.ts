@@ -31,7 +31,7 @@ afterAll(async () => {
 
 /** Runs `during` while every hashing thread is busy and the one place in the queue is taken. */
 async function withFullQueue<T>(during: () => Promise<T>): Promise<T> {
-  const held = Array.from({ length: HASHER_THREADS + 1 }, () => verifyPassword('held', slowHash))
+  const held = Array.from({ length: HASHER_THREADS + 1 }, () => verifyPassword('held', slowHash, server.context.config.passwordCost))
   try {
     return await during()
   } finally {

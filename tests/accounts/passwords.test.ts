@@ -4,6 +4,7 @@
 import { beforeAll, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
+import { parseEnv } from '../../src/config.ts'
 import { HASHER_THREADS, HashingBusyError, hashPassword, limitWaitingHashes, runningHashers, verifyPassword } from '../../src/accounts/passwords.ts'
 
 /** Niceness of each thread of this process (field 19 of /proc/self/task/<tid>/stat). */
@@ -18,41 +19,44 @@ function threadNiceness(): Map<number, number> {
   return niceness
 }
 
+/** The default cost (PASSWORD_HASH_MEMORY, PASSWORD_HASH_TIME unset). */
+const COST = parseEnv({}).passwordCost
+
 // The default bound, whatever a server started earlier in this process set.
 beforeAll(() => limitWaitingHashes(undefined))
 
 test('a hash is argon2id with Bun`s parameters and verifies its password only', async () => {
-  const hash = await hashPassword('correct horse battery staple')
-  expect(hash).toStartWith('$argon2id$v=19$m=65536,t=2,p=1$')
-  expect(await verifyPassword('correct horse battery staple', hash)).toBe(true)
-  expect(await verifyPassword('correct horse battery stapler', hash)).toBe(false)
+  const hash = await hashPassword('correct horse battery staple', COST)
+  expect(hash).toStartWith('$argon2id$v=19$m=19456,t=2,p=1$')
+  expect(await verifyPassword('correct horse battery staple', hash, COST)).toBe(true)
+  expect(await verifyPassword('correct horse battery stapler', hash, COST)).toBe(false)
 })
 
 test('hashes made by Bun.password on the main thread (stored before) still verify', async () => {
   const stored = await Bun.password.hash('an older password', { algorithm: 'argon2id' })
-  expect(await verifyPassword('an older password', stored)).toBe(true)
-  expect(await verifyPassword('another password', stored)).toBe(false)
+  expect(await verifyPassword('an older password', stored, COST)).toBe(true)
+  expect(await verifyPassword('another password', stored, COST)).toBe(false)
 })
 
 test('no account: the password is checked against a dummy hash and refused', async () => {
-  expect(await verifyPassword('anything at all', undefined)).toBe(false)
+  expect(await verifyPassword('anything at all', undefined, COST)).toBe(false)
 })
 
 test('a malformed stored hash fails with an error, and the next verification still works', async () => {
-  await expect(verifyPassword('password', 'not a hash')).rejects.toThrow(/password hashing failed/)
-  const hash = await hashPassword('password')
-  expect(await verifyPassword('password', hash)).toBe(true)
+  await expect(verifyPassword('password', 'not a hash', COST)).rejects.toThrow(/password hashing failed/)
+  const hash = await hashPassword('password', COST)
+  expect(await verifyPassword('password', hash, COST)).toBe(true)
 })
 
 test('a burst queues: every answer is right, on at most a quarter of the cores (at least one thread)', async () => {
   const cores = availableParallelism()
   const threads = Math.max(1, Math.floor(cores / 4))
   expect(HASHER_THREADS).toBe(threads)
-  const hash = await hashPassword('burst password')
+  const hash = await hashPassword('burst password', COST)
   let most = 0
   const answers = await Promise.all(
     Array.from({ length: cores * 3 }, async (_, i) => {
-      const answer = verifyPassword(i % 2 === 0 ? 'burst password' : `wrong ${i}`, hash)
+      const answer = verifyPassword(i % 2 === 0 ? 'burst password' : `wrong ${i}`, hash, COST)
       most = Math.max(most, runningHashers())
       return answer
     }),
@@ -64,7 +68,7 @@ test('a burst queues: every answer is right, on at most a quarter of the cores (
 
 test.skipIf(process.platform !== 'linux')('hashing threads run at niceness 10 (or the process`s own, if higher), the main thread at its own', async () => {
   const before = threadNiceness()
-  await hashPassword('niceness')
+  await hashPassword('niceness', COST)
   const after = threadNiceness()
   const main = after.get(process.pid)
   expect(main).toBe(before.get(process.pid)!)
@@ -76,8 +80,8 @@ test('past the queue limit a hash is refused at once (503, Retry-After); those a
   limitWaitingHashes(1)
   try {
     // One per hashing thread runs, one waits: the queue is full.
-    const admitted = Array.from({ length: HASHER_THREADS + 1 }, (_, i) => hashPassword(`admitted ${i}`))
-    const refused = await hashPassword('one too many').then(
+    const admitted = Array.from({ length: HASHER_THREADS + 1 }, (_, i) => hashPassword(`admitted ${i}`, COST))
+    const refused = await hashPassword('one too many', COST).then(
       () => undefined,
       (error: unknown) => error,
     )
@@ -85,7 +89,7 @@ test('past the queue limit a hash is refused at once (503, Retry-After); those a
     expect(refused).toMatchObject({ status: 503, message: 'too many sign-ins in progress; try again shortly', headers: { 'retry-after': '5' } })
     for (const hash of await Promise.all(admitted)) expect(hash).toStartWith('$argon2id$')
     // Drained, the queue admits again.
-    expect(await verifyPassword('one too many', await hashPassword('one too many'))).toBe(true)
+    expect(await verifyPassword('one too many', await hashPassword('one too many', COST), COST)).toBe(true)
   } finally {
     limitWaitingHashes(undefined)
   }

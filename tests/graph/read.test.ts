@@ -366,7 +366,21 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 /** Every route of the API, with an id of repository A where it takes one. */
-const routes = () => ['/sources', `/sources/${s1.id}`, '/facts', `/facts/${f1.id}`, '/concepts', `/concepts/${c1.id}`, '/investigations', `/investigations/${i1.id}`, '/reports', `/reports/${r1.id}`]
+const routes = () => [
+  '/sources',
+  `/sources/${s1.id}`,
+  '/facts',
+  `/facts/${f1.id}`,
+  '/concepts',
+  `/concepts/${c1.id}`,
+  `/concepts/${c1.id}/related`,
+  '/investigations',
+  `/investigations/${i1.id}`,
+  '/reports',
+  `/reports/${r1.id}`,
+  '/search?q=water',
+  '/search?q=water&kind=concepts',
+]
 
 describe(`graph read API (${BACKEND})`, () => {
   test('sources: the list without parsed text; details with images, body and fact count', async () => {

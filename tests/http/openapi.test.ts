@@ -193,7 +193,9 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       { at: 'get /{repoID}/sources/{sourceID}', url: `${r}/sources/not-a-uuid`, status: 400 },
       { at: 'get /{repoID}/reports', url: '/api/v1/reports', init: { headers: { 'x-repository-id': id() } }, status: 404 },
       { at: 'get /{repoID}/search', url: `${r}/search`, status: 400 },
-      { at: 'get /{repoID}/search', url: `${r}/search?q=x&k=1000`, status: 400 },
+      { at: 'get /{repoID}/search', url: `${r}/search?q=x&limit=1000`, status: 400 },
+      { at: 'get /{repoID}/search', url: `${r}/search?q=x&mode=fuzzy`, status: 400 },
+      { at: 'get /{repoID}/concepts/{conceptID}/related', url: `${r}/concepts/${id()}/related`, status: 404 },
       { at: 'get /{repoID}/images/{imageID}', url: `${r}/images/${id()}`, status: 404 },
       { at: 'get /{repoID}/sources/{sourceID}/body', url: `/api/v1/sources/${id()}/body`, init: { headers: { 'x-repository-id': repo.id } }, status: 404 },
       // jobs

@@ -78,6 +78,21 @@ describe(`admin routes (${BACKEND})`, () => {
     const res = await http.get('/api/v1/admin/permissions', admin.token)
     expect(res.status).toBe(200)
     expect(res.body).toEqual(Object.entries(ROLES).map(([name, d]) => ({ role: name, domain_kind: d.domain_kind, permissions: [...d.permissions] })))
+    // As docs/spec/decisions.md §4 writes them, the …:write permissions included.
+    const of = (role: string) => res.body.find((r: { role: string }) => r.role === role).permissions as string[]
+    const writes = ['source:write', 'fact:write', 'concept:write', 'investigation:write', 'report:write']
+    expect(of('repoadmin')).toEqual(expect.arrayContaining([...writes, 'member:manage', 'repository:delete']))
+    expect(of('editor')).toEqual(expect.arrayContaining([...writes, 'member:read', 'graph:import']))
+    expect(of('editor')).not.toContain('member:manage')
+    expect(of('editor')).not.toContain('repository:delete')
+    expect(
+      of('curator')
+        .filter((p) => !p.endsWith(':read'))
+        .sort(),
+    ).toEqual(['concept:write', 'graph:export', 'report:write'])
+    expect(of('viewer').every((p) => p.endsWith(':read'))).toBe(true)
+    expect(of('viewer')).toContain('member:read')
+    expect(of('member')).toEqual(['repository:create', 'registry:pull'])
   })
 
   test('GET /admin/users lists users with their roles, paginated with a Link header', async () => {

@@ -58,6 +58,8 @@ describe(`repositories (${BACKEND})`, () => {
       owner_id: owner.id,
       created_at: expect.any(String),
       updated_at: expect.any(String),
+      role: 'repoadmin',
+      counts: { sources: 0, facts: 0, concepts: 0, reports: 0, investigations: 0 },
     })
     const permissions = await http.get('/api/v1/permissions', owner.token)
     const inB = permissions.body.permissions.filter((p: { domain: string }) => p.domain === b.id).map((p: { resource: string; action: string }) => `${p.resource}:${p.action}`)

@@ -75,7 +75,7 @@ describe(`credentials in configured URLs are never shown (${BACKEND})`, () => {
     expect(byId.status).toBe(502)
     expect(byId.body.error).toBe(`the registry could not be asked: registry answered 401 unauthorized`)
     expect((await call('POST', `/${repo.slug}/import-graph`, { body: { name: 'g', sha256: '0'.repeat(64) } })).status).toBe(502)
-    const search = await call('GET', `/${repo.slug}/search?q=rain`)
+    const search = await call('GET', `/${repo.slug}/search?q=rain&mode=vector`)
     expect(search).toEqual({ status: 502, body: { error: 'the embedding provider failed: embedding provider answered 401 unauthorized' } })
     // Jobs that meet them: an export pushing to the registry, an import whose follow-up embeds.
     expect((await call('POST', `/${repo.slug}/export-graph`, { body: { name: 'leaky' } })).status).toBe(202)

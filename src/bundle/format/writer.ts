@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto'
 import { Readable, type Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { createGzip } from 'node:zlib'
-import { metered } from '../../memory.ts'
+import { GarbageMeter, metered } from '../../memory.ts'
 import { METADATA_CODEC, ROW_CODECS } from './codecs.ts'
 import { encodeFloat32, encodeString } from './json.ts'
 import { ROW_SECTIONS, SCHEMA_VERSION, V1_KEYS, V2_KEYS, type MediaSection, type Metadata, type Row, type RowSection } from './schema.ts'
@@ -126,96 +126,158 @@ async function* mediaBase64(data: Uint8Array | AsyncIterable<Uint8Array>): Async
   if (carry.length) yield carry.toString('base64')
 }
 
+/** The file's head, `{"schema_version":…,"metadata":{…}`: what encodeBodyHashing's chunks follow. */
+export const encodeFileHead = (content: BundleContent) => encodeHead(content, undefined)
+
 /** The bundle as uncompressed JSON, in chunks of about 64 KiB. */
 export async function* encodeBundle(content: BundleContent, options: EncodeOptions = {}): AsyncGenerator<Uint8Array> {
-  yield* encodeRest(content, options.canonical, encodeHead(content, options.canonical))
+  const rule = options.canonical
+  for await (const { file, canonical } of encodeRest(content, { file: rule === undefined, canonical: rule }, encodeHead(content, rule))) {
+    const chunk = rule === undefined ? file : canonical
+    if (chunk) yield chunk
+  }
 }
 
-/** Everything after the metadata, `out` first: the same bytes for every rule of a version. */
-async function* encodeRest(content: BundleContent, rule: CanonicalRule | undefined, head = ''): AsyncGenerator<Uint8Array> {
-  const canonical = rule !== undefined
-  let out = head
-  const full = () => out.length >= CHUNK_CHARS
-  const take = () => {
-    const bytes = Buffer.from(out)
-    out = ''
-    return bytes
+/**
+ * The file's bytes after its head (`{"schema_version":…,"metadata":{…}`, which holds the
+ * sha256 and so comes last), hashing the canonical form (rule 'v2') of the same rows on the way:
+ * one read of each row source for both. `sha256()` answers once the chunks are exhausted.
+ */
+export function encodeBodyHashing(content: BundleContent): { chunks: AsyncGenerator<Uint8Array>; sha256(): string } {
+  const hash = createHash('sha256').update(encodeHead(content, 'v2'))
+  let digest: string | undefined
+  return {
+    chunks: (async function* () {
+      for await (const { file, canonical } of encodeRest(content, { file: true, canonical: 'v2' })) {
+        if (canonical) hash.update(canonical)
+        if (file) yield file
+      }
+      digest = hash.digest('hex')
+    })(),
+    sha256: () => {
+      if (digest === undefined) throw new Error('the bundle has not been encoded to its end yet')
+      return digest
+    },
   }
+}
+
+/**
+ * Text of the file and of a canonical form, built side by side: most of it is the same in both;
+ * media, embeddings and some media rows belong to one only.
+ */
+class Outputs {
+  private file = ''
+  private canonical = ''
+  constructor(private readonly targets: { file: boolean; canonical?: CanonicalRule }) {}
+  both(text: string): void {
+    if (this.targets.file) this.file += text
+    if (this.targets.canonical) this.canonical += text
+  }
+  fileOnly(text: string): void {
+    if (this.targets.file) this.file += text
+  }
+  canonicalOnly(text: string): void {
+    if (this.targets.canonical) this.canonical += text
+  }
+  full(): boolean {
+    return this.file.length >= CHUNK_CHARS || this.canonical.length >= CHUNK_CHARS
+  }
+  take(): { file?: Uint8Array; canonical?: Uint8Array } {
+    const taken = { file: this.file ? Buffer.from(this.file) : undefined, canonical: this.canonical ? Buffer.from(this.canonical) : undefined }
+    this.file = ''
+    this.canonical = ''
+    return taken
+  }
+}
+
+/**
+ * Everything after the metadata (`head` first, in both outputs), for the file, a canonical form,
+ * or both at once from one pass over the sources: the same bytes for every rule of a version.
+ */
+async function* encodeRest(content: BundleContent, targets: { file: boolean; canonical?: CanonicalRule }, head = ''): AsyncGenerator<{ file?: Uint8Array; canonical?: Uint8Array }> {
+  const rule = targets.canonical
+  const out = new Outputs(targets)
+  out.both(head)
 
   for (const key of content.schemaVersion === 1 ? V1_KEYS : V2_KEYS) {
     if (key === 'schema_version' || key === 'metadata') continue
     if (key === 'images' || key === 'bodies') {
-      if (canonical) continue
+      if (!targets.file) continue
       const items = await peeked(content[key as MediaSection])
       if (!items) continue
-      out += `,"${key}":{`
+      out.fileOnly(`,"${key}":{`)
       let first = true
       for await (const item of items) {
-        out += `${first ? '' : ','}${encodeString(item.ref)}:{"content_type":${encodeString(item.contentType)},"data":"`
+        out.fileOnly(`${first ? '' : ','}${encodeString(item.ref)}:{"content_type":${encodeString(item.contentType)},"data":"`)
         first = false
         for await (const text of mediaBase64(item.data)) {
-          out += text
-          if (full()) yield take()
+          out.fileOnly(text)
+          if (out.full()) yield out.take()
         }
-        out += '"}'
+        out.fileOnly('"}')
       }
-      out += '}'
+      out.fileOnly('}')
     } else if (key === 'embeddings') {
-      if (canonical || !content.embeddings) continue
+      if (!targets.file || !content.embeddings) continue
       const { model, dimensions } = content.embeddings
       const facts = await peeked(content.embeddings.facts)
       const concepts = await peeked(content.embeddings.concepts)
       if (!facts && !concepts) continue
-      out += `,"embeddings":{"model":${encodeString(model)},"dimensions":${dimensions}`
+      out.fileOnly(`,"embeddings":{"model":${encodeString(model)},"dimensions":${dimensions}`)
       for (const [name, vectors] of [
         ['fact_vectors', facts],
         ['concept_vectors', concepts],
       ] as const) {
-        out += `,"${name}":{`
+        out.fileOnly(`,"${name}":{`)
         let first = true
         for await (const { index, vector } of vectors ?? []) {
-          out += `${first ? '' : ','}"${index}":${encodeVector(vector)}`
+          out.fileOnly(`${first ? '' : ','}"${index}":${encodeVector(vector)}`)
           first = false
-          if (full()) yield take()
+          if (out.full()) yield out.take()
         }
-        out += '}'
+        out.fileOnly('}')
       }
-      out += '}'
-    } else if (key === 'source_images' && canonical && rule !== 'v1') {
-      out += ',"source_images":null'
+      out.fileOnly('}')
     } else if (key === 'source_bodies') {
       // Optional: omitted when empty; only version 1's canonical form keeps it.
-      if (canonical && rule !== 'v1') continue
+      const hashed = rule === 'v1'
+      if (!targets.file && !hashed) continue
       const rows = await peeked(content.rows.source_bodies)
       if (!rows) continue
-      out += ',"source_bodies":['
+      const write = hashed ? (text: string) => out.both(text) : (text: string) => out.fileOnly(text)
+      write(',"source_bodies":[')
       let first = true
       for await (const row of rows) {
-        out += (first ? '' : ',') + ROW_CODECS.source_bodies.encode(row)
+        write((first ? '' : ',') + ROW_CODECS.source_bodies.encode(row))
         first = false
-        if (full()) yield take()
+        if (out.full()) yield out.take()
       }
-      out += ']'
+      write(']')
     } else {
       const section = key as RowSection
+      // Version 2's canonical forms write the source_images rows as null.
+      const nulled = section === 'source_images' && rule !== undefined && rule !== 'v1'
+      if (nulled) out.canonicalOnly(',"source_images":null')
+      if (nulled && !targets.file) continue
+      const write = nulled ? (text: string) => out.fileOnly(text) : (text: string) => out.both(text)
       const encode = ROW_CODECS[section].encode as (row: unknown) => string
-      out += `,"${section}":`
+      write(`,"${section}":`)
       let first = true
       const rows = content.rows[section] as RowSource<unknown> | undefined
       if (rows) {
         for await (const row of eachRow(rows)) {
-          out += (first ? '[' : ',') + encode(row)
+          write((first ? '[' : ',') + encode(row))
           first = false
-          if (full()) yield take()
+          if (out.full()) yield out.take()
         }
       }
       // An empty section is written as null, as the Go producer does.
-      out += first ? 'null' : ']'
+      write(first ? 'null' : ']')
     }
-    if (full()) yield take()
+    if (out.full()) yield out.take()
   }
-  out += '}'
-  yield take()
+  out.both('}')
+  yield out.take()
 }
 
 export interface WriteResult {
@@ -248,7 +310,12 @@ export async function canonicalHash(content: BundleContent): Promise<string> {
 /** The canonical hashes of one version's rules in one pass over the rows: they differ in the metadata only. */
 export async function canonicalHashes(content: BundleContent, rules: readonly CanonicalRule[]): Promise<Partial<Record<CanonicalRule, string>>> {
   const hashes = rules.map((rule) => createHash('sha256').update(encodeHead(content, rule)))
-  for await (const chunk of metered(encodeRest(content, rules[0]))) for (const hash of hashes) hash.update(chunk)
+  const garbage = new GarbageMeter()
+  for await (const { canonical } of encodeRest(content, { file: false, canonical: rules[0] })) {
+    if (!canonical) continue
+    for (const hash of hashes) hash.update(canonical)
+    garbage.add(canonical.byteLength)
+  }
   return Object.fromEntries(rules.map((rule, i) => [rule, hashes[i]!.digest('hex')]))
 }
 

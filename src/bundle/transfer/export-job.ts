@@ -1,8 +1,6 @@
 // The export_graph job: the repository exported into a scratch file from one snapshot
 // (export-snapshot.ts), pushed to the registry, and kept as the repository's latest export.
 import { runtime } from '../../runtime/index.ts'
-import { createWriteStream } from 'node:fs'
-import { once } from 'node:events'
 import { rm } from 'node:fs/promises'
 import type { Sql } from 'postgres'
 import { repositoryBlobPrefix } from '../../blobs/store.ts'
@@ -24,13 +22,9 @@ export const EXPORTS_KEPT = 3
 
 /** exportRepository into the file at `path` (created or truncated); the file is removed if anything fails. */
 async function exportToFile(sql: Sql, services: ExportServices, options: ExportOptions, path: string): Promise<ExportSummary & { path: string }> {
-  const file = createWriteStream(path, { mode: 0o600 })
   try {
-    // Open before anything can fail, so that the removal below cannot precede the creation.
-    await once(file, 'open')
-    return { ...(await exportRepository(sql, services, options, file)), path }
+    return { ...(await exportRepository(sql, services, options, path)), path }
   } catch (error) {
-    file.destroy()
     await rm(path, { force: true })
     // The system's "ENOSPC: no space left on device, write" does not say what was being written.
     // Retried like any failure: the disk may have room again by the next attempt.

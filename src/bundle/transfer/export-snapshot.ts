@@ -1,21 +1,28 @@
 // Export of a repository as a graph bundle (docs/spec/bundle.md §4).
 //
-// Everything is read inside one REPEATABLE READ transaction, so the hashing pass and the
-// writing pass see the same snapshot. Each row's bundle position is its rank in its table
-// (docs/bundles.md, "Export"), computed once into temporary position tables; every section is then read
-// through an SQL cursor in position order, one batch at a time, and references are joined to
-// positions in SQL. Memory holds one batch of rows or one media chunk, whatever the size.
-import type { WriteStream } from 'node:fs'
-import type { Writable } from 'node:stream'
+// Everything is read inside one REPEATABLE READ transaction, once: each row's bundle position is
+// its rank in its table (docs/bundles.md, "Export"), computed once into temporary position tables;
+// every section is then read through an SQL cursor in position order, one batch at a time, and
+// references are joined to positions in SQL. Memory holds one batch of rows or one media chunk,
+// whatever the size, plus the gzip members in flight.
+//
+// The file's metadata holds the canonical hash, which is known only after every row: so the file
+// starts with a gzip member of the head alone, stored uncompressed and so of a size known in
+// advance; the rows follow as gzip members compressed on every core (gzip-members.ts) while the
+// same pass hashes them; and the head's member, written last, fills the room left for it.
+import { open, type FileHandle } from 'node:fs/promises'
+import { gzipSync } from 'node:zlib'
 import type { PendingQuery, Row as SqlRow, Sql, TransactionSql } from 'postgres'
 import type { BlobStore } from '../../blobs/store.ts'
 import type { Embedder } from '../../vectors/embedder.ts'
 import type { VectorKind, VectorStore } from '../../vectors/store.ts'
 import { VERSION } from '../../version.ts'
+import { metered } from '../../memory.ts'
 import { citedIds, portableConceptId, portableFactId, rewriteCitations } from '../format/citations.ts'
 import { sourceSha256 } from '../format/hashes.ts'
 import type { Metadata, Row } from '../format/schema.ts'
-import { canonicalHash, writeBundle, type BundleContent, type MediaItem, type VectorItem } from '../format/writer.ts'
+import { encodeBodyHashing, encodeFileHead, type BundleContent, type MediaItem, type VectorItem } from '../format/writer.ts'
+import { gzipMembers } from './gzip-members.ts'
 
 const BATCH = 2000
 
@@ -42,11 +49,12 @@ export interface ExportServices {
 }
 
 export interface ExportProgress {
-  phase: 'ranking' | 'hashing' | 'writing'
-  /** Tables ranked (ranking), rows and vectors read (hashing, writing) so far in this phase, of `total`. */
+  /** Ranking the rows, then writing them: hashing and writing are one pass over them. */
+  phase: 'ranking' | 'writing'
+  /** Tables ranked (ranking), rows and vectors written (writing) so far in this phase, of `total`. */
   done: number
   total: number
-  /** Bytes the sink has taken so far (its `bytesWritten`: a file's or a socket's). */
+  /** Bytes of the file written so far. */
   bytes: number
 }
 
@@ -75,45 +83,70 @@ type Positioned = (typeof POSITIONED)[number]
 const positionTable = (table: Positioned) => `export_pos_${table}`
 const vectorTable = (kind: VectorKind) => `export_vectors_${kind}`
 
+/** A SHA-256 in hex: what the head's room is measured with before the hash is known. */
+const UNKNOWN_SHA256 = '0'.repeat(64)
+
+/** The gzip member of the file's head, stored (level 0): its size depends on the head's length only. */
+const headMember = (content: BundleContent) => gzipSync(encodeFileHead(content), { level: 0 })
+
 /**
- * Writes the bundle of the repository behind `sql` to `sink` (gzipped) and ends it: the
- * canonical hash first, then the file, both from one snapshot.
+ * Writes the bundle of the repository behind `sql` into the file at `path` (created, or
+ * truncated; the caller removes it if this fails), from one snapshot read once.
  */
-export async function exportRepository(sql: Sql, services: ExportServices, options: ExportOptions, sink: Writable): Promise<ExportSummary> {
-  return sql.begin('ISOLATION LEVEL REPEATABLE READ', async (tx) => {
-    // Every cursor is read to its end: plan for all rows (hash joins), not for the first 10 %.
-    await tx`SET LOCAL cursor_tuple_fraction = 1`
-    const snapshot = new Snapshot(tx, services, options, () => (sink as Partial<WriteStream>).bytesWritten ?? 0)
-    const { counts, rowTotals, promptsetHashes } = await snapshot.prepare()
-    const metadata: Metadata = {
-      name: options.name,
-      description: options.description || undefined,
-      tags: options.tags?.length ? [...options.tags] : undefined,
-      okt_version: `kgs/${VERSION}`,
-      promptset_hashes: promptsetHashes.length ? promptsetHashes : undefined,
-      source_count: counts.sources,
-      fact_count: counts.facts,
-      concept_count: counts.concepts,
-      summary_count: counts.summaries,
-      synthesis_count: counts.syntheses,
-      report_count: counts.reports,
-      investigation_count: counts.investigations,
-      exported_at: options.exportedAt,
-    }
+export async function exportRepository(sql: Sql, services: ExportServices, options: ExportOptions, path: string): Promise<ExportSummary> {
+  const file = await open(path, 'w', 0o600)
+  try {
+    return await sql.begin('ISOLATION LEVEL REPEATABLE READ', async (tx) => {
+      // Every cursor is read to its end: plan for all rows (hash joins), not for the first 10 %.
+      await tx`SET LOCAL cursor_tuple_fraction = 1`
+      let bytes = 0
+      const snapshot = new Snapshot(tx, services, options, () => bytes)
+      const { counts, rowTotal, promptsetHashes } = await snapshot.prepare()
+      const vectors = await snapshot.loadVectors()
+      const metadata: Metadata = {
+        name: options.name,
+        description: options.description || undefined,
+        tags: options.tags?.length ? [...options.tags] : undefined,
+        okt_version: `kgs/${VERSION}`,
+        promptset_hashes: promptsetHashes.length ? promptsetHashes : undefined,
+        source_count: counts.sources,
+        fact_count: counts.facts,
+        concept_count: counts.concepts,
+        summary_count: counts.summaries,
+        synthesis_count: counts.syntheses,
+        report_count: counts.reports,
+        investigation_count: counts.investigations,
+        exported_at: options.exportedAt,
+        ...(vectors > 0 ? { embedding_model: services.embedder.model, embedding_dimensions: services.embedder.dimensions } : {}),
+      }
 
-    snapshot.startPhase('hashing', rowTotals.hashed)
-    const sha256 = await canonicalHash(snapshot.content(metadata, false))
+      snapshot.startPhase('writing', rowTotal + vectors)
+      const content = snapshot.content(metadata)
+      const room = headMember({ ...content, metadata: { ...metadata, sha256: UNKNOWN_SHA256 } }).byteLength
+      bytes = room
+      const body = encodeBodyHashing(content)
+      for await (const member of gzipMembers(metered(body.chunks))) {
+        await writeAll(file, member, bytes)
+        bytes += member.byteLength
+      }
+      const written: Metadata = { ...metadata, sha256: body.sha256() }
+      const head = headMember({ ...content, metadata: written })
+      // A stored member's size follows from its content's length, and a SHA-256 is always 64 characters.
+      if (head.byteLength !== room) throw new Error(`the head took ${head.byteLength} bytes where ${room} were left for it`)
+      await writeAll(file, head, 0)
+      return { metadata: written, counts, bytes }
+    })
+  } finally {
+    await file.close()
+  }
+}
 
-    const vectors = await snapshot.loadVectors()
-    snapshot.startPhase('writing', rowTotals.all + vectors)
-    const written: Metadata = {
-      ...metadata,
-      ...(vectors > 0 ? { embedding_model: services.embedder.model, embedding_dimensions: services.embedder.dimensions } : {}),
-      sha256,
-    }
-    const { compressedBytes } = await writeBundle(snapshot.content(written, true), sink)
-    return { metadata: written, counts, bytes: compressedBytes }
-  })
+/** Writes all of `data` at `position` (one write may take only part of it). */
+async function writeAll(file: FileHandle, data: Uint8Array, position: number): Promise<void> {
+  for (let offset = 0; offset < data.byteLength; ) {
+    const { bytesWritten } = await file.write(data, offset, data.byteLength - offset, position + offset)
+    offset += bytesWritten
+  }
 }
 
 type Tx = TransactionSql
@@ -121,7 +154,7 @@ type Tx = TransactionSql
 /** One export's view of the repository, inside its transaction. */
 class Snapshot {
   private cursors = 0
-  private progress = { phase: 'hashing' as ExportProgress['phase'], done: 0, total: 0 }
+  private progress = { phase: 'ranking' as ExportProgress['phase'], done: 0, total: 0 }
   /** Positions of stored media whose blob was missing in the writing pass: not embedded. */
   private readonly missing = { images: new Set<number>(), bodies: new Set<number>() }
 
@@ -178,7 +211,7 @@ class Snapshot {
       SELECT hash FROM (
         SELECT promptset_hash AS hash FROM facts UNION SELECT promptset_hash FROM concepts UNION SELECT promptset_hash FROM fact_concepts
       ) h WHERE hash <> '' ORDER BY hash COLLATE "C"`
-    return { counts, rowTotals: { hashed, all: hashed + source_images + source_bodies }, promptsetHashes: hashes.map((h) => h.hash) }
+    return { counts, rowTotal: hashed + source_images + source_bodies, promptsetHashes: hashes.map((h) => h.hash) }
   }
 
   startPhase(phase: ExportProgress['phase'], total: number): void {
@@ -222,8 +255,8 @@ class Snapshot {
     return loaded
   }
 
-  /** Writer input: every section as a cursor over the snapshot (media and vectors only for the file). */
-  content(metadata: Metadata, file: boolean): BundleContent {
+  /** Writer input: every section as a cursor over the snapshot. */
+  content(metadata: Metadata): BundleContent {
     const includeImages = this.options.includeImages ?? true
     const includeBodies = this.options.includeBodies ?? false
     return {
@@ -261,13 +294,9 @@ class Snapshot {
           FROM report_annotations a JOIN export_pos_reports rp ON rp.id = a.report_id JOIN export_pos_facts fp ON fp.id = a.fact_id
           ORDER BY a.created_at, rp.pos, a.sentence_index, fp.pos`),
       },
-      ...(file
-        ? {
-            images: includeImages ? this.media('images') : undefined,
-            bodies: includeBodies ? this.media('bodies') : undefined,
-            embeddings: { model: this.services.embedder.model, dimensions: this.services.embedder.dimensions, facts: this.vectors('facts'), concepts: this.vectors('concepts') },
-          }
-        : {}),
+      images: includeImages ? this.media('images') : undefined,
+      bodies: includeBodies ? this.media('bodies') : undefined,
+      embeddings: { model: this.services.embedder.model, dimensions: this.services.embedder.dimensions, facts: this.vectors('facts'), concepts: this.vectors('concepts') },
     }
   }
 

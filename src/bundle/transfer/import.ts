@@ -34,6 +34,7 @@ import { RegistryError } from '../../registry/client.ts'
 import { OPTIMIZE_VECTORS } from '../../vectors/optimize-job.ts'
 import { VECTOR_KINDS } from '../../vectors/store.ts'
 import { RegistryImportBody } from './import-body.ts'
+import { deferIndexesIfEmpty } from './import-indexes.ts'
 import { GraphImport, isDataError, type ImportCounts, type ImportedCounts } from './import-transaction.ts'
 import { BundleError, readBundle } from '../format/reader.ts'
 import { scratchFile } from './scratch.ts'
@@ -126,6 +127,7 @@ export const importGraphJob = defineJobKind({
   params: ImportParams,
   maxAttempts: IMPORT_ATTEMPTS,
   repositoryScoped: true,
+  changesGraph: true,
   run: (job, services) => importGraph(job, services),
 })
 
@@ -148,6 +150,7 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
       const expected = 'sha256' in job.params ? job.params.sha256 : undefined
       const hashed = expected ? hashAlongside(reader) : undefined
       job.progress({ phase: 'reading', done: 0, total: bytes ?? 0, bytes: 0 })
+      const buildIndexes = await deferIndexesIfEmpty(tx)
       const counts = await new GraphImport({
         tx,
         repositoryId,
@@ -160,6 +163,10 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
         signal: job.signal,
         progress: job.progress,
       }).run(reader, hashed?.items)
+      if (buildIndexes) {
+        job.progress({ phase: 'indexing' })
+        await buildIndexes()
+      }
       const hashes = (await hashed?.digest) ?? []
       if (expected && !hashes.includes(expected)) throw new BundleError(`the canonical hash of the bundle is ${hashes[0]}, not the sha256 ${expected} it was imported by`)
       const added = counts.imported.facts + counts.imported.concepts

@@ -16,10 +16,13 @@ import system0013 from './system/0013_graph_owner_email.sql' with { type: 'text'
 import system0014 from './system/0014_oauth_bindings.sql' with { type: 'text' }
 import system0015 from './system/0015_job_turns.sql' with { type: 'text' }
 import system0016 from './system/0016_oauth_first_party.sql' with { type: 'text' }
+import system0017 from './system/0017_repository_counts.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 import repository0002 from './repository/0002_graph.sql' with { type: 'text' }
 import repository0003 from './repository/0003_graph_imports.sql' with { type: 'text' }
 import repository0004 from './repository/0004_annotation_order.sql' with { type: 'text' }
+import repository0005 from './repository/0005_graph_counts.sql' with { type: 'text' }
+import repository0006 from './repository/0006_full_text_search.sql' with { type: 'text' }
 
 export interface Migration {
   version: number
@@ -47,11 +50,14 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 14, name: '0014_oauth_bindings', sql: system0014 },
     { version: 15, name: '0015_job_turns', sql: system0015 },
     { version: 16, name: '0016_oauth_first_party', sql: system0016 },
+    { version: 17, name: '0017_repository_counts', sql: system0017 },
   ],
   repository: [
     { version: 1, name: '0001_repository_identity', sql: repository0001 },
     { version: 2, name: '0002_graph', sql: repository0002 },
     { version: 3, name: '0003_graph_imports', sql: repository0003 },
     { version: 4, name: '0004_annotation_order', sql: repository0004 },
+    { version: 5, name: '0005_graph_counts', sql: repository0005 },
+    { version: 6, name: '0006_full_text_search', sql: repository0006 },
   ],
 }

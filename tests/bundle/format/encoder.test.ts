@@ -7,7 +7,7 @@ import { ROW_CODECS, METADATA_CODEC } from '../../../src/bundle/format/codecs.ts
 import { factContentHash, normalizeFactText, sourceSha256 } from '../../../src/bundle/format/hashes.ts'
 import { encodeFloat32, encodeFloat64, encodeString, UnsupportedNumberError } from '../../../src/bundle/format/json.ts'
 import { ROW_SCHEMAS, ROW_SECTIONS, type Metadata } from '../../../src/bundle/format/schema.ts'
-import { canonicalHash, encodeBundle, formatExportedAt, type BundleContent } from '../../../src/bundle/format/writer.ts'
+import { canonicalHash, encodeBodyHashing, encodeBundle, encodeFileHead, formatExportedAt, type BundleContent } from '../../../src/bundle/format/writer.ts'
 import { random } from '../../../scripts/lib/synthetic.ts'
 
 const sha256 = (bytes: string | Uint8Array) => createHash('sha256').update(bytes).digest('hex')
@@ -335,6 +335,14 @@ describe('writer', () => {
     expect(await canonicalHash(content())).toBe(sha256(canonical))
     // The same input gives the same bytes.
     expect(await text(encodeBundle(content()))).toBe(await text(encodeBundle(content())))
+  })
+
+  test('one pass writes the file after its head and hashes the canonical form: the same bytes and hash as two passes', async () => {
+    const body = encodeBodyHashing(content())
+    expect(() => body.sha256()).toThrow('the bundle has not been encoded to its end yet')
+    const rest = await text(body.chunks)
+    expect(encodeFileHead(content()) + rest).toBe(await text(encodeBundle(content())))
+    expect(body.sha256()).toBe(await canonicalHash(content()))
   })
 
   test('optional sections are omitted when empty; vectors of one kind alone still write the other map empty', async () => {

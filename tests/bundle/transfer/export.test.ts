@@ -3,8 +3,10 @@
 // a worker thread through POST /{repoID}/export-graph, pushed to this server's registry, and
 // read back with the reader and compared with the database, LanceDB and blob storage.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { PassThrough } from 'node:stream'
-import { gunzipSync } from 'node:zlib'
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { gunzipSync, inflateRawSync } from 'node:zlib'
 import { BACKEND } from '../../helpers/backend.ts'
 import { api, expectError, registerAccount, type Account } from '../../helpers/api.ts'
 import { waitForJob } from '../../helpers/jobs.ts'
@@ -17,6 +19,11 @@ import { readBundle } from '../../../src/bundle/format/reader.ts'
 import { ROW_SECTIONS, type Metadata, type Row, type RowSection } from '../../../src/bundle/format/schema.ts'
 import { bundleProblems, summarizeBundle } from '../../../src/bundle/format/tools.ts'
 import type { Job } from '../../../src/jobs/queue.ts'
+import type { JobServices, RunningJob } from '../../../src/jobs/kinds.ts'
+import { CANCELLED } from '../../../src/jobs/worker.ts'
+import { exportGraphJob } from '../../../src/bundle/transfer/export-job.ts'
+import type { ExportParams } from '../../../src/bundle/transfer/export-params.ts'
+import { scratchDir, scratchFile } from '../../../src/bundle/transfer/scratch.ts'
 import { VERSION } from '../../../src/version.ts'
 
 const EXPORTED_AT = '2026-01-02T03:04:05Z'
@@ -440,37 +447,134 @@ describe(`export of a generated graph (${BACKEND})`, () => {
 })
 
 describe(`exportRepository, the plain function (${BACKEND})`, () => {
-  test('reports ranking table by table, then hashing and writing row by row; the same snapshot and options give the same bytes', async () => {
+  /** Exports the full repository into a scratch file; its bytes, the summary, the progress. */
+  async function exportPlain(options: { onProgress?: (progress: ExportProgress) => void; signal?: AbortSignal } = {}) {
+    const path = join(mkdtempSync(join(tmpdir(), 'kgs-export-')), 'plain.json.gz')
     const sql = await server.context.pools.forRepository(full.id)
+    const summary = await exportRepository(sql, server.context, { repositoryId: full.id, name: 'Plain', exportedAt: EXPORTED_AT, includeBodies: true, ...options }, path)
+    return { summary, bytes: readFileSync(path), path }
+  }
+
+  test('reports ranking table by table, then writing row by row in one pass; the same snapshot and options give the same bytes', async () => {
     const phases: ExportProgress[] = []
-    const run = async (onProgress?: (progress: ExportProgress) => void) => {
-      const sink = new PassThrough()
-      const parts: Buffer[] = []
-      sink.on('data', (part: Buffer) => parts.push(part))
-      const summary = await exportRepository(sql, server.context, { repositoryId: full.id, name: 'Plain', exportedAt: EXPORTED_AT, includeBodies: true, onProgress }, sink)
-      return { summary, bytes: Buffer.concat(parts) }
-    }
-    const first = await run((progress) => phases.push(progress))
-    const second = await run()
+    const first = await exportPlain({ onProgress: (progress) => phases.push(progress) })
+    const second = await exportPlain()
     expect(second.bytes.equals(first.bytes)).toBe(true)
     expect(first.summary.bytes).toBe(first.bytes.byteLength)
 
     const ranking = phases.filter((p) => p.phase === 'ranking')
-    const hashing = phases.filter((p) => p.phase === 'hashing')
     const writing = phases.filter((p) => p.phase === 'writing')
-    expect(phases).toEqual([...ranking, ...hashing, ...writing])
+    expect(phases).toEqual([...ranking, ...writing])
     // Ranking counts the tables whose rows get positions, so it is never stuck at a total of 0.
     expect(ranking[0]!.total).toBeGreaterThan(0)
-    for (const list of [ranking, hashing, writing]) {
+    for (const list of [ranking, writing]) {
       expect(list[0]!.done).toBe(0)
       expect(list.map((p) => p.done)).toEqual(list.map((p) => p.done).sort((a, b) => a - b))
       expect(list.at(-1)!.done).toBe(list.at(-1)!.total)
     }
-    // Writing adds 8 source_images, 1 source_bodies row and the vectors of 300 facts and 30 concepts.
-    expect(writing[0]!.total - hashing[0]!.total).toBe(8 + 1 + 330)
-    expect(hashing.every((p) => p.bytes === 0)).toBe(true)
+    // One pass over every row: the hashed sections, 8 source_images, 1 source_bodies row and the vectors of 300 facts and 30 concepts.
+    const { counts } = first.summary
+    const links = (await readBack(first.bytes)).rows
+    const hashed =
+      Object.values(counts).reduce((a, b) => a + b, 0) +
+      links.fact_sources.length +
+      links.concept_aliases.length +
+      links.fact_concepts.length +
+      links.investigation_sources.length +
+      links.report_annotations.length
+    expect(writing[0]!.total).toBe(hashed + 8 + 1 + 330)
+    expect(writing.map((p) => p.bytes)).toEqual(writing.map((p) => p.bytes).sort((a, b) => a - b))
+    expect(writing.at(-1)!.bytes).toBeLessThanOrEqual(first.bytes.byteLength)
+  })
+
+  test('the file is gzip members (the head first, alone) that gzip(1), Python, Node and the reader all read as the same JSON, with the canonical hash', async () => {
+    const { bytes, path, summary } = await exportPlain()
+    const members = gzipMemberOffsets(bytes)
+    expect(members.length).toBeGreaterThan(1)
+    // The first member is the head alone: the document up to the end of its metadata.
+    const head = gunzipSync(bytes.subarray(0, members[1]!)).toString()
+    expect(head).toStartWith('{"schema_version":2,"metadata":{')
+    expect(JSON.parse(`${head}}`).metadata.sha256).toBe(summary.metadata.sha256)
+
+    const json = gunzipSync(bytes)
+    const document = JSON.parse(json.toString())
+    expect(document.metadata).toEqual(summary.metadata)
+    // The reader recomputes the canonical hash of the rows it reads: it is the one in the metadata.
+    expect(bundleProblems(await summarizeBundle(chunks(bytes)))).toEqual([])
+    // Python's gzip module and gzip(1) decompress the whole file to the same bytes as Node's zlib.
+    const python = Bun.spawnSync(['python3', '-c', 'import gzip, hashlib, sys; print(hashlib.sha256(gzip.open(sys.argv[1]).read()).hexdigest())', path])
+    expect(python.stderr.toString()).toBe('')
+    const expected = new Bun.CryptoHasher('sha256').update(json).digest('hex')
+    expect(python.stdout.toString().trim()).toBe(expected)
+    const gzip = Bun.spawnSync(['gzip', '-dc', path])
+    expect(gzip.exitCode).toBe(0)
+    expect(new Bun.CryptoHasher('sha256').update(gzip.stdout).digest('hex')).toBe(expected)
+  })
+
+  test('cancelled in the middle of the pass, it fails and the caller is left no more than its own file', async () => {
+    const controller = new AbortController()
+    const dir = mkdtempSync(join(tmpdir(), 'kgs-export-'))
+    const sql = await server.context.pools.forRepository(full.id)
+    let seen = 0
+    const onProgress = (progress: ExportProgress) => {
+      if (progress.phase === 'writing' && progress.done > 0 && ++seen === 2) controller.abort(new Error('stopped mid-pass'))
+    }
+    const path = join(dir, 'cancelled.json.gz')
+    const outcome = exportRepository(sql, server.context, { repositoryId: full.id, name: 'Cancelled', exportedAt: EXPORTED_AT, onProgress, signal: controller.signal }, path)
+    await expect(outcome).rejects.toThrow('stopped mid-pass')
+    // No spool beside it: only the file it was told to write, which its caller (the job) removes.
+    expect(readdirSync(dir)).toEqual(['cancelled.json.gz'])
   })
 })
+
+describe(`the export job stopped in its pass (${BACKEND})`, () => {
+  test('cancelled while it writes, it fails with the cancellation and leaves no file in DATA_DIR/tmp, spool or other', async () => {
+    const { pools, vectors, embedder, blobs, registry, config, baseUrl, log } = server.context
+    const services: JobServices = { pools, vectors, embedder, blobs, registry, config: { ...config, baseUrl }, log, enqueue: async () => ({}) as Job }
+    const controller = new AbortController()
+    const id = crypto.randomUUID()
+    const path = await scratchFile(config.dataDir, 'export', { id, attempt: 1 })
+    let existedWhenStopped = false
+    const job: RunningJob<ExportParams> = {
+      id,
+      repositoryId: full.id,
+      params: { exported_at: EXPORTED_AT },
+      createdBy: owner.id,
+      attempt: 1,
+      signal: controller.signal,
+      // Stopped from inside the progress call, once some rows are written: the pass cannot finish first.
+      progress: ({ phase, done }) => {
+        if (phase !== 'writing' || !done || controller.signal.aborted) return
+        existedWhenStopped = existsSync(path)
+        controller.abort(CANCELLED)
+      },
+      repository: () => pools.forRepository(full.id),
+    }
+    await expect(exportGraphJob.run(job, services)).rejects.toBe(CANCELLED)
+    expect(existedWhenStopped).toBe(true)
+    expect(readdirSync(scratchDir(config.dataDir)).filter((name) => name.includes(id))).toEqual([])
+  })
+})
+
+/** Where each gzip member of `bytes` starts (members end with CRC32 and ISIZE; the next starts 1f 8b 08). */
+function gzipMemberOffsets(bytes: Buffer): number[] {
+  const offsets: number[] = []
+  for (let offset = 0; offset < bytes.byteLength; ) {
+    offsets.push(offset)
+    // The length of one member: inflate it alone and see how much input it took.
+    const { bytesRead } = inflateMember(bytes.subarray(offset))
+    offset += bytesRead
+  }
+  return offsets
+}
+
+/** Inflates the first gzip member of `bytes`, telling how many of its bytes that member was. */
+function inflateMember(bytes: Buffer): { bytesRead: number } {
+  // Header: 10 bytes, no optional fields in kgs's members (flags 0); then raw deflate; then 8 bytes.
+  expect([...bytes.subarray(0, 4)]).toEqual([0x1f, 0x8b, 8, 0])
+  const inflated = inflateRawSync(bytes.subarray(10), { info: true }) as unknown as { engine: { bytesWritten: number } }
+  return { bytesRead: 10 + inflated.engine.bytesWritten + 8 }
+}
 
 describe(`export of an empty repository (${BACKEND})`, () => {
   test('a curator exports it (repository named by X-Repository-ID): a valid bundle with zero counts and no embeddings', async () => {

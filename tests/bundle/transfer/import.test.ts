@@ -246,6 +246,30 @@ describe(`import from each source (${BACKEND})`, () => {
     expect(await server.context.vectors.countStaged(job.id, 'facts')).toBe(0)
   })
 
+  test('into an empty repository the tables load before their indexes and foreign keys, which end exactly as in any repository', async () => {
+    /** The indexes and constraints of the graph tables, as PostgreSQL writes their definitions. */
+    const schemaOf = async (repo: Repo) => {
+      const sql = await sqlOf(repo)
+      const indexes = await sql`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY indexname`
+      const constraints = await sql`
+        SELECT conrelid::regclass::text AS table, conname, pg_get_constraintdef(oid) AS definition, convalidated
+        FROM pg_constraint WHERE connamespace = current_schema()::regnamespace ORDER BY 1, 2`
+      return { indexes, constraints }
+    }
+    const repo = await createRepo('Indexes after rows')
+    const untouched = await schemaOf(await createRepo('Indexes untouched'))
+    const job = await succeeded(repo.slug, await http.post(`/${repo.slug}/import-graph`, { graph_id: pushed.graph_id }, owner.token))
+    await expectImported(repo, job, sameModel, SAME_MODEL)
+    const after = await schemaOf(repo)
+    expect(after.constraints.some((c) => c.definition.startsWith('FOREIGN KEY'))).toBe(true)
+    expect(after.indexes.some((index) => index.indexname === 'fact_sources_source_id')).toBe(true)
+    expect(after).toEqual(untouched)
+    // Into a repository with rows, nothing is dropped: the import of the same bundle again, in a transaction of its own.
+    const again = await succeeded(repo.slug, await http.post(`/${repo.slug}/import-graph`, { graph_id: pushed.graph_id }, owner.token))
+    expect(again.result.imported.facts).toBe(0)
+    expect(await schemaOf(repo)).toEqual(untouched)
+  })
+
   test('by name and sha256, at /api/v1 with X-Repository-ID', async () => {
     const repo = await createRepo('By name')
     const started = await http.call('POST', '/api/v1/import-graph', {

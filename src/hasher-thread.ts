@@ -1,9 +1,9 @@
-// A password-hashing thread (see passwords.ts): argon2id runs here synchronously, one hash at a
+// A password-hashing thread (see src/accounts/passwords.ts): argon2id runs here synchronously, one hash at a
 // time, at a lower CPU priority than the threads that serve requests.
-import { runtime } from '../runtime/index.ts'
+import { runtime } from './runtime/index.ts'
 import { readlinkSync } from 'node:fs'
 import { getPriority, setPriority } from 'node:os'
-import type { HashRequest, HashResult } from './passwords.ts'
+import type { HashRequest, HashResult } from './accounts/passwords.ts'
 
 declare const self: Worker
 
@@ -32,10 +32,10 @@ function lowerThisThreadsPriority(): void {
 lowerThisThreadsPriority()
 
 self.onmessage = async (event: MessageEvent<HashRequest>) => {
-  const { password, hash } = event.data
+  const request = event.data
   let result: HashResult
   try {
-    result = { value: hash === undefined ? await runtime.hashPassword(password) : await runtime.verifyPassword(password, hash) }
+    result = { value: request.hash === undefined ? await runtime.hashPassword(request.password, request.cost) : await runtime.verifyPassword(request.password, request.hash) }
   } catch (error) {
     result = { error: (error as Error).message ?? String(error) }
   }

@@ -2,7 +2,7 @@
 // inside wasm, and a first initdb takes seconds that would otherwise freeze the event loop
 // (and with it /healthz) of a freshly started server.
 import { PGlite } from '@electric-sql/pglite'
-import { loadPGliteAssets } from './pglite-assets.ts'
+import { loadPGliteAssets } from './db/pglite-assets.ts'
 
 declare const self: Worker
 

@@ -1,16 +1,17 @@
 // Entry point of a job worker thread: opens this thread's own connections and stores, then runs
 // one JobWorker until told to stop. Embedded databases belong to the main thread (PGlite runs
 // there); this thread asks it to open one and then connects to its socket like any client.
-import { createLogger } from '../log.ts'
-import { Pools } from '../db/pools.ts'
-import { openBlobStore } from '../blobs/open.ts'
-import { VectorStore } from '../vectors/store.ts'
-import { createEmbedder } from '../vectors/embedder.ts'
-import { createRegistryClient } from '../registry/client.ts'
-import { loadJobKinds } from '../job-kinds.ts'
-import { Jobs } from './jobs.ts'
-import type { FromWorker, ToWorker } from './protocol.ts'
-import { JobWorker } from './worker.ts'
+import { createLogger } from './log.ts'
+import { Pools } from './db/pools.ts'
+import { openBlobStore } from './blobs/open.ts'
+import { VectorStore } from './vectors/store.ts'
+import { createEmbedder } from './vectors/embedder.ts'
+import { createRegistryClient } from './registry/client.ts'
+import { loadJobKinds } from './job-kinds.ts'
+import { graphChanged } from './repositories/counts.ts'
+import { Jobs } from './jobs/jobs.ts'
+import type { FromWorker, ToWorker } from './jobs/protocol.ts'
+import { JobWorker } from './jobs/worker.ts'
 
 declare const self: Worker
 
@@ -34,7 +35,9 @@ async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<voi
   const pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, max: 2, asyncCommit: true, embeddedSockets: { socketFor } })
   const vectors = await VectorStore.open(config.lancedbUri, { storageOptions: config.lancedbStorageOptions })
   const kinds = await loadJobKinds(message.extraKindModules)
-  const jobs = new Jobs(pools.system, { publish: async (_sql, channel, payload) => post({ type: 'publish', channel, payload }) }, kinds)
+  // Events go out through the main thread's bus (on the embedded database, it alone delivers them).
+  const bus = { publish: async (_sql: unknown, channel: string, payload: string) => post({ type: 'publish', channel, payload }) }
+  const jobs = new Jobs(pools.system, bus, kinds)
   // The runner always passes the base URL in use (server.ts); the registry defaults to it.
   const baseUrl = config.baseUrl!
   const services = {
@@ -47,7 +50,7 @@ async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<voi
     log,
     enqueue: jobs.enqueue.bind(jobs),
   }
-  worker = new JobWorker(workerId, pools.system, services, kinds, message.timing, log)
+  worker = new JobWorker(workerId, pools.system, services, kinds, message.timing, log, (repositoryId) => graphChanged(pools, bus, repositoryId, log))
   worker.start()
   shutdown = async () => {
     await worker!.stop()

@@ -1,0 +1,88 @@
+// A repository's graph counts (sources, facts, concepts, reports, investigations) without counting
+// rows on every request. Its database keeps them exact by triggers (repository migration
+// 0005_graph_counts: one row of net change per writing statement); the system database keeps a
+// copy per repository (repository_counts), so a list of repositories reads them all in its own
+// query instead of opening one database per repository. The copy is refreshed after each change:
+// by the request that wrote (a route of a …:write permission, http/access.ts) and by the job that
+// did (a job kind that changesGraph, jobs/worker.ts), before either answers; the refresh tells
+// every instance, whose caches of the copy (Repositories) then drop it.
+import type { Sql } from 'postgres'
+import type { EventBus } from '../db/events.ts'
+import type { Pools } from '../db/pools.ts'
+import type { Db } from '../db/sql.ts'
+import { describeError, type Logger } from '../log.ts'
+
+/** Published (payload: the repository id) when a repository's copy changed. */
+export const COUNTS_CHANGED = 'kgs_repository_counts'
+
+export const COUNTED_KINDS = ['sources', 'facts', 'concepts', 'reports', 'investigations'] as const
+export type GraphCounts = Record<(typeof COUNTED_KINDS)[number], number>
+
+/** Counts copied from the system database's row, or undefined when it has none yet. */
+export function countsFromRow(row: Partial<Record<(typeof COUNTED_KINDS)[number], string | number | null>>): GraphCounts | undefined {
+  if (row.sources === null || row.sources === undefined) return undefined
+  return Object.fromEntries(COUNTED_KINDS.map((kind) => [kind, Number(row[kind])])) as GraphCounts
+}
+
+/** The copy's columns, for a query that joins repository_counts as `c`. */
+export const countColumns = (sql: Db) => sql`c.sources, c.facts, c.concepts, c.reports, c.investigations`
+
+/**
+ * Folds the repository database's changes into one row per kind, in one statement, and returns
+ * the counts. Only refreshCounts calls it, under its lock: two folds at once could each miss the
+ * rows the other one deleted and inserted.
+ */
+async function foldCounts(repository: Sql): Promise<GraphCounts> {
+  const rows = await repository<{ kind: keyof GraphCounts; delta: string }[]>`
+    WITH folded AS (DELETE FROM graph_count_changes RETURNING kind, delta)
+    INSERT INTO graph_count_changes (kind, delta) SELECT kind, sum(delta) FROM folded GROUP BY kind
+    RETURNING kind, delta`
+  const counts = Object.fromEntries(COUNTED_KINDS.map((kind) => [kind, 0])) as GraphCounts
+  for (const row of rows) counts[row.kind] = Number(row.delta)
+  return counts
+}
+
+/**
+ * Copies the repository's counts into the system database and tells every instance (after the
+ * commit: told before it, an instance could read the old copy again and keep it); undefined when
+ * the repository is gone. The repository's row stays locked meanwhile, so refreshes of one
+ * repository take turns and the copy never goes back to an older count.
+ */
+export async function refreshCounts(pools: Pools, bus: Pick<EventBus, 'publish'>, repositoryId: string): Promise<GraphCounts | undefined> {
+  // Opened before the transaction: on the embedded database a query on the system pool from
+  // inside it (opening a repository reads its DSN there) would wait for it forever.
+  const repository = await pools.forRepository(repositoryId)
+  const counts = await pools.system.begin(async (tx) => {
+    const [present] = await tx`SELECT 1 FROM repositories WHERE id = ${repositoryId} FOR NO KEY UPDATE`
+    if (!present) return undefined
+    const counts = await foldCounts(repository)
+    await tx`
+      INSERT INTO repository_counts (repository_id, sources, facts, concepts, reports, investigations)
+      VALUES (${repositoryId}, ${counts.sources}, ${counts.facts}, ${counts.concepts}, ${counts.reports}, ${counts.investigations})
+      ON CONFLICT (repository_id) DO UPDATE SET
+        sources = excluded.sources, facts = excluded.facts, concepts = excluded.concepts,
+        reports = excluded.reports, investigations = excluded.investigations, counted_at = now()`
+    return counts
+  })
+  if (counts) await bus.publish(pools.system, COUNTS_CHANGED, repositoryId)
+  return counts
+}
+
+/** The copy for one repository, if it has one. */
+export async function copiedCounts(system: Sql, repositoryId: string): Promise<GraphCounts | undefined> {
+  const [row] = await system`SELECT ${countColumns(system)} FROM repository_counts c WHERE c.repository_id = ${repositoryId}`
+  return row ? countsFromRow(row) : undefined
+}
+
+/**
+ * What the route or job that changed a repository's graph calls before it answers: copies the
+ * counts. A failure is logged and left to the next change, or to the next read of a repository
+ * without a copy.
+ */
+export async function graphChanged(pools: Pools, bus: Pick<EventBus, 'publish'>, repositoryId: string, log: Logger): Promise<void> {
+  try {
+    await refreshCounts(pools, bus, repositoryId)
+  } catch (error) {
+    log.warn('repository counts not copied', { repository: repositoryId, ...describeError(error) })
+  }
+}

@@ -1,0 +1,166 @@
+// A repository record's counts: exact after imports (a re-import that adds nothing adds nothing),
+// after a write through a `…:write` route, after deletes with their cascades and after TRUNCATE,
+// the same in the list, at /{repoID} and under /api/v1; and writers of one repository never wait
+// for each other on them.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Elysia } from 'elysia'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { BACKEND } from '../helpers/backend.ts'
+import { fixture } from '../helpers/fixture.ts'
+import type { Account, api } from '../helpers/api.ts'
+import { uploadBundle } from '../helpers/imports.ts'
+import { settleJobs, waitForJob } from '../helpers/jobs.ts'
+import type { TestServer } from '../helpers/server.ts'
+import { generateBundle, type GenerateResult } from '../../scripts/gen-bundle.ts'
+import { bearerAuthenticator } from '../../src/http/auth.ts'
+import { errorHandling } from '../../src/http/errors.ts'
+import { repositoryScope } from '../../src/repositories/scope.ts'
+import { createLogger } from '../../src/log.ts'
+
+let server: TestServer
+let http: ReturnType<typeof api>
+let owner: Account
+let admin: Account
+let repository: { id: string; slug: string }
+let bundle: GenerateResult
+const dir = mkdtempSync(join(tmpdir(), 'kgs-counts-'))
+
+const COUNTED = ['sources', 'facts', 'concepts', 'reports', 'investigations'] as const
+
+/** The counts as the tables hold them, counted row by row. */
+async function counted(): Promise<Record<string, number>> {
+  const sql = await server.context.pools.forRepository(repository.id)
+  const counts: Record<string, number> = {}
+  for (const table of COUNTED) counts[table] = (await sql`SELECT count(*)::int AS n FROM ${sql(table)}`)[0]!.n
+  return counts
+}
+
+/** The counts every route answers with, after checking they agree. */
+async function answered(): Promise<Record<string, number>> {
+  const [atRoot, byId, byHeader, list] = await Promise.all([
+    http.get(`/${repository.slug}`, owner.token),
+    http.get(`/api/v1/repositories/${repository.id}`, owner.token),
+    http.call('GET', '/api/v1/repository', { token: owner.token, headers: { 'x-repository-id': repository.slug } }),
+    http.get('/api/v1/repositories', owner.token),
+  ])
+  const inList = list.body.find((r: { id: string }) => r.id === repository.id)
+  expect(byId.body.counts).toEqual(atRoot.body.counts)
+  expect(byHeader.body.counts).toEqual(atRoot.body.counts)
+  expect(inList.counts).toEqual(atRoot.body.counts)
+  return atRoot.body.counts
+}
+
+async function importBundle(): Promise<void> {
+  const started = await uploadBundle(http, repository.slug, owner.token, new Uint8Array(await Bun.file(bundle.path).arrayBuffer()))
+  expect(started.status).toBe(202)
+  expect((await waitForJob(http, `/${repository.slug}/jobs/${started.body.id}`, owner.token)).status).toBe('succeeded')
+  await settleJobs(http, repository.slug, owner.token)
+}
+
+beforeAll(async () => {
+  ;({
+    server,
+    http,
+    users: { owner, admin },
+    repositories: { counted: repository },
+  } = await fixture({ server: { env: { WORKERS: '1' } }, users: { owner: 'member', admin: 'sysadmin' }, repositories: { counted: { by: 'owner' } } }))
+  bundle = await generateBundle(join(dir, 'graph.json.gz'), { facts: 800, dimensions: 0 })
+})
+afterAll(async () => {
+  await server.stop()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe(`repository counts (${BACKEND})`, () => {
+  test('an import counts what it added; importing the same bundle again adds nothing', async () => {
+    expect(await answered()).toEqual({ sources: 0, facts: 0, concepts: 0, reports: 0, investigations: 0 })
+    await importBundle()
+    const expected = Object.fromEntries(COUNTED.map((kind) => [kind, bundle.counts[kind]]))
+    expect(expected.facts).toBe(800)
+    expect(await counted()).toEqual(expected)
+    expect(await answered()).toEqual(expected)
+    await importBundle()
+    expect(await counted()).toEqual(expected)
+    expect(await answered()).toEqual(expected)
+  })
+
+  test('a route of a …:write permission has the counts copied before it answers', async () => {
+    // A write route as the writable graph declares one: the repository rule, then its SQL.
+    const ctx = server.context
+    const scope = repositoryScope(bearerAuthenticator(ctx.accounts, ctx.oauth), ctx.rbac, ctx.repositories, ctx.pools)
+    const app = new Elysia().use(errorHandling(createLogger('silent'), () => undefined)).use(scope)
+    app.post(
+      '/:repoID/test-investigations',
+      async ({ db }) => {
+        const sql = await db()
+        await sql`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'written')`
+        return { ok: true }
+      },
+      { repository: 'investigation:write' },
+    )
+    const before = await answered()
+    const res = await app.handle(new Request(`http://kgs.example/${repository.slug}/test-investigations`, { method: 'POST', headers: { authorization: `Bearer ${owner.token}` } }))
+    expect([res.status, await res.text()]).toEqual([200, '{"ok":true}'])
+    expect((await answered()).investigations).toBe(before.investigations! + 1)
+  })
+
+  test('deletes count with their cascades, and TRUNCATE empties', async () => {
+    const sql = await server.context.pools.forRepository(repository.id)
+    // A parent report takes its children with it (reports.parent_id ON DELETE CASCADE).
+    const [parent] = await sql`SELECT parent_id AS id FROM reports WHERE parent_id IS NOT NULL LIMIT 1`
+    await sql`DELETE FROM reports WHERE id = ${parent!.id}`
+    await sql`DELETE FROM sources WHERE id IN (SELECT id FROM sources ORDER BY created_at LIMIT 3)`
+    await sql`DELETE FROM facts WHERE id IN (SELECT id FROM facts ORDER BY created_at LIMIT 7)`
+    await server.context.repositories.graphChanged(repository.id)
+    const afterDeletes = await counted()
+    expect(afterDeletes.facts).toBe(793)
+    expect(afterDeletes.reports).toBeLessThan(bundle.counts.reports - 1)
+    expect(await answered()).toEqual(afterDeletes)
+    await sql`TRUNCATE concepts CASCADE`
+    await server.context.repositories.graphChanged(repository.id)
+    expect(await answered()).toEqual({ ...afterDeletes, concepts: 0 })
+  })
+
+  test('a repository not counted since its migration is counted at its first read', async () => {
+    const system = server.systemSql()
+    try {
+      await system`DELETE FROM repository_counts WHERE repository_id = ${repository.id}`
+      const expected = await counted()
+      expect(await answered()).toEqual(expected)
+      expect(await system`SELECT 1 FROM repository_counts WHERE repository_id = ${repository.id}`).toHaveLength(1)
+    } finally {
+      await system.end()
+    }
+  })
+
+  test("a sysadmin's record says role null; the owner's repoadmin", async () => {
+    expect((await http.get(`/${repository.slug}`, admin.token)).body.role).toBeNull()
+    expect((await http.get(`/${repository.slug}`, owner.token)).body.role).toBe('repoadmin')
+  })
+
+  // The embedded database is one session: its transactions take turns whatever the schema.
+  test.skipIf(BACKEND === 'embedded')('two open transactions writing one repository do not wait for each other on the counts', async () => {
+    const sql = await server.context.pools.forRepository(repository.id)
+    let releaseFirst!: () => void
+    const held = new Promise<void>((resolve) => (releaseFirst = resolve))
+    let firstWrote!: () => void
+    const wrote = new Promise<void>((resolve) => (firstWrote = resolve))
+    const first = sql.begin(async (tx) => {
+      await tx`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'first')`
+      firstWrote()
+      await held
+    })
+    await wrote
+    // Would wait for the first transaction's end if both updated one counter row.
+    await sql.begin(async (tx) => {
+      await tx`SET LOCAL lock_timeout = '2s'`
+      await tx`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'second')`
+    })
+    releaseFirst()
+    await first
+    await server.context.repositories.graphChanged(repository.id)
+    expect(await answered()).toEqual(await counted())
+  })
+})
