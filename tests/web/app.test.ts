@@ -260,6 +260,11 @@ describe(`the web app (${BACKEND})`, () => {
     await expect(results.locator('li .meta').first().textContent()).resolves.toMatch(/score \d\.\d{3}/)
     // The query's words are marked in the results.
     await expect(results.locator('li').first().locator('mark').count()).resolves.toBeGreaterThan(0)
+    // Keyword search, chosen: the same fact first.
+    await page.getByLabel('Mode').selectOption('keyword')
+    await page.getByRole('button', { name: 'Search', exact: true }).click()
+    await page.getByRole('list', { name: 'Results' }).waitFor()
+    await expect(results.locator('li').first().textContent()).resolves.toContain(fact.text)
     await accessible()
   })
 

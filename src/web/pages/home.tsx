@@ -59,7 +59,8 @@ function Highlighted({ text, query }: { text: string; query: string }) {
 
 interface Hit {
   id: string
-  distance: number
+  /** hybrid: reciprocal rank fusion; keyword: ts_rank; vector: cosine similarity. */
+  score: number
   fact?: Fact
   concept?: { id: string; canonical_name: string; context: string }
 }
@@ -68,12 +69,13 @@ export function Search({ repo }: { repo: string }) {
   const to = paths(repo)
   const [query, setQuery] = useState(new URLSearchParams(location.search).get('q') ?? '')
   const [kind, setKind] = useState<'facts' | 'concepts'>('facts')
+  const [mode, setMode] = useState<'hybrid' | 'keyword' | 'vector'>('hybrid')
   const [state, setState] = useState<{ hits?: Hit[]; asked?: string; error?: unknown; busy?: boolean }>({})
   const run = async (event: Event) => {
     event.preventDefault()
     setState({ busy: true })
     try {
-      const hits = await get<Hit[]>(`/${encodeURIComponent(repo)}/search?${new URLSearchParams({ q: query, kind, k: '20' })}`)
+      const hits = await get<Hit[]>(`/${encodeURIComponent(repo)}/search?${new URLSearchParams({ q: query, kind, mode, limit: '20' })}`)
       setState({ hits, asked: query })
     } catch (error) {
       setState({ error })
@@ -93,6 +95,14 @@ export function Search({ repo }: { repo: string }) {
             <option value="concepts">concepts</option>
           </select>
         </label>
+        <label>
+          Mode{' '}
+          <select value={mode} onChange={(event) => setMode(value(event) as 'hybrid' | 'keyword' | 'vector')}>
+            <option value="hybrid">hybrid</option>
+            <option value="keyword">keyword</option>
+            <option value="vector">vector</option>
+          </select>
+        </label>
         <button type="submit">Search</button>
       </form>
       {state.busy && <p aria-live="polite">Searching…</p>}
@@ -104,7 +114,7 @@ export function Search({ repo }: { repo: string }) {
               <Link href={hit.fact ? to.fact(hit.id) : to.concept(hit.id)}>
                 <Highlighted text={hit.fact?.text ?? hit.concept?.canonical_name ?? hit.id} query={state.asked ?? ''} />
               </Link>
-              <span class="meta">score {(1 - hit.distance).toFixed(3)}</span>
+              <span class="meta">score {hit.score.toFixed(3)}</span>
             </li>
           ))}
           {state.hits.length === 0 && <li>Nothing found.</li>}
