@@ -180,6 +180,9 @@ describe(`the web app (${BACKEND})`, () => {
   test('repositories: listed, and one created from the form', async () => {
     await open('/app', 'Repositories')
     await expect(page.getByRole('link', { name: 'Tour' }).count()).resolves.toBe(1)
+    // Each with the caller's role and the graph's size.
+    const tourRow = page.locator('main ul.rows > li').filter({ has: page.getByRole('link', { name: 'Tour' }) })
+    await expect(tourRow.textContent()).resolves.toMatch(/repoadmin.*240 facts/)
     await accessible()
     await page.getByLabel('Name').fill('Made in the app')
     await page.getByRole('button', { name: 'Create' }).click()
