@@ -11,6 +11,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { initdb } from '../src/db/embedded.ts'
+import { buildWebApp } from './build-web.ts'
 
 const root = join(import.meta.dir, '..')
 const outfile = join(root, 'dist', 'kgs')
@@ -41,6 +42,8 @@ const buildAssets = `import lancedb from ${JSON.stringify(packedAddon)} with { t
 import pgliteTemplate from ${JSON.stringify(templateArchive)} with { type: 'file' }
 export const buildAssets = { lancedb: { file: lancedb, ...${JSON.stringify(lancedb)} }, pgliteTemplate }
 `
+// The web app's files first: the binary embeds them.
+await buildWebApp()
 const result = await Bun.build({
   entrypoints: [join(root, 'src/main.ts'), join(root, 'src/initdb-thread.ts'), join(root, 'src/job-thread.ts'), join(root, 'src/hasher-thread.ts'), join(root, 'src/gzip-thread.ts')],
   root: join(root, 'src'),

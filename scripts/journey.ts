@@ -4,7 +4,7 @@
 // blobs under DATA_DIR, or with `s3` in a loopback fake S3 (tests/helpers/fake-s3.ts), or with
 // `rgw` blobs and vectors (LANCEDB_URI=s3://…) in a bucket of its own on the Ceph RADOS Gateway
 // that TEST_S3_* name (tests/helpers/object-store.ts).
-// Register, create a repository, import an uploaded bundle, browse, search, export (pushed to
+// The web app's files, register, create a repository, import an uploaded bundle, browse, search, export (pushed to
 // this server's registry), import that export from the registry, sign in through the OAuth flow
 // in Chromium, and promote a sysadmin with the CLI against the running server. Every step checks
 // what it got; the first failed check ends the run with exit code 1. Prints each step's time.
@@ -122,6 +122,13 @@ async function settled(slug: string, token: string): Promise<void> {
     await Bun.sleep(25)
   }
 }
+
+// The web app's page and files (dist/web/, which `npm run build` or `npm run build:web` makes).
+for (const path of ['/app', '/app/assets/app.js', '/app/assets/app.css']) {
+  const res = await call('GET', path)
+  check(res.status === 200 && String(res.body).length > 0, `${path}: ${res.status}`)
+}
+step('web app')
 
 const password = 'correct horse battery'
 const owner = { email: `owner-${crypto.randomUUID().slice(0, 8)}@example.com`, password }

@@ -1,5 +1,5 @@
 // Smoke test of the compiled binary: start it from an unrelated directory with nothing but
-// DATA_DIR, wait for /readyz, check /healthz, run a job on a worker thread (the embedded worker
+// DATA_DIR, wait for /readyz, check /healthz and the web app's embedded files, run a job on a worker thread (the embedded worker
 // entry point, LanceDB's native module), search, stop it with SIGTERM and expect exit 0; then
 // verify a generated bundle with `kgs bundle verify`.
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -39,6 +39,11 @@ if (!url) fail(`exited before it was ready:\n${output}`)
 const health = await fetch(`${url}/healthz`)
 const body = (await health.json()) as { status?: string; version?: string }
 if (health.status !== 200 || body.status !== 'ok') fail(`/healthz answered ${health.status} ${JSON.stringify(body)}`)
+// The web app's files are embedded in the binary.
+for (const path of ['/app', '/app/assets/app.js', '/app/assets/app.css']) {
+  const res = await fetch(`${url}${path}`)
+  if (res.status !== 200 || (await res.arrayBuffer()).byteLength === 0) fail(`${path} answered ${res.status}`)
+}
 const call = async (method: string, path: string, body?: unknown, token?: string) => {
   const res = await fetch(`${url}${path}`, {
     method,
@@ -68,4 +73,4 @@ const verify = Bun.spawnSync([binary, 'bundle', 'verify', bundle], { cwd })
 // The verdict names the hash rule that matched after the path (docs/bundles.md).
 if (verify.exitCode !== 0 || !verify.stdout.toString().startsWith(`ok ${generated.sha256} ${bundle} by `)) fail(`bundle verify: ${verify.exitCode} ${verify.stdout}${verify.stderr}`)
 rmSync(cwd, { recursive: true, force: true })
-console.log(`smoke: ok (kgs ${body.version} served /healthz from ${cwd}, ran a job on a worker thread, searched, stopped cleanly, verified a bundle)`)
+console.log(`smoke: ok (kgs ${body.version} served /healthz and the web app from ${cwd}, ran a job on a worker thread, searched, stopped cleanly, verified a bundle)`)

@@ -12,6 +12,7 @@ import { urlChecks } from './http/url-checks.ts'
 import { ErrorBody } from './http/schemas.ts'
 import { openApiDocument } from './http/openapi.ts'
 import { swaggerClient, swaggerUi } from './http/swagger-ui.ts'
+import { WEB_APP_PATH, wantsHtml, webApp, webAppClient } from './http/web-app.ts'
 import { authorizationServerMetadata, resourceIdentifier, resourceMetadataUrl } from './oauth/metadata.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
@@ -70,6 +71,7 @@ const ServiceIndex = t.Object({
   name: t.Literal('kgs'),
   version: t.String(),
   links: t.Object({
+    app: t.String({ description: 'the web app' }),
     swagger: t.String({ description: 'Swagger UI' }),
     openapi: t.String({ description: 'the OpenAPI document' }),
     api: t.String({ description: 'the base of the JSON API (the OAuth protected resource)' }),
@@ -84,6 +86,7 @@ function serviceIndex(baseUrl: string): typeof ServiceIndex.static {
     name: 'kgs',
     version: VERSION,
     links: {
+      app: `${baseUrl}${WEB_APP_PATH}`,
       swagger: `${baseUrl}/swagger`,
       openapi: `${baseUrl}/swagger/json`,
       api: resourceIdentifier(baseUrl),
@@ -152,10 +155,17 @@ export function createApp(ctx: AppContext) {
         openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl)),
       ),
     )
+    .use(webApp(() => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)), ctx.baseUrl))
     .use(access)
-    .get('/', () => index, {
+    // A browser (Accept: text/html) is sent to the web app; API clients get the index. Built by
+    // hand: Elysia's redirect() is Response.redirect, which Deno refuses a relative URL.
+    .get('/', ({ request }) => (wantsHtml(request) ? new Response(null, { status: 302, headers: { location: WEB_APP_PATH } }) : index), {
       public: true,
-      detail: { tags: ['operations'], summary: 'Service index: name, version and where to go next' },
+      detail: {
+        tags: ['operations'],
+        summary: 'Service index: name, version and where to go next (a browser asking for HTML is redirected to the web app at /app)',
+        responses: { 302: { description: 'to the web app at /app, for a request that accepts text/html' } },
+      },
       response: { 200: ServiceIndex },
     })
     .get('/healthz', () => ({ status: 'ok' as const, version: VERSION }), {

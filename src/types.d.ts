@@ -29,3 +29,8 @@ declare module '*.png' {
   const path: string
   export default path
 }
+// The web app's built script (scripts/build-web.ts), embedded as a file (src/http/web-app.ts).
+declare module '*/dist/web/app.js' {
+  const path: string
+  export default path
+}

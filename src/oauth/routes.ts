@@ -9,6 +9,7 @@ import { beginAuthorization, redirectWith, type AuthorizeOutcome } from './autho
 import { authenticateClient, basicCredentials, findClient, registerClient } from './clients.ts'
 import { OAuthError } from '../http/errors.ts'
 import { publicAccess } from '../http/access.ts'
+import { WEB_APP_CLIENT_ID } from '../http/web-app.ts'
 import type { Throttles } from '../http/throttle.ts'
 import { normalizeEmail } from '../accounts/users.ts'
 import type { OAuthTokens } from './tokens.ts'
@@ -112,6 +113,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
   const secureCookies = baseUrl.startsWith('https:')
   /** The consent page for a pending authorization whose user is known. */
   const consent = async (pending: { id: string; client_id: string; redirect_uri: string; scope: string }, user: User, csrfToken: string) => {
+    if (pending.client_id === WEB_APP_CLIENT_ID) return skipConsent(pending.id, user.id)
     const client = await findClient(system, pending.client_id)
     const html = consentPage({
       clientName: client?.client_name ?? '',
@@ -123,6 +125,15 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
       csrfToken,
     })
     return pageResponse(html, 200, [formTarget(pending.redirect_uri)])
+  }
+  /**
+   * kgs's own web app asks no consent: the person signing in is opening kgs itself, not letting
+   * a third party in. The code goes back at once, as after an Allow.
+   */
+  const skipConsent = async (pendingId: string, userId: string) => {
+    const pending = await findPending(system, pendingId)
+    if (!pending?.open || !(await decide(system, pending.id))) return expiredPage()
+    return redirect303(redirectWith(pending.redirect_uri, baseUrl, { code: await issueCode(system, pending, userId), state: pending.state ?? undefined }))
   }
   /** The sign-in page once more, saying what went wrong. */
   const signInAgain = async (pending: { id: string; client_id: string; redirect_uri: string }, form: { csrf_token: string; email: string }, error: string | undefined, status: number) => {
@@ -138,9 +149,12 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     return pageResponse(html, status)
   }
 
-  /** The consent page if the browser signed in on these pages recently, else the sign-in page. */
-  const firstPage = async (outcome: Extract<AuthorizeOutcome, { kind: 'login' }>, cookies: string | null) => {
-    const userId = await browserSessionUser(system, cookies)
+  /**
+   * The consent page if the browser signed in on these pages recently, else the sign-in page;
+   * always the sign-in page with `prompt=login` (OpenID Connect's), which a client sends after its sign-out.
+   */
+  const firstPage = async (outcome: Extract<AuthorizeOutcome, { kind: 'login' }>, cookies: string | null, promptLogin: boolean) => {
+    const userId = promptLogin ? undefined : await browserSessionUser(system, cookies)
     const user = userId ? await accounts.findUser(userId) : undefined
     if (!user) {
       return pageResponse(
@@ -189,7 +203,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         const binding = knownBrowser ?? newBrowserBinding()
         const outcome = await beginAuthorization(system, baseUrl, new URL(request.url).searchParams, browserBindingDigest(binding))
         if (outcome.kind === 'error-page') return pageResponse(errorPage(outcome.message), 400)
-        const page = await firstPage(outcome, cookies)
+        const page = await firstPage(outcome, cookies, new URL(request.url).searchParams.get('prompt') === 'login')
         if (!knownBrowser) page.headers.append('set-cookie', bindingCookie(binding, secureCookies))
         return page
       },
@@ -204,6 +218,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
             state: t.Optional(t.String()),
             scope: t.Optional(t.String()),
             resource: t.Optional(t.String()),
+            prompt: t.Optional(t.String({ description: 'login: ask for the password even if this browser signed in on these pages recently' })),
           },
           { additionalProperties: true },
         ),

@@ -19,7 +19,7 @@ export type { Repository }
 const REPOSITORY_CHANGED = 'kgs_repository_changed'
 
 /** Top-level names a slug must not take: /{repoID} shares the root with these. */
-const RESERVED_SLUGS = new Set(['api', 'swagger', 'registry', 'healthz', 'readyz', 'metrics', 'assets', 'static', 'oauth', '.well-known', 'favicon.ico', 'robots.txt'])
+const RESERVED_SLUGS = new Set(['api', 'app', 'swagger', 'registry', 'healthz', 'readyz', 'metrics', 'assets', 'static', 'oauth', '.well-known', 'favicon.ico', 'robots.txt'])
 
 const SLUG = /^[a-z0-9][a-z0-9-]{0,61}[a-z0-9]$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

@@ -8,6 +8,9 @@ import swaggerBundleJs from '../../node_modules/swagger-ui-dist/swagger-ui-bundl
 import swaggerCss from '../../node_modules/swagger-ui-dist/swagger-ui.css' with { type: 'file' }
 import swaggerRedirectJs from '../../node_modules/swagger-ui-dist/oauth2-redirect.js' with { type: 'file' }
 import swaggerFavicon from '../../node_modules/swagger-ui-dist/favicon-32x32.png' with { type: 'file' }
+// The web app as scripts/build-web.ts builds it (npm start, npm test and npm run build run it first).
+import webAppJs from '../../dist/web/app.js' with { type: 'file' }
+import webAppCss from '../../dist/web/app.css' with { type: 'file' }
 import type { Assets } from './types.ts'
 
-export const assets: Assets = { pgliteWasm, initdbWasm, pgliteData, swaggerBundleJs, swaggerCss, swaggerRedirectJs, swaggerFavicon }
+export const assets: Assets = { pgliteWasm, initdbWasm, pgliteData, swaggerBundleJs, swaggerCss, swaggerRedirectJs, swaggerFavicon, webAppJs, webAppCss }

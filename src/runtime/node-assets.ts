@@ -1,8 +1,9 @@
-// The assets as their files in node_modules: what Deno serves (it has no import `with { type: 'file' }`).
+// The assets as their files in node_modules (the web app's in dist/web/, scripts/build-web.ts): what Deno serves (it has no import `with { type: 'file' }`).
 // deno.json maps bun-assets.ts to this module for Deno, whose checker cannot load the files Bun embeds.
 import { fileURLToPath } from 'node:url'
 import type { Assets } from './types.ts'
 
+const fromDist = (path: string) => fileURLToPath(new URL(`../../dist/${path}`, import.meta.url).href)
 const fromNodeModules = (path: string) => fileURLToPath(new URL(`../../node_modules/${path}`, import.meta.url).href)
 
 export const assets: Assets = {
@@ -13,4 +14,6 @@ export const assets: Assets = {
   swaggerCss: fromNodeModules('swagger-ui-dist/swagger-ui.css'),
   swaggerRedirectJs: fromNodeModules('swagger-ui-dist/oauth2-redirect.js'),
   swaggerFavicon: fromNodeModules('swagger-ui-dist/favicon-32x32.png'),
+  webAppJs: fromDist('web/app.js'),
+  webAppCss: fromDist('web/app.css'),
 }

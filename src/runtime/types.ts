@@ -85,6 +85,9 @@ export interface Assets {
   swaggerCss: string
   swaggerRedirectJs: string
   swaggerFavicon: string
+  /** The web app (src/web/), as scripts/build-web.ts builds it into dist/web/. */
+  webAppJs: string
+  webAppCss: string
 }
 
 /** The part of Bun's S3 client src/blobs/s3.ts uses (fetch-s3.ts implements it where the runtime has none). */

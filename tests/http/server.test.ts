@@ -56,6 +56,7 @@ describe(`server (${BACKEND})`, () => {
       name: 'kgs',
       version: VERSION,
       links: {
+        app: `${server.url}/app`,
         swagger: `${server.url}/swagger`,
         openapi: `${server.url}/swagger/json`,
         api: `${server.url}/api/v1`,
@@ -63,7 +64,8 @@ describe(`server (${BACKEND})`, () => {
         protected_resource: `${server.url}/.well-known/oauth-protected-resource/api/v1`,
       },
     })
-    for (const link of ['/swagger', '/swagger/json', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/api/v1']) expect((await server.request(link)).status).toBe(200)
+    for (const link of ['/app', '/swagger', '/swagger/json', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/api/v1'])
+      expect((await server.request(link)).status).toBe(200)
   })
 
   test('Swagger UI at /swagger and OpenAPI JSON at /swagger/json listing the routes', async () => {

@@ -82,6 +82,7 @@ describe(`repositories (${BACKEND})`, () => {
     expectError(await http.post('/api/v1/repositories', { name: 'x', slug: a.slug }, owner.token), 409, 'slug already taken')
     for (const [slug, message] of [
       ['api', '"api" is reserved'],
+      ['app', '"app" is reserved'],
       ['healthz', '"healthz" is reserved'],
       [crypto.randomUUID(), 'a slug must not look like a UUID'],
       ['Upper', 'expected 2–63 characters of a-z, 0-9 and inner hyphens'],

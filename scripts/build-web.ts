@@ -1,0 +1,49 @@
+// Builds the web app (src/web/) into dist/web/app.js and dist/web/app.css: one minified bundle
+// each, which src/runtime/bun-assets.ts embeds in the binary and src/http/web-app.ts serves.
+// `npm start`, `npm test` and `npm run build` run it first; the tests' preload runs it when the
+// sources are newer than the bundle. `--if-stale` builds only then.
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+
+const root = join(import.meta.dir, '..')
+const source = join(root, 'src', 'web')
+export const WEB_DIST = join(root, 'dist', 'web')
+const OUTPUTS = ['app.js', 'app.css']
+
+const newest = (dir: string): number =>
+  Math.max(...readdirSync(dir, { withFileTypes: true }).map((entry) => (entry.isDirectory() ? newest(join(dir, entry.name)) : statSync(join(dir, entry.name)).mtimeMs)))
+
+/** Whether dist/web is missing a file or older than a source of the app. */
+function stale(): boolean {
+  const paths = OUTPUTS.map((name) => join(WEB_DIST, name))
+  if (!paths.every(existsSync)) return true
+  return Math.min(...paths.map((path) => statSync(path).mtimeMs)) < newest(source)
+}
+
+export async function buildWebApp({ ifStale = false } = {}): Promise<void> {
+  if (ifStale && !stale()) return
+  // Built beside the output and renamed into place, so that a server reading the files never sees half of one.
+  const scratch = join(root, 'dist', `web-${process.pid}`)
+  rmSync(scratch, { recursive: true, force: true })
+  const result = await Bun.build({
+    entrypoints: [join(source, 'app.tsx')],
+    outdir: scratch,
+    target: 'browser',
+    format: 'esm',
+    minify: true,
+    naming: '[name].[ext]',
+    define: { 'process.env.NODE_ENV': '"production"' },
+  })
+  if (!result.success) {
+    for (const message of result.logs) console.error(message)
+    throw new Error('the web app did not build')
+  }
+  mkdirSync(WEB_DIST, { recursive: true })
+  for (const name of OUTPUTS) renameSync(join(scratch, name), join(WEB_DIST, name))
+  rmSync(scratch, { recursive: true, force: true })
+}
+
+if (import.meta.main) {
+  await buildWebApp({ ifStale: process.argv.includes('--if-stale') })
+  console.log(`built ${WEB_DIST}`)
+}

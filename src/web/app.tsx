@@ -1,0 +1,185 @@
+// The kgs web app: entry point, sign-in, layout and routes. Every path is under /app; the server
+// answers the same page for all of them and this module picks what to show.
+import './app.css'
+import { render } from 'preact'
+import { useEffect, useState } from 'preact/hooks'
+import { get } from './api.ts'
+import { finishSignIn, hadSession, signedIn, signOut, startSignIn } from './auth.ts'
+import { ConceptPage, Concepts, FactPage, Facts, InvestigationPage, Investigations, paths, ReportPage, Reports, SourcePage, Sources } from './pages/graph.tsx'
+import { Registry, Repositories, Search, Transfer, Users } from './pages/home.tsx'
+import { ErrorBox, Link, navigate, onNavigate, useLoad, Show } from './ui.tsx'
+import type { Repository } from './types.ts'
+
+const REPOSITORY_TABS = [
+  ['facts', 'Facts'],
+  ['concepts', 'Concepts'],
+  ['sources', 'Sources'],
+  ['investigations', 'Investigations'],
+  ['reports', 'Reports'],
+  ['search', 'Search'],
+  ['transfer', 'Export and import'],
+] as const
+
+function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
+  const to = paths(repo)
+  const [loaded] = useLoad(() => get<Repository>(`/api/v1/repositories/${encodeURIComponent(repo)}`), repo)
+  const [tab = 'facts', id] = rest
+  const query = new URLSearchParams(location.search)
+  const page = (() => {
+    switch (tab) {
+      case 'facts':
+        return id ? <FactPage repo={repo} id={id} /> : <Facts repo={repo} source={query.get('source') ?? undefined} />
+      case 'concepts':
+        return id ? <ConceptPage repo={repo} id={id} /> : <Concepts repo={repo} />
+      case 'sources':
+        return id ? <SourcePage repo={repo} id={id} /> : <Sources repo={repo} />
+      case 'investigations':
+        return id ? <InvestigationPage repo={repo} id={id} /> : <Investigations repo={repo} />
+      case 'reports':
+        return id ? <ReportPage repo={repo} id={id} /> : <Reports repo={repo} />
+      case 'search':
+        return <Search repo={repo} />
+      case 'transfer':
+        return <Transfer repo={repo} />
+      default:
+        return <NotFound />
+    }
+  })()
+  return (
+    <>
+      <Show loaded={loaded}>
+        {(repository) => (
+          <p class="breadcrumb">
+            <Link href="/app">Repositories</Link> › <Link href={to.base}>{repository.name}</Link>
+          </p>
+        )}
+      </Show>
+      <nav aria-label="Repository" class="tabs">
+        <ul>
+          {REPOSITORY_TABS.map(([path, label]) => (
+            <li key={path}>
+              <Link href={`${to.base}/${path}`} aria-current={tab === path ? 'page' : undefined}>
+                {label}
+              </Link>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      {page}
+    </>
+  )
+}
+
+const NotFound = () => (
+  <>
+    <h1 tabIndex={-1}>Not found</h1>
+    <p>
+      There is no such page. <Link href="/app">Back to the repositories</Link>
+    </p>
+  </>
+)
+
+function Route({ path }: { path: string }) {
+  const parts = path.split('/').filter(Boolean).slice(1).map(decodeURIComponent)
+  const [first, second, ...rest] = parts
+  if (first === undefined) return <Repositories />
+  if (first === 'r' && second) return <RepositoryPage repo={second} rest={rest} />
+  if (first === 'registry') return <Registry />
+  if (first === 'admin' && second === 'users') return <Users />
+  return <NotFound />
+}
+
+function Shell() {
+  const [path, setPath] = useState(location.pathname)
+  useEffect(() => onNavigate(() => setPath(location.pathname)), [])
+  const [permissions] = useLoad(() => get<{ system_admin: boolean }>('/api/v1/permissions'), 'permissions')
+  const [me] = useLoad(() => get<{ email: string }>('/api/v1/users/me'), 'me')
+  const out = async () => {
+    await signOut()
+    navigate('/app', true)
+  }
+  return (
+    <>
+      <a href="#main" class="skip">
+        Skip to content
+      </a>
+      <header>
+        <nav aria-label="Main">
+          <ul>
+            <li>
+              <Link href="/app" class="brand">
+                kgs
+              </Link>
+            </li>
+            <li>
+              <Link href="/app">Repositories</Link>
+            </li>
+            <li>
+              <Link href="/app/registry">Registry</Link>
+            </li>
+            {permissions.state === 'done' && permissions.value.system_admin && (
+              <li>
+                <Link href="/app/admin/users">Users</Link>
+              </li>
+            )}
+          </ul>
+        </nav>
+        <div class="account">
+          {me.state === 'done' && <span>{me.value.email}</span>}
+          <button type="button" onClick={out}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main id="main">
+        <Route path={path} key={path + location.search} />
+      </main>
+    </>
+  )
+}
+
+function SignIn() {
+  return (
+    <main id="main" class="welcome">
+      <h1 tabIndex={-1}>kgs</h1>
+      <p>Browse, search and share your knowledge graphs.</p>
+      <button type="button" class="primary" onClick={() => startSignIn(location.pathname + location.search)}>
+        Sign in
+      </button>
+      <p class="meta">
+        Developers: the API is described at <a href="/swagger">/swagger</a>.
+      </p>
+    </main>
+  )
+}
+
+function App() {
+  const [state, setState] = useState<'signed-in' | 'signed-out' | 'working' | { error: unknown }>(signedIn() ? 'signed-in' : 'working')
+  useEffect(() => {
+    const update = () => setState(signedIn() ? 'signed-in' : 'signed-out')
+    const off = onNavigate(update)
+    if (location.pathname === '/app/callback') {
+      finishSignIn(new URLSearchParams(location.search)).then(
+        (to) => navigate(to, true),
+        (error) => {
+          history.replaceState(null, '', '/app')
+          setState({ error })
+        },
+      )
+    } else if (!signedIn() && hadSession()) {
+      // A reload: the token was in memory only; the authorization pages sign this tab in again.
+      void startSignIn(location.pathname + location.search)
+    } else update()
+    return off
+  }, [])
+  if (state === 'working') return <p aria-live="polite">Signing in…</p>
+  if (state === 'signed-in') return <Shell />
+  return (
+    <>
+      {typeof state === 'object' && <ErrorBox error={state.error} />}
+      <SignIn />
+    </>
+  )
+}
+
+render(<App />, document.getElementById('app')!)

@@ -1,0 +1,307 @@
+// The pages outside one repository's graph: the repositories, search, export and import, the
+// registry's catalogue, and users and roles for a sysadmin.
+import { useEffect, useState } from 'preact/hooks'
+import { get, request } from '../api.ts'
+import type { Fact, Graph, Job, Repository } from '../types.ts'
+import { ErrorBox, Link, navigate, Paged, shortDate } from '../ui.tsx'
+import { paths } from './graph.tsx'
+
+const value = (event: Event) => (event.target as HTMLInputElement).value
+
+export function Repositories() {
+  const [name, setName] = useState('')
+  const [error, setError] = useState<unknown>()
+  const create = async (event: Event) => {
+    event.preventDefault()
+    setError(undefined)
+    try {
+      const created = await request<Repository>('POST', '/api/v1/repositories', { name })
+      navigate(paths(created.slug).base)
+    } catch (failure) {
+      setError(failure)
+    }
+  }
+  return (
+    <>
+      <h1 tabIndex={-1}>Repositories</h1>
+      <Paged<Repository> path="/api/v1/repositories" label="Repositories">
+        {(rows) => (
+          <ul class="rows">
+            {rows.map((repository) => (
+              <li key={repository.id}>
+                <Link href={paths(repository.slug).base}>{repository.name}</Link>
+                <span class="meta">{[repository.role, ...Object.entries(repository.counts ?? {}).map(([kind, n]) => `${n} ${kind}`), repository.description].filter(Boolean).join(' · ')}</span>
+              </li>
+            ))}
+          </ul>
+        )}
+      </Paged>
+      <form onSubmit={create} class="inline">
+        <h2>New repository</h2>
+        <label>
+          Name <input required maxLength={200} value={name} onInput={(event) => setName(value(event))} />
+        </label>
+        <button type="submit">Create</button>
+        {error !== undefined && <ErrorBox error={error} />}
+      </form>
+    </>
+  )
+}
+
+/** `text` with the query's words marked (as text nodes and <mark> elements: nothing is parsed as HTML). */
+function Highlighted({ text, query }: { text: string; query: string }) {
+  const words = [...new Set(query.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) ?? [])]
+  if (words.length === 0) return <>{text}</>
+  // Letters and digits only: nothing in a word needs escaping in the pattern.
+  const pattern = new RegExp(`(${words.join('|')})`, 'giu')
+  return <>{text.split(pattern).map((part, i) => (i % 2 === 1 ? <mark key={i}>{part}</mark> : part))}</>
+}
+
+interface Hit {
+  id: string
+  /** hybrid: reciprocal rank fusion; keyword: ts_rank; vector: cosine similarity. */
+  score: number
+  fact?: Fact
+  concept?: { id: string; canonical_name: string; context: string }
+}
+
+export function Search({ repo }: { repo: string }) {
+  const to = paths(repo)
+  const [query, setQuery] = useState(new URLSearchParams(location.search).get('q') ?? '')
+  const [kind, setKind] = useState<'facts' | 'concepts'>('facts')
+  const [mode, setMode] = useState<'hybrid' | 'keyword' | 'vector'>('hybrid')
+  const [state, setState] = useState<{ hits?: Hit[]; asked?: string; error?: unknown; busy?: boolean }>({})
+  const run = async (event: Event) => {
+    event.preventDefault()
+    setState({ busy: true })
+    try {
+      const hits = await get<Hit[]>(`/${encodeURIComponent(repo)}/search?${new URLSearchParams({ q: query, kind, mode, limit: '20' })}`)
+      setState({ hits, asked: query })
+    } catch (error) {
+      setState({ error })
+    }
+  }
+  return (
+    <>
+      <h1 tabIndex={-1}>Search</h1>
+      <form aria-label="Search this repository" onSubmit={run} class="inline">
+        <label>
+          Query <input type="search" required value={query} onInput={(event) => setQuery(value(event))} />
+        </label>
+        <label>
+          In{' '}
+          <select value={kind} onChange={(event) => setKind(value(event) as 'facts' | 'concepts')}>
+            <option value="facts">facts</option>
+            <option value="concepts">concepts</option>
+          </select>
+        </label>
+        <label>
+          Mode{' '}
+          <select value={mode} onChange={(event) => setMode(value(event) as 'hybrid' | 'keyword' | 'vector')}>
+            <option value="hybrid">hybrid</option>
+            <option value="keyword">keyword</option>
+            <option value="vector">vector</option>
+          </select>
+        </label>
+        <button type="submit">Search</button>
+      </form>
+      {state.busy && <p aria-live="polite">Searching…</p>}
+      {state.error !== undefined && <ErrorBox error={state.error} />}
+      {state.hits && (
+        <ol class="rows" aria-label="Results">
+          {state.hits.map((hit) => (
+            <li key={hit.id}>
+              <Link href={hit.fact ? to.fact(hit.id) : to.concept(hit.id)}>
+                <Highlighted text={hit.fact?.text ?? hit.concept?.canonical_name ?? hit.id} query={state.asked ?? ''} />
+              </Link>
+              <span class="meta">score {hit.score.toFixed(3)}</span>
+            </li>
+          ))}
+          {state.hits.length === 0 && <li>Nothing found.</li>}
+        </ol>
+      )}
+    </>
+  )
+}
+
+/** A job followed until it ends, its progress as a live bar. */
+function JobProgress({ repo, job, onDone }: { repo: string; job: Job; onDone?: (job: Job) => void }) {
+  const [current, setCurrent] = useState(job)
+  useEffect(() => {
+    let stopped = false
+    const follow = async () => {
+      let latest = job
+      while (!stopped && (latest.status === 'queued' || latest.status === 'running')) {
+        await new Promise((resolve) => setTimeout(resolve, 500))
+        latest = await get<Job>(`/${encodeURIComponent(repo)}/jobs/${job.id}`)
+        if (!stopped) setCurrent(latest)
+      }
+      if (!stopped) onDone?.(latest)
+    }
+    follow().catch((error) => !stopped && setCurrent({ ...job, status: 'failed', error: String(error) }))
+    return () => {
+      stopped = true
+    }
+  }, [job.id])
+  const percent = current.progress.percent
+  return (
+    <div class="job">
+      <label>
+        {current.kind} {current.progress.phase ?? ''} ({current.status})
+        <progress max={100} value={percent ?? undefined} aria-valuetext={percent === null ? 'working' : `${Math.round(percent)}%`} />
+      </label>
+      {current.error && <ErrorBox error={new Error(current.error)} />}
+      {current.status === 'succeeded' && <p role="status">Done.</p>}
+    </div>
+  )
+}
+
+export function Transfer({ repo }: { repo: string }) {
+  const [job, setJob] = useState<Job>()
+  const [error, setError] = useState<unknown>()
+  const [graphId, setGraphId] = useState(new URLSearchParams(location.search).get('graph') ?? '')
+  const start = async (event: Event, path: string, body: unknown) => {
+    event.preventDefault()
+    setError(undefined)
+    setJob(undefined)
+    try {
+      setJob(await request<Job>('POST', `/${encodeURIComponent(repo)}${path}`, body))
+    } catch (failure) {
+      setError(failure)
+    }
+  }
+  return (
+    <>
+      <h1 tabIndex={-1}>Export and import</h1>
+      <form class="inline" onSubmit={(event) => start(event, '/export-graph', {})}>
+        <h2>Export to the registry</h2>
+        <button type="submit">Export this repository</button>
+      </form>
+      <form class="inline" onSubmit={(event) => start(event, '/import-graph', { graph_id: graphId })}>
+        <h2>Import from the registry</h2>
+        <label>
+          Graph id <input required value={graphId} onInput={(event) => setGraphId(value(event))} pattern="[0-9a-fA-F-]{36}" />
+        </label>
+        <button type="submit">Import</button>
+      </form>
+      {error !== undefined && <ErrorBox error={error} />}
+      {job && <JobProgress repo={repo} job={job} />}
+    </>
+  )
+}
+
+export function Registry() {
+  return (
+    <>
+      <h1 tabIndex={-1}>Registry</h1>
+      <Paged<Graph> path="/api/v1/graphs" label="Graphs">
+        {(rows) => (
+          <table>
+            <caption class="visually-hidden">Graphs in the registry</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Owner</th>
+                <th scope="col">Facts</th>
+                <th scope="col">Concepts</th>
+                <th scope="col">Sources</th>
+                <th scope="col">Pushed</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((graph) => (
+                <tr key={graph.id}>
+                  <td>
+                    {graph.name}
+                    <span class="meta"> {graph.id}</span>
+                  </td>
+                  <td>{graph.owner}</td>
+                  <td>{graph.fact_count}</td>
+                  <td>{graph.concept_count}</td>
+                  <td>{graph.source_count}</td>
+                  <td>{shortDate(graph.created_at)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </Paged>
+    </>
+  )
+}
+
+interface UserRow {
+  id: string
+  email: string
+  name: string
+  roles: { role: string; domain: string }[]
+}
+
+export function Users() {
+  const [form, setForm] = useState({ user_id: '', role: 'viewer', domain: 'system' })
+  const [outcome, setOutcome] = useState<{ error?: unknown; done?: string }>({})
+  const [round, setRound] = useState(0)
+  const change = async (method: 'PUT' | 'DELETE') => {
+    setOutcome({})
+    try {
+      await request(method, '/api/v1/admin/users/roles', form)
+      setOutcome({ done: method === 'PUT' ? 'Role assigned.' : 'Role removed.' })
+      setRound(round + 1)
+    } catch (error) {
+      setOutcome({ error })
+    }
+  }
+  const field = (name: keyof typeof form) => ({ value: form[name], onInput: (event: Event) => setForm({ ...form, [name]: value(event) }) })
+  return (
+    <>
+      <h1 tabIndex={-1}>Users and roles</h1>
+      <Paged<UserRow> key={round} path="/api/v1/admin/users" label="Users">
+        {(rows) => (
+          <table>
+            <caption class="visually-hidden">Users and their roles</caption>
+            <thead>
+              <tr>
+                <th scope="col">E-mail</th>
+                <th scope="col">Id</th>
+                <th scope="col">Roles</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((user) => (
+                <tr key={user.id}>
+                  <td>{user.email}</td>
+                  <td class="meta">{user.id}</td>
+                  <td>{user.roles.map((r) => `${r.role} (${r.domain})`).join(', ')}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </Paged>
+      <form
+        class="inline"
+        onSubmit={(event) => {
+          event.preventDefault()
+          void change('PUT')
+        }}
+      >
+        <h2>Assign or remove a role</h2>
+        <label>
+          User id <input required {...field('user_id')} />
+        </label>
+        <label>
+          Role <input required {...field('role')} />
+        </label>
+        <label>
+          Domain (system, or a repository) <input required {...field('domain')} />
+        </label>
+        <button type="submit">Assign</button>
+        <button type="button" onClick={() => change('DELETE')}>
+          Remove
+        </button>
+        {outcome.error !== undefined && <ErrorBox error={outcome.error} />}
+        {outcome.done && <p role="status">{outcome.done}</p>}
+      </form>
+    </>
+  )
+}

@@ -1,0 +1,116 @@
+// Small pieces every page uses: in-app links, loading and error states, paged lists.
+import type { ComponentChildren, JSX } from 'preact'
+import { useEffect, useRef, useState } from 'preact/hooks'
+import { page as fetchPage } from './api.ts'
+import { type CitationHref, renderMarkdown, type SentenceLink } from './markdown.ts'
+
+type Listener = () => void
+const listeners = new Set<Listener>()
+export const onNavigate = (listener: Listener) => {
+  listeners.add(listener)
+  return () => listeners.delete(listener)
+}
+export function navigate(href: string, replace = false): void {
+  if (replace) history.replaceState(null, '', href)
+  else history.pushState(null, '', href)
+  for (const listener of listeners) listener()
+  // The page changed: focus moves to its heading, as a screen reader expects after a link.
+  requestAnimationFrame(() => document.querySelector<HTMLElement>('main h1')?.focus())
+}
+addEventListener('popstate', () => {
+  for (const listener of listeners) listener()
+})
+
+/** A link inside the app: a real <a> (keyboard, new tab) that navigates without a reload. */
+export function Link({ href, children, ...rest }: { href: string; children: ComponentChildren } & JSX.HTMLAttributes<HTMLAnchorElement>) {
+  const click = (event: MouseEvent) => {
+    if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return
+    event.preventDefault()
+    navigate(href)
+  }
+  return (
+    <a href={href} onClick={click} {...rest}>
+      {children}
+    </a>
+  )
+}
+
+export function ErrorBox({ error }: { error: unknown }) {
+  return (
+    <p class="error" role="alert">
+      {error instanceof Error ? error.message : String(error)}
+    </p>
+  )
+}
+
+type Loaded<T> = { state: 'loading' } | { state: 'done'; value: T } | { state: 'failed'; error: unknown }
+
+/** Runs `load` whenever `key` changes; `reload` runs it again. */
+export function useLoad<T>(load: () => Promise<T>, key: string): [Loaded<T>, () => void] {
+  const [loaded, setLoaded] = useState<Loaded<T>>({ state: 'loading' })
+  const [round, setRound] = useState(0)
+  useEffect(() => {
+    let current = true
+    setLoaded({ state: 'loading' })
+    load().then(
+      (value) => current && setLoaded({ state: 'done', value }),
+      (error) => current && setLoaded({ state: 'failed', error }),
+    )
+    return () => {
+      current = false
+    }
+  }, [key, round])
+  return [loaded, () => setRound((n) => n + 1)]
+}
+
+/** What a load shows: a status while loading, the API's error, or `children` of the value. */
+export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (value: T) => ComponentChildren }) {
+  if (loaded.state === 'loading') return <p aria-live="polite">Loading…</p>
+  if (loaded.state === 'failed') return <ErrorBox error={loaded.error} />
+  return <>{children(loaded.value)}</>
+}
+
+/** A paginated list: one page at a time, never the whole table; Previous and Next. */
+export function Paged<T>({ path, label, children }: { path: string; label: string; children: (rows: T[]) => ComponentChildren }) {
+  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined])
+  const cursor = cursors[cursors.length - 1]
+  useEffect(() => setCursors([undefined]), [path])
+  const [loaded] = useLoad(() => fetchPage<T>(path, cursor), `${path} ${cursor ?? ''}`)
+  return (
+    <Show loaded={loaded}>
+      {({ rows, next }) => (
+        <>
+          {rows.length === 0 ? <p>None yet.</p> : children(rows)}
+          <nav class="pager" aria-label={`${label} pages`}>
+            <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>
+              Previous page
+            </button>
+            <span>Page {cursors.length}</span>
+            <button type="button" disabled={!next} onClick={() => setCursors([...cursors, next])}>
+              Next page
+            </button>
+          </nav>
+        </>
+      )}
+    </Show>
+  )
+}
+
+/** Markdown from the graph, rendered inert (markdown.ts) into this element. */
+export function Markdown({ source, href, links }: { source: string; href: CitationHref; links?: SentenceLink[] }) {
+  const ref = useRef<HTMLDivElement>(null)
+  useEffect(() => {
+    const fragment = renderMarkdown(source, href, links)
+    // Links within the app navigate without a reload, as <Link> does.
+    for (const anchor of fragment.querySelectorAll<HTMLAnchorElement>('a[href^="/app/"]'))
+      anchor.addEventListener('click', (event) => {
+        if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return
+        event.preventDefault()
+        navigate(anchor.getAttribute('href')!)
+      })
+    ref.current?.replaceChildren(fragment)
+  }, [source, links])
+  return <div class="markdown" ref={ref} />
+}
+
+export const shortDate = (iso: string) => iso.slice(0, 10)

@@ -1,0 +1,420 @@
+// The web app at /app as a person uses it, in headless Chromium with every request that leaves
+// the machine refused: sign-in through kgs's own authorization pages (code + PKCE, no consent for
+// this first-party client), each page over a real imported graph, export and import with the
+// job's progress, the registry, users and roles, the token's refresh and revocation; keyboard
+// use, axe-core on every page, 375 px wide; and a bundle full of script payloads, imported and
+// shown with nothing executed.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import AxeBuilder from '@axe-core/playwright'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { REFUSED_OFF_MACHINE, launchBrowser } from '../helpers/browser.ts'
+import { BACKEND } from '../helpers/backend.ts'
+import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { api, expectError, uniqueEmail } from '../helpers/api.ts'
+import { settleJobs, waitForJob } from '../helpers/jobs.ts'
+import { generateBundle } from '../../scripts/gen-bundle.ts'
+import { generateGraph } from '../../scripts/gen-graph.ts'
+import { WEB_APP_CLIENT_ID } from '../../src/http/web-app.ts'
+import { writeHostileBundle, XSS_MARK } from './hostile-bundle.ts'
+
+const password = 'correct horse battery'
+const account = { email: uniqueEmail('app'), password }
+
+let server: TestServer
+let http: ReturnType<typeof api>
+let token: string
+let dir: string
+let browser: Browser
+let context: BrowserContext
+let page: Page
+const tour = { slug: 'tour', name: 'Tour' }
+const hostile = { slug: 'hostile', name: 'Hostile' }
+/** A repository big enough that a page loading the whole table would show it (KGS_APP_FACTS facts, written straight in). */
+const large = { slug: 'large', name: 'Large', facts: Number(process.env.KGS_APP_FACTS ?? 10_000) }
+/** Every request the pages tried to send off the machine, and what the CSP refused. */
+const offsite: string[] = []
+const blocked: string[] = []
+const dialogs: string[] = []
+/**
+ * Records the token endpoint's answers in the page (window.__tokens), to check refresh rotation
+ * and revocation from outside: the app keeps its tokens where a test cannot see them. Injected
+ * by Playwright (not subject to the page's CSP); a listener on Playwright's response events would
+ * race under Bun (see tests/helpers/browser.ts).
+ */
+const RECORD_TOKENS = `{
+  const fetch = window.fetch.bind(window)
+  window.__tokens = []
+  window.fetch = async (input, init) => {
+    const response = await fetch(input, init)
+    if (String(input).endsWith('/api/v1/oauth/token') && response.ok) window.__tokens.push(await response.clone().json())
+    return response
+  }
+}`
+type Tokens = { access_token: string; refresh_token: string }[]
+/** The token answers since the page last loaded. */
+const tokens = () => page.evaluate<Tokens>('window.__tokens')
+
+async function importBundle(slug: string, path: string): Promise<void> {
+  const started = await http.call('POST', `/${slug}/import-graph`, { token, raw: readFileSync(path), headers: { 'content-type': 'application/gzip' } })
+  expect(started.status).toBe(202)
+  const job = await waitForJob(http, `/${slug}/jobs/${started.body.id}`, token)
+  if (job.status !== 'succeeded') throw new Error(`import ${job.status}: ${job.error}`)
+  await settleJobs(http, slug, token)
+}
+
+beforeAll(async () => {
+  server = await startTestServer({ env: { WORKERS: '1' } })
+  http = api(server.url)
+  const registered = await http.post('/api/v1/auth/register', account)
+  expect(registered.status).toBe(201)
+  token = registered.body.token
+  for (const repo of [tour, hostile]) expect((await http.post('/api/v1/repositories', repo, token)).status).toBe(201)
+  dir = mkdtempSync(join(tmpdir(), 'kgs-app-'))
+})
+
+// The two graphs the pages show, each imported through the API in a hook of its own.
+beforeAll(async () => {
+  await generateBundle(join(dir, 'tour.json.gz'), { facts: 240, vectors: 'kgs-hash-v1', seed: 7, name: 'tour' })
+  await importBundle(tour.slug, join(dir, 'tour.json.gz'))
+})
+
+beforeAll(async () => {
+  const created = await http.post('/api/v1/repositories', { slug: large.slug, name: large.name }, token)
+  expect(created.status).toBe(201)
+  await generateGraph(await server.context.pools.forRepository(created.body.id), created.body.id, { facts: large.facts })
+})
+
+beforeAll(async () => {
+  await writeHostileBundle(join(dir, 'hostile.json.gz'))
+  await importBundle(hostile.slug, join(dir, 'hostile.json.gz'))
+})
+
+beforeAll(async () => {
+  browser = await launchBrowser({ offNetwork: true })
+  context = await browser.newContext()
+  await context.addInitScript(RECORD_TOKENS)
+  page = await context.newPage()
+  page.on('console', (message) => {
+    if (message.type() !== 'error') return
+    if (message.text().includes('Content Security Policy')) blocked.push(`${page.url()}: ${message.text()}`)
+    if (message.text().includes(REFUSED_OFF_MACHINE)) offsite.push(message.location().url)
+  })
+  page.on('dialog', (dialog) => {
+    dialogs.push(dialog.message())
+    void dialog.dismiss()
+  })
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await server.stop()
+  if (dir) rmSync(dir, { recursive: true, force: true })
+})
+
+/** axe-core on the page as it is: no serious or critical finding. */
+async function accessible(): Promise<void> {
+  const results = await new AxeBuilder({ page }).analyze()
+  const bad = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+  expect(bad.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`)).toEqual([])
+}
+
+/**
+ * Opens an app path and waits for its heading: within the app as a link would (a full load would
+ * sign in again, the token being in the page's memory only), or by loading it when the app is not open.
+ */
+async function open(path: string, heading?: string | RegExp): Promise<void> {
+  if (await page.locator('header nav').count()) {
+    await page.evaluate(`history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`)
+  } else await page.goto(server.url + path)
+  await page.waitForURL(server.url + path)
+  await page.locator('main h1').first().waitFor()
+  if (heading) await page.getByRole('heading', { level: 1, name: heading }).waitFor()
+}
+
+/** Waits for a paged list to have loaded (its pager shows once the page's rows are in). */
+const listed = () => page.locator('main nav.pager').waitFor()
+
+const signIn = async () => {
+  await page.getByLabel('Email').fill(account.email)
+  await page.getByLabel('Password').fill(account.password)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+}
+
+describe(`the web app (${BACKEND})`, () => {
+  test('a browser asking for / is sent to /app; API clients keep the JSON index; app is a reserved slug', async () => {
+    const html = await server.request('/', { headers: { accept: 'text/html,application/xhtml+xml' }, redirect: 'manual' })
+    expect(html.status).toBe(302)
+    expect(html.headers.get('location')).toBe('/app')
+    const index = await http.get('/')
+    expect(index.status).toBe(200)
+    expect(index.body.links.app).toBe(`${server.url}/app`)
+    expectError(await http.post('/api/v1/repositories', { name: 'App', slug: 'app' }, token), 400, /reserved/)
+    const served = await server.request('/app/r/tour/facts')
+    expect(served.headers.get('content-security-policy')).toContain("script-src 'self'")
+    expect(served.headers.get('content-security-policy')).toContain("connect-src 'self'")
+    expect(await served.text()).not.toMatch(/<script>|<style>|style=/)
+    expect((await server.request('/app/assets/nothing.js')).status).toBe(404)
+    // The budget: the app's JavaScript and CSS at most 250 KB gzip together, as served.
+    let gzipped = 0
+    for (const asset of ['app.js', 'app.css']) gzipped += Bun.gzipSync(new Uint8Array(await (await server.request(`/app/assets/${asset}`)).arrayBuffer())).length
+    expect(gzipped).toBeLessThanOrEqual(250 * 1024)
+  })
+
+  test('signs in through the authorization page (code + PKCE, no consent), the token only in memory', async () => {
+    await page.goto(server.url + '/')
+    expect(new URL(page.url()).pathname).toBe('/app')
+    await accessible()
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await signIn()
+    await page.getByRole('heading', { name: 'Repositories' }).waitFor()
+    await page.locator('header').getByText(account.email).waitFor()
+    // In memory only: nothing in localStorage, and sessionStorage says only that this tab signed in.
+    expect(await tokens()).toHaveLength(1)
+    expect(await page.evaluate<string>('JSON.stringify({ ...localStorage })')).toBe('{}')
+    expect(await page.evaluate<string>('JSON.stringify({ ...sessionStorage })')).toBe('{"kgs.signed-in":"1"}')
+  })
+
+  test('repositories: listed, and one created from the form', async () => {
+    await open('/app', 'Repositories')
+    await expect(page.getByRole('link', { name: 'Tour' }).count()).resolves.toBe(1)
+    // Each with the caller's role and the graph's size.
+    const tourRow = page.locator('main ul.rows > li').filter({ has: page.getByRole('link', { name: 'Tour' }) })
+    await expect(tourRow.textContent()).resolves.toMatch(/repoadmin.*240 facts/)
+    await accessible()
+    await page.getByLabel('Name').fill('Made in the app')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('heading', { name: 'Facts' }).waitFor()
+    expect(new URL(page.url()).pathname).toBe('/app/r/made-in-the-app')
+    // The API's own refusal, shown as it is.
+    await open('/app', 'Repositories')
+    await page.getByLabel('Name').fill('Made in the app')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page
+      .getByRole('alert')
+      .waitFor({ timeout: 10_000 })
+      .catch(async () => {
+        throw new Error(`no refusal shown at ${page.url()}; the page says: ${await page.locator('main').textContent()}`)
+      })
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/already|taken|exists/i)
+  })
+
+  test('facts: paged, and a fact with its sources and concepts', async () => {
+    await open('/app/r/tour/facts', 'Facts')
+    await listed()
+    const rows = page.locator('main ul.rows > li')
+    await expect(rows.count()).resolves.toBe(50)
+    const first = await rows.first().textContent()
+    await page.getByRole('button', { name: 'Next page' }).click()
+    await page.getByText('Page 2').waitFor()
+    await expect(rows.first().textContent()).resolves.not.toBe(first)
+    await accessible()
+    await rows.first().getByRole('link').click()
+    await page.getByRole('heading', { name: 'Fact' }).waitFor()
+    await page.getByRole('heading', { name: 'Sources' }).waitFor()
+    await expect(page.locator('main ul.chips a').count()).resolves.toBeGreaterThan(0)
+    await accessible()
+  })
+
+  test('a concept: summaries, synthesis, its facts and a picture of its neighbourhood, clickable', async () => {
+    await open('/app/r/tour/concepts', 'Concepts')
+    await accessible()
+    await page.locator('main ul.rows a').first().click()
+    await page.getByRole('heading', { name: 'Neighbourhood' }).waitFor()
+    await page.locator('.graph canvas').first().waitFor()
+    await accessible()
+    const neighbour = page.locator('figure.neighbourhood figcaption a').first()
+    const name = (await neighbour.textContent())!
+    await neighbour.click()
+    await page.getByRole('heading', { level: 1, name, exact: true }).waitFor()
+  })
+
+  test('reports: the Markdown with its annotated sentences linked to their facts; sources and investigations', async () => {
+    await open('/app/r/tour/reports', 'Reports')
+    await page.locator('main ul.rows a').first().click()
+    await page.locator('.markdown a.annotated').first().waitFor()
+    const annotated = page.locator('.markdown a.annotated').first()
+    expect(await annotated.getAttribute('href')).toMatch(/^\/app\/r\/tour\/facts\/[0-9a-f-]{36}$/)
+    await accessible()
+    await annotated.click()
+    await page.getByRole('heading', { name: 'Fact' }).waitFor()
+
+    await open('/app/r/tour/sources', 'Sources')
+    await accessible()
+    await page.locator('main ul.rows a').first().click()
+    await page.locator('main .markdown').waitFor()
+    await accessible()
+    await open('/app/r/tour/investigations', 'Investigations')
+    await page.locator('main ul.rows a').first().click()
+    await page.getByRole('heading', { name: 'Sources' }).waitFor()
+    await accessible()
+  })
+
+  test('search: results with their scores', async () => {
+    const fact = (await http.call('GET', '/tour/facts?limit=1', { token })).body[0]
+    await open('/app/r/tour/search', 'Search')
+    await page.getByLabel('Query').fill(fact.text)
+    await page.getByRole('button', { name: 'Search', exact: true }).click()
+    const results = page.getByRole('list', { name: 'Results' })
+    await results.waitFor()
+    await expect(results.locator('li').first().textContent()).resolves.toContain(fact.text)
+    await expect(results.locator('li .meta').first().textContent()).resolves.toMatch(/score \d\.\d{3}/)
+    // The query's words are marked in the results.
+    await expect(results.locator('li').first().locator('mark').count()).resolves.toBeGreaterThan(0)
+    // Keyword search, chosen: the same fact first.
+    await page.getByLabel('Mode').selectOption('keyword')
+    await page.getByRole('button', { name: 'Search', exact: true }).click()
+    await page.getByRole('list', { name: 'Results' }).waitFor()
+    await expect(results.locator('li').first().textContent()).resolves.toContain(fact.text)
+    await accessible()
+  })
+
+  test('export to the registry and import from it, the job as a live bar; the registry with counts and owner', async () => {
+    await open('/app/r/tour/transfer', 'Export and import')
+    await accessible()
+    await page.getByRole('button', { name: 'Export this repository' }).click()
+    await page.locator('.job progress').waitFor()
+    await page.getByRole('status').filter({ hasText: 'Done.' }).waitFor({ timeout: 30_000 })
+    await open('/app/registry', 'Registry')
+    const row = page.locator('tbody tr').filter({ hasText: 'tour' }).first()
+    await expect(row.textContent()).resolves.toContain(account.email)
+    await expect(row.textContent()).resolves.toContain('240')
+    await accessible()
+    const graphId = /[0-9a-f-]{36}/.exec((await row.textContent())!)![0]
+    await open(`/app/r/made-in-the-app/transfer`, 'Export and import')
+    await page.getByLabel('Graph id').fill(graphId)
+    await page.getByRole('button', { name: 'Import' }).click()
+    await page.getByRole('status').filter({ hasText: 'Done.' }).waitFor({ timeout: 30_000 })
+    await open('/app/r/made-in-the-app/facts', 'Facts')
+    await listed()
+    await expect(page.locator('main ul.rows > li').count()).resolves.toBe(50)
+  })
+
+  test('users and roles, for a sysadmin', async () => {
+    expect((await server.promote(account.email)).code).toBe(0)
+    await open('/app/admin/users', 'Users and roles')
+    await expect(page.locator('tbody').textContent()).resolves.toContain(account.email)
+    await accessible()
+    const other = await http.post('/api/v1/auth/register', { email: uniqueEmail('member'), password })
+    await page.getByLabel('User id').fill(other.body.user.id)
+    await page.getByLabel('Role', { exact: true }).fill('viewer')
+    await page.getByLabel(/Domain/).fill('tour')
+    await page.getByRole('button', { name: 'Assign' }).click()
+    const outcome = page.locator('main form').getByRole('status').or(page.locator('main form').getByRole('alert'))
+    await outcome.waitFor({ timeout: 10_000 }).catch(async () => {
+      throw new Error(`no outcome shown; the page says: ${await page.locator('main').textContent()}`)
+    })
+    await expect(outcome.textContent()).resolves.toBe('Role assigned.')
+    await page.getByLabel('Role', { exact: true }).fill('no-such-role')
+    await page.getByRole('button', { name: 'Assign' }).click()
+    await page.getByRole('alert').waitFor()
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('unknown role')
+  })
+
+  test('a denial is the API error shown plainly', async () => {
+    await open('/app/r/no-such-repository/facts')
+    await expect(page.getByRole('alert').first().textContent()).resolves.toMatch(/not found/i)
+  })
+
+  test('a large repository: the first page of its facts, its time printed', async () => {
+    // Signed in already, unless this test runs alone (-t, to measure a larger KGS_APP_FACTS).
+    if (!(await page.locator('header nav').count())) {
+      await page.goto(server.url + '/app')
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      await signIn()
+      await page.locator('header nav').waitFor()
+    }
+    await open('/app/r/tour/search', 'Search')
+    const started = performance.now()
+    await open('/app/r/large/facts', 'Facts')
+    await listed()
+    const ms = performance.now() - started
+    await expect(page.locator('main ul.rows > li').count()).resolves.toBe(50)
+    console.log(`first page of ${large.facts.toLocaleString('en-US')} facts shown in ${Math.round(ms)} ms (${BACKEND}; in-app navigation to rows on screen)`)
+  })
+
+  test('keyboard: skip link, tabs and links work without a mouse', async () => {
+    await open('/app/r/tour/facts', 'Facts')
+    // The skip link comes first in the tab order: just before the header's first link.
+    await page.getByRole('link', { name: 'kgs', exact: true }).focus()
+    await page.keyboard.press('Shift+Tab')
+    await expect(page.evaluate<string>('document.activeElement?.textContent')).resolves.toBe('Skip to content')
+    const concepts = page.getByRole('navigation', { name: 'Repository' }).getByRole('link', { name: 'Concepts' })
+    await concepts.focus()
+    await page.keyboard.press('Enter')
+    await page.getByRole('heading', { name: 'Concepts' }).waitFor()
+    expect(new URL(page.url()).pathname).toBe('/app/r/tour/concepts')
+  })
+
+  test('works 375 px wide: nothing wider than the screen', async () => {
+    await page.setViewportSize({ width: 375, height: 740 })
+    for (const path of ['/app', '/app/r/tour/facts', '/app/registry']) {
+      await open(path)
+      expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375)
+    }
+    await page.setViewportSize({ width: 1280, height: 800 })
+  })
+
+  test('a bundle full of script payloads is shown with nothing executed', async () => {
+    const visit = async (list: string) => {
+      await open(`/app/r/hostile/${list}`)
+      await page.locator('main ul.rows a').first().waitFor()
+      await page.locator('main ul.rows a').first().click()
+      await page.locator('main article').waitFor()
+    }
+    for (const list of ['facts', 'concepts', 'sources', 'investigations', 'reports']) await visit(list)
+    await open('/app/r/hostile/investigations', 'Investigations')
+    await listed()
+    await expect(page.locator('main ul.rows').textContent()).resolves.toContain('<script>')
+    // Run in the page (a string: this file is type-checked without the DOM's types).
+    const state = await page.evaluate(`({
+      marked: window.${XSS_MARK},
+      scripts: [...document.scripts].map((script) => script.src),
+      handlers: [...document.querySelectorAll('*')].flatMap((element) => [...element.attributes].filter((a) => a.name.startsWith('on')).map((a) => a.name)),
+      scriptLinks: [...document.querySelectorAll('a')].filter((a) => /^\\s*javascript:/i.test(a.getAttribute('href') ?? '')).length,
+    })`)
+    expect(state).toEqual({ marked: undefined, scripts: [`${server.url}/app/assets/app.js`], handlers: [], scriptLinks: 0 })
+    expect(dialogs).toEqual([])
+  })
+
+  test('refresh rotates the token; a reload signs in again silently; sign-out revokes', async () => {
+    await page.reload()
+    await page.locator('header nav').waitFor()
+    const [signedIn] = await tokens()
+    // The access token revoked alone: the app's next call gets 401, refreshes, and goes on.
+    const revoked = await http.call('POST', '/api/v1/oauth/revoke', {
+      raw: new URLSearchParams({ token: signedIn!.access_token, client_id: WEB_APP_CLIENT_ID }),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
+    expect(revoked.status).toBe(200)
+    await open('/app/r/tour/facts', 'Facts')
+    await listed()
+    await expect(page.locator('main ul.rows > li').count()).resolves.toBe(50)
+    const [, refreshed, ...more] = await tokens()
+    expect(more).toEqual([])
+    expect(refreshed!.refresh_token).not.toBe(signedIn!.refresh_token)
+    // Rotation: the first refresh token is spent.
+    const reused = await http.call('POST', '/api/v1/oauth/token', {
+      raw: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: signedIn!.refresh_token, client_id: WEB_APP_CLIENT_ID }),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
+    expect(reused.status).toBe(400)
+
+    // Sign-out revokes the grant: the tokens of this sign-in stop working.
+    await page.reload()
+    await page.locator('header nav').waitFor()
+    const [current] = await tokens()
+    expect((await http.get('/api/v1/users/me', current!.access_token)).status).toBe(200)
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.getByRole('button', { name: 'Sign in' }).waitFor()
+    expect((await http.get('/api/v1/users/me', current!.access_token)).status).toBe(401)
+    // The next sign-in asks for the password again.
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await signIn()
+    await page.getByRole('heading', { name: 'Repositories' }).waitFor()
+    expect(offsite).toEqual([])
+    expect(blocked).toEqual([])
+  })
+})
