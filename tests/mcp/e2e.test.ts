@@ -10,7 +10,6 @@ import { join } from 'node:path'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { UnauthorizedError as UnauthorizedV1 } from '@modelcontextprotocol/sdk/client/auth.js'
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2, UnauthorizedError as UnauthorizedV2, type OAuthDiscoveryState } from '@modelcontextprotocol/client'
 import type { Browser } from 'playwright-core'
 import { generateBundle } from '../../scripts/gen-bundle.ts'
@@ -20,6 +19,7 @@ import { api, uniqueEmail } from '../helpers/api.ts'
 import { launchBrowser, listenOnLoopback, signInAndDecide, type LoopbackListener } from '../helpers/browser.ts'
 import { uploadBundle } from '../helpers/imports.ts'
 import { waitForJob } from '../helpers/jobs.ts'
+import { InMemoryHostProvider } from '../helpers/mcp-host.ts'
 
 const account = { email: uniqueEmail('mcp-user'), password: 'correct horse battery' }
 let server: TestServer
@@ -59,36 +59,10 @@ afterAll(async () => {
   await server?.stop()
 })
 
-/** An MCP host's OAuth state, in memory. */
-class HostProvider {
-  client?: OAuthClientInformationMixed
-  saved?: OAuthTokens
-  verifier = ''
-  authorizationUrl?: URL
-  constructor(readonly redirectUrl: string) {}
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'MCP host', redirect_uris: [this.redirectUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' }
-  }
-  clientInformation() {
-    return this.client
-  }
-  saveClientInformation(client: OAuthClientInformationMixed) {
-    this.client = client
-  }
-  tokens() {
-    return this.saved
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier
-  }
-  codeVerifier() {
-    return this.verifier
+/** An MCP host's OAuth state, in memory; the 2.x SDK also keeps what it discovered. */
+class HostProvider extends InMemoryHostProvider {
+  constructor(redirectUrl: string) {
+    super(redirectUrl, 'MCP host')
   }
   // What the 2.x SDK binds the callback to (the authorization server it discovered).
   discovery?: OAuthDiscoveryState

@@ -4,14 +4,14 @@
 // with its loopback redirect on 127.0.0.1, localhost and [::1]; and openid-client (strict,
 // RFC 9207-checking). These libraries are the judges: the test only plays the person.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { auth, extractWWWAuthenticateParams, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js'
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
+import { auth, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js'
 import * as openid from 'openid-client'
 import type { Browser } from 'playwright-core'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
 import { launchBrowser, listenOnLoopback, signInAndDecide } from '../helpers/browser.ts'
+import { InMemoryHostProvider } from '../helpers/mcp-host.ts'
 
 const account = { email: uniqueEmail('agent-user'), password: 'correct horse battery' }
 let server: TestServer
@@ -26,39 +26,6 @@ afterAll(async () => {
   await browser?.close()
   await server.stop()
 })
-
-/** An MCP host's provider, keeping everything in memory as a one-shot CLI agent would. */
-class AgentProvider implements OAuthClientProvider {
-  client?: OAuthClientInformationMixed
-  saved?: OAuthTokens
-  verifier = ''
-  authorizationUrl?: URL
-  constructor(readonly redirectUrl: string) {}
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: 'MCP SDK agent', redirect_uris: [this.redirectUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' }
-  }
-  clientInformation() {
-    return this.client
-  }
-  saveClientInformation(client: OAuthClientInformationMixed) {
-    this.client = client
-  }
-  tokens() {
-    return this.saved
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier
-  }
-  codeVerifier() {
-    return this.verifier
-  }
-}
 
 /** The person's part: the authorization URL in a fresh browser, sign in, Allow; the redirect the agent's listener caught. */
 async function allowInBrowser(url: URL, redirect: Promise<URL>): Promise<URL> {
@@ -85,7 +52,7 @@ describe(`the MCP TypeScript SDK's auth() (${BACKEND})`, () => {
       test(`server URL = ${target}, redirect on ${host}: discovery, registration, consent, code, API call, refresh`, async () => {
         const listener = listenOnLoopback(bind)
         try {
-          const provider = new AgentProvider(`http://${host}:${listener.port}/callback`)
+          const provider = new InMemoryHostProvider(`http://${host}:${listener.port}/callback`, 'MCP SDK agent')
           const serverUrl = target === 'base URL' ? server.url : `${server.url}/api/v1`
           // A host meets /api/v1 through a 401 (anonymous, with a body) and reads the challenge;
           // given the base URL, the SDK finds the root document by itself (RFC 9728 §3.1).
