@@ -104,7 +104,8 @@ try {
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
     return json
   }
-  const { token } = await call('POST', '/api/v1/auth/register', undefined, { email: 'bench@example.com', password: 'correct horse battery' })
+  const account = { email: 'bench@example.com', password: 'correct horse battery' }
+  let { token } = await call('POST', '/api/v1/auth/register', undefined, account)
   const repository = async (title: string) => {
     const repo = await call('POST', '/api/v1/repositories', token, { name: title })
     const [{ dsn }] = (await system<{ dsn: string }[]>`SELECT dsn FROM repository_databases WHERE repository_id = ${repo.id}`) as unknown as [{ dsn: string }]
@@ -185,6 +186,8 @@ try {
       join(dataDir, 'kgs-object-store.log'),
     )
     ;({ url: kgsUrl, pid: kgsPid } = kgs)
+    // Its address is another issuer: sign in there.
+    ;({ token } = await call('POST', '/api/v1/auth/login', undefined, account))
     const exportedThere = await runJob(`/${source.slug}/export-graph`, { exported_at: '2026-01-02T03:04:06Z' })
     const importedThere = await runJob(`/${(await repository('Bench import on object storage')).slug}/import-graph`, { graph_id: exportedThere.result.graph_id })
     onBucket = { exported: exportedThere.seconds, imported: importedThere.seconds }
