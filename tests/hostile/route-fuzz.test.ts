@@ -5,8 +5,9 @@
 // and headers, other methods; anonymous, as a plain member, as a sysadmin and with broken
 // tokens. No answer may be a 5xx, none may take long (a hang), every error body is
 // {"error": string}, and the server keeps serving. The exceptions are the contract's own: the
-// OAuth protocol endpoints answer errors as {"error", "error_description"} (RFC 6749 §5.2), and
-// the browser endpoints of the authorization flow answer with HTML pages.
+// OAuth protocol endpoints answer errors as {"error", "error_description"} (RFC 6749 §5.2), the
+// MCP endpoint's transport as a JSON-RPC error response (what MCP clients parse; its 401 is
+// kgs's own), and the browser endpoints of the authorization flow answer with HTML pages.
 // The seed is printed; FUZZ_SEED replays a run, FUZZ_ROUNDS runs more cases (see fuzz.ts).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { api, registerAccount, uniqueEmail, type Account } from '../helpers/api.ts'
@@ -25,6 +26,7 @@ const BODY_LIMIT = 64 * 1024
 const HEADER_LIMIT = 16 * 1024
 const OAUTH_PROTOCOL_PATHS = new Set(['/api/v1/oauth/token', '/api/v1/oauth/revoke', '/api/v1/oauth/register'])
 const OAUTH_PAGES = new Set(['/api/v1/oauth/authorize', '/api/v1/oauth/authorize/login'])
+const MCP_PATH = '/api/v1/mcp'
 
 interface Schema {
   type?: string
@@ -402,10 +404,20 @@ async function judge(route: Route, request: Shot, response: Response): Promise<s
   } catch {
     return `${response.status} with a body that is not JSON: ${text.slice(0, 200)}`
   }
+  if (path === MCP_PATH && isJsonRpcError(body)) return undefined
   const allowed = OAUTH_PROTOCOL_PATHS.has(path) ? ['error', 'error_description'] : ['error']
   const fields = body !== null && typeof body === 'object' && !Array.isArray(body) ? Object.keys(body) : []
   const shaped = fields.includes('error') && fields.every((field) => allowed.includes(field)) && fields.every((field) => typeof (body as Record<string, unknown>)[field] === 'string')
   return shaped ? undefined : `${response.status} with body ${text.slice(0, 200)}`
+}
+
+/** A JSON-RPC 2.0 error response: {"jsonrpc": "2.0", "error": {"code": integer, "message": string}, "id": null | number | string}. */
+function isJsonRpcError(body: unknown): boolean {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return false
+  const { jsonrpc, error, id, ...rest } = body as Record<string, unknown>
+  if (jsonrpc !== '2.0' || Object.keys(rest).length > 0 || !(id === null || typeof id === 'number' || typeof id === 'string')) return false
+  const { code, message } = (error ?? {}) as Record<string, unknown>
+  return Number.isInteger(code) && typeof message === 'string'
 }
 
 function describeBody(body: Shot['body']): string {
