@@ -3,8 +3,9 @@
 // long strings, unknown fields), the same as form bodies, invalid UTF-8, huge and deeply nested
 // JSON, wrong content types, garbage gzip and multipart, hostile path parameters, query strings
 // and headers, other methods; anonymous, as a plain member, as a sysadmin and with broken
-// tokens. No answer may be a 5xx, none may take long (a hang), every error body is
-// {"error": string}, and the server keeps serving. The exceptions are the contract's own: the
+// tokens. No answer may be a 5xx (a deliberate 503 with Retry-After aside), none may take long
+// (a hang), every error body is {"error": string}, and the server keeps serving. The exceptions
+// are the contract's own: the
 // OAuth protocol endpoints answer errors as {"error", "error_description"} (RFC 6749 §5.2), the
 // MCP endpoint's transport as a JSON-RPC error response (what MCP clients parse; its 401 is
 // kgs's own), and the browser endpoints of the authorization flow answer with HTML pages.
@@ -390,7 +391,10 @@ function shot(rng: Rng, route: Route): Shot {
 /** Problems with one answer, if any: a 5xx, an error body not of the contract's shape. */
 async function judge(route: Route, request: Shot, response: Response): Promise<string | undefined> {
   const text = await response.text()
-  if (response.status >= 500) return `${response.status} ${text.slice(0, 300)}`
+  // A 503 with Retry-After is a deliberate "not yet" (the download of an export still running,
+  // docs/bundles.md), not a failure; its body is the error and the job it waits for.
+  const notYet = response.status === 503 && response.headers.has('retry-after')
+  if (response.status >= 500 && !notYet) return `${response.status} ${text.slice(0, 300)}`
   const headerBytes = request.url.length + Object.entries(request.headers).reduce((sum, [name, value]) => sum + name.length + value.length + 4, 0)
   if (response.status === 431 && headerBytes > HEADER_LIMIT) return undefined
   if (response.status < 400 || request.method === 'HEAD') return undefined
@@ -406,8 +410,10 @@ async function judge(route: Route, request: Shot, response: Response): Promise<s
   }
   if (path === MCP_PATH && isJsonRpcError(body)) return undefined
   const allowed = OAUTH_PROTOCOL_PATHS.has(path) ? ['error', 'error_description'] : ['error']
-  const fields = body !== null && typeof body === 'object' && !Array.isArray(body) ? Object.keys(body) : []
-  const shaped = fields.includes('error') && fields.every((field) => allowed.includes(field)) && fields.every((field) => typeof (body as Record<string, unknown>)[field] === 'string')
+  const record = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {}
+  const { job, ...rest } = record
+  const fields = Object.keys(notYet && typeof job === 'object' && job !== null ? rest : record)
+  const shaped = fields.includes('error') && fields.every((field) => allowed.includes(field)) && fields.every((field) => typeof record[field] === 'string')
   return shaped ? undefined : `${response.status} with body ${text.slice(0, 200)}`
 }
 
