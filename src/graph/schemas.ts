@@ -71,7 +71,8 @@ const conceptFields = {
 }
 export const Concept = t.Object(conceptFields)
 export const RelatedConcept = t.Object({ ...conceptFields, shared_facts: t.Integer({ description: 'facts linked to both concepts' }) })
-const Summary = t.Object({
+/** A summary as the API answers it (within its concept's detail; the write routes add concept_id). */
+export const summaryFields = {
   id: t.String(),
   sequence_num: t.Integer(),
   is_complete: t.Boolean(),
@@ -80,20 +81,20 @@ const Summary = t.Object({
   covered_fact_ids: t.Array(t.String()),
   model: t.String(),
   created_at: Timestamp,
-})
-const Synthesis = t.Object(
-  {
-    id: t.String(),
-    canonical_name: t.String(),
-    content: t.String(),
-    covered_summary_ids: t.Array(t.String()),
-    covered_concept_ids: t.Array(t.String()),
-    embedded_image_fact_ids: t.Array(t.String()),
-    model: t.String(),
-    created_at: Timestamp,
-  },
-  { description: "the synthesis of the concept's name, else one covering the concept" },
-)
+}
+const Summary = t.Object(summaryFields)
+/** A synthesis as the API answers it. */
+export const synthesisFields = {
+  id: t.String(),
+  canonical_name: t.String(),
+  content: t.String(),
+  covered_summary_ids: t.Array(t.String()),
+  covered_concept_ids: t.Array(t.String()),
+  embedded_image_fact_ids: t.Array(t.String()),
+  model: t.String(),
+  created_at: Timestamp,
+}
+const Synthesis = t.Object(synthesisFields, { description: "the synthesis of the concept's name, else one covering the concept" })
 export const ConceptDetail = t.Object({
   ...conceptFields,
   aliases: related(t.String(), 'sorted'),

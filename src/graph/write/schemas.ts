@@ -4,6 +4,7 @@
 import { t } from 'elysia'
 import type { TProperties, TSchema } from '@sinclair/typebox'
 import { UUID_PATTERN } from '../../uuid.ts'
+import { summaryFields as summaryAnswerFields, synthesisFields as synthesisAnswerFields } from '../schemas.ts'
 
 /** Longest name, title, URL or label. */
 const SHORT = 2000
@@ -130,26 +131,7 @@ export const DeletedFact = t.Object({
 export const DeletedConcept = t.Object({ id: t.String(), removed: t.Object({ facts: t.Integer(), summaries: t.Integer() }), broken_citations: brokenCitations })
 export const DeletedReport = t.Object({ id: t.String(), removed: t.Object({ reports: t.Integer({ description: 'the report and its descendants' }) }) })
 export const Deleted = t.Object({ id: t.String() })
-export const Summary = t.Object({
-  id: t.String(),
-  concept_id: t.String(),
-  sequence_num: t.Integer(),
-  is_complete: t.Boolean(),
-  fact_count: t.Integer(),
-  content: t.String(),
-  covered_fact_ids: t.Array(t.String()),
-  model: t.String(),
-  created_at: t.String(),
-})
-export const Synthesis = t.Object({
-  id: t.String(),
-  canonical_name: t.String(),
-  content: t.String(),
-  covered_summary_ids: t.Array(t.String()),
-  covered_concept_ids: t.Array(t.String()),
-  embedded_image_fact_ids: t.Array(t.String()),
-  model: t.String(),
-  created_at: t.String(),
-})
+export const Summary = t.Object({ ...summaryAnswerFields, concept_id: t.String() })
+export const Synthesis = t.Object(synthesisAnswerFields)
 /** 409 of a row whose natural key is taken: the row that holds it. */
 export const ExistingRowBody = t.Object({ error: t.String(), existing_id: t.String({ description: 'the row that exists already' }) }, { description: 'the natural key is taken' })
