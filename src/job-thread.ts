@@ -4,6 +4,7 @@
 import { createLogger } from './log.ts'
 import { Pools } from './db/pools.ts'
 import { openBlobStore } from './blobs/open.ts'
+import { databaseCreationLock } from './vectors/creation-lock.ts'
 import { VectorStore } from './vectors/store.ts'
 import { createEmbedder } from './vectors/embedder.ts'
 import { createRegistryClient } from './registry/client.ts'
@@ -33,7 +34,7 @@ async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<voi
   const { config, workerId } = message
   const log = createLogger(config.logLevel)
   const pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, max: 2, asyncCommit: true, embeddedSockets: { socketFor } })
-  const vectors = await VectorStore.open(config.lancedbUri, { storageOptions: config.lancedbStorageOptions })
+  const vectors = await VectorStore.open(config.lancedbUri, { storageOptions: config.lancedbStorageOptions, creationLock: databaseCreationLock(pools.system) })
   const kinds = await loadJobKinds(message.extraKindModules)
   // Events go out through the main thread's bus (on the embedded database, it alone delivers them).
   const bus = { publish: async (_sql: unknown, channel: string, payload: string) => post({ type: 'publish', channel, payload }) }

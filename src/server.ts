@@ -20,6 +20,7 @@ import { serveControlSocket } from './admin.ts'
 import { Repositories } from './repositories/repositories.ts'
 import { OAuthTokens } from './oauth/tokens.ts'
 import { createEmbedder } from './vectors/embedder.ts'
+import { databaseCreationLock } from './vectors/creation-lock.ts'
 import { VectorStore } from './vectors/store.ts'
 import { openBlobStore } from './blobs/open.ts'
 import type { BlobStore } from './blobs/store.ts'
@@ -148,7 +149,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     const registry = createRegistryClient(config, baseUrl)
     pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, embedded: config.embedded })
     const blobs = openBlobStore(config)
-    vectors = await VectorStore.open(config.lancedbUri, { storageOptions: config.lancedbStorageOptions })
+    vectors = await VectorStore.open(config.lancedbUri, { storageOptions: config.lancedbStorageOptions, creationLock: databaseCreationLock(pools.system) })
     const applied = await pools.migrate()
     if (applied.length > 0) log.info('migrations applied', { set: 'system', applied })
     const fleet = pools.backend === 'postgres'

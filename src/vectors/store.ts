@@ -10,9 +10,10 @@
 // meanwhile is checked for conflicts, rebased and retried (merge inserts several times, with
 // backoff). Two merge inserts of the same new id touch no common data, so both would insert it;
 // declaring `id` the table's (unenforced) primary key makes them conflict and the loser retry as
-// an update, so tables are created with that declaration. Creating one table from several
-// processes at once needs retries of our own (see creating()). Both are tested with several
-// stores on one directory.
+// an update, so tables are created with that declaration. LanceDB creates a table by committing
+// an overwrite, which empties a table another process has just created and written: processes
+// create tables under a lock they share (creation-lock.ts), and writes racing a creation retry
+// (creating()). Both are tested with several stores on one directory and on Ceph RGW.
 //
 // Reads open the table afresh, so they see the latest committed version, also of other processes.
 // Searches of a small table use a copy of its latest version in memory (resident.ts).
@@ -29,6 +30,7 @@ import { runtime } from '../runtime/index.ts'
 import type { Connection, Table } from '@lancedb/lancedb'
 import { Field, FixedSizeList, Float32, makeData, RecordBatch, Schema, Struct, Table as ArrowTable, Utf8, vectorFromArray, type Vector } from 'apache-arrow'
 import { UUID_PATTERN } from '../uuid.ts'
+import type { CreationLock } from './creation-lock.ts'
 import { DEFAULT_RESIDENT_BYTES, nearestResident, ResidentTableBuilder, ResidentTables, type LoadedTable, type Neighbour, type ResidentTable } from './resident.ts'
 
 export type VectorKind = 'facts' | 'concepts'
@@ -48,6 +50,11 @@ export interface VectorStoreOptions {
   residentBytes?: number
   /** How LanceDB reaches an object-storage URI (endpoint, region, credentials: config.lancedbStorageOptions). */
   storageOptions?: Record<string, string>
+  /**
+   * Held while a table is created; processes sharing the store must share it (creation-lock.ts).
+   * Without it, only this store's own creations are kept apart.
+   */
+  creationLock?: CreationLock
 }
 
 /** Past this many vectors an exact search is slow enough that an index pays (docs/benchmarks.md). */
@@ -211,6 +218,7 @@ export class VectorStore {
     private readonly storageOptions: Record<string, string> | undefined,
     private readonly indexThreshold: number,
     private readonly resident: ResidentTables,
+    private readonly creationLock: CreationLock,
   ) {}
 
   static async open(uri: string, options: VectorStoreOptions = {}): Promise<VectorStore> {
@@ -218,7 +226,7 @@ export class VectorStore {
     if (!Number.isInteger(indexThreshold) || indexThreshold < MIN_INDEX_ROWS) throw new RangeError(`index threshold must be an integer of at least ${MIN_INDEX_ROWS}, got ${indexThreshold}`)
     const residentBytes = options.residentBytes ?? DEFAULT_RESIDENT_BYTES
     if (!Number.isSafeInteger(residentBytes) || residentBytes < 0) throw new RangeError(`resident bytes must be a non-negative integer, got ${residentBytes}`)
-    return new VectorStore(uri, options.storageOptions, indexThreshold, new ResidentTables(residentBytes))
+    return new VectorStore(uri, options.storageOptions, indexThreshold, new ResidentTables(residentBytes), options.creationLock ?? ((_table, create) => create()))
   }
 
   private db(): Promise<Connection> {
@@ -437,7 +445,7 @@ export class VectorStore {
     )
     await this.serialized(name, () =>
       this.creating(async () => {
-        const table = (await this.openTable(name)) ?? (await (await this.db()).createEmptyTable(name, tableSchema(dimensions), { mode: 'create', existOk: true }))
+        const table = (await this.openTable(name)) ?? (await this.createTable(name, dimensions))
         try {
           const stored = await tableDimensions(table)
           if (stored !== dimensions) throw new VectorDimensionError(`vectors of ${dimensions} dimensions cannot go into ${what}, which hold ${stored}`)
@@ -448,6 +456,11 @@ export class VectorStore {
         }
       }),
     )
+  }
+
+  /** Creates the table unless another process has meanwhile (under the creation lock). */
+  private createTable(name: string, dimensions: number): Promise<Table> {
+    return this.creationLock(name, async () => (await this.openTable(name)) ?? (await (await this.db()).createEmptyTable(name, tableSchema(dimensions), { mode: 'create', existOk: true })))
   }
 
   private serialized<T>(name: string, write: () => Promise<T>): Promise<T> {
@@ -484,12 +497,11 @@ export class VectorStore {
   }
 
   /**
-   * Runs a write that may have to create the table. LanceDB creates a table by committing an
-   * overwrite, so when several processes create one at once, all but one fail: with a commit
-   * conflict, with a table that "exists but could not be loaded" (its first version not yet
-   * committed), or, for a write based on the version another creation replaced, as incompatible
-   * with that overwrite. No acknowledged row is lost (tested); by the next attempt the table
-   * exists and the write goes through.
+   * Runs a write that may have to create the table. A write racing a creation (another process's,
+   * or one after a drop) fails: with a commit conflict, with a table that "exists but could not be
+   * loaded" (its first version not yet committed), or, based on the version the creation replaced,
+   * as incompatible with that overwrite. By the next attempt the table exists and the write goes
+   * through.
    */
   private async creating(write: () => Promise<void>): Promise<void> {
     for (let attempt = 1; ; attempt++) {

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { parseEnv } from '../../src/config.ts'
 import { VectorStore } from '../../src/vectors/store.ts'
+import { sharedCreationLocks } from '../helpers/creation-locks.ts'
 import { OBJECT_STORE, createBucket, listKeys } from '../helpers/object-store.ts'
 
 const uuid = () => crypto.randomUUID()
@@ -55,24 +56,28 @@ describe.skipIf(!OBJECT_STORE)('vector store on Ceph RGW (s3://)', () => {
     expect((await listKeys(OBJECT_STORE!, bucket, `lance/facts_${repo.replaceAll('-', '')}.lance/`)).length).toBeGreaterThan(0)
   })
 
-  test('several stores (as several instances) writing one table at once lose no row', async () => {
-    const others = await Promise.all(Array.from({ length: 4 }, () => open()))
+  test('several stores (as several instances, sharing the creation lock) creating tables and writing them at once lose no row', async () => {
+    const shared = await sharedCreationLocks(4)
+    const others = await Promise.all(shared.locks.map((creationLock) => VectorStore.open(config.lancedbUri, { storageOptions: config.lancedbStorageOptions, creationLock })))
     try {
-      const repo = uuid()
-      const written: string[] = []
-      // They race to create the table, then to append: every acknowledged row must be there once.
+      // Each round races to create a new table, then to append to it: every acknowledged row must be there once.
       for (let round = 0; round < 3; round++) {
-        await Promise.all(
-          others.map((other, i) => {
-            const rows = Array.from({ length: 5 }, (_, j) => ({ id: uuid(), vector: unit((i * 5 + j) % 64) }))
-            written.push(...rows.map((row) => row.id))
-            return other.upsert(repo, 'facts', rows)
-          }),
-        )
+        const repo = uuid()
+        const written: string[] = []
+        for (let write = 0; write < 2; write++) {
+          await Promise.all(
+            others.map((other, i) => {
+              const rows = Array.from({ length: 5 }, (_, j) => ({ id: uuid(), vector: unit((i * 5 + j) % 64) }))
+              written.push(...rows.map((row) => row.id))
+              return other.upsert(repo, 'facts', rows)
+            }),
+          )
+        }
+        expect((await collect(store.ids(repo, 'facts', 100))).toSorted()).toEqual(written.toSorted())
       }
-      expect((await collect(store.ids(repo, 'facts', 100))).toSorted()).toEqual(written.toSorted())
     } finally {
       await Promise.all(others.map((other) => other.close()))
+      await shared.close()
     }
   })
 

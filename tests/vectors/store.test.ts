@@ -9,6 +9,7 @@ import { HashEmbedder } from '../../src/vectors/embedder.ts'
 import { LOAD_AFTER_MISSES } from '../../src/vectors/resident.ts'
 import { VectorDimensionError, VectorStore, type VectorRow } from '../../src/vectors/store.ts'
 import { tempDir } from '../helpers/backend.ts'
+import { sharedCreationLocks } from '../helpers/creation-locks.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 
 const uuid = () => crypto.randomUUID()
@@ -415,9 +416,10 @@ describe('VectorStore', () => {
     expect([...rows.find((r) => r.id === a)!.vector]).toEqual([...second!])
   })
 
-  test('several stores on one directory (as several processes) creating a table and inserting the same new ids at once keep every row, each id once', async () => {
+  test('several stores on one directory (as several processes, sharing the creation lock) creating a table and inserting the same new ids at once keep every row, each id once', async () => {
     const uri = join(dir, 'lance')
-    const others = await Promise.all(Array.from({ length: 5 }, () => VectorStore.open(uri)))
+    const shared = await sharedCreationLocks(5)
+    const others = await Promise.all(shared.locks.map((creationLock) => VectorStore.open(uri, { creationLock })))
     const unit = (axis: number) => Float32Array.from({ length: 384 }, (_, d) => (d === axis ? 1 : 0))
     // The races do not happen every time: three rounds, each on a new table.
     for (let round = 0; round < 3; round++) {
@@ -437,6 +439,7 @@ describe('VectorStore', () => {
       expect((await collect(store.ids(repo, 'facts', 10))).flat().toSorted()).toEqual([...shared, ...own].toSorted())
     }
     await Promise.all(others.map((other) => other.close()))
+    await shared.close()
   })
 
   test('scan streams every vector exactly once, in batches of the given size', async () => {
