@@ -16,7 +16,9 @@ import { WEB_APP_PATH, wantsHtml, webApp, webAppClient } from './http/web-app.ts
 import { authorizationServerMetadata, resourceIdentifier, resourceMetadataUrl } from './oauth/metadata.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
-import { oauthRoutes } from './oauth/routes.ts'
+import { oauthPageRoutes } from './oauth/page-routes.ts'
+import { oauthErrorShape, oauthProtocolRoutes } from './oauth/protocol-routes.ts'
+import { ClientMetadataDocuments } from './oauth/client-metadata.ts'
 import { registerFirstPartyClient } from './oauth/clients.ts'
 import { grantRoutes } from './oauth/grant-routes.ts'
 import { bearerAuthenticator, createServiceTokens, withServiceTokens } from './http/auth.ts'
@@ -106,6 +108,7 @@ export function createApp(ctx: AppContext) {
   const access = accessControl(authenticator, ctx.rbac)
   const scope = repositoryScope(authenticator, ctx.rbac, ctx.repositories, ctx.pools)
   const throttles = createThrottles(ctx.config, ctx.peerAddress)
+  const clients = new ClientMetadataDocuments(ctx.pools.system, ctx.config.clientMetadataFetch)
   const index = serviceIndex(ctx.baseUrl)
   const quotas = new Quotas(ctx.pools.system, ctx.config.quotas, (userId) => ctx.rbac.isSysadmin(userId))
   // The registry also accepts this server's own service token (exports and imports push and pull through it).
@@ -126,7 +129,7 @@ export function createApp(ctx: AppContext) {
   // standardHostname: false, so that the path is found in URLs of short hosts too: Elysia's
   // default skips the first 11 characters, and under Host: kgs every route was a 404 or 405.
   const app = new Elysia({ name: 'kgs', normalize: false, handler: { standardHostname: false } })
-    .use(errorHandling(ctx.log, (request) => methodNotAllowed(request)))
+    .use(errorHandling(ctx.log, (request) => methodNotAllowed(request), oauthErrorShape))
     .use(urlChecks)
     // Before the JSON body parser, which applies only to routes added after it: a registry push
     // is a raw gzip stream of up to REGISTRY_MAX_BYTES, and an import upload one of up to
@@ -189,7 +192,8 @@ export function createApp(ctx: AppContext) {
         response: { 200: t.Object({ status: t.Literal('ready'), database: t.String() }), 503: ErrorBody },
       },
     )
-    .use(oauthRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts, ctx.oauth, throttles))
+    .use(oauthProtocolRoutes(ctx.pools.system, ctx.baseUrl, ctx.oauth, throttles, clients))
+    .use(oauthPageRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts, throttles, clients))
     .use(accountRoutes(ctx.accounts, access, throttles))
     .use(grantRoutes(ctx.oauth, access))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))

@@ -174,6 +174,15 @@ export const EnvSchema = Type.Object({
     Type.Integer({ minimum: 1, default: REGISTRY_MAX_BYTES_DEFAULT, description: 'largest decompressed size of a bundle an import reads, in bytes (the job fails past it: gzip bombs)' }),
     'a positive integer number of bytes',
   ),
+  CLIENT_METADATA_FETCH_ALLOW_PRIVATE: variable(
+    Type.Boolean({ default: false, description: "let the fetch of OAuth clients' metadata documents reach loopback, private and link-local addresses (off: refused, against SSRF)" }),
+    'true or false',
+  ),
+  CLIENT_METADATA_FETCH_TIMEOUT: variable(
+    Type.String({ pattern: DURATION, default: '5s', description: "time limit of one fetch of an OAuth client's metadata document, e.g. 5s" }),
+    'a duration such as 5, 5s or 1m',
+    milliseconds,
+  ),
   MEDIA_FETCH_ALLOW_PRIVATE: variable(
     Type.Boolean({ default: false, description: 'let the media fetcher reach loopback, private and link-local addresses (off: refused, against SSRF)' }),
     'true or false',
@@ -379,6 +388,8 @@ function configFrom(v: Env) {
     importMaxExpandedBytes: v.IMPORT_MAX_EXPANDED_BYTES,
     /** The follow-up fetch of media an import did not carry (docs/spec/bundle.md §5). */
     mediaFetch: { allowPrivate: v.MEDIA_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: v.MEDIA_FETCH_TIMEOUT },
+    /** The fetch of OAuth clients' metadata documents (oauth/client-metadata.ts). */
+    clientMetadataFetch: { allowPrivate: v.CLIENT_METADATA_FETCH_ALLOW_PRIVATE, timeoutMs: v.CLIENT_METADATA_FETCH_TIMEOUT },
     /** Largest media upload of the write API (media/upload-routes.ts). */
     mediaUploadMaxBytes: v.MEDIA_UPLOAD_MAX_BYTES,
     /** Undefined: 256 per hashing thread. */

@@ -27,34 +27,20 @@ export class HttpError extends Error {
   }
 }
 
+/** What the shared handler would answer a request's failure with, as {"error": message}. */
+interface Failure {
+  status: number
+  message: string
+  headers: Record<string, string>
+}
+
 /**
- * An error of an OAuth protocol endpoint (register, token, revoke): RFC 6749/7591 shape
- * {"error": "<code>", "error_description": "..."}, which OAuth clients parse.
+ * How some routes answer their errors in a shape of their own (the OAuth protocol endpoints):
+ * the response for `error` (as thrown) or for `failure` (a refused request: an HttpError, a
+ * validation or parse error; undefined for any other error), or undefined to leave the error to
+ * the shared handler.
  */
-export class OAuthError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    readonly description: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(description)
-  }
-}
-
-/** Paths whose errors use the OAuth shape; on them a malformed request is `invalidRequestCode`. */
-const OAUTH_PROTOCOL_PATHS: Record<string, string> = {
-  '/api/v1/oauth/register': 'invalid_client_metadata',
-  '/api/v1/oauth/token': 'invalid_request',
-  '/api/v1/oauth/revoke': 'invalid_request',
-}
-
-function oauthResponse(error: OAuthError): Response {
-  return new Response(JSON.stringify({ error: error.code, error_description: error.description }), {
-    status: error.status,
-    headers: { 'content-type': JSON_CONTENT_TYPE, 'cache-control': 'no-store', ...error.headers },
-  })
-}
+export type ErrorShape = (error: unknown, failure: Failure | undefined) => Response | undefined
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
@@ -163,28 +149,23 @@ const asHttpError = (error: unknown) => (error instanceof ConflictError ? new Ht
  * The global error handler. A database that cannot be reached is 503; other unknown errors are
  * logged with their stack and answered 500 without it.
  */
-export function errorHandling(log: Logger, methodNotAllowed: (request: Request) => Response | undefined) {
+export function errorHandling(log: Logger, methodNotAllowed: (request: Request) => Response | undefined, shapeOf: (path: string) => ErrorShape | undefined = () => undefined) {
   return new Elysia({ name: 'kgs/errors' }).onError({ as: 'global' }, ({ code, error, request }) => {
     // A body the parser refused, which the route's schema then refused as null: the first refusal is the one to report.
     const raised = asHttpError(error)
-    const own = (code === 'VALIDATION' && refusedBodies.get(request)) || (raised instanceof HttpError || raised instanceof OAuthError ? raised : asHttpError((error as { cause?: unknown }).cause))
-    if (own instanceof OAuthError) return oauthResponse(own)
-    const oauthCode = OAUTH_PROTOCOL_PATHS[requestPath(request)]
-    if (oauthCode && (own instanceof HttpError || code === 'VALIDATION' || code === 'PARSE')) {
-      const status = own instanceof HttpError ? own.status : 400
-      const description = own instanceof HttpError ? own.message : code === 'VALIDATION' ? validationMessage(error) : 'malformed request body'
-      // The headers go along (Connection: close after a body that took too long, say).
-      return oauthResponse(new OAuthError(status, status === 400 ? oauthCode : 'invalid_request', description, own instanceof HttpError ? own.headers : {}))
-    }
-    if (own instanceof HttpError) return errorResponse(own.status, own.message, own.headers)
-    switch (code) {
-      case 'VALIDATION':
-        return errorResponse(400, validationMessage(error))
-      case 'PARSE':
-        return errorResponse(400, 'malformed request body')
-      case 'NOT_FOUND':
-        return methodNotAllowed(request) ?? errorResponse(404, 'not found')
-    }
+    const own = (code === 'VALIDATION' && refusedBodies.get(request)) || (raised instanceof HttpError ? raised : asHttpError((error as { cause?: unknown }).cause))
+    const failure: Failure | undefined =
+      own instanceof HttpError
+        ? { status: own.status, message: own.message, headers: own.headers }
+        : code === 'VALIDATION'
+          ? { status: 400, message: validationMessage(error), headers: {} }
+          : code === 'PARSE'
+            ? { status: 400, message: 'malformed request body', headers: {} }
+            : undefined
+    const shaped = shapeOf(requestPath(request))?.(error, failure)
+    if (shaped) return shaped
+    if (failure) return errorResponse(failure.status, failure.message, failure.headers)
+    if (code === 'NOT_FOUND') return methodNotAllowed(request) ?? errorResponse(404, 'not found')
     if (isDatabaseUnavailable(error)) {
       // Expected while PostgreSQL restarts; the client may retry, the pools reconnect by themselves.
       log.warn('database unavailable', { request_id: requestIdOf(request), error: (error as Error).message })

@@ -8,7 +8,7 @@
 import { isIP } from 'node:net'
 import type { Config, Rate, ThrottleRates } from '../config.ts'
 import { ExpiringMap } from '../expiring.ts'
-import { HttpError, OAuthError } from './errors.ts'
+import { HttpError } from './errors.ts'
 
 /**
  * Keys each budget remembers at most (about 12 MB at the bound); past it the least recently
@@ -105,21 +105,11 @@ export class Throttle {
     return result
   }
 
-  private refusalMessage(retryAfterSeconds: number): string {
+  refusalMessage(retryAfterSeconds: number): string {
     return `too many ${this.options.counted}; retry after ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}`
   }
 
   readonly tooManyRequests = (retryAfterSeconds: number): Error => new HttpError(429, this.refusalMessage(retryAfterSeconds), { 'retry-after': String(retryAfterSeconds) })
-
-  /**
-   * The refusal at the OAuth protocol endpoints. RFC 6749 has no code for it; of its codes,
-   * temporarily_unavailable (§4.1.2.1) is the one that means "try again later". The others would
-   * mislead clients into acting: invalid_grant makes them drop their refresh token,
-   * invalid_client re-register, invalid_request look for a bug. slow_down (RFC 8628) speaks
-   * of a pending device authorization, which this server has none of.
-   */
-  readonly oauthTooManyRequests = (retryAfterSeconds: number): Error =>
-    new OAuthError(429, 'temporarily_unavailable', this.refusalMessage(retryAfterSeconds), { 'retry-after': String(retryAfterSeconds) })
 }
 
 function refusal(waitMs: number): Admission {

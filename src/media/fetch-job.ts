@@ -6,9 +6,10 @@
 import { Type } from '@sinclair/typebox'
 import type { BlobStore } from '../blobs/store.ts'
 import { defineJobKind, type JobServices, type RunningJob } from '../jobs/kinds.ts'
-import { fetchMedia, MediaFetchError, type FetchMediaOptions } from './fetcher.ts'
+import { guardedFetch, GuardedFetchError, type GuardedFetchOptions } from '../http/guarded-fetch.ts'
 import { countMissingBodies, countMissingImages, fetchedBodyKey, fetchedImageKey, missingBodies, missingImages, recordFetchedBody, recordFetchedImage, type MissingMedium } from './store.ts'
 import { localImageUrl } from './urls.ts'
+import { isMediaType } from './types.ts'
 
 const BATCH = 100
 /** Downloads at a time: media servers are slow more often than big. */
@@ -25,14 +26,14 @@ interface Phase {
   name: string
   count(): Promise<number>
   batch(after: string): Promise<MissingMedium[]>
-  /** Downloads and stores one medium; a MediaFetchError is the medium's fault, anything else the job's. */
+  /** Downloads and stores one medium; a GuardedFetchError is the medium's fault, anything else the job's. */
   store(medium: MissingMedium): Promise<void>
 }
 
 async function fetchMissingMedia(job: RunningJob, { blobs, config, log }: JobServices) {
   const repositoryId = job.repositoryId!
   const sql = await job.repository()
-  const options: FetchMediaOptions = { ...config.mediaFetch, signal: job.signal }
+  const options: GuardedFetchOptions = { ...config.mediaFetch, purpose: 'media fetcher', signal: job.signal }
   const images: Phase = {
     name: 'fetching images',
     count: () => countMissingImages(sql),
@@ -66,7 +67,7 @@ async function fetchMissingMedia(job: RunningJob, { blobs, config, log }: JobSer
           await phase.store(medium)
           counts.stored++
         } catch (error) {
-          if (!(error instanceof MediaFetchError)) throw error
+          if (!(error instanceof GuardedFetchError)) throw error
           counts[error.reason === 'refused' ? 'refused' : 'failed']++
           log.debug('medium not fetched', { job: job.id, id: medium.id, reason: error.reason, error: error.message })
         }
@@ -82,20 +83,22 @@ async function fetchMissingMedia(job: RunningJob, { blobs, config, log }: JobSer
  * Streams `url` into the blob store at `key`. A failure of the download while the store reads
  * it reaches us through the store, maybe wrapped: it is recognised by what the body threw.
  */
-async function download(blobs: BlobStore, url: string, key: string, options: FetchMediaOptions): Promise<{ bytes: number; contentType: string }> {
-  const medium = await fetchMedia(url, options)
-  let bodyError: MediaFetchError | undefined
+async function download(blobs: BlobStore, url: string, key: string, options: GuardedFetchOptions): Promise<{ bytes: number; contentType: string }> {
+  const medium = await guardedFetch(url, options)
+  // Kept only if it is a media type: it is sent back as a header when the bytes are served.
+  const contentType = isMediaType(medium.contentType) ? medium.contentType : ''
+  let bodyError: GuardedFetchError | undefined
   async function* body() {
     try {
       yield* medium.body
     } catch (error) {
-      if (error instanceof MediaFetchError) bodyError = error
+      if (error instanceof GuardedFetchError) bodyError = error
       throw error
     }
   }
   try {
-    const { bytes } = await blobs.put(key, body(), { contentType: medium.contentType || undefined })
-    return { bytes, contentType: medium.contentType }
+    const { bytes } = await blobs.put(key, body(), { contentType: contentType || undefined })
+    return { bytes, contentType }
   } catch (error) {
     throw bodyError ?? error
   }

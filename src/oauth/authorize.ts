@@ -6,7 +6,8 @@
 // pending authorization with a CSRF token bound to it.
 import type { Sql } from 'postgres'
 import { createHash, randomBytes } from 'node:crypto'
-import { findClient, matchRedirectUri, type Client } from './clients.ts'
+import { matchRedirectUri, type Client } from './clients.ts'
+import { ClientMetadataError } from './client-metadata.ts'
 import { resourceIdentifier, resourceIdentifiers } from './metadata.ts'
 
 /** How long the user has from the authorization request to the decision. */
@@ -29,13 +30,28 @@ export function redirectWith(redirectUri: string, issuer: string, params: Record
   return url.toString()
 }
 
-/** `browserHash`: the digest of the binding cookie of the browser that sent the request (see consent.ts). */
-export async function beginAuthorization(sql: Sql, issuer: string, query: URLSearchParams, browserHash: Buffer): Promise<AuthorizeOutcome> {
+/**
+ * `browserHash`: the digest of the binding cookie of the browser that sent the request (see
+ * consent.ts); `findClient`: the client a client_id names (ClientMetadataDocuments.find).
+ */
+export async function beginAuthorization(
+  sql: Sql,
+  issuer: string,
+  query: URLSearchParams,
+  browserHash: Buffer,
+  findClient: (clientId: string) => Promise<Client | undefined>,
+): Promise<AuthorizeOutcome> {
   const repeated = PARAMETERS.find((name) => query.getAll(name).length > 1)
   const get = (name: (typeof PARAMETERS)[number]) => query.get(name) ?? undefined
 
   const clientId = get('client_id')
-  const client = clientId && clientId.length <= 64 ? await findClient(sql, clientId) : undefined
+  let client: Client | undefined
+  try {
+    client = clientId ? await findClient(clientId) : undefined
+  } catch (error) {
+    if (!(error instanceof ClientMetadataError)) throw error
+    return { kind: 'error-page', message: `The application's client ID ${clientId} cannot be used: ${error.message}.` }
+  }
   if (!client) return { kind: 'error-page', message: clientId ? 'Unknown client.' : 'The request names no client (client_id is missing).' }
   const requested = get('redirect_uri')
   const redirectUri = requested === undefined ? undefined : matchRedirectUri(client, requested)

@@ -2,7 +2,7 @@
 // docs/spec/decisions.md §5a: https, or http on a loopback address only, or a private-use scheme.
 import type { Sql } from 'postgres'
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import { OAuthError } from '../http/errors.ts'
+import { OAuthError } from './errors.ts'
 import { SCOPES } from '../permissions.ts'
 import { TOKEN_ENDPOINT_AUTH_METHODS } from './metadata.ts'
 
@@ -26,6 +26,8 @@ export interface Client {
 }
 
 const GRANT_TYPES = ['authorization_code', 'refresh_token']
+/** Longest client_id: a metadata document's URL (client-metadata.ts); a registered one is at most 64 characters. */
+export const CLIENT_ID_MAX = 2000
 /**
  * Schemes no redirect may use: they run code or read local data in the browser. Any other
  * scheme is a private-use one (RFC 8252 §7.1): reverse-domain ones, and the plain ones real
@@ -63,7 +65,7 @@ export function redirectUriProblem(uri: string): string | undefined {
 }
 
 /** Validates and normalizes registration metadata (defaults of RFC 7591 §2). */
-function checkRegistration(input: ClientRegistration): Omit<Client, 'client_id' | 'client_id_issued_at'> {
+export function checkRegistration(input: ClientRegistration): Omit<Client, 'client_id' | 'client_id_issued_at'> {
   if (input.redirect_uris.length === 0) throw invalidRedirect('redirect_uris must list at least one URI')
   for (const uri of input.redirect_uris) {
     const problem = redirectUriProblem(uri)
@@ -182,7 +184,7 @@ export async function authenticateClient(sql: Sql, authorization: string | null,
   const [row] = await sql<(Client & { secret_hash: Buffer | null })[]>`
     SELECT id AS client_id, secret_hash, client_name, redirect_uris, grant_types, token_endpoint_auth_method, scope,
       extract(epoch FROM created_at)::bigint::int AS client_id_issued_at
-    FROM oauth_clients WHERE id = ${clientId.slice(0, 64)}`
+    FROM oauth_clients WHERE id = ${clientId.slice(0, CLIENT_ID_MAX)}`
   if (!row) throw invalidClient('unknown client', method === 'client_secret_basic')
   if (row.token_endpoint_auth_method !== method) throw invalidClient(`this client authenticates with ${row.token_endpoint_auth_method}`, method === 'client_secret_basic')
   if (method !== 'none' && !(row.secret_hash && timingSafeEqual(row.secret_hash, digest(secret!)))) throw invalidClient('client authentication failed', method === 'client_secret_basic')

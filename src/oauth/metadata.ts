@@ -37,6 +37,8 @@ export function authorizationServerMetadata(baseUrl: string) {
     token_endpoint_auth_methods_supported: [...TOKEN_ENDPOINT_AUTH_METHODS],
     revocation_endpoint_auth_methods_supported: [...TOKEN_ENDPOINT_AUTH_METHODS],
     authorization_response_iss_parameter_supported: true,
+    // A client_id may be the https URL of the client's metadata document (client-metadata.ts).
+    client_id_metadata_document_supported: true,
     service_documentation: `${baseUrl}/swagger`,
   }
 }

@@ -44,8 +44,21 @@ export function errorPage(message: string): string {
   return layout('Authorization error', `<h1>Authorization error</h1><p class="error" role="alert">${escapeHtml(message)}</p><p>Return to the application and try again.</p>`)
 }
 
+/**
+ * Who asks: the name the client chose (escaped like every value), the host that publishes its
+ * metadata document when its client_id is one (a name anyone can claim, a host not), and where
+ * the code goes.
+ */
+function requester(input: { clientName: string; clientHost?: string; redirectHost: string }): string {
+  const name = `<strong>${escapeHtml(input.clientName || 'An application')}</strong>`
+  const from = input.clientHost ? ` from <span class="host">${escapeHtml(input.clientHost)}</span>` : ''
+  return `${name}${from} (redirecting to <span class="host">${escapeHtml(input.redirectHost)}</span>)`
+}
+
 export interface LoginPageInput {
   clientName: string
+  /** The host of the client's metadata document, when its client_id is one. */
+  clientHost?: string
   redirectHost: string
   authorizationId: string
   csrfToken: string
@@ -54,11 +67,10 @@ export interface LoginPageInput {
 }
 
 export function loginPage(input: LoginPageInput): string {
-  const name = input.clientName || 'An application'
   return layout(
     'Sign in',
     `<h1>Sign in to continue</h1>
-<p><strong>${escapeHtml(name)}</strong> (redirecting to <span class="host">${escapeHtml(input.redirectHost)}</span>) asks to access your account.</p>
+<p>${requester(input)} asks to access your account.</p>
 ${input.error ? `<p class="error" role="alert">${escapeHtml(input.error)}</p>` : ''}
 <form method="post" action="/api/v1/oauth/authorize/login">
 <input type="hidden" name="authorization_id" value="${escapeHtml(input.authorizationId)}">
@@ -85,6 +97,8 @@ export interface ConsentPageInput {
   clientName: string
   /** One of kgs's own applications (registerFirstPartyClient), not a self-registered one. */
   firstParty: boolean
+  /** The host of the client's metadata document, when its client_id is one. */
+  clientHost?: string
   redirectHost: string
   scopes: string[]
   userEmail: string
@@ -93,17 +107,18 @@ export interface ConsentPageInput {
 }
 
 export function consentPage(input: ConsentPageInput): string {
-  const name = input.clientName || 'An application'
   const scopes = input.scopes.map((s) => `<li><strong>${escapeHtml(s)}</strong>: ${escapeHtml(SCOPE_TEXT[s] ?? s)}</li>`).join('')
   return layout(
     'Allow access?',
     `<h1>Allow access?</h1>
-<p><strong>${escapeHtml(name)}</strong> (redirecting to <span class="host">${escapeHtml(input.redirectHost)}</span>) asks to:</p>
+<p>${requester(input)} asks to:</p>
 <ul>${scopes}</ul>
 ${
   input.firstParty
     ? '<p>This is kgs’s own application: kgs registered it, and vouches for its name and where it redirects.</p>'
-    : `<p>kgs has not verified this application: it registered itself, and its name is its own claim. Allow only if you trust <span class="host">${escapeHtml(input.redirectHost)}</span>.</p>`
+    : input.clientHost
+      ? `<p>kgs has not verified this application: <span class="host">${escapeHtml(input.clientHost)}</span> describes it, and its name is that site’s claim. Allow only if you trust <span class="host">${escapeHtml(input.clientHost)}</span> and <span class="host">${escapeHtml(input.redirectHost)}</span>.</p>`
+      : `<p>kgs has not verified this application: it registered itself, and its name is its own claim. Allow only if you trust <span class="host">${escapeHtml(input.redirectHost)}</span>.</p>`
 }
 <p>No application can change your password or sign-in e-mail, whatever it is allowed.</p>
 <p>The access lasts at most ${GRANT_SECONDS / 86_400} days; then the application must ask again.</p>

@@ -1,4 +1,4 @@
-// The SSRF-safe media fetcher against loopback test servers, with host names resolved by an
+// The SSRF-safe guarded fetch (the media fetcher's, src/http/guarded-fetch.ts) against loopback test servers, with host names resolved by an
 // injected resolver: every non-public address family is refused before any connection (as a
 // literal in any spelling, behind a name, after a redirect), the connection goes to the checked
 // address, and size and time limits hold while the body streams.
@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { LookupAddress } from 'node:dns'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fetchMedia, MAX_REDIRECTS, MediaFetchError, type FetchMediaOptions, type MediaFetchFailure } from '../../src/media/fetcher.ts'
-import { nonPublicKind } from '../../src/media/addresses.ts'
+import { guardedFetch, MAX_REDIRECTS, GuardedFetchError, type GuardedFetchOptions, type FetchFailure } from '../../src/http/guarded-fetch.ts'
+import { nonPublicKind } from '../../src/http/addresses.ts'
 import { startCutShortServer } from './cut-short.ts'
 
 const FIXTURES = join(import.meta.dir, 'fixtures')
@@ -79,35 +79,35 @@ beforeAll(() => {
 
 afterAll(() => server.stop(true))
 
-const options = (more: Partial<FetchMediaOptions> = {}): FetchMediaOptions => ({ maxBytes: LIMIT, timeoutMs: 5000, resolve, ...more })
+const options = (more: Partial<GuardedFetchOptions> = {}): GuardedFetchOptions => ({ maxBytes: LIMIT, timeoutMs: 5000, resolve, purpose: 'media fetcher', ...more })
 /** The test server's own address, let through so that it can redirect elsewhere. */
-const trusted = (more: Partial<FetchMediaOptions> = {}) => options({ allowedAddresses: ['127.0.0.1'], ...more })
+const trusted = (more: Partial<GuardedFetchOptions> = {}) => options({ allowedAddresses: ['127.0.0.1'], ...more })
 
-async function read(url: string, fetchOptions: FetchMediaOptions): Promise<{ contentType: string; bytes: Uint8Array }> {
-  const medium = await fetchMedia(url, fetchOptions)
+async function read(url: string, fetchOptions: GuardedFetchOptions): Promise<{ contentType: string; bytes: Uint8Array }> {
+  const medium = await guardedFetch(url, fetchOptions)
   const chunks: Uint8Array[] = []
   for await (const chunk of medium.body) chunks.push(chunk)
   return { contentType: medium.contentType, bytes: Buffer.concat(chunks) }
 }
 
-async function failure(url: string, fetchOptions: FetchMediaOptions): Promise<MediaFetchError> {
+async function failure(url: string, fetchOptions: GuardedFetchOptions): Promise<GuardedFetchError> {
   try {
     await read(url, fetchOptions)
   } catch (error) {
-    expect(error).toBeInstanceOf(MediaFetchError)
-    return error as MediaFetchError
+    expect(error).toBeInstanceOf(GuardedFetchError)
+    return error as GuardedFetchError
   }
   throw new Error(`${url} was fetched`)
 }
 
-async function expectFailure(url: string, fetchOptions: FetchMediaOptions, reason: MediaFetchFailure, message?: RegExp) {
+async function expectFailure(url: string, fetchOptions: GuardedFetchOptions, reason: FetchFailure, message?: RegExp) {
   const error = await failure(url, fetchOptions)
   expect({ url, reason: error.reason }).toEqual({ url, reason })
   if (message) expect(error.message).toMatch(message)
 }
 
 /** Refused before connecting: the test server sees nothing. */
-async function expectRefusedUnseen(url: string, fetchOptions: FetchMediaOptions, message?: RegExp) {
+async function expectRefusedUnseen(url: string, fetchOptions: GuardedFetchOptions, message?: RegExp) {
   const before = hits.length
   await expectFailure(url, fetchOptions, 'refused', message)
   expect(hits.length).toBe(before)
@@ -275,8 +275,8 @@ describe('fetching', () => {
     expect(answers).toEqual(['127.0.0.1'])
   })
 
-  test('a media type that is not one is dropped', async () => {
-    expect(await read(`${base}/odd-type`, trusted())).toEqual({ contentType: '', bytes: new TextEncoder().encode('x') })
+  test('the Content-Type comes as sent: the caller judges it', async () => {
+    expect(await read(`${base}/odd-type`, trusted())).toEqual({ contentType: 'not a media type', bytes: new TextEncoder().encode('x') })
   })
 
   test('HTTP errors and unresolvable names fail', async () => {
@@ -307,7 +307,7 @@ describe('fetching', () => {
 
   test("the caller's signal stops a download with its own reason", async () => {
     const controller = new AbortController()
-    const medium = await fetchMedia(`${base}/stalling`, trusted({ signal: controller.signal }))
+    const medium = await guardedFetch(`${base}/stalling`, trusted({ signal: controller.signal }))
     const reason = new Error('job cancelled')
     const reading = (async () => {
       for await (const _ of medium.body);

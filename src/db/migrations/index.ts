@@ -17,6 +17,7 @@ import system0014 from './system/0014_oauth_bindings.sql' with { type: 'text' }
 import system0015 from './system/0015_job_turns.sql' with { type: 'text' }
 import system0016 from './system/0016_oauth_first_party.sql' with { type: 'text' }
 import system0017 from './system/0017_repository_counts.sql' with { type: 'text' }
+import system0018 from './system/0018_oauth_client_metadata_documents.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 import repository0002 from './repository/0002_graph.sql' with { type: 'text' }
 import repository0003 from './repository/0003_graph_imports.sql' with { type: 'text' }
@@ -52,6 +53,7 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 15, name: '0015_job_turns', sql: system0015 },
     { version: 16, name: '0016_oauth_first_party', sql: system0016 },
     { version: 17, name: '0017_repository_counts', sql: system0017 },
+    { version: 18, name: '0018_oauth_client_metadata_documents', sql: system0018 },
   ],
   repository: [
     { version: 1, name: '0001_repository_identity', sql: repository0001 },

@@ -1,5 +1,6 @@
-// Downloads one image or source body from the http(s) URL a graph row names, without letting
-// that URL reach what the server can reach and the public cannot (SSRF): every address of the
+// Downloads from an http(s) URL that someone outside named (an image or source body of a graph
+// row, an OAuth client's metadata document), without letting that URL reach what the server can
+// reach and the public cannot (SSRF): every address of the
 // host must be public (addresses.ts), and the connection goes to exactly the addresses that were
 // checked. Redirects are followed by hand, each hop checked the same way. Size and time are
 // limited, and the body is streamed to the caller, never held.
@@ -10,14 +11,13 @@
 // changes between the check and the connection (rebinding) changes nothing. An IP literal is
 // connected to as is (no lookup), and was checked as such. `agent: false`: a fresh connection per
 // request, never a pooled socket from an earlier hop.
-import http, { type IncomingMessage } from 'node:http'
+import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http'
 import https from 'node:https'
 import { lookup as dnsLookup } from 'node:dns/promises'
 import type { LookupAddress } from 'node:dns'
 import { isIPv4 } from 'node:net'
 import { VERSION } from '../version.ts'
 import { nonPublicKind } from './addresses.ts'
-import { isMediaType } from './types.ts'
 
 /**
  * refused: the URL or an address of its host is not allowed (scheme, credentials, non-public
@@ -25,11 +25,11 @@ import { isMediaType } from './types.ts'
  * while streaming; timeout: the whole download took longer than timeoutMs; failed: anything
  * else (DNS, connection, TLS, an HTTP error status, too many redirects).
  */
-export type MediaFetchFailure = 'refused' | 'failed' | 'too_large' | 'timeout'
+export type FetchFailure = 'refused' | 'failed' | 'too_large' | 'timeout'
 
-export class MediaFetchError extends Error {
+export class GuardedFetchError extends Error {
   constructor(
-    readonly reason: MediaFetchFailure,
+    readonly reason: FetchFailure,
     message: string,
   ) {
     super(message)
@@ -39,7 +39,7 @@ export class MediaFetchError extends Error {
 /** Every address a host name resolves to (A and AAAA). */
 type Resolver = (hostname: string) => Promise<LookupAddress[]>
 
-export interface FetchMediaOptions {
+export interface GuardedFetchOptions {
   /** Largest body, in bytes. */
   maxBytes: number
   /** Time limit of the whole download: connections, redirects and body. */
@@ -50,13 +50,19 @@ export interface FetchMediaOptions {
   allowedAddresses?: readonly string[]
   /** DNS (getaddrinfo, as the system would connect) unless given; tests name their hosts. */
   resolve?: Resolver
-  /** Stops the download; its reason is thrown as is (not as a MediaFetchError). */
+  /** Stops the download; its reason is thrown as is (not as a GuardedFetchError). */
   signal?: AbortSignal
+  /** Who fetches, for the User-Agent: "media fetcher". */
+  purpose: string
+  /** Redirects followed; MAX_REDIRECTS unless given. */
+  maxRedirects?: number
 }
 
-export interface FetchedMedium {
-  /** The media type the server sent, parameters included; empty when it sent none or nonsense. */
+export interface FetchedBody {
+  /** The Content-Type the server sent, as sent (trimmed): the caller checks it. */
   contentType: string
+  /** All the response's headers (Cache-Control, say). */
+  headers: IncomingHttpHeaders
   /** Read it to the end or stop early (break, return): either releases the connection. */
   body: AsyncIterable<Uint8Array>
 }
@@ -69,11 +75,11 @@ const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, 
 /**
  * Starts downloading `url` and returns once the final response's headers are in; the body then
  * streams through the returned iterable, still under the time and size limits. Throws
- * MediaFetchError for everything that is the medium's fault.
+ * GuardedFetchError for everything that is the URL's (or its server's) fault.
  */
-export async function fetchMedia(url: string, options: FetchMediaOptions): Promise<FetchedMedium> {
+export async function guardedFetch(url: string, options: GuardedFetchOptions): Promise<FetchedBody> {
   const controller = new AbortController()
-  const timer = setTimeout(() => controller.abort(new MediaFetchError('timeout', `${describe(url)}: no complete answer within ${options.timeoutMs} ms`)), options.timeoutMs)
+  const timer = setTimeout(() => controller.abort(new GuardedFetchError('timeout', `${describe(url)}: no complete answer within ${options.timeoutMs} ms`)), options.timeoutMs)
   const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal
   let response: IncomingMessage
   try {
@@ -93,27 +99,30 @@ export async function fetchMedia(url: string, options: FetchMediaOptions): Promi
   const declared = Number(response.headers['content-length'])
   if (declared > options.maxBytes) {
     release()
-    throw new MediaFetchError('too_large', `${describe(url)}: ${declared} bytes, more than the limit of ${options.maxBytes}`)
+    throw new GuardedFetchError('too_large', `${describe(url)}: ${declared} bytes, more than the limit of ${options.maxBytes}`)
   }
   const contentType = response.headers['content-type']?.trim() ?? ''
   return {
-    contentType: isMediaType(contentType) ? contentType : '',
+    contentType,
+    headers: response.headers,
     body: limitedBody(url, response, options.maxBytes, signal, release),
   }
 }
 
-async function followRedirects(url: string, options: FetchMediaOptions, signal: AbortSignal): Promise<IncomingMessage> {
+async function followRedirects(url: string, options: GuardedFetchOptions, signal: AbortSignal): Promise<IncomingMessage> {
   let target = parseTarget(url)
   for (let redirects = 0; ; redirects++) {
     // DNS may hang too: the time limit covers it.
     const addresses = await untilAborted(checkedAddresses(target, options), signal)
-    const response = await get(target, addresses, signal)
+    const response = await get(target, addresses, options, signal)
     const status = response.statusCode ?? 0
     if (status >= 200 && status < 300) return response
     response.destroy()
     const location = response.headers.location
-    if (!REDIRECT_STATUSES.has(status) || !location) throw new MediaFetchError('failed', `${describe(target.href)}: HTTP ${status}`)
-    if (redirects === MAX_REDIRECTS) throw new MediaFetchError('failed', `${describe(url)}: more than ${MAX_REDIRECTS} redirects`)
+    if (!REDIRECT_STATUSES.has(status) || !location) throw new GuardedFetchError('failed', `${describe(target.href)}: HTTP ${status}`)
+    const limit = options.maxRedirects ?? MAX_REDIRECTS
+    if (redirects === limit)
+      throw new GuardedFetchError('failed', limit === 0 ? `${describe(target.href)}: HTTP ${status}, a redirect (not followed)` : `${describe(url)}: more than ${limit} redirects`)
     target = parseTarget(location, target)
   }
 }
@@ -124,10 +133,10 @@ function parseTarget(url: string, base?: URL): URL {
   try {
     target = new URL(url, base)
   } catch {
-    throw new MediaFetchError('refused', `${describe(url)}: not a URL`)
+    throw new GuardedFetchError('refused', `${describe(url)}: not a URL`)
   }
-  if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new MediaFetchError('refused', `${describe(url)}: only http and https URLs are fetched`)
-  if (target.username || target.password) throw new MediaFetchError('refused', `${describe(url)}: URLs with credentials are not fetched`)
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new GuardedFetchError('refused', `${describe(url)}: only http and https URLs are fetched`)
+  if (target.username || target.password) throw new GuardedFetchError('refused', `${describe(url)}: URLs with credentials are not fetched`)
   return target
 }
 
@@ -136,7 +145,7 @@ function parseTarget(url: string, base?: URL): URL {
  * from any decimal, octal or hex spelling), or every address its host name resolves to. All of
  * them must be allowed, not just one, since the connection may use any.
  */
-async function checkedAddresses(target: URL, options: FetchMediaOptions): Promise<LookupAddress[]> {
+async function checkedAddresses(target: URL, options: GuardedFetchOptions): Promise<LookupAddress[]> {
   const host = target.hostname
   let addresses: LookupAddress[]
   if (host.startsWith('[')) addresses = [{ address: host.slice(1, -1), family: 6 }]
@@ -145,9 +154,9 @@ async function checkedAddresses(target: URL, options: FetchMediaOptions): Promis
     try {
       addresses = await (options.resolve ?? systemResolver)(host)
     } catch (error) {
-      throw new MediaFetchError('failed', `${describe(target.href)}: cannot resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+      throw new GuardedFetchError('failed', `${describe(target.href)}: cannot resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
     }
-    if (addresses.length === 0) throw new MediaFetchError('failed', `${describe(target.href)}: ${host} has no address`)
+    if (addresses.length === 0) throw new GuardedFetchError('failed', `${describe(target.href)}: ${host} has no address`)
   }
   if (options.allowPrivate) return addresses
   for (const { address } of addresses) {
@@ -155,7 +164,7 @@ async function checkedAddresses(target: URL, options: FetchMediaOptions): Promis
     const kind = nonPublicKind(address)
     if (!kind) continue
     const where = addresses.length === 1 && address === host.replace(/^\[|\]$/g, '') ? `${host} is` : `${host} resolves to ${address},`
-    throw new MediaFetchError('refused', `${describe(target.href)}: ${where} not a public address (${kind})`)
+    throw new GuardedFetchError('refused', `${describe(target.href)}: ${where} not a public address (${kind})`)
   }
   return addresses
 }
@@ -171,7 +180,7 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /** One GET, connected to one of `addresses` whatever DNS says by now. */
-function get(target: URL, addresses: LookupAddress[], signal: AbortSignal): Promise<IncomingMessage> {
+function get(target: URL, addresses: LookupAddress[], options: GuardedFetchOptions, signal: AbortSignal): Promise<IncomingMessage> {
   const pinned = (_hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     if (lookupOptions.all) callback(null, addresses)
     else callback(null, addresses[0]!.address, addresses[0]!.family)
@@ -184,7 +193,7 @@ function get(target: URL, addresses: LookupAddress[], signal: AbortSignal): Prom
         agent: false,
         lookup: pinned as never,
         // Identity: the size limit is on the bytes stored, and a compressed body could expand past it.
-        headers: { accept: '*/*', 'accept-encoding': 'identity', 'user-agent': `kgs/${VERSION} (media fetcher)` },
+        headers: { accept: '*/*', 'accept-encoding': 'identity', 'user-agent': `kgs/${VERSION} (${options.purpose})` },
       },
       (response) => {
         signal.removeEventListener('abort', abort)
@@ -195,7 +204,7 @@ function get(target: URL, addresses: LookupAddress[], signal: AbortSignal): Prom
     signal.addEventListener('abort', abort, { once: true })
     request.on('error', (error) => {
       signal.removeEventListener('abort', abort)
-      reject(signal.aborted ? signal.reason : new MediaFetchError('failed', `${describe(target.href)}: ${error.message}`))
+      reject(signal.aborted ? signal.reason : new GuardedFetchError('failed', `${describe(target.href)}: ${error.message}`))
     })
     request.end()
   })
@@ -206,13 +215,13 @@ async function* limitedBody(url: string, response: IncomingMessage, maxBytes: nu
   try {
     for await (const chunk of response as AsyncIterable<Uint8Array>) {
       bytes += chunk.byteLength
-      if (bytes > maxBytes) throw new MediaFetchError('too_large', `${describe(url)}: more than the limit of ${maxBytes} bytes`)
+      if (bytes > maxBytes) throw new GuardedFetchError('too_large', `${describe(url)}: more than the limit of ${maxBytes} bytes`)
       yield chunk
     }
   } catch (error) {
     if (signal.aborted) throw signal.reason
-    if (error instanceof MediaFetchError) throw error
-    throw new MediaFetchError('failed', `${describe(url)}: download broke off: ${(error as Error).message}`)
+    if (error instanceof GuardedFetchError) throw error
+    throw new GuardedFetchError('failed', `${describe(url)}: download broke off: ${(error as Error).message}`)
   } finally {
     release()
   }

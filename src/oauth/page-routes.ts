@@ -1,18 +1,18 @@
-// The OAuth 2.1 authorization server's HTTP surface: discovery documents, client registration,
-// and the authorization request.
+// The sign-in pages of the OAuth 2.1 authorization server (HTML, for the person): the
+// authorization request, the sign-in form and the consent decision. The protocol endpoints that
+// clients call are protocol-routes.ts.
 import { Elysia, t } from 'elysia'
 import type { Sql } from 'postgres'
 import type { Accounts } from '../accounts/accounts.ts'
 import { HashingBusyError } from '../accounts/passwords.ts'
 import type { User } from '../accounts/schemas.ts'
-import { beginAuthorization, redirectWith, type AuthorizeOutcome } from './authorize.ts'
-import { authenticateClient, basicCredentials, findClient, registerClient } from './clients.ts'
-import { OAuthError } from '../http/errors.ts'
-import { publicAccess } from '../http/access.ts'
-import { WEB_APP_CLIENT_ID } from '../http/web-app.ts'
-import type { Throttles } from '../http/throttle.ts'
 import { normalizeEmail } from '../accounts/users.ts'
-import type { OAuthTokens } from './tokens.ts'
+import { publicAccess } from '../http/access.ts'
+import type { Throttles } from '../http/throttle.ts'
+import { WEB_APP_CLIENT_ID } from '../http/web-app.ts'
+import { beginAuthorization, redirectWith, type AuthorizeOutcome } from './authorize.ts'
+import { documentHost, type ClientMetadataDocuments } from './client-metadata.ts'
+import { findClient } from './clients.ts'
 import {
   bindingCookie,
   bindUser,
@@ -31,22 +31,6 @@ import {
   startBrowserSession,
 } from './consent.ts'
 import { consentPage, errorPage, formTarget, loginPage, pageResponse, redirectHost } from './pages.ts'
-import { authorizationServerMetadata, PROTECTED_RESOURCE_DOCUMENT, protectedResourceMetadata, type RESOURCE_PATHS } from './metadata.ts'
-
-const OAuthErrorBody = t.Object({ error: t.String(), error_description: t.String() }, { description: 'RFC 6749/7591 error' })
-
-const Registration = t.Object(
-  {
-    redirect_uris: t.Array(t.String({ maxLength: 2000 }), { minItems: 1, maxItems: 10, error: 'expected redirect_uris: an array of 1 to 10 URIs' }),
-    client_name: t.Optional(t.String({ maxLength: 200 })),
-    grant_types: t.Optional(t.Array(t.String({ maxLength: 64 }), { maxItems: 4 })),
-    response_types: t.Optional(t.Array(t.String({ maxLength: 64 }), { maxItems: 4 })),
-    token_endpoint_auth_method: t.Optional(t.String({ maxLength: 64 })),
-    scope: t.Optional(t.String({ maxLength: 200 })),
-    // Other RFC 7591 metadata (client_uri, logo_uri, contacts, ...) is accepted and not stored.
-  },
-  { additionalProperties: true },
-)
 
 const FormField = (maxLength: number) => t.String({ maxLength })
 const redirect303 = (location: string) => new Response(null, { status: 303, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
@@ -72,44 +56,7 @@ function postedFromAnotherSite(request: Request): boolean {
   return site === 'cross-site' || site === 'same-site'
 }
 
-const TokenRequest = t.Object(
-  {
-    grant_type: t.Optional(t.String({ maxLength: 64 })),
-    code: t.Optional(t.String({ maxLength: 128 })),
-    redirect_uri: t.Optional(t.String({ maxLength: 2000 })),
-    code_verifier: t.Optional(t.String({ maxLength: 256 })),
-    refresh_token: t.Optional(t.String({ maxLength: 128 })),
-    scope: t.Optional(t.String({ maxLength: 200 })),
-    resource: t.Optional(t.String({ maxLength: 2000 })),
-    client_id: t.Optional(t.String({ maxLength: 64 })),
-    client_secret: t.Optional(t.String({ maxLength: 128 })),
-  },
-  { additionalProperties: true },
-)
-const TokenResponseBody = t.Object({ access_token: t.String(), token_type: t.String(), expires_in: t.Integer(), refresh_token: t.Optional(t.String()), scope: t.String() })
-
-/**
- * What the token and revocation endpoints do first: insist on a form-encoded body (RFC 6749
- * §3.2, RFC 7009 §2.1) and authenticate the client.
- */
-function formClient(system: Sql, request: Request, body: { client_id?: string; client_secret?: string }) {
-  const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
-  if (type !== 'application/x-www-form-urlencoded') throw new OAuthError(400, 'invalid_request', 'the request body must be application/x-www-form-urlencoded')
-  return authenticateClient(system, request.headers.get('authorization'), body)
-}
-
-/**
- * The client_id a token or revocation request names, before it is authenticated: the key of the
- * per-client throttle. Read from Basic credentials as authenticateClient reads it, so that other
- * encodings of one id draw on one budget.
- */
-function namedClientId(request: Request, body: { client_id?: string }): string | undefined {
-  if (body.client_id !== undefined) return body.client_id
-  const credentials = basicCredentials(request.headers.get('authorization'))
-  return typeof credentials === 'object' ? credentials.id : undefined
-}
-
-export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, tokens: OAuthTokens, throttles: Throttles) {
+export function oauthPageRoutes(system: Sql, baseUrl: string, accounts: Accounts, throttles: Throttles, clients: ClientMetadataDocuments) {
   const secureCookies = baseUrl.startsWith('https:')
   /** The consent page for a pending authorization whose user is known. */
   const consent = async (pending: { id: string; client_id: string; redirect_uri: string; scope: string }, user: User, csrfToken: string) => {
@@ -117,6 +64,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     const client = await findClient(system, pending.client_id)
     const html = consentPage({
       clientName: client?.client_name ?? '',
+      clientHost: documentHost(pending.client_id),
       firstParty: client?.first_party ?? false,
       redirectHost: redirectHost(pending.redirect_uri),
       scopes: pending.scope.split(' '),
@@ -140,6 +88,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     const client = await findClient(system, pending.client_id)
     const html = loginPage({
       clientName: client?.client_name ?? '',
+      clientHost: documentHost(pending.client_id),
       redirectHost: redirectHost(pending.redirect_uri),
       authorizationId: pending.id,
       csrfToken: form.csrf_token,
@@ -158,21 +107,19 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
     const user = userId ? await accounts.findUser(userId) : undefined
     if (!user) {
       return pageResponse(
-        loginPage({ clientName: outcome.client.client_name, redirectHost: redirectHost(outcome.redirectUri), authorizationId: outcome.authorizationId, csrfToken: outcome.csrfToken }),
+        loginPage({
+          clientName: outcome.client.client_name,
+          clientHost: documentHost(outcome.client.client_id),
+          redirectHost: redirectHost(outcome.redirectUri),
+          authorizationId: outcome.authorizationId,
+          csrfToken: outcome.csrfToken,
+        }),
       )
     }
     await bindUser(system, outcome.authorizationId, user.id)
     return consent({ id: outcome.authorizationId, client_id: outcome.client.client_id, redirect_uri: outcome.redirectUri, scope: outcome.scope }, user, outcome.csrfToken)
   }
 
-  const asMetadata = authorizationServerMetadata(baseUrl)
-  const discovery = { tags: ['oauth'], responses: { 200: { description: 'the metadata document', content: { 'application/json': { schema: { type: 'object' as const } } } } } }
-  const resource = (path: (typeof RESOURCE_PATHS)[number]) =>
-    [
-      `${PROTECTED_RESOURCE_DOCUMENT}${path}`,
-      () => protectedResourceMetadata(baseUrl, path),
-      { public: true, detail: { ...discovery, summary: `Protected resource metadata (RFC 9728) of the resource {base}${path}` } },
-    ] as const
   // The authorization pages answer HTML (and redirects), not JSON.
   const htmlPage = (summary: string, redirect?: 302 | 303) => ({
     tags: ['oauth'],
@@ -183,12 +130,8 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
       400: { description: 'an HTML error page', content: { 'text/html': {} } },
     },
   })
-  return new Elysia({ name: 'kgs/oauth' })
+  return new Elysia({ name: 'kgs/oauth-pages' })
     .use(publicAccess)
-    .get('/.well-known/oauth-authorization-server', () => asMetadata, { public: true, detail: { ...discovery, summary: 'Authorization server metadata (RFC 8414)' } })
-    .get(...resource(''))
-    .get(...resource('/api/v1'))
-    .get(...resource('/api/v1/mcp'))
     .get(
       '/api/v1/oauth/authorize',
       async ({ request }) => {
@@ -201,7 +144,7 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         const cookies = request.headers.get('cookie')
         const knownBrowser = browserBinding(cookies)
         const binding = knownBrowser ?? newBrowserBinding()
-        const outcome = await beginAuthorization(system, baseUrl, new URL(request.url).searchParams, browserBindingDigest(binding))
+        const outcome = await beginAuthorization(system, baseUrl, new URL(request.url).searchParams, browserBindingDigest(binding), (id) => clients.find(id))
         if (outcome.kind === 'error-page') return pageResponse(errorPage(outcome.message), 400)
         const page = await firstPage(outcome, cookies, new URL(request.url).searchParams.get('prompt') === 'login')
         if (!knownBrowser) page.headers.append('set-cookie', bindingCookie(binding, secureCookies))
@@ -290,81 +233,6 @@ export function oauthRoutes(system: Sql, baseUrl: string, accounts: Accounts, to
         body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), decision: t.Union([t.Literal('allow'), t.Literal('deny'), t.Literal('sign-out')]) }),
         public: true,
         detail: htmlPage('The consent decision: redirects to the client with a code, or access_denied; sign-out shows the sign-in page again', 303),
-      },
-    )
-    .post(
-      '/api/v1/oauth/token',
-      ({ body, request, set }) =>
-        throttles.token.guard(
-          request,
-          namedClientId(request, body),
-          async () => {
-            const client = await formClient(system, request, body)
-            set.headers['cache-control'] = 'no-store'
-            set.headers.pragma = 'no-cache'
-            if (body.grant_type === 'authorization_code') return tokens.exchangeCode(client, body)
-            if (body.grant_type === 'refresh_token') return tokens.refresh(client, body)
-            throw new OAuthError(
-              400,
-              body.grant_type ? 'unsupported_grant_type' : 'invalid_request',
-              body.grant_type ? `grant_type ${JSON.stringify(body.grant_type)} is not supported` : 'grant_type is required',
-            )
-          },
-          throttles.token.oauthTooManyRequests,
-        ),
-      {
-        parse: 'urlencoded',
-        body: TokenRequest,
-        response: { 200: TokenResponseBody, 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody },
-        public: true,
-        detail: { tags: ['oauth'], summary: 'Token endpoint: authorization_code with PKCE, refresh_token with rotation' },
-      },
-    )
-    .post(
-      '/api/v1/oauth/revoke',
-      async ({ body, request, set }) => {
-        // Client authentication as at the token endpoint, so the same budgets: no side door.
-        await throttles.token.guard(
-          request,
-          namedClientId(request, body),
-          async () => {
-            const client = await formClient(system, request, body)
-            if (!body.token) throw new OAuthError(400, 'invalid_request', 'token is required')
-            await tokens.revoke(client, body.token, body.token_type_hint)
-          },
-          throttles.token.oauthTooManyRequests,
-        )
-        set.headers['cache-control'] = 'no-store'
-        return {}
-      },
-      {
-        body: t.Object(
-          {
-            token: t.Optional(t.String({ maxLength: 2048 })),
-            token_type_hint: t.Optional(t.String({ maxLength: 64 })),
-            client_id: t.Optional(t.String({ maxLength: 64 })),
-            client_secret: t.Optional(t.String({ maxLength: 128 })),
-          },
-          { additionalProperties: true },
-        ),
-        parse: 'urlencoded',
-        response: { 200: t.Object({}), 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody },
-        public: true,
-        detail: { tags: ['oauth'], summary: 'Revoke a refresh token (its whole grant) or an access token (RFC 7009); 200 for unknown tokens too' },
-      },
-    )
-    .post(
-      '/api/v1/oauth/register',
-      async ({ body, request, set }) => {
-        set.status = 201
-        set.headers['cache-control'] = 'no-store'
-        return throttles.register.guard(request, undefined, () => registerClient(system, body), throttles.register.oauthTooManyRequests)
-      },
-      {
-        body: Registration,
-        response: { 201: t.Object({ client_id: t.String(), client_id_issued_at: t.Integer() }, { additionalProperties: true }), 400: OAuthErrorBody, 429: OAuthErrorBody },
-        public: true,
-        detail: { tags: ['oauth'], summary: 'Register a client (RFC 7591); confidential clients get a client_secret' },
       },
     )
 }
