@@ -27,7 +27,7 @@ import { createGunzip, createGzip } from 'node:zlib'
 import { generateGraph } from '../gen-graph.ts'
 import { ROW_SECTIONS } from '../../src/bundle/format/schema.ts'
 import { createBenchDatabase } from '../lib/scratch-database.ts'
-import { format, memoryOf, spawnKgs } from '../lib/load.ts'
+import { cpuSecondsOf, format, memoryOf, spawnKgs } from '../lib/load.ts'
 import { OBJECT_STORE, createBucket } from '../../tests/helpers/object-store.ts'
 
 const onObjectStore = process.argv.includes('--object-store')
@@ -70,21 +70,56 @@ async function exportFloors(dsn: string, json: Buffer[]): Promise<{ read: number
   return { read, gzip: (performance.now() - started) / 1000, gzipBytes }
 }
 
-/** Runs a PostgreSQL client program to its end; seconds. */
-async function timed(command: string[]): Promise<number> {
+/** CPU seconds of the server processes serving `dsn`'s database so far, by pid (read from /proc: a server on this machine). */
+async function sampleBackends(dsn: string, seen: Map<number, number>): Promise<void> {
+  const name = decodeURIComponent(new URL(dsn).pathname.slice(1))
+  for (const { pid } of await system<{ pid: number }[]>`SELECT pid FROM pg_stat_activity WHERE datname = ${name}`) {
+    try {
+      seen.set(pid, Math.max(seen.get(pid) ?? 0, cpuSecondsOf(pid)))
+    } catch {
+      // Ended between the query and the read, or not on this machine.
+    }
+  }
+}
+
+/**
+ * Runs `work` while sampling the CPU of `dsn`'s server processes every 20 ms (a process that
+ * comes and goes between two samples is missed): seconds of wall time and of the database's CPU
+ * spent meanwhile (backends already there count from the first sample).
+ */
+async function withDatabaseCpu<T>(dsn: string, work: () => Promise<T>): Promise<{ result: T; seconds: number; databaseCpu: number }> {
+  const before = new Map<number, number>()
+  await sampleBackends(dsn, before)
+  const seen = new Map(before)
+  let running = true
+  const sampler = (async () => {
+    while (running) {
+      await sampleBackends(dsn, seen)
+      await Bun.sleep(20)
+    }
+  })()
+  const started = performance.now()
+  try {
+    const result = await work()
+    return { result, seconds: (performance.now() - started) / 1000, databaseCpu: [...seen].reduce((sum, [pid, cpu]) => sum + cpu - (before.get(pid) ?? 0), 0) }
+  } finally {
+    running = false
+    await sampler
+  }
+}
+
+/** Runs a PostgreSQL client program to its end; seconds, and the program's own CPU seconds. */
+async function timed(command: string[]): Promise<{ seconds: number; clientCpu: number }> {
   const started = performance.now()
   const child = Bun.spawn(command, { stdout: 'ignore', stderr: 'inherit' })
   if ((await child.exited) !== 0) throw new Error(`${command[0]} failed`)
-  return (performance.now() - started) / 1000
+  return { seconds: (performance.now() - started) / 1000, clientCpu: Number(child.resourceUsage()?.cpuTime.total ?? 0) / 1e6 }
 }
 
-async function psql(dsn: string, script: string): Promise<number> {
+function psql(dsn: string, script: string): Promise<{ seconds: number; clientCpu: number }> {
   const file = join(dataDir, 'copy.sql')
   writeFileSync(file, script)
-  const started = performance.now()
-  const child = Bun.spawn(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-1', '-f', file, dsn], { stdout: 'ignore', stderr: 'inherit' })
-  if ((await child.exited) !== 0) throw new Error('psql failed')
-  return (performance.now() - started) / 1000
+  return timed(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-1', '-f', file, dsn])
 }
 
 let kgs: Awaited<ReturnType<typeof spawnKgs>> | undefined
@@ -146,23 +181,28 @@ try {
   const bundleMB = json.reduce((sum, chunk) => sum + chunk.length, 0) / 1e6
   const dumps = Object.fromEntries(TABLES.map((table) => [table, join(dataDir, `${table}.copy`)]))
   const dumpFile = join(dataDir, 'repository.dump')
-  const pgDump = await timed(['pg_dump', '-Fc', '-f', dumpFile, source.dsn])
-  const copyTo = await psql(source.dsn, TABLES.map((table) => `\\copy ${table} TO '${dumps[table]}'`).join('\n'))
+  const pgDump = (await timed(['pg_dump', '-Fc', '-f', dumpFile, source.dsn])).seconds
+  const copyTo = (await psql(source.dsn, TABLES.map((table) => `\\copy ${table} TO '${dumps[table]}'`).join('\n'))).seconds
   const copyMB = TABLES.reduce((sum, table) => sum + statSync(dumps[table]!).size, 0) / 1e6
   const floors = await exportFloors(source.dsn, json)
   json.length = 0 // not held through the import
 
   // 3. Import, then COPY FROM.
   const target = await repository('Bench import')
-  const imported = await runJob(`/${target.slug}/import-graph`, { graph_id: exported.result.graph_id })
+  const kgsCpuBefore = cpuSecondsOf(kgsPid)
+  const importing = await withDatabaseCpu(target.dsn, () => runJob(`/${target.slug}/import-graph`, { graph_id: exported.result.graph_id }))
+  const imported = importing.result
+  const importCpu = { kgs: cpuSecondsOf(kgsPid) - kgsCpuBefore, database: importing.databaseCpu }
   const importRss = memoryOf(kgsPid).peakMB
   const copyTarget = await repository('Bench copy')
-  const copyFrom = await psql(copyTarget.dsn, TABLES.map((table) => `\\copy ${table} FROM '${dumps[table]}'`).join('\n'))
+  const copying = await withDatabaseCpu(copyTarget.dsn, () => psql(copyTarget.dsn, TABLES.map((table) => `\\copy ${table} FROM '${dumps[table]}'`).join('\n')))
+  const copyFrom = copying.result.seconds
   // pg_restore into an empty database named after the bench's, so that its drop() removes it too.
   const restoreUrl = new URL(database.url)
   restoreUrl.pathname = `${restoreUrl.pathname}_restore`
   await system`CREATE DATABASE ${system(restoreUrl.pathname.slice(1))}`
-  const pgRestore = await timed(['pg_restore', '--single-transaction', '--no-owner', '-d', restoreUrl.toString(), dumpFile])
+  const restoring = await withDatabaseCpu(restoreUrl.toString(), () => timed(['pg_restore', '--single-transaction', '--no-owner', '-d', restoreUrl.toString(), dumpFile]))
+  const pgRestore = restoring.result.seconds
   await kgs.stop()
   kgs = undefined
 
@@ -226,6 +266,14 @@ try {
   line('pg_restore --single-transaction', pgRestore, copyMB, pgRestore)
   line('COPY FROM (psql, one transaction)', copyFrom, copyMB, pgRestore)
   console.log(`  import_graph / COPY FROM: ${(copyFrom / imported.seconds).toFixed(2)} (COPY FROM time / import time)`)
+  // CPU seconds hold up better than time on a machine others load too: each process is charged its own.
+  const cpuLine = (label: string, client: string, clientCpu: number, databaseCpu: number) =>
+    `${label} ${(clientCpu + databaseCpu).toFixed(2)} s (${client} ${clientCpu.toFixed(2)} + database ${databaseCpu.toFixed(2)})`
+  const importCpuTotal = importCpu.kgs + importCpu.database
+  const restoreCpuTotal = restoring.result.clientCpu + restoring.databaseCpu
+  console.log(
+    `  CPU: ${cpuLine('import_graph', 'kgs', importCpu.kgs, importCpu.database)}; ${cpuLine('pg_restore', 'client', restoring.result.clientCpu, restoring.databaseCpu)}; ${cpuLine('COPY FROM', 'psql', copying.result.clientCpu, copying.databaseCpu)}; ratio ${(restoreCpuTotal / importCpuTotal).toFixed(2)} (pg_restore CPU / import CPU)`,
+  )
   console.log(`  import job by phase: ${phases(imported.phaseStarts, imported.seconds)}`)
   if (onBucket) {
     console.log(`  on object storage (${OBJECT_STORE!.endpoint}), beside the local directory above:`)

@@ -165,13 +165,19 @@ export async function spawnKgs(env: Record<string, string>, logFile: string): Pr
     stderr: 'inherit',
   })
   const url = `http://127.0.0.1:${port}`
-  for (let attempt = 0; ; attempt++) {
+  // An embedded first start (initdb) on a busy machine has taken over a minute.
+  const deadline = performance.now() + 180_000
+  for (;;) {
     const ready = await fetch(`${url}/readyz`).then(
       (r) => r.ok,
       () => false,
     )
     if (ready) break
-    if (child.exitCode !== null || attempt > 600) throw new Error(`kgs did not become ready (see ${logFile})`)
+    if (child.exitCode !== null || performance.now() > deadline) {
+      child.kill('SIGTERM')
+      await child.exited
+      throw new Error(`kgs did not become ready (see ${logFile})`)
+    }
     await Bun.sleep(50)
   }
   return serverProcess(child, url)

@@ -20,6 +20,10 @@
 //   Investigations (title, topic) and reports (title, topic, body, parent) have no key in the
 //   bundle: a row that existed before this import is reused, so a bundle imported twice adds
 //   nothing, while the bundle's own look-alikes stay apart.
+// - The sections most rows point at (sources, facts, concepts) also keep their local UUIDs in
+//   memory (LocalIds): the largest sections, the links between them, send their UUIDs instead of
+//   having PostgreSQL probe two mapping tables per row. A statement of those sections answers
+//   the positions whose row is not the one it sent (reused, or a duplicate within the bundle).
 // - Citations (docs/spec/bundle.md §5) are rewritten with one lookup per batch of the portable UUIDs kept in
 //   import_facts / import_concepts.
 import { randomUUID } from 'node:crypto'
@@ -45,6 +49,52 @@ export interface RowContext {
   media: { stored: number }
   /** Whether the portable UUIDs are indexed: built in one go by the first citation lookup (after the facts and concepts). */
   portableIndexed: boolean
+  /** The local UUIDs of the sections link rows point at, by position. */
+  ids: Record<RememberedSection, LocalIds>
+}
+
+type RememberedSection = 'sources' | 'facts' | 'concepts'
+
+const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'))
+const NIBBLE = new Map([...'0123456789abcdefABCDEF'].map((digit) => [digit.charCodeAt(0), Number.parseInt(digit, 16)]))
+
+/** UUIDs by position, 16 bytes each (a million take 16 MB, where strings would take several times that). */
+export class LocalIds {
+  private bytes = new Uint8Array(0)
+  private known = new Uint8Array(0)
+
+  set(pos: number, id: string): void {
+    if (pos >= this.known.length) this.grow(pos + 1)
+    let offset = pos * 16
+    for (let i = 0; i < id.length; i++) {
+      if (id.charCodeAt(i) === 45) continue // '-'
+      this.bytes[offset++] = (NIBBLE.get(id.charCodeAt(i))! << 4) | NIBBLE.get(id.charCodeAt(++i))!
+    }
+    this.known[pos] = 1
+  }
+
+  /** The UUID at `pos`; null for a position with none (as a mapping table's lookup gives NULL). */
+  get(pos: number): string | null {
+    if (this.known[pos] !== 1) return null
+    const b = this.bytes
+    const o = pos * 16
+    const hex = (from: number, to: number) => {
+      let text = ''
+      for (let i = o + from; i < o + to; i++) text += HEX[b[i]!]
+      return text
+    }
+    return `${hex(0, 4)}-${hex(4, 6)}-${hex(6, 8)}-${hex(8, 10)}-${hex(10, 16)}`
+  }
+
+  private grow(least: number): void {
+    const size = Math.max(least, this.known.length * 2, 1024)
+    const bytes = new Uint8Array(size * 16)
+    bytes.set(this.bytes)
+    const known = new Uint8Array(size)
+    known.set(this.known)
+    this.bytes = bytes
+    this.known = known
+  }
 }
 
 type Fragment = PendingQuery<SqlRow[]>
@@ -105,6 +155,20 @@ async function inserted(query: Promise<unknown>): Promise<number> {
   return row.inserted
 }
 
+/**
+ * The `inserted` a statement selects, after recording the batch's local UUIDs: the ones sent,
+ * less the `reused` it selects ([position, UUID] of each row whose UUID is not the one sent).
+ */
+async function insertedRemembering(ids: LocalIds, positions: readonly number[], sent: readonly string[], query: Promise<unknown>): Promise<number> {
+  const [row] = (await query) as [{ inserted: number; reused: [number, string][] }]
+  for (const [index, pos] of positions.entries()) ids.set(pos, sent[index]!)
+  for (const [pos, id] of row.reused) ids.set(pos, id)
+  return row.inserted
+}
+
+/** The `reused` insertedRemembering() reads: from the `mapped` CTE (RETURNING pos, id) and the `batch` sent. */
+const REUSED = `(SELECT coalesce(json_agg(json_build_array(m.pos, m.id)), '[]'::json) FROM mapped m JOIN batch b USING (pos) WHERE m.id <> b.id) AS reused`
+
 /** The rows an INSERT ... ON CONFLICT DO NOTHING inserted, from its command tag (no RETURNING to carry). */
 async function count(query: Promise<{ count: number }>): Promise<number> {
   return (await query).count
@@ -114,11 +178,16 @@ type Writers = { [S in RowSection]: (context: RowContext, batch: Batch<S>) => Pr
 
 /** Writes a batch of each section; each answers how many rows it inserted. */
 export const ROW_WRITERS: Writers = {
-  sources: ({ tx }, { positions, rows }) =>
-    inserted(tx`
+  sources: ({ tx, ids }, { positions, rows }) => {
+    const sent = fresh(rows)
+    return insertedRemembering(
+      ids.sources,
+      positions,
+      sent,
+      tx`
       WITH batch AS (
         SELECT * FROM unnest(
-          ${positions}::int[], ${fresh(rows)}::uuid[], ${rows.map((r) => r.url)}::text[], ${rows.map((r) => r.doi ?? '')}::text[],
+          ${positions}::int[], ${sent}::uuid[], ${rows.map((r) => r.url)}::text[], ${rows.map((r) => r.doi ?? '')}::text[],
           ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => r.parsed_title ?? '')}::text[],
           ${rows.map((r) => r.parsed_text ?? '')}::text[], ${rows.map((r) => r.parsed_markdown ?? '')}::text[],
           ${rows.map((r) => r.published_at ?? null)}::date[], ${flags(rows.map((r) => r.has_stored_body))}::int[]::bool[]
@@ -132,8 +201,11 @@ export const ROW_WRITERS: Writers = {
       ), mapped AS (
         INSERT INTO import_sources (pos, id)
         SELECT b.pos, coalesce(i.id, (SELECT s.id FROM sources s WHERE s.url = b.url)) FROM batch b LEFT JOIN inserted i ON i.url = b.url
+        RETURNING pos, id
       )
-      SELECT count(*)::int AS inserted FROM inserted`),
+      SELECT (SELECT count(*) FROM inserted)::int AS inserted, ${tx.unsafe(REUSED)}`,
+    )
+  },
 
   /** An image takes the bytes that came before it (import_media) if it is new: it gets their UUID. */
   source_images: async (context, { positions, rows }) => {
@@ -208,10 +280,15 @@ export const ROW_WRITERS: Writers = {
   facts: (context, { positions, rows }) => {
     const { tx } = context
     const hashes = rows.map((r) => factContentHash(r.text))
-    return inserted(tx`
+    const sent = fresh(rows)
+    return insertedRemembering(
+      context.ids.facts,
+      positions,
+      sent,
+      tx`
       WITH batch AS (
         SELECT * FROM unnest(
-          ${positions}::int[], ${fresh(rows)}::uuid[], ${rows.map((r) => r.text)}::text[], ${rows.map((r) => r.fact_kind)}::text[],
+          ${positions}::int[], ${sent}::uuid[], ${rows.map((r) => r.text)}::text[], ${rows.map((r) => r.fact_kind)}::text[],
           ${rows.map((r) => r.image_url ?? '')}::text[], ${hashes}::text[], ${hashes.map((hash) => portableFactId(hash))}::uuid[],
           ${rows.map((r) => r.promptset_hash ?? '')}::text[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => r.source_image_idx ?? -1)}::int[]
         ) AS b(pos, id, text, fact_kind, image_url, content_hash, portable, promptset_hash, status, image_pos)
@@ -226,22 +303,30 @@ export const ROW_WRITERS: Writers = {
         INSERT INTO import_facts (pos, id, portable, is_new, image_pos)
         SELECT b.pos, coalesce(i.id, (SELECT f.id FROM facts f WHERE f.content_hash = b.content_hash)), b.portable, i.id IS NOT NULL, b.image_pos
         FROM batch b LEFT JOIN inserted i ON i.content_hash = b.content_hash
+        RETURNING pos, id
       )
-      SELECT count(*)::int AS inserted FROM inserted`)
+      SELECT (SELECT count(*) FROM inserted)::int AS inserted, ${tx.unsafe(REUSED)}`,
+    )
   },
 
-  fact_sources: ({ tx }, { rows }) =>
+  fact_sources: ({ tx, ids }, { rows }) =>
     count(tx`
       INSERT INTO fact_sources (fact_id, source_id, chunk_index)
-      SELECT ${mapped(tx, 'import_facts', tx`b.fact_pos`)}, ${mapped(tx, 'import_sources', tx`b.source_pos`)}, b.chunk_index
-      FROM unnest(${rows.map((r) => r.fact_idx)}::int[], ${rows.map((r) => r.source_idx)}::int[], ${rows.map((r) => r.chunk_index)}::int[]) AS b(fact_pos, source_pos, chunk_index)
+      SELECT * FROM unnest(
+        ${rows.map((r) => ids.facts.get(r.fact_idx))}::uuid[], ${rows.map((r) => ids.sources.get(r.source_idx))}::uuid[], ${rows.map((r) => r.chunk_index)}::int[]
+      )
       ON CONFLICT DO NOTHING`),
 
-  concepts: ({ tx }, { positions, rows }) =>
-    inserted(tx`
+  concepts: ({ tx, ids }, { positions, rows }) => {
+    const sent = fresh(rows)
+    return insertedRemembering(
+      ids.concepts,
+      positions,
+      sent,
+      tx`
       WITH batch AS (
         SELECT * FROM unnest(
-          ${positions}::int[], ${fresh(rows)}::uuid[], ${rows.map((r) => r.canonical_name)}::text[], ${rows.map((r) => r.context)}::text[],
+          ${positions}::int[], ${sent}::uuid[], ${rows.map((r) => r.canonical_name)}::text[], ${rows.map((r) => r.context)}::text[],
           ${rows.map((r) => r.description ?? '')}::text[], ${rows.map((r) => r.promptset_hash ?? '')}::text[],
           ${rows.map((r) => portableConceptId(r.canonical_name, r.context))}::uuid[]
         ) AS b(pos, id, canonical_name, context, description, promptset_hash, portable)
@@ -256,22 +341,24 @@ export const ROW_WRITERS: Writers = {
         SELECT b.pos, coalesce(i.id, (SELECT c.id FROM concepts c WHERE lower(c.canonical_name) = lower(b.canonical_name) AND lower(c.context) = lower(b.context))),
           b.portable, i.id IS NOT NULL
         FROM batch b LEFT JOIN inserted i ON lower(i.canonical_name) = lower(b.canonical_name) AND lower(i.context) = lower(b.context)
+        RETURNING pos, id
       )
-      SELECT count(*)::int AS inserted FROM inserted`),
+      SELECT (SELECT count(*) FROM inserted)::int AS inserted, ${tx.unsafe(REUSED)}`,
+    )
+  },
 
-  concept_aliases: ({ tx }, { rows }) =>
+  concept_aliases: ({ tx, ids }, { rows }) =>
     count(tx`
       INSERT INTO concept_aliases (concept_id, alias_text)
-      SELECT ${mapped(tx, 'import_concepts', tx`b.concept_pos`)}, b.alias_text
-      FROM unnest(${rows.map((r) => r.concept_idx)}::int[], ${rows.map((r) => r.alias_text)}::text[]) AS b(concept_pos, alias_text)
+      SELECT * FROM unnest(${rows.map((r) => ids.concepts.get(r.concept_idx))}::uuid[], ${rows.map((r) => r.alias_text)}::text[])
       ON CONFLICT DO NOTHING`),
 
-  fact_concepts: ({ tx }, { rows }) =>
+  fact_concepts: ({ tx, ids }, { rows }) =>
     count(tx`
       INSERT INTO fact_concepts (fact_id, concept_id, promptset_hash)
-      SELECT ${mapped(tx, 'import_facts', tx`b.fact_pos`)}, ${mapped(tx, 'import_concepts', tx`b.concept_pos`)}, b.promptset_hash
-      FROM unnest(${rows.map((r) => r.fact_idx)}::int[], ${rows.map((r) => r.concept_idx)}::int[], ${rows.map((r) => r.promptset_hash ?? '')}::text[])
-        AS b(fact_pos, concept_pos, promptset_hash)
+      SELECT * FROM unnest(
+        ${rows.map((r) => ids.facts.get(r.fact_idx))}::uuid[], ${rows.map((r) => ids.concepts.get(r.concept_idx))}::uuid[], ${rows.map((r) => r.promptset_hash ?? '')}::text[]
+      )
       ON CONFLICT DO NOTHING`),
 
   concept_summaries: async (context, { positions, rows }) => {

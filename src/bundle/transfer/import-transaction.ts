@@ -10,7 +10,7 @@ import type { JobProgress } from '../../jobs/queue.ts'
 import type { Embedder } from '../../vectors/embedder.ts'
 import type { VectorKind, VectorStore } from '../../vectors/store.ts'
 import { MediaImport } from './import-media.ts'
-import { createMappingTables, imageUrl, ROW_WRITERS, type Batch, type RowContext } from './import-rows.ts'
+import { createMappingTables, imageUrl, LocalIds, ROW_WRITERS, type Batch, type RowContext } from './import-rows.ts'
 import { BundleError, type BundleErrorWhere, type BundleItem, type BundleReader, type RowItem } from '../format/reader.ts'
 import { ROW_SCHEMAS, ROW_SECTIONS, type Row, type RowSection } from '../format/schema.ts'
 import { isMediaType } from '../../media/types.ts'
@@ -18,6 +18,13 @@ import { isMediaType } from '../../media/types.ts'
 /** Rows per statement, at most; and at most about this many bytes of the bundle (wide rows: sources, syntheses). */
 const BATCH_ROWS = 2000
 const BATCH_BYTES = 2 * 1024 * 1024
+/** Statements in flight on the connection at once. */
+const PIPELINE = 2
+/**
+ * Writers that look citations up before their insert: run alone, so that their two statements
+ * stay in order with the other batches' (a report's insert needs its parent's before it).
+ */
+const TWO_STEP: ReadonlySet<RowSection> = new Set(['concept_summaries', 'concept_syntheses', 'reports'])
 /** Vectors per staging write. */
 const VECTOR_BATCH = 2000
 const INT32_MAX = 2 ** 31 - 1
@@ -150,8 +157,10 @@ export class GraphImport {
   private pending: Batch | undefined
   /** Decompressed bytes read when the pending batch began. */
   private pendingFrom = 0
-  /** The statement being written while the reader goes on; its failure surfaces at the next settle. */
-  private inflight: Promise<void> | undefined
+  /** The statements being written while the reader goes on, oldest first; a failure surfaces when its turn to be awaited comes. */
+  private inflight: Promise<void>[] = []
+  /** The section of the last batch handed over. */
+  private inflightSection: RowSection | undefined
   private rowsDone = 0
   private reader: BundleReader | undefined
   /** Facts came before source_images (version 1): their image links are set at the end. */
@@ -161,7 +170,14 @@ export class GraphImport {
   private readonly vectorBatches: Record<VectorKind, { index: number; vector: Float32Array }[]> = { facts: [], concepts: [] }
 
   constructor(private readonly options: GraphImportOptions) {
-    this.context = { tx: options.tx, localImageUrlPrefix: options.localImageUrlPrefix, citations: { rewritten: 0, unresolved: 0 }, media: { stored: 0 }, portableIndexed: false }
+    this.context = {
+      tx: options.tx,
+      localImageUrlPrefix: options.localImageUrlPrefix,
+      citations: { rewritten: 0, unresolved: 0 },
+      media: { stored: 0 },
+      portableIndexed: false,
+      ids: { sources: new LocalIds(), facts: new LocalIds(), concepts: new LocalIds() },
+    }
     this.media = new MediaImport({ tx: options.tx, blobs: options.blobs, prefix: options.mediaPrefix })
   }
 
@@ -183,7 +199,7 @@ export class GraphImport {
       missing = await this.finish()
     } catch (error) {
       // The transaction rolls back: let the statement and the media writes in flight end first.
-      await this.inflight?.catch(() => {})
+      for (const written of this.inflight) await written.catch(() => {})
       await this.media.drain().catch(() => {})
       throw error
     }
@@ -248,16 +264,24 @@ export class GraphImport {
     if (batch.rows.length >= BATCH_ROWS || read - this.pendingFrom >= BATCH_BYTES) await this.flush()
   }
 
-  /** Hands the gathered batch to its writer, once the previous statement is done. */
+  /**
+   * Hands the gathered batch to its writer while at most PIPELINE - 1 statements are still
+   * running (none around a TWO_STEP writer, nor between sections): the connection runs them in order, and this batch's parameters are encoded and sent
+   * while PostgreSQL is still busy with the one before (waiting for it first would leave the
+   * server idle for as long as the encoding takes).
+   */
   private async flush(): Promise<void> {
     const batch = this.pending
     if (!batch) return
     this.pending = undefined
-    await this.settle()
+    // A new section's rows may point at the last batches of the one before (LocalIds): those first.
+    const alone = TWO_STEP.has(batch.section) || batch.section !== this.inflightSection
+    while (this.inflight.length >= (alone || TWO_STEP.has(this.inflightSection!) ? 1 : PIPELINE)) await this.inflight.shift()
+    this.inflightSection = batch.section
     this.options.signal.throwIfAborted()
     const written = this.write(batch)
     written.catch(() => {})
-    this.inflight = written
+    this.inflight.push(written)
     // done in the unit of total, the bundle's compressed size: rows have no known total up front.
     this.options.progress({ done: this.reader!.stats.compressedBytes, bytes: this.reader!.stats.compressedBytes })
   }
@@ -277,9 +301,7 @@ export class GraphImport {
   }
 
   private async settle(): Promise<void> {
-    const inflight = this.inflight
-    this.inflight = undefined
-    await inflight
+    while (this.inflight.length > 0) await this.inflight.shift()
   }
 
   /** Whether the bundle's vectors can be kept: this instance's model, and the dimensions of the repository's tables. */
