@@ -171,7 +171,11 @@ export async function spawnKgs(env: Record<string, string>, logFile: string): Pr
       () => false,
     )
     if (ready) break
-    if (child.exitCode !== null || attempt > 600) throw new Error(`kgs did not become ready (see ${logFile})`)
+    if (child.exitCode !== null || attempt > 600) {
+      // Not left running (and holding the caller's stderr) when the caller gives up.
+      child.kill('SIGTERM')
+      throw new Error(`kgs did not become ready (see ${logFile})`)
+    }
     await Bun.sleep(50)
   }
   return serverProcess(child, url)
