@@ -27,7 +27,7 @@ import { createGunzip, createGzip } from 'node:zlib'
 import { generateGraph } from '../gen-graph.ts'
 import { ROW_SECTIONS } from '../../src/bundle/format/schema.ts'
 import { createBenchDatabase } from '../lib/scratch-database.ts'
-import { cpuSecondsOf, format, memoryOf, spawnKgs } from '../lib/load.ts'
+import { cpuSecondsOf, format, jsonClient, memoryOf, spawnKgs } from '../lib/load.ts'
 import { OBJECT_STORE, createBucket } from '../../tests/helpers/object-store.ts'
 
 const onObjectStore = process.argv.includes('--object-store')
@@ -129,16 +129,7 @@ try {
   kgs = await spawnKgs(kgsEnv, join(dataDir, 'kgs.log'))
   // The process the requests go to (step 4 starts another on the same database).
   let { url: kgsUrl, pid: kgsPid } = kgs
-  const call = async (method: string, path: string, token?: string, body?: unknown) => {
-    const res = await fetch(kgsUrl + path, {
-      method,
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    })
-    const json = (await res.json()) as any
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
-    return json
-  }
+  const call = jsonClient(() => kgsUrl)
   const account = { email: 'bench@example.com', password: 'correct horse battery' }
   let { token } = await call('POST', '/api/v1/auth/register', undefined, account)
   const repository = async (title: string) => {

@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { format, mapConcurrently, measure, percentile, spawnKgs } from '../lib/load.ts'
+import { format, jsonClient, mapConcurrently, measure, percentile, spawnKgs } from '../lib/load.ts'
 import { createBenchDatabase } from '../lib/scratch-database.ts'
 
 const postgresBackend = process.argv.includes('--postgres')
@@ -26,15 +26,8 @@ const kgs = await spawnKgs(
   join(dataDir, 'kgs.log'),
 )
 try {
-  const post = async (path: string, body: unknown, token?: string) => {
-    const res = await fetch(`${kgs.url}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify(body),
-    })
-    if (!res.ok) throw new Error(`POST ${path}: ${res.status} ${await res.text()}`)
-    return (await res.json()) as Record<string, unknown>
-  }
+  const call = jsonClient(() => kgs.url)
+  const post = (path: string, body: unknown, token?: string): Promise<Record<string, unknown>> => call('POST', path, token, body)
   const { token } = (await post('/api/v1/auth/register', { email: `bench-${crypto.randomUUID()}@example.com`, password: 'correct horse battery' })) as { token: string }
   const { slug } = (await post('/api/v1/repositories', { name: 'writes' }, token)) as { slug: string }
   const sources = await mapConcurrently(

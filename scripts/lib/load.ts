@@ -240,4 +240,18 @@ export function machineBusySeconds(): number {
   return (user! + nice! + system! + irq! + softirq! + steal!) / CLOCK_TICKS_PER_SECOND
 }
 
+/** A JSON request to a kgs process: its answer's body, or an error naming the status and body if it is not a 2xx. */
+export function jsonClient(baseUrl: () => string) {
+  return async (method: string, path: string, token?: string, body?: unknown): Promise<any> => {
+    const res = await fetch(baseUrl() + path, {
+      method,
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    const json = (await res.json()) as any
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
+    return json
+  }
+}
+
 export const format = (n: number) => Math.round(n).toLocaleString('en-US')

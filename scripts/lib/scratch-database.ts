@@ -18,6 +18,10 @@ export async function createScratchDatabase(maintenanceUrl: string, prefix: stri
   } finally {
     await admin.end()
   }
+  return databaseAt(maintenanceUrl, name)
+}
+
+function databaseAt(maintenanceUrl: string, name: string): ScratchDatabase {
   const url = new URL(maintenanceUrl)
   url.pathname = `/${name}`
   return {
@@ -32,6 +36,25 @@ export async function createScratchDatabase(maintenanceUrl: string, prefix: stri
       }
     },
   }
+}
+
+/**
+ * A database of a name the caller chooses on the server of `maintenanceUrl`, created if it does
+ * not exist (`created` says which) and kept after the run: a large fixture filled once and
+ * measured again. `drop` removes it as it does a scratch database.
+ */
+export async function openNamedDatabase(maintenanceUrl: string, name: string): Promise<ScratchDatabase & { created: boolean }> {
+  const admin = postgres(maintenanceUrl, { max: 1, onnotice: () => {} })
+  let created = false
+  try {
+    if ((await admin`SELECT 1 FROM pg_database WHERE datname = ${name}`).length === 0) {
+      await admin`CREATE DATABASE ${admin(name)}`
+      created = true
+    }
+  } finally {
+    await admin.end()
+  }
+  return { ...databaseAt(maintenanceUrl, name), created }
 }
 
 /** The benchmarks' database, on the server of PG_URL (default: the local server's maintenance database). */

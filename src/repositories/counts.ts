@@ -27,17 +27,26 @@ export function countsFromRow(row: Partial<Record<(typeof COUNTED_KINDS)[number]
 /** The copy's columns, for a query that joins repository_counts as `c`. */
 export const countColumns = (sql: Db) => sql`c.sources, c.facts, c.concepts, c.reports, c.investigations`
 
+/** Past this many change rows, reading the counts folds them first (a write of the repository database, which most reads then need not make). */
+const FOLD_PAST_ROWS = 1000
+
 /**
- * Folds the repository database's changes into one row per kind, in one statement, and returns
- * the counts. Only refreshCounts calls it, under its lock: two folds at once could each miss the
- * rows the other one deleted and inserted.
+ * The repository's counts: the sums of its change rows, read without writing while they are few;
+ * once there are many, folded into one row per kind, in one statement, as they are read. Only
+ * refreshCounts calls it, under its lock: two folds at once could each miss the rows the other
+ * one deleted and inserted.
  */
-async function foldCounts(repository: Sql): Promise<GraphCounts> {
-  const rows = await repository<{ kind: keyof GraphCounts; delta: string }[]>`
-    WITH folded AS (DELETE FROM graph_count_changes RETURNING kind, delta)
-    INSERT INTO graph_count_changes (kind, delta) SELECT kind, sum(delta) FROM folded GROUP BY kind
-    RETURNING kind, delta`
+async function readCounts(repository: Sql): Promise<GraphCounts> {
   const counts = Object.fromEntries(COUNTED_KINDS.map((kind) => [kind, 0])) as GraphCounts
+  const sums = await repository<{ kind: keyof GraphCounts; delta: string; rows: number }[]>`
+    SELECT kind, sum(delta) AS delta, sum(count(*)) OVER ()::int AS rows FROM graph_count_changes GROUP BY kind`
+  const rows =
+    (sums[0]?.rows ?? 0) > FOLD_PAST_ROWS
+      ? await repository<{ kind: keyof GraphCounts; delta: string }[]>`
+          WITH folded AS (DELETE FROM graph_count_changes RETURNING kind, delta)
+          INSERT INTO graph_count_changes (kind, delta) SELECT kind, sum(delta) FROM folded GROUP BY kind
+          RETURNING kind, delta`
+      : sums
   for (const row of rows) counts[row.kind] = Number(row.delta)
   return counts
 }
@@ -55,7 +64,7 @@ export async function refreshCounts(pools: Pools, bus: Pick<EventBus, 'publish'>
   const counts = await pools.system.begin(async (tx) => {
     const [present] = await tx`SELECT 1 FROM repositories WHERE id = ${repositoryId} FOR NO KEY UPDATE`
     if (!present) return undefined
-    const counts = await foldCounts(repository)
+    const counts = await readCounts(repository)
     await tx`
       INSERT INTO repository_counts (repository_id, sources, facts, concepts, reports, investigations)
       VALUES (${repositoryId}, ${counts.sources}, ${counts.facts}, ${counts.concepts}, ${counts.reports}, ${counts.investigations})

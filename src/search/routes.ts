@@ -1,7 +1,8 @@
 // GET /{repoID}/search (and /api/v1/search + X-Repository-ID): a ranked list of facts or concepts
 // (search.ts). The hits are the body, a bare array like every list's (docs/spec/decisions.md §1);
-// the list's length is X-Total-Count, the next page a Link, and the mode that ran X-Search-Mode
-// (with X-Search-Fallback saying why when hybrid fell back to keyword).
+// the list's length is X-Total-Count (flagged by X-Total-Count-Estimated when it is keyword
+// search's estimate), the next page a Link, and the mode that ran X-Search-Mode (with
+// X-Search-Fallback saying why when hybrid fell back to keyword).
 import { t } from 'elysia'
 import { ErrorBody } from '../http/schemas.ts'
 import { pagination, rankedPage } from '../http/pagination.ts'
@@ -45,6 +46,7 @@ export function searchRoutes(scope: ReturnType<typeof repositoryScope>, services
     const answer = await search(await db(), repository.id, { q: query.q, kind: query.kind ?? 'facts', mode: query.mode ?? 'hybrid', ...range }, services)
     set.headers['x-search-mode'] = answer.mode
     if (answer.fallback !== undefined) set.headers['x-search-fallback'] = answer.fallback
+    if (answer.totalEstimated) set.headers['x-total-count-estimated'] = 'true'
     return rankedPage(answer.hits, answer.total)
   }
   const options = {

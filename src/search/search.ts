@@ -54,6 +54,8 @@ export interface SearchAnswer {
   fallback?: string
   /** Hits the mode ranks (keyword: every match, also past RESULT_WINDOW). */
   total: number
+  /** keyword: the total is the planner's estimate (the query matched RANKED_MATCHES rows or more, store.ts). */
+  totalEstimated?: boolean
   hits: SearchHit[]
 }
 
@@ -126,11 +128,11 @@ function fuse(keyword: readonly Ranked[], vector: readonly Ranked[]): Ranked[] {
   return [...fused.values()].sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 }
 
-async function ranking(sql: Sql, repositoryId: string, request: SearchRequest, services: SearchServices): Promise<{ mode: SearchMode; fallback?: string; total: number; page: Ranked[] }> {
+async function ranking(sql: Sql, repositoryId: string, request: SearchRequest, services: SearchServices): Promise<Omit<SearchAnswer, 'hits'> & { page: Ranked[] }> {
   const { offset, limit } = request
   if (request.mode === 'keyword') {
-    const { total, hits } = await keywordSearch(sql, request.kind, request.q, { offset, limit })
-    return { mode: 'keyword', total, page: hits }
+    const { total, estimated, hits } = await keywordSearch(sql, request.kind, request.q, { offset, limit })
+    return { mode: 'keyword', total, ...(estimated ? { totalEstimated: true } : {}), page: hits }
   }
   if (request.mode === 'vector') {
     try {
@@ -156,6 +158,7 @@ async function ranking(sql: Sql, repositoryId: string, request: SearchRequest, s
     mode: 'keyword' as const,
     fallback,
     total: keyword.total,
+    ...(keyword.estimated ? { totalEstimated: true } : {}),
     page: offset + limit <= HYBRID_DEPTH ? keyword.hits.slice(offset, offset + limit) : (await keywordSearch(sql, request.kind, request.q, { offset, limit })).hits,
   })
   if (vector instanceof VectorSideUnavailable) {

@@ -97,18 +97,43 @@ const COVER_MARGIN_MS = 300
  * What the write API calls after a write of facts or concepts: an embed_changes job for each
  * kind, unless one is queued already, so a burst of writes makes one job per kind, not one per
  * write. A job this process queued cannot start before CHANGES_AFTER_MS, so until then (less a
- * margin) it takes every mark committed meanwhile, and the queue is not asked again.
+ * margin) it takes every mark committed meanwhile, and the queue is not asked again. Writes that
+ * finish while the queue is being asked share that question when it was asked after their marks
+ * committed (any job it found or queued starts later), and otherwise wait for it and look again.
  */
 export function embeddingQueue(jobs: Pick<JobServices, 'enqueue'>) {
   const coveredUntil = new Map<string, number>()
+  const asking = new Map<string, { since: number; answer: Promise<void> }>()
+  const ask = async (key: string, repositoryId: string, kind: VectorKind) => {
+    const now = Date.now()
+    try {
+      const job = await jobs.enqueue({ kind: EMBED_CHANGES, repositoryId, params: { kind }, coalesce: { afterMs: CHANGES_AFTER_MS } })
+      if (job) coveredUntil.set(key, now + CHANGES_AFTER_MS - COVER_MARGIN_MS)
+    } finally {
+      asking.delete(key)
+    }
+  }
   return async (repositoryId: string, kinds: readonly VectorKind[]): Promise<void> => {
     for (const kind of kinds) {
       const key = `${repositoryId}/${kind}`
-      const now = Date.now()
-      if ((coveredUntil.get(key) ?? 0) > now) continue
-      coveredUntil.delete(key)
-      const job = await jobs.enqueue({ kind: EMBED_CHANGES, repositoryId, params: { kind }, coalesce: { afterMs: CHANGES_AFTER_MS } })
-      if (job) coveredUntil.set(key, now + CHANGES_AFTER_MS - COVER_MARGIN_MS)
+      const committed = performance.now()
+      for (;;) {
+        if ((coveredUntil.get(key) ?? 0) > Date.now()) break
+        const current = asking.get(key)
+        if (current && current.since >= committed) {
+          await current.answer
+          break
+        }
+        if (current) {
+          await current.answer.catch(() => {})
+          continue
+        }
+        coveredUntil.delete(key)
+        const question = { since: performance.now(), answer: ask(key, repositoryId, kind) }
+        asking.set(key, question)
+        await question.answer
+        break
+      }
     }
   }
 }

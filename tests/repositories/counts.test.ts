@@ -123,6 +123,22 @@ describe(`repository counts (${BACKEND})`, () => {
     expect(await answered()).toEqual({ ...afterDeletes, concepts: 0 })
   })
 
+  test('change rows are summed as they are, and folded into one a kind once there are over 1,000', async () => {
+    const sql = await server.context.pools.forRepository(repository.id)
+    const changeRows = async () => (await sql`SELECT count(*)::int AS n FROM graph_count_changes`)[0]!.n as number
+    // A thousand statements' worth of changes that cancel out.
+    await sql`INSERT INTO graph_count_changes (kind, delta) SELECT 'investigations', CASE WHEN n % 2 = 0 THEN 1 ELSE -1 END FROM generate_series(1, 1002) n`
+    await server.context.repositories.graphChanged(repository.id)
+    expect(await changeRows()).toBeLessThanOrEqual(COUNTED.length)
+    expect(await answered()).toEqual(await counted())
+    const folded = await changeRows()
+    for (let i = 0; i < 3; i++) await sql`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'one statement each')`
+    await server.context.repositories.graphChanged(repository.id)
+    // Read without a write: each statement's row is still there.
+    expect(await changeRows()).toBe(folded + 3)
+    expect(await answered()).toEqual(await counted())
+  })
+
   test('a repository not counted since its migration is counted at its first read', async () => {
     const system = server.systemSql()
     try {

@@ -11,6 +11,7 @@ import { generateGraph } from '../../scripts/gen-graph.ts'
 import { hashEmbedding } from '../../src/vectors/embedder.ts'
 import { factContentHash } from '../../src/bundle/format/hashes.ts'
 import { settleJobs, waitForJob } from '../helpers/jobs.ts'
+import { RANKED_MATCHES } from '../../src/search/store.ts'
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -96,6 +97,7 @@ describe(`keyword search (${BACKEND})`, () => {
     expect(res.headers.get('x-search-mode')).toBe('keyword')
     expect(res.headers.get('x-search-fallback')).toBeNull()
     expect(res.headers.get('x-total-count')).toBe('1')
+    expect(res.headers.get('x-total-count-estimated')).toBeNull()
     expect(res.body).toEqual([{ id: target.id, score: expect.any(Number), fact: expect.objectContaining({ id: target.id, text: target.text }) }])
     expect(res.body[0]!.score).toBeGreaterThan(0)
     expect(res.body[0]!.score).toBeLessThan(1)
@@ -116,7 +118,7 @@ describe(`keyword search (${BACKEND})`, () => {
     const q = 'water or cold or pressure'
     const { hits } = await allHits(`/${repo.slug}/search?mode=keyword&limit=7&q=${encodeURIComponent(q)}`)
     const expected = await sql<{ id: string }[]>`
-      SELECT id FROM facts WHERE fulltext @@ websearch_to_tsquery('english', ${q})
+      SELECT id FROM fact_documents WHERE fulltext @@ websearch_to_tsquery('english', ${q})
       ORDER BY ts_rank(fulltext, websearch_to_tsquery('english', ${q})) DESC, id`
     expect(expected.length).toBeGreaterThan(7)
     expect(hits.map((h) => h.id)).toEqual(expected.map((r) => r.id))
@@ -253,6 +255,33 @@ describe(`paging (${BACKEND})`, () => {
     expect(pages.every((page) => page.headers.get('x-total-count') === String(total))).toBe(true)
     expect(hits.map((h) => h.id)).toEqual(whole.body.map((h) => h.id).slice(0, total))
     expect(pages.at(-1)!.headers.get('link')).toBeNull()
+  })
+
+  test(`a query matching ${RANKED_MATCHES} rows or more: ranked among the first ${RANKED_MATCHES}, its total estimated and flagged`, async () => {
+    const many = (await http.post<{ id: string; slug: string }>('/api/v1/repositories', { name: 'Many matches' }, owner.token)).body
+    const manySql = await server.context.pools.forRepository(many.id)
+    const matching = RANKED_MATCHES + 500
+    await manySql`
+      INSERT INTO facts (id, text, fact_kind, content_hash, status)
+      SELECT gen_random_uuid(), text, 'text', encode(sha256(convert_to(text, 'UTF8')), 'hex'), 'new'
+      FROM (SELECT CASE WHEN n <= ${matching} THEN 'A quasar shines ' ELSE 'A comet passes ' END || repeat('very ', n % 3) || 'far away, number ' || n AS text FROM generate_series(1, ${matching + 300}) n) t`
+    await manySql`ANALYZE fact_documents`
+    for (const mode of ['keyword', 'hybrid']) {
+      const res = await searchOf(many.slug, `mode=${mode}&limit=50&q=quasar`)
+      expect(res.status).toBe(200)
+      expect(res.headers.get('x-search-mode')).toBe('keyword')
+      expect(res.headers.get('x-total-count-estimated')).toBe('true')
+      // The planner's estimate, from the statistics ANALYZE took.
+      expect(Number(res.headers.get('x-total-count'))).toBeGreaterThanOrEqual(RANKED_MATCHES)
+      expect(Number(res.headers.get('x-total-count'))).toBeLessThan(2 * matching)
+      expect(res.body).toHaveLength(50)
+      expect(res.body.every((hit) => hit.fact!.text.startsWith('A quasar'))).toBe(true)
+      const scores = res.body.map((hit) => hit.score)
+      expect(scores).toEqual([...scores].sort((a, b) => b - a))
+    }
+    const few = await searchOf(many.slug, 'mode=keyword&q=comet')
+    expect(few.headers.get('x-total-count')).toBe('300')
+    expect(few.headers.get('x-total-count-estimated')).toBeNull()
   })
 })
 
