@@ -8,6 +8,7 @@ import { scopeAllows, scopeNeeded, type Permission } from '../permissions.ts'
 import { repositoryFinder } from '../repositories/scope.ts'
 import type { Repository } from '../repositories/repositories.ts'
 import { getConcept, getFact, getReport } from '../graph/store.ts'
+import { ExistingRow, WriteRefusal } from '../graph/write/common.ts'
 import { VERSION } from '../version.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { ToolServices } from './services.ts'
@@ -98,8 +99,10 @@ export function mcpServerFactory(services: ToolServices) {
         try {
           return await callTool(principal, tool, args)
         } catch (error) {
-          // The feature functions refuse with HttpError (a repository not found, a quota): the model reads why.
-          if (error instanceof HttpError) return toolError(error.message)
+          // The feature functions refuse with HttpError (a repository not found, a quota), the graph's writes with a
+          // WriteRefusal (a missing reference, a natural key taken): the model reads why.
+          if (error instanceof ExistingRow) return toolError(`${error.message}: existing id ${error.id}`)
+          if (error instanceof HttpError || error instanceof WriteRefusal) return toolError(error.message)
           throw error
         }
       })
