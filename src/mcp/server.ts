@@ -91,10 +91,18 @@ export function mcpServerFactory(services: ToolServices) {
     )
   }
 
-  /** A server for one request of `principal`. */
-  return (principal: Principal): McpServer => {
+  /**
+   * A server for one request of `principal`, `message` (the JSON-RPC message it answers, the only
+   * one: the endpoint is stateless and JSON-RPC batches are gone from both revisions). A
+   * tools/call gets only the tool it calls, a resources/read only the resources, anything else
+   * (initialize, tools/list, discovery) everything: registering all tools costs a call a tenth
+   * of the SDK's time for nothing.
+   */
+  return (principal: Principal, message?: unknown): McpServer => {
     const server = new McpServer({ name: 'kgs', version: VERSION }, { instructions: INSTRUCTIONS })
-    for (const { tool, input, output } of COMPILED) {
+    const { method, params } = (message ?? {}) as { method?: unknown; params?: { name?: unknown } }
+    const called = method === 'tools/call' ? COMPILED.find((c) => c.tool.name === params?.name) : undefined
+    for (const { tool, input, output } of called ? [called] : method === 'resources/read' ? [] : COMPILED) {
       server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: input, outputSchema: output, annotations: tool.annotations }, async (args) => {
         try {
           return await callTool(principal, tool, args)
@@ -107,6 +115,7 @@ export function mcpServerFactory(services: ToolServices) {
         }
       })
     }
+    if (called) return server
     const db = (repository: Repository) => services.pools.forRepository(repository.id)
     resource(server, principal, 'facts', async (repository, id) => getFact(await db(repository), id))
     resource(server, principal, 'concepts', async (repository, id) => getConcept(await db(repository), id))

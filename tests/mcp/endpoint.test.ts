@@ -195,6 +195,8 @@ describe(`the MCP write tools' refusals (${BACKEND})`, () => {
         if (typeof message === 'string') expect(result.content[0]!.text).toBe(message)
         else expect(result.content[0]!.text).toMatch(message)
       }
+      // A tool that does not exist: the SDK's own refusal, whichever tools the request's server was built with.
+      await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow('Tool no_such_tool not found')
       const after = { sources: await rows('sources'), facts: await rows('facts'), concepts: await rows('concepts'), concept_summaries: await rows('concept_summaries'), reports: await rows('reports') }
       expect(after).toEqual(before)
       expect((await call(client, 'get_concept', { ...at, concept_id: concept.id })).structuredContent).toMatchObject({ canonical_name: 'Refusals' })
