@@ -30,8 +30,8 @@ const ADDS_EACH_TIME: Annotations = { ...ADDS, idempotentHint: false }
 const CHANGES: Annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false }
 
 /** A tool's input: the repository, then `body`'s fields (a write body of graph/write/schemas.ts) and `extra`. */
-const input = <B extends TProperties, E extends TProperties = Record<never, never>>(body: TObject<B>, extra?: E) =>
-  t.Object({ repository: RepositoryArgument, ...extra!, ...body.properties }, { additionalProperties: false })
+const input = <B extends TProperties, E extends TProperties = Record<never, never>>(body: TObject<B>, extra: E = {} as E) =>
+  t.Object({ repository: RepositoryArgument, ...extra, ...body.properties }, { additionalProperties: false })
 
 /** `input` less the repository: the write's body. */
 const bodyOf = <T extends { repository: string }>({ repository: _, ...body }: T) => body
