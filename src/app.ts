@@ -40,6 +40,7 @@ import { searchRoutes } from './search/routes.ts'
 import { graphRoutes } from './graph/routes.ts'
 import { graphWriteRoutes } from './graph/write-routes.ts'
 import { embeddingQueue } from './vectors/embed-jobs.ts'
+import { writeEffects } from './graph/write/effects.ts'
 import { exportRoutes } from './bundle/transfer/export-routes.ts'
 import { importRoutes } from './bundle/transfer/import-routes.ts'
 import { mediaRoutes } from './media/routes.ts'
@@ -111,6 +112,8 @@ export function createApp(ctx: AppContext) {
   const clients = new ClientMetadataDocuments(ctx.pools.system, ctx.config.clientMetadataFetch)
   const index = serviceIndex(ctx.baseUrl)
   const quotas = new Quotas(ctx.pools.system, ctx.config.quotas, (userId) => ctx.rbac.isSysadmin(userId))
+  // One for the write routes and the MCP tools: a burst of writes through either queues one embedding job.
+  const writes = writeEffects({ blobs: ctx.blobs, log: ctx.log, baseUrl: ctx.baseUrl, changed: embeddingQueue(ctx.jobs) })
   // The registry also accepts this server's own service token (exports and imports push and pull through it).
   const serviceTokens = createServiceTokens({ secret: ctx.config.jwtSecret!, issuer: ctx.baseUrl })
   const registry = registryRoutes({
@@ -200,7 +203,7 @@ export function createApp(ctx: AppContext) {
     .use(repositoryRoutes(ctx.repositories, access, scope, throttles.createRepository, quotas))
     .use(memberRoutes(scope, ctx.rbac, ctx.pools.system))
     .use(graphRoutes(scope))
-    .use(graphWriteRoutes({ scope, blobs: ctx.blobs, log: ctx.log, baseUrl: ctx.baseUrl, changed: embeddingQueue(ctx.jobs) }))
+    .use(graphWriteRoutes({ scope, effects: writes }))
     .use(exportRoutes(scope, ctx.pools.system, ctx.jobs, ctx.blobs, quotas))
     .use(mediaRoutes(scope, ctx.blobs))
     .use(searchRoutes(scope, { vectors: ctx.vectors, embedder: ctx.embedder, log: ctx.log }))
@@ -212,7 +215,18 @@ export function createApp(ctx: AppContext) {
         baseUrl: ctx.baseUrl,
         allowedOrigins: ctx.config.mcpAllowedOrigins,
         bodyLimit: ctx.config.bodyLimit,
-        services: { pools: ctx.pools, rbac: ctx.rbac, repositories: ctx.repositories, jobs: ctx.jobs, quotas, vectors: ctx.vectors, embedder: ctx.embedder, registry: ctx.registry, log: ctx.log },
+        services: {
+          pools: ctx.pools,
+          rbac: ctx.rbac,
+          repositories: ctx.repositories,
+          jobs: ctx.jobs,
+          quotas,
+          vectors: ctx.vectors,
+          embedder: ctx.embedder,
+          registry: ctx.registry,
+          writes,
+          log: ctx.log,
+        },
         log: ctx.log,
       }),
     )

@@ -33,7 +33,7 @@ function conceptIds(concepts: string[] | undefined): string[] | undefined {
   return concepts
 }
 /** Related concepts rank this many at most. */
-const RELATED_WINDOW = 1000
+export const RELATED_WINDOW = 1000
 const ConceptQuery = t.Object({
   prefix: t.Optional(t.String({ maxLength: 200, error: 'expected at most 200 characters', description: 'case-insensitive prefix of canonical_name' })),
 })

@@ -3,20 +3,18 @@
 // /api/v1/<path> (docs/spec/decisions.md §2). Each route needs its kind's :write permission in the
 // repository (§4), and an OAuth token the write scope. The rules the import keeps hold here too
 // (graph/rules.ts, graph/write/); every row answers with an ETag, and an update or delete whose
-// If-Match names another version is refused (412). Writes of facts and concepts call `changed`,
-// which the composition root wires to the embedding of their vectors.
+// If-Match names another version is refused (412). Writes of facts and concepts queue the
+// embedding of their vectors (write/effects.ts, shared with the MCP tools).
 import { Elysia, t } from 'elysia'
 import { HttpError } from '../http/errors.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import { repositoryScopedRoutes, type RepositoryAddress } from '../repositories/scoped-routes.ts'
-import type { BlobStore } from '../blobs/store.ts'
-import type { Logger } from '../log.ts'
-import { describeError } from '../log.ts'
 import { ConceptDetail, FactDetail, InvestigationDetail, ReportDetail, SourceDetail } from './schemas.ts'
 import * as bodies from './write/schemas.ts'
-import { etagOf, ExistingRow, InvalidWrite, RowNotFound, StaleVersion, StillReferenced, type EmbeddedKind } from './write/common.ts'
+import { etagOf, ExistingRow, InvalidWrite, RowNotFound, StaleVersion, StillReferenced } from './write/common.ts'
+import type { WriteEffects } from './write/effects.ts'
 import { createSource, deleteSource, updateSource, createInvestigation, updateInvestigation, deleteInvestigation, addInvestigationSource, removeInvestigationSource } from './write/sources.ts'
 import { createFact, deleteFact, linkConcept, unlinkConcept, updateFact } from './write/facts.ts'
 import { createConcept, deleteConcept, updateConcept } from './write/concepts.ts'
@@ -27,12 +25,8 @@ type Scope = ReturnType<typeof repositoryScope>
 
 export interface GraphWriteOptions {
   scope: Scope
-  blobs: BlobStore
-  log: Logger
-  /** The public base URL: an image fact's image_url points at its stored image there. */
-  baseUrl: string
-  /** Facts or concepts of the repository were written: their vectors are to be brought up to date. */
-  changed(repositoryId: string, kinds: readonly EmbeddedKind[]): Promise<void>
+  /** What a write sets off (the embedding of facts and concepts, a deleted source's bytes), shared with the MCP tools. */
+  effects: WriteEffects
 }
 
 const Uuid = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
@@ -93,24 +87,14 @@ async function gone<T>(work: Promise<T>): Promise<T> {
 
 const ifMatch = (request: Request) => request.headers.get('if-match') ?? undefined
 
-/** Every write route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
 /** What every route set's declarations use. */
-function helpers(at: RepositoryAddress, { blobs, log, baseUrl, changed }: GraphWriteOptions) {
+function helpers(at: RepositoryAddress, { effects }: GraphWriteOptions) {
   return {
     params: at.params,
     noParams: at.repositoryParams,
     /** The operation's detail; `conditional`: it takes If-Match. */
     describe: (summary: string, conditional = false) => at.detail({ tags: ['graph'], summary, ...(conditional ? { parameters: [IF_MATCH] } : {}) }),
-    imageUrlPrefix: (repositoryId: string) => `${baseUrl}/${repositoryId}/images/`,
-    /** The vectors of `kind` follow the write that just committed. */
-    after: async <T>(repositoryId: string, kind: EmbeddedKind, work: Promise<T>): Promise<T> => {
-      const result = await work
-      await changed(repositoryId, [kind])
-      return result
-    },
-    deleteBlobs: async (keys: readonly string[]) => {
-      for (const key of keys) await blobs.delete(key).catch((error) => log.error('graph: could not delete the bytes of a deleted source', { key, ...describeError(error) }))
-    },
+    ...effects,
   }
 }
 

@@ -72,18 +72,23 @@ export type RankedPage<T> = T[] & { total: number }
 
 export const rankedPage = <T>(rows: T[], total: number): RankedPage<T> => Object.assign(rows, { total })
 
-function rankedRange(query: { limit?: string; cursor?: string }, window: number): RankedRange {
-  const limit = parseLimit(query.limit, MAX_RANKED_LIMIT) ?? DEFAULT_RANKED_LIMIT
-  if (query.cursor === undefined) return { offset: 0, limit }
+/** A ranked list's cursor: the position its next page starts at. */
+export const encodeOffsetCursor = (offset: number) => Buffer.from(JSON.stringify({ offset })).toString('base64url')
+
+/** The range of a ranked list's page: `limit` rows from `cursor`'s position (absent: the start) within the window. */
+export function rankedRangeOf(cursor: string | undefined, limit: number, window: number): RankedRange {
+  if (cursor === undefined) return { offset: 0, limit }
   let offset: unknown
   try {
-    offset = (JSON.parse(Buffer.from(query.cursor, 'base64url').toString('utf8')) as { offset?: unknown }).offset
+    offset = (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { offset?: unknown }).offset
   } catch {
     // reported below, like any other cursor we did not write
   }
   if (typeof offset === 'number' && Number.isInteger(offset) && offset > 0 && offset < window) return { offset, limit: Math.min(limit, window - offset) }
   throw new HttpError(400, 'invalid query: cursor: expected a cursor from a Link header')
 }
+
+const rankedRange = (query: { limit?: string; cursor?: string }, window: number) => rankedRangeOf(query.cursor, parseLimit(query.limit, MAX_RANKED_LIMIT) ?? DEFAULT_RANKED_LIMIT, window)
 
 /** Trims nothing (the handler answers its page), but sets X-Total-Count and, when there is a next page, its Link. */
 const answerRanked =
@@ -95,7 +100,7 @@ const answerRanked =
     const end = range.offset + range.limit
     if (end < Math.min(total, window)) {
       const next = new URL(request.url)
-      next.searchParams.set('cursor', Buffer.from(JSON.stringify({ offset: end })).toString('base64url'))
+      next.searchParams.set('cursor', encodeOffsetCursor(end))
       headers.link = `<${next.pathname}${next.search}>; rel="next"`
     }
     return [...response]

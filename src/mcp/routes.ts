@@ -37,7 +37,9 @@ export function mcpRoutes(options: McpRoutesOptions) {
   // The challenge of a 401 here names the MCP endpoint's own document (RFC 9728 §3.3).
   const authenticator: Authenticator = { authenticate: options.authenticator.authenticate, resourceMetadataUrl: `${options.baseUrl}${PROTECTED_RESOURCE_DOCUMENT}${MCP_PATH}` }
   const newServer = mcpServerFactory(options.services)
-  const handler = createMcpHandler(({ requestInfo }) => newServer(principalOf(requestInfo!)), {
+  /** The JSON-RPC message of each request being served, for the server built to answer it. */
+  const messages = new WeakMap<Request, unknown>()
+  const handler = createMcpHandler(({ requestInfo }) => newServer(principalOf(requestInfo!), messages.get(requestInfo!)), {
     legacy: 'stateless',
     maxRequestBodySize: options.bodyLimit,
     onerror: (error) => options.log.debug('mcp: request refused or failed', describeError(error)),
@@ -46,7 +48,9 @@ export function mcpRoutes(options: McpRoutesOptions) {
   const serve = ({ request, body }: { request: Request; body: unknown }) => {
     const origin = request.headers.get('origin')
     if (origin !== null && !origins.has(origin)) throw new HttpError(403, `origin ${origin} may not call the MCP endpoint; the operator can allow it with MCP_ALLOWED_ORIGINS`)
-    return handler.fetch(request, request.method === 'POST' ? { parsedBody: body } : {})
+    if (request.method !== 'POST') return handler.fetch(request)
+    messages.set(request, body)
+    return handler.fetch(request, { parsedBody: body })
   }
   const detail = (summary: string) => ({ tags: ['mcp'], summary })
   const errors = { 401: ErrorBody, 403: ErrorBody }

@@ -8,6 +8,7 @@ import { scopeAllows, scopeNeeded, type Permission } from '../permissions.ts'
 import { repositoryFinder } from '../repositories/scope.ts'
 import type { Repository } from '../repositories/repositories.ts'
 import { getConcept, getFact, getReport } from '../graph/store.ts'
+import { ExistingRow, WriteRefusal } from '../graph/write/common.ts'
 import { VERSION } from '../version.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { ToolServices } from './services.ts'
@@ -90,20 +91,31 @@ export function mcpServerFactory(services: ToolServices) {
     )
   }
 
-  /** A server for one request of `principal`. */
-  return (principal: Principal): McpServer => {
+  /**
+   * A server for one request of `principal`, `message` (the JSON-RPC message it answers, the only
+   * one: the endpoint is stateless and JSON-RPC batches are gone from both revisions). A
+   * tools/call gets only the tool it calls, a resources/read only the resources, anything else
+   * (initialize, tools/list, discovery) everything: registering all tools costs a call a tenth
+   * of the SDK's time for nothing.
+   */
+  return (principal: Principal, message?: unknown): McpServer => {
     const server = new McpServer({ name: 'kgs', version: VERSION }, { instructions: INSTRUCTIONS })
-    for (const { tool, input, output } of COMPILED) {
+    const { method, params } = (message ?? {}) as { method?: unknown; params?: { name?: unknown } }
+    const called = method === 'tools/call' ? COMPILED.find((c) => c.tool.name === params?.name) : undefined
+    for (const { tool, input, output } of called ? [called] : method === 'resources/read' ? [] : COMPILED) {
       server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: input, outputSchema: output, annotations: tool.annotations }, async (args) => {
         try {
           return await callTool(principal, tool, args)
         } catch (error) {
-          // The feature functions refuse with HttpError (a repository not found, a quota): the model reads why.
-          if (error instanceof HttpError) return toolError(error.message)
+          // The feature functions refuse with HttpError (a repository not found, a quota), the graph's writes with a
+          // WriteRefusal (a missing reference, a natural key taken): the model reads why.
+          if (error instanceof ExistingRow) return toolError(`${error.message}: existing id ${error.id}`)
+          if (error instanceof HttpError || error instanceof WriteRefusal) return toolError(error.message)
           throw error
         }
       })
     }
+    if (called) return server
     const db = (repository: Repository) => services.pools.forRepository(repository.id)
     resource(server, principal, 'facts', async (repository, id) => getFact(await db(repository), id))
     resource(server, principal, 'concepts', async (repository, id) => getConcept(await db(repository), id))

@@ -1,15 +1,15 @@
 // The MCP tools: each calls the feature function its REST route calls, with the permission that
-// route checks. Answers fit a context window: lists give 10 rows by default and at most 100,
+// route checks. Answers fit a context window: lists give 10 rows by default and at most 200,
 // previews of long texts with the id to fetch the whole, a cursor to go on, and never a vector.
 import { t } from 'elysia'
 import { Type, type TSchema } from '@sinclair/typebox'
 import { HttpError } from '../http/errors.ts'
-import { decodeCursor, encodeCursor, splitPage } from '../http/pagination.ts'
-import type { PageKey, PageRequest } from '../db/pages.ts'
-import { UUID_PATTERN } from '../uuid.ts'
+import { decodeCursor, encodeCursor, encodeOffsetCursor, rankedRangeOf, splitPage } from '../http/pagination.ts'
+import type { PageKey, PageRequest, RankedRange } from '../db/pages.ts'
 import { ConceptDetail, FactDetail, InvestigationDetail, ReportDetail } from '../graph/schemas.ts'
 import { getConcept, getFact, getInvestigation, getReport, listConcepts, listFacts, listInvestigations, listReports, relatedConcepts } from '../graph/store.ts'
-import { SEARCH_MODES, search } from '../search/search.ts'
+import { RESULT_WINDOW, SEARCH_MODES, search } from '../search/search.ts'
+import { RELATED_WINDOW } from '../graph/routes.ts'
 import { ExportParams } from '../bundle/transfer/export-params.ts'
 import { startExport } from '../bundle/transfer/export-start.ts'
 import { startRegistryImport } from '../bundle/transfer/import-start.ts'
@@ -19,18 +19,12 @@ import { jobInScope } from '../jobs/routes.ts'
 import { JobBody } from '../jobs/schemas.ts'
 import { listGraphs } from '../registry/store.ts'
 import { Repository } from '../repositories/schemas.ts'
-import type { Repository as RepositoryRow } from '../repositories/repositories.ts'
-import { READS, repositoryTool, systemTool, type Link, type Tool } from './tool.ts'
+import { READS, repositoryTool, systemTool, type Tool } from './tool.ts'
+import { link, preview, RepositoryArgument, Uuid } from './arguments.ts'
+import { WRITE_TOOLS } from './write-tools.ts'
 
 const DEFAULT_LIMIT = 10
-const MAX_LIMIT = 100
-/** Characters of a long text a list shows; the detail tool gives the whole. */
-const PREVIEW_CHARS = 300
-
-const preview = (text: string) => (text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text)
-
-const Uuid = (description: string) => t.String({ pattern: UUID_PATTERN, description })
-const RepositoryArgument = t.String({ minLength: 1, maxLength: 100, description: 'the repository: its UUID or slug (list_repositories gives them)' })
+const MAX_LIMIT = 200
 const Limit = t.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, description: `how many (default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT})` }))
 const Cursor = t.Optional(t.String({ maxLength: 200, description: 'next_cursor of the previous page, to go on' }))
 const NextCursor = t.Optional(t.String({ description: 'present when there is more: pass it as cursor' }))
@@ -47,21 +41,31 @@ function pageRequest(input: { limit?: number; cursor?: string }): PageRequest {
   }
 }
 
+/** The rows of a ranked list (search, related concepts) a call asks for: from its cursor's position, within the list's window. */
+function rankedRange(input: { limit?: number; cursor?: string }, window: number): RankedRange {
+  try {
+    return rankedRangeOf(input.cursor, input.limit ?? DEFAULT_LIMIT, window)
+  } catch {
+    throw new HttpError(400, 'invalid cursor: pass next_cursor of the previous page as it was')
+  }
+}
+
+/** The cursor of the page after `range` of a ranked list of `total` rows, if there is one. */
+function nextRanked(range: RankedRange, total: number, window: number) {
+  const end = range.offset + range.limit
+  return end < Math.min(total, window) ? { next_cursor: encodeOffsetCursor(end) } : {}
+}
+
 /** A store's page (look-ahead row included) as a list tool's answer, each row through `show`. */
 function answerPage<R extends { page_key: PageKey }, T>(rows: R[] & { pageLimit?: number }, request: PageRequest, show: (row: Omit<R, 'page_key'>) => T) {
   const { shown, next } = splitPage(rows, request.limit)
   return { items: shown.map(show), ...(next ? { next_cursor: encodeCursor(next) } : {}) }
 }
 
-/** kgs://{repository id}/{kind}/{id}: what the resources of resources.ts answer. */
-const resourceUri = (repositoryId: string, kind: 'facts' | 'concepts' | 'reports', id: string) => `kgs://${repositoryId}/${kind}/${id}`
-
 const orNotFound = <T>(row: T | undefined, what: string): T => {
   if (row === undefined) throw new HttpError(404, `${what} not found`)
   return row
 }
-
-const link = (repository: RepositoryRow | undefined, kind: 'facts' | 'concepts' | 'reports', id: string, name: string): Link => ({ uri: resourceUri(repository!.id, kind, id), name })
 
 const FactPreview = t.Object({ id: t.String(), text: t.String({ description: 'the first characters; get_fact gives the whole' }), status: t.String(), created_at: t.String() })
 const ConceptPreview = t.Object({ id: t.String(), canonical_name: t.String(), context: t.String(), description: t.String({ description: 'the first characters' }) })
@@ -128,6 +132,7 @@ export const TOOLS: Tool[] = [
           ),
         ),
         limit: Limit,
+        cursor: Cursor,
       },
       { additionalProperties: false },
     ),
@@ -140,12 +145,14 @@ export const TOOLS: Tool[] = [
       kind: t.Union([t.Literal('facts'), t.Literal('concepts')]),
       total: t.Integer({ description: 'hits the mode ranks' }),
       hits: t.Array(SearchHit),
+      next_cursor: NextCursor,
     }),
     annotations: READS,
     permission: (input) => (input.kind === 'concepts' ? 'concept:read' : 'fact:read'),
     async run({ repository, db, input, services }) {
       const kind = input.kind ?? 'facts'
-      const answer = await search(await db(), repository.id, { q: input.query, kind, mode: input.mode ?? 'hybrid', offset: 0, limit: input.limit ?? DEFAULT_LIMIT }, services)
+      const range = rankedRange(input, RESULT_WINDOW)
+      const answer = await search(await db(), repository.id, { q: input.query, kind, mode: input.mode ?? 'hybrid', ...range }, services)
       return {
         mode: answer.mode,
         ...(answer.fallback ? { fallback: answer.fallback } : {}),
@@ -156,6 +163,7 @@ export const TOOLS: Tool[] = [
             ? { id: hit.id, kind: 'fact' as const, score: hit.score, preview: preview(hit.fact.text) }
             : { id: hit.id, kind: 'concept' as const, score: hit.score, preview: preview(`${hit.concept!.canonical_name}: ${hit.concept!.description}`) },
         ),
+        ...nextRanked(range, answer.total, RESULT_WINDOW),
       }
     },
     links: (output, repository) => output.hits.map((hit) => link(repository, hit.kind === 'fact' ? 'facts' : 'concepts', hit.id, hit.preview.slice(0, 80))),
@@ -222,15 +230,21 @@ export const TOOLS: Tool[] = [
     name: 'related_concepts',
     title: 'Related concepts',
     description: 'The concepts that share facts with a concept, most shared first, with how many they share.',
-    input: t.Object({ repository: RepositoryArgument, concept_id: Uuid('the concept'), limit: Limit }, { additionalProperties: false }),
-    output: t.Object({ total: Type.Integer({ description: 'related concepts in all' }), items: t.Array(t.Object({ ...ConceptPreview.properties, shared_facts: Type.Integer() })) }),
+    input: t.Object({ repository: RepositoryArgument, concept_id: Uuid('the concept'), limit: Limit, cursor: Cursor }, { additionalProperties: false }),
+    output: t.Object({
+      total: Type.Integer({ description: 'related concepts in all' }),
+      items: t.Array(t.Object({ ...ConceptPreview.properties, shared_facts: Type.Integer() })),
+      next_cursor: NextCursor,
+    }),
     annotations: READS,
     permission: () => 'concept:read',
     async run({ db, input }) {
-      const related = orNotFound(await relatedConcepts(await db(), input.concept_id, { offset: 0, limit: input.limit ?? DEFAULT_LIMIT }), 'concept')
+      const range = rankedRange(input, RELATED_WINDOW)
+      const related = orNotFound(await relatedConcepts(await db(), input.concept_id, range), 'concept')
       return {
         total: related.total,
         items: related.rows.map((c) => ({ id: c.id, canonical_name: c.canonical_name, context: c.context, description: preview(c.description), shared_facts: c.shared_facts })),
+        ...nextRanked(range, related.total, RELATED_WINDOW),
       }
     },
     links: (output, repository) => output.items.map((c) => link(repository, 'concepts', c.id, c.canonical_name)),
@@ -356,4 +370,5 @@ export const TOOLS: Tool[] = [
       }))
     },
   }),
+  ...WRITE_TOOLS,
 ]

@@ -2,9 +2,9 @@
 // the judges: @modelcontextprotocol/sdk 1.x (protocol revision 2025-11-25, what most hosts speak)
 // and @modelcontextprotocol/client 2.x pinned to 2026-07-28 (session-less, no initialize). Each
 // discovers the server from the 401, registers, has the person sign in and consent in headless
-// Chromium, lists the tools and calls every one on a repository imported from a generated bundle;
-// its access token is revoked mid-conversation (the SDK refreshes and goes on), then its grant
-// (the conversation ends).
+// Chromium, lists the tools and calls every one on a repository imported from a generated bundle
+// (each write then seen by the reads); its access token is revoked mid-conversation (the SDK
+// refreshes and goes on), then its grant (the conversation ends).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
@@ -239,6 +239,89 @@ async function exportAndImport(conversation: Conversation, revision: string) {
   expect((await call('list_facts', { repository: target, limit: 100 })).items).toHaveLength(40)
 }
 
+/** The tools that build the graph, each called once by writeAndRead. */
+const WRITE_TOOLS = ['create_source', 'create_fact', 'create_concept', 'link_concept', 'write_summary', 'write_synthesis', 'create_investigation', 'write_report', 'update', 'delete']
+
+/**
+ * A small graph built through every write tool, each write seen by the read tools (search finds
+ * a new fact once its embedding job ran, as it does for one written over REST), then changed and
+ * taken apart again with update and delete.
+ */
+async function writeAndRead(conversation: Conversation, revision: string) {
+  const call = async (tool: string, args: Record<string, unknown>) => {
+    const result = (await conversation.callTool({ name: tool, arguments: { repository: repo.slug, ...args } })) as ToolResult
+    expect({ tool, isError: result.isError ?? false, text: result.isError ? result.content[0]!.text : '' }).toEqual({ tool, isError: false, text: '' })
+    expect(JSON.parse(result.content[0]!.text!)).toEqual(result.structuredContent!)
+    return result
+  }
+  const links = (result: ToolResult) => result.content.filter((c) => c.type === 'resource_link').map((c) => c.uri)
+  const source = (await call('create_source', { url: `https://example.org/mcp/${revision}`, kind: 'web', status: 'parsed', parsed_title: 'Kettles', parsed_text: 'k'.repeat(5000) })).structuredContent!
+  // The long text just written comes back as a preview.
+  expect(source).toMatchObject({ url: `https://example.org/mcp/${revision}`, parsed_title: 'Kettles', fact_count: 0 })
+  expect(source.parsed_text.length).toBeLessThan(400)
+
+  const text = `A kettle written over MCP ${revision} boils water quickly.`
+  const created = await call('create_fact', { text, sources: [{ source_id: source.id, chunk_index: 2 }] })
+  const fact = created.structuredContent!
+  expect(fact).toMatchObject({ text, created: true, sources: [{ id: source.id, chunk_index: 2 }], concepts: [] })
+  expect(links(created)).toEqual([`kgs://${repo.id}/facts/${fact.id}`])
+  expect((await call('get_fact', { fact_id: fact.id })).structuredContent).toMatchObject({ id: fact.id, text })
+
+  const concept = (await call('create_concept', { canonical_name: `Kettle ${revision}`, context: 'kitchen', aliases: ['boiler'] })).structuredContent!
+  expect((await call('list_concepts', { prefix: `kettle ${revision}` })).structuredContent!.items).toEqual([expect.objectContaining({ id: concept.id })])
+  const linked = await call('link_concept', { fact_id: fact.id, concept_id: concept.id })
+  expect(linked.structuredContent!.concepts).toEqual([expect.objectContaining({ id: concept.id })])
+  expect(links(linked)).toEqual([`kgs://${repo.id}/facts/${fact.id}`, `kgs://${repo.id}/concepts/${concept.id}`])
+  expect((await call('list_facts', { concept_ids: [concept.id] })).structuredContent!.items).toEqual([expect.objectContaining({ id: fact.id })])
+
+  const summary = (await call('write_summary', { concept_id: concept.id, sequence_num: 0, content: `Kettles [boil water](<fact:${fact.id}>).`, covered_fact_ids: [fact.id] })).structuredContent!
+  const synthesis = (await call('write_synthesis', { canonical_name: `Kettle ${revision}`, content: `About [kettles](<concept:${concept.id}>).`, covered_concept_ids: [concept.id] }))
+    .structuredContent!
+  const detail = (await call('get_concept', { concept_id: concept.id })).structuredContent!
+  expect(detail).toMatchObject({ aliases: ['boiler'], summaries: [expect.objectContaining({ id: summary.id })], synthesis: expect.objectContaining({ id: synthesis.id }), fact_count: 1 })
+
+  const investigation = (await call('create_investigation', { title: `Kettles ${revision}`, source_ids: [source.id] })).structuredContent!
+  expect((await call('get_investigation', { investigation_id: investigation.id })).structuredContent!.sources).toEqual([expect.objectContaining({ id: source.id })])
+  const report = await call('write_report', {
+    title: `Kettle report ${revision}`,
+    body_md: `Kettles boil water [fast](<fact:${fact.id}>).`,
+    status: 'annotated',
+    annotations: [{ sentence_index: 0, sentence_text: 'Kettles boil water fast.', fact_id: fact.id, score: 0.9, posture: 'supports' }],
+  })
+  expect(links(report)).toEqual([`kgs://${repo.id}/reports/${report.structuredContent!.id}`])
+  expect((await call('get_report', { report_id: report.structuredContent!.id })).structuredContent!.annotations).toEqual([expect.objectContaining({ fact_id: fact.id, score: 0.9 })])
+
+  // The new fact is embedded by the job its write queued: vector search finds it by its text.
+  const deadline = Date.now() + 30_000
+  let hits: { id: string }[] = []
+  while (Date.now() < deadline && hits[0]?.id !== fact.id) {
+    hits = (await call('search', { query: text, mode: 'vector', limit: 1 })).structuredContent!.hits
+    if (hits[0]?.id !== fact.id) await Bun.sleep(100)
+  }
+  expect(hits[0]?.id).toBe(fact.id)
+
+  const updated = (await call('update', { kind: 'fact', id: fact.id, changes: { status: 'stable', concepts: [] } })).structuredContent!
+  expect(updated).toMatchObject({ kind: 'fact', row: { id: fact.id, status: 'stable', concepts: [] } })
+  expect((await call('update', { kind: 'summary', id: summary.id, concept_id: concept.id, changes: { is_complete: true } })).structuredContent!.row).toMatchObject({ is_complete: true })
+  expect((await call('get_fact', { fact_id: fact.id })).structuredContent).toMatchObject({ status: 'stable', concepts: [] })
+
+  const deleted = (await call('delete', { kind: 'fact', id: fact.id })).structuredContent!
+  expect(deleted).toEqual({
+    kind: 'fact',
+    deleted: { id: fact.id, removed: { sources: 1, concepts: 0, annotations: 1 }, broken_citations: expect.arrayContaining([{ kind: 'report', id: report.structuredContent!.id }]) },
+  })
+  const gone = (await conversation.callTool({ name: 'get_fact', arguments: { repository: repo.slug, fact_id: fact.id } })) as ToolResult
+  expect(gone).toMatchObject({ isError: true, content: [{ type: 'text', text: 'fact not found' }] })
+  for (const [kind, id] of [
+    ['report', report.structuredContent!.id],
+    ['investigation', investigation.id],
+    ['synthesis', synthesis.id],
+    ['concept', concept.id],
+    ['source', source.id],
+  ])
+    expect((await call('delete', { kind, id })).structuredContent).toMatchObject({ kind, deleted: { id } })
+}
+
 for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
   describe(`MCP ${revision} with ${sdk} (${BACKEND})`, () => {
     test('discovery from the 401, registration, consent in Chromium; tools/list; every tool on an imported repository; a resource', async () => {
@@ -255,7 +338,10 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
       const conversation = await connect(provider)
       try {
         const { tools } = await conversation.listTools()
-        expect(tools.map((t) => t.name).sort()).toEqual([...new Set(CALLS.map((c) => c.name))].concat('export_graph', 'import_graph', 'get_job', 'browse_registry').sort())
+        expect(tools.map((t) => t.name).sort()).toEqual([...new Set(CALLS.map((c) => c.name))].concat('export_graph', 'import_graph', 'get_job', 'browse_registry', ...WRITE_TOOLS).sort())
+        expect(tools.length).toBeLessThanOrEqual(25)
+        const destructive = tools.filter((t) => t.annotations!.destructiveHint).map((t) => t.name)
+        expect(destructive.sort()).toEqual(['delete', 'update'])
         for (const tool of tools) {
           expect(Object.keys(tool.annotations ?? {}).sort()).toEqual(['destructiveHint', 'idempotentHint', 'openWorldHint', 'readOnlyHint'])
           expect(tool.outputSchema).toMatchObject({ type: 'object' })
@@ -268,6 +354,7 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
           expect(JSON.parse(result.content[0]!.text!)).toEqual(result.structuredContent!)
           call.check(result)
         }
+        await writeAndRead(conversation, revision)
         await exportAndImport(conversation, revision)
         const resource = await conversation.readResource({ uri: `kgs://${repo.id}/facts/${repo.fact}` })
         expect(JSON.parse(String(resource.contents[0]!.text))).toMatchObject({ id: repo.fact, text: repo.factText })

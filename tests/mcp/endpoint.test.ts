@@ -1,11 +1,11 @@
 // The MCP endpoint's own rules, over HTTP with the official 2.x client (revision 2026-07-28) and
 // raw requests: the 401's challenge and the document it names, the audiences a token may have,
 // the Origin check, GET and DELETE, refusals as tool errors (a viewer's write, a read-scope
-// token's write, bad arguments) that leave nothing behind, and two instances on one PostgreSQL
-// answering alternate requests of one conversation.
+// token's write, bad arguments, the graph's own rules) that leave nothing behind, the limits and
+// cursors of lists, and two instances on one PostgreSQL answering alternate requests of one
+// conversation.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { SignJWT } from 'jose'
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { tokenKey } from '../../src/http/tokens.ts'
@@ -13,6 +13,7 @@ import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, registerAccount, uniqueEmail } from '../helpers/api.ts'
 import { obtainTokens, registerClient } from '../helpers/oauth.ts'
+import { call, conversation, type ToolResult } from '../helpers/mcp-host.ts'
 
 const owner = { email: uniqueEmail('mcp-owner'), password: 'correct horse battery' }
 const ALLOWED_ORIGIN = 'http://localhost:6274'
@@ -34,15 +35,13 @@ const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
 const post = (headers: Record<string, string>, body = INITIALIZE) =>
   fetch(mcp, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body })
 
-/** A 2026-07-28 conversation as `token`'s holder. */
-async function converse(token: string, url = mcp, fetchVia?: typeof fetch): Promise<Client> {
-  const client = new Client({ name: 'endpoint test', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } })
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } }, ...(fetchVia ? { fetch: fetchVia } : {}) }))
-  return client
+const converse = (token: string, url = mcp, fetchVia?: typeof fetch) => conversation(url, token, fetchVia)
+/** Rows of `table` in the test's repository. */
+const rows = async (table: string) => {
+  const sql = await server.context.pools.forRepository(repository.id)
+  const [row] = await sql`SELECT count(*)::int AS n FROM ${sql(table)}`
+  return row!.n as number
 }
-
-type ToolResult = { isError?: boolean; content: { type: string; text?: string }[]; structuredContent?: Record<string, unknown> }
-const call = async (client: Client, name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as ToolResult
 
 /** An access token as this server signs them, for `audience`. */
 const accessToken = (audience: string) =>
@@ -107,10 +106,16 @@ describe(`the MCP endpoint (${BACKEND})`, () => {
       const stranger = await registerAccount(http)
       const hidden = await call(await converse(stranger.token), 'list_facts', { repository: repository.slug })
       expect(hidden).toMatchObject({ isError: true, content: [{ type: 'text', text: 'repository not found' }] })
+      // A graph write too: refused naming the permission, nothing written.
+      const write = await call(client, 'create_fact', { repository: repository.slug, text: 'A viewer may not write this.' })
+      expect(write).toMatchObject({ isError: true, content: [{ text: `permission denied: fact:write in repository ${repository.slug}; ask an administrator for a role that has it` }] })
+      const remove = await call(client, 'delete', { repository: repository.slug, kind: 'report', id: crypto.randomUUID() })
+      expect(remove).toMatchObject({ isError: true, content: [{ text: `permission denied: report:write in repository ${repository.slug}; ask an administrator for a role that has it` }] })
     } finally {
       await client.close()
     }
     expect((await http.get(`/${repository.slug}/jobs`, ownerToken)).body).toEqual([])
+    expect(await rows('facts')).toBe(0)
   })
 
   test("a read-scope token's write is a tool error naming the scope; bad arguments are refused; nothing is queued", async () => {
@@ -123,6 +128,9 @@ describe(`the MCP endpoint (${BACKEND})`, () => {
       const refused = await call(conversation, 'export_graph', { repository: repository.slug })
       expect(refused.isError).toBe(true)
       expect(refused.content[0]!.text).toContain('insufficient scope: graph:export needs a token with the write scope (this one has read)')
+      const write = await call(conversation, 'create_concept', { repository: repository.slug, canonical_name: 'Read-only' })
+      expect(write).toMatchObject({ isError: true, content: [{ text: 'insufficient scope: concept:write needs a token with the write scope (this one has read); authorize again with write' }] })
+      expect(await rows('concepts')).toBe(0)
       const owners = await converse(ownerToken)
       const badCalls: [string, Record<string, unknown>][] = [
         ['export_graph', { repository: repository.slug, name: 5 }],
@@ -140,6 +148,85 @@ describe(`the MCP endpoint (${BACKEND})`, () => {
       await conversation.close()
     }
     expect((await api(server.url).get(`/${repository.slug}/jobs`, ownerToken)).body).toEqual([])
+  })
+})
+
+describe(`the MCP write tools' refusals (${BACKEND})`, () => {
+  test('bad arguments, missing references, a taken natural key: tool errors naming what is wrong, nothing written', async () => {
+    const client = await converse(ownerToken)
+    const at = { repository: repository.slug }
+    try {
+      const concept = (await call(client, 'create_concept', { ...at, canonical_name: 'Refusals' })).structuredContent!
+      const before = {
+        sources: await rows('sources'),
+        facts: await rows('facts'),
+        concepts: await rows('concepts'),
+        concept_summaries: await rows('concept_summaries'),
+        reports: await rows('reports'),
+      }
+      const missing = crypto.randomUUID()
+      const refusals: [string, Record<string, unknown>, string | RegExp][] = [
+        // Refused by the input schema, before anything runs.
+        ['create_fact', { ...at, text: 5 }, /text/],
+        ['create_fact', { ...at, text: 'x', unknown: true }, /unknown|additional/i],
+        ['create_fact', { ...at, text: 'x', sources: [{ source_id: 'not-a-uuid' }] }, /source_id/],
+        ['create_source', { ...at, url: 'https://example.org/a' }, /kind/],
+        ['update', { ...at, kind: 'tea', id: missing, changes: { text: 'x' } }, /kind: expected one of source, fact, concept, summary, synthesis, investigation, report/],
+        // Refused by the write's own rules, naming the row.
+        ['create_fact', { ...at, text: 'Cites nothing real.', sources: [{ source_id: missing }] }, `sources: source ${missing} does not exist in this repository`],
+        [
+          'write_summary',
+          { ...at, concept_id: concept.id, sequence_num: 0, content: `See [this](<fact:${missing}>).` },
+          `content cites a fact that does not exist: fact ${missing} does not exist in this repository`,
+        ],
+        ['write_report', { ...at, title: 'R', annotations: [{ sentence_index: 0, fact_id: missing, score: 1 }] }, `annotations: fact ${missing} does not exist in this repository`],
+        ['create_concept', { ...at, canonical_name: 'REFUSALS' }, `a concept of this name and context exists already (compared case-insensitively): existing id ${concept.id}`],
+        // update: the changes are checked against the kind's fields.
+        ['update', { ...at, kind: 'concept', id: concept.id, changes: { canonical_name: 5 } }, /^changes\.canonical_name: .*the fields of a concept/],
+        ['update', { ...at, kind: 'concept', id: concept.id, changes: { text: 'a fact field' } }, /^changes\.text: Unexpected property \(the fields of a concept/],
+        ['update', { ...at, kind: 'concept', id: concept.id, changes: {} }, /^changes: /],
+        ['update', { ...at, kind: 'summary', id: missing, changes: { is_complete: true } }, /^concept_id: /],
+        ['update', { ...at, kind: 'fact', id: missing, changes: { status: 'stable' } }, 'fact not found'],
+        ['delete', { ...at, kind: 'concept', id: missing }, 'concept not found'],
+      ]
+      for (const [name, args, message] of refusals) {
+        const result = await call(client, name, args)
+        expect({ name, args, isError: result.isError }).toEqual({ name, args, isError: true })
+        if (typeof message === 'string') expect(result.content[0]!.text).toBe(message)
+        else expect(result.content[0]!.text).toMatch(message)
+      }
+      // A tool that does not exist: the SDK's own refusal, whichever tools the request's server was built with.
+      await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow('Tool no_such_tool not found')
+      const after = { sources: await rows('sources'), facts: await rows('facts'), concepts: await rows('concepts'), concept_summaries: await rows('concept_summaries'), reports: await rows('reports') }
+      expect(after).toEqual(before)
+      expect((await call(client, 'get_concept', { ...at, concept_id: concept.id })).structuredContent).toMatchObject({ canonical_name: 'Refusals' })
+      expect((await call(client, 'delete', { ...at, kind: 'concept', id: concept.id })).isError ?? false).toBe(false)
+    } finally {
+      await client.close()
+    }
+  })
+
+  test('limits: 10 by default, at most 200, a cursor to go on', async () => {
+    const client = await converse(ownerToken)
+    const at = { repository: repository.slug }
+    try {
+      for (let i = 0; i < 12; i++) expect((await call(client, 'create_concept', { ...at, canonical_name: `Paged ${i}` })).isError ?? false).toBe(false)
+      const first = (await call(client, 'list_concepts', { ...at, prefix: 'paged' })).structuredContent!
+      expect((first.items as unknown[]).length).toBe(10)
+      const rest = (await call(client, 'list_concepts', { ...at, prefix: 'paged', cursor: first.next_cursor })).structuredContent!
+      expect((rest.items as unknown[]).length).toBe(2)
+      expect(rest.next_cursor).toBeUndefined()
+      expect((await call(client, 'list_concepts', { ...at, limit: 200 })).isError ?? false).toBe(false)
+      expect((await call(client, 'list_concepts', { ...at, limit: 201 })).isError).toBe(true)
+      // Search pages too: keyword hits of every Paged concept, 5 at a time.
+      const hits = async (cursor?: string) => (await call(client, 'search', { ...at, kind: 'concepts', mode: 'keyword', query: 'paged', limit: 5, ...(cursor ? { cursor } : {}) })).structuredContent!
+      const pages = [await hits()]
+      while (pages.at(-1)!.next_cursor) pages.push(await hits(pages.at(-1)!.next_cursor as string))
+      expect(pages.map((p) => (p.hits as unknown[]).length)).toEqual([5, 5, 2])
+      expect(new Set(pages.flatMap((p) => (p.hits as { id: string }[]).map((h) => h.id))).size).toBe(12)
+    } finally {
+      await client.close()
+    }
   })
 })
 

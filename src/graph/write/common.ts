@@ -6,12 +6,14 @@ import type { TransactionSql } from 'postgres'
 import type { Db } from '../../db/sql.ts'
 import { sha256Hex, citedIds, type CitedKind } from '../rules.ts'
 
+/** Why the graph refuses a write, in words its caller can act on (each subclass: one HTTP status). */
+export class WriteRefusal extends Error {}
 /** A request the graph refuses: a missing or foreign reference, a bad citation, a cycle (400). */
-export class InvalidWrite extends Error {}
+export class InvalidWrite extends WriteRefusal {}
 /** The row the request names does not exist (404). */
-export class RowNotFound extends Error {}
+export class RowNotFound extends WriteRefusal {}
 /** The row exists already under its natural key (409, with its id). */
-export class ExistingRow extends Error {
+export class ExistingRow extends WriteRefusal {
   constructor(
     message: string,
     readonly id: string,
@@ -20,9 +22,9 @@ export class ExistingRow extends Error {
   }
 }
 /** The row cannot go while others depend on it (409). */
-export class StillReferenced extends Error {}
+export class StillReferenced extends WriteRefusal {}
 /** If-Match named another version of the row (412). */
-export class StaleVersion extends Error {}
+export class StaleVersion extends WriteRefusal {}
 
 /** A row's ETag: a hash of the representation the API answers with (strong, quoted). */
 export function etagOf(row: unknown): string {
