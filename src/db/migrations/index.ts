@@ -24,6 +24,7 @@ import repository0004 from './repository/0004_annotation_order.sql' with { type:
 import repository0005 from './repository/0005_graph_counts.sql' with { type: 'text' }
 import repository0006 from './repository/0006_full_text_search.sql' with { type: 'text' }
 import repository0007 from './repository/0007_embedding_changes.sql' with { type: 'text' }
+import repository0008 from './repository/0008_summary_citations.sql' with { type: 'text' }
 
 export interface Migration {
   version: number
@@ -61,5 +62,6 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 5, name: '0005_graph_counts', sql: repository0005 },
     { version: 6, name: '0006_full_text_search', sql: repository0006 },
     { version: 7, name: '0007_embedding_changes', sql: repository0007 },
+    { version: 8, name: '0008_summary_citations', sql: repository0008 },
   ],
 }
