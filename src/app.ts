@@ -198,7 +198,7 @@ export function createApp(ctx: AppContext) {
     .use(oauthProtocolRoutes(ctx.pools.system, ctx.baseUrl, ctx.oauth, throttles, clients))
     .use(oauthPageRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts, throttles, clients))
     .use(accountRoutes(ctx.accounts, access, throttles))
-    .use(grantRoutes(ctx.oauth, access))
+    .use(grantRoutes(ctx.oauth, access, ctx.pools.system))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))
     .use(repositoryRoutes(ctx.repositories, access, scope, throttles.createRepository, quotas))
     .use(memberRoutes(scope, ctx.rbac, ctx.pools.system))

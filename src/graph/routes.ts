@@ -9,8 +9,8 @@ import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
-import { getConcept, getFact, getInvestigation, getReport, getSource, listConcepts, listFacts, listInvestigations, listReports, listSources, relatedConcepts } from './store.ts'
-import { Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, RelatedConcept, Report, ReportDetail, Source, SourceDetail } from './schemas.ts'
+import { factCitations, getConcept, getFact, getInvestigation, getReport, getSource, listConcepts, listFacts, listInvestigations, listReports, listSources, relatedConcepts } from './store.ts'
+import { Citation, Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, RelatedConcept, Report, ReportDetail, Source, SourceDetail } from './schemas.ts'
 
 const Uuid = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
 const UUID = new RegExp(UUID_PATTERN)
@@ -32,7 +32,7 @@ function conceptIds(concepts: string[] | undefined): string[] | undefined {
     throw new HttpError(400, `invalid query: concept: expected 1 to ${MAX_CONCEPTS} concept UUIDs (got ${bad === undefined ? `${concepts.length}` : JSON.stringify(bad.slice(0, 40))})`)
   return concepts
 }
-/** Related concepts rank this many at most. */
+/** Related concepts, and a fact's citations, rank this many at most. */
 export const RELATED_WINDOW = 1000
 const ConceptQuery = t.Object({
   prefix: t.Optional(t.String({ maxLength: 200, error: 'expected at most 200 characters', description: 'case-insensitive prefix of canonical_name' })),
@@ -94,6 +94,20 @@ export function graphRoutes(scope: ReturnType<typeof repositoryScope>) {
         response: { 200: FactDetail, ...errors },
         detail: describe('A fact with its sources and concepts'),
       })
+      .get(
+        '/facts/:factID/citations',
+        async ({ db, params, range }) => {
+          const citations = found(await factCitations(await db(), params.factID, range), 'fact')
+          return rankedPage(citations.rows, citations.total)
+        },
+        {
+          repository: 'fact:read',
+          ranked: RELATED_WINDOW,
+          params: params({ factID: Uuid }),
+          response: { 200: t.Array(Citation), ...errors },
+          detail: describe('The summaries that cover a fact, then the reports whose sentences it annotates; X-Total-Count says how many'),
+        },
+      )
       .get('/concepts', async ({ db, page, query }) => listConcepts(await db(), { ...page, prefix: query.prefix }), {
         repository: 'concept:read',
         paginated: true,

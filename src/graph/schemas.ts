@@ -71,6 +71,15 @@ const conceptFields = {
 }
 export const Concept = t.Object(conceptFields)
 export const RelatedConcept = t.Object({ ...conceptFields, shared_facts: t.Integer({ description: 'facts linked to both concepts' }) })
+/** A summary or report that cites a fact: a summary that covers it, a report with a sentence it annotates. */
+export const Citation = t.Object({
+  kind: t.Union([t.Literal('summary'), t.Literal('report')]),
+  id: t.String({ description: "the summary's or the report's id" }),
+  title: t.String({ description: "the summary's concept's canonical_name, or the report's title" }),
+  concept_id: nullable(t.String({ description: "the summary's concept; null for a report" })),
+  sequence_num: nullable(t.Integer({ description: "the summary's; null for a report" })),
+  sentences: t.Integer({ description: "the report's sentences the fact annotates; 0 for a summary" }),
+})
 /** A summary as the API answers it (within its concept's detail; the write routes add concept_id). */
 export const summaryFields = {
   id: t.String(),
@@ -137,6 +146,7 @@ export type FactDetail = Static<typeof FactDetail>
 export type Concept = Static<typeof Concept>
 export type ConceptDetail = Static<typeof ConceptDetail>
 export type RelatedConcept = Static<typeof RelatedConcept>
+export type Citation = Static<typeof Citation>
 export type Investigation = Static<typeof Investigation>
 export type InvestigationDetail = Static<typeof InvestigationDetail>
 export type Report = Static<typeof Report>

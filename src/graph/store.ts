@@ -6,6 +6,7 @@ import type { Fragment, Sql } from 'postgres'
 import { isoTimestamp, type Db } from '../db/sql.ts'
 import {
   RELATED_LIMIT,
+  type Citation,
   type Concept,
   type ConceptDetail,
   type Fact,
@@ -155,6 +156,31 @@ export async function getFact(sql: Db, id: string): Promise<FactDetail | undefin
       )} AS concepts
     FROM facts WHERE id = ${id}`
   return fact
+}
+
+/**
+ * The summaries that cover fact `id` (covered_fact_ids, GIN-indexed) in their concepts' order,
+ * then the reports whose sentences it annotates, by (created_at, id); undefined when there is no
+ * such fact. Citations in the texts alone are not searched: that would read every summary and
+ * report (graph/write's citationsOf does, for a deletion).
+ */
+export async function factCitations(sql: Sql, id: string, range: RankedRange): Promise<{ total: number; rows: Citation[] } | undefined> {
+  const [exists] = await sql`SELECT 1 FROM facts WHERE id = ${id}`
+  if (!exists) return undefined
+  const { total, rows } = await rankedSlice<Citation & { kind_order: number; key_at: string }>(
+    sql,
+    sql`SELECT 'summary' AS kind, s.id, c.canonical_name AS title, s.concept_id, s.sequence_num, 0 AS sentences,
+        0 AS kind_order, c.created_at AS key_at
+      FROM concept_summaries s JOIN concepts c ON c.id = s.concept_id
+      WHERE s.covered_fact_ids @> ARRAY[${id}]::uuid[]
+      UNION ALL
+      SELECT 'report', r.id, r.title, NULL, NULL, a.sentences, 1, r.created_at
+      FROM (SELECT report_id, count(DISTINCT sentence_index)::int AS sentences FROM report_annotations WHERE fact_id = ${id} GROUP BY report_id) a
+        JOIN reports r ON r.id = a.report_id`,
+    sql`kind_order, key_at, concept_id, sequence_num, id`,
+    range,
+  )
+  return { total, rows: rows.map(({ kind_order: _, key_at: __, ...row }) => row) }
 }
 
 /** Facts in the order of `ids` (unknown ids skipped): hydrates ranked hits of a vector search. */

@@ -6,6 +6,9 @@
 //   auth: true                        any valid token
 //   session: 'sessions'               a session token (an OAuth client acts within its scopes, and
 //                                     these are not among them)
+//   session: { what: 'grants',        a session token, or an access token of one of kgs's own
+//     orFirstParty }                  clients (first_party: the web app, Swagger UI), which the
+//                                     person uses as kgs itself; a third party's token is 403
 //   permission: 'role:manage'         a system-domain permission
 //   repository: 'fact:read'           a permission in the repository the request names (or, with
 //                                     `forForm`, plus system permissions one form of the request
@@ -42,6 +45,15 @@ function declared(rule: string, scope: Scope | undefined | null, errors: number[
 export const publicAccess = new Elysia({ name: 'kgs/public' }).macro({
   public: { detail: declared('public', null, []) },
 })
+
+/**
+ * `session`'s second form: also an access token of one of kgs's own clients. `orFirstParty`
+ * says whether a client is one (a lookup: the rule is on few, rarely called routes).
+ */
+interface SessionOrFirstParty {
+  what: string
+  orFirstParty(clientId: string): Promise<boolean>
+}
 
 /** The authorizer of the owner rule: a sysadmin may act on what others own. */
 export interface OwnerAuthorizer extends Authorizer {
@@ -88,13 +100,18 @@ export function accessControl(authenticator: Authenticator, authorizer: OwnerAut
       ...authenticatesFirst(authenticator, challenge === true ? 'read' : challenge),
       resolve: resolvePrincipal,
     }),
-    /** `what` names the resource in the refusal: "sessions are managed with a session token". */
-    session: (what: string) => ({
-      detail: declared('session-token', undefined, [401, 403]),
+    /**
+     * `what` names the resource in the refusal: "sessions are managed with a session token". The
+     * object form also lets in kgs's own clients (SessionOrFirstParty).
+     */
+    session: (rule: string | SessionOrFirstParty) => ({
+      detail: declared(typeof rule === 'string' ? 'session-token' : 'session-token-or-first-party-client', undefined, [401, 403]),
       ...authenticatesFirst(authenticator, 'read'),
-      resolve({ request }) {
+      async resolve({ request }) {
         const principal = principalOf(request)
-        requireSessionToken(principal, what)
+        if (typeof rule === 'string') requireSessionToken(principal, rule)
+        else if (!principal.sessionId && !(principal.clientId && (await rule.orFirstParty(principal.clientId))))
+          throw new HttpError(403, `${rule.what} are managed with a session token or in kgs's own apps, not with another client's OAuth access token`)
         return { principal }
       },
     }),

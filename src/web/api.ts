@@ -37,9 +37,11 @@ export interface Page<T> {
   rows: T[]
   /** The cursor of the next page (from the Link header), if there is one. */
   next: string | undefined
+  /** The list's length, where the API says it (X-Total-Count: ranked lists). */
+  total: number | undefined
 }
 
-/** One page of a paginated list (decisions §1: ?limit=, ?cursor=, Link rel="next"). */
+/** One page of a paginated or ranked list (decisions §1: ?limit=, ?cursor=, Link rel="next"). */
 export async function page<T>(path: string, cursor: string | undefined, limit = 50): Promise<Page<T>> {
   const url = new URL(path, location.origin)
   url.searchParams.set('limit', String(limit))
@@ -48,5 +50,10 @@ export async function page<T>(path: string, cursor: string | undefined, limit = 
   if (!response.ok) throw await failure(response)
   const link = response.headers.get('link') ?? ''
   const target = /<([^>]+)>\s*;\s*rel="?next"?/.exec(link)?.[1]
-  return { rows: (await response.json()) as T[], next: target ? (new URL(target, location.origin).searchParams.get('cursor') ?? undefined) : undefined }
+  const total = response.headers.get('x-total-count')
+  return {
+    rows: (await response.json()) as T[],
+    next: target ? (new URL(target, location.origin).searchParams.get('cursor') ?? undefined) : undefined,
+    total: total === null ? undefined : Number(total),
+  }
 }

@@ -6,7 +6,9 @@ import { useEffect, useState } from 'preact/hooks'
 import { get } from './api.ts'
 import { finishSignIn, hadSession, signedIn, signOut, startSignIn } from './auth.ts'
 import { ConceptPage, Concepts, FactPage, Facts, InvestigationPage, Investigations, paths, ReportPage, Reports, SourcePage, Sources } from './pages/graph.tsx'
+import { Grants } from './pages/grants.tsx'
 import { Registry, Repositories, Search, Transfer, Users } from './pages/home.tsx'
+import { Members } from './pages/members.tsx'
 import { ErrorBox, Link, navigate, onNavigate, useLoad, Show } from './ui.tsx'
 import type { Repository } from './types.ts'
 
@@ -18,6 +20,7 @@ const REPOSITORY_TABS = [
   ['reports', 'Reports'],
   ['search', 'Search'],
   ['transfer', 'Export and import'],
+  ['members', 'Members'],
 ] as const
 
 function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
@@ -41,6 +44,8 @@ function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
         return <Search repo={repo} />
       case 'transfer':
         return <Transfer repo={repo} />
+      case 'members':
+        return <Members repo={repo} />
       default:
         return <NotFound />
     }
@@ -85,6 +90,7 @@ function Route({ path }: { path: string }) {
   if (first === undefined) return <Repositories />
   if (first === 'r' && second) return <RepositoryPage repo={second} rest={rest} />
   if (first === 'registry') return <Registry />
+  if (first === 'agents') return <Grants />
   if (first === 'admin' && second === 'users') return <Users />
   return <NotFound />
 }
@@ -116,6 +122,9 @@ function Shell() {
             </li>
             <li>
               <Link href="/app/registry">Registry</Link>
+            </li>
+            <li>
+              <Link href="/app/agents">Agents</Link>
             </li>
             {permissions.state === 'done' && permissions.value.system_admin && (
               <li>

@@ -4,7 +4,8 @@
 // across the redirect, and whether this tab had signed in.
 const meta = (name: string) => document.querySelector<HTMLMetaElement>(`meta[name="${name}"]`)?.content ?? ''
 const BASE_URL = meta('kgs-base-url')
-const CLIENT_ID = meta('kgs-client-id')
+/** This app's OAuth client. */
+export const clientId = meta('kgs-client-id')
 const REDIRECT_URI = `${BASE_URL}/app/callback`
 const SCOPE = 'read write admin'
 const PENDING = 'kgs.pending-sign-in'
@@ -36,7 +37,7 @@ export async function startSignIn(returnTo: string): Promise<void> {
   const challenge = base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))))
   sessionStorage.setItem(PENDING, JSON.stringify({ verifier, state, returnTo }))
   const url = new URL(`${BASE_URL}/api/v1/oauth/authorize`)
-  const params = { response_type: 'code', client_id: CLIENT_ID, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256', state, scope: SCOPE }
+  const params = { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256', state, scope: SCOPE }
   for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value)
   // After a sign-out the next sign-in asks for the password, whatever the pages remember.
   if (sessionStorage.getItem(SIGNED_OUT) === '1') url.searchParams.set('prompt', 'login')
@@ -44,7 +45,7 @@ export async function startSignIn(returnTo: string): Promise<void> {
 }
 
 async function tokenRequest(form: Record<string, string>): Promise<Response> {
-  return fetch(`${BASE_URL}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ ...form, client_id: CLIENT_ID }) })
+  return fetch(`${BASE_URL}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ ...form, client_id: clientId }) })
 }
 
 const keep = (body: { access_token: string; refresh_token?: string }) => {
@@ -103,7 +104,7 @@ export async function signOut(): Promise<void> {
     await fetch(`${BASE_URL}/api/v1/oauth/revoke`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ token, token_type_hint: current?.refresh ? 'refresh_token' : 'access_token', client_id: CLIENT_ID }),
+      body: new URLSearchParams({ token, token_type_hint: current?.refresh ? 'refresh_token' : 'access_token', client_id: clientId }),
     })
   }
 }

@@ -45,22 +45,25 @@ export function ErrorBox({ error }: { error: unknown }) {
 
 type Loaded<T> = { state: 'loading' } | { state: 'done'; value: T } | { state: 'failed'; error: unknown }
 
-/** Runs `load` whenever `key` changes; `reload` runs it again. */
+/**
+ * Runs `load` whenever `key` changes; `reload` runs it again. What was loaded for another key is
+ * never shown: in the render after a change of key (before the effect runs) it is loading.
+ */
 export function useLoad<T>(load: () => Promise<T>, key: string): [Loaded<T>, () => void] {
-  const [loaded, setLoaded] = useState<Loaded<T>>({ state: 'loading' })
+  const [loaded, setLoaded] = useState<{ key: string; value: Loaded<T> }>({ key, value: { state: 'loading' } })
   const [round, setRound] = useState(0)
   useEffect(() => {
     let current = true
-    setLoaded({ state: 'loading' })
+    setLoaded({ key, value: { state: 'loading' } })
     load().then(
-      (value) => current && setLoaded({ state: 'done', value }),
-      (error) => current && setLoaded({ state: 'failed', error }),
+      (value) => current && setLoaded({ key, value: { state: 'done', value } }),
+      (error) => current && setLoaded({ key, value: { state: 'failed', error } }),
     )
     return () => {
       current = false
     }
   }, [key, round])
-  return [loaded, () => setRound((n) => n + 1)]
+  return [loaded.key === key ? loaded.value : { state: 'loading' }, () => setRound((n) => n + 1)]
 }
 
 /** What a load shows: a status while loading, the API's error, or `children` of the value. */
@@ -70,22 +73,28 @@ export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (va
   return <>{children(loaded.value)}</>
 }
 
-/** A paginated list: one page at a time, never the whole table; Previous and Next. */
-export function Paged<T>({ path, label, children }: { path: string; label: string; children: (rows: T[]) => ComponentChildren }) {
+/**
+ * A paginated list: one page at a time, never the whole table; Previous and Next, and the list's
+ * length where the API says it. `empty`: what an empty list says.
+ */
+export function Paged<T>({ path, label, limit, empty = 'None yet.', children }: { path: string; label: string; limit?: number; empty?: string; children: (rows: T[]) => ComponentChildren }) {
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined])
   const cursor = cursors[cursors.length - 1]
   useEffect(() => setCursors([undefined]), [path])
-  const [loaded] = useLoad(() => fetchPage<T>(path, cursor), `${path} ${cursor ?? ''}`)
+  const [loaded] = useLoad(() => fetchPage<T>(path, cursor, limit), `${path} ${cursor ?? ''}`)
   return (
     <Show loaded={loaded}>
-      {({ rows, next }) => (
+      {({ rows, next, total }) => (
         <>
-          {rows.length === 0 ? <p>None yet.</p> : children(rows)}
+          {rows.length === 0 ? <p>{empty}</p> : children(rows)}
           <nav class="pager" aria-label={`${label} pages`}>
             <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>
               Previous page
             </button>
-            <span>Page {cursors.length}</span>
+            <span>
+              Page {cursors.length}
+              {total !== undefined && ` · ${total} in all`}
+            </span>
             <button type="button" disabled={!next} onClick={() => setCursors([...cursors, next])}>
               Next page
             </button>

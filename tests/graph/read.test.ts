@@ -371,6 +371,7 @@ const routes = () => [
   `/sources/${s1.id}`,
   '/facts',
   `/facts/${f1.id}`,
+  `/facts/${f1.id}/citations`,
   '/concepts',
   `/concepts/${c1.id}`,
   `/concepts/${c1.id}/related`,
@@ -446,6 +447,26 @@ describe(`graph read API (${BACKEND})`, () => {
     // No synthesis of its own name: the one covering it.
     expect(await readBoth(`/concepts/${c2.id}`)).toEqual({ ...conceptItem(c2), aliases: [], summaries: [], synthesis: synthesisBody(groupSynthesis), fact_count: 0 })
     expect(await readBoth(`/concepts/${c8.id}`)).toEqual({ ...conceptItem(c8), aliases: [], summaries: [], synthesis: null, fact_count: 1 })
+  })
+
+  test("a fact's citations: the summaries that cover it, then the reports whose sentences it annotates; paged by position", async () => {
+    const summary = (s: typeof summaryFirst) => ({ kind: 'summary', id: s.id, title: c1.canonical_name, concept_id: c1.id, sequence_num: s.sequence_num, sentences: 0 })
+    const inR1 = { kind: 'report', id: r1.id, title: r1.title, concept_id: null, sequence_num: null, sentences: 1 }
+    expect(await readBoth(`/facts/${f1.id}/citations`)).toEqual([summary(summaryFirst), inR1])
+    expect(await readBoth(`/facts/${f2.id}/citations`)).toEqual([summary(summaryLater), inR1])
+    expect(await readBoth(`/facts/${f3.id}/citations`)).toEqual([inR1])
+    expect(await readBoth(`/facts/${f5.id}/citations`)).toEqual([])
+    const first = await getBoth(`/facts/${f1.id}/citations?limit=1`, viewer.token)
+    expect(first.headers.get('x-total-count')).toBe('2')
+    expect(first.body).toEqual([summary(summaryFirst)])
+    const second = await http.get(nextPage(first.headers.get('link'))!, viewer.token)
+    expect(second.body).toEqual([inR1])
+    expect(second.headers.get('link')).toBeNull()
+    expectError(await getBoth(`/facts/${other.fact}/citations`, owner.token), 404, 'fact not found')
+    expectError(await getBoth(`/facts/${uuid()}/citations`, viewer.token), 404, 'fact not found')
+    expectError(await getBoth('/facts/x/citations', viewer.token), 400, /^invalid path parameter: factID: expected a UUID/)
+    expectError(await getBoth(`/facts/${f1.id}/citations?limit=101`, viewer.token), 400, /limit/)
+    expectError(await getBoth(`/facts/${f1.id}/citations?cursor=bogus`, viewer.token), 400, /cursor/)
   })
 
   test('investigations: the list; details with their sources', async () => {

@@ -61,8 +61,8 @@ export async function obtainCode(
       body: new URLSearchParams(fields),
     })
   const login = await post('/api/v1/oauth/authorize/login', { authorization_id, csrf_token, email: account.email, password: account.password })
-  const cookie = login.headers.get('set-cookie')!.split(';')[0]!
-  const decision = await post('/api/v1/oauth/authorize', { authorization_id, csrf_token, decision: 'allow' }, cookie)
+  // kgs's own web app asks no consent: the sign-in itself redirects with the code.
+  const decision = login.headers.has('location') ? login : await post('/api/v1/oauth/authorize', { authorization_id, csrf_token, decision: 'allow' }, login.headers.get('set-cookie')!.split(';')[0]!)
   const location = new URL(decision.headers.get('location')!)
   return { code: location.searchParams.get('code')!, state: location.searchParams.get('state')!, iss: location.searchParams.get('iss')! }
 }

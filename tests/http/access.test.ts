@@ -29,7 +29,7 @@ afterAll(() => server.stop())
 
 /** The rules of src/http/access.ts, as they are written into the document. */
 const VOCABULARY =
-  /^(public|authenticated|session-token|system [a-z]+:[a-z]+|self-or-system [a-z]+:[a-z]+|owner-or-sysadmin|repository-or-system [a-z]+:[a-z]+|repository [a-z]+:[a-z]+( \([a-z]+=[a-z]+\)( or [a-z]+:[a-z]+ \([a-z]+=[a-z]+\))*|(; system [a-z]+:[a-z]+ \([a-z ]+\))+)?)$/
+  /^(public|authenticated|session-token|session-token-or-first-party-client|system [a-z]+:[a-z]+|self-or-system [a-z]+:[a-z]+|owner-or-sysadmin|repository-or-system [a-z]+:[a-z]+|repository [a-z]+:[a-z]+( \([a-z]+=[a-z]+\)( or [a-z]+:[a-z]+ \([a-z]+=[a-z]+\))*|(; system [a-z]+:[a-z]+ \([a-z ]+\))+)?)$/
 
 const operation = (at: string) => {
   const [method, path] = at.split(' ') as [string, string]
@@ -98,6 +98,7 @@ describe(`access rules (${BACKEND})`, () => {
     expect(ruleOf('post /api/v1/mcp')).toBe('authenticated')
     expect(operation('post /api/v1/mcp')?.security).toEqual([{ bearer: [] }, { oauth2: ['write'] }])
     expect(ruleOf('get /api/v1/auth/sessions')).toBe('session-token')
+    expect(ruleOf('delete /api/v1/oauth/grants/{grantID}')).toBe('session-token-or-first-party-client')
     expect(ruleOf('get /api/v1/users/{userID}')).toBe('self-or-system user:read')
     expect(ruleOf('put /api/v1/users/{userID}')).toBe('self-or-system user:manage')
     expect(ruleOf('delete /api/v1/graphs/{id}')).toBe('owner-or-sysadmin')

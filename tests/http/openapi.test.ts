@@ -196,6 +196,7 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       { at: 'get /{repoID}/search', url: `${r}/search?q=x&limit=1000`, status: 400 },
       { at: 'get /{repoID}/search', url: `${r}/search?q=x&mode=fuzzy`, status: 400 },
       { at: 'get /{repoID}/concepts/{conceptID}/related', url: `${r}/concepts/${id()}/related`, status: 404 },
+      { at: 'get /{repoID}/facts/{factID}/citations', url: `${r}/facts/${id()}/citations`, status: 404 },
       { at: 'get /{repoID}/images/{imageID}', url: `${r}/images/${id()}`, status: 404 },
       // the write API
       { at: 'post /{repoID}/facts', url: `${r}/facts`, init: json({ text: '' }), status: 400 },

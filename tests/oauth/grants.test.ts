@@ -1,11 +1,14 @@
 // A user's OAuth grants over HTTP, on the selected backend: listing the live ones with their
 // client, and revoking one, whose access and refresh tokens stop working at once while the
-// others go on (SECURITY.md O3; ASVS 7.5.2, 10.4.9, 10.7.3). Session tokens only.
+// others go on (SECURITY.md O3; ASVS 7.5.2, 10.4.9, 10.7.3). Session tokens, and the tokens of
+// kgs's own clients (the web app, Swagger UI); a third party's token is refused.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, expectOAuthError, uniqueEmail } from '../helpers/api.ts'
 import { obtainTokens, registerClient, type TestClient } from '../helpers/oauth.ts'
+import { WEB_APP_CLIENT_ID } from '../../src/http/web-app.ts'
+import { SWAGGER_CLIENT_ID } from '../../src/http/swagger-ui.ts'
 
 const PASSWORD = 'correct horse battery'
 let server: TestServer
@@ -84,7 +87,26 @@ describe(`a user's OAuth grants (${BACKEND})`, () => {
     expectError(await http.call('DELETE', `/api/v1/oauth/grants/${crypto.randomUUID()}`, { token }), 404, 'grant not found')
   })
 
-  test('malformed ids, limits and cursors are 400; without a token 401; an OAuth access token 403', async () => {
+  test("kgs's own clients (the web app, Swagger UI) list and revoke grants with their access tokens", async () => {
+    const { email } = await account()
+    const agent = await grant(email, 'Agent')
+    // Each registers itself when its page is first served.
+    for (const page of ['/app', '/swagger']) expect((await server.request(page)).status).toBe(200)
+    const own = [
+      { client_id: WEB_APP_CLIENT_ID, redirect_uri: `${server.url}/app/callback` },
+      { client_id: SWAGGER_CLIENT_ID, redirect_uri: `${server.url}/swagger/oauth2-redirect.html` },
+    ]
+    const [app, swagger] = await Promise.all(own.map((client) => obtainTokens(server.url, client, { email, password: PASSWORD })))
+    const listed = await http.get('/api/v1/oauth/grants', app!.access_token)
+    expect(listed.status).toBe(200)
+    expect(listed.body.map((g: { client_id: string }) => g.client_id).sort()).toEqual([agent.client.client_id, ...own.map((client) => client.client_id)].sort())
+    const agentGrant = listed.body.find((g: { client_id: string }) => g.client_id === agent.client.client_id)
+    expect((await http.call('DELETE', `/api/v1/oauth/grants/${agentGrant.id}`, { token: swagger!.access_token })).status).toBe(200)
+    expectError(await http.get('/api/v1/users/me', agent.access), 401)
+    expect((await http.get('/api/v1/oauth/grants', swagger!.access_token)).body).toHaveLength(2)
+  })
+
+  test('malformed ids, limits and cursors are 400; without a token 401; a third party’s access token 403', async () => {
     const { email, token } = await account()
     const granted = await grant(email, 'Agent')
     const [own] = (await http.get('/api/v1/oauth/grants', token)).body as { id: string }[]
@@ -93,7 +115,7 @@ describe(`a user's OAuth grants (${BACKEND})`, () => {
     expectError(await http.get('/api/v1/oauth/grants?cursor=%%%', token), 400, /cursor/)
     expectError(await http.get('/api/v1/oauth/grants'), 401, 'authentication required')
     expectError(await http.call('DELETE', `/api/v1/oauth/grants/${own!.id}`), 401, 'authentication required')
-    const forbidden = 'grants are managed with a session token, not an OAuth access token'
+    const forbidden = "grants are managed with a session token or in kgs's own apps, not with another client's OAuth access token"
     expectError(await http.get('/api/v1/oauth/grants', granted.access), 403, forbidden)
     expectError(await http.call('DELETE', `/api/v1/oauth/grants/${own!.id}`, { token: granted.access }), 403, forbidden)
     expect((await http.get('/api/v1/users/me', granted.access)).status).toBe(200)

@@ -1,9 +1,9 @@
 // The web app at /app as a person uses it, in headless Chromium with every request that leaves
 // the machine refused: sign-in through kgs's own authorization pages (code + PKCE, no consent for
 // this first-party client), each page over a real imported graph, export and import with the
-// job's progress, the registry, users and roles, the token's refresh and revocation; keyboard
-// use, axe-core on every page, 375 px wide; and a bundle full of script payloads, imported and
-// shown with nothing executed.
+// job's progress, the registry, users and roles, members, the OAuth grants (agents), the token's
+// refresh and revocation; keyboard use, axe-core on every page, 375 px wide; and a bundle full of
+// script payloads, imported and shown with nothing executed.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -19,6 +19,7 @@ import { generateBundle } from '../../scripts/gen-bundle.ts'
 import { generateGraph } from '../../scripts/gen-graph.ts'
 import { WEB_APP_CLIENT_ID } from '../../src/http/web-app.ts'
 import { writeHostileBundle, XSS_MARK } from './hostile-bundle.ts'
+import { obtainTokens, registerClient } from '../helpers/oauth.ts'
 
 const password = 'correct horse battery'
 const account = { email: uniqueEmail('app'), password }
@@ -269,6 +270,157 @@ describe(`the web app (${BACKEND})`, () => {
     await page.getByRole('list', { name: 'Results' }).waitFor()
     await expect(results.locator('li').first().textContent()).resolves.toContain(fact.text)
     await accessible()
+  })
+
+  test('search: paged, with the number of results', async () => {
+    // The word the most facts hold: keyword search ranks every match.
+    const counts = new Map<string, number>()
+    for (const fact of (await http.call('GET', '/tour/facts?limit=240', { token })).body as { text: string }[])
+      for (const word of new Set(fact.text.toLowerCase().match(/[a-z]{4,}/g))) counts.set(word, (counts.get(word) ?? 0) + 1)
+    const [word] = [...counts].sort((a, b) => b[1] - a[1])[0]!
+    const all = await http.call('GET', `/tour/search?q=${word}&mode=keyword&limit=100`, { token })
+    const total = Number(all.headers.get('x-total-count'))
+    expect(total).toBeGreaterThan(20)
+    await open('/app/r/tour/search', 'Search')
+    await page.getByLabel('Query').fill(word)
+    await page.getByLabel('Mode').selectOption('keyword')
+    await page.getByRole('button', { name: 'Search', exact: true }).click()
+    const results = page.getByRole('list', { name: 'Results' })
+    await results.waitFor()
+    await page.getByText(`Page 1 · ${total} in all`).waitFor()
+    await expect(results.locator('li').count()).resolves.toBe(20)
+    const firstPage = await results.locator('li a').allTextContents()
+    await page.getByRole('button', { name: 'Next page' }).click()
+    await page.getByText(`Page 2 · ${total} in all`).waitFor()
+    const secondPage = await results.locator('li a').allTextContents()
+    // The API's second page, in its order.
+    expect(secondPage).toEqual(all.body.slice(20, 40).map((hit: { fact: { text: string } }) => hit.fact.text))
+    expect(secondPage.filter((text) => firstPage.includes(text))).toEqual([])
+    await accessible()
+    await page.getByRole('button', { name: 'Previous page' }).click()
+    await page.getByText(`Page 1 · ${total} in all`).waitFor()
+    await expect(results.locator('li a').allTextContents()).resolves.toEqual(firstPage)
+  })
+
+  test("a fact's page lists the summaries and reports that cite it; a concept's, its related concepts", async () => {
+    const facts = (await http.call('GET', '/tour/facts?limit=100', { token })).body as { id: string }[]
+    let cited: { id: string; citations: { kind: string; id: string; title: string; concept_id: string | null }[] } | undefined
+    for (const fact of facts) {
+      const citations = (await http.call('GET', `/tour/facts/${fact.id}/citations`, { token })).body
+      if (citations.some((c: { kind: string }) => c.kind === 'summary') && citations.some((c: { kind: string }) => c.kind === 'report')) {
+        cited = { id: fact.id, citations }
+        break
+      }
+    }
+    if (!cited) throw new Error('no fact of the tour graph is cited by both a summary and a report')
+    await open(`/app/r/tour/facts/${cited.id}`, 'Fact')
+    const citedBy = page.getByRole('region', { name: 'Cited by' })
+    await citedBy.locator('nav.pager').waitFor()
+    await expect(citedBy.locator('li a').allTextContents()).resolves.toEqual(cited.citations.map((c) => c.title))
+    await accessible()
+    const report = cited.citations.find((c) => c.kind === 'report')!
+    await citedBy.getByRole('link', { name: report.title, exact: true }).first().click()
+    await page.getByRole('heading', { level: 1, name: report.title, exact: true }).waitFor()
+    expect(new URL(page.url()).pathname).toBe(`/app/r/tour/reports/${report.id}`)
+
+    const summary = cited.citations.find((c) => c.kind === 'summary')!
+    const related = (await http.call('GET', `/tour/concepts/${summary.concept_id!}/related?limit=20`, { token })).body as { canonical_name: string }[]
+    await open(`/app/r/tour/concepts/${summary.concept_id!}`)
+    const list = page.getByRole('region', { name: 'Related concepts' })
+    await list.locator('nav.pager').waitFor()
+    await expect(list.locator('li a').allTextContents()).resolves.toEqual(related.map((c) => c.canonical_name))
+    await accessible()
+  })
+
+  test('members: listed with roles; a repoadmin adds by e-mail, changes a role, removes with a confirmation; refusals shown plainly', async () => {
+    const member = await http.post('/api/v1/auth/register', { email: uniqueEmail('shared'), password })
+    const email = member.body.user.email as string
+    await open('/app/r/tour/members', 'Members')
+    const row = (who: string) => page.locator('main tbody tr').filter({ hasText: who })
+    await row(account.email).waitFor()
+    await expect(page.getByLabel(`Role of ${account.email}`).inputValue()).resolves.toBe('repoadmin')
+    await accessible()
+    const status = page.locator('main').getByRole('status')
+    const alert = page.locator('main').getByRole('alert')
+    // Added by e-mail, with a role.
+    await page.getByLabel('E-mail').fill(email)
+    await page.getByLabel('Role', { exact: true }).selectOption('editor')
+    await page.getByRole('button', { name: 'Add' }).click()
+    await status.filter({ hasText: `${email} is now editor.` }).waitFor()
+    await expect(page.getByLabel(`Role of ${email}`).inputValue()).resolves.toBe('editor')
+    // An unknown e-mail: the API's 404, as it says it.
+    await page.getByLabel('E-mail').fill(uniqueEmail('nobody'))
+    await page.getByRole('button', { name: 'Add' }).click()
+    await alert.filter({ hasText: /no account with the e-mail address .* they register first/ }).waitFor()
+    // A role changed in place.
+    await page.getByLabel(`Role of ${email}`).selectOption('viewer')
+    await status.filter({ hasText: `${email} is now viewer.` }).waitFor()
+    expect((await http.call('GET', '/tour/members', { token })).body).toContainEqual(expect.objectContaining({ email, role: 'viewer' }))
+    // The last repoadmin cannot step down: the API's 409, and the role shown is the one kept.
+    await page.getByLabel(`Role of ${account.email}`).selectOption('viewer')
+    await alert.filter({ hasText: 'a repository keeps at least one repoadmin' }).waitFor()
+    await expect(page.getByLabel(`Role of ${account.email}`).inputValue()).resolves.toBe('repoadmin')
+    // Removal asks first, with the keyboard: focus lands on Cancel, which keeps the member.
+    await page.getByRole('button', { name: `Remove ${email}` }).focus()
+    await page.keyboard.press('Enter')
+    const confirm = page.getByRole('group', { name: `Remove ${email} from this repository?` })
+    await confirm.waitFor()
+    await expect(page.evaluate<string>('document.activeElement?.textContent')).resolves.toBe('Cancel')
+    await accessible()
+    await page.keyboard.press('Enter')
+    await confirm.waitFor({ state: 'detached' })
+    await expect(row(email).count()).resolves.toBe(1)
+    await page.getByRole('button', { name: `Remove ${email}` }).click()
+    await confirm.getByRole('button', { name: 'Remove' }).click()
+    await status.filter({ hasText: `${email} is no longer a member.` }).waitFor()
+    await expect(row(email).count()).resolves.toBe(0)
+    expect(((await http.call('GET', '/tour/members', { token })).body as { email: string }[]).map((m) => m.email)).toEqual([account.email])
+    await page.setViewportSize({ width: 375, height: 740 })
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375)
+    await page.setViewportSize({ width: 1280, height: 800 })
+  })
+
+  test('members: a viewer sees the list, without the controls to change it', async () => {
+    const viewer = await http.post('/api/v1/auth/register', { email: uniqueEmail('viewer'), password })
+    expect((await http.put('/tour/members', { email: viewer.body.user.email, role: 'viewer' }, token)).status).toBe(200)
+    const other = await browser.newContext()
+    try {
+      const viewerPage = await other.newPage()
+      await viewerPage.goto(`${server.url}/app/r/tour/members`)
+      await viewerPage.getByRole('button', { name: 'Sign in' }).click()
+      await viewerPage.getByLabel('Email').fill(viewer.body.user.email)
+      await viewerPage.getByLabel('Password').fill(password)
+      await viewerPage.getByRole('button', { name: 'Sign in' }).click()
+      await viewerPage.locator('main tbody tr').filter({ hasText: account.email }).waitFor()
+      await expect(viewerPage.locator('main tbody').textContent()).resolves.toContain('repoadmin')
+      await expect(viewerPage.locator('main select, main form').count()).resolves.toBe(0)
+    } finally {
+      await other.close()
+    }
+    expect((await http.call('DELETE', `/tour/members/${viewer.body.user.id}`, { token })).status).toBe(200)
+  })
+
+  test('agents: the OAuth grants the person gave, one revoked after a confirmation', async () => {
+    const agent = await registerClient(server.url, { client_name: 'Research agent' })
+    const granted = await obtainTokens(server.url, agent, account)
+    expect((await http.get('/api/v1/users/me', granted.access_token)).status).toBe(200)
+    await open('/app', 'Repositories')
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Agents' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Connected agents' }).waitFor()
+    const row = page.locator('main tbody tr').filter({ hasText: 'Research agent' })
+    await row.waitFor()
+    // This app's own sign-in is listed, revoked by signing out rather than from here.
+    await expect(page.locator('main tbody tr').filter({ hasText: WEB_APP_CLIENT_ID }).textContent()).resolves.toContain('this app: sign out')
+    await accessible()
+    await page.getByRole('button', { name: 'Revoke Research agent' }).click()
+    const confirm = page.getByRole('group', { name: 'Revoke the access of Research agent?' })
+    await confirm.getByRole('button', { name: 'Revoke' }).click()
+    await page.locator('main').getByRole('status').filter({ hasText: 'Research agent can no longer act for you.' }).waitFor()
+    await expect(row.count()).resolves.toBe(0)
+    expect((await http.get('/api/v1/users/me', granted.access_token)).status).toBe(401)
+    await page.setViewportSize({ width: 375, height: 740 })
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375)
+    await page.setViewportSize({ width: 1280, height: 800 })
   })
 
   test('export to the registry and import from it, the job as a live bar; the registry with counts and owner', async () => {

@@ -26,6 +26,7 @@ import repository0005 from './repository/0005_graph_counts.sql' with { type: 'te
 import repository0006 from './repository/0006_full_text_search.sql' with { type: 'text' }
 import repository0007 from './repository/0007_embedding_changes.sql' with { type: 'text' }
 import repository0008 from './repository/0008_fact_documents.sql' with { type: 'text' }
+import repository0009 from './repository/0009_summary_citations.sql' with { type: 'text' }
 
 export interface Migration {
   version: number
@@ -65,5 +66,6 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 6, name: '0006_full_text_search', sql: repository0006 },
     { version: 7, name: '0007_embedding_changes', sql: repository0007 },
     { version: 8, name: '0008_fact_documents', sql: repository0008 },
+    { version: 9, name: '0009_summary_citations', sql: repository0009 },
   ],
 }

@@ -6,6 +6,7 @@ import { get } from '../api.ts'
 import type { Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, Report, ReportDetail, Source, SourceDetail } from '../types.ts'
 import { Link, Markdown, Paged, Show, shortDate, useLoad } from '../ui.tsx'
 import { Neighbourhood } from './neighbourhood.tsx'
+import { FactCitations, RelatedConcepts } from './related.tsx'
 
 /** The app's paths of one repository. */
 export const paths = (repo: string) => {
@@ -108,6 +109,7 @@ export function FactPage({ repo, id }: { repo: string; id: string }) {
                 </li>
               ))}
             </ul>
+            <FactCitations repo={repo} id={fact.id} to={to} />
           </article>
         )}
       </Show>
@@ -164,6 +166,7 @@ export function ConceptPage({ repo, id }: { repo: string; id: string }) {
           {concept.description && <p>{concept.description}</p>}
           <h2>Neighbourhood</h2>
           <Neighbourhood concept={concept} facts={facts} href={to.concept} />
+          <RelatedConcepts repo={repo} id={concept.id} to={to} />
           {concept.synthesis && (
             <section>
               <h2>Synthesis</h2>

@@ -65,21 +65,18 @@ interface Hit {
   concept?: { id: string; canonical_name: string; context: string }
 }
 
+/** Search results a page at a time (a ranked list: the API's Link and X-Total-Count). */
+const RESULTS_PAGE = 20
+
 export function Search({ repo }: { repo: string }) {
   const to = paths(repo)
   const [query, setQuery] = useState(new URLSearchParams(location.search).get('q') ?? '')
   const [kind, setKind] = useState<'facts' | 'concepts'>('facts')
   const [mode, setMode] = useState<'hybrid' | 'keyword' | 'vector'>('hybrid')
-  const [state, setState] = useState<{ hits?: Hit[]; asked?: string; error?: unknown; busy?: boolean }>({})
-  const run = async (event: Event) => {
+  const [asked, setAsked] = useState<{ q: string; kind: string; mode: string }>()
+  const run = (event: Event) => {
     event.preventDefault()
-    setState({ busy: true })
-    try {
-      const hits = await get<Hit[]>(`/${encodeURIComponent(repo)}/search?${new URLSearchParams({ q: query, kind, mode, limit: '20' })}`)
-      setState({ hits, asked: query })
-    } catch (error) {
-      setState({ error })
-    }
+    setAsked({ q: query, kind, mode })
   }
   return (
     <>
@@ -105,20 +102,21 @@ export function Search({ repo }: { repo: string }) {
         </label>
         <button type="submit">Search</button>
       </form>
-      {state.busy && <p aria-live="polite">Searching…</p>}
-      {state.error !== undefined && <ErrorBox error={state.error} />}
-      {state.hits && (
-        <ol class="rows" aria-label="Results">
-          {state.hits.map((hit) => (
-            <li key={hit.id}>
-              <Link href={hit.fact ? to.fact(hit.id) : to.concept(hit.id)}>
-                <Highlighted text={hit.fact?.text ?? hit.concept?.canonical_name ?? hit.id} query={state.asked ?? ''} />
-              </Link>
-              <span class="meta">score {hit.score.toFixed(3)}</span>
-            </li>
-          ))}
-          {state.hits.length === 0 && <li>Nothing found.</li>}
-        </ol>
+      {asked && (
+        <Paged<Hit> path={`/${encodeURIComponent(repo)}/search?${new URLSearchParams(asked)}`} label="Results" limit={RESULTS_PAGE} empty="Nothing found.">
+          {(hits) => (
+            <ol class="rows" aria-label="Results">
+              {hits.map((hit) => (
+                <li key={hit.id}>
+                  <Link href={hit.fact ? to.fact(hit.id) : to.concept(hit.id)}>
+                    <Highlighted text={hit.fact?.text ?? hit.concept?.canonical_name ?? hit.id} query={asked.q} />
+                  </Link>
+                  <span class="meta">score {hit.score.toFixed(3)}</span>
+                </li>
+              ))}
+            </ol>
+          )}
+        </Paged>
       )}
     </>
   )
