@@ -7,6 +7,7 @@ import { get } from './api.ts'
 import { finishSignIn, hadSession, signedIn, signOut, startSignIn } from './auth.ts'
 import { ConceptPage, Concepts, FactPage, Facts, InvestigationPage, Investigations, paths, ReportPage, Reports, SourcePage, Sources } from './pages/graph.tsx'
 import { Registry, Repositories, Search, Transfer, Users } from './pages/home.tsx'
+import { WriteBar, writePage } from './pages/write.tsx'
 import { ErrorBox, Link, navigate, onNavigate, useLoad, Show } from './ui.tsx'
 import type { Repository } from './types.ts'
 
@@ -23,9 +24,11 @@ const REPOSITORY_TABS = [
 function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
   const to = paths(repo)
   const [loaded] = useLoad(() => get<Repository>(`/api/v1/repositories/${encodeURIComponent(repo)}`), repo)
-  const [tab = 'facts', id] = rest
+  const [tab = 'facts', id, action] = rest
   const query = new URLSearchParams(location.search)
+  const editor = writePage(repo, tab, id, action)
   const page = (() => {
+    if (editor) return editor
     switch (tab) {
       case 'facts':
         return id ? <FactPage repo={repo} id={id} /> : <Facts repo={repo} source={query.get('source') ?? undefined} />
@@ -65,6 +68,7 @@ function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
           ))}
         </ul>
       </nav>
+      {!editor && <WriteBar repo={repo} tab={tab} id={id} />}
       {page}
     </>
   )
