@@ -84,7 +84,9 @@ beforeAll(async () => {
 beforeAll(async () => {
   const created = await http.post('/api/v1/repositories', { slug: large.slug, name: large.name }, token)
   expect(created.status).toBe(201)
+  const started = performance.now()
   await generateGraph(await server.context.pools.forRepository(created.body.id), created.body.id, { facts: large.facts })
+  console.log(`large: ${large.facts.toLocaleString('en-US')} facts written in ${((performance.now() - started) / 1000).toFixed(0)} s (${BACKEND})`)
 })
 
 beforeAll(async () => {

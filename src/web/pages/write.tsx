@@ -126,9 +126,13 @@ function Pick<T extends { id: string }>({ label, action, path, name, onPick }: {
   const [next, setNext] = useState<string>()
   const [chosen, setChosen] = useState('')
   const [error, setError] = useState<unknown>()
+  // The list of the latest path only: an answer for a prefix typed over since is dropped.
+  const latest = useRef(path)
+  latest.current = path
   const load = (cursor: string | undefined, before: T[]) =>
     fetchPage<T>(path, cursor).then(
       (got) => {
+        if (latest.current !== path) return
         setRows([...before, ...got.rows])
         setNext(got.next)
       },
