@@ -35,8 +35,12 @@ export function writePage(repo: string, tab: string, id: string | undefined, act
 /** Above a list: "Add a …"; above a row's page: edit and delete it. Only where the caller may write. */
 export function WriteBar({ repo, tab, id }: { repo: string; tab: string; id: string | undefined }) {
   const kind = KINDS[tab]
+  return kind ? <KindWriteBar repo={repo} tab={tab} kind={kind} id={id} /> : null
+}
+
+function KindWriteBar({ repo, tab, kind, id }: { repo: string; tab: string; kind: Kind; id: string | undefined }) {
   const permissions = usePermissions(repo)
-  if (!kind || !permissions.has(`${kind}:write`)) return null
+  if (!permissions.has(`${kind}:write`)) return null
   const to = paths(repo)
   if (!id)
     return (
