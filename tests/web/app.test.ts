@@ -482,6 +482,8 @@ describe(`writing the graph in the web app (${BACKEND})`, () => {
     await page.getByRole('heading', { level: 1, name: 'Fact', exact: true }).waitFor()
     const id = /facts\/([0-9a-f-]{36})$/.exec(page.url())![1]!
     // Shown as the text it is, and written as it was typed, with its links.
+    await page.locator('main article, main [role=alert]').first().waitFor()
+    await expect(page.locator('main').textContent()).resolves.toContain(text)
     await expect(page.locator('.fact-text').textContent()).resolves.toBe(text)
     const written = (await http.get(`/tour/facts/${id}`, token)).body
     expect(written.text).toBe(text)
@@ -538,7 +540,8 @@ describe(`writing the graph in the web app (${BACKEND})`, () => {
     expect((await http.get(`/tour/facts/${fact.id}`, token)).body.text).toBe(fact.text)
     await accessible()
     await alert().getByRole('button', { name: 'Reload' }).click()
-    // The form starts over from the fact as it is now.
+    // The form starts over from the fact as it is now (a new form: the refusal is gone with the old one).
+    await alert().waitFor({ state: 'detached' })
     await expect(combobox('Status').inputValue()).resolves.toBe('to_delete')
     await combobox('Status').selectOption('stable')
     await page.getByRole('button', { name: 'Save changes' }).click()
