@@ -1,10 +1,12 @@
 // The public API as the app calls it: JSON in and out, every error the API's own message.
 import { authorizedFetch } from './auth.ts'
 
-class ApiError extends Error {
+export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** A 409's row that exists already (the write API's existing_id). */
+    readonly existingId?: string,
   ) {
     super(message)
   }
@@ -12,24 +14,30 @@ class ApiError extends Error {
 
 async function failure(response: Response): Promise<ApiError> {
   let message = `${response.status} ${response.statusText}`
+  let existingId: string | undefined
   try {
     const body = await response.json()
     if (typeof body?.error === 'string') message = body.error
+    if (typeof body?.existing_id === 'string') existingId = body.existing_id
   } catch {
     // Not JSON: the status line says what there is to say.
   }
-  return new ApiError(response.status, message)
+  return new ApiError(response.status, message, existingId)
 }
 
-export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const init: RequestInit = { method, headers: { accept: 'application/json' } }
+/** The answer's body with its ETag (the version a later write names in If-Match). */
+export async function versioned<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ value: T; etag: string }> {
+  const init: RequestInit = { method, headers: { accept: 'application/json', ...headers } }
   if (body !== undefined) init.headers = { ...init.headers, 'content-type': 'application/json' }
   if (body !== undefined) init.body = JSON.stringify(body)
-  const response = await authorizedFetch(path, init)
+  // no-store: an edit starts from the row as it is now, never from the browser's cache.
+  const response = await authorizedFetch(path, { ...init, cache: 'no-store' })
   if (!response.ok) throw await failure(response)
   const text = await response.text()
-  return (text ? JSON.parse(text) : undefined) as T
+  return { value: (text ? JSON.parse(text) : undefined) as T, etag: response.headers.get('etag') ?? '' }
 }
+
+export const request = async <T>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => (await versioned<T>(method, path, body, headers)).value
 
 export const get = <T>(path: string) => request<T>('GET', path)
 

@@ -9,6 +9,7 @@ import { ConceptPage, Concepts, FactPage, Facts, InvestigationPage, Investigatio
 import { Grants } from './pages/grants.tsx'
 import { Registry, Repositories, Search, Transfer, Users } from './pages/home.tsx'
 import { Members } from './pages/members.tsx'
+import { WriteBar, writePage } from './pages/write.tsx'
 import { ErrorBox, Link, navigate, onNavigate, useLoad, Show } from './ui.tsx'
 import type { Repository } from './types.ts'
 
@@ -26,9 +27,11 @@ const REPOSITORY_TABS = [
 function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
   const to = paths(repo)
   const [loaded] = useLoad(() => get<Repository>(`/api/v1/repositories/${encodeURIComponent(repo)}`), repo)
-  const [tab = 'facts', id] = rest
+  const [tab = 'facts', id, action] = rest
   const query = new URLSearchParams(location.search)
+  const editor = writePage(repo, tab, id, action)
   const page = (() => {
+    if (editor) return editor
     switch (tab) {
       case 'facts':
         return id ? <FactPage repo={repo} id={id} /> : <Facts repo={repo} source={query.get('source') ?? undefined} />
@@ -70,6 +73,7 @@ function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
           ))}
         </ul>
       </nav>
+      {!editor && <WriteBar repo={repo} tab={tab} id={id} />}
       {page}
     </>
   )

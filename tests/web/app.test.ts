@@ -18,7 +18,7 @@ import { settleJobs, waitForJob } from '../helpers/jobs.ts'
 import { generateBundle } from '../../scripts/gen-bundle.ts'
 import { generateGraph } from '../../scripts/gen-graph.ts'
 import { WEB_APP_CLIENT_ID } from '../../src/http/web-app.ts'
-import { writeHostileBundle, XSS_MARK } from './hostile-bundle.ts'
+import { PAYLOADS, writeHostileBundle, XSS_MARK } from './hostile-bundle.ts'
 import { obtainTokens, registerClient } from '../helpers/oauth.ts'
 
 const password = 'correct horse battery'
@@ -85,7 +85,13 @@ beforeAll(async () => {
 beforeAll(async () => {
   const created = await http.post('/api/v1/repositories', { slug: large.slug, name: large.name }, token)
   expect(created.status).toBe(201)
+  const started = performance.now()
   await generateGraph(await server.context.pools.forRepository(created.body.id), created.body.id, { facts: large.facts })
+  console.log(`large: ${large.facts.toLocaleString('en-US')} facts written in ${((performance.now() - started) / 1000).toFixed(0)} s (${BACKEND})`)
+  // A large KGS_APP_FACTS takes longer to write than the session token lives (ACCESS_TOKEN_TTL): a new one.
+  const signedIn = await http.post('/api/v1/auth/login', account)
+  expect(signedIn.status).toBe(200)
+  token = signedIn.body.token
 })
 
 beforeAll(async () => {
@@ -568,5 +574,254 @@ describe(`the web app (${BACKEND})`, () => {
     await page.getByRole('heading', { name: 'Repositories' }).waitFor()
     expect(offsite).toEqual([])
     expect(blocked).toEqual([])
+  })
+})
+
+// Writing through the app, as a member of tour who is an editor and then a viewer: each write is
+// checked through the API, each refusal is the API's own words on the page.
+describe(`writing the graph in the web app (${BACKEND})`, () => {
+  const writer = { email: uniqueEmail('writer'), password }
+  let writerToken: string
+  const member = (role: string) => http.put('/tour/members', { email: writer.email, role }, token)
+  /** What a payload would have left in the page had it run (run in the page: a string, see above). */
+  const executed = () =>
+    page.evaluate(`({
+      marked: window.${XSS_MARK},
+      handlers: [...document.querySelectorAll('main *')].flatMap((element) => [...element.attributes].filter((a) => a.name.startsWith('on')).map((a) => a.name)),
+      scriptLinks: [...document.querySelectorAll('a')].filter((a) => /^\\s*javascript:/i.test(a.getAttribute('href') ?? '')).length,
+      scripts: document.scripts.length,
+    })`)
+  const nothingRan = { marked: undefined, handlers: [], scriptLinks: 0, scripts: 1 }
+  const combobox = (name: string) => page.getByRole('combobox', { name: new RegExp(`^${name}`) })
+  const alert = () => page.locator('main').getByRole('alert').first()
+  /** Waits until the page has its answer to GET /permissions (the write buttons follow it), then a frame more. */
+  const permissionsRead = async (navigation: () => Promise<void>) => {
+    await page.evaluate('performance.clearResourceTimings()')
+    await navigation()
+    await page.waitForFunction(`performance.getEntriesByType('resource').some((entry) => entry.name.includes('/api/v1/permissions') && entry.responseEnd > 0)`)
+    await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 50)))')
+  }
+
+  beforeAll(async () => {
+    const registered = await http.post('/api/v1/auth/register', writer)
+    expect(registered.status).toBe(201)
+    writerToken = registered.body.token
+    expect((await member('editor')).status).toBe(200)
+    // The page signs in as the writer.
+    if (await page.locator('header nav').count()) {
+      await page.getByRole('button', { name: 'Sign out' }).click()
+    } else await page.goto(server.url + '/app')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByLabel('Email').fill(writer.email)
+    await page.getByLabel('Password').fill(writer.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.locator('header').getByText(writer.email).waitFor()
+  })
+
+  test('an editor adds a fact with a source and a concept, edits it, deletes it after a confirmation; a script typed in runs nothing', async () => {
+    await open('/app/r/tour/facts', 'Facts')
+    await page.getByRole('link', { name: 'Add a fact' }).click()
+    await page.getByRole('heading', { level: 1, name: 'New fact' }).waitFor()
+    const text = `Typed in the app ${crypto.randomUUID().slice(0, 8)} ${PAYLOADS}`
+    await page.getByLabel('Text').fill(text)
+    await combobox('Source').selectOption({ index: 1 })
+    await page.getByRole('button', { name: 'Add the source' }).click()
+    await page.getByRole('list', { name: 'Its sources' }).getByRole('spinbutton').fill('3')
+    await combobox('Concept').selectOption({ index: 1 })
+    await page.getByRole('button', { name: 'Add the concept' }).click()
+    await accessible()
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Fact', exact: true }).waitFor()
+    const id = /facts\/([0-9a-f-]{36})$/.exec(page.url())![1]!
+    // Shown as the text it is, and written as it was typed, with its links.
+    await page.locator('main article, main [role=alert]').first().waitFor()
+    await expect(page.locator('main').textContent()).resolves.toContain(text)
+    await expect(page.locator('.fact-text').textContent()).resolves.toBe(text)
+    const written = (await http.get(`/tour/facts/${id}`, token)).body
+    expect(written.text).toBe(text)
+    expect(written.sources.map((source: { chunk_index: number }) => source.chunk_index)).toEqual([3])
+    expect(written.concepts).toHaveLength(1)
+    expect(await executed()).toEqual(nothingRan)
+
+    await page.getByRole('link', { name: 'Edit this fact' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Edit the fact' }).waitFor()
+    await expect(page.getByLabel('Text').inputValue()).resolves.toBe(text)
+    await accessible()
+    await page.getByLabel('Text').fill(`${text} (edited)`)
+    await page.getByRole('button', { name: 'Save changes' }).click()
+    await page.locator('.fact-text').filter({ hasText: '(edited)' }).waitFor()
+    const edited = (await http.get(`/tour/facts/${id}`, token)).body
+    expect(edited.text).toBe(`${text} (edited)`)
+    // Links untouched by the edit stay as they were.
+    expect(edited.sources).toEqual(written.sources)
+
+    await page.getByRole('button', { name: 'Delete this fact' }).click()
+    await page.getByRole('group', { name: 'Delete this fact for good?' }).waitFor()
+    // Nothing is deleted before the confirmation; the focus is on Cancel.
+    expect((await http.get(`/tour/facts/${id}`, token)).status).toBe(200)
+    await expect(page.evaluate<string>('document.activeElement?.textContent')).resolves.toBe('Cancel')
+    await accessible()
+    await page.getByRole('button', { name: 'Yes, delete it' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Facts', exact: true }).waitFor()
+    expect((await http.get(`/tour/facts/${id}`, token)).status).toBe(404)
+  })
+
+  test("a duplicate fact is the API's 409 with a link to the fact that exists", async () => {
+    const existing = (await http.get('/tour/facts?limit=1', token)).body[0]
+    await open('/app/r/tour/facts/new', 'New fact')
+    await page.getByLabel('Text').fill(existing.text)
+    await page.getByRole('button', { name: 'Create' }).click()
+    const link = alert().getByRole('link', { name: 'Open the existing fact' })
+    await link.waitFor()
+    expect(await link.getAttribute('href')).toBe(`/app/r/tour/facts/${existing.id}`)
+    await link.click()
+    await page.locator('.fact-text').filter({ hasText: existing.text }).waitFor()
+  })
+
+  test('an edit of a fact changed since the page read it is refused (412) and says so; after a reload it saves', async () => {
+    const fact = (await http.get('/tour/facts?limit=1', token)).body[0]
+    await open(`/app/r/tour/facts/${fact.id}/edit`, 'Edit the fact')
+    await page.getByLabel('Text').waitFor()
+    // Someone else changes it meanwhile.
+    expect((await http.call('PATCH', `/tour/facts/${fact.id}`, { token, body: { status: 'to_delete' } })).status).toBe(200)
+    await page.getByLabel('Text').fill(`${fact.text} (stale edit)`)
+    await page.getByRole('button', { name: 'Save changes' }).click()
+    await alert().waitFor()
+    await expect(alert().textContent()).resolves.toContain('This fact changed since you opened it — reload it')
+    await expect(alert().textContent()).resolves.toContain('If-Match failed')
+    expect((await http.get(`/tour/facts/${fact.id}`, token)).body.text).toBe(fact.text)
+    await accessible()
+    await alert().getByRole('button', { name: 'Reload' }).click()
+    // The form starts over from the fact as it is now (a new form: the refusal is gone with the old one).
+    await alert().waitFor({ state: 'detached' })
+    await expect(combobox('Status').inputValue()).resolves.toBe('to_delete')
+    await combobox('Status').selectOption('stable')
+    await page.getByRole('button', { name: 'Save changes' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Fact', exact: true }).waitFor()
+    expect((await http.get(`/tour/facts/${fact.id}`, token)).body.status).toBe('stable')
+  })
+
+  test('a concept: added with its context, description and aliases, edited, deleted, by keyboard', async () => {
+    const name = `Typed concept ${crypto.randomUUID().slice(0, 8)}`
+    await open('/app/r/tour/concepts', 'Concepts')
+    await page.getByRole('link', { name: 'Add a concept' }).focus()
+    await page.keyboard.press('Enter')
+    await page.getByRole('heading', { level: 1, name: 'New concept' }).waitFor()
+    await accessible()
+    await page.getByLabel('Name').focus()
+    await page.keyboard.type(name)
+    await page.keyboard.press('Tab')
+    await page.keyboard.type('made in a test')
+    await page.keyboard.press('Tab')
+    await page.keyboard.type(`Described ${PAYLOADS}`)
+    await page.keyboard.press('Tab')
+    await page.keyboard.type('first alias')
+    await page.keyboard.press('Enter')
+    await page.keyboard.type('second alias')
+    await page.getByRole('button', { name: 'Create' }).focus()
+    await page.keyboard.press('Enter')
+    await page.getByRole('heading', { level: 1, name, exact: true }).waitFor()
+    const id = /concepts\/([0-9a-f-]{36})$/.exec(page.url())![1]!
+    const written = (await http.get(`/tour/concepts/${id}`, token)).body
+    expect([written.context, written.description, written.aliases]).toEqual(['made in a test', `Described ${PAYLOADS}`, ['first alias', 'second alias']])
+    await page.getByText('Also: first alias, second alias').waitFor()
+    expect(await executed()).toEqual(nothingRan)
+
+    await page.getByRole('link', { name: 'Edit this concept' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Edit the concept' }).waitFor()
+    await page.getByLabel('Description').fill('Described again.')
+    await page.getByRole('button', { name: 'Save changes' }).click()
+    await page.getByText('Described again.').waitFor()
+    expect((await http.get(`/tour/concepts/${id}`, token)).body.aliases).toEqual(['first alias', 'second alias'])
+
+    await page.getByRole('button', { name: 'Delete this concept' }).focus()
+    await page.keyboard.press('Enter')
+    await page.keyboard.press('Shift+Tab')
+    await expect(page.evaluate<string>('document.activeElement?.textContent')).resolves.toBe('Yes, delete it')
+    await page.keyboard.press('Enter')
+    await page.getByRole('heading', { level: 1, name: 'Concepts', exact: true }).waitFor()
+    expect((await http.get(`/tour/concepts/${id}`, token)).status).toBe(404)
+  })
+
+  test('a report: its Markdown body, its parent and an annotated sentence linked to its fact; a script typed in runs nothing', async () => {
+    const fact = (await http.get('/tour/facts?limit=1', token)).body[0]
+    const parent = (await http.get('/tour/reports?parent_id=none&limit=1', token)).body[0]
+    const title = `Typed report ${crypto.randomUUID().slice(0, 8)}`
+    await open('/app/r/tour/reports', 'Reports')
+    await page.getByRole('link', { name: 'Add a report' }).click()
+    await page.getByRole('heading', { level: 1, name: 'New report' }).waitFor()
+    await page.getByLabel('Title').fill(title)
+    await page.getByLabel(/^Body/).fill(`The first claim holds.\n\n${PAYLOADS}\n\nA [cited fact](<fact:${fact.id}>) closes it.`)
+    // The preview goes through the same inert rendering as the report's page.
+    await page.getByRole('region', { name: 'Preview' }).getByRole('link', { name: 'cited fact' }).waitFor()
+    expect(await executed()).toEqual(nothingRan)
+    await combobox('Parent').selectOption(parent.id)
+    await page.getByRole('button', { name: 'Set the parent' }).click()
+    await combobox('Sentence').selectOption({ label: 'The first claim holds.' })
+    await page.getByLabel('Find the fact').fill(fact.text)
+    await page.getByRole('button', { name: 'Search facts' }).click()
+    await combobox('Fact').selectOption(fact.id)
+    await page.getByRole('button', { name: 'Annotate the sentence' }).click()
+    await page.getByRole('list', { name: 'Its annotations' }).waitFor()
+    await accessible()
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('heading', { level: 1, name: title, exact: true }).waitFor()
+    const annotated = page.locator('.markdown a.annotated')
+    await expect(annotated.textContent()).resolves.toBe('The first claim holds.')
+    expect(await annotated.getAttribute('href')).toBe(`/app/r/tour/facts/${fact.id}`)
+    await page.getByRole('navigation', { name: 'Report tree' }).getByRole('link', { name: parent.title }).waitFor()
+    expect(await executed()).toEqual(nothingRan)
+    const id = /reports\/([0-9a-f-]{36})$/.exec(page.url())![1]!
+    const written = (await http.get(`/tour/reports/${id}`, token)).body
+    expect([written.parent_id, written.annotations.map((a: { fact_id: string; posture: string }) => [a.fact_id, a.posture])]).toEqual([parent.id, [[fact.id, 'supports']]])
+
+    // An edit that breaks a citation is the API's refusal, shown as it is.
+    await page.getByRole('link', { name: 'Edit this report' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Edit the report' }).waitFor()
+    const missing = crypto.randomUUID()
+    await page.getByLabel(/^Body/).fill(`Cites [nothing](<fact:${missing}>).`)
+    await page.getByRole('button', { name: 'Save changes' }).click()
+    await alert().waitFor()
+    await expect(alert().textContent()).resolves.toContain(missing)
+
+    await open(`/app/r/tour/reports/${id}`, title)
+    await page.getByRole('button', { name: 'Delete this report' }).click()
+    await page.getByRole('button', { name: 'Yes, delete it' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Reports', exact: true }).waitFor()
+    expect((await http.get(`/tour/reports/${id}`, token)).status).toBe(404)
+  })
+
+  test("the editor's pages work 375 px wide", async () => {
+    await page.setViewportSize({ width: 375, height: 740 })
+    for (const path of ['/app/r/tour/facts/new', '/app/r/tour/concepts/new', '/app/r/tour/reports/new']) {
+      await open(path)
+      await page.locator('main form').waitFor()
+      expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375)
+    }
+    await page.setViewportSize({ width: 1280, height: 800 })
+  })
+
+  test("a viewer sees no write buttons, and a write forced anyway is the API's 403 shown plainly", async () => {
+    expect((await member('viewer')).status).toBe(200)
+    const fact = (await http.get('/tour/facts?limit=1', token)).body[0]
+    await permissionsRead(async () => {
+      await open('/app/r/tour/facts', 'Facts')
+      await listed()
+    })
+    await expect(page.getByRole('link', { name: 'Add a fact' }).count()).resolves.toBe(0)
+    await permissionsRead(() => open(`/app/r/tour/facts/${fact.id}`, /^Fact$/))
+    await page.locator('.fact-text').waitFor()
+    await expect(page.getByRole('link', { name: 'Edit this fact' }).count()).resolves.toBe(0)
+    await expect(page.getByRole('button', { name: 'Delete this fact' }).count()).resolves.toBe(0)
+    await accessible()
+
+    const direct = await http.post('/tour/facts', { text: 'A viewer tries.' }, writerToken)
+    expect(direct.status).toBe(403)
+    await open('/app/r/tour/facts/new', 'New fact')
+    await page.getByLabel('Text').fill('A viewer tries.')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await alert().waitFor()
+    await expect(alert().textContent()).resolves.toBe(direct.body.error)
+    expect(dialogs).toEqual([])
   })
 })

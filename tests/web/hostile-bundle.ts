@@ -9,7 +9,7 @@ import { writeBundle, type BundleContent } from '../../src/bundle/format/writer.
 /** The global a payload would set if it ran. */
 export const XSS_MARK = '__kgsXss'
 
-const PAYLOADS = [
+export const PAYLOADS = [
   `<script>window.${XSS_MARK}=1</script>`,
   `<img src=x onerror="window.${XSS_MARK}=2">`,
   `<svg onload="window.${XSS_MARK}=3"></svg>`,
