@@ -45,12 +45,14 @@ describe(`an export whose process is killed (${BACKEND})`, () => {
     try {
       http = api(kgs.url)
       ;({ token } = (await http.post('/api/v1/auth/login', { email: owner.email, password: 'correct horse battery' })).body)
-      const job = await waitForJob(http, path, token)
-      expect(job).toMatchObject({ status: 'succeeded', attempts: 2 })
+      const job = await waitForJob(http, path, token, undefined, 120_000)
+      expect(job.status).toBe('succeeded')
+      // A retry; on a loaded machine a 2 s lease may lapse once more and make it a third attempt.
+      expect(job.attempts).toBeGreaterThanOrEqual(2)
       expect((job.result as { counts: { facts: number } }).counts.facts).toBe(facts)
       expect(readdirSync(scratchDir(dataDir))).toEqual([])
     } finally {
       await kgs.stop()
     }
-  }, 180_000)
+  }, 300_000)
 })
