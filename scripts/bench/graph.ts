@@ -20,14 +20,14 @@
 // PG_URL names a maintenance database (default postgres://postgres@127.0.0.1:5432/postgres).
 import postgres from 'postgres'
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { availableParallelism, tmpdir } from 'node:os'
+import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { createGunzip, createGzip } from 'node:zlib'
 import { generateGraph } from '../gen-graph.ts'
 import { ROW_SECTIONS } from '../../src/bundle/format/schema.ts'
 import { createBenchDatabase } from '../lib/scratch-database.ts'
-import { format, memoryOf, spawnKgs } from '../lib/load.ts'
+import { cpuSecondsOf, format, memoryOf, spawnKgs } from '../lib/load.ts'
 import { OBJECT_STORE, createBucket } from '../../tests/helpers/object-store.ts'
 
 const onObjectStore = process.argv.includes('--object-store')
@@ -70,12 +70,13 @@ async function exportFloors(dsn: string, json: Buffer[]): Promise<{ read: number
   return { read, gzip: (performance.now() - started) / 1000, gzipBytes }
 }
 
-/** Runs a PostgreSQL client program to its end; seconds. */
-async function timed(command: string[]): Promise<number> {
+/** Runs a PostgreSQL client program to its end; seconds, and the CPU seconds it used. */
+async function timed(command: string[]): Promise<{ seconds: number; cpu: number }> {
   const started = performance.now()
   const child = Bun.spawn(command, { stdout: 'ignore', stderr: 'inherit' })
   if ((await child.exited) !== 0) throw new Error(`${command[0]} failed`)
-  return (performance.now() - started) / 1000
+  const { user, system } = child.resourceUsage()!.cpuTime
+  return { seconds: (performance.now() - started) / 1000, cpu: Number(user + system) / 1e6 }
 }
 
 async function psql(dsn: string, script: string): Promise<number> {
@@ -140,13 +141,17 @@ try {
   const idleRss = memoryOf(kgsPid).peakMB
 
   // 2. Export, then COPY TO.
+  const exportLoad = loadavg()[0]!
+  const cpuBefore = cpuSecondsOf(kgsPid)
   const exported = await runJob(`/${source.slug}/export-graph`, { exported_at: '2026-01-02T03:04:05Z' })
+  // The whole process (the polls too, a few ms): the job's thread, the compression threads.
+  const exportCpu = cpuSecondsOf(kgsPid) - cpuBefore
   const exportRss = memoryOf(kgsPid).peakMB
   const json = await bundleJson(kgsUrl, source.slug, token)
   const bundleMB = json.reduce((sum, chunk) => sum + chunk.length, 0) / 1e6
   const dumps = Object.fromEntries(TABLES.map((table) => [table, join(dataDir, `${table}.copy`)]))
   const dumpFile = join(dataDir, 'repository.dump')
-  const pgDump = await timed(['pg_dump', '-Fc', '-f', dumpFile, source.dsn])
+  const { seconds: pgDump, cpu: pgDumpCpu } = await timed(['pg_dump', '-Fc', '-f', dumpFile, source.dsn])
   const copyTo = await psql(source.dsn, TABLES.map((table) => `\\copy ${table} TO '${dumps[table]}'`).join('\n'))
   const copyMB = TABLES.reduce((sum, table) => sum + statSync(dumps[table]!).size, 0) / 1e6
   const floors = await exportFloors(source.dsn, json)
@@ -162,7 +167,7 @@ try {
   const restoreUrl = new URL(database.url)
   restoreUrl.pathname = `${restoreUrl.pathname}_restore`
   await system`CREATE DATABASE ${system(restoreUrl.pathname.slice(1))}`
-  const pgRestore = await timed(['pg_restore', '--single-transaction', '--no-owner', '-d', restoreUrl.toString(), dumpFile])
+  const { seconds: pgRestore } = await timed(['pg_restore', '--single-transaction', '--no-owner', '-d', restoreUrl.toString(), dumpFile])
   await kgs.stop()
   kgs = undefined
 
@@ -218,6 +223,9 @@ try {
       .map(([phase, at], i, all) => `${phase} ${((all[i + 1]?.[1] ?? end) - at).toFixed(2)} s`)
       .join(', ')
   console.log(`  export job by phase: ${phases(exported.phaseStarts, exported.seconds)}`)
+  console.log(
+    `  CPU seconds (client side; the server's work is not counted): kgs process during the export ${exportCpu.toFixed(2)} s, pg_dump -Fc ${pgDumpCpu.toFixed(2)} s; load average (1 min) when the export started ${exportLoad.toFixed(2)} on ${cores} cores`,
+  )
   console.log(
     `  file sizes: export ${gzMB.toFixed(1)} MB (${(exported.result.bytes / floors.gzipBytes).toFixed(3)} x gzip -6 of its JSON, ${(floors.gzipBytes / 1e6).toFixed(1)} MB; target <= 1.15), pg_dump -Fc ${dumpMB.toFixed(1)} MB`,
   )
