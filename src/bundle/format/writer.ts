@@ -29,19 +29,11 @@ export interface VectorItem {
   vector: ArrayLike<number>
 }
 
-/**
- * Rows of one section already encoded as this encoder would (the export has the database build
- * them): each chunk holds one or more rows' JSON, joined by commas.
- */
-export interface EncodedRows {
-  encoded: AsyncIterable<Uint8Array>
-}
-
 export interface BundleContent {
   /** 2 unless re-encoding a version 1 file (its canonical form keeps its version). */
   schemaVersion?: number
   metadata: Metadata
-  rows: { [S in RowSection]?: RowSource<Row<S>> | EncodedRows }
+  rows: { [S in RowSection]?: RowSource<Row<S>> }
   images?: RowSource<MediaItem>
   bodies?: RowSource<MediaItem>
   /** Vectors in ascending index order. */
@@ -97,16 +89,6 @@ async function peeked<T>(source: RowSource<T> | undefined): Promise<AsyncGenerat
     yield first.value
     yield* rows
   })()
-}
-
-/** The JSON of a section's rows, each item one or more rows (joined by commas); nothing for no rows. */
-async function* rowJson<T>(rows: RowSource<T> | EncodedRows | undefined, encode: (row: T) => string): AsyncGenerator<string | Uint8Array> {
-  if (!rows) return
-  if ('encoded' in rows) {
-    for await (const chunk of rows.encoded) if (chunk.byteLength > 0) yield chunk
-    return
-  }
-  for await (const row of eachRow(rows)) yield encode(row)
 }
 
 function canonicalMetadata(metadata: Metadata, rule: CanonicalRule): Metadata {
@@ -179,75 +161,32 @@ export function encodeBodyHashing(content: BundleContent): { chunks: AsyncGenera
   }
 }
 
-/** One output's pending bytes: text gathered into one string until bytes come, then converted once. */
-class Pending {
-  private parts: Uint8Array[] = []
-  private text = ''
-  size = 0
-  add(part: string | Uint8Array): void {
-    if (typeof part === 'string') this.text += part
-    else {
-      this.flushText()
-      this.parts.push(part)
-    }
-    this.size += part.length
-  }
-  private flushText(): void {
-    if (this.text) this.parts.push(Buffer.from(this.text))
-    this.text = ''
-  }
-  take(): Uint8Array | undefined {
-    this.flushText()
-    const parts = this.parts
-    this.parts = []
-    this.size = 0
-    if (parts.length === 0) return undefined
-    return parts.length === 1 ? parts[0] : Buffer.concat(parts)
-  }
-}
-
 /**
- * Bytes of the file and of a canonical form, built side by side: most of it is the same in both;
- * media, embeddings and some media rows belong to one only. While nothing differs, the file's
- * bytes are the canonical ones too.
+ * Text of the file and of a canonical form, built side by side: most of it is the same in both;
+ * media, embeddings and some media rows belong to one only.
  */
 class Outputs {
-  private readonly file = new Pending()
-  private readonly canonical = new Pending()
-  private diverged = false
+  private file = ''
+  private canonical = ''
   constructor(private readonly targets: { file: boolean; canonical?: CanonicalRule }) {}
-  both(part: string | Uint8Array): void {
-    if (this.targets.file) this.file.add(part)
-    if (this.targets.canonical && (this.diverged || !this.targets.file)) this.canonical.add(part)
+  both(text: string): void {
+    if (this.targets.file) this.file += text
+    if (this.targets.canonical) this.canonical += text
   }
-  fileOnly(part: string | Uint8Array): void {
-    if (!this.targets.file) return
-    this.diverge()
-    this.file.add(part)
+  fileOnly(text: string): void {
+    if (this.targets.file) this.file += text
   }
-  canonicalOnly(part: string | Uint8Array): void {
-    if (!this.targets.canonical) return
-    this.diverge()
-    this.canonical.add(part)
-  }
-  /** From here on the two differ: the canonical form gets its own copy of what both had so far. */
-  private diverge(): void {
-    if (this.diverged || !this.targets.file || !this.targets.canonical) return
-    const shared = this.file.take()
-    if (shared) {
-      this.file.add(shared)
-      this.canonical.add(shared)
-    }
-    this.diverged = true
+  canonicalOnly(text: string): void {
+    if (this.targets.canonical) this.canonical += text
   }
   full(): boolean {
-    return this.file.size >= CHUNK_CHARS || this.canonical.size >= CHUNK_CHARS
+    return this.file.length >= CHUNK_CHARS || this.canonical.length >= CHUNK_CHARS
   }
   take(): { file?: Uint8Array; canonical?: Uint8Array } {
-    const file = this.targets.file ? this.file.take() : undefined
-    const canonical = this.targets.canonical && (this.diverged || !this.targets.file) ? this.canonical.take() : file
-    this.diverged = false
-    return { file, canonical }
+    const taken = { file: this.file ? Buffer.from(this.file) : undefined, canonical: this.canonical ? Buffer.from(this.canonical) : undefined }
+    this.file = ''
+    this.canonical = ''
+    return taken
   }
 }
 
@@ -303,14 +242,13 @@ async function* encodeRest(content: BundleContent, targets: { file: boolean; can
       // Optional: omitted when empty; only version 1's canonical form keeps it.
       const hashed = rule === 'v1'
       if (!targets.file && !hashed) continue
-      const rows = await peeked(rowJson(content.rows.source_bodies, ROW_CODECS.source_bodies.encode))
+      const rows = await peeked(content.rows.source_bodies)
       if (!rows) continue
-      const write = hashed ? (part: string | Uint8Array) => out.both(part) : (part: string | Uint8Array) => out.fileOnly(part)
+      const write = hashed ? (text: string) => out.both(text) : (text: string) => out.fileOnly(text)
       write(',"source_bodies":[')
       let first = true
-      for await (const json of rows) {
-        if (!first) write(',')
-        write(json)
+      for await (const row of rows) {
+        write((first ? '' : ',') + ROW_CODECS.source_bodies.encode(row))
         first = false
         if (out.full()) yield out.take()
       }
@@ -321,15 +259,17 @@ async function* encodeRest(content: BundleContent, targets: { file: boolean; can
       const nulled = section === 'source_images' && rule !== undefined && rule !== 'v1'
       if (nulled) out.canonicalOnly(',"source_images":null')
       if (nulled && !targets.file) continue
-      const write = nulled ? (part: string | Uint8Array) => out.fileOnly(part) : (part: string | Uint8Array) => out.both(part)
+      const write = nulled ? (text: string) => out.fileOnly(text) : (text: string) => out.both(text)
       const encode = ROW_CODECS[section].encode as (row: unknown) => string
       write(`,"${section}":`)
       let first = true
-      for await (const json of rowJson(content.rows[section] as RowSource<unknown> | EncodedRows | undefined, encode)) {
-        write(first ? '[' : ',')
-        write(json)
-        first = false
-        if (out.full()) yield out.take()
+      const rows = content.rows[section] as RowSource<unknown> | undefined
+      if (rows) {
+        for await (const row of eachRow(rows)) {
+          write((first ? '[' : ',') + encode(row))
+          first = false
+          if (out.full()) yield out.take()
+        }
       }
       // An empty section is written as null, as the Go producer does.
       write(first ? 'null' : ']')

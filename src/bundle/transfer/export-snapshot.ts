@@ -1,20 +1,28 @@
-// One export's view of a repository (docs/spec/bundle.md §4), for export-file.ts.
+// Export of a repository as a graph bundle (docs/spec/bundle.md §4).
 //
 // Everything is read inside one REPEATABLE READ transaction, once: each row's bundle position is
 // its rank in its table (docs/bundles.md, "Export"), computed once into temporary position tables;
 // every section is then read through an SQL cursor in position order, one batch at a time, and
-// references are joined to positions in SQL. Most sections come as the JSON of their rows, built by
-// PostgreSQL (export-json-sql.ts) and read as bytes; those whose rows need JavaScript (citations
-// made portable, floating-point numbers) come as values for the bundle encoder. Memory holds one
-// batch of rows or one media chunk, whatever the size, plus the gzip members in flight.
-import type { PendingQuery, Row as SqlRow, TransactionSql } from 'postgres'
+// references are joined to positions in SQL. Memory holds one batch of rows or one media chunk,
+// whatever the size, plus the gzip members in flight.
+//
+// The file's metadata holds the canonical hash, which is known only after every row: so the file
+// starts with a gzip member of the head alone, stored uncompressed and so of a size known in
+// advance; the rows follow as gzip members compressed on every core (gzip-members.ts) while the
+// same pass hashes them; and the head's member, written last, fills the room left for it.
+import { open, type FileHandle } from 'node:fs/promises'
+import { gzipSync } from 'node:zlib'
+import type { PendingQuery, Row as SqlRow, Sql, TransactionSql } from 'postgres'
 import type { BlobStore } from '../../blobs/store.ts'
 import type { Embedder } from '../../vectors/embedder.ts'
 import type { VectorKind, VectorStore } from '../../vectors/store.ts'
+import { VERSION } from '../../version.ts'
+import { metered } from '../../memory.ts'
 import { citedIds, portableConceptId, portableFactId, rewriteCitations } from '../format/citations.ts'
-import type { Metadata, Row, RowSection } from '../format/schema.ts'
-import type { BundleContent, EncodedRows, MediaItem, VectorItem } from '../format/writer.ts'
-import { rowJsonSql } from './export-json-sql.ts'
+import { sourceSha256 } from '../format/hashes.ts'
+import type { Metadata, Row } from '../format/schema.ts'
+import { encodeBodyHashing, encodeFileHead, type BundleContent, type MediaItem, type VectorItem } from '../format/writer.ts'
+import { gzipMembers } from './gzip-members.ts'
 
 const BATCH = 2000
 
@@ -75,10 +83,76 @@ type Positioned = (typeof POSITIONED)[number]
 const positionTable = (table: Positioned) => `export_pos_${table}`
 const vectorTable = (kind: VectorKind) => `export_vectors_${kind}`
 
+/** A SHA-256 in hex: what the head's room is measured with before the hash is known. */
+const UNKNOWN_SHA256 = '0'.repeat(64)
+
+/** The gzip member of the file's head, stored (level 0): its size depends on the head's length only. */
+const headMember = (content: BundleContent) => gzipSync(encodeFileHead(content), { level: 0 })
+
+/**
+ * Writes the bundle of the repository behind `sql` into the file at `path` (created, or
+ * truncated; the caller removes it if this fails), from one snapshot read once.
+ */
+export async function exportRepository(sql: Sql, services: ExportServices, options: ExportOptions, path: string): Promise<ExportSummary> {
+  const file = await open(path, 'w', 0o600)
+  try {
+    return await sql.begin('ISOLATION LEVEL REPEATABLE READ', async (tx) => {
+      // Every cursor is read to its end: plan for all rows (hash joins), not for the first 10 %.
+      await tx`SET LOCAL cursor_tuple_fraction = 1`
+      let bytes = 0
+      const snapshot = new Snapshot(tx, services, options, () => bytes)
+      const { counts, rowTotal, promptsetHashes } = await snapshot.prepare()
+      const vectors = await snapshot.loadVectors()
+      const metadata: Metadata = {
+        name: options.name,
+        description: options.description || undefined,
+        tags: options.tags?.length ? [...options.tags] : undefined,
+        okt_version: `kgs/${VERSION}`,
+        promptset_hashes: promptsetHashes.length ? promptsetHashes : undefined,
+        source_count: counts.sources,
+        fact_count: counts.facts,
+        concept_count: counts.concepts,
+        summary_count: counts.summaries,
+        synthesis_count: counts.syntheses,
+        report_count: counts.reports,
+        investigation_count: counts.investigations,
+        exported_at: options.exportedAt,
+        ...(vectors > 0 ? { embedding_model: services.embedder.model, embedding_dimensions: services.embedder.dimensions } : {}),
+      }
+
+      snapshot.startPhase('writing', rowTotal + vectors)
+      const content = snapshot.content(metadata)
+      const room = headMember({ ...content, metadata: { ...metadata, sha256: UNKNOWN_SHA256 } }).byteLength
+      bytes = room
+      const body = encodeBodyHashing(content)
+      for await (const member of gzipMembers(metered(body.chunks))) {
+        await writeAll(file, member, bytes)
+        bytes += member.byteLength
+      }
+      const written: Metadata = { ...metadata, sha256: body.sha256() }
+      const head = headMember({ ...content, metadata: written })
+      // A stored member's size follows from its content's length, and a SHA-256 is always 64 characters.
+      if (head.byteLength !== room) throw new Error(`the head took ${head.byteLength} bytes where ${room} were left for it`)
+      await writeAll(file, head, 0)
+      return { metadata: written, counts, bytes }
+    })
+  } finally {
+    await file.close()
+  }
+}
+
+/** Writes all of `data` at `position` (one write may take only part of it). */
+async function writeAll(file: FileHandle, data: Uint8Array, position: number): Promise<void> {
+  for (let offset = 0; offset < data.byteLength; ) {
+    const { bytesWritten } = await file.write(data, offset, data.byteLength - offset, position + offset)
+    offset += bytesWritten
+  }
+}
+
 type Tx = TransactionSql
 
 /** One export's view of the repository, inside its transaction. */
-export class Snapshot {
+class Snapshot {
   private cursors = 0
   private progress = { phase: 'ranking' as ExportProgress['phase'], done: 0, total: 0 }
   /** Positions of stored media whose blob was missing in the writing pass: not embedded. */
@@ -183,90 +257,39 @@ export class Snapshot {
 
   /** Writer input: every section as a cursor over the snapshot. */
   content(metadata: Metadata): BundleContent {
-    const { tx } = this
     const includeImages = this.options.includeImages ?? true
     const includeBodies = this.options.includeBodies ?? false
     return {
       metadata,
       rows: {
-        sources: this.encoded(
-          'sources',
-          () => tx`
-            SELECT ${this.batchOf('p.pos')}, p.pos AS idx, s.url, s.doi, s.kind, s.status, s.parsed_title, s.parsed_text, s.parsed_markdown,
-                   to_char(s.published_at, 'YYYY-MM-DD') AS published_at,
-                   encode(sha256(convert_to(s.url || coalesce(s.parsed_text, '') || coalesce(s.parsed_markdown, '') || coalesce(s.parsed_title, ''), 'UTF8')), 'hex') AS sha256,
-                   s.has_stored_body
-            FROM sources s JOIN export_pos_sources p ON p.id = s.id ORDER BY batch, p.pos`,
-        ),
-        // `image_ref` only for images the file embeds: the media come before source_images in the
-        // file, so the query is made once they are written, with the positions of missing blobs.
-        source_images: this.encoded(
-          'source_images',
-          () => tx`
-            SELECT ${this.batchOf('p.pos')}, p.pos AS idx, sp.pos AS source_idx, i.kind, i.page_number, i.position, i.url, i.width, i.height, i.bytes, i.alt_text, i.content_type,
-                   CASE WHEN ${includeImages} AND i.storage_key IS NOT NULL AND p.pos <> ALL(${[...this.missing.images]}::int[]) THEN 'img-' || p.pos END AS image_ref
-            FROM source_images i JOIN export_pos_source_images p ON p.id = i.id JOIN export_pos_sources sp ON sp.id = i.source_id
-            ORDER BY batch, p.pos`,
-        ),
-        // Every stored body, so an importer knows to fetch those the file does not embed.
-        source_bodies: this.encoded(
-          'source_bodies',
-          () => tx`
-            SELECT ${this.batchOf('sp.pos')}, sp.pos AS source_idx,
-                   CASE WHEN ${includeBodies} AND sp.pos <> ALL(${[...this.missing.bodies]}::int[]) THEN 'body-' || sp.pos END AS body_ref, b.content_type
-            FROM source_bodies b JOIN export_pos_sources sp ON sp.id = b.source_id ORDER BY batch, sp.pos`,
-        ),
-        // A fact with a source image carries that image's original URL (docs/bundles.md, "Export").
-        facts: this.encoded(
-          'facts',
-          () => tx`
-            SELECT ${this.batchOf('p.pos')}, p.pos AS idx, f.text, f.fact_kind, CASE WHEN f.source_image_id IS NULL THEN f.image_url ELSE i.url END AS image_url,
-                   f.content_hash, f.promptset_hash, f.status, coalesce(ip.pos, -1) AS source_image_idx
-            FROM facts f JOIN export_pos_facts p ON p.id = f.id
-            LEFT JOIN source_images i ON i.id = f.source_image_id LEFT JOIN export_pos_source_images ip ON ip.id = f.source_image_id
-            ORDER BY batch, p.pos`,
-        ),
-        fact_sources: this.encoded(
-          'fact_sources',
-          () => tx`
-            SELECT ${this.batchOf('fp.pos')}, fp.pos AS fact_idx, sp.pos AS source_idx, fs.chunk_index
-            FROM fact_sources fs JOIN export_pos_facts fp ON fp.id = fs.fact_id JOIN export_pos_sources sp ON sp.id = fs.source_id
-            ORDER BY batch, fp.pos, sp.pos, fs.chunk_index`,
-        ),
-        concepts: this.encoded(
-          'concepts',
-          () => tx`
-            SELECT ${this.batchOf('p.pos')}, p.pos AS idx, c.canonical_name, c.context, c.description, c.promptset_hash
-            FROM concepts c JOIN export_pos_concepts p ON p.id = c.id ORDER BY batch, p.pos`,
-        ),
-        concept_aliases: this.encoded(
-          'concept_aliases',
-          () => tx`
-            SELECT ${this.batchOf('cp.pos')}, cp.pos AS concept_idx, a.alias_text
-            FROM concept_aliases a JOIN export_pos_concepts cp ON cp.id = a.concept_id ORDER BY batch, cp.pos, a.alias_text COLLATE "C"`,
-        ),
-        fact_concepts: this.encoded(
-          'fact_concepts',
-          () => tx`
-            SELECT ${this.batchOf('fp.pos')}, fp.pos AS fact_idx, cp.pos AS concept_idx, fc.promptset_hash
-            FROM fact_concepts fc JOIN export_pos_facts fp ON fp.id = fc.fact_id JOIN export_pos_concepts cp ON cp.id = fc.concept_id
-            ORDER BY batch, fp.pos, cp.pos`,
-        ),
+        sources: this.sources(),
+        source_images: this.sourceImages(includeImages),
+        source_bodies: this.sourceBodies(includeBodies),
+        facts: this.facts(),
+        fact_sources: this.rows<Row<'fact_sources'>>(this.tx`
+          SELECT fp.pos AS fact_idx, sp.pos AS source_idx, fs.chunk_index
+          FROM fact_sources fs JOIN export_pos_facts fp ON fp.id = fs.fact_id JOIN export_pos_sources sp ON sp.id = fs.source_id
+          ORDER BY fp.pos, sp.pos, fs.chunk_index`),
+        concepts: this.rows<Row<'concepts'>>(this.tx`
+          SELECT p.pos AS idx, c.canonical_name, c.context, c.description, c.promptset_hash
+          FROM concepts c JOIN export_pos_concepts p ON p.id = c.id ORDER BY p.pos`),
+        concept_aliases: this.rows<Row<'concept_aliases'>>(this.tx`
+          SELECT cp.pos AS concept_idx, a.alias_text
+          FROM concept_aliases a JOIN export_pos_concepts cp ON cp.id = a.concept_id ORDER BY cp.pos, a.alias_text COLLATE "C"`),
+        fact_concepts: this.rows<Row<'fact_concepts'>>(this.tx`
+          SELECT fp.pos AS fact_idx, cp.pos AS concept_idx, fc.promptset_hash
+          FROM fact_concepts fc JOIN export_pos_facts fp ON fp.id = fc.fact_id JOIN export_pos_concepts cp ON cp.id = fc.concept_id
+          ORDER BY fp.pos, cp.pos`),
         concept_summaries: this.summaries(),
         concept_syntheses: this.syntheses(),
-        investigations: this.encoded(
-          'investigations',
-          () => tx`SELECT ${this.batchOf('p.pos')}, p.pos AS idx, i.title, i.topic FROM investigations i JOIN export_pos_investigations p ON p.id = i.id ORDER BY batch, p.pos`,
-        ),
-        investigation_sources: this.encoded(
-          'investigation_sources',
-          () => tx`
-            SELECT ${this.batchOf('ip.pos')}, ip.pos AS investigation_idx, sp.pos AS source_idx
-            FROM investigation_sources x JOIN export_pos_investigations ip ON ip.id = x.investigation_id JOIN export_pos_sources sp ON sp.id = x.source_id
-            ORDER BY batch, ip.pos, sp.pos`,
-        ),
+        investigations: this.rows<Row<'investigations'>>(this.tx`
+          SELECT p.pos AS idx, i.title, i.topic FROM investigations i JOIN export_pos_investigations p ON p.id = i.id ORDER BY p.pos`),
+        investigation_sources: this.rows<Row<'investigation_sources'>>(this.tx`
+          SELECT ip.pos AS investigation_idx, sp.pos AS source_idx
+          FROM investigation_sources x JOIN export_pos_investigations ip ON ip.id = x.investigation_id JOIN export_pos_sources sp ON sp.id = x.source_id
+          ORDER BY ip.pos, sp.pos`),
         reports: this.reports(),
-        report_annotations: this.rows<Row<'report_annotations'>>(tx`
+        report_annotations: this.rows<Row<'report_annotations'>>(this.tx`
           SELECT rp.pos AS report_idx, a.sentence_index, a.sentence_text, fp.pos AS fact_idx, a.score, a.posture
           FROM report_annotations a JOIN export_pos_reports rp ON rp.id = a.report_id JOIN export_pos_facts fp ON fp.id = a.fact_id
           ORDER BY a.created_at, rp.pos, a.sentence_index, fp.pos`),
@@ -280,20 +303,19 @@ export class Snapshot {
   /**
    * The rows of `query` in batches, through a cursor of the transaction; `convert` maps a
    * batch. Nothing runs until the writer asks for the section. Rows count towards the progress
-   * unless they only list media (`count` says how many rows a batch stands for).
+   * unless they only list media.
    */
   private async *rows<T>(
     query: PendingQuery<SqlRow[]>,
     convert: (batch: SqlRow[]) => T[] | Promise<T[]> = (batch) => batch as T[],
-    { count = (batch) => batch.length, perFetch = BATCH, raw = false }: { count?: (batch: SqlRow[]) => number; perFetch?: number; raw?: boolean } = {},
+    { counted = true }: { counted?: boolean } = {},
   ): AsyncGenerator<T[]> {
     const { tx } = this
     const cursor = `export_cursor_${++this.cursors}`
     await tx`DECLARE ${tx(cursor)} NO SCROLL CURSOR FOR ${query}`
-    // FETCH takes no parameters; the count is a constant.
+    // FETCH takes no parameters; the count is this constant.
     const fetch = () => {
-      const statement = tx`FETCH ${tx.unsafe(String(perFetch))} FROM ${tx(cursor)}`
-      const batch = (raw ? statement.raw() : statement).execute() as Promise<SqlRow[]>
+      const batch = tx`FETCH ${tx.unsafe(String(BATCH))} FROM ${tx(cursor)}`.execute()
       // Awaited below; if the consumer stops first, the transaction's end settles it.
       batch.catch(() => {})
       return batch
@@ -306,37 +328,74 @@ export class Snapshot {
       if (batch.length === 0) break
       next = fetch()
       const converted = await convert(batch)
-      const rows = count(batch)
-      if (rows > 0) this.advance(rows)
+      if (counted) this.advance(batch.length)
       yield converted
     }
     await tx`CLOSE ${tx(cursor)}`
   }
 
-  /** The `batch` column of an encoded section's query, from its leading position: BATCH positions to a batch. */
-  private batchOf(position: 'p.pos' | 'sp.pos' | 'fp.pos' | 'cp.pos' | 'ip.pos') {
-    return this.tx.unsafe(`${position} / ${BATCH} AS batch`)
+  private sources() {
+    return this.rows(
+      this.tx`
+        SELECT p.pos AS idx, s.url, s.doi, s.kind, s.status, s.parsed_title, s.parsed_text, s.parsed_markdown,
+               to_char(s.published_at, 'YYYY-MM-DD') AS published_at, s.has_stored_body
+        FROM sources s JOIN export_pos_sources p ON p.id = s.id ORDER BY p.pos`,
+      (batch) =>
+        batch.map(
+          (s): Row<'sources'> => ({
+            idx: s.idx,
+            url: s.url,
+            doi: s.doi,
+            kind: s.kind,
+            status: s.status,
+            parsed_title: s.parsed_title,
+            parsed_text: s.parsed_text,
+            parsed_markdown: s.parsed_markdown,
+            published_at: s.published_at ?? undefined,
+            sha256: sourceSha256(s as { url: string; parsed_text: string; parsed_markdown: string; parsed_title: string }),
+            has_stored_body: s.has_stored_body,
+          }),
+        ),
+    )
   }
 
-  /**
-   * A section whose rows' JSON PostgreSQL builds: `query` (made when the writer reaches the
-   * section) names its columns as the row's fields, plus `batch` (batchOf), and orders by it
-   * first. PostgreSQL joins each batch's rows with commas (string_agg keeps the order of its sorted
-   * input), so a batch crosses the connection as one value, read as bytes: per-row costs of the
-   * driver are most of what reading many small rows costs.
-   */
-  private encoded(section: RowSection, query: () => PendingQuery<SqlRow[]>): EncodedRows {
-    const { tx } = this
-    const batches = async function* (this: Snapshot) {
-      const joined = tx`SELECT count(*), string_agg(${tx.unsafe(rowJsonSql(section))}, ',') FROM (${query()}) r GROUP BY r.batch ORDER BY r.batch`
-      const rows = this.rows(joined, (batch) => batch.map((row) => (row as unknown as Buffer[])[1]!), {
-        raw: true,
-        perFetch: 1,
-        count: (batch) => batch.reduce((sum, row) => sum + Number((row as unknown as Buffer[])[0]!.toString()), 0),
-      })
-      for await (const values of rows) yield* values
-    }
-    return { encoded: batches.call(this) }
+  /** `image_ref` only for images the file embeds (media come before source_images in the file). */
+  private sourceImages(includeImages: boolean) {
+    return this.rows(
+      this.tx`
+        SELECT p.pos AS idx, sp.pos AS source_idx, i.kind, i.page_number, i.position, i.url, i.width, i.height,
+               i.bytes::float8 AS bytes, i.alt_text, i.content_type, i.storage_key IS NOT NULL AS stored
+        FROM source_images i JOIN export_pos_source_images p ON p.id = i.id JOIN export_pos_sources sp ON sp.id = i.source_id
+        ORDER BY p.pos`,
+      (batch) =>
+        batch.map(
+          ({ stored, page_number, width, height, bytes, ...image }): Row<'source_images'> => ({
+            ...(image as Row<'source_images'>),
+            page_number: page_number ?? undefined,
+            width: width ?? undefined,
+            height: height ?? undefined,
+            bytes: bytes ?? undefined,
+            image_ref: includeImages && stored && !this.missing.images.has(image.idx) ? `img-${image.idx}` : undefined,
+          }),
+        ),
+    )
+  }
+
+  /** Every stored body, so an importer knows to fetch those the file does not embed. */
+  private sourceBodies(includeBodies: boolean) {
+    return this.rows(
+      this.tx`
+        SELECT sp.pos AS source_idx, b.content_type
+        FROM source_bodies b JOIN export_pos_sources sp ON sp.id = b.source_id ORDER BY sp.pos`,
+      (batch) =>
+        batch.map(
+          (b): Row<'source_bodies'> => ({
+            source_idx: b.source_idx,
+            body_ref: includeBodies && !this.missing.bodies.has(b.source_idx) ? `body-${b.source_idx}` : undefined,
+            content_type: b.content_type,
+          }),
+        ),
+    )
   }
 
   /** Stored images or bodies, streamed from blob storage one at a time; a missing blob is skipped. */
@@ -347,7 +406,7 @@ export class Snapshot {
             SELECT p.pos, i.content_type, i.storage_key FROM source_images i JOIN export_pos_source_images p ON p.id = i.id
             WHERE i.storage_key IS NOT NULL ORDER BY p.pos`
         : this.tx`SELECT sp.pos, b.content_type, b.storage_key FROM source_bodies b JOIN export_pos_sources sp ON sp.id = b.source_id ORDER BY sp.pos`
-    for await (const batch of this.rows<SqlRow>(query, undefined, { count: () => 0 })) {
+    for await (const batch of this.rows<SqlRow>(query, undefined, { counted: false })) {
       for (const { pos, content_type, storage_key } of batch) {
         this.options.signal?.throwIfAborted()
         const data = await this.services.blobs.stream(storage_key)
@@ -358,6 +417,16 @@ export class Snapshot {
         yield { ref: `${section === 'images' ? 'img' : 'body'}-${pos}`, contentType: content_type || 'application/octet-stream', data }
       }
     }
+  }
+
+  /** A fact with a source image carries that image's original URL (docs/bundles.md, "Export"). */
+  private facts() {
+    return this.rows<Row<'facts'>>(this.tx`
+      SELECT p.pos AS idx, f.text, f.fact_kind, CASE WHEN f.source_image_id IS NULL THEN f.image_url ELSE i.url END AS image_url,
+             f.content_hash, f.promptset_hash, f.status, coalesce(ip.pos, -1) AS source_image_idx
+      FROM facts f JOIN export_pos_facts p ON p.id = f.id
+      LEFT JOIN source_images i ON i.id = f.source_image_id LEFT JOIN export_pos_source_images ip ON ip.id = f.source_image_id
+      ORDER BY p.pos`)
   }
 
   /** The positions of a uuid[] column's ids in `table`, in the array's order; ids without a row are dropped. */

@@ -90,18 +90,12 @@ class GzipThreads {
 }
 
 /**
- * The default level: about half of level 6's CPU time for a file a few per cent larger
- * (scripts/bench/graph.ts prints the ratio to gzip -6, bounded by issue 31 at 1.15).
- */
-const LEVEL = 3
-
-/**
  * The gzip members of `source`, in order. The threads (one per core unless `threads` says
  * otherwise) live as long as the iteration, and end with it however it ends.
  */
 export async function* gzipMembers(source: AsyncIterable<Uint8Array>, options: { level?: number; threads?: number } = {}): AsyncGenerator<Uint8Array> {
   const threadCount = options.threads ?? availableParallelism()
-  const threads = new GzipThreads(threadCount, options.level ?? LEVEL)
+  const threads = new GzipThreads(threadCount, options.level ?? 6)
   const inFlight: Promise<Uint8Array>[] = []
   const submit = (data: Uint8Array) => {
     const member = threads.compress(data)
