@@ -20,7 +20,7 @@
 // PG_URL names a maintenance database (default postgres://postgres@127.0.0.1:5432/postgres).
 import postgres from 'postgres'
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { availableParallelism, tmpdir } from 'node:os'
+import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { createGunzip, createGzip } from 'node:zlib'
@@ -166,13 +166,17 @@ try {
   const idleRss = memoryOf(kgsPid).peakMB
 
   // 2. Export, then COPY TO.
+  const exportLoad = loadavg()[0]!
+  const cpuBefore = cpuSecondsOf(kgsPid)
   const exported = await runJob(`/${source.slug}/export-graph`, { exported_at: '2026-01-02T03:04:05Z' })
+  // The whole process (the polls too, a few ms): the job's thread, the compression threads.
+  const exportCpu = cpuSecondsOf(kgsPid) - cpuBefore
   const exportRss = memoryOf(kgsPid).peakMB
   const json = await bundleJson(kgsUrl, source.slug, token)
   const bundleMB = json.reduce((sum, chunk) => sum + chunk.length, 0) / 1e6
   const dumps = Object.fromEntries(TABLES.map((table) => [table, join(dataDir, `${table}.copy`)]))
   const dumpFile = join(dataDir, 'repository.dump')
-  const pgDump = (await timed(['pg_dump', '-Fc', '-f', dumpFile, source.dsn])).seconds
+  const { seconds: pgDump, clientCpu: pgDumpCpu } = await timed(['pg_dump', '-Fc', '-f', dumpFile, source.dsn])
   const copyTo = (await psql(source.dsn, TABLES.map((table) => `\\copy ${table} TO '${dumps[table]}'`).join('\n'))).seconds
   const copyMB = TABLES.reduce((sum, table) => sum + statSync(dumps[table]!).size, 0) / 1e6
   const floors = await exportFloors(source.dsn, json)
@@ -249,6 +253,9 @@ try {
       .map(([phase, at], i, all) => `${phase} ${((all[i + 1]?.[1] ?? end) - at).toFixed(2)} s`)
       .join(', ')
   console.log(`  export job by phase: ${phases(exported.phaseStarts, exported.seconds)}`)
+  console.log(
+    `  CPU seconds (client side; the server's work is not counted): kgs process during the export ${exportCpu.toFixed(2)} s, pg_dump -Fc ${pgDumpCpu.toFixed(2)} s; load average (1 min) when the export started ${exportLoad.toFixed(2)} on ${cores} cores`,
+  )
   console.log(
     `  file sizes: export ${gzMB.toFixed(1)} MB (${(exported.result.bytes / floors.gzipBytes).toFixed(3)} x gzip -6 of its JSON, ${(floors.gzipBytes / 1e6).toFixed(1)} MB; target <= 1.15), pg_dump -Fc ${dumpMB.toFixed(1)} MB`,
   )

@@ -14,11 +14,18 @@ const SCRATCH_NAME = /^(export|import)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 
 export const scratchDir = (dataDir: string) => join(dataDir, 'tmp')
 
-/** The scratch file of a job's attempt (its directory created, private to the service's user). */
+const fileName = (use: ScratchUse, job: { id: string; attempt: number }) => `${use}-${job.id}-${job.attempt}.json.gz`
+
+/**
+ * The scratch file of a job's attempt (its directory created, private to the service's user).
+ * The files of the job's earlier attempts are removed: an attempt that follows one whose process
+ * was killed is the first to know that file is garbage (the sweeps keep the files of a running job).
+ */
 export async function scratchFile(dataDir: string, use: ScratchUse, job: { id: string; attempt: number }): Promise<string> {
   const dir = scratchDir(dataDir)
   await mkdir(dir, { recursive: true, mode: 0o700 })
-  return join(dir, `${use}-${job.id}-${job.attempt}.json.gz`)
+  for (let attempt = 1; attempt < job.attempt; attempt++) await rm(join(dir, fileName(use, { id: job.id, attempt })), { force: true })
+  return join(dir, fileName(use, job))
 }
 
 /** Removes the scratch files whose job is not running (finished, queued again, or gone). Returns how many. */
