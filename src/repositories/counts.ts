@@ -27,53 +27,64 @@ export function countsFromRow(row: Partial<Record<(typeof COUNTED_KINDS)[number]
 /** The copy's columns, for a query that joins repository_counts as `c`. */
 export const countColumns = (sql: Db) => sql`c.sources, c.facts, c.concepts, c.reports, c.investigations`
 
+const FOREIGN_KEY_VIOLATION = '23503'
+
 /** Past this many change rows, reading the counts folds them first (a write of the repository database, which most reads then need not make). */
 const FOLD_PAST_ROWS = 1000
 
 /**
  * The repository's counts: the sums of its change rows, read without writing while they are few;
- * once there are many, folded into one row per kind, in one statement, as they are read. Only
- * refreshCounts calls it, under its lock: two folds at once could each miss the rows the other
- * one deleted and inserted.
+ * once there are many, folded into one row per kind, in one statement, as they are read. Reads of
+ * one repository take turns (an advisory lock in its database: two folds at once could each miss
+ * the rows the other deleted and inserted), and each takes its transaction's id there after the
+ * lock: a read with a higher version saw every change a lower one saw.
  */
-async function readCounts(repository: Sql): Promise<GraphCounts> {
-  const counts = Object.fromEntries(COUNTED_KINDS.map((kind) => [kind, 0])) as GraphCounts
-  const sums = await repository<{ kind: keyof GraphCounts; delta: string; rows: number }[]>`
-    SELECT kind, sum(delta) AS delta, sum(count(*)) OVER ()::int AS rows FROM graph_count_changes GROUP BY kind`
-  const rows =
-    (sums[0]?.rows ?? 0) > FOLD_PAST_ROWS
-      ? await repository<{ kind: keyof GraphCounts; delta: string }[]>`
-          WITH folded AS (DELETE FROM graph_count_changes RETURNING kind, delta)
-          INSERT INTO graph_count_changes (kind, delta) SELECT kind, sum(delta) FROM folded GROUP BY kind
-          RETURNING kind, delta`
-      : sums
-  for (const row of rows) counts[row.kind] = Number(row.delta)
-  return counts
+async function readCounts(repository: Sql): Promise<{ counts: GraphCounts; version: string }> {
+  return repository.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(hashtextextended('kgs graph counts', 0))`
+    const [{ version }] = (await tx`SELECT pg_current_xact_id()::text AS version`) as unknown as [{ version: string }]
+    const counts = Object.fromEntries(COUNTED_KINDS.map((kind) => [kind, 0])) as GraphCounts
+    const sums = await tx<{ kind: keyof GraphCounts; delta: string; rows: number }[]>`
+      SELECT kind, sum(delta) AS delta, sum(count(*)) OVER ()::int AS rows FROM graph_count_changes GROUP BY kind`
+    const rows =
+      (sums[0]?.rows ?? 0) > FOLD_PAST_ROWS
+        ? await tx<{ kind: keyof GraphCounts; delta: string }[]>`
+            WITH folded AS (DELETE FROM graph_count_changes RETURNING kind, delta)
+            INSERT INTO graph_count_changes (kind, delta) SELECT kind, sum(delta) FROM folded GROUP BY kind
+            RETURNING kind, delta`
+        : sums
+    for (const row of rows) counts[row.kind] = Number(row.delta)
+    return { counts, version }
+  }) as Promise<{ counts: GraphCounts; version: string }>
 }
 
 /**
  * Copies the repository's counts into the system database and tells every instance (after the
- * commit: told before it, an instance could read the old copy again and keep it); undefined when
- * the repository is gone. The repository's row stays locked meanwhile, so refreshes of one
- * repository take turns and the copy never goes back to an older count.
+ * write: told before it, an instance could read the old copy again and keep it); undefined when
+ * the repository is gone. The read and the write are two statements in two databases, with no
+ * transaction of the system database open while the repository's answers (on the embedded
+ * database that would hold back every other query of the system database meanwhile, for as long
+ * as an import keeps the repository's database busy); the copy only moves to a later read.
  */
 export async function refreshCounts(pools: Pools, bus: Pick<EventBus, 'publish'>, repositoryId: string): Promise<GraphCounts | undefined> {
-  // Opened before the transaction: on the embedded database a query on the system pool from
-  // inside it (opening a repository reads its DSN there) would wait for it forever.
-  const repository = await pools.forRepository(repositoryId)
-  const counts = await pools.system.begin(async (tx) => {
-    const [present] = await tx`SELECT 1 FROM repositories WHERE id = ${repositoryId} FOR NO KEY UPDATE`
-    if (!present) return undefined
-    const counts = await readCounts(repository)
-    await tx`
-      INSERT INTO repository_counts (repository_id, sources, facts, concepts, reports, investigations)
-      VALUES (${repositoryId}, ${counts.sources}, ${counts.facts}, ${counts.concepts}, ${counts.reports}, ${counts.investigations})
+  const [present] = await pools.system`SELECT 1 FROM repositories WHERE id = ${repositoryId}`
+  if (!present) return undefined
+  const { counts, version } = await readCounts(await pools.forRepository(repositoryId))
+  try {
+    await pools.system`
+      INSERT INTO repository_counts (repository_id, sources, facts, concepts, reports, investigations, counted_version)
+      VALUES (${repositoryId}, ${counts.sources}, ${counts.facts}, ${counts.concepts}, ${counts.reports}, ${counts.investigations}, ${version})
       ON CONFLICT (repository_id) DO UPDATE SET
         sources = excluded.sources, facts = excluded.facts, concepts = excluded.concepts,
-        reports = excluded.reports, investigations = excluded.investigations, counted_at = now()`
-    return counts
-  })
-  if (counts) await bus.publish(pools.system, COUNTS_CHANGED, repositoryId)
+        reports = excluded.reports, investigations = excluded.investigations, counted_at = now(),
+        counted_version = excluded.counted_version
+      WHERE repository_counts.counted_version IS NULL OR repository_counts.counted_version <= excluded.counted_version`
+  } catch (error) {
+    // Deleted since it was looked up: its row would reference no repository.
+    if ((error as { code?: string }).code === FOREIGN_KEY_VIOLATION) return undefined
+    throw error
+  }
+  await bus.publish(pools.system, COUNTS_CHANGED, repositoryId)
   return counts
 }
 

@@ -179,4 +179,29 @@ describe(`repository counts (${BACKEND})`, () => {
     await server.context.repositories.graphChanged(repository.id)
     expect(await answered()).toEqual(await counted())
   })
+
+  test("a refresh waiting on the repository's database holds nothing of the system database", async () => {
+    const sql = await server.context.pools.forRepository(repository.id)
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    let holding!: () => void
+    const entered = new Promise<void>((resolve) => (holding = resolve))
+    // The repository's database kept busy, as a long import keeps it (on the embedded database its
+    // open transaction holds back every other statement there).
+    const busy = sql.begin(async (tx) => {
+      await tx`SELECT pg_advisory_xact_lock(hashtextextended('kgs graph counts', 0))`
+      await tx`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'while a refresh waits')`
+      holding()
+      await held
+    })
+    await entered
+    const refresh = server.context.repositories.graphChanged(repository.id)
+    for (let turn = 0; turn < 50; turn++) await new Promise((resolve) => setImmediate(resolve))
+    // Answered while the refresh waits (a refresh inside a transaction of the system database would hold this back until the release).
+    expect((await http.get('/api/v1/repositories', owner.token)).status).toBe(200)
+    release()
+    await busy
+    await refresh
+    expect(await answered()).toEqual(await counted())
+  })
 })
