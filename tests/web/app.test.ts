@@ -736,6 +736,8 @@ describe(`writing the graph in the web app (${BACKEND})`, () => {
 
     await page.getByRole('button', { name: 'Delete this concept' }).focus()
     await page.keyboard.press('Enter')
+    await page.getByRole('group', { name: 'Delete this concept for good?' }).waitFor()
+    await expect(page.evaluate<string>('document.activeElement?.textContent')).resolves.toBe('Cancel')
     await page.keyboard.press('Shift+Tab')
     await expect(page.evaluate<string>('document.activeElement?.textContent')).resolves.toBe('Yes, delete it')
     await page.keyboard.press('Enter')

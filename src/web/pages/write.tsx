@@ -8,6 +8,7 @@ import { ApiError, get, page as fetchPage, request, versioned } from '../api.ts'
 import type { Concept, ConceptDetail, Fact, FactDetail, Report, ReportDetail, Source } from '../types.ts'
 import { ErrorBox, Link, Markdown, navigate, Show, useLoad } from '../ui.tsx'
 import { paths } from './graph.tsx'
+import { Confirm } from '../confirm.tsx'
 
 type Kind = 'fact' | 'concept' | 'report'
 const KINDS: Record<string, Kind> = { facts: 'fact', concepts: 'concept', reports: 'report' }
@@ -85,8 +86,6 @@ function Delete({ repo, kind, id }: { repo: string; kind: Kind; id: string }) {
   const [read, reread] = useLoad(() => versioned<unknown>('GET', path), path)
   const [confirming, setConfirming] = useState(false)
   const [error, setError] = useState<unknown>()
-  const cancel = useRef<HTMLButtonElement>(null)
-  useEffect(() => cancel.current?.focus(), [confirming])
   const remove = async () => {
     setError(undefined)
     try {
@@ -103,16 +102,9 @@ function Delete({ repo, kind, id }: { repo: string; kind: Kind; id: string }) {
           Delete this {kind}
         </button>
       ) : (
-        <fieldset class="confirm">
-          <legend>Delete this {kind} for good?</legend>
-          <p>{kind === 'fact' ? 'Its links go with it; texts that cite it keep their words.' : kind === 'report' ? 'Its parts go with it.' : 'Its links and summaries go with it.'}</p>
-          <button type="button" class="danger" onClick={remove}>
-            Yes, delete it
-          </button>{' '}
-          <button type="button" ref={cancel} onClick={() => setConfirming(false)}>
-            Cancel
-          </button>
-        </fieldset>
+        <Confirm question={`Delete this ${kind} for good?`} action="Yes, delete it" onConfirm={remove} onCancel={() => setConfirming(false)}>
+          {kind === 'fact' ? 'Its links go with it; texts that cite it keep their words.' : kind === 'report' ? 'Its parts go with it.' : 'Its links and summaries go with it.'}
+        </Confirm>
       )}
       {error !== undefined && <WriteError repo={repo} kind={kind} error={error} reload={() => location.reload()} />}
       {read.state === 'failed' && (
