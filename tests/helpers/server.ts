@@ -33,7 +33,7 @@ export async function startTestServer(options: { env?: Record<string, string>; l
   // No job worker threads unless a test asks for them: most tests never run a job.
   const env: Record<string, string> = { JWT_SECRET: randomBytes(32).toString('hex'), WORKERS: '0', ...instance.env, ...options.env }
   const config = loadConfig(env)
-  const server = await startServer(config, options.log ?? createLogger('silent'), { jobs: options.jobs })
+  const server = await startServer(config, options.log ?? createLogger((process.env.KGS_TEST_LOG as 'info' | undefined) ?? 'silent'), { jobs: options.jobs })
   let context: AppContext
   try {
     context = await server.ready
