@@ -26,6 +26,7 @@ import {
   endBrowserSession,
   endedSessionCookie,
   findPending,
+  type PendingAuthorization,
   issueCode,
   sessionCookie,
   startBrowserSession,
@@ -58,6 +59,15 @@ function postedFromAnotherSite(request: Request): boolean {
 
 export function oauthPageRoutes(system: Sql, baseUrl: string, accounts: Accounts, throttles: Throttles, clients: ClientMetadataDocuments) {
   const secureCookies = baseUrl.startsWith('https:')
+  /** The open pending authorization a form of these pages answers, or the page refusing the post. */
+  const postedPending = async (request: Request, body: { authorization_id: string; csrf_token: string }): Promise<PendingAuthorization | Response> => {
+    if (postedFromAnotherSite(request)) return crossSitePage()
+    const pending = await findPending(system, body.authorization_id)
+    if (!pending?.open) return expiredPage()
+    if (!csrfMatches(pending, body.csrf_token)) return csrfPage()
+    if (!boundToBrowser(pending, request.headers.get('cookie'))) return otherBrowserPage()
+    return pending
+  }
   /** The consent page for a pending authorization whose user is known. */
   const consent = async (pending: { id: string; client_id: string; redirect_uri: string; scope: string }, user: User, csrfToken: string) => {
     if (pending.client_id === WEB_APP_CLIENT_ID) return skipConsent(pending.id, user.id)
@@ -172,11 +182,8 @@ export function oauthPageRoutes(system: Sql, baseUrl: string, accounts: Accounts
     .post(
       '/api/v1/oauth/authorize/login',
       async ({ body, request }) => {
-        if (postedFromAnotherSite(request)) return crossSitePage()
-        const pending = await findPending(system, body.authorization_id)
-        if (!pending?.open) return expiredPage()
-        if (!csrfMatches(pending, body.csrf_token)) return csrfPage()
-        if (!boundToBrowser(pending, request.headers.get('cookie'))) return otherBrowserPage()
+        const pending = await postedPending(request, body)
+        if (pending instanceof Response) return pending
         // The same budgets as POST /api/v1/auth/login: two doors to one password.
         const admission = throttles.login.admit(request, normalizeEmail(body.email))
         if (admission.refused) {
@@ -208,11 +215,8 @@ export function oauthPageRoutes(system: Sql, baseUrl: string, accounts: Accounts
     .post(
       '/api/v1/oauth/authorize',
       async ({ body, request }) => {
-        if (postedFromAnotherSite(request)) return crossSitePage()
-        const pending = await findPending(system, body.authorization_id)
-        if (!pending?.open) return expiredPage()
-        if (!csrfMatches(pending, body.csrf_token)) return csrfPage()
-        if (!boundToBrowser(pending, request.headers.get('cookie'))) return otherBrowserPage()
+        const pending = await postedPending(request, body)
+        if (pending instanceof Response) return pending
         const userId = await browserSessionUser(system, request.headers.get('cookie'))
         if (!userId || userId !== pending.user_id) return pageResponse(errorPage('Your sign-in for this request was not found. Return to the application and start again.'), 403)
         if (body.decision === 'sign-out') {
