@@ -2,9 +2,11 @@
 // for the occasion (openssl, for 127.0.0.1 and localhost, trusted by the kgs under test through
 // NODE_EXTRA_CA_CERTS: CA trust only, no switch that lets plain http through), and an HTTPS server
 // on loopback serving documents, which counts the requests it gets.
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { readFileSync } from 'node:fs'
-import { tempDir } from './backend.ts'
+import { instanceEnvironment, tempDir } from './backend.ts'
+import { startServerProcess, type ServerProcess } from './server.ts'
 
 export interface TestCertificate {
   /** PEM file of the self-signed certificate: the trust anchor to hand to NODE_EXTRA_CA_CERTS. */
@@ -67,5 +69,32 @@ export function clientDocument(clientId: string, redirectUri: string, more: Reco
     response_types: ['code'],
     token_endpoint_auth_method: 'none',
     ...more,
+  }
+}
+
+/**
+ * A kgs process (on the suite's backend) that trusts `certificate` and may fetch documents from
+ * loopback; `stop` also drops its data. `env` adds settings.
+ */
+export async function startServerTrusting(certificate: TestCertificate, env: Record<string, string> = {}): Promise<ServerProcess> {
+  const instance = await instanceEnvironment()
+  const kgs = await startServerProcess({
+    ...instance.env,
+    JWT_SECRET: randomBytes(32).toString('hex'),
+    WORKERS: '0',
+    NODE_EXTRA_CA_CERTS: certificate.certFile,
+    CLIENT_METADATA_FETCH_ALLOW_PRIVATE: 'true',
+    ...env,
+  }).catch(async (error) => {
+    await instance.cleanup()
+    throw error
+  })
+  return {
+    ...kgs,
+    stop: async (signal) => {
+      const status = await kgs.stop(signal)
+      await instance.cleanup()
+      return status
+    },
   }
 }

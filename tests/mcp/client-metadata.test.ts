@@ -5,24 +5,22 @@
 // loopback reached through CLIENT_METADATA_FETCH_ALLOW_PRIVATE, as in tests/oauth/client-metadata),
 // the person signs in and consents in headless Chromium, and the conversation goes on.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { randomBytes } from 'node:crypto'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { UnauthorizedError as UnauthorizedV1 } from '@modelcontextprotocol/sdk/client/auth.js'
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2, UnauthorizedError as UnauthorizedV2, type OAuthDiscoveryState } from '@modelcontextprotocol/client'
 import type { Browser } from 'playwright-core'
-import { BACKEND, instanceEnvironment } from '../helpers/backend.ts'
+import { BACKEND } from '../helpers/backend.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
 import { launchBrowser, listenOnLoopback, signInAndDecide, type LoopbackListener } from '../helpers/browser.ts'
-import { clientDocument, startDocumentServer, testCertificate, type DocumentServer } from '../helpers/client-metadata.ts'
-import { startServerProcess, type ServerProcess } from '../helpers/server.ts'
+import { clientDocument, startDocumentServer, startServerTrusting, testCertificate, type DocumentServer } from '../helpers/client-metadata.ts'
+import type { ServerProcess } from '../helpers/server.ts'
 import { InMemoryHostProvider } from '../helpers/mcp-host.ts'
 
 const account = { email: uniqueEmail('cimd-host'), password: 'correct horse battery' }
 const certificate = testCertificate()
 let docs: DocumentServer
 let kgs: ServerProcess
-let cleanup: () => Promise<void>
 let browser: Browser
 let listener: LoopbackListener
 let mcpUrl: URL
@@ -33,15 +31,7 @@ beforeAll(async () => {
   callback = `http://127.0.0.1:${listener.port}/callback`
   // One document per revision, so that each SDK's flow fetches its own.
   docs = startDocumentServer(certificate, (path, origin) => (/^\/hosts\/[\w-]+\.json$/.test(path) ? Response.json(clientDocument(origin + path, callback, { client_name: 'SDK host' })) : undefined))
-  const instance = await instanceEnvironment()
-  cleanup = instance.cleanup
-  kgs = await startServerProcess({
-    ...instance.env,
-    JWT_SECRET: randomBytes(32).toString('hex'),
-    WORKERS: '0',
-    NODE_EXTRA_CA_CERTS: certificate.certFile,
-    CLIENT_METADATA_FETCH_ALLOW_PRIVATE: 'true',
-  })
+  kgs = await startServerTrusting(certificate)
   mcpUrl = new URL(`${kgs.url}/api/v1/mcp`)
   expect((await api(kgs.url).post('/api/v1/auth/register', account)).status).toBe(201)
   browser = await launchBrowser()
@@ -52,7 +42,6 @@ afterAll(async () => {
   listener?.stop()
   docs?.stop()
   await kgs?.stop()
-  await cleanup?.()
 })
 
 /** An MCP host that names its metadata document instead of registering. */

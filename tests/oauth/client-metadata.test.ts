@@ -5,11 +5,10 @@
 // (the default) every loopback, private and link-local address is refused before any connection;
 // without the certificate trusted, nothing gets through either.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { randomBytes } from 'node:crypto'
-import { BACKEND, instanceEnvironment } from '../helpers/backend.ts'
+import { BACKEND } from '../helpers/backend.ts'
 import { api, expectOAuthError, uniqueEmail } from '../helpers/api.ts'
-import { startServerProcess, startTestServer, type ServerProcess, type TestServer } from '../helpers/server.ts'
-import { clientDocument, startDocumentServer, testCertificate, type DocumentServer } from '../helpers/client-metadata.ts'
+import { startTestServer, type ServerProcess, type TestServer } from '../helpers/server.ts'
+import { clientDocument, startDocumentServer, startServerTrusting, testCertificate, type DocumentServer } from '../helpers/client-metadata.ts'
 import { browserCookie, obtainCode, obtainTokens, pkcePair } from '../helpers/oauth.ts'
 import { freshSeconds, METADATA_DOCUMENT_MAX_BYTES } from '../../src/oauth/client-metadata.ts'
 
@@ -22,7 +21,6 @@ let flakyServed = true
 const certificate = testCertificate()
 let docs: DocumentServer
 let kgs: ServerProcess
-let cleanup: () => Promise<void>
 /** The account's session token (the grants list takes only one). */
 let session: string
 const url = (path: string) => `${docs.origin}${path}`
@@ -58,16 +56,7 @@ beforeAll(async () => {
     }
     return undefined
   })
-  const instance = await instanceEnvironment()
-  cleanup = instance.cleanup
-  kgs = await startServerProcess({
-    ...instance.env,
-    JWT_SECRET: randomBytes(32).toString('hex'),
-    WORKERS: '0',
-    NODE_EXTRA_CA_CERTS: certificate.certFile,
-    CLIENT_METADATA_FETCH_ALLOW_PRIVATE: 'true',
-    CLIENT_METADATA_FETCH_TIMEOUT: '1s',
-  })
+  kgs = await startServerTrusting(certificate, { CLIENT_METADATA_FETCH_TIMEOUT: '1s' })
   const registered = await api(kgs.url).post('/api/v1/auth/register', account)
   expect(registered.status).toBe(201)
   session = registered.body.token
@@ -75,7 +64,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await kgs?.stop()
-  await cleanup?.()
   docs?.stop()
 })
 
