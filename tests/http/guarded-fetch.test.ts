@@ -1,4 +1,4 @@
-// The SSRF-safe guarded fetch (the media fetcher's, src/http/guarded-fetch.ts) against loopback test servers, with host names resolved by an
+// The SSRF-safe guarded fetch (src/http/guarded-fetch.ts: the media fetcher's and the Client ID Metadata Documents') against loopback test servers, with host names resolved by an
 // injected resolver: every non-public address family is refused before any connection (as a
 // literal in any spelling, behind a name, after a redirect), the connection goes to the checked
 // address, and size and time limits hold while the body streams.
@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { guardedFetch, MAX_REDIRECTS, GuardedFetchError, type GuardedFetchOptions, type FetchFailure } from '../../src/http/guarded-fetch.ts'
 import { nonPublicKind } from '../../src/http/addresses.ts'
-import { startCutShortServer } from './cut-short.ts'
+import { startCutShortServer } from '../helpers/cut-short.ts'
 
 const FIXTURES = join(import.meta.dir, 'fixtures')
 const LIMIT = 1000
