@@ -163,7 +163,8 @@ export interface RepositoryLookup<R extends { id: string }> {
   db(repository: R): Promise<Sql>
   /**
    * After a request authorized by a `…:write` permission (one that changes the graph) was
-   * handled, before it is answered: what a change of the graph entails (its counts).
+   * handled: what a change of the graph entails (a copy of its counts), queued; the answer does
+   * not wait for it, and the promise never rejects.
    */
   graphChanged(repository: R): Promise<void>
 }
@@ -239,7 +240,7 @@ export function repositoryAccess<R extends { id: string }>(authenticator: Authen
         return { principal, repository: repository!, db: (): Promise<Sql> => repositories.db(repository!), holds }
       },
       async afterHandle({ query, repository }: { query: Record<string, unknown>; repository?: R }) {
-        if (repository && permissionOf(need, query).endsWith(':write')) await repositories.graphChanged(repository)
+        if (repository && permissionOf(need, query).endsWith(':write')) void repositories.graphChanged(repository)
       },
     }),
     /**

@@ -59,6 +59,8 @@ export function mcpServerFactory(services: ToolServices) {
       if (denied) return toolError(denied)
       const db = () => services.pools.forRepository(repository!.id)
       output = await tool.run({ principal, repository, db, input, services })
+      // As a write route's rule does (http/access.ts): the counts' copy is queued, not waited for.
+      if (permission.endsWith(':write')) void services.repositories.graphChanged(repository.id)
     } else {
       const { permission } = tool
       const denied = permission === 'token' ? undefined : refusal(principal, permission, holdsSystemPermission(services.rbac, principal, permission), 'on this server')

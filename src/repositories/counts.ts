@@ -3,9 +3,11 @@
 // 0005_graph_counts: one row of net change per writing statement); the system database keeps a
 // copy per repository (repository_counts), so a list of repositories reads them all in its own
 // query instead of opening one database per repository. The copy is refreshed after each change:
-// by the request that wrote (a route of a …:write permission, http/access.ts) and by the job that
-// did (a job kind that changesGraph, jobs/worker.ts), before either answers; the refresh tells
-// every instance, whose caches of the copy (Repositories) then drop it.
+// queued by the request that wrote (a route of a …:write permission, http/access.ts, or an MCP
+// write tool), which answers without waiting for it, and by the job that did (a job kind that
+// changesGraph, jobs/worker.ts), which ends after it; the refresh tells every instance, whose
+// caches of the copy (Repositories) then drop it. The exact figures stay in the repository's
+// database, so any later refresh repairs a copy whose refresh was lost (a crash, an error).
 import type { Sql } from 'postgres'
 import type { EventBus } from '../db/events.ts'
 import type { Pools } from '../db/pools.ts'
@@ -98,11 +100,12 @@ export async function copiedCounts(system: Sql, repositoryId: string): Promise<G
 const scheduled = new Map<string, { last: Promise<void>; waiting?: Promise<void> }>()
 
 /**
- * What the route or job that changed a repository's graph calls before it answers: copies the
- * counts. Each change waits for a refresh that starts after it, but changes made while one runs
- * share the next one, so a burst of writes does not queue one refresh each on the repository's
- * lock. A failure is logged and left to the next change, or to the next read of a repository
- * without a copy.
+ * What the route or job that changed a repository's graph calls once its change committed: queues
+ * a copy of the counts. The promise (which never rejects) settles when a refresh that started
+ * after the call has ended, but changes made while one runs share the next one, so a burst of
+ * writes makes one refresh in flight and at most one pending per repository, not one each on the
+ * repository's lock. A failure is logged and left to the next change, or to the next read of a
+ * repository without a copy.
  */
 export function graphChanged(pools: Pools, bus: Pick<EventBus, 'publish'>, repositoryId: string, log: Logger): Promise<void> {
   const state = scheduled.get(repositoryId)

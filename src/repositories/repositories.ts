@@ -72,6 +72,13 @@ export class Repositories {
    * does not cache them.
    */
   private countsEpoch = 0
+  /**
+   * By repository id: the copy of the counts this instance queued last, settled once it is made
+   * (and the cached copy dropped). A read of one repository's record waits for it (what this
+   * instance answered a write for, it counts); a list does not (one busy repository would hold it
+   * back), so its counts may be one refresh behind.
+   */
+  private readonly copying = new Map<string, Promise<void>>()
 
   private constructor(private readonly options: RepositoriesOptions) {}
 
@@ -127,6 +134,7 @@ export class Repositories {
 
   /** The repository's record as `userId` sees it: their role in it and its counts. */
   async record(userId: string, repository: Repository): Promise<RepositoryRecord> {
+    await this.countsCopied(repository.id)
     let counts = this.counts.get(repository.id)
     if (!counts) {
       const epoch = this.countsEpoch
@@ -136,11 +144,24 @@ export class Repositories {
     return { ...repository, role: this.options.rbac.roleIn(userId, repository.id), counts }
   }
 
-  /** Copies the repository's counts after its graph changed (counts.ts). */
-  async graphChanged(repositoryId: string): Promise<void> {
-    await graphChanged(this.options.pools, this.options.bus, repositoryId, this.options.log)
-    // At once here; other instances when the event reaches them.
-    this.dropCounts(repositoryId)
+  /**
+   * Queues a copy of the repository's counts after its graph changed (counts.ts): a write answers
+   * without waiting for it; the promise, which never rejects, settles once it is made (for the
+   * composition root and tests that need the copy itself).
+   */
+  graphChanged(repositoryId: string): Promise<void> {
+    const copied = graphChanged(this.options.pools, this.options.bus, repositoryId, this.options.log).then(() => {
+      // At once here; other instances when the event reaches them.
+      this.dropCounts(repositoryId)
+      if (this.copying.get(repositoryId) === copied) this.copying.delete(repositoryId)
+    })
+    this.copying.set(repositoryId, copied)
+    return copied
+  }
+
+  /** Settles once the copy of the counts this instance last queued for the repository is made (at once when none is queued). */
+  async countsCopied(repositoryId: string): Promise<void> {
+    await this.copying.get(repositoryId)
   }
 
   /** Counts the repository (its database's figures, copied to the system database). */

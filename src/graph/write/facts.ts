@@ -73,7 +73,9 @@ function checkKind(fields: { fact_kind?: string; source_image_id?: string | null
  * looks for a missing reference first and writes nothing if there is one; otherwise it inserts
  * the fact unless its hash exists, links whichever fact is the target, and marks a new one for
  * embedding. The links' foreign keys are checked at the end of the statement, when the new fact
- * exists.
+ * exists. The new fact's detail is read right behind it on the same connection, sent before the
+ * statement's answer is back (a pipeline: one round trip for both, each its own transaction, so
+ * the read sees the committed fact); when no fact was created it finds nothing and is read again.
  */
 export async function createFact(sql: Sql, input: FactInput, options: FactWriteContext & { merge: boolean }): Promise<{ fact: FactDetail; created: boolean }> {
   checkKind(input)
@@ -83,7 +85,9 @@ export async function createFact(sql: Sql, input: FactInput, options: FactWriteC
   // One link per concept (the last one given wins): an upsert may not touch a row twice.
   const concepts = [...new Map((input.concepts ?? []).map((c) => [c.concept_id.toLowerCase(), c])).values()]
   const imageId = input.source_image_id ?? null
-  const [result] = await sql<{ field: string | null; noun: string | null; missing: string | null; id: string | null; created: boolean }[]>`
+  const connection = await sql.reserve()
+  try {
+    const written = connection<Written[]>`
     WITH missing AS (${missingReference(sql, [
       { table: 'sources', ids: sources.map((s) => s.source_id), field: 'sources' },
       { table: 'concepts', ids: concepts.map((c) => c.concept_id), field: 'concepts' },
@@ -114,14 +118,30 @@ export async function createFact(sql: Sql, input: FactInput, options: FactWriteC
       ON CONFLICT (kind, id) DO UPDATE SET changed_at = clock_timestamp()
     )
     SELECT m.field, m.noun, m.id AS missing, (SELECT id FROM target LIMIT 1) AS id, EXISTS (SELECT 1 FROM inserted) AS created
-    FROM (SELECT 1) one LEFT JOIN missing m ON true`
-  if (result!.missing) throw missingReferenceError({ field: result!.field!, noun: result!.noun!, id: result!.missing })
+    FROM (SELECT 1) one LEFT JOIN missing m ON true`.execute()
+    const [[result], fresh] = await Promise.all([written, getFact(connection, id)])
+    return await settleCreated(connection, { result: result!, fresh, hash, merge: options.merge, sources, concepts })
+  } finally {
+    connection.release()
+  }
+}
+
+/** createFact's statement's answer: the first missing reference, or the fact written (or found) and whether it is new. */
+type Written = { field: string | null; noun: string | null; missing: string | null; id: string | null; created: boolean }
+
+/** What createFact answers once its statement ran: the new fact, the refusal, or the merged one. */
+async function settleCreated(
+  sql: Sql,
+  { result, fresh, hash, merge, sources, concepts }: { result: Written; fresh: FactDetail | undefined; hash: string; merge: boolean } & Pick<FactChanges, 'sources' | 'concepts'>,
+): Promise<{ fact: FactDetail; created: boolean }> {
+  if (result.created && fresh) return { fact: fresh, created: true }
+  if (result.missing) throw missingReferenceError({ field: result.field!, noun: result.noun!, id: result.missing })
   // The twin committed after this statement's snapshot was taken: its id is only visible now.
-  const existing = result!.id ?? (await sql<{ id: string }[]>`SELECT id FROM facts WHERE content_hash = ${hash}`)[0]?.id
+  const existing = result.id ?? (await sql<{ id: string }[]>`SELECT id FROM facts WHERE content_hash = ${hash}`)[0]?.id
   if (!existing) throw new Error('createFact: the fact was neither inserted nor found')
-  if (!result!.created && !options.merge) throw new ExistingRow('a fact with this text exists already (same text once normalized); merge=true adds the links to it', existing)
-  if (!result!.created && result!.id === null) await addLinks(sql, existing, { sources, concepts })
-  return { fact: (await getFact(sql, existing))!, created: result!.created }
+  if (!result.created && !merge) throw new ExistingRow('a fact with this text exists already (same text once normalized); merge=true adds the links to it', existing)
+  if (!result.created && result.id === null) await addLinks(sql, existing, { sources, concepts })
+  return { fact: (await getFact(sql, existing))!, created: result.created }
 }
 
 /** Edits a fact; `sources` and `concepts`, when given, replace its links. */
