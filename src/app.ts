@@ -99,7 +99,8 @@ function serviceIndex(baseUrl: string): typeof ServiceIndex.static {
   }
 }
 
-export function createApp(ctx: AppContext) {
+/** `options.mcpFastCalls: false` sends every MCP call through the SDK (the test comparing the two paths). */
+export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } = {}) {
   // Filled once the routes are known: the 405s of the error handler, the routes whose bodies
   // may be forms, and the app the OpenAPI document describes.
   let methodNotAllowed: (request: Request) => Response | undefined = () => undefined
@@ -228,6 +229,7 @@ export function createApp(ctx: AppContext) {
           log: ctx.log,
         },
         log: ctx.log,
+        fastCalls: options.mcpFastCalls,
       }),
     )
   methodNotAllowed = methodNotAllowedResponder(app.routes)

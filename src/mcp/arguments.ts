@@ -16,4 +16,5 @@ export const RepositoryArgument = t.String({ minLength: 1, maxLength: 100, descr
 /** kgs://{repository id}/{kind}/{id}: what the resources of server.ts answer. */
 const resourceUri = (repositoryId: string, kind: 'facts' | 'concepts' | 'reports', id: string) => `kgs://${repositoryId}/${kind}/${id}`
 
-export const link = (repository: Repository | undefined, kind: 'facts' | 'concepts' | 'reports', id: string, name: string): Link => ({ uri: resourceUri(repository!.id, kind, id), name })
+/** In the order the SDK's result schema writes a resource_link's fields (name, uri), which fast-call.ts answers as they are. */
+export const link = (repository: Repository | undefined, kind: 'facts' | 'concepts' | 'reports', id: string, name: string): Link => ({ name, uri: resourceUri(repository!.id, kind, id) })

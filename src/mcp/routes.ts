@@ -15,6 +15,7 @@ import { ErrorBody } from '../http/schemas.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import { PROTECTED_RESOURCE_DOCUMENT } from '../oauth/metadata.ts'
+import { fastToolCall } from './fast-call.ts'
 import { mcpServerFactory } from './server.ts'
 import type { ToolServices } from './services.ts'
 
@@ -30,13 +31,16 @@ export interface McpRoutesOptions {
   bodyLimit: number
   services: ToolServices
   log: Logger
+  /** Whether a plain read's tools/call may skip the SDK (fast-call.ts); false sends all to the SDK (its test compares the two). */
+  fastCalls?: boolean
 }
 
 export function mcpRoutes(options: McpRoutesOptions) {
   const origins = new Set([new URL(options.baseUrl).origin, ...options.allowedOrigins])
   // The challenge of a 401 here names the MCP endpoint's own document (RFC 9728 §3.3).
   const authenticator: Authenticator = { authenticate: options.authenticator.authenticate, resourceMetadataUrl: `${options.baseUrl}${PROTECTED_RESOURCE_DOCUMENT}${MCP_PATH}` }
-  const newServer = mcpServerFactory(options.services)
+  const { newServer, answer } = mcpServerFactory(options.services)
+  const fast = options.fastCalls === false ? undefined : fastToolCall(answer)
   /** The JSON-RPC message of each request being served, for the server built to answer it. */
   const messages = new WeakMap<Request, unknown>()
   const handler = createMcpHandler(({ requestInfo }) => newServer(principalOf(requestInfo!), messages.get(requestInfo!)), {
@@ -45,10 +49,12 @@ export function mcpRoutes(options: McpRoutesOptions) {
     onerror: (error) => options.log.debug('mcp: request refused or failed', describeError(error)),
   })
 
-  const serve = ({ request, body }: { request: Request; body: unknown }) => {
+  const serve = async ({ request, body }: { request: Request; body: unknown }) => {
     const origin = request.headers.get('origin')
     if (origin !== null && !origins.has(origin)) throw new HttpError(403, `origin ${origin} may not call the MCP endpoint; the operator can allow it with MCP_ALLOWED_ORIGINS`)
     if (request.method !== 'POST') return handler.fetch(request)
+    const answered = await fast?.(request, body, principalOf(request))
+    if (answered) return answered
     messages.set(request, body)
     return handler.fetch(request, { parsedBody: body })
   }

@@ -22,6 +22,9 @@ To answer a question, use search (facts by default, or concepts), then get_fact 
 
 const UUID = new RegExp(UUID_PATTERN)
 
+/** Who answers (the SDK's serverInfo; the 2026-07-28 revision repeats it in every result's _meta). */
+export const SERVER_INFO = { name: 'kgs', version: VERSION }
+
 /** A tool error the model can act on: what went wrong, in words (not an HTTP or protocol error). */
 const toolError = (message: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text: message }] })
 
@@ -34,14 +37,14 @@ function refusal(principal: Principal, permission: Permission, holds: boolean, w
   return undefined
 }
 
-interface Compiled {
+export interface Compiled {
   tool: Tool
   input: ReturnType<typeof standardSchema>
   output: ReturnType<typeof standardSchema>
 }
 
 /** The SDK's form of each tool's schemas, compiled once for the process. */
-const COMPILED: Compiled[] = TOOLS.map((tool) => ({ tool, input: standardSchema(tool.input), output: standardSchema(tool.output) }))
+export const COMPILED: Compiled[] = TOOLS.map((tool) => ({ tool, input: standardSchema(tool.input), output: standardSchema(tool.output) }))
 
 export function mcpServerFactory(services: ToolServices) {
   const findRepository = repositoryFinder(services.rbac, services.repositories)
@@ -69,7 +72,8 @@ export function mcpServerFactory(services: ToolServices) {
     }
     const links = tool.links?.(output, repository) ?? []
     return {
-      content: [{ type: 'text', text: JSON.stringify(output) }, ...links.map((l) => ({ type: 'resource_link' as const, mimeType: 'application/json', ...l }))],
+      // Each block's fields in the order the SDK's result schema writes them: fast-call.ts answers them as they are.
+      content: [{ type: 'text', text: JSON.stringify(output) }, ...links.map((l) => ({ ...l, mimeType: 'application/json', type: 'resource_link' as const }))],
       structuredContent: output,
     }
   }
@@ -93,6 +97,19 @@ export function mcpServerFactory(services: ToolServices) {
     )
   }
 
+  /** What a call of `tool` answers: its result, or a tool error saying why it was refused. */
+  async function answer(principal: Principal, tool: Tool, args: Record<string, unknown>): Promise<CallToolResult> {
+    try {
+      return await callTool(principal, tool, args)
+    } catch (error) {
+      // The feature functions refuse with HttpError (a repository not found, a quota), the graph's writes with a
+      // WriteRefusal (a missing reference, a natural key taken): the model reads why.
+      if (error instanceof ExistingRow) return toolError(`${error.message}: existing id ${error.id}`)
+      if (error instanceof HttpError || error instanceof WriteRefusal) return toolError(error.message)
+      throw error
+    }
+  }
+
   /**
    * A server for one request of `principal`, `message` (the JSON-RPC message it answers, the only
    * one: the endpoint is stateless and JSON-RPC batches are gone from both revisions). A
@@ -100,22 +117,14 @@ export function mcpServerFactory(services: ToolServices) {
    * (initialize, tools/list, discovery) everything: registering all tools costs a call a tenth
    * of the SDK's time for nothing.
    */
-  return (principal: Principal, message?: unknown): McpServer => {
-    const server = new McpServer({ name: 'kgs', version: VERSION }, { instructions: INSTRUCTIONS })
+  const newServer = (principal: Principal, message?: unknown): McpServer => {
+    const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS })
     const { method, params } = (message ?? {}) as { method?: unknown; params?: { name?: unknown } }
     const called = method === 'tools/call' ? COMPILED.find((c) => c.tool.name === params?.name) : undefined
     for (const { tool, input, output } of called ? [called] : method === 'resources/read' ? [] : COMPILED) {
-      server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: input, outputSchema: output, annotations: tool.annotations }, async (args) => {
-        try {
-          return await callTool(principal, tool, args)
-        } catch (error) {
-          // The feature functions refuse with HttpError (a repository not found, a quota), the graph's writes with a
-          // WriteRefusal (a missing reference, a natural key taken): the model reads why.
-          if (error instanceof ExistingRow) return toolError(`${error.message}: existing id ${error.id}`)
-          if (error instanceof HttpError || error instanceof WriteRefusal) return toolError(error.message)
-          throw error
-        }
-      })
+      server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: input, outputSchema: output, annotations: tool.annotations }, (args) =>
+        answer(principal, tool, args),
+      )
     }
     if (called) return server
     const db = (repository: Repository) => services.pools.forRepository(repository.id)
@@ -124,4 +133,5 @@ export function mcpServerFactory(services: ToolServices) {
     resource(server, principal, 'reports', async (repository, id) => getReport(await db(repository), id))
     return server
   }
+  return { newServer, answer }
 }
