@@ -176,6 +176,10 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     // Past two leases even a job whose worker died has been ended by the reaper.
     const stopJobs = (repositoryId: string) => jobs.stopRepository(repositoryId, 'cancelled: its repository was deleted', 2 * config.jobLeaseMs)
     const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, log, vectors, blobs, stopJobs })
+    // What a crash of an earlier process can leave undone after a write committed, done at the
+    // repository's first use here rather than at start-up (a fleet of many repositories starts
+    // at once): the copy of its counts.
+    pools.onRepositoryOpened((repositoryId) => void repositories.graphChanged(repositoryId))
     oauth = await OAuthTokens.start({
       system: pools.system,
       bus,
