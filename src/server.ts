@@ -20,6 +20,7 @@ import { serveControlSocket } from './admin.ts'
 import { Repositories } from './repositories/repositories.ts'
 import { OAuthTokens } from './oauth/tokens.ts'
 import { createEmbedder } from './vectors/embedder.ts'
+import { queueMarkedEmbeddings } from './vectors/embed-jobs.ts'
 import { databaseCreationLock } from './vectors/creation-lock.ts'
 import { VectorStore } from './vectors/store.ts'
 import { openBlobStore } from './blobs/open.ts'
@@ -176,6 +177,13 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     // Past two leases even a job whose worker died has been ended by the reaper.
     const stopJobs = (repositoryId: string) => jobs.stopRepository(repositoryId, 'cancelled: its repository was deleted', 2 * config.jobLeaseMs)
     const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, log, vectors, blobs, stopJobs })
+    // What a crash of an earlier process can leave undone after a write committed, done at the
+    // repository's first use here rather than at start-up (a fleet of many repositories starts
+    // at once): the copy of its counts, and a job for rows marked for embedding.
+    pools.onRepositoryOpened((repositoryId, sql) => {
+      void repositories.graphChanged(repositoryId)
+      queueMarkedEmbeddings(jobs, sql, repositoryId).catch((error: unknown) => log.warn('marked rows not queued for embedding', { repository: repositoryId, ...describeError(error) }))
+    })
     oauth = await OAuthTokens.start({
       system: pools.system,
       bus,

@@ -88,8 +88,12 @@ const connectionOptions = (max: number) =>
  */
 const embeddedOptions = (path: string) => ({ path, database: 'postgres', user: 'postgres', ...connectionOptions(EMBEDDED_CONNECTIONS), prepare: false }) as const
 
+/** Told of each repository pool this process opens, once it is open (Pools.onRepositoryOpened). */
+export type RepositoryOpened = (repositoryId: string, sql: Sql) => void
+
 export class Pools {
   private readonly repositories = new Map<string, Promise<Sql>>()
+  private opened: RepositoryOpened | undefined
 
   private constructor(
     readonly backend: Backend,
@@ -164,12 +168,24 @@ export class Pools {
     await this.system`SELECT 1`
   }
 
+  /**
+   * `listener` hears of each repository pool this process opens from now on, before whoever asked
+   * for it gets it (the composition root repairs there what a crash of an earlier process may have
+   * left undone: db/ knows no feature). It must not throw.
+   */
+  onRepositoryOpened(listener: RepositoryOpened): void {
+    this.opened = listener
+  }
+
   /** The pool of repository `id`, creating and migrating its database on first use. */
   forRepository(id: string): Promise<Sql> {
     const key = canonicalId(id)
     let pool = this.repositories.get(key)
     if (!pool) {
-      pool = this.openRepository(key)
+      pool = this.openRepository(key).then((sql) => {
+        this.opened?.(key, sql)
+        return sql
+      })
       this.repositories.set(key, pool)
       pool.catch(() => this.repositories.delete(key))
     }

@@ -7,7 +7,9 @@
 // write tool), which answers without waiting for it, and by the job that did (a job kind that
 // changesGraph, jobs/worker.ts), which ends after it; the refresh tells every instance, whose
 // caches of the copy (Repositories) then drop it. The exact figures stay in the repository's
-// database, so any later refresh repairs a copy whose refresh was lost (a crash, an error).
+// database, so any later refresh repairs a copy whose refresh was lost (a crash, an error); each
+// process queues one when it first opens the repository's database (server.ts), so a copy a
+// crash lost lasts until the repository's next use, not its next write.
 import type { Sql } from 'postgres'
 import type { EventBus } from '../db/events.ts'
 import type { Pools } from '../db/pools.ts'

@@ -193,6 +193,8 @@ export class Repositories {
 
   /** Stops its jobs, then removes the repository's database, its role assignments and its row. */
   async remove(id: string): Promise<void> {
+    // A copy still being made would open the database again once it is dropped, and make it anew.
+    await this.countsCopied(id)
     await this.options.stopJobs(id)
     await this.options.pools.dropRepository(id)
     await this.options.vectors.dropRepository(id)

@@ -2,8 +2,11 @@
 // with the configured embedder, in batches, into the vector store. Queued after an import whose
 // bundle carried no usable vectors, or on request (POST /{repoID}/jobs).
 // embed_changes: brings the vectors up to date with the rows the write API marked
-// (graph/write/common.ts markForEmbedding), queued coalesced after each write (queueEmbedding).
+// (graph/write/common.ts markForEmbedding), queued coalesced after each write (embeddingQueue)
+// and, for marks a crash left without their job, at a repository's first use in a process
+// (queueMarkedEmbeddings).
 import { Type, type Static } from '@sinclair/typebox'
+import type { Sql } from 'postgres'
 import { defineJobKind, type RunningJob, type JobServices } from '../jobs/kinds.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { VectorKind, VectorStore } from './store.ts'
@@ -93,6 +96,12 @@ const OPTIMIZE_AFTER_MS = 30_000
 /** How much earlier than its start a queued job stops counting as covering new marks: clock differences between this process and the database. */
 const COVER_MARGIN_MS = 300
 
+const EMBED_CHANGES = 'embed_changes'
+
+/** An embed_changes job for the repository's marked rows of `kind`, unless one is queued already (the queue's coalescing, fleet-wide). */
+const queueChanges = (jobs: Pick<JobServices, 'enqueue'>, repositoryId: string, kind: VectorKind) =>
+  jobs.enqueue({ kind: EMBED_CHANGES, repositoryId, params: { kind }, coalesce: { afterMs: CHANGES_AFTER_MS } })
+
 /**
  * What the write API calls after a write of facts or concepts: an embed_changes job for each
  * kind, unless one is queued already, so a burst of writes makes one job per kind, not one per
@@ -107,7 +116,7 @@ export function embeddingQueue(jobs: Pick<JobServices, 'enqueue'>) {
   const ask = async (key: string, repositoryId: string, kind: VectorKind) => {
     const now = Date.now()
     try {
-      const job = await jobs.enqueue({ kind: EMBED_CHANGES, repositoryId, params: { kind }, coalesce: { afterMs: CHANGES_AFTER_MS } })
+      const job = await queueChanges(jobs, repositoryId, kind)
       if (job) coveredUntil.set(key, now + CHANGES_AFTER_MS - COVER_MARGIN_MS)
     } finally {
       asking.delete(key)
@@ -138,7 +147,18 @@ export function embeddingQueue(jobs: Pick<JobServices, 'enqueue'>) {
   }
 }
 
-const EMBED_CHANGES = 'embed_changes'
+/**
+ * What a process calls when it first opens a repository's database: a job for each kind with rows
+ * marked, unless one is queued, so marks a crash left between a write's commit and its job's
+ * queueing are not stranded until the next write. Where a job is queued (the usual case after a
+ * clean stop) or no row is marked, it queues nothing. A running job does not count: it may have
+ * read its last batch before the marks committed.
+ */
+export async function queueMarkedEmbeddings(jobs: Pick<JobServices, 'enqueue'>, repository: Sql, repositoryId: string): Promise<void> {
+  const marked = await repository<{ kind: VectorKind }[]>`
+    SELECT kind FROM unnest(${Object.keys(SOURCES)}::text[]) AS k(kind) WHERE EXISTS (SELECT 1 FROM embedding_changes m WHERE m.kind = k.kind)`
+  for (const { kind } of marked) await queueChanges(jobs, repositoryId, kind)
+}
 
 async function embedChanges(job: RunningJob<Static<typeof ChangesParams>>, { embedder, vectors, enqueue }: JobServices) {
   const sql = await job.repository()

@@ -45,6 +45,13 @@ export async function registerAccount(http: ReturnType<typeof api>): Promise<Acc
   return { id: res.body.user.id, email: res.body.user.email, token: res.body.token }
 }
 
+/** A new token for the account (on another server: a new port is a new issuer, which refuses the old one). */
+export async function signIn(http: ReturnType<typeof api>, account: Pick<Account, 'email'>): Promise<string> {
+  const res = await http.post('/api/v1/auth/login', { email: account.email, password: 'correct horse battery' })
+  expect(res.status).toBe(200)
+  return res.body.token
+}
+
 /** An error response: the status, a body of exactly {"error"}, and (optionally) its message. */
 export function expectError(res: { status: number; body: unknown }, status: number, message?: string | RegExp): void {
   expect(res.status).toBe(status)

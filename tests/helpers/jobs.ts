@@ -25,3 +25,14 @@ export async function settleJobs(http: ReturnType<typeof api>, slug: string, tok
     await Bun.sleep(20)
   }
 }
+
+/** Polls the repository's jobs until `done` holds of them, and returns them; fails after `timeoutMs`. */
+export async function jobsWhen(http: ReturnType<typeof api>, slug: string, token: string, done: (jobs: Job[]) => boolean, timeoutMs = 30_000): Promise<Job[]> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const jobs = (await http.get<Job[]>(`/${slug}/jobs?limit=100`, token)).body
+    if (done(jobs)) return jobs
+    if (Date.now() > deadline) throw new Error(`the jobs of ${slug} never came to the state waited for: ${JSON.stringify(jobs.map((job) => [job.kind, job.status]))}`)
+    await Bun.sleep(20)
+  }
+}

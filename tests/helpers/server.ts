@@ -28,8 +28,15 @@ export interface TestServer {
   stop(): Promise<void>
 }
 
-export async function startTestServer(options: { env?: Record<string, string>; log?: Logger } & ServerOptions = {}): Promise<TestServer> {
-  const instance = await instanceEnvironment()
+export type Instance = Awaited<ReturnType<typeof instanceEnvironment>>
+
+/**
+ * `instance`: run on that data (another server's, stopped: a restart), which stop() then leaves
+ * for its owner to clean up; a new instance of its own otherwise.
+ */
+export async function startTestServer(options: { env?: Record<string, string>; log?: Logger; instance?: Instance } & ServerOptions = {}): Promise<TestServer> {
+  const instance = options.instance ?? (await instanceEnvironment())
+  const cleanup = options.instance ? async () => {} : () => instance.cleanup()
   // No job worker threads unless a test asks for them: most tests never run a job.
   const env: Record<string, string> = { JWT_SECRET: randomBytes(32).toString('hex'), WORKERS: '0', ...instance.env, ...options.env }
   const config = loadConfig(env)
@@ -39,7 +46,7 @@ export async function startTestServer(options: { env?: Record<string, string>; l
     context = await server.ready
   } catch (error) {
     await server.stop()
-    await instance.cleanup()
+    await cleanup()
     throw error
   }
   return {
@@ -55,7 +62,7 @@ export async function startTestServer(options: { env?: Record<string, string>; l
         : postgres({ path: embeddedSocketPath(join(instance.dataDir, 'pg'), 'system'), user: 'postgres', database: 'postgres', max: 1, onnotice: () => {} }),
     async stop() {
       await server.stop()
-      await instance.cleanup()
+      await cleanup()
     },
   }
 }

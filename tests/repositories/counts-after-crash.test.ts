@@ -1,0 +1,46 @@
+// A process killed between a write's commit and the copy of its repository's counts leaves the
+// system database's copy behind the repository's figures; the next process that uses the
+// repository copies them again, without waiting for another write.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { api, registerAccount, signIn } from '../helpers/api.ts'
+import { BACKEND, instanceEnvironment } from '../helpers/backend.ts'
+import { startTestServer, type Instance } from '../helpers/server.ts'
+
+let instance: Instance
+
+beforeAll(async () => {
+  instance = await instanceEnvironment()
+})
+afterAll(() => instance.cleanup())
+
+describe(`repository counts after a crash (${BACKEND})`, () => {
+  test("a copy a crash left behind is made again at the repository's first use by the next process", async () => {
+    const first = await startTestServer({ instance })
+    const http = api(first.url)
+    const owner = await registerAccount(http)
+    const created = await http.post('/api/v1/repositories', { name: 'Crashed' }, owner.token)
+    expect(created.status).toBe(201)
+    const { id, slug } = created.body
+    // What the killed process left: the write committed, its copy never queued.
+    const sql = await first.context.pools.forRepository(id)
+    await sql`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'committed before the crash')`
+    await first.stop()
+
+    const second = await startTestServer({ instance })
+    try {
+      const again = api(second.url)
+      const token = await signIn(again, owner)
+      const investigations = async () => {
+        const [record, list] = await Promise.all([again.get(`/${slug}`, token), again.get('/api/v1/repositories', token)])
+        return [record.body.counts.investigations, list.body.find((r: { id: string }) => r.id === id).counts.investigations]
+      }
+      // Reading the record reads the copy alone: still the one from before the write.
+      expect(await investigations()).toEqual([0, 0])
+      expect((await again.get(`/${slug}/facts`, token)).status).toBe(200)
+      // The record waits for the copy this instance queued when it opened the repository's database.
+      expect(await investigations()).toEqual([1, 1])
+    } finally {
+      await second.stop()
+    }
+  })
+})
