@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND, instanceEnvironment } from './helpers/backend.ts'
 import { startServerProcess } from './helpers/server.ts'
 import { DRAIN_TIMEOUT_MS } from '../src/server.ts'
+import { rejected } from './helpers/promises.ts'
 
 const NPM_START = ['npm', 'start', '--silent']
 
@@ -28,7 +29,7 @@ describe(`npm start (${BACKEND})`, () => {
       await Promise.race([server.outputClosed, stillRunning]).finally(() => clearTimeout(timer))
       expect(server.output()).toContain(`"msg":"shutting down","signal":"${signal}"`)
       expect(server.output()).toContain('"msg":"stopped"')
-      await expect(fetch(`${server.url}/healthz`)).rejects.toThrow()
+      expect(await rejected(fetch(`${server.url}/healthz`))).toThrow()
     })
   }
 })

@@ -6,6 +6,7 @@ import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
 import { tokenKey, type TokenKind } from '../../src/http/tokens.ts'
+import { rejected } from '../helpers/promises.ts'
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -354,7 +355,7 @@ describe('token kinds', () => {
         const token = await new SignJWT({ sub: 'someone' }).setProtectedHeader({ alg: 'HS256' }).sign(tokenKey('one secret for every kind', signedAs))
         const verified = jwtVerify(token, tokenKey('one secret for every kind', verifiedAs), { algorithms: ['HS256'] })
         if (signedAs === verifiedAs) expect((await verified).payload.sub).toBe('someone')
-        else await expect(verified).rejects.toThrow('signature verification failed')
+        else expect(await rejected(verified)).toThrow('signature verification failed')
       })
     }
   }

@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { guardedFetch, MAX_REDIRECTS, GuardedFetchError, type GuardedFetchOptions, type FetchFailure } from '../../src/http/guarded-fetch.ts'
 import { nonPublicKind } from '../../src/http/addresses.ts'
 import { startCutShortServer } from '../helpers/cut-short.ts'
+import { rejectionOf } from '../helpers/promises.ts'
 
 const FIXTURES = join(import.meta.dir, 'fixtures')
 const LIMIT = 1000
@@ -313,7 +314,7 @@ describe('fetching', () => {
       for await (const _ of medium.body);
     })()
     controller.abort(reason)
-    await expect(reading).rejects.toBe(reason)
+    expect(await rejectionOf(reading)).toBe(reason)
   })
 })
 

@@ -9,6 +9,7 @@ import { fixture } from '../helpers/fixture.ts'
 import { finished, waitForJob as pollJob } from '../helpers/jobs.ts'
 import type { Job } from '../../src/jobs/queue.ts'
 import { createLogger } from '../../src/log.ts'
+import { rejected } from '../helpers/promises.ts'
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -83,8 +84,8 @@ describe(`jobs on worker threads (${BACKEND})`, () => {
   })
 
   test('parameters are checked on enqueue', async () => {
-    await expect(enqueue('test_echo', { value: 5 })).rejects.toThrow('invalid job parameters: value: Expected string')
-    await expect(enqueue('no_such_kind')).rejects.toThrow('unknown job kind "no_such_kind"')
+    expect(await rejected(enqueue('test_echo', { value: 5 }))).toThrow('invalid job parameters: value: Expected string')
+    expect(await rejected(enqueue('no_such_kind'))).toThrow('unknown job kind "no_such_kind"')
   })
 
   test('a worker thread that dies mid-job is replaced and the job is retried', async () => {

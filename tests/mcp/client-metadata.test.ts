@@ -16,6 +16,7 @@ import { launchBrowser, listenOnLoopback, signInAndDecide, type LoopbackListener
 import { clientDocument, startDocumentServer, startServerTrusting, testCertificate, type DocumentServer } from '../helpers/client-metadata.ts'
 import type { ServerProcess } from '../helpers/server.ts'
 import { InMemoryHostProvider } from '../helpers/mcp-host.ts'
+import { rejected } from '../helpers/promises.ts'
 
 const account = { email: uniqueEmail('cimd-host'), password: 'correct horse battery' }
 const certificate = testCertificate()
@@ -89,7 +90,7 @@ describe(`MCP hosts known by their metadata document (${BACKEND})`, () => {
     test(`${revision}: the SDK's clientMetadataUrl completes the flow without registering`, async () => {
       const documentUrl = `${docs.origin}/hosts/${revision}.json`
       const provider = new DocumentedHost(callback, documentUrl)
-      await expect(connect(provider)).rejects.toBeInstanceOf(unauthorized)
+      expect(await rejected(connect(provider))).toThrow(unauthorized)
       const asked = provider.authorizationUrl!
       expect(asked.searchParams.get('client_id')).toBe(documentUrl)
 

@@ -20,6 +20,7 @@ import { launchBrowser, listenOnLoopback, signInAndDecide, type LoopbackListener
 import { uploadBundle } from '../helpers/imports.ts'
 import { waitForJob } from '../helpers/jobs.ts'
 import { InMemoryHostProvider } from '../helpers/mcp-host.ts'
+import { rejected } from '../helpers/promises.ts'
 
 const account = { email: uniqueEmail('mcp-user'), password: 'correct horse battery' }
 let server: TestServer
@@ -327,7 +328,7 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
     test('discovery from the 401, registration, consent in Chromium; tools/list; every tool on an imported repository; a resource', async () => {
       const provider = new HostProvider(`http://127.0.0.1:${listener.port}/callback`)
       // No token: the SDK meets the 401, discovers, registers and sends the person to the authorization page.
-      await expect(connect(provider)).rejects.toBeInstanceOf(unauthorized)
+      expect(await rejected(connect(provider))).toThrow(unauthorized)
       const asked = provider.authorizationUrl!
       expect(asked.searchParams.get('resource')).toBe(mcpUrl.href)
       expect(asked.searchParams.get('scope')).toBe('write')
@@ -365,7 +366,7 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
 
     test('an access token revoked mid-conversation is refreshed by the SDK; a revoked grant ends the conversation', async () => {
       const provider = new HostProvider(`http://127.0.0.1:${listener.port}/callback`)
-      await expect(connect(provider)).rejects.toBeInstanceOf(unauthorized)
+      expect(await rejected(connect(provider))).toThrow(unauthorized)
       await finishAuth(provider, await consentInBrowser(provider.authorizationUrl!))
       const conversation = await connect(provider)
       const list = async () => ((await conversation.callTool({ name: 'list_repositories', arguments: {} })) as ToolResult).structuredContent!.items
@@ -380,7 +381,7 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
       // The grant goes (its refresh token revokes the whole family): the access token stops at once and cannot be renewed.
       expect((await revoke(provider.saved!.refresh_token!)).status).toBe(200)
       const stale = provider.saved!.access_token
-      await expect(list()).rejects.toThrow()
+      expect(await rejected(list())).toThrow()
       const refused = await fetch(mcpUrl, { method: 'POST', headers: { authorization: `Bearer ${stale}`, 'content-type': 'application/json' }, body: '{}' })
       expect(refused.status).toBe(401)
       await conversation.close()

@@ -14,6 +14,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, registerAccount, uniqueEmail } from '../helpers/api.ts'
 import { obtainTokens, registerClient } from '../helpers/oauth.ts'
 import { call, conversation, type ToolResult } from '../helpers/mcp-host.ts'
+import { rejected } from '../helpers/promises.ts'
 
 const owner = { email: uniqueEmail('mcp-owner'), password: 'correct horse battery' }
 const ALLOWED_ORIGIN = 'http://localhost:6274'
@@ -196,7 +197,7 @@ describe(`the MCP write tools' refusals (${BACKEND})`, () => {
         else expect(result.content[0]!.text).toMatch(message)
       }
       // A tool that does not exist: the SDK's own refusal, whichever tools the request's server was built with.
-      await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow('Tool no_such_tool not found')
+      expect(await rejected(client.callTool({ name: 'no_such_tool', arguments: {} }))).toThrow('Tool no_such_tool not found')
       const after = { sources: await rows('sources'), facts: await rows('facts'), concepts: await rows('concepts'), concept_summaries: await rows('concept_summaries'), reports: await rows('reports') }
       expect(after).toEqual(before)
       expect((await call(client, 'get_concept', { ...at, concept_id: concept.id })).structuredContent).toMatchObject({ canonical_name: 'Refusals' })

@@ -18,6 +18,7 @@ import { fetchMediaJob } from '../../src/media/fetch-job.ts'
 import type { JobServices, RunningJob } from '../../src/jobs/kinds.ts'
 import type { BlobStore } from '../../src/blobs/store.ts'
 import { createLogger } from '../../src/log.ts'
+import { rejected } from '../helpers/promises.ts'
 
 const MAX_BYTES = 1000
 const bytes = (seed: number, length: number) => Uint8Array.from({ length }, (_, i) => (seed * 31 + i) % 256)
@@ -233,12 +234,12 @@ describe(`fetch_media with MEDIA_FETCH_ALLOW_PRIVATE (${BACKEND})`, () => {
     })
     const job: RunningJob = { id: crypto.randomUUID(), repositoryId: repo.id, params: {}, attempt: 1, signal: new AbortController().signal, progress: () => {}, repository: async () => sql }
     const services = { blobs: fullDisk, config: { ...server.context.config, baseUrl: server.context.baseUrl }, log: createLogger('silent') } as unknown as JobServices
-    await expect(fetchMediaJob.run(job, services)).rejects.toThrow('no space left on device')
+    expect(await rejected(fetchMediaJob.run(job, services))).toThrow('no space left on device')
   })
 
   test('parameters: none', async () => {
     const { server, repo } = setup
-    await expect(server.context.jobs.enqueue({ kind: 'fetch_media', repositoryId: repo.id, params: { images: true } })).rejects.toThrow(/invalid job parameters/)
+    expect(await rejected(server.context.jobs.enqueue({ kind: 'fetch_media', repositoryId: repo.id, params: { images: true } }))).toThrow(/invalid job parameters/)
   })
 })
 

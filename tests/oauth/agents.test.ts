@@ -12,6 +12,7 @@ import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
 import { launchBrowser, listenOnLoopback, signInAndDecide } from '../helpers/browser.ts'
 import { InMemoryHostProvider } from '../helpers/mcp-host.ts'
+import { rejected } from '../helpers/promises.ts'
 
 const account = { email: uniqueEmail('agent-user'), password: 'correct horse battery' }
 let server: TestServer
@@ -122,7 +123,7 @@ describe(`openid-client (${BACKEND})`, () => {
       const refreshed = await openid.refreshTokenGrant(config, tokens.refresh_token!)
       expect((await api(server.url).get('/api/v1/users/me', refreshed.access_token)).status).toBe(200)
       await openid.tokenRevocation(config, refreshed.refresh_token!)
-      await expect(openid.refreshTokenGrant(config, refreshed.refresh_token!)).rejects.toThrow()
+      expect(await rejected(openid.refreshTokenGrant(config, refreshed.refresh_token!))).toThrow()
     } finally {
       listener.stop()
     }

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { CreationLock } from '../../src/vectors/creation-lock.ts'
 import { sharedCreationLocks } from '../helpers/creation-locks.ts'
+import { rejected } from '../helpers/promises.ts'
 
 let shared: Awaited<ReturnType<typeof sharedCreationLocks>>
 beforeAll(async () => {
@@ -37,6 +38,6 @@ test('holders on separate connections create one table one at a time; the answer
 
 test('a creation that fails releases the lock and its error reaches the caller', async () => {
   const [first, second] = shared.locks
-  await expect(first!('facts_three', async () => Promise.reject(new Error('creation failed')))).rejects.toThrow('creation failed')
+  expect(await rejected(first!('facts_three', async () => Promise.reject(new Error('creation failed'))))).toThrow('creation failed')
   expect(await second!('facts_three', async () => 'created')).toBe('created')
 })

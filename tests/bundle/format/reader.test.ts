@@ -9,6 +9,7 @@ import { ROW_SECTIONS } from '../../../src/bundle/format/schema.ts'
 import { COLLECT_EVERY_BYTES } from '../../../src/memory.ts'
 import { runtime } from '../../../src/runtime/index.ts'
 import { BODY_TEXT, brokenBundles, gzipBundle, IMAGE_BYTES, referenceFields, v1Json, validBundle, validBundleJson } from '../../helpers/broken-bundles.ts'
+import { rejected } from '../../helpers/promises.ts'
 
 type Obj = Record<string, unknown>
 
@@ -80,7 +81,7 @@ describe('broken bundles', () => {
     const bomb = corpus.find((c) => c.name.startsWith('gzip bomb'))!
     expect(bomb.bytes.length).toBeLessThan(1_200_000)
     const reader = readBundle(chunked(bomb.bytes, bomb.bytes.length))
-    await expect(collectReader(reader)).rejects.toThrow(/compressed size/)
+    expect(await rejected(collectReader(reader))).toThrow(/compressed size/)
     expect(reader.stats.decompressedBytes).toBeLessThan(20 * 1024 * 1024)
   })
 
@@ -410,7 +411,7 @@ describe('valid bundles', () => {
     }
     expect(types.filter((type) => type === 'media').length).toBe(3)
     expect(types.filter((type) => type === 'row facts').length).toBe(3)
-    await expect(collectBytes(stale!)).rejects.toThrow('media data can only be read before the next bundle item is requested')
+    expect(await rejected(collectBytes(stale!))).toThrow('media data can only be read before the next bundle item is requested')
 
     ;(bundle.images as Obj)['img-1'] = { content_type: 'a/b', data: `${big.slice(0, 200_000)}!${big.slice(200_001)}` }
     const error = await readError(gzipBundle(validBundleJson(bundle)))
@@ -424,7 +425,7 @@ describe('valid bundles', () => {
     const bundle = validBundle()
     ;(bundle.sources as Obj[])[1]!.parsed_text = big
     const gz = gzipBundle(validBundleJson(bundle))
-    await expect(read(gz)).rejects.toThrow(/^sources\[1\]: row is larger than 16777216 bytes \(limit\)$/)
+    expect(await rejected(read(gz))).toThrow(/^sources\[1\]: row is larger than 16777216 bytes \(limit\)$/)
     const reader = readBundle(chunked(gz, 1 << 16), { maxRowBytes: 128 * 1024 ** 2 })
     let text: unknown
     for await (const item of reader) if (item.type === 'row' && item.section === 'sources' && item.position === 1) text = item.row.parsed_text
@@ -502,7 +503,7 @@ describe('sources and the iterator', () => {
       yield bytes.subarray(0, 100)
       throw new Error('connection reset')
     }
-    await expect(collect(failing())).rejects.toThrow('connection reset')
+    expect(await rejected(collect(failing()))).toThrow('connection reset')
   })
 
   test('stopping early stops the source', async () => {

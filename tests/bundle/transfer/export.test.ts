@@ -25,6 +25,7 @@ import { exportGraphJob } from '../../../src/bundle/transfer/export-job.ts'
 import type { ExportParams } from '../../../src/bundle/transfer/export-params.ts'
 import { scratchDir, scratchFile } from '../../../src/bundle/transfer/scratch.ts'
 import { VERSION } from '../../../src/version.ts'
+import { rejected, rejectionOf } from '../../helpers/promises.ts'
 
 const EXPORTED_AT = '2026-01-02T03:04:05Z'
 
@@ -521,7 +522,7 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
     }
     const path = join(dir, 'cancelled.json.gz')
     const outcome = exportRepository(sql, server.context, { repositoryId: full.id, name: 'Cancelled', exportedAt: EXPORTED_AT, onProgress, signal: controller.signal }, path)
-    await expect(outcome).rejects.toThrow('stopped mid-pass')
+    expect(await rejected(outcome)).toThrow('stopped mid-pass')
     // No spool beside it: only the file it was told to write, which its caller (the job) removes.
     expect(readdirSync(dir)).toEqual(['cancelled.json.gz'])
   })
@@ -550,7 +551,7 @@ describe(`the export job stopped in its pass (${BACKEND})`, () => {
       },
       repository: () => pools.forRepository(full.id),
     }
-    await expect(exportGraphJob.run(job, services)).rejects.toBe(CANCELLED)
+    expect(await rejectionOf(exportGraphJob.run(job, services))).toBe(CANCELLED)
     expect(existedWhenStopped).toBe(true)
     expect(readdirSync(scratchDir(config.dataDir)).filter((name) => name.includes(id))).toEqual([])
   })

@@ -29,6 +29,7 @@ import { CANCELLED, LEASE_LOST } from '../../../src/jobs/worker.ts'
 import { localImageUrl } from '../../../src/media/urls.ts'
 import { hashEmbedding } from '../../../src/vectors/embedder.ts'
 import type { VectorStore } from '../../../src/vectors/store.ts'
+import { rejected, rejectionOf } from '../../helpers/promises.ts'
 
 type Http = ReturnType<typeof api>
 interface Repo {
@@ -593,7 +594,7 @@ describe(`exactly once (${BACKEND})`, () => {
       },
     })
     enqueued.length = 0
-    await expect(importGraph(job, services({ vectors: dying }))).rejects.toThrow('worker died')
+    expect(await rejected(importGraph(job, services({ vectors: dying })))).toThrow('worker died')
     const committed = await graphImport(repo, job.id)
     expect(committed).toMatchObject({ vectors_pending: true, followups_pending: true })
     const rows = await tableCounts(await sqlOf(repo))
@@ -631,7 +632,7 @@ describe(`exactly once (${BACKEND})`, () => {
       const job = await importJob(repo, sameModelBytes)
       const controller = new AbortController()
       const stopping = { ...job, signal: controller.signal, progress: ({ phase }: { phase?: string }) => void (phase === 'facts' && controller.abort(reason)) }
-      await expect(importGraph(stopping, services(overrides))).rejects.toBe(reason)
+      expect(await rejectionOf(importGraph(stopping, services(overrides)))).toBe(reason)
       return job
     }
 
@@ -669,7 +670,7 @@ describe(`exactly once (${BACKEND})`, () => {
         return (blobs.put as (...args: unknown[]) => Promise<{ bytes: number }>).call(blobs, key, ...rest)
       },
     })
-    await expect(importGraph(job, services({ blobs: failing }))).rejects.toThrow('disk full')
+    expect(await rejected(importGraph(job, services({ blobs: failing })))).toThrow('disk full')
     expect(Object.values(await tableCounts(await sqlOf(repo))).every((n) => n === 0)).toBe(true)
     expect(await storedKeys(repositoryBlobPrefix(repo.id))).toEqual([])
     expect(await graphImport(repo, job.id)).toBeUndefined()
