@@ -199,78 +199,108 @@ const CLOSE = Buffer.from('}')
  * The rows of binary COPY data as blocks of `section`'s JSON rows. The columns must be the
  * section's fields in order, integers as int2/int4/int8, booleans as boolean, strings as text.
  */
-export async function* encodeCopiedRows(section: RowSection, copied: AsyncIterable<Uint8Array>): AsyncGenerator<EncodedRows> {
+export async function* encodeCopiedRows(section: RowSection, copied: AsyncIterable<readonly Uint8Array[]>): AsyncGenerator<EncodedRows> {
   const fields = rowFields(ROW_SCHEMAS[section]).map((field, i) => copyField(field, i === 0))
   const keyBytes = fields.reduce((sum, field) => sum + field.key.length + 20, 0)
   const out = new JsonBlock()
   let rest: Uint8Array | undefined
   let started = false
   let ended = false
-  for await (const chunk of copied) {
-    const bytes = rest ? Buffer.concat([rest, chunk]) : chunk
-    let at = 0
-    if (!started) {
-      if (bytes.length < HEADER_BYTES) {
-        rest = Buffer.from(bytes)
-        continue
+  for await (const batch of copied)
+    for (const chunk of batch) {
+      const bytes = rest ? Buffer.concat([rest, chunk]) : chunk
+      let at = 0
+      if (!started) {
+        if (bytes.length < HEADER_BYTES) {
+          rest = Buffer.from(bytes)
+          continue
+        }
+        if (!SIGNATURE.equals(bytes.subarray(0, SIGNATURE.length))) throw new Error('export COPY: not binary COPY data')
+        at = HEADER_BYTES + int32(bytes, HEADER_BYTES - 4)
+        started = true
       }
-      if (!SIGNATURE.equals(bytes.subarray(0, SIGNATURE.length))) throw new Error('export COPY: not binary COPY data')
-      at = HEADER_BYTES + int32(bytes, HEADER_BYTES - 4)
-      started = true
-    }
-    while (at + 2 <= bytes.length) {
-      const count = int16(bytes, at)
-      if (count === -1) {
-        ended = true
-        at += 2
-        break
+      while (at + 2 <= bytes.length) {
+        const count = int16(bytes, at)
+        if (count === -1) {
+          ended = true
+          at += 2
+          break
+        }
+        if (count !== fields.length) throw new Error(`export COPY: ${count} columns for the ${fields.length} fields of ${section}`)
+        const end = tupleEnd(bytes, at, count)
+        if (end < 0) break
+        // The keys, 20 bytes for an integer or `false`, each byte of text grown MAX_GROWTH times at most.
+        encodeTuple(fields, bytes, at, out, keyBytes + 2 + (end - at) * MAX_GROWTH)
+        at = end
+        if (out.size >= BLOCK_BYTES) yield out.take()
       }
-      if (count !== fields.length) throw new Error(`export COPY: ${count} columns for the ${fields.length} fields of ${section}`)
-      const end = tupleEnd(bytes, at, count)
-      if (end < 0) break
-      // The keys, 20 bytes for an integer or `false`, each byte of text grown MAX_GROWTH times at most.
-      encodeTuple(fields, bytes, at, out, keyBytes + 2 + (end - at) * MAX_GROWTH)
-      at = end
-      if (out.size >= BLOCK_BYTES) yield out.take()
+      // A tuple cut between two chunks: kept (copied: the chunk is the driver's) for the next.
+      rest = at < bytes.length ? Buffer.from(bytes.subarray(at)) : undefined
     }
-    // A tuple cut between two chunks: kept (copied: the chunk is the driver's) for the next.
-    rest = at < bytes.length ? Buffer.from(bytes.subarray(at)) : undefined
-  }
   if (!ended || rest) throw new Error('export COPY: the data ended in the middle')
   if (out.rows > 0) yield out.take()
 }
 
+/** Bytes of COPY data taken from the connection at a time, while the rows before are encoded. */
+const BATCH_BYTES = 256 * 1024
+
 /**
- * The binary COPY data of `query`, as the server sends it. Left early (an error, a cancelled
- * job), the rest is read and dropped: the connection must finish the COPY before the
- * transaction can end.
+ * The binary COPY data of `query` as the server sends it, in batches of chunks (the driver
+ * makes a chunk of each row: taking them one by one would cost more than encoding them). Left
+ * early (an error, a cancelled job), the rest is read and dropped: the connection must finish
+ * the COPY before the transaction can end.
  */
-export async function* copyOut(tx: TransactionSql, query: PendingQuery<SqlRow[]>, signal?: AbortSignal): AsyncGenerator<Uint8Array> {
+export async function* copyOut(tx: TransactionSql, query: PendingQuery<SqlRow[]>, signal?: AbortSignal): AsyncGenerator<Uint8Array[]> {
   // COPY takes no parameters: only queries made of SQL text and identifiers come here.
   const stream = (await tx`COPY (${query}) TO STDOUT (FORMAT binary)`.readable()) as unknown as Readable
-  let finished = false
+  let batch: Uint8Array[] = []
+  let bytes = 0
+  let ended = false
+  let failure: Error | undefined
+  let wake: (() => void) | undefined
+  stream.on('data', (chunk: Uint8Array) => {
+    batch.push(chunk)
+    bytes += chunk.byteLength
+    if (bytes >= BATCH_BYTES) stream.pause()
+    wake?.()
+  })
+  const done = new Promise<void>((resolve) => {
+    stream.on('end', () => {
+      ended = true
+      resolve()
+    })
+    stream.on('error', (error) => {
+      failure = error
+      resolve()
+    })
+  })
+  done.then(() => wake?.())
   try {
-    for await (const chunk of stream.iterator({ destroyOnReturn: false })) {
-      signal?.throwIfAborted()
-      yield chunk as Uint8Array
+    for (;;) {
+      if (failure) throw failure
+      if (batch.length > 0) {
+        const taken = batch
+        batch = []
+        bytes = 0
+        stream.resume()
+        signal?.throwIfAborted()
+        yield taken
+      } else if (ended) {
+        return
+      } else {
+        await new Promise<void>((resolve) => (wake = resolve))
+        wake = undefined
+      }
     }
-    finished = true
   } finally {
-    if (!finished) await drain(stream)
+    if (!ended && !failure) {
+      stream.removeAllListeners('data')
+      stream.resume()
+      await done
+    }
     // postgres.js pauses its socket when the stream's buffer is full and resumes it when the
     // stream asks for more; a stream that ended meanwhile asks for nothing more, and the messages
     // after the COPY's data (its end of query) would never be read. Asking once resumes it.
     stream._read(0)
   }
-}
-
-function drain(stream: Readable): Promise<void> {
-  return new Promise((resolve) => {
-    if (stream.readableEnded || stream.destroyed) return resolve()
-    stream
-      .on('end', resolve)
-      .on('error', () => resolve())
-      .on('close', resolve)
-    stream.resume()
-  })
 }

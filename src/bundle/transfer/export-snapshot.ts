@@ -83,6 +83,13 @@ type Positioned = (typeof POSITIONED)[number]
 const positionTable = (table: Positioned) => `export_pos_${table}`
 const vectorTable = (kind: VectorKind) => `export_vectors_${kind}`
 
+/**
+ * zlib's level for the rows' members. Measured on a 100k-fact bundle's JSON (57 MB) in 1 MiB
+ * members: level 6 takes 0.81 s of CPU for 1.003 x what gzip -6 makes of the whole, level 4
+ * 0.63 s for 1.015 x, level 3 0.56 s for 1.027 x (level 1: 1.5 x). The size target is 1.15 x.
+ */
+const GZIP_LEVEL = 3
+
 /** A SHA-256 in hex: what the head's room is measured with before the hash is known. */
 const UNKNOWN_SHA256 = '0'.repeat(64)
 
@@ -125,7 +132,7 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
       const room = headMember({ ...content, metadata: { ...metadata, sha256: UNKNOWN_SHA256 } }).byteLength
       bytes = room
       const body = encodeBodyHashing(content)
-      for await (const member of gzipMembers(metered(body.chunks))) {
+      for await (const member of gzipMembers(metered(body.chunks), { level: GZIP_LEVEL })) {
         await writeAll(file, member, bytes)
         bytes += member.byteLength
       }
