@@ -9,7 +9,7 @@ import type { RowSection } from './schema.ts'
 
 type FieldKind = 'integer' | 'number' | 'string' | 'boolean' | 'integers' | 'strings'
 
-interface Field {
+export interface Field {
   name: string
   kind: FieldKind
   required: boolean
@@ -49,7 +49,8 @@ function fieldKind(name: string, schema: TSchema): FieldKind {
   throw new Error(`bundle schema: field ${name} has a type the codec does not know`)
 }
 
-function fields(schema: TObject): Field[] {
+/** A row schema's fields in key order, as the codecs see them. */
+export function rowFields(schema: TObject): Field[] {
   return Object.entries(schema.properties).map(([name, property]) => ({
     name,
     kind: fieldKind(name, property),
@@ -164,7 +165,7 @@ function validatorSource(list: Field[]): string {
 }
 
 export function compileRowCodec<T>(schema: TObject): RowCodec<T> {
-  const list = fields(schema)
+  const list = rowFields(schema)
   if (!list[0]?.required) throw new Error('bundle schema: the first field of a row must be required')
   const encode = new Function('str', 'f64', `return function encodeRow(r) {\n${encoderSource(list)}\n}`)(encodeString, encodeFloat64)
   const validate = new Function(`return function validateRow(r, position, reference, zeroExists) {\n${validatorSource(list)}\n}`)()

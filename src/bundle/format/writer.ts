@@ -13,6 +13,17 @@ import { METADATA_CODEC, ROW_CODECS } from './codecs.ts'
 import { encodeFloat32, encodeString } from './json.ts'
 import { ROW_SECTIONS, SCHEMA_VERSION, V1_KEYS, V2_KEYS, type MediaSection, type Metadata, type Row, type RowSection } from './schema.ts'
 
+/**
+ * Rows already encoded by their section's codec rules (the export reads them so from the
+ * database, export-copy.ts): the UTF-8 of `rows` (at least one) encoded rows joined by commas.
+ */
+export class EncodedRows {
+  constructor(
+    readonly json: Uint8Array,
+    readonly rows: number,
+  ) {}
+}
+
 /** Rows of one section in order: single rows, or (from an async source) batches of rows. */
 export type RowSource<T> = Iterable<T> | AsyncIterable<T | readonly T[]>
 
@@ -33,7 +44,8 @@ export interface BundleContent {
   /** 2 unless re-encoding a version 1 file (its canonical form keeps its version). */
   schemaVersion?: number
   metadata: Metadata
-  rows: { [S in RowSection]?: RowSource<Row<S>> }
+  /** A section's rows, or blocks of them already encoded. */
+  rows: { [S in RowSection]?: RowSource<Row<S> | EncodedRows> }
   images?: RowSource<MediaItem>
   bodies?: RowSource<MediaItem>
   /** Vectors in ascending index order. */
@@ -65,7 +77,7 @@ export interface EncodeOptions {
   canonical?: CanonicalRule
 }
 
-const CHUNK_CHARS = 64 * 1024
+const CHUNK_BYTES = 64 * 1024
 
 /** Flattens batches, so callers can hand over a cursor's pages as they come. */
 async function* eachRow<T>(source: RowSource<T>): AsyncGenerator<T> {
@@ -161,32 +173,82 @@ export function encodeBodyHashing(content: BundleContent): { chunks: AsyncGenera
   }
 }
 
+/** Text, or UTF-8 already encoded. */
+type Part = string | Uint8Array
+
+/** A row as its codec writes it, or a block of rows encoded already. */
+const encodeRow = <T>(encode: (row: T) => string, row: T | EncodedRows): Part => (row instanceof EncodedRows ? row.json : encode(row))
+
 /**
  * Text of the file and of a canonical form, built side by side: most of it is the same in both;
- * media, embeddings and some media rows belong to one only.
+ * media, embeddings and some media rows belong to one only. While both receive the same parts,
+ * they are encoded to UTF-8 once and share one buffer.
  */
 class Outputs {
-  private file = ''
-  private canonical = ''
+  private readonly file = new Parts()
+  private readonly canonical = new Parts()
+  /** Nothing since the last take went to one output only: the two hold the same parts. */
+  private same = true
   constructor(private readonly targets: { file: boolean; canonical?: CanonicalRule }) {}
-  both(text: string): void {
-    if (this.targets.file) this.file += text
-    if (this.targets.canonical) this.canonical += text
+  both(part: Part): void {
+    if (this.targets.file) this.file.add(part)
+    if (this.targets.canonical) this.canonical.add(part)
   }
-  fileOnly(text: string): void {
-    if (this.targets.file) this.file += text
+  fileOnly(part: Part): void {
+    if (!this.targets.file) return
+    this.file.add(part)
+    this.same = false
   }
   canonicalOnly(text: string): void {
-    if (this.targets.canonical) this.canonical += text
+    if (!this.targets.canonical) return
+    this.canonical.add(text)
+    this.same = false
   }
   full(): boolean {
-    return this.file.length >= CHUNK_CHARS || this.canonical.length >= CHUNK_CHARS
+    return this.file.size >= CHUNK_BYTES || this.canonical.size >= CHUNK_BYTES
   }
   take(): { file?: Uint8Array; canonical?: Uint8Array } {
-    const taken = { file: this.file ? Buffer.from(this.file) : undefined, canonical: this.canonical ? Buffer.from(this.canonical) : undefined }
-    this.file = ''
-    this.canonical = ''
-    return taken
+    const file = this.file.take()
+    const shared = this.same && this.targets.file
+    if (shared) this.canonical.clear()
+    const canonical = shared ? file : this.canonical.take()
+    this.same = true
+    return { file, canonical }
+  }
+}
+
+/** Text and bytes in order; consecutive text is kept as one string and encoded when taken. */
+class Parts {
+  private chunks: Uint8Array[] = []
+  private text = ''
+  /** Bytes held plus characters of text (about its bytes: mostly ASCII). */
+  size = 0
+  add(part: Part): void {
+    if (typeof part === 'string') {
+      this.text += part
+      this.size += part.length
+      return
+    }
+    this.flushText()
+    this.chunks.push(part)
+    this.size += part.byteLength
+  }
+  private flushText(): void {
+    if (!this.text) return
+    this.chunks.push(Buffer.from(this.text))
+    this.text = ''
+  }
+  take(): Uint8Array | undefined {
+    this.flushText()
+    const { chunks } = this
+    this.clear()
+    if (chunks.length === 0) return undefined
+    return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)
+  }
+  clear(): void {
+    this.chunks = []
+    this.text = ''
+    this.size = 0
   }
 }
 
@@ -244,11 +306,12 @@ async function* encodeRest(content: BundleContent, targets: { file: boolean; can
       if (!targets.file && !hashed) continue
       const rows = await peeked(content.rows.source_bodies)
       if (!rows) continue
-      const write = hashed ? (text: string) => out.both(text) : (text: string) => out.fileOnly(text)
+      const write = hashed ? (part: Part) => out.both(part) : (part: Part) => out.fileOnly(part)
       write(',"source_bodies":[')
       let first = true
       for await (const row of rows) {
-        write((first ? '' : ',') + ROW_CODECS.source_bodies.encode(row))
+        if (!first) write(',')
+        write(encodeRow(ROW_CODECS.source_bodies.encode, row))
         first = false
         if (out.full()) yield out.take()
       }
@@ -259,14 +322,15 @@ async function* encodeRest(content: BundleContent, targets: { file: boolean; can
       const nulled = section === 'source_images' && rule !== undefined && rule !== 'v1'
       if (nulled) out.canonicalOnly(',"source_images":null')
       if (nulled && !targets.file) continue
-      const write = nulled ? (text: string) => out.fileOnly(text) : (text: string) => out.both(text)
+      const write = nulled ? (part: Part) => out.fileOnly(part) : (part: Part) => out.both(part)
       const encode = ROW_CODECS[section].encode as (row: unknown) => string
       write(`,"${section}":`)
       let first = true
       const rows = content.rows[section] as RowSource<unknown> | undefined
       if (rows) {
         for await (const row of eachRow(rows)) {
-          write((first ? '[' : ',') + encode(row))
+          write(first ? '[' : ',')
+          write(encodeRow(encode, row))
           first = false
           if (out.full()) yield out.take()
         }

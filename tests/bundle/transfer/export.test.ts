@@ -15,6 +15,7 @@ import { generateGraph } from '../../../scripts/gen-graph.ts'
 import { portableConceptId, portableFactId } from '../../../src/bundle/format/citations.ts'
 import { exportRepository, type ExportProgress } from '../../../src/bundle/transfer/export-snapshot.ts'
 import { sourceSha256 } from '../../../src/bundle/format/hashes.ts'
+import { ROW_CODECS } from '../../../src/bundle/format/codecs.ts'
 import { readBundle } from '../../../src/bundle/format/reader.ts'
 import { ROW_SECTIONS, type Metadata, type Row, type RowSection } from '../../../src/bundle/format/schema.ts'
 import { bundleProblems, summarizeBundle } from '../../../src/bundle/format/tools.ts'
@@ -510,6 +511,34 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
     const gzip = Bun.spawnSync(['gzip', '-dc', path])
     expect(gzip.exitCode).toBe(0)
     expect(new Bun.CryptoHasher('sha256').update(gzip.stdout).digest('hex')).toBe(expected)
+  })
+
+  test('text that JSON escapes, and empty fields, come out byte for byte as the row codecs write them (rows read by COPY)', async () => {
+    const repo = (await http.post('/api/v1/repositories', { name: 'Export Escapes' }, owner.token)).body as { id: string }
+    const sql = await server.context.pools.forRepository(repo.id)
+    // Go's escapes (quotes, backslash, controls, <>&, U+2028/9), UTF-8 of 2 to 4 bytes, and
+    // characters whose UTF-8 starts as U+2028's does (E2 80 A0, E2 82 AC) but is not escaped.
+    const text = 'He said "hi" \\ back\\slash <b>&amp;</b> \u2028 \u2029 \u0001\u001f\t\n\r\b\f\u007f é 日本 😀 † € end'
+    const [source] = await sql<{ id: string }[]>`
+      INSERT INTO sources (id, url, kind, status, parsed_title, parsed_text) VALUES (${crypto.randomUUID()}, ${`https://example.org/?a=1&b=<2>`}, 'web', 'processed', ${text}, ${text}) RETURNING id`
+    const [fact] = await sql<{ id: string }[]>`
+      INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, ${text}, 'text', ${'0'.repeat(64)}, 'new') RETURNING id`
+    const [concept] = await sql<{ id: string }[]>`
+      INSERT INTO concepts (id, canonical_name, context) VALUES (${crypto.randomUUID()}, ${text}, '') RETURNING id`
+    await sql`INSERT INTO fact_sources (fact_id, source_id, chunk_index) VALUES (${fact!.id}, ${source!.id}, 0)`
+    await sql`INSERT INTO fact_concepts (fact_id, concept_id, promptset_hash) VALUES (${fact!.id}, ${concept!.id}, ${text})`
+    await sql`INSERT INTO concept_aliases (concept_id, alias_text) VALUES (${concept!.id}, ${text})`
+
+    const path = join(mkdtempSync(join(tmpdir(), 'kgs-export-')), 'escapes.json.gz')
+    await exportRepository(sql, server.context, { repositoryId: repo.id, name: 'Escapes', exportedAt: EXPORTED_AT }, path)
+    const json = gunzipSync(readFileSync(path)).toString()
+    const document = JSON.parse(json)
+    expect(document.facts[0].text).toBe(text)
+    expect(document.concepts[0]).toEqual({ idx: 0, canonical_name: text, context: '' })
+    for (const section of ['sources', 'facts', 'fact_sources', 'concepts', 'concept_aliases', 'fact_concepts'] as const) {
+      const encode = ROW_CODECS[section].encode as (row: unknown) => string
+      expect(json).toContain(`"${section}":[${(document[section] as unknown[]).map(encode).join(',')}]`)
+    }
   })
 
   test('cancelled in the middle of the pass, it fails and the caller is left no more than its own file', async () => {
