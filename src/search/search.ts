@@ -27,7 +27,7 @@ export const RESULT_WINDOW = 1000
  * The hits of each side hybrid fuses (so it ranks at most twice as many). Deeper costs the
  * vector side most: an indexed search re-ranks 5 × k candidates by exact distance.
  */
-const HYBRID_DEPTH = 200
+const HYBRID_DEPTH = 100
 
 export interface SearchRequest {
   q: string

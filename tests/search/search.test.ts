@@ -198,11 +198,11 @@ describe(`vector search (${BACKEND})`, () => {
 })
 
 describe(`hybrid search, the default (${BACKEND})`, () => {
-  test('is the reciprocal rank fusion (k = 60) of the first 200 of the keyword and vector lists, paged after fusion', async () => {
+  test('is the reciprocal rank fusion (k = 60) of the first 100 of the keyword and vector lists, paged after fusion', async () => {
     const q = 'ice or water or heat'
-    const keyword = (await allHits(`/${repo.slug}/search?mode=keyword&limit=100&q=${encodeURIComponent(q)}`)).hits.slice(0, 200)
-    const vector = (await allHits(`/${repo.slug}/search?mode=vector&limit=100&q=${encodeURIComponent(q)}`)).hits.slice(0, 200)
-    expect(vector).toHaveLength(200)
+    const keyword = (await allHits(`/${repo.slug}/search?mode=keyword&limit=100&q=${encodeURIComponent(q)}`)).hits.slice(0, 100)
+    const vector = (await allHits(`/${repo.slug}/search?mode=vector&limit=100&q=${encodeURIComponent(q)}`)).hits.slice(0, 100)
+    expect(vector).toHaveLength(100)
     const scores = new Map<string, number>()
     for (const list of [keyword, vector]) list.forEach((hit, i) => scores.set(hit.id, (scores.get(hit.id) ?? 0) + 1 / (60 + i + 1)))
     const expected = [...scores].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1))
