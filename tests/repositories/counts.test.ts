@@ -5,6 +5,7 @@
 // writers of one repository never wait for each other on them, nor for their copy.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Elysia } from 'elysia'
+import type { Sql, TransactionSql } from 'postgres'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -36,6 +37,30 @@ async function counted(): Promise<Record<string, number>> {
   const counts: Record<string, number> = {}
   for (const table of COUNTED) counts[table] = (await sql`SELECT count(*)::int AS n FROM ${sql(table)}`)[0]!.n
   return counts
+}
+
+/**
+ * Holds, in a transaction of the repository's database, the lock every counts refresh takes
+ * first (after `during`, if given, ran in it): no refresh ends until `release`.
+ */
+async function holdCountsLock(sql: Sql, during?: (tx: TransactionSql) => Promise<unknown>): Promise<{ release(): Promise<void> }> {
+  let release!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  let holding!: () => void
+  const entered = new Promise<void>((resolve) => (holding = resolve))
+  const busy = sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(hashtextextended('kgs graph counts', 0))`
+    await during?.(tx)
+    holding()
+    await held
+  })
+  await entered
+  return {
+    release: async () => {
+      release()
+      await busy
+    },
+  }
 }
 
 /** The counts every route answers with, after checking they agree. */
@@ -193,24 +218,14 @@ describe(`repository counts (${BACKEND})`, () => {
     try {
       await listener.listen('kgs_repository_counts', (payload) => (payload === 'sentinel' ? sentinel() : copies.push(payload)))
       const [source] = await sql`SELECT id FROM sources LIMIT 1`
-      let release!: () => void
-      const held = new Promise<void>((resolve) => (release = resolve))
-      let holding!: () => void
-      const entered = new Promise<void>((resolve) => (holding = resolve))
       // Every refresh of the repository takes this lock first: none can end while it is held.
-      const busy = sql.begin(async (tx) => {
-        await tx`SELECT pg_advisory_xact_lock(hashtextextended('kgs graph counts', 0))`
-        holding()
-        await held
-      })
-      await entered
+      const lock = await holdCountsLock(sql)
       const before = await counted()
       const written = await Promise.all(
         Array.from({ length: 20 }, (_, i) => http.post(`/${repository.slug}/facts`, { text: `Burst fact ${i} ${crypto.randomUUID()}`, sources: [{ source_id: source!.id }] }, owner.token)),
       )
       expect(written.map((res) => res.status)).toEqual(Array(20).fill(201))
-      release()
-      await busy
+      await lock.release()
       expect((await http.get(`/${repository.slug}`, owner.token)).body.counts).toEqual({ ...before, facts: before.facts! + 20 })
       expect(await answered()).toEqual({ ...before, facts: before.facts! + 20 })
       await listener`SELECT pg_notify('kgs_repository_counts', 'sentinel')`
@@ -223,25 +238,14 @@ describe(`repository counts (${BACKEND})`, () => {
 
   test("a refresh waiting on the repository's database holds nothing of the system database", async () => {
     const sql = await server.context.pools.forRepository(repository.id)
-    let release!: () => void
-    const held = new Promise<void>((resolve) => (release = resolve))
-    let holding!: () => void
-    const entered = new Promise<void>((resolve) => (holding = resolve))
     // The repository's database kept busy, as a long import keeps it (on the embedded database its
     // open transaction holds back every other statement there).
-    const busy = sql.begin(async (tx) => {
-      await tx`SELECT pg_advisory_xact_lock(hashtextextended('kgs graph counts', 0))`
-      await tx`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'while a refresh waits')`
-      holding()
-      await held
-    })
-    await entered
+    const lock = await holdCountsLock(sql, (tx) => tx`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'while a refresh waits')`)
     const refresh = server.context.repositories.graphChanged(repository.id)
     for (let turn = 0; turn < 50; turn++) await new Promise((resolve) => setImmediate(resolve))
     // Answered while the refresh waits (a refresh inside a transaction of the system database would hold this back until the release).
     expect((await http.get('/api/v1/repositories', owner.token)).status).toBe(200)
-    release()
-    await busy
+    await lock.release()
     await refresh
     expect(await answered()).toEqual(await counted())
   })

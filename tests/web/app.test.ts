@@ -598,7 +598,12 @@ describe(`writing the graph in the web app (${BACKEND})`, () => {
   const permissionsRead = async (navigation: () => Promise<void>) => {
     await page.evaluate('performance.clearResourceTimings()')
     await navigation()
-    await page.waitForFunction(`performance.getEntriesByType('resource').some((entry) => entry.name.includes('/api/v1/permissions') && entry.responseEnd > 0)`)
+    // Not waitForFunction: past its first check it evaluates the predicate with eval, which the app's CSP refuses.
+    await page.evaluate(`new Promise((resolve) => {
+      const answered = () => performance.getEntriesByType('resource').some((entry) => entry.name.includes('/api/v1/permissions') && entry.responseEnd > 0)
+      if (answered()) return resolve()
+      new PerformanceObserver((_, observer) => answered() && (observer.disconnect(), resolve())).observe({ type: 'resource' })
+    })`)
     await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 50)))')
   }
 
