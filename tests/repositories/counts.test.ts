@@ -63,10 +63,13 @@ async function holdCountsLock(sql: Sql, during?: (tx: TransactionSql) => Promise
   }
 }
 
-/** The counts every route answers with, after checking they agree. */
+/**
+ * The counts every route answers with, after checking they agree. The record first: it waits for
+ * a copy this instance queued; the list does not, and asked at the same time could answer the one before.
+ */
 async function answered(): Promise<Record<string, number>> {
-  const [atRoot, byId, byHeader, list] = await Promise.all([
-    http.get(`/${repository.slug}`, owner.token),
+  const atRoot = await http.get(`/${repository.slug}`, owner.token)
+  const [byId, byHeader, list] = await Promise.all([
     http.get(`/api/v1/repositories/${repository.id}`, owner.token),
     http.call('GET', '/api/v1/repository', { token: owner.token, headers: { 'x-repository-id': repository.slug } }),
     http.get('/api/v1/repositories', owner.token),
