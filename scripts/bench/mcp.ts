@@ -8,11 +8,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import { generateBundle } from '../gen-bundle.ts'
 import { cpuSecondsOf, expectOk, format, measure, spawnKgs } from '../lib/load.ts'
+import { capturedToolCall, type McpRevision } from '../lib/mcp-capture.ts'
 
 const [seconds = 5, concurrency = 32, rounds = 3, facts = 2000] = process.argv.slice(2).map(Number)
 const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-mcp-'))
@@ -36,20 +34,10 @@ while (!['succeeded', 'failed'].includes((await get(`/${repo.slug}/jobs/${job.id
 const [fact] = await get(`/${repo.slug}/facts?limit=1`, token)
 const query = String(fact.text).split(' ').slice(0, 6).join(' ')
 
-/** The request (headers and body) an SDK client sends for `tools/call name(args)`, captured as it goes out. */
-async function capturedCall(revision: '2025-11-25' | '2026-07-28', name: string, args: Record<string, unknown>) {
-  let captured: { headers: Headers; body: string } | undefined
-  const capture = (async (input: string | URL | Request, init?: RequestInit) => {
-    if (typeof init?.body === 'string' && init.body.includes('"tools/call"')) captured = { headers: new Headers(init.headers), body: init.body }
-    return fetch(input, init)
-  }) as typeof fetch
-  const options = { requestInit: { headers: { authorization: `Bearer ${token}` } }, fetch: capture }
+/** The request an SDK client of `revision` sends for `tools/call name(args)`, replayed as fast as the server answers. */
+async function capturedCall(revision: McpRevision, name: string, args: Record<string, unknown>) {
   const url = new URL(`${kgs.url}/api/v1/mcp`)
-  const client = revision === '2025-11-25' ? new ClientV1({ name: 'bench', version: '1' }) : new Client({ name: 'bench', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } })
-  await client.connect(revision === '2025-11-25' ? new TransportV1(url, options) : new StreamableHTTPClientTransport(url, options))
-  await client.callTool({ name, arguments: args })
-  await client.close()
-  const { headers, body } = captured!
+  const { headers, body } = await capturedToolCall(url, token, revision, name, args)
   return async () => {
     const response = await fetch(url, { method: 'POST', headers, body })
     const text = await expectOk(response)

@@ -5,11 +5,9 @@
 // and a call it must leave to the SDK (a refusal, bad arguments, a write) still gets the SDK's answer.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
 import type { CallToolResult } from '@modelcontextprotocol/server'
 import { generateBundle } from '../../scripts/gen-bundle.ts'
+import { capturedToolCall, type McpRevision } from '../../scripts/lib/mcp-capture.ts'
 import { createApp } from '../../src/app.ts'
 import { fastToolCall } from '../../src/mcp/fast-call.ts'
 import { BACKEND, tempDir } from '../helpers/backend.ts'
@@ -18,8 +16,7 @@ import { api, uniqueEmail } from '../helpers/api.ts'
 import { uploadBundle } from '../helpers/imports.ts'
 import { waitForJob } from '../helpers/jobs.ts'
 
-type Revision = '2025-11-25' | '2026-07-28'
-const REVISIONS: Revision[] = ['2025-11-25', '2026-07-28']
+const REVISIONS: McpRevision[] = ['2025-11-25', '2026-07-28']
 let server: TestServer
 let token: string
 let viewerToken: string
@@ -44,19 +41,9 @@ beforeAll(async () => {
 afterAll(() => server?.stop())
 
 /** The request an official client of `revision` sends for `tools/call name(args)` as `bearer`, captured as it goes out. */
-async function capturedCall(revision: Revision, name: string, args: Record<string, unknown>, bearer = token) {
-  let captured: { headers: Headers; body: string } | undefined
-  const capture = (async (input: string | URL | Request, init?: RequestInit) => {
-    if (typeof init?.body === 'string' && init.body.includes('"tools/call"')) captured = { headers: new Headers(init.headers), body: init.body }
-    return fetch(input, init)
-  }) as typeof fetch
-  const options = { requestInit: { headers: { authorization: `Bearer ${bearer}` } }, fetch: capture }
-  const url = new URL(`${server.url}/api/v1/mcp`)
-  const client = revision === '2025-11-25' ? new ClientV1({ name: 'fast', version: '1' }) : new Client({ name: 'fast', version: '1' }, { versionNegotiation: { mode: { pin: revision } } })
-  await client.connect(revision === '2025-11-25' ? new TransportV1(url, options) : new StreamableHTTPClientTransport(url, options))
-  await client.callTool({ name, arguments: args })
-  await client.close()
-  return { ...captured!, request: () => new Request(`${server.url}/api/v1/mcp`, { method: 'POST', headers: captured!.headers, body: captured!.body }) }
+async function capturedCall(revision: McpRevision, name: string, args: Record<string, unknown>, bearer = token) {
+  const captured = await capturedToolCall(new URL(`${server.url}/api/v1/mcp`), bearer, revision, name, args)
+  return { ...captured, request: () => new Request(`${server.url}/api/v1/mcp`, { method: 'POST', headers: captured.headers, body: captured.body }) }
 }
 
 /** Status, headers and body of `response`, as a client receives them. */
