@@ -143,6 +143,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
   let oauth: OAuthTokens | undefined
   let runner: JobRunner | undefined
   let vectors: VectorStore | undefined
+  let copyPendingCounts: (() => Promise<void>) | undefined
   let leftoverSweeps: Timer | undefined
 
   const ready = (async () => {
@@ -177,6 +178,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     // Past two leases even a job whose worker died has been ended by the reaper.
     const stopJobs = (repositoryId: string) => jobs.stopRepository(repositoryId, 'cancelled: its repository was deleted', 2 * config.jobLeaseMs)
     const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, log, vectors, blobs, stopJobs })
+    copyPendingCounts = () => repositories.allCountsCopied()
     // What a crash of an earlier process can leave undone after a write committed, done at the
     // repository's first use here rather than at start-up (a fleet of many repositories starts
     // at once): the copy of its counts, and a job for rows marked for embedding.
@@ -224,6 +226,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       await ready.catch(() => {})
       clearInterval(leftoverSweeps)
       await runner?.stop()
+      await copyPendingCounts?.()
       await control?.stop()
       accounts?.stop()
       rbac?.stop()

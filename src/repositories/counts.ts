@@ -98,22 +98,41 @@ export async function copiedCounts(system: Sql, repositoryId: string): Promise<G
   return row ? countsFromRow(row) : undefined
 }
 
-/** Per repository: the last refresh scheduled, and the one not started yet that changes made meanwhile share. */
-const scheduled = new Map<string, { last: Promise<void>; waiting?: Promise<void> }>()
+/**
+ * A burst of writes to one repository copies its counts at most this often (the first write after a
+ * quiet spell is copied at once): each copy is three commits, which a continuous burst would
+ * otherwise repeat back to back beside the writes themselves.
+ */
+const COPY_INTERVAL_MS = 250
+
+/**
+ * Per repository: the last refresh scheduled, when the one before it started, and the one not
+ * started yet that changes made meanwhile share, with what starts it before its time.
+ */
+const scheduled = new Map<string, { last: Promise<void>; startedAt: number; waiting?: Promise<void>; hurry?: () => void }>()
 
 /**
  * What the route or job that changed a repository's graph calls once its change committed: queues
  * a copy of the counts. The promise (which never rejects) settles when a refresh that started
- * after the call has ended, but changes made while one runs share the next one, so a burst of
+ * after the call has ended, but changes made while one runs share the next one, which starts
+ * `intervalMs` after the one before it started (or at once, hurryCountsCopy), so a burst of
  * writes makes one refresh in flight and at most one pending per repository, not one each on the
  * repository's lock. A failure is logged and left to the next change, or to the next read of a
  * repository without a copy.
  */
-export function graphChanged(pools: Pools, bus: Pick<EventBus, 'publish'>, repositoryId: string, log: Logger): Promise<void> {
+export function graphChanged(pools: Pools, bus: Pick<EventBus, 'publish'>, repositoryId: string, log: Logger, intervalMs = COPY_INTERVAL_MS): Promise<void> {
   const state = scheduled.get(repositoryId)
   if (state?.waiting) return state.waiting
+  let hurry!: () => void
+  const hurried = new Promise<void>((resolve) => (hurry = resolve))
   const waiting: Promise<void> = (state?.last ?? Promise.resolve()).then(async () => {
-    scheduled.get(repositoryId)!.waiting = undefined
+    const wait = state ? state.startedAt + intervalMs - Date.now() : 0
+    if (wait > 0) {
+      const timer = setTimeout(hurry, wait)
+      await hurried
+      clearTimeout(timer)
+    }
+    Object.assign(scheduled.get(repositoryId)!, { waiting: undefined, hurry: undefined, startedAt: Date.now() })
     try {
       await refreshCounts(pools, bus, repositoryId)
     } catch (error) {
@@ -121,6 +140,11 @@ export function graphChanged(pools: Pools, bus: Pick<EventBus, 'publish'>, repos
     }
     if (scheduled.get(repositoryId)?.last === waiting) scheduled.delete(repositoryId)
   })
-  scheduled.set(repositoryId, { last: waiting, waiting })
+  scheduled.set(repositoryId, { last: waiting, startedAt: state?.startedAt ?? Date.now(), waiting, hurry })
   return waiting
+}
+
+/** Starts the repository's pending copy now, if one waits for its time (a reader needs it, or the process stops). */
+export function hurryCountsCopy(repositoryId: string): void {
+  scheduled.get(repositoryId)?.hurry?.()
 }

@@ -11,7 +11,7 @@ import type { PageKey } from '../db/pages.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import { deleteRepository, findRepository, insertRepository, listRepositories, updateRepository } from './store.ts'
 import type { Repository, RepositoryRecord } from './schemas.ts'
-import { COUNTS_CHANGED, copiedCounts, graphChanged, refreshCounts, type GraphCounts } from './counts.ts'
+import { COUNTS_CHANGED, copiedCounts, graphChanged, hurryCountsCopy, refreshCounts, type GraphCounts } from './counts.ts'
 import type { Logger } from '../log.ts'
 
 export type { Repository }
@@ -60,6 +60,8 @@ export interface RepositoriesOptions {
   blobs: Pick<BlobStore, 'deletePrefix'>
   /** Cancels the repository's jobs and waits until none runs (Jobs.stopRepository). */
   stopJobs(repositoryId: string): Promise<void>
+  /** Between the starts of two copies of one repository's counts during a burst of writes (counts.ts). */
+  countsCopyIntervalMs?: number
 }
 
 export class Repositories {
@@ -150,7 +152,7 @@ export class Repositories {
    * composition root and tests that need the copy itself).
    */
   graphChanged(repositoryId: string): Promise<void> {
-    const copied = graphChanged(this.options.pools, this.options.bus, repositoryId, this.options.log).then(() => {
+    const copied = graphChanged(this.options.pools, this.options.bus, repositoryId, this.options.log, this.options.countsCopyIntervalMs).then(() => {
       // At once here; other instances when the event reaches them.
       this.dropCounts(repositoryId)
       if (this.copying.get(repositoryId) === copied) this.copying.delete(repositoryId)
@@ -159,9 +161,15 @@ export class Repositories {
     return copied
   }
 
-  /** Settles once the copy of the counts this instance last queued for the repository is made (at once when none is queued). */
+  /** Settles once the copy of the counts this instance last queued for the repository is made (at once when none is queued), starting it now if it waits for its time. */
   async countsCopied(repositoryId: string): Promise<void> {
+    hurryCountsCopy(repositoryId)
     await this.copying.get(repositoryId)
+  }
+
+  /** Makes every copy of counts this instance queued, now (before the process stops). */
+  async allCountsCopied(): Promise<void> {
+    await Promise.all([...this.copying.keys()].map((repositoryId) => this.countsCopied(repositoryId)))
   }
 
   /** Counts the repository (its database's figures, copied to the system database). */

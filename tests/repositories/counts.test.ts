@@ -19,6 +19,9 @@ import { generateBundle, type GenerateResult } from '../../scripts/gen-bundle.ts
 import { bearerAuthenticator } from '../../src/http/auth.ts'
 import { errorHandling } from '../../src/http/errors.ts'
 import { repositoryScope } from '../../src/repositories/scope.ts'
+import { copiedCounts } from '../../src/repositories/counts.ts'
+import { Repositories } from '../../src/repositories/repositories.ts'
+import { LocalEventBus } from '../../src/db/events.ts'
 import { createLogger } from '../../src/log.ts'
 
 let server: TestServer
@@ -237,6 +240,51 @@ describe(`repository counts (${BACKEND})`, () => {
     } finally {
       await listener.end()
     }
+  })
+
+  test('changes made while a copy runs are copied an interval after its start, or at once for a reader of the record and at a stop', async () => {
+    const { pools, rbac, vectors, blobs } = server.context
+    // Its own Repositories, with an interval no test outlasts: a copy made in time was started early.
+    const paced = await Repositories.start({
+      system: pools.system,
+      pools,
+      rbac,
+      bus: new LocalEventBus(),
+      log: createLogger('silent'),
+      vectors,
+      blobs,
+      stopJobs: async () => {},
+      countsCopyIntervalMs: 3_600_000,
+    })
+    const sql = await pools.forRepository(repository.id)
+    const settledYet = async (copy: Promise<void>) => {
+      let settled = false
+      void copy.then(() => (settled = true))
+      for (let turn = 0; turn < 50; turn++) await new Promise((resolve) => setImmediate(resolve))
+      return settled
+    }
+
+    const running = paced.graphChanged(repository.id)
+    // It starts in a microtask (and cannot end before its queries are answered); asked before, it would be shared.
+    await Promise.resolve()
+    const pending = paced.graphChanged(repository.id)
+    await running
+    await sql`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'while a copy is pending')`
+    expect(await settledYet(pending)).toBe(false)
+    const now = await counted()
+    expect<Record<string, number> | undefined>(await copiedCounts(pools.system, repository.id)).toEqual({ ...now, investigations: now.investigations! - 1 })
+    expect<Record<string, number>>((await paced.record(owner.id, (await paced.resolve(repository.id))!)).counts).toEqual(now)
+    expect(await settledYet(pending)).toBe(true)
+
+    const runningAtStop = paced.graphChanged(repository.id)
+    await Promise.resolve()
+    const pendingAtStop = paced.graphChanged(repository.id)
+    await runningAtStop
+    await sql`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'before a stop')`
+    expect(await settledYet(pendingAtStop)).toBe(false)
+    await paced.allCountsCopied()
+    expect(await settledYet(pendingAtStop)).toBe(true)
+    expect<Record<string, number> | undefined>(await copiedCounts(pools.system, repository.id)).toEqual(await counted())
   })
 
   test("a refresh waiting on the repository's database holds nothing of the system database", async () => {
