@@ -79,7 +79,7 @@ async function listPage<T extends object>(sql: Sql, columns: Fragment, table: st
  */
 const jsonRows = (sql: Db, rows: Fragment) => sql`(SELECT coalesce(json_agg(related), '[]'::json) FROM (${rows}) related)`
 /** The one related row as a JSON object, or null. */
-const jsonRow = (sql: Db, row: Fragment) => sql`(SELECT row_to_json(related) FROM (${row}) related)`
+export const jsonRow = (sql: Db, row: Fragment) => sql`(SELECT row_to_json(related) FROM (${row}) related)`
 
 /** Rows of `table` with the given ids, in the order of `ids`; unknown ids are skipped. */
 async function rowsByIds<T extends object>(sql: Sql, columns: Fragment, table: string, ids: readonly string[]): Promise<T[]> {
@@ -137,26 +137,35 @@ export function listFacts(sql: Sql, request: PageRequest & FactFilter): Promise<
 
 export async function getFact(sql: Db, id: string): Promise<FactDetail | undefined> {
   const [fact] = await sql<FactDetail[]>`
-    SELECT ${factColumns(sql)},
-      ${jsonRows(
-        sql,
-        sql`SELECT sources.id, url, parsed_title, chunk_index
-          FROM fact_sources JOIN sources ON sources.id = fact_sources.source_id
-          WHERE fact_id = facts.id
-          ORDER BY ${pageOrder(sql, 'sources')}, chunk_index
-          LIMIT ${RELATED_LIMIT}`,
-      )} AS sources,
-      ${jsonRows(
-        sql,
-        sql`SELECT concepts.id, canonical_name, context
-          FROM fact_concepts JOIN concepts ON concepts.id = fact_concepts.concept_id
-          WHERE fact_id = facts.id
-          ORDER BY ${pageOrder(sql, 'concepts')}
-          LIMIT ${RELATED_LIMIT}`,
-      )} AS concepts
+    SELECT ${factDetailColumns(sql, {
+      sources: sql`SELECT source_id, chunk_index FROM fact_sources WHERE fact_id = facts.id`,
+      concepts: sql`SELECT concept_id FROM fact_concepts WHERE fact_id = facts.id`,
+    })}
     FROM facts WHERE id = ${id}`
   return fact
 }
+
+/**
+ * A fact's detail as a select list over a row named `facts`, its links read from `links`
+ * (rows of source_id and chunk_index; of concept_id): a fact's stored links, or those a
+ * statement writing the fact is inserting (graph/write/facts.ts).
+ */
+export const factDetailColumns = (sql: Db, links: { sources: Fragment; concepts: Fragment }) => sql`
+  ${factColumns(sql)},
+  ${jsonRows(
+    sql,
+    sql`SELECT sources.id, url, parsed_title, l.chunk_index
+      FROM (${links.sources}) l JOIN sources ON sources.id = l.source_id
+      ORDER BY ${pageOrder(sql, 'sources')}, l.chunk_index
+      LIMIT ${RELATED_LIMIT}`,
+  )} AS sources,
+  ${jsonRows(
+    sql,
+    sql`SELECT concepts.id, canonical_name, context
+      FROM (${links.concepts}) l JOIN concepts ON concepts.id = l.concept_id
+      ORDER BY ${pageOrder(sql, 'concepts')}
+      LIMIT ${RELATED_LIMIT}`,
+  )} AS concepts`
 
 /**
  * The summaries that cover fact `id` (covered_fact_ids, GIN-indexed) in their concepts' order,

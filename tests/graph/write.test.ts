@@ -57,14 +57,20 @@ describe(`the write API (${BACKEND})`, () => {
     const tea = await create(`${r}/concepts`, { canonical_name: 'Tea', context: 'drinks', description: 'an infusion', aliases: ['cha', 'chai'] })
     expect(tea).toMatchObject({ canonical_name: 'Tea', context: 'drinks', aliases: ['cha', 'chai'], fact_count: 0 })
     const water = (await call('POST', '/api/v1/concepts', { canonical_name: 'Water' }, { 'x-repository-id': a.id })).body
-    const fact = await create(`${r}/facts`, {
+    const created = await call('POST', `${r}/facts`, {
       text: '  Tea   is brewed with\nhot water. ',
       sources: [
-        { source_id: source.id, chunk_index: 3 },
         { source_id: second.id, chunk_index: 0 },
+        { source_id: source.id, chunk_index: 3 },
+        { source_id: source.id, chunk_index: 3 },
       ],
-      concepts: [{ concept_id: tea.id }, { concept_id: water.id, promptset_hash: 'p1' }],
+      concepts: [{ concept_id: water.id }, { concept_id: tea.id }, { concept_id: water.id, promptset_hash: 'p1' }],
     })
+    expect(created.status).toBe(201)
+    const fact = created.body
+    // The creation answers the fact as a read of it does, links in their order, each once.
+    const readBack = await call('GET', `${r}/facts/${fact.id}`)
+    expect([JSON.stringify(fact), created.headers.get('etag')]).toEqual([JSON.stringify(readBack.body), readBack.headers.get('etag')])
     // The content hash is the normalized text's, computed here, never sent.
     expect(fact).toMatchObject({ text: '  Tea   is brewed with\nhot water. ', content_hash: factContentHash('Tea is brewed with hot water.'), status: 'new', fact_kind: 'text' })
     expect(fact.sources.map((s: { chunk_index: number }) => s.chunk_index).sort()).toEqual([0, 3])

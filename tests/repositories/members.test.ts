@@ -224,7 +224,10 @@ describe(`repository members (${BACKEND})`, () => {
       // The loser is refused: 409 when it was checked before the winner's change committed (it
       // would remove the last repoadmin), 403 when after (its sender is no longer a repoadmin).
       const statuses = [a.status, b.status].sort()
-      expect([[200, 403], [200, 409]]).toContainEqual(statuses)
+      expect([
+        [200, 403],
+        [200, 409],
+      ]).toContainEqual(statuses)
       const now = await roles()
       expect(Object.values(now).filter((role) => role === 'repoadmin')).toHaveLength(1)
       // Back to the start: the owner repoadmin, the curator curator.

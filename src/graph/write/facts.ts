@@ -7,7 +7,7 @@ import type { Db } from '../../db/sql.ts'
 import type { Static } from '@sinclair/typebox'
 import type { FactCreate, FactUpdate } from './schemas.ts'
 import { factContentHash } from '../rules.ts'
-import { getFact } from '../store.ts'
+import { factDetailColumns, getFact, jsonRow } from '../store.ts'
 import type { FactDetail } from '../schemas.ts'
 import { citationsOf, ExistingRow, InvalidWrite, lockRow, RowNotFound, markForEmbedding, missingReference, missingReferenceError, requireRows, uniqueWrite, type BrokenCitation } from './common.ts'
 
@@ -69,13 +69,12 @@ function checkKind(fields: { fact_kind?: string; source_image_id?: string | null
  * Creates a fact with its links. A fact of the same normalized text exists: ExistingRow, or with
  * `merge` the links are added to that fact (`created` false).
  *
- * One statement (so one implicit transaction, and one round trip before the answer is read): it
- * looks for a missing reference first and writes nothing if there is one; otherwise it inserts
- * the fact unless its hash exists, links whichever fact is the target, and marks a new one for
- * embedding. The links' foreign keys are checked at the end of the statement, when the new fact
- * exists. The new fact's detail is read right behind it on the same connection, sent before the
- * statement's answer is back (a pipeline: one round trip for both, each its own transaction, so
- * the read sees the committed fact); when no fact was created it finds nothing and is read again.
+ * One statement (so one implicit transaction, and one round trip): it looks for a missing
+ * reference first and writes nothing if there is one; otherwise it inserts the fact unless its
+ * hash exists, links whichever fact is the target, marks a new one for embedding, and answers a
+ * new one's detail from the row it inserted and the links it is inserting (getFact's columns,
+ * factDetailColumns). The links' foreign keys are checked at the end of the statement, when the
+ * new fact exists.
  */
 export async function createFact(sql: Sql, input: FactInput, options: FactWriteContext & { merge: boolean }): Promise<{ fact: FactDetail; created: boolean }> {
   checkKind(input)
@@ -85,9 +84,9 @@ export async function createFact(sql: Sql, input: FactInput, options: FactWriteC
   // One link per concept (the last one given wins): an upsert may not touch a row twice.
   const concepts = [...new Map((input.concepts ?? []).map((c) => [c.concept_id.toLowerCase(), c])).values()]
   const imageId = input.source_image_id ?? null
-  const connection = await sql.reserve()
-  try {
-    const written = connection<Written[]>`
+  const sourceLinks = sql`SELECT x.s AS source_id, x.c AS chunk_index FROM unnest(${sources.map((s) => s.source_id)}::uuid[], ${sources.map((s) => s.chunk_index ?? 0)}::int[]) AS x(s, c)`
+  const conceptLinks = sql`SELECT x.c AS concept_id, x.p AS promptset_hash FROM unnest(${concepts.map((c) => c.concept_id)}::uuid[], ${concepts.map((c) => c.promptset_hash ?? '')}::text[]) AS x(c, p)`
+  const [result] = await sql<Written[]>`
     WITH missing AS (${missingReference(sql, [
       { table: 'sources', ids: sources.map((s) => s.source_id), field: 'sources' },
       { table: 'concepts', ids: concepts.map((c) => c.concept_id), field: 'concepts' },
@@ -98,43 +97,40 @@ export async function createFact(sql: Sql, input: FactInput, options: FactWriteC
         ${input.promptset_hash ?? ''}, ${input.status ?? 'new'}, ${imageId}
       WHERE NOT EXISTS (SELECT 1 FROM missing)
       ON CONFLICT (content_hash) DO NOTHING
-      RETURNING id
+      RETURNING *
     ), target AS (
       SELECT id FROM inserted
       UNION ALL SELECT id FROM facts WHERE content_hash = ${hash} AND NOT EXISTS (SELECT 1 FROM inserted)
     ), linked AS (
       SELECT (SELECT id FROM target LIMIT 1) AS fact_id
       WHERE NOT EXISTS (SELECT 1 FROM missing) AND (EXISTS (SELECT 1 FROM inserted) OR ${options.merge})
-    ), fact_source_links AS (
+    ), source_links AS (${sourceLinks}), fact_source_links AS (
       INSERT INTO fact_sources (fact_id, source_id, chunk_index)
-      SELECT l.fact_id, x.s, x.c FROM linked l, unnest(${sources.map((s) => s.source_id)}::uuid[], ${sources.map((s) => s.chunk_index ?? 0)}::int[]) AS x(s, c)
+      SELECT l.fact_id, x.source_id, x.chunk_index FROM linked l, source_links x
       ON CONFLICT DO NOTHING
-    ), fact_concept_links AS (
+    ), concept_links AS (${conceptLinks}), fact_concept_links AS (
       INSERT INTO fact_concepts (fact_id, concept_id, promptset_hash)
-      SELECT l.fact_id, x.c, x.p FROM linked l, unnest(${concepts.map((c) => c.concept_id)}::uuid[], ${concepts.map((c) => c.promptset_hash ?? '')}::text[]) AS x(c, p)
+      SELECT l.fact_id, x.concept_id, x.promptset_hash FROM linked l, concept_links x
       ON CONFLICT (fact_id, concept_id) DO UPDATE SET promptset_hash = excluded.promptset_hash
     ), marked AS (
       INSERT INTO embedding_changes (kind, id) SELECT 'facts', id FROM inserted
       ON CONFLICT (kind, id) DO UPDATE SET changed_at = clock_timestamp()
     )
-    SELECT m.field, m.noun, m.id AS missing, (SELECT id FROM target LIMIT 1) AS id, EXISTS (SELECT 1 FROM inserted) AS created
-    FROM (SELECT 1) one LEFT JOIN missing m ON true`.execute()
-    const [[result], fresh] = await Promise.all([written, getFact(connection, id)])
-    return await settleCreated(connection, { result: result!, fresh, hash, merge: options.merge, sources, concepts })
-  } finally {
-    connection.release()
-  }
+    SELECT m.field, m.noun, m.id AS missing, (SELECT id FROM target LIMIT 1) AS id, EXISTS (SELECT 1 FROM inserted) AS created,
+      ${jsonRow(sql, sql`SELECT ${factDetailColumns(sql, { sources: sql`SELECT DISTINCT source_id, chunk_index FROM source_links`, concepts: sql`SELECT concept_id FROM concept_links` })} FROM inserted facts`)} AS fact
+    FROM (SELECT 1) one LEFT JOIN missing m ON true`
+  return await settleCreated(sql, { result: result!, hash, merge: options.merge, sources, concepts })
 }
 
-/** createFact's statement's answer: the first missing reference, or the fact written (or found) and whether it is new. */
-type Written = { field: string | null; noun: string | null; missing: string | null; id: string | null; created: boolean }
+/** createFact's statement's answer: the first missing reference, or the fact written (or found), whether it is new, and a new one's detail. */
+type Written = { field: string | null; noun: string | null; missing: string | null; id: string | null; created: boolean; fact: FactDetail | null }
 
 /** What createFact answers once its statement ran: the new fact, the refusal, or the merged one. */
 async function settleCreated(
   sql: Sql,
-  { result, fresh, hash, merge, sources, concepts }: { result: Written; fresh: FactDetail | undefined; hash: string; merge: boolean } & Pick<FactChanges, 'sources' | 'concepts'>,
+  { result, hash, merge, sources, concepts }: { result: Written; hash: string; merge: boolean } & Pick<FactChanges, 'sources' | 'concepts'>,
 ): Promise<{ fact: FactDetail; created: boolean }> {
-  if (result.created && fresh) return { fact: fresh, created: true }
+  if (result.created && result.fact) return { fact: result.fact, created: true }
   if (result.missing) throw missingReferenceError({ field: result.field!, noun: result.noun!, id: result.missing })
   // The twin committed after this statement's snapshot was taken: its id is only visible now.
   const existing = result.id ?? (await sql<{ id: string }[]>`SELECT id FROM facts WHERE content_hash = ${hash}`)[0]?.id
