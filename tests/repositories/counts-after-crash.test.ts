@@ -2,9 +2,9 @@
 // system database's copy behind the repository's figures; the next process that uses the
 // repository copies them again, without waiting for another write.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { api, registerAccount, signIn } from '../helpers/api.ts'
 import { BACKEND, instanceEnvironment } from '../helpers/backend.ts'
-import { startTestServer, type Instance } from '../helpers/server.ts'
+import { firstProcess, restarted } from '../helpers/restarts.ts'
+import type { Instance } from '../helpers/server.ts'
 
 let instance: Instance
 
@@ -15,21 +15,14 @@ afterAll(() => instance.cleanup())
 
 describe(`repository counts after a crash (${BACKEND})`, () => {
   test("a copy a crash left behind is made again at the repository's first use by the next process", async () => {
-    const first = await startTestServer({ instance })
-    const http = api(first.url)
-    const owner = await registerAccount(http)
-    const created = await http.post('/api/v1/repositories', { name: 'Crashed' }, owner.token)
-    expect(created.status).toBe(201)
-    const { id, slug } = created.body
+    const first = await firstProcess(instance)
+    const { id, slug } = first.repository
     // What the killed process left: the write committed, its copy never queued.
-    const sql = await first.context.pools.forRepository(id)
+    const sql = await first.server.context.pools.forRepository(id)
     await sql`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'committed before the crash')`
-    await first.stop()
+    await first.server.stop()
 
-    const second = await startTestServer({ instance })
-    try {
-      const again = api(second.url)
-      const token = await signIn(again, owner)
+    await restarted(instance, first.owner, {}, async (_, again, token) => {
       // The record first: it waits for a copy its instance queued, the list does not (so, asked at
       // once, the list could still answer the copy from before).
       const investigations = async () => {
@@ -42,8 +35,6 @@ describe(`repository counts after a crash (${BACKEND})`, () => {
       expect((await again.get(`/${slug}/facts`, token)).status).toBe(200)
       // The record waits for the copy this instance queued when it opened the repository's database.
       expect(await investigations()).toEqual([1, 1])
-    } finally {
-      await second.stop()
-    }
+    })
   })
 })

@@ -2,10 +2,10 @@
 // marked for embedding with no job to take it; the next process that uses the repository queues
 // one, unless one is queued already (by any instance: the job queue's coalescing).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { api, registerAccount, signIn, type Account } from '../helpers/api.ts'
 import { BACKEND, instanceEnvironment } from '../helpers/backend.ts'
 import { jobsWhen, waitForJob } from '../helpers/jobs.ts'
-import { startTestServer, type Instance, type TestServer } from '../helpers/server.ts'
+import { firstProcess, restarted } from '../helpers/restarts.ts'
+import type { Instance } from '../helpers/server.ts'
 import { queueMarkedEmbeddings } from '../../src/vectors/embed-jobs.ts'
 import type { Job } from '../../src/jobs/queue.ts'
 
@@ -17,38 +17,24 @@ afterAll(() => instance.cleanup())
 
 const embedChanges = (jobs: Job[]) => jobs.filter((job) => job.kind === 'embed_changes')
 
-/** A server on the instance's data, with the owner signed in there; stopped after `use`. */
-async function restarted<T>(owner: Account, workers: string, use: (server: TestServer, http: ReturnType<typeof api>, token: string) => Promise<T>): Promise<T> {
-  const server = await startTestServer({ instance, env: { WORKERS: workers } })
-  try {
-    const http = api(server.url)
-    return await use(server, http, await signIn(http, owner))
-  } finally {
-    await server.stop()
-  }
-}
-
 describe(`embedding after a crash (${BACKEND})`, () => {
   test("rows a crash left marked are queued for embedding at the repository's first use by the next process, once", async () => {
     // No workers: the job the write queues stays queued, to be removed as if never queued.
-    const first = await startTestServer({ instance })
-    const http = api(first.url)
-    const owner = await registerAccount(http)
-    const created = await http.post('/api/v1/repositories', { name: 'Crashed' }, owner.token)
-    expect(created.status).toBe(201)
-    const { id, slug } = created.body
-    const fact = await http.post(`/${slug}/facts`, { text: 'A fact written just before the crash.' }, owner.token)
+    const first = await firstProcess(instance)
+    const { owner } = first
+    const { id, slug } = first.repository
+    const fact = await first.http.post(`/${slug}/facts`, { text: 'A fact written just before the crash.' }, owner.token)
     expect(fact.status).toBe(201)
     // What the killed process left: the fact and its mark committed, their job never queued.
-    const system = first.systemSql()
+    const system = first.server.systemSql()
     try {
       expect((await system`DELETE FROM jobs WHERE repository_id = ${id} AND kind = 'embed_changes'`).count).toBe(1)
     } finally {
       await system.end()
     }
-    await first.stop()
+    await first.server.stop()
 
-    const queued = await restarted(owner, '0', async (server, http, token) => {
+    const queued = await restarted(instance, owner, { WORKERS: '0' }, async (server, http, token) => {
       expect(embedChanges((await http.get(`/${slug}/jobs`, token)).body)).toEqual([])
       expect((await http.get(`/${slug}/facts`, token)).status).toBe(200)
       const [job] = embedChanges(await jobsWhen(http, slug, token, (jobs) => embedChanges(jobs).length > 0))
@@ -59,7 +45,7 @@ describe(`embedding after a crash (${BACKEND})`, () => {
       return job!
     })
 
-    await restarted(owner, '1', async (server, http, token) => {
+    await restarted(instance, owner, { WORKERS: '1' }, async (server, http, token) => {
       const done = await waitForJob(http, `/${slug}/jobs/${queued.id}`, token)
       expect(done).toMatchObject({ status: 'succeeded', result: { kind: 'facts', embedded: 1, removed: 0 } })
       expect(await server.context.vectors.count(id, 'facts')).toBe(1)
