@@ -1,5 +1,5 @@
 // The export_graph job: the repository exported into a scratch file from one snapshot
-// (export-snapshot.ts), pushed to the registry, and kept as the repository's latest export.
+// (export-file.ts), pushed to the registry, and kept as the repository's latest export.
 import { runtime } from '../../runtime/index.ts'
 import { rm } from 'node:fs/promises'
 import type { Sql } from 'postgres'
@@ -11,7 +11,9 @@ import { findRepository } from '../../repositories/store.ts'
 import { metered } from '../../memory.ts'
 import { SCHEMA_VERSION, type Metadata } from '../format/schema.ts'
 import { ExportParams, normalizeExportedAt } from './export-params.ts'
-import { exportRepository, type ExportCounts, type ExportOptions, type ExportServices, type ExportSummary } from './export-snapshot.ts'
+import { exportRepository, type ExportOptions, type ExportSummary } from './export-file.ts'
+import type { ExportCounts } from './export-positions.ts'
+import type { ExportServices } from './export-snapshot.ts'
 import { scratchFile } from './scratch.ts'
 
 const exportsPrefix = (repositoryId: string) => `${repositoryBlobPrefix(repositoryId)}exports/`

@@ -1,42 +1,29 @@
-// Export of a repository as a graph bundle (docs/spec/bundle.md §4).
+// One export's view of a repository (docs/bundles.md, "Export"): everything the bundle holds, read
+// once inside the REPEATABLE READ transaction the file's writer opens (export-file.ts).
 //
-// Everything is read inside one REPEATABLE READ transaction, once: each row's bundle position is
-// its rank in its table (docs/bundles.md, "Export"), computed once into temporary position tables;
-// every section is then read through an SQL cursor in position order, one batch at a time, and
-// references are joined to positions in SQL. Memory holds one batch of rows or one media chunk,
-// whatever the size, plus the gzip members in flight.
-//
-// The file's metadata holds the canonical hash, which is known only after every row: so the file
-// starts with a gzip member of the head alone, stored uncompressed and so of a size known in
-// advance; the rows follow as gzip members compressed on every core (gzip-members.ts) while the
-// same pass hashes them; and the head's member, written last, fills the room left for it.
-import { open, type FileHandle } from 'node:fs/promises'
-import { gzipSync } from 'node:zlib'
-import type { PendingQuery, Row as SqlRow, Sql, TransactionSql } from 'postgres'
+// Each row's bundle position is its rank in its table, computed once into temporary position
+// tables (export-positions.ts); every section is then read through an SQL cursor in position
+// order, one batch at a time, and references are joined to positions in SQL. Memory holds one
+// batch of rows or one media chunk, whatever the size.
+import type { PendingQuery, Row as SqlRow, TransactionSql } from 'postgres'
 import type { BlobStore } from '../../blobs/store.ts'
 import type { Embedder } from '../../vectors/embedder.ts'
 import type { VectorKind, VectorStore } from '../../vectors/store.ts'
-import { VERSION } from '../../version.ts'
-import { metered } from '../../memory.ts'
 import { citedIds, portableConceptId, portableFactId, rewriteCitations } from '../format/citations.ts'
 import type { Metadata, Row, RowSection } from '../format/schema.ts'
-import { encodeBodyHashing, encodeFileHead, type BundleContent, type EncodedRows, type MediaItem, type VectorItem } from '../format/writer.ts'
+import type { BundleContent, EncodedRows, MediaItem, VectorItem } from '../format/writer.ts'
 import { copyOut, encodeCopiedRows } from './export-copy.ts'
-import { gzipMembers } from './gzip-members.ts'
+import { loadVectorTables, POSITIONED, positionTable, preparePositions, vectorTable, type Positioned } from './export-positions.ts'
 
 const BATCH = 2000
 
-export interface ExportOptions {
+/** What the snapshot reads, and whom it tells of its progress. */
+export interface SnapshotOptions {
   repositoryId: string
-  name: string
-  description?: string
-  tags?: readonly string[]
   /** Embed stored source images (default true). */
   includeImages?: boolean
   /** Embed stored source bodies (default false). */
   includeBodies?: boolean
-  /** RFC 3339 UTC as written (normalizeExportedAt). */
-  exportedAt: string
   signal?: AbortSignal
   onProgress?(progress: ExportProgress): void
 }
@@ -58,108 +45,10 @@ export interface ExportProgress {
   bytes: number
 }
 
-export interface ExportCounts {
-  sources: number
-  facts: number
-  concepts: number
-  summaries: number
-  syntheses: number
-  reports: number
-  investigations: number
-}
-
-export interface ExportSummary {
-  /** As written, with sha256. */
-  metadata: Metadata
-  counts: ExportCounts
-  /** Size of the gzipped file. */
-  bytes: number
-}
-
-/** Tables whose rows are referenced by position. */
-const POSITIONED = ['sources', 'source_images', 'facts', 'concepts', 'concept_summaries', 'investigations', 'reports'] as const
-type Positioned = (typeof POSITIONED)[number]
-/** The temporary table (id, pos) of a table's positions; the queries below name them literally. */
-const positionTable = (table: Positioned) => `export_pos_${table}`
-const vectorTable = (kind: VectorKind) => `export_vectors_${kind}`
-
-/**
- * zlib's level for the rows' members. Measured on a 100k-fact bundle's JSON (57 MB) in 1 MiB
- * members: level 6 takes 0.81 s of CPU for 1.003 x what gzip -6 makes of the whole, level 4
- * 0.63 s for 1.015 x, level 3 0.56 s for 1.027 x (level 1: 1.5 x). The size target is 1.15 x.
- */
-const GZIP_LEVEL = 3
-
-/** A SHA-256 in hex: what the head's room is measured with before the hash is known. */
-const UNKNOWN_SHA256 = '0'.repeat(64)
-
-/** The gzip member of the file's head, stored (level 0): its size depends on the head's length only. */
-const headMember = (content: BundleContent) => gzipSync(encodeFileHead(content), { level: 0 })
-
-/**
- * Writes the bundle of the repository behind `sql` into the file at `path` (created, or
- * truncated; the caller removes it if this fails), from one snapshot read once.
- */
-export async function exportRepository(sql: Sql, services: ExportServices, options: ExportOptions, path: string): Promise<ExportSummary> {
-  const file = await open(path, 'w', 0o600)
-  try {
-    return await sql.begin('ISOLATION LEVEL REPEATABLE READ', async (tx) => {
-      // Every cursor is read to its end: plan for all rows (hash joins), not for the first 10 %.
-      await tx`SET LOCAL cursor_tuple_fraction = 1`
-      let bytes = 0
-      const snapshot = new Snapshot(tx, services, options, () => bytes)
-      const { counts, rowTotal, promptsetHashes } = await snapshot.prepare()
-      const vectors = await snapshot.loadVectors()
-      const metadata: Metadata = {
-        name: options.name,
-        description: options.description || undefined,
-        tags: options.tags?.length ? [...options.tags] : undefined,
-        okt_version: `kgs/${VERSION}`,
-        promptset_hashes: promptsetHashes.length ? promptsetHashes : undefined,
-        source_count: counts.sources,
-        fact_count: counts.facts,
-        concept_count: counts.concepts,
-        summary_count: counts.summaries,
-        synthesis_count: counts.syntheses,
-        report_count: counts.reports,
-        investigation_count: counts.investigations,
-        exported_at: options.exportedAt,
-        ...(vectors > 0 ? { embedding_model: services.embedder.model, embedding_dimensions: services.embedder.dimensions } : {}),
-      }
-
-      snapshot.startPhase('writing', rowTotal + vectors)
-      const content = snapshot.content(metadata)
-      const room = headMember({ ...content, metadata: { ...metadata, sha256: UNKNOWN_SHA256 } }).byteLength
-      bytes = room
-      const body = encodeBodyHashing(content)
-      for await (const member of gzipMembers(metered(body.chunks), { level: GZIP_LEVEL })) {
-        await writeAll(file, member, bytes)
-        bytes += member.byteLength
-      }
-      const written: Metadata = { ...metadata, sha256: body.sha256() }
-      const head = headMember({ ...content, metadata: written })
-      // A stored member's size follows from its content's length, and a SHA-256 is always 64 characters.
-      if (head.byteLength !== room) throw new Error(`the head took ${head.byteLength} bytes where ${room} were left for it`)
-      await writeAll(file, head, 0)
-      return { metadata: written, counts, bytes }
-    })
-  } finally {
-    await file.close()
-  }
-}
-
-/** Writes all of `data` at `position` (one write may take only part of it). */
-async function writeAll(file: FileHandle, data: Uint8Array, position: number): Promise<void> {
-  for (let offset = 0; offset < data.byteLength; ) {
-    const { bytesWritten } = await file.write(data, offset, data.byteLength - offset, position + offset)
-    offset += bytesWritten
-  }
-}
-
 type Tx = TransactionSql
 
 /** One export's view of the repository, inside its transaction. */
-class Snapshot {
+export class Snapshot {
   private cursors = 0
   private progress = { phase: 'ranking' as ExportProgress['phase'], done: 0, total: 0 }
   /** Positions of stored media whose blob was missing in the writing pass: not embedded. */
@@ -168,57 +57,14 @@ class Snapshot {
   constructor(
     private readonly tx: Tx,
     private readonly services: ExportServices,
-    private readonly options: ExportOptions,
+    private readonly options: SnapshotOptions,
     private readonly bytesWritten: () => number,
   ) {}
 
-  /** The position tables, the counts and the promptset hashes. */
-  async prepare() {
-    const tx = this.tx
+  /** The position tables, the counts and the promptset hashes (export-positions.ts). */
+  prepare() {
     this.startPhase('ranking', POSITIONED.length)
-    for (const table of POSITIONED) {
-      const name = positionTable(table)
-      // Reports in (created_at, id) order, as every other table, except that a parent must
-      // precede its children: each report sorts at the latest created_at on its path from the
-      // root, and below its parent on a tie. So a repository imported from a bundle (created_at
-      // in file order) exports its reports in the file's order. A report on a parent cycle has
-      // no root and cannot be written (its parent could not come first).
-      const ranked =
-        table === 'reports'
-          ? tx`WITH RECURSIVE tree AS (
-                 SELECT id, 0 AS depth, created_at AS sort_at FROM reports WHERE parent_id IS NULL
-                 UNION ALL
-                 SELECT r.id, tree.depth + 1, greatest(tree.sort_at, r.created_at) FROM reports r JOIN tree ON r.parent_id = tree.id
-               )
-               SELECT tree.id, (row_number() OVER (ORDER BY tree.sort_at, tree.depth, r.created_at, r.id) - 1)::int AS pos FROM tree JOIN reports r ON r.id = tree.id`
-          : tx`SELECT id, (row_number() OVER (ORDER BY created_at, id) - 1)::int AS pos FROM ${tx(table)}`
-      await tx`CREATE TEMP TABLE ${tx(name)} ON COMMIT DROP AS ${ranked}`
-      await tx`CREATE UNIQUE INDEX ON ${tx(name)} (id)`
-      await tx`CREATE UNIQUE INDEX ON ${tx(name)} (pos)`
-      // Temporary tables get no statistics from autovacuum; the cursors' plans need them.
-      await tx`ANALYZE ${tx(name)}`
-      this.advance(1)
-    }
-    const [row] = await tx<(ExportCounts & { source_images: number; source_bodies: number; links: number })[]>`
-      SELECT
-        (SELECT count(*) FROM export_pos_sources)::int AS sources,
-        (SELECT count(*) FROM export_pos_facts)::int AS facts,
-        (SELECT count(*) FROM export_pos_concepts)::int AS concepts,
-        (SELECT count(*) FROM export_pos_concept_summaries)::int AS summaries,
-        (SELECT count(*) FROM concept_syntheses)::int AS syntheses,
-        (SELECT count(*) FROM export_pos_reports)::int AS reports,
-        (SELECT count(*) FROM export_pos_investigations)::int AS investigations,
-        (SELECT count(*) FROM export_pos_source_images)::int AS source_images,
-        (SELECT count(*) FROM source_bodies)::int AS source_bodies,
-        (SELECT count(*) FROM fact_sources)::int + (SELECT count(*) FROM concept_aliases)::int + (SELECT count(*) FROM fact_concepts)::int
-          + (SELECT count(*) FROM investigation_sources)::int + (SELECT count(*) FROM report_annotations)::int AS links`
-    const { source_images, source_bodies, links, ...counts } = row!
-    const hashed = Object.values(counts).reduce((a, b) => a + b, 0) + links
-    const hashes = await tx<{ hash: string }[]>`
-      SELECT hash FROM (
-        SELECT promptset_hash AS hash FROM facts UNION SELECT promptset_hash FROM concepts UNION SELECT promptset_hash FROM fact_concepts
-      ) h WHERE hash <> '' ORDER BY hash COLLATE "C"`
-    return { counts, rowTotal: hashed + source_images + source_bodies, promptsetHashes: hashes.map((h) => h.hash) }
+    return preparePositions(this.tx, () => this.advance(1))
   }
 
   startPhase(phase: ExportProgress['phase'], total: number): void {
@@ -231,35 +77,10 @@ class Snapshot {
     this.options.onProgress?.({ ...this.progress, bytes: this.bytesWritten() })
   }
 
-  /**
-   * The stored vectors of each kind, in a temporary table by position (ascending order is what
-   * the writer needs, and LanceDB scans in no order). Only vectors of the configured embedder's
-   * dimensions: others came from another model, and naming this one for them would be wrong.
-   * Returns how many vectors will be written.
-   */
-  async loadVectors(): Promise<number> {
-    const { tx } = this
-    const { vectors, embedder } = this.services
-    let loaded = 0
-    for (const kind of ['facts', 'concepts'] as const) {
-      const table = vectorTable(kind)
-      await tx`CREATE TEMP TABLE ${tx(table)} (pos int PRIMARY KEY, vector bytea NOT NULL) ON COMMIT DROP`
-      if ((await vectors.dimensions(this.options.repositoryId, kind)) !== embedder.dimensions) continue
-      const width = embedder.dimensions * Float32Array.BYTES_PER_ELEMENT
-      for await (const batch of vectors.scan(this.options.repositoryId, kind, BATCH)) {
-        this.options.signal?.throwIfAborted()
-        // One parameter for the whole batch: the vectors' bytes end to end, cut apart in SQL.
-        const bytes = Buffer.concat(batch.map(({ vector }) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength)))
-        // Vectors of rows outside the snapshot (deleted, or added since) have no position: skipped.
-        const inserted = await tx`
-          INSERT INTO ${tx(table)} (pos, vector)
-          SELECT p.pos, substring(${bytes}::bytea FROM ((u.n - 1) * ${width}::int + 1)::int FOR ${width}::int)
-          FROM unnest(${batch.map((v) => v.id)}::uuid[]) WITH ORDINALITY AS u (id, n)
-          JOIN ${tx(positionTable(kind))} p ON p.id = u.id`
-        loaded += inserted.count
-      }
-    }
-    return loaded
+  /** The stored vectors in their temporary tables (export-positions.ts); returns how many will be written. */
+  loadVectors(): Promise<number> {
+    const { repositoryId, signal } = this.options
+    return loadVectorTables(this.tx, { ...this.services, repositoryId, batchSize: BATCH, signal })
   }
 
   /** Writer input: every section as a cursor over the snapshot. */
