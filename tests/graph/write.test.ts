@@ -161,10 +161,21 @@ describe(`the write API (${BACKEND})`, () => {
     // A row of repository b is not a row of a.
     const foreignSource = await create(`/${b.slug}/sources`, { url: 'https://example.org/b', kind: 'web', status: 'parsed' })
     const foreignFact = await create(`/${b.slug}/facts`, { text: 'A fact of repository b.' })
-    const before = await Promise.all(['facts', 'concept_summaries', 'concept_syntheses', 'reports', 'investigations', 'fact_sources'].map((table) => count(a, table)))
+    const tables = ['facts', 'fact_sources', 'fact_concepts', 'concept_summaries', 'concept_syntheses', 'reports', 'investigations']
+    const before = await Promise.all(tables.map((table) => count(a, table)))
     const cases: [string, string, unknown, string][] = [
       ['POST', `${r}/facts`, { text: 'Cites a foreign source.', sources: [{ source_id: foreignSource.id }] }, `sources: source ${foreignSource.id} does not exist in this repository`],
       ['POST', `${r}/facts`, { text: 'Cites a missing concept.', concepts: [{ concept_id: missing }] }, `concepts: concept ${missing} does not exist in this repository`],
+      // The first missing reference in the order sources, concepts, image, whichever the database met first.
+      [
+        'POST',
+        `${r}/facts`,
+        { text: 'Cites a missing image, concept and source.', fact_kind: 'image', source_image_id: missing, concepts: [{ concept_id: missing }], sources: [{ source_id: foreignSource.id }] },
+        `sources: source ${foreignSource.id} does not exist in this repository`,
+      ],
+      ['POST', `${r}/facts`, { text: 'Of a missing image.', fact_kind: 'image', source_image_id: missing }, `source_image_id: source image ${missing} does not exist in this repository`],
+      // Merged into an existing fact: the new links are checked as a new fact's are.
+      ['POST', `${r}/facts?merge=true`, { text: 'Green tea is not fermented.', concepts: [{ concept_id: missing }] }, `concepts: concept ${missing} does not exist in this repository`],
       [
         'POST',
         `${r}/concepts/${concept.id}/summaries`,
@@ -184,7 +195,7 @@ describe(`the write API (${BACKEND})`, () => {
       const res = await call(method, path, body)
       expectError(res, message.endsWith('not found') ? 404 : 400, message)
     }
-    expect(await Promise.all(['facts', 'concept_summaries', 'concept_syntheses', 'reports', 'investigations', 'fact_sources'].map((table) => count(a, table)))).toEqual(before)
+    expect(await Promise.all(tables.map((table) => count(a, table)))).toEqual(before)
   })
 
   test('every row answers with an ETag; a stale If-Match is 412 and changes nothing, none or the current one applies', async () => {

@@ -44,7 +44,9 @@ async function requireReferences(tx: TransactionSql, input: FactChanges): Promis
  * image, what the caller gave.
  */
 const imageUrl = (tx: Db, context: FactWriteContext, imageId: string | null, given: string) =>
-  tx`coalesce((SELECT CASE WHEN si.storage_key IS NOT NULL THEN ${context.imageUrlPrefix} || si.id::text ELSE si.url END FROM source_images si WHERE si.id = ${imageId}), ${given})`
+  imageId === null
+    ? tx`${given}::text`
+    : tx`coalesce((SELECT CASE WHEN si.storage_key IS NOT NULL THEN ${context.imageUrlPrefix} || si.id::text ELSE si.url END FROM source_images si WHERE si.id = ${imageId}), ${given})`
 
 async function addLinks(tx: Db, factId: string, input: FactChanges): Promise<void> {
   const sources = input.sources ?? []
@@ -67,10 +69,11 @@ function checkKind(fields: { fact_kind?: string; source_image_id?: string | null
 
 /**
  * Creates a fact with its links. A fact of the same normalized text exists: ExistingRow, or with
- * `merge` the links are added to that fact (`created` false).
+ * `merge` the links are added to that fact (`created` false). A reference to a row that does not
+ * exist fails the statement on its foreign key, so nothing is written; the refusal names the
+ * first such reference, looked up then.
  *
- * One statement (so one implicit transaction, and one round trip): it looks for a missing
- * reference first and writes nothing if there is one; otherwise it inserts the fact unless its
+ * One statement (so one implicit transaction, and one round trip): it inserts the fact unless its
  * hash exists, links whichever fact is the target, marks a new one for embedding, and answers a
  * new one's detail from the row it inserted and the links it is inserting (getFact's columns,
  * factDetailColumns). The links' foreign keys are checked at the end of the statement, when the
@@ -86,16 +89,11 @@ export async function createFact(sql: Sql, input: FactInput, options: FactWriteC
   const imageId = input.source_image_id ?? null
   const sourceLinks = sql`SELECT x.s AS source_id, x.c AS chunk_index FROM unnest(${sources.map((s) => s.source_id)}::uuid[], ${sources.map((s) => s.chunk_index ?? 0)}::int[]) AS x(s, c)`
   const conceptLinks = sql`SELECT x.c AS concept_id, x.p AS promptset_hash FROM unnest(${concepts.map((c) => c.concept_id)}::uuid[], ${concepts.map((c) => c.promptset_hash ?? '')}::text[]) AS x(c, p)`
-  const [result] = await sql<Written[]>`
-    WITH missing AS (${missingReference(sql, [
-      { table: 'sources', ids: sources.map((s) => s.source_id), field: 'sources' },
-      { table: 'concepts', ids: concepts.map((c) => c.concept_id), field: 'concepts' },
-      { table: 'source_images', ids: imageId ? [imageId] : [], field: 'source_image_id' },
-    ])}), inserted AS (
+  const written = sql<Written[]>`
+    WITH inserted AS (
       INSERT INTO facts (id, text, fact_kind, image_url, content_hash, promptset_hash, status, source_image_id)
-      SELECT ${id}, ${input.text}, ${input.fact_kind ?? 'text'}, ${imageUrl(sql, options, imageId, input.image_url ?? '')}, ${hash},
-        ${input.promptset_hash ?? ''}, ${input.status ?? 'new'}, ${imageId}
-      WHERE NOT EXISTS (SELECT 1 FROM missing)
+      VALUES (${id}, ${input.text}, ${input.fact_kind ?? 'text'}, ${imageUrl(sql, options, imageId, input.image_url ?? '')}, ${hash},
+        ${input.promptset_hash ?? ''}, ${input.status ?? 'new'}, ${imageId})
       ON CONFLICT (content_hash) DO NOTHING
       RETURNING *
     ), target AS (
@@ -103,7 +101,7 @@ export async function createFact(sql: Sql, input: FactInput, options: FactWriteC
       UNION ALL SELECT id FROM facts WHERE content_hash = ${hash} AND NOT EXISTS (SELECT 1 FROM inserted)
     ), linked AS (
       SELECT (SELECT id FROM target LIMIT 1) AS fact_id
-      WHERE NOT EXISTS (SELECT 1 FROM missing) AND (EXISTS (SELECT 1 FROM inserted) OR ${options.merge})
+      WHERE EXISTS (SELECT 1 FROM inserted) OR ${options.merge}
     ), source_links AS (${sourceLinks}), fact_source_links AS (
       INSERT INTO fact_sources (fact_id, source_id, chunk_index)
       SELECT l.fact_id, x.source_id, x.chunk_index FROM linked l, source_links x
@@ -116,22 +114,33 @@ export async function createFact(sql: Sql, input: FactInput, options: FactWriteC
       INSERT INTO embedding_changes (kind, id) SELECT 'facts', id FROM inserted
       ON CONFLICT (kind, id) DO UPDATE SET changed_at = clock_timestamp()
     )
-    SELECT m.field, m.noun, m.id AS missing, (SELECT id FROM target LIMIT 1) AS id, EXISTS (SELECT 1 FROM inserted) AS created,
-      ${jsonRow(sql, sql`SELECT ${factDetailColumns(sql, { sources: sql`SELECT DISTINCT source_id, chunk_index FROM source_links`, concepts: sql`SELECT concept_id FROM concept_links` })} FROM inserted facts`)} AS fact
-    FROM (SELECT 1) one LEFT JOIN missing m ON true`
-  return await settleCreated(sql, { result: result!, hash, merge: options.merge, sources, concepts })
+    SELECT (SELECT id FROM target LIMIT 1) AS id, EXISTS (SELECT 1 FROM inserted) AS created,
+      ${jsonRow(sql, sql`SELECT ${factDetailColumns(sql, { sources: sql`SELECT DISTINCT source_id, chunk_index FROM source_links`, concepts: sql`SELECT concept_id FROM concept_links` })} FROM inserted facts`)} AS fact`
+  // A foreign key refused a reference: the refusal names the first missing one.
+  const refuseMissing = async (error: unknown): Promise<never> => {
+    if ((error as { code?: string }).code !== FOREIGN_KEY_VIOLATION) throw error
+    const [missing] = await sql<{ field: string; noun: string; id: string }[]>`${missingReference(sql, [
+      { table: 'sources', ids: sources.map((s) => s.source_id), field: 'sources' },
+      { table: 'concepts', ids: concepts.map((c) => c.concept_id), field: 'concepts' },
+      { table: 'source_images', ids: imageId ? [imageId] : [], field: 'source_image_id' },
+    ])}`
+    throw missing ? missingReferenceError(missing) : error
+  }
+  const [result] = await written.catch(refuseMissing)
+  return await settleCreated(sql, { result: result!, hash, merge: options.merge, sources, concepts }).catch(refuseMissing)
 }
 
-/** createFact's statement's answer: the first missing reference, or the fact written (or found), whether it is new, and a new one's detail. */
-type Written = { field: string | null; noun: string | null; missing: string | null; id: string | null; created: boolean; fact: FactDetail | null }
+const FOREIGN_KEY_VIOLATION = '23503'
 
-/** What createFact answers once its statement ran: the new fact, the refusal, or the merged one. */
+/** createFact's statement's answer: the fact written (or found), whether it is new, and a new one's detail. */
+type Written = { id: string | null; created: boolean; fact: FactDetail | null }
+
+/** What createFact answers once its statement ran: the new fact, or the merged one. */
 async function settleCreated(
   sql: Sql,
   { result, hash, merge, sources, concepts }: { result: Written; hash: string; merge: boolean } & Pick<FactChanges, 'sources' | 'concepts'>,
 ): Promise<{ fact: FactDetail; created: boolean }> {
   if (result.created && result.fact) return { fact: result.fact, created: true }
-  if (result.missing) throw missingReferenceError({ field: result.field!, noun: result.noun!, id: result.missing })
   // The twin committed after this statement's snapshot was taken: its id is only visible now.
   const existing = result.id ?? (await sql<{ id: string }[]>`SELECT id FROM facts WHERE content_hash = ${hash}`)[0]?.id
   if (!existing) throw new Error('createFact: the fact was neither inserted nor found')
