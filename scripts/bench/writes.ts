@@ -43,10 +43,6 @@ try {
   )
   const concepts = await mapConcurrently(Array.from({ length: CONCEPTS }), 8, async (_, i) => (await post(`/${slug}/concepts`, { canonical_name: `Concept ${i}` }, token)).id as string)
 
-  // The creations and the reads alternate in rounds (each round: its share of the creations,
-  // `concurrency` at a time, then reads of the facts written so far for its share of the
-  // seconds), so both rates see the same process and background (the embedding jobs, the
-  // database's vacuum) rather than one the start of the run and the other its end.
   // Fact `i`, by one request.
   const createFact = async (i: number) =>
     (
@@ -63,6 +59,10 @@ try {
   // Warmed up as the reads are (measure's first second): creations not counted, numbered past the counted ones.
   const warmup = Math.ceil(facts / 10)
   await mapConcurrently(Array.from({ length: warmup }), concurrency, (_, j) => createFact(facts + j))
+  // The creations and the reads alternate in rounds (each round: its share of the creations,
+  // `concurrency` at a time, then reads of the facts written so far for its share of the
+  // seconds), so both rates see the same process and background (the embedding jobs, the
+  // database's vacuum) rather than one the start of the run and the other its end.
   const latencies: number[] = []
   const ids: string[] = []
   const rounds: { writes: number; writeSeconds: number; reads: LoadResult }[] = []
@@ -91,7 +91,6 @@ try {
   const readRate = rounds.reduce((sum, r) => sum + r.reads.requests, 0) / seconds
   const roundRatios = rounds.map((r) => r.writes / r.writeSeconds / r.reads.requestsPerSecond)
   latencies.sort((a, b) => a - b)
-  const readLatencies = rounds.map((r) => r.reads)
 
   let jobs = 0
   for (let page: string | undefined = `/${slug}/jobs?kind=embed_changes&limit=100`; page; ) {
@@ -105,7 +104,7 @@ try {
     `POST /{repoID}/facts        ${format(writeRate).padStart(8)} req/s  (${facts} facts in ${writeSeconds.toFixed(1)} s; p50 ${percentile(latencies, 0.5).toFixed(1)} ms  p99 ${percentile(latencies, 0.99).toFixed(1)} ms)`,
   )
   console.log(
-    `GET /{repoID}/facts/{id}    ${format(readRate).padStart(8)} req/s  (${seconds} s; p50 of the rounds' p50 ${median(readLatencies.map((r) => r.p50)).toFixed(1)} ms, highest p99 ${Math.max(...readLatencies.map((r) => r.p99)).toFixed(1)} ms)`,
+    `GET /{repoID}/facts/{id}    ${format(readRate).padStart(8)} req/s  (${seconds} s; p50 of the rounds' p50 ${median(rounds.map((r) => r.reads.p50)).toFixed(1)} ms, highest p99 ${Math.max(...rounds.map((r) => r.reads.p99)).toFixed(1)} ms)`,
   )
   console.log(`ratio writes : reads        ${(writeRate / readRate).toFixed(2)} (target >= 0.25); by round ${roundRatios.map((r) => r.toFixed(2)).join(' ')}, median ${median(roundRatios).toFixed(2)}`)
   console.log(`embed_changes jobs queued   ${jobs} for ${facts + warmup + CONCEPTS} writes of facts and concepts`)

@@ -264,24 +264,26 @@ describe(`repository counts (${BACKEND})`, () => {
       return settled
     }
 
-    const running = paced.graphChanged(repository.id)
-    // It starts in a microtask (and cannot end before its queries are answered); asked before, it would be shared.
-    await Promise.resolve()
-    const pending = paced.graphChanged(repository.id)
-    await running
-    await sql`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'while a copy is pending')`
-    expect(await settledYet(pending)).toBe(false)
+    /** A copy queued while another runs, after a write only it can count: still waiting for its time. */
+    const pendingAfterWrite = async (title: string) => {
+      const running = paced.graphChanged(repository.id)
+      // It starts in a microtask (and cannot end before its queries are answered); asked before, it would be shared.
+      await Promise.resolve()
+      const pending = paced.graphChanged(repository.id)
+      await running
+      await sql`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, ${title})`
+      expect(await settledYet(pending)).toBe(false)
+      // Wrapped: an async function's answer would be the copy's settling.
+      return { pending }
+    }
+
+    const { pending } = await pendingAfterWrite('while a copy is pending')
     const now = await counted()
     expect<Record<string, number> | undefined>(await copiedCounts(pools.system, repository.id)).toEqual({ ...now, investigations: now.investigations! - 1 })
     expect<Record<string, number>>((await paced.record(owner.id, (await paced.resolve(repository.id))!)).counts).toEqual(now)
     expect(await settledYet(pending)).toBe(true)
 
-    const runningAtStop = paced.graphChanged(repository.id)
-    await Promise.resolve()
-    const pendingAtStop = paced.graphChanged(repository.id)
-    await runningAtStop
-    await sql`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'before a stop')`
-    expect(await settledYet(pendingAtStop)).toBe(false)
+    const { pending: pendingAtStop } = await pendingAfterWrite('before a stop')
     await paced.allCountsCopied()
     expect(await settledYet(pendingAtStop)).toBe(true)
     expect<Record<string, number> | undefined>(await copiedCounts(pools.system, repository.id)).toEqual(await counted())
