@@ -112,23 +112,29 @@ export class JobWorker {
     const controller = new AbortController()
     this.current = { id: claimed.id, controller }
     let pending: Partial<JobProgress> | undefined
-    let beating = false
-    const heartbeat = setInterval(async () => {
-      if (beating) return
-      beating = true
-      try {
-        const update = pending
-        pending = undefined
-        const lease = update ? await reportProgress(this.system, claimed.id, this.id, this.timing.leaseMs, update) : await renewLease(this.system, claimed.id, this.id, this.timing.leaseMs)
-        if (!lease.held) controller.abort(LEASE_LOST)
-        else if (lease.cancelRequested) controller.abort(CANCELLED)
-      } catch (error) {
-        // A missed beat is not fatal: the lease outlasts many of them.
-        this.log.warn('job heartbeat failed', { job: claimed.id, ...describeError(error) })
-      } finally {
-        beating = false
-      }
+    let beat: Promise<void> | undefined
+    const heartbeat = setInterval(() => {
+      beat ??= (async () => {
+        try {
+          const update = pending
+          pending = undefined
+          const lease = update ? await reportProgress(this.system, claimed.id, this.id, this.timing.leaseMs, update) : await renewLease(this.system, claimed.id, this.id, this.timing.leaseMs)
+          if (!lease.held) controller.abort(LEASE_LOST)
+          else if (lease.cancelRequested) controller.abort(CANCELLED)
+        } catch (error) {
+          // A missed beat is not fatal: the lease outlasts many of them.
+          this.log.warn('job heartbeat failed', { job: claimed.id, ...describeError(error) })
+        } finally {
+          beat = undefined
+        }
+      })()
     }, this.timing.heartbeatMs)
+    // Before the outcome is written: postgres.js may pipeline a beat still in flight on another
+    // connection, where it could land after the last report and put older progress back.
+    const stopBeating = async () => {
+      clearInterval(heartbeat)
+      await beat
+    }
 
     const job: RunningJob = {
       id: claimed.id,
@@ -153,12 +159,14 @@ export class JobWorker {
       await this.afterRun(kind, claimed)
       // Work that got to its end before it saw the shutdown is kept.
       if (controller.signal.reason !== SHUTTING_DOWN) controller.signal.throwIfAborted()
+      await stopBeating()
       if (pending) await reportProgress(this.system, claimed.id, this.id, this.timing.leaseMs, pending)
       await finishJob(this.system, claimed.id, this.id, { status: 'succeeded', result })
       this.log.info('job succeeded', { ...about, ms: elapsed(started), ...resultCounts(result) })
     } catch (error) {
       // A failed attempt may have committed part of its work (an import that failed after its commit).
       await this.afterRun(kind, claimed)
+      await stopBeating()
       await this.recordFailure(claimed, controller.signal, error, { ...about, ms: elapsed(started) })
     } finally {
       clearInterval(heartbeat)

@@ -19,6 +19,24 @@ const kinds: JobKind[] = [
       return { value: job.params.value, attempt: job.attempt, facts }
     },
   }),
+  // Reports progress without pause for `ms`, the last report (done = total) as it returns: the
+  // heartbeat is in flight at any moment, the final report included.
+  defineJobKind({
+    kind: 'test_progress',
+    params: Type.Object({ ms: Type.Integer() }),
+    maxAttempts: 1,
+    repositoryScoped: true,
+    run: async (job) => {
+      const end = performance.now() + job.params.ms
+      let done = 0
+      while (performance.now() < end) {
+        job.progress({ phase: 'counting', done: ++done, total: 0 })
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+      job.progress({ done, total: done })
+      return { done }
+    },
+  }),
   // Fails until attempt `succeed_on`.
   defineJobKind({
     kind: 'test_flaky',

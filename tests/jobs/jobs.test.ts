@@ -67,6 +67,15 @@ describe(`jobs on worker threads (${BACKEND})`, () => {
     expect(Date.parse(job.finished_at!)).toBeGreaterThanOrEqual(Date.parse(job.started_at!))
   })
 
+  test('a finished job keeps its last progress: no heartbeat sent before the end lands after it', async () => {
+    const queued = await Promise.all(Array.from({ length: 12 }, () => enqueue('test_progress', { ms: 120 })))
+    const jobs = await Promise.all(queued.map((job) => waitForJob(job.id)))
+    for (const job of jobs) {
+      const { done } = job.result as { done: number }
+      expect(job).toMatchObject({ status: 'succeeded', progress: { done, total: done, percent: 100 } })
+    }
+  })
+
   test('a failing job is retried with backoff until it succeeds', async () => {
     const job = await waitForJob((await enqueue('test_flaky', { succeed_on: 3 })).id)
     // The failures are behind it: a job that succeeded carries no error.
