@@ -4,9 +4,9 @@
 //
 // The file's metadata holds the canonical hash, which is known only after every row: so the file
 // starts with a gzip member of the head alone, stored uncompressed and so of a size known in
-// advance; the rows follow as gzip members compressed on every core (gzip-members.ts) while the
-// same pass hashes them; and the head's member, written last, fills the room left for it. Memory
-// holds the snapshot's batch plus the gzip members in flight.
+// advance; the rows follow as gzip members compressed on threads of their own (gzip-members.ts)
+// while the same pass hashes them; and the head's member, written last, fills the room left for
+// it. Memory holds the snapshot's batch plus the gzip members in flight.
 import { open, type FileHandle } from 'node:fs/promises'
 import { gzipSync } from 'node:zlib'
 import type { Sql } from 'postgres'

@@ -1,7 +1,8 @@
-// Multi-member gzip (RFC 1952 §2.2) compressed on every core: the uncompressed stream is cut
-// into members of MEMBER_BYTES, each compressed on a thread of its own (src/gzip-thread.ts), and
-// the members come out in order. Every gzip reader reads the concatenation as one stream (Go's
-// compress/gzip, Python's gzip, Node's zlib, gzip(1)). Memory holds a few members per thread.
+// Multi-member gzip (RFC 1952 §2.2) compressed on threads of its own, beside the one that makes
+// the bytes: the uncompressed stream is cut into members of MEMBER_BYTES, each compressed on a
+// compression thread (src/gzip-thread.ts), and the members come out in order. Every gzip reader
+// reads the concatenation as one stream (Go's compress/gzip, Python's gzip, Node's zlib,
+// gzip(1)). Memory holds a few members per thread.
 import { runtime } from '../../runtime/index.ts'
 import { availableParallelism } from 'node:os'
 import { GZIP_WORKER_URL } from '../../workers.ts'
@@ -90,11 +91,19 @@ class GzipThreads {
 }
 
 /**
- * The gzip members of `source`, in order. The threads (one per core unless `threads` says
+ * Compression threads by default. The thread that feeds them encodes the rows at about half the
+ * rate one thread compresses them at level 3, and PostgreSQL needs a core to send them: one
+ * thread keeps up, a second is there where a core is spare, and more would only hold memory
+ * (each thread has a heap of its own).
+ */
+const DEFAULT_THREADS = Math.min(2, Math.max(1, availableParallelism() - 1))
+
+/**
+ * The gzip members of `source`, in order. The threads (DEFAULT_THREADS unless `threads` says
  * otherwise) live as long as the iteration, and end with it however it ends.
  */
 export async function* gzipMembers(source: AsyncIterable<Uint8Array>, options: { level?: number; threads?: number } = {}): AsyncGenerator<Uint8Array> {
-  const threadCount = options.threads ?? availableParallelism()
+  const threadCount = options.threads ?? DEFAULT_THREADS
   const threads = new GzipThreads(threadCount, options.level ?? 6)
   const inFlight: Promise<Uint8Array>[] = []
   const submit = (data: Uint8Array) => {
