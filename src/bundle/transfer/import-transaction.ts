@@ -16,8 +16,8 @@ import { ROW_SCHEMAS, ROW_SECTIONS, type Row, type RowSection } from '../format/
 import { isMediaType } from '../../media/types.ts'
 
 /** Rows per statement, at most; and at most about this many bytes of the bundle (wide rows: sources, syntheses). */
-const BATCH_ROWS = 2000
-const BATCH_BYTES = 2 * 1024 * 1024
+const BATCH_ROWS = 1000
+const BATCH_BYTES = 1024 * 1024
 /** Statements in flight on the connection at once. */
 const PIPELINE = 2
 /**
@@ -84,7 +84,7 @@ export interface GraphImportOptions {
   progress(update: Partial<JobProgress>): void
 }
 
-/** The position range of a batch, for messages: `facts[2000..3999]`. */
+/** The position range of a batch, for messages: `facts[1000..1999]`. */
 const where = (batch: Batch) => `${batch.section}[${batch.positions[0]}${batch.positions.length > 1 ? `..${batch.positions.at(-1)}` : ''}]`
 /** PostgreSQL's data exceptions (22) and integrity violations (23): the bundle's values, not the service. */
 export const isDataError = (error: unknown) => /^(2[23]|54)/.test(String((error as { code?: unknown } | null)?.code ?? ''))
