@@ -1,5 +1,5 @@
 // Entry point of a compression thread (src/bundle/transfer/gzip-members.ts): each message is the
-// uncompressed bytes of one gzip member, compressed here so that every core compresses.
+// uncompressed bytes of one gzip member, compressed here beside the thread that encodes them.
 import { gzipSync } from 'node:zlib'
 import type { GzipRequest, GzipResult } from './bundle/transfer/gzip-members.ts'
 
