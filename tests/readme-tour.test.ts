@@ -2,18 +2,21 @@
 // written (with errexit and pipefail, so that no step may fail unnoticed) against a started
 // server, twice in a row: the second run signs in where the first registered. Only what a reader
 // has right after `npm install`: no node_modules/.bin on the PATH (`npx bun` finds Bun), no jq.
+// The files the tour writes under /tmp go to a scratch directory of this run's instead, so that
+// two runs at once (CI's two legs) do not write and read each other's.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
-import { BACKEND, instanceEnvironment } from './helpers/backend.ts'
+import { BACKEND, instanceEnvironment, tempDir } from './helpers/backend.ts'
 import { ROOT, startServerProcess, type ServerProcess } from './helpers/server.ts'
 import { bundleProblems, summarizeBundle } from '../src/bundle/format/tools.ts'
 
 const TOUR_HEADING = '## A five-minute tour'
+const scratch = tempDir('kgs-tour-')
 /** Where the tour saves the export it downloads. */
-const EXPORT_FILE = '/tmp/tour-export.json.gz'
+const EXPORT_FILE = join(scratch, 'tour-export.json.gz')
 
-/** The shell blocks of the README's tour section, in order. */
+/** The shell blocks of the README's tour section, in order, their /tmp/ files in `scratch`. */
 function tourScript(): string {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
   const start = readme.indexOf(TOUR_HEADING)
@@ -22,7 +25,9 @@ function tourScript(): string {
   const section = readme.slice(start, next === -1 ? undefined : next)
   const blocks = [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((match) => match[1]!)
   expect(blocks.length).toBeGreaterThan(0)
-  return blocks.join('\n')
+  const script = blocks.join('\n')
+  expect(script).toContain('/tmp/tour-export.json.gz')
+  return script.replaceAll('/tmp/', `${scratch}/`)
 }
 
 /** The PATH of a shell right after `npm install`: the test runner's, less node_modules/.bin. */

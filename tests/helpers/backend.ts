@@ -12,8 +12,18 @@ import pglitePackage from '../../node_modules/@electric-sql/pglite/package.json'
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL || undefined
 export const BACKEND: 'embedded' | 'postgres' = TEST_DATABASE_URL ? 'postgres' : 'embedded'
 
+const tempDirs: string[] = []
+
+/** A new directory under the system's temporary one; the suite removes it at its end (removeTempDirs) if its test did not. */
 export function tempDir(prefix = 'kgs-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix))
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  tempDirs.push(dir)
+  return dir
+}
+
+/** Removes every directory tempDir made: tests/helpers/preload.ts calls it once, after the last test file. */
+export function removeTempDirs(): void {
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true })
 }
 
 /** A fresh database on the test server; drop() removes it and every repository database it made. */

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, setSystemTime, test } from 'bun:
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BACKEND } from '../helpers/backend.ts'
+import { BACKEND, tempDir } from '../helpers/backend.ts'
 import { type api, expectError, type Account } from '../helpers/api.ts'
 import { runKgs, type TestServer } from '../helpers/server.ts'
 import { fixture } from '../helpers/fixture.ts'
@@ -240,7 +240,7 @@ describe('registry configuration', () => {
     expect(createRegistryClient({ registryUrl: 'https://kgs.example.com/', jwtSecret: secret }, 'https://kgs.example.com')).toBeInstanceOf(RegistryClient)
     expect(createRegistryClient({ registryUrl: 'https://registry.example.com', registryToken: 'theirs', jwtSecret: secret }, 'https://kgs.example.com')).toBeInstanceOf(RegistryClient)
     // And kgs serve stops with that one line.
-    const result = await runKgs(['serve'], { JWT_SECRET: secret, REGISTRY_URL: 'https://registry.example.com', DATA_DIR: mkdtempSync(join(tmpdir(), 'kgs-registry-config-')), PORT: '0' })
+    const result = await runKgs(['serve'], { JWT_SECRET: secret, REGISTRY_URL: 'https://registry.example.com', DATA_DIR: tempDir('kgs-registry-config-'), PORT: '0' })
     expect(result.code).toBe(1)
     expect(result.stderr).toContain('REGISTRY_URL https://registry.example.com is another server than BASE_URL')
   })

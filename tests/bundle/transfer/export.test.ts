@@ -3,11 +3,10 @@
 // a worker thread through POST /{repoID}/export-graph, pushed to this server's registry, and
 // read back with the reader and compared with the database, LanceDB and blob storage.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gunzipSync, inflateRawSync } from 'node:zlib'
-import { BACKEND } from '../../helpers/backend.ts'
+import { BACKEND, tempDir } from '../../helpers/backend.ts'
 import { api, expectError, registerAccount, type Account } from '../../helpers/api.ts'
 import { waitForJob } from '../../helpers/jobs.ts'
 import { startTestServer, type TestServer } from '../../helpers/server.ts'
@@ -452,7 +451,7 @@ describe(`export of a generated graph (${BACKEND})`, () => {
 describe(`exportRepository, the plain function (${BACKEND})`, () => {
   /** Exports the full repository into a scratch file; its bytes, the summary, the progress. */
   async function exportPlain(options: { onProgress?: (progress: ExportProgress) => void; signal?: AbortSignal } = {}) {
-    const path = join(mkdtempSync(join(tmpdir(), 'kgs-export-')), 'plain.json.gz')
+    const path = join(tempDir('kgs-export-'), 'plain.json.gz')
     const sql = await server.context.pools.forRepository(full.id)
     const summary = await exportRepository(sql, server.context, { repositoryId: full.id, name: 'Plain', exportedAt: EXPORTED_AT, includeBodies: true, ...options }, path)
     return { summary, bytes: readFileSync(path), path }
@@ -530,7 +529,7 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
     await sql`INSERT INTO fact_concepts (fact_id, concept_id, promptset_hash) VALUES (${fact!.id}, ${concept!.id}, ${text})`
     await sql`INSERT INTO concept_aliases (concept_id, alias_text) VALUES (${concept!.id}, ${text})`
 
-    const path = join(mkdtempSync(join(tmpdir(), 'kgs-export-')), 'escapes.json.gz')
+    const path = join(tempDir('kgs-export-'), 'escapes.json.gz')
     await exportRepository(sql, server.context, { repositoryId: repo.id, name: 'Escapes', exportedAt: EXPORTED_AT }, path)
     const json = gunzipSync(readFileSync(path)).toString()
     const document = JSON.parse(json)
@@ -544,7 +543,7 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
 
   test('cancelled in the middle of the pass, it fails and the caller is left no more than its own file', async () => {
     const controller = new AbortController()
-    const dir = mkdtempSync(join(tmpdir(), 'kgs-export-'))
+    const dir = tempDir('kgs-export-')
     const sql = await server.context.pools.forRepository(full.id)
     let seen = 0
     const onProgress = (progress: ExportProgress) => {
