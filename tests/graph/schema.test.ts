@@ -69,6 +69,22 @@ describe(`graph schema (${BACKEND})`, () => {
     expect(await outcome(sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, 'x', 'video', ${hash(2)}, 'new')`)).toBe(CHECK)
     expect(await outcome(sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, 'x', 'text', ${hash(3)}, 'done')`)).toBe(CHECK)
     expect(await outcome(sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, 'x', 'text', 'not-a-hash', 'new')`)).toBe(CHECK)
+    // A content hash is exactly 64 lowercase hexadecimal digits (0010's form of the rule).
+    for (const [contentHash, expected] of [
+      [hash(4).toUpperCase().replace('0', 'A'), CHECK],
+      [hash(5).slice(1), CHECK],
+      [`${hash(6)}0`, CHECK],
+      [`${hash(7).slice(1)}g`, CHECK],
+      [`${hash(8).slice(1)}é`, CHECK],
+      [`${hash(9).slice(1)}\n`, CHECK],
+      ['', CHECK],
+      [hash(10).replace('0', 'f'), 'ok'],
+    ]) {
+      expect([
+        contentHash,
+        await outcome(sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, ${`x ${contentHash}`}, 'text', ${contentHash}, 'new')`),
+      ]).toEqual([contentHash, expected])
+    }
     expect(await outcome(sql`INSERT INTO source_images (id, source_id, kind, position) VALUES (${crypto.randomUUID()}, ${ids.source}, 'thumbnail', 9)`)).toBe(CHECK)
     expect(await outcome(sql`INSERT INTO reports (id, title, status) VALUES (${crypto.randomUUID()}, 'r', 'archived')`)).toBe(CHECK)
     expect(await outcome(sql`INSERT INTO report_annotations (report_id, sentence_index, fact_id, score, posture) VALUES (${ids.report}, 5, ${ids.fact}, 0.1, 'refutes')`)).toBe(CHECK)

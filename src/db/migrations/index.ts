@@ -28,6 +28,7 @@ import repository0006 from './repository/0006_full_text_search.sql' with { type:
 import repository0007 from './repository/0007_embedding_changes.sql' with { type: 'text' }
 import repository0008 from './repository/0008_fact_documents.sql' with { type: 'text' }
 import repository0009 from './repository/0009_summary_citations.sql' with { type: 'text' }
+import repository0010 from './repository/0010_fact_hash_check.sql' with { type: 'text' }
 
 export interface Migration {
   version: number
@@ -69,5 +70,6 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 7, name: '0007_embedding_changes', sql: repository0007 },
     { version: 8, name: '0008_fact_documents', sql: repository0008 },
     { version: 9, name: '0009_summary_citations', sql: repository0009 },
+    { version: 10, name: '0010_fact_hash_check', sql: repository0010 },
   ],
 }
