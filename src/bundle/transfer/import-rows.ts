@@ -20,6 +20,9 @@
 //   Investigations (title, topic) and reports (title, topic, body, parent) have no key in the
 //   bundle: a row that existed before this import is reused, so a bundle imported twice adds
 //   nothing, while the bundle's own look-alikes stay apart.
+// - In a bulk load (import-indexes.ts) facts have no unique index: their statement inserts every
+//   row, and a repeated one surfaces when the indexes are built (the links' DO NOTHING then names
+//   no index either).
 // - The sections most rows point at (sources, facts, concepts) also keep their local UUIDs in
 //   memory (LocalIds): the largest sections, the links between them, send their UUIDs instead of
 //   having PostgreSQL probe two mapping tables per row. A statement of those sections answers
@@ -51,6 +54,11 @@ export interface RowContext {
   portableIndexed: boolean
   /** The local UUIDs of the sections link rows point at, by position. */
   ids: Record<RememberedSection, LocalIds>
+  /**
+   * A bulk load (import-indexes.ts): the facts' unique indexes are gone, so every fact is
+   * inserted; one the bundle repeats surfaces as a unique violation later.
+   */
+  bulk: boolean
 }
 
 type RememberedSection = 'sources' | 'facts' | 'concepts'
@@ -129,6 +137,21 @@ const localIds = (tx: TransactionSql, table: MappingTable, list: Fragment) => tx
 /** created_at of the row at `pos`: the transaction's start plus that many microseconds. */
 const createdAt = (tx: TransactionSql, pos: Fragment) => tx`now() + ${pos} * interval '1 microsecond'`
 
+/**
+ * An array in PostgreSQL's text form ('{"a","b",NULL}', cast to its type in SQL). postgres.js
+ * would serialize the arrays itself, running two regular-expression replaces on every element,
+ * which was most of an import's own CPU time; here only an element holding a quote or a
+ * backslash is escaped.
+ */
+function arrayLiteral(values: readonly (string | number | null | undefined)[]): string {
+  if (values.includes(undefined)) throw new Error('arrayLiteral: an element is undefined')
+  const plain = values.every((value) => typeof value === 'string' && !value.includes('"') && !value.includes('\\'))
+  // One join makes one flat string; concatenating element by element builds a rope of ropes.
+  if (plain) return values.length === 0 ? '{}' : `{"${values.join('","')}"}`
+  const element = (value: string | number | null) => (value === null ? 'NULL' : typeof value === 'number' ? String(value) : `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`)
+  return `{${(values as (string | number | null)[]).map(element).join(',')}}`
+}
+
 /** A '{1,2,3}' literal (cast to int[] in SQL): lists of positions travel as one text per row. */
 const intList = (values: readonly number[] | undefined) => `{${(values ?? []).join(',')}}`
 /** Booleans travel as 0/1 (cast to bool[] in SQL): postgres.js would type a boolean array as a single boolean. */
@@ -187,10 +210,10 @@ export const ROW_WRITERS: Writers = {
       tx`
       WITH batch AS (
         SELECT * FROM unnest(
-          ${positions}::int[], ${sent}::uuid[], ${rows.map((r) => r.url)}::text[], ${rows.map((r) => r.doi ?? '')}::text[],
-          ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => r.parsed_title ?? '')}::text[],
-          ${rows.map((r) => r.parsed_text ?? '')}::text[], ${rows.map((r) => r.parsed_markdown ?? '')}::text[],
-          ${rows.map((r) => r.published_at ?? null)}::date[], ${flags(rows.map((r) => r.has_stored_body))}::int[]::bool[]
+          ${arrayLiteral(positions)}::int[], ${arrayLiteral(sent)}::uuid[], ${arrayLiteral(rows.map((r) => r.url))}::text[], ${arrayLiteral(rows.map((r) => r.doi ?? ''))}::text[],
+          ${arrayLiteral(rows.map((r) => r.kind))}::text[], ${arrayLiteral(rows.map((r) => r.status))}::text[], ${arrayLiteral(rows.map((r) => r.parsed_title ?? ''))}::text[],
+          ${arrayLiteral(rows.map((r) => r.parsed_text ?? ''))}::text[], ${arrayLiteral(rows.map((r) => r.parsed_markdown ?? ''))}::text[],
+          ${arrayLiteral(rows.map((r) => r.published_at ?? null))}::date[], ${arrayLiteral(flags(rows.map((r) => r.has_stored_body)))}::int[]::bool[]
         ) AS b(pos, id, url, doi, kind, status, parsed_title, parsed_text, parsed_markdown, published_at, has_stored_body)
       ), inserted AS (
         INSERT INTO sources (id, url, doi, kind, status, parsed_title, parsed_text, parsed_markdown, published_at, has_stored_body, created_at)
@@ -213,11 +236,11 @@ export const ROW_WRITERS: Writers = {
     const [{ inserted, stored }] = (await tx`
       WITH batch AS (
         SELECT * FROM unnest(
-          ${positions}::int[], ${fresh(rows)}::uuid[], ${rows.map((r) => r.source_idx)}::int[], ${rows.map((r) => r.kind)}::text[],
-          ${rows.map((r) => r.page_number ?? null)}::int[], ${rows.map((r) => r.position)}::int[], ${rows.map((r) => r.url ?? '')}::text[],
-          ${rows.map((r) => r.width ?? null)}::int[], ${rows.map((r) => r.height ?? null)}::int[], ${rows.map((r) => r.bytes ?? null)}::bigint[],
-          ${rows.map((r) => r.alt_text ?? '')}::text[], ${rows.map((r) => r.content_type ?? '')}::text[], ${rows.map((r) => r.image_ref ?? null)}::text[],
-          ${flags(firstOfRef(rows.map((r) => r.image_ref)))}::int[]::bool[]
+          ${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${arrayLiteral(rows.map((r) => r.source_idx))}::int[], ${arrayLiteral(rows.map((r) => r.kind))}::text[],
+          ${arrayLiteral(rows.map((r) => r.page_number ?? null))}::int[], ${arrayLiteral(rows.map((r) => r.position))}::int[], ${arrayLiteral(rows.map((r) => r.url ?? ''))}::text[],
+          ${arrayLiteral(rows.map((r) => r.width ?? null))}::int[], ${arrayLiteral(rows.map((r) => r.height ?? null))}::int[], ${arrayLiteral(rows.map((r) => r.bytes ?? null))}::bigint[],
+          ${arrayLiteral(rows.map((r) => r.alt_text ?? ''))}::text[], ${arrayLiteral(rows.map((r) => r.content_type ?? ''))}::text[], ${arrayLiteral(rows.map((r) => r.image_ref ?? null))}::text[],
+          ${arrayLiteral(flags(firstOfRef(rows.map((r) => r.image_ref))))}::int[]::bool[]
         ) AS b(pos, id, source_pos, kind, page_number, position, url, width, height, bytes, alt_text, content_type, image_ref, first_of_ref)
       ), resolved AS (
         SELECT b.*, ${mapped(tx, 'import_sources', tx`b.source_pos`)} AS source_id, m.id AS media_id, m.storage_key
@@ -252,8 +275,8 @@ export const ROW_WRITERS: Writers = {
     const [{ stored }] = (await tx`
       WITH batch AS (
         SELECT * FROM unnest(
-          ${positions}::int[], ${rows.map((r) => r.source_idx)}::int[], ${rows.map((r) => r.body_ref ?? null)}::text[],
-          ${rows.map((r) => r.content_type ?? '')}::text[], ${flags(firstOfRef(rows.map((r) => r.body_ref)))}::int[]::bool[]
+          ${arrayLiteral(positions)}::int[], ${arrayLiteral(rows.map((r) => r.source_idx))}::int[], ${arrayLiteral(rows.map((r) => r.body_ref ?? null))}::text[],
+          ${arrayLiteral(rows.map((r) => r.content_type ?? ''))}::text[], ${arrayLiteral(flags(firstOfRef(rows.map((r) => r.body_ref))))}::int[]::bool[]
         ) AS b(pos, source_pos, body_ref, content_type, first_of_ref)
       ), resolved AS (
         SELECT b.pos, ${mapped(tx, 'import_sources', tx`b.source_pos`)} AS source_id, b.body_ref, b.content_type, m.storage_key, m.bytes, m.content_type AS media_type
@@ -288,16 +311,16 @@ export const ROW_WRITERS: Writers = {
       tx`
       WITH batch AS (
         SELECT * FROM unnest(
-          ${positions}::int[], ${sent}::uuid[], ${rows.map((r) => r.text)}::text[], ${rows.map((r) => r.fact_kind)}::text[],
-          ${rows.map((r) => r.image_url ?? '')}::text[], ${hashes}::text[], ${hashes.map((hash) => portableFactId(hash))}::uuid[],
-          ${rows.map((r) => r.promptset_hash ?? '')}::text[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => r.source_image_idx ?? -1)}::int[]
+          ${arrayLiteral(positions)}::int[], ${arrayLiteral(sent)}::uuid[], ${arrayLiteral(rows.map((r) => r.text))}::text[], ${arrayLiteral(rows.map((r) => r.fact_kind))}::text[],
+          ${arrayLiteral(rows.map((r) => r.image_url ?? ''))}::text[], ${arrayLiteral(hashes)}::text[], ${arrayLiteral(hashes.map((hash) => portableFactId(hash)))}::uuid[],
+          ${arrayLiteral(rows.map((r) => r.promptset_hash ?? ''))}::text[], ${arrayLiteral(rows.map((r) => r.status))}::text[], ${arrayLiteral(rows.map((r) => r.source_image_idx ?? -1))}::int[]
         ) AS b(pos, id, text, fact_kind, image_url, content_hash, portable, promptset_hash, status, image_pos)
       ), inserted AS (
         INSERT INTO facts (id, text, fact_kind, image_url, content_hash, promptset_hash, status, source_image_id, created_at)
         SELECT b.id, b.text, b.fact_kind, ${imageUrl(context, tx`b.image_url`)}, b.content_hash, b.promptset_hash, b.status, si.id, ${createdAt(tx, tx`b.pos`)}
-        FROM batch b LEFT JOIN source_images si ON b.image_pos >= 0 AND si.id = ${mapped(tx, 'import_images', tx`b.image_pos`)}
+        FROM batch b LEFT JOIN LATERAL (SELECT si.* FROM import_images m JOIN source_images si ON si.id = m.id WHERE m.pos = b.image_pos) si ON true
         ORDER BY b.pos
-        ON CONFLICT (content_hash) DO NOTHING
+        ${context.bulk ? tx`` : tx`ON CONFLICT (content_hash) DO NOTHING`}
         RETURNING id, content_hash
       ), mapped AS (
         INSERT INTO import_facts (pos, id, portable, is_new, image_pos)
@@ -313,7 +336,7 @@ export const ROW_WRITERS: Writers = {
     count(tx`
       INSERT INTO fact_sources (fact_id, source_id, chunk_index)
       SELECT * FROM unnest(
-        ${rows.map((r) => ids.facts.get(r.fact_idx))}::uuid[], ${rows.map((r) => ids.sources.get(r.source_idx))}::uuid[], ${rows.map((r) => r.chunk_index)}::int[]
+        ${arrayLiteral(rows.map((r) => ids.facts.get(r.fact_idx)))}::uuid[], ${arrayLiteral(rows.map((r) => ids.sources.get(r.source_idx)))}::uuid[], ${arrayLiteral(rows.map((r) => r.chunk_index))}::int[]
       )
       ON CONFLICT DO NOTHING`),
 
@@ -326,9 +349,9 @@ export const ROW_WRITERS: Writers = {
       tx`
       WITH batch AS (
         SELECT * FROM unnest(
-          ${positions}::int[], ${sent}::uuid[], ${rows.map((r) => r.canonical_name)}::text[], ${rows.map((r) => r.context)}::text[],
-          ${rows.map((r) => r.description ?? '')}::text[], ${rows.map((r) => r.promptset_hash ?? '')}::text[],
-          ${rows.map((r) => portableConceptId(r.canonical_name, r.context))}::uuid[]
+          ${arrayLiteral(positions)}::int[], ${arrayLiteral(sent)}::uuid[], ${arrayLiteral(rows.map((r) => r.canonical_name))}::text[], ${arrayLiteral(rows.map((r) => r.context))}::text[],
+          ${arrayLiteral(rows.map((r) => r.description ?? ''))}::text[], ${arrayLiteral(rows.map((r) => r.promptset_hash ?? ''))}::text[],
+          ${arrayLiteral(rows.map((r) => portableConceptId(r.canonical_name, r.context)))}::uuid[]
         ) AS b(pos, id, canonical_name, context, description, promptset_hash, portable)
       ), inserted AS (
         INSERT INTO concepts (id, canonical_name, context, description, promptset_hash, created_at)
@@ -350,14 +373,14 @@ export const ROW_WRITERS: Writers = {
   concept_aliases: ({ tx, ids }, { rows }) =>
     count(tx`
       INSERT INTO concept_aliases (concept_id, alias_text)
-      SELECT * FROM unnest(${rows.map((r) => ids.concepts.get(r.concept_idx))}::uuid[], ${rows.map((r) => r.alias_text)}::text[])
+      SELECT * FROM unnest(${arrayLiteral(rows.map((r) => ids.concepts.get(r.concept_idx)))}::uuid[], ${arrayLiteral(rows.map((r) => r.alias_text))}::text[])
       ON CONFLICT DO NOTHING`),
 
   fact_concepts: ({ tx, ids }, { rows }) =>
     count(tx`
       INSERT INTO fact_concepts (fact_id, concept_id, promptset_hash)
       SELECT * FROM unnest(
-        ${rows.map((r) => ids.facts.get(r.fact_idx))}::uuid[], ${rows.map((r) => ids.concepts.get(r.concept_idx))}::uuid[], ${rows.map((r) => r.promptset_hash ?? '')}::text[]
+        ${arrayLiteral(rows.map((r) => ids.facts.get(r.fact_idx)))}::uuid[], ${arrayLiteral(rows.map((r) => ids.concepts.get(r.concept_idx)))}::uuid[], ${arrayLiteral(rows.map((r) => r.promptset_hash ?? ''))}::text[]
       )
       ON CONFLICT DO NOTHING`),
 
@@ -370,9 +393,9 @@ export const ROW_WRITERS: Writers = {
     return inserted(tx`
       WITH batch AS (
         SELECT * FROM unnest(
-          ${positions}::int[], ${fresh(rows)}::uuid[], ${rows.map((r) => r.concept_idx)}::int[], ${rows.map((r) => r.sequence_num)}::int[],
-          ${flags(rows.map((r) => r.is_complete))}::int[]::bool[], ${rows.map((r) => r.fact_count)}::int[], ${contents}::text[],
-          ${rows.map((r) => intList(r.covered_fact_idxs))}::text[], ${rows.map((r) => r.model ?? '')}::text[]
+          ${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${arrayLiteral(rows.map((r) => r.concept_idx))}::int[], ${arrayLiteral(rows.map((r) => r.sequence_num))}::int[],
+          ${arrayLiteral(flags(rows.map((r) => r.is_complete)))}::int[]::bool[], ${arrayLiteral(rows.map((r) => r.fact_count))}::int[], ${arrayLiteral(contents)}::text[],
+          ${arrayLiteral(rows.map((r) => intList(r.covered_fact_idxs)))}::text[], ${arrayLiteral(rows.map((r) => r.model ?? ''))}::text[]
         ) AS b(pos, id, concept_pos, sequence_num, is_complete, fact_count, content, covered, model)
       ), resolved AS (
         SELECT b.*, ${mapped(tx, 'import_concepts', tx`b.concept_pos`)} AS concept_id, ${localIds(tx, 'import_facts', tx`b.covered`)} AS covered_fact_ids
@@ -403,9 +426,9 @@ export const ROW_WRITERS: Writers = {
     return inserted(tx`
       WITH batch AS (
         SELECT DISTINCT ON (lower(canonical_name)) * FROM unnest(
-          ${positions}::int[], ${fresh(rows)}::uuid[], ${rows.map((r) => r.canonical_name)}::text[], ${contents}::text[],
-          ${rows.map((r) => intList(r.covered_summary_idxs))}::text[], ${rows.map((r) => intList(r.covered_concept_idxs))}::text[],
-          ${rows.map((r) => intList(r.embedded_image_idxs))}::text[], ${rows.map((r) => r.model ?? '')}::text[]
+          ${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${arrayLiteral(rows.map((r) => r.canonical_name))}::text[], ${arrayLiteral(contents)}::text[],
+          ${arrayLiteral(rows.map((r) => intList(r.covered_summary_idxs)))}::text[], ${arrayLiteral(rows.map((r) => intList(r.covered_concept_idxs)))}::text[],
+          ${arrayLiteral(rows.map((r) => intList(r.embedded_image_idxs)))}::text[], ${arrayLiteral(rows.map((r) => r.model ?? ''))}::text[]
         ) AS b(pos, id, canonical_name, content, summaries, concepts, images, model)
         ORDER BY lower(canonical_name), pos DESC
       ), upserted AS (
@@ -426,7 +449,7 @@ export const ROW_WRITERS: Writers = {
   investigations: ({ tx }, { positions, rows }) =>
     inserted(tx`
       WITH batch AS (
-        SELECT * FROM unnest(${positions}::int[], ${fresh(rows)}::uuid[], ${rows.map((r) => r.title)}::text[], ${rows.map((r) => r.topic ?? '')}::text[])
+        SELECT * FROM unnest(${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${arrayLiteral(rows.map((r) => r.title))}::text[], ${arrayLiteral(rows.map((r) => r.topic ?? ''))}::text[])
           AS b(pos, id, title, topic)
       ), resolved AS (
         SELECT b.*, (
@@ -448,7 +471,7 @@ export const ROW_WRITERS: Writers = {
     count(tx`
       INSERT INTO investigation_sources (investigation_id, source_id)
       SELECT ${mapped(tx, 'import_investigations', tx`b.investigation_pos`)}, ${mapped(tx, 'import_sources', tx`b.source_pos`)}
-      FROM unnest(${rows.map((r) => r.investigation_idx)}::int[], ${rows.map((r) => r.source_idx)}::int[]) AS b(investigation_pos, source_pos)
+      FROM unnest(${arrayLiteral(rows.map((r) => r.investigation_idx))}::int[], ${arrayLiteral(rows.map((r) => r.source_idx))}::int[]) AS b(investigation_pos, source_pos)
       ON CONFLICT DO NOTHING`),
 
   /** A batch never holds a report and its parent (import-transaction.ts): parents are mapped already. */
@@ -461,10 +484,10 @@ export const ROW_WRITERS: Writers = {
     return inserted(tx`
       WITH batch AS (
         SELECT * FROM unnest(
-          ${positions}::int[], ${fresh(rows)}::uuid[], ${rows.map((r) => r.title)}::text[], ${rows.map((r) => r.topic ?? '')}::text[],
-          ${bodies}::text[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => r.parent_idx ?? -1)}::int[],
-          ${rows.map((r) => (r.similarity_threshold === undefined ? null : encodeFloat64(r.similarity_threshold)))}::float8[], ${rows.map((r) => r.embedded_model ?? '')}::text[],
-          ${rows.map((r) => r.sentence_count ?? null)}::int[]
+          ${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${arrayLiteral(rows.map((r) => r.title))}::text[], ${arrayLiteral(rows.map((r) => r.topic ?? ''))}::text[],
+          ${arrayLiteral(bodies)}::text[], ${arrayLiteral(rows.map((r) => r.status))}::text[], ${arrayLiteral(rows.map((r) => r.parent_idx ?? -1))}::int[],
+          ${arrayLiteral(rows.map((r) => (r.similarity_threshold === undefined ? null : encodeFloat64(r.similarity_threshold))))}::float8[], ${arrayLiteral(rows.map((r) => r.embedded_model ?? ''))}::text[],
+          ${arrayLiteral(rows.map((r) => r.sentence_count ?? null))}::int[]
         ) AS b(pos, id, title, topic, body_md, status, parent_pos, similarity_threshold, embedded_model, sentence_count)
       ), parented AS (
         SELECT b.*, ${mapped(tx, 'import_reports', tx`b.parent_pos`)} AS parent_id FROM batch b
@@ -493,8 +516,8 @@ export const ROW_WRITERS: Writers = {
       SELECT ${mapped(tx, 'import_reports', tx`b.report_pos`)}, b.sentence_index, b.sentence_text, ${mapped(tx, 'import_facts', tx`b.fact_pos`)}, b.score, b.posture,
              ${createdAt(tx, tx`b.pos`)}
       FROM unnest(
-        ${positions}::int[], ${rows.map((r) => r.report_idx)}::int[], ${rows.map((r) => r.sentence_index)}::int[], ${rows.map((r) => r.sentence_text)}::text[],
-        ${rows.map((r) => r.fact_idx)}::int[], ${rows.map((r) => encodeFloat64(r.score))}::float8[], ${rows.map((r) => r.posture ?? '')}::text[]
+        ${arrayLiteral(positions)}::int[], ${arrayLiteral(rows.map((r) => r.report_idx))}::int[], ${arrayLiteral(rows.map((r) => r.sentence_index))}::int[], ${arrayLiteral(rows.map((r) => r.sentence_text))}::text[],
+        ${arrayLiteral(rows.map((r) => r.fact_idx))}::int[], ${arrayLiteral(rows.map((r) => encodeFloat64(r.score)))}::float8[], ${arrayLiteral(rows.map((r) => r.posture ?? ''))}::text[]
       ) AS b(pos, report_pos, sentence_index, sentence_text, fact_pos, score, posture)
       ON CONFLICT DO NOTHING`),
 }
@@ -515,9 +538,9 @@ async function localCitations(context: RowContext, texts: string[]): Promise<str
   }
   const local = new Map<string, string>()
   const found = await tx<{ kind: CitedKind; portable: string; id: string }[]>`
-    SELECT 'fact' AS kind, portable::text, id::text FROM import_facts WHERE portable = ANY(${[...cited.fact]}::uuid[])
+    SELECT 'fact' AS kind, portable::text, id::text FROM import_facts WHERE portable = ANY(${arrayLiteral([...cited.fact])}::uuid[])
     UNION ALL
-    SELECT 'concept', portable::text, id::text FROM import_concepts WHERE portable = ANY(${[...cited.concept]}::uuid[])`
+    SELECT 'concept', portable::text, id::text FROM import_concepts WHERE portable = ANY(${arrayLiteral([...cited.concept])}::uuid[])`
   for (const row of found) local.set(`${row.kind}:${row.portable}`, row.id)
   return texts.map((text) => {
     const result = rewriteCitations(text, (kind, id) => local.get(`${kind}:${id}`))

@@ -9,6 +9,7 @@ import type { BlobStore } from '../../blobs/store.ts'
 import type { JobProgress } from '../../jobs/queue.ts'
 import type { Embedder } from '../../vectors/embedder.ts'
 import type { VectorKind, VectorStore } from '../../vectors/store.ts'
+import { isUniqueViolation } from './import-indexes.ts'
 import { MediaImport } from './import-media.ts'
 import { createMappingTables, imageUrl, LocalIds, ROW_WRITERS, type Batch, type RowContext } from './import-rows.ts'
 import { BundleError, type BundleErrorWhere, type BundleItem, type BundleReader, type RowItem } from '../format/reader.ts'
@@ -80,6 +81,8 @@ export interface GraphImportOptions {
   vectors: VectorStore
   embedder: Pick<Embedder, 'model' | 'dimensions'>
   signal: AbortSignal
+  /** A bulk load (import-indexes.ts): a unique violation is left as it is, for the import to run again without one. */
+  bulk: boolean
   /** The phase at each section; rows so far (done) and compressed bytes read (bytes) at each batch. */
   progress(update: Partial<JobProgress>): void
 }
@@ -177,6 +180,7 @@ export class GraphImport {
       media: { stored: 0 },
       portableIndexed: false,
       ids: { sources: new LocalIds(), facts: new LocalIds(), concepts: new LocalIds() },
+      bulk: options.bulk,
     }
     this.media = new MediaImport({ tx: options.tx, blobs: options.blobs, prefix: options.mediaPrefix })
   }
@@ -291,7 +295,7 @@ export class GraphImport {
     try {
       inserted = await (ROW_WRITERS[batch.section] as (context: RowContext, batch: Batch) => Promise<number>)(this.context, batch)
     } catch (error) {
-      if (isDataError(error)) throw new BundleError((error as Error).message, { section: where(batch) })
+      if (isDataError(error) && !(this.options.bulk && isUniqueViolation(error))) throw new BundleError((error as Error).message, { section: where(batch) })
       throw error
     }
     const section = batch.section

@@ -34,7 +34,7 @@ import { RegistryError } from '../../registry/client.ts'
 import { OPTIMIZE_VECTORS } from '../../vectors/optimize-job.ts'
 import { VECTOR_KINDS } from '../../vectors/store.ts'
 import { RegistryImportBody } from './import-body.ts'
-import { deferIndexesIfEmpty } from './import-indexes.ts'
+import { deferIndexesIfEmpty, isUniqueViolation } from './import-indexes.ts'
 import { GraphImport, isDataError, type ImportCounts, type ImportedCounts } from './import-transaction.ts'
 import { BundleError, readBundle } from '../format/reader.ts'
 import { scratchFile } from './scratch.ts'
@@ -138,34 +138,43 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
   const [committed] = await committedImport(sql, job.id)
   if (committed) return committed
   const bundle = await openBundle(job, services)
-  try {
-    return await sql.begin(async (tx) => {
+  const attempt = (bulk: boolean) =>
+    sql.begin(async (tx) => {
       await tx`SELECT pg_advisory_xact_lock(${IMPORT_LOCK})`
       const [earlier] = await committedImport(tx, job.id)
       if (earlier) return earlier
       await discardAttempt(job, services)
-      const { stream, bytes } = bundle
-      const reader = readBundle(stream, { maxDecompressedBytes: services.config.importMaxExpandedBytes })
+      // Each batch's statement is planned alone and run once: compiling it (JIT, above the planner's
+      // cost threshold on large batches) costs more than it saves.
+      await tx`SET LOCAL jit = off`
+      const reader = readBundle(await bundle.open(), { maxDecompressedBytes: services.config.importMaxExpandedBytes })
       // Asked for by (name, sha256): what the registry sent must be that graph, not whatever was pushed under the pair first.
       const expected = 'sha256' in job.params ? job.params.sha256 : undefined
       const hashed = expected ? hashAlongside(reader) : undefined
-      job.progress({ phase: 'reading', done: 0, total: bytes ?? 0, bytes: 0 })
-      const buildIndexes = await deferIndexesIfEmpty(tx)
-      const counts = await new GraphImport({
-        tx,
-        repositoryId,
-        jobId: job.id,
-        mediaPrefix,
-        localImageUrlPrefix: localImageUrl(services.config.baseUrl, repositoryId, ''),
-        blobs: services.blobs,
-        vectors: services.vectors,
-        embedder: services.embedder,
-        signal: job.signal,
-        progress: job.progress,
-      }).run(reader, hashed?.items)
-      if (buildIndexes) {
-        job.progress({ phase: 'indexing' })
-        await buildIndexes()
+      job.progress({ phase: 'reading', done: 0, total: bundle.bytes ?? 0, bytes: 0 })
+      const deferred = await deferIndexesIfEmpty(tx, { bulk })
+      let counts: ImportCounts
+      try {
+        counts = await new GraphImport({
+          tx,
+          repositoryId,
+          jobId: job.id,
+          mediaPrefix,
+          localImageUrlPrefix: localImageUrl(services.config.baseUrl, repositoryId, ''),
+          blobs: services.blobs,
+          vectors: services.vectors,
+          embedder: services.embedder,
+          signal: job.signal,
+          bulk: deferred?.bulk ?? false,
+          progress: job.progress,
+        }).run(reader, hashed?.items)
+        if (deferred) {
+          job.progress({ phase: 'indexing' })
+          await deferred.build()
+        }
+      } catch (error) {
+        if (deferred?.bulk && isUniqueViolation(error)) throw new RepeatedRows()
+        throw error
       }
       const hashes = (await hashed?.digest) ?? []
       if (expected && !hashes.includes(expected)) throw new BundleError(`the canonical hash of the bundle is ${hashes[0]}, not the sha256 ${expected} it was imported by`)
@@ -183,6 +192,14 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
         VALUES (${job.id}, ${tx.json(result as never)}, ${committed.vectors_pending}, ${committed.followups_pending})`
       return committed
     })
+  try {
+    try {
+      return await attempt(true)
+    } catch (error) {
+      if (!(error instanceof RepeatedRows)) throw error
+      services.log.info('import: the bundle repeats rows; importing it again, deduplicating as it goes', { job: job.id })
+      return await attempt(false)
+    }
   } catch (error) {
     // Rolled back: the attempt's media and staged vectors go too. Not when another worker has
     // taken the job over (it cleans up itself), nor when the commit may have happened after all.
@@ -244,9 +261,12 @@ function followUps(result: ImportResult): { kind: string; params?: Record<string
   ]
 }
 
+/** A bulk load met a row the bundle repeats (import-indexes.ts): rolled back, to be run again without bulk. */
+class RepeatedRows extends Error {}
+
 interface OpenedBundle {
-  /** The bundle's bytes as they come. */
-  stream: AsyncIterable<Uint8Array>
+  /** The bundle's bytes from the start, each time asked. */
+  open(): Promise<AsyncIterable<Uint8Array>>
   /** Its compressed size, when known. */
   bytes?: number
   close(): Promise<void>
@@ -260,9 +280,14 @@ interface OpenedBundle {
 async function openBundle(job: ImportJob, { blobs, registry, config }: JobServices): Promise<OpenedBundle> {
   const params = job.params
   if ('upload' in params) {
-    const [stat, stream] = await Promise.all([blobs.stat(params.upload), blobs.stream(params.upload)])
-    if (!stat || !stream) throw new PermanentJobError('the uploaded bundle is gone; upload it again')
-    return { stream, bytes: stat.bytes, close: async () => {} }
+    const stat = await blobs.stat(params.upload)
+    if (!stat) throw new PermanentJobError('the uploaded bundle is gone; upload it again')
+    const open = async () => {
+      const stream = await blobs.stream(params.upload)
+      if (!stream) throw new PermanentJobError('the uploaded bundle is gone; upload it again')
+      return stream
+    }
+    return { open, bytes: stat.bytes, close: async () => {} }
   }
   const graph = 'graph_id' in params ? await registry.get(params.graph_id, job.signal) : await registry.find(params.name, params.sha256, job.signal)
   if (!graph) throw new PermanentJobError(`${describeGraph(params)} is not in the registry`)
@@ -282,7 +307,7 @@ async function openBundle(job: ImportJob, { blobs, registry, config }: JobServic
     await remove()
     throw error
   }
-  return { stream: (await runtime.openFile(path)).stream(), bytes, close: remove }
+  return { open: async () => (await runtime.openFile(path)).stream(), bytes, close: remove }
 }
 
 export function describeGraph(params: { graph_id: string } | { name: string; sha256: string }): string {

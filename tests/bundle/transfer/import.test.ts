@@ -659,6 +659,45 @@ describe(`exactly once (${BACKEND})`, () => {
     expect(await storedKeys(lost.params.upload)).toEqual([lost.params.upload])
   })
 
+  test('into an empty repository the facts load without their unique indexes; a bundle that repeats one loads again, deduplicating, as into any repository', async () => {
+    const infos: string[] = []
+    const log = Object.assign(Object.create(server.context.log), { info: (message: string) => void infos.push(message) })
+    const REPEATED = 'import: the bundle repeats rows; importing it again, deduplicating as it goes'
+
+    // No repeat: the bulk load's indexes build, nothing is loaded twice.
+    const plain = await createRepo('Bulk, no repeats')
+    const once = await importGraph(await importJob(plain, gzipBundle(validBundleJson())), services({ log }))
+    expect(once.imported).toMatchObject({ facts: 3, fact_sources: 2, fact_concepts: 2 })
+    expect(infos).not.toContain(REPEATED)
+
+    // A fact given twice (the same text but for its spaces: one content hash), with a link of each
+    // to the same source and concept, and one link given twice.
+    const repeating = validBundle() as { metadata: Record<string, unknown> } & Record<string, Record<string, unknown>[]>
+    repeating.metadata.fact_count = 4
+    repeating.facts!.push({ idx: 3, text: 'Rain   falls.', fact_kind: 'text', status: 'new', source_image_idx: -1 })
+    repeating.fact_sources!.push({ fact_idx: 3, source_idx: 0, chunk_index: 0 }, { fact_idx: 0, source_idx: 0, chunk_index: 0 })
+    repeating.fact_concepts!.push({ fact_idx: 3, concept_idx: 0 })
+    const bytes = gzipBundle(validBundleJson(repeating as never))
+    const empty = await createRepo('Bulk, repeats')
+    const job = await importJob(empty, bytes)
+    const result = await importGraph(job, services({ log }))
+    expect(infos.filter((message) => message === REPEATED)).toHaveLength(1)
+    // Into a repository that is not empty (no bulk load from the start): the same result, the same rows.
+    const other = await createRepo('Not empty')
+    const sql = await sqlOf(other)
+    await sql`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'already here')`
+    const reference = await importGraph(await importJob(other, bytes), services({ log }))
+    expect(infos.filter((message) => message === REPEATED)).toHaveLength(1)
+    expect(result).toEqual(reference)
+    expect(result.imported).toMatchObject({ facts: 3, fact_sources: 2, fact_concepts: 2 })
+    expect(result.reused.facts).toBe(1)
+    const rows = await tableCounts(await sqlOf(empty))
+    expect(rows).toEqual({ ...(await tableCounts(sql)), investigations: 1 })
+    expect(rows).toMatchObject({ facts: 3, fact_sources: 2, fact_concepts: 2 })
+    // The first, bulk attempt left nothing behind: one media copy of each stored image and body.
+    expect(await storedKeys(`${repositoryBlobPrefix(empty.id)}imports/`)).toHaveLength(2)
+  })
+
   test('a failure midway rolls everything back (rows, media, staged vectors); the retry imports it whole', async () => {
     const repo = await createRepo('Fails midway')
     const job = await importJob(repo, sameModelBytes)
