@@ -70,7 +70,7 @@ describe(`graph schema (${BACKEND})`, () => {
     expect(await outcome(sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, 'x', 'text', ${hash(3)}, 'done')`)).toBe(CHECK)
     expect(await outcome(sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, 'x', 'text', 'not-a-hash', 'new')`)).toBe(CHECK)
     // A content hash is exactly 64 lowercase hexadecimal digits (0010's form of the rule).
-    for (const [contentHash, expected] of [
+    const cases: [contentHash: string, outcome: string][] = [
       [hash(4).toUpperCase().replace('0', 'A'), CHECK],
       [hash(5).slice(1), CHECK],
       [`${hash(6)}0`, CHECK],
@@ -79,7 +79,8 @@ describe(`graph schema (${BACKEND})`, () => {
       [`${hash(9).slice(1)}\n`, CHECK],
       ['', CHECK],
       [hash(10).replace('0', 'f'), 'ok'],
-    ]) {
+    ]
+    for (const [contentHash, expected] of cases) {
       expect([
         contentHash,
         await outcome(sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, ${`x ${contentHash}`}, 'text', ${contentHash}, 'new')`),

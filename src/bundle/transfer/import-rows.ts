@@ -154,6 +154,8 @@ function arrayLiteral(values: readonly (string | number | null | undefined)[]): 
 
 /** A '{1,2,3}' literal (cast to int[] in SQL): lists of positions travel as one text per row. */
 const intList = (values: readonly number[] | undefined) => `{${(values ?? []).join(',')}}`
+/** The local UUIDs of `positions` as a '{…}' literal (cast to uuid[] in SQL); NULL for a position with none. */
+const uuidList = (ids: LocalIds, positions: readonly number[] | undefined) => `{${(positions ?? []).map((pos) => ids.get(pos) ?? 'NULL').join(',')}}`
 /** Booleans travel as 0/1 (cast to bool[] in SQL): postgres.js would type a boolean array as a single boolean. */
 const flags = (values: readonly (boolean | undefined)[]) => values.map((value) => (value ? 1 : 0))
 const fresh = (rows: readonly unknown[]) => rows.map(() => randomUUID())
@@ -390,16 +392,17 @@ export const ROW_WRITERS: Writers = {
       context,
       rows.map((r) => r.content),
     )
+    const { ids } = context
     return inserted(tx`
       WITH batch AS (
         SELECT * FROM unnest(
-          ${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${arrayLiteral(rows.map((r) => r.concept_idx))}::int[], ${arrayLiteral(rows.map((r) => r.sequence_num))}::int[],
-          ${arrayLiteral(flags(rows.map((r) => r.is_complete)))}::int[]::bool[], ${arrayLiteral(rows.map((r) => r.fact_count))}::int[], ${arrayLiteral(contents)}::text[],
-          ${arrayLiteral(rows.map((r) => intList(r.covered_fact_idxs)))}::text[], ${arrayLiteral(rows.map((r) => r.model ?? ''))}::text[]
-        ) AS b(pos, id, concept_pos, sequence_num, is_complete, fact_count, content, covered, model)
+          ${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${arrayLiteral(rows.map((r) => ids.concepts.get(r.concept_idx)))}::uuid[],
+          ${arrayLiteral(rows.map((r) => r.sequence_num))}::int[], ${arrayLiteral(flags(rows.map((r) => r.is_complete)))}::int[]::bool[],
+          ${arrayLiteral(rows.map((r) => r.fact_count))}::int[], ${arrayLiteral(contents)}::text[],
+          ${arrayLiteral(rows.map((r) => uuidList(ids.facts, r.covered_fact_idxs)))}::text[], ${arrayLiteral(rows.map((r) => r.model ?? ''))}::text[]
+        ) AS b(pos, id, concept_id, sequence_num, is_complete, fact_count, content, covered, model)
       ), resolved AS (
-        SELECT b.*, ${mapped(tx, 'import_concepts', tx`b.concept_pos`)} AS concept_id, ${localIds(tx, 'import_facts', tx`b.covered`)} AS covered_fact_ids
-        FROM batch b
+        SELECT b.*, b.covered::uuid[] AS covered_fact_ids FROM batch b
       ), inserted AS (
         INSERT INTO concept_summaries (id, concept_id, sequence_num, is_complete, fact_count, content, covered_fact_ids, model, created_at)
         SELECT id, concept_id, sequence_num, is_complete, fact_count, content, covered_fact_ids, model, ${createdAt(tx, tx`pos`)}
@@ -427,14 +430,13 @@ export const ROW_WRITERS: Writers = {
       WITH batch AS (
         SELECT DISTINCT ON (lower(canonical_name)) * FROM unnest(
           ${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${arrayLiteral(rows.map((r) => r.canonical_name))}::text[], ${arrayLiteral(contents)}::text[],
-          ${arrayLiteral(rows.map((r) => intList(r.covered_summary_idxs)))}::text[], ${arrayLiteral(rows.map((r) => intList(r.covered_concept_idxs)))}::text[],
-          ${arrayLiteral(rows.map((r) => intList(r.embedded_image_idxs)))}::text[], ${arrayLiteral(rows.map((r) => r.model ?? ''))}::text[]
+          ${arrayLiteral(rows.map((r) => intList(r.covered_summary_idxs)))}::text[], ${arrayLiteral(rows.map((r) => uuidList(context.ids.concepts, r.covered_concept_idxs)))}::text[],
+          ${arrayLiteral(rows.map((r) => uuidList(context.ids.facts, r.embedded_image_idxs)))}::text[], ${arrayLiteral(rows.map((r) => r.model ?? ''))}::text[]
         ) AS b(pos, id, canonical_name, content, summaries, concepts, images, model)
         ORDER BY lower(canonical_name), pos DESC
       ), upserted AS (
         INSERT INTO concept_syntheses AS s (id, canonical_name, content, covered_summary_ids, covered_concept_ids, embedded_image_fact_ids, model, created_at)
-        SELECT b.id, b.canonical_name, b.content, ${localIds(tx, 'import_summaries', tx`b.summaries`)}, ${localIds(tx, 'import_concepts', tx`b.concepts`)},
-          ${localIds(tx, 'import_facts', tx`b.images`)}, b.model, ${createdAt(tx, tx`b.pos`)}
+        SELECT b.id, b.canonical_name, b.content, ${localIds(tx, 'import_summaries', tx`b.summaries`)}, b.concepts::uuid[], b.images::uuid[], b.model, ${createdAt(tx, tx`b.pos`)}
         FROM batch b ORDER BY b.pos
         ON CONFLICT (lower(canonical_name)) DO UPDATE SET
           content = excluded.content, covered_summary_ids = excluded.covered_summary_ids, covered_concept_ids = excluded.covered_concept_ids,
