@@ -4,6 +4,10 @@
 // full-text documents (fact_documents, written by a trigger on facts) load the same way: a GIN
 // index built once is far cheaper than one fed a row at a time through its pending list.
 //
+// A bulk load also leaves the facts' full-text documents to the end: the trigger that computes
+// them statement by statement (0008) is off during the load, and one statement computes them all
+// afterwards, which PostgreSQL runs on parallel workers (a CREATE TABLE AS may; an INSERT may not).
+//
 // A bulk load also drops the unique indexes and primary keys of the largest tables (BULK_UNIQUE):
 // their statements then insert every row (RowContext.bulk), and building those indexes afterwards
 // is the check that the bundle repeated nothing. A bundle that does repeat a row (two facts of one
@@ -29,6 +33,9 @@ const BULK_UNIQUE: readonly string[] = ['facts', 'fact_documents', 'fact_sources
 /** The graph tables' names are this module's constants: plain identifiers, written as they are. */
 const EMPTY = `SELECT NOT EXISTS (${GRAPH_TABLES.map((table) => `SELECT 1 FROM ${table}`).join(' UNION ALL ')}) AS empty`
 const LOCK = `LOCK TABLE ${GRAPH_TABLES.join(', ')} IN ACCESS EXCLUSIVE MODE`
+
+/** The trigger of repository migration 0008 that writes a fact's document as the fact is inserted. */
+const DOCUMENTS_TRIGGER = 'facts_documents_inserted'
 
 const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`
 
@@ -83,9 +90,16 @@ export async function deferIndexesIfEmpty(tx: TransactionSql, { bulk }: { bulk: 
   for (const key of foreignKeys) await tx.unsafe(`ALTER TABLE ${key.table} DROP CONSTRAINT ${quoted(key.name)}`)
   for (const key of keys) await tx.unsafe(`ALTER TABLE ${key.table} DROP CONSTRAINT ${quoted(key.name)}`)
   for (const index of indexes) await tx.unsafe(`DROP INDEX ${index.name}`)
+  if (bulk) await tx.unsafe(`ALTER TABLE facts DISABLE TRIGGER ${DOCUMENTS_TRIGGER}`)
   return {
     bulk,
     build: async () => {
+      if (bulk) {
+        await tx.unsafe('CREATE TEMP TABLE import_documents ON COMMIT DROP AS SELECT id, fact_document(text) AS fulltext FROM facts')
+        await tx.unsafe('INSERT INTO fact_documents (id, fulltext) SELECT id, fulltext FROM import_documents')
+        await tx.unsafe('DROP TABLE import_documents')
+        await tx.unsafe(`ALTER TABLE facts ENABLE TRIGGER ${DOCUMENTS_TRIGGER}`)
+      }
       for (const key of keys) await tx.unsafe(`ALTER TABLE ${key.table} ADD CONSTRAINT ${quoted(key.name)} ${key.definition}`)
       for (const index of indexes.filter((index) => index.unique)) await tx.unsafe(index.definition)
       for (const index of indexes.filter((index) => !index.unique)) await tx.unsafe(index.definition)

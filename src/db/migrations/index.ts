@@ -29,6 +29,7 @@ import repository0007 from './repository/0007_embedding_changes.sql' with { type
 import repository0008 from './repository/0008_fact_documents.sql' with { type: 'text' }
 import repository0009 from './repository/0009_summary_citations.sql' with { type: 'text' }
 import repository0010 from './repository/0010_fact_hash_check.sql' with { type: 'text' }
+import repository0011 from './repository/0011_fact_document_function.sql' with { type: 'text' }
 
 export interface Migration {
   version: number
@@ -71,5 +72,6 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 8, name: '0008_fact_documents', sql: repository0008 },
     { version: 9, name: '0009_summary_citations', sql: repository0009 },
     { version: 10, name: '0010_fact_hash_check', sql: repository0010 },
+    { version: 11, name: '0011_fact_document_function', sql: repository0011 },
   ],
 }

@@ -255,7 +255,8 @@ describe(`import from each source (${BACKEND})`, () => {
       const constraints = await sql`
         SELECT conrelid::regclass::text AS table, conname, pg_get_constraintdef(oid) AS definition, convalidated
         FROM pg_constraint WHERE connamespace = current_schema()::regnamespace ORDER BY 1, 2`
-      return { indexes, constraints }
+      const triggers = await sql`SELECT tgrelid::regclass::text AS table, tgname, tgenabled FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1, 2`
+      return { indexes, constraints, triggers }
     }
     const repo = await createRepo('Indexes after rows')
     const untouched = await schemaOf(await createRepo('Indexes untouched'))
@@ -264,7 +265,14 @@ describe(`import from each source (${BACKEND})`, () => {
     const after = await schemaOf(repo)
     expect(after.constraints.some((c) => c.definition.startsWith('FOREIGN KEY'))).toBe(true)
     expect(after.indexes.some((index) => index.indexname === 'fact_sources_source_id')).toBe(true)
+    expect(after.triggers.some((trigger) => trigger.tgname === 'facts_documents_inserted')).toBe(true)
     expect(after).toEqual(untouched)
+    // Every fact has its full-text document (computed after the rows), exactly the one its trigger writes.
+    const sql = await sqlOf(repo)
+    const [documents] = await sql`
+      SELECT count(*)::int AS facts, count(d.id)::int AS documents, count(*) FILTER (WHERE d.fulltext = to_tsvector('english', f.text))::int AS same
+      FROM facts f LEFT JOIN fact_documents d ON d.id = f.id`
+    expect(documents).toEqual({ facts: FACTS, documents: FACTS, same: FACTS })
     // Into a repository with rows, nothing is dropped: the import of the same bundle again, in a transaction of its own.
     const again = await succeeded(repo.slug, await http.post(`/${repo.slug}/import-graph`, { graph_id: pushed.graph_id }, owner.token))
     expect(again.result.imported.facts).toBe(0)
