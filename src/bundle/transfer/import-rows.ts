@@ -50,8 +50,8 @@ export interface RowContext {
   citations: { rewritten: number; unresolved: number }
   /** Media that came before their rows, claimed by the rows inserted. */
   media: { stored: number }
-  /** Whether the portable UUIDs are indexed: built in one go by the first citation lookup (after the facts and concepts). */
-  portableIndexed: boolean
+  /** The index of the portable UUIDs, built in one go by the first citation lookup (after the facts and concepts). */
+  portableIndex?: Promise<unknown>
   /** The local UUIDs of the sections link rows point at, by position. */
   ids: Record<RememberedSection, LocalIds>
   /**
@@ -386,19 +386,15 @@ export const ROW_WRITERS: Writers = {
       )
       ON CONFLICT DO NOTHING`),
 
-  concept_summaries: async (context, { positions, rows }) => {
-    const { tx } = context
-    const contents = await localCitations(
-      context,
-      rows.map((r) => r.content),
-    )
-    const { ids } = context
+  /** Its contents' citations are local already (CITING). */
+  concept_summaries: (context, { positions, rows }) => {
+    const { tx, ids } = context
     return inserted(tx`
       WITH batch AS (
         SELECT * FROM unnest(
           ${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${arrayLiteral(rows.map((r) => ids.concepts.get(r.concept_idx)))}::uuid[],
           ${arrayLiteral(rows.map((r) => r.sequence_num))}::int[], ${arrayLiteral(flags(rows.map((r) => r.is_complete)))}::int[]::bool[],
-          ${arrayLiteral(rows.map((r) => r.fact_count))}::int[], ${arrayLiteral(contents)}::text[],
+          ${arrayLiteral(rows.map((r) => r.fact_count))}::int[], ${arrayLiteral(rows.map((r) => r.content))}::text[],
           ${arrayLiteral(rows.map((r) => uuidList(ids.facts, r.covered_fact_idxs)))}::text[], ${arrayLiteral(rows.map((r) => r.model ?? ''))}::text[]
         ) AS b(pos, id, concept_id, sequence_num, is_complete, fact_count, content, covered, model)
       ), resolved AS (
@@ -420,16 +416,12 @@ export const ROW_WRITERS: Writers = {
   },
 
   /** Counts the syntheses inserted (xmax = 0), not those updated. */
-  concept_syntheses: async (context, { positions, rows }) => {
+  concept_syntheses: (context, { positions, rows }) => {
     const { tx } = context
-    const contents = await localCitations(
-      context,
-      rows.map((r) => r.content),
-    )
     return inserted(tx`
       WITH batch AS (
         SELECT DISTINCT ON (lower(canonical_name)) * FROM unnest(
-          ${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${arrayLiteral(rows.map((r) => r.canonical_name))}::text[], ${arrayLiteral(contents)}::text[],
+          ${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${arrayLiteral(rows.map((r) => r.canonical_name))}::text[], ${arrayLiteral(rows.map((r) => r.content))}::text[],
           ${arrayLiteral(rows.map((r) => intList(r.covered_summary_idxs)))}::text[], ${arrayLiteral(rows.map((r) => uuidList(context.ids.concepts, r.covered_concept_idxs)))}::text[],
           ${arrayLiteral(rows.map((r) => uuidList(context.ids.facts, r.embedded_image_idxs)))}::text[], ${arrayLiteral(rows.map((r) => r.model ?? ''))}::text[]
         ) AS b(pos, id, canonical_name, content, summaries, concepts, images, model)
@@ -477,17 +469,12 @@ export const ROW_WRITERS: Writers = {
       ON CONFLICT DO NOTHING`),
 
   /** A batch never holds a report and its parent (import-transaction.ts): parents are mapped already. */
-  reports: async (context, { positions, rows }) => {
-    const { tx } = context
-    const bodies = await localCitations(
-      context,
-      rows.map((r) => r.body_md),
-    )
-    return inserted(tx`
+  reports: ({ tx }, { positions, rows }) =>
+    inserted(tx`
       WITH batch AS (
         SELECT * FROM unnest(
           ${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${arrayLiteral(rows.map((r) => r.title))}::text[], ${arrayLiteral(rows.map((r) => r.topic ?? ''))}::text[],
-          ${arrayLiteral(bodies)}::text[], ${arrayLiteral(rows.map((r) => r.status))}::text[], ${arrayLiteral(rows.map((r) => r.parent_idx ?? -1))}::int[],
+          ${arrayLiteral(rows.map((r) => r.body_md))}::text[], ${arrayLiteral(rows.map((r) => r.status))}::text[], ${arrayLiteral(rows.map((r) => r.parent_idx ?? -1))}::int[],
           ${arrayLiteral(rows.map((r) => (r.similarity_threshold === undefined ? null : encodeFloat64(r.similarity_threshold))))}::float8[], ${arrayLiteral(rows.map((r) => r.embedded_model ?? ''))}::text[],
           ${arrayLiteral(rows.map((r) => r.sentence_count ?? null))}::int[]
         ) AS b(pos, id, title, topic, body_md, status, parent_pos, similarity_threshold, embedded_model, sentence_count)
@@ -508,8 +495,7 @@ export const ROW_WRITERS: Writers = {
       ), mapped AS (
         INSERT INTO import_reports (pos, id) SELECT pos, coalesce(existing, id) FROM resolved
       )
-      SELECT count(*)::int AS inserted FROM inserted`)
-  },
+      SELECT count(*)::int AS inserted FROM inserted`),
 
   /** In the bundle's order, which need not follow the reports' (its created_at keeps it for the export). */
   report_annotations: ({ tx }, { positions, rows }) =>
@@ -524,8 +510,11 @@ export const ROW_WRITERS: Writers = {
       ON CONFLICT DO NOTHING`),
 }
 
+/** The field of each section whose markdown cites facts and concepts (docs/spec/bundle.md §5). */
+export const CITING = { concept_summaries: 'content', concept_syntheses: 'content', reports: 'body_md' } as const satisfies Partial<Record<RowSection, string>>
+
 /** The texts with each citation of a bundle fact or concept pointing at its local row; one lookup for the batch. */
-async function localCitations(context: RowContext, texts: string[]): Promise<string[]> {
+export async function localCitations(context: RowContext, texts: string[]): Promise<string[]> {
   const { tx } = context
   const cited = { fact: new Set<string>(), concept: new Set<string>() }
   for (const text of texts) {
@@ -534,10 +523,9 @@ async function localCitations(context: RowContext, texts: string[]): Promise<str
     for (const id of ids.concept) cited.concept.add(id)
   }
   if (cited.fact.size + cited.concept.size === 0) return texts
-  if (!context.portableIndexed) {
-    await tx.unsafe('CREATE INDEX ON import_facts (portable); CREATE INDEX ON import_concepts (portable)')
-    context.portableIndexed = true
-  }
+  // Two batches' lookups may run at once: the first one's index serves both.
+  context.portableIndex ??= tx.unsafe('CREATE INDEX ON import_facts (portable); CREATE INDEX ON import_concepts (portable)').execute()
+  await context.portableIndex
   const local = new Map<string, string>()
   const found = await tx<{ kind: CitedKind; portable: string; id: string }[]>`
     SELECT 'fact' AS kind, portable::text, id::text FROM import_facts WHERE portable = ANY(${arrayLiteral([...cited.fact])}::uuid[])

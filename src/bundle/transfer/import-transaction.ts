@@ -11,7 +11,7 @@ import type { Embedder } from '../../vectors/embedder.ts'
 import type { VectorKind, VectorStore } from '../../vectors/store.ts'
 import { isUniqueViolation } from './import-indexes.ts'
 import { MediaImport } from './import-media.ts'
-import { createMappingTables, imageUrl, LocalIds, ROW_WRITERS, type Batch, type RowContext } from './import-rows.ts'
+import { CITING, createMappingTables, imageUrl, LocalIds, localCitations, ROW_WRITERS, type Batch, type RowContext } from './import-rows.ts'
 import { BundleError, type BundleErrorWhere, type BundleItem, type BundleReader, type RowItem } from '../format/reader.ts'
 import { ROW_SCHEMAS, ROW_SECTIONS, type Row, type RowSection } from '../format/schema.ts'
 import { isMediaType } from '../../media/types.ts'
@@ -21,11 +21,6 @@ const BATCH_ROWS = 1000
 const BATCH_BYTES = 1024 * 1024
 /** Statements in flight on the connection at once. */
 const PIPELINE = 2
-/**
- * Writers that look citations up before their insert: run alone, so that their two statements
- * stay in order with the other batches' (a report's insert needs its parent's before it).
- */
-const TWO_STEP: ReadonlySet<RowSection> = new Set(['concept_summaries', 'concept_syntheses', 'reports'])
 /** Vectors per staging write. */
 const VECTOR_BATCH = 2000
 const INT32_MAX = 2 ** 31 - 1
@@ -164,6 +159,8 @@ export class GraphImport {
   private inflight: Promise<void>[] = []
   /** The section of the last batch handed over. */
   private inflightSection: RowSection | undefined
+  /** Settles once the last batch handed over has sent its statement (write()). */
+  private sent: Promise<void> = Promise.resolve()
   private rowsDone = 0
   private reader: BundleReader | undefined
   /** Facts came before source_images (version 1): their image links are set at the end. */
@@ -178,7 +175,6 @@ export class GraphImport {
       localImageUrlPrefix: options.localImageUrlPrefix,
       citations: { rewritten: 0, unresolved: 0 },
       media: { stored: 0 },
-      portableIndexed: false,
       ids: { sources: new LocalIds(), facts: new LocalIds(), concepts: new LocalIds() },
       bulk: options.bulk,
     }
@@ -270,17 +266,17 @@ export class GraphImport {
 
   /**
    * Hands the gathered batch to its writer while at most PIPELINE - 1 statements are still
-   * running (none around a TWO_STEP writer, nor between sections): the connection runs them in order, and this batch's parameters are encoded and sent
-   * while PostgreSQL is still busy with the one before (waiting for it first would leave the
-   * server idle for as long as the encoding takes).
+   * running (none between sections): the connection runs them in order, and this batch's
+   * parameters are encoded and sent while PostgreSQL is still busy with the one before (waiting
+   * for it first would leave the server idle for as long as the encoding takes).
    */
   private async flush(): Promise<void> {
     const batch = this.pending
     if (!batch) return
     this.pending = undefined
     // A new section's rows may point at the last batches of the one before (LocalIds): those first.
-    const alone = TWO_STEP.has(batch.section) || batch.section !== this.inflightSection
-    while (this.inflight.length >= (alone || TWO_STEP.has(this.inflightSection!) ? 1 : PIPELINE)) await this.inflight.shift()
+    const alone = batch.section !== this.inflightSection
+    while (this.inflight.length >= (alone ? 1 : PIPELINE)) await this.inflight.shift()
     this.inflightSection = batch.section
     this.options.signal.throwIfAborted()
     const written = this.write(batch)
@@ -290,13 +286,39 @@ export class GraphImport {
     this.options.progress({ done: this.reader!.stats.compressedBytes, bytes: this.reader!.stats.compressedBytes })
   }
 
+  /**
+   * Writes one batch: its citations made local first (one lookup), then its statement, sent only
+   * once the batch before has sent its own. Batches go to the server in the bundle's order
+   * whatever their lookups take (a report's insert needs its parent's before it, and of two rows
+   * with one key the first is kept), while a lookup overlaps the statement before it.
+   */
   private async write(batch: Batch): Promise<void> {
+    const previous = this.sent
+    let sent!: () => void
+    this.sent = new Promise((resolve) => {
+      sent = resolve
+    })
     let inserted: number
     try {
-      inserted = await (ROW_WRITERS[batch.section] as (context: RowContext, batch: Batch) => Promise<number>)(this.context, batch)
+      const field = CITING[batch.section as keyof typeof CITING]
+      if (field) {
+        const rows = batch.rows as unknown as Record<string, string>[]
+        const texts = await localCitations(
+          this.context,
+          rows.map((row) => row[field]!),
+        )
+        batch = { ...batch, rows: rows.map((row, i) => ({ ...row, [field]: texts[i] })) as unknown as Batch['rows'] }
+      }
+      await previous
+      // A writer sends its statement as it is called (postgres.js queues it in call order).
+      const writing = (ROW_WRITERS[batch.section] as (context: RowContext, batch: Batch) => Promise<number>)(this.context, batch)
+      sent()
+      inserted = await writing
     } catch (error) {
       if (isDataError(error) && !(this.options.bulk && isUniqueViolation(error))) throw new BundleError((error as Error).message, { section: where(batch) })
       throw error
+    } finally {
+      sent()
     }
     const section = batch.section
     if (section in COUNTED_AS) this.imported[COUNTED_AS[section as keyof typeof COUNTED_AS]] += inserted

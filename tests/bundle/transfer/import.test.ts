@@ -667,6 +667,39 @@ describe(`exactly once (${BACKEND})`, () => {
     expect(await storedKeys(lost.params.upload)).toEqual([lost.params.upload])
   })
 
+  test('batches reach the database in the bundle order, whatever their citation lookups take', async () => {
+    // The first batch of reports and of summaries cites a fact (a lookup before its statement);
+    // the next batch cites nothing, so it could be sent first: its reports need the first
+    // batch's report as their parent, and its summary repeats the key of the first batch's.
+    const bundle = validBundle() as { metadata: Record<string, unknown> } & Record<string, Record<string, unknown>[]>
+    const rain = `[rain](<fact:${portableFactId(factContentHash('Rain falls.'))}>)`
+    const children = 1500
+    bundle.reports = [
+      { idx: 0, title: 'root', body_md: `About ${rain}.`, status: 'pending', parent_idx: -1 },
+      ...Array.from({ length: children }, (_, i) => ({ idx: i + 1, title: `child ${i}`, body_md: 'No citation.', status: 'pending', parent_idx: 0 })),
+    ]
+    bundle.report_annotations = []
+    bundle.metadata.report_count = children + 1
+    bundle.concept_summaries = [
+      { concept_idx: 0, sequence_num: 0, is_complete: true, fact_count: 1, content: `First: ${rain}.`, covered_fact_idxs: [0] },
+      ...Array.from({ length: 1000 }, (_, i) => ({ concept_idx: 1, sequence_num: i, is_complete: false, fact_count: 0, content: `Other ${i}.` })),
+      { concept_idx: 0, sequence_num: 0, is_complete: false, fact_count: 0, content: 'Later, the same key.' },
+    ]
+    bundle.metadata.summary_count = 1002
+    bundle.concept_syntheses = []
+    bundle.metadata.synthesis_count = 0
+    const repo = await createRepo('Batch order')
+    const result = await importGraph(await importJob(repo, gzipBundle(validBundleJson(bundle as never))), services())
+    expect(result.imported).toMatchObject({ reports: children + 1, summaries: 1001 })
+    const sql = await sqlOf(repo)
+    const [root] = await sql<{ id: string }[]>`SELECT id FROM reports WHERE title = 'root'`
+    expect((await sql`SELECT count(*)::int AS n FROM reports WHERE parent_id = ${root!.id}`)[0]!.n).toBe(children)
+    const [fact] = await sql<{ id: string }[]>`SELECT id FROM facts WHERE text = 'Rain falls.'`
+    const [concept] = await sql<{ id: string }[]>`SELECT id FROM concepts WHERE canonical_name = 'Rain'`
+    const [first] = await sql`SELECT content FROM concept_summaries WHERE concept_id = ${concept!.id} AND sequence_num = 0`
+    expect(first).toEqual({ content: `First: [rain](<fact:${fact!.id}>).` })
+  })
+
   test('into an empty repository the facts load without their unique indexes; a bundle that repeats one loads again, deduplicating, as into any repository', async () => {
     const infos: string[] = []
     const log = Object.assign(Object.create(server.context.log), { info: (message: string) => void infos.push(message) })
