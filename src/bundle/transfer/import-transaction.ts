@@ -1,9 +1,9 @@
 // One import inside its database transaction (docs/spec/bundle.md §5): the reader's items in file order,
 // rows gathered per section into batches written by one statement each (import-rows.ts), media
-// to blob storage (import-media.ts), vectors of new rows staged. Memory holds one batch, one
-// vector batch and a few small media, whatever the bundle's size: positions live in the
-// transaction's mapping tables, never here. While a batch is written, the reader parses the
-// next (one statement in flight).
+// to blob storage (import-media.ts), vectors of new rows staged. Memory holds the batches in
+// flight (PIPELINE), one vector batch and a few small media, whatever the bundle's size: positions
+// live in the transaction's mapping tables and in LocalIds (16 bytes a row), never as objects. While
+// a batch is written, the reader parses the next.
 import type { TransactionSql } from 'postgres'
 import type { BlobStore } from '../../blobs/store.ts'
 import type { JobProgress } from '../../jobs/queue.ts'
@@ -19,6 +19,12 @@ import { isMediaType } from '../../media/types.ts'
 /** Rows per statement, at most; and at most about this many bytes of the bundle (wide rows: sources, syntheses). */
 const BATCH_ROWS = 1000
 const BATCH_BYTES = 1024 * 1024
+/**
+ * The sections that cite (long texts, each held again as rewritten and as sent) keep PIPELINE
+ * batches in memory while a lookup overlaps the statement before: a smaller batch each keeps
+ * their peak where one batch of BATCH_BYTES put it.
+ */
+const CITING_BATCH_BYTES = BATCH_BYTES / 2
 /** Statements in flight on the connection at once. */
 const PIPELINE = 2
 /** Vectors per staging write. */
@@ -261,7 +267,7 @@ export class GraphImport {
     const batch = this.pending
     batch.positions.push(position)
     ;(batch.rows as unknown[]).push(row)
-    if (batch.rows.length >= BATCH_ROWS || read - this.pendingFrom >= BATCH_BYTES) await this.flush()
+    if (batch.rows.length >= BATCH_ROWS || read - this.pendingFrom >= (section in CITING ? CITING_BATCH_BYTES : BATCH_BYTES)) await this.flush()
   }
 
   /**
