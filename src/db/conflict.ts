@@ -3,11 +3,11 @@
 // prints it.
 export class ConflictError extends Error {}
 
-/** SQLSTATE unique_violation */
-const UNIQUE_VIOLATION = '23505'
+/** Whether `error` is PostgreSQL's unique_violation (SQLSTATE 23505). */
+export const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | null)?.code === '23505'
 
 /** Rethrows a unique violation as a ConflictError saying `message`, and anything else as it is. */
 export function rethrowUnique(error: unknown, message: string): never {
-  if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw new ConflictError(message)
+  if (isUniqueViolation(error)) throw new ConflictError(message)
   throw error
 }

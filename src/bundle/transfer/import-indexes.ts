@@ -39,9 +39,6 @@ const DOCUMENTS_TRIGGER = 'facts_documents_inserted'
 
 const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`
 
-/** PostgreSQL's unique_violation: in a bulk load, a row the bundle repeats. */
-export const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | null)?.code === '23505'
-
 interface Deferred {
   /** As regclass writes it: quoted where it must be. */
   table: string

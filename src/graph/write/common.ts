@@ -4,6 +4,7 @@
 // that tell the embedding job which facts and concepts to (re)embed.
 import type { TransactionSql } from 'postgres'
 import type { Db } from '../../db/sql.ts'
+import { isUniqueViolation } from '../../db/conflict.ts'
 import { sha256Hex, citedIds, type CitedKind } from '../rules.ts'
 
 /** Why the graph refuses a write, in words its caller can act on (each subclass: one HTTP status). */
@@ -142,9 +143,6 @@ export function citationsOf(tx: TransactionSql, kind: CitedKind, id: string): Pr
     ORDER BY 1, 2`
 }
 
-/** SQLSTATE unique_violation */
-const UNIQUE_VIOLATION = '23505'
-
 /**
  * Writes a row with a natural key: ExistingRow (with the id `existing` finds) when another row
  * holds the key already, checked first and again if the write's unique index still says so (a
@@ -156,7 +154,7 @@ export async function uniqueWrite<T>(tx: TransactionSql, message: string, existi
   try {
     return (await tx.savepoint(() => write())) as T
   } catch (error) {
-    if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
+    if (!isUniqueViolation(error)) throw error
     throw new ExistingRow(message, (await existing())!)
   }
 }
