@@ -46,6 +46,15 @@ interface Deferred {
   definition: string
 }
 
+/** The constraints of the given types (pg_constraint.contype) on `tables`, as the catalog writes them. */
+const constraintsOf = (tx: TransactionSql, types: readonly string[], tables: readonly string[]) => tx<Deferred[]>`
+  SELECT c.conrelid::regclass::text AS table, c.conname AS name, pg_get_constraintdef(c.oid) AS definition
+  FROM pg_constraint c
+  WHERE c.contype::text = ANY(${types}::text[]) AND c.conrelid = ANY(${tables}::text[]::regclass[])
+  ORDER BY 1, 2`
+
+const addConstraint = (key: Deferred) => `ALTER TABLE ${key.table} ADD CONSTRAINT ${quoted(key.name)} ${key.definition}`
+
 /** What a load into an empty repository does at its end. */
 export interface DeferredIndexes {
   /** Whether the unique indexes of BULK_UNIQUE were dropped: the statements must not deduplicate on them. */
@@ -67,25 +76,17 @@ export async function deferIndexesIfEmpty(tx: TransactionSql, { bulk }: { bulk: 
   await tx.unsafe(LOCK)
   if (!(await isEmpty())) return undefined
   const uniqueTables = bulk ? BULK_UNIQUE : []
-  const foreignKeys = await tx<Deferred[]>`
-    SELECT c.conrelid::regclass::text AS table, c.conname AS name, pg_get_constraintdef(c.oid) AS definition
-    FROM pg_constraint c
-    WHERE c.contype = 'f' AND c.conrelid = ANY(${GRAPH_TABLES}::text[]::regclass[])
-    ORDER BY 1, 2`
-  const keys = await tx<Deferred[]>`
-    SELECT c.conrelid::regclass::text AS table, c.conname AS name, pg_get_constraintdef(c.oid) AS definition
-    FROM pg_constraint c
-    WHERE c.contype IN ('p', 'u') AND c.conrelid = ANY(${uniqueTables}::text[]::regclass[])
-    ORDER BY 1, 2`
-  const indexes = await tx<(Deferred & { unique: boolean })[]>`
-    SELECT i.indrelid::regclass::text AS table, i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS definition, i.indisunique AS unique
+  const foreignKeys = await constraintsOf(tx, ['f'], GRAPH_TABLES)
+  const keys = await constraintsOf(tx, ['p', 'u'], uniqueTables)
+  // Unique ones first: they are built first again, so that a bulk load's repeat surfaces there.
+  const indexes = await tx<Deferred[]>`
+    SELECT i.indrelid::regclass::text AS table, i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS definition
     FROM pg_index i
     WHERE (NOT i.indisunique AND i.indrelid = ANY(${BULK_TABLES}::text[]::regclass[]) OR i.indisunique AND i.indrelid = ANY(${uniqueTables}::text[]::regclass[]))
       AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
-    ORDER BY 2`
+    ORDER BY i.indisunique DESC, 2`
   // Names and definitions as PostgreSQL itself wrote them out a moment ago, from the catalog.
-  for (const key of foreignKeys) await tx.unsafe(`ALTER TABLE ${key.table} DROP CONSTRAINT ${quoted(key.name)}`)
-  for (const key of keys) await tx.unsafe(`ALTER TABLE ${key.table} DROP CONSTRAINT ${quoted(key.name)}`)
+  for (const key of [...foreignKeys, ...keys]) await tx.unsafe(`ALTER TABLE ${key.table} DROP CONSTRAINT ${quoted(key.name)}`)
   for (const index of indexes) await tx.unsafe(`DROP INDEX ${index.name}`)
   if (bulk) await tx.unsafe(`ALTER TABLE facts DISABLE TRIGGER ${DOCUMENTS_TRIGGER}`)
   return {
@@ -97,10 +98,9 @@ export async function deferIndexesIfEmpty(tx: TransactionSql, { bulk }: { bulk: 
         await tx.unsafe('DROP TABLE import_documents')
         await tx.unsafe(`ALTER TABLE facts ENABLE TRIGGER ${DOCUMENTS_TRIGGER}`)
       }
-      for (const key of keys) await tx.unsafe(`ALTER TABLE ${key.table} ADD CONSTRAINT ${quoted(key.name)} ${key.definition}`)
-      for (const index of indexes.filter((index) => index.unique)) await tx.unsafe(index.definition)
-      for (const index of indexes.filter((index) => !index.unique)) await tx.unsafe(index.definition)
-      for (const key of foreignKeys) await tx.unsafe(`ALTER TABLE ${key.table} ADD CONSTRAINT ${quoted(key.name)} ${key.definition}`)
+      for (const key of keys) await tx.unsafe(addConstraint(key))
+      for (const index of indexes) await tx.unsafe(index.definition)
+      for (const key of foreignKeys) await tx.unsafe(addConstraint(key))
     },
   }
 }
