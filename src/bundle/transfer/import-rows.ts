@@ -27,14 +27,14 @@
 //   memory (LocalIds): the largest sections, the links between them, send their UUIDs instead of
 //   having PostgreSQL probe two mapping tables per row. A statement of those sections answers
 //   the positions whose row is not the one it sent (reused, or a duplicate within the bundle).
-// - Citations (docs/spec/bundle.md §5) are rewritten with one lookup per batch of the portable UUIDs kept in
-//   import_facts / import_concepts.
+// - Citations are made local before a batch reaches its writer (import-citations.ts).
 import { randomUUID } from 'node:crypto'
 import type { PendingQuery, Row as SqlRow, TransactionSql } from 'postgres'
-import { citedIds, factContentHash, type CitedKind } from '../../graph/rules.ts'
-import { portableConceptId, portableFactId, rewriteCitations } from '../format/citations.ts'
+import { factContentHash } from '../../graph/rules.ts'
+import { portableConceptId, portableFactId } from '../format/citations.ts'
 import { encodeFloat64 } from '../format/json.ts'
 import type { Row, RowSection } from '../format/schema.ts'
+import type { LocalIds } from './import-ids.ts'
 
 export interface Batch<S extends RowSection = RowSection> {
   section: S
@@ -50,7 +50,7 @@ export interface RowContext {
   citations: { rewritten: number; unresolved: number }
   /** Media that came before their rows, claimed by the rows inserted. */
   media: { stored: number }
-  /** The index of the portable UUIDs, built in one go by the first citation lookup (after the facts and concepts). */
+  /** The index of the portable UUIDs, built in one go by the first citation lookup (import-citations.ts). */
   portableIndex?: Promise<unknown>
   /** The local UUIDs of the sections link rows point at, by position. */
   ids: Record<RememberedSection, LocalIds>
@@ -62,48 +62,6 @@ export interface RowContext {
 }
 
 type RememberedSection = 'sources' | 'facts' | 'concepts'
-
-const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'))
-const NIBBLE = new Map([...'0123456789abcdefABCDEF'].map((digit) => [digit.charCodeAt(0), Number.parseInt(digit, 16)]))
-
-/** UUIDs by position, 16 bytes each (a million take 16 MB, where strings would take several times that). */
-export class LocalIds {
-  private bytes = new Uint8Array(0)
-  private known = new Uint8Array(0)
-
-  set(pos: number, id: string): void {
-    if (pos >= this.known.length) this.grow(pos + 1)
-    let offset = pos * 16
-    for (let i = 0; i < id.length; i++) {
-      if (id.charCodeAt(i) === 45) continue // '-'
-      this.bytes[offset++] = (NIBBLE.get(id.charCodeAt(i))! << 4) | NIBBLE.get(id.charCodeAt(++i))!
-    }
-    this.known[pos] = 1
-  }
-
-  /** The UUID at `pos`; null for a position with none (as a mapping table's lookup gives NULL). */
-  get(pos: number): string | null {
-    if (this.known[pos] !== 1) return null
-    const b = this.bytes
-    const o = pos * 16
-    const hex = (from: number, to: number) => {
-      let text = ''
-      for (let i = o + from; i < o + to; i++) text += HEX[b[i]!]
-      return text
-    }
-    return `${hex(0, 4)}-${hex(4, 6)}-${hex(6, 8)}-${hex(8, 10)}-${hex(10, 16)}`
-  }
-
-  private grow(least: number): void {
-    const size = Math.max(least, this.known.length * 2, 1024)
-    const bytes = new Uint8Array(size * 16)
-    bytes.set(this.bytes)
-    const known = new Uint8Array(size)
-    known.set(this.known)
-    this.bytes = bytes
-    this.known = known
-  }
-}
 
 type Fragment = PendingQuery<SqlRow[]>
 type MappingTable = 'import_sources' | 'import_images' | 'import_facts' | 'import_concepts' | 'import_summaries' | 'import_investigations' | 'import_reports'
@@ -143,7 +101,7 @@ const createdAt = (tx: TransactionSql, pos: Fragment) => tx`now() + ${pos} * int
  * which was most of an import's own CPU time; here only an element holding a quote or a
  * backslash is escaped.
  */
-function arrayLiteral(values: readonly (string | number | null | undefined)[]): string {
+export function arrayLiteral(values: readonly (string | number | null | undefined)[]): string {
   if (values.includes(undefined)) throw new Error('arrayLiteral: an element is undefined')
   const plain = values.every((value) => typeof value === 'string' && !value.includes('"') && !value.includes('\\'))
   // One join makes one flat string; concatenating element by element builds a rope of ropes.
@@ -386,7 +344,7 @@ export const ROW_WRITERS: Writers = {
       )
       ON CONFLICT DO NOTHING`),
 
-  /** Its contents' citations are local already (CITING). */
+  /** Its contents' citations are local already (import-citations.ts). */
   concept_summaries: (context, { positions, rows }) => {
     const { tx, ids } = context
     return inserted(tx`
@@ -508,34 +466,4 @@ export const ROW_WRITERS: Writers = {
         ${arrayLiteral(rows.map((r) => r.fact_idx))}::int[], ${arrayLiteral(rows.map((r) => encodeFloat64(r.score)))}::float8[], ${arrayLiteral(rows.map((r) => r.posture ?? ''))}::text[]
       ) AS b(pos, report_pos, sentence_index, sentence_text, fact_pos, score, posture)
       ON CONFLICT DO NOTHING`),
-}
-
-/** The field of each section whose markdown cites facts and concepts (docs/spec/bundle.md §5). */
-export const CITING = { concept_summaries: 'content', concept_syntheses: 'content', reports: 'body_md' } as const satisfies Partial<Record<RowSection, string>>
-
-/** The texts with each citation of a bundle fact or concept pointing at its local row; one lookup for the batch. */
-export async function localCitations(context: RowContext, texts: string[]): Promise<string[]> {
-  const { tx } = context
-  const cited = { fact: new Set<string>(), concept: new Set<string>() }
-  for (const text of texts) {
-    const ids = citedIds(text)
-    for (const id of ids.fact) cited.fact.add(id)
-    for (const id of ids.concept) cited.concept.add(id)
-  }
-  if (cited.fact.size + cited.concept.size === 0) return texts
-  // Two batches' lookups may run at once: the first one's index serves both.
-  context.portableIndex ??= tx.unsafe('CREATE INDEX ON import_facts (portable); CREATE INDEX ON import_concepts (portable)').execute()
-  await context.portableIndex
-  const local = new Map<string, string>()
-  const found = await tx<{ kind: CitedKind; portable: string; id: string }[]>`
-    SELECT 'fact' AS kind, portable::text, id::text FROM import_facts WHERE portable = ANY(${arrayLiteral([...cited.fact])}::uuid[])
-    UNION ALL
-    SELECT 'concept', portable::text, id::text FROM import_concepts WHERE portable = ANY(${arrayLiteral([...cited.concept])}::uuid[])`
-  for (const row of found) local.set(`${row.kind}:${row.portable}`, row.id)
-  return texts.map((text) => {
-    const result = rewriteCitations(text, (kind, id) => local.get(`${kind}:${id}`))
-    context.citations.rewritten += result.rewritten
-    context.citations.unresolved += result.unresolved
-    return result.text
-  })
 }

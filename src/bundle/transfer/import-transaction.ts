@@ -11,7 +11,9 @@ import type { Embedder } from '../../vectors/embedder.ts'
 import type { VectorKind, VectorStore } from '../../vectors/store.ts'
 import { isUniqueViolation } from '../../db/conflict.ts'
 import { MediaImport } from './import-media.ts'
-import { CITING, createMappingTables, imageUrl, LocalIds, localCitations, ROW_WRITERS, type Batch, type RowContext } from './import-rows.ts'
+import { cites, withLocalCitations } from './import-citations.ts'
+import { LocalIds } from './import-ids.ts'
+import { createMappingTables, imageUrl, ROW_WRITERS, type Batch, type RowContext } from './import-rows.ts'
 import { BundleError, type BundleErrorWhere, type BundleItem, type BundleReader, type RowItem } from '../format/reader.ts'
 import { ROW_SCHEMAS, ROW_SECTIONS, type Row, type RowSection } from '../format/schema.ts'
 import { isMediaType } from '../../media/types.ts'
@@ -267,7 +269,7 @@ export class GraphImport {
     const batch = this.pending
     batch.positions.push(position)
     ;(batch.rows as unknown[]).push(row)
-    if (batch.rows.length >= BATCH_ROWS || read - this.pendingFrom >= (section in CITING ? CITING_BATCH_BYTES : BATCH_BYTES)) await this.flush()
+    if (batch.rows.length >= BATCH_ROWS || read - this.pendingFrom >= (cites(section) ? CITING_BATCH_BYTES : BATCH_BYTES)) await this.flush()
   }
 
   /**
@@ -306,15 +308,7 @@ export class GraphImport {
     })
     let inserted: number
     try {
-      const field = CITING[batch.section as keyof typeof CITING]
-      if (field) {
-        const rows = batch.rows as unknown as Record<string, string>[]
-        const texts = await localCitations(
-          this.context,
-          rows.map((row) => row[field]!),
-        )
-        batch = { ...batch, rows: rows.map((row, i) => ({ ...row, [field]: texts[i] })) as unknown as Batch['rows'] }
-      }
+      batch = await withLocalCitations(this.context, batch)
       await previous
       // A writer sends its statement as it is called (postgres.js queues it in call order).
       const writing = (ROW_WRITERS[batch.section] as (context: RowContext, batch: Batch) => Promise<number>)(this.context, batch)
