@@ -57,6 +57,7 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
     return await sql.begin('ISOLATION LEVEL REPEATABLE READ', async (tx) => {
       // Every cursor is read to its end: plan for all rows (hash joins), not for the first 10 %.
       await tx`SET LOCAL cursor_tuple_fraction = 1`
+      await tx`SET LOCAL jit = off`
       let bytes = 0
       const snapshot = new Snapshot(tx, services, options, () => bytes)
       const { counts, rowTotal, promptsetHashes } = await snapshot.prepare()

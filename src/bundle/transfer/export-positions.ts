@@ -49,7 +49,6 @@ export async function preparePositions(tx: Tx, onRanked: () => void) {
         : tx`SELECT id, (row_number() OVER (ORDER BY created_at, id) - 1)::int AS pos FROM ${tx(table)}`
     await tx`CREATE TEMP TABLE ${tx(name)} ON COMMIT DROP AS ${ranked}`
     await tx`CREATE UNIQUE INDEX ON ${tx(name)} (id)`
-    await tx`CREATE UNIQUE INDEX ON ${tx(name)} (pos)`
     // Temporary tables get no statistics from autovacuum; the cursors' plans need them.
     await tx`ANALYZE ${tx(name)}`
     onRanked()

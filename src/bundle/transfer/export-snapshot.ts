@@ -165,22 +165,22 @@ export class Snapshot {
     const cursor = `export_cursor_${++this.cursors}`
     await tx`DECLARE ${tx(cursor)} NO SCROLL CURSOR FOR ${query}`
     // FETCH takes no parameters; the count is a constant (BATCH or TEXT_BATCH).
+    // Two batches ahead, each converted as it arrives: the server produces the next batches and
+    // answers their conversion's queries while this one is encoded.
     const fetch = () => {
-      const batch = tx`FETCH ${tx.unsafe(String(batchRows))} FROM ${tx(cursor)}`.execute()
+      const batch = tx`FETCH ${tx.unsafe(String(batchRows))} FROM ${tx(cursor)}`.execute().then(async (rows) => (rows.length === 0 ? undefined : { rows: rows.length, converted: await convert(rows) }))
       // Awaited below; if the consumer stops first, the transaction's end settles it.
       batch.catch(() => {})
       return batch
     }
-    // One batch ahead: the server produces the next batch while this one is encoded.
-    let next = fetch()
+    const ahead = [fetch(), fetch()]
     for (;;) {
       this.options.signal?.throwIfAborted()
-      const batch = await next
-      if (batch.length === 0) break
-      next = fetch()
-      const converted = await convert(batch)
-      if (counted) this.advance(batch.length)
-      yield converted
+      const batch = await ahead.shift()!
+      if (!batch) break
+      ahead.push(fetch())
+      if (counted) this.advance(batch.rows)
+      yield batch.converted
     }
     await tx`CLOSE ${tx(cursor)}`
   }
