@@ -268,16 +268,22 @@ export class Snapshot {
     }
   }
 
-  /** A fact with a source image carries that image's original URL (docs/bundles.md, "Export"). */
+  /**
+   * A fact with a source image carries that image's original URL (docs/bundles.md, "Export").
+   * Its position is ranked here as in the position table (same order, same snapshot): the rows
+   * stream from the (created_at, id) index as they are encoded, where a join to the position
+   * table would sort every fact before the first is sent.
+   */
   private facts() {
     return this.copied(
       'facts',
       this.tx`
-      SELECT p.pos AS idx, f.text, f.fact_kind, CASE WHEN f.source_image_id IS NULL THEN f.image_url ELSE i.url END AS image_url,
-             f.content_hash, f.promptset_hash, f.status, coalesce(ip.pos, -1) AS source_image_idx
-      FROM facts f JOIN export_pos_facts p ON p.id = f.id
-      LEFT JOIN source_images i ON i.id = f.source_image_id LEFT JOIN export_pos_source_images ip ON ip.id = f.source_image_id
-      ORDER BY p.pos`,
+      SELECT (row_number() OVER (ORDER BY f.created_at, f.id) - 1)::int AS idx, f.text, f.fact_kind,
+             CASE WHEN f.source_image_id IS NULL THEN f.image_url ELSE (SELECT i.url FROM source_images i WHERE i.id = f.source_image_id) END AS image_url,
+             f.content_hash, f.promptset_hash, f.status,
+             CASE WHEN f.source_image_id IS NULL THEN -1
+                  ELSE coalesce((SELECT ip.pos FROM export_pos_source_images ip WHERE ip.id = f.source_image_id), -1) END AS source_image_idx
+      FROM facts f ORDER BY f.created_at, f.id`,
     )
   }
 
@@ -289,13 +295,16 @@ export class Snapshot {
     return tx`array_remove(ARRAY(SELECT (SELECT q.pos FROM ${tx(positionTable(table))} q WHERE q.id = u.id) FROM unnest(${tx(column)}) WITH ORDINALITY AS u (id, n) ORDER BY u.n), NULL)`
   }
 
+  /**
+   * In position order (the position table's), from the (created_at, id) index: each FETCH
+   * computes only its own rows' lookups, where a sort would compute them all before the first.
+   */
   private summaries() {
     return this.rows(
       this.tx`
-        SELECT cp.pos AS concept_idx, s.sequence_num, s.is_complete, s.fact_count, s.content,
+        SELECT (SELECT cp.pos FROM export_pos_concepts cp WHERE cp.id = s.concept_id) AS concept_idx, s.sequence_num, s.is_complete, s.fact_count, s.content,
                ${this.positionsOf('s.covered_fact_ids', 'facts')} AS covered_fact_idxs, s.model
-        FROM concept_summaries s JOIN export_pos_concept_summaries p ON p.id = s.id JOIN export_pos_concepts cp ON cp.id = s.concept_id
-        ORDER BY p.pos`,
+        FROM concept_summaries s ORDER BY s.created_at, s.id`,
       (batch) => this.portableCitations(batch as Row<'concept_summaries'>[], 'content'),
       { batchRows: TEXT_BATCH },
     )
