@@ -24,6 +24,8 @@ export interface ExportOptions extends SnapshotOptions {
   tags?: readonly string[]
   /** RFC 3339 UTC as written (normalizeExportedAt). */
   exportedAt: string
+  /** PostgreSQL's work_mem for the export's transaction (e.g. '256MB'); unset, the server's own. */
+  workMem?: string
 }
 
 export interface ExportSummary {
@@ -58,6 +60,8 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
       // Every cursor is read to its end: plan for all rows (hash joins), not for the first 10 %.
       await tx`SET LOCAL cursor_tuple_fraction = 1`
       await tx`SET LOCAL jit = off`
+      // The ranking's and the link sections' sorts in memory rather than in temporary files.
+      if (options.workMem) await tx`SELECT set_config('work_mem', ${options.workMem}, true)`
       let bytes = 0
       const snapshot = new Snapshot(tx, services, options, () => bytes)
       const { counts, rowTotal, promptsetHashes } = await snapshot.prepare()

@@ -21,6 +21,11 @@ const exportsPrefix = (repositoryId: string) => `${repositoryBlobPrefix(reposito
 export const exportKey = (repositoryId: string, jobId: string) => `${exportsPrefix(repositoryId)}${jobId}.json.gz`
 /** How many exports of a repository keep their bundle for download: the newest succeeded ones; older ones are deleted. */
 export const EXPORTS_KEPT = 3
+/**
+ * work_mem of an export on PostgreSQL: a large repository's sorts fit in memory. Not on the
+ * embedded database, whose memory is this process's.
+ */
+const POSTGRES_WORK_MEM = '256MB'
 
 /** exportRepository into the file at `path` (created or truncated); the file is removed if anything fails. */
 async function exportToFile(sql: Sql, services: ExportServices, options: ExportOptions, path: string): Promise<ExportSummary & { path: string }> {
@@ -66,6 +71,7 @@ async function exportGraph(job: RunningJob<ExportParams>, services: JobServices)
       includeImages: job.params.include_images,
       includeBodies: job.params.include_bodies,
       exportedAt,
+      workMem: services.pools.backend === 'postgres' ? POSTGRES_WORK_MEM : undefined,
       signal: job.signal,
       onProgress: (progress) => job.progress(progress),
     },
