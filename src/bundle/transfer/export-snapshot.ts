@@ -164,11 +164,17 @@ export class Snapshot {
     const { tx } = this
     const cursor = `export_cursor_${++this.cursors}`
     await tx`DECLARE ${tx(cursor)} NO SCROLL CURSOR FOR ${query}`
-    // FETCH takes no parameters; the count is a constant (BATCH or TEXT_BATCH).
+    // FETCH takes no parameters; the count is a constant (BATCH or TEXT_BATCH). Not a prepared
+    // statement: postgres.js keeps a prepared statement's columns per connection by its text, and
+    // the same cursor name fetches other columns in another export (other options) on that
+    // connection.
     // Two batches ahead, each converted as it arrives: the server produces the next batches and
     // answers their conversion's queries while this one is encoded.
     const fetch = () => {
-      const batch = tx`FETCH ${tx.unsafe(String(batchRows))} FROM ${tx(cursor)}`.execute().then(async (rows) => (rows.length === 0 ? undefined : { rows: rows.length, converted: await convert(rows) }))
+      const batch = tx
+        .unsafe(`FETCH ${batchRows} FROM ${cursor}`)
+        .execute()
+        .then(async (rows) => (rows.length === 0 ? undefined : { rows: rows.length, converted: await convert(rows) }))
       // Awaited below; if the consumer stops first, the transaction's end settles it.
       batch.catch(() => {})
       return batch

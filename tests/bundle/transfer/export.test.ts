@@ -3,6 +3,7 @@
 // a worker thread through POST /{repoID}/export-graph, pushed to this server's registry, and
 // read back with the reader and compared with the database, LanceDB and blob storage.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import postgres from 'postgres'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gunzipSync, inflateRawSync } from 'node:zlib'
@@ -538,6 +539,26 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
     for (const section of ['sources', 'facts', 'fact_sources', 'concepts', 'concept_aliases', 'fact_concepts'] as const) {
       const encode = ROW_CODECS[section].encode as (row: unknown) => string
       expect(json).toContain(`"${section}":[${(document[section] as unknown[]).map(encode).join(',')}]`)
+    }
+  })
+
+  test.skipIf(BACKEND === 'embedded')('exports of other options on one connection each read their own columns', async () => {
+    // One connection: its cursors' FETCH statements have the same text in both exports, for other queries.
+    const [row] = await server.context.pools.system<{ dsn: string }[]>`SELECT dsn FROM repository_databases WHERE repository_id = ${full.id}`
+    const one = postgres(row!.dsn, { max: 1, onnotice: () => {} })
+    try {
+      const read = async (includeImages: boolean) => {
+        const path = join(tempDir('kgs-export-'), 'one.json.gz')
+        await exportRepository(one, server.context, { repositoryId: full.id, name: 'One', exportedAt: EXPORTED_AT, includeImages }, path)
+        return (await readBack(readFileSync(path))).rows
+      }
+      const withImages = await read(true)
+      const without = await read(false)
+      expect(without.source_images.length).toBe(withImages.source_images.length)
+      expect(without.source_images).toEqual(withImages.source_images.map(({ image_ref, ...image }) => image))
+      expect(without.facts).toEqual(withImages.facts)
+    } finally {
+      await one.end()
     }
   })
 
