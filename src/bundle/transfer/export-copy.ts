@@ -196,13 +196,11 @@ const COMMA = Buffer.from(',')
 const CLOSE = Buffer.from('}')
 
 /**
- * The rows of binary COPY data as blocks of `section`'s JSON rows. The columns must be the
- * section's fields in order, integers as int2/int4/int8, booleans as boolean, strings as text.
+ * Walks the tuples of binary COPY data of `fieldCount` columns, calling `onTuple` with each
+ * (its bytes and where it starts); yields whenever `onTuple` answers true, for the caller to
+ * hand over what it gathered.
  */
-export async function* encodeCopiedRows(section: RowSection, copied: AsyncIterable<readonly Uint8Array[]>): AsyncGenerator<EncodedRows> {
-  const fields = rowFields(ROW_SCHEMAS[section]).map((field, i) => copyField(field, i === 0))
-  const keyBytes = fields.reduce((sum, field) => sum + field.key.length + 20, 0)
-  const out = new JsonBlock()
+async function* copiedTuples(copied: AsyncIterable<readonly Uint8Array[]>, what: string, fieldCount: number, onTuple: (bytes: Uint8Array, at: number, end: number) => boolean): AsyncGenerator<void> {
   let rest: Uint8Array | undefined
   let started = false
   let ended = false
@@ -226,19 +224,86 @@ export async function* encodeCopiedRows(section: RowSection, copied: AsyncIterab
           at += 2
           break
         }
-        if (count !== fields.length) throw new Error(`export COPY: ${count} columns for the ${fields.length} fields of ${section}`)
+        if (count !== fieldCount) throw new Error(`export COPY: ${count} columns for the ${fieldCount} fields of ${what}`)
         const end = tupleEnd(bytes, at, count)
         if (end < 0) break
-        // The keys, 20 bytes for an integer or `false`, each byte of text grown MAX_GROWTH times at most.
-        encodeTuple(fields, bytes, at, out, keyBytes + 2 + (end - at) * MAX_GROWTH)
+        const full = onTuple(bytes, at, end)
         at = end
-        if (out.size >= BLOCK_BYTES) yield out.take()
+        if (full) yield
       }
       // A tuple cut between two chunks: kept (copied: the chunk is the driver's) for the next.
       rest = at < bytes.length ? Buffer.from(bytes.subarray(at)) : undefined
     }
   if (!ended || rest) throw new Error('export COPY: the data ended in the middle')
+}
+
+/**
+ * The rows of binary COPY data as blocks of `section`'s JSON rows. The columns must be the
+ * section's fields in order, integers as int2/int4/int8, booleans as boolean, strings as text.
+ */
+export async function* encodeCopiedRows(section: RowSection, copied: AsyncIterable<readonly Uint8Array[]>): AsyncGenerator<EncodedRows> {
+  const fields = rowFields(ROW_SCHEMAS[section]).map((field, i) => copyField(field, i === 0))
+  const keyBytes = fields.reduce((sum, field) => sum + field.key.length + 20, 0)
+  const out = new JsonBlock()
+  // The keys, 20 bytes for an integer or `false`, each byte of text grown MAX_GROWTH times at most.
+  const encode = (bytes: Uint8Array, at: number, end: number) => {
+    encodeTuple(fields, bytes, at, out, keyBytes + 2 + (end - at) * MAX_GROWTH)
+    return out.size >= BLOCK_BYTES
+  }
+  for await (const _ of copiedTuples(copied, section, fields.length, encode)) yield out.take()
   if (out.rows > 0) yield out.take()
+}
+
+/** A column of decodeCopiedRows: its name, and its type as COPY sends it. */
+export interface CopiedColumn {
+  name: string
+  type: 'integer' | 'text' | 'boolean' | 'integer[]'
+}
+
+/** A one-dimensional int4[] in binary: dimensions, a NULL flag, the element type, length and lower bound, then the elements. */
+function integerArrayAt(bytes: Uint8Array, at: number, name: string): (number | null)[] {
+  const dimensions = int32(bytes, at)
+  if (dimensions === 0) return []
+  if (dimensions !== 1) throw new Error(`export COPY: column ${name} has ${dimensions} dimensions`)
+  const length = int32(bytes, at + 12)
+  const values: (number | null)[] = []
+  let element = at + 20
+  for (let i = 0; i < length; i++) {
+    const size = int32(bytes, element)
+    element += 4
+    values.push(size < 0 ? null : integerAt(bytes, element, size, name))
+    element += Math.max(size, 0)
+  }
+  return values
+}
+
+/**
+ * The rows of binary COPY data as objects, `batchRows` at a time, each value as postgres.js
+ * would give it (NULL as null): for rows that are rewritten before they are encoded.
+ */
+export async function* decodeCopiedRows(copied: AsyncIterable<readonly Uint8Array[]>, columns: readonly CopiedColumn[], batchRows: number): AsyncGenerator<SqlRow[]> {
+  let batch: SqlRow[] = []
+  const decode = (bytes: Uint8Array, at: number) => {
+    const row: SqlRow = {}
+    at += 2
+    for (const { name, type } of columns) {
+      const length = int32(bytes, at)
+      at += 4
+      if (length < 0) row[name] = null
+      else if (type === 'text') row[name] = Buffer.from(bytes.buffer, bytes.byteOffset + at, length).toString('utf8')
+      else if (type === 'integer') row[name] = integerAt(bytes, at, length, name)
+      else if (type === 'boolean') row[name] = bytes[at] !== 0
+      else row[name] = integerArrayAt(bytes, at, name)
+      at += Math.max(length, 0)
+    }
+    batch.push(row)
+    return batch.length >= batchRows
+  }
+  for await (const _ of copiedTuples(copied, 'the prefetched rows', columns.length, decode)) {
+    yield batch
+    batch = []
+  }
+  if (batch.length > 0) yield batch
 }
 
 /** Bytes of COPY data taken from the connection at a time, while the rows before are encoded. */

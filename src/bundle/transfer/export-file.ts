@@ -7,16 +7,18 @@
 // advance; the rows follow as gzip members compressed on threads of their own (gzip-members.ts)
 // while the same pass hashes them; and the head's member, written last, fills the room left for
 // it. Memory holds the snapshot's batch plus the gzip members in flight.
-import { open, type FileHandle } from 'node:fs/promises'
+import { open } from 'node:fs/promises'
 import { gzipSync } from 'node:zlib'
-import type { Sql } from 'postgres'
+import type { Sql, TransactionSql } from 'postgres'
 import { VERSION } from '../../version.ts'
 import { metered } from '../../memory.ts'
 import type { Metadata } from '../format/schema.ts'
 import { encodeBodyHashing, encodeFileHead, type BundleContent } from '../format/writer.ts'
 import type { ExportCounts } from './export-positions.ts'
-import { Snapshot, type ExportServices, type SnapshotOptions } from './export-snapshot.ts'
+import { CITING_POSITIONS, CITING_SECTIONS, Snapshot, type ExportServices, type SnapshotOptions } from './export-snapshot.ts'
+import { Prefetch } from './export-prefetch.ts'
 import { gzipMembers } from './gzip-members.ts'
+import { writeAll } from './scratch.ts'
 
 export interface ExportOptions extends SnapshotOptions {
   name: string
@@ -26,6 +28,11 @@ export interface ExportOptions extends SnapshotOptions {
   exportedAt: string
   /** PostgreSQL's work_mem for the export's transaction (e.g. '256MB'); unset, the server's own. */
   workMem?: string
+  /**
+   * Read the summaries and syntheses ahead on a second connection of `sql` (export-prefetch.ts).
+   * PostgreSQL only: the embedded database serves one transaction at a time.
+   */
+  prefetch?: boolean
 }
 
 export interface ExportSummary {
@@ -62,52 +69,62 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
       await tx`SET LOCAL jit = off`
       // The ranking's and the link sections' sorts in memory rather than in temporary files.
       if (options.workMem) await tx`SELECT set_config('work_mem', ${options.workMem}, true)`
-      let bytes = 0
-      const snapshot = new Snapshot(tx, services, options, () => bytes)
-      const { counts, rowTotal, promptsetHashes } = await snapshot.prepare()
-      const vectors = await snapshot.loadVectors()
-      const metadata: Metadata = {
-        name: options.name,
-        description: options.description || undefined,
-        tags: options.tags?.length ? [...options.tags] : undefined,
-        okt_version: `kgs/${VERSION}`,
-        promptset_hashes: promptsetHashes.length ? promptsetHashes : undefined,
-        source_count: counts.sources,
-        fact_count: counts.facts,
-        concept_count: counts.concepts,
-        summary_count: counts.summaries,
-        synthesis_count: counts.syntheses,
-        report_count: counts.reports,
-        investigation_count: counts.investigations,
-        exported_at: options.exportedAt,
-        ...(vectors > 0 ? { embedding_model: services.embedder.model, embedding_dimensions: services.embedder.dimensions } : {}),
+      const prefetch = options.prefetch
+        ? new Prefetch(sql, {
+            snapshot: (await tx<{ id: string }[]>`SELECT pg_export_snapshot() AS id`)[0]!.id,
+            positions: CITING_POSITIONS,
+            sections: CITING_SECTIONS,
+            path,
+            workMem: options.workMem,
+            signal: options.signal,
+          })
+        : undefined
+      try {
+        return await writeBundle(tx, prefetch)
+      } finally {
+        await prefetch?.close()
       }
-
-      snapshot.startPhase('writing', rowTotal + vectors)
-      const content = snapshot.content(metadata)
-      const room = headMember({ ...content, metadata: { ...metadata, sha256: UNKNOWN_SHA256 } }).byteLength
-      bytes = room
-      const body = encodeBodyHashing(content)
-      for await (const member of gzipMembers(metered(body.chunks), { level: GZIP_LEVEL })) {
-        await writeAll(file, member, bytes)
-        bytes += member.byteLength
-      }
-      const written: Metadata = { ...metadata, sha256: body.sha256() }
-      const head = headMember({ ...content, metadata: written })
-      // A stored member's size follows from its content's length, and a SHA-256 is always 64 characters.
-      if (head.byteLength !== room) throw new Error(`the head took ${head.byteLength} bytes where ${room} were left for it`)
-      await writeAll(file, head, 0)
-      return { metadata: written, counts, bytes }
     })
   } finally {
     await file.close()
   }
-}
 
-/** Writes all of `data` at `position` (one write may take only part of it). */
-async function writeAll(file: FileHandle, data: Uint8Array, position: number): Promise<void> {
-  for (let offset = 0; offset < data.byteLength; ) {
-    const { bytesWritten } = await file.write(data, offset, data.byteLength - offset, position + offset)
-    offset += bytesWritten
+  async function writeBundle(tx: TransactionSql, prefetch: Prefetch | undefined): Promise<ExportSummary> {
+    let bytes = 0
+    const snapshot = new Snapshot(tx, services, options, () => bytes, prefetch)
+    const { counts, rowTotal, promptsetHashes } = await snapshot.prepare()
+    const vectors = await snapshot.loadVectors()
+    const metadata: Metadata = {
+      name: options.name,
+      description: options.description || undefined,
+      tags: options.tags?.length ? [...options.tags] : undefined,
+      okt_version: `kgs/${VERSION}`,
+      promptset_hashes: promptsetHashes.length ? promptsetHashes : undefined,
+      source_count: counts.sources,
+      fact_count: counts.facts,
+      concept_count: counts.concepts,
+      summary_count: counts.summaries,
+      synthesis_count: counts.syntheses,
+      report_count: counts.reports,
+      investigation_count: counts.investigations,
+      exported_at: options.exportedAt,
+      ...(vectors > 0 ? { embedding_model: services.embedder.model, embedding_dimensions: services.embedder.dimensions } : {}),
+    }
+
+    snapshot.startPhase('writing', rowTotal + vectors)
+    const content = snapshot.content(metadata)
+    const room = headMember({ ...content, metadata: { ...metadata, sha256: UNKNOWN_SHA256 } }).byteLength
+    bytes = room
+    const body = encodeBodyHashing(content)
+    for await (const member of gzipMembers(metered(body.chunks), { level: GZIP_LEVEL })) {
+      await writeAll(file, member, bytes)
+      bytes += member.byteLength
+    }
+    const written: Metadata = { ...metadata, sha256: body.sha256() }
+    const head = headMember({ ...content, metadata: written })
+    // A stored member's size follows from its content's length, and a SHA-256 is always 64 characters.
+    if (head.byteLength !== room) throw new Error(`the head took ${head.byteLength} bytes where ${room} were left for it`)
+    await writeAll(file, head, 0)
+    return { metadata: written, counts, bytes }
   }
 }

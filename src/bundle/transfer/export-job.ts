@@ -72,6 +72,7 @@ async function exportGraph(job: RunningJob<ExportParams>, services: JobServices)
       includeBodies: job.params.include_bodies,
       exportedAt,
       workMem: services.pools.backend === 'postgres' ? POSTGRES_WORK_MEM : undefined,
+      prefetch: services.pools.backend === 'postgres',
       signal: job.signal,
       onProgress: (progress) => job.progress(progress),
     },

@@ -31,7 +31,32 @@ export interface ExportCounts {
  * is ranked (of POSITIONED.length).
  */
 export async function preparePositions(tx: Tx, onRanked: () => void) {
-  for (const table of POSITIONED) {
+  await rankPositions(tx, POSITIONED, onRanked)
+  const [row] = await tx<(ExportCounts & { source_images: number; source_bodies: number; links: number })[]>`
+    SELECT
+      (SELECT count(*) FROM export_pos_sources)::int AS sources,
+      (SELECT count(*) FROM export_pos_facts)::int AS facts,
+      (SELECT count(*) FROM export_pos_concepts)::int AS concepts,
+      (SELECT count(*) FROM export_pos_concept_summaries)::int AS summaries,
+      (SELECT count(*) FROM concept_syntheses)::int AS syntheses,
+      (SELECT count(*) FROM export_pos_reports)::int AS reports,
+      (SELECT count(*) FROM export_pos_investigations)::int AS investigations,
+      (SELECT count(*) FROM export_pos_source_images)::int AS source_images,
+      (SELECT count(*) FROM source_bodies)::int AS source_bodies,
+      (SELECT count(*) FROM fact_sources)::int + (SELECT count(*) FROM concept_aliases)::int + (SELECT count(*) FROM fact_concepts)::int
+        + (SELECT count(*) FROM investigation_sources)::int + (SELECT count(*) FROM report_annotations)::int AS links`
+  const { source_images, source_bodies, links, ...counts } = row!
+  const hashed = Object.values(counts).reduce((a, b) => a + b, 0) + links
+  const hashes = await tx<{ hash: string }[]>`
+    SELECT hash FROM (
+      SELECT promptset_hash AS hash FROM facts UNION SELECT promptset_hash FROM concepts UNION SELECT promptset_hash FROM fact_concepts
+    ) h WHERE hash <> '' ORDER BY hash COLLATE "C"`
+  return { counts, rowTotal: hashed + source_images + source_bodies, promptsetHashes: hashes.map((h) => h.hash) }
+}
+
+/** The position tables of `tables`, in this transaction; `onRanked` is called as each is made. */
+export async function rankPositions(tx: Tx, tables: readonly Positioned[], onRanked: () => void = () => {}): Promise<void> {
+  for (const table of tables) {
     const name = positionTable(table)
     // Reports in (created_at, id) order, as every other table, except that a parent must
     // precede its children: each report sorts at the latest created_at on its path from the
@@ -53,26 +78,6 @@ export async function preparePositions(tx: Tx, onRanked: () => void) {
     await tx`ANALYZE ${tx(name)}`
     onRanked()
   }
-  const [row] = await tx<(ExportCounts & { source_images: number; source_bodies: number; links: number })[]>`
-    SELECT
-      (SELECT count(*) FROM export_pos_sources)::int AS sources,
-      (SELECT count(*) FROM export_pos_facts)::int AS facts,
-      (SELECT count(*) FROM export_pos_concepts)::int AS concepts,
-      (SELECT count(*) FROM export_pos_concept_summaries)::int AS summaries,
-      (SELECT count(*) FROM concept_syntheses)::int AS syntheses,
-      (SELECT count(*) FROM export_pos_reports)::int AS reports,
-      (SELECT count(*) FROM export_pos_investigations)::int AS investigations,
-      (SELECT count(*) FROM export_pos_source_images)::int AS source_images,
-      (SELECT count(*) FROM source_bodies)::int AS source_bodies,
-      (SELECT count(*) FROM fact_sources)::int + (SELECT count(*) FROM concept_aliases)::int + (SELECT count(*) FROM fact_concepts)::int
-        + (SELECT count(*) FROM investigation_sources)::int + (SELECT count(*) FROM report_annotations)::int AS links`
-  const { source_images, source_bodies, links, ...counts } = row!
-  const hashed = Object.values(counts).reduce((a, b) => a + b, 0) + links
-  const hashes = await tx<{ hash: string }[]>`
-    SELECT hash FROM (
-      SELECT promptset_hash AS hash FROM facts UNION SELECT promptset_hash FROM concepts UNION SELECT promptset_hash FROM fact_concepts
-    ) h WHERE hash <> '' ORDER BY hash COLLATE "C"`
-  return { counts, rowTotal: hashed + source_images + source_bodies, promptsetHashes: hashes.map((h) => h.hash) }
 }
 
 /** Where loadVectorTables reads the stored vectors from. */

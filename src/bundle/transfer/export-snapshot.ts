@@ -13,7 +13,10 @@ import { citedIds, portableConceptId, portableFactId, rewriteCitations } from '.
 import type { Metadata, Row, RowSection } from '../format/schema.ts'
 import type { BundleContent, EncodedRows, MediaItem, VectorItem } from '../format/writer.ts'
 import { copyOut, encodeCopiedRows } from './export-copy.ts'
+import type { Prefetch, PrefetchedSection } from './export-prefetch.ts'
 import { loadVectorTables, POSITIONED, positionTable, preparePositions, vectorTable, type Positioned } from './export-positions.ts'
+
+type Tx = TransactionSql
 
 const BATCH = 2000
 /**
@@ -21,6 +24,58 @@ const BATCH = 2000
  * flight keep a large export's peak memory down, and the export's time does not depend on it.
  */
 const TEXT_BATCH = 250
+
+/** The positions of a uuid[] column's ids in `table`, in the array's order; ids without a row are dropped. */
+function positionsOf(tx: Tx, column: string, table: Positioned) {
+  // A scalar subquery per element: an index lookup each, where a join would hash the whole
+  // position table once per row.
+  return tx`array_remove(ARRAY(SELECT (SELECT q.pos FROM ${tx(positionTable(table))} q WHERE q.id = u.id) FROM unnest(${tx(column)}) WITH ORDINALITY AS u (id, n) ORDER BY u.n), NULL)`
+}
+
+/**
+ * The sections whose long texts cite, read by a cursor or prefetched (export-prefetch.ts): their
+ * queries and columns, and the position tables those join to. In position order (the position
+ * table's), from the (created_at, id) index: each FETCH computes only its own rows' lookups,
+ * where a sort would compute them all before the first.
+ */
+export const CITING_SECTIONS = [
+  {
+    section: 'concept_summaries',
+    query: (tx: Tx) => tx`
+      SELECT (SELECT cp.pos FROM export_pos_concepts cp WHERE cp.id = s.concept_id) AS concept_idx, s.sequence_num, s.is_complete, s.fact_count, s.content,
+             ${positionsOf(tx, 's.covered_fact_ids', 'facts')} AS covered_fact_idxs, s.model
+      FROM concept_summaries s ORDER BY s.created_at, s.id`,
+    columns: [
+      { name: 'concept_idx', type: 'integer' },
+      { name: 'sequence_num', type: 'integer' },
+      { name: 'is_complete', type: 'boolean' },
+      { name: 'fact_count', type: 'integer' },
+      { name: 'content', type: 'text' },
+      { name: 'covered_fact_idxs', type: 'integer[]' },
+      { name: 'model', type: 'text' },
+    ],
+  },
+  {
+    section: 'concept_syntheses',
+    query: (tx: Tx) => tx`
+      SELECT s.canonical_name, s.content,
+             ${positionsOf(tx, 's.covered_summary_ids', 'concept_summaries')} AS covered_summary_idxs,
+             ${positionsOf(tx, 's.covered_concept_ids', 'concepts')} AS covered_concept_idxs,
+             ${positionsOf(tx, 's.embedded_image_fact_ids', 'facts')} AS embedded_image_idxs, s.model
+      FROM concept_syntheses s ORDER BY s.created_at, s.id`,
+    columns: [
+      { name: 'canonical_name', type: 'text' },
+      { name: 'content', type: 'text' },
+      { name: 'covered_summary_idxs', type: 'integer[]' },
+      { name: 'covered_concept_idxs', type: 'integer[]' },
+      { name: 'embedded_image_idxs', type: 'integer[]' },
+      { name: 'model', type: 'text' },
+    ],
+  },
+] as const satisfies readonly (PrefetchedSection & { section: RowSection })[]
+type CitingSection = (typeof CITING_SECTIONS)[number]['section']
+/** The position tables CITING_SECTIONS join to. */
+export const CITING_POSITIONS: readonly Positioned[] = ['facts', 'concepts', 'concept_summaries']
 
 /** What the snapshot reads, and whom it tells of its progress. */
 export interface SnapshotOptions {
@@ -50,8 +105,6 @@ export interface ExportProgress {
   bytes: number
 }
 
-type Tx = TransactionSql
-
 /** One export's view of the repository, inside its transaction. */
 export class Snapshot {
   private cursors = 0
@@ -64,6 +117,8 @@ export class Snapshot {
     private readonly services: ExportServices,
     private readonly options: SnapshotOptions,
     private readonly bytesWritten: () => number,
+    /** The citing sections read ahead on a second connection (PostgreSQL). */
+    private readonly prefetch?: Prefetch,
   ) {}
 
   /** The position tables, the counts and the promptset hashes (export-positions.ts). */
@@ -125,8 +180,8 @@ export class Snapshot {
           FROM fact_concepts fc JOIN export_pos_facts fp ON fp.id = fc.fact_id JOIN export_pos_concepts cp ON cp.id = fc.concept_id
           ORDER BY fp.pos, cp.pos`,
         ),
-        concept_summaries: this.summaries(),
-        concept_syntheses: this.syntheses(),
+        concept_summaries: this.citing('concept_summaries'),
+        concept_syntheses: this.citing('concept_syntheses'),
         investigations: this.copied(
           'investigations',
           this.tx`
@@ -156,39 +211,55 @@ export class Snapshot {
    * batch. Nothing runs until the writer asks for the section. Rows count towards the progress
    * unless they only list media.
    */
-  private async *rows<T>(
+  private rows<T>(
     query: PendingQuery<SqlRow[]>,
     convert: (batch: SqlRow[]) => T[] | Promise<T[]> = (batch) => batch as T[],
     { counted = true, batchRows = BATCH }: { counted?: boolean; batchRows?: number } = {},
   ): AsyncGenerator<T[]> {
+    return this.convertedAhead(this.fetched(query, batchRows), convert, counted)
+  }
+
+  /** The rows of `query` through a cursor of the transaction, `batchRows` at a time. */
+  private async *fetched(query: PendingQuery<SqlRow[]>, batchRows: number): AsyncGenerator<SqlRow[]> {
     const { tx } = this
     const cursor = `export_cursor_${++this.cursors}`
     await tx`DECLARE ${tx(cursor)} NO SCROLL CURSOR FOR ${query}`
-    // FETCH takes no parameters; the count is a constant (BATCH or TEXT_BATCH). Not a prepared
-    // statement: postgres.js keeps a prepared statement's columns per connection by its text, and
-    // the same cursor name fetches other columns in another export (other options) on that
-    // connection.
-    // Two batches ahead, each converted as it arrives: the server produces the next batches and
-    // answers their conversion's queries while this one is encoded.
-    const fetch = () => {
-      const batch = tx
-        .unsafe(`FETCH ${batchRows} FROM ${cursor}`)
-        .execute()
-        .then(async (rows) => (rows.length === 0 ? undefined : { rows: rows.length, converted: await convert(rows) }))
-      // Awaited below; if the consumer stops first, the transaction's end settles it.
-      batch.catch(() => {})
-      return batch
-    }
-    const ahead = [fetch(), fetch()]
     for (;;) {
-      this.options.signal?.throwIfAborted()
-      const batch = await ahead.shift()!
-      if (!batch) break
-      ahead.push(fetch())
-      if (counted) this.advance(batch.rows)
-      yield batch.converted
+      // FETCH takes no parameters; the count is a constant (BATCH or TEXT_BATCH). Not a prepared
+      // statement: postgres.js keeps a prepared statement's columns per connection by its text,
+      // and the same cursor name fetches other columns in another export (other options, or
+      // sections read ahead) on that connection.
+      const batch = await tx.unsafe(`FETCH ${batchRows} FROM ${cursor}`)
+      if (batch.length === 0) break
+      yield batch
     }
     await tx`CLOSE ${tx(cursor)}`
+  }
+
+  /**
+   * The batches of `batches` converted, two ahead, each as it arrives: the server produces the
+   * next batches and answers their conversion's queries while this one is encoded.
+   */
+  private async *convertedAhead<T>(batches: AsyncGenerator<SqlRow[]>, convert: (batch: SqlRow[]) => T[] | Promise<T[]>, counted: boolean): AsyncGenerator<T[]> {
+    const next = () => {
+      const converted = batches.next().then(async ({ done, value }) => (done ? undefined : { rows: value.length, converted: await convert(value) }))
+      // Awaited below; if the consumer stops first, batches.return settles it.
+      converted.catch(() => {})
+      return converted
+    }
+    const ahead = [next(), next()]
+    try {
+      for (;;) {
+        this.options.signal?.throwIfAborted()
+        const batch = await ahead.shift()!
+        if (!batch) break
+        ahead.push(next())
+        if (counted) this.advance(batch.rows)
+        yield batch.converted
+      }
+    } finally {
+      await batches.return(undefined)
+    }
   }
 
   /** A source's `sha256` computed by the server (hashes.ts's sourceSha256), over the text it sends. */
@@ -293,40 +364,12 @@ export class Snapshot {
     )
   }
 
-  /** The positions of a uuid[] column's ids in `table`, in the array's order; ids without a row are dropped. */
-  private positionsOf(column: string, table: Positioned) {
-    const { tx } = this
-    // A scalar subquery per element: an index lookup each, where a join would hash the whole
-    // position table once per row.
-    return tx`array_remove(ARRAY(SELECT (SELECT q.pos FROM ${tx(positionTable(table))} q WHERE q.id = u.id) FROM unnest(${tx(column)}) WITH ORDINALITY AS u (id, n) ORDER BY u.n), NULL)`
-  }
-
-  /**
-   * In position order (the position table's), from the (created_at, id) index: each FETCH
-   * computes only its own rows' lookups, where a sort would compute them all before the first.
-   */
-  private summaries() {
-    return this.rows(
-      this.tx`
-        SELECT (SELECT cp.pos FROM export_pos_concepts cp WHERE cp.id = s.concept_id) AS concept_idx, s.sequence_num, s.is_complete, s.fact_count, s.content,
-               ${this.positionsOf('s.covered_fact_ids', 'facts')} AS covered_fact_idxs, s.model
-        FROM concept_summaries s ORDER BY s.created_at, s.id`,
-      (batch) => this.portableCitations(batch as Row<'concept_summaries'>[], 'content'),
-      { batchRows: TEXT_BATCH },
-    )
-  }
-
-  private syntheses() {
-    return this.rows(
-      this.tx`
-        SELECT s.canonical_name, s.content,
-               ${this.positionsOf('s.covered_summary_ids', 'concept_summaries')} AS covered_summary_idxs,
-               ${this.positionsOf('s.covered_concept_ids', 'concepts')} AS covered_concept_idxs,
-               ${this.positionsOf('s.embedded_image_fact_ids', 'facts')} AS embedded_image_idxs, s.model
-        FROM concept_syntheses s ORDER BY s.created_at, s.id`,
-      (batch) => this.portableCitations(batch as Row<'concept_syntheses'>[], 'content'),
-      { batchRows: TEXT_BATCH },
-    )
+  /** Summaries and syntheses: prefetched on a second connection when there is one (export-prefetch.ts), else through a cursor. */
+  private citing<S extends CitingSection>(section: S): AsyncGenerator<Row<S>[]> {
+    const { query } = CITING_SECTIONS.find((citing) => citing.section === section)!
+    const convert = (batch: SqlRow[]) => this.portableCitations(batch as unknown as Row<'concept_summaries'>[], 'content') as unknown as Promise<Row<S>[]>
+    if (!this.prefetch) return this.rows(query(this.tx), convert, { batchRows: TEXT_BATCH })
+    return this.convertedAhead(this.prefetch.rows(section, TEXT_BATCH), convert, true)
   }
 
   private reports() {

@@ -4,13 +4,14 @@
 // leaves one behind); sweepScratch removes those. Several processes may share a DATA_DIR, hence
 // the check against the job table rather than "everything at start-up"; and a file made after
 // that check (an attempt that began meanwhile) is left for the next sweep.
-import { mkdir, readdir, rm, stat } from 'node:fs/promises'
+import { mkdir, readdir, rm, stat, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Sql } from 'postgres'
 
 export type ScratchUse = 'export' | 'import'
 
-const SCRATCH_NAME = /^(export|import)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-\d+\.json\.gz$/
+/** A job's scratch file, or one of the spool files beside it (`.section`, export-prefetch.ts). */
+const SCRATCH_NAME = /^(export|import)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(\d+)\.json\.gz(\.[a-z_]+)?$/
 
 export const scratchDir = (dataDir: string) => join(dataDir, 'tmp')
 
@@ -18,13 +19,16 @@ const fileName = (use: ScratchUse, job: { id: string; attempt: number }) => `${u
 
 /**
  * The scratch file of a job's attempt (its directory created, private to the service's user).
- * The files of the job's earlier attempts are removed: an attempt that follows one whose process
+ * The files of the job's earlier attempts (spools included) are removed: an attempt that follows one whose process
  * was killed is the first to know that file is garbage (the sweeps keep the files of a running job).
  */
 export async function scratchFile(dataDir: string, use: ScratchUse, job: { id: string; attempt: number }): Promise<string> {
   const dir = scratchDir(dataDir)
   await mkdir(dir, { recursive: true, mode: 0o700 })
-  for (let attempt = 1; attempt < job.attempt; attempt++) await rm(join(dir, fileName(use, { id: job.id, attempt })), { force: true })
+  for (const name of await readdir(dir)) {
+    const match = SCRATCH_NAME.exec(name)
+    if (match?.[1] === use && match[2] === job.id && Number(match[3]) < job.attempt) await rm(join(dir, name), { force: true })
+  }
   return join(dir, fileName(use, job))
 }
 
@@ -55,4 +59,12 @@ export async function sweepScratch(system: Sql, dataDir: string): Promise<number
     removed++
   }
   return removed
+}
+
+/** Writes all of `data` at `position` (one write may take only part of it). */
+export async function writeAll(file: FileHandle, data: Uint8Array, position: number): Promise<void> {
+  for (let offset = 0; offset < data.byteLength; ) {
+    const { bytesWritten } = await file.write(data, offset, data.byteLength - offset, position + offset)
+    offset += bytesWritten
+  }
 }

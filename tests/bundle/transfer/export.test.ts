@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { gunzipSync, inflateRawSync } from 'node:zlib'
 import { BACKEND, tempDir } from '../../helpers/backend.ts'
 import { api, expectError, registerAccount, type Account } from '../../helpers/api.ts'
@@ -451,7 +451,7 @@ describe(`export of a generated graph (${BACKEND})`, () => {
 
 describe(`exportRepository, the plain function (${BACKEND})`, () => {
   /** Exports the full repository into a scratch file; its bytes, the summary, the progress. */
-  async function exportPlain(options: { onProgress?: (progress: ExportProgress) => void; signal?: AbortSignal } = {}) {
+  async function exportPlain(options: { onProgress?: (progress: ExportProgress) => void; signal?: AbortSignal; prefetch?: boolean; workMem?: string } = {}) {
     const path = join(tempDir('kgs-export-'), 'plain.json.gz')
     const sql = await server.context.pools.forRepository(full.id)
     const summary = await exportRepository(sql, server.context, { repositoryId: full.id, name: 'Plain', exportedAt: EXPORTED_AT, includeBodies: true, ...options }, path)
@@ -542,6 +542,23 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
     }
   })
 
+  test.skipIf(BACKEND === 'embedded')('summaries and syntheses read ahead on a second connection give the same bytes, through spools it removes', async () => {
+    const plain = await exportPlain()
+    const ahead = join(tempDir('kgs-export-'), 'plain.json.gz')
+    let spooled = false
+    const onProgress = (progress: ExportProgress) => {
+      if (progress.phase === 'writing' && progress.done > 0) spooled ||= existsSync(`${ahead}.concept_summaries`)
+    }
+    const sql = await server.context.pools.forRepository(full.id)
+    await exportRepository(sql, server.context, { repositoryId: full.id, name: 'Plain', exportedAt: EXPORTED_AT, includeBodies: true, prefetch: true, workMem: '64MB', onProgress }, ahead)
+    expect(spooled).toBe(true)
+    expect(readFileSync(ahead).equals(plain.bytes)).toBe(true)
+    const { rows } = await readBack(plain.bytes)
+    expect(rows.concept_summaries.length).toBeGreaterThan(0)
+    expect(rows.concept_syntheses.length).toBeGreaterThan(0)
+    expect(readdirSync(dirname(ahead))).toEqual(['plain.json.gz'])
+  })
+
   test.skipIf(BACKEND === 'embedded')('exports of other options on one connection each read their own columns', async () => {
     // One connection: its cursors' FETCH statements have the same text in both exports, for other queries.
     const [row] = await server.context.pools.system<{ dsn: string }[]>`SELECT dsn FROM repository_databases WHERE repository_id = ${full.id}`
@@ -571,7 +588,9 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
       if (progress.phase === 'writing' && progress.done > 0 && ++seen === 2) controller.abort(new Error('stopped mid-pass'))
     }
     const path = join(dir, 'cancelled.json.gz')
-    const outcome = exportRepository(sql, server.context, { repositoryId: full.id, name: 'Cancelled', exportedAt: EXPORTED_AT, onProgress, signal: controller.signal }, path)
+    // On PostgreSQL with the sections read ahead, whose spools go too.
+    const prefetch = BACKEND === 'postgres'
+    const outcome = exportRepository(sql, server.context, { repositoryId: full.id, name: 'Cancelled', exportedAt: EXPORTED_AT, onProgress, signal: controller.signal, prefetch }, path)
     expect(await rejected(outcome)).toThrow('stopped mid-pass')
     // No spool beside it: only the file it was told to write, which its caller (the job) removes.
     expect(readdirSync(dir)).toEqual(['cancelled.json.gz'])

@@ -59,7 +59,9 @@ describe(`leftover sweeps (${BACKEND})`, () => {
       unknown: await scratchFile(dataDir, 'import', { id: crypto.randomUUID(), attempt: 1 }),
       foreign: join(scratchDir(dataDir), 'notes.txt'),
     }
-    for (const path of Object.values(files)) {
+    // The export's spool files beside its file (export-prefetch.ts) go and stay with it.
+    const spools = { running: `${files.running}.concept_summaries`, finished: `${files.finished}.concept_syntheses` }
+    for (const path of [...Object.values(files), ...Object.values(spools)]) {
       writeFileSync(path, 'x')
       utimesSync(path, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000))
     }
@@ -68,9 +70,23 @@ describe(`leftover sweeps (${BACKEND})`, () => {
     writeFileSync(fresh, 'x')
     utimesSync(fresh, new Date(Date.now() + 60_000), new Date(Date.now() + 60_000))
 
-    expect(await sweepScratch(system, dataDir)).toBe(3)
+    expect(await sweepScratch(system, dataDir)).toBe(4)
     const names = (path: string) => path.slice(path.lastIndexOf('/') + 1)
-    expect(readdirSync(scratchDir(dataDir)).sort()).toEqual([files.running, files.foreign, fresh].map(names).sort())
+    expect(readdirSync(scratchDir(dataDir)).sort()).toEqual([files.running, spools.running, files.foreign, fresh].map(names).sort())
+  })
+
+  test("a job's next attempt removes the files of its earlier ones, spools included, and no other job's", async () => {
+    const { dataDir } = server
+    const id = crypto.randomUUID()
+    const other = await scratchFile(dataDir, 'export', { id: crypto.randomUUID(), attempt: 1 })
+    const first = await scratchFile(dataDir, 'export', { id, attempt: 1 })
+    const importFile = await scratchFile(dataDir, 'import', { id, attempt: 1 })
+    for (const path of [other, `${other}.concept_summaries`, first, `${first}.concept_summaries`, `${first}.concept_syntheses`, importFile]) writeFileSync(path, 'x')
+    const second = await scratchFile(dataDir, 'export', { id, attempt: 2 })
+    expect(second).not.toBe(first)
+    const names = readdirSync(scratchDir(dataDir))
+    for (const gone of [first, `${first}.concept_summaries`, `${first}.concept_syntheses`]) expect(names).not.toContain(gone.slice(gone.lastIndexOf('/') + 1))
+    for (const kept of [other, `${other}.concept_summaries`, importFile]) expect(names).toContain(kept.slice(kept.lastIndexOf('/') + 1))
   })
 
   test('an upload whose job was cancelled while queued is deleted; one waiting for its queued job is kept', async () => {
