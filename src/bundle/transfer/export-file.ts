@@ -15,7 +15,7 @@ import { metered } from '../../memory.ts'
 import type { Metadata } from '../format/schema.ts'
 import { encodeBodyHashing, encodeFileHead, type BundleContent } from '../format/writer.ts'
 import type { ExportCounts } from './export-positions.ts'
-import { CITING_POSITIONS, CITING_SECTIONS, Snapshot, type ExportServices, type SnapshotOptions } from './export-snapshot.ts'
+import { CITING_SECTIONS, LINK_SECTIONS, PREFETCHED_POSITIONS, Snapshot, type ExportServices, type SnapshotOptions } from './export-snapshot.ts'
 import { Prefetch } from './export-prefetch.ts'
 import { gzipMembers } from './gzip-members.ts'
 import { writeAll } from './scratch.ts'
@@ -29,7 +29,8 @@ export interface ExportOptions extends SnapshotOptions {
   /** PostgreSQL's work_mem for the export's transaction (e.g. '256MB'); unset, the server's own. */
   workMem?: string
   /**
-   * Read the summaries and syntheses ahead on a second connection of `sql` (export-prefetch.ts).
+   * Read the facts' links, the summaries and the syntheses ahead on a second connection of `sql`
+   * (export-prefetch.ts), which must have one to spare.
    * PostgreSQL only: the embedded database serves one transaction at a time.
    */
   prefetch?: boolean
@@ -72,8 +73,8 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
       const prefetch = options.prefetch
         ? new Prefetch(sql, {
             snapshot: (await tx<{ id: string }[]>`SELECT pg_export_snapshot() AS id`)[0]!.id,
-            positions: CITING_POSITIONS,
-            sections: CITING_SECTIONS,
+            positions: PREFETCHED_POSITIONS,
+            sections: [...LINK_SECTIONS, ...CITING_SECTIONS],
             path,
             workMem: options.workMem,
             signal: options.signal,

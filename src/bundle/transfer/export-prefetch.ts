@@ -1,7 +1,7 @@
 // The export's second connection (PostgreSQL only; docs/bundles.md, "Export"). One connection
 // takes turns with the encoder: while the server sorts or looks rows up, the encoder waits, and
 // while the encoder works, the server does. So the sections the file writes last and that cost
-// the server most per row (the summaries' and syntheses' position lookups) are read ahead by a
+// the server most per row (the links' sorts, the summaries' and syntheses' position lookups) are read ahead by a
 // second transaction that shares the export's snapshot (pg_export_snapshot): it ranks the
 // positions those sections need in tables of its own, and spools each section's binary COPY
 // into a file beside the export file while the first connection reads the sections before it.
@@ -14,11 +14,11 @@ import { copyOut, decodeCopiedRows, type CopiedColumn } from './export-copy.ts'
 import { rankPositions, type Positioned } from './export-positions.ts'
 import { writeAll } from './scratch.ts'
 
-/** A prefetched section: its query on the second transaction, and the columns it returns. */
+/** A prefetched section: its query on the second transaction, and the columns it returns if its rows are to be decoded (rows()), not encoded as they are (copied()). */
 export interface PrefetchedSection {
   section: string
   query(tx: TransactionSql): PendingQuery<SqlRow[]>
-  columns: readonly CopiedColumn[]
+  columns?: readonly CopiedColumn[]
 }
 
 export interface PrefetchOptions {
@@ -40,7 +40,7 @@ const SNAPSHOT_ID = /^[0-9A-F]+(-[0-9A-F]+)+$/
 
 /** Sections read ahead by a second transaction of the same snapshot, into spool files. */
 export class Prefetch {
-  private readonly spooled = new Map<string, { path: string; columns: readonly CopiedColumn[]; ready: Promise<void> }>()
+  private readonly spooled = new Map<string, { path: string; columns?: readonly CopiedColumn[]; ready: Promise<void> }>()
   private readonly finished: Promise<unknown>
   /** Stops the second transaction at its next batch: the export ended without it (it failed, or was cancelled). */
   private readonly stop = new AbortController()
@@ -75,13 +75,18 @@ export class Prefetch {
     return this.spooled.has(section)
   }
 
-  /** The rows of a prefetched section, `batchRows` at a time, once its spool is complete. */
-  async *rows(section: string, batchRows: number): AsyncGenerator<SqlRow[]> {
-    const { path, columns, ready } = this.spooled.get(section)!
+  /** The rows of a prefetched section with columns, `batchRows` at a time, once its spool is complete. */
+  rows(section: string, batchRows: number): AsyncGenerator<SqlRow[]> {
+    return decodeCopiedRows(this.copied(section), this.spooled.get(section)!.columns!, batchRows)
+  }
+
+  /** The binary COPY data of a prefetched section, once its spool is complete. */
+  async *copied(section: string): AsyncGenerator<Uint8Array[]> {
+    const { path, ready } = this.spooled.get(section)!
     await ready
     const chunks = createReadStream(path, { highWaterMark: 256 * 1024 })
     try {
-      yield* decodeCopiedRows(batches(chunks), columns, batchRows)
+      for await (const chunk of chunks) yield [chunk]
     } finally {
       chunks.destroy()
     }
@@ -109,9 +114,4 @@ async function spool(tx: TransactionSql, query: PendingQuery<SqlRow[]>, path: st
   } finally {
     await file.close()
   }
-}
-
-/** A file's chunks as the one-chunk batches copyOut's readers take. */
-async function* batches(chunks: AsyncIterable<Buffer>): AsyncGenerator<Uint8Array[]> {
-  for await (const chunk of chunks) yield [chunk]
 }

@@ -32,6 +32,24 @@ function positionsOf(tx: Tx, column: string, table: Positioned) {
   return tx`array_remove(ARRAY(SELECT (SELECT q.pos FROM ${tx(positionTable(table))} q WHERE q.id = u.id) FROM unnest(${tx(column)}) WITH ORDINALITY AS u (id, n) ORDER BY u.n), NULL)`
 }
 
+/** The facts' links, sorted by the positions they join (read by COPY, or prefetched: export-prefetch.ts). */
+export const LINK_SECTIONS = [
+  {
+    section: 'fact_sources',
+    query: (tx: Tx) => tx`
+      SELECT fp.pos AS fact_idx, sp.pos AS source_idx, fs.chunk_index
+      FROM fact_sources fs JOIN export_pos_facts fp ON fp.id = fs.fact_id JOIN export_pos_sources sp ON sp.id = fs.source_id
+      ORDER BY fp.pos, sp.pos, fs.chunk_index`,
+  },
+  {
+    section: 'fact_concepts',
+    query: (tx: Tx) => tx`
+      SELECT fp.pos AS fact_idx, cp.pos AS concept_idx, fc.promptset_hash
+      FROM fact_concepts fc JOIN export_pos_facts fp ON fp.id = fc.fact_id JOIN export_pos_concepts cp ON cp.id = fc.concept_id
+      ORDER BY fp.pos, cp.pos`,
+  },
+] as const satisfies readonly (PrefetchedSection & { section: RowSection })[]
+
 /**
  * The sections whose long texts cite, read by a cursor or prefetched (export-prefetch.ts): their
  * queries and columns, and the position tables those join to. In position order (the position
@@ -74,8 +92,8 @@ export const CITING_SECTIONS = [
   },
 ] as const satisfies readonly (PrefetchedSection & { section: RowSection })[]
 type CitingSection = (typeof CITING_SECTIONS)[number]['section']
-/** The position tables CITING_SECTIONS join to. */
-export const CITING_POSITIONS: readonly Positioned[] = ['facts', 'concepts', 'concept_summaries']
+/** The position tables LINK_SECTIONS and CITING_SECTIONS join to. */
+export const PREFETCHED_POSITIONS: readonly Positioned[] = ['sources', 'facts', 'concepts', 'concept_summaries']
 
 /** What the snapshot reads, and whom it tells of its progress. */
 export interface SnapshotOptions {
@@ -154,13 +172,7 @@ export class Snapshot {
         source_images: this.sourceImages(includeImages),
         source_bodies: this.sourceBodies(includeBodies),
         facts: this.facts(),
-        fact_sources: this.copied(
-          'fact_sources',
-          this.tx`
-          SELECT fp.pos AS fact_idx, sp.pos AS source_idx, fs.chunk_index
-          FROM fact_sources fs JOIN export_pos_facts fp ON fp.id = fs.fact_id JOIN export_pos_sources sp ON sp.id = fs.source_id
-          ORDER BY fp.pos, sp.pos, fs.chunk_index`,
-        ),
+        fact_sources: this.linked('fact_sources'),
         concepts: this.copied(
           'concepts',
           this.tx`
@@ -173,13 +185,7 @@ export class Snapshot {
           SELECT cp.pos AS concept_idx, a.alias_text
           FROM concept_aliases a JOIN export_pos_concepts cp ON cp.id = a.concept_id ORDER BY cp.pos, a.alias_text COLLATE "C"`,
         ),
-        fact_concepts: this.copied(
-          'fact_concepts',
-          this.tx`
-          SELECT fp.pos AS fact_idx, cp.pos AS concept_idx, fc.promptset_hash
-          FROM fact_concepts fc JOIN export_pos_facts fp ON fp.id = fc.fact_id JOIN export_pos_concepts cp ON cp.id = fc.concept_id
-          ORDER BY fp.pos, cp.pos`,
-        ),
+        fact_concepts: this.linked('fact_concepts'),
         concept_summaries: this.citing('concept_summaries'),
         concept_syntheses: this.citing('concept_syntheses'),
         investigations: this.copied(
@@ -339,7 +345,17 @@ export class Snapshot {
    * columns are the section's fields in order.
    */
   private async *copied(section: RowSection, query: PendingQuery<SqlRow[]>): AsyncGenerator<EncodedRows> {
-    for await (const block of encodeCopiedRows(section, copyOut(this.tx, query, this.options.signal))) {
+    yield* this.encoded(section, copyOut(this.tx, query, this.options.signal))
+  }
+
+  /** The links of facts to sources and to concepts: prefetched when there is a second connection, else by COPY. */
+  private linked(section: (typeof LINK_SECTIONS)[number]['section']): AsyncGenerator<EncodedRows> {
+    if (this.prefetch) return this.encoded(section, this.prefetch.copied(section))
+    return this.copied(section, LINK_SECTIONS.find((link) => link.section === section)!.query(this.tx))
+  }
+
+  private async *encoded(section: RowSection, copied: AsyncIterable<readonly Uint8Array[]>): AsyncGenerator<EncodedRows> {
+    for await (const block of encodeCopiedRows(section, copied)) {
       this.advance(block.rows)
       yield block
     }

@@ -35,7 +35,7 @@ describe(`an export whose process is killed (${BACKEND})`, () => {
     // Killed once the first gzip members are in the file: rows are being read and written.
     const file = await scratchFile(dataDir, 'export', { id: started.body.id, attempt: 1 })
     // On PostgreSQL, also once a spool of the sections read ahead (export-prefetch.ts) is there.
-    const spool = `${file}.concept_summaries`
+    const spool = `${file}.fact_sources`
     const writing = () => existsSync(file) && statSync(file).size > 0 && (BACKEND !== 'postgres' || existsSync(spool))
     for (const deadline = Date.now() + 60_000; !writing(); await Bun.sleep(2)) {
       if (Date.now() > deadline) throw new Error('the export never started writing its file')

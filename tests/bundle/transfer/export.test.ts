@@ -542,12 +542,12 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
     }
   })
 
-  test.skipIf(BACKEND === 'embedded')('summaries and syntheses read ahead on a second connection give the same bytes, through spools it removes', async () => {
+  test.skipIf(BACKEND === 'embedded')('the links, summaries and syntheses read ahead on a second connection give the same bytes, through spools it removes', async () => {
     const plain = await exportPlain()
     const ahead = join(tempDir('kgs-export-'), 'plain.json.gz')
     let spooled = false
     const onProgress = (progress: ExportProgress) => {
-      if (progress.phase === 'writing' && progress.done > 0) spooled ||= existsSync(`${ahead}.concept_summaries`)
+      if (progress.phase === 'writing' && progress.done > 0) spooled ||= existsSync(`${ahead}.fact_sources`) && existsSync(`${ahead}.concept_summaries`)
     }
     const sql = await server.context.pools.forRepository(full.id)
     await exportRepository(sql, server.context, { repositoryId: full.id, name: 'Plain', exportedAt: EXPORTED_AT, includeBodies: true, prefetch: true, workMem: '64MB', onProgress }, ahead)
