@@ -70,11 +70,6 @@ export class Prefetch {
     })
   }
 
-  /** Whether `section` is read ahead here. */
-  has(section: string): boolean {
-    return this.spooled.has(section)
-  }
-
   /** The rows of a prefetched section with columns, `batchRows` at a time, once its spool is complete. */
   rows(section: string, batchRows: number): AsyncGenerator<SqlRow[]> {
     return decodeCopiedRows(this.copied(section), this.spooled.get(section)!.columns!, batchRows)
