@@ -200,7 +200,12 @@ const CLOSE = Buffer.from('}')
  * (its bytes and where it starts); yields whenever `onTuple` answers true, for the caller to
  * hand over what it gathered.
  */
-async function* copiedTuples(copied: AsyncIterable<readonly Uint8Array[]>, what: string, fieldCount: number, onTuple: (bytes: Uint8Array, at: number, end: number) => boolean): AsyncGenerator<void> {
+async function* copiedTuples(
+  copied: AsyncIterable<readonly Uint8Array[]>,
+  section: RowSection,
+  fieldCount: number,
+  onTuple: (bytes: Uint8Array, at: number, end: number) => boolean,
+): AsyncGenerator<void> {
   let rest: Uint8Array | undefined
   let started = false
   let ended = false
@@ -224,7 +229,7 @@ async function* copiedTuples(copied: AsyncIterable<readonly Uint8Array[]>, what:
           at += 2
           break
         }
-        if (count !== fieldCount) throw new Error(`export COPY: ${count} columns for the ${fieldCount} fields of ${what}`)
+        if (count !== fieldCount) throw new Error(`export COPY: ${count} columns for the ${fieldCount} fields of ${section}`)
         const end = tupleEnd(bytes, at, count)
         if (end < 0) break
         const full = onTuple(bytes, at, end)
@@ -254,12 +259,6 @@ export async function* encodeCopiedRows(section: RowSection, copied: AsyncIterab
   if (out.rows > 0) yield out.take()
 }
 
-/** A column of decodeCopiedRows: its name, and its type as COPY sends it. */
-export interface CopiedColumn {
-  name: string
-  type: 'integer' | 'text' | 'boolean' | 'integer[]'
-}
-
 /** A one-dimensional int4[] in binary: dimensions, a NULL flag, the element type, length and lower bound, then the elements. */
 function integerArrayAt(bytes: Uint8Array, at: number, name: string): (number | null)[] {
   const dimensions = int32(bytes, at)
@@ -279,27 +278,32 @@ function integerArrayAt(bytes: Uint8Array, at: number, name: string): (number | 
 
 /**
  * The rows of binary COPY data as objects, `batchRows` at a time, each value as postgres.js
- * would give it (NULL as null): for rows that are rewritten before they are encoded.
+ * would give it (NULL as null): for rows that are rewritten before they are encoded. The columns
+ * must be `section`'s fields in order, as for encodeCopiedRows, integer lists as int4[].
  */
-export async function* decodeCopiedRows(copied: AsyncIterable<readonly Uint8Array[]>, columns: readonly CopiedColumn[], batchRows: number): AsyncGenerator<SqlRow[]> {
+export async function* decodeCopiedRows(section: RowSection, copied: AsyncIterable<readonly Uint8Array[]>, batchRows: number): AsyncGenerator<SqlRow[]> {
+  const fields = rowFields(ROW_SCHEMAS[section])
+  for (const { name, kind } of fields) {
+    if (kind !== 'integer' && kind !== 'string' && kind !== 'boolean' && kind !== 'integers') throw new Error(`export COPY: field ${name} is of a kind it does not decode`)
+  }
   let batch: SqlRow[] = []
   const decode = (bytes: Uint8Array, at: number) => {
     const row: SqlRow = {}
     at += 2
-    for (const { name, type } of columns) {
+    for (const { name, kind } of fields) {
       const length = int32(bytes, at)
       at += 4
       if (length < 0) row[name] = null
-      else if (type === 'text') row[name] = Buffer.from(bytes.buffer, bytes.byteOffset + at, length).toString('utf8')
-      else if (type === 'integer') row[name] = integerAt(bytes, at, length, name)
-      else if (type === 'boolean') row[name] = bytes[at] !== 0
+      else if (kind === 'string') row[name] = Buffer.from(bytes.buffer, bytes.byteOffset + at, length).toString('utf8')
+      else if (kind === 'integer') row[name] = integerAt(bytes, at, length, name)
+      else if (kind === 'boolean') row[name] = bytes[at] !== 0
       else row[name] = integerArrayAt(bytes, at, name)
       at += Math.max(length, 0)
     }
     batch.push(row)
     return batch.length >= batchRows
   }
-  for await (const _ of copiedTuples(copied, 'the prefetched rows', columns.length, decode)) {
+  for await (const _ of copiedTuples(copied, section, fields.length, decode)) {
     yield batch
     batch = []
   }

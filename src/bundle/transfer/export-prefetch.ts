@@ -10,15 +10,15 @@
 import { open, rm } from 'node:fs/promises'
 import { createReadStream } from 'node:fs'
 import type { PendingQuery, Row as SqlRow, Sql, TransactionSql } from 'postgres'
-import { copyOut, decodeCopiedRows, type CopiedColumn } from './export-copy.ts'
+import type { RowSection } from '../format/schema.ts'
+import { copyOut, decodeCopiedRows } from './export-copy.ts'
 import { rankPositions, type Positioned } from './export-positions.ts'
 import { writeAll } from './scratch.ts'
 
-/** A prefetched section: its query on the second transaction, and the columns it returns if its rows are to be decoded (rows()), not encoded as they are (copied()). */
+/** A prefetched section and its query on the second transaction, whose columns are the section's fields in order. */
 export interface PrefetchedSection {
-  section: string
+  section: RowSection
   query(tx: TransactionSql): PendingQuery<SqlRow[]>
-  columns?: readonly CopiedColumn[]
 }
 
 export interface PrefetchOptions {
@@ -40,7 +40,7 @@ const SNAPSHOT_ID = /^[0-9A-F]+(-[0-9A-F]+)+$/
 
 /** Sections read ahead by a second transaction of the same snapshot, into spool files. */
 export class Prefetch {
-  private readonly spooled = new Map<string, { path: string; columns?: readonly CopiedColumn[]; ready: Promise<void> }>()
+  private readonly spooled = new Map<RowSection, { path: string; ready: Promise<void> }>()
   private readonly finished: Promise<unknown>
   /** Stops the second transaction at its next batch: the export ended without it (it failed, or was cancelled). */
   private readonly stop = new AbortController()
@@ -48,11 +48,11 @@ export class Prefetch {
   constructor(sql: Sql, options: PrefetchOptions) {
     const signal = options.signal ? AbortSignal.any([options.signal, this.stop.signal]) : this.stop.signal
     if (!SNAPSHOT_ID.test(options.snapshot)) throw new Error(`export: unexpected snapshot id ${JSON.stringify(options.snapshot)}`)
-    const marks = new Map<string, { resolve(): void; reject(error: unknown): void }>()
-    for (const { section, columns } of options.sections) {
+    const marks = new Map<RowSection, { resolve(): void; reject(error: unknown): void }>()
+    for (const { section } of options.sections) {
       const ready = new Promise<void>((resolve, reject) => marks.set(section, { resolve, reject }))
       ready.catch(() => {})
-      this.spooled.set(section, { path: `${options.path}.${section}`, columns, ready })
+      this.spooled.set(section, { path: `${options.path}.${section}`, ready })
     }
     const transaction = sql.begin('ISOLATION LEVEL REPEATABLE READ', async (tx) => {
       await tx.unsafe(`SET TRANSACTION SNAPSHOT '${options.snapshot}'`)
@@ -70,13 +70,13 @@ export class Prefetch {
     })
   }
 
-  /** The rows of a prefetched section with columns, `batchRows` at a time, once its spool is complete. */
-  rows(section: string, batchRows: number): AsyncGenerator<SqlRow[]> {
-    return decodeCopiedRows(this.copied(section), this.spooled.get(section)!.columns!, batchRows)
+  /** The rows of a prefetched section as objects, `batchRows` at a time, once its spool is complete. */
+  rows(section: RowSection, batchRows: number): AsyncGenerator<SqlRow[]> {
+    return decodeCopiedRows(section, this.copied(section), batchRows)
   }
 
   /** The binary COPY data of a prefetched section, once its spool is complete. */
-  async *copied(section: string): AsyncGenerator<Uint8Array[]> {
+  async *copied(section: RowSection): AsyncGenerator<Uint8Array[]> {
     const { path, ready } = this.spooled.get(section)!
     await ready
     const chunks = createReadStream(path, { highWaterMark: 256 * 1024 })

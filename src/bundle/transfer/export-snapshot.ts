@@ -48,13 +48,13 @@ export const LINK_SECTIONS = [
       FROM fact_concepts fc JOIN export_pos_facts fp ON fp.id = fc.fact_id JOIN export_pos_concepts cp ON cp.id = fc.concept_id
       ORDER BY fp.pos, cp.pos`,
   },
-] as const satisfies readonly (PrefetchedSection & { section: RowSection })[]
+] as const satisfies readonly PrefetchedSection[]
 
 /**
- * The sections whose long texts cite, read by a cursor or prefetched (export-prefetch.ts): their
- * queries and columns, and the position tables those join to. In position order (the position
- * table's), from the (created_at, id) index: each FETCH computes only its own rows' lookups,
- * where a sort would compute them all before the first.
+ * The sections whose long texts cite, read by a cursor or prefetched (export-prefetch.ts), each
+ * query's columns the section's fields in order. In position order (the position table's), from
+ * the (created_at, id) index: each FETCH computes only its own rows' lookups, where a sort would
+ * compute them all before the first.
  */
 export const CITING_SECTIONS = [
   {
@@ -63,15 +63,6 @@ export const CITING_SECTIONS = [
       SELECT (SELECT cp.pos FROM export_pos_concepts cp WHERE cp.id = s.concept_id) AS concept_idx, s.sequence_num, s.is_complete, s.fact_count, s.content,
              ${positionsOf(tx, 's.covered_fact_ids', 'facts')} AS covered_fact_idxs, s.model
       FROM concept_summaries s ORDER BY s.created_at, s.id`,
-    columns: [
-      { name: 'concept_idx', type: 'integer' },
-      { name: 'sequence_num', type: 'integer' },
-      { name: 'is_complete', type: 'boolean' },
-      { name: 'fact_count', type: 'integer' },
-      { name: 'content', type: 'text' },
-      { name: 'covered_fact_idxs', type: 'integer[]' },
-      { name: 'model', type: 'text' },
-    ],
   },
   {
     section: 'concept_syntheses',
@@ -81,16 +72,8 @@ export const CITING_SECTIONS = [
              ${positionsOf(tx, 's.covered_concept_ids', 'concepts')} AS covered_concept_idxs,
              ${positionsOf(tx, 's.embedded_image_fact_ids', 'facts')} AS embedded_image_idxs, s.model
       FROM concept_syntheses s ORDER BY s.created_at, s.id`,
-    columns: [
-      { name: 'canonical_name', type: 'text' },
-      { name: 'content', type: 'text' },
-      { name: 'covered_summary_idxs', type: 'integer[]' },
-      { name: 'covered_concept_idxs', type: 'integer[]' },
-      { name: 'embedded_image_idxs', type: 'integer[]' },
-      { name: 'model', type: 'text' },
-    ],
   },
-] as const satisfies readonly (PrefetchedSection & { section: RowSection })[]
+] as const satisfies readonly PrefetchedSection[]
 type CitingSection = (typeof CITING_SECTIONS)[number]['section']
 /** The position tables LINK_SECTIONS and CITING_SECTIONS join to. */
 export const PREFETCHED_POSITIONS: readonly Positioned[] = ['sources', 'facts', 'concepts', 'concept_summaries']
@@ -344,8 +327,8 @@ export class Snapshot {
    * A section's rows through binary COPY, encoded as they arrive (export-copy.ts): `query`'s
    * columns are the section's fields in order.
    */
-  private async *copied(section: RowSection, query: PendingQuery<SqlRow[]>): AsyncGenerator<EncodedRows> {
-    yield* this.encoded(section, copyOut(this.tx, query, this.options.signal))
+  private copied(section: RowSection, query: PendingQuery<SqlRow[]>): AsyncGenerator<EncodedRows> {
+    return this.encoded(section, copyOut(this.tx, query, this.options.signal))
   }
 
   /** The links of facts to sources and to concepts: prefetched when there is a second connection, else by COPY. */
