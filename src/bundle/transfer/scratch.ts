@@ -19,8 +19,9 @@ const fileName = (use: ScratchUse, job: { id: string; attempt: number }) => `${u
 
 /**
  * The scratch file of a job's attempt (its directory created, private to the service's user).
- * The files of the job's earlier attempts (spools included) are removed: an attempt that follows one whose process
- * was killed is the first to know that file is garbage (the sweeps keep the files of a running job).
+ * The files of the job's earlier attempts (spools included) are removed: an attempt that follows
+ * one whose process was killed is the first to know those files are garbage (the sweeps keep the
+ * files of a running job).
  */
 export async function scratchFile(dataDir: string, use: ScratchUse, job: { id: string; attempt: number }): Promise<string> {
   const dir = scratchDir(dataDir)
