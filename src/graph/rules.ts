@@ -4,13 +4,13 @@
 // are `[text](<fact:UUID>)`, `![alt](<fact:UUID>)` and `[name](<concept:UUID>)`
 // (docs/spec/bundle.md §2). Pure functions only (rule graph-rules-pure of .dependency-cruiser.cjs):
 // the bundle's codec, which knows no database, uses them too.
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 
 // Go's unicode.IsSpace, which the other implementation collapses on: JavaScript's \s minus
 // U+FEFF, plus U+0085 (NEL).
 const WHITESPACE_RUN = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/g
 
-export const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex')
+export const sha256Hex = (text: string) => hash('sha256', text, 'hex')
 
 /** A fact's text as deduplication sees it: NFC, whitespace runs collapsed to one space, trimmed. */
 export function normalizeFactText(text: string): string {

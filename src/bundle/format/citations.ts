@@ -10,20 +10,28 @@
 // UUIDs of the instance it came from, an imported repository cites its own rows, and exporting
 // it again gives the same canonical hash. A citation that names no row (a portable UUID of a
 // fact not in the bundle, or another producer's random UUID) is left as it is and counted.
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { CITATION, conceptKey, type CitedKind } from '../../graph/rules.ts'
+import { uuidText } from '../../uuid.ts'
 
 export { citedIds, type CitedKind } from '../../graph/rules.ts'
 
 /** The namespace of kgs's portable UUIDs (random, fixed forever: changing it breaks every bundle's citations). */
 const NAMESPACE = Buffer.from('33dc3f8a50c74c559a9feba8fda4a6eb', 'hex')
 
+/** The namespace, then room for the names of most rows (a longer one gets a buffer of its own). */
+const NAMED = Buffer.alloc(4096)
+NAMESPACE.copy(NAMED)
+
+/** One import or export hashes a name per fact and concept: one-shot hashing of one reused buffer. */
 function nameBasedUuid(name: string): string {
-  const digest = createHash('sha1').update(NAMESPACE).update(name, 'utf8').digest()
+  const most = NAMESPACE.length + name.length * 3 // UTF-8 takes at most 3 bytes per UTF-16 unit
+  const named = most <= NAMED.length ? NAMED : Buffer.concat([NAMESPACE, Buffer.alloc(most - NAMESPACE.length)])
+  const length = NAMESPACE.length + named.write(name, NAMESPACE.length, 'utf8')
+  const digest = hash('sha1', named.subarray(0, length), 'buffer')
   digest[6] = (digest[6]! & 0x0f) | 0x50 // version 5
   digest[8] = (digest[8]! & 0x3f) | 0x80 // RFC 9562 variant
-  const hex = digest.subarray(0, 16).toString('hex')
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+  return uuidText(digest)
 }
 
 /** The portable UUID of a fact: from its content hash (what import dedups facts on). */

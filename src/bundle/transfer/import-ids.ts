@@ -1,8 +1,11 @@
 // The local UUIDs of an import's largest sections by bundle position (import-rows.ts): the link
 // sections send these instead of having PostgreSQL probe a mapping table per row.
+import { UUID_TEXT_LENGTH, writeUuidText } from '../../uuid.ts'
 
-const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'))
 const NIBBLE = new Map([...'0123456789abcdefABCDEF'].map((digit) => [digit.charCodeAt(0), Number.parseInt(digit, 16)]))
+const NULL = 'NULL'
+const COMMA = 44
+const DASH = 45
 
 /** UUIDs by position, 16 bytes each (a million take 16 MB, where strings would take several times that). */
 export class LocalIds {
@@ -13,23 +16,31 @@ export class LocalIds {
     if (pos >= this.known.length) this.grow(pos + 1)
     let offset = pos * 16
     for (let i = 0; i < id.length; i++) {
-      if (id.charCodeAt(i) === 45) continue // '-'
+      if (id.charCodeAt(i) === DASH) continue
       this.bytes[offset++] = (NIBBLE.get(id.charCodeAt(i))! << 4) | NIBBLE.get(id.charCodeAt(++i))!
     }
     this.known[pos] = 1
   }
 
-  /** The UUID at `pos`; null for a position with none (as a mapping table's lookup gives NULL). */
-  get(pos: number): string | null {
-    if (this.known[pos] !== 1) return null
-    const b = this.bytes
-    const o = pos * 16
-    const hex = (from: number, to: number) => {
-      let text = ''
-      for (let i = o + from; i < o + to; i++) text += HEX[b[i]!]
-      return text
+  /**
+   * The UUIDs at `positions` as a '{…}' array literal (cast to uuid[] in SQL), NULL for a
+   * position with none (as a mapping table's lookup gives), written into one buffer and decoded
+   * once (see uuidText).
+   */
+  list(positions: readonly number[]): string {
+    const text = Buffer.allocUnsafe(2 + positions.length * (UUID_TEXT_LENGTH + 1))
+    let at = 0
+    text[at++] = 123 // '{'
+    for (const [index, pos] of positions.entries()) {
+      if (index > 0) text[at++] = COMMA
+      if (this.known[pos] !== 1) {
+        at += text.write(NULL, at, 'latin1')
+        continue
+      }
+      at = writeUuidText(text, at, this.bytes, pos * 16)
     }
-    return `${hex(0, 4)}-${hex(4, 6)}-${hex(6, 8)}-${hex(8, 10)}-${hex(10, 16)}`
+    text[at++] = 125 // '}'
+    return text.toString('latin1', 0, at)
   }
 
   private grow(least: number): void {

@@ -113,7 +113,7 @@ export function arrayLiteral(values: readonly (string | number | null | undefine
 /** A '{1,2,3}' literal (cast to int[] in SQL): lists of positions travel as one text per row. */
 const intList = (values: readonly number[] | undefined) => `{${(values ?? []).join(',')}}`
 /** The local UUIDs of `positions` as a '{…}' literal (cast to uuid[] in SQL); NULL for a position with none. */
-const uuidList = (ids: LocalIds, positions: readonly number[] | undefined) => `{${(positions ?? []).map((pos) => ids.get(pos) ?? 'NULL').join(',')}}`
+const uuidList = (ids: LocalIds, positions: readonly number[] | undefined) => ids.list(positions ?? [])
 /** Booleans travel as 0/1 (cast to bool[] in SQL): postgres.js would type a boolean array as a single boolean. */
 const flags = (values: readonly (boolean | undefined)[]) => values.map((value) => (value ? 1 : 0))
 const fresh = (rows: readonly unknown[]) => rows.map(() => randomUUID())
@@ -296,7 +296,7 @@ export const ROW_WRITERS: Writers = {
     count(tx`
       INSERT INTO fact_sources (fact_id, source_id, chunk_index)
       SELECT * FROM unnest(
-        ${arrayLiteral(rows.map((r) => ids.facts.get(r.fact_idx)))}::uuid[], ${arrayLiteral(rows.map((r) => ids.sources.get(r.source_idx)))}::uuid[], ${arrayLiteral(rows.map((r) => r.chunk_index))}::int[]
+        ${ids.facts.list(rows.map((r) => r.fact_idx))}::uuid[], ${ids.sources.list(rows.map((r) => r.source_idx))}::uuid[], ${arrayLiteral(rows.map((r) => r.chunk_index))}::int[]
       )
       ON CONFLICT DO NOTHING`),
 
@@ -333,14 +333,14 @@ export const ROW_WRITERS: Writers = {
   concept_aliases: ({ tx, ids }, { rows }) =>
     count(tx`
       INSERT INTO concept_aliases (concept_id, alias_text)
-      SELECT * FROM unnest(${arrayLiteral(rows.map((r) => ids.concepts.get(r.concept_idx)))}::uuid[], ${arrayLiteral(rows.map((r) => r.alias_text))}::text[])
+      SELECT * FROM unnest(${ids.concepts.list(rows.map((r) => r.concept_idx))}::uuid[], ${arrayLiteral(rows.map((r) => r.alias_text))}::text[])
       ON CONFLICT DO NOTHING`),
 
   fact_concepts: ({ tx, ids }, { rows }) =>
     count(tx`
       INSERT INTO fact_concepts (fact_id, concept_id, promptset_hash)
       SELECT * FROM unnest(
-        ${arrayLiteral(rows.map((r) => ids.facts.get(r.fact_idx)))}::uuid[], ${arrayLiteral(rows.map((r) => ids.concepts.get(r.concept_idx)))}::uuid[], ${arrayLiteral(rows.map((r) => r.promptset_hash ?? ''))}::text[]
+        ${ids.facts.list(rows.map((r) => r.fact_idx))}::uuid[], ${ids.concepts.list(rows.map((r) => r.concept_idx))}::uuid[], ${arrayLiteral(rows.map((r) => r.promptset_hash ?? ''))}::text[]
       )
       ON CONFLICT DO NOTHING`),
 
@@ -350,7 +350,7 @@ export const ROW_WRITERS: Writers = {
     return inserted(tx`
       WITH batch AS (
         SELECT * FROM unnest(
-          ${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${arrayLiteral(rows.map((r) => ids.concepts.get(r.concept_idx)))}::uuid[],
+          ${arrayLiteral(positions)}::int[], ${arrayLiteral(fresh(rows))}::uuid[], ${ids.concepts.list(rows.map((r) => r.concept_idx))}::uuid[],
           ${arrayLiteral(rows.map((r) => r.sequence_num))}::int[], ${arrayLiteral(flags(rows.map((r) => r.is_complete)))}::int[]::bool[],
           ${arrayLiteral(rows.map((r) => r.fact_count))}::int[], ${arrayLiteral(rows.map((r) => r.content))}::text[],
           ${arrayLiteral(rows.map((r) => uuidList(ids.facts, r.covered_fact_idxs)))}::text[], ${arrayLiteral(rows.map((r) => r.model ?? ''))}::text[]

@@ -8,6 +8,12 @@ describe('portable UUIDs', () => {
     expect(portableConceptId('München', 'Geo')).toBe('5267a1be-4907-5f0b-bc4f-73e41e8c4f74')
   })
 
+  test('a name longer than the hashing buffer gives the same UUID as one that fits', () => {
+    // 4,200 bytes of UTF-8 past the buffer of 4,096; 3,000 within it.
+    expect(portableConceptId('€'.repeat(1400), 'Geo')).toBe('9151c2fe-01c0-5a77-8cc3-ba1d20e68550')
+    expect(portableConceptId('€'.repeat(1000), 'Geo')).toBe('aef2a5f7-9832-5984-93d4-24c94444f82c')
+  })
+
   test('concepts that import would merge share one', () => {
     expect(portableConceptId('Graph', 'Math')).toBe(portableConceptId('GRAPH', 'math'))
     expect(portableConceptId('Graph', 'Math')).not.toBe(portableConceptId('Graph', 'Maths'))
