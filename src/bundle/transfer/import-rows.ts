@@ -21,8 +21,8 @@
 //   bundle: a row that existed before this import is reused, so a bundle imported twice adds
 //   nothing, while the bundle's own look-alikes stay apart.
 // - In a bulk load (import-indexes.ts) facts have no unique index: their statement inserts every
-//   row, and a repeated one surfaces when the indexes are built (the links' DO NOTHING then names
-//   no index either).
+//   row, so each row's local UUID is the one sent and is mapped without a lookup, and a repeated
+//   one surfaces when the indexes are built (the links' DO NOTHING then names no index either).
 // - The sections most rows point at (sources, facts, concepts) also keep their local UUIDs in
 //   memory (LocalIds): the largest sections, the links between them, send their UUIDs instead of
 //   having PostgreSQL probe two mapping tables per row. A statement of those sections answers
@@ -278,17 +278,22 @@ export const ROW_WRITERS: Writers = {
       ), inserted AS (
         INSERT INTO facts (id, text, fact_kind, image_url, content_hash, promptset_hash, status, source_image_id, created_at)
         SELECT b.id, b.text, b.fact_kind, ${imageUrl(context, tx`b.image_url`)}, b.content_hash, b.promptset_hash, b.status, si.id, ${createdAt(tx, tx`b.pos`)}
-        FROM batch b LEFT JOIN LATERAL (SELECT si.* FROM import_images m JOIN source_images si ON si.id = m.id WHERE m.pos = b.image_pos) si ON true
+        FROM batch b LEFT JOIN LATERAL (SELECT si.* FROM import_images m JOIN source_images si ON si.id = m.id WHERE m.pos = b.image_pos) si ON b.image_pos >= 0
         ORDER BY b.pos
         ${context.bulk ? tx`` : tx`ON CONFLICT (content_hash) DO NOTHING`}
         RETURNING id, content_hash
       ), mapped AS (
         INSERT INTO import_facts (pos, id, portable, is_new, image_pos)
+        ${
+          context.bulk
+            ? tx`SELECT b.pos, b.id, b.portable, true, b.image_pos FROM batch b`
+            : tx`
         SELECT b.pos, coalesce(i.id, (SELECT f.id FROM facts f WHERE f.content_hash = b.content_hash)), b.portable, i.id IS NOT NULL, b.image_pos
         FROM batch b LEFT JOIN inserted i ON i.content_hash = b.content_hash
-        RETURNING pos, id
+        RETURNING pos, id`
+        }
       )
-      SELECT (SELECT count(*) FROM inserted)::int AS inserted, ${tx.unsafe(REUSED)}`,
+      SELECT (SELECT count(*) FROM inserted)::int AS inserted, ${context.bulk ? tx`'[]'::json AS reused` : tx.unsafe(REUSED)}`,
     )
   },
 
