@@ -93,7 +93,11 @@ export async function deferIndexesIfEmpty(tx: TransactionSql, { bulk }: { bulk: 
     bulk,
     build: async () => {
       if (bulk) {
+        // The planner's default costs of moving rows between processes keep this statement on one
+        // process: its per-row work (to_tsvector) is what those costs do not weigh.
+        await tx.unsafe('SET LOCAL parallel_setup_cost = 0; SET LOCAL parallel_tuple_cost = 0')
         await tx.unsafe('CREATE TEMP TABLE import_documents ON COMMIT DROP AS SELECT id, fact_document(text) AS fulltext FROM facts')
+        await tx.unsafe('SET LOCAL parallel_setup_cost TO DEFAULT; SET LOCAL parallel_tuple_cost TO DEFAULT')
         await tx.unsafe('INSERT INTO fact_documents (id, fulltext) SELECT id, fulltext FROM import_documents')
         await tx.unsafe('DROP TABLE import_documents')
         await tx.unsafe(`ALTER TABLE facts ENABLE TRIGGER ${DOCUMENTS_TRIGGER}`)
