@@ -27,8 +27,8 @@ const BATCH_BYTES = 1024 * 1024
  * their peak where one batch of BATCH_BYTES put it.
  */
 const CITING_BATCH_BYTES = BATCH_BYTES / 2
-/** Statements in flight on the connection at once. */
-const PIPELINE = 2
+/** Statements in flight on the connection at once: a third keeps the server busy through the reader's bursts of parsing. */
+const PIPELINE = 3
 /** Vectors per staging write. */
 const VECTOR_BATCH = 2000
 const INT32_MAX = 2 ** 31 - 1
