@@ -23,21 +23,29 @@ const NAMESPACE = Buffer.from('33dc3f8a50c74c559a9feba8fda4a6eb', 'hex')
 const NAMED = Buffer.alloc(4096)
 NAMESPACE.copy(NAMED)
 
-/** One import or export hashes a name per fact and concept: one-shot hashing of one reused buffer. */
-function nameBasedUuid(name: string): string {
+/**
+ * The name-based UUID's bytes (the first 16 of the buffer). One import or export hashes a name
+ * per fact and concept: one-shot hashing of one reused buffer.
+ */
+function nameBasedUuidBytes(name: string): Buffer {
   const most = NAMESPACE.length + name.length * 3 // UTF-8 takes at most 3 bytes per UTF-16 unit
   const named = most <= NAMED.length ? NAMED : Buffer.concat([NAMESPACE, Buffer.alloc(most - NAMESPACE.length)])
   const length = NAMESPACE.length + named.write(name, NAMESPACE.length, 'utf8')
   const digest = hash('sha1', named.subarray(0, length), 'buffer')
   digest[6] = (digest[6]! & 0x0f) | 0x50 // version 5
   digest[8] = (digest[8]! & 0x3f) | 0x80 // RFC 9562 variant
-  return uuidText(digest)
+  return digest
 }
+
+const nameBasedUuid = (name: string) => uuidText(nameBasedUuidBytes(name))
 
 /** The portable UUID of a fact: from its content hash (what import dedups facts on). */
 export function portableFactId(contentHash: string): string {
   return nameBasedUuid(`fact\u0000${contentHash}`)
 }
+
+/** portableFactId as bytes: the first 16 of the buffer. */
+export const portableFactIdBytes = (contentHash: string): Buffer => nameBasedUuidBytes(`fact\u0000${contentHash}`)
 
 /** The portable UUID of a concept: from its name and context, case-folded (what import dedups concepts on). */
 export function portableConceptId(canonicalName: string, context: string): string {

@@ -1,6 +1,7 @@
 // The local UUIDs of an import's largest sections by bundle position (import-rows.ts): the link
 // sections send these instead of having PostgreSQL probe a mapping table per row.
 import { UUID_TEXT_LENGTH, writeUuidText } from '../../uuid.ts'
+import type { CopyData } from './import-copy.ts'
 
 const NIBBLE = new Map([...'0123456789abcdefABCDEF'].map((digit) => [digit.charCodeAt(0), Number.parseInt(digit, 16)]))
 const NULL = 'NULL'
@@ -20,6 +21,19 @@ export class LocalIds {
       this.bytes[offset++] = (NIBBLE.get(id.charCodeAt(i))! << 4) | NIBBLE.get(id.charCodeAt(++i))!
     }
     this.known[pos] = 1
+  }
+
+  /** Sets the UUID at `pos` from 16 bytes of `source` at `from`. */
+  setBytes(pos: number, source: Uint8Array, from: number): void {
+    if (pos >= this.known.length) this.grow(pos + 1)
+    for (let i = 0, at = pos * 16; i < 16; i++) this.bytes[at + i] = source[from + i]!
+    this.known[pos] = 1
+  }
+
+  /** Writes the UUID at `pos` into a COPY's data, NULL for a position with none. */
+  copyTo(data: CopyData, pos: number): void {
+    if (this.known[pos] === 1) data.uuid(this.bytes, pos * 16)
+    else data.null()
   }
 
   /**

@@ -13,7 +13,8 @@ import { isUniqueViolation } from '../../db/conflict.ts'
 import { MediaImport } from './import-media.ts'
 import { cites, withLocalCitations } from './import-citations.ts'
 import { LocalIds } from './import-ids.ts'
-import { createMappingTables, imageUrl, ROW_WRITERS, type Batch, type RowContext } from './import-rows.ts'
+import { COPY_SECTIONS, createMappingTables, imageUrl, ROW_WRITERS, type Batch, type CopiedSection, type RowContext } from './import-rows.ts'
+import { CopyData, CopyStream } from './import-copy.ts'
 import { BundleError, type BundleErrorWhere, type BundleItem, type BundleReader, type RowItem } from '../format/reader.ts'
 import { ROW_SCHEMAS, ROW_SECTIONS, type Row, type RowSection } from '../format/schema.ts'
 import { isMediaType } from '../../media/types.ts'
@@ -86,6 +87,8 @@ export interface GraphImportOptions {
   signal: AbortSignal
   /** A bulk load (import-indexes.ts): a unique violation is left as it is, for the import to run again without one. */
   bulk: boolean
+  /** With bulk, on PostgreSQL: the sections of COPY_SECTIONS stream in by binary COPY (import-rows.ts). */
+  copy: boolean
   /** The phase at each section; rows so far (done) and compressed bytes read (bytes) at each batch. */
   progress(update: Partial<JobProgress>): void
 }
@@ -167,6 +170,8 @@ export class GraphImport {
   private inflight: Promise<void>[] = []
   /** The section of the last batch handed over. */
   private inflightSection: RowSection | undefined
+  /** The COPY a section's batches are streaming into, open until the section ends (or settle()). */
+  private copying: { section: RowSection; copied: CopiedSection; stream: CopyStream } | undefined
   /** Settles once the last batch handed over has sent its statement (write()). */
   private sent: Promise<void> = Promise.resolve()
   private rowsDone = 0
@@ -185,6 +190,7 @@ export class GraphImport {
       media: { stored: 0 },
       ids: { sources: new LocalIds(), facts: new LocalIds(), concepts: new LocalIds() },
       bulk: options.bulk,
+      copy: options.copy,
     }
     this.media = new MediaImport({ tx: options.tx, blobs: options.blobs, prefix: options.mediaPrefix })
   }
@@ -208,6 +214,7 @@ export class GraphImport {
     } catch (error) {
       // The transaction rolls back: let the statement and the media writes in flight end first.
       for (const written of this.inflight) await written.catch(() => {})
+      this.copying?.stream.abort()
       await this.media.drain().catch(() => {})
       throw error
     }
@@ -285,6 +292,7 @@ export class GraphImport {
     // A new section's rows may point at the last batches of the one before (LocalIds): those first.
     const alone = batch.section !== this.inflightSection
     while (this.inflight.length >= (alone ? 1 : PIPELINE)) await this.inflight.shift()
+    if (alone) await this.endCopy()
     this.inflightSection = batch.section
     this.options.signal.throwIfAborted()
     const written = this.write(batch)
@@ -308,6 +316,16 @@ export class GraphImport {
     })
     let inserted: number
     try {
+      const copied = this.context.copy ? (COPY_SECTIONS[batch.section] as CopiedSection | undefined) : undefined
+      if (copied) {
+        const data = new CopyData()
+        copied.encode(this.context, batch, data)
+        await previous
+        await this.copy(batch.section, copied, data.bytes())
+        sent()
+        this.counted(batch, batch.rows.length)
+        return
+      }
       batch = await withLocalCitations(this.context, batch)
       await previous
       // A writer sends its statement as it is called (postgres.js queues it in call order).
@@ -320,14 +338,42 @@ export class GraphImport {
     } finally {
       sent()
     }
+    this.counted(batch, inserted)
+  }
+
+  private counted(batch: Batch, inserted: number): void {
     const section = batch.section
     if (section in COUNTED_AS) this.imported[COUNTED_AS[section as keyof typeof COUNTED_AS]] += inserted
     if (section === 'sources' || section === 'facts' || section === 'concepts') this.reused[section] += batch.rows.length - inserted
     this.rowsDone += batch.rows.length
   }
 
+  /** Streams a batch's tuples into its section's COPY, opening it at the section's first batch. */
+  private async copy(section: RowSection, copied: CopiedSection, tuples: Buffer): Promise<void> {
+    if (!this.copying) {
+      await copied.prepare?.(this.context)
+      this.copying = { section, copied, stream: await CopyStream.open(this.options.tx, copied.table, copied.columns) }
+    }
+    await this.copying.stream.write(tuples)
+  }
+
+  /** Ends the open COPY, if any: the server has then taken its rows (or refused one, a BundleError). */
+  private async endCopy(): Promise<void> {
+    const copying = this.copying
+    if (!copying) return
+    this.copying = undefined
+    try {
+      await copying.stream.end()
+      await copying.copied.finish?.(this.context)
+    } catch (error) {
+      if (isDataError(error) && !(this.options.bulk && isUniqueViolation(error))) throw new BundleError((error as Error).message, { section: copying.section })
+      throw error
+    }
+  }
+
   private async settle(): Promise<void> {
     while (this.inflight.length > 0) await this.inflight.shift()
+    await this.endCopy()
   }
 
   /** Whether the bundle's vectors can be kept: this instance's model, and the dimensions of the repository's tables. */

@@ -167,6 +167,7 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
           embedder: services.embedder,
           signal: job.signal,
           bulk: deferred?.bulk ?? false,
+          copy: (deferred?.bulk ?? false) && services.pools.backend === 'postgres',
           progress: job.progress,
         }).run(reader, hashed?.items)
         if (deferred) {
