@@ -1,4 +1,4 @@
-// Binary COPY for the bulk load of an import on PostgreSQL (import-rows.ts, COPY_WRITERS): a
+// Binary COPY for the bulk load of an import on PostgreSQL (import-rows.ts, COPY_SECTIONS): a
 // section's rows stream into one `COPY … FROM STDIN (FORMAT binary)` for as long as the section
 // lasts. Written by hand: postgres.js hands over the raw stream and encodes nothing for it.
 import { once } from 'node:events'
