@@ -1,7 +1,6 @@
 // The local UUIDs of an import's largest sections by bundle position (import-rows.ts): the link
 // sections send these instead of having PostgreSQL probe a mapping table per row.
 import { UUID_TEXT_LENGTH, writeUuidText } from '../../uuid.ts'
-import type { CopyData } from './import-copy.ts'
 
 const NIBBLE = new Map([...'0123456789abcdefABCDEF'].map((digit) => [digit.charCodeAt(0), Number.parseInt(digit, 16)]))
 const NULL = 'NULL'
@@ -30,8 +29,8 @@ export class LocalIds {
     this.known[pos] = 1
   }
 
-  /** Writes the UUID at `pos` into a COPY's data, NULL for a position with none. */
-  copyTo(data: CopyData, pos: number): void {
+  /** Writes the UUID at `pos` into a COPY's data (import-copy.ts), NULL for a position with none. */
+  copyTo(data: { uuid(source: Uint8Array, from: number): unknown; null(): unknown }, pos: number): void {
     if (this.known[pos] === 1) data.uuid(this.bytes, pos * 16)
     else data.null()
   }

@@ -1,5 +1,6 @@
 // One import inside its database transaction (docs/spec/bundle.md §5): the reader's items in file order,
-// rows gathered per section into batches written by one statement each (import-rows.ts), media
+// rows gathered per section into batches written by one statement each (import-rows.ts) or, in a
+// bulk load on PostgreSQL, streamed into one COPY per section (import-copy.ts), media
 // to blob storage (import-media.ts), vectors of new rows staged. Memory holds the batches in
 // flight (PIPELINE), one vector batch and a few small media, whatever the bundle's size: positions
 // live in the transaction's mapping tables and in LocalIds (16 bytes a row), never as objects. While
@@ -13,8 +14,8 @@ import { isUniqueViolation } from '../../db/conflict.ts'
 import { MediaImport } from './import-media.ts'
 import { cites, withLocalCitations } from './import-citations.ts'
 import { LocalIds } from './import-ids.ts'
-import { COPY_SECTIONS, createMappingTables, imageUrl, ROW_WRITERS, type Batch, type CopiedSection, type RowContext } from './import-rows.ts'
-import { CopyData, CopyStream } from './import-copy.ts'
+import { createMappingTables, imageUrl, ROW_WRITERS, type Batch, type RowContext } from './import-rows.ts'
+import { COPY_SECTIONS, CopyData, CopyStream, type CopiedSection } from './import-copy.ts'
 import { BundleError, type BundleErrorWhere, type BundleItem, type BundleReader, type RowItem } from '../format/reader.ts'
 import { ROW_SCHEMAS, ROW_SECTIONS, type Row, type RowSection } from '../format/schema.ts'
 import { isMediaType } from '../../media/types.ts'
