@@ -7,6 +7,8 @@ import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
 import { obtainTokens, registerClient } from '../helpers/oauth.ts'
+import { FormatRegistry } from '@sinclair/typebox'
+import { uuidFormat } from '../../src/http/openapi.ts'
 
 interface Operation {
   security?: Record<string, string[]>[]
@@ -254,5 +256,13 @@ describe(`OpenAPI document (${BACKEND})`, () => {
     expect(Object.keys(me)).toContain('401')
     expect(Object.keys(me)).not.toContain('404')
     expect(Object.keys(me)).not.toContain('415')
+  })
+
+  test("the schemas' uuid format is kgs's compiled pattern, not the per-call Zod schema @elysiajs/openapi installs", () => {
+    // The server above has loaded the plugin; whoever set the format last is what every schema checks.
+    expect(FormatRegistry.Get('uuid')).toBe(uuidFormat)
+    expect(uuidFormat(crypto.randomUUID())).toBe(true)
+    expect(uuidFormat('not-a-uuid')).toBe(false)
+    expect(uuidFormat(`urn:uuid:${crypto.randomUUID()}`)).toBe(false)
   })
 })
