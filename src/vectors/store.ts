@@ -19,13 +19,17 @@
 // Searches of a small table use a copy of its latest version in memory (resident.ts).
 //
 // LanceDB itself is loaded, and the connection made, when the store is first used: its native
-// library is large, and an instance that never embeds or searches never needs it.
+// library is large, and an instance that never embeds or searches never needs it. In a local
+// directory, a table that is not there is known without it: a search or an export of a
+// repository without vectors does not load it either.
 //
 // Staging. A job whose rows commit in a database transaction (an import) must not put their
 // vectors where searches see them before that commit: it stages them in tables of its own,
 // `staging_<kind>_<job uuid hex>`, and promotes them into the repository's tables after the
 // commit (or drops them when the transaction rolls back). Promotion is an upsert, so running it
 // again after a crash midway is harmless.
+import { access } from 'node:fs/promises'
+import { join } from 'node:path'
 import { runtime } from '../runtime/index.ts'
 import type { Connection, Table } from '@lancedb/lancedb'
 import { Field, FixedSizeList, Float32, makeData, RecordBatch, Schema, Struct, Table as ArrowTable, Utf8, vectorFromArray, type Vector } from 'apache-arrow'
@@ -68,6 +72,15 @@ const CREATE_ATTEMPTS = 5
 const CREATION_RACE = [/^Table '[^']*' exists but could not be loaded/, /Retryable commit conflict/, /incompatible with concurrent transaction Overwrite/]
 const PRIMARY_KEY_METADATA = 'lance-schema:unenforced-primary-key'
 const UUID = new RegExp(UUID_PATTERN)
+/** An object-storage (or other) URI rather than a directory path. */
+const URI_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i
+
+/** Whether `path` exists; an error other than its absence says yes, and LanceDB reports it. */
+const pathExists = (path: string) =>
+  access(path).then(
+    () => true,
+    (error: NodeJS.ErrnoException) => error.code !== 'ENOENT',
+  )
 
 function canonicalUuid(id: string, what: string): string {
   if (!UUID.test(id)) throw new TypeError(`${what} must be a UUID, got ${JSON.stringify(id)}`)
@@ -212,6 +225,8 @@ export class VectorStore {
   private readonly searches = new Map<string, TableSearches>()
 
   private connection: Promise<Connection> | undefined
+  /** LANCEDB_URI when it is a directory (no scheme), where each table is `<name>.lance`. */
+  private readonly directory: string | undefined
 
   private constructor(
     private readonly uri: string,
@@ -219,7 +234,14 @@ export class VectorStore {
     private readonly indexThreshold: number,
     private readonly resident: ResidentTables,
     private readonly creationLock: CreationLock,
-  ) {}
+  ) {
+    this.directory = URI_SCHEME.test(uri) ? undefined : uri
+  }
+
+  /** Whether LanceDB has been loaded and connected to (diagnostics, tests). */
+  get connected(): boolean {
+    return this.connection !== undefined
+  }
 
   static async open(uri: string, options: VectorStoreOptions = {}): Promise<VectorStore> {
     const indexThreshold = options.indexThreshold ?? DEFAULT_INDEX_THRESHOLD
@@ -488,6 +510,7 @@ export class VectorStore {
   }
 
   private async openTable(name: string): Promise<Table | undefined> {
+    if (this.directory && !(await pathExists(join(this.directory, `${name}.lance`)))) return undefined
     try {
       return await (await this.db()).openTable(name)
     } catch (error) {

@@ -293,6 +293,23 @@ describe('VectorStore', () => {
     expect(await store.search(uuid(), 'facts', await embed('water'), 5)).toEqual([])
   })
 
+  test('in a directory, a repository without vectors is read without loading LanceDB; its first table is found', async () => {
+    const fresh = await VectorStore.open(join(dir, 'lance'))
+    try {
+      const repo = uuid()
+      expect(await fresh.dimensions(repo, 'facts')).toBeUndefined()
+      expect(await fresh.search(repo, 'facts', await embed('water'), 3)).toEqual([])
+      expect(await fresh.count(repo, 'concepts')).toBe(0)
+      expect(fresh.connected).toBe(false)
+      // Written by another store of the directory: this one finds it, through LanceDB.
+      await store.upsert(repo, 'facts', [{ id: uuid(), vector: await embed('water') }])
+      expect(await fresh.dimensions(repo, 'facts')).toBe(384)
+      expect(fresh.connected).toBe(true)
+    } finally {
+      await fresh.close()
+    }
+  })
+
   test('a table directory without a committed version (created elsewhere right now, or left by a crash) reads as empty and is written over', async () => {
     const repo = uuid()
     mkdirSync(join(dir, 'lance', `facts_${hex(repo)}.lance`, 'data'), { recursive: true })
