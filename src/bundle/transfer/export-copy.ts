@@ -141,6 +141,12 @@ function integerAt(bytes: Uint8Array, at: number, length: number, name: string):
   throw new Error(`export COPY: column ${name} is not an integer (${length} bytes)`)
 }
 
+/** A binary double precision column's value; a real (4 bytes) is refused, its text would round differently. */
+function float8At(bytes: Uint8Array, at: number, length: number, name: string): number {
+  if (length !== 8) throw new Error(`export COPY: column ${name} is not a double precision (${length} bytes)`)
+  return new DataView(bytes.buffer, bytes.byteOffset + at, 8).getFloat64(0)
+}
+
 /** Where the tuple at `at` ends, or -1 if `bytes` end before it does. */
 function tupleEnd(bytes: Uint8Array, at: number, fields: number): number {
   at += 2
@@ -284,7 +290,7 @@ function integerArrayAt(bytes: Uint8Array, at: number, name: string): (number | 
 export async function* decodeCopiedRows(section: RowSection, copied: AsyncIterable<readonly Uint8Array[]>, batchRows: number): AsyncGenerator<SqlRow[]> {
   const fields = rowFields(ROW_SCHEMAS[section])
   for (const { name, kind } of fields) {
-    if (kind !== 'integer' && kind !== 'string' && kind !== 'boolean' && kind !== 'integers') throw new Error(`export COPY: field ${name} is of a kind it does not decode`)
+    if (kind !== 'integer' && kind !== 'number' && kind !== 'string' && kind !== 'boolean' && kind !== 'integers') throw new Error(`export COPY: field ${name} is of a kind it does not decode`)
   }
   let batch: SqlRow[] = []
   const decode = (bytes: Uint8Array, at: number) => {
@@ -297,6 +303,7 @@ export async function* decodeCopiedRows(section: RowSection, copied: AsyncIterab
       else if (kind === 'string') row[name] = Buffer.from(bytes.buffer, bytes.byteOffset + at, length).toString('utf8')
       else if (kind === 'integer') row[name] = integerAt(bytes, at, length, name)
       else if (kind === 'boolean') row[name] = bytes[at] !== 0
+      else if (kind === 'number') row[name] = float8At(bytes, at, length, name)
       else row[name] = integerArrayAt(bytes, at, name)
       at += Math.max(length, 0)
     }

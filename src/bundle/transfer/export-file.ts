@@ -15,7 +15,7 @@ import { metered } from '../../memory.ts'
 import type { Metadata } from '../format/schema.ts'
 import { encodeBodyHashing, encodeFileHead, type BundleContent } from '../format/writer.ts'
 import type { ExportCounts } from './export-positions.ts'
-import { CITING_SECTIONS, LINK_SECTIONS, PREFETCHED_POSITIONS, Snapshot, type ExportServices, type SnapshotOptions } from './export-snapshot.ts'
+import { PREFETCHED_POSITIONS, PREFETCHED_SECTIONS, Snapshot, type ExportServices, type SnapshotOptions } from './export-snapshot.ts'
 import { Prefetch } from './export-prefetch.ts'
 import { gzipMembers } from './gzip-members.ts'
 import { writeAll } from './scratch.ts'
@@ -74,7 +74,7 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
         ? new Prefetch(sql, {
             snapshot: (await tx<{ id: string }[]>`SELECT pg_export_snapshot() AS id`)[0]!.id,
             positions: PREFETCHED_POSITIONS,
-            sections: [...LINK_SECTIONS, ...CITING_SECTIONS],
+            sections: PREFETCHED_SECTIONS,
             path,
             workMem: options.workMem,
             signal: options.signal,

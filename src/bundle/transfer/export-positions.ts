@@ -27,17 +27,20 @@ export interface ExportCounts {
 }
 
 /**
- * The position tables, the counts and the promptset hashes; `onRanked` is called as each table
- * is ranked (of POSITIONED.length).
+ * The position tables of `tables`, the counts and the promptset hashes; `onRanked` is called as
+ * each table is ranked. The counts read the position tables of sources, source_images, concepts,
+ * investigations and reports, which `tables` must hold (a report on a parent cycle has no
+ * position and is not counted), and the facts and summaries tables themselves (every row has a
+ * position). The promptset hashes are queried here unless `promptsetHashes` brings them.
  */
-export async function preparePositions(tx: Tx, onRanked: () => void) {
-  await rankPositions(tx, POSITIONED, onRanked)
+export async function preparePositions(tx: Tx, tables: readonly Positioned[], onRanked: () => void, promptsetHashes?: Promise<string[]>) {
+  await rankPositions(tx, tables, onRanked)
   const [row] = await tx<(ExportCounts & { source_images: number; source_bodies: number; links: number })[]>`
     SELECT
       (SELECT count(*) FROM export_pos_sources)::int AS sources,
-      (SELECT count(*) FROM export_pos_facts)::int AS facts,
+      (SELECT count(*) FROM facts)::int AS facts,
       (SELECT count(*) FROM export_pos_concepts)::int AS concepts,
-      (SELECT count(*) FROM export_pos_concept_summaries)::int AS summaries,
+      (SELECT count(*) FROM concept_summaries)::int AS summaries,
       (SELECT count(*) FROM concept_syntheses)::int AS syntheses,
       (SELECT count(*) FROM export_pos_reports)::int AS reports,
       (SELECT count(*) FROM export_pos_investigations)::int AS investigations,
@@ -47,11 +50,16 @@ export async function preparePositions(tx: Tx, onRanked: () => void) {
         + (SELECT count(*) FROM investigation_sources)::int + (SELECT count(*) FROM report_annotations)::int AS links`
   const { source_images, source_bodies, links, ...counts } = row!
   const hashed = Object.values(counts).reduce((a, b) => a + b, 0) + links
+  return { counts, rowTotal: hashed + source_images + source_bodies, promptsetHashes: await (promptsetHashes ?? queryPromptsetHashes(tx)) }
+}
+
+/** The metadata's promptset_hashes: every non-empty one of facts, concepts and their links, sorted. */
+export async function queryPromptsetHashes(tx: Tx): Promise<string[]> {
   const hashes = await tx<{ hash: string }[]>`
     SELECT hash FROM (
       SELECT promptset_hash AS hash FROM facts UNION SELECT promptset_hash FROM concepts UNION SELECT promptset_hash FROM fact_concepts
     ) h WHERE hash <> '' ORDER BY hash COLLATE "C"`
-  return { counts, rowTotal: hashed + source_images + source_bodies, promptsetHashes: hashes.map((h) => h.hash) }
+  return hashes.map((h) => h.hash)
 }
 
 /** The position tables of `tables`, in this transaction; `onRanked` is called as each is made. */

@@ -1,18 +1,20 @@
 // The export's second connection (PostgreSQL only; docs/bundles.md, "Export"). One connection
 // takes turns with the encoder: while the server sorts or looks rows up, the encoder waits, and
 // while the encoder works, the server does. So the sections the file writes last and that cost
-// the server most per row (the links' sorts, the summaries' and syntheses' position lookups) are read ahead by a
-// second transaction that shares the export's snapshot (pg_export_snapshot): it ranks the
-// positions those sections need in tables of its own, and spools each section's binary COPY
-// into a file beside the export file while the first connection reads the sections before it.
-// The writer then decodes the spool (export-copy.ts) where it would have read a cursor. The
-// spool files are scratch files of the job (scratch.ts): removed at the end, swept after a kill.
+// the server most per row (the links' sorts, the summaries' and syntheses' position lookups, the
+// annotations' joins) are read ahead by a second transaction that shares the export's snapshot
+// (pg_export_snapshot): after the metadata's promptset hashes, which the first connection waits
+// for, it ranks the positions those sections need in tables of its own, and spools each
+// section's binary COPY into a file beside the export file while the first connection reads the
+// sections before it. The writer then decodes the spool (export-copy.ts) where it would have
+// read a cursor. The spool files are scratch files of the job (scratch.ts): removed at the end,
+// swept after a kill.
 import { open, rm } from 'node:fs/promises'
 import { createReadStream } from 'node:fs'
 import type { PendingQuery, Row as SqlRow, Sql, TransactionSql } from 'postgres'
 import type { RowSection } from '../format/schema.ts'
 import { copyOut, decodeCopiedRows } from './export-copy.ts'
-import { rankPositions, type Positioned } from './export-positions.ts'
+import { queryPromptsetHashes, rankPositions, type Positioned } from './export-positions.ts'
 import { writeAll } from './scratch.ts'
 
 /** A prefetched section and its query on the second transaction, whose columns are the section's fields in order. */
@@ -40,6 +42,11 @@ const SNAPSHOT_ID = /^[0-9A-F]+(-[0-9A-F]+)+$/
 
 /** Sections read ahead by a second transaction of the same snapshot, into spool files. */
 export class Prefetch {
+  /**
+   * The metadata's promptset hashes, queried first: the export's own transaction needs them before
+   * its first row and ranks its positions meanwhile.
+   */
+  readonly promptsetHashes: Promise<string[]>
   private readonly spooled = new Map<RowSection, { path: string; ready: Promise<void> }>()
   private readonly finished: Promise<unknown>
   /** Stops the second transaction at its next batch: the export ended without it (it failed, or was cancelled). */
@@ -54,10 +61,14 @@ export class Prefetch {
       ready.catch(() => {})
       this.spooled.set(section, { path: `${options.path}.${section}`, ready })
     }
+    let hashed: { resolve(hashes: string[]): void; reject(error: unknown): void }
+    this.promptsetHashes = new Promise((resolve, reject) => (hashed = { resolve, reject }))
+    this.promptsetHashes.catch(() => {})
     const transaction = sql.begin('ISOLATION LEVEL REPEATABLE READ', async (tx) => {
       await tx.unsafe(`SET TRANSACTION SNAPSHOT '${options.snapshot}'`)
       await tx`SET LOCAL jit = off`
       if (options.workMem) await tx`SELECT set_config('work_mem', ${options.workMem}, true)`
+      hashed.resolve(await queryPromptsetHashes(tx))
       await rankPositions(tx, options.positions)
       for (const { section, query } of options.sections) {
         signal.throwIfAborted()
@@ -66,6 +77,7 @@ export class Prefetch {
       }
     })
     this.finished = transaction.catch((error) => {
+      hashed.reject(error)
       for (const mark of marks.values()) mark.reject(error)
     })
   }

@@ -56,7 +56,7 @@ export const LINK_SECTIONS = [
  * the (created_at, id) index: each FETCH computes only its own rows' lookups, where a sort would
  * compute them all before the first.
  */
-export const CITING_SECTIONS = [
+const CITING_SECTIONS = [
   {
     section: 'concept_summaries',
     query: (tx: Tx) => tx`
@@ -75,8 +75,26 @@ export const CITING_SECTIONS = [
   },
 ] as const satisfies readonly PrefetchedSection[]
 type CitingSection = (typeof CITING_SECTIONS)[number]['section']
-/** The position tables LINK_SECTIONS and CITING_SECTIONS join to. */
-export const PREFETCHED_POSITIONS: readonly Positioned[] = ['sources', 'facts', 'concepts', 'concept_summaries']
+
+/** The reports' annotations of facts, read by a cursor or prefetched (export-prefetch.ts): the file's last rows. */
+const ANNOTATION_SECTION = {
+  section: 'report_annotations',
+  query: (tx: Tx) => tx`
+    SELECT rp.pos AS report_idx, a.sentence_index, a.sentence_text, fp.pos AS fact_idx, a.score, a.posture
+    FROM report_annotations a JOIN export_pos_reports rp ON rp.id = a.report_id JOIN export_pos_facts fp ON fp.id = a.fact_id
+    ORDER BY a.created_at, rp.pos, a.sentence_index, fp.pos`,
+} as const satisfies PrefetchedSection
+
+/** The sections read ahead when there is a second connection, in the order it reads them. */
+export const PREFETCHED_SECTIONS: readonly PrefetchedSection[] = [...LINK_SECTIONS, ...CITING_SECTIONS, ANNOTATION_SECTION]
+/** The position tables PREFETCHED_SECTIONS join to. */
+export const PREFETCHED_POSITIONS: readonly Positioned[] = ['sources', 'facts', 'concepts', 'concept_summaries', 'reports']
+/**
+ * The position tables the export's own transaction needs when the sections above are read ahead:
+ * those of its own sections (facts rank themselves as they stream, see facts()), and the facts'
+ * when their vectors are loaded by position.
+ */
+const OWN_POSITIONS: readonly Positioned[] = ['sources', 'source_images', 'concepts', 'investigations', 'reports']
 
 /** What the snapshot reads, and whom it tells of its progress. */
 export interface SnapshotOptions {
@@ -122,10 +140,15 @@ export class Snapshot {
     private readonly prefetch?: Prefetch,
   ) {}
 
-  /** The position tables, the counts and the promptset hashes (export-positions.ts). */
-  prepare() {
-    this.startPhase('ranking', POSITIONED.length)
-    return preparePositions(this.tx, () => this.advance(1))
+  /**
+   * The position tables, the counts and the promptset hashes (export-positions.ts): every table
+   * ranked here, or only those the sections read here need when the others are prefetched.
+   */
+  async prepare() {
+    const { vectors, embedder } = this.services
+    const tables = !this.prefetch ? POSITIONED : (await vectors.dimensions(this.options.repositoryId, 'facts')) === embedder.dimensions ? [...OWN_POSITIONS, 'facts' as const] : OWN_POSITIONS
+    this.startPhase('ranking', tables.length)
+    return preparePositions(this.tx, tables, () => this.advance(1), this.prefetch?.promptsetHashes)
   }
 
   startPhase(phase: ExportProgress['phase'], total: number): void {
@@ -184,10 +207,9 @@ export class Snapshot {
           ORDER BY ip.pos, sp.pos`,
         ),
         reports: this.reports(),
-        report_annotations: this.rows<Row<'report_annotations'>>(this.tx`
-          SELECT rp.pos AS report_idx, a.sentence_index, a.sentence_text, fp.pos AS fact_idx, a.score, a.posture
-          FROM report_annotations a JOIN export_pos_reports rp ON rp.id = a.report_id JOIN export_pos_facts fp ON fp.id = a.fact_id
-          ORDER BY a.created_at, rp.pos, a.sentence_index, fp.pos`),
+        report_annotations: this.prefetch
+          ? this.convertedAhead(this.prefetch.rows('report_annotations', BATCH), (batch) => batch as Row<'report_annotations'>[], true)
+          : this.rows<Row<'report_annotations'>>(ANNOTATION_SECTION.query(this.tx)),
       },
       images: includeImages ? this.media('images') : undefined,
       bodies: includeBodies ? this.media('bodies') : undefined,

@@ -542,20 +542,26 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
     }
   })
 
-  test.skipIf(BACKEND === 'embedded')('the links, summaries and syntheses read ahead on a second connection give the same bytes, through spools it removes', async () => {
+  test.skipIf(BACKEND === 'embedded')('the links, summaries, syntheses and annotations read ahead on a second connection give the same bytes, through spools it removes', async () => {
+    const sql = await server.context.pools.forRepository(full.id)
+    // Scores whose shortest decimal takes every digit of a double: the spool's binary value must print as the driver's text does.
+    const scores = [0.1 + 0.2, 1 / 3]
+    const annotated = await sql<{ report_id: string; sentence_index: number; fact_id: string }[]>`SELECT report_id, sentence_index, fact_id FROM report_annotations ORDER BY created_at LIMIT 2`
+    for (const [i, a] of annotated.entries())
+      await sql`UPDATE report_annotations SET score = ${scores[i]!} WHERE report_id = ${a.report_id} AND sentence_index = ${a.sentence_index} AND fact_id = ${a.fact_id}`
     const plain = await exportPlain()
     const ahead = join(tempDir('kgs-export-'), 'plain.json.gz')
     let spooled = false
     const onProgress = (progress: ExportProgress) => {
-      if (progress.phase === 'writing' && progress.done > 0) spooled ||= existsSync(`${ahead}.fact_sources`) && existsSync(`${ahead}.concept_summaries`)
+      if (progress.phase === 'writing' && progress.done > 0) spooled ||= existsSync(`${ahead}.fact_sources`) && existsSync(`${ahead}.concept_summaries`) && existsSync(`${ahead}.report_annotations`)
     }
-    const sql = await server.context.pools.forRepository(full.id)
     await exportRepository(sql, server.context, { repositoryId: full.id, name: 'Plain', exportedAt: EXPORTED_AT, includeBodies: true, prefetch: true, workMem: '64MB', onProgress }, ahead)
     expect(spooled).toBe(true)
     expect(readFileSync(ahead).equals(plain.bytes)).toBe(true)
     const { rows } = await readBack(plain.bytes)
     expect(rows.concept_summaries.length).toBeGreaterThan(0)
     expect(rows.concept_syntheses.length).toBeGreaterThan(0)
+    expect(rows.report_annotations.map((a) => a.score)).toEqual(expect.arrayContaining(scores))
     expect(readdirSync(dirname(ahead))).toEqual(['plain.json.gz'])
   })
 
