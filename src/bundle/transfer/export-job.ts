@@ -81,8 +81,19 @@ async function exportGraph(job: RunningJob<ExportParams>, services: JobServices)
   try {
     const { metadata, counts, bytes, path } = exported
     job.progress({ phase: 'pushing', done: 0, total: bytes, bytes: 0 })
-    const pushed = await pushFile(services, path, pushMetadata(metadata), (sent) => job.progress({ done: sent, bytes: sent }), job)
-    await services.blobs.put(exportKey(repositoryId, job.id), await runtime.openFile(path), { contentType: 'application/gzip' })
+    // The registry's copy and the job's own are written from the one file at once. If the push
+    // fails, the job's copy goes: no download serves a failed job's bundle, and pruning is later.
+    const key = exportKey(repositoryId, job.id)
+    const [pushing, storing] = await Promise.allSettled([
+      pushFile(services, path, pushMetadata(metadata), (sent) => job.progress({ done: sent, bytes: sent }), job),
+      runtime.openFile(path).then((file) => services.blobs.put(key, file, { contentType: 'application/gzip' })),
+    ])
+    if (pushing.status === 'rejected') {
+      if (storing.status === 'fulfilled') await services.blobs.delete(key)
+      throw pushing.reason
+    }
+    if (storing.status === 'rejected') throw storing.reason
+    const pushed = pushing.value
     await pruneExports(services, repositoryId, job.id)
     return { graph_id: pushed.graph_id, name: metadata.name, sha256: metadata.sha256!, exported_at: metadata.exported_at, bytes, counts, new: pushed.new }
   } finally {

@@ -220,3 +220,23 @@ describe(`moved without media or with another embedding model (${BACKEND})`, () 
     expect(Object.values(moved.vectors.facts).every((vector) => vector.length === 3 && vector[2] === 1)).toBe(true)
   })
 })
+
+describe(`an export the registry refuses (${BACKEND})`, () => {
+  test('fails for good, and keeps no bundle of its own: the copy stored beside the push is removed', async () => {
+    // Pushing as a member of the origin, who may not push: 403, a final refusal.
+    const refused = await instance({ REGISTRY_URL: origin.server.url, REGISTRY_TOKEN: origin.user.token })
+    try {
+      const repository = await createRepository(refused, 'Refused export')
+      await refused.http.post(`/${repository.slug}/facts`, { text: 'Rain falls on the plain.' }, refused.user.token)
+      const started = await refused.http.post(`/${repository.slug}/export-graph`, {}, refused.user.token)
+      expect(started.status).toBe(202)
+      const job = await waitForJob(refused.http, `/${repository.slug}/jobs/${started.body.id}`, refused.user.token)
+      expect(job).toMatchObject({ status: 'failed', attempts: 1, error: expect.stringContaining('403') })
+      const stored: string[] = []
+      for await (const key of refused.server.context.blobs.list(`repositories/${repository.id}/`)) stored.push(key)
+      expect(stored).toEqual([])
+    } finally {
+      await refused.server.stop()
+    }
+  })
+})
