@@ -186,6 +186,8 @@ describe(`the web app (${BACKEND})`, () => {
 
   test('repositories: listed, and one created from the form', async () => {
     await open('/app', 'Repositories')
+    // The sign-in left the app on this page: the heading may be there before the list is.
+    await page.getByRole('link', { name: 'Tour' }).waitFor()
     expect(await page.getByRole('link', { name: 'Tour' }).count()).toBe(1)
     // Each with the caller's role and the graph's size.
     const tourRow = page.locator('main ul.rows > li').filter({ has: page.getByRole('link', { name: 'Tour' }) })
