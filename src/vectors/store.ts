@@ -28,22 +28,18 @@
 // `staging_<kind>_<job uuid hex>`, and promotes them into the repository's tables after the
 // commit (or drops them when the transaction rolls back). Promotion is an upsert, so running it
 // again after a crash midway is harmless.
-import { access } from 'node:fs/promises'
-import { join } from 'node:path'
 import { runtime } from '../runtime/index.ts'
 import type { Connection, Table } from '@lancedb/lancedb'
-import { Field, FixedSizeList, Float32, makeData, RecordBatch, Schema, Struct, Table as ArrowTable, Utf8, vectorFromArray, type Vector } from 'apache-arrow'
+import type { RecordBatch } from 'apache-arrow'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { CreationLock } from './creation-lock.ts'
+import { batchRows, isTableNotFound, isUncommittedTable, loadLanceDB, localDirectory, mayHoldTable, tableDimensions, tableSchema, toArrow, vectorRows, type VectorRow } from './lance.ts'
 import { DEFAULT_RESIDENT_BYTES, nearestResident, ResidentTableBuilder, ResidentTables, type LoadedTable, type Neighbour, type ResidentTable } from './resident.ts'
 
 export type VectorKind = 'facts' | 'concepts'
 export const VECTOR_KINDS: readonly VectorKind[] = ['facts', 'concepts']
 
-export interface VectorRow {
-  id: string
-  vector: Float32Array
-}
+export type { VectorRow }
 
 export class VectorDimensionError extends Error {}
 
@@ -70,18 +66,7 @@ const REFINE_FACTOR = 5
 /** Tries at a write racing other processes to create its table (waits of 50 ms to 0.4 s between them). */
 const CREATE_ATTEMPTS = 5
 const CREATION_RACE = [/^Table '[^']*' exists but could not be loaded/, /Retryable commit conflict/, /incompatible with concurrent transaction Overwrite/]
-const PRIMARY_KEY_METADATA = 'lance-schema:unenforced-primary-key'
 const UUID = new RegExp(UUID_PATTERN)
-/** An object-storage (or other) URI rather than a directory path. */
-const URI_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i
-
-/** Whether `path` exists; an error other than its absence says yes, and LanceDB reports it. */
-const pathExists = (path: string) =>
-  access(path).then(
-    () => true,
-    (error: NodeJS.ErrnoException) => error.code !== 'ENOENT',
-  )
-
 function canonicalUuid(id: string, what: string): string {
   if (!UUID.test(id)) throw new TypeError(`${what} must be a UUID, got ${JSON.stringify(id)}`)
   return id.toLowerCase()
@@ -99,52 +84,6 @@ function tableName(repositoryId: string, kind: VectorKind): string {
 
 function stagingTableName(jobId: string, kind: VectorKind): string {
   return `staging_${checkedKind(kind)}_${canonicalUuid(jobId, 'job id').replaceAll('-', '')}`
-}
-
-function tableSchema(dimensions: number): Schema {
-  return new Schema([new Field('id', new Utf8(), false, new Map([[PRIMARY_KEY_METADATA, 'true']])), new Field('vector', new FixedSizeList(dimensions, new Field('item', new Float32(), true)), false)])
-}
-
-/** One Arrow record batch of the rows, the vectors copied into one contiguous float32 buffer. */
-function toArrow(rows: readonly VectorRow[], dimensions: number): ArrowTable {
-  const schema = tableSchema(dimensions)
-  const values = new Float32Array(rows.length * dimensions)
-  rows.forEach((row, i) => values.set(row.vector, i * dimensions))
-  const ids = vectorFromArray(
-    rows.map((row) => row.id),
-    new Utf8(),
-  ).data[0]!
-  const vectors = makeData({ type: schema.fields[1]!.type, length: rows.length, nullCount: 0, child: makeData({ type: new Float32(), length: values.length, data: values }) })
-  const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows.length, nullCount: 0, children: [ids, vectors] }))
-  return new ArrowTable(schema, [batch])
-}
-
-async function tableDimensions(table: Table): Promise<number> {
-  const field = (await table.schema()).fields.find((f) => f.name === 'vector')
-  return (field!.type as FixedSizeList).listSize
-}
-
-/** The rows of a record batch of (id, vector), each vector a copy. */
-function vectorRows(batch: RecordBatch): VectorRow[] {
-  // slice(): a copy, so that a kept vector does not pin the whole batch's buffer.
-  return Array.from(batchRows(batch), ({ id, vector }) => ({ id, vector: vector.slice() }))
-}
-
-/** The rows of a record batch of (id, vector), each vector a view into the batch's buffer. */
-function* batchRows(batch: RecordBatch): Generator<VectorRow> {
-  const ids = batch.getChild('id')!
-  const vectors = batch.getChild('vector')! as Vector<FixedSizeList<Float32>>
-  for (let i = 0; i < batch.numRows; i++) yield { id: ids.get(i) as string, vector: vectors.get(i)!.toArray() as Float32Array }
-}
-
-/** LanceDB has no error codes: a missing table is told apart by its message only. */
-function isTableNotFound(error: unknown, name: string): boolean {
-  return error instanceof Error && error.message.startsWith(`Table '${name}' was not found`)
-}
-
-/** A table directory without a committed version (being created by another process, or left so by a crash) holds no rows. */
-function isUncommittedTable(error: unknown, name: string): boolean {
-  return error instanceof Error && error.message.startsWith(`Table '${name}' exists but could not be loaded`) && error.message.includes('/_versions')
 }
 
 function dimensionMismatch(query: Float32Array, what: string, dimensions: number): VectorDimensionError {
@@ -204,20 +143,6 @@ async function searchTable(table: Table, batch: readonly PendingSearch[]): Promi
   return answers.map((answer, i) => answer?.sort((a, b) => a.distance - b.distance).slice(0, batch[i]!.k))
 }
 
-type LanceDB = typeof import('@lancedb/lancedb')
-let lancedb: Promise<LanceDB> | undefined
-
-function loadLanceDB(): Promise<LanceDB> {
-  lancedb ??= (async () => {
-    const library = await runtime.nativeAddon('lancedb')
-    // napi-rs's loader takes the library named here before it looks anywhere else.
-    if (library) process.env.NAPI_RS_NATIVE_LIBRARY_PATH = library
-    return import('@lancedb/lancedb')
-  })()
-  lancedb.catch(() => (lancedb = undefined))
-  return lancedb
-}
-
 export class VectorStore {
   /** Per table: the last write queued in this process (never rejects). */
   private readonly writes = new Map<string, Promise<void>>()
@@ -235,7 +160,7 @@ export class VectorStore {
     private readonly resident: ResidentTables,
     private readonly creationLock: CreationLock,
   ) {
-    this.directory = URI_SCHEME.test(uri) ? undefined : uri
+    this.directory = localDirectory(uri)
   }
 
   /** Whether LanceDB has been loaded and connected to (diagnostics, tests). */
@@ -510,7 +435,7 @@ export class VectorStore {
   }
 
   private async openTable(name: string): Promise<Table | undefined> {
-    if (this.directory && !(await pathExists(join(this.directory, `${name}.lance`)))) return undefined
+    if (this.directory && !(await mayHoldTable(this.directory, name))) return undefined
     try {
       return await (await this.db()).openTable(name)
     } catch (error) {
