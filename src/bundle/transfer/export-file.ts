@@ -93,8 +93,8 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
   async function writeBundle(tx: TransactionSql, prefetch: Prefetch | undefined): Promise<ExportSummary> {
     let bytes = 0
     const snapshot = new Snapshot(tx, services, options, () => bytes, prefetch)
-    const { counts, rowTotal, promptsetHashes } = await snapshot.prepare()
-    const vectors = await snapshot.loadVectors()
+    const { counts, rowTotal, promptsetHashes, vectorKinds } = await snapshot.prepare()
+    const vectors = await snapshot.loadVectors(vectorKinds)
     const metadata: Metadata = {
       name: options.name,
       description: options.description || undefined,

@@ -88,29 +88,36 @@ export async function rankPositions(tx: Tx, tables: readonly Positioned[], onRan
   }
 }
 
-/** Where loadVectorTables reads the stored vectors from. */
+/** Where the stored vectors are read from. */
 interface VectorSource {
   vectors: VectorStore
   /** The configured embedder: only its dimensions' vectors are exported. */
   embedder: Pick<Embedder, 'dimensions'>
   repositoryId: string
-  batchSize: number
-  signal?: AbortSignal
+}
+
+/**
+ * The kinds whose stored vectors the export writes: those of the configured embedder's
+ * dimensions. Others came from another model, and naming this one for them would be wrong.
+ */
+export async function exportedVectorKinds({ vectors, embedder, repositoryId }: VectorSource): Promise<VectorKind[]> {
+  const kinds: VectorKind[] = []
+  for (const kind of ['facts', 'concepts'] as const) if ((await vectors.dimensions(repositoryId, kind)) === embedder.dimensions) kinds.push(kind)
+  return kinds
 }
 
 /**
  * The stored vectors of each kind, in a temporary table by position (ascending order is what
- * the writer needs, and LanceDB scans in no order). Only vectors of the configured embedder's
- * dimensions: others came from another model, and naming this one for them would be wrong.
- * Returns how many vectors will be written.
+ * the writer needs, and LanceDB scans in no order); those of `kinds` only (exportedVectorKinds),
+ * the others' tables left empty. Returns how many vectors will be written.
  */
-export async function loadVectorTables(tx: Tx, source: VectorSource): Promise<number> {
+export async function loadVectorTables(tx: Tx, source: VectorSource & { batchSize: number; signal?: AbortSignal }, kinds: readonly VectorKind[]): Promise<number> {
   const { vectors, embedder, repositoryId, batchSize, signal } = source
   let loaded = 0
   for (const kind of ['facts', 'concepts'] as const) {
     const table = vectorTable(kind)
     await tx`CREATE TEMP TABLE ${tx(table)} (pos int PRIMARY KEY, vector bytea NOT NULL) ON COMMIT DROP`
-    if ((await vectors.dimensions(repositoryId, kind)) !== embedder.dimensions) continue
+    if (!kinds.includes(kind)) continue
     const width = embedder.dimensions * Float32Array.BYTES_PER_ELEMENT
     for await (const batch of vectors.scan(repositoryId, kind, batchSize)) {
       signal?.throwIfAborted()

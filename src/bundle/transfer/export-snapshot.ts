@@ -14,7 +14,7 @@ import type { Metadata, Row, RowSection } from '../format/schema.ts'
 import type { BundleContent, EncodedRows, MediaItem, VectorItem } from '../format/writer.ts'
 import { copyOut, encodeCopiedRows } from './export-copy.ts'
 import type { Prefetch, PrefetchedSection } from './export-prefetch.ts'
-import { loadVectorTables, POSITIONED, positionTable, preparePositions, vectorTable, type Positioned } from './export-positions.ts'
+import { exportedVectorKinds, loadVectorTables, POSITIONED, positionTable, preparePositions, vectorTable, type Positioned } from './export-positions.ts'
 
 type Tx = TransactionSql
 
@@ -141,14 +141,16 @@ export class Snapshot {
   ) {}
 
   /**
-   * The position tables, the counts and the promptset hashes (export-positions.ts): every table
-   * ranked here, or only those the sections read here need when the others are prefetched.
+   * The position tables, the counts, the promptset hashes and the kinds of vectors to write
+   * (export-positions.ts): every table ranked here, or only those the sections read here need
+   * when the others are prefetched.
    */
   async prepare() {
-    const { vectors, embedder } = this.services
-    const tables = !this.prefetch ? POSITIONED : (await vectors.dimensions(this.options.repositoryId, 'facts')) === embedder.dimensions ? [...OWN_POSITIONS, 'facts' as const] : OWN_POSITIONS
+    const { repositoryId } = this.options
+    const vectorKinds = await exportedVectorKinds({ ...this.services, repositoryId })
+    const tables = !this.prefetch ? POSITIONED : vectorKinds.includes('facts') ? [...OWN_POSITIONS, 'facts' as const] : OWN_POSITIONS
     this.startPhase('ranking', tables.length)
-    return preparePositions(this.tx, tables, () => this.advance(1), this.prefetch?.promptsetHashes)
+    return { ...(await preparePositions(this.tx, tables, () => this.advance(1), this.prefetch?.promptsetHashes)), vectorKinds }
   }
 
   startPhase(phase: ExportProgress['phase'], total: number): void {
@@ -161,10 +163,10 @@ export class Snapshot {
     this.options.onProgress?.({ ...this.progress, bytes: this.bytesWritten() })
   }
 
-  /** The stored vectors in their temporary tables (export-positions.ts); returns how many will be written. */
-  loadVectors(): Promise<number> {
+  /** The stored vectors of `kinds` in their temporary tables (export-positions.ts); returns how many will be written. */
+  loadVectors(kinds: readonly VectorKind[]): Promise<number> {
     const { repositoryId, signal } = this.options
-    return loadVectorTables(this.tx, { ...this.services, repositoryId, batchSize: BATCH, signal })
+    return loadVectorTables(this.tx, { ...this.services, repositoryId, batchSize: BATCH, signal }, kinds)
   }
 
   /** Writer input: every section as a cursor over the snapshot. */
@@ -207,9 +209,7 @@ export class Snapshot {
           ORDER BY ip.pos, sp.pos`,
         ),
         reports: this.reports(),
-        report_annotations: this.prefetch
-          ? this.convertedAhead(this.prefetch.rows('report_annotations', BATCH), (batch) => batch as Row<'report_annotations'>[], true)
-          : this.rows<Row<'report_annotations'>>(ANNOTATION_SECTION.query(this.tx)),
+        report_annotations: this.readAhead(ANNOTATION_SECTION, BATCH, (batch) => batch as Row<'report_annotations'>[]),
       },
       images: includeImages ? this.media('images') : undefined,
       bodies: includeBodies ? this.media('bodies') : undefined,
@@ -385,12 +385,19 @@ export class Snapshot {
     )
   }
 
-  /** Summaries and syntheses: prefetched on a second connection when there is one (export-prefetch.ts), else through a cursor. */
+  /**
+   * A section read ahead on the second connection when there is one (export-prefetch.ts), else
+   * through a cursor of this transaction; `batchRows` at a time, each batch converted.
+   */
+  private readAhead<T>(read: PrefetchedSection, batchRows: number, convert: (batch: SqlRow[]) => T[] | Promise<T[]>): AsyncGenerator<T[]> {
+    if (!this.prefetch) return this.rows(read.query(this.tx), convert, { batchRows })
+    return this.convertedAhead(this.prefetch.rows(read.section, batchRows), convert, true)
+  }
+
+  /** Summaries and syntheses, their citations made portable. */
   private citing<S extends CitingSection>(section: S): AsyncGenerator<Row<S>[]> {
-    const { query } = CITING_SECTIONS.find((citing) => citing.section === section)!
     const convert = (batch: SqlRow[]) => this.portableCitations(batch as unknown as Row<'concept_summaries'>[], 'content') as unknown as Promise<Row<S>[]>
-    if (!this.prefetch) return this.rows(query(this.tx), convert, { batchRows: TEXT_BATCH })
-    return this.convertedAhead(this.prefetch.rows(section, TEXT_BATCH), convert, true)
+    return this.readAhead(CITING_SECTIONS.find((citing) => citing.section === section)!, TEXT_BATCH, convert)
   }
 
   private reports() {
