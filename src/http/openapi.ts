@@ -10,6 +10,7 @@ import { UUID_PATTERN } from '../uuid.ts'
 import { VERSION } from '../version.ts'
 import { ErrorBody } from './schemas.ts'
 
+const UUID = new RegExp(UUID_PATTERN)
 /**
  * TypeBox's check of `format: 'uuid'`. Loading @elysiajs/openapi replaces TypeBox's format checks,
  * for every schema of the process, with ones that build a new Zod schema at each call; a response
@@ -17,7 +18,6 @@ import { ErrorBody } from './schemas.ts'
  * UUID parameters use, is set back after it (this module's body runs after its imports).
  */
 export const uuidFormat = (value: string) => UUID.test(value)
-const UUID = new RegExp(UUID_PATTERN)
 FormatRegistry.Set('uuid', uuidFormat)
 
 export const DOCUMENT_PATH = '/swagger/json'
