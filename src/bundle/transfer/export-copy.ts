@@ -71,10 +71,15 @@ class JsonBlock {
     this.bytes = grown
   }
 
-  /** Room must be reserved. */
+  /**
+   * Room must be reserved. Copied byte by byte: the pieces are a few bytes (a key, punctuation),
+   * for which TypedArray.set's own cost is several times the copy's.
+   */
   put(bytes: Uint8Array): void {
-    this.bytes.set(bytes, this.size)
-    this.size += bytes.length
+    const out = this.bytes
+    let at = this.size
+    for (let i = 0; i < bytes.length; i++) out[at++] = bytes[i]!
+    this.size = at
   }
 
   /** A decimal integer; room must be reserved (20 bytes). */
