@@ -11,9 +11,11 @@
 // steps bisect between the last rate that passed and the first that failed; the highest rate
 // that passed is reported as a ratio of bare Elysia's, with the sign-ins it carried and the CPU split.
 // The scheduler and clients run in this process; kgs's log is written to a file as in production.
+// With --costs, each backend first measures what one request of each class costs in CPU (kgs,
+// this process, the rest of the machine) and the ceiling that puts on the mix's rate.
 //
 // Usage: bun scripts/bench/open-load.ts [--backend both|postgres|embedded] [--seconds 10] [--start 50]
-//          [--factor 1.5] [--refine 3] [--facts 2000] [--no-logins]
+//          [--factor 1.5] [--refine 3] [--facts 2000] [--no-logins] [--costs]
 // PG_URL names a maintenance database (default postgres://postgres@127.0.0.1:5432/postgres).
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -21,7 +23,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { generateBundle } from '../gen-bundle.ts'
 import { availableParallelism } from 'node:os'
-import { cpuSecondsOf, format, machineBusySeconds, mainThreadCpuSecondsOf, measure, percentile, spawnKgs, spawnServer, type ServerProcess } from '../lib/load.ts'
+import { cpuSecondsOf, format, machineBusySeconds, mainThreadCpuSecondsOf, measure, percentile, runClosedLoop, spawnKgs, spawnServer, type ServerProcess } from '../lib/load.ts'
 import { createBenchDatabase, type ScratchDatabase } from '../lib/scratch-database.ts'
 
 const { values: args } = parseArgs({
@@ -32,6 +34,7 @@ const { values: args } = parseArgs({
     refine: { type: 'string', default: '3' },
     facts: { type: 'string', default: '2000' },
     'no-logins': { type: 'boolean', default: false },
+    costs: { type: 'boolean', default: false },
     backend: { type: 'string', default: 'both' },
   },
 })
@@ -105,31 +108,46 @@ type Target = Awaited<ReturnType<typeof setUp>>
 const pick = <T>(items: readonly T[]) => items[Math.floor(Math.random() * items.length)]!
 const SEARCHES = ['rain', 'water cycle', 'frozen', 'energy', 'ocean currents']
 
-/** One request of the mix; resolves to its class and whether it succeeded. */
-async function oneRequest({ kgs, token, email, slug, importJob, refreshTokens, reads }: Target): Promise<{ op: OperationClass; ok: boolean } | undefined> {
-  const draw = Math.random() * 100
-  const get = (path: string) => fetch(kgs.url + path, { headers: { authorization: `Bearer ${token}` } })
-  try {
-    // --no-logins: the sign-ins' share reads the caller instead, to show what hashing costs the reads.
-    if (draw < 0.5 && !args['no-logins'])
-      return {
-        op: 'login',
-        ok: await fetch(`${kgs.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) }).then(consume),
-      }
-    if (draw >= 0.5 && draw < 2.5) {
+/** A read as the caller of the set-up's session. */
+const read = ({ kgs, token }: Target, path: string) => fetch(kgs.url + path, { headers: { authorization: `Bearer ${token}` } }).then(consume)
+
+/** The mix: each class's share of the requests, in percent, and one request of it (whether it succeeded; undefined: none sent). */
+const MIX: readonly { op: OperationClass; share: number; send(target: Target): Promise<boolean | undefined> }[] = [
+  {
+    op: 'login',
+    share: 0.5,
+    send: ({ kgs, email }) =>
+      fetch(`${kgs.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) }).then(consume),
+  },
+  {
+    op: 'refresh',
+    share: 2,
+    async send({ kgs, refreshTokens }) {
       const refresh = refreshTokens.shift()
       if (!refresh) return undefined
       const res = await fetch(`${kgs.url}/api/v1/auth/refresh`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refresh_token: refresh }) })
       if (res.ok) refreshTokens.push(((await res.json()) as { refresh_token: string }).refresh_token)
       else await res.arrayBuffer()
-      return { op: 'refresh', ok: res.ok }
-    }
-    if (draw < 30) return { op: 'me', ok: await get('/api/v1/users/me').then(consume) }
-    if (draw < 40) return { op: 'jobs', ok: await get(pick([`/${slug}/jobs/${importJob.id}`, `/${slug}/jobs`])).then(consume) }
-    if (draw < 50) return { op: 'search', ok: await get(`/${slug}/search?q=${encodeURIComponent(pick(SEARCHES))}&kind=${pick(['facts', 'concepts'])}`).then(consume) }
-    return { op: 'reads', ok: await get(pick(reads)()).then(consume) }
+      return res.ok
+    },
+  },
+  { op: 'me', share: 27.5, send: (target) => read(target, '/api/v1/users/me') },
+  { op: 'jobs', share: 10, send: (target) => read(target, pick([`/${target.slug}/jobs/${target.importJob.id}`, `/${target.slug}/jobs`])) },
+  { op: 'search', share: 10, send: (target) => read(target, `/${target.slug}/search?q=${encodeURIComponent(pick(SEARCHES))}&kind=${pick(['facts', 'concepts'])}`) },
+  { op: 'reads', share: 50, send: (target) => read(target, pick(target.reads)()) },
+]
+
+/** One request of the mix; resolves to its class and whether it succeeded. */
+async function oneRequest(target: Target): Promise<{ op: OperationClass; ok: boolean } | undefined> {
+  let draw = Math.random() * 100
+  let drawn = MIX.find(({ share }) => (draw -= share) < 0) ?? MIX.at(-1)!
+  // --no-logins: the sign-ins' share reads the caller instead, to show what hashing costs the reads.
+  if (drawn.op === 'login' && args['no-logins']) drawn = MIX.find(({ op }) => op === 'me')!
+  try {
+    const ok = await drawn.send(target)
+    return ok === undefined ? undefined : { op: drawn.op, ok }
   } catch {
-    return { op: 'reads', ok: false }
+    return { op: drawn.op, ok: false }
   }
 }
 async function consume(res: Response): Promise<boolean> {
@@ -176,7 +194,7 @@ async function ramp(target: Target): Promise<{ best: number; carried: string }> 
   const cores = availableParallelism()
   /** One step at `rate`, printed; whether it passed (and if so, what it carried). */
   const step = async (rate: number): Promise<boolean> => {
-    const cpuBefore = { kgs: cpuSecondsOf(kgs.pid), main: mainThreadCpuSecondsOf(kgs.pid), machine: machineBusySeconds(), started: performance.now() }
+    const cpuBefore = { kgs: cpuSecondsOf(kgs.pid), main: mainThreadCpuSecondsOf(kgs.pid), generator: cpuSecondsOf(process.pid), machine: machineBusySeconds(), started: performance.now() }
     const samples = await runAt(target, rate)
     const wall = (performance.now() - cpuBefore.started) / 1000
     const busy = (used: number) => `${((100 * used) / wall).toFixed(0)} %`
@@ -190,8 +208,9 @@ async function ramp(target: Target): Promise<{ best: number; carried: string }> 
       lines.push(`  ${op.padEnd(8)} n=${String(latencies.length).padStart(6)}  p50 ${percentile(latencies, 0.5).toFixed(1).padStart(7)} ms  p99 ${p99.toFixed(1).padStart(7)} ms  errors ${errors}`)
     }
     // Which resource ran out: kgs's main thread (one core at most), or the machine's cores
-    // (kgs, its database server and this process share them).
-    const cpu = `kgs main thread ${busy(mainThreadCpuSecondsOf(kgs.pid) - cpuBefore.main)} of a core, kgs ${busy(cpuSecondsOf(kgs.pid) - cpuBefore.kgs)}, machine ${busy(machineBusySeconds() - cpuBefore.machine)} of ${cores} cores`
+    // (kgs, this process, and the rest: the database server, the kernel, anything else running).
+    const used = { kgs: cpuSecondsOf(kgs.pid) - cpuBefore.kgs, generator: cpuSecondsOf(process.pid) - cpuBefore.generator, machine: machineBusySeconds() - cpuBefore.machine }
+    const cpu = `kgs main thread ${busy(mainThreadCpuSecondsOf(kgs.pid) - cpuBefore.main)} of a core, kgs ${busy(used.kgs)}, load generator ${busy(used.generator)}, the rest ${busy(used.machine - used.kgs - used.generator)}; machine ${busy(used.machine)} of ${cores} cores`
     console.log(`${format(rate)} req/s for ${SECONDS} s: ${pass ? 'pass' : 'FAIL'} (CPU: ${cpu})\n${lines.join('\n')}`)
     if (pass && rate > best) {
       best = rate
@@ -216,12 +235,55 @@ async function ramp(target: Target): Promise<{ best: number; carried: string }> 
   return { best, carried }
 }
 
+/** Seconds each class is measured for by --costs, after a second of warm-up. */
+const COST_SECONDS = 4
+const COST_CLIENTS = 8
+
+/**
+ * --costs: the CPU one request of each class costs, measured class by class in a closed loop:
+ * kgs's, this process's (the load generator's) and the rest of the machine's (the database
+ * server, the kernel). Their sum weighted by the mix's shares is what one request of the mix
+ * costs the machine, so the cores over it is the arrival rate at which the mix would keep every
+ * core busy: a ceiling no scheduling passes, whatever the latencies.
+ */
+async function costs(target: Target, bareRate: number): Promise<string> {
+  const cores = availableParallelism()
+  const clients = Array.from({ length: COST_CLIENTS }, (_, i) => i)
+  const lines = [`CPU per request, by class (${COST_CLIENTS} closed-loop clients, ${COST_SECONDS} s each), in microseconds:`]
+  lines.push(`  ${'class'.padEnd(8)} ${'share'.padStart(6)} ${'kgs'.padStart(7)} ${'main'.padStart(7)} ${'load gen'.padStart(9)} ${'rest'.padStart(7)} ${'total'.padStart(7)}`)
+  let mix = 0
+  for (const { op, share, send } of MIX) {
+    const step = {
+      operation: op,
+      async send() {
+        if ((await send(target)) === false) throw new Error(`${op} failed`)
+      },
+    }
+    await runClosedLoop(clients, () => step, 1)
+    const before = { kgs: cpuSecondsOf(target.kgs.pid), main: mainThreadCpuSecondsOf(target.kgs.pid), generator: cpuSecondsOf(process.pid), machine: machineBusySeconds() }
+    const samples = (await runClosedLoop(clients, () => step, COST_SECONDS)).get(op)!
+    if (samples.errors > 0) throw new Error(`--costs: ${op}: ${samples.errors} errors, e.g. ${samples.failures[0]}`)
+    const perRequest = (seconds: number) => (seconds * 1e6) / samples.latencies.length
+    const kgs = perRequest(cpuSecondsOf(target.kgs.pid) - before.kgs)
+    const generator = perRequest(cpuSecondsOf(process.pid) - before.generator)
+    const total = perRequest(machineBusySeconds() - before.machine)
+    mix += (share / 100) * total
+    const us = (value: number, width = 7) => value.toFixed(0).padStart(width)
+    lines.push(
+      `  ${op.padEnd(8)} ${`${share} %`.padStart(6)} ${us(kgs)} ${us(perRequest(mainThreadCpuSecondsOf(target.kgs.pid) - before.main))} ${us(generator, 9)} ${us(total - kgs - generator)} ${us(total)}`,
+    )
+  }
+  const ceiling = (cores * 1e6) / mix
+  lines.push(`  one request of the mix: ${mix.toFixed(0)} us of CPU; all ${cores} cores busy at ${format(ceiling)} req/s, ratio ${(ceiling / bareRate).toFixed(3)} (the ceiling)`)
+  return lines.join('\n')
+}
+
 const bare = await spawnServer([process.execPath, join(import.meta.dir, 'baseline-elysia.ts')], {})
 const bareResult = await measure(() => fetch(`${bare.url}/healthz`), { seconds: 5, concurrency: 64 })
 await bare.stop()
 console.log(`bare Elysia (64 closed-loop clients, 5 s): ${format(bareResult.requestsPerSecond)} req/s`)
 
-const results: { label: string; best: number; carried: string }[] = []
+const results: { label: string; best: number; carried: string; costTable?: string }[] = []
 for (const backend of args.backend === 'both' ? ['postgres', 'embedded'] : [args.backend!]) {
   const label = backend === 'postgres' ? 'PostgreSQL' : 'the embedded database'
   console.log(`\n--- ${label}`)
@@ -230,7 +292,9 @@ for (const backend of args.backend === 'both' ? ['postgres', 'embedded'] : [args
   try {
     if (backend === 'postgres') database = await createBenchDatabase()
     target = await setUp(database?.url)
-    results.push({ label, ...(await ramp(target)) })
+    const costTable = args.costs ? await costs(target, bareResult.requestsPerSecond) : undefined
+    if (costTable) console.log(costTable)
+    results.push({ label, costTable, ...(await ramp(target)) })
   } finally {
     await target?.kgs.stop()
     if (target) rmSync(target.dataDir, { recursive: true, force: true })
@@ -239,9 +303,10 @@ for (const backend of args.backend === 'both' ? ['postgres', 'embedded'] : [args
 }
 
 console.log(`\nbare Elysia throughput: ${format(bareResult.requestsPerSecond)} req/s`)
-for (const { label, best, carried } of results) {
+for (const { label, best, carried, costTable } of results) {
   console.log(
     `on ${label}: highest arrival rate with every read class at p99 < ${P99_LIMIT_MS} ms and no errors: ${format(best)} req/s, ratio ${(best / bareResult.requestsPerSecond).toFixed(3)} (target >= 0.05)`,
   )
   console.log(`  at that rate: ${carried || 'no rate passed'}`)
+  if (costTable) console.log(costTable)
 }
