@@ -6,10 +6,11 @@
 //
 // Bare Elysia's throughput (its hello-world under 64 closed-loop clients, the median of three
 // runs) is measured first; then, for each backend in turn (PostgreSQL in a scratch database on
-// PG_URL's server, then the embedded default), a kgs child with an imported graph: after a 5 s warm-up, rates rise by `--factor`
-// from `--start` while every read class keeps p99 < 100 ms with zero errors, then `--refine`
-// steps bisect between the last rate that passed and the first that failed; the highest rate
-// that passed is reported as a ratio of bare Elysia's, with the sign-ins it carried and the CPU split.
+// PG_URL's server, then the embedded default), a kgs child with an imported graph: after a 5 s
+// warm-up, rates rise by `--factor` from `--start` while every read class keeps p99 < 100 ms
+// with zero errors, then `--refine` steps bisect between the last rate that passed and the
+// first that failed; the highest rate that passed is reported as a ratio of bare Elysia's, with
+// the sign-ins it carried and the CPU split.
 // The scheduler and clients run in this process; kgs's log is written to a file as in production.
 // With --costs, each backend first measures what one request of each class costs in CPU (kgs,
 // this process, the rest of the machine) and the ceiling that puts on the mix's rate.
