@@ -267,7 +267,9 @@ async function costs(target: Target, bareRate: number): Promise<string> {
     const perRequest = (seconds: number) => (seconds * 1e6) / samples.latencies.length
     const kgs = perRequest(cpuSecondsOf(target.kgs.pid) - before.kgs)
     const generator = perRequest(cpuSecondsOf(process.pid) - before.generator)
-    const total = perRequest(machineBusySeconds() - before.machine)
+    // The machine's counters and the processes' are read at slightly different moments: a class
+    // that leaves the rest of the machine idle could otherwise show it a few microseconds below zero.
+    const total = Math.max(perRequest(machineBusySeconds() - before.machine), kgs + generator)
     mix += (share / 100) * total
     const us = (value: number, width = 7) => value.toFixed(0).padStart(width)
     lines.push(
