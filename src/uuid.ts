@@ -1,5 +1,9 @@
 // The shape of a UUID as text, for TypeBox patterns and checks alike: routes, jobs and stores use it.
 export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
+const UUID = new RegExp(UUID_PATTERN)
+
+/** Whether `text` is a UUID (UUID_PATTERN: any hex digits, either case). */
+export const isUuid = (text: string): boolean => UUID.test(text)
 
 /** The length of a UUID's text. */
 export const UUID_TEXT_LENGTH = 36

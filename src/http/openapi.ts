@@ -6,19 +6,17 @@ import { t, type AnyElysia } from 'elysia'
 import { toOpenAPISchema } from '@elysiajs/openapi'
 import { FormatRegistry } from '@sinclair/typebox'
 import { SCOPES, SCOPE_MEANINGS, type Scope } from '../permissions.ts'
-import { UUID_PATTERN } from '../uuid.ts'
+import { isUuid } from '../uuid.ts'
 import { VERSION } from '../version.ts'
 import { ErrorBody } from './schemas.ts'
 
-const UUID = new RegExp(UUID_PATTERN)
 /**
  * TypeBox's check of `format: 'uuid'`. Loading @elysiajs/openapi replaces TypeBox's format checks,
  * for every schema of the process, with ones that build a new Zod schema at each call; a response
  * listing users or clients paid for that once per id. A compiled pattern, the one the routes'
  * UUID parameters use, is set back after it (this module's body runs after its imports).
  */
-export const uuidFormat = (value: string) => UUID.test(value)
-FormatRegistry.Set('uuid', uuidFormat)
+FormatRegistry.Set('uuid', isUuid)
 
 export const DOCUMENT_PATH = '/swagger/json'
 

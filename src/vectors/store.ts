@@ -31,7 +31,7 @@
 import { runtime } from '../runtime/index.ts'
 import type { Connection, Table } from '@lancedb/lancedb'
 import type { RecordBatch } from 'apache-arrow'
-import { UUID_PATTERN } from '../uuid.ts'
+import { isUuid } from '../uuid.ts'
 import type { CreationLock } from './creation-lock.ts'
 import { batchRows, isTableNotFound, isUncommittedTable, loadLanceDB, localDirectory, mayHoldTable, tableDimensions, tableSchema, toArrow, vectorRows, type VectorRow } from './lance.ts'
 import { DEFAULT_RESIDENT_BYTES, nearestResident, ResidentTableBuilder, ResidentTables, type LoadedTable, type Neighbour, type ResidentTable } from './resident.ts'
@@ -66,9 +66,9 @@ const REFINE_FACTOR = 5
 /** Tries at a write racing other processes to create its table (waits of 50 ms to 0.4 s between them). */
 const CREATE_ATTEMPTS = 5
 const CREATION_RACE = [/^Table '[^']*' exists but could not be loaded/, /Retryable commit conflict/, /incompatible with concurrent transaction Overwrite/]
-const UUID = new RegExp(UUID_PATTERN)
+
 function canonicalUuid(id: string, what: string): string {
-  if (!UUID.test(id)) throw new TypeError(`${what} must be a UUID, got ${JSON.stringify(id)}`)
+  if (!isUuid(id)) throw new TypeError(`${what} must be a UUID, got ${JSON.stringify(id)}`)
   return id.toLowerCase()
 }
 
