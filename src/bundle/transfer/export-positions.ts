@@ -5,7 +5,7 @@
 // needs come from the same pass.
 import type { TransactionSql } from 'postgres'
 import type { Embedder } from '../../vectors/embedder.ts'
-import type { VectorKind, VectorStore } from '../../vectors/store.ts'
+import { VECTOR_KINDS, type VectorKind, type VectorStore } from '../../vectors/store.ts'
 
 type Tx = TransactionSql
 
@@ -102,7 +102,7 @@ interface VectorSource {
  */
 export async function exportedVectorKinds({ vectors, embedder, repositoryId }: VectorSource): Promise<VectorKind[]> {
   const kinds: VectorKind[] = []
-  for (const kind of ['facts', 'concepts'] as const) if ((await vectors.dimensions(repositoryId, kind)) === embedder.dimensions) kinds.push(kind)
+  for (const kind of VECTOR_KINDS) if ((await vectors.dimensions(repositoryId, kind)) === embedder.dimensions) kinds.push(kind)
   return kinds
 }
 
@@ -114,7 +114,7 @@ export async function exportedVectorKinds({ vectors, embedder, repositoryId }: V
 export async function loadVectorTables(tx: Tx, source: VectorSource & { batchSize: number; signal?: AbortSignal }, kinds: readonly VectorKind[]): Promise<number> {
   const { vectors, embedder, repositoryId, batchSize, signal } = source
   let loaded = 0
-  for (const kind of ['facts', 'concepts'] as const) {
+  for (const kind of VECTOR_KINDS) {
     const table = vectorTable(kind)
     await tx`CREATE TEMP TABLE ${tx(table)} (pos int PRIMARY KEY, vector bytea NOT NULL) ON COMMIT DROP`
     if (!kinds.includes(kind)) continue
