@@ -180,6 +180,18 @@ async function runAt(target: Target, rate: number, seconds = SECONDS) {
   return samples
 }
 
+/** CPU seconds used so far by kgs, by its main thread, by this process (the load generator) and by the whole machine. */
+function cpuNow(kgsPid: number) {
+  return { kgs: cpuSecondsOf(kgsPid), main: mainThreadCpuSecondsOf(kgsPid), generator: cpuSecondsOf(process.pid), machine: machineBusySeconds() }
+}
+type CpuSeconds = ReturnType<typeof cpuNow>
+
+/** The CPU seconds each used since `before`. */
+function cpuSince(kgsPid: number, before: CpuSeconds): CpuSeconds {
+  const now = cpuNow(kgsPid)
+  return { kgs: now.kgs - before.kgs, main: now.main - before.main, generator: now.generator - before.generator, machine: now.machine - before.machine }
+}
+
 /**
  * The highest passing rate on one target, printed step by step; the sign-ins and the CPU split it
  * carried. Rates rise by `--factor` to the first that fails, then `--refine` steps halve the gap
@@ -195,10 +207,11 @@ async function ramp(target: Target): Promise<{ best: number; carried: string }> 
   const cores = availableParallelism()
   /** One step at `rate`, printed; whether it passed (and if so, what it carried). */
   const step = async (rate: number): Promise<boolean> => {
-    const cpuBefore = { kgs: cpuSecondsOf(kgs.pid), main: mainThreadCpuSecondsOf(kgs.pid), generator: cpuSecondsOf(process.pid), machine: machineBusySeconds(), started: performance.now() }
+    const cpuBefore = cpuNow(kgs.pid)
+    const started = performance.now()
     const samples = await runAt(target, rate)
-    const wall = (performance.now() - cpuBefore.started) / 1000
-    const busy = (used: number) => `${((100 * used) / wall).toFixed(0)} %`
+    const wall = (performance.now() - started) / 1000
+    const busy = (seconds: number) => `${((100 * seconds) / wall).toFixed(0)} %`
     let pass = true
     const lines: string[] = []
     for (const [op, { latencies, errors }] of [...samples].sort(([a], [b]) => a.localeCompare(b))) {
@@ -210,8 +223,8 @@ async function ramp(target: Target): Promise<{ best: number; carried: string }> 
     }
     // Which resource ran out: kgs's main thread (one core at most), or the machine's cores
     // (kgs, this process, and the rest: the database server, the kernel, anything else running).
-    const used = { kgs: cpuSecondsOf(kgs.pid) - cpuBefore.kgs, generator: cpuSecondsOf(process.pid) - cpuBefore.generator, machine: machineBusySeconds() - cpuBefore.machine }
-    const cpu = `kgs main thread ${busy(mainThreadCpuSecondsOf(kgs.pid) - cpuBefore.main)} of a core, kgs ${busy(used.kgs)}, load generator ${busy(used.generator)}, the rest ${busy(used.machine - used.kgs - used.generator)}; machine ${busy(used.machine)} of ${cores} cores`
+    const used = cpuSince(kgs.pid, cpuBefore)
+    const cpu = `kgs main thread ${busy(used.main)} of a core, kgs ${busy(used.kgs)}, load generator ${busy(used.generator)}, the rest ${busy(used.machine - used.kgs - used.generator)}; machine ${busy(used.machine)} of ${cores} cores`
     console.log(`${format(rate)} req/s for ${SECONDS} s: ${pass ? 'pass' : 'FAIL'} (CPU: ${cpu})\n${lines.join('\n')}`)
     if (pass && rate > best) {
       best = rate
@@ -261,20 +274,19 @@ async function costs(target: Target, bareRate: number): Promise<string> {
       },
     }
     await runClosedLoop(clients, () => step, 1)
-    const before = { kgs: cpuSecondsOf(target.kgs.pid), main: mainThreadCpuSecondsOf(target.kgs.pid), generator: cpuSecondsOf(process.pid), machine: machineBusySeconds() }
+    const before = cpuNow(target.kgs.pid)
     const samples = (await runClosedLoop(clients, () => step, COST_SECONDS)).get(op)!
     if (samples.errors > 0) throw new Error(`--costs: ${op}: ${samples.errors} errors, e.g. ${samples.failures[0]}`)
+    const used = cpuSince(target.kgs.pid, before)
     const perRequest = (seconds: number) => (seconds * 1e6) / samples.latencies.length
-    const kgs = perRequest(cpuSecondsOf(target.kgs.pid) - before.kgs)
-    const generator = perRequest(cpuSecondsOf(process.pid) - before.generator)
+    const kgs = perRequest(used.kgs)
+    const generator = perRequest(used.generator)
     // The machine's counters and the processes' are read at slightly different moments: a class
     // that leaves the rest of the machine idle could otherwise show it a few microseconds below zero.
-    const total = Math.max(perRequest(machineBusySeconds() - before.machine), kgs + generator)
+    const total = Math.max(perRequest(used.machine), kgs + generator)
     mix += (share / 100) * total
     const us = (value: number, width = 7) => value.toFixed(0).padStart(width)
-    lines.push(
-      `  ${op.padEnd(8)} ${`${share} %`.padStart(6)} ${us(kgs)} ${us(perRequest(mainThreadCpuSecondsOf(target.kgs.pid) - before.main))} ${us(generator, 9)} ${us(total - kgs - generator)} ${us(total)}`,
-    )
+    lines.push(`  ${op.padEnd(8)} ${`${share} %`.padStart(6)} ${us(kgs)} ${us(perRequest(used.main))} ${us(generator, 9)} ${us(total - kgs - generator)} ${us(total)}`)
   }
   const ceiling = (cores * 1e6) / mix
   lines.push(`  one request of the mix: ${mix.toFixed(0)} us of CPU; all ${cores} cores busy at ${format(ceiling)} req/s, ratio ${(ceiling / bareRate).toFixed(3)} (the ceiling)`)
