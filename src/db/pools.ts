@@ -5,6 +5,7 @@ import postgres, { type Sql } from 'postgres'
 import { join } from 'node:path'
 import { EmbeddedCluster, type EmbeddedLimits } from './embedded.ts'
 import { migrate } from './migrate.ts'
+import { isUuid } from '../uuid.ts'
 
 export type Backend = 'embedded' | 'postgres'
 
@@ -44,7 +45,6 @@ export interface EmbeddedSockets {
  */
 const EMBEDDED_CONNECTIONS = 4
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const EMBEDDED_DSN = 'pglite:'
 /** SQLSTATE duplicate_database: another instance created the same database first. */
 const DUPLICATE_DATABASE = '42P04'
@@ -273,7 +273,7 @@ export class Pools {
 }
 
 function canonicalId(id: string): string {
-  if (!UUID.test(id)) throw new TypeError(`repository id must be a UUID, got ${JSON.stringify(id)}`)
+  if (!isUuid(id)) throw new TypeError(`repository id must be a UUID, got ${JSON.stringify(id)}`)
   return id.toLowerCase()
 }
 

@@ -13,6 +13,7 @@ import { deleteRepository, findRepository, insertRepository, listRepositories, u
 import type { Repository, RepositoryRecord } from './schemas.ts'
 import { COUNTS_CHANGED, copiedCounts, graphChanged, hurryCountsCopy, refreshCounts, type GraphCounts } from './counts.ts'
 import type { Logger } from '../log.ts'
+import { isUuid } from '../uuid.ts'
 
 export type { Repository }
 
@@ -22,7 +23,6 @@ const REPOSITORY_CHANGED = 'kgs_repository_changed'
 const RESERVED_SLUGS = new Set(['api', 'app', 'swagger', 'registry', 'healthz', 'readyz', 'metrics', 'assets', 'static', 'oauth', '.well-known', 'favicon.ico', 'robots.txt'])
 
 const SLUG = /^[a-z0-9][a-z0-9-]{0,61}[a-z0-9]$/
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const UUID_SHAPED = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i
 
 /** Returns the problem with a slug, or undefined if it is acceptable. */
@@ -96,7 +96,7 @@ export class Repositories {
     const key = idOrSlug.toLowerCase()
     const cached = this.cache.get(key)
     if (cached) return cached
-    const repository = await findRepository(this.options.system, UUID.test(key) ? { id: key } : { slug: key })
+    const repository = await findRepository(this.options.system, isUuid(key) ? { id: key } : { slug: key })
     if (repository) {
       const until = Date.now() + CACHE_TTL_MS
       this.cache.set(repository.id, repository, until)
