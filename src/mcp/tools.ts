@@ -17,6 +17,7 @@ import { holdsSystemPermission } from '../http/auth.ts'
 import { scopeAllows, scopeNeeded } from '../permissions.ts'
 import { jobInScope } from '../jobs/routes.ts'
 import { JobBody } from '../jobs/schemas.ts'
+import { emailReader, shownOwner } from '../registry/records.ts'
 import { listGraphs } from '../registry/store.ts'
 import { Repository } from '../repositories/schemas.ts'
 import { READS, repositoryTool, systemTool, type Tool } from './tool.ts'
@@ -354,15 +355,16 @@ export const TOOLS: Tool[] = [
     output: listOutput(GraphPreview),
     annotations: READS,
     permission: 'registry:pull',
-    async run({ input, services }) {
+    async run({ principal, input, services }) {
       const request = pageRequest(input)
+      const readsEmailOf = emailReader(services.rbac, principal)
       const rows = await listGraphs(services.pools.system, { q: input.q || undefined, tag: input.tag }, request.limit, request.after)
       return answerPage(rows, request, (g) => ({
         id: g.id,
         name: g.name,
         description: preview(g.description),
         tags: g.tags,
-        owner: g.owner,
+        owner: shownOwner(g, readsEmailOf),
         fact_count: g.fact_count,
         concept_count: g.concept_count,
         bytes: g.bytes,

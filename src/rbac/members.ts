@@ -52,16 +52,27 @@ export function repositoryRole(role: string): RepositoryRole {
 }
 
 /**
- * The account a members request names by e-mail or id: 404 for none. Adding someone creates
- * no account and sends nothing: they register first.
+ * The e-mail address a members request names its user by. An id is refused, whatever it is:
+ * ids are public (a registry graph's owner_id), so adding by id would add, and show the e-mail
+ * of, someone the repoadmin does not know.
  */
-export async function findMemberAccount(sql: Sql, who: { email?: string; user_id?: string }): Promise<User> {
-  if ((who.email === undefined) === (who.user_id === undefined)) throw new HttpError(400, 'invalid body: name the user by exactly one of email and user_id')
-  const email = who.email === undefined ? undefined : normalizeEmail(who.email)
-  if (who.email !== undefined && !email) throw new HttpError(400, 'invalid body: email: expected an e-mail address')
-  const userId = email ? await findUserIdByEmail(sql, email) : who.user_id!.toLowerCase()
+export function memberEmail(who: { email?: string; user_id?: unknown }): string {
+  if (who.user_id !== undefined) throw new HttpError(400, 'invalid body: user_id: members are added by e-mail, not by id')
+  if (who.email === undefined) throw new HttpError(400, 'invalid body: email: required (members are added by the e-mail address of their account)')
+  const email = normalizeEmail(who.email)
+  if (!email) throw new HttpError(400, 'invalid body: email: expected an e-mail address')
+  return email
+}
+
+/**
+ * The account with this (normalized) e-mail: 404 for none, which tells the repoadmin what
+ * registration's 409 tells anyone. Adding someone creates no account and sends nothing: they
+ * register first.
+ */
+export async function findMemberAccount(sql: Sql, email: string): Promise<User> {
+  const userId = await findUserIdByEmail(sql, email)
   const user = userId && (await findUserById(sql, userId))
-  if (!user) throw new HttpError(404, email ? `no account with the e-mail address ${email}: they register first (kgs creates no account and sends no invitation)` : 'user not found')
+  if (!user) throw new HttpError(404, `no account with the e-mail address ${email}: they register first (kgs creates no account and sends no invitation)`)
   return user
 }
 

@@ -1,14 +1,30 @@
 // A stored graph as the registry answers it, and the paging of the Go registry's list.
+import { holdsSystemPermission, type Authorizer, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import type { Graph } from './store.ts'
 
-/** The graph record exactly as docs/spec/bundle.md §7 has it, in its order (no storage key). */
-export function record(g: Graph): Graph {
+/** Whether the caller may read the e-mail of the user with this id. */
+export type ReadsEmailOf = (userId: string) => boolean
+
+/**
+ * Who may read a pusher's e-mail: the pusher, or a holder of user:read, as GET /users/{id} has
+ * it. Every account may read the registry, and an e-mail is not theirs to see.
+ */
+export function emailReader(authorizer: Authorizer, principal: Principal): ReadsEmailOf {
+  const readsAny = holdsSystemPermission(authorizer, principal, 'user:read')
+  return (userId) => readsAny || (!principal.grants && principal.userId === userId)
+}
+
+/** A graph's owner as the caller may see it: the pusher's e-mail, or for a caller who may not read it their user id. */
+export const shownOwner = (g: Pick<Graph, 'owner' | 'owner_id'>, readsEmailOf: ReadsEmailOf) => (g.owner_id === null || readsEmailOf(g.owner_id) ? g.owner : g.owner_id)
+
+/** The graph record exactly as docs/spec/bundle.md §7 has it, in its order (no storage key), its owner as the caller may see it. */
+export function record(g: Graph, readsEmailOf: ReadsEmailOf): Graph {
   return {
     id: g.id,
     name: g.name,
     description: g.description,
-    owner: g.owner,
+    owner: shownOwner(g, readsEmailOf),
     owner_id: g.owner_id,
     tags: g.tags,
     sha256: g.sha256,

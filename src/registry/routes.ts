@@ -11,7 +11,7 @@ import { HttpError } from '../http/errors.ts'
 import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { discardBlobs, pushGraph, type PushOptions } from './push.ts'
-import { goLimit, goOffset, record } from './records.ts'
+import { emailReader, goLimit, goOffset, record } from './records.ts'
 import { GraphRecord } from './graph-record.ts'
 import { GoGraphPage, GraphParams, ListQuery, PushHeaders, PushResult, gzipBody } from './schemas.ts'
 import { deleteGraph, getGraph, listGraphs, listGraphsByOffset } from './store.ts'
@@ -75,17 +75,18 @@ export function registryRoutes(options: RegistryRoutesOptions) {
       )
       .get(
         '/api/v1/graphs',
-        async ({ query, page }) => {
+        async ({ query, page, principal }) => {
+          const readsEmailOf = emailReader(authorizer, principal)
           if (query.offset !== undefined) {
             if (query.cursor !== undefined) throw new HttpError(400, 'invalid query: cursor: not with offset, which asks for the Go form of the list')
             // As Go's registry: a tag, when given, is the only filter.
             const filter = query.tag ? { tag: query.tag } : { q: query.q || undefined }
             const { graphs, total } = await listGraphsByOffset(system, filter, goLimit(query.limit), goOffset(query.offset))
-            return { graphs: graphs.length > 0 ? graphs.map(record) : null, total }
+            return { graphs: graphs.length > 0 ? graphs.map((g) => record(g, readsEmailOf)) : null, total }
           }
           // paginatedUnless: a page is asked for exactly when offset is not.
           const rows = await listGraphs(system, { q: query.q || undefined, tag: query.tag }, page!.limit, page!.after)
-          return rows.map((g) => ({ ...record(g), page_key: g.page_key }))
+          return rows.map((g) => ({ ...record(g, readsEmailOf), page_key: g.page_key }))
         },
         {
           permission: 'registry:pull',
@@ -97,7 +98,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
           ),
         },
       )
-      .get('/api/v1/graphs/:id', async ({ params }) => record(await find(params.id)), {
+      .get('/api/v1/graphs/:id', async ({ params, principal }) => record(await find(params.id), emailReader(authorizer, principal)), {
         permission: 'registry:pull',
         params: GraphParams,
         response: { 200: GraphRecord, ...errors },
@@ -129,12 +130,12 @@ export function registryRoutes(options: RegistryRoutesOptions) {
       )
       .delete(
         '/api/v1/graphs/:id',
-        async ({ params }) => {
+        async ({ params, principal }) => {
           // The index row first: from then on no one is handed the blob, which then goes.
           const deleted = await deleteGraph(system, params.id.toLowerCase())
           if (!deleted) throw new HttpError(404, 'graph not found')
           await discardBlobs(blobs, log, deleted.storage_key)
-          return record(deleted)
+          return record(deleted, emailReader(authorizer, principal))
         },
         {
           // The service principal deletes nothing; users delete their own graphs, sysadmins any.

@@ -10,6 +10,7 @@ import { api, expectError, registerAccount, uniqueEmail, type Account, type ApiR
 import { obtainTokens, registerClient } from '../helpers/oauth.ts'
 import { startServerProcess, type ServerProcess, type TestServer } from '../helpers/server.ts'
 import { uploadBundle } from '../helpers/imports.ts'
+import { push, smallBundle } from '../registry/helpers.ts'
 import { waitForJob } from '../helpers/jobs.ts'
 import { generateBundle } from '../../scripts/gen-bundle.ts'
 import { readFileSync } from 'node:fs'
@@ -89,9 +90,9 @@ describe(`repository members (${BACKEND})`, () => {
     // A new role keeps the member's place.
     const order = async () => (await list(users.owner.token)).body.map((m: { user_id: string }) => m.user_id)
     const before = await order()
-    expect((await put(users.owner.token, { user_id: users.editor.id, role: 'viewer' })).status).toBe(200)
+    expect((await put(users.owner.token, { email: users.editor.email, role: 'viewer' })).status).toBe(200)
     expect(await order()).toEqual(before)
-    expect((await put(users.owner.token, { user_id: users.editor.id, role: 'editor' })).status).toBe(200)
+    expect((await put(users.owner.token, { email: users.editor.email, role: 'editor' })).status).toBe(200)
     expect(await order()).toEqual(before)
   })
 
@@ -115,7 +116,7 @@ describe(`repository members (${BACKEND})`, () => {
         const granted = await put(token, { email: users.newcomer.email, role: 'viewer' }, address)
         expect([label, granted.status]).toEqual([label, putStatus])
         // Removing someone is tried only when they are there, so the status is the rule's.
-        if (putStatus !== 200) await put(users.owner.token, { user_id: users.newcomer.id, role: 'viewer' })
+        if (putStatus !== 200) await put(users.owner.token, { email: users.newcomer.email, role: 'viewer' })
         expect([label, (await remove(token, users.newcomer.id, address)).status]).toEqual([label, deleteStatus])
         if (deleteStatus !== 200) expect((await remove(users.owner.token, users.newcomer.id)).status).toBe(200)
         expect((await roles())[users.newcomer.id]).toBeUndefined()
@@ -157,7 +158,7 @@ describe(`repository members (${BACKEND})`, () => {
     expect((await roles())[users.stranger.id]).toBeUndefined()
   })
 
-  test('PUT by e-mail or id; idempotent; a new role replaces the old; the member sees the repository at once', async () => {
+  test('PUT by e-mail; idempotent; a new role replaces the old; the member sees the repository at once', async () => {
     expect((await http.get(`/${repo.slug}`, users.newcomer.token)).status).toBe(404)
     const byEmail = await put(users.owner.token, { email: `  ${users.newcomer.email.toUpperCase()} `, role: 'editor' })
     expect(byEmail.status).toBe(200)
@@ -166,7 +167,7 @@ describe(`repository members (${BACKEND})`, () => {
     expect(record.status).toBe(200)
     expect(record.body.role).toBe('editor')
     expect((await put(users.owner.token, { email: users.newcomer.email, role: 'editor' })).body).toEqual(byEmail.body)
-    const demoted = await put(users.owner.token, { user_id: users.newcomer.id.toUpperCase(), role: 'viewer' }, 'header')
+    const demoted = await put(users.owner.token, { email: users.newcomer.email.toUpperCase(), role: 'viewer' }, 'header')
     expect(demoted.body.role).toBe('viewer')
     expect((await roles())[users.newcomer.id]).toBe('viewer')
     const permissions = await http.call('GET', '/api/v1/permissions', { token: users.newcomer.token, headers: { 'x-repository-id': repo.slug } })
@@ -186,16 +187,16 @@ describe(`repository members (${BACKEND})`, () => {
       [{ email: users.newcomer.email, role: 'sysadmin' }, 400, "invalid body: role: sysadmin is a system role; a member's role is one of repoadmin, editor, curator, viewer"],
       [{ email: users.newcomer.email, role: 'member' }, 400, /member is a system role/],
       [{ email: users.newcomer.email, role: 'owner' }, 400, /unknown role "owner"/],
-      [{ email: users.newcomer.email, user_id: users.newcomer.id, role: 'viewer' }, 400, 'invalid body: name the user by exactly one of email and user_id'],
-      [{ role: 'viewer' }, 400, 'invalid body: name the user by exactly one of email and user_id'],
+      [{ email: users.newcomer.email, user_id: users.newcomer.id, role: 'viewer' }, 400, 'invalid body: user_id: members are added by e-mail, not by id'],
+      [{ role: 'viewer' }, 400, 'invalid body: email: required (members are added by the e-mail address of their account)'],
       [{ email: 'not an address', role: 'viewer' }, 400, 'invalid body: email: expected an e-mail address'],
       [{ email: users.newcomer.email }, 400, /^invalid body: role/],
       [{ email: users.newcomer.email, role: 5 }, 400, /^invalid body: role/],
-      [{ user_id: 'nope', role: 'viewer' }, 400, /^invalid body: user_id: expected a user id/],
+      [{ user_id: 'nope', role: 'viewer' }, 400, 'invalid body: user_id: members are added by e-mail, not by id'],
       [{ email: users.newcomer.email, role: 'viewer', domain: 'system' }, 400, /^invalid body: domain/],
       ['viewer', 400, /^invalid body/],
       [{ email: uniqueEmail('nobody'), role: 'viewer' }, 404, /^no account with the e-mail address nobody-.*@example\.com: they register first \(kgs creates no account and sends no invitation\)$/],
-      [{ user_id: crypto.randomUUID(), role: 'viewer' }, 404, 'user not found'],
+      [{ user_id: crypto.randomUUID(), role: 'viewer' }, 400, 'invalid body: user_id: members are added by e-mail, not by id'],
     ]
     for (const [body, status, message] of cases) expectError(await put(users.owner.token, body), status, message)
     expectError(await http.call('PUT', `/${repo.slug}/members`, { token: users.owner.token, raw: '{"email":', headers: { 'content-type': 'application/json' } }), 400)
@@ -204,23 +205,51 @@ describe(`repository members (${BACKEND})`, () => {
     expect(await roles()).toEqual(before)
   })
 
+  test('an id adds nobody and reveals nothing: an owner_id seen in the registry, a stranger, nobody at all', async () => {
+    // The address any account can find a user id at: the registry, which every account reads.
+    const pushed = await push(server, users.admin.token, smallBundle(`members ${crypto.randomUUID()}`), { 'x-graph-name': 'Seen in the registry' })
+    expect(pushed.status).toBe(201)
+    const seen = await http.get(`/api/v1/graphs/${pushed.body.graph_id}`, users.owner.token)
+    expect(seen.body.owner_id).toBe(users.admin.id)
+    expect(JSON.stringify(seen.body)).not.toContain(users.admin.email)
+
+    const before = await roles()
+    const strangerRepositories = (await http.get('/api/v1/repositories', users.stranger.token)).body
+    const ids = [users.admin.id, users.stranger.id, users.owner.id, crypto.randomUUID(), users.stranger.id.toUpperCase(), 'nope', 42, null]
+    const answers = []
+    for (const address of ['path', 'header'] as const) {
+      for (const user_id of ids) {
+        const res = await put(users.owner.token, { user_id, role: 'viewer' }, address)
+        expectError(res, 400, 'invalid body: user_id: members are added by e-mail, not by id')
+        answers.push(res.body)
+      }
+    }
+    // The same answer whoever the id is, so it tells whether no account exists; no e-mail anywhere.
+    expect(new Set(answers.map((body) => JSON.stringify(body))).size).toBe(1)
+    for (const user of [users.admin, users.stranger, users.owner]) expect(JSON.stringify(answers)).not.toContain(user.email)
+    // Nothing written: the members as they were, and the stranger's list without this repository.
+    expect(await roles()).toEqual(before)
+    expect((await http.get('/api/v1/repositories', users.stranger.token)).body).toEqual(strangerRepositories)
+    expect((await http.get(`/${repo.slug}`, users.stranger.token)).status).toBe(404)
+  })
+
   test('the last repoadmin can be neither demoted nor removed (409); with two, one can', async () => {
-    expectError(await put(users.owner.token, { user_id: users.owner.id, role: 'editor' }), 409, 'a repository keeps at least one repoadmin: make another member repoadmin first')
+    expectError(await put(users.owner.token, { email: users.owner.email, role: 'editor' }), 409, 'a repository keeps at least one repoadmin: make another member repoadmin first')
     expectError(await remove(users.owner.token, users.owner.id), 409)
     // A sysadmin is bound by it too: the repository keeps someone who manages it.
     expectError(await remove(users.admin.token, users.owner.id), 409)
-    expect((await put(users.owner.token, { user_id: users.editor.id, role: 'repoadmin' })).status).toBe(200)
-    expect((await put(users.editor.token, { user_id: users.owner.id, role: 'viewer' })).status).toBe(200)
+    expect((await put(users.owner.token, { email: users.editor.email, role: 'repoadmin' })).status).toBe(200)
+    expect((await put(users.editor.token, { email: users.owner.email, role: 'viewer' })).status).toBe(200)
     expectError(await remove(users.editor.token, users.editor.id), 409)
-    expect((await put(users.editor.token, { user_id: users.owner.id, role: 'repoadmin' })).status).toBe(200)
-    expect((await put(users.owner.token, { user_id: users.editor.id, role: 'editor' })).status).toBe(200)
+    expect((await put(users.editor.token, { email: users.owner.email, role: 'repoadmin' })).status).toBe(200)
+    expect((await put(users.owner.token, { email: users.editor.email, role: 'editor' })).status).toBe(200)
     expect(await roles()).toMatchObject({ [users.owner.id]: 'repoadmin', [users.editor.id]: 'editor' })
   })
 
   test('two repoadmins demoting each other at once leave one repoadmin', async () => {
     for (let round = 0; round < 5; round++) {
-      expect((await put(users.owner.token, { user_id: users.curator.id, role: 'repoadmin' })).status).toBe(200)
-      const [a, b] = await Promise.all([put(users.owner.token, { user_id: users.curator.id, role: 'curator' }), remove(users.curator.token, users.owner.id)])
+      expect((await put(users.owner.token, { email: users.curator.email, role: 'repoadmin' })).status).toBe(200)
+      const [a, b] = await Promise.all([put(users.owner.token, { email: users.curator.email, role: 'curator' }), remove(users.curator.token, users.owner.id)])
       // The loser is refused: 409 when it was checked before the winner's change committed (it
       // would remove the last repoadmin), 403 when after (its sender is no longer a repoadmin).
       const statuses = [a.status, b.status].sort()
@@ -231,8 +260,8 @@ describe(`repository members (${BACKEND})`, () => {
       const now = await roles()
       expect(Object.values(now).filter((role) => role === 'repoadmin')).toHaveLength(1)
       // Back to the start: the owner repoadmin, the curator curator.
-      if (now[users.curator.id] === 'repoadmin') expect((await put(users.curator.token, { user_id: users.owner.id, role: 'repoadmin' })).status).toBe(200)
-      expect((await put(users.owner.token, { user_id: users.curator.id, role: 'curator' })).status).toBe(200)
+      if (now[users.curator.id] === 'repoadmin') expect((await put(users.curator.token, { email: users.owner.email, role: 'repoadmin' })).status).toBe(200)
+      expect((await put(users.owner.token, { email: users.curator.email, role: 'curator' })).status).toBe(200)
     }
   })
 
@@ -242,7 +271,7 @@ describe(`repository members (${BACKEND})`, () => {
     expect(listed).toHaveLength(1)
     expect(listed[0].role).toBe('curator')
     expect((await http.get(`/${repo.slug}`, users.viewer.token)).body.role).toBe('curator')
-    expect((await put(users.owner.token, { user_id: users.viewer.id, role: 'viewer' })).status).toBe(200)
+    expect((await put(users.owner.token, { email: users.viewer.email, role: 'viewer' })).status).toBe(200)
     const admin = await http.get('/api/v1/admin/users?limit=500', users.admin.token)
     const viewer = admin.body.find((u: { id: string }) => u.id === users.viewer.id)
     expect(viewer.roles.filter((r: { domain: string }) => r.domain === repo.id)).toEqual([{ role: 'viewer', domain: repo.id }])

@@ -86,7 +86,7 @@ export function Members({ repo }: { repo: string }) {
                             <select
                               value={member.role}
                               aria-label={`Role of ${member.email}`}
-                              onChange={(event) => change('PUT', members, { user_id: member.user_id, role: selected(event) }, (changed) => `${changed.email} is now ${changed.role}.`)}
+                              onChange={(event) => change('PUT', members, { email: member.email, role: selected(event) }, (changed) => `${changed.email} is now ${changed.role}.`)}
                             >
                               {roleOptions}
                             </select>
