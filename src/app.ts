@@ -110,7 +110,7 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
   const access = accessControl(authenticator, ctx.rbac)
   const scope = repositoryScope(authenticator, ctx.rbac, ctx.repositories, ctx.pools)
   const throttles = createThrottles(ctx.config, ctx.peerAddress)
-  const clients = new ClientMetadataDocuments(ctx.pools.system, ctx.config.clientMetadataFetch)
+  const clients = new ClientMetadataDocuments(ctx.pools.system, ctx.config.clientMetadataFetch, ctx.log)
   const index = serviceIndex(ctx.baseUrl)
   const quotas = new Quotas(ctx.pools.system, ctx.config.quotas, (userId) => ctx.rbac.isSysadmin(userId))
   // One for the write routes and the MCP tools: a burst of writes through either queues one embedding job.

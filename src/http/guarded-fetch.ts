@@ -31,6 +31,12 @@ export class GuardedFetchError extends Error {
   constructor(
     readonly reason: FetchFailure,
     message: string,
+    /**
+     * false: no connection to the server was made (the URL or an address refused, the name not
+     * resolved, the connect itself failed). Such a message tells how names resolve and what the
+     * server can reach, so a caller answering someone outside keeps it to its log.
+     */
+    readonly connected = true,
   ) {
     super(message)
   }
@@ -133,10 +139,10 @@ function parseTarget(url: string, base?: URL): URL {
   try {
     target = new URL(url, base)
   } catch {
-    throw new GuardedFetchError('refused', `${describe(url)}: not a URL`)
+    throw new GuardedFetchError('refused', `${describe(url)}: not a URL`, false)
   }
-  if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new GuardedFetchError('refused', `${describe(url)}: only http and https URLs are fetched`)
-  if (target.username || target.password) throw new GuardedFetchError('refused', `${describe(url)}: URLs with credentials are not fetched`)
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new GuardedFetchError('refused', `${describe(url)}: only http and https URLs are fetched`, false)
+  if (target.username || target.password) throw new GuardedFetchError('refused', `${describe(url)}: URLs with credentials are not fetched`, false)
   return target
 }
 
@@ -154,9 +160,9 @@ async function checkedAddresses(target: URL, options: GuardedFetchOptions): Prom
     try {
       addresses = await (options.resolve ?? systemResolver)(host)
     } catch (error) {
-      throw new GuardedFetchError('failed', `${describe(target.href)}: cannot resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+      throw new GuardedFetchError('failed', `${describe(target.href)}: cannot resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, false)
     }
-    if (addresses.length === 0) throw new GuardedFetchError('failed', `${describe(target.href)}: ${host} has no address`)
+    if (addresses.length === 0) throw new GuardedFetchError('failed', `${describe(target.href)}: ${host} has no address`, false)
   }
   if (options.allowPrivate) return addresses
   for (const { address } of addresses) {
@@ -164,7 +170,7 @@ async function checkedAddresses(target: URL, options: GuardedFetchOptions): Prom
     const kind = nonPublicKind(address)
     if (!kind) continue
     const where = addresses.length === 1 && address === host.replace(/^\[|\]$/g, '') ? `${host} is` : `${host} resolves to ${address},`
-    throw new GuardedFetchError('refused', `${describe(target.href)}: ${where} not a public address (${kind})`)
+    throw new GuardedFetchError('refused', `${describe(target.href)}: ${where} not a public address (${kind})`, false)
   }
   return addresses
 }
@@ -204,7 +210,9 @@ function get(target: URL, addresses: LookupAddress[], options: GuardedFetchOptio
     signal.addEventListener('abort', abort, { once: true })
     request.on('error', (error) => {
       signal.removeEventListener('abort', abort)
-      reject(signal.aborted ? signal.reason : new GuardedFetchError('failed', `${describe(target.href)}: ${error.message}`))
+      // A failed connect names the address it tried; a failure after it (TLS, the answer) is the server's.
+      const connected = (error as NodeJS.ErrnoException).syscall !== 'connect'
+      reject(signal.aborted ? signal.reason : new GuardedFetchError('failed', `${describe(target.href)}: ${error.message}`, connected))
     })
     request.end()
   })

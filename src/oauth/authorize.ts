@@ -6,7 +6,7 @@
 // pending authorization with a CSRF token bound to it.
 import type { Sql } from 'postgres'
 import { createHash, randomBytes } from 'node:crypto'
-import { matchRedirectUri, type Client } from './clients.ts'
+import { matchRedirectUri, type Client, type FoundClient } from './clients.ts'
 import { ClientMetadataError } from './client-metadata.ts'
 import { resourceIdentifier, resourceIdentifiers } from './metadata.ts'
 
@@ -39,13 +39,13 @@ export async function beginAuthorization(
   issuer: string,
   query: URLSearchParams,
   browserHash: Buffer,
-  findClient: (clientId: string) => Promise<Client | undefined>,
+  findClient: (clientId: string) => Promise<FoundClient | undefined>,
 ): Promise<AuthorizeOutcome> {
   const repeated = PARAMETERS.find((name) => query.getAll(name).length > 1)
   const get = (name: (typeof PARAMETERS)[number]) => query.get(name) ?? undefined
 
   const clientId = get('client_id')
-  let client: Client | undefined
+  let client: FoundClient | undefined
   try {
     client = clientId ? await findClient(clientId) : undefined
   } catch (error) {

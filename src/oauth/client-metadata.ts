@@ -8,7 +8,8 @@
 import type { Sql } from 'postgres'
 import type { IncomingHttpHeaders } from 'node:http'
 import { guardedFetch, GuardedFetchError } from '../http/guarded-fetch.ts'
-import { checkRegistration, CLIENT_ID_MAX, findClient, type Client } from './clients.ts'
+import type { Logger } from '../log.ts'
+import { checkRegistration, CLIENT_ID_MAX, findClient, type Client, type FoundClient } from './clients.ts'
 import { OAuthError } from './errors.ts'
 
 /** Largest document read: the draft suggests 5 KB; real ones are a few hundred bytes. */
@@ -20,6 +21,12 @@ const UNSHOWABLE = /[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/
 
 /** Why a client's metadata document cannot be used; the message is shown to the user or the client. */
 export class ClientMetadataError extends Error {}
+
+/**
+ * What anyone outside is told of a document not fetched for want of a connection: how its host
+ * resolved, or why no connection was made, would map the server's network for them.
+ */
+const UNREACHABLE_DOCUMENT = 'its metadata document could not be fetched from a public address'
 
 export interface ClientMetadataOptions {
   timeoutMs: number
@@ -59,13 +66,15 @@ export class ClientMetadataDocuments {
   constructor(
     private readonly sql: Sql,
     private readonly options: ClientMetadataOptions,
+    private readonly log: Logger,
   ) {}
 
   /**
    * The client `clientId` names: the one its metadata document describes, or a registered one;
-   * undefined for an unknown id. Throws ClientMetadataError when the document cannot be used.
+   * undefined for an unknown id; first_party for kgs's own, never for a document's. Throws
+   * ClientMetadataError when the document cannot be used.
    */
-  async find(clientId: string): Promise<Client | undefined> {
+  async find(clientId: string): Promise<FoundClient | undefined> {
     if (isClientMetadataUrl(clientId)) return this.client(clientId)
     return clientId.length <= 64 ? findClient(this.sql, clientId) : undefined
   }
@@ -83,7 +92,7 @@ export class ClientMetadataDocuments {
   }
 
   private async load(url: string): Promise<Client> {
-    const { document, seconds } = await fetchDocument(url, this.options)
+    const { document, seconds } = await fetchDocument(url, this.options, this.log)
     const client = clientOf(url, document)
     await mirror(this.sql, client)
     this.cache.delete(url)
@@ -96,7 +105,7 @@ export class ClientMetadataDocuments {
   }
 }
 
-async function fetchDocument(url: string, options: ClientMetadataOptions): Promise<{ document: unknown; seconds: number }> {
+async function fetchDocument(url: string, options: ClientMetadataOptions, log: Logger): Promise<{ document: unknown; seconds: number }> {
   let text = ''
   let headers: IncomingHttpHeaders
   try {
@@ -112,10 +121,12 @@ async function fetchDocument(url: string, options: ClientMetadataOptions): Promi
     const type = response.contentType.split(';', 1)[0]!.trim().toLowerCase()
     const decoder = new TextDecoder()
     for await (const chunk of response.body) text += decoder.decode(chunk, { stream: true })
-    if (type !== 'application/json') throw new ClientMetadataError(`its metadata document is served as ${JSON.stringify(type || 'nothing')}, not application/json`)
+    if (type !== 'application/json') throw new ClientMetadataError(`its metadata document is served as ${JSON.stringify(type.slice(0, 100) || 'nothing')}, not application/json`)
   } catch (error) {
-    if (error instanceof GuardedFetchError) throw new ClientMetadataError(`its metadata document could not be fetched: ${error.message}`)
-    throw error
+    if (!(error instanceof GuardedFetchError)) throw error
+    if (error.connected) throw new ClientMetadataError(`its metadata document could not be fetched: ${error.message}`)
+    log.warn('oauth: a client metadata document could not be fetched before any connection', { client_id: url, reason: error.message })
+    throw new ClientMetadataError(UNREACHABLE_DOCUMENT)
   }
   try {
     return { document: JSON.parse(text), seconds: freshSeconds(headers) }

@@ -25,6 +25,9 @@ export interface Client {
   client_id_issued_at: number
 }
 
+/** A client as an authorization request finds it: first_party is true for kgs's own only. */
+export type FoundClient = Client & { first_party?: boolean }
+
 const GRANT_TYPES = ['authorization_code', 'refresh_token']
 /** Longest client_id: a metadata document's URL (client-metadata.ts); a registered one is at most 64 characters. */
 export const CLIENT_ID_MAX = 2000
@@ -147,12 +150,15 @@ export async function registerFirstPartyClient(sql: Sql, client: FirstPartyClien
 
 /**
  * The registered redirect URI this request names: exact match, except that the port of a
- * loopback http URI may vary (RFC 8252 §7.3, §8.3: native apps listen on an ephemeral port).
+ * loopback http URI a client registered itself may vary (RFC 8252 §7.3, §8.3: native apps listen
+ * on an ephemeral port). kgs's own clients are pages kgs serves at BASE_URL, never native apps:
+ * their port is BASE_URL's, else any program listening on the machine would receive their codes.
  * Compared as written, so no parser's normalization (userinfo, dot segments, numeric hosts,
  * dropped whitespace) can make another URI equal to a registered one.
  */
-export function matchRedirectUri(client: Client, requested: string): string | undefined {
+export function matchRedirectUri(client: FoundClient, requested: string): string | undefined {
   if (client.redirect_uris.includes(requested)) return requested
+  if (client.first_party) return undefined
   const portless = (uri: string) => {
     const match = LOOPBACK_URI.exec(uri)
     return match ? match[1]! + match[2]! : undefined

@@ -11,6 +11,8 @@ import { startTestServer, type ServerProcess, type TestServer } from '../helpers
 import { clientDocument, startDocumentServer, startServerTrusting, testCertificate, type DocumentServer } from '../helpers/client-metadata.ts'
 import { browserCookie, obtainCode, obtainTokens, pkcePair } from '../helpers/oauth.ts'
 import { freshSeconds, METADATA_DOCUMENT_MAX_BYTES } from '../../src/oauth/client-metadata.ts'
+import { createLogger } from '../../src/log.ts'
+import { withSystemDb } from '../security/system-db.ts'
 
 const CALLBACK = 'http://127.0.0.1:43123/callback'
 const account = { email: uniqueEmail('cimd'), password: 'correct horse battery' }
@@ -73,6 +75,13 @@ async function authorizePage(server: { url: string }, clientId: string, redirect
   const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browserCookie() } })
   return { status: res.status, page: await res.text() }
 }
+
+/** A form post to an OAuth endpoint, answered as JSON. */
+const postForm = (server: { url: string }, path: string, fields: Record<string, string>) =>
+  fetch(server.url + path, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) }).then(async (res) => ({
+    status: res.status,
+    body: await res.json(),
+  }))
 
 const hitsOf = (path: string) => docs.hits.filter((hit) => hit === path).length
 
@@ -172,34 +181,79 @@ describe(`client ID metadata documents (${BACKEND})`, () => {
 describe(`client ID metadata documents: what is not reached (${BACKEND})`, () => {
   let guarded: TestServer
   let untrusting: TestServer
+  /** The log lines of each server (warnings and errors). */
+  const logged = { guarded: '', untrusting: '' }
+  const logger = (which: keyof typeof logged) => createLogger('warn', (text) => (logged[which] += text))
   beforeAll(async () => {
     // The default: no private addresses.
-    guarded = await startTestServer()
+    guarded = await startTestServer({ log: logger('guarded') })
     // Private addresses allowed, but the test certificate not trusted (this process has no NODE_EXTRA_CA_CERTS for it).
-    untrusting = await startTestServer({ env: { CLIENT_METADATA_FETCH_ALLOW_PRIVATE: 'true' } })
+    untrusting = await startTestServer({ env: { CLIENT_METADATA_FETCH_ALLOW_PRIVATE: 'true' }, log: logger('untrusting') })
   })
   afterAll(async () => {
     await guarded?.stop()
     await untrusting?.stop()
   })
 
-  test('loopback, private, link-local and IPv4-mapped addresses are refused before any connection', async () => {
+  /** The client rows of these ids: a document never fetched leaves none. */
+  const clientRows = (server: TestServer, ids: string[]) => withSystemDb(server, async (sql) => [...(await sql`SELECT id FROM oauth_clients WHERE id = ANY(${ids})`)])
+  const SENTENCE = 'its metadata document could not be fetched from a public address'
+
+  test('loopback, private, link-local and IPv4-mapped addresses are refused before any connection: one sentence outside, the detail in the log', async () => {
     const port = new URL(docs.origin).port
     const before = docs.hits.length
     const cases: [string, RegExp][] = [
       [url('/cached/client.json'), /127\.0\.0\.1 is not a public address \(loopback\)/],
-      [`https://localhost:${port}/cached/client.json`, /localhost resolves to .*, not a public address \(loopback\)/],
-      [`https://[::1]:${port}/cached/client.json`, /not a public address \(loopback\)/],
+      [`https://localhost:${port}/cached/client.json`, /localhost resolves to (127\.0\.0\.1|::1), not a public address \(loopback\)/],
+      [`https://[::1]:${port}/cached/client.json`, /\[::1\] is not a public address \(loopback\)/],
       [`https://[::ffff:7f00:1]:${port}/cached/client.json`, /not a public address \(IPv4-mapped loopback\)/],
-      ['https://10.0.0.1/client.json', /not a public address \(private\)/],
-      ['https://169.254.169.254/latest/client.json', /not a public address \(link-local\)/],
+      ['https://10.0.0.1/client.json', /10\.0\.0\.1 is not a public address \(private\)/],
+      ['https://169.254.169.254/latest/client.json', /169\.254\.169\.254 is not a public address \(link-local\)/],
     ]
-    for (const [clientId, why] of cases) {
+    for (const [clientId, detail] of cases) {
+      logged.guarded = ''
       const { status, page } = await authorizePage(guarded, clientId)
       expect({ clientId, status }).toEqual({ clientId, status: 400 })
-      expect(page).toMatch(why)
+      expect(page).toContain(`client ID ${clientId} cannot be used: ${SENTENCE}.</p>`)
+      expect(page).not.toMatch(/resolves|not a public address|loopback|private|link-local|127\.0\.0\.1 is|::1\]? is|10\.0\.0\.1 is/)
+      // The token endpoint says the same, and the log has what was found, each time.
+      const token = await postForm(guarded, '/api/v1/oauth/token', { grant_type: 'authorization_code', client_id: clientId, code: 'x', redirect_uri: CALLBACK, code_verifier: 'x'.repeat(43) })
+      expectOAuthError(token, 401, 'invalid_client', new RegExp(`^this client ID cannot be used: ${SENTENCE}$`))
+      const lines = logged.guarded
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+      expect(lines).toHaveLength(2)
+      for (const line of lines) {
+        expect(line).toMatchObject({ level: 'warn', msg: 'oauth: a client metadata document could not be fetched before any connection', client_id: clientId })
+        expect(line.reason).toMatch(detail)
+      }
     }
     expect(docs.hits.length).toBe(before)
+    expect(
+      await clientRows(
+        guarded,
+        cases.map(([clientId]) => clientId),
+      ),
+    ).toEqual([])
+  })
+
+  test('a name that does not resolve, and a connection refused, are the same sentence; the resolver and the socket speak only to the log', async () => {
+    const unresolvable = `https://no-such-host-${crypto.randomUUID().slice(0, 8)}.invalid/client.json`
+    // Allowed to try loopback, but nothing listens on port 1.
+    const refused = 'https://127.0.0.1:1/client.json'
+    for (const [server, which, clientId, detail] of [
+      [guarded, 'guarded', unresolvable, /cannot resolve no-such-host-.*\.invalid: /],
+      [untrusting, 'untrusting', refused, /ECONNREFUSED 127\.0\.0\.1:1/],
+    ] as const) {
+      logged[which] = ''
+      const { status, page } = await authorizePage(server, clientId)
+      expect(status).toBe(400)
+      expect(page).toContain(`client ID ${clientId} cannot be used: ${SENTENCE}.</p>`)
+      expect(page).not.toMatch(/resolve|ENOTFOUND|EAI_|ECONNREFUSED|connect /)
+      expect(JSON.parse(logged[which].trim()).reason).toMatch(detail)
+      expect(await clientRows(server, [clientId])).toEqual([])
+    }
   })
 
   test('a certificate no configured authority vouches for is refused', async () => {
