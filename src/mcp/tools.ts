@@ -94,7 +94,7 @@ const GraphPreview = t.Object({
   name: t.String(),
   description: t.String({ description: 'the first characters' }),
   tags: t.Array(t.String()),
-  owner: t.String(),
+  owner: t.String({ description: "the pusher's e-mail to the pusher and to holders of user:read, their user id to anyone else" }),
   fact_count: t.Integer(),
   concept_count: t.Integer(),
   bytes: t.Integer(),
