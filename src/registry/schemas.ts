@@ -40,7 +40,7 @@ export const ListQuery = t.Object({
 })
 export const GraphParams = t.Object({ id: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 export const gzipBody = { description: 'a gzipped bundle (.json.gz)', content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } } }
-export const GraphVersion = t.Object(
+const GraphVersion = t.Object(
   { ...GraphRecord.properties, version: t.Integer({ minimum: 1, description: 'its rank among the stored graphs of its name, oldest 1 (deleting one renumbers those after it)' }) },
   { description: 'a stored graph and its version' },
 )
