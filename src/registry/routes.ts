@@ -13,8 +13,8 @@ import { ErrorBody } from '../http/schemas.ts'
 import { discardBlobs, pushGraph, type PushOptions } from './push.ts'
 import { emailReader, goLimit, goOffset, record } from './records.ts'
 import { GraphRecord } from './graph-record.ts'
-import { GoGraphPage, GraphParams, ListQuery, PushHeaders, PushResult, gzipBody } from './schemas.ts'
-import { deleteGraph, getGraph, listGraphs, listGraphsByOffset } from './store.ts'
+import { GoGraphPage, GraphName, GraphParams, ListQuery, NamesQuery, PushHeaders, PushResult, gzipBody } from './schemas.ts'
+import { deleteGraph, getGraph, listGraphNames, listGraphs, listGraphsByOffset, VERSIONS_LISTED } from './store.ts'
 
 export interface RegistryRoutesOptions extends PushOptions {
   /** Verifies bearer tokens; should accept the service principal's (withServiceTokens). */
@@ -80,12 +80,12 @@ export function registryRoutes(options: RegistryRoutesOptions) {
           if (query.offset !== undefined) {
             if (query.cursor !== undefined) throw new HttpError(400, 'invalid query: cursor: not with offset, which asks for the Go form of the list')
             // As Go's registry: a tag, when given, is the only filter.
-            const filter = query.tag ? { tag: query.tag } : { q: query.q || undefined }
+            const filter = query.tag ? { tag: query.tag } : { q: query.q || undefined, name: query.name }
             const { graphs, total } = await listGraphsByOffset(system, filter, goLimit(query.limit), goOffset(query.offset))
             return { graphs: graphs.length > 0 ? graphs.map((g) => record(g, readsEmailOf)) : null, total }
           }
           // paginatedUnless: a page is asked for exactly when offset is not.
-          const rows = await listGraphs(system, { q: query.q || undefined, tag: query.tag }, page!.limit, page!.after)
+          const rows = await listGraphs(system, { q: query.q || undefined, tag: query.tag, name: query.name }, page!.limit, page!.after)
           return rows.map((g) => ({ ...record(g, readsEmailOf), page_key: g.page_key }))
         },
         {
@@ -94,7 +94,24 @@ export function registryRoutes(options: RegistryRoutesOptions) {
           query: ListQuery,
           response: { 200: t.Union([t.Array(GraphRecord), GoGraphPage]), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
           detail: describe(
-            'Stored graphs, oldest first, paged (Link: rel="next"); ?q= matches name or description, ?tag= one tag. With ?offset= (the Go client\'s form): {graphs, total}, newest first, limit 1-200 (else 20), tag alone when given',
+            'Stored graphs, oldest first, paged (Link: rel="next"); ?q= matches name or description, ?tag= one tag, ?name= one name exactly. With ?offset= (the Go client\'s form): {graphs, total}, newest first, limit 1-200 (else 20), tag alone when given',
+          ),
+        },
+      )
+      .get(
+        '/api/v1/graphs/names',
+        async ({ query, page, principal }) => {
+          const readsEmailOf = emailReader(authorizer, principal)
+          const names = await listGraphNames(system, { q: query.q || undefined, tag: query.tag, name: query.name }, page.limit, page.after)
+          return names.map(({ versions, ...name }) => ({ ...name, versions: versions.map((v) => ({ ...record(v, readsEmailOf), version: v.version })) }))
+        },
+        {
+          permission: 'registry:pull',
+          paginated: true,
+          query: NamesQuery,
+          response: { 200: t.Array(GraphName), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
+          detail: describe(
+            `The stored graphs grouped by name, each name with its version count and its newest ${VERSIONS_LISTED} versions (newest first); names whose newest version was pushed last first, paged (Link: rel="next"). ?q=, ?tag=, ?name= as the list, a name listed when any of its versions matches`,
           ),
         },
       )

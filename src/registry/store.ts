@@ -62,6 +62,8 @@ export interface GraphFilter {
   q?: string
   /** Graphs carrying this tag (exact). */
   tag?: string
+  /** Graphs of exactly this name: the versions of one name. */
+  name?: string
 }
 
 /** LIKE pattern matching `text` anywhere, with its wildcards and the escape character escaped. */
@@ -70,7 +72,8 @@ const containing = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`
 const matching = (sql: Db, filter: GraphFilter) => {
   const q = filter.q ? containing(filter.q) : undefined
   return sql`${q ? sql`(name ILIKE ${q} OR description ILIKE ${q})` : sql`true`}
-    AND ${filter.tag !== undefined ? sql`tags @> ARRAY[${filter.tag}]::text[]` : sql`true`}`
+    AND ${filter.tag !== undefined ? sql`tags @> ARRAY[${filter.tag}]::text[]` : sql`true`}
+    AND ${filter.name !== undefined ? sql`name = ${filter.name}` : sql`true`}`
 }
 
 /** A page of graphs in (created_at, id) order, with one row of look-ahead. */
@@ -94,6 +97,59 @@ export async function listGraphsByOffset(sql: Db, filter: GraphFilter, limit: nu
     sql<{ total: number }[]>`SELECT count(*)::float8 AS total FROM graphs WHERE ${matching(sql, filter)}`,
   ])
   return { graphs, total: counted!.total }
+}
+
+/** The newest versions of a name that its group lists; the others are in listGraphs by name. */
+export const VERSIONS_LISTED = 10
+
+/** A stored graph with its version: its rank among the stored graphs of its name, oldest 1. */
+export type GraphVersion = Graph & { version: number }
+
+export interface GraphName {
+  name: string
+  /** How many graphs of this name are stored. */
+  version_count: number
+  /** The newest VERSIONS_LISTED of them, newest first. */
+  versions: GraphVersion[]
+}
+
+/**
+ * A page of names, the name whose newest graph was pushed last first (a name is keyed by its
+ * newest graph's (created_at, id)), with one row of look-ahead. A name is listed when any of its
+ * graphs matches `filter`; its versions are all its graphs, so that their numbers do not depend on the filter.
+ */
+export async function listGraphNames(sql: Db, filter: GraphFilter, limit: number, after: PageKey | undefined) {
+  const names = await sql<{ name: string; id: string; key_at: string }[]>`
+    SELECT name, id, ${pageKeyColumn(sql)} FROM (
+      SELECT DISTINCT ON (name) name, id, created_at FROM graphs
+      WHERE name IN (SELECT name FROM graphs WHERE ${matching(sql, filter)})
+      ORDER BY name, created_at DESC, id DESC
+    ) newest
+    WHERE ${afterCursor(sql, after, true)}
+    ORDER BY newest.created_at DESC, newest.id DESC
+    LIMIT ${limit + 1}`
+  const versions =
+    names.length === 0
+      ? []
+      : await sql<(GraphVersion & { version_count: number })[]>`
+    SELECT * FROM (
+      SELECT ${columns(sql)},
+        (row_number() OVER (PARTITION BY name ORDER BY graphs.created_at, graphs.id))::int AS version,
+        (count(*) OVER (PARTITION BY name))::int AS version_count
+      FROM graphs WHERE name = ANY(${names.map((n) => n.name)}::text[])
+    ) numbered
+    WHERE version > version_count - ${VERSIONS_LISTED}
+    ORDER BY version DESC`
+  const byName = new Map<string, (GraphVersion & { version_count: number })[]>()
+  for (const version of versions) {
+    const listed = byName.get(version.name)
+    if (listed) listed.push(version)
+    else byName.set(version.name, [version])
+  }
+  return withPageKeys(names).map(({ name, page_key }): GraphName & { page_key: PageKey } => {
+    const mine = byName.get(name) ?? []
+    return { name, version_count: mine[0]?.version_count ?? 0, versions: mine.map(({ version_count: _, ...version }) => version), page_key }
+  })
 }
 
 /** How many graphs are stored. */

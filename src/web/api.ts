@@ -1,5 +1,5 @@
 // The public API as the app calls it: JSON in and out, every error the API's own message.
-import { authorizedFetch } from './auth.ts'
+import { authorized, authorizedFetch } from './auth.ts'
 
 export class ApiError extends Error {
   constructor(
@@ -64,4 +64,26 @@ export async function page<T>(path: string, cursor: string | undefined, limit = 
     next: target ? (new URL(target, location.origin).searchParams.get('cursor') ?? undefined) : undefined,
     total: total === null ? undefined : Number(total),
   }
+}
+
+/**
+ * POSTs `file` as the body, reporting how much of it was sent (fetch reports no upload progress:
+ * XMLHttpRequest does); the answer's JSON, or the API's error.
+ */
+export async function upload<T>(path: string, file: Blob, contentType: string, onProgress: (sent: number, total: number) => void): Promise<T> {
+  const answer = await authorized(
+    path,
+    (url, headers) =>
+      new Promise<{ status: number; statusText: string; text: string }>((resolve, reject) => {
+        const xhr = new XMLHttpRequest()
+        xhr.open('POST', url)
+        for (const [name, value] of Object.entries({ accept: 'application/json', 'content-type': contentType, ...headers })) xhr.setRequestHeader(name, value)
+        xhr.upload.onprogress = (event) => onProgress(event.loaded, event.lengthComputable ? event.total : file.size)
+        xhr.onload = () => resolve({ status: xhr.status, statusText: xhr.statusText, text: xhr.responseText })
+        xhr.onerror = () => reject(new Error('The upload was cut off before the server answered; try again.'))
+        xhr.send(file)
+      }),
+  )
+  if (answer.status < 200 || answer.status > 299) throw await failure(new Response(answer.text, { status: answer.status, statusText: answer.statusText }))
+  return JSON.parse(answer.text) as T
 }

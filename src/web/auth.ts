@@ -82,16 +82,24 @@ function refresh(): Promise<boolean> {
   return refreshing
 }
 
-/** fetch with the access token; an expired one is refreshed once and the request sent again. */
-export async function authorizedFetch(path: string, init: RequestInit = {}): Promise<Response> {
-  const send = (access: string | undefined) => fetch(BASE_URL + path, { ...init, headers: { ...(init.headers as Record<string, string>), ...(access ? { authorization: `Bearer ${access}` } : {}) } })
+/**
+ * A request with the access token: `send` gets the URL and the authorization header; an expired
+ * token is refreshed once and `send` runs again. fetch's form is authorizedFetch; an upload that
+ * reports its progress sends with XMLHttpRequest instead (api.ts).
+ */
+export async function authorized<R extends { status: number }>(path: string, send: (url: string, headers: Record<string, string>) => Promise<R>): Promise<R> {
+  const attempt = (access: string | undefined) => send(BASE_URL + path, access ? { authorization: `Bearer ${access}` } : {})
   const sent = tokens?.access
-  const response = await send(sent)
+  const response = await attempt(sent)
   if (response.status !== 401 || !sent) return response
   // Another request may have refreshed meanwhile: then its new token is used as it is.
   if (tokens?.access === sent && !(await refresh())) return response
-  return send(tokens?.access)
+  return attempt(tokens?.access)
 }
+
+/** fetch with the access token; an expired one is refreshed once and the request sent again. */
+export const authorizedFetch = (path: string, init: RequestInit = {}): Promise<Response> =>
+  authorized(path, (url, headers) => fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...headers } }))
 
 /** Revokes the grant (its refresh token, and so every token of it) and forgets the tokens. */
 export async function signOut(): Promise<void> {

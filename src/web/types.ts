@@ -97,3 +97,30 @@ export interface Graph {
   report_count: number
   created_at: string
 }
+/** A registry graph and its version: its rank among the graphs of its name, oldest 1. */
+export interface GraphVersion extends Graph {
+  version: number
+}
+/** GET /api/v1/graphs/names: a name and its newest versions, newest first. */
+export interface GraphName {
+  name: string
+  version_count: number
+  versions: GraphVersion[]
+}
+/** What an import_graph job produced (docs/bundles.md, "Import"). */
+export interface ImportResult {
+  imported: Record<string, number>
+  reused: { sources: number; facts: number; concepts: number }
+}
+/** What an export_graph job produced (docs/bundles.md, "Export"). */
+export interface ExportResult {
+  graph_id: string
+  name: string
+  new: boolean
+  counts: Record<string, number>
+}
+/** GET /api/v1/permissions. */
+export interface Permissions {
+  system_admin: boolean
+  permissions: { domain: string; resource: string; action: string }[]
+}

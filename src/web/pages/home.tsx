@@ -1,9 +1,9 @@
-// The pages outside one repository's graph: the repositories, search, export and import, the
-// registry's catalogue, and users and roles for a sysadmin.
-import { useEffect, useState } from 'preact/hooks'
-import { get, request } from '../api.ts'
-import type { Fact, Graph, Job, Repository } from '../types.ts'
-import { ErrorBox, Link, navigate, Paged, shortDate } from '../ui.tsx'
+// The pages outside one repository's graph: the repositories, search, and users and roles for a
+// sysadmin (export and import: transfer.tsx; the registry: registry.tsx).
+import { useState } from 'preact/hooks'
+import { request } from '../api.ts'
+import type { Fact, Repository } from '../types.ts'
+import { ErrorBox, Link, navigate, Paged } from '../ui.tsx'
 import { paths } from './graph.tsx'
 
 const value = (event: Event) => (event.target as HTMLInputElement).value
@@ -118,112 +118,6 @@ export function Search({ repo }: { repo: string }) {
           )}
         </Paged>
       )}
-    </>
-  )
-}
-
-/** A job followed until it ends, its progress as a live bar. */
-function JobProgress({ repo, job, onDone }: { repo: string; job: Job; onDone?: (job: Job) => void }) {
-  const [current, setCurrent] = useState(job)
-  useEffect(() => {
-    let stopped = false
-    const follow = async () => {
-      let latest = job
-      while (!stopped && (latest.status === 'queued' || latest.status === 'running')) {
-        await new Promise((resolve) => setTimeout(resolve, 500))
-        latest = await get<Job>(`/${encodeURIComponent(repo)}/jobs/${job.id}`)
-        if (!stopped) setCurrent(latest)
-      }
-      if (!stopped) onDone?.(latest)
-    }
-    follow().catch((error) => !stopped && setCurrent({ ...job, status: 'failed', error: String(error) }))
-    return () => {
-      stopped = true
-    }
-  }, [job.id])
-  const percent = current.progress.percent
-  return (
-    <div class="job">
-      <label>
-        {current.kind} {current.progress.phase ?? ''} ({current.status})
-        <progress max={100} value={percent ?? undefined} aria-valuetext={percent === null ? 'working' : `${Math.round(percent)}%`} />
-      </label>
-      {current.error && <ErrorBox error={new Error(current.error)} />}
-      {current.status === 'succeeded' && <p role="status">Done.</p>}
-    </div>
-  )
-}
-
-export function Transfer({ repo }: { repo: string }) {
-  const [job, setJob] = useState<Job>()
-  const [error, setError] = useState<unknown>()
-  const [graphId, setGraphId] = useState(new URLSearchParams(location.search).get('graph') ?? '')
-  const start = async (event: Event, path: string, body: unknown) => {
-    event.preventDefault()
-    setError(undefined)
-    setJob(undefined)
-    try {
-      setJob(await request<Job>('POST', `/${encodeURIComponent(repo)}${path}`, body))
-    } catch (failure) {
-      setError(failure)
-    }
-  }
-  return (
-    <>
-      <h1 tabIndex={-1}>Export and import</h1>
-      <form class="inline" onSubmit={(event) => start(event, '/export-graph', {})}>
-        <h2>Export to the registry</h2>
-        <button type="submit">Export this repository</button>
-      </form>
-      <form class="inline" onSubmit={(event) => start(event, '/import-graph', { graph_id: graphId })}>
-        <h2>Import from the registry</h2>
-        <label>
-          Graph id <input required value={graphId} onInput={(event) => setGraphId(value(event))} pattern="[0-9a-fA-F-]{36}" />
-        </label>
-        <button type="submit">Import</button>
-      </form>
-      {error !== undefined && <ErrorBox error={error} />}
-      {job && <JobProgress repo={repo} job={job} />}
-    </>
-  )
-}
-
-export function Registry() {
-  return (
-    <>
-      <h1 tabIndex={-1}>Registry</h1>
-      <Paged<Graph> path="/api/v1/graphs" label="Graphs">
-        {(rows) => (
-          <table>
-            <caption class="visually-hidden">Graphs in the registry</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Owner</th>
-                <th scope="col">Facts</th>
-                <th scope="col">Concepts</th>
-                <th scope="col">Sources</th>
-                <th scope="col">Pushed</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((graph) => (
-                <tr key={graph.id}>
-                  <td>
-                    {graph.name}
-                    <span class="meta"> {graph.id}</span>
-                  </td>
-                  <td>{graph.owner}</td>
-                  <td>{graph.fact_count}</td>
-                  <td>{graph.concept_count}</td>
-                  <td>{graph.source_count}</td>
-                  <td>{shortDate(graph.created_at)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </Paged>
     </>
   )
 }
