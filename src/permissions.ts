@@ -70,7 +70,7 @@ export function splitPermission(permission: Permission): [resource: string, acti
 const either = (names: readonly string[]) => (names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`)
 
 /** The roles of `kind` that carry `permission`, weakest (fewest permissions) first. */
-export function rolesCarrying(permission: Permission, kind: DomainKind): Role[] {
+function rolesCarrying(permission: Permission, kind: DomainKind): Role[] {
   const roles = (Object.keys(ROLES) as Role[]).filter((role) => ROLES[role].domain_kind === kind && (ROLES[role].permissions as readonly Permission[]).includes(permission))
   return roles.sort((a, b) => ROLES[a].permissions.length - ROLES[b].permissions.length)
 }

@@ -9,6 +9,7 @@ import { ConceptPage, Concepts, FactPage, Facts, InvestigationPage, Investigatio
 import { Grants } from './pages/grants.tsx'
 import { Registry, Repositories, Search, Transfer, Users } from './pages/home.tsx'
 import { Members } from './pages/members.tsx'
+import { PermissionsOf } from './permissions.tsx'
 import { WriteBar, writePage } from './pages/write.tsx'
 import { ErrorBox, Link, navigate, onNavigate, useLoad, Show } from './ui.tsx'
 import type { Repository } from './types.ts'
@@ -54,7 +55,7 @@ function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
     }
   })()
   return (
-    <>
+    <PermissionsOf repo={repo}>
       <Show loaded={loaded}>
         {(repository) => (
           <p class="breadcrumb">
@@ -75,7 +76,7 @@ function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
       </nav>
       {!editor && <WriteBar repo={repo} tab={tab} id={id} />}
       {page}
-    </>
+    </PermissionsOf>
   )
 }
 

@@ -3,12 +3,22 @@
 import { useEffect, useState } from 'preact/hooks'
 import { get, request } from '../api.ts'
 import type { Fact, Graph, Job, Repository } from '../types.ts'
+import { Allowed, PermissionsOf, useCan } from '../permissions.tsx'
 import { ErrorBox, Link, navigate, Paged, shortDate } from '../ui.tsx'
 import { paths } from './graph.tsx'
 
 const value = (event: Event) => (event.target as HTMLInputElement).value
 
 export function Repositories() {
+  return (
+    <PermissionsOf>
+      <RepositoryList />
+    </PermissionsOf>
+  )
+}
+
+function RepositoryList() {
+  const can = useCan()
   const [name, setName] = useState('')
   const [error, setError] = useState<unknown>()
   const create = async (event: Event) => {
@@ -36,14 +46,16 @@ export function Repositories() {
           </ul>
         )}
       </Paged>
-      <form onSubmit={create} class="inline">
-        <h2>New repository</h2>
-        <label>
-          Name <input required maxLength={200} value={name} onInput={(event) => setName(value(event))} />
-        </label>
-        <button type="submit">Create</button>
-        {error !== undefined && <ErrorBox error={error} />}
-      </form>
+      {can('repository:create') && (
+        <form onSubmit={create} class="inline">
+          <h2>New repository</h2>
+          <label>
+            Name <input required maxLength={200} value={name} onInput={(event) => setName(value(event))} />
+          </label>
+          <button type="submit">Create</button>
+          {error !== undefined && <ErrorBox error={error} />}
+        </form>
+      )}
     </>
   )
 }
@@ -171,17 +183,21 @@ export function Transfer({ repo }: { repo: string }) {
   return (
     <>
       <h1 tabIndex={-1}>Export and import</h1>
-      <form class="inline" onSubmit={(event) => start(event, '/export-graph', {})}>
-        <h2>Export to the registry</h2>
-        <button type="submit">Export this repository</button>
-      </form>
-      <form class="inline" onSubmit={(event) => start(event, '/import-graph', { graph_id: graphId })}>
-        <h2>Import from the registry</h2>
-        <label>
-          Graph id <input required value={graphId} onInput={(event) => setGraphId(value(event))} pattern="[0-9a-fA-F-]{36}" />
-        </label>
-        <button type="submit">Import</button>
-      </form>
+      <Allowed permission="graph:export" doing="Exporting this repository">
+        <form class="inline" onSubmit={(event) => start(event, '/export-graph', {})}>
+          <h2>Export to the registry</h2>
+          <button type="submit">Export this repository</button>
+        </form>
+      </Allowed>
+      <Allowed permission="graph:import" doing="Importing into this repository">
+        <form class="inline" onSubmit={(event) => start(event, '/import-graph', { graph_id: graphId })}>
+          <h2>Import from the registry</h2>
+          <label>
+            Graph id <input required value={graphId} onInput={(event) => setGraphId(value(event))} pattern="[0-9a-fA-F-]{36}" />
+          </label>
+          <button type="submit">Import</button>
+        </form>
+      </Allowed>
       {error !== undefined && <ErrorBox error={error} />}
       {job && <JobProgress repo={repo} job={job} />}
     </>
