@@ -1,9 +1,11 @@
 // The consent page lets the person grant less than a host asks for: read only for a write
 // request, write or read for an admin one; never more, whatever the form posted says.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import AxeBuilder from '@axe-core/playwright'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
+import { launchBrowser, listenOnLoopback } from '../helpers/browser.ts'
 import { browserCookie, obtainTokens, pkcePair, registerClient, type TestClient } from '../helpers/oauth.ts'
 
 let server: TestServer
@@ -118,6 +120,54 @@ describe(`consent narrows the scope (${BACKEND})`, () => {
       const honest = await consent.decide({ decision: 'allow', scope: 'read' })
       expect(honest.status).toBe(303)
       expect(new URL(honest.headers.get('location')!).searchParams.get('code')).toBeTruthy()
+    }
+  })
+
+  test('in Chromium: the choice is labelled, axe-clean at 1280 and 375 px; "Allow read only" grants read', async () => {
+    const listener = listenOnLoopback('127.0.0.1')
+    const browser = await launchBrowser()
+    try {
+      const host = await registerClient(server.url, { client_name: 'Browser host', redirect_uris: [`http://127.0.0.1:${listener.port}/callback`] })
+      const { verifier, challenge } = pkcePair()
+      const query = new URLSearchParams({
+        response_type: 'code',
+        client_id: host.client_id,
+        redirect_uri: host.redirect_uri,
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+        scope: 'read write',
+      })
+      const page = await (await browser.newContext()).newPage()
+      await page.goto(`${server.url}/api/v1/oauth/authorize?${query}`)
+      await page.getByLabel('Email').fill(account.email)
+      await page.getByLabel('Password').fill(account.password)
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      await page.getByRole('group', { name: 'What may it do?' }).waitFor()
+      expect(await page.getByRole('radio', { name: 'Allow read and write' }).isChecked()).toBe(true)
+      for (const width of [1280, 375]) {
+        await page.setViewportSize({ width, height: 800 })
+        const results = await new AxeBuilder({ page }).analyze()
+        expect({ width, violations: results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id) }).toEqual({ width, violations: [] })
+        expect({ width, fits: (await page.evaluate<number>('document.documentElement.scrollWidth')) <= width }).toEqual({ width, fits: true })
+      }
+      await page.getByRole('radio', { name: 'Allow read only' }).check()
+      const redirected = listener.nextRedirect()
+      await page.getByRole('button', { name: 'Allow', exact: true }).click()
+      const code = (await redirected).searchParams.get('code')!
+      const fields = {
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: host.redirect_uri,
+        code_verifier: verifier,
+        client_id: host.client_id,
+        ...(host.client_secret ? { client_secret: host.client_secret } : {}),
+      }
+      const tokens = await fetch(`${server.url}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) })
+      expect(tokens.status).toBe(200)
+      expect(((await tokens.json()) as { scope: string }).scope).toBe('read')
+    } finally {
+      await browser.close()
+      listener.stop()
     }
   })
 })
