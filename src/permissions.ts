@@ -66,6 +66,28 @@ export function splitPermission(permission: Permission): [resource: string, acti
   return [resource, action]
 }
 
+/** `names` as a sentence lists them: "a", "a or b", "a, b or c". */
+const either = (names: readonly string[]) => (names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`)
+
+/** The roles of `kind` that carry `permission`, weakest (fewest permissions) first. */
+function rolesCarrying(permission: Permission, kind: DomainKind): Role[] {
+  const roles = (Object.keys(ROLES) as Role[]).filter((role) => ROLES[role].domain_kind === kind && (ROLES[role].permissions as readonly Permission[]).includes(permission))
+  return roles.sort((a, b) => ROLES[a].permissions.length - ROLES[b].permissions.length)
+}
+
+/**
+ * The refusal of `permission`, naming the roles that carry it and who grants them, so that the
+ * person knows whom to ask: "permission denied: fact:write needs the editor or repoadmin role in
+ * this repository; a repoadmin of it can grant it". `repository`: how the sentence names the
+ * repository the permission was checked in ("this repository", "repository demo"); absent, the
+ * system domain.
+ */
+export function permissionDenied(permission: Permission, repository?: string): string {
+  const roles = rolesCarrying(permission, repository === undefined ? 'system' : 'repository')
+  const where = repository === undefined ? 'on this server; a sysadmin can grant it' : `in ${repository}; a repoadmin of it can grant it`
+  return `permission denied: ${permission} needs the ${either(roles)} role ${where}`
+}
+
 /** OAuth scopes (docs/spec/decisions.md §5): they cap what the user's roles allow, never widen it. */
 export const SCOPES = ['read', 'write', 'admin'] as const
 export type Scope = (typeof SCOPES)[number]
@@ -96,4 +118,12 @@ export function scopeAllows(scopes: readonly string[] | undefined, need: Scope):
   if (!scopes || scopes.includes('admin')) return true
   if (need === 'read') return scopes.includes('read') || scopes.includes('write')
   return need === 'write' && scopes.includes('write')
+}
+
+/**
+ * The refusal of a token whose scopes do not cover `need`, saying what to ask for instead.
+ * `what`: the permission, when the refusal knows it.
+ */
+export function scopeRefused(need: Scope, scopes: readonly string[], what?: Permission): string {
+  return `insufficient scope: ${what ?? 'this'} needs a token with the ${need} scope (this one has ${scopes.join(' ') || 'none'}); authorize again with ${need}`
 }

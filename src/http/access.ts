@@ -79,7 +79,7 @@ function ownerOrPermission(
   if (!owns) {
     const holds = rule.or === 'sysadmin' ? !principal.grants && authorizer.isSysadmin(principal.userId) : holdsSystemPermission(authorizer, principal, rule.or)
     if (!holds) throw refusal
-    if (rule.or !== 'sysadmin') requireScope(principal, scopeNeeded(rule.or), resourceMetadata)
+    if (rule.or !== 'sysadmin') requireScope(principal, scopeNeeded(rule.or), resourceMetadata, rule.or)
   }
   requireScope(principal, rule.scope, resourceMetadata)
   return principal
@@ -121,7 +121,7 @@ export function accessControl(authenticator: Authenticator, authorizer: OwnerAut
       resolve({ request }) {
         const principal = principalOf(request)
         if (!holdsSystemPermission(authorizer, principal, permission)) throw forbidden(permission)
-        requireScope(principal, scopeNeeded(permission), resourceMetadata)
+        requireScope(principal, scopeNeeded(permission), resourceMetadata, permission)
         return { principal }
       },
     }),
@@ -203,8 +203,8 @@ export function repositoryAccess<R extends { id: string }>(authenticator: Authen
     const fromPath = (params as Params | undefined)?.repoID
     const fromHeader = request.headers.get(REPOSITORY_HEADER)
     const repository = systemFallback && fromPath === undefined && !fromHeader ? undefined : await repositories.find(principal.userId, fromPath, fromHeader)
-    if (!authorizer.can(principal.userId, repository?.id ?? SYSTEM_DOMAIN, permission)) throw forbidden(permission)
-    requireScope(principal, scopeNeeded(permission), resourceMetadata)
+    if (!authorizer.can(principal.userId, repository?.id ?? SYSTEM_DOMAIN, permission)) throw forbidden(permission, repository && 'this repository')
+    requireScope(principal, scopeNeeded(permission), resourceMetadata, permission)
     return { principal, repository }
   }
   const permissionOf = (need: RepositoryRule, query: Record<string, unknown>): RepositoryPermission =>

@@ -6,7 +6,7 @@
 import { ExpiringMap } from '../expiring.ts'
 import { claimType, hasExpired, headerType, serviceTokenCodec } from './tokens.ts'
 import { HttpError } from './errors.ts'
-import { SYSTEM_DOMAIN, scopeAllows, type Permission, type Scope, type SystemPermission } from '../permissions.ts'
+import { SYSTEM_DOMAIN, permissionDenied, scopeAllows, scopeRefused, type Permission, type Scope, type SystemPermission } from '../permissions.ts'
 
 export interface Principal {
   userId: string
@@ -31,7 +31,8 @@ export interface Authorizer {
   can(userId: string, domain: string, permission: Permission): boolean
 }
 
-export const forbidden = (permission: Permission) => new HttpError(403, `permission denied: ${permission}`)
+/** 403 for a permission the caller's roles lack: in `repository` (how the refusal names it), or in the system domain. */
+export const forbidden = (permission: Permission, repository?: string) => new HttpError(403, permissionDenied(permission, repository))
 
 /** A system-domain permission: the service principal by its grants, a user by its roles. */
 export function holdsSystemPermission(authorizer: Authorizer, principal: Principal, permission: SystemPermission): boolean {
@@ -48,15 +49,15 @@ export function requireSessionToken(principal: Principal, what: string): string 
 }
 
 /** 403 for an OAuth token whose scopes do not cover the action (RFC 6750 §3.1). */
-function insufficientScope(resourceMetadata: string, need: Scope): HttpError {
-  return new HttpError(403, `insufficient scope: this needs a token with the ${need} scope`, {
+function insufficientScope(resourceMetadata: string, need: Scope, scopes: readonly string[], what?: Permission): HttpError {
+  return new HttpError(403, scopeRefused(need, scopes, what), {
     'www-authenticate': `Bearer resource_metadata="${resourceMetadata}", error="insufficient_scope", scope="${need}"`,
   })
 }
 
-/** Throws unless the principal's token scopes allow `need` (session tokens are not capped). */
-export function requireScope(principal: Principal, need: Scope, resourceMetadata: string): void {
-  if (!scopeAllows(principal.scopes, need)) throw insufficientScope(resourceMetadata, need)
+/** Throws unless the principal's token scopes allow `need` (session tokens are not capped); `what` names the permission in the refusal. */
+export function requireScope(principal: Principal, need: Scope, resourceMetadata: string, what?: Permission): void {
+  if (!scopeAllows(principal.scopes, need)) throw insufficientScope(resourceMetadata, need, principal.scopes ?? [], what)
 }
 
 /**

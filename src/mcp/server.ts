@@ -4,7 +4,7 @@
 import { McpServer, ResourceTemplate, type CallToolResult, type ReadResourceResult } from '@modelcontextprotocol/server'
 import { holdsSystemPermission, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import { scopeAllows, scopeNeeded, type Permission } from '../permissions.ts'
+import { permissionDenied, scopeAllows, scopeNeeded, scopeRefused, type Permission } from '../permissions.ts'
 import { repositoryFinder } from '../repositories/scope.ts'
 import type { Repository } from '../repositories/repositories.ts'
 import { getConcept, getFact, getReport } from '../graph/store.ts'
@@ -28,12 +28,15 @@ export const SERVER_INFO = { name: 'kgs', version: VERSION }
 /** A tool error the model can act on: what went wrong, in words (not an HTTP or protocol error). */
 const toolError = (message: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text: message }] })
 
-/** Why `principal` may not use `permission` (`holds`: whether its roles have it; then its token's scope), or undefined when it may. */
-function refusal(principal: Principal, permission: Permission, holds: boolean, where: string): string | undefined {
-  if (!holds) return `permission denied: ${permission} ${where}; ask an administrator for a role that has it`
+/**
+ * Why `principal` may not use `permission` (`holds`: whether its roles have it; then its token's
+ * scope), or undefined when it may. `repository`: how the refusal names the repository the
+ * permission was checked in; absent, the system domain. The same words as the API's refusals.
+ */
+function refusal(principal: Principal, permission: Permission, holds: boolean, repository?: string): string | undefined {
+  if (!holds) return permissionDenied(permission, repository)
   const scope = scopeNeeded(permission)
-  if (!scopeAllows(principal.scopes, scope))
-    return `insufficient scope: ${permission} needs a token with the ${scope} scope (this one has ${principal.scopes!.join(' ')}); authorize again with ${scope}`
+  if (!scopeAllows(principal.scopes, scope)) return scopeRefused(scope, principal.scopes ?? [], permission)
   return undefined
 }
 
@@ -58,7 +61,7 @@ export function mcpServerFactory(services: ToolServices) {
     if (tool.scope === 'repository') {
       repository = await repositoryFor(principal, String(input.repository))
       const permission = tool.permission(input)
-      const denied = refusal(principal, permission, services.rbac.can(principal.userId, repository.id, permission), `in repository ${repository.slug}`)
+      const denied = refusal(principal, permission, services.rbac.can(principal.userId, repository.id, permission), `repository ${repository.slug}`)
       if (denied) return toolError(denied)
       const db = () => services.pools.forRepository(repository!.id)
       output = await tool.run({ principal, repository, db, input, services })
@@ -66,7 +69,7 @@ export function mcpServerFactory(services: ToolServices) {
       if (permission.endsWith(':write')) void services.repositories.graphChanged(repository.id)
     } else {
       const { permission } = tool
-      const denied = permission === 'token' ? undefined : refusal(principal, permission, holdsSystemPermission(services.rbac, principal, permission), 'on this server')
+      const denied = permission === 'token' ? undefined : refusal(principal, permission, holdsSystemPermission(services.rbac, principal, permission))
       if (denied) return toolError(denied)
       output = await tool.run({ principal, input, services })
     }
@@ -87,7 +90,7 @@ export function mcpServerFactory(services: ToolServices) {
       { description: `a ${kind.slice(0, -1)} of a repository, as get_${kind.slice(0, -1)} answers it`, mimeType: 'application/json' },
       async (uri, variables): Promise<ReadResourceResult> => {
         const repository = await repositoryFor(principal, String(variables.repository))
-        const denied = refusal(principal, permission, services.rbac.can(principal.userId, repository.id, permission), `in repository ${repository.slug}`)
+        const denied = refusal(principal, permission, services.rbac.can(principal.userId, repository.id, permission), `repository ${repository.slug}`)
         if (denied) throw new HttpError(403, denied)
         const id = String(variables.id)
         const row = UUID.test(id) ? await read(repository, id) : undefined

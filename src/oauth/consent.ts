@@ -3,6 +3,7 @@
 import type { Sql } from 'postgres'
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { csrfDigest } from './authorize.ts'
+import { SCOPES, type Scope } from '../permissions.ts'
 
 /** Lifetime of the pages' sign-in: a second consent within it needs no second sign-in. */
 const BROWSER_SESSION_SECONDS = 3600
@@ -120,11 +121,33 @@ export async function decide(sql: Sql, pendingId: string): Promise<boolean> {
   return (await sql`UPDATE oauth_authorizations SET decided_at = now() WHERE id = ${pendingId} AND decided_at IS NULL AND expires_at > now() RETURNING id`).length > 0
 }
 
-export async function issueCode(sql: Sql, pending: PendingAuthorization, userId: string): Promise<string> {
+/**
+ * The scopes the person may grant for a request of `requested`: its widest scope, or any
+ * narrower one (each includes those before it in SCOPES), widest first. Never wider: the
+ * pending authorization holds what was requested, and its CSRF token binds the form to it.
+ */
+export function grantableScopes(requested: string): Scope[] {
+  const widest = Math.max(...requested.split(' ').map((scope) => SCOPES.indexOf(scope as Scope)))
+  return SCOPES.slice(0, widest + 1).reverse()
+}
+
+/**
+ * The scope granted when the person allows `requested` up to `upTo` (absent: all of it): the
+ * requested scopes up to that one, and that one; undefined if `upTo` is wider than the request.
+ */
+export function narrowScope(requested: string, upTo: string | undefined): string | undefined {
+  if (upTo === undefined) return requested
+  if (!grantableScopes(requested).includes(upTo as Scope)) return undefined
+  const limit = SCOPES.indexOf(upTo as Scope)
+  return [...new Set([...requested.split(' ').filter((scope) => SCOPES.indexOf(scope as Scope) < limit), upTo])].join(' ')
+}
+
+/** The code of an allowed authorization; `scope`: what the person granted, the request's scope or a narrower one. */
+export async function issueCode(sql: Sql, pending: PendingAuthorization, userId: string, scope = pending.scope): Promise<string> {
   const code = randomBytes(32).toString('base64url')
   await sql`
     INSERT INTO oauth_codes (code_hash, client_id, user_id, redirect_uri, scope, code_challenge, resource, expires_at)
-    VALUES (${digest(code)}, ${pending.client_id}, ${userId}, ${pending.redirect_uri}, ${pending.scope}, ${pending.code_challenge}, ${pending.resource},
+    VALUES (${digest(code)}, ${pending.client_id}, ${userId}, ${pending.redirect_uri}, ${scope}, ${pending.code_challenge}, ${pending.resource},
       now() + make_interval(secs => ${CODE_SECONDS}))`
   return code
 }

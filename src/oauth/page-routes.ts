@@ -26,8 +26,10 @@ import {
   endBrowserSession,
   endedSessionCookie,
   findPending,
+  grantableScopes,
   type PendingAuthorization,
   issueCode,
+  narrowScope,
   sessionCookie,
   startBrowserSession,
 } from './consent.ts'
@@ -78,6 +80,7 @@ export function oauthPageRoutes(system: Sql, baseUrl: string, accounts: Accounts
       firstParty: client?.first_party ?? false,
       redirectHost: redirectHost(pending.redirect_uri),
       scopes: pending.scope.split(' '),
+      grantable: grantableScopes(pending.scope),
       userEmail: user.email,
       authorizationId: pending.id,
       csrfToken,
@@ -227,16 +230,24 @@ export function oauthPageRoutes(system: Sql, baseUrl: string, accounts: Accounts
           page.headers.append('set-cookie', endedSessionCookie(secureCookies))
           return page
         }
+        // The person may narrow what the application asked for, never widen it.
+        const granted = narrowScope(pending.scope, body.decision === 'allow' ? body.scope : undefined)
+        if (!granted) return pageResponse(errorPage('This form allowed more than the application asked for, and was not accepted. Return to the application and start again.'), 403)
         if (!(await decide(system, pending.id))) return expiredPage()
         const state = pending.state ?? undefined
         if (body.decision === 'deny') return redirect303(redirectWith(pending.redirect_uri, baseUrl, { error: 'access_denied', error_description: 'the user denied the request', state }))
-        return redirect303(redirectWith(pending.redirect_uri, baseUrl, { code: await issueCode(system, pending, userId), state }))
+        return redirect303(redirectWith(pending.redirect_uri, baseUrl, { code: await issueCode(system, pending, userId, granted), state }))
       },
       {
         parse: 'urlencoded',
-        body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), decision: t.Union([t.Literal('allow'), t.Literal('deny'), t.Literal('sign-out')]) }),
+        body: t.Object({
+          authorization_id: FormField(64),
+          csrf_token: FormField(64),
+          decision: t.Union([t.Literal('allow'), t.Literal('deny'), t.Literal('sign-out')]),
+          scope: t.Optional(t.String({ maxLength: 16, description: 'with allow: the widest scope granted, the request’s own or a narrower one (absent: all it asked for)' })),
+        }),
         public: true,
-        detail: htmlPage('The consent decision: redirects to the client with a code, or access_denied; sign-out shows the sign-in page again', 303),
+        detail: htmlPage('The consent decision: redirects to the client with a code for the scope granted, or access_denied; sign-out shows the sign-in page again', 303),
       },
     )
 }

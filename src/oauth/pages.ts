@@ -3,13 +3,15 @@
 // security headers of docs/spec/decisions.md §5. The only style is an inline block allowed by its hash.
 import { createHash } from 'node:crypto'
 import { GRANT_SECONDS } from './consent.ts'
+import type { Scope } from '../permissions.ts'
 
 const STYLE = `body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f5f5f5;color:#1a1a1a}
 main{max-width:26rem;margin:2rem auto;padding:1.5rem;background:#fff;border-radius:8px;box-shadow:0 1px 3px #0002}
 h1{font-size:1.3rem;margin:0 0 1rem}label{display:block;margin:.75rem 0 .25rem;font-weight:600}
 input{box-sizing:border-box;width:100%;padding:.6rem;font-size:1rem;border:1px solid #888;border-radius:4px}
 button{margin-top:1rem;padding:.6rem 1.2rem;font-size:1rem;border-radius:4px;border:1px solid #1a4d8f;background:#1a4d8f;color:#fff;cursor:pointer}
-button.secondary{background:#fff;color:#1a4d8f}.error{color:#a00}.host{font-family:monospace}ul{padding-left:1.2rem}`
+button.secondary{background:#fff;color:#1a4d8f}.error{color:#a00}.host{font-family:monospace}ul{padding-left:1.2rem}
+fieldset{margin:1rem 0;border:1px solid #888;border-radius:4px}legend{font-weight:600}label.choice{display:flex;gap:.5rem;font-weight:400}label.choice input{width:auto}`
 
 const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64')
 
@@ -93,6 +95,13 @@ const SCOPE_TEXT: Record<string, string> = {
   admin: 'everything your roles allow, including managing roles, members and users, and deleting repositories',
 }
 
+/** What the person may choose to allow, by the widest scope allowed (grantableScopes, consent.ts). */
+const ALLOW_TEXT: Record<Scope, string> = {
+  admin: 'Allow everything it asks for, administration included',
+  write: 'Allow read and write',
+  read: 'Allow read only',
+}
+
 export interface ConsentPageInput {
   clientName: string
   /** One of kgs's own applications (registerFirstPartyClient), not a self-registered one. */
@@ -101,6 +110,8 @@ export interface ConsentPageInput {
   clientHost?: string
   redirectHost: string
   scopes: string[]
+  /** The scopes the person may grant instead, widest first: a choice when there are several. */
+  grantable: Scope[]
   userEmail: string
   authorizationId: string
   csrfToken: string
@@ -126,6 +137,13 @@ ${
 <input type="hidden" name="authorization_id" value="${escapeHtml(input.authorizationId)}">
 <input type="hidden" name="csrf_token" value="${escapeHtml(input.csrfToken)}">
 <p>Signed in as ${escapeHtml(input.userEmail)}. <button type="submit" name="decision" value="sign-out" class="secondary">Not you? Sign out</button></p>
+${
+  input.grantable.length > 1
+    ? `<fieldset><legend>What may it do?</legend>${input.grantable
+        .map((scope, i) => `<label class="choice"><input type="radio" name="scope" value="${scope}"${i === 0 ? ' checked' : ''}>${escapeHtml(ALLOW_TEXT[scope])}</label>`)
+        .join('')}</fieldset>`
+    : ''
+}
 <button type="submit" name="decision" value="allow">Allow</button>
 <button type="submit" name="decision" value="deny" class="secondary">Deny</button>
 </form>`,

@@ -11,6 +11,7 @@ import { Repositories, Search, Users } from './pages/home.tsx'
 import { Members } from './pages/members.tsx'
 import { Registry } from './pages/registry.tsx'
 import { Transfer } from './pages/transfer.tsx'
+import { PermissionsOf } from './permissions.tsx'
 import { WriteBar, writePage } from './pages/write.tsx'
 import { ErrorBox, Link, navigate, onNavigate, useLoad, Show } from './ui.tsx'
 import type { Repository } from './types.ts'
@@ -56,7 +57,7 @@ function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
     }
   })()
   return (
-    <>
+    <PermissionsOf repo={repo}>
       <Show loaded={loaded}>
         {(repository) => (
           <p class="breadcrumb">
@@ -77,7 +78,7 @@ function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
       </nav>
       {!editor && <WriteBar repo={repo} tab={tab} id={id} />}
       {page}
-    </>
+    </PermissionsOf>
   )
 }
 

@@ -88,7 +88,9 @@ export interface Graph {
   id: string
   name: string
   description: string
+  /** The pusher's e-mail, or their user id where the caller may not read it. */
   owner: string
+  owner_id: string | null
   tags: string[]
   bytes: number
   fact_count: number

@@ -305,7 +305,7 @@ describe(`users (${BACKEND})`, () => {
   test('another user: 403; unknown id: 404; not a UUID: 400; no token: 401', async () => {
     const a = await register()
     const b = await register()
-    expectError(await http.get(`/api/v1/users/${b.user.id}`, a.token), 403, 'permission denied: user:read')
+    expectError(await http.get(`/api/v1/users/${b.user.id}`, a.token), 403, 'permission denied: user:read needs the sysadmin role on this server; a sysadmin can grant it')
     expectError(await http.get(`/api/v1/users/${crypto.randomUUID()}`, a.token), 404, 'user not found')
     expectError(await http.get('/api/v1/users/not-a-uuid', a.token), 400, /^invalid path parameter: userID: expected a UUID/)
     expectError(await http.get(`/api/v1/users/${b.user.id}`), 401)
@@ -337,7 +337,7 @@ describe(`users (${BACKEND})`, () => {
     const a = await register()
     const b = await register()
     expectError(await http.put(`/api/v1/users/${a.user.id}`, { email: b.user.email.toUpperCase(), current_password: PASSWORD }, a.token), 409, 'e-mail address already registered')
-    expectError(await http.put(`/api/v1/users/${b.user.id}`, { name: 'x' }, a.token), 403, 'permission denied: user:manage')
+    expectError(await http.put(`/api/v1/users/${b.user.id}`, { name: 'x' }, a.token), 403, 'permission denied: user:manage needs the sysadmin role on this server; a sysadmin can grant it')
     expectError(await http.put(`/api/v1/users/${crypto.randomUUID()}`, { name: 'x' }, a.token), 404)
     expectError(await http.put(`/api/v1/users/${a.user.id}`, { email: 'nope' }, a.token), 400, 'invalid body: email: expected an e-mail address')
     expectError(await http.put(`/api/v1/users/${a.user.id}`, { name: 5 }, a.token), 400, /^invalid body: name: /)

@@ -146,7 +146,11 @@ describe(`an administrator ends a user's sessions and grants (${BACKEND})`, () =
   test('user:manage is needed (403); an unknown user is 404, a malformed id 400, no token 401', async () => {
     const { first } = await account()
     const other = await account()
-    expectError(await http.call('DELETE', `/api/v1/admin/users/${other.first.user.id}/sessions`, { token: first.token }), 403, 'permission denied: user:manage')
+    expectError(
+      await http.call('DELETE', `/api/v1/admin/users/${other.first.user.id}/sessions`, { token: first.token }),
+      403,
+      'permission denied: user:manage needs the sysadmin role on this server; a sysadmin can grant it',
+    )
     expect((await http.get('/api/v1/users/me', other.first.token)).status).toBe(200)
     expectError(await http.call('DELETE', `/api/v1/admin/users/${crypto.randomUUID()}/sessions`, { token: admin }), 404, 'user not found')
     expectError(await http.call('DELETE', '/api/v1/admin/users/nobody/sessions', { token: admin }), 400, /userID: expected a UUID/)

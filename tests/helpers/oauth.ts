@@ -31,12 +31,12 @@ export async function registerClient(baseUrl: string, metadata: Record<string, u
   return { client_id: body.client_id, client_secret: body.client_secret, redirect_uri }
 }
 
-/** Signs in and allows; returns the code (and the state and iss sent back). */
+/** Signs in and allows (up to the scope `allow`, if given: the consent page's choice); returns the code (and the state and iss sent back). */
 export async function obtainCode(
   baseUrl: string,
   client: TestClient,
   account: { email: string; password: string },
-  options: { challenge: string; scope?: string; resource?: string },
+  options: { challenge: string; scope?: string; resource?: string; allow?: string },
 ): Promise<{ code: string; state: string; iss: string }> {
   const state = randomBytes(8).toString('hex')
   const query = new URLSearchParams({
@@ -62,7 +62,9 @@ export async function obtainCode(
     })
   const login = await post('/api/v1/oauth/authorize/login', { authorization_id, csrf_token, email: account.email, password: account.password })
   // kgs's own web app asks no consent: the sign-in itself redirects with the code.
-  const decision = login.headers.has('location') ? login : await post('/api/v1/oauth/authorize', { authorization_id, csrf_token, decision: 'allow' }, login.headers.get('set-cookie')!.split(';')[0]!)
+  const decision = login.headers.has('location')
+    ? login
+    : await post('/api/v1/oauth/authorize', { authorization_id, csrf_token, decision: 'allow', ...(options.allow ? { scope: options.allow } : {}) }, login.headers.get('set-cookie')!.split(';')[0]!)
   const location = new URL(decision.headers.get('location')!)
   return { code: location.searchParams.get('code')!, state: location.searchParams.get('state')!, iss: location.searchParams.get('iss')! }
 }
@@ -73,9 +75,10 @@ export async function obtainTokens(
   client: TestClient,
   account: { email: string; password: string },
   scope?: string,
+  allow?: string,
 ): Promise<{ access_token: string; refresh_token?: string; scope: string }> {
   const { verifier, challenge } = pkcePair()
-  const { code } = await obtainCode(baseUrl, client, account, { challenge, scope })
+  const { code } = await obtainCode(baseUrl, client, account, { challenge, scope, allow })
   const fields = { grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }
   const res = await fetch(`${baseUrl}/api/v1/oauth/token`, {
     method: 'POST',

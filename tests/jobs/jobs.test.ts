@@ -176,13 +176,17 @@ describe(`job routes (${BACKEND})`, () => {
 
   test('permissions: viewers read, editors cancel, only sysadmins see every job; no token, no jobs', async () => {
     const job = await enqueue('test_block')
-    expectError(await http.get('/api/v1/jobs', owner.token), 403, 'permission denied: job:read')
-    expectError(await http.get(`/api/v1/jobs/${job.id}`, owner.token), 403, 'permission denied: job:read')
-    expectError(await http.post(`/api/v1/jobs/${job.id}/cancel`, undefined, owner.token), 403, 'permission denied: job:cancel')
+    expectError(await http.get('/api/v1/jobs', owner.token), 403, 'permission denied: job:read needs the sysadmin role on this server; a sysadmin can grant it')
+    expectError(await http.get(`/api/v1/jobs/${job.id}`, owner.token), 403, 'permission denied: job:read needs the sysadmin role on this server; a sysadmin can grant it')
+    expectError(await http.post(`/api/v1/jobs/${job.id}/cancel`, undefined, owner.token), 403, 'permission denied: job:cancel needs the sysadmin role on this server; a sysadmin can grant it')
     expectError(await http.get(`/${repo.slug}/jobs`, stranger.token), 404, 'repository not found')
     expectError(await http.get(`/${repo.slug}/jobs`), 401, 'authentication required')
     expect((await http.get(`/${repo.slug}/jobs/${job.id}`, viewer.token)).status).toBe(200)
-    expectError(await http.post(`/${repo.slug}/jobs/${job.id}/cancel`, undefined, viewer.token), 403, 'permission denied: job:cancel')
+    expectError(
+      await http.post(`/${repo.slug}/jobs/${job.id}/cancel`, undefined, viewer.token),
+      403,
+      'permission denied: job:cancel needs the editor or repoadmin role in this repository; a repoadmin of it can grant it',
+    )
     const cancelled = await http.post(`/api/v1/jobs/${job.id}/cancel`, undefined, admin.token)
     expect(cancelled.status).toBe(200)
     expect((await waitForJob(job.id)).status).toBe('cancelled')
@@ -202,7 +206,11 @@ describe(`job routes (${BACKEND})`, () => {
     expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts', params: { ids: ['nope'] } }, owner.token), 400, /ids/)
     expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts', extra: 1 }, owner.token), 400, /extra/)
     expectError(await http.call('POST', `/${repo.slug}/jobs`, { token: owner.token, raw: '{"kind":', headers: { 'content-type': 'application/json' } }), 400, /JSON/i)
-    expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts' }, viewer.token), 403, 'permission denied: graph:import')
+    expectError(
+      await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts' }, viewer.token),
+      403,
+      'permission denied: graph:import needs the editor or repoadmin role in this repository; a repoadmin of it can grant it',
+    )
     expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts' }), 401, 'authentication required')
   })
 })

@@ -102,16 +102,22 @@ describe(`the MCP endpoint (${BACKEND})`, () => {
       expect((await call(client, 'list_facts', { repository: repository.slug })).isError ?? false).toBe(false)
       const refused = await call(client, 'export_graph', { repository: repository.slug })
       expect(refused.isError).toBe(true)
-      expect(refused.content[0]!.text).toBe(`permission denied: graph:export in repository ${repository.slug}; ask an administrator for a role that has it`)
+      expect(refused.content[0]!.text).toBe(`permission denied: graph:export needs the curator, editor or repoadmin role in repository ${repository.slug}; a repoadmin of it can grant it`)
       // A repository the caller holds no role in is not found, as over REST.
       const stranger = await registerAccount(http)
       const hidden = await call(await converse(stranger.token), 'list_facts', { repository: repository.slug })
       expect(hidden).toMatchObject({ isError: true, content: [{ type: 'text', text: 'repository not found' }] })
       // A graph write too: refused naming the permission, nothing written.
       const write = await call(client, 'create_fact', { repository: repository.slug, text: 'A viewer may not write this.' })
-      expect(write).toMatchObject({ isError: true, content: [{ text: `permission denied: fact:write in repository ${repository.slug}; ask an administrator for a role that has it` }] })
+      expect(write).toMatchObject({
+        isError: true,
+        content: [{ text: `permission denied: fact:write needs the editor or repoadmin role in repository ${repository.slug}; a repoadmin of it can grant it` }],
+      })
       const remove = await call(client, 'delete', { repository: repository.slug, kind: 'report', id: crypto.randomUUID() })
-      expect(remove).toMatchObject({ isError: true, content: [{ text: `permission denied: report:write in repository ${repository.slug}; ask an administrator for a role that has it` }] })
+      expect(remove).toMatchObject({
+        isError: true,
+        content: [{ text: `permission denied: report:write needs the curator, editor or repoadmin role in repository ${repository.slug}; a repoadmin of it can grant it` }],
+      })
     } finally {
       await client.close()
     }

@@ -280,7 +280,7 @@ describe(`revocation and scopes (${BACKEND})`, () => {
     expect(profile.status).toBe(200)
     const update = await api(server.url).put(`/api/v1/users/${profile.body.id}`, { name: 'Agent rename' }, tokens.access_token)
     expect(update.status).toBe(403)
-    expect(update.body).toEqual({ error: 'insufficient scope: this needs a token with the write scope' })
+    expect(update.body).toEqual({ error: 'insufficient scope: this needs a token with the write scope (this one has read); authorize again with write' })
     expect(update.headers.get('www-authenticate')).toContain('error="insufficient_scope", scope="write"')
     expect((await api(server.url).post('/api/v1/repositories', { name: 'by agent' }, tokens.access_token)).status).toBe(403)
   })
@@ -303,7 +303,7 @@ describe(`revocation and scopes (${BACKEND})`, () => {
     expect((await api(server.url).get(`/${created.body.slug}`, tokens.access_token)).status).toBe(200)
     const deleted = await api(server.url).call('DELETE', `/api/v1/repositories/${created.body.slug}`, { token: tokens.access_token })
     expect(deleted.status).toBe(403)
-    expect(deleted.body.error).toBe('insufficient scope: this needs a token with the admin scope')
+    expect(deleted.body.error).toBe('insufficient scope: repository:delete needs a token with the admin scope (this one has read write); authorize again with admin')
     // The user is no sysadmin: even an admin token cannot list users.
     const admin = await codeFor(client, 'admin')
     const adminTokens = await exchange(admin.code, admin.verifier)

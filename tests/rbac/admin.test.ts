@@ -70,7 +70,11 @@ describe(`admin routes (${BACKEND})`, () => {
   for (const [method, path, body] of routes) {
     test(`${method} ${path}: 401 without a token, 403 for a member`, async () => {
       expectError(await http.call(method, path, { body }), 401, 'authentication required')
-      expectError(await http.call(method, path, { body, token: member.token }), 403, /^permission denied: (user:read|role:read|role:manage)$/)
+      expectError(
+        await http.call(method, path, { body, token: member.token }),
+        403,
+        /^permission denied: (user:read|role:read|role:manage) needs the sysadmin role on this server; a sysadmin can grant it$/,
+      )
     })
   }
 
@@ -137,7 +141,7 @@ describe(`admin routes (${BACKEND})`, () => {
     expect(removed.status).toBe(200)
     expect(removed.body).toEqual(role(user.id, 'sysadmin'))
     expectError(await http.call('DELETE', '/api/v1/admin/users/roles', { body: role(user.id, 'sysadmin'), token: admin.token }), 404, 'no such role assignment')
-    expectError(await http.get('/api/v1/admin/users', user.token), 403, 'permission denied: user:read')
+    expectError(await http.get('/api/v1/admin/users', user.token), 403, 'permission denied: user:read needs the sysadmin role on this server; a sysadmin can grant it')
   })
 
   const invalid: [string, () => unknown, string | RegExp][] = [
@@ -161,9 +165,9 @@ describe(`admin routes (${BACKEND})`, () => {
 describe(`users and roles (${BACKEND})`, () => {
   test('user:read lets a sysadmin read another user; user:manage lets it update one', async () => {
     const user = await register()
-    expectError(await http.get(`/api/v1/users/${user.id}`, member.token), 403, 'permission denied: user:read')
+    expectError(await http.get(`/api/v1/users/${user.id}`, member.token), 403, 'permission denied: user:read needs the sysadmin role on this server; a sysadmin can grant it')
     expect((await http.get(`/api/v1/users/${user.id}`, admin.token)).body.id).toBe(user.id)
-    expectError(await http.put(`/api/v1/users/${user.id}`, { name: 'x' }, member.token), 403, 'permission denied: user:manage')
+    expectError(await http.put(`/api/v1/users/${user.id}`, { name: 'x' }, member.token), 403, 'permission denied: user:manage needs the sysadmin role on this server; a sysadmin can grant it')
     const updated = await http.put(`/api/v1/users/${user.id}`, { name: 'Renamed' }, admin.token)
     expect(updated.status).toBe(200)
     expect(updated.body.name).toBe('Renamed')

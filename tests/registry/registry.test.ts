@@ -450,12 +450,17 @@ describe(`registry errors (${BACKEND})`, () => {
 
   test('a member may pull but not push; a user without member: 403 for push, list, get, download', async () => {
     const graph = (await push(server, admin.token, smallBundle('forbidden'), { 'x-graph-name': `Forbidden ${crypto.randomUUID()}` })).body.graph_id
-    expectError(await push(server, member.token, smallBundle('member'), { 'x-graph-name': 'Member' }), 403, 'permission denied: registry:push')
+    expectError(
+      await push(server, member.token, smallBundle('member'), { 'x-graph-name': 'Member' }),
+      403,
+      'permission denied: registry:push needs the sysadmin role on this server; a sysadmin can grant it',
+    )
     for (const [method, path] of routes(graph).slice(0, 2) as [string, string][]) expect((await call(server, method, path, member.token)).status).toBe(200)
     expect((await fetch(`${server.url}/api/v1/graphs/${graph}/bundle`, { headers: { authorization: `Bearer ${member.token}` } })).status).toBe(200)
     const roleless = await registerAccount(http)
     expect((await http.call('DELETE', '/api/v1/admin/users/roles', { token: admin.token, body: { user_id: roleless.id, role: 'member', domain: 'system' } })).status).toBe(200)
-    for (const [method, path] of routes(graph).slice(0, 3) as [string, string][]) expectError(await call(server, method, path, roleless.token), 403, 'permission denied: registry:pull')
+    for (const [method, path] of routes(graph).slice(0, 3) as [string, string][])
+      expectError(await call(server, method, path, roleless.token), 403, 'permission denied: registry:pull needs the member or sysadmin role on this server; a sysadmin can grant it')
   })
 
   test('a malformed id is 400, an unknown one 404', async () => {

@@ -89,7 +89,11 @@ describe(`registry across the role matrix (${BACKEND})`, () => {
       return res
     })
     expect(seen).toEqual({ repoadmin: 202, editor: 202, curator: 403, viewer: 403, stranger: 404, sysadmin: 202, 'OAuth read': 403, 'OAuth write': 202, 'OAuth admin': 202 })
-    expectError(await http.post(`/${repo.slug}/import-graph`, { graph_id: graphId }, users.viewer.token), 403, 'permission denied: graph:import')
+    expectError(
+      await http.post(`/${repo.slug}/import-graph`, { graph_id: graphId }, users.viewer.token),
+      403,
+      'permission denied: graph:import needs the editor or repoadmin role in this repository; a repoadmin of it can grant it',
+    )
   })
 
   test('an export pushes for the user who asked, who owns the graph and deletes it; others may not, a sysadmin may', async () => {

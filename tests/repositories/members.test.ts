@@ -124,9 +124,13 @@ describe(`repository members (${BACKEND})`, () => {
     }
     // A scope too narrow says so, with the challenge; a role too weak names the permission.
     const narrow = await put(ownerTokens.write, { email: users.newcomer.email, role: 'viewer' })
-    expectError(narrow, 403, 'insufficient scope: this needs a token with the admin scope')
+    expectError(narrow, 403, 'insufficient scope: member:manage needs a token with the admin scope (this one has write); authorize again with admin')
     expect(narrow.headers.get('www-authenticate')).toContain('error="insufficient_scope"')
-    expectError(await put(users.editor.token, { email: users.newcomer.email, role: 'viewer' }), 403, 'permission denied: member:manage')
+    expectError(
+      await put(users.editor.token, { email: users.newcomer.email, role: 'viewer' }),
+      403,
+      'permission denied: member:manage needs the repoadmin role in this repository; a repoadmin of it can grant it',
+    )
   })
 
   test('no token: 401 before anything else, at both addresses', async () => {

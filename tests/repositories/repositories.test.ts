@@ -147,10 +147,18 @@ describe(`repositories (${BACKEND})`, () => {
   })
 
   test('a viewer reads but may not update or delete (403); a role in A grants nothing in B or the system', async () => {
-    expectError(await http.put(`/api/v1/repositories/${a.slug}`, { name: 'Renamed' }, viewer.token), 403, 'permission denied: repository:update')
-    expectError(await http.call('DELETE', `/api/v1/repositories/${a.slug}`, { token: viewer.token }), 403, 'permission denied: repository:delete')
+    expectError(
+      await http.put(`/api/v1/repositories/${a.slug}`, { name: 'Renamed' }, viewer.token),
+      403,
+      'permission denied: repository:update needs the editor or repoadmin role in this repository; a repoadmin of it can grant it',
+    )
+    expectError(
+      await http.call('DELETE', `/api/v1/repositories/${a.slug}`, { token: viewer.token }),
+      403,
+      'permission denied: repository:delete needs the repoadmin role in this repository; a repoadmin of it can grant it',
+    )
     // Sending A in the header does not widen anything on system routes.
-    expectError(await http.call('GET', '/api/v1/admin/users', withHeader(viewer.token, a.id)), 403, 'permission denied: user:read')
+    expectError(await http.call('GET', '/api/v1/admin/users', withHeader(viewer.token, a.id)), 403, 'permission denied: user:read needs the sysadmin role on this server; a sysadmin can grant it')
     expectError(await http.call('PUT', '/api/v1/admin/users/roles', { ...withHeader(viewer.token, a.id), body: { user_id: viewer.id, role: 'repoadmin', domain: a.id } }), 403)
     const permissions = await http.call('GET', '/api/v1/permissions', withHeader(viewer.token, a.id))
     expect(new Set(permissions.body.permissions.map((p: { domain: string }) => p.domain))).toEqual(new Set(['system', a.id]))

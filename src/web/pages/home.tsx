@@ -3,12 +3,22 @@
 import { useState } from 'preact/hooks'
 import { request } from '../api.ts'
 import type { Fact, Repository } from '../types.ts'
+import { PermissionsOf, useCan } from '../permissions.tsx'
 import { ErrorBox, Link, navigate, Paged } from '../ui.tsx'
 import { paths } from './graph.tsx'
 
 const value = (event: Event) => (event.target as HTMLInputElement).value
 
 export function Repositories() {
+  return (
+    <PermissionsOf>
+      <RepositoryList />
+    </PermissionsOf>
+  )
+}
+
+function RepositoryList() {
+  const can = useCan()
   const [name, setName] = useState('')
   const [error, setError] = useState<unknown>()
   const create = async (event: Event) => {
@@ -36,14 +46,16 @@ export function Repositories() {
           </ul>
         )}
       </Paged>
-      <form onSubmit={create} class="inline">
-        <h2>New repository</h2>
-        <label>
-          Name <input required maxLength={200} value={name} onInput={(event) => setName(value(event))} />
-        </label>
-        <button type="submit">Create</button>
-        {error !== undefined && <ErrorBox error={error} />}
-      </form>
+      {can('repository:create') && (
+        <form onSubmit={create} class="inline">
+          <h2>New repository</h2>
+          <label>
+            Name <input required maxLength={200} value={name} onInput={(event) => setName(value(event))} />
+          </label>
+          <button type="submit">Create</button>
+          {error !== undefined && <ErrorBox error={error} />}
+        </form>
+      )}
     </>
   )
 }

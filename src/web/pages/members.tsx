@@ -1,11 +1,12 @@
-// A repository's members (GET/PUT/DELETE /{repo}/members): who holds which role; a repoadmin (or
-// a sysadmin) adds one by e-mail, changes a role, removes one after a confirmation. A refusal
-// (the last repoadmin, an unknown e-mail) is the API's own message.
+// A repository's members (GET/PUT/DELETE /{repo}/members): who holds which role, and what each
+// role may do; a repoadmin (or a sysadmin) adds one by e-mail, changes a role, removes one after
+// a confirmation. A refusal (the last repoadmin, an unknown e-mail) is the API's own message.
 import { useState } from 'preact/hooks'
-import { get, request } from '../api.ts'
+import { request } from '../api.ts'
 import { Confirm } from '../confirm.tsx'
-import type { Repository } from '../types.ts'
-import { ErrorBox, Paged, Show, useLoad } from '../ui.tsx'
+import { useCan } from '../permissions.tsx'
+import { REPOSITORY_ROLES, ROLE_LINES } from '../roles.ts'
+import { ErrorBox, Paged } from '../ui.tsx'
 
 interface Member {
   user_id: string
@@ -14,10 +15,7 @@ interface Member {
   role: string
 }
 
-/** The repository roles, strongest first (the API's REPOSITORY_ROLES). */
-const ROLES = ['repoadmin', 'editor', 'curator', 'viewer']
-
-const roleOptions = ROLES.map((role) => (
+const roleOptions = REPOSITORY_ROLES.map((role) => (
   <option key={role} value={role}>
     {role}
   </option>
@@ -26,10 +24,7 @@ const selected = (event: Event) => (event.target as HTMLSelectElement).value
 
 export function Members({ repo }: { repo: string }) {
   const members = `/${encodeURIComponent(repo)}/members`
-  const [manages] = useLoad(async () => {
-    const [repository, permissions] = await Promise.all([get<Repository>(`/api/v1/repositories/${encodeURIComponent(repo)}`), get<{ system_admin: boolean }>('/api/v1/permissions')])
-    return repository.role === 'repoadmin' || permissions.system_admin
-  }, repo)
+  const canManage = useCan()('member:manage')
   const [round, setRound] = useState(0)
   const [outcome, setOutcome] = useState<{ error?: unknown; done?: string }>({})
   const [removing, setRemoving] = useState<Member>()
@@ -59,73 +54,82 @@ export function Members({ repo }: { repo: string }) {
   return (
     <>
       <h1 tabIndex={-1}>Members</h1>
-      <Show loaded={manages}>
-        {(canManage) => (
-          <>
-            {outcome.error !== undefined && <ErrorBox error={outcome.error} />}
-            {outcome.done && <p role="status">{outcome.done}</p>}
-            <Paged<Member> key={round} path={members} label="Members">
-              {(rows) => (
-                <table>
-                  <caption class="visually-hidden">Members and their roles</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">E-mail</th>
-                      <th scope="col">Name</th>
-                      <th scope="col">Role</th>
-                      {canManage && <th scope="col">Remove</th>}
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {rows.map((member) => (
-                      <tr key={member.user_id}>
-                        <td>{member.email}</td>
-                        <td>{member.name}</td>
-                        <td>
-                          {canManage ? (
-                            <select
-                              value={member.role}
-                              aria-label={`Role of ${member.email}`}
-                              onChange={(event) => change('PUT', members, { email: member.email, role: selected(event) }, (changed) => `${changed.email} is now ${changed.role}.`)}
-                            >
-                              {roleOptions}
-                            </select>
-                          ) : (
-                            member.role
-                          )}
-                        </td>
-                        {canManage && (
-                          <td>
-                            <button type="button" aria-label={`Remove ${member.email}`} onClick={() => setRemoving(member)}>
-                              Remove
-                            </button>
-                          </td>
-                        )}
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              )}
-            </Paged>
-            {removing && <Confirm question={`Remove ${removing.email} from this repository?`} action="Remove" onConfirm={() => remove(removing)} onCancel={() => setRemoving(undefined)} />}
-            {canManage && (
-              <form class="inline" onSubmit={add}>
-                <h2>Add a member</h2>
-                <label>
-                  E-mail <input type="email" required maxLength={254} value={email} onInput={(event) => setEmail((event.target as HTMLInputElement).value)} />
-                </label>
-                <label>
-                  Role{' '}
-                  <select value={role} aria-label="Role" onChange={(event) => setRole(selected(event))}>
-                    {roleOptions}
-                  </select>
-                </label>
-                <button type="submit">Add</button>
-              </form>
-            )}
-          </>
+      {outcome.error !== undefined && <ErrorBox error={outcome.error} />}
+      {outcome.done && <p role="status">{outcome.done}</p>}
+      <Paged<Member> key={round} path={members} label="Members">
+        {(rows) => (
+          <table>
+            <caption class="visually-hidden">Members and their roles</caption>
+            <thead>
+              <tr>
+                <th scope="col">E-mail</th>
+                <th scope="col">Name</th>
+                <th scope="col">Role</th>
+                {canManage && <th scope="col">Remove</th>}
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((member) => (
+                <tr key={member.user_id}>
+                  <td>{member.email}</td>
+                  <td>{member.name}</td>
+                  <td>
+                    {canManage ? (
+                      <select
+                        value={member.role}
+                        aria-label={`Role of ${member.email}`}
+                        onChange={(event) => change('PUT', members, { email: member.email, role: selected(event) }, (changed) => `${changed.email} is now ${changed.role}.`)}
+                      >
+                        {roleOptions}
+                      </select>
+                    ) : (
+                      member.role
+                    )}
+                  </td>
+                  {canManage && (
+                    <td>
+                      <button type="button" aria-label={`Remove ${member.email}`} onClick={() => setRemoving(member)}>
+                        Remove
+                      </button>
+                    </td>
+                  )}
+                </tr>
+              ))}
+            </tbody>
+          </table>
         )}
-      </Show>
+      </Paged>
+      <section aria-labelledby="roles">
+        <h2 id="roles">What each role may do</h2>
+        <dl class="roles">
+          {ROLE_LINES.map(({ role, line }) => (
+            <div key={role}>
+              <dt>{role}</dt>
+              <dd>{line}</dd>
+            </div>
+          ))}
+        </dl>
+        <p>{canManage ? 'You may give and change roles here.' : 'A repoadmin of this repository gives and changes roles: ask one of them (see the list above).'}</p>
+      </section>
+      {removing && <Confirm question={`Remove ${removing.email} from this repository?`} action="Remove" onConfirm={() => remove(removing)} onCancel={() => setRemoving(undefined)} />}
+      {canManage && (
+        <form class="inline" onSubmit={add}>
+          <h2>Add a member</h2>
+          <label>
+            E-mail <input type="email" required maxLength={254} value={email} onInput={(event) => setEmail((event.target as HTMLInputElement).value)} />
+          </label>
+          <label>
+            Role{' '}
+            <select value={role} aria-label="Role" aria-describedby="chosen-role" onChange={(event) => setRole(selected(event))}>
+              {roleOptions}
+            </select>
+          </label>
+          <button type="submit">Add</button>
+          <p id="chosen-role" class="meta">
+            {ROLE_LINES.find((line) => line.role === role)?.line}
+          </p>
+        </form>
+      )}
     </>
   )
 }

@@ -3,6 +3,7 @@
 // graph by id (the Registry page's "Import into…" is the other way to one).
 import { useState } from 'preact/hooks'
 import { request, upload } from '../api.ts'
+import { Allowed } from '../permissions.tsx'
 import type { Job } from '../types.ts'
 import { ErrorBox, Link } from '../ui.tsx'
 import { ExportOutcome, GraphLink, ImportOutcome, JobProgress, ProgressBar } from './transfer-jobs.tsx'
@@ -147,9 +148,13 @@ export function Transfer({ repo }: { repo: string }) {
   return (
     <>
       <h1 tabIndex={-1}>Export and import</h1>
-      <Export repo={repo} />
-      <FileImport repo={repo} />
-      <RegistryImport repo={repo} />
+      <Allowed permission="graph:export" doing="Exporting this repository">
+        <Export repo={repo} />
+      </Allowed>
+      <Allowed permission="graph:import" doing="Importing into this repository">
+        <FileImport repo={repo} />
+        <RegistryImport repo={repo} />
+      </Allowed>
     </>
   )
 }

@@ -1,9 +1,10 @@
 // Writing a repository's graph: add and edit a fact, a concept, a report; delete one with a
 // confirmation. Every write goes through the public write API, an edit or a delete with the ETag
 // the page read in If-Match, so a row changed meanwhile is the API's 412, shown as such. The
-// buttons show where the caller's permissions (GET /permissions) allow; the API judges all the same.
+// buttons and forms show where the caller's permissions allow (permissions.tsx); the API judges all the same.
 import { useState } from 'preact/hooks'
 import { request, versioned } from '../api.ts'
+import { Allowed, useCan } from '../permissions.tsx'
 import { Link, navigate, useLoad } from '../ui.tsx'
 import { paths } from './graph.tsx'
 import { Confirm } from '../confirm.tsx'
@@ -14,20 +15,20 @@ import { ReportEditor } from './write/report.tsx'
 
 const KINDS: Record<string, Kind> = { facts: 'fact', concepts: 'concept', reports: 'report' }
 
-/** The caller's permissions in the repository ("fact:write", …): none while they load, or if the API refuses them. */
-function usePermissions(repo: string): Set<string> {
-  const [loaded] = useLoad(() => request<{ permissions: { resource: string; action: string }[] }>('GET', '/api/v1/permissions', undefined, { 'x-repository-id': repo }), `permissions ${repo}`)
-  return new Set(loaded.state === 'done' ? loaded.value.permissions.map(({ resource, action }) => `${resource}:${action}`) : [])
-}
-
-/** The page that writes `tab`'s rows at …/<tab>/new and …/<tab>/<id>/edit, if that is the path. */
+/**
+ * The page that writes `tab`'s rows at …/<tab>/new and …/<tab>/<id>/edit, if that is the path:
+ * its form where the caller may write the kind, else what that needs (no form to fill in vain).
+ */
 export function writePage(repo: string, tab: string, id: string | undefined, action: string | undefined) {
   const kind = KINDS[tab]
   if (!kind || !id || (id !== 'new' && action !== 'edit')) return undefined
   const editing = id === 'new' ? undefined : id
-  if (kind === 'fact') return <FactEditor repo={repo} id={editing} />
-  if (kind === 'concept') return <ConceptEditor repo={repo} id={editing} />
-  return <ReportEditor repo={repo} id={editing} />
+  const form = kind === 'fact' ? <FactEditor repo={repo} id={editing} /> : kind === 'concept' ? <ConceptEditor repo={repo} id={editing} /> : <ReportEditor repo={repo} id={editing} />
+  return (
+    <Allowed permission={`${kind}:write`} doing={editing ? `Editing this ${kind}` : `Adding a ${kind}`} heading={editing ? `Edit the ${kind}` : `New ${kind}`}>
+      {form}
+    </Allowed>
+  )
 }
 
 /** Above a list: "Add a …"; above a row's page: edit and delete it. Only where the caller may write. */
@@ -37,8 +38,8 @@ export function WriteBar({ repo, tab, id }: { repo: string; tab: string; id: str
 }
 
 function KindWriteBar({ repo, tab, kind, id }: { repo: string; tab: string; kind: Kind; id: string | undefined }) {
-  const permissions = usePermissions(repo)
-  if (!permissions.has(`${kind}:write`)) return null
+  const can = useCan()
+  if (!can(`${kind}:write`)) return null
   const to = paths(repo)
   if (!id)
     return (

@@ -77,8 +77,16 @@ describe(`export download (${BACKEND})`, () => {
     expectError(await http.get(`/${repo.slug}/export-graph/not-a-uuid/download`, owner.token), 400, 'invalid path parameter: jobID: expected a UUID (got "not-a-uuid")')
     expectError(await http.get(`/${repo.slug}/export-graph/${crypto.randomUUID()}/download`, owner.token), 404, 'export not found')
     expectError(await http.call('GET', `/${repo.slug}/export-graph/${crypto.randomUUID()}/download`), 401, 'authentication required')
-    expectError(await http.get(`/${repo.slug}/export-graph/${crypto.randomUUID()}/download`, viewer.token), 403, 'permission denied: graph:export')
-    expectError(await http.get(`/${repo.slug}/export-graph/download`, viewer.token), 403, 'permission denied: graph:export')
+    expectError(
+      await http.get(`/${repo.slug}/export-graph/${crypto.randomUUID()}/download`, viewer.token),
+      403,
+      'permission denied: graph:export needs the curator, editor or repoadmin role in this repository; a repoadmin of it can grant it',
+    )
+    expectError(
+      await http.get(`/${repo.slug}/export-graph/download`, viewer.token),
+      403,
+      'permission denied: graph:export needs the curator, editor or repoadmin role in this repository; a repoadmin of it can grant it',
+    )
   })
 
   test('while an export is queued, and once it ran: 503 with its job, then the bundle named in headers', async () => {

@@ -133,8 +133,16 @@ describe(`export routes (${BACKEND})`, () => {
   test('without a token 401; a viewer lacks graph:export (403); a repository one has no role in, or none at all, is 404', async () => {
     expectError(await http.post(`/${empty.slug}/export-graph`, {}), 401)
     expectError(await http.call('GET', `/${empty.slug}/export-graph/download`), 401)
-    expectError(await http.post(`/${empty.slug}/export-graph`, {}, viewer.token), 403, 'permission denied: graph:export')
-    expectError(await http.get(`/${empty.slug}/export-graph/download`, viewer.token), 403, 'permission denied: graph:export')
+    expectError(
+      await http.post(`/${empty.slug}/export-graph`, {}, viewer.token),
+      403,
+      'permission denied: graph:export needs the curator, editor or repoadmin role in this repository; a repoadmin of it can grant it',
+    )
+    expectError(
+      await http.get(`/${empty.slug}/export-graph/download`, viewer.token),
+      403,
+      'permission denied: graph:export needs the curator, editor or repoadmin role in this repository; a repoadmin of it can grant it',
+    )
     expectError(await http.post(`/${empty.slug}/export-graph`, {}, stranger.token), 404, 'repository not found')
     expectError(await http.post('/no-such-repository/export-graph', {}, owner.token), 404, 'repository not found')
     expectError(await http.get(`/${crypto.randomUUID()}/export-graph/download`, owner.token), 404, 'repository not found')
