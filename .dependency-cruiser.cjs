@@ -35,8 +35,8 @@ module.exports = {
     {
       name: 'graph-rules-pure',
       severity: 'error',
-      comment: 'The graph\'s rules (graph/rules.ts) are pure functions, shared by the import, the write API and the bundle codec.',
-      from: { path: '^src/graph/rules\\.ts$' },
+      comment: 'The graph\'s rules (graph/rules.ts) and size limits (graph/limits.ts) are pure functions, shared by the import, the write API and the bundle codec.',
+      from: { path: '^src/graph/(rules|limits)\\.ts$' },
       to: { path: '^src/' },
     },
     {

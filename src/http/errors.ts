@@ -142,18 +142,33 @@ function describeValue(value: unknown): string {
   return typeName(value)
 }
 
-/** A store's domain error as the HTTP error it means; any other error as it is. */
-const asHttpError = (error: unknown) => (error instanceof ConflictError ? new HttpError(409, error.message) : error)
+/** PostgreSQL's program_limit_exceeded class (SQLSTATE 54): an index entry, a full-text document, an array too large. */
+const isProgramLimit = (error: unknown) => /^54[0-9A-Z]{3}$/.test(String((error as { code?: unknown } | null)?.code ?? ''))
 
 /**
- * The global error handler. A database that cannot be reached is 503; other unknown errors are
- * logged with their stack and answered 500 without it.
+ * A failure whose caller may be told what it was, as the HttpError it means: an HttpError, a
+ * store's ConflictError (409), a value past a database limit (400). The size checks
+ * (graph/limits.ts) refuse such values first, so one reaching here means a check is missing: it
+ * is logged, and PostgreSQL's message, which names indexes, goes to the log only. Undefined for
+ * any other failure: unexpected.
+ */
+export function knownFailure(error: unknown, log: Logger, requestId: string | undefined): HttpError | undefined {
+  if (error instanceof HttpError) return error
+  if (error instanceof ConflictError) return new HttpError(409, error.message)
+  if (!isProgramLimit(error)) return undefined
+  log.warn('a value past a database limit', { request_id: requestId, ...describeError(error) })
+  return new HttpError(400, 'a value is too large for the database to store or index; shorten the longest text')
+}
+
+/**
+ * The global error handler. A value past a database limit is 400 (knownFailure), a database that
+ * cannot be reached 503; other unknown errors are logged with their stack and answered 500 without it.
  */
 export function errorHandling(log: Logger, methodNotAllowed: (request: Request) => Response | undefined, shapeOf: (path: string) => ErrorShape | undefined = () => undefined) {
   return new Elysia({ name: 'kgs/errors' }).onError({ as: 'global' }, ({ code, error, request }) => {
     // A body the parser refused, which the route's schema then refused as null: the first refusal is the one to report.
-    const raised = asHttpError(error)
-    const own = (code === 'VALIDATION' && refusedBodies.get(request)) || (raised instanceof HttpError ? raised : asHttpError((error as { cause?: unknown }).cause))
+    const id = requestIdOf(request)
+    const own = (code === 'VALIDATION' && refusedBodies.get(request)) || knownFailure(error, log, id) || knownFailure((error as { cause?: unknown }).cause, log, id)
     const failure: Failure | undefined =
       own instanceof HttpError
         ? { status: own.status, message: own.message, headers: own.headers }
@@ -168,10 +183,10 @@ export function errorHandling(log: Logger, methodNotAllowed: (request: Request) 
     if (code === 'NOT_FOUND') return methodNotAllowed(request) ?? errorResponse(404, 'not found')
     if (isDatabaseUnavailable(error)) {
       // Expected while PostgreSQL restarts; the client may retry, the pools reconnect by themselves.
-      log.warn('database unavailable', { request_id: requestIdOf(request), error: (error as Error).message })
+      log.warn('database unavailable', { request_id: id, error: (error as Error).message })
       return errorResponse(503, 'database unavailable', { 'retry-after': '1' })
     }
-    log.error('unhandled error', { request_id: requestIdOf(request), ...describeError(error) })
+    log.error('unhandled error', { request_id: id, ...describeError(error) })
     return errorResponse(500, 'internal server error')
   })
 }

@@ -9,6 +9,7 @@
 // arguments the tool refuses, a refusal, an error) goes to the SDK; a read may then run twice.
 import type { CallToolResult } from '@modelcontextprotocol/server'
 import type { Principal } from '../http/auth.ts'
+import { requestIdOf } from '../http/request-id.ts'
 import { COMPILED, SERVER_INFO, type Compiled } from './server.ts'
 import type { Tool } from './tool.ts'
 
@@ -22,7 +23,7 @@ const READS = new Map(COMPILED.filter((c) => c.tool.annotations.readOnlyHint).ma
 const SSE_HEADERS = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache, no-transform', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' }
 const ENCODER = new TextEncoder()
 
-type Answer = (principal: Principal, tool: Tool, args: Record<string, unknown>) => Promise<CallToolResult>
+type Answer = (principal: Principal, tool: Tool, args: Record<string, unknown>, requestId: string | undefined) => Promise<CallToolResult>
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 const keysWithin = (value: Record<string, unknown>, allowed: readonly string[]) => Object.keys(value).every((key) => allowed.includes(key))
@@ -56,7 +57,7 @@ function qualifying(headers: Headers, body: unknown): { compiled: Compiled; args
 /**
  * The SDK's answer to a qualifying tools/call of `principal` (see above), or undefined for the SDK
  * to answer: the request does not qualify, the arguments or the answer do not fit the tool's
- * schemas, the tool refused (a tool error) or failed.
+ * schemas, the tool refused or failed (a tool error).
  */
 export function fastToolCall(answer: Answer) {
   return async (request: Request, body: unknown, principal: Principal): Promise<Response | undefined> => {
@@ -64,12 +65,7 @@ export function fastToolCall(answer: Answer) {
     if (!call) return undefined
     const { compiled, args, id, revision } = call
     if (!fits(compiled.input, args)) return undefined
-    let result: CallToolResult
-    try {
-      result = await answer(principal, compiled.tool, args)
-    } catch {
-      return undefined
-    }
+    const result = await answer(principal, compiled.tool, args, requestIdOf(request))
     if (result.isError || !fits(compiled.output, result.structuredContent)) return undefined
     if (revision === LEGACY) {
       const event = ENCODER.encode(`event: message\ndata: ${JSON.stringify({ result, jsonrpc: '2.0', id })}\n\n`)

@@ -11,6 +11,7 @@ import { createMcpHandler } from '@modelcontextprotocol/server'
 import { accessControl, type OwnerAuthorizer } from '../http/access.ts'
 import { principalOf, type Authenticator } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
+import { requestIdOf } from '../http/request-id.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
@@ -43,7 +44,7 @@ export function mcpRoutes(options: McpRoutesOptions) {
   const fast = options.fastCalls === false ? undefined : fastToolCall(answer)
   /** The JSON-RPC message of each request being served, for the server built to answer it. */
   const messages = new WeakMap<Request, unknown>()
-  const handler = createMcpHandler(({ requestInfo }) => newServer(principalOf(requestInfo!), messages.get(requestInfo!)), {
+  const handler = createMcpHandler(({ requestInfo }) => newServer(principalOf(requestInfo!), messages.get(requestInfo!), requestIdOf(requestInfo!)), {
     legacy: 'stateless',
     maxRequestBodySize: options.bodyLimit,
     onerror: (error) => options.log.debug('mcp: request refused or failed', describeError(error)),

@@ -3,7 +3,8 @@
 // what it needs, the resources their answers link to, and the instructions a model reads first.
 import { McpServer, ResourceTemplate, type CallToolResult, type ReadResourceResult } from '@modelcontextprotocol/server'
 import { holdsSystemPermission, type Principal } from '../http/auth.ts'
-import { HttpError } from '../http/errors.ts'
+import { HttpError, knownFailure } from '../http/errors.ts'
+import { describeError } from '../log.ts'
 import { permissionDenied, scopeAllows, scopeNeeded, scopeRefused, type Permission } from '../permissions.ts'
 import { repositoryFinder } from '../repositories/scope.ts'
 import type { Repository } from '../repositories/repositories.ts'
@@ -81,14 +82,31 @@ export function mcpServerFactory(services: ToolServices) {
     }
   }
 
+  /** An unexpected failure, logged with its stack under the request's id: the caller learns only the id (the message may name indexes, paths). */
+  function unexpected(error: unknown, requestId: string | undefined, what: Record<string, string>): string {
+    services.log.error('mcp: unhandled error', { request_id: requestId, ...what, ...describeError(error) })
+    return `internal error; logged as ${requestId}`
+  }
+
+  /** A resource read whose unexpected failure answers only the request's id (a JSON-RPC error of that message). */
+  const guarded =
+    (requestId: string | undefined, read: (uri: URL, variables: Record<string, unknown>) => Promise<ReadResourceResult>) =>
+    async (uri: URL, variables: Record<string, unknown>): Promise<ReadResourceResult> => {
+      try {
+        return await read(uri, variables)
+      } catch (error) {
+        throw knownFailure(error, services.log, requestId) ?? new Error(unexpected(error, requestId, { resource: uri.href }))
+      }
+    }
+
   /** A resource: the same detail its get_ tool answers, read with the same permission. */
-  function resource(server: McpServer, principal: Principal, kind: 'facts' | 'concepts' | 'reports', read: (repository: Repository, id: string) => Promise<unknown>) {
+  function resource(server: McpServer, principal: Principal, requestId: string | undefined, kind: 'facts' | 'concepts' | 'reports', read: (repository: Repository, id: string) => Promise<unknown>) {
     const permission = ({ facts: 'fact:read', concepts: 'concept:read', reports: 'report:read' } as const)[kind]
     server.registerResource(
       kind.slice(0, -1),
       new ResourceTemplate(`kgs://{repository}/${kind}/{id}`, { list: undefined }),
       { description: `a ${kind.slice(0, -1)} of a repository, as get_${kind.slice(0, -1)} answers it`, mimeType: 'application/json' },
-      async (uri, variables): Promise<ReadResourceResult> => {
+      guarded(requestId, async (uri, variables): Promise<ReadResourceResult> => {
         const repository = await repositoryFor(principal, String(variables.repository))
         const denied = refusal(principal, permission, services.rbac.can(principal.userId, repository.id, permission), `repository ${repository.slug}`)
         if (denied) throw new HttpError(403, denied)
@@ -96,20 +114,20 @@ export function mcpServerFactory(services: ToolServices) {
         const row = UUID.test(id) ? await read(repository, id) : undefined
         if (row === undefined) throw new HttpError(404, `${kind.slice(0, -1)} not found`)
         return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(row) }] }
-      },
+      }),
     )
   }
 
   /** What a call of `tool` answers: its result, or a tool error saying why it was refused. */
-  async function answer(principal: Principal, tool: Tool, args: Record<string, unknown>): Promise<CallToolResult> {
+  async function answer(principal: Principal, tool: Tool, args: Record<string, unknown>, requestId: string | undefined): Promise<CallToolResult> {
     try {
       return await callTool(principal, tool, args)
     } catch (error) {
       // The feature functions refuse with HttpError (a repository not found, a quota), the graph's writes with a
-      // WriteRefusal (a missing reference, a natural key taken): the model reads why.
+      // WriteRefusal (a missing reference, a natural key taken): the model reads why; anything else is unexpected.
       if (error instanceof ExistingRow) return toolError(`${error.message}: existing id ${error.id}`)
-      if (error instanceof HttpError || error instanceof WriteRefusal) return toolError(error.message)
-      throw error
+      const known = error instanceof WriteRefusal ? error : knownFailure(error, services.log, requestId)
+      return toolError(known ? known.message : unexpected(error, requestId, { tool: tool.name }))
     }
   }
 
@@ -120,20 +138,20 @@ export function mcpServerFactory(services: ToolServices) {
    * (initialize, tools/list, discovery) everything: registering all tools costs a call a tenth
    * of the SDK's time for nothing.
    */
-  const newServer = (principal: Principal, message?: unknown): McpServer => {
+  const newServer = (principal: Principal, message: unknown, requestId: string | undefined): McpServer => {
     const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS })
     const { method, params } = (message ?? {}) as { method?: unknown; params?: { name?: unknown } }
     const called = method === 'tools/call' ? COMPILED.find((c) => c.tool.name === params?.name) : undefined
     for (const { tool, input, output } of called ? [called] : method === 'resources/read' ? [] : COMPILED) {
       server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: input, outputSchema: output, annotations: tool.annotations }, (args) =>
-        answer(principal, tool, args),
+        answer(principal, tool, args, requestId),
       )
     }
     if (called) return server
     const db = (repository: Repository) => services.pools.forRepository(repository.id)
-    resource(server, principal, 'facts', async (repository, id) => getFact(await db(repository), id))
-    resource(server, principal, 'concepts', async (repository, id) => getConcept(await db(repository), id))
-    resource(server, principal, 'reports', async (repository, id) => getReport(await db(repository), id))
+    resource(server, principal, requestId, 'facts', async (repository, id) => getFact(await db(repository), id))
+    resource(server, principal, requestId, 'concepts', async (repository, id) => getConcept(await db(repository), id))
+    resource(server, principal, requestId, 'reports', async (repository, id) => getReport(await db(repository), id))
     return server
   }
   return { newServer, answer }

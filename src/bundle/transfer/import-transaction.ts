@@ -19,6 +19,7 @@ import { COPY_SECTIONS, CopyData, CopyStream, type CopiedSection } from './impor
 import { BundleError, type BundleErrorWhere, type BundleItem, type BundleReader, type RowItem } from '../format/reader.ts'
 import { ROW_SCHEMAS, ROW_SECTIONS, type Row, type RowSection } from '../format/schema.ts'
 import { isMediaType } from '../../media/types.ts'
+import { oversizedText } from '../../graph/limits.ts'
 
 /** Rows per statement, at most; and at most about this many bytes of the bundle (wide rows: sources, syntheses). */
 const BATCH_ROWS = 1000
@@ -100,35 +101,13 @@ const where = (batch: Batch) => `${batch.section}[${batch.positions[0]}${batch.p
 export const isDataError = (error: unknown) => /^(2[23]|54)/.test(String((error as { code?: unknown } | null)?.code ?? ''))
 
 /**
- * A btree index entry holds at most 2704 bytes (PostgreSQL's limit for a page of 8 KiB), and a
- * longer value fails the insert with a raw "index row requires N bytes". 2600 leaves room for
- * the entry's headers and a UUID beside the text; an index of two text fields splits it.
- * Lower-casing (the concept indexes) can lengthen a string, so that form is measured too.
- */
-const INDEX_ENTRY_BYTES = 2600
-const INDEXED_TEXT: Partial<Record<RowSection, readonly string[]>> = {
-  sources: ['url'],
-  concepts: ['canonical_name', 'context'],
-  concept_aliases: ['alias_text'],
-  concept_syntheses: ['canonical_name'],
-  investigations: ['title', 'topic'],
-  reports: ['title'],
-}
-
-/**
  * What PostgreSQL would refuse in a row, named like the reader's problems: NUL characters in
- * text, values too long for their index, integers past the int columns, dates that are none,
+ * text, values too long for their index or full-text document (graph/limits.ts), integers past the int columns, dates that are none,
  * media types that are none (they become response headers).
  */
 function checkRow(section: RowSection, position: number, row: Record<string, unknown>): void {
-  const indexed = INDEXED_TEXT[section]
-  for (const field of indexed ?? []) {
-    const value = row[field]
-    if (typeof value !== 'string') continue
-    const bytes = Math.max(Buffer.byteLength(value), Buffer.byteLength(value.toLowerCase()))
-    const most = Math.floor(INDEX_ENTRY_BYTES / indexed!.length)
-    if (bytes > most) throw new BundleError(`${field} is ${bytes} bytes, at most ${most}`, { section, position })
-  }
+  const oversized = oversizedText(section, row)
+  if (oversized) throw new BundleError(oversized, { section, position })
   if ((section === 'source_images' || section === 'source_bodies') && typeof row.content_type === 'string') checkMediaType(row.content_type, { section, position })
   const integers = INTEGER_FIELDS.get(section)!
   for (const field in row) {

@@ -6,6 +6,7 @@ import type { TransactionSql } from 'postgres'
 import type { Db } from '../../db/sql.ts'
 import { isUniqueViolation } from '../../db/conflict.ts'
 import { sha256Hex, citedIds, type CitedKind } from '../rules.ts'
+import { oversizedDocument, oversizedIndexed } from '../limits.ts'
 
 /** Why the graph refuses a write, in words its caller can act on (each subclass: one HTTP status). */
 export class WriteRefusal extends Error {}
@@ -95,6 +96,17 @@ export function missingReference(sql: Db, references: readonly References[]) {
 /** The refusal (400) of a missing reference, naming it. */
 export function missingReferenceError(missing: { field: string; noun: string; id: string }): InvalidWrite {
   return new InvalidWrite(`${missing.field}: ${missing.noun} ${missing.id} does not exist in this repository`)
+}
+
+/**
+ * Refuses (400) texts PostgreSQL could not store (graph/limits.ts), naming the field and its size:
+ * those `fields` of a row of `table` its btree indexes hold, and, with `document`, the texts of its
+ * full-text document (all of them, as they will be: an update passes the row's next values, and
+ * the bytes of the aliases it keeps).
+ */
+export function requireStorable(table: Table, fields: Record<string, unknown>, document?: { row: Record<string, unknown>; aliasBytes?: number }): void {
+  const problem = oversizedIndexed(table, fields) ?? (document && oversizedDocument(table, document.row, document.aliasBytes))
+  if (problem) throw new InvalidWrite(problem)
 }
 
 /** Refuses (400) ids of `table` that do not exist in this repository, naming the first. */

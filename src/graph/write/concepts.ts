@@ -6,7 +6,7 @@ import type { Static } from '@sinclair/typebox'
 import type { ConceptCreate, ConceptUpdate } from './schemas.ts'
 import { getConcept } from '../store.ts'
 import type { ConceptDetail } from '../schemas.ts'
-import { citationsOf, lockRow, markForEmbedding, uniqueWrite, type BrokenCitation } from './common.ts'
+import { citationsOf, lockRow, markForEmbedding, requireStorable, uniqueWrite, type BrokenCitation } from './common.ts'
 
 export type ConceptInput = Static<typeof ConceptCreate>
 export type ConceptChanges = Static<typeof ConceptUpdate>
@@ -28,6 +28,7 @@ async function replaceAliases(tx: TransactionSql, id: string, aliases: string[] 
 }
 
 export async function createConcept(sql: Sql, input: ConceptInput): Promise<ConceptDetail> {
+  requireStorable('concepts', input, { row: input })
   return await sql.begin(async (tx) => {
     const id = crypto.randomUUID()
     const context = input.context ?? ''
@@ -55,6 +56,11 @@ export async function updateConcept(sql: Sql, id: string, changes: ConceptChange
       description: changes.description ?? current.description,
       promptset_hash: changes.promptset_hash ?? current.promptset_hash,
     }
+    // Its document is the name, the aliases and the description: any of them changed, it is measured as it will be.
+    const documentChanged = changes.canonical_name !== undefined || changes.description !== undefined || changes.aliases !== undefined
+    const keptAliases = async () => (await tx<{ bytes: number }[]>`SELECT octet_length(aliases_text) AS bytes FROM concepts WHERE id = ${id}`)[0]!.bytes
+    const document = documentChanged ? { row: { ...next, aliases: changes.aliases }, aliasBytes: changes.aliases ? 0 : await keptAliases() } : undefined
+    requireStorable('concepts', changes, document)
     await uniqueWrite(
       tx,
       EXISTS,

@@ -9,7 +9,20 @@ import type { FactCreate, FactUpdate } from './schemas.ts'
 import { factContentHash } from '../rules.ts'
 import { factDetailColumns, getFact, jsonRow } from '../store.ts'
 import type { FactDetail } from '../schemas.ts'
-import { citationsOf, ExistingRow, InvalidWrite, lockRow, RowNotFound, markForEmbedding, missingReference, missingReferenceError, requireRows, uniqueWrite, type BrokenCitation } from './common.ts'
+import {
+  citationsOf,
+  ExistingRow,
+  InvalidWrite,
+  lockRow,
+  RowNotFound,
+  markForEmbedding,
+  missingReference,
+  missingReferenceError,
+  requireRows,
+  requireStorable,
+  uniqueWrite,
+  type BrokenCitation,
+} from './common.ts'
 
 export type FactInput = Static<typeof FactCreate>
 export type FactChanges = Static<typeof FactUpdate>
@@ -81,6 +94,7 @@ function checkKind(fields: { fact_kind?: string; source_image_id?: string | null
  */
 export async function createFact(sql: Sql, input: FactInput, options: FactWriteContext & { merge: boolean }): Promise<{ fact: FactDetail; created: boolean }> {
   checkKind(input)
+  requireStorable('facts', input, { row: input })
   const id = crypto.randomUUID()
   const hash = factContentHash(input.text)
   const sources = input.sources ?? []
@@ -151,6 +165,7 @@ async function settleCreated(
 
 /** Edits a fact; `sources` and `concepts`, when given, replace its links. */
 export async function updateFact(sql: Sql, id: string, changes: FactChanges, options: FactWriteContext & { ifMatch?: string }): Promise<FactDetail> {
+  requireStorable('facts', changes, { row: changes })
   return await sql.begin(async (tx) => {
     const current = await lockRow(tx, 'facts', id, options.ifMatch, () => getFact(tx, id))
     const kind = changes.fact_kind ?? (current.fact_kind as 'text' | 'image')

@@ -6,7 +6,7 @@ import type { Static } from '@sinclair/typebox'
 import type { ReportCreate, ReportUpdate } from './schemas.ts'
 import { getReport } from '../store.ts'
 import type { ReportDetail } from '../schemas.ts'
-import { InvalidWrite, lockRow, requireCitations, requireRows } from './common.ts'
+import { InvalidWrite, lockRow, requireCitations, requireRows, requireStorable } from './common.ts'
 
 export type ReportInput = Static<typeof ReportCreate>
 export type ReportChanges = Static<typeof ReportUpdate>
@@ -51,6 +51,7 @@ async function replaceAnnotations(tx: TransactionSql, id: string, annotations: A
 }
 
 export async function createReport(sql: Sql, input: ReportInput): Promise<ReportDetail> {
+  requireStorable('reports', input)
   return await sql.begin(async (tx) => {
     const id = crypto.randomUUID()
     await check(tx, id, input)
@@ -65,6 +66,7 @@ export async function createReport(sql: Sql, input: ReportInput): Promise<Report
 
 /** Edits a report; `annotations`, when given, replace its annotations. */
 export async function updateReport(sql: Sql, id: string, changes: ReportChanges, options: { ifMatch?: string }): Promise<ReportDetail> {
+  requireStorable('reports', changes)
   return await sql.begin(async (tx) => {
     const current = await lockRow(tx, 'reports', id, options.ifMatch, () => getReport(tx, id))
     await check(tx, id, changes)

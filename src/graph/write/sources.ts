@@ -7,7 +7,7 @@ import type { Static } from '@sinclair/typebox'
 import type { InvestigationCreate, InvestigationUpdate, SourceCreate, SourceUpdate } from './schemas.ts'
 import { getInvestigation, getSource } from '../store.ts'
 import type { InvestigationDetail, SourceDetail } from '../schemas.ts'
-import { lockRow, requireRows, RowNotFound, StillReferenced, uniqueWrite } from './common.ts'
+import { lockRow, requireRows, requireStorable, RowNotFound, StillReferenced, uniqueWrite } from './common.ts'
 
 export type SourceInput = Static<typeof SourceCreate>
 export type SourceChanges = Static<typeof SourceUpdate>
@@ -18,6 +18,7 @@ const urlTaken = (tx: TransactionSql, url: string, except: string | null) => asy
   (await tx<{ id: string }[]>`SELECT id FROM sources WHERE url = ${url} AND id IS DISTINCT FROM ${except}::uuid`)[0]?.id
 
 export async function createSource(sql: Sql, input: SourceInput): Promise<SourceDetail> {
+  requireStorable('sources', input)
   return await sql.begin(async (tx) => {
     const id = crypto.randomUUID()
     await uniqueWrite(
@@ -34,6 +35,7 @@ export async function createSource(sql: Sql, input: SourceInput): Promise<Source
 }
 
 export async function updateSource(sql: Sql, id: string, changes: SourceChanges, options: { ifMatch?: string }): Promise<SourceDetail> {
+  requireStorable('sources', changes)
   return await sql.begin(async (tx) => {
     const current = await lockRow(tx, 'sources', id, options.ifMatch, () => getSource(tx, id))
     const next = { ...current, ...changes }
@@ -90,6 +92,7 @@ async function addInvestigationSources(tx: TransactionSql, id: string, sourceIds
 }
 
 export async function createInvestigation(sql: Sql, input: InvestigationInput): Promise<InvestigationDetail> {
+  requireStorable('investigations', input)
   return await sql.begin(async (tx) => {
     const id = crypto.randomUUID()
     await tx`INSERT INTO investigations (id, title, topic) VALUES (${id}, ${input.title}, ${input.topic ?? ''})`
@@ -100,6 +103,7 @@ export async function createInvestigation(sql: Sql, input: InvestigationInput): 
 
 /** Edits an investigation; `source_ids`, when given, replace its sources. */
 export async function updateInvestigation(sql: Sql, id: string, changes: InvestigationChanges, options: { ifMatch?: string }): Promise<InvestigationDetail> {
+  requireStorable('investigations', changes)
   return await sql.begin(async (tx) => {
     const current = await lockRow(tx, 'investigations', id, options.ifMatch, () => getInvestigation(tx, id))
     await tx`UPDATE investigations SET title = ${changes.title ?? current.title}, topic = ${changes.topic ?? current.topic} WHERE id = ${id}`

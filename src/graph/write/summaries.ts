@@ -7,7 +7,7 @@ import type { SummaryCreate, SynthesisCreate } from './schemas.ts'
 import type { Static } from '@sinclair/typebox'
 import type { Summary as SummarySchema, Synthesis as SynthesisSchema } from './schemas.ts'
 import { isoTimestamp } from '../../db/sql.ts'
-import { lockRow, requireCitations, requireRows, RowNotFound, uniqueWrite } from './common.ts'
+import { lockRow, requireCitations, requireRows, requireStorable, RowNotFound, uniqueWrite } from './common.ts'
 
 export type SummaryInput = Static<typeof SummaryCreate>
 export type SynthesisInput = Static<typeof SynthesisCreate>
@@ -95,6 +95,7 @@ export async function deleteSummary(sql: Sql, conceptId: string, id: string, opt
 }
 
 export async function createSynthesis(sql: Sql, input: SynthesisInput): Promise<Synthesis> {
+  requireStorable('concept_syntheses', input)
   return await sql.begin(async (tx) => {
     await checkSynthesis(tx, input)
     const id = crypto.randomUUID()
@@ -112,6 +113,7 @@ export async function createSynthesis(sql: Sql, input: SynthesisInput): Promise<
 }
 
 export async function updateSynthesis(sql: Sql, id: string, changes: Partial<SynthesisInput>, options: { ifMatch?: string }): Promise<Synthesis> {
+  requireStorable('concept_syntheses', changes)
   return await sql.begin(async (tx) => {
     const current = await lockRow(tx, 'concept_syntheses', id, options.ifMatch, () => synthesis(tx, id))
     await checkSynthesis(tx, changes)

@@ -42,10 +42,14 @@ async function importFails(change: (bundle: Obj) => void, error: string) {
 }
 
 describe(`values an import refuses (${BACKEND})`, () => {
-  test('an over-long indexed value: section[position]: field is N bytes, at most M; one attempt', async () => {
+  test('an over-long indexed value or full-text document: section[position]: field is N bytes, at most M; one attempt', async () => {
     await importFails((b) => (b.concepts[1].canonical_name = noise(12_000)), 'concepts[1]: canonical_name is 12000 bytes, at most 1300')
     await importFails((b) => (b.sources[1].url = `https://example.org/${noise(12_000)}`), 'sources[1]: url is 12020 bytes, at most 2600')
     await importFails((b) => (b.concept_aliases[0].alias_text = noise(3_000)), 'concept_aliases[0]: alias_text is 3000 bytes, at most 2600')
+    await importFails(
+      (b) => (b.concepts[1].description = noise(300_000)),
+      `concepts[1]: canonical_name and description are ${300_000 + Buffer.byteLength((validBundle() as Obj).concepts[1].canonical_name)} bytes together, at most 262144 (its full-text document)`,
+    )
   })
 
   test('the longest accepted values import', async () => {
