@@ -114,7 +114,7 @@ async function accessibleAtBothWidths(page: Page): Promise<void> {
 /** The write controls on the page: links and buttons that add, edit or delete, export, import, or manage members. */
 async function writeControls(page: Page): Promise<string[]> {
   const controls = page.locator('main').getByRole('link', { name: /^(Add a|Edit this)/ })
-  const buttons = page.locator('main').getByRole('button', { name: /^(Delete this|Export this repository|Import|Add|Remove|Create|Save changes)/ })
+  const buttons = page.locator('main').getByRole('button', { name: /^(Delete this|Export this repository|Import|Upload and import|Add|Remove|Create|Save changes)/ })
   const selects = page.locator('main select[aria-label^="Role of"], main select[aria-label="Role"]')
   return [...(await controls.allTextContents()), ...(await buttons.allTextContents()), ...(await selects.evaluateAll((all) => all.map((s) => s.getAttribute('aria-label') ?? '')))]
 }
@@ -211,7 +211,7 @@ describe(`what the app offers follows the person's role (${BACKEND})`, () => {
       await page.getByRole('link', { name: 'Edit this report' }).waitFor()
       await visit(page, `${base}/transfer`)
       await page.getByRole('button', { name: 'Export this repository' }).waitFor()
-      await page.getByRole('button', { name: 'Import' }).waitFor()
+      await page.getByRole('button', { name: 'Import', exact: true }).waitFor()
       expect(await page.locator('main .refused').count()).toBe(0)
       await visit(page, `${base}/facts/new`)
       await page.locator('main form').waitFor()
@@ -233,8 +233,8 @@ describe(`what the app offers follows the person's role (${BACKEND})`, () => {
       await page.getByRole('button', { name: 'Delete this fact' }).waitFor()
       expect(await writeControls(page)).toEqual(['Edit this fact', 'Delete this fact'])
       await visit(page, `${base}/transfer`)
-      await page.getByRole('button', { name: 'Import' }).waitFor()
-      expect(await writeControls(page)).toEqual(['Export this repository', 'Import'])
+      await page.getByRole('button', { name: 'Import', exact: true }).waitFor()
+      expect(await writeControls(page)).toEqual(['Export this repository', 'Upload and import', 'Import'])
       await visit(page, `${base}/members`)
       await page.getByRole('button', { name: `Remove ${owner.email}` }).waitFor()
       expect(await writeControls(page)).toEqual(expect.arrayContaining(['Add', `Remove`, `Role of ${owner.email}`, 'Role']))

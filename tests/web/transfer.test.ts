@@ -148,7 +148,7 @@ describe(`export and import in the app (${BACKEND})`, () => {
     const texts = await versions.allTextContents()
     for (const [i, text] of texts.entries()) {
       expect(text).toMatch(new RegExp(`^Version ${2 - i} · \\d{1,2} \\w{3} \\d{4}, \\d{2}:\\d{2}`))
-      expect(text).toMatch(new RegExp(`${FACTS} facts, \\d+ concepts and \\d+ sources · ${person.email.replace(/[.]/g, '\\.')}`))
+      expect(text).toMatch(new RegExp(`${FACTS} facts, \\d+ concepts and \\d+ sources · pushed by ${person.email.replace(/[.]/g, '\\.')}`))
     }
     await accessibleAtBothWidths()
   })
