@@ -87,7 +87,8 @@ const commands: Record<string, Command> = {
     summary: 'run the HTTP API (by default on an embedded database in ./data)',
     details: `Listens on HOST:PORT (0.0.0.0:8080), on the embedded database in DATA_DIR, or on the
 PostgreSQL server DATABASE_URL names. The first start initialises the embedded database (a few
-seconds; /readyz answers 503 until then). SIGTERM or SIGINT drains requests for up to 10 s and
+seconds; /readyz answers 503 until then). From a source checkout it first builds the web app into
+dist/web/ when that is missing or older than src/web/. SIGTERM or SIGINT drains requests for up to 10 s and
 hands running jobs back to the queue; a second signal exits at once.
 
 Then open http://localhost:8080/swagger to explore the API. No flags.`,
@@ -95,6 +96,7 @@ Then open http://localhost:8080/swagger to explore the API. No flags.`,
       parse(args, {}, NONE)
       const config = loadConfig()
       const log = createLogger(config.logLevel)
+      if (await runtime.prepareWebApp()) log.info('built the web app', { dir: 'dist/web' })
       const { startServer } = await import('./server.ts')
       const server = await startServer(config, log)
       let signalled = false
