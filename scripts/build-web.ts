@@ -1,7 +1,8 @@
 // Builds the web app (src/web/) into dist/web/app.js and dist/web/app.css: one minified bundle
-// each, which src/runtime/bun-assets.ts embeds in the binary and src/http/web-app.ts serves.
-// `npm start`, `npm test` and `npm run build` run it first; the tests' preload runs it when the
-// sources are newer than the bundle. `--if-stale` builds only then.
+// each, which scripts/build.ts embeds in the binary and src/http/web-app.ts serves.
+// `npm start`, `npm test` and `npm run build` run it first, and `kgs serve` from source (through
+// src/runtime/bun.ts); the tests' preload runs it when the sources are newer than the bundle.
+// `--if-stale` builds only then.
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
@@ -20,8 +21,9 @@ function stale(): boolean {
   return Math.min(...paths.map((path) => statSync(path).mtimeMs)) < newest(source)
 }
 
-export async function buildWebApp({ ifStale = false } = {}): Promise<void> {
-  if (ifStale && !stale()) return
+/** Answers whether it built (false: `ifStale` and the bundle is up to date). */
+export async function buildWebApp({ ifStale = false } = {}): Promise<boolean> {
+  if (ifStale && !stale()) return false
   // Built beside the output and renamed into place, so that a server reading the files never sees half of one.
   const scratch = join(root, 'dist', `web-${process.pid}`)
   rmSync(scratch, { recursive: true, force: true })
@@ -41,9 +43,10 @@ export async function buildWebApp({ ifStale = false } = {}): Promise<void> {
   mkdirSync(WEB_DIST, { recursive: true })
   for (const name of OUTPUTS) renameSync(join(scratch, name), join(WEB_DIST, name))
   rmSync(scratch, { recursive: true, force: true })
+  return true
 }
 
 if (import.meta.main) {
-  await buildWebApp({ ifStale: process.argv.includes('--if-stale') })
-  console.log(`built ${WEB_DIST}`)
+  const built = await buildWebApp({ ifStale: process.argv.includes('--if-stale') })
+  console.log(built ? `built ${WEB_DIST}` : `${WEB_DIST} is up to date`)
 }

@@ -1,17 +1,19 @@
 // Builds the single binary dist/kgs. Worker threads are separate entry points (Bun bundles each
 // one into the executable); `root: src` keeps their paths relative to src/workers.ts.
 //
-// Two files only the binary carries go in through src/runtime/build-assets.ts: LanceDB's native
+// Files only the binary carries go in through src/runtime/build-assets.ts: LanceDB's native
 // add-on (the package npm installed for this platform), compressed with zstd (to about a third), as a plain
 // embedded file, which the binary unpacks into the user's cache once and loads from there (left
-// to Bun, it would be embedded as an add-on, which Bun reads in full at every start); and a fresh
-// embedded database made by initdb here, so that a first start unpacks it instead of running initdb.
+// to Bun, it would be embedded as an add-on, which Bun reads in full at every start); a fresh
+// embedded database made by initdb here, so that a first start unpacks it instead of running
+// initdb; and the web app, built here (from source it is read from dist/web/, which may not exist
+// yet: no module of the source imports it).
 import { createHash } from 'node:crypto'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { initdb } from '../src/db/embedded.ts'
-import { buildWebApp } from './build-web.ts'
+import { buildWebApp, WEB_DIST } from './build-web.ts'
 
 const root = join(import.meta.dir, '..')
 const outfile = join(root, 'dist', 'kgs')
@@ -40,9 +42,10 @@ if (tar.exitCode !== 0) throw new Error('tar failed to pack the embedded databas
 
 const buildAssets = `import lancedb from ${JSON.stringify(packedAddon)} with { type: 'file' }
 import pgliteTemplate from ${JSON.stringify(templateArchive)} with { type: 'file' }
-export const buildAssets = { lancedb: { file: lancedb, ...${JSON.stringify(lancedb)} }, pgliteTemplate }
+import webAppJs from ${JSON.stringify(join(WEB_DIST, 'app.js'))} with { type: 'file' }
+import webAppCss from ${JSON.stringify(join(WEB_DIST, 'app.css'))} with { type: 'file' }
+export const buildAssets = { lancedb: { file: lancedb, ...${JSON.stringify(lancedb)} }, pgliteTemplate, webApp: { webAppJs, webAppCss } }
 `
-// The web app's files first: the binary embeds them.
 await buildWebApp()
 const result = await Bun.build({
   entrypoints: [join(root, 'src/main.ts'), join(root, 'src/initdb-thread.ts'), join(root, 'src/job-thread.ts'), join(root, 'src/hasher-thread.ts'), join(root, 'src/gzip-thread.ts')],

@@ -68,7 +68,10 @@ const secret = <T extends object>(variable: T) => Object.assign(variable, { secr
 /** The table of every variable; parseEnv reads exactly these, and configFrom shapes them. */
 export const EnvSchema = Type.Object({
   PORT: variable(Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port; 0 picks a free one' }), 'an integer from 0 to 65535'),
-  HOST: variable(Type.String({ minLength: 1, default: '0.0.0.0', description: 'interface to listen on' }), 'a host name or IP address'),
+  HOST: variable(
+    Type.String({ minLength: 1, default: 'localhost', description: 'interface to listen on: localhost is 127.0.0.1, this machine only; 0.0.0.0 is every interface' }),
+    'a host name or IP address',
+  ),
   BASE_URL: variable(
     Type.Optional(Type.String({ pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$', description: 'public URL of this service (issuer, links); derived from HOST and PORT when unset' })),
     'an absolute http(s) URL without query or fragment',
@@ -434,6 +437,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const config = parseEnv(env)
   return { ...config, jwtSecret: resolveJwtSecret(config) }
 }
+
+/**
+ * The address to listen on for HOST: localhost is the IPv4 loopback itself, not whichever of
+ * 127.0.0.1 and ::1 a resolver gives first (browsers and curl try both; some clients only the first).
+ */
+export const listenAddress = (host: string) => (host === 'localhost' ? '127.0.0.1' : host)
 
 /** The default BASE_URL: where a client on this machine reaches HOST:PORT. */
 export function deriveBaseUrl(host: string, port: number): string {

@@ -6,7 +6,7 @@
 // healthcheck) then start in a few milliseconds instead of loading the whole server.
 import { runtime } from './runtime/index.ts'
 import { parseArgs } from 'node:util'
-import { ConfigError, deriveBaseUrl, loadConfig, parseEnv } from './config.ts'
+import { ConfigError, deriveBaseUrl, listenAddress, loadConfig, parseEnv } from './config.ts'
 import { createLogger } from './log.ts'
 import { VERSION } from './version.ts'
 import { BUNDLE_USAGE, BundleUsageError, runBundleCommand } from './bundle/format/cli.ts'
@@ -85,9 +85,11 @@ const commands: Record<string, Command> = {
   serve: {
     synopsis: 'serve',
     summary: 'run the HTTP API (by default on an embedded database in ./data)',
-    details: `Listens on HOST:PORT (0.0.0.0:8080), on the embedded database in DATA_DIR, or on the
-PostgreSQL server DATABASE_URL names. The first start initialises the embedded database (a few
-seconds; /readyz answers 503 until then). SIGTERM or SIGINT drains requests for up to 10 s and
+    details: `Listens on HOST:PORT (localhost:8080, that is 127.0.0.1: this machine only; HOST=0.0.0.0
+for every interface), on the embedded database in DATA_DIR, or on the PostgreSQL server
+DATABASE_URL names. The first start initialises the embedded database (a few seconds; /readyz
+answers 503 until then). From a source checkout it first builds the web app into dist/web/ when
+that is missing or older than src/web/. SIGTERM or SIGINT drains requests for up to 10 s and
 hands running jobs back to the queue; a second signal exits at once.
 
 Then open http://localhost:8080/swagger to explore the API. No flags.`,
@@ -95,6 +97,7 @@ Then open http://localhost:8080/swagger to explore the API. No flags.`,
       parse(args, {}, NONE)
       const config = loadConfig()
       const log = createLogger(config.logLevel)
+      if (await runtime.prepareWebApp()) log.info('built the web app', { dir: 'dist/web' })
       const { startServer } = await import('./server.ts')
       const server = await startServer(config, log)
       let signalled = false
@@ -217,7 +220,7 @@ Both work with the server running or stopped, and refuse a data directory that h
     async run(args) {
       parse(args, {}, NONE)
       const config = parseEnv(process.env)
-      const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+      const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : listenAddress(config.host)
       try {
         const response = await fetch(`${deriveBaseUrl(host, config.port)}/healthz`, { signal: AbortSignal.timeout(2000) })
         if (response.ok) return 0

@@ -3,7 +3,7 @@
 // gets X-Request-Id and one JSON log line; stop() drains in-flight requests before closing.
 import { runtime } from './runtime/index.ts'
 import type { Sql } from 'postgres'
-import { deriveBaseUrl, type Config } from './config.ts'
+import { deriveBaseUrl, listenAddress, type Config } from './config.ts'
 import { Pools } from './db/pools.ts'
 import { describeError, type Logger } from './log.ts'
 import { createApp, type AppContext } from './app.ts'
@@ -104,7 +104,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
 
   const server = runtime.serve({
     port: config.port,
-    hostname: config.host,
+    hostname: listenAddress(config.host),
     // Each route limits its own body as it reads (BODY_LIMIT for JSON and forms, REGISTRY_MAX_BYTES
     // for pushes, IMPORT_MAX_BYTES for uploads); Bun's default cap of 128 MB would refuse larger
     // bundles before any route saw them.

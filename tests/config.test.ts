@@ -9,7 +9,7 @@ describe('parseEnv', () => {
   test('defaults', () => {
     const config = parseEnv({})
     expect(config.port).toBe(8080)
-    expect(config.host).toBe('0.0.0.0')
+    expect(config.host).toBe('localhost')
     expect(config.dataDir).toBe(join(process.cwd(), 'data'))
     expect(config.databaseUrl).toBeUndefined()
     expect(config.jwtSecret).toBeUndefined()

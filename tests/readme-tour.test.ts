@@ -1,7 +1,8 @@
 // The README's tour as a reader runs it: its shell blocks, extracted from README.md, run in bash as
 // written (with errexit and pipefail, so that no step may fail unnoticed) against a started
-// server, twice in a row: the second run signs in where the first registered. Only what a reader
-// has right after `npm install`: no node_modules/.bin on the PATH (`npx bun` finds Bun), no jq.
+// server, twice in a row: the second run signs in where the first registered, and neither shows a
+// curl error. Only what a reader has right after `npm install`: no node_modules/.bin on the PATH
+// (`npx bun` finds Bun), no jq.
 // The files the tour writes under /tmp go to a scratch directory of this run's instead, so that
 // two runs at once (CI's two legs) do not write and read each other's.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -59,6 +60,8 @@ describe(`the README's tour (${BACKEND})`, () => {
     })
     const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
     expect({ code, stderr }).toMatchObject({ code: 0 })
+    // A run that went through shows the reader no curl error (a retried 503 reads as a failure).
+    expect(stderr.split('\n').filter((line) => line.startsWith('curl: '))).toEqual([])
     return { stdout, stderr }
   }
 

@@ -8,9 +8,10 @@ import swaggerBundleJs from '../../node_modules/swagger-ui-dist/swagger-ui-bundl
 import swaggerCss from '../../node_modules/swagger-ui-dist/swagger-ui.css' with { type: 'file' }
 import swaggerRedirectJs from '../../node_modules/swagger-ui-dist/oauth2-redirect.js' with { type: 'file' }
 import swaggerFavicon from '../../node_modules/swagger-ui-dist/favicon-32x32.png' with { type: 'file' }
-// The web app as scripts/build-web.ts builds it (npm start, npm test and npm run build run it first).
-import webAppJs from '../../dist/web/app.js' with { type: 'file' }
-import webAppCss from '../../dist/web/app.css' with { type: 'file' }
+import { buildAssets } from './build-assets.ts'
+import { webAppInDist } from './node-assets.ts'
 import type { Assets } from './types.ts'
 
-export const assets: Assets = { pgliteWasm, initdbWasm, pgliteData, swaggerBundleJs, swaggerCss, swaggerRedirectJs, swaggerFavicon, webAppJs, webAppCss }
+// The web app is not imported here: it exists only once built, and every command (the CLI's
+// offline ones too) loads this module. The binary embeds it through build-assets.ts.
+export const assets: Assets = { pgliteWasm, initdbWasm, pgliteData, swaggerBundleJs, swaggerCss, swaggerRedirectJs, swaggerFavicon, ...(buildAssets.webApp ?? webAppInDist) }

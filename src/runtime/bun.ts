@@ -50,6 +50,14 @@ export const runtime: Runtime = {
   verifyPassword: async (password, hash) => Bun.password.verifySync(password, hash),
   s3: (connection) => new Bun.S3Client(connection) as unknown as S3Client,
   assets: async () => assets,
+  async prepareWebApp() {
+    if (buildAssets.webApp) return false
+    // Resolved at run time, so that the binary's bundler leaves the build script out: only a
+    // source checkout (which has scripts/ and src/web/) ever gets here.
+    const script = new URL('../../scripts/build-web.ts', import.meta.url).href
+    const { buildWebApp }: typeof import('../../scripts/build-web.ts') = await import(script)
+    return buildWebApp({ ifStale: true })
+  },
   async nativeAddon(name) {
     const addon = buildAssets[name]
     if (addon === undefined) return undefined

@@ -1,5 +1,5 @@
 // The Deno implementation of the runtime layer (`deno run -A src/main.ts …`).
-import { openAsBlob } from 'node:fs'
+import { existsSync, openAsBlob } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { argon2id, argon2Verify } from 'hash-wasm'
 import { fetchS3Client } from './fetch-s3.ts'
@@ -116,6 +116,11 @@ export const runtime: Runtime = {
   // Deno has no S3 client of its own.
   s3: fetchS3Client,
   assets: async () => assets,
+  async prepareWebApp() {
+    const missing = [assets.webAppJs, assets.webAppCss].find((path) => !existsSync(path))
+    if (missing) throw new Error(`the web app is not built (no ${missing}): build it with \`npm run build:web\` (on Bun) first`)
+    return false
+  },
   // Deno runs from source: each package loads its add-on from node_modules, and initdb makes the first database.
   nativeAddon: async () => undefined,
   extractPGliteTemplate: async () => false,

@@ -6,6 +6,9 @@ import type { Assets } from './types.ts'
 const fromDist = (path: string) => fileURLToPath(new URL(`../../dist/${path}`, import.meta.url).href)
 const fromNodeModules = (path: string) => fileURLToPath(new URL(`../../node_modules/${path}`, import.meta.url).href)
 
+/** Where scripts/build-web.ts builds the web app: what either runtime serves from source. */
+export const webAppInDist = { webAppJs: fromDist('web/app.js'), webAppCss: fromDist('web/app.css') }
+
 export const assets: Assets = {
   pgliteWasm: fromNodeModules('@electric-sql/pglite/dist/pglite.wasm'),
   initdbWasm: fromNodeModules('@electric-sql/pglite/dist/initdb.wasm'),
@@ -14,6 +17,5 @@ export const assets: Assets = {
   swaggerCss: fromNodeModules('swagger-ui-dist/swagger-ui.css'),
   swaggerRedirectJs: fromNodeModules('swagger-ui-dist/oauth2-redirect.js'),
   swaggerFavicon: fromNodeModules('swagger-ui-dist/favicon-32x32.png'),
-  webAppJs: fromDist('web/app.js'),
-  webAppCss: fromDist('web/app.css'),
+  ...webAppInDist,
 }

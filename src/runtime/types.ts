@@ -62,8 +62,15 @@ export interface Runtime {
   /** Verifies an argon2id PHC string from either runtime. */
   verifyPassword(password: string, hash: string): Promise<boolean>
   s3(connection: S3Connection): S3Client
-  /** Files embedded in the binary (or read from node_modules when not compiled), as paths. */
+  /** Files embedded in the binary (or read from node_modules and dist/web/ when not compiled), as paths. */
   assets(): Promise<Assets>
+  /**
+   * Makes sure the web app's files (assets()) exist, for `kgs serve`: the binary carries them; from
+   * source, Bun builds them (scripts/build-web.ts) when they are missing or older than src/web/, as
+   * `npm start` does first, and answers whether it built; Deno cannot run that build (Bun's bundler)
+   * and throws, naming the command, when they are missing.
+   */
+  prepareWebApp(): Promise<boolean>
   /**
    * Where the native library of an add-on must be loaded from when its package cannot find it
    * itself (in the compiled binary: the embedded one, unpacked into the user's cache once per

@@ -73,9 +73,9 @@ export interface ProcessResult {
   stderr: string
 }
 
-/** Runs `kgs <args>` (from source) to completion. */
+/** Runs `kgs <args>` from the source checkout `cwd` (this one by default), in it, to completion. */
 export async function runKgs(args: string[], env: Record<string, string>, cwd = ROOT, stdin?: Uint8Array): Promise<ProcessResult> {
-  const child = Bun.spawn([process.execPath, MAIN, ...args], {
+  const child = Bun.spawn([process.execPath, join(cwd, 'src', 'main.ts'), ...args], {
     cwd,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdin: stdin ? new Blob([stdin]) : 'ignore',
