@@ -3,14 +3,16 @@
 import './app.css'
 import { render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
-import { get } from './api.ts'
+import { apiPath, get } from './api.ts'
 import { finishSignIn, hadSession, signedIn, signOut, startSignIn } from './auth.ts'
 import { ConceptPage, Concepts, FactPage, Facts, InvestigationPage, Investigations, paths, ReportPage, Reports, SourcePage, Sources } from './pages/graph.tsx'
 import { Grants } from './pages/grants.tsx'
 import { Registry, Repositories, Search, Transfer, Users } from './pages/home.tsx'
 import { Members } from './pages/members.tsx'
+import { Settings } from './pages/settings.tsx'
 import { WriteBar, writePage } from './pages/write.tsx'
-import { ErrorBox, Link, navigate, onNavigate, useLoad, Show } from './ui.tsx'
+import { ErrorBox, Link, navigate, onNavigate, Told, useLoad, Show } from './ui.tsx'
+import { routeSegments } from './routes.ts'
 import type { Repository } from './types.ts'
 
 const REPOSITORY_TABS = [
@@ -22,11 +24,12 @@ const REPOSITORY_TABS = [
   ['search', 'Search'],
   ['transfer', 'Export and import'],
   ['members', 'Members'],
+  ['settings', 'Settings'],
 ] as const
 
 function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
   const to = paths(repo)
-  const [loaded] = useLoad(() => get<Repository>(`/api/v1/repositories/${encodeURIComponent(repo)}`), repo)
+  const [loaded] = useLoad(() => get<Repository>(apiPath`/api/v1/repositories/${repo}`), repo)
   const [tab = 'facts', id, action] = rest
   const query = new URLSearchParams(location.search)
   const editor = writePage(repo, tab, id, action)
@@ -49,6 +52,8 @@ function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
         return <Transfer repo={repo} />
       case 'members':
         return <Members repo={repo} />
+      case 'settings':
+        return <Settings repo={repo} />
       default:
         return <NotFound />
     }
@@ -89,7 +94,8 @@ const NotFound = () => (
 )
 
 function Route({ path }: { path: string }) {
-  const parts = path.split('/').filter(Boolean).slice(1).map(decodeURIComponent)
+  const parts = routeSegments(path)
+  if (!parts) return <NotFound />
   const [first, second, ...rest] = parts
   if (first === undefined) return <Repositories />
   if (first === 'r' && second) return <RepositoryPage repo={second} rest={rest} />
@@ -145,6 +151,7 @@ function Shell() {
         </div>
       </header>
       <main id="main">
+        <Told key={path + location.search} />
         <Route path={path} key={path + location.search} />
       </main>
     </>

@@ -1,24 +1,33 @@
 // The pages outside one repository's graph: the repositories, search, export and import, the
 // registry's catalogue, and users and roles for a sysadmin.
 import { useEffect, useState } from 'preact/hooks'
-import { get, request } from '../api.ts'
+import { ApiError, apiPath, get, request } from '../api.ts'
 import type { Fact, Graph, Job, Repository } from '../types.ts'
-import { ErrorBox, Link, navigate, Paged, shortDate } from '../ui.tsx'
+import { ErrorBox, Link, navigate, Paged, plural, shortDate, tell } from '../ui.tsx'
 import { paths } from './graph.tsx'
 
 const value = (event: Event) => (event.target as HTMLInputElement).value
 
+/** A repository's counts as words: "1 report · 2 investigations". */
+const NOUNS: Record<string, string> = { sources: 'source', facts: 'fact', concepts: 'concept', reports: 'report', investigations: 'investigation' }
+const counted = (counts: Record<string, number>) => Object.entries(counts).map(([kind, n]) => (NOUNS[kind] ? plural(n, NOUNS[kind]) : `${n} ${kind}`))
+
 export function Repositories() {
   const [name, setName] = useState('')
+  const [busy, setBusy] = useState(false)
   const [error, setError] = useState<unknown>()
   const create = async (event: Event) => {
     event.preventDefault()
     setError(undefined)
+    setBusy(true)
     try {
       const created = await request<Repository>('POST', '/api/v1/repositories', { name })
+      tell(`The repository ${created.name} is created.`)
       navigate(paths(created.slug).base)
     } catch (failure) {
-      setError(failure)
+      // The form asks for a name only: the slug the API derived from it is what is taken.
+      setError(failure instanceof ApiError && failure.status === 409 ? new Error('A repository with this name (or one that makes the same address) exists already: choose another name.') : failure)
+      setBusy(false)
     }
   }
   return (
@@ -30,7 +39,7 @@ export function Repositories() {
             {rows.map((repository) => (
               <li key={repository.id}>
                 <Link href={paths(repository.slug).base}>{repository.name}</Link>
-                <span class="meta">{[repository.role, ...Object.entries(repository.counts ?? {}).map(([kind, n]) => `${n} ${kind}`), repository.description].filter(Boolean).join(' · ')}</span>
+                <span class="meta">{[repository.role, ...counted(repository.counts ?? {}), repository.description].filter(Boolean).join(' · ')}</span>
               </li>
             ))}
           </ul>
@@ -41,7 +50,9 @@ export function Repositories() {
         <label>
           Name <input required maxLength={200} value={name} onInput={(event) => setName(value(event))} />
         </label>
-        <button type="submit">Create</button>
+        <button type="submit" disabled={busy}>
+          {busy ? 'Creating…' : 'Create'}
+        </button>
         {error !== undefined && <ErrorBox error={error} />}
       </form>
     </>
@@ -63,6 +74,14 @@ interface Hit {
   score: number
   fact?: Fact
   concept?: { id: string; canonical_name: string; context: string }
+}
+
+/** What a result's score is, by mode (docs/api.md, Search). */
+const SCORE_MEANING = {
+  hybrid:
+    'Best first. The score fuses the keyword and the meaning rankings: the sum, over the rankings that found the result, of 1 / (60 + its place there); at most about 0.033, for the first in both. When the vectors cannot answer (none made yet, or the embedder fails), the scores are keyword scores.',
+  keyword: 'Best first. The score is the full-text rank of the words you typed, from 0 to 1: higher is a closer match.',
+  vector: "Best first. The score is the cosine similarity of the result's meaning to your query's (1 is the same direction, 0 unrelated).",
 }
 
 /** Search results a page at a time (a ranked list: the API's Link and X-Total-Count). */
@@ -103,18 +122,23 @@ export function Search({ repo }: { repo: string }) {
         <button type="submit">Search</button>
       </form>
       {asked && (
-        <Paged<Hit> path={`/${encodeURIComponent(repo)}/search?${new URLSearchParams(asked)}`} label="Results" limit={RESULTS_PAGE} empty="Nothing found.">
+        <Paged<Hit> path={`${apiPath`/${repo}/search`}?${new URLSearchParams(asked)}`} label="Results" limit={RESULTS_PAGE} empty="Nothing found.">
           {(hits) => (
-            <ol class="rows" aria-label="Results">
-              {hits.map((hit) => (
-                <li key={hit.id}>
-                  <Link href={hit.fact ? to.fact(hit.id) : to.concept(hit.id)}>
-                    <Highlighted text={hit.fact?.text ?? hit.concept?.canonical_name ?? hit.id} query={asked.q} />
-                  </Link>
-                  <span class="meta">score {hit.score.toFixed(3)}</span>
-                </li>
-              ))}
-            </ol>
+            <>
+              <p class="meta" id="score-meaning">
+                {SCORE_MEANING[asked.mode as keyof typeof SCORE_MEANING]}
+              </p>
+              <ol class="rows" aria-label="Results" aria-describedby="score-meaning">
+                {hits.map((hit) => (
+                  <li key={hit.id}>
+                    <Link href={hit.fact ? to.fact(hit.id) : to.concept(hit.id)}>
+                      <Highlighted text={hit.fact?.text ?? hit.concept?.canonical_name ?? hit.id} query={asked.q} />
+                    </Link>
+                    <span class="meta">score {hit.score.toFixed(3)}</span>
+                  </li>
+                ))}
+              </ol>
+            </>
           )}
         </Paged>
       )}
@@ -131,7 +155,7 @@ function JobProgress({ repo, job, onDone }: { repo: string; job: Job; onDone?: (
       let latest = job
       while (!stopped && (latest.status === 'queued' || latest.status === 'running')) {
         await new Promise((resolve) => setTimeout(resolve, 500))
-        latest = await get<Job>(`/${encodeURIComponent(repo)}/jobs/${job.id}`)
+        latest = await get<Job>(apiPath`/${repo}/jobs/${job.id}`)
         if (!stopped) setCurrent(latest)
       }
       if (!stopped) onDone?.(latest)
@@ -163,7 +187,7 @@ export function Transfer({ repo }: { repo: string }) {
     setError(undefined)
     setJob(undefined)
     try {
-      setJob(await request<Job>('POST', `/${encodeURIComponent(repo)}${path}`, body))
+      setJob(await request<Job>('POST', `${apiPath`/${repo}`}${path}`, body))
     } catch (failure) {
       setError(failure)
     }

@@ -2,7 +2,7 @@
 // a sysadmin) adds one by e-mail, changes a role, removes one after a confirmation. A refusal
 // (the last repoadmin, an unknown e-mail) is the API's own message.
 import { useState } from 'preact/hooks'
-import { get, request } from '../api.ts'
+import { apiPath, get, request } from '../api.ts'
 import { Confirm } from '../confirm.tsx'
 import type { Repository } from '../types.ts'
 import { ErrorBox, Paged, Show, useLoad } from '../ui.tsx'
@@ -25,9 +25,9 @@ const roleOptions = ROLES.map((role) => (
 const selected = (event: Event) => (event.target as HTMLSelectElement).value
 
 export function Members({ repo }: { repo: string }) {
-  const members = `/${encodeURIComponent(repo)}/members`
+  const members = apiPath`/${repo}/members`
   const [manages] = useLoad(async () => {
-    const [repository, permissions] = await Promise.all([get<Repository>(`/api/v1/repositories/${encodeURIComponent(repo)}`), get<{ system_admin: boolean }>('/api/v1/permissions')])
+    const [repository, permissions] = await Promise.all([get<Repository>(apiPath`/api/v1/repositories/${repo}`), get<{ system_admin: boolean }>('/api/v1/permissions')])
     return repository.role === 'repoadmin' || permissions.system_admin
   }, repo)
   const [round, setRound] = useState(0)
@@ -35,6 +35,7 @@ export function Members({ repo }: { repo: string }) {
   const [removing, setRemoving] = useState<Member>()
   const [email, setEmail] = useState('')
   const [role, setRole] = useState('viewer')
+  const [busy, setBusy] = useState(false)
   /** Does one change; the list is read again either way (a refused role change shows the role kept). */
   const change = async (method: 'PUT' | 'DELETE', path: string, body: unknown, done: (member: Member) => string) => {
     setOutcome({})
@@ -50,11 +51,13 @@ export function Members({ repo }: { repo: string }) {
   }
   const add = async (event: Event) => {
     event.preventDefault()
+    setBusy(true)
     if (await change('PUT', members, { email, role }, (member) => `${member.email} is now ${member.role}.`)) setEmail('')
+    setBusy(false)
   }
   const remove = async (member: Member) => {
     setRemoving(undefined)
-    await change('DELETE', `${members}/${member.user_id}`, undefined, (removed) => `${removed.email} is no longer a member.`)
+    await change('DELETE', apiPath`/${repo}/members/${member.user_id}`, undefined, (removed) => `${removed.email} is no longer a member.`)
   }
   return (
     <>
@@ -120,7 +123,9 @@ export function Members({ repo }: { repo: string }) {
                     {roleOptions}
                   </select>
                 </label>
-                <button type="submit">Add</button>
+                <button type="submit" disabled={busy}>
+                  {busy ? 'Adding…' : 'Add'}
+                </button>
               </form>
             )}
           </>
