@@ -741,7 +741,8 @@ describe(`writing the graph in the web app (${BACKEND})`, () => {
     await page.getByText('Described again.').waitFor()
     expect((await http.get(`/tour/concepts/${id}`, token)).body.aliases).toEqual(['first alias', 'second alias'])
 
-    await page.getByRole('button', { name: 'Delete this concept' }).focus()
+    // Enabled once the page has read the concept's ETag (focus does not wait for that).
+    await page.getByRole('button', { name: 'Delete this concept' }).and(page.locator(':enabled')).focus()
     await page.keyboard.press('Enter')
     await page.getByRole('group', { name: 'Delete this concept for good?' }).waitFor()
     expect(await page.evaluate<string>('document.activeElement?.textContent')).toBe('Cancel')
