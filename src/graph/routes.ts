@@ -3,7 +3,7 @@
 // (docs/spec/decisions.md §1); each route needs its resource's :read permission in the repository (§4).
 import { t } from 'elysia'
 import { HttpError } from '../http/errors.ts'
-import { etagOf } from './write/common.ts'
+import { etagOf } from '../http/etag.ts'
 import { pagination, rankedPage } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'

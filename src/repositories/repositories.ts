@@ -6,6 +6,7 @@ import type { Sql } from 'postgres'
 import type { EventBus } from '../db/events.ts'
 import { ExpiringMap } from '../expiring.ts'
 import type { Pools } from '../db/pools.ts'
+import { etagOf } from '../http/etag.ts'
 import { HttpError } from '../http/errors.ts'
 import type { PageKey } from '../db/pages.ts'
 import type { Rbac } from '../rbac/rbac.ts'
@@ -24,6 +25,20 @@ const RESERVED_SLUGS = new Set(['api', 'app', 'swagger', 'registry', 'healthz', 
 
 const SLUG = /^[a-z0-9][a-z0-9-]{0,61}[a-z0-9]$/
 const UUID_SHAPED = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i
+
+/**
+ * A repository's deletion cannot be undone, so its request must show that the caller means this
+ * repository: its slug as `confirm`, or If-Match with its ETag (`*` names no version). A crafted
+ * link or a script pointed at the wrong id then deletes nothing. Each one given must hold.
+ */
+export function confirmDeletion(repository: Repository, confirm: string | undefined, ifMatch: string | undefined): void {
+  if (confirm === undefined && ifMatch === undefined)
+    throw new HttpError(428, 'deleting a repository cannot be undone: confirm it with the body {"confirm": "<its slug>"} or with If-Match: <its ETag>; nothing was deleted')
+  if (confirm !== undefined && confirm !== repository.slug) throw new HttpError(400, "invalid body: confirm: expected the repository's slug; nothing was deleted")
+  const etag = etagOf(repository)
+  if (ifMatch !== undefined && !ifMatch.split(',').some((tag) => tag.trim() === etag))
+    throw new HttpError(412, 'the repository changed since that ETag was read, or If-Match names none of its versions (If-Match failed); read it again; nothing was deleted')
+}
 
 /** Returns the problem with a slug, or undefined if it is acceptable. */
 function slugProblem(slug: string): string | undefined {

@@ -25,6 +25,19 @@ async function failure(response: Response): Promise<ApiError> {
   return new ApiError(response.status, message, existingId)
 }
 
+/**
+ * An API path from a template whose every interpolation is one path segment, encoded: an id from
+ * the address bar or a row never adds a segment, and a dot segment (which a URL resolves, encoded
+ * or not) is refused. Queries go after it, built by URLSearchParams.
+ */
+export function apiPath(strings: TemplateStringsArray, ...segments: string[]): string {
+  return strings.reduce((path, text, i) => {
+    const segment = segments[i - 1]!
+    if (segment === '' || segment === '.' || segment === '..') throw new Error(`not an id: "${segment}"`)
+    return path + encodeURIComponent(segment) + text
+  })
+}
+
 /** The answer's body with its ETag (the version a later write names in If-Match). */
 export async function versioned<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ value: T; etag: string }> {
   const init: RequestInit = { method, headers: { accept: 'application/json', ...headers } }

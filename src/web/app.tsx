@@ -3,17 +3,19 @@
 import './app.css'
 import { render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
-import { get } from './api.ts'
+import { apiPath, get } from './api.ts'
 import { finishSignIn, hadSession, signedIn, signOut, startSignIn } from './auth.ts'
 import { ConceptPage, Concepts, FactPage, Facts, InvestigationPage, Investigations, paths, ReportPage, Reports, SourcePage, Sources } from './pages/graph.tsx'
 import { Grants } from './pages/grants.tsx'
 import { Repositories, Search, Users } from './pages/home.tsx'
 import { Members } from './pages/members.tsx'
 import { Registry } from './pages/registry.tsx'
+import { Settings } from './pages/settings.tsx'
 import { Transfer } from './pages/transfer.tsx'
 import { PermissionsOf } from './permissions.tsx'
 import { WriteBar, writePage } from './pages/write.tsx'
-import { ErrorBox, Link, navigate, onNavigate, useLoad, Show } from './ui.tsx'
+import { ErrorBox, Link, navigate, onNavigate, Told, useLoad, Show } from './ui.tsx'
+import { routeSegments } from './routes.ts'
 import type { Repository } from './types.ts'
 
 const REPOSITORY_TABS = [
@@ -25,11 +27,12 @@ const REPOSITORY_TABS = [
   ['search', 'Search'],
   ['transfer', 'Export and import'],
   ['members', 'Members'],
+  ['settings', 'Settings'],
 ] as const
 
 function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
   const to = paths(repo)
-  const [loaded] = useLoad(() => get<Repository>(`/api/v1/repositories/${encodeURIComponent(repo)}`), repo)
+  const [loaded] = useLoad(() => get<Repository>(apiPath`/api/v1/repositories/${repo}`), repo)
   const [tab = 'facts', id, action] = rest
   const query = new URLSearchParams(location.search)
   const editor = writePage(repo, tab, id, action)
@@ -52,6 +55,8 @@ function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
         return <Transfer repo={repo} />
       case 'members':
         return <Members repo={repo} />
+      case 'settings':
+        return <Settings repo={repo} />
       default:
         return <NotFound />
     }
@@ -92,7 +97,8 @@ const NotFound = () => (
 )
 
 function Route({ path }: { path: string }) {
-  const parts = path.split('/').filter(Boolean).slice(1).map(decodeURIComponent)
+  const parts = routeSegments(path)
+  if (!parts) return <NotFound />
   const [first, second, ...rest] = parts
   if (first === undefined) return <Repositories />
   if (first === 'r' && second) return <RepositoryPage repo={second} rest={rest} />
@@ -148,6 +154,7 @@ function Shell() {
         </div>
       </header>
       <main id="main">
+        <Told key={path + location.search} />
         <Route path={path} key={path + location.search} />
       </main>
     </>

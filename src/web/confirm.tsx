@@ -3,8 +3,22 @@
 import type { ComponentChildren } from 'preact'
 import { useLayoutEffect, useRef } from 'preact/hooks'
 
-/** `children`, when given, say what the action takes with it. */
-export function Confirm({ question, action, onConfirm, onCancel, children }: { question: string; action: string; onConfirm: () => void; onCancel: () => void; children?: ComponentChildren }) {
+/** `children`, when given, say what the action takes with it; `busy`, while it is under way, what the disabled button says. */
+export function Confirm({
+  question,
+  action,
+  busy,
+  onConfirm,
+  onCancel,
+  children,
+}: {
+  question: string
+  action: string
+  busy?: string | false
+  onConfirm: () => void
+  onCancel: () => void
+  children?: ComponentChildren
+}) {
   const cancel = useRef<HTMLButtonElement>(null)
   // In the commit that shows the question: focus never lags behind it.
   useLayoutEffect(() => cancel.current?.focus(), [])
@@ -12,8 +26,8 @@ export function Confirm({ question, action, onConfirm, onCancel, children }: { q
     <fieldset class="confirm">
       <legend>{question}</legend>
       {children && <p>{children}</p>}
-      <button type="button" class="danger" onClick={onConfirm}>
-        {action}
+      <button type="button" class="danger" disabled={!!busy} onClick={onConfirm}>
+        {busy || action}
       </button>
       <button type="button" ref={cancel} onClick={onCancel}>
         Cancel

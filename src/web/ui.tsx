@@ -3,6 +3,7 @@ import type { ComponentChildren, JSX } from 'preact'
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { page as fetchPage } from './api.ts'
 import { type CitationHref, renderMarkdown, type SentenceLink } from './markdown.ts'
+import { appHref } from './routes.ts'
 
 type Listener = () => void
 const listeners = new Set<Listener>()
@@ -20,6 +21,29 @@ export function navigate(href: string, replace = false): void {
 addEventListener('popstate', () => {
   for (const listener of listeners) listener()
 })
+
+/** What an action did, said on the page it led to (a deleted row's list, a created row's page). */
+let told: string | undefined
+export const tell = (message: string) => {
+  told = message
+}
+
+/** The message of the action that led here, once, in a polite live region (keyed by the path: a new page takes it). */
+export function Told() {
+  const [message] = useState(() => {
+    const taken = told
+    told = undefined
+    return taken
+  })
+  return message ? (
+    <p role="status" class="told">
+      {message}
+    </p>
+  ) : null
+}
+
+/** `n` and the noun, singular or plural as `n` says (`plural(1, 'report')`: "1 report"). */
+export const plural = (n: number, noun: string, nouns = `${noun}s`) => `${n} ${n === 1 ? noun : nouns}`
 
 /** A link inside the app: a real <a> (keyboard, new tab) that navigates without a reload. */
 export function Link({ href, children, ...rest }: { href: string; children: ComponentChildren } & JSX.HTMLAttributes<HTMLAnchorElement>) {
@@ -75,7 +99,7 @@ export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (va
 
 /**
  * A paginated list: one page at a time, never the whole table; Previous and Next, and the list's
- * length where the API says it. `empty`: what an empty list says.
+ * length where the API says it, when there is more than one page. `empty`: what an empty list says.
  */
 export function Paged<T>({ path, label, limit, empty = 'None yet.', children }: { path: string; label: string; limit?: number; empty?: string; children: (rows: T[]) => ComponentChildren }) {
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined])
@@ -87,38 +111,46 @@ export function Paged<T>({ path, label, limit, empty = 'None yet.', children }: 
       {({ rows, next, total }) => (
         <>
           {rows.length === 0 ? <p>{empty}</p> : children(rows)}
-          <nav class="pager" aria-label={`${label} pages`}>
-            <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>
-              Previous page
-            </button>
-            <span>
-              Page {cursors.length}
-              {total !== undefined && ` · ${total} in all`}
-            </span>
-            <button type="button" disabled={!next} onClick={() => setCursors([...cursors, next])}>
-              Next page
-            </button>
-          </nav>
+          {(cursors.length > 1 || next) && (
+            <nav class="pager" aria-label={`${label} pages`}>
+              <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>
+                Previous page
+              </button>
+              <span>
+                Page {cursors.length}
+                {total !== undefined && ` · ${total} in all`}
+              </span>
+              <button type="button" disabled={!next} onClick={() => setCursors([...cursors, next])}>
+                Next page
+              </button>
+            </nav>
+          )}
         </>
       )}
     </Show>
   )
 }
 
-/** Markdown from the graph, rendered inert (markdown.ts) into this element. */
-export function Markdown({ source, href, links }: { source: string; href: CitationHref; links?: SentenceLink[] }) {
+/**
+ * Markdown from the graph, rendered inert (markdown.ts) into this element. `under`: the level of
+ * the page's heading it sits under (its own headings go below it).
+ */
+export function Markdown({ source, href, links, under = 1 }: { source: string; href: CitationHref; links?: SentenceLink[]; under?: number }) {
   const ref = useRef<HTMLDivElement>(null)
   useEffect(() => {
-    const fragment = renderMarkdown(source, href, links)
-    // Links within the app navigate without a reload, as <Link> does.
-    for (const anchor of fragment.querySelectorAll<HTMLAnchorElement>('a[href^="/app/"]'))
-      anchor.addEventListener('click', (event) => {
-        if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return
-        event.preventDefault()
-        navigate(anchor.getAttribute('href')!)
-      })
+    const fragment = renderMarkdown(source, href, links, under)
+    // Links within the app (those that route: markdown.ts drops the others) navigate without a reload, as <Link> does.
+    for (const anchor of fragment.querySelectorAll<HTMLAnchorElement>('a[href]')) {
+      const to = appHref(anchor.getAttribute('href')!)
+      if (to)
+        anchor.addEventListener('click', (event) => {
+          if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return
+          event.preventDefault()
+          navigate(to)
+        })
+    }
     ref.current?.replaceChildren(fragment)
-  }, [source, links])
+  }, [source, links, under])
   return <div class="markdown" ref={ref} />
 }
 

@@ -97,7 +97,7 @@ describe.if(BACKEND === 'postgres' && OBJECT_STORE !== undefined)('a fleet on Ce
   })
 
   test('a repository deleted through A leaves no object behind', async () => {
-    expect((await api(a.url).call('DELETE', `/api/v1/repositories/${repo.id}`, { token: owner.token })).status).toBe(200)
+    expect((await api(a.url).call('DELETE', `/api/v1/repositories/${repo.id}`, { token: owner.token, body: { confirm: repo.slug } })).status).toBe(200)
     const left = (await listKeys(OBJECT_STORE!, bucket)).filter((key) => key.includes(repo.id) || key.includes(repo.id.replaceAll('-', '')))
     expect(left).toEqual([])
   })

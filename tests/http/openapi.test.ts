@@ -187,6 +187,8 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       { at: 'get /api/v1/repositories', url: '/api/v1/repositories?cursor=x', status: 400 },
       { at: 'get /api/v1/repositories/{repoID}', url: `/api/v1/repositories/${id()}`, status: 404 },
       { at: 'put /api/v1/repositories/{repoID}', url: `/api/v1/repositories/${repo.id}`, init: json({ name: 'Renamed' }), status: 403, as: 'read-only' },
+      { at: 'delete /api/v1/repositories/{repoID}', url: `/api/v1/repositories/${repo.id}`, status: 428 },
+      { at: 'delete /api/v1/repositories/{repoID}', url: `/api/v1/repositories/${repo.id}`, init: { headers: { 'if-match': '"stale"' } }, status: 412 },
       { at: 'get /api/v1/repository', url: '/api/v1/repository', status: 400 },
       // the graph, search and media
       { at: 'get /{repoID}/facts', url: `${r}/facts?limit=0`, status: 400 },

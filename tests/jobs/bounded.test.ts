@@ -70,7 +70,7 @@ describe(`bounded jobs (${BACKEND})`, () => {
     const running = await enqueue(repo.id, 'test_block')
     const queued = await enqueue(repo.id, 'test_echo', { value: 'never' })
     await waitForJob(http, `/${repo.slug}/jobs/${running.id}`, owner.token, (job) => job.progress.phase === 'blocking')
-    expect((await http.call('DELETE', `/api/v1/repositories/${repo.id}`, { token: owner.token })).status).toBe(200)
+    expect((await http.call('DELETE', `/api/v1/repositories/${repo.id}`, { token: owner.token, body: { confirm: repo.slug } })).status).toBe(200)
     // Ended by the time the deletion answers; the records stay, for sysadmins, as jobs of no repository.
     for (const id of [running.id, queued.id]) {
       const job = (await http.get(`/api/v1/jobs/${id}`, admin.token)).body as Job

@@ -308,6 +308,6 @@ describe(`revocation and scopes (${BACKEND})`, () => {
     const admin = await codeFor(client, 'admin')
     const adminTokens = await exchange(admin.code, admin.verifier)
     expect((await api(server.url).get('/api/v1/admin/users', adminTokens.access_token)).status).toBe(403)
-    expect((await api(server.url).call('DELETE', `/api/v1/repositories/${created.body.slug}`, { token: adminTokens.access_token })).status).toBe(200)
+    expect((await api(server.url).call('DELETE', `/api/v1/repositories/${created.body.slug}`, { token: adminTokens.access_token, body: { confirm: created.body.slug } })).status).toBe(200)
   })
 })

@@ -188,7 +188,7 @@ describe(`repositories (${BACKEND})`, () => {
       await vectors.upsert(id, 'facts', [{ id: crypto.randomUUID(), vector: new Float32Array([1, 0]) }])
       await blobs.put(`${repositoryBlobPrefix(id)}images/0`, 'png')
     }
-    const res = await http.call('DELETE', `/api/v1/repositories/${repo.slug}`, { token: owner.token })
+    const res = await http.call('DELETE', `/api/v1/repositories/${repo.slug}`, { token: owner.token, body: { confirm: repo.slug } })
     expect(res.status).toBe(200)
     expect(res.body.id).toBe(repo.id)
     expectError(await http.get(`/${repo.id}`, owner.token), 404)

@@ -141,8 +141,8 @@ async function open(path: string, heading?: string | RegExp): Promise<void> {
   if (heading) await page.getByRole('heading', { level: 1, name: heading }).waitFor()
 }
 
-/** Waits for a paged list to have loaded (its pager shows once the page's rows are in). */
-const listed = () => page.locator('main nav.pager').waitFor()
+/** Waits for a paged list to have loaded (its first row; a pager shows only under a list of more than one page). */
+const listed = () => page.locator('main .rows > li').first().waitFor()
 
 const signIn = async () => {
   await page.getByLabel('Email').fill(account.email)
@@ -323,7 +323,7 @@ describe(`the web app (${BACKEND})`, () => {
     if (!cited) throw new Error('no fact of the tour graph is cited by both a summary and a report')
     await open(`/app/r/tour/facts/${cited.id}`, 'Fact')
     const citedBy = page.getByRole('region', { name: 'Cited by' })
-    await citedBy.locator('nav.pager').waitFor()
+    await citedBy.locator('li a').first().waitFor()
     expect(await citedBy.locator('li a').allTextContents()).toEqual(cited.citations.map((c) => c.title))
     await accessible()
     const report = cited.citations.find((c) => c.kind === 'report')!
@@ -335,7 +335,7 @@ describe(`the web app (${BACKEND})`, () => {
     const related = (await http.call('GET', `/tour/concepts/${summary.concept_id!}/related?limit=20`, { token })).body as { canonical_name: string }[]
     await open(`/app/r/tour/concepts/${summary.concept_id!}`)
     const list = page.getByRole('region', { name: 'Related concepts' })
-    await list.locator('nav.pager').waitFor()
+    await list.locator('li a').first().waitFor()
     expect(await list.locator('li a').allTextContents()).toEqual(related.map((c) => c.canonical_name))
     await accessible()
   })
@@ -742,7 +742,8 @@ describe(`writing the graph in the web app (${BACKEND})`, () => {
     await page.getByText('Described again.').waitFor()
     expect((await http.get(`/tour/concepts/${id}`, token)).body.aliases).toEqual(['first alias', 'second alias'])
 
-    await page.getByRole('button', { name: 'Delete this concept' }).focus()
+    // Enabled once the page has read the concept's ETag (focus does not wait for that).
+    await page.getByRole('button', { name: 'Delete this concept' }).and(page.locator(':enabled')).focus()
     await page.keyboard.press('Enter')
     await page.getByRole('group', { name: 'Delete this concept for good?' }).waitFor()
     expect(await page.evaluate<string>('document.activeElement?.textContent')).toBe('Cancel')

@@ -120,7 +120,7 @@ async function writeControls(page: Page): Promise<string[]> {
 }
 
 const base = `/app/r/${slug}`
-/** Every page of the repository: its lists, a row of each kind, search, export and import, members. */
+/** Every page of the repository: its lists, a row of each kind, search, export and import, members, settings. */
 const PAGES = () => [
   `${base}/facts`,
   `${base}/facts/${ids.fact}`,
@@ -135,6 +135,7 @@ const PAGES = () => [
   `${base}/search`,
   `${base}/transfer`,
   `${base}/members`,
+  `${base}/settings`,
 ]
 
 describe(`what the app offers follows the person's role (${BACKEND})`, () => {
@@ -219,6 +220,9 @@ describe(`what the app offers follows the person's role (${BACKEND})`, () => {
       await page.locator('main tbody tr').first().waitFor()
       expect(await writeControls(page)).toEqual([])
       expect(await page.locator('main dl.roles dt').allTextContents()).toEqual([...REPOSITORY_ROLES])
+      await visit(page, `${base}/settings`)
+      await page.getByText('Slug (its address)').waitFor()
+      expect(await writeControls(page)).toEqual([])
       await accessibleAtBothWidths(page)
     } finally {
       await context.close()
@@ -235,6 +239,8 @@ describe(`what the app offers follows the person's role (${BACKEND})`, () => {
       await visit(page, `${base}/transfer`)
       await page.getByRole('button', { name: 'Import', exact: true }).waitFor()
       expect(await writeControls(page)).toEqual(['Export this repository', 'Upload and import', 'Import'])
+      await visit(page, `${base}/settings`)
+      await page.getByRole('button', { name: 'Delete this repository…' }).waitFor()
       await visit(page, `${base}/members`)
       await page.getByRole('button', { name: `Remove ${owner.email}` }).waitFor()
       expect(await writeControls(page)).toEqual(expect.arrayContaining(['Add', `Remove`, `Role of ${owner.email}`, 'Role']))

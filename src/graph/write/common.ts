@@ -5,7 +5,8 @@
 import type { TransactionSql } from 'postgres'
 import type { Db } from '../../db/sql.ts'
 import { isUniqueViolation } from '../../db/conflict.ts'
-import { sha256Hex, citedIds, type CitedKind } from '../rules.ts'
+import { etagOf } from '../../http/etag.ts'
+import { citedIds, type CitedKind } from '../rules.ts'
 import { oversizedDocument, oversizedIndexed } from '../limits.ts'
 
 /** Why the graph refuses a write, in words its caller can act on (each subclass: one HTTP status). */
@@ -27,11 +28,6 @@ export class ExistingRow extends WriteRefusal {
 export class StillReferenced extends WriteRefusal {}
 /** If-Match named another version of the row (412). */
 export class StaleVersion extends WriteRefusal {}
-
-/** A row's ETag: a hash of the representation the API answers with (strong, quoted). */
-export function etagOf(row: unknown): string {
-  return `"${sha256Hex(JSON.stringify(row)).slice(0, 32)}"`
-}
 
 /** Whether an If-Match header (absent: anything goes; `*`: any version) admits the row's current ETag. */
 function matches(ifMatch: string | undefined, etag: string): boolean {

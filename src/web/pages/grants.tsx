@@ -1,7 +1,7 @@
 // The agents the person let in (GET /api/v1/oauth/grants), each revocable after a confirmation:
 // its tokens stop working at once. This app's own sign-in is listed too, and revoked by signing out.
 import { useState } from 'preact/hooks'
-import { request } from '../api.ts'
+import { apiPath, request } from '../api.ts'
 import { clientId } from '../auth.ts'
 import { Confirm } from '../confirm.tsx'
 import { ErrorBox, Paged, shortDate } from '../ui.tsx'
@@ -23,7 +23,7 @@ export function Grants() {
     setRevoking(undefined)
     setOutcome({})
     try {
-      const revoked = await request<Grant>('DELETE', `/api/v1/oauth/grants/${grant.id}`)
+      const revoked = await request<Grant>('DELETE', apiPath`/api/v1/oauth/grants/${grant.id}`)
       setOutcome({ done: `${revoked.client_name || revoked.client_id} can no longer act for you.` })
     } catch (error) {
       setOutcome({ error })

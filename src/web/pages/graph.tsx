@@ -2,9 +2,9 @@
 // sources, investigations and reports. Every list is one page at a time.
 import { useEffect, useState } from 'preact/hooks'
 import { authorizedFetch } from '../auth.ts'
-import { get } from '../api.ts'
+import { apiPath, get } from '../api.ts'
 import type { Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, Report, ReportDetail, Source, SourceDetail } from '../types.ts'
-import { Link, Markdown, Paged, Show, shortDate, useLoad } from '../ui.tsx'
+import { Link, Markdown, Paged, plural, Show, shortDate, useLoad } from '../ui.tsx'
 import { Neighbourhood } from './neighbourhood.tsx'
 import { FactCitations, RelatedConcepts } from './related.tsx'
 
@@ -21,7 +21,6 @@ export const paths = (repo: string) => {
     cited: (kind: 'fact' | 'concept', id: string) => `${base}/${kind}s/${id}`,
   }
 }
-const api = (repo: string, path: string) => `/${encodeURIComponent(repo)}${path}`
 
 export function Facts({ repo, source }: { repo: string; source?: string }) {
   const to = paths(repo)
@@ -39,7 +38,7 @@ export function Facts({ repo, source }: { repo: string; source?: string }) {
           <option value="to_delete">to delete</option>
         </select>
       </label>
-      <Paged<Fact> path={api(repo, `/facts${filter ? `?${filter}` : ''}`)} label="Facts">
+      <Paged<Fact> path={`${apiPath`/${repo}/facts`}${filter ? `?${filter}` : ''}`} label="Facts">
         {(rows) => (
           <ul class="rows">
             {rows.map((fact) => (
@@ -82,7 +81,7 @@ const Outside = ({ url, label }: { url: string; label?: string }) =>
 
 export function FactPage({ repo, id }: { repo: string; id: string }) {
   const to = paths(repo)
-  const [loaded] = useLoad(() => get<FactDetail>(api(repo, `/facts/${id}`)), `${repo}/${id}`)
+  const [loaded] = useLoad(() => get<FactDetail>(apiPath`/${repo}/facts/${id}`), `${repo}/${id}`)
   return (
     <>
       <h1 tabIndex={-1}>Fact</h1>
@@ -126,7 +125,7 @@ export function Concepts({ repo }: { repo: string }) {
       <label>
         Name starts with <input type="search" value={prefix} onInput={(event) => setPrefix((event.target as HTMLInputElement).value)} />
       </label>
-      <Paged<Concept> path={api(repo, `/concepts${prefix ? `?prefix=${encodeURIComponent(prefix)}` : ''}`)} label="Concepts">
+      <Paged<Concept> path={`${apiPath`/${repo}/concepts`}${prefix ? `?${new URLSearchParams({ prefix })}` : ''}`} label="Concepts">
         {(rows) => (
           <ul class="rows">
             {rows.map((concept) => (
@@ -148,10 +147,10 @@ const CONCEPT_FACTS = 20
 export function ConceptPage({ repo, id }: { repo: string; id: string }) {
   const to = paths(repo)
   const [loaded] = useLoad(async () => {
-    const concept = await get<ConceptDetail>(api(repo, `/concepts/${id}`))
+    const concept = await get<ConceptDetail>(apiPath`/${repo}/concepts/${id}`)
     // The facts its summaries cover, each with the concepts it names: the neighbourhood.
     const factIds = [...new Set(concept.summaries.flatMap((summary) => summary.covered_fact_ids))].slice(0, CONCEPT_FACTS)
-    const facts = await Promise.all(factIds.map((factId) => get<FactDetail>(api(repo, `/facts/${factId}`)).catch(() => undefined)))
+    const facts = await Promise.all(factIds.map((factId) => get<FactDetail>(apiPath`/${repo}/facts/${factId}`).catch(() => undefined)))
     return { concept, facts: facts.filter((fact) => fact !== undefined) }
   }, `${repo}/${id}`)
   return (
@@ -160,7 +159,7 @@ export function ConceptPage({ repo, id }: { repo: string; id: string }) {
         <article>
           <h1 tabIndex={-1}>{concept.canonical_name}</h1>
           <p class="meta">
-            {concept.context} · {concept.fact_count} facts
+            {concept.context} · {plural(concept.fact_count, 'fact')}
           </p>
           {concept.aliases.length > 0 && <p>Also: {concept.aliases.join(', ')}</p>}
           {concept.description && <p>{concept.description}</p>}
@@ -170,13 +169,13 @@ export function ConceptPage({ repo, id }: { repo: string; id: string }) {
           {concept.synthesis && (
             <section>
               <h2>Synthesis</h2>
-              <Markdown source={concept.synthesis.content} href={to.cited} />
+              <Markdown source={concept.synthesis.content} href={to.cited} under={2} />
             </section>
           )}
           {concept.summaries.length > 0 && <h2>Summaries</h2>}
           {concept.summaries.map((summary) => (
             <section key={summary.id} aria-label={`Summary ${summary.sequence_num}`}>
-              <Markdown source={summary.content} href={to.cited} />
+              <Markdown source={summary.content} href={to.cited} under={2} />
             </section>
           ))}
           <h2>Facts</h2>
@@ -189,7 +188,7 @@ export function ConceptPage({ repo, id }: { repo: string; id: string }) {
           </ul>
           {concept.fact_count > facts.length && (
             <p class="meta">
-              The first {facts.length} of {concept.fact_count} facts, those its summaries cover.
+              The first {facts.length} of {plural(concept.fact_count, 'fact')}, those its summaries cover.
             </p>
           )}
         </article>
@@ -203,7 +202,7 @@ export function Sources({ repo }: { repo: string }) {
   return (
     <>
       <h1 tabIndex={-1}>Sources</h1>
-      <Paged<Source> path={api(repo, '/sources')} label="Sources">
+      <Paged<Source> path={apiPath`/${repo}/sources`} label="Sources">
         {(rows) => (
           <ul class="rows">
             {rows.map((source) => (
@@ -223,18 +222,18 @@ export function Sources({ repo }: { repo: string }) {
 
 export function SourcePage({ repo, id }: { repo: string; id: string }) {
   const to = paths(repo)
-  const [loaded] = useLoad(() => get<SourceDetail>(api(repo, `/sources/${id}`)), `${repo}/${id}`)
+  const [loaded] = useLoad(() => get<SourceDetail>(apiPath`/${repo}/sources/${id}`), `${repo}/${id}`)
   return (
     <Show loaded={loaded}>
       {(source) => (
         <article>
           <h1 tabIndex={-1}>{source.parsed_title || 'Source'}</h1>
           <p class="meta">
-            <Outside url={source.url} /> · {source.kind} · {source.fact_count} facts · <Link href={`${to.base}/facts?source=${source.id}`}>its facts</Link>
+            <Outside url={source.url} /> · {source.kind} · {plural(source.fact_count, 'fact')} · <Link href={`${to.base}/facts?source=${source.id}`}>its facts</Link>
           </p>
           <div class="images">
             {source.images.slice(0, 12).map((image) => (
-              <StoredImage key={image.id} path={api(repo, `/images/${image.id}`)} alt={image.alt_text || `image ${image.position}`} />
+              <StoredImage key={image.id} path={apiPath`/${repo}/images/${image.id}`} alt={image.alt_text || `image ${image.position}`} />
             ))}
           </div>
           <Markdown source={source.parsed_markdown} href={to.cited} />
@@ -249,7 +248,7 @@ export function Investigations({ repo }: { repo: string }) {
   return (
     <>
       <h1 tabIndex={-1}>Investigations</h1>
-      <Paged<Investigation> path={api(repo, '/investigations')} label="Investigations">
+      <Paged<Investigation> path={apiPath`/${repo}/investigations`} label="Investigations">
         {(rows) => (
           <ul class="rows">
             {rows.map((investigation) => (
@@ -267,7 +266,7 @@ export function Investigations({ repo }: { repo: string }) {
 
 export function InvestigationPage({ repo, id }: { repo: string; id: string }) {
   const to = paths(repo)
-  const [loaded] = useLoad(() => get<InvestigationDetail>(api(repo, `/investigations/${id}`)), `${repo}/${id}`)
+  const [loaded] = useLoad(() => get<InvestigationDetail>(apiPath`/${repo}/investigations/${id}`), `${repo}/${id}`)
   return (
     <Show loaded={loaded}>
       {(investigation) => (
@@ -293,7 +292,7 @@ export function Reports({ repo }: { repo: string }) {
   return (
     <>
       <h1 tabIndex={-1}>Reports</h1>
-      <Paged<Report> path={api(repo, '/reports?parent_id=none')} label="Reports">
+      <Paged<Report> path={`${apiPath`/${repo}/reports`}?parent_id=none`} label="Reports">
         {(rows) => (
           <ul class="rows">
             {rows.map((report) => (
@@ -314,8 +313,8 @@ export function Reports({ repo }: { repo: string }) {
 export function ReportPage({ repo, id }: { repo: string; id: string }) {
   const to = paths(repo)
   const [loaded] = useLoad(async () => {
-    const report = await get<ReportDetail>(api(repo, `/reports/${id}`))
-    const parent = report.parent_id ? await get<ReportDetail>(api(repo, `/reports/${report.parent_id}`)).catch(() => undefined) : undefined
+    const report = await get<ReportDetail>(apiPath`/${repo}/reports/${id}`)
+    const parent = report.parent_id ? await get<ReportDetail>(apiPath`/${repo}/reports/${report.parent_id}`).catch(() => undefined) : undefined
     return { report, parent }
   }, `${repo}/${id}`)
   return (
@@ -349,7 +348,7 @@ export function ReportPage({ repo, id }: { repo: string; id: string }) {
             </nav>
             <h1 tabIndex={-1}>{report.title}</h1>
             <p class="meta">
-              {report.status} · {report.annotations.length} annotations
+              {report.status} · {plural(report.annotations.length, 'annotation')}
             </p>
             <Markdown source={report.body_md} href={to.cited} links={[...links.values()]} />
           </article>

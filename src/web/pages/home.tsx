@@ -1,13 +1,17 @@
 // The pages outside one repository's graph: the repositories, search, and users and roles for a
 // sysadmin (export and import: transfer.tsx; the registry: registry.tsx).
 import { useState } from 'preact/hooks'
-import { request } from '../api.ts'
+import { ApiError, apiPath, request } from '../api.ts'
 import type { Fact, Repository } from '../types.ts'
 import { PermissionsOf, useCan } from '../permissions.tsx'
-import { ErrorBox, Link, navigate, Paged } from '../ui.tsx'
+import { ErrorBox, Link, navigate, Paged, plural, tell } from '../ui.tsx'
 import { paths } from './graph.tsx'
 
 const value = (event: Event) => (event.target as HTMLInputElement).value
+
+/** A repository's counts as words: "1 report · 2 investigations". */
+const NOUNS: Record<string, string> = { sources: 'source', facts: 'fact', concepts: 'concept', reports: 'report', investigations: 'investigation' }
+const counted = (counts: Record<string, number>) => Object.entries(counts).map(([kind, n]) => (NOUNS[kind] ? plural(n, NOUNS[kind]) : `${n} ${kind}`))
 
 export function Repositories() {
   return (
@@ -20,15 +24,20 @@ export function Repositories() {
 function RepositoryList() {
   const can = useCan()
   const [name, setName] = useState('')
+  const [busy, setBusy] = useState(false)
   const [error, setError] = useState<unknown>()
   const create = async (event: Event) => {
     event.preventDefault()
     setError(undefined)
+    setBusy(true)
     try {
       const created = await request<Repository>('POST', '/api/v1/repositories', { name })
+      tell(`The repository ${created.name} is created.`)
       navigate(paths(created.slug).base)
     } catch (failure) {
-      setError(failure)
+      // The form asks for a name only: the slug the API derived from it is what is taken.
+      setError(failure instanceof ApiError && failure.status === 409 ? new Error('A repository with this name (or one that makes the same address) exists already: choose another name.') : failure)
+      setBusy(false)
     }
   }
   return (
@@ -40,7 +49,7 @@ function RepositoryList() {
             {rows.map((repository) => (
               <li key={repository.id}>
                 <Link href={paths(repository.slug).base}>{repository.name}</Link>
-                <span class="meta">{[repository.role, ...Object.entries(repository.counts ?? {}).map(([kind, n]) => `${n} ${kind}`), repository.description].filter(Boolean).join(' · ')}</span>
+                <span class="meta">{[repository.role, ...counted(repository.counts ?? {}), repository.description].filter(Boolean).join(' · ')}</span>
               </li>
             ))}
           </ul>
@@ -52,7 +61,9 @@ function RepositoryList() {
           <label>
             Name <input required maxLength={200} value={name} onInput={(event) => setName(value(event))} />
           </label>
-          <button type="submit">Create</button>
+          <button type="submit" disabled={busy}>
+            {busy ? 'Creating…' : 'Create'}
+          </button>
           {error !== undefined && <ErrorBox error={error} />}
         </form>
       )}
@@ -75,6 +86,14 @@ interface Hit {
   score: number
   fact?: Fact
   concept?: { id: string; canonical_name: string; context: string }
+}
+
+/** What a result's score is, by mode (docs/api.md, Search). */
+const SCORE_MEANING = {
+  hybrid:
+    'Best first. The score fuses the keyword and the meaning rankings: the sum, over the rankings that found the result, of 1 / (60 + its place there); at most about 0.033, for the first in both. When the vectors cannot answer (none made yet, or the embedder fails), the scores are keyword scores.',
+  keyword: 'Best first. The score is the full-text rank of the words you typed, from 0 to 1: higher is a closer match.',
+  vector: "Best first. The score is the cosine similarity of the result's meaning to your query's (1 is the same direction, 0 unrelated).",
 }
 
 /** Search results a page at a time (a ranked list: the API's Link and X-Total-Count). */
@@ -115,18 +134,23 @@ export function Search({ repo }: { repo: string }) {
         <button type="submit">Search</button>
       </form>
       {asked && (
-        <Paged<Hit> path={`/${encodeURIComponent(repo)}/search?${new URLSearchParams(asked)}`} label="Results" limit={RESULTS_PAGE} empty="Nothing found.">
+        <Paged<Hit> path={`${apiPath`/${repo}/search`}?${new URLSearchParams(asked)}`} label="Results" limit={RESULTS_PAGE} empty="Nothing found.">
           {(hits) => (
-            <ol class="rows" aria-label="Results">
-              {hits.map((hit) => (
-                <li key={hit.id}>
-                  <Link href={hit.fact ? to.fact(hit.id) : to.concept(hit.id)}>
-                    <Highlighted text={hit.fact?.text ?? hit.concept?.canonical_name ?? hit.id} query={asked.q} />
-                  </Link>
-                  <span class="meta">score {hit.score.toFixed(3)}</span>
-                </li>
-              ))}
-            </ol>
+            <>
+              <p class="meta" id="score-meaning">
+                {SCORE_MEANING[asked.mode as keyof typeof SCORE_MEANING]}
+              </p>
+              <ol class="rows" aria-label="Results" aria-describedby="score-meaning">
+                {hits.map((hit) => (
+                  <li key={hit.id}>
+                    <Link href={hit.fact ? to.fact(hit.id) : to.concept(hit.id)}>
+                      <Highlighted text={hit.fact?.text ?? hit.concept?.canonical_name ?? hit.id} query={asked.q} />
+                    </Link>
+                    <span class="meta">score {hit.score.toFixed(3)}</span>
+                  </li>
+                ))}
+              </ol>
+            </>
           )}
         </Paged>
       )}

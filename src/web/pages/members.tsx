@@ -2,7 +2,7 @@
 // role may do; a repoadmin (or a sysadmin) adds one by e-mail, changes a role, removes one after
 // a confirmation. A refusal (the last repoadmin, an unknown e-mail) is the API's own message.
 import { useState } from 'preact/hooks'
-import { request } from '../api.ts'
+import { apiPath, request } from '../api.ts'
 import { Confirm } from '../confirm.tsx'
 import { useCan } from '../permissions.tsx'
 import { REPOSITORY_ROLES, ROLE_LINES } from '../roles.ts'
@@ -23,13 +23,14 @@ const roleOptions = REPOSITORY_ROLES.map((role) => (
 const selected = (event: Event) => (event.target as HTMLSelectElement).value
 
 export function Members({ repo }: { repo: string }) {
-  const members = `/${encodeURIComponent(repo)}/members`
+  const members = apiPath`/${repo}/members`
   const canManage = useCan()('member:manage')
   const [round, setRound] = useState(0)
   const [outcome, setOutcome] = useState<{ error?: unknown; done?: string }>({})
   const [removing, setRemoving] = useState<Member>()
   const [email, setEmail] = useState('')
   const [role, setRole] = useState('viewer')
+  const [busy, setBusy] = useState(false)
   /** Does one change; the list is read again either way (a refused role change shows the role kept). */
   const change = async (method: 'PUT' | 'DELETE', path: string, body: unknown, done: (member: Member) => string) => {
     setOutcome({})
@@ -45,11 +46,13 @@ export function Members({ repo }: { repo: string }) {
   }
   const add = async (event: Event) => {
     event.preventDefault()
+    setBusy(true)
     if (await change('PUT', members, { email, role }, (member) => `${member.email} is now ${member.role}.`)) setEmail('')
+    setBusy(false)
   }
   const remove = async (member: Member) => {
     setRemoving(undefined)
-    await change('DELETE', `${members}/${member.user_id}`, undefined, (removed) => `${removed.email} is no longer a member.`)
+    await change('DELETE', apiPath`/${repo}/members/${member.user_id}`, undefined, (removed) => `${removed.email} is no longer a member.`)
   }
   return (
     <>
@@ -124,7 +127,9 @@ export function Members({ repo }: { repo: string }) {
               {roleOptions}
             </select>
           </label>
-          <button type="submit">Add</button>
+          <button type="submit" disabled={busy}>
+            {busy ? 'Adding…' : 'Add'}
+          </button>
           <p id="chosen-role" class="meta">
             {ROLE_LINES.find((line) => line.role === role)?.line}
           </p>

@@ -2,7 +2,7 @@
 // first, with their time and counts), and "Import into…" on each version, into a repository the
 // person may import into. `?name=` shows one name's versions.
 import { useState } from 'preact/hooks'
-import { get, page, request } from '../api.ts'
+import { apiPath, get, page, request } from '../api.ts'
 import type { GraphName, GraphVersion, Job, Permissions, Repository } from '../types.ts'
 import { ErrorBox, Link, Paged, useLoad } from '../ui.tsx'
 import { counted, dateTime, ImportOutcome, JobProgress, plural } from './transfer-jobs.tsx'
@@ -45,7 +45,7 @@ function ImportInto({ graph, targets, describedBy }: { graph: GraphVersion; targ
     setJob(undefined)
     setBusy(true)
     try {
-      setJob({ job: await request<Job>('POST', `/${encodeURIComponent(into.slug)}/import-graph`, { graph_id: graph.id }), into })
+      setJob({ job: await request<Job>('POST', apiPath`/${into.slug}/import-graph`, { graph_id: graph.id }), into })
     } catch (failure) {
       setError(failure)
     } finally {

@@ -2,7 +2,7 @@
 // end, its result in words, and a registry graph named by its name and version.
 import type { ComponentChildren } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
-import { get } from '../api.ts'
+import { apiPath, get } from '../api.ts'
 import type { ExportResult, Graph, GraphName, ImportResult, Job } from '../types.ts'
 import { ErrorBox, Link, useLoad } from '../ui.tsx'
 import { paths } from './graph.tsx'
@@ -67,7 +67,7 @@ export function JobProgress({ repo, job, verb, children }: { repo: string; job: 
       let latest = job
       while (!stopped && (latest.status === 'queued' || latest.status === 'running')) {
         await new Promise((resolve) => setTimeout(resolve, 500))
-        latest = await get<Job>(`/${encodeURIComponent(repo)}/jobs/${job.id}`)
+        latest = await get<Job>(apiPath`/${repo}/jobs/${job.id}`)
         if (!stopped) setCurrent(latest)
       }
     }
@@ -92,7 +92,7 @@ export function JobProgress({ repo, job, verb, children }: { repo: string; job: 
  */
 export function GraphLink({ id, name }: { id: string; name?: string }) {
   const [loaded] = useLoad(async () => {
-    const graph = name ?? (await get<Graph>(`/api/v1/graphs/${id}`)).name
+    const graph = name ?? (await get<Graph>(apiPath`/api/v1/graphs/${id}`)).name
     const [group] = await get<GraphName[]>(`/api/v1/graphs/names?name=${encodeURIComponent(graph)}`)
     return { name: graph, version: group?.versions.find((version) => version.id === id.toLowerCase())?.version }
   }, id)

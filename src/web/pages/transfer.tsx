@@ -2,7 +2,7 @@
 // import of a bundle file (its upload's progress, then its job's), and an import of a registry
 // graph by id (the Registry page's "Import into…" is the other way to one).
 import { useState } from 'preact/hooks'
-import { request, upload } from '../api.ts'
+import { apiPath, request, upload } from '../api.ts'
 import { Allowed } from '../permissions.tsx'
 import type { Job } from '../types.ts'
 import { ErrorBox, Link } from '../ui.tsx'
@@ -28,7 +28,7 @@ function useStart() {
   return { job, error, busy, start }
 }
 
-const importPath = (repo: string) => `/${encodeURIComponent(repo)}/import-graph`
+const importPath = (repo: string) => apiPath`/${repo}/import-graph`
 
 function Export({ repo }: { repo: string }) {
   const { job, error, busy, start } = useStart()
@@ -38,7 +38,7 @@ function Export({ repo }: { repo: string }) {
         class="inline"
         onSubmit={(event) => {
           event.preventDefault()
-          void start(() => request<Job>('POST', `/${encodeURIComponent(repo)}/export-graph`, {}))
+          void start(() => request<Job>('POST', apiPath`/${repo}/export-graph`, {}))
         }}
       >
         <h2 id="export-heading">Export to the registry</h2>

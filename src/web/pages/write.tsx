@@ -3,12 +3,12 @@
 // the page read in If-Match, so a row changed meanwhile is the API's 412, shown as such. The
 // buttons and forms show where the caller's permissions allow (permissions.tsx); the API judges all the same.
 import { useState } from 'preact/hooks'
-import { request, versioned } from '../api.ts'
+import { apiPath, request, versioned } from '../api.ts'
 import { Allowed, useCan } from '../permissions.tsx'
-import { Link, navigate, useLoad } from '../ui.tsx'
+import { Link, navigate, tell, useLoad } from '../ui.tsx'
 import { paths } from './graph.tsx'
 import { Confirm } from '../confirm.tsx'
-import { api, type Kind, WriteError } from './write/form.tsx'
+import { collection, type Kind, WriteError } from './write/form.tsx'
 import { FactEditor } from './write/fact.tsx'
 import { ConceptEditor } from './write/concept.tsx'
 import { ReportEditor } from './write/report.tsx'
@@ -54,19 +54,24 @@ function KindWriteBar({ repo, tab, kind, id }: { repo: string; tab: string; kind
     </div>
   )
 }
-/** Delete, after a confirmation, with the ETag read when the page opened. */
+/** Delete, after a confirmation, of the row read when the page opened (its id as the API answered it), with its ETag. */
 function Delete({ repo, kind, id }: { repo: string; kind: Kind; id: string }) {
-  const path = api(repo, `/${kind}s/${id}`)
-  const [read, reread] = useLoad(() => versioned<unknown>('GET', path), path)
+  const path = apiPath`/${repo}/${collection(kind)}/${id}`
+  const [read, reread] = useLoad(() => versioned<{ id: string }>('GET', path), path)
   const [confirming, setConfirming] = useState(false)
+  const [busy, setBusy] = useState(false)
   const [error, setError] = useState<unknown>()
   const remove = async () => {
+    if (read.state !== 'done') return
     setError(undefined)
+    setBusy(true)
     try {
-      await request('DELETE', path, undefined, read.state === 'done' ? { 'if-match': read.value.etag } : {})
-      navigate(`${paths(repo).base}/${kind}s`)
+      await request('DELETE', apiPath`/${repo}/${collection(kind)}/${read.value.value.id}`, undefined, { 'if-match': read.value.etag })
+      tell(`The ${kind} is deleted.`)
+      navigate(`${paths(repo).base}/${collection(kind)}`)
     } catch (failure) {
       setError(failure)
+      setBusy(false)
     }
   }
   return (
@@ -76,7 +81,7 @@ function Delete({ repo, kind, id }: { repo: string; kind: Kind; id: string }) {
           Delete this {kind}
         </button>
       ) : (
-        <Confirm question={`Delete this ${kind} for good?`} action="Yes, delete it" onConfirm={remove} onCancel={() => setConfirming(false)}>
+        <Confirm question={`Delete this ${kind} for good?`} action="Yes, delete it" busy={busy && 'Deleting…'} onConfirm={remove} onCancel={() => setConfirming(false)}>
           {kind === 'fact' ? 'Its links go with it; texts that cite it keep their words.' : kind === 'report' ? 'Its parts go with it.' : 'Its links and summaries go with it.'}
         </Confirm>
       )}

@@ -1,11 +1,12 @@
 // Adding and editing a concept: name, context, description and aliases.
 import { useState } from 'preact/hooks'
 import type { ConceptDetail } from '../../types.ts'
-import { api, value, type Read, WriteError, Editor, useSave, changed, defined, Submit } from './form.tsx'
+import { apiPath } from '../../api.ts'
+import { value, type Read, WriteError, Editor, useSave, changed, defined, Submit } from './form.tsx'
 
 export function ConceptEditor({ repo, id }: { repo: string; id: string | undefined }) {
   return (
-    <Editor<ConceptDetail> kind="concept" path={id && api(repo, `/concepts/${id}`)}>
+    <Editor<ConceptDetail> kind="concept" path={id && apiPath`/${repo}/concepts/${id}`}>
       {(read, reload) => <ConceptForm key={read?.etag} repo={repo} read={read} reload={reload} />}
     </Editor>
   )

@@ -1,11 +1,12 @@
 // Adding and editing a fact: its text, its sources (with chunk indexes) and its concepts.
 import { useState } from 'preact/hooks'
 import type { Concept, FactDetail, Source } from '../../types.ts'
-import { api, value, type Read, WriteError, Pick, Chosen, Editor, useSave, changed, defined, Submit } from './form.tsx'
+import { apiPath } from '../../api.ts'
+import { value, type Read, WriteError, Pick, Chosen, Editor, useSave, changed, defined, Submit } from './form.tsx'
 
 export function FactEditor({ repo, id }: { repo: string; id: string | undefined }) {
   return (
-    <Editor<FactDetail> kind="fact" path={id && api(repo, `/facts/${id}`)}>
+    <Editor<FactDetail> kind="fact" path={id && apiPath`/${repo}/facts/${id}`}>
       {(read, reload) => <FactForm key={read?.etag} repo={repo} read={read} reload={reload} />}
     </Editor>
   )
@@ -51,7 +52,7 @@ function FactForm({ repo, read, reload }: { repo: string; read: Read<FactDetail>
       </label>
       <fieldset>
         <legend>Sources</legend>
-        <Chosen<FactSourceLink> label="Its sources" rows={sources} name={(s) => s.name} onChange={setSources}>
+        <Chosen<FactSourceLink> label="Its sources" empty="No sources yet." rows={sources} name={(s) => s.name} onChange={setSources}>
           {(source, i) => (
             <label>
               Chunk
@@ -62,14 +63,14 @@ function FactForm({ repo, read, reload }: { repo: string; read: Read<FactDetail>
         <Pick<Source>
           label="Source"
           action="Add the source"
-          path={api(repo, '/sources')}
+          path={apiPath`/${repo}/sources`}
           name={(s) => s.parsed_title || s.url}
           onPick={(s) => setSources([...sources, { source_id: s.id, chunk_index: 0, name: s.parsed_title || s.url }])}
         />
       </fieldset>
       <fieldset>
         <legend>Concepts</legend>
-        <Chosen<FactConceptLink> label="Its concepts" rows={concepts} name={(c) => c.name} onChange={setConcepts} />
+        <Chosen<FactConceptLink> label="Its concepts" empty="No concepts yet." rows={concepts} name={(c) => c.name} onChange={setConcepts} />
         <label>
           Concepts whose name starts with
           <input type="search" value={prefix} onInput={(event) => setPrefix(value(event))} />
@@ -77,7 +78,7 @@ function FactForm({ repo, read, reload }: { repo: string; read: Read<FactDetail>
         <Pick<Concept>
           label="Concept"
           action="Add the concept"
-          path={api(repo, `/concepts${prefix ? `?prefix=${encodeURIComponent(prefix)}` : ''}`)}
+          path={`${apiPath`/${repo}/concepts`}${prefix ? `?${new URLSearchParams({ prefix })}` : ''}`}
           name={(c) => (c.context ? `${c.canonical_name} (${c.context})` : c.canonical_name)}
           onPick={(c) => concepts.some((link) => link.concept_id === c.id) || setConcepts([...concepts, { concept_id: c.id, name: c.canonical_name }])}
         />

@@ -2,12 +2,13 @@
 // If-Match, the refusals shown plainly, and pickers that page through a list.
 import type { ComponentChildren } from 'preact'
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { ApiError, page as fetchPage, request, versioned } from '../../api.ts'
-import { ErrorBox, Link, navigate, Show, useLoad } from '../../ui.tsx'
+import { ApiError, apiPath, page as fetchPage, request, versioned } from '../../api.ts'
+import { ErrorBox, Link, navigate, Show, tell, useLoad } from '../../ui.tsx'
 import { paths } from '../graph.tsx'
 
 export type Kind = 'fact' | 'concept' | 'report'
-export const api = (repo: string, path: string) => `/${encodeURIComponent(repo)}${path}`
+/** The API's collection of a kind's rows (`facts`, …). */
+export const collection = (kind: Kind) => `${kind}s`
 export const value = (event: Event) => (event.target as HTMLInputElement).value
 /** The row as read, and the ETag its edit or delete names. */
 export type Read<T> = { value: T; etag: string }
@@ -87,21 +88,23 @@ export function Pick<T extends { id: string }>({ label, action, path, name, onPi
   )
 }
 
-/** Chosen rows, each with its own fields and a Remove button. */
+/** Chosen rows, each with its own fields and a Remove button; `empty`: what no row says. */
 export function Chosen<T>({
   label,
+  empty,
   rows,
   name,
   children,
   onChange,
 }: {
   label: string
+  empty: string
   rows: T[]
   name: (row: T) => string
   children?: (row: T, i: number) => ComponentChildren
   onChange: (rows: T[]) => void
 }) {
-  if (!rows.length) return <p class="meta">No {label.toLowerCase()} yet.</p>
+  if (!rows.length) return <p class="meta">{empty}</p>
   return (
     <ul class="rows" aria-label={label}>
       {rows.map((row, i) => (
@@ -140,7 +143,10 @@ export function useSave<T extends { id: string }>(repo: string, kind: Kind, read
     setError(undefined)
     setBusy(true)
     try {
-      const saved = read ? await request<T>('PATCH', api(repo, `/${kind}s/${read.value.id}`), body, { 'if-match': read.etag }) : await request<T>('POST', api(repo, `/${kind}s`), body)
+      const saved = read
+        ? await request<T>('PATCH', apiPath`/${repo}/${collection(kind)}/${read.value.id}`, body, { 'if-match': read.etag })
+        : await request<T>('POST', apiPath`/${repo}/${collection(kind)}`, body)
+      tell(read ? `Your changes to the ${kind} are saved.` : `The ${kind} is created.`)
       navigate(`${paths(repo).base}/${kind}s/${saved.id}`)
     } catch (failure) {
       setError(failure)
@@ -154,10 +160,11 @@ export function useSave<T extends { id: string }>(repo: string, kind: Kind, read
 export const changed = <T,>(before: T | undefined, next: T): T | undefined => (before !== undefined && JSON.stringify(before) === JSON.stringify(next) ? undefined : next)
 export const defined = (body: Record<string, unknown>) => Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined))
 
+/** The form's button: disabled, and saying what it does, while the write is under way. */
 export const Submit = ({ busy, read }: { busy: boolean; read: unknown }) => (
   <p>
     <button type="submit" disabled={busy}>
-      {read ? 'Save changes' : 'Create'}
+      {read ? (busy ? 'Saving changes…' : 'Save changes') : busy ? 'Creating…' : 'Create'}
     </button>
   </p>
 )

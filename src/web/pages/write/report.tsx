@@ -1,15 +1,15 @@
 // Adding and editing a report: its Markdown, its place in the report tree, and annotations that tie
 // its sentences to facts.
 import { useEffect, useState } from 'preact/hooks'
-import { get } from '../../api.ts'
+import { apiPath, get } from '../../api.ts'
 import type { Fact, Report, ReportDetail } from '../../types.ts'
 import { ErrorBox, Link, Markdown } from '../../ui.tsx'
 import { paths } from '../graph.tsx'
-import { api, value, type Read, WriteError, Pick, Chosen, Editor, useSave, changed, defined, Submit } from './form.tsx'
+import { value, type Read, WriteError, Pick, Chosen, Editor, useSave, changed, defined, Submit } from './form.tsx'
 
 export function ReportEditor({ repo, id }: { repo: string; id: string | undefined }) {
   return (
-    <Editor<ReportDetail> kind="report" path={id && api(repo, `/reports/${id}`)}>
+    <Editor<ReportDetail> kind="report" path={id && apiPath`/${repo}/reports/${id}`}>
       {(read, reload) => <ReportForm key={read?.etag} repo={repo} read={read} reload={reload} />}
     </Editor>
   )
@@ -37,7 +37,7 @@ function ReportForm({ repo, read, reload }: { repo: string; read: Read<ReportDet
   // The parent's title, for a report that has one.
   useEffect(() => {
     if (report?.parent_id)
-      get<Report>(api(repo, `/reports/${report.parent_id}`)).then(
+      get<Report>(apiPath`/${repo}/reports/${report.parent_id}`).then(
         (row) => setParent({ id: row.id, title: row.title }),
         () => setParent({ id: report.parent_id!, title: report.parent_id! }),
       )
@@ -86,7 +86,7 @@ function ReportForm({ repo, read, reload }: { repo: string; read: Read<ReportDet
         <Pick<Report>
           label="Parent"
           action="Set the parent"
-          path={api(repo, '/reports')}
+          path={apiPath`/${repo}/reports`}
           name={(row) => row.title}
           onPick={(row) => {
             setParent({ id: row.id, title: row.title })
@@ -96,7 +96,13 @@ function ReportForm({ repo, read, reload }: { repo: string; read: Read<ReportDet
       </fieldset>
       <fieldset>
         <legend>Annotations</legend>
-        <Chosen<Annotation> label="Its annotations" rows={annotations} name={(a) => `“${a.sentence_text}” → fact ${a.fact_id.slice(0, 8)} (${a.posture || 'related'})`} onChange={setAnnotations} />
+        <Chosen<Annotation>
+          label="Its annotations"
+          empty="No annotations yet."
+          rows={annotations}
+          name={(a) => `“${a.sentence_text}” → fact ${a.fact_id.slice(0, 8)} (${a.posture || 'related'})`}
+          onChange={setAnnotations}
+        />
         <Annotate
           repo={repo}
           sentences={sentences}
@@ -107,7 +113,7 @@ function ReportForm({ repo, read, reload }: { repo: string; read: Read<ReportDet
       <Submit busy={busy} read={read} />
       <section aria-label="Preview">
         <h2>Preview</h2>
-        <Markdown source={body} href={to.cited} />
+        <Markdown source={body} href={to.cited} under={2} />
       </section>
     </form>
   )
@@ -124,7 +130,7 @@ function Annotate({ repo, sentences, onAdd }: { repo: string; sentences: string[
   const search = async () => {
     setError(undefined)
     try {
-      const found = await get<FactHit[]>(api(repo, `/search?${new URLSearchParams({ q: query, kind: 'facts', limit: '20' })}`))
+      const found = await get<FactHit[]>(`${apiPath`/${repo}/search`}?${new URLSearchParams({ q: query, kind: 'facts', limit: '20' })}`)
       setHits(found)
       setFact(found[0]?.id ?? '')
     } catch (failure) {
