@@ -76,6 +76,15 @@ export function browserSummary(userAgent: string | null): string {
   return system ? `${browser} on ${system}` : browser
 }
 
+/**
+ * Whether the request is the web app's refresh with no refresh token at all, neither in the body
+ * nor in a cookie: a signed-out browser loading the app. It guesses nothing, so the token
+ * throttles do not count it (else every signed-out visitor would draw on the app's budget).
+ */
+export function appRefreshWithoutToken(body: { client_id?: string; grant_type?: string; refresh_token?: string }, request: Request): boolean {
+  return body.client_id === WEB_APP_CLIENT_ID && body.grant_type === 'refresh_token' && body.refresh_token === undefined && cookieRefreshToken(request) === undefined
+}
+
 /** The token endpoint's answer without the refresh token, which goes to the cookie. */
 function intoCookie(response: TokenResponse, headers: Record<string, unknown>, secure: boolean): TokenResponse {
   const { refresh_token: refresh, ...rest } = response

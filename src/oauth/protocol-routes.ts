@@ -7,7 +7,7 @@ import { publicAccess } from '../http/access.ts'
 import type { ErrorShape } from '../http/errors.ts'
 import type { Throttles } from '../http/throttle.ts'
 import { WEB_APP_CLIENT_ID } from '../http/web-app.ts'
-import { appTokenEndpoint } from './app-session.ts'
+import { appRefreshWithoutToken, appTokenEndpoint } from './app-session.ts'
 import { ClientMetadataError, isClientMetadataUrl, type ClientMetadataDocuments } from './client-metadata.ts'
 import { authenticateClient, basicCredentials, CLIENT_ID_MAX, registerClient } from './clients.ts'
 import { OAuthError, oauthTooManyRequests, protocolErrorShape } from './errors.ts'
@@ -105,8 +105,9 @@ export function oauthProtocolRoutes(system: Sql, baseUrl: string, tokens: OAuthT
     .get(...resource('/api/v1/mcp'))
     .post(
       '/api/v1/oauth/token',
-      ({ body, request, set }) =>
-        throttles.token.guard(
+      ({ body, request, set }) => {
+        if (appRefreshWithoutToken(body, request)) throw new OAuthError(400, 'invalid_request', 'refresh_token is required: this browser holds no sign-in of the web app')
+        return throttles.token.guard(
           request,
           namedClientId(request, body),
           async () => {
@@ -127,7 +128,8 @@ export function oauthProtocolRoutes(system: Sql, baseUrl: string, tokens: OAuthT
             )
           },
           tooManyTokenRequests,
-        ),
+        )
+      },
       {
         parse: 'urlencoded',
         body: TokenRequest,

@@ -7,7 +7,7 @@
 const meta = (name: string) => document.querySelector<HTMLMetaElement>(`meta[name="${name}"]`)?.content ?? ''
 const BASE_URL = meta('kgs-base-url')
 /** This app's OAuth client. */
-export const clientId = meta('kgs-client-id')
+const clientId = meta('kgs-client-id')
 const REDIRECT_URI = `${BASE_URL}/app/callback`
 const SCOPE = 'read write admin'
 const PENDING = 'kgs.pending-sign-in'

@@ -17,12 +17,10 @@ const CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like 
 const FIREFOX = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0'
 let server: TestServer
 let http: ReturnType<typeof api>
-let redirectUri: string
 
 beforeAll(async () => {
   server = await startTestServer({ env: { SESSION_IDLE_TTL: IDLE } })
   http = api(server.url)
-  redirectUri = `${server.url}/app/callback`
   // The web app's client is registered when its page is first served.
   expect((await server.request('/app')).status).toBe(200)
 })
@@ -33,12 +31,17 @@ type Answer = { status: number; body: Record<string, string>; cookies: string[] 
 /** A browser: its cookie jar, its User-Agent, and the web app's requests as its pages send them (same origin). */
 class Browser {
   readonly jar = new Map<string, string>([browserCookie().split('=') as [string, string]])
-  constructor(readonly userAgent = CHROME) {}
+  constructor(
+    readonly userAgent = CHROME,
+    readonly of: () => TestServer = () => server,
+  ) {}
+
+  redirectUri = () => `${this.of().url}/app/callback`
 
   cookie = () => [...this.jar].map(([name, value]) => `${name}=${value}`).join('; ')
 
   async send(path: string, init: { method: string; form?: Record<string, string>; site?: string }): Promise<Answer> {
-    const res = await fetch(server.url + path, {
+    const res = await fetch(this.of().url + path, {
       method: init.method,
       redirect: 'manual',
       headers: {
@@ -62,7 +65,7 @@ class Browser {
 
   /** The authorization request of the web app: the sign-in page, or (signed in on the pages) the redirect with the code. */
   async authorize(challenge: string): Promise<Answer> {
-    const query = new URLSearchParams({ response_type: 'code', client_id: WEB_APP_CLIENT_ID, redirect_uri: redirectUri, code_challenge: challenge, code_challenge_method: 'S256', state: 's' })
+    const query = new URLSearchParams({ response_type: 'code', client_id: WEB_APP_CLIENT_ID, redirect_uri: this.redirectUri(), code_challenge: challenge, code_challenge_method: 'S256', state: 's' })
     return this.send(`/api/v1/oauth/authorize?${query}`, { method: 'GET', site: 'none' })
   }
 
@@ -75,7 +78,10 @@ class Browser {
       answer = await this.send('/api/v1/oauth/authorize/login', { method: 'POST', form: { authorization_id: field('authorization_id'), csrf_token: field('csrf_token'), email, password: PASSWORD } })
     }
     const code = new URL(answer.body.location!).searchParams.get('code')!
-    return this.send('/api/v1/oauth/token', { method: 'POST', form: { grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier, client_id: WEB_APP_CLIENT_ID } })
+    return this.send('/api/v1/oauth/token', {
+      method: 'POST',
+      form: { grant_type: 'authorization_code', code, redirect_uri: this.redirectUri(), code_verifier: verifier, client_id: WEB_APP_CLIENT_ID },
+    })
   }
 
   /** A reload or a new tab: the refresh through the cookie. */
@@ -227,5 +233,29 @@ describe(`the web app's sessions (${BACKEND})`, () => {
     const idle = await browser.refresh()
     expectOAuthError(idle, 400, 'invalid_grant', /unused longer than SESSION_IDLE_TTL/)
     expect(browser.jar.has('kgs_app_refresh')).toBe(false)
+  })
+})
+
+describe(`the web app's sessions under THROTTLE_TOKEN_PER_CLIENT (${BACKEND})`, () => {
+  let throttled: TestServer
+  beforeAll(async () => {
+    throttled = await startTestServer({ env: { THROTTLE_TOKEN_PER_CLIENT: '2/1h' } })
+    expect((await throttled.request('/app')).status).toBe(200)
+  })
+  afterAll(() => throttled.stop())
+
+  test('a signed-out browser loading the app (a refresh without any token) draws nothing from the budget', async () => {
+    const visitor = () => new Browser(CHROME, () => throttled)
+    for (let load = 0; load < 5; load++) expectOAuthError(await visitor().refresh(), 400, 'invalid_request', /holds no sign-in of the web app/)
+    const email = uniqueEmail()
+    expect((await api(throttled.url).post('/api/v1/auth/register', { email, password: PASSWORD })).status).toBe(201)
+    const browser = visitor()
+    expect((await browser.signIn(email)).status).toBe(200)
+    expect((await browser.refresh()).status).toBe(200)
+    // Refreshes that guess a token do count: the third is refused, and signed-out loads still are not.
+    const guess = () => browser.send('/api/v1/oauth/token', { method: 'POST', form: { grant_type: 'refresh_token', refresh_token: 'x'.repeat(43), client_id: WEB_APP_CLIENT_ID } })
+    for (let attempt = 0; attempt < 2; attempt++) expectOAuthError(await guess(), 400, 'invalid_grant')
+    expect((await guess()).status).toBe(429)
+    expectOAuthError(await visitor().refresh(), 400, 'invalid_request')
   })
 })
