@@ -8,8 +8,8 @@
 //
 // The cookie is HttpOnly, SameSite=Strict and scoped to /api/v1/oauth (the token endpoint and the
 // sign-out below), and it counts only on a request the browser says comes from kgs's own origin
-// (Sec-Fetch-Site: same-origin; clients that send no Fetch Metadata are not browsers and hold no
-// such cookie). The answers it gets are JSON that no other origin may read with credentials
+// (Sec-Fetch-Site: same-origin; a request without Fetch Metadata is let through, as on the pages:
+// SameSite=Strict still keeps other sites' requests from carrying the cookie). The answers it gets are JSON that no other origin may read with credentials
 // (cors.ts never allows them), so another site can neither use nor learn it.
 import { Elysia, t } from 'elysia'
 import type { Sql } from 'postgres'
