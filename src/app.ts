@@ -21,6 +21,7 @@ import { oauthErrorShape, oauthProtocolRoutes } from './oauth/protocol-routes.ts
 import { ClientMetadataDocuments } from './oauth/client-metadata.ts'
 import { registerFirstPartyClient } from './oauth/clients.ts'
 import { grantRoutes } from './oauth/grant-routes.ts'
+import { appSessionRoutes } from './oauth/app-session.ts'
 import { bearerAuthenticator, createServiceTokens, withServiceTokens } from './http/auth.ts'
 import { accessControl } from './http/access.ts'
 import { createThrottles } from './http/throttle.ts'
@@ -200,6 +201,7 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
     .use(oauthPageRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts, throttles, clients))
     .use(accountRoutes(ctx.accounts, access, throttles))
     .use(grantRoutes(ctx.oauth, access, ctx.pools.system))
+    .use(appSessionRoutes(ctx.pools.system, ctx.baseUrl, ctx.oauth))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))
     .use(repositoryRoutes(ctx.repositories, access, scope, throttles.createRepository, quotas))
     .use(memberRoutes(scope, ctx.rbac, ctx.pools.system))

@@ -15,6 +15,8 @@ export interface Principal {
   /** Set for OAuth access tokens: the client, and the scopes that cap the user's permissions. */
   clientId?: string
   scopes?: string[]
+  /** Set for OAuth access tokens: the grant (token family) they were issued from. */
+  grantId?: string
   /**
    * Set only for the service principal: the system-domain permissions it holds, whatever the
    * roles say (it has none). See SERVICE_PERMISSIONS.

@@ -65,8 +65,8 @@ export async function startBrowserSession(sql: Sql, userId: string): Promise<str
   return token
 }
 
-/** A 256-bit token of the pages' cookies, if the browser sent a well-formed one. */
-function cookieToken(cookieHeader: string | null, cookie: string): string | undefined {
+/** A 256-bit token of kgs's OAuth cookies, if the browser sent a well-formed one. */
+export function cookieToken(cookieHeader: string | null, cookie: string): string | undefined {
   const token = cookieHeader
     ?.split(';')
     .map((part) => part.trim().split('='))
@@ -75,6 +75,12 @@ function cookieToken(cookieHeader: string | null, cookie: string): string | unde
 }
 
 const browserSessionToken = (cookieHeader: string | null) => cookieToken(cookieHeader, BROWSER_SESSION_COOKIE)
+
+/** The digest of the pages' session the browser sent (oauth_browser_sessions.token_hash), if it sent one. */
+export function browserSessionDigest(cookieHeader: string | null): Buffer | undefined {
+  const token = browserSessionToken(cookieHeader)
+  return token ? digest(token) : undefined
+}
 
 /** The browser's binding token (see BROWSER_BINDING_COOKIE), if it sent one. */
 export const browserBinding = (cookieHeader: string | null) => cookieToken(cookieHeader, BROWSER_BINDING_COOKIE)

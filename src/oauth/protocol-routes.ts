@@ -6,6 +6,8 @@ import type { Sql } from 'postgres'
 import { publicAccess } from '../http/access.ts'
 import type { ErrorShape } from '../http/errors.ts'
 import type { Throttles } from '../http/throttle.ts'
+import { WEB_APP_CLIENT_ID } from '../http/web-app.ts'
+import { appRefreshWithoutToken, appTokenEndpoint } from './app-session.ts'
 import { ClientMetadataError, isClientMetadataUrl, type ClientMetadataDocuments } from './client-metadata.ts'
 import { authenticateClient, basicCredentials, CLIENT_ID_MAX, registerClient } from './clients.ts'
 import { OAuthError, oauthTooManyRequests, protocolErrorShape } from './errors.ts'
@@ -94,6 +96,7 @@ export function oauthProtocolRoutes(system: Sql, baseUrl: string, tokens: OAuthT
       { public: true, detail: { ...discovery, summary: `Protected resource metadata (RFC 9728) of the resource {base}${path}` } },
     ] as const
   const tooManyTokenRequests = oauthTooManyRequests(throttles.token)
+  const appTokens = appTokenEndpoint(tokens, baseUrl.startsWith('https:'))
   return new Elysia({ name: 'kgs/oauth-protocol' })
     .use(publicAccess)
     .get('/.well-known/oauth-authorization-server', () => asMetadata, { public: true, detail: { ...discovery, summary: 'Authorization server metadata (RFC 8414)' } })
@@ -102,8 +105,9 @@ export function oauthProtocolRoutes(system: Sql, baseUrl: string, tokens: OAuthT
     .get(...resource('/api/v1/mcp'))
     .post(
       '/api/v1/oauth/token',
-      ({ body, request, set }) =>
-        throttles.token.guard(
+      ({ body, request, set }) => {
+        if (appRefreshWithoutToken(body, request)) throw new OAuthError(400, 'invalid_request', 'refresh_token is required: this browser holds no sign-in of the web app')
+        return throttles.token.guard(
           request,
           namedClientId(request, body),
           async () => {
@@ -112,6 +116,9 @@ export function oauthProtocolRoutes(system: Sql, baseUrl: string, tokens: OAuthT
             const client = await formClient(system, request, body)
             set.headers['cache-control'] = 'no-store'
             set.headers.pragma = 'no-cache'
+            // The web app's refresh token lives in a cookie (app-session.ts).
+            const answer = client.client_id === WEB_APP_CLIENT_ID ? await appTokens(client, body, request, set.headers) : undefined
+            if (answer) return answer
             if (body.grant_type === 'authorization_code') return tokens.exchangeCode(client, body)
             if (body.grant_type === 'refresh_token') return tokens.refresh(client, body)
             throw new OAuthError(
@@ -121,13 +128,18 @@ export function oauthProtocolRoutes(system: Sql, baseUrl: string, tokens: OAuthT
             )
           },
           tooManyTokenRequests,
-        ),
+        )
+      },
       {
         parse: 'urlencoded',
         body: TokenRequest,
         response: { 200: TokenResponseBody, 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody },
         public: true,
-        detail: { tags: ['oauth'], summary: 'Token endpoint: authorization_code with PKCE, refresh_token with rotation; client_id may be the URL of a client metadata document' },
+        detail: {
+          tags: ['oauth'],
+          summary:
+            "Token endpoint: authorization_code with PKCE, refresh_token with rotation; client_id may be the URL of a client metadata document. kgs's web app gets its refresh token in an HttpOnly cookie instead, and refreshes with it",
+        },
       },
     )
     .post(

@@ -20,7 +20,7 @@ import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import type { Client } from './clients.ts'
 import { GRANT_SECONDS } from './consent.ts'
-import { listLiveGrants, revokeAllGrants, revokeGrant } from './grants.ts'
+import { listLiveGrants, revokeAllGrants, revokeGrant, revokeGrantOfRefreshToken, type GrantFilter } from './grants.ts'
 import type { GrantSummary } from './schemas.ts'
 import { resourceIdentifiers } from './metadata.ts'
 
@@ -37,6 +37,16 @@ export interface TokenResponse {
   expires_in: number
   refresh_token?: string
   scope: string
+}
+
+/** The web app's sign-in in a browser (app-session.ts): what its grant records, and the grant it replaces. */
+export interface AppBrowser {
+  /** browserSummary of the request's User-Agent. */
+  summary: string
+  /** The digest of the authorization pages' sign-in the browser sent: it ends with the grant. */
+  pagesSignIn: Buffer | undefined
+  /** The refresh token of the grant the browser held until now, if any: that grant is revoked. */
+  replacing: string | undefined
 }
 
 export interface OAuthTokensOptions {
@@ -114,8 +124,11 @@ export class OAuthTokens {
     return { access_token: access, token_type: 'Bearer', expires_in: ttl, ...(refresh ? { refresh_token: refresh } : {}), scope }
   }
 
-  /** authorization_code grant (RFC 6749 §4.1.3 with RFC 7636). Exactly one exchange of a code succeeds. */
-  async exchangeCode(client: Client, params: { code?: string; redirect_uri?: string; code_verifier?: string; resource?: string }): Promise<TokenResponse> {
+  /**
+   * authorization_code grant (RFC 6749 §4.1.3 with RFC 7636). Exactly one exchange of a code
+   * succeeds. With `browser` (the web app), the new grant replaces the one the browser held.
+   */
+  async exchangeCode(client: Client, params: { code?: string; redirect_uri?: string; code_verifier?: string; resource?: string }, browser?: AppBrowser): Promise<TokenResponse> {
     if (!params.code) throw new OAuthError(400, 'invalid_request', 'code is required')
     if (!params.redirect_uri) throw new OAuthError(400, 'invalid_request', 'redirect_uri is required')
     if (!params.code_verifier) throw new OAuthError(400, 'invalid_request', 'code_verifier is required (PKCE)')
@@ -140,13 +153,16 @@ export class OAuthTokens {
       // Thrown, not returned: the transaction rolls back and the code stays usable (RFC 8707 §2.2).
       checkResource(params.resource, code.resource)
       const family = { id: crypto.randomUUID(), client_id: client.client_id, user_id: code.user_id, resource: code.resource }
-      await tx`INSERT INTO oauth_token_families (id, client_id, user_id, scope, resource, code_hash) VALUES (${family.id}, ${family.client_id}, ${family.user_id}, ${code.scope}, ${family.resource}, ${codeHash})`
-      return { tokens: await this.issue(tx, family, code.scope, client.grant_types.includes('refresh_token')) }
+      await tx`
+        INSERT INTO oauth_token_families (id, client_id, user_id, scope, resource, code_hash, browser, browser_session_hash)
+        VALUES (${family.id}, ${family.client_id}, ${family.user_id}, ${code.scope}, ${family.resource}, ${codeHash}, ${browser?.summary ?? null}, ${browser?.pagesSignIn ?? null})`
+      // One grant per browser: the one it held ends (the sign-in that just used its pages' session keeps it).
+      const replaced = browser?.replacing ? await revokeGrantOfRefreshToken(tx, client.client_id, digest(browser.replacing), false) : undefined
+      if (replaced) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
+      return { tokens: await this.issue(tx, family, code.scope, client.grant_types.includes('refresh_token')), revoked: replaced ? [replaced] : [] }
     })
-    if ('error' in outcome) {
-      this.markRevoked(outcome.revoked)
-      throw invalidGrant(outcome.error!)
-    }
+    this.markRevoked(outcome.revoked)
+    if ('error' in outcome) throw invalidGrant(outcome.error!)
     return outcome.tokens
   }
 
@@ -198,15 +214,26 @@ export class OAuthTokens {
   }
 
   /** One page of the live grants of `userId`, oldest first. */
-  listUserGrants(userId: string, limit: number, after?: PageKey) {
-    return listLiveGrants(this.options.system, userId, limit, after, this.options.grantIdleTtl)
+  listUserGrants(userId: string, limit: number, after?: PageKey, filter?: GrantFilter) {
+    return listLiveGrants(this.options.system, userId, limit, after, this.options.grantIdleTtl, filter)
   }
 
-  /** Revokes one live grant of `userId` (the user's doing): its tokens stop working at once. The grant, or undefined. */
-  revokeUserGrant(userId: string, grantId: string): Promise<GrantSummary | undefined> {
+  /**
+   * Revokes one live grant of `userId` (the user's doing): its tokens stop working at once, and a
+   * web app grant's pages' sign-in ends. The grant (`current` if it is `currentGrant`), or undefined.
+   */
+  revokeUserGrant(userId: string, grantId: string, currentGrant?: string): Promise<GrantSummary | undefined> {
     return this.revokingFamilies(
-      (tx) => revokeGrant(tx, userId, grantId),
+      (tx) => revokeGrant(tx, userId, grantId, currentGrant),
       (grant) => (grant ? [grant.id] : []),
+    )
+  }
+
+  /** Signs `client` out in a browser: revokes the grant of the refresh token its cookie held, and ends the pages' sign-in it came from. */
+  async endBrowserGrant(client: Client, refreshToken: string): Promise<void> {
+    await this.revokingFamilies(
+      (tx) => revokeGrantOfRefreshToken(tx, client.client_id, digest(refreshToken), true),
+      (id) => (id ? [id] : []),
     )
   }
 
@@ -269,7 +296,7 @@ export class OAuthTokens {
   async authenticate(token: string): Promise<Principal | undefined> {
     const claims = await this.codec.verify(token)
     if (!claims || this.revokedTokens.has(claims.jti) || this.revokedFamilies.has(claims.fam)) return undefined
-    return { userId: claims.sub, clientId: claims.client_id, scopes: claims.scope.split(' ') }
+    return { userId: claims.sub, clientId: claims.client_id, scopes: claims.scope.split(' '), grantId: claims.fam }
   }
 }
 

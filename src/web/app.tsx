@@ -4,7 +4,7 @@ import './app.css'
 import { render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { apiPath, get } from './api.ts'
-import { finishSignIn, hadSession, signedIn, signOut, startSignIn } from './auth.ts'
+import { finishSignIn, onSignInEnded, resumeSignIn, signedIn, signOut, startSignIn } from './auth.ts'
 import { ConceptPage, Concepts, FactPage, Facts, InvestigationPage, Investigations, paths, ReportPage, Reports, SourcePage, Sources } from './pages/graph.tsx'
 import { Grants } from './pages/grants.tsx'
 import { Repositories, Search, Users } from './pages/home.tsx'
@@ -181,6 +181,7 @@ function App() {
   useEffect(() => {
     const update = () => setState(signedIn() ? 'signed-in' : 'signed-out')
     const off = onNavigate(update)
+    const offEnded = onSignInEnded(update)
     if (location.pathname === '/app/callback') {
       finishSignIn(new URLSearchParams(location.search)).then(
         (to) => navigate(to, true),
@@ -189,11 +190,14 @@ function App() {
           setState({ error })
         },
       )
-    } else if (!signedIn() && hadSession()) {
-      // A reload: the token was in memory only; the authorization pages sign this tab in again.
-      void startSignIn(location.pathname + location.search)
+    } else if (!signedIn()) {
+      // A load or a new tab: the token is in memory only; the browser's sign-in gives this tab one.
+      void resumeSignIn().then(update, update)
     } else update()
-    return off
+    return () => {
+      off()
+      offEnded()
+    }
   }, [])
   if (state === 'working') return <p aria-live="polite">Signing in…</p>
   if (state === 'signed-in') return <Shell />

@@ -1,23 +1,22 @@
-// Sign-in as a public OAuth client of kgs (authorization code + PKCE, RFC 7636). The tokens live
-// in this module's memory only: a reload signs in again, silently while the authorization pages
-// remember the browser (their own cookie). sessionStorage holds only the PKCE verifier and state
-// across the redirect, and whether this tab had signed in.
+// Sign-in as kgs's own public OAuth client (authorization code + PKCE, RFC 7636). The access token
+// lives in this module's memory only. The refresh token never reaches this script: the token
+// endpoint keeps it in an HttpOnly cookie of this browser (src/oauth/app-session.ts), so a reload
+// or a new tab gets its access token by a refresh through that cookie, the browser's one sign-in,
+// instead of authorizing again. sessionStorage holds only the PKCE verifier and state across the
+// redirect.
 const meta = (name: string) => document.querySelector<HTMLMetaElement>(`meta[name="${name}"]`)?.content ?? ''
 const BASE_URL = meta('kgs-base-url')
 /** This app's OAuth client. */
-export const clientId = meta('kgs-client-id')
+const clientId = meta('kgs-client-id')
 const REDIRECT_URI = `${BASE_URL}/app/callback`
 const SCOPE = 'read write admin'
 const PENDING = 'kgs.pending-sign-in'
-const SIGNED_IN = 'kgs.signed-in'
-const SIGNED_OUT = 'kgs.signed-out'
+/** The Web Lock that lets one tab at a time refresh: two refreshes with one cookie would be a reuse, which revokes the grant. */
+const REFRESH_LOCK = 'kgs.refresh'
 
-interface Tokens {
-  access: string
-  refresh: string | undefined
-}
-let tokens: Tokens | undefined
+let access: string | undefined
 let refreshing: Promise<boolean> | undefined
+const endListeners = new Set<() => void>()
 
 const base64url = (bytes: Uint8Array) =>
   btoa(String.fromCharCode(...bytes))
@@ -26,9 +25,13 @@ const base64url = (bytes: Uint8Array) =>
     .replace(/=+$/, '')
 const randomToken = () => base64url(crypto.getRandomValues(new Uint8Array(32)))
 
-export const signedIn = () => tokens !== undefined
-/** Whether this tab signed in before (a reload then signs in again without asking). */
-export const hadSession = () => sessionStorage.getItem(SIGNED_IN) === '1'
+export const signedIn = () => access !== undefined
+
+/** Calls `listener` when the sign-in ends by itself (ended from another browser, idle, expired); returns the unsubscribe. */
+export function onSignInEnded(listener: () => void): () => void {
+  endListeners.add(listener)
+  return () => endListeners.delete(listener)
+}
 
 /** Sends the browser to the authorization page; back at /app/callback, finishSignIn completes. */
 export async function startSignIn(returnTo: string): Promise<void> {
@@ -39,17 +42,11 @@ export async function startSignIn(returnTo: string): Promise<void> {
   const url = new URL(`${BASE_URL}/api/v1/oauth/authorize`)
   const params = { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256', state, scope: SCOPE }
   for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value)
-  // After a sign-out the next sign-in asks for the password, whatever the pages remember.
-  if (sessionStorage.getItem(SIGNED_OUT) === '1') url.searchParams.set('prompt', 'login')
   location.assign(url.toString())
 }
 
 async function tokenRequest(form: Record<string, string>): Promise<Response> {
   return fetch(`${BASE_URL}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ ...form, client_id: clientId }) })
-}
-
-const keep = (body: { access_token: string; refresh_token?: string }) => {
-  tokens = { access: body.access_token, refresh: body.refresh_token }
 }
 
 /** Completes the sign-in at /app/callback: checks state, exchanges the code; returns where to go. */
@@ -61,26 +58,25 @@ export async function finishSignIn(query: URLSearchParams): Promise<string> {
   const response = await tokenRequest({ grant_type: 'authorization_code', code: query.get('code') ?? '', redirect_uri: REDIRECT_URI, code_verifier: pending.verifier })
   const body = await response.json()
   if (!response.ok) throw new Error(`The sign-in did not complete: ${body.error_description ?? body.error}`)
-  keep(body)
-  sessionStorage.setItem(SIGNED_IN, '1')
-  sessionStorage.removeItem(SIGNED_OUT)
+  access = body.access_token
   return pending.returnTo.startsWith('/app') ? pending.returnTo : '/app'
 }
 
-/** A new access token for the refresh token, which rotates (the old one stops working). */
+/** A new access token through the browser's refresh cookie, which rotates; false when the browser's sign-in is over. */
 function refresh(): Promise<boolean> {
-  refreshing ??= (async () => {
-    const current = tokens?.refresh
-    if (!current) return false
-    const response = await tokenRequest({ grant_type: 'refresh_token', refresh_token: current })
-    if (!response.ok) return false
-    keep(await response.json())
-    return true
-  })().finally(() => {
+  const run = async () => {
+    const response = await tokenRequest({ grant_type: 'refresh_token' })
+    access = response.ok ? ((await response.json()) as { access_token: string }).access_token : undefined
+    return response.ok
+  }
+  refreshing ??= (navigator.locks ? navigator.locks.request(REFRESH_LOCK, run) : run()).finally(() => {
     refreshing = undefined
   })
   return refreshing
 }
+
+/** On a load or in a new tab: signs this tab in with the browser's sign-in, if it has one. */
+export const resumeSignIn = (): Promise<boolean> => refresh()
 
 /**
  * A request with the access token: `send` gets the URL and the authorization header; an expired
@@ -88,31 +84,24 @@ function refresh(): Promise<boolean> {
  * reports its progress sends with XMLHttpRequest instead (api.ts).
  */
 export async function authorized<R extends { status: number }>(path: string, send: (url: string, headers: Record<string, string>) => Promise<R>): Promise<R> {
-  const attempt = (access: string | undefined) => send(BASE_URL + path, access ? { authorization: `Bearer ${access}` } : {})
-  const sent = tokens?.access
+  const attempt = (token: string | undefined) => send(BASE_URL + path, token ? { authorization: `Bearer ${token}` } : {})
+  const sent = access
   const response = await attempt(sent)
   if (response.status !== 401 || !sent) return response
   // Another request may have refreshed meanwhile: then its new token is used as it is.
-  if (tokens?.access === sent && !(await refresh())) return response
-  return attempt(tokens?.access)
+  if (access === sent && !(await refresh())) {
+    for (const listener of endListeners) listener()
+    return response
+  }
+  return attempt(access)
 }
 
 /** fetch with the access token; an expired one is refreshed once and the request sent again. */
 export const authorizedFetch = (path: string, init: RequestInit = {}): Promise<Response> =>
   authorized(path, (url, headers) => fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...headers } }))
 
-/** Revokes the grant (its refresh token, and so every token of it) and forgets the tokens. */
+/** Signs this browser out: its grant is revoked (every tab's tokens stop working) and the authorization pages forget it. */
 export async function signOut(): Promise<void> {
-  const current = tokens
-  tokens = undefined
-  sessionStorage.removeItem(SIGNED_IN)
-  sessionStorage.setItem(SIGNED_OUT, '1')
-  const token = current?.refresh ?? current?.access
-  if (token) {
-    await fetch(`${BASE_URL}/api/v1/oauth/revoke`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ token, token_type_hint: current?.refresh ? 'refresh_token' : 'access_token', client_id: clientId }),
-    })
-  }
+  access = undefined
+  await fetch(`${BASE_URL}/api/v1/oauth/app-session`, { method: 'DELETE' })
 }

@@ -55,8 +55,11 @@ describe(`a user's OAuth grants (${BACKEND})`, () => {
       [second.client.client_id, 'Second agent', expect.any(String)],
     ])
     for (const g of res.body) {
-      expect(Object.keys(g).sort()).toEqual(['client_id', 'client_name', 'created_at', 'expires_at', 'id', 'scope'])
+      expect(Object.keys(g).sort()).toEqual(['browser', 'client_id', 'client_name', 'created_at', 'current', 'expires_at', 'id', 'last_used_at', 'scope'])
       expect(Date.parse(g.expires_at) - Date.parse(g.created_at)).toBe(30 * 86_400_000)
+      // Not the web app's, and listed with a session token: no browser, not the caller's own grant.
+      expect([g.browser, g.current]).toEqual([null, false])
+      expect(Date.parse(g.last_used_at)).toBeGreaterThanOrEqual(Date.parse(g.created_at))
     }
     const pageOne = await http.get('/api/v1/oauth/grants?limit=1', token)
     expect(pageOne.body.map((g: { id: string }) => g.id)).toEqual([res.body[0].id])

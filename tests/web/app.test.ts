@@ -170,7 +170,7 @@ describe(`the web app (${BACKEND})`, () => {
     expect(gzipped).toBeLessThanOrEqual(250 * 1024)
   })
 
-  test('signs in through the authorization page (code + PKCE, no consent), the token only in memory', async () => {
+  test('signs in through the authorization page (code + PKCE, no consent), the access token only in memory, the refresh token in an HttpOnly cookie', async () => {
     await page.goto(server.url + '/')
     expect(new URL(page.url()).pathname).toBe('/app')
     await accessible()
@@ -178,10 +178,13 @@ describe(`the web app (${BACKEND})`, () => {
     await signIn()
     await page.getByRole('heading', { name: 'Repositories' }).waitFor()
     await page.locator('header').getByText(account.email).waitFor()
-    // In memory only: nothing in localStorage, and sessionStorage says only that this tab signed in.
-    expect(await tokens()).toHaveLength(1)
+    // The access token in memory only, the refresh token in a cookie no script reads: nothing in storage.
+    const [signedIn] = await tokens()
+    expect(Object.keys(signedIn!).sort()).toEqual(['access_token', 'expires_in', 'scope', 'token_type'])
     expect(await page.evaluate<string>('JSON.stringify({ ...localStorage })')).toBe('{}')
-    expect(await page.evaluate<string>('JSON.stringify({ ...sessionStorage })')).toBe('{"kgs.signed-in":"1"}')
+    expect(await page.evaluate<string>('JSON.stringify({ ...sessionStorage })')).toBe('{}')
+    expect(await page.evaluate<string>('document.cookie')).toBe('')
+    expect((await context.cookies()).find((cookie) => cookie.name === 'kgs_app_refresh')).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/api/v1/oauth' })
   })
 
   test('repositories: listed, and one created from the form', async () => {
@@ -417,8 +420,12 @@ describe(`the web app (${BACKEND})`, () => {
     await page.getByRole('heading', { level: 1, name: 'Connected agents' }).waitFor()
     const row = page.locator('main tbody tr').filter({ hasText: 'Research agent' })
     await row.waitFor()
-    // This app's own sign-in is listed, revoked by signing out rather than from here.
-    expect(await page.locator('main tbody tr').filter({ hasText: WEB_APP_CLIENT_ID }).textContent()).toContain('this app: sign out')
+    // This app's own sign-in is listed apart, as this browser's session, ended by signing out.
+    const session = page.getByRole('table', { name: 'Browsers signed in to this app' }).locator('tbody tr')
+    expect(await session.count()).toBe(1)
+    expect(await session.textContent()).toContain('This browser')
+    expect(await session.getByRole('button', { name: 'Sign out' }).count()).toBe(1)
+    expect(await page.getByRole('table', { name: 'Agents with access' }).locator('tbody tr').filter({ hasText: WEB_APP_CLIENT_ID }).count()).toBe(0)
     await accessible()
     await page.getByRole('button', { name: 'Revoke Research agent' }).click()
     const confirm = page.getByRole('group', { name: 'Revoke the access of Research agent?' })
@@ -541,9 +548,11 @@ describe(`the web app (${BACKEND})`, () => {
   })
 
   test('refresh rotates the token; a reload signs in again silently; sign-out revokes', async () => {
+    const refreshCookie = async () => (await context.cookies()).find((cookie) => cookie.name === 'kgs_app_refresh')?.value
     await page.reload()
     await page.locator('header nav').waitFor()
     const [signedIn] = await tokens()
+    const spent = await refreshCookie()
     // The access token revoked alone: the app's next call gets 401, refreshes, and goes on.
     const revoked = await http.call('POST', '/api/v1/oauth/revoke', {
       raw: new URLSearchParams({ token: signedIn!.access_token, client_id: WEB_APP_CLIENT_ID }),
@@ -555,17 +564,22 @@ describe(`the web app (${BACKEND})`, () => {
     expect(await page.locator('main ul.rows > li').count()).toBe(50)
     const [, refreshed, ...more] = await tokens()
     expect(more).toEqual([])
-    expect(refreshed!.refresh_token).not.toBe(signedIn!.refresh_token)
-    // Rotation: the first refresh token is spent.
+    expect(refreshed!.access_token).not.toBe(signedIn!.access_token)
+    expect(await refreshCookie()).not.toBe(spent)
+    // Rotation: the refresh token of the reload is spent, and presenting it revokes the grant.
     const reused = await http.call('POST', '/api/v1/oauth/token', {
-      raw: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: signedIn!.refresh_token, client_id: WEB_APP_CLIENT_ID }),
+      raw: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: spent!, client_id: WEB_APP_CLIENT_ID }),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     })
     expect(reused.status).toBe(400)
+    expect((await http.get('/api/v1/users/me', refreshed!.access_token)).status).toBe(401)
+    // So the reload finds the browser signed out; the pages still remember it (no password), and
+    // the sign-in comes back to the page it left.
+    await page.reload()
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Facts' }).waitFor()
 
     // Sign-out revokes the grant: the tokens of this sign-in stop working.
-    await page.reload()
-    await page.locator('header nav').waitFor()
     const [current] = await tokens()
     expect((await http.get('/api/v1/users/me', current!.access_token)).status).toBe(200)
     await page.getByRole('button', { name: 'Sign out' }).click()

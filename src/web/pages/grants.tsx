@@ -1,10 +1,12 @@
-// The agents the person let in (GET /api/v1/oauth/grants), each revocable after a confirmation:
-// its tokens stop working at once. This app's own sign-in is listed too, and revoked by signing out.
+// The Agents page (GET /api/v1/oauth/grants): first this app's own sessions, one per browser:
+// this browser's (signed out from here) and any other's, each ended after a confirmation; then the
+// agents the person let in, each revocable after a confirmation. Either way its tokens stop
+// working at once.
 import { useState } from 'preact/hooks'
 import { apiPath, request } from '../api.ts'
-import { clientId } from '../auth.ts'
+import { signOut } from '../auth.ts'
 import { Confirm } from '../confirm.tsx'
-import { ErrorBox, Paged, shortDate } from '../ui.tsx'
+import { ErrorBox, navigate, Paged, shortDate } from '../ui.tsx'
 
 interface Grant {
   id: string
@@ -13,30 +15,86 @@ interface Grant {
   scope: string
   created_at: string
   expires_at: string
+  last_used_at: string
+  browser: string | null
+  current: boolean
 }
+
+const moment = (iso: string) => new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })
+const agentName = (grant: Grant) => grant.client_name || grant.client_id
+const browserName = (grant: Grant) => grant.browser ?? 'a browser'
 
 export function Grants() {
   const [round, setRound] = useState(0)
   const [outcome, setOutcome] = useState<{ error?: unknown; done?: string }>({})
-  const [revoking, setRevoking] = useState<Grant>()
-  const revoke = async (grant: Grant) => {
+  const [revoking, setRevoking] = useState<{ grant: Grant; question: string; action: string; done: string }>()
+  const revoke = async () => {
+    const { grant, done } = revoking!
     setRevoking(undefined)
     setOutcome({})
     try {
-      const revoked = await request<Grant>('DELETE', apiPath`/api/v1/oauth/grants/${grant.id}`)
-      setOutcome({ done: `${revoked.client_name || revoked.client_id} can no longer act for you.` })
+      await request<Grant>('DELETE', apiPath`/api/v1/oauth/grants/${grant.id}`)
+      setOutcome({ done })
     } catch (error) {
       setOutcome({ error })
     }
     setRound((n) => n + 1)
   }
+  const out = async () => {
+    await signOut()
+    navigate('/app', true)
+  }
+  const endSession = (grant: Grant) =>
+    setRevoking({ grant, question: `End the session in ${browserName(grant)}?`, action: 'End', done: `The session in ${browserName(grant)} has ended: that browser is signed out.` })
+  const revokeAgent = (grant: Grant) => setRevoking({ grant, question: `Revoke the access of ${agentName(grant)}?`, action: 'Revoke', done: `${agentName(grant)} can no longer act for you.` })
   return (
     <>
       <h1 tabIndex={-1}>Connected agents</h1>
-      <p>The applications you let act for you, with what they may do. Revoking one stops its tokens at once.</p>
       {outcome.error !== undefined && <ErrorBox error={outcome.error} />}
       {outcome.done && <p role="status">{outcome.done}</p>}
-      <Paged<Grant> key={round} path="/api/v1/oauth/grants" label="Agents" empty="No agent has access.">
+      <h2>Where you are signed in</h2>
+      <p>This app keeps one session per browser. Ending another browser's signs it out at once.</p>
+      <Paged<Grant> key={`app ${round}`} path="/api/v1/oauth/grants?web_app=true" label="Sessions" empty="No browser is signed in.">
+        {(rows) => (
+          <table>
+            <caption class="visually-hidden">Browsers signed in to this app</caption>
+            <thead>
+              <tr>
+                <th scope="col">Browser</th>
+                <th scope="col">Signed in</th>
+                <th scope="col">Last used</th>
+                <th scope="col">End</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((grant) => (
+                <tr key={grant.id}>
+                  <td>
+                    {grant.current ? 'This browser' : 'Another browser'}
+                    {grant.browser && <span class="meta"> {grant.browser}</span>}
+                  </td>
+                  <td>{shortDate(grant.created_at)}</td>
+                  <td>{moment(grant.last_used_at)}</td>
+                  <td>
+                    {grant.current ? (
+                      <button type="button" onClick={out}>
+                        Sign out
+                      </button>
+                    ) : (
+                      <button type="button" aria-label={`End the session in ${browserName(grant)}, last used ${moment(grant.last_used_at)}`} onClick={() => endSession(grant)}>
+                        End
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </Paged>
+      <h2>Agents</h2>
+      <p>The applications you let act for you, with what they may do. Revoking one stops its tokens at once.</p>
+      <Paged<Grant> key={`agents ${round}`} path="/api/v1/oauth/grants?web_app=false" label="Agents" empty="No agent has access.">
         {(rows) => (
           <table>
             <caption class="visually-hidden">Agents with access</caption>
@@ -60,13 +118,9 @@ export function Grants() {
                   <td>{shortDate(grant.created_at)}</td>
                   <td>{shortDate(grant.expires_at)}</td>
                   <td>
-                    {grant.client_id === clientId ? (
-                      <span class="meta">this app: sign out</span>
-                    ) : (
-                      <button type="button" aria-label={`Revoke ${grant.client_name || grant.client_id}`} onClick={() => setRevoking(grant)}>
-                        Revoke
-                      </button>
-                    )}
+                    <button type="button" aria-label={`Revoke ${agentName(grant)}`} onClick={() => revokeAgent(grant)}>
+                      Revoke
+                    </button>
                   </td>
                 </tr>
               ))}
@@ -74,9 +128,7 @@ export function Grants() {
           </table>
         )}
       </Paged>
-      {revoking && (
-        <Confirm question={`Revoke the access of ${revoking.client_name || revoking.client_id}?`} action="Revoke" onConfirm={() => revoke(revoking)} onCancel={() => setRevoking(undefined)} />
-      )}
+      {revoking && <Confirm question={revoking.question} action={revoking.action} onConfirm={revoke} onCancel={() => setRevoking(undefined)} />}
     </>
   )
 }
