@@ -1,7 +1,8 @@
 // Repository members (docs/spec/decisions.md §4): a repoadmin grants and removes repository roles
 // in their repository, without any system permission. A member holds one role there (granting
-// one replaces the others), and the repository always keeps a repoadmin: the last one can be
-// neither demoted nor removed (409).
+// one replaces the others, through this module's setMemberRole whether a repoadmin grants it or
+// a sysadmin through PUT /admin/users/roles), and the repository always keeps a repoadmin: the
+// last one can be neither demoted nor removed (409).
 import type { Sql } from 'postgres'
 import { findUserById, findUserIdByEmail, normalizeEmail } from '../accounts/users.ts'
 import type { User } from '../accounts/schemas.ts'
@@ -53,7 +54,7 @@ export function repositoryRole(role: string): RepositoryRole {
 
 /**
  * The account a members request names by e-mail or id: 404 for none. Adding someone creates
- * no account and sends nothing: they register first.
+ * no account and sends nothing: they sign up first, or a sysadmin makes or invites the account.
  */
 export async function findMemberAccount(sql: Sql, who: { email?: string; user_id?: string }): Promise<User> {
   if ((who.email === undefined) === (who.user_id === undefined)) throw new HttpError(400, 'invalid body: name the user by exactly one of email and user_id')
@@ -61,7 +62,7 @@ export async function findMemberAccount(sql: Sql, who: { email?: string; user_id
   if (who.email !== undefined && !email) throw new HttpError(400, 'invalid body: email: expected an e-mail address')
   const userId = email ? await findUserIdByEmail(sql, email) : who.user_id!.toLowerCase()
   const user = userId && (await findUserById(sql, userId))
-  if (!user) throw new HttpError(404, email ? `no account with the e-mail address ${email}: they register first (kgs creates no account and sends no invitation)` : 'user not found')
+  if (!user) throw new HttpError(404, email ? `no account with the e-mail address ${email}: they sign up first, or a sysadmin creates or invites the account (kgs sends no e-mail)` : 'user not found')
   return user
 }
 

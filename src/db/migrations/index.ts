@@ -19,6 +19,7 @@ import system0016 from './system/0016_oauth_first_party.sql' with { type: 'text'
 import system0017 from './system/0017_repository_counts.sql' with { type: 'text' }
 import system0018 from './system/0018_oauth_client_metadata_documents.sql' with { type: 'text' }
 import system0019 from './system/0019_repository_counts_version.sql' with { type: 'text' }
+import system0022 from './system/0022_invitations.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 import repository0002 from './repository/0002_graph.sql' with { type: 'text' }
 import repository0003 from './repository/0003_graph_imports.sql' with { type: 'text' }
@@ -60,6 +61,7 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 17, name: '0017_repository_counts', sql: system0017 },
     { version: 18, name: '0018_oauth_client_metadata_documents', sql: system0018 },
     { version: 19, name: '0019_repository_counts_version', sql: system0019 },
+    { version: 22, name: '0022_invitations', sql: system0022 },
   ],
   repository: [
     { version: 1, name: '0001_repository_identity', sql: repository0001 },
