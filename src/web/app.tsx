@@ -4,10 +4,11 @@ import './app.css'
 import { render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { get } from './api.ts'
-import { finishSignIn, hadSession, signedIn, signOut, startSignIn } from './auth.ts'
+import { finishSignIn, hadSession, registration, signedIn, signOut, startSignIn } from './auth.ts'
 import { ConceptPage, Concepts, FactPage, Facts, InvestigationPage, Investigations, paths, ReportPage, Reports, SourcePage, Sources } from './pages/graph.tsx'
 import { Grants } from './pages/grants.tsx'
-import { Registry, Repositories, Search, Transfer, Users } from './pages/home.tsx'
+import { Registry, Repositories, Search, Transfer } from './pages/home.tsx'
+import { Users } from './pages/users.tsx'
 import { Members } from './pages/members.tsx'
 import { WriteBar, writePage } from './pages/write.tsx'
 import { ErrorBox, Link, navigate, onNavigate, useLoad, Show } from './ui.tsx'
@@ -151,6 +152,19 @@ function Shell() {
   )
 }
 
+/** How a person without an account gets one, as REGISTRATION says (the authorization pages say the same). */
+function NewAccount() {
+  if (registration === 'closed') return <p>No account yet? Accounts here are made by an administrator: ask yours for one (they create it with kgs user create).</p>
+  return (
+    <>
+      <p>No account yet?{registration === 'invite' && ' Signing up needs the invitation code an administrator gave you for your e-mail address.'}</p>
+      <button type="button" onClick={() => startSignIn(location.pathname + location.search, true)}>
+        Create an account
+      </button>
+    </>
+  )
+}
+
 function SignIn() {
   return (
     <main id="main" class="welcome">
@@ -159,6 +173,7 @@ function SignIn() {
       <button type="button" class="primary" onClick={() => startSignIn(location.pathname + location.search)}>
         Sign in
       </button>
+      <NewAccount />
       <p class="meta">
         Developers: the API is described at <a href="/swagger">/swagger</a>.
       </p>

@@ -30,8 +30,14 @@ export const signedIn = () => tokens !== undefined
 /** Whether this tab signed in before (a reload then signs in again without asking). */
 export const hadSession = () => sessionStorage.getItem(SIGNED_IN) === '1'
 
-/** Sends the browser to the authorization page; back at /app/callback, finishSignIn completes. */
-export async function startSignIn(returnTo: string): Promise<void> {
+/** What REGISTRATION allows (open, invite or closed): the sign-in card offers a sign-up or says who makes accounts. */
+export const registration = meta('kgs-registration')
+
+/**
+ * Sends the browser to the authorization page; back at /app/callback, finishSignIn completes.
+ * `create`: to the sign-up form first (OpenID Connect's prompt=create), which signs in as well.
+ */
+export async function startSignIn(returnTo: string, create = false): Promise<void> {
   const verifier = randomToken()
   const state = randomToken()
   const challenge = base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))))
@@ -40,7 +46,8 @@ export async function startSignIn(returnTo: string): Promise<void> {
   const params = { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256', state, scope: SCOPE }
   for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value)
   // After a sign-out the next sign-in asks for the password, whatever the pages remember.
-  if (sessionStorage.getItem(SIGNED_OUT) === '1') url.searchParams.set('prompt', 'login')
+  if (create) url.searchParams.set('prompt', 'create')
+  else if (sessionStorage.getItem(SIGNED_OUT) === '1') url.searchParams.set('prompt', 'login')
   location.assign(url.toString())
 }
 
