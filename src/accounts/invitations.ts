@@ -10,8 +10,6 @@ import { isoTimestamp, type Db } from '../db/sql.ts'
 export const OPEN_INVITATIONS_MAX = 1000
 export const INVITATION_DAYS_DEFAULT = 7
 export const INVITATION_DAYS_MAX = 30
-/** The length of a code as issued (base64url of 24 bytes). */
-export const INVITATION_CODE_LENGTH = 32
 
 export interface Invitation {
   id: string

@@ -110,7 +110,7 @@ ${accountOffer(input)}`,
 }
 
 /** The password rules of src/accounts/passwords.ts, said before the form is sent. */
-export const PASSWORD_RULES = `${PASSWORD_MIN} to ${PASSWORD_MAX} characters; any characters, spaces included.`
+const PASSWORD_RULES = `${PASSWORD_MIN} to ${PASSWORD_MAX} characters; any characters, spaces included.`
 
 export interface RegistrationPageInput {
   clientName: string
