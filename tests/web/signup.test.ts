@@ -8,8 +8,8 @@ import AxeBuilder from '@axe-core/playwright'
 import type { Browser, Page } from 'playwright-core'
 import { launchBrowser } from '../helpers/browser.ts'
 import { BACKEND } from '../helpers/backend.ts'
-import { api, uniqueEmail } from '../helpers/api.ts'
-import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { api, expectError, uniqueEmail } from '../helpers/api.ts'
+import { runKgs, startTestServer, type TestServer } from '../helpers/server.ts'
 
 const password = 'correct horse battery'
 
@@ -171,6 +171,55 @@ describe(`where REGISTRATION=closed (${BACKEND})`, () => {
     await page.getByText(closed).waitFor()
     expect(await page.getByRole('button', { name: 'Create an account' }).count()).toBe(0)
     await accessible(page)
+    await page.context().close()
+  })
+})
+
+describe(`signing up by invitation, REGISTRATION=invite (${BACKEND})`, () => {
+  let server: TestServer
+  beforeAll(async () => {
+    server = await startTestServer({ env: { REGISTRATION: 'invite' } })
+  })
+  afterAll(() => server.stop())
+
+  test('a sysadmin invites an address on the Users page; its owner signs up with the code and lands signed in', async () => {
+    const http = api(server.url)
+    const admin = { email: uniqueEmail('admin'), password }
+    expect((await runKgs(['user', 'create', admin.email], server.env, undefined, new TextEncoder().encode(`${password}\n`))).code).toBe(0)
+    expect((await server.promote(admin.email)).code).toBe(0)
+    const adminPage = await newPage()
+    await adminPage.goto(`${server.url}/app/admin/users`)
+    await adminPage.getByRole('button', { name: 'Sign in', exact: true }).click()
+    await adminPage.getByLabel('Email').fill(admin.email)
+    await adminPage.getByLabel('Password').fill(password)
+    await adminPage.getByRole('button', { name: 'Sign in', exact: true }).click()
+    const newAccount = adminPage.locator('main form').filter({ has: adminPage.getByRole('heading', { name: 'New account' }) })
+    await newAccount.waitFor()
+    const email = uniqueEmail('invited')
+    await newAccount.getByLabel('E-mail').fill(email)
+    await newAccount.getByRole('button', { name: 'Invite' }).click()
+    await newAccount
+      .getByRole('status')
+      .filter({ hasText: `${email} is invited until` })
+      .waitFor()
+    const code = (await newAccount.getByRole('status').locator('code').textContent())!
+    expect(code).toMatch(/^[A-Za-z0-9_-]{32}$/)
+    await accessible(adminPage)
+    await adminPage.context().close()
+
+    const page = await newPage()
+    await page.goto(`${server.url}/app`)
+    await page.getByText('Signing up needs the invitation code an administrator gave you for your e-mail address.').waitFor()
+    await page.getByRole('button', { name: 'Create an account' }).click()
+    await page.getByLabel('Invitation code').waitFor()
+    await accessible(page)
+    await page.getByLabel('Email').fill(email)
+    await page.getByLabel('Password').fill(password)
+    await page.getByLabel('Invitation code').fill(code)
+    await page.getByRole('button', { name: 'Create the account', exact: true }).click()
+    await page.locator('header').getByText(email).waitFor()
+    // Used up: the code is no longer open.
+    expectError(await http.post('/api/v1/auth/register', { email, password, invitation: code }), 403, /^registration is by invitation: this invitation code is not open/)
     await page.context().close()
   })
 })
