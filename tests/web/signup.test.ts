@@ -1,6 +1,6 @@
 // Getting an account through the web app, in headless Chromium: signing up from the sign-in card
-// on kgs's authorization pages (the password rules shown first), landing in the app signed in;
-// where REGISTRATION=closed, the card and the sign-in page saying who makes accounts; and the
+// on kgs's authorization pages (the password rules shown first), landing in the app signed in,
+// also with an invitation a sysadmin made on the Users page; where REGISTRATION=closed, the card and the sign-in page saying who makes accounts; and the
 // sysadmin's Users page by e-mail: a search, a role from the list given in a repository chosen
 // by name, replacing the role the user held there. axe-core at 1280 and 375 px.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
