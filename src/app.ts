@@ -16,6 +16,7 @@ import { WEB_APP_PATH, wantsHtml, webApp, webAppClient } from './http/web-app.ts
 import { authorizationServerMetadata, resourceIdentifier, resourceMetadataUrl } from './oauth/metadata.ts'
 import type { Accounts } from './accounts/accounts.ts'
 import { accountRoutes } from './accounts/routes.ts'
+import { accountAdminRoutes } from './accounts/admin-routes.ts'
 import { oauthPageRoutes } from './oauth/page-routes.ts'
 import { oauthErrorShape, oauthProtocolRoutes } from './oauth/protocol-routes.ts'
 import { ClientMetadataDocuments } from './oauth/client-metadata.ts'
@@ -163,7 +164,7 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
         openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl)),
       ),
     )
-    .use(webApp(() => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)), ctx.baseUrl))
+    .use(webApp(() => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)), ctx.baseUrl, ctx.accounts.registration))
     .use(access)
     // A browser (Accept: text/html) is sent to the web app; API clients get the index. Built by
     // hand: Elysia's redirect() is Response.redirect, which Deno refuses a relative URL.
@@ -200,6 +201,7 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
     .use(oauthProtocolRoutes(ctx.pools.system, ctx.baseUrl, ctx.oauth, throttles, clients))
     .use(oauthPageRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts, throttles, clients))
     .use(accountRoutes(ctx.accounts, access, throttles))
+    .use(accountAdminRoutes(ctx.accounts, ctx.pools.system, access))
     .use(grantRoutes(ctx.oauth, access, ctx.pools.system))
     .use(appSessionRoutes(ctx.pools.system, ctx.baseUrl, ctx.oauth))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))

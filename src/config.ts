@@ -10,6 +10,10 @@ import { withoutUserinfo } from './redact.ts'
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
+const REGISTRATION_MODES = ['open', 'closed', 'invite'] as const
+/** Who may create an account with POST /api/v1/auth/register and the sign-up page (REGISTRATION). */
+export type RegistrationMode = (typeof REGISTRATION_MODES)[number]
+
 /** 16 GiB: the reader's default limit on a bundle's expanded size, so any bundle it accepts fits. */
 export const REGISTRY_MAX_BYTES_DEFAULT = 16 * 1024 ** 3
 
@@ -101,6 +105,17 @@ export const EnvSchema = Type.Object({
     Type.Optional(Type.String({ pattern: DURATION, description: 'longest a session or OAuth grant may go without a refresh before it ends; unset, no limit' })),
     'a duration such as 3600, 12h or 30d',
     parseDuration,
+  ),
+  REGISTRATION: variable(
+    Type.Union(
+      REGISTRATION_MODES.map((mode) => Type.Literal(mode)),
+      {
+        default: 'open',
+        description:
+          'who creates accounts: open (anyone signs up: POST /api/v1/auth/register, the sign-up page), invite (only with an invitation a sysadmin made for that e-mail address), closed (only `kgs user create` and sysadmins); OAuth client registration is unaffected',
+      },
+    ),
+    `one of ${REGISTRATION_MODES.join(', ')}`,
   ),
   BODY_LIMIT: variable(Type.Integer({ minimum: 1024, default: 1_048_576, description: 'largest JSON request body in bytes' }), 'an integer number of bytes, at least 1024'),
   BODY_TIMEOUT: variable(
@@ -245,7 +260,7 @@ export const EnvSchema = Type.Object({
       Type.String({
         pattern: RATE,
         description:
-          'registrations, failed or not (POST /api/v1/auth/register, /api/v1/oauth/register), per client address; GET /api/v1/oauth/authorize has a budget of the same size; unset: unlimited',
+          'registrations, failed or not (POST /api/v1/auth/register, the sign-up form of the authorization pages, /api/v1/oauth/register), per client address; GET /api/v1/oauth/authorize has a budget of the same size; unset: unlimited',
       }),
     ),
     RATE_EXPECTS,
@@ -368,6 +383,7 @@ function configFrom(v: Env) {
     sessionTtl: v.SESSION_TTL,
     /** Seconds a session or OAuth grant may go without a refresh; undefined: no limit. */
     sessionIdleTtl: v.SESSION_IDLE_TTL,
+    registration: v.REGISTRATION,
     embedded: { maxOpen: v.EMBEDDED_MAX_OPEN, idleMs: v.EMBEDDED_IDLE_TIMEOUT },
     workers: v.WORKERS,
     jobLeaseMs: v.JOB_LEASE,

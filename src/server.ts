@@ -170,6 +170,7 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       sessionTtl: config.sessionTtl,
       passwordCost: config.passwordCost,
       sessionIdleTtl: config.sessionIdleTtl,
+      registration: config.registration,
       catchUp: fleet,
       onUserCreated: (userId) => roles.assign({ user_id: userId, role: 'member', domain: SYSTEM_DOMAIN }),
     })

@@ -5,12 +5,14 @@ import type { EventBus } from '../db/events.ts'
 import { HttpError } from '../http/errors.ts'
 import { requireSessionToken, type Authenticator, type Principal } from '../http/auth.ts'
 import type { PageKey } from '../db/pages.ts'
+import type { Db } from '../db/sql.ts'
 import type { Logger } from '../log.ts'
-import type { PasswordCost } from '../config.ts'
-import { hashPassword, needsRehash, verifyPassword } from './passwords.ts'
+import type { PasswordCost, RegistrationMode } from '../config.ts'
+import { consumeInvitation, invitationValid } from './invitations.ts'
+import { hashPassword, needsRehash, PASSWORD_MAX, PASSWORD_MIN, verifyPassword } from './passwords.ts'
 import { RevokedSessions, SESSION_REVOKED, endSession, endUserSessions, insertSession, listLiveSessions, markRevoked, rotateRefreshToken } from './sessions.ts'
 import { createSessionTokens, type SessionTokens } from './tokens.ts'
-import { findCredentials, findUserById, insertUser, listUsers, normalizeEmail, replacePasswordHash, updateUser } from './users.ts'
+import { findCredentials, findUserById, findUserIdByEmail, insertUser, listUsers, normalizeEmail, replacePasswordHash, updateUser } from './users.ts'
 import { ExpiringMap } from '../expiring.ts'
 import type { SessionGrant, SessionSummary, User } from './schemas.ts'
 
@@ -30,6 +32,8 @@ export interface AccountsOptions {
   sessionIdleTtl?: number
   /** Re-read revocations periodically (several instances share the database). */
   catchUp: boolean
+  /** Who may register (REGISTRATION); accounts made by a sysadmin or the CLI are not affected. */
+  registration: RegistrationMode
   /** Runs after an account is created (grants the default role). */
   onUserCreated(userId: string): Promise<unknown>
 }
@@ -37,6 +41,19 @@ export interface AccountsOptions {
 const USER_CHANGED = 'kgs_user_changed'
 const USER_CACHE_TTL_MS = 30_000
 const USER_CACHE_SIZE = 10_000
+
+/** A registration the REGISTRATION setting refuses (403): each says how to get an account instead. */
+const REGISTRATION_CLOSED = 'registration is closed: an administrator creates accounts (`kgs user create`, or POST /api/v1/admin/users)'
+const INVITATION_NEEDED = 'registration is by invitation: ask an administrator for an invitation code for your e-mail address, and register with it'
+const INVITATION_INVALID = 'registration is by invitation: this invitation code is not open for this e-mail address (unknown, expired, already used, or made for another address)'
+
+/** What a registration carries: `invitation` is the code a sysadmin gave, where REGISTRATION=invite. */
+export interface Registration {
+  email: string
+  password: string
+  name?: string
+  invitation?: string
+}
 
 const invalidCredentials = () => new HttpError(401, 'invalid credentials')
 const invalidRefreshToken = () => new HttpError(401, 'invalid refresh token')
@@ -77,11 +94,48 @@ export class Accounts implements Authenticator {
     this.revoked.stop()
   }
 
-  async register(input: { email: string; password: string; name?: string }): Promise<SessionGrant> {
+  get registration(): RegistrationMode {
+    return this.options.registration
+  }
+
+  /** A self-registration (POST /auth/register), if REGISTRATION allows it: the account and a session. */
+  async register(input: Registration): Promise<SessionGrant> {
+    return this.startSession(await this.signUp(input))
+  }
+
+  /**
+   * Makes the account a person asks for, as REGISTRATION allows: 403 when closed, or by invitation
+   * without a code open for this address. The invitation is used up with the account's insert.
+   */
+  async signUp(input: Registration): Promise<User> {
+    const mode = this.options.registration
+    if (mode === 'closed') throw new HttpError(403, REGISTRATION_CLOSED)
     const email = requireEmail(input.email)
-    const user = await insertUser(this.sql, { email, name: input.name?.trim() ?? '', passwordHash: await hashPassword(input.password, this.options.passwordCost) })
+    if (mode === 'open') return this.createAccount({ ...input, email })
+    const code = input.invitation?.trim()
+    if (!code) throw new HttpError(403, INVITATION_NEEDED)
+    // Checked before the password is hashed, and again when it is used.
+    if (!(await invitationValid(this.sql, email, code))) throw new HttpError(403, INVITATION_INVALID)
+    return this.createAccount({ ...input, email }, async (tx) => {
+      if (!(await consumeInvitation(tx, email, code))) throw new HttpError(403, INVITATION_INVALID)
+    })
+  }
+
+  /**
+   * Makes an account whatever REGISTRATION says (a sysadmin's doing, or a registration it
+   * allowed): a member of the system domain. `within` runs in the insert's transaction.
+   */
+  async createAccount(input: { email: string; password: string; name?: string }, within?: (tx: Db) => Promise<void>): Promise<User> {
+    const email = requireEmail(input.email)
+    if (input.password.length < PASSWORD_MIN || input.password.length > PASSWORD_MAX)
+      throw new HttpError(400, `invalid body: password: expected a password of ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`)
+    const passwordHash = await hashPassword(input.password, this.options.passwordCost)
+    const user = await this.sql.begin(async (tx) => {
+      await within?.(tx)
+      return insertUser(tx, { email, name: input.name?.trim() ?? '', passwordHash })
+    })
     await this.options.onUserCreated(user.id)
-    return this.startSession(user)
+    return user
   }
 
   async login(input: { email: string; password: string }): Promise<SessionGrant> {
@@ -206,12 +260,19 @@ export class Accounts implements Authenticator {
     if (!actor || !(await this.verifyCredentials(actor.email, currentPassword))) throw new HttpError(403, 'current_password is wrong')
   }
 
+  /** The account of a normalized e-mail address, if there is one. */
+  async findUserByEmail(email: string): Promise<User | undefined> {
+    const userId = await findUserIdByEmail(this.sql, email)
+    return userId ? this.findUser(userId) : undefined
+  }
+
   async userExists(userId: string): Promise<boolean> {
     return (await this.findUser(userId)) !== undefined
   }
 
-  listUsers(limit: number, after?: PageKey) {
-    return listUsers(this.sql, limit, after)
+  /** A page of users; `search`: only those whose e-mail or name contains it (any case). */
+  listUsers(limit: number, after?: PageKey, search?: string) {
+    return listUsers(this.sql, limit, after, search)
   }
 
   /** Changes a profile for `principal`, authorized to change it; an e-mail change needs its password too. */

@@ -6,18 +6,9 @@ import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { Accounts } from './accounts.ts'
-import { PASSWORD_MAX, PASSWORD_MIN } from './passwords.ts'
+import { PASSWORD_MAX } from './passwords.ts'
 import { normalizeEmail } from './users.ts'
-import { Session, SessionGrant, User } from './schemas.ts'
-
-const Email = t.String({ minLength: 3, maxLength: 254, description: 'e-mail address; trimmed and lowercased', error: 'expected an e-mail address' })
-const Password = t.String({
-  minLength: PASSWORD_MIN,
-  maxLength: PASSWORD_MAX,
-  description: `${PASSWORD_MIN}–${PASSWORD_MAX} characters, write-only`,
-  error: `expected a password of ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`,
-})
-const Name = t.String({ maxLength: 200, error: 'expected a name of at most 200 characters' })
+import { Email, Invitation, Name, Password, Session, SessionGrant, User } from './schemas.ts'
 
 const TokenPair = t.Object({ token: t.String(), refresh_token: t.String() })
 const UserParams = t.Object({ userID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
@@ -52,9 +43,10 @@ export function accountRoutes(accounts: Accounts, access: ReturnType<typeof acce
         },
         {
           public: true,
-          body: t.Object({ email: Email, password: Password, name: t.Optional(Name) }, strict),
-          response: { 201: SessionGrant, ...bodyErrors, 409: ErrorBody, ...hashingErrors },
-          detail: { tags: ['accounts'], summary: 'Create an account and start a session' },
+          body: t.Object({ email: Email, password: Password, name: t.Optional(Name), invitation: t.Optional(Invitation) }, strict),
+          // 403: REGISTRATION is closed, or invite and no open invitation for this e-mail came with it.
+          response: { 201: SessionGrant, ...bodyErrors, 403: ErrorBody, 409: ErrorBody, ...hashingErrors },
+          detail: { tags: ['accounts'], summary: 'Create an account and start a session, as REGISTRATION allows (open; invite: with an invitation code; closed: 403)' },
         },
       )
       .post('/auth/login', async ({ body, set, request }) => uncached(set, await throttles.login.guard(request, normalizeEmail(body.email), () => accounts.login(body))), {

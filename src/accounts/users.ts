@@ -17,7 +17,7 @@ const EMAIL_TAKEN = 'e-mail address already registered'
 
 const userColumns = (sql: Db) => sql`id, email, name, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
 
-export async function insertUser(sql: Sql, user: { email: string; name: string; passwordHash: string }): Promise<User> {
+export async function insertUser(sql: Db, user: { email: string; name: string; passwordHash: string }): Promise<User> {
   try {
     const [row] = await sql<User[]>`
       INSERT INTO users (id, email, name, password_hash)
@@ -47,11 +47,15 @@ export async function replacePasswordHash(sql: Sql, id: string, from: string, to
   await sql`UPDATE users SET password_hash = ${to} WHERE id = ${id} AND password_hash = ${from}`
 }
 
-/** One page of users in (created_at, id) order, with one row of look-ahead. */
-export async function listUsers(sql: Sql, limit: number, after?: PageKey): Promise<(User & { page_key: PageKey })[]> {
+/** LIKE's wildcards and its escape character, taken literally. */
+const literalPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+
+/** One page of users in (created_at, id) order, with one row of look-ahead; `search`: whose e-mail or name contains it, in any case. */
+export async function listUsers(sql: Sql, limit: number, after?: PageKey, search?: string): Promise<(User & { page_key: PageKey })[]> {
+  const matching = search ? sql`(email ILIKE ${literalPattern(search)} OR name ILIKE ${literalPattern(search)})` : sql`true`
   const rows = await sql<(User & { key_at: string })[]>`
     SELECT ${userColumns(sql)}, ${pageKeyColumn(sql)} FROM users
-    WHERE ${afterCursor(sql, after)}
+    WHERE ${matching} AND ${afterCursor(sql, after)}
     ORDER BY ${pageOrder(sql, 'users')}
     LIMIT ${limit + 1}`
   return withPageKeys(rows)

@@ -122,7 +122,7 @@ export interface Throttles {
   login: Throttle
   /** POST /api/v1/auth/refresh, /api/v1/oauth/token and /api/v1/oauth/revoke; per account: the client_id. */
   token: Throttle
-  /** POST /api/v1/auth/register and /api/v1/oauth/register; per address only. */
+  /** POST /api/v1/auth/register, the sign-up form of the authorization pages and /api/v1/oauth/register; per address only. */
   register: Throttle
   /** GET /api/v1/oauth/authorize, which records a pending authorization: the registrations' rate, a budget of its own. */
   authorize: Throttle

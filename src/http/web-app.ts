@@ -5,6 +5,7 @@
 // through the authorization pages with PKCE, and its token lives in the page's memory only.
 import { runtime, type Assets } from '../runtime/index.ts'
 import { Elysia } from 'elysia'
+import type { RegistrationMode } from '../config.ts'
 import { publicAccess } from './access.ts'
 
 /** 22 characters at least, as client ids are. */
@@ -39,8 +40,8 @@ const ASSETS: Record<string, { path: keyof Assets; type: string }> = {
 /** Escapes a value for an HTML attribute. */
 const attribute = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;')
 
-/** The page: the app's configuration in meta tags (no inline script), its script and style. */
-function page(baseUrl: string): string {
+/** The page: the app's configuration in meta tags (no inline script), its script and style; REGISTRATION decides what the sign-in card offers. */
+function page(baseUrl: string, registration: RegistrationMode): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -48,6 +49,7 @@ function page(baseUrl: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="kgs-base-url" content="${attribute(baseUrl)}">
 <meta name="kgs-client-id" content="${WEB_APP_CLIENT_ID}">
+<meta name="kgs-registration" content="${registration}">
 <title>kgs</title>
 <link rel="stylesheet" href="${WEB_APP_PATH}/assets/app.css">
 <script type="module" src="${WEB_APP_PATH}/assets/app.js"></script>
@@ -75,8 +77,8 @@ export const wantsHtml = (request: Request) => /\btext\/html\b/.test(request.hea
 export const webAppClient = (baseUrl: string) => ({ client_id: WEB_APP_CLIENT_ID, client_name: 'kgs web app', redirect_uris: [baseUrl + CALLBACK_PATH], scope: 'read write admin' })
 
 /** `registerClient` registers webAppClient(baseUrl). */
-export function webApp(registerClient: () => Promise<void>, baseUrl: string) {
-  const html = page(baseUrl)
+export function webApp(registerClient: () => Promise<void>, baseUrl: string, registration: RegistrationMode) {
+  const html = page(baseUrl, registration)
   // Registered when the page is first served, not at start-up: most instances never serve it.
   let registered: Promise<void> | undefined
   const serve = async () => {

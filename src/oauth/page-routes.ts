@@ -4,10 +4,12 @@
 import { Elysia, t } from 'elysia'
 import type { Sql } from 'postgres'
 import type { Accounts } from '../accounts/accounts.ts'
-import { HashingBusyError } from '../accounts/passwords.ts'
+import { HashingBusyError, PASSWORD_MAX, PASSWORD_MIN } from '../accounts/passwords.ts'
 import type { User } from '../accounts/schemas.ts'
 import { normalizeEmail } from '../accounts/users.ts'
+import { ConflictError } from '../db/conflict.ts'
 import { publicAccess } from '../http/access.ts'
+import { HttpError } from '../http/errors.ts'
 import type { Throttles } from '../http/throttle.ts'
 import { WEB_APP_CLIENT_ID } from '../http/web-app.ts'
 import { beginAuthorization, redirectWith, type AuthorizeOutcome } from './authorize.ts'
@@ -33,7 +35,7 @@ import {
   sessionCookie,
   startBrowserSession,
 } from './consent.ts'
-import { consentPage, errorPage, formTarget, loginPage, pageResponse, redirectHost } from './pages.ts'
+import { CLOSED_REGISTRATION_TEXT, consentPage, errorPage, formTarget, loginPage, pageResponse, redirectHost, registrationPage, type RegistrationPageInput } from './pages.ts'
 
 const FormField = (maxLength: number) => t.String({ maxLength })
 const redirect303 = (location: string) => new Response(null, { status: 303, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
@@ -46,6 +48,17 @@ function retryAfter(page: Response, seconds: number): Response {
   return page
 }
 const crossSitePage = () => pageResponse(errorPage('This form was posted from another site and was not accepted. Return to the application and start again.'), 403)
+
+/**
+ * Whether a form of these pages asks only for a page: without e-mail and password, the sign-in or
+ * sign-up form itself (the other page's button); with one of them alone, 400 naming the other.
+ */
+function asksForPage(body: { email?: string; password?: string }): boolean {
+  if (body.email === undefined && body.password === undefined) return true
+  if (body.email === undefined || body.password === undefined)
+    throw new HttpError(400, `invalid body: ${body.email === undefined ? 'email' : 'password'}: required with ${body.email === undefined ? 'password' : 'email'}`)
+  return false
+}
 
 /**
  * Whether a browser says (Fetch Metadata) that the pages' form was posted from another site or
@@ -96,38 +109,50 @@ export function oauthPageRoutes(system: Sql, baseUrl: string, accounts: Accounts
     if (!pending?.open || !(await decide(system, pending.id))) return expiredPage()
     return redirect303(redirectWith(pending.redirect_uri, baseUrl, { code: await issueCode(system, pending, userId), state: pending.state ?? undefined }))
   }
-  /** The sign-in page once more, saying what went wrong. */
-  const signInAgain = async (pending: { id: string; client_id: string; redirect_uri: string }, form: { csrf_token: string; email: string }, error: string | undefined, status: number) => {
+  /** Who asks, as the sign-in and sign-up pages name it. */
+  const asking = async (pending: { id: string; client_id: string; redirect_uri: string }, csrfToken: string) => {
     const client = await findClient(system, pending.client_id)
-    const html = loginPage({
-      clientName: client?.client_name ?? '',
-      clientHost: documentHost(pending.client_id),
-      redirectHost: redirectHost(pending.redirect_uri),
-      authorizationId: pending.id,
-      csrfToken: form.csrf_token,
-      email: form.email,
-      error,
-    })
-    return pageResponse(html, status)
+    return { clientName: client?.client_name ?? '', clientHost: documentHost(pending.client_id), redirectHost: redirectHost(pending.redirect_uri), authorizationId: pending.id, csrfToken }
+  }
+  /** The sign-in page once more, saying what went wrong. */
+  const signInAgain = async (pending: { id: string; client_id: string; redirect_uri: string }, form: { csrf_token: string; email?: string }, error: string | undefined, status: number) =>
+    pageResponse(loginPage({ ...(await asking(pending, form.csrf_token)), registration: accounts.registration, email: form.email, error }), status)
+  /** The sign-up page (REGISTRATION open or invite), with what was typed but the password, and what went wrong. */
+  const signUpAgain = async (
+    pending: { id: string; client_id: string; redirect_uri: string },
+    registration: RegistrationPageInput['registration'],
+    form: { csrf_token: string; email?: string; name?: string; invitation?: string },
+    error: string | undefined,
+    status: number,
+  ) => pageResponse(registrationPage({ ...(await asking(pending, form.csrf_token)), registration, email: form.email, name: form.name, invitation: form.invitation, error }), status)
+  /** Signed in on these pages (a new session of theirs): the consent page, or straight back to kgs's own app. */
+  const signedIn = async (request: Request, pending: PendingAuthorization, user: User, csrfToken: string) => {
+    await bindUser(system, pending.id, user.id)
+    const response = await consent(pending, user, csrfToken)
+    await endBrowserSession(system, request.headers.get('cookie'))
+    response.headers.append('set-cookie', sessionCookie(await startBrowserSession(system, user.id), secureCookies))
+    return response
   }
 
   /**
    * The consent page if the browser signed in on these pages recently, else the sign-in page;
-   * always the sign-in page with `prompt=login` (OpenID Connect's), which a client sends after its sign-out.
+   * always the sign-in page with `prompt=login` (OpenID Connect's), which a client sends after
+   * its sign-out, and the sign-up page with `prompt=create` (OpenID Connect's Prompt Create)
+   * where REGISTRATION allows one.
    */
-  const firstPage = async (outcome: Extract<AuthorizeOutcome, { kind: 'login' }>, cookies: string | null, promptLogin: boolean) => {
-    const userId = promptLogin ? undefined : await browserSessionUser(system, cookies)
+  const firstPage = async (outcome: Extract<AuthorizeOutcome, { kind: 'login' }>, cookies: string | null, prompt: string | null) => {
+    const userId = prompt === 'login' || prompt === 'create' ? undefined : await browserSessionUser(system, cookies)
     const user = userId ? await accounts.findUser(userId) : undefined
     if (!user) {
-      return pageResponse(
-        loginPage({
-          clientName: outcome.client.client_name,
-          clientHost: documentHost(outcome.client.client_id),
-          redirectHost: redirectHost(outcome.redirectUri),
-          authorizationId: outcome.authorizationId,
-          csrfToken: outcome.csrfToken,
-        }),
-      )
+      const page = {
+        clientName: outcome.client.client_name,
+        clientHost: documentHost(outcome.client.client_id),
+        redirectHost: redirectHost(outcome.redirectUri),
+        authorizationId: outcome.authorizationId,
+        csrfToken: outcome.csrfToken,
+      }
+      const registration = accounts.registration
+      return pageResponse(prompt === 'create' && registration !== 'closed' ? registrationPage({ ...page, registration }) : loginPage({ ...page, registration }))
     }
     await bindUser(system, outcome.authorizationId, user.id)
     return consent({ id: outcome.authorizationId, client_id: outcome.client.client_id, redirect_uri: outcome.redirectUri, scope: outcome.scope }, user, outcome.csrfToken)
@@ -159,7 +184,7 @@ export function oauthPageRoutes(system: Sql, baseUrl: string, accounts: Accounts
         const binding = knownBrowser ?? newBrowserBinding()
         const outcome = await beginAuthorization(system, baseUrl, new URL(request.url).searchParams, browserBindingDigest(binding), (id) => clients.find(id))
         if (outcome.kind === 'error-page') return pageResponse(errorPage(outcome.message), 400)
-        const page = await firstPage(outcome, cookies, new URL(request.url).searchParams.get('prompt') === 'login')
+        const page = await firstPage(outcome, cookies, new URL(request.url).searchParams.get('prompt'))
         if (!knownBrowser) page.headers.append('set-cookie', bindingCookie(binding, secureCookies))
         return page
       },
@@ -174,7 +199,11 @@ export function oauthPageRoutes(system: Sql, baseUrl: string, accounts: Accounts
             state: t.Optional(t.String()),
             scope: t.Optional(t.String()),
             resource: t.Optional(t.String()),
-            prompt: t.Optional(t.String({ description: 'login: ask for the password even if this browser signed in on these pages recently' })),
+            prompt: t.Optional(
+              t.String({
+                description: 'login: ask for the password even if this browser signed in on these pages recently; create: show the sign-up form first (the sign-in page where REGISTRATION=closed)',
+              }),
+            ),
           },
           { additionalProperties: true },
         ),
@@ -187,32 +216,78 @@ export function oauthPageRoutes(system: Sql, baseUrl: string, accounts: Accounts
       async ({ body, request }) => {
         const pending = await postedPending(request, body)
         if (pending instanceof Response) return pending
+        // From the sign-up page's "Sign in instead": the sign-in form, empty.
+        if (asksForPage(body)) return signInAgain(pending, body, undefined, 200)
+        const credentials = { email: body.email!, password: body.password! }
         // The same budgets as POST /api/v1/auth/login: two doors to one password.
-        const admission = throttles.login.admit(request, normalizeEmail(body.email))
+        const admission = throttles.login.admit(request, normalizeEmail(credentials.email))
         if (admission.refused) {
           const wait = admission.retryAfterSeconds
           return retryAfter(await signInAgain(pending, body, `Too many failed sign-ins. Try again in ${wait} second${wait === 1 ? '' : 's'}.`, 429), wait)
         }
         let user
         try {
-          user = await accounts.verifyCredentials(body.email, body.password)
+          user = await accounts.verifyCredentials(credentials.email, credentials.password)
         } catch (error) {
           if (!(error instanceof HashingBusyError)) throw error
           return retryAfter(await signInAgain(pending, body, `Too many sign-ins at the moment. Try again in ${error.retryAfterSeconds} seconds.`, 503), error.retryAfterSeconds)
         }
         if (!user) return signInAgain(pending, body, 'Wrong e-mail or password.', 401)
         admission.forgive()
-        await bindUser(system, pending.id, user.id)
-        const response = await consent(pending, user, body.csrf_token)
-        await endBrowserSession(system, request.headers.get('cookie'))
-        response.headers.append('set-cookie', sessionCookie(await startBrowserSession(system, user.id), secureCookies))
-        return response
+        return signedIn(request, pending, user, body.csrf_token)
       },
       {
         parse: 'urlencoded',
-        body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), email: FormField(254), password: FormField(256) }),
+        body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), email: t.Optional(FormField(254)), password: t.Optional(FormField(PASSWORD_MAX)) }),
         public: true,
-        detail: htmlPage('The sign-in form of the authorization pages (the consent page once signed in)'),
+        detail: htmlPage('The sign-in form of the authorization pages (the consent page once signed in); without e-mail and password, the sign-in page itself'),
+      },
+    )
+    .post(
+      '/api/v1/oauth/authorize/register',
+      async ({ body, request }) => {
+        const pending = await postedPending(request, body)
+        if (pending instanceof Response) return pending
+        const registration = accounts.registration
+        if (registration === 'closed') return signInAgain(pending, body, `Registration is closed. ${CLOSED_REGISTRATION_TEXT}`, 403)
+        // From the sign-in page's "Create an account": the sign-up form, empty.
+        if (asksForPage(body)) return signUpAgain(pending, registration, body, undefined, 200)
+        const again = (error: string, status: number) => signUpAgain(pending, registration, body, error, status)
+        const email = body.email!
+        const password = body.password!
+        if (!normalizeEmail(email)) return again('That is not an e-mail address.', 400)
+        if (password.length < PASSWORD_MIN || password.length > PASSWORD_MAX) return again(`The password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.`, 400)
+        // The budget of POST /api/v1/auth/register: every registration counts, made or not.
+        const admission = throttles.register.admit(request, undefined)
+        if (admission.refused) {
+          const wait = admission.retryAfterSeconds
+          return retryAfter(await again(`Too many registrations from your address. Try again in ${wait} second${wait === 1 ? '' : 's'}.`, 429), wait)
+        }
+        let user
+        try {
+          user = await accounts.signUp({ email, password, name: body.name, invitation: body.invitation })
+        } catch (error) {
+          if (error instanceof HashingBusyError) return retryAfter(await again(`Too many sign-ins at the moment. Try again in ${error.retryAfterSeconds} seconds.`, 503), error.retryAfterSeconds)
+          if (error instanceof ConflictError) return again('An account with this e-mail address exists already: sign in instead.', 409)
+          if (error instanceof HttpError && error.status === 403) return again(`${error.message[0]!.toUpperCase()}${error.message.slice(1)}.`, 403)
+          throw error
+        }
+        return signedIn(request, pending, user, body.csrf_token)
+      },
+      {
+        parse: 'urlencoded',
+        body: t.Object({
+          authorization_id: FormField(64),
+          csrf_token: FormField(64),
+          email: t.Optional(FormField(254)),
+          name: t.Optional(FormField(200)),
+          password: t.Optional(FormField(PASSWORD_MAX)),
+          invitation: t.Optional(FormField(64)),
+        }),
+        public: true,
+        detail: htmlPage(
+          'The sign-up form of the authorization pages, as REGISTRATION allows: the account is made and signed in, and the authorization goes on (the consent page); without e-mail and password, the sign-up page itself',
+        ),
       },
     )
     .post(

@@ -2,6 +2,8 @@
 // heading per page), readable on a phone, every interpolated value escaped, and sent with the
 // security headers of docs/spec/decisions.md §5. The only style is an inline block allowed by its hash.
 import { createHash } from 'node:crypto'
+import { PASSWORD_MAX, PASSWORD_MIN } from '../accounts/passwords.ts'
+import type { RegistrationMode } from '../config.ts'
 import { GRANT_SECONDS } from './consent.ts'
 import type { Scope } from '../permissions.ts'
 
@@ -11,7 +13,7 @@ h1{font-size:1.3rem;margin:0 0 1rem}label{display:block;margin:.75rem 0 .25rem;f
 input{box-sizing:border-box;width:100%;padding:.6rem;font-size:1rem;border:1px solid #888;border-radius:4px}
 button{margin-top:1rem;padding:.6rem 1.2rem;font-size:1rem;border-radius:4px;border:1px solid #1a4d8f;background:#1a4d8f;color:#fff;cursor:pointer}
 button.secondary{background:#fff;color:#1a4d8f}.error{color:#a00}.host{font-family:monospace}ul{padding-left:1.2rem}
-fieldset{margin:1rem 0;border:1px solid #888;border-radius:4px}legend{font-weight:600}label.choice{display:flex;gap:.5rem;font-weight:400}label.choice input{width:auto}`
+fieldset{margin:1rem 0;border:1px solid #888;border-radius:4px}legend{font-weight:600}label.choice{display:flex;gap:.5rem;font-weight:400}label.choice input{width:auto}.hint{margin:.25rem 0 0;font-size:.9rem;color:#444}.other{margin-top:1.5rem;border-top:1px solid #ddd}`
 
 const STYLE_HASH = createHash('sha256').update(STYLE).digest('base64')
 
@@ -64,8 +66,32 @@ export interface LoginPageInput {
   redirectHost: string
   authorizationId: string
   csrfToken: string
+  /** Whether the page offers to create an account, or says how to get one. */
+  registration: RegistrationMode
   error?: string
   email?: string
+}
+
+/** The fields every form of these pages posts: the pending authorization and its CSRF token. */
+function formIds(input: { authorizationId: string; csrfToken: string }): string {
+  return `<input type="hidden" name="authorization_id" value="${escapeHtml(input.authorizationId)}">
+<input type="hidden" name="csrf_token" value="${escapeHtml(input.csrfToken)}">`
+}
+
+const errorLine = (error: string | undefined) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '')
+
+/** Where REGISTRATION is closed: how a person gets an account instead. */
+export const CLOSED_REGISTRATION_TEXT = 'Accounts here are made by an administrator: ask yours for one (they create it with kgs user create).'
+
+/** Below the sign-in form: a way to the sign-up form, or, where registration is closed, who makes accounts. */
+function accountOffer(input: LoginPageInput): string {
+  if (input.registration === 'closed') return `<p class="other">No account yet? ${escapeHtml(CLOSED_REGISTRATION_TEXT)}</p>`
+  const invited = input.registration === 'invite' ? ' You need the invitation code an administrator gave you.' : ''
+  return `<form method="post" action="/api/v1/oauth/authorize/register" class="other">
+${formIds(input)}
+<p>No account yet?${invited}</p>
+<button type="submit" class="secondary">Create an account</button>
+</form>`
 }
 
 export function loginPage(input: LoginPageInput): string {
@@ -73,13 +99,59 @@ export function loginPage(input: LoginPageInput): string {
     'Sign in',
     `<h1>Sign in to continue</h1>
 <p>${requester(input)} asks to access your account.</p>
-${input.error ? `<p class="error" role="alert">${escapeHtml(input.error)}</p>` : ''}
+${errorLine(input.error)}
 <form method="post" action="/api/v1/oauth/authorize/login">
-<input type="hidden" name="authorization_id" value="${escapeHtml(input.authorizationId)}">
-<input type="hidden" name="csrf_token" value="${escapeHtml(input.csrfToken)}">
+${formIds(input)}
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required value="${escapeHtml(input.email ?? '')}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit">Sign in</button>
+</form>
+${accountOffer(input)}`,
+  )
+}
+
+/** The password rules of src/accounts/passwords.ts, said before the form is sent. */
+const PASSWORD_RULES = `${PASSWORD_MIN} to ${PASSWORD_MAX} characters; any characters, spaces included.`
+
+export interface RegistrationPageInput {
+  clientName: string
+  clientHost?: string
+  redirectHost: string
+  authorizationId: string
+  csrfToken: string
+  /** invite: the form asks for the invitation code. */
+  registration: Exclude<RegistrationMode, 'closed'>
+  error?: string
+  email?: string
+  name?: string
+  invitation?: string
+}
+
+/** The sign-up form of the authorization flow: an account made here continues the authorization, signed in. */
+export function registrationPage(input: RegistrationPageInput): string {
+  const invitation =
+    input.registration === 'invite'
+      ? `<label for="invitation">Invitation code</label><input id="invitation" name="invitation" required maxlength="64" autocomplete="off" spellcheck="false" aria-describedby="invitation-hint" value="${escapeHtml(input.invitation ?? '')}">
+<p id="invitation-hint" class="hint">The code an administrator gave you for this e-mail address.</p>`
+      : ''
+  return layout(
+    'Create an account',
+    `<h1>Create an account</h1>
+<p>${requester(input)} asks to access your account. Create one to continue.</p>
+${errorLine(input.error)}
+<form method="post" action="/api/v1/oauth/authorize/register">
+${formIds(input)}
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="username" required maxlength="254" value="${escapeHtml(input.email ?? '')}">
+<label for="name">Name (optional)</label><input id="name" name="name" autocomplete="name" maxlength="200" value="${escapeHtml(input.name ?? '')}">
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}" aria-describedby="password-rules">
+<p id="password-rules" class="hint">${escapeHtml(PASSWORD_RULES)}</p>
+${invitation}
+<button type="submit">Create the account</button>
+</form>
+<form method="post" action="/api/v1/oauth/authorize/login" class="other">
+${formIds(input)}
+<p>Already have an account?</p>
+<button type="submit" class="secondary">Sign in instead</button>
 </form>`,
   )
 }

@@ -1,7 +1,8 @@
 // Repository members (docs/spec/decisions.md §4): a repoadmin grants and removes repository roles
 // in their repository, without any system permission. A member holds one role there (granting
-// one replaces the others), and the repository always keeps a repoadmin: the last one can be
-// neither demoted nor removed (409).
+// one replaces the others, through this module's setMemberRole whether a repoadmin grants it or
+// a sysadmin through PUT /admin/users/roles), and the repository always keeps a repoadmin: the
+// last one can be neither demoted nor removed (409).
 import type { Sql } from 'postgres'
 import { findUserById, findUserIdByEmail, normalizeEmail } from '../accounts/users.ts'
 import type { User } from '../accounts/schemas.ts'
@@ -72,7 +73,7 @@ export function memberEmail(who: { email?: string; user_id?: unknown }): string 
 export async function findMemberAccount(sql: Sql, email: string): Promise<User> {
   const userId = await findUserIdByEmail(sql, email)
   const user = userId && (await findUserById(sql, userId))
-  if (!user) throw new HttpError(404, `no account with the e-mail address ${email}: they register first (kgs creates no account and sends no invitation)`)
+  if (!user) throw new HttpError(404, `no account with the e-mail address ${email}: they sign up first, or a sysadmin creates or invites the account (kgs sends no e-mail)`)
   return user
 }
 

@@ -4,10 +4,11 @@ import './app.css'
 import { render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { apiPath, get } from './api.ts'
-import { finishSignIn, onSignInEnded, resumeSignIn, signedIn, signOut, startSignIn } from './auth.ts'
+import { finishSignIn, onSignInEnded, registration, resumeSignIn, signedIn, signOut, startSignIn } from './auth.ts'
 import { ConceptPage, Concepts, FactPage, Facts, InvestigationPage, Investigations, paths, ReportPage, Reports, SourcePage, Sources } from './pages/graph.tsx'
 import { Grants } from './pages/grants.tsx'
-import { Repositories, Search, Users } from './pages/home.tsx'
+import { Repositories, Search } from './pages/home.tsx'
+import { Users } from './pages/users.tsx'
 import { Members } from './pages/members.tsx'
 import { Registry } from './pages/registry.tsx'
 import { Settings } from './pages/settings.tsx'
@@ -161,6 +162,19 @@ function Shell() {
   )
 }
 
+/** How a person without an account gets one, as REGISTRATION says (the authorization pages say the same). */
+function NewAccount() {
+  if (registration === 'closed') return <p>No account yet? Accounts here are made by an administrator: ask yours for one (they create it with kgs user create).</p>
+  return (
+    <>
+      <p>No account yet?{registration === 'invite' && ' Signing up needs the invitation code an administrator gave you for your e-mail address.'}</p>
+      <button type="button" onClick={() => startSignIn(location.pathname + location.search, true)}>
+        Create an account
+      </button>
+    </>
+  )
+}
+
 function SignIn() {
   return (
     <main id="main" class="welcome">
@@ -169,6 +183,7 @@ function SignIn() {
       <button type="button" class="primary" onClick={() => startSignIn(location.pathname + location.search)}>
         Sign in
       </button>
+      <NewAccount />
       <p class="meta">
         Developers: the API is described at <a href="/swagger">/swagger</a>.
       </p>

@@ -33,8 +33,14 @@ export function onSignInEnded(listener: () => void): () => void {
   return () => endListeners.delete(listener)
 }
 
-/** Sends the browser to the authorization page; back at /app/callback, finishSignIn completes. */
-export async function startSignIn(returnTo: string): Promise<void> {
+/** What REGISTRATION allows (open, invite or closed): the sign-in card offers a sign-up or says who makes accounts. */
+export const registration = meta('kgs-registration')
+
+/**
+ * Sends the browser to the authorization page; back at /app/callback, finishSignIn completes.
+ * `create`: to the sign-up form first (OpenID Connect's prompt=create), which signs in as well.
+ */
+export async function startSignIn(returnTo: string, create = false): Promise<void> {
   const verifier = randomToken()
   const state = randomToken()
   const challenge = base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))))
@@ -42,6 +48,7 @@ export async function startSignIn(returnTo: string): Promise<void> {
   const url = new URL(`${BASE_URL}/api/v1/oauth/authorize`)
   const params = { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256', state, scope: SCOPE }
   for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value)
+  if (create) url.searchParams.set('prompt', 'create')
   location.assign(url.toString())
 }
 

@@ -23,7 +23,7 @@ type User = keyof typeof USERS
 let server: TestServer
 let http: ReturnType<typeof api>
 let users: Record<User, Account>
-let repo: { id: string; slug: string }
+let repo: { id: string; name: string; slug: string }
 /** OAuth access tokens of the owner (a repoadmin), by scope. */
 const ownerTokens: Record<'read' | 'write' | 'admin', string> = { read: '', write: '', admin: '' }
 
@@ -199,7 +199,11 @@ describe(`repository members (${BACKEND})`, () => {
       [{ user_id: 'nope', role: 'viewer' }, 400, 'invalid body: user_id: members are added by e-mail, not by id'],
       [{ email: users.newcomer.email, role: 'viewer', domain: 'system' }, 400, /^invalid body: domain/],
       ['viewer', 400, /^invalid body/],
-      [{ email: uniqueEmail('nobody'), role: 'viewer' }, 404, /^no account with the e-mail address nobody-.*@example\.com: they register first \(kgs creates no account and sends no invitation\)$/],
+      [
+        { email: uniqueEmail('nobody'), role: 'viewer' },
+        404,
+        /^no account with the e-mail address nobody-.*@example\.com: they sign up first, or a sysadmin creates or invites the account \(kgs sends no e-mail\)$/,
+      ],
       [{ user_id: crypto.randomUUID(), role: 'viewer' }, 400, 'invalid body: user_id: members are added by e-mail, not by id'],
     ]
     for (const [body, status, message] of cases) expectError(await put(users.owner.token, body), status, message)
@@ -269,7 +273,7 @@ describe(`repository members (${BACKEND})`, () => {
     }
   })
 
-  test('a user with several roles (given by the admin route) is listed once, with the strongest; PUT leaves one', async () => {
+  test("a role given by the admin route replaces the member's role: listed once; PUT leaves one", async () => {
     expect((await http.put('/api/v1/admin/users/roles', { user_id: users.viewer.id, role: 'curator', domain: repo.id }, users.admin.token)).status).toBe(200)
     const listed = (await list(users.owner.token)).body.filter((m: { user_id: string }) => m.user_id === users.viewer.id)
     expect(listed).toHaveLength(1)
@@ -278,7 +282,7 @@ describe(`repository members (${BACKEND})`, () => {
     expect((await put(users.owner.token, { email: users.viewer.email, role: 'viewer' })).status).toBe(200)
     const admin = await http.get('/api/v1/admin/users?limit=500', users.admin.token)
     const viewer = admin.body.find((u: { id: string }) => u.id === users.viewer.id)
-    expect(viewer.roles.filter((r: { domain: string }) => r.domain === repo.id)).toEqual([{ role: 'viewer', domain: repo.id }])
+    expect(viewer.roles.filter((r: { domain: string }) => r.domain === repo.id)).toEqual([{ role: 'viewer', domain: repo.id, repository: { name: repo.name, slug: repo.slug } }])
   })
 })
 

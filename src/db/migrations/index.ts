@@ -20,6 +20,7 @@ import system0017 from './system/0017_repository_counts.sql' with { type: 'text'
 import system0018 from './system/0018_oauth_client_metadata_documents.sql' with { type: 'text' }
 import system0019 from './system/0019_repository_counts_version.sql' with { type: 'text' }
 import system0020 from './system/0020_oauth_app_sessions.sql' with { type: 'text' }
+import system0021 from './system/0021_invitations.sql' with { type: 'text' }
 import repository0001 from './repository/0001_repository_identity.sql' with { type: 'text' }
 import repository0002 from './repository/0002_graph.sql' with { type: 'text' }
 import repository0003 from './repository/0003_graph_imports.sql' with { type: 'text' }
@@ -62,6 +63,7 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 18, name: '0018_oauth_client_metadata_documents', sql: system0018 },
     { version: 19, name: '0019_repository_counts_version', sql: system0019 },
     { version: 20, name: '0020_oauth_app_sessions', sql: system0020 },
+    { version: 21, name: '0021_invitations', sql: system0021 },
   ],
   repository: [
     { version: 1, name: '0001_repository_identity', sql: repository0001 },

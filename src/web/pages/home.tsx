@@ -1,5 +1,5 @@
-// The pages outside one repository's graph: the repositories, search, and users and roles for a
-// sysadmin (export and import: transfer.tsx; the registry: registry.tsx).
+// The pages outside one repository's graph: the repositories, search, (export and import:
+// transfer.tsx; the registry: registry.tsx; users and roles for a sysadmin: users.tsx).
 import { useState } from 'preact/hooks'
 import { ApiError, apiPath, request } from '../api.ts'
 import type { Fact, Repository } from '../types.ts'
@@ -154,82 +154,6 @@ export function Search({ repo }: { repo: string }) {
           )}
         </Paged>
       )}
-    </>
-  )
-}
-
-interface UserRow {
-  id: string
-  email: string
-  name: string
-  roles: { role: string; domain: string }[]
-}
-
-export function Users() {
-  const [form, setForm] = useState({ user_id: '', role: 'viewer', domain: 'system' })
-  const [outcome, setOutcome] = useState<{ error?: unknown; done?: string }>({})
-  const [round, setRound] = useState(0)
-  const change = async (method: 'PUT' | 'DELETE') => {
-    setOutcome({})
-    try {
-      await request(method, '/api/v1/admin/users/roles', form)
-      setOutcome({ done: method === 'PUT' ? 'Role assigned.' : 'Role removed.' })
-      setRound(round + 1)
-    } catch (error) {
-      setOutcome({ error })
-    }
-  }
-  const field = (name: keyof typeof form) => ({ value: form[name], onInput: (event: Event) => setForm({ ...form, [name]: value(event) }) })
-  return (
-    <>
-      <h1 tabIndex={-1}>Users and roles</h1>
-      <Paged<UserRow> key={round} path="/api/v1/admin/users" label="Users">
-        {(rows) => (
-          <table>
-            <caption class="visually-hidden">Users and their roles</caption>
-            <thead>
-              <tr>
-                <th scope="col">E-mail</th>
-                <th scope="col">Id</th>
-                <th scope="col">Roles</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((user) => (
-                <tr key={user.id}>
-                  <td>{user.email}</td>
-                  <td class="meta">{user.id}</td>
-                  <td>{user.roles.map((r) => `${r.role} (${r.domain})`).join(', ')}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </Paged>
-      <form
-        class="inline"
-        onSubmit={(event) => {
-          event.preventDefault()
-          void change('PUT')
-        }}
-      >
-        <h2>Assign or remove a role</h2>
-        <label>
-          User id <input required {...field('user_id')} />
-        </label>
-        <label>
-          Role <input required {...field('role')} />
-        </label>
-        <label>
-          Domain (system, or a repository) <input required {...field('domain')} />
-        </label>
-        <button type="submit">Assign</button>
-        <button type="button" onClick={() => change('DELETE')}>
-          Remove
-        </button>
-        {outcome.error !== undefined && <ErrorBox error={outcome.error} />}
-        {outcome.done && <p role="status">{outcome.done}</p>}
-      </form>
     </>
   )
 }
