@@ -40,8 +40,17 @@ const ASSETS: Record<string, { path: keyof Assets; type: string }> = {
 /** Escapes a value for an HTML attribute. */
 const attribute = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;')
 
+/**
+ * The cookie that says this browser holds a session of the app, beside the refresh token's
+ * (oauth/app-session.ts): HttpOnly too, on the app's path, and no secret. The page tells the app
+ * (kgs-session) whether to resume, so a browser without a session sends no refresh doomed to fail.
+ */
+export const APP_SIGNED_IN_COOKIE = 'kgs_app_signed_in'
+
+const holdsAppSession = (request: Request) => (request.headers.get('cookie') ?? '').split(';').some((pair) => pair.trim() === `${APP_SIGNED_IN_COOKIE}=1`)
+
 /** The page: the app's configuration in meta tags (no inline script), its script and style; REGISTRATION decides what the sign-in card offers. */
-function page(baseUrl: string, registration: RegistrationMode): string {
+function page(baseUrl: string, registration: RegistrationMode, resume: boolean): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -50,6 +59,7 @@ function page(baseUrl: string, registration: RegistrationMode): string {
 <meta name="kgs-base-url" content="${attribute(baseUrl)}">
 <meta name="kgs-client-id" content="${WEB_APP_CLIENT_ID}">
 <meta name="kgs-registration" content="${registration}">
+<meta name="kgs-session" content="${resume ? 'resume' : 'none'}">
 <title>kgs</title>
 <link rel="stylesheet" href="${WEB_APP_PATH}/assets/app.css">
 <script type="module" src="${WEB_APP_PATH}/assets/app.js"></script>
@@ -78,16 +88,16 @@ export const webAppClient = (baseUrl: string) => ({ client_id: WEB_APP_CLIENT_ID
 
 /** `registerClient` registers webAppClient(baseUrl). */
 export function webApp(registerClient: () => Promise<void>, baseUrl: string, registration: RegistrationMode) {
-  const html = page(baseUrl, registration)
+  const html = { resume: page(baseUrl, registration, true), none: page(baseUrl, registration, false) }
   // Registered when the page is first served, not at start-up: most instances never serve it.
   let registered: Promise<void> | undefined
-  const serve = async () => {
+  const serve = async ({ request }: { request: Request }) => {
     registered ??= registerClient().catch((error) => {
       registered = undefined
       throw error
     })
     await registered
-    return new Response(html, { headers: headers(HTML) })
+    return new Response(holdsAppSession(request) ? html.resume : html.none, { headers: headers(HTML) })
   }
   const hide = { public: true, detail: { hide: true } } as const
   return new Elysia({ name: 'kgs/web-app' })

@@ -16,7 +16,7 @@ import type { Sql } from 'postgres'
 import { publicAccess } from '../http/access.ts'
 import { HttpError } from '../http/errors.ts'
 import { ErrorBody } from '../http/schemas.ts'
-import { WEB_APP_CLIENT_ID } from '../http/web-app.ts'
+import { APP_SIGNED_IN_COOKIE, WEB_APP_CLIENT_ID, WEB_APP_PATH } from '../http/web-app.ts'
 import { findClient, type Client } from './clients.ts'
 import { browserSessionDigest, cookieToken, endBrowserSession, endedSessionCookie, GRANT_SECONDS } from './consent.ts'
 import { OAuthError } from './errors.ts'
@@ -38,8 +38,10 @@ function cookieRefreshToken(request: Request): string | undefined {
   return fromAnotherOrigin(request) ? undefined : cookieToken(request.headers.get('cookie'), APP_REFRESH_COOKIE)
 }
 
-function refreshCookie(token: string, maxAgeSeconds: number, secure: boolean): string {
-  return `${APP_REFRESH_COOKIE}=${token}; Path=${COOKIE_PATH}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`
+/** The refresh token's cookie, and the app's marker that a session exists (web-app.ts): set and cleared together. */
+function refreshCookies(token: string, maxAgeSeconds: number, secure: boolean): string[] {
+  const flags = `Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`
+  return [`${APP_REFRESH_COOKIE}=${token}; Path=${COOKIE_PATH}; ${flags}`, `${APP_SIGNED_IN_COOKIE}=${token ? '1' : ''}; Path=${WEB_APP_PATH}; ${flags}`]
 }
 
 const BROWSERS: [RegExp, string][] = [
@@ -88,7 +90,7 @@ export function appRefreshWithoutToken(body: { client_id?: string; grant_type?: 
 /** The token endpoint's answer without the refresh token, which goes to the cookie. */
 function intoCookie(response: TokenResponse, headers: Record<string, unknown>, secure: boolean): TokenResponse {
   const { refresh_token: refresh, ...rest } = response
-  if (refresh) headers['set-cookie'] = refreshCookie(refresh, GRANT_SECONDS, secure)
+  if (refresh) headers['set-cookie'] = refreshCookies(refresh, GRANT_SECONDS, secure)
   return rest
 }
 
@@ -107,7 +109,7 @@ export function appTokenEndpoint(tokens: OAuthTokens, secure: boolean) {
     } catch (error) {
       // A grant that is over (revoked, idle, expired, reused): the browser forgets its cookie.
       if (fromCookie && error instanceof OAuthError && error.code === 'invalid_grant') {
-        throw new OAuthError(error.status, error.code, error.description, { ...error.headers, 'set-cookie': refreshCookie('', 0, secure) })
+        throw new OAuthError(error.status, error.code, error.description, { ...error.headers, 'set-cookie': refreshCookies('', 0, secure) })
       }
       throw error
     }
@@ -126,7 +128,7 @@ export function appSessionRoutes(system: Sql, baseUrl: string, tokens: OAuthToke
       const client = refresh ? await findClient(system, WEB_APP_CLIENT_ID) : undefined
       if (refresh && client) await tokens.endBrowserGrant(client, refresh)
       await endBrowserSession(system, request.headers.get('cookie'))
-      set.headers['set-cookie'] = [refreshCookie('', 0, secure), endedSessionCookie(secure)]
+      set.headers['set-cookie'] = [...refreshCookies('', 0, secure), endedSessionCookie(secure)]
       set.headers['cache-control'] = 'no-store'
       return {}
     },

@@ -11,17 +11,20 @@ export class OAuthError extends Error {
     readonly status: number,
     readonly code: string,
     readonly description: string,
-    readonly headers: Record<string, string> = {},
+    readonly headers: Record<string, string | string[]> = {},
   ) {
     super(description)
   }
 }
 
 function oauthResponse(error: OAuthError): Response {
-  return new Response(JSON.stringify({ error: error.code, error_description: error.description }), {
-    status: error.status,
-    headers: { 'content-type': JSON_CONTENT_TYPE, 'cache-control': 'no-store', ...error.headers },
-  })
+  const headers = new Headers({ 'content-type': JSON_CONTENT_TYPE, 'cache-control': 'no-store' })
+  // A list (several Set-Cookie) is one header line each.
+  for (const [name, value] of Object.entries(error.headers)) {
+    if (Array.isArray(value)) for (const one of value) headers.append(name, one)
+    else headers.set(name, value)
+  }
+  return new Response(JSON.stringify({ error: error.code, error_description: error.description }), { status: error.status, headers })
 }
 
 /**

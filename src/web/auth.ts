@@ -82,8 +82,8 @@ function refresh(): Promise<boolean> {
   return refreshing
 }
 
-/** On a load or in a new tab: signs this tab in with the browser's sign-in, if it has one. */
-export const resumeSignIn = (): Promise<boolean> => refresh()
+/** On a load or in a new tab: signs this tab in with the browser's sign-in, if the page says it has one. */
+export const resumeSignIn = (): Promise<boolean> => (meta('kgs-session') === 'resume' ? refresh() : Promise.resolve(false))
 
 /**
  * A request with the access token: `send` gets the URL and the authorization header; an expired

@@ -106,7 +106,10 @@ describe(`the web app's sessions (${BACKEND})`, () => {
     const signedIn = await browser.signIn(email)
     expect(signedIn.status).toBe(200)
     expect(Object.keys(signedIn.body).sort()).toEqual(['access_token', 'expires_in', 'scope', 'token_type'])
-    expect(signedIn.cookies).toEqual([expect.stringMatching(/^kgs_app_refresh=[A-Za-z0-9_-]{43}; Path=\/api\/v1\/oauth; Max-Age=2592000; HttpOnly; SameSite=Strict$/)])
+    expect(signedIn.cookies).toEqual([
+      expect.stringMatching(/^kgs_app_refresh=[A-Za-z0-9_-]{43}; Path=\/api\/v1\/oauth; Max-Age=2592000; HttpOnly; SameSite=Strict$/),
+      'kgs_app_signed_in=1; Path=/app; Max-Age=2592000; HttpOnly; SameSite=Strict',
+    ])
     const first = browser.jar.get('kgs_app_refresh')!
     expect((await http.get('/api/v1/users/me', signedIn.body.access_token)).status).toBe(200)
 
@@ -125,7 +128,7 @@ describe(`the web app's sessions (${BACKEND})`, () => {
     // The browser's next refresh finds its grant over, and forgets the cookie.
     const over = await browser.refresh()
     expectOAuthError(over, 400, 'invalid_grant', /revoked/)
-    expect(over.cookies).toEqual(['kgs_app_refresh=; Path=/api/v1/oauth; Max-Age=0; HttpOnly; SameSite=Strict'])
+    expect(over.cookies).toEqual(['kgs_app_refresh=; Path=/api/v1/oauth; Max-Age=0; HttpOnly; SameSite=Strict', 'kgs_app_signed_in=; Path=/app; Max-Age=0; HttpOnly; SameSite=Strict'])
     expect(browser.jar.has('kgs_app_refresh')).toBe(false)
   })
 
@@ -207,7 +210,7 @@ describe(`the web app's sessions (${BACKEND})`, () => {
     const out = await browser.signOut()
     expect(out.status).toBe(200)
     expect(out.body).toEqual({})
-    expect(out.cookies.map((c) => c.split(';')[0])).toEqual(['kgs_app_refresh=', 'kgs_oauth_session='])
+    expect(out.cookies.map((c) => c.split(';')[0])).toEqual(['kgs_app_refresh=', 'kgs_app_signed_in=', 'kgs_oauth_session='])
     expect(out.cookies.every((c) => c.includes('Max-Age=0'))).toBe(true)
     expectError(await http.get('/api/v1/users/me', signedIn.body.access_token), 401)
     expect(await appSessions(token)).toEqual([])

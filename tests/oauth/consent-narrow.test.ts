@@ -95,7 +95,7 @@ describe(`consent narrows the scope (${BACKEND})`, () => {
     const created = await http.post('/api/v1/repositories', { name: `narrowed ${crypto.randomUUID().slice(0, 6)}` }, write.access_token)
     expect(created.status).toBe(201)
     expectError(
-      await http.call('DELETE', `/api/v1/repositories/${created.body.slug}`, { token: write.access_token }),
+      await http.call('DELETE', `/api/v1/repositories/${created.body.slug}`, { token: write.access_token, body: { confirm: created.body.slug } }),
       403,
       'insufficient scope: repository:delete needs a token with the admin scope (this one has write); authorize again with admin',
     )
@@ -103,7 +103,7 @@ describe(`consent narrows the scope (${BACKEND})`, () => {
     expect(asked.scope).toBe('read write')
     const admin = await obtainTokens(server.url, client, account, 'admin', 'admin')
     expect(admin.scope).toBe('admin')
-    expect((await http.call('DELETE', `/api/v1/repositories/${created.body.slug}`, { token: admin.access_token })).status).toBe(200)
+    expect((await http.call('DELETE', `/api/v1/repositories/${created.body.slug}`, { token: admin.access_token, body: { confirm: created.body.slug } })).status).toBe(200)
   })
 
   test('a tampered form allowing more than was asked, or a scope that does not exist, is refused and issues no code', async () => {

@@ -62,6 +62,22 @@ async function signIn(page: Page): Promise<void> {
 const readable = (page: Page) => page.evaluate<string>('JSON.stringify([{ ...localStorage }, { ...sessionStorage }, document.cookie])')
 
 describe(`the web app's sessions in the browser (${BACKEND})`, () => {
+  test('a browser with no session shows Sign in without asking the token endpoint (no failed request logged)', async () => {
+    const fresh = await browser.newContext()
+    try {
+      const page = await fresh.newPage()
+      const failed: string[] = []
+      page.on('console', (message) => message.type() === 'error' && failed.push(message.text()))
+      // Recorded in the page: a listener on Playwright's request events would race under Bun (tests/helpers/browser.ts).
+      await page.addInitScript(`{ const fetch = window.fetch.bind(window); window.__sent = []; window.fetch = (input, init) => (window.__sent.push(String(input)), fetch(input, init)) }`)
+      expect(await load(page)).toBe('signed-out')
+      expect(await page.evaluate<string[]>('window.__sent')).toEqual([])
+      expect(failed).toEqual([])
+    } finally {
+      await fresh.close()
+    }
+  })
+
   test('five reloads and a second tab: one grant of the app for this browser, no token readable by script', async () => {
     expect(await load(tab)).toBe('signed-out')
     await signIn(tab)
