@@ -42,7 +42,7 @@ import { searchRoutes } from './search/routes.ts'
 import { graphRoutes } from './graph/routes.ts'
 import { graphWriteRoutes } from './graph/write-routes.ts'
 import { embeddingQueue } from './vectors/embed-jobs.ts'
-import { writeEffects } from './graph/write/effects.ts'
+import { graphWrites } from './graph/write/service.ts'
 import { exportRoutes } from './bundle/transfer/export-routes.ts'
 import { importRoutes } from './bundle/transfer/import-routes.ts'
 import { mediaRoutes } from './media/routes.ts'
@@ -115,8 +115,15 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
   const clients = new ClientMetadataDocuments(ctx.pools.system, ctx.config.clientMetadataFetch, ctx.log)
   const index = serviceIndex(ctx.baseUrl)
   const quotas = new Quotas(ctx.pools.system, ctx.config.quotas, (userId) => ctx.rbac.isSysadmin(userId))
-  // One for the write routes and the MCP tools: a burst of writes through either queues one embedding job.
-  const writes = writeEffects({ blobs: ctx.blobs, log: ctx.log, baseUrl: ctx.baseUrl, changed: embeddingQueue(ctx.jobs) })
+  // One for the write routes and the MCP tools: a burst of writes through either queues one embedding job and one counts copy.
+  const writes = graphWrites({
+    pools: ctx.pools,
+    blobs: ctx.blobs,
+    log: ctx.log,
+    baseUrl: ctx.baseUrl,
+    embeddingChanged: embeddingQueue(ctx.jobs),
+    graphChanged: (repositoryId) => ctx.repositories.graphChanged(repositoryId),
+  })
   // The registry also accepts this server's own service token (exports and imports push and pull through it).
   const serviceTokens = createServiceTokens({ secret: ctx.config.jwtSecret!, issuer: ctx.baseUrl })
   const registry = registryRoutes({
@@ -208,7 +215,7 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
     .use(repositoryRoutes(ctx.repositories, access, scope, throttles.createRepository, quotas))
     .use(memberRoutes(scope, ctx.rbac, ctx.pools.system))
     .use(graphRoutes(scope))
-    .use(graphWriteRoutes({ scope, effects: writes }))
+    .use(graphWriteRoutes({ scope, writes }))
     .use(exportRoutes(scope, ctx.pools.system, ctx.jobs, ctx.blobs, quotas))
     .use(mediaRoutes(scope, ctx.blobs))
     .use(searchRoutes(scope, { vectors: ctx.vectors, embedder: ctx.embedder, log: ctx.log }))

@@ -9,7 +9,21 @@ import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
-import { factCitations, getConcept, getFact, getInvestigation, getReport, getSource, listConcepts, listFacts, listInvestigations, listReports, listSources, relatedConcepts } from './store.ts'
+import {
+  factCitations,
+  getConcept,
+  getFact,
+  getInvestigation,
+  getReport,
+  getSource,
+  listConcepts,
+  listFacts,
+  listInvestigations,
+  listReports,
+  listSources,
+  RELATED_WINDOW,
+  relatedConcepts,
+} from './store.ts'
 import { Citation, Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, RelatedConcept, Report, ReportDetail, Source, SourceDetail } from './schemas.ts'
 
 const Uuid = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
@@ -32,8 +46,6 @@ function conceptIds(concepts: string[] | undefined): string[] | undefined {
     throw new HttpError(400, `invalid query: concept: expected 1 to ${MAX_CONCEPTS} concept UUIDs (got ${bad === undefined ? `${concepts.length}` : JSON.stringify(bad.slice(0, 40))})`)
   return concepts
 }
-/** Related concepts, and a fact's citations, rank this many at most. */
-export const RELATED_WINDOW = 1000
 const ConceptQuery = t.Object({
   prefix: t.Optional(t.String({ maxLength: 200, error: 'expected at most 200 characters', description: 'case-insensitive prefix of canonical_name' })),
 })

@@ -34,6 +34,9 @@ const bytes = (sql: Db) => sql`bytes::float8 AS bytes`
  * from there). With rows of up to the import's row limit, `limit` of them would be unbounded.
  */
 export const PAGE_BYTES = 8 * 1024 ** 2
+
+/** Related concepts, and a fact's citations, rank this many at most (the REST routes and the MCP tools alike). */
+export const RELATED_WINDOW = 1000
 /** Bytes a listed row counts beyond its text columns: its ids, times, numbers and JSON punctuation, generously. */
 const ROW_OVERHEAD = 256
 

@@ -3,10 +3,10 @@
 // /api/v1/<path> (docs/spec/decisions.md §2). Each route needs its kind's :write permission in the
 // repository (§4), and an OAuth token the write scope. The rules the import keeps hold here too
 // (graph/rules.ts, graph/write/); every row answers with an ETag, and an update or delete whose
-// If-Match names another version is refused (412). Writes of facts and concepts queue the
-// embedding of their vectors (write/effects.ts, shared with the MCP tools).
+// If-Match names another version is refused (412). Each route calls one function of the graph's
+// write service (write/service.ts, shared with the MCP tools), which sets off what the write
+// entails; a refusal (write/common.ts) carries its status, answered by the shared error handler.
 import { Elysia, t } from 'elysia'
-import { HttpError } from '../http/errors.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
@@ -14,20 +14,14 @@ import { repositoryScopedRoutes, type RepositoryAddress } from '../repositories/
 import { ConceptDetail, FactDetail, InvestigationDetail, ReportDetail, SourceDetail } from './schemas.ts'
 import * as bodies from './write/schemas.ts'
 import { etagOf } from '../http/etag.ts'
-import { ExistingRow, InvalidWrite, RowNotFound, StaleVersion, StillReferenced } from './write/common.ts'
-import type { WriteEffects } from './write/effects.ts'
-import { createSource, deleteSource, updateSource, createInvestigation, updateInvestigation, deleteInvestigation, addInvestigationSource, removeInvestigationSource } from './write/sources.ts'
-import { createFact, deleteFact, linkConcept, unlinkConcept, updateFact } from './write/facts.ts'
-import { createConcept, deleteConcept, updateConcept } from './write/concepts.ts'
-import { createSummary, createSynthesis, deleteSummary, deleteSynthesis, updateSummary, updateSynthesis } from './write/summaries.ts'
-import { createReport, deleteReport, updateReport } from './write/reports.ts'
+import type { GraphWrites } from './write/service.ts'
 
 type Scope = ReturnType<typeof repositoryScope>
 
 export interface GraphWriteOptions {
   scope: Scope
-  /** What a write sets off (the embedding of facts and concepts, a deleted source's bytes), shared with the MCP tools. */
-  effects: WriteEffects
+  /** The graph's writes with what each sets off, shared with the MCP tools. */
+  writes: GraphWrites
 }
 
 const Uuid = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
@@ -49,105 +43,73 @@ const removed = { ...errors, 412: ErrorBody }
 
 interface Context {
   set: { status?: number | string; headers: Record<string, string | number> }
-  request: Request
 }
 
-/** The write's own refusals as HTTP errors; an ExistingRow answers its 409 with the row's id. */
-function refusal(error: unknown): unknown {
-  if (error instanceof InvalidWrite) return new HttpError(400, error.message)
-  if (error instanceof RowNotFound) return new HttpError(404, error.message)
-  if (error instanceof StillReferenced) return new HttpError(409, error.message)
-  if (error instanceof StaleVersion) return new HttpError(412, error.message)
-  return error
-}
-
-/** Runs a write and answers its row with the row's ETag (status `code`, known once it ran), or the write's refusal. */
-async function answer<T>({ set }: Context, work: Promise<T>, code: number | (() => number) = 200): Promise<T> {
-  try {
-    const row = await work
-    set.status = typeof code === 'number' ? code : code()
-    set.headers.etag = etagOf(row)
-    return row
-  } catch (error) {
-    if (error instanceof ExistingRow) {
-      set.status = 409
-      return { error: error.message, existing_id: error.id } as T
-    }
-    throw refusal(error)
-  }
-}
-
-/** Runs a delete and answers what it removed, or the delete's refusal. */
-async function gone<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work
-  } catch (error) {
-    throw refusal(error)
-  }
+/** A written row, answered with its ETag (a refusal of the write is the error handler's to answer). */
+function answer<T>({ set }: Context, row: T, code = 200): T {
+  set.status = code
+  set.headers.etag = etagOf(row)
+  return row
 }
 
 const ifMatch = (request: Request) => request.headers.get('if-match') ?? undefined
 
 /** What every route set's declarations use. */
-function helpers(at: RepositoryAddress, { effects }: GraphWriteOptions) {
+function helpers(at: RepositoryAddress, { writes }: GraphWriteOptions) {
   return {
     params: at.params,
     noParams: at.repositoryParams,
     /** The operation's detail; `conditional`: it takes If-Match. */
     describe: (summary: string, conditional = false) => at.detail({ tags: ['graph'], summary, ...(conditional ? { parameters: [IF_MATCH] } : {}) }),
-    ...effects,
+    writes,
   }
 }
 
 /** Sources and investigations (source:write, investigation:write). */
 function sourceWriteRoutes(options: GraphWriteOptions) {
   return repositoryScopedRoutes('kgs/sourceWriteRoutes', options.scope, (app, at) => {
-    const { params, describe, noParams, deleteBlobs } = helpers(at, options)
+    const { params, describe, noParams, writes } = helpers(at, options)
     return app
-      .post('/sources', async (ctx) => answer(ctx, createSource(await ctx.db(), ctx.body), 201), {
+      .post('/sources', async (ctx) => answer(ctx, await writes.createSource(ctx.repository.id, ctx.body), 201), {
         repository: 'source:write',
         params: noParams,
         body: bodies.SourceCreate,
         response: { 201: SourceDetail, ...created },
         detail: describe('Create a source (409 with existing_id when its URL has one already)'),
       })
-      .patch('/sources/:sourceID', async (ctx) => answer(ctx, updateSource(await ctx.db(), ctx.params.sourceID, ctx.body, { ifMatch: ifMatch(ctx.request) })), {
+      .patch('/sources/:sourceID', async (ctx) => answer(ctx, await writes.updateSource(ctx.repository.id, ctx.params.sourceID, ctx.body, { ifMatch: ifMatch(ctx.request) })), {
         repository: 'source:write',
         params: params({ sourceID: Uuid }),
         body: bodies.SourceUpdate,
         response: { 200: SourceDetail, ...updated },
         detail: describe('Change fields of a source', true),
       })
-      .delete(
-        '/sources/:sourceID',
-        async (ctx) => {
-          const deleted = await gone(deleteSource(await ctx.db(), ctx.params.sourceID, { ifMatch: ifMatch(ctx.request), cascade: ctx.query.cascade === 'true' }))
-          await deleteBlobs(deleted.storage_keys)
-          return { id: deleted.id, removed: deleted.removed }
-        },
-        {
-          repository: 'source:write',
-          params: params({ sourceID: Uuid }),
-          query: t.Object({ cascade: flag('true: delete it even though facts cite it, with those links (the facts stay)') }),
-          response: { 200: bodies.DeletedSource, ...removed, 409: ErrorBody },
-          detail: describe('Delete a source with its images and stored body; refused (409) while facts cite it, unless cascade=true', true),
-        },
-      )
-      .post('/investigations', async (ctx) => answer(ctx, createInvestigation(await ctx.db(), ctx.body), 201), {
+      .delete('/sources/:sourceID', async (ctx) => writes.deleteSource(ctx.repository.id, ctx.params.sourceID, { ifMatch: ifMatch(ctx.request), cascade: ctx.query.cascade === 'true' }), {
+        repository: 'source:write',
+        params: params({ sourceID: Uuid }),
+        query: t.Object({ cascade: flag('true: delete it even though facts cite it, with those links (the facts stay)') }),
+        response: { 200: bodies.DeletedSource, ...removed, 409: ErrorBody },
+        detail: describe('Delete a source with its images and stored body; refused (409) while facts cite it, unless cascade=true', true),
+      })
+      .post('/investigations', async (ctx) => answer(ctx, await writes.createInvestigation(ctx.repository.id, ctx.body), 201), {
         repository: 'investigation:write',
         params: noParams,
         body: bodies.InvestigationCreate,
         response: { 201: InvestigationDetail, ...errors, ...bodyErrors },
         detail: describe('Create an investigation with its sources'),
       })
-      .patch('/investigations/:investigationID', async (ctx) => answer(ctx, updateInvestigation(await ctx.db(), ctx.params.investigationID, ctx.body, { ifMatch: ifMatch(ctx.request) })), {
-        repository: 'investigation:write',
-        params: params({ investigationID: Uuid }),
-        body: bodies.InvestigationUpdate,
-        response: { 200: InvestigationDetail, ...errors, ...bodyErrors, 412: ErrorBody },
-        detail: describe('Change an investigation; source_ids, when given, replace its sources', true),
-      })
-      .delete('/investigations/:investigationID', async (ctx) => gone(deleteInvestigation(await ctx.db(), ctx.params.investigationID, { ifMatch: ifMatch(ctx.request) })), {
+      .patch(
+        '/investigations/:investigationID',
+        async (ctx) => answer(ctx, await writes.updateInvestigation(ctx.repository.id, ctx.params.investigationID, ctx.body, { ifMatch: ifMatch(ctx.request) })),
+        {
+          repository: 'investigation:write',
+          params: params({ investigationID: Uuid }),
+          body: bodies.InvestigationUpdate,
+          response: { 200: InvestigationDetail, ...errors, ...bodyErrors, 412: ErrorBody },
+          detail: describe('Change an investigation; source_ids, when given, replace its sources', true),
+        },
+      )
+      .delete('/investigations/:investigationID', async (ctx) => writes.deleteInvestigation(ctx.repository.id, ctx.params.investigationID, { ifMatch: ifMatch(ctx.request) }), {
         repository: 'investigation:write',
         params: params({ investigationID: Uuid }),
         response: { 200: bodies.Deleted, ...removed },
@@ -155,7 +117,7 @@ function sourceWriteRoutes(options: GraphWriteOptions) {
       })
       .put(
         '/investigations/:investigationID/sources/:sourceID',
-        async (ctx) => answer(ctx, addInvestigationSource(await ctx.db(), ctx.params.investigationID, ctx.params.sourceID, { ifMatch: ifMatch(ctx.request) })),
+        async (ctx) => answer(ctx, await writes.addInvestigationSource(ctx.repository.id, ctx.params.investigationID, ctx.params.sourceID, { ifMatch: ifMatch(ctx.request) })),
         {
           repository: 'investigation:write',
           params: params({ investigationID: Uuid, sourceID: Uuid }),
@@ -165,7 +127,7 @@ function sourceWriteRoutes(options: GraphWriteOptions) {
       )
       .delete(
         '/investigations/:investigationID/sources/:sourceID',
-        async (ctx) => answer(ctx, removeInvestigationSource(await ctx.db(), ctx.params.investigationID, ctx.params.sourceID, { ifMatch: ifMatch(ctx.request) })),
+        async (ctx) => answer(ctx, await writes.removeInvestigationSource(ctx.repository.id, ctx.params.investigationID, ctx.params.sourceID, { ifMatch: ifMatch(ctx.request) })),
         {
           repository: 'investigation:write',
           params: params({ investigationID: Uuid, sourceID: Uuid }),
@@ -179,20 +141,14 @@ function sourceWriteRoutes(options: GraphWriteOptions) {
 /** Facts and their links to concepts (fact:write). */
 function factWriteRoutes(options: GraphWriteOptions) {
   return repositoryScopedRoutes('kgs/factWriteRoutes', options.scope, (app, at) => {
-    const { params, describe, noParams, after, imageUrlPrefix } = helpers(at, options)
+    const { params, describe, noParams, writes } = helpers(at, options)
     return app
       .post(
         '/facts',
         async (ctx) => {
-          const { repository, body, query } = ctx
-          let code = 201
-          const write = createFact(await ctx.db(), body, { merge: query.merge === 'true', imageUrlPrefix: imageUrlPrefix(repository.id) })
+          const { fact, created } = await writes.createFact(ctx.repository.id, ctx.body, { merge: ctx.query.merge === 'true' })
           // Merged into the existing fact: 200, as for any other answer of an existing row.
-          const fact = write.then((result) => {
-            code = result.created ? 201 : 200
-            return result.fact
-          })
-          return answer(ctx, after(repository.id, 'facts', fact), () => code)
+          return answer(ctx, fact, created ? 201 : 200)
         },
         {
           repository: 'fact:write',
@@ -203,19 +159,14 @@ function factWriteRoutes(options: GraphWriteOptions) {
           detail: describe('Create a fact with its sources and concepts (409 with existing_id when its normalized text exists, unless merge=true)'),
         },
       )
-      .patch(
-        '/facts/:factID',
-        async (ctx) =>
-          answer(ctx, after(ctx.repository.id, 'facts', updateFact(await ctx.db(), ctx.params.factID, ctx.body, { ifMatch: ifMatch(ctx.request), imageUrlPrefix: imageUrlPrefix(ctx.repository.id) }))),
-        {
-          repository: 'fact:write',
-          params: params({ factID: Uuid }),
-          body: bodies.FactUpdate,
-          response: { 200: FactDetail, ...updated },
-          detail: describe('Change a fact; sources and concepts, when given, replace its links', true),
-        },
-      )
-      .delete('/facts/:factID', async (ctx) => gone(after(ctx.repository.id, 'facts', deleteFact(await ctx.db(), ctx.params.factID, { ifMatch: ifMatch(ctx.request) }))), {
+      .patch('/facts/:factID', async (ctx) => answer(ctx, await writes.updateFact(ctx.repository.id, ctx.params.factID, ctx.body, { ifMatch: ifMatch(ctx.request) })), {
+        repository: 'fact:write',
+        params: params({ factID: Uuid }),
+        body: bodies.FactUpdate,
+        response: { 200: FactDetail, ...updated },
+        detail: describe('Change a fact; sources and concepts, when given, replace its links', true),
+      })
+      .delete('/facts/:factID', async (ctx) => writes.deleteFact(ctx.repository.id, ctx.params.factID, { ifMatch: ifMatch(ctx.request) }), {
         repository: 'fact:write',
         params: params({ factID: Uuid }),
         response: { 200: bodies.DeletedFact, ...removed },
@@ -223,7 +174,11 @@ function factWriteRoutes(options: GraphWriteOptions) {
       })
       .put(
         '/facts/:factID/concepts/:conceptID',
-        async (ctx) => answer(ctx, linkConcept(await ctx.db(), ctx.params.factID, { concept_id: ctx.params.conceptID, promptset_hash: ctx.query.promptset_hash }, { ifMatch: ifMatch(ctx.request) })),
+        async (ctx) =>
+          answer(
+            ctx,
+            await writes.linkConcept(ctx.repository.id, ctx.params.factID, { concept_id: ctx.params.conceptID, promptset_hash: ctx.query.promptset_hash }, { ifMatch: ifMatch(ctx.request) }),
+          ),
         {
           repository: 'fact:write',
           params: params({ factID: Uuid, conceptID: Uuid }),
@@ -232,45 +187,45 @@ function factWriteRoutes(options: GraphWriteOptions) {
           detail: describe('Link a fact to a concept (the answer is the fact)', true),
         },
       )
-      .delete('/facts/:factID/concepts/:conceptID', async (ctx) => answer(ctx, unlinkConcept(await ctx.db(), ctx.params.factID, ctx.params.conceptID, { ifMatch: ifMatch(ctx.request) })), {
-        repository: 'fact:write',
-        params: params({ factID: Uuid, conceptID: Uuid }),
-        response: { 200: FactDetail, ...removed },
-        detail: describe('Unlink a fact from a concept (the answer is the fact)', true),
-      })
+      .delete(
+        '/facts/:factID/concepts/:conceptID',
+        async (ctx) => answer(ctx, await writes.unlinkConcept(ctx.repository.id, ctx.params.factID, ctx.params.conceptID, { ifMatch: ifMatch(ctx.request) })),
+        {
+          repository: 'fact:write',
+          params: params({ factID: Uuid, conceptID: Uuid }),
+          response: { 200: FactDetail, ...removed },
+          detail: describe('Unlink a fact from a concept (the answer is the fact)', true),
+        },
+      )
   })
 }
 
 /** Concepts, their summaries and the syntheses (concept:write). */
 function conceptWriteRoutes(options: GraphWriteOptions) {
   return repositoryScopedRoutes('kgs/conceptWriteRoutes', options.scope, (app, at) => {
-    const { params, describe, noParams, after } = helpers(at, options)
+    const { params, describe, noParams, writes } = helpers(at, options)
     return app
-      .post('/concepts', async (ctx) => answer(ctx, after(ctx.repository.id, 'concepts', createConcept(await ctx.db(), ctx.body)), 201), {
+      .post('/concepts', async (ctx) => answer(ctx, await writes.createConcept(ctx.repository.id, ctx.body), 201), {
         repository: 'concept:write',
         params: noParams,
         body: bodies.ConceptCreate,
         response: { 201: ConceptDetail, ...created },
         detail: describe('Create a concept with its aliases (409 with existing_id when its name and context, case-insensitively, have one)'),
       })
-      .patch(
-        '/concepts/:conceptID',
-        async (ctx) => answer(ctx, after(ctx.repository.id, 'concepts', updateConcept(await ctx.db(), ctx.params.conceptID, ctx.body, { ifMatch: ifMatch(ctx.request) }))),
-        {
-          repository: 'concept:write',
-          params: params({ conceptID: Uuid }),
-          body: bodies.ConceptUpdate,
-          response: { 200: ConceptDetail, ...updated },
-          detail: describe('Change a concept; aliases, when given, replace its aliases', true),
-        },
-      )
-      .delete('/concepts/:conceptID', async (ctx) => gone(after(ctx.repository.id, 'concepts', deleteConcept(await ctx.db(), ctx.params.conceptID, { ifMatch: ifMatch(ctx.request) }))), {
+      .patch('/concepts/:conceptID', async (ctx) => answer(ctx, await writes.updateConcept(ctx.repository.id, ctx.params.conceptID, ctx.body, { ifMatch: ifMatch(ctx.request) })), {
+        repository: 'concept:write',
+        params: params({ conceptID: Uuid }),
+        body: bodies.ConceptUpdate,
+        response: { 200: ConceptDetail, ...updated },
+        detail: describe('Change a concept; aliases, when given, replace its aliases', true),
+      })
+      .delete('/concepts/:conceptID', async (ctx) => writes.deleteConcept(ctx.repository.id, ctx.params.conceptID, { ifMatch: ifMatch(ctx.request) }), {
         repository: 'concept:write',
         params: params({ conceptID: Uuid }),
         response: { 200: bodies.DeletedConcept, ...removed },
         detail: describe('Delete a concept with its links and summaries; the answer names the rows whose citations it breaks', true),
       })
-      .post('/concepts/:conceptID/summaries', async (ctx) => answer(ctx, createSummary(await ctx.db(), ctx.params.conceptID, ctx.body), 201), {
+      .post('/concepts/:conceptID/summaries', async (ctx) => answer(ctx, await writes.createSummary(ctx.repository.id, ctx.params.conceptID, ctx.body), 201), {
         repository: 'concept:write',
         params: params({ conceptID: Uuid }),
         body: bodies.SummaryCreate,
@@ -279,7 +234,7 @@ function conceptWriteRoutes(options: GraphWriteOptions) {
       })
       .patch(
         '/concepts/:conceptID/summaries/:summaryID',
-        async (ctx) => answer(ctx, updateSummary(await ctx.db(), ctx.params.conceptID, ctx.params.summaryID, ctx.body, { ifMatch: ifMatch(ctx.request) })),
+        async (ctx) => answer(ctx, await writes.updateSummary(ctx.repository.id, ctx.params.conceptID, ctx.params.summaryID, ctx.body, { ifMatch: ifMatch(ctx.request) })),
         {
           repository: 'concept:write',
           params: params({ conceptID: Uuid, summaryID: Uuid }),
@@ -288,27 +243,27 @@ function conceptWriteRoutes(options: GraphWriteOptions) {
           detail: describe("Change a concept's summary", true),
         },
       )
-      .delete('/concepts/:conceptID/summaries/:summaryID', async (ctx) => gone(deleteSummary(await ctx.db(), ctx.params.conceptID, ctx.params.summaryID, { ifMatch: ifMatch(ctx.request) })), {
+      .delete('/concepts/:conceptID/summaries/:summaryID', async (ctx) => writes.deleteSummary(ctx.repository.id, ctx.params.conceptID, ctx.params.summaryID, { ifMatch: ifMatch(ctx.request) }), {
         repository: 'concept:write',
         params: params({ conceptID: Uuid, summaryID: Uuid }),
         response: { 200: bodies.Deleted, ...removed },
         detail: describe("Delete a concept's summary", true),
       })
-      .post('/syntheses', async (ctx) => answer(ctx, createSynthesis(await ctx.db(), ctx.body), 201), {
+      .post('/syntheses', async (ctx) => answer(ctx, await writes.createSynthesis(ctx.repository.id, ctx.body), 201), {
         repository: 'concept:write',
         params: noParams,
         body: bodies.SynthesisCreate,
         response: { 201: bodies.Synthesis, ...created },
         detail: describe('Create the synthesis of a concept group (409 with existing_id when its name, case-insensitively, has one); its citations and lists must exist'),
       })
-      .patch('/syntheses/:synthesisID', async (ctx) => answer(ctx, updateSynthesis(await ctx.db(), ctx.params.synthesisID, ctx.body, { ifMatch: ifMatch(ctx.request) })), {
+      .patch('/syntheses/:synthesisID', async (ctx) => answer(ctx, await writes.updateSynthesis(ctx.repository.id, ctx.params.synthesisID, ctx.body, { ifMatch: ifMatch(ctx.request) })), {
         repository: 'concept:write',
         params: params({ synthesisID: Uuid }),
         body: bodies.SynthesisUpdate,
         response: { 200: bodies.Synthesis, ...updated },
         detail: describe('Change a synthesis', true),
       })
-      .delete('/syntheses/:synthesisID', async (ctx) => gone(deleteSynthesis(await ctx.db(), ctx.params.synthesisID, { ifMatch: ifMatch(ctx.request) })), {
+      .delete('/syntheses/:synthesisID', async (ctx) => writes.deleteSynthesis(ctx.repository.id, ctx.params.synthesisID, { ifMatch: ifMatch(ctx.request) }), {
         repository: 'concept:write',
         params: params({ synthesisID: Uuid }),
         response: { 200: bodies.Deleted, ...removed },
@@ -320,23 +275,23 @@ function conceptWriteRoutes(options: GraphWriteOptions) {
 /** Reports and their annotations (report:write). */
 function reportWriteRoutes(options: GraphWriteOptions) {
   return repositoryScopedRoutes('kgs/reportWriteRoutes', options.scope, (app, at) => {
-    const { params, describe, noParams } = helpers(at, options)
+    const { params, describe, noParams, writes } = helpers(at, options)
     return app
-      .post('/reports', async (ctx) => answer(ctx, createReport(await ctx.db(), ctx.body), 201), {
+      .post('/reports', async (ctx) => answer(ctx, await writes.createReport(ctx.repository.id, ctx.body), 201), {
         repository: 'report:write',
         params: noParams,
         body: bodies.ReportCreate,
         response: { 201: ReportDetail, ...errors, ...bodyErrors },
         detail: describe('Create a report (under parent_id, if given) with its annotations; its citations must exist'),
       })
-      .patch('/reports/:reportID', async (ctx) => answer(ctx, updateReport(await ctx.db(), ctx.params.reportID, ctx.body, { ifMatch: ifMatch(ctx.request) })), {
+      .patch('/reports/:reportID', async (ctx) => answer(ctx, await writes.updateReport(ctx.repository.id, ctx.params.reportID, ctx.body, { ifMatch: ifMatch(ctx.request) })), {
         repository: 'report:write',
         params: params({ reportID: Uuid }),
         body: bodies.ReportUpdate,
         response: { 200: ReportDetail, ...errors, ...bodyErrors, 412: ErrorBody },
         detail: describe('Change a report; annotations, when given, replace its annotations', true),
       })
-      .delete('/reports/:reportID', async (ctx) => gone(deleteReport(await ctx.db(), ctx.params.reportID, { ifMatch: ifMatch(ctx.request) })), {
+      .delete('/reports/:reportID', async (ctx) => writes.deleteReport(ctx.repository.id, ctx.params.reportID, { ifMatch: ifMatch(ctx.request) }), {
         repository: 'report:write',
         params: params({ reportID: Uuid }),
         response: { 200: bodies.DeletedReport, ...removed },

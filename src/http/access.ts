@@ -28,7 +28,7 @@ import { authenticatesFirst, forbidden, holdsSystemPermission, principalOf, requ
 import { HttpError } from './errors.ts'
 import { declaredErrors, repositoryHeader, securityDetail } from './openapi.ts'
 import { REPOSITORY_HEADER } from './path.ts'
-import { SYSTEM_DOMAIN, scopeAllows, scopeNeeded, type RepositoryPermission, type Scope, type SystemPermission } from '../permissions.ts'
+import { scopeAllows, scopeNeeded, type RepositoryPermission, type Scope, type SystemPermission } from '../permissions.ts'
 
 /** The OpenAPI extension naming an operation's rule. */
 export const RULE = 'x-kgs-permission'
@@ -85,6 +85,16 @@ function ownerOrPermission(
   return principal
 }
 
+/**
+ * Decides a system action: 403 unless the principal holds `permission` in the system domain
+ * (naming the roles that carry it), then unless its token's scope covers it (asking for the
+ * scope). The `permission` rule and the MCP server's system tools call it.
+ */
+export function authorizeSystemAction(authorizer: Authorizer, resourceMetadata: string, principal: Principal, permission: SystemPermission): void {
+  if (!holdsSystemPermission(authorizer, principal, permission)) throw forbidden(permission)
+  requireScope(principal, scopeNeeded(permission), resourceMetadata, permission)
+}
+
 /** The rules on the caller and the system domain. `seed` tells apart instances of other authenticators (the registry's). */
 export function accessControl(authenticator: Authenticator, authorizer: OwnerAuthorizer, seed?: string) {
   const resourceMetadata = authenticator.resourceMetadataUrl
@@ -120,8 +130,7 @@ export function accessControl(authenticator: Authenticator, authorizer: OwnerAut
       ...authenticatesFirst(authenticator, scopeNeeded(permission)),
       resolve({ request }) {
         const principal = principalOf(request)
-        if (!holdsSystemPermission(authorizer, principal, permission)) throw forbidden(permission)
-        requireScope(principal, scopeNeeded(permission), resourceMetadata, permission)
+        authorizeSystemAction(authorizer, resourceMetadata, principal, permission)
         return { principal }
       },
     }),
@@ -161,12 +170,29 @@ export interface RepositoryLookup<R extends { id: string }> {
   find(userId: string, fromPath: string | undefined, fromHeader: string | null): Promise<R>
   /** The repository's pool. */
   db(repository: R): Promise<Sql>
-  /**
-   * After a request authorized by a `…:write` permission (one that changes the graph) was
-   * handled: what a change of the graph entails (a copy of its counts), queued; the answer does
-   * not wait for it, and the promise never rejects.
-   */
-  graphChanged(repository: R): Promise<void>
+}
+
+/** Where a repository action names its repository: a path parameter or the X-Repository-ID header (REST), a tool's argument (MCP). */
+export interface NamedRepository {
+  fromPath?: string
+  fromHeader?: string | null
+}
+
+/**
+ * The one decision of a repository action, whoever asks (the `repository` and
+ * `repositoryOrSystem` rules below, the MCP server's tools and resources): finds the repository
+ * `named` (400 when nothing names one or two names disagree, 404 for one the caller may not see),
+ * then 403 unless the principal's roles there carry `permission` (naming the roles that do, and
+ * the repository as `refusalNames` says), then 403 unless its token's scope covers it (asking for
+ * the scope). Answers the repository.
+ */
+export function repositoryActions<R extends { id: string }>(authorizer: Authorizer, find: RepositoryLookup<R>['find'], resourceMetadata: string) {
+  return async (principal: Principal, permission: RepositoryPermission, named: NamedRepository, refusalNames: (repository: R) => string = () => 'this repository'): Promise<R> => {
+    const repository = await find(principal.userId, named.fromPath, named.fromHeader ?? null)
+    if (!authorizer.can(principal.userId, repository.id, permission)) throw forbidden(permission, refusalNames(repository))
+    requireScope(principal, scopeNeeded(permission), resourceMetadata, permission)
+    return repository
+  }
 }
 
 /**
@@ -196,16 +222,20 @@ type RepositoryRule = RepositoryPermission | PermissionByQuery | PermissionWithF
 /** The rules on a repository: its permissions, checked in the repository the request names. */
 export function repositoryAccess<R extends { id: string }>(authenticator: Authenticator, authorizer: Authorizer, repositories: RepositoryLookup<R>) {
   const resourceMetadata = authenticator.resourceMetadataUrl
+  const decide = repositoryActions(authorizer, repositories.find, resourceMetadata)
 
-  /** The principal, and the repository (when one is named) in whose domain `permission` was checked. */
-  const authorize = async (request: Request, params: unknown, permission: RepositoryPermission, systemFallback: boolean) => {
+  /**
+   * The principal, and the repository (when one is named) in whose domain `permission` was
+   * checked; with `systemFallback` and no repository named, the system domain's permission.
+   */
+  const authorize = async (request: Request, params: unknown, permission: RepositoryPermission, systemFallback: boolean): Promise<{ principal: Principal; repository: R | undefined }> => {
     const principal = principalOf(request)
-    const fromPath = (params as Params | undefined)?.repoID
-    const fromHeader = request.headers.get(REPOSITORY_HEADER)
-    const repository = systemFallback && fromPath === undefined && !fromHeader ? undefined : await repositories.find(principal.userId, fromPath, fromHeader)
-    if (!authorizer.can(principal.userId, repository?.id ?? SYSTEM_DOMAIN, permission)) throw forbidden(permission, repository && 'this repository')
-    requireScope(principal, scopeNeeded(permission), resourceMetadata, permission)
-    return { principal, repository }
+    const named = { fromPath: (params as Params | undefined)?.repoID, fromHeader: request.headers.get(REPOSITORY_HEADER) }
+    if (systemFallback && named.fromPath === undefined && !named.fromHeader) {
+      authorizeSystemAction(authorizer, resourceMetadata, principal, permission as RepositoryPermission & SystemPermission)
+      return { principal, repository: undefined }
+    }
+    return { principal, repository: await decide(principal, permission, named) }
   }
   const permissionOf = (need: RepositoryRule, query: Record<string, unknown>): RepositoryPermission =>
     typeof need === 'string' ? need : 'forForm' in need ? need.permission : need.permissions[(query[need.query] as string | undefined) ?? need.default]!
@@ -238,9 +268,6 @@ export function repositoryAccess<R extends { id: string }>(authenticator: Authen
         const { principal, repository } = await authorize(request, params, permissionOf(need, query), false)
         const holds: Partial<Record<SystemPermission, boolean>> = formPermissions(need, principal)
         return { principal, repository: repository!, db: (): Promise<Sql> => repositories.db(repository!), holds }
-      },
-      async afterHandle({ query, repository }: { query: Record<string, unknown>; repository?: R }) {
-        if (repository && permissionOf(need, query).endsWith(':write')) void repositories.graphChanged(repository)
       },
     }),
     /**

@@ -22,6 +22,8 @@ export class HttpError extends Error {
     readonly status: number,
     message: string,
     readonly headers: Record<string, string> = {},
+    /** Fields the answer carries beside `error` (a 409's existing_id: the row that holds the key). */
+    readonly fields: Record<string, string> = {},
   ) {
     super(message)
   }
@@ -32,6 +34,7 @@ interface Failure {
   status: number
   message: string
   headers: Record<string, string>
+  fields?: Record<string, string>
 }
 
 /**
@@ -44,8 +47,8 @@ export type ErrorShape = (error: unknown, failure: Failure | undefined) => Respo
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
-export function errorResponse(status: number, message: string, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify({ error: message }), {
+export function errorResponse(status: number, message: string, headers: Record<string, string> = {}, fields: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ error: message, ...fields }), {
     status,
     headers: { 'content-type': JSON_CONTENT_TYPE, ...headers },
   })
@@ -171,7 +174,7 @@ export function errorHandling(log: Logger, methodNotAllowed: (request: Request) 
     const own = (code === 'VALIDATION' && refusedBodies.get(request)) || knownFailure(error, log, id) || knownFailure((error as { cause?: unknown }).cause, log, id)
     const failure: Failure | undefined =
       own instanceof HttpError
-        ? { status: own.status, message: own.message, headers: own.headers }
+        ? { status: own.status, message: own.message, headers: own.headers, fields: own.fields }
         : code === 'VALIDATION'
           ? { status: 400, message: validationMessage(error), headers: {} }
           : code === 'PARSE'
@@ -179,7 +182,7 @@ export function errorHandling(log: Logger, methodNotAllowed: (request: Request) 
             : undefined
     const shaped = shapeOf(requestPath(request))?.(error, failure)
     if (shaped) return shaped
-    if (failure) return errorResponse(failure.status, failure.message, failure.headers)
+    if (failure) return errorResponse(failure.status, failure.message, failure.headers, failure.fields)
     if (code === 'NOT_FOUND') return methodNotAllowed(request) ?? errorResponse(404, 'not found')
     if (isDatabaseUnavailable(error)) {
       // Expected while PostgreSQL restarts; the client may retry, the pools reconnect by themselves.

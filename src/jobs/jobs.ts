@@ -6,7 +6,15 @@ import type { EventBus } from '../db/events.ts'
 import type { Db } from '../db/sql.ts'
 import { HttpError } from '../http/errors.ts'
 import { paramsProblem, type EnqueueRequest, type JobKind } from './kinds.ts'
-import { cancelRepositoryJobs, enqueueCoalesced, enqueueJob, explainCancelled, requestCancel, type Job } from './queue.ts'
+import type { Repository } from '../repositories/repositories.ts'
+import { cancelRepositoryJobs, enqueueCoalesced, enqueueJob, explainCancelled, getJob, requestCancel, type Job } from './queue.ts'
+
+/** The job, if it exists and belongs to the scope it was asked in (none: every job): the job routes and the MCP tools alike. */
+export async function jobInScope(system: Db, id: string, repository: Repository | undefined): Promise<Job> {
+  const job = await getJob(system, id.toLowerCase())
+  if (!job || (repository && job.repository_id !== repository.id)) throw new HttpError(404, 'job not found')
+  return job
+}
 
 /** A job was queued (payload: its kind). */
 export const JOBS_QUEUED = 'kgs_jobs_queued'

@@ -11,8 +11,8 @@ import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { Repository } from '../repositories/repositories.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
-import type { Jobs } from './jobs.ts'
-import { getJob, listJobs } from './queue.ts'
+import { jobInScope, type Jobs } from './jobs.ts'
+import { listJobs } from './queue.ts'
 import { JOB_STATUSES, JobBody, Status, type Job } from './schemas.ts'
 
 const JobParams = t.Object({ jobID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
@@ -41,13 +41,6 @@ export interface AcceptedSet {
 export function accepted(set: AcceptedSet, job: Job): Job {
   set.status = 202
   set.headers.location = `/${job.repository_id}/jobs/${job.id}`
-  return job
-}
-
-/** The job, if it exists and belongs to the scope it was asked in (none: every job). */
-export async function jobInScope(system: Db, id: string, repository: Repository | undefined): Promise<Job> {
-  const job = await getJob(system, id.toLowerCase())
-  if (!job || (repository && job.repository_id !== repository.id)) throw new HttpError(404, 'job not found')
   return job
 }
 

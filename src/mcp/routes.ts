@@ -40,7 +40,7 @@ export function mcpRoutes(options: McpRoutesOptions) {
   const origins = new Set([new URL(options.baseUrl).origin, ...options.allowedOrigins])
   // The challenge of a 401 here names the MCP endpoint's own document (RFC 9728 §3.3).
   const authenticator: Authenticator = { authenticate: options.authenticator.authenticate, resourceMetadataUrl: `${options.baseUrl}${PROTECTED_RESOURCE_DOCUMENT}${MCP_PATH}` }
-  const { newServer, answer } = mcpServerFactory(options.services)
+  const { newServer, answer } = mcpServerFactory(options.services, authenticator.resourceMetadataUrl)
   const fast = options.fastCalls === false ? undefined : fastToolCall(answer)
   /** The JSON-RPC message of each request being served, for the server built to answer it. */
   const messages = new WeakMap<Request, unknown>()

@@ -1,15 +1,19 @@
 // The MCP server one request is answered by (the endpoint is stateless: every request gets a
 // fresh one, for the caller its token names): the tools of tools.ts, each behind the check of
 // what it needs, the resources their answers link to, and the instructions a model reads first.
+// Whether a call may act is decided by the functions the API's rules call (http/access.ts:
+// repositoryActions, authorizeSystemAction), from the permission each tool declares; a refusal
+// becomes a tool error here, in the same words.
 import { McpServer, ResourceTemplate, type CallToolResult, type ReadResourceResult } from '@modelcontextprotocol/server'
-import { holdsSystemPermission, type Principal } from '../http/auth.ts'
+import { authorizeSystemAction, repositoryActions } from '../http/access.ts'
+import type { Principal } from '../http/auth.ts'
 import { HttpError, knownFailure } from '../http/errors.ts'
 import { describeError } from '../log.ts'
-import { permissionDenied, scopeAllows, scopeNeeded, scopeRefused, type Permission } from '../permissions.ts'
+import type { RepositoryPermission } from '../permissions.ts'
 import { repositoryFinder } from '../repositories/scope.ts'
 import type { Repository } from '../repositories/repositories.ts'
 import { getConcept, getFact, getReport } from '../graph/store.ts'
-import { ExistingRow, WriteRefusal } from '../graph/write/common.ts'
+import { ExistingRow } from '../graph/write/common.ts'
 import { VERSION } from '../version.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { ToolServices } from './services.ts'
@@ -29,18 +33,6 @@ export const SERVER_INFO = { name: 'kgs', version: VERSION }
 /** A tool error the model can act on: what went wrong, in words (not an HTTP or protocol error). */
 const toolError = (message: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text: message }] })
 
-/**
- * Why `principal` may not use `permission` (`holds`: whether its roles have it; then its token's
- * scope), or undefined when it may. `repository`: how the refusal names the repository the
- * permission was checked in; absent, the system domain. The same words as the API's refusals.
- */
-function refusal(principal: Principal, permission: Permission, holds: boolean, repository?: string): string | undefined {
-  if (!holds) return permissionDenied(permission, repository)
-  const scope = scopeNeeded(permission)
-  if (!scopeAllows(principal.scopes, scope)) return scopeRefused(scope, principal.scopes ?? [], permission)
-  return undefined
-}
-
 export interface Compiled {
   tool: Tool
   input: ReturnType<typeof standardSchema>
@@ -50,28 +42,29 @@ export interface Compiled {
 /** The SDK's form of each tool's schemas, compiled once for the process. */
 export const COMPILED: Compiled[] = TOOLS.map((tool) => ({ tool, input: standardSchema(tool.input), output: standardSchema(tool.output) }))
 
-export function mcpServerFactory(services: ToolServices) {
-  const findRepository = repositoryFinder(services.rbac, services.repositories)
+/**
+ * `resourceMetadata`: the MCP endpoint's protected-resource document, which a refusal for want of
+ * scope names (as the API's does; a tool error carries only its words).
+ */
+export function mcpServerFactory(services: ToolServices, resourceMetadata: string) {
+  const decide = repositoryActions(services.rbac, repositoryFinder(services.rbac, services.repositories), resourceMetadata)
 
-  /** The repository `name` names, if the caller may see it; HttpError 404 otherwise. */
-  const repositoryFor = (principal: Principal, name: string) => findRepository(principal.userId, name, null)
+  /**
+   * The repository `name` (a tool's argument: UUID or slug) names, if `principal` may take
+   * `permission`'s action there: decided as for a REST route, the refusal naming the repository
+   * by its slug (a model may have named several).
+   */
+  const repositoryAction = (principal: Principal, permission: RepositoryPermission, name: string) => decide(principal, permission, { fromPath: name }, (repository) => `repository ${repository.slug}`)
 
   async function callTool(principal: Principal, tool: Tool, input: Record<string, unknown>): Promise<CallToolResult> {
     let output: Record<string, unknown>
     let repository: Repository | undefined
     if (tool.scope === 'repository') {
-      repository = await repositoryFor(principal, String(input.repository))
-      const permission = tool.permission(input)
-      const denied = refusal(principal, permission, services.rbac.can(principal.userId, repository.id, permission), `repository ${repository.slug}`)
-      if (denied) return toolError(denied)
+      repository = await repositoryAction(principal, tool.permission(input), String(input.repository))
       const db = () => services.pools.forRepository(repository!.id)
       output = await tool.run({ principal, repository, db, input, services })
-      // As a write route's rule does (http/access.ts): the counts' copy is queued, not waited for.
-      if (permission.endsWith(':write')) void services.repositories.graphChanged(repository.id)
     } else {
-      const { permission } = tool
-      const denied = permission === 'token' ? undefined : refusal(principal, permission, holdsSystemPermission(services.rbac, principal, permission))
-      if (denied) return toolError(denied)
+      if (tool.permission !== 'token') authorizeSystemAction(services.rbac, resourceMetadata, principal, tool.permission)
       output = await tool.run({ principal, input, services })
     }
     const links = tool.links?.(output, repository) ?? []
@@ -107,9 +100,7 @@ export function mcpServerFactory(services: ToolServices) {
       new ResourceTemplate(`kgs://{repository}/${kind}/{id}`, { list: undefined }),
       { description: `a ${kind.slice(0, -1)} of a repository, as get_${kind.slice(0, -1)} answers it`, mimeType: 'application/json' },
       guarded(requestId, async (uri, variables): Promise<ReadResourceResult> => {
-        const repository = await repositoryFor(principal, String(variables.repository))
-        const denied = refusal(principal, permission, services.rbac.can(principal.userId, repository.id, permission), `repository ${repository.slug}`)
-        if (denied) throw new HttpError(403, denied)
+        const repository = await repositoryAction(principal, permission, String(variables.repository))
         const id = String(variables.id)
         const row = UUID.test(id) ? await read(repository, id) : undefined
         if (row === undefined) throw new HttpError(404, `${kind.slice(0, -1)} not found`)
@@ -123,10 +114,11 @@ export function mcpServerFactory(services: ToolServices) {
     try {
       return await callTool(principal, tool, args)
     } catch (error) {
-      // The feature functions refuse with HttpError (a repository not found, a quota), the graph's writes with a
-      // WriteRefusal (a missing reference, a natural key taken): the model reads why; anything else is unexpected.
+      // Refusals are HttpErrors, each of one status (access refused, a repository not found, a quota, a
+      // graph write's WriteRefusal: a missing reference, a natural key taken): the model reads why,
+      // and the row holding a natural key by its id; anything else is unexpected.
       if (error instanceof ExistingRow) return toolError(`${error.message}: existing id ${error.id}`)
-      const known = error instanceof WriteRefusal ? error : knownFailure(error, services.log, requestId)
+      const known = knownFailure(error, services.log, requestId)
       return toolError(known ? known.message : unexpected(error, requestId, { tool: tool.name }))
     }
   }

@@ -7,7 +7,7 @@ import type { Rbac } from '../rbac/rbac.ts'
 import type { RegistryClient } from '../registry/client.ts'
 import type { Repositories } from '../repositories/repositories.ts'
 import type { Embedder } from '../vectors/embedder.ts'
-import type { WriteEffects } from '../graph/write/effects.ts'
+import type { GraphWrites } from '../graph/write/service.ts'
 import type { VectorStore } from '../vectors/store.ts'
 
 export interface ToolServices {
@@ -20,7 +20,7 @@ export interface ToolServices {
   embedder: Embedder
   /** The registry imports pull from (REGISTRY_URL, else this server). */
   registry: RegistryClient
-  /** What a graph write sets off, as for the write routes (the same instance). */
-  writes: WriteEffects
+  /** The graph's writes, each with what it sets off, as the write routes call them (the same instance). */
+  writes: GraphWrites
   log: Logger
 }

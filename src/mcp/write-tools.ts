@@ -1,23 +1,17 @@
-// The MCP tools that build the graph: each calls the write function its REST route calls
-// (graph/write/), with the permission that route checks and the same effects (the embedding of
-// written facts and concepts, a deleted source's stored bytes: graph/write/effects.ts). The
+// The MCP tools that build the graph: each calls the function of the graph's write service its
+// REST route calls (graph/write/service.ts, which sets off what the write entails), with the
+// permission that route checks. The
 // creates are one tool each; updates and deletes are one tool each taking the kind of row, so
 // that the whole set stays within what hosts list. Answers are the rows written, their long texts
 // cut to a preview.
 import { t } from 'elysia'
 import type { Static, TObject, TProperties } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
-import type { Sql } from 'postgres'
 import { HttpError } from '../http/errors.ts'
 import type { RepositoryPermission } from '../permissions.ts'
 import type { Repository } from '../repositories/repositories.ts'
 import { ConceptDetail, FactDetail, InvestigationDetail, ReportDetail, SourceDetail } from '../graph/schemas.ts'
 import * as bodies from '../graph/write/schemas.ts'
-import { createSource, deleteSource, updateSource, createInvestigation, updateInvestigation, deleteInvestigation } from '../graph/write/sources.ts'
-import { createFact, deleteFact, linkConcept, updateFact } from '../graph/write/facts.ts'
-import { createConcept, deleteConcept, updateConcept } from '../graph/write/concepts.ts'
-import { createSummary, createSynthesis, deleteSummary, deleteSynthesis, updateSummary, updateSynthesis } from '../graph/write/summaries.ts'
-import { createReport, deleteReport, updateReport } from '../graph/write/reports.ts'
 import type { ToolServices } from './services.ts'
 import { repositoryTool, type Annotations, type Link, type Tool } from './tool.ts'
 import { link, preview, RepositoryArgument, Uuid } from './arguments.ts'
@@ -63,7 +57,6 @@ type Kind = (typeof KINDS)[number]
 
 interface Target {
   repository: Repository
-  db: () => Promise<Sql>
   services: ToolServices
   id: string
   /** A summary's concept (summaries are named by it and their id). */
@@ -89,53 +82,48 @@ const EDITABLE: Record<Kind, Editable> = {
   source: {
     permission: 'source:write',
     changes: bodies.SourceUpdate,
-    update: async ({ db, id }, changes: Static<typeof bodies.SourceUpdate>) => SHOWN.source(await updateSource(await db(), id, changes, {})),
-    async remove({ db, id, services }, { cascade }) {
-      const deleted = await deleteSource(await db(), id, { cascade })
-      await services.writes.deleteBlobs(deleted.storage_keys)
-      return { id: deleted.id, removed: deleted.removed }
-    },
+    update: async ({ repository, services, id }, changes: Static<typeof bodies.SourceUpdate>) => SHOWN.source(await services.writes.updateSource(repository.id, id, changes, {})),
+    remove: ({ repository, services, id }, { cascade }) => services.writes.deleteSource(repository.id, id, { cascade }),
   },
   fact: {
     permission: 'fact:write',
     changes: bodies.FactUpdate,
-    update: async ({ repository, db, id, services: { writes } }, changes: Static<typeof bodies.FactUpdate>) =>
-      writes.after(repository.id, 'facts', updateFact(await db(), id, changes, { imageUrlPrefix: writes.imageUrlPrefix(repository.id) })),
-    remove: async ({ repository, db, id, services }) => services.writes.after(repository.id, 'facts', deleteFact(await db(), id, {})),
+    update: ({ repository, services, id }, changes: Static<typeof bodies.FactUpdate>) => services.writes.updateFact(repository.id, id, changes, {}),
+    remove: ({ repository, services, id }) => services.writes.deleteFact(repository.id, id, {}),
     links: (fact: Static<typeof FactDetail>, repository) => factLinks(fact, repository),
   },
   concept: {
     permission: 'concept:write',
     changes: bodies.ConceptUpdate,
-    update: async ({ repository, db, id, services }, changes: Static<typeof bodies.ConceptUpdate>) =>
-      SHOWN.concept(await services.writes.after(repository.id, 'concepts', updateConcept(await db(), id, changes, {}))),
-    remove: async ({ repository, db, id, services }) => services.writes.after(repository.id, 'concepts', deleteConcept(await db(), id, {})),
+    update: async ({ repository, services, id }, changes: Static<typeof bodies.ConceptUpdate>) => SHOWN.concept(await services.writes.updateConcept(repository.id, id, changes, {})),
+    remove: ({ repository, services, id }) => services.writes.deleteConcept(repository.id, id, {}),
     links: (concept: Static<typeof ConceptDetail>, repository) => [link(repository, 'concepts', concept.id, concept.canonical_name)],
   },
   summary: {
     permission: 'concept:write',
     changes: bodies.SummaryUpdate,
-    update: async (target, changes: Static<typeof bodies.SummaryUpdate>) => SHOWN.summary(await updateSummary(await target.db(), summaryConcept(target), target.id, changes, {})),
-    remove: async (target) => deleteSummary(await target.db(), summaryConcept(target), target.id, {}),
+    update: async (target, changes: Static<typeof bodies.SummaryUpdate>) =>
+      SHOWN.summary(await target.services.writes.updateSummary(target.repository.id, summaryConcept(target), target.id, changes, {})),
+    remove: (target) => target.services.writes.deleteSummary(target.repository.id, summaryConcept(target), target.id, {}),
     links: (summary: Static<typeof bodies.Summary>, repository) => [link(repository, 'concepts', summary.concept_id, 'the concept of the summary')],
   },
   synthesis: {
     permission: 'concept:write',
     changes: bodies.SynthesisUpdate,
-    update: async ({ db, id }, changes: Static<typeof bodies.SynthesisUpdate>) => SHOWN.synthesis(await updateSynthesis(await db(), id, changes, {})),
-    remove: async ({ db, id }) => deleteSynthesis(await db(), id, {}),
+    update: async ({ repository, services, id }, changes: Static<typeof bodies.SynthesisUpdate>) => SHOWN.synthesis(await services.writes.updateSynthesis(repository.id, id, changes, {})),
+    remove: ({ repository, services, id }) => services.writes.deleteSynthesis(repository.id, id, {}),
   },
   investigation: {
     permission: 'investigation:write',
     changes: bodies.InvestigationUpdate,
-    update: async ({ db, id }, changes: Static<typeof bodies.InvestigationUpdate>) => updateInvestigation(await db(), id, changes, {}),
-    remove: async ({ db, id }) => deleteInvestigation(await db(), id, {}),
+    update: ({ repository, services, id }, changes: Static<typeof bodies.InvestigationUpdate>) => services.writes.updateInvestigation(repository.id, id, changes, {}),
+    remove: ({ repository, services, id }) => services.writes.deleteInvestigation(repository.id, id, {}),
   },
   report: {
     permission: 'report:write',
     changes: bodies.ReportUpdate,
-    update: async ({ db, id }, changes: Static<typeof bodies.ReportUpdate>) => SHOWN.report(await updateReport(await db(), id, changes, {})),
-    remove: async ({ db, id }) => deleteReport(await db(), id, {}),
+    update: async ({ repository, services, id }, changes: Static<typeof bodies.ReportUpdate>) => SHOWN.report(await services.writes.updateReport(repository.id, id, changes, {})),
+    remove: ({ repository, services, id }) => services.writes.deleteReport(repository.id, id, {}),
     links: (report: Static<typeof ReportDetail>, repository) => [link(repository, 'reports', report.id, report.title)],
   },
 }
@@ -171,7 +159,7 @@ export const WRITE_TOOLS: Tool[] = [
     output: SourceDetail,
     annotations: ADDS,
     permission: () => 'source:write',
-    run: async ({ db, input }) => SHOWN.source(await createSource(await db(), bodyOf(input))),
+    run: async ({ repository, input, services }) => SHOWN.source(await services.writes.createSource(repository.id, bodyOf(input))),
   }),
   repositoryTool({
     name: 'create_fact',
@@ -181,8 +169,8 @@ export const WRITE_TOOLS: Tool[] = [
     output: t.Object({ ...FactDetail.properties, created: t.Boolean({ description: 'false: merged into the existing fact of this text' }) }),
     annotations: ADDS,
     permission: () => 'fact:write',
-    async run({ repository, db, input: { merge, ...input }, services: { writes } }) {
-      const { fact, created } = await writes.after(repository.id, 'facts', createFact(await db(), bodyOf(input), { merge: merge ?? false, imageUrlPrefix: writes.imageUrlPrefix(repository.id) }))
+    async run({ repository, input: { merge, ...input }, services }) {
+      const { fact, created } = await services.writes.createFact(repository.id, bodyOf(input), { merge: merge ?? false })
       return { ...fact, created }
     },
     links: factLinks,
@@ -195,7 +183,7 @@ export const WRITE_TOOLS: Tool[] = [
     output: ConceptDetail,
     annotations: ADDS,
     permission: () => 'concept:write',
-    run: async ({ repository, db, input, services }) => SHOWN.concept(await services.writes.after(repository.id, 'concepts', createConcept(await db(), bodyOf(input)))),
+    run: async ({ repository, input, services }) => SHOWN.concept(await services.writes.createConcept(repository.id, bodyOf(input))),
     links: (concept, repository) => [link(repository, 'concepts', concept.id, concept.canonical_name)],
   }),
   repositoryTool({
@@ -209,7 +197,7 @@ export const WRITE_TOOLS: Tool[] = [
     output: FactDetail,
     annotations: ADDS,
     permission: () => 'fact:write',
-    run: async ({ db, input }) => linkConcept(await db(), input.fact_id, { concept_id: input.concept_id, promptset_hash: input.promptset_hash }, {}),
+    run: ({ repository, input, services }) => services.writes.linkConcept(repository.id, input.fact_id, { concept_id: input.concept_id, promptset_hash: input.promptset_hash }, {}),
     links: factLinks,
   }),
   repositoryTool({
@@ -220,7 +208,7 @@ export const WRITE_TOOLS: Tool[] = [
     output: bodies.Summary,
     annotations: ADDS,
     permission: () => 'concept:write',
-    run: async ({ db, input: { concept_id, ...input } }) => SHOWN.summary(await createSummary(await db(), concept_id, bodyOf(input))),
+    run: async ({ repository, input: { concept_id, ...input }, services }) => SHOWN.summary(await services.writes.createSummary(repository.id, concept_id, bodyOf(input))),
     links: (summary, repository) => [link(repository, 'concepts', summary.concept_id, 'the concept of the summary')],
   }),
   repositoryTool({
@@ -231,7 +219,7 @@ export const WRITE_TOOLS: Tool[] = [
     output: bodies.Synthesis,
     annotations: ADDS,
     permission: () => 'concept:write',
-    run: async ({ db, input }) => SHOWN.synthesis(await createSynthesis(await db(), bodyOf(input))),
+    run: async ({ repository, input, services }) => SHOWN.synthesis(await services.writes.createSynthesis(repository.id, bodyOf(input))),
   }),
   repositoryTool({
     name: 'create_investigation',
@@ -241,7 +229,7 @@ export const WRITE_TOOLS: Tool[] = [
     output: InvestigationDetail,
     annotations: ADDS_EACH_TIME,
     permission: () => 'investigation:write',
-    run: async ({ db, input }) => createInvestigation(await db(), bodyOf(input)),
+    run: ({ repository, input, services }) => services.writes.createInvestigation(repository.id, bodyOf(input)),
   }),
   repositoryTool({
     name: 'write_report',
@@ -251,7 +239,7 @@ export const WRITE_TOOLS: Tool[] = [
     output: ReportDetail,
     annotations: ADDS_EACH_TIME,
     permission: () => 'report:write',
-    run: async ({ db, input }) => SHOWN.report(await createReport(await db(), bodyOf(input))),
+    run: async ({ repository, input, services }) => SHOWN.report(await services.writes.createReport(repository.id, bodyOf(input))),
     links: (report, repository) => [link(repository, 'reports', report.id, report.title)],
   }),
   repositoryTool({
@@ -269,9 +257,9 @@ export const WRITE_TOOLS: Tool[] = [
     output: t.Object({ kind: Kind, row: t.Object({ id: t.String() }, { description: 'the row as it now is, as its create tool answers it' }) }),
     annotations: CHANGES,
     permission: (input) => EDITABLE[input.kind].permission,
-    async run({ repository, db, input, services }) {
+    async run({ repository, input, services }) {
       const editable = EDITABLE[input.kind]
-      const row = await editable.update({ repository, db, services, id: input.id, concept_id: input.concept_id }, checkedChanges(input.kind, input.changes))
+      const row = await editable.update({ repository, services, id: input.id, concept_id: input.concept_id }, checkedChanges(input.kind, input.changes))
       return { kind: input.kind, row }
     },
     links: (output, repository) => EDITABLE[output.kind].links?.(output.row as never, repository!) ?? [],
@@ -291,8 +279,8 @@ export const WRITE_TOOLS: Tool[] = [
     output: t.Object({ kind: Kind, deleted: t.Object({ id: t.String() }, { description: 'the id, what went with it (removed) and, for a fact or concept, the texts whose citations it breaks' }) }),
     annotations: CHANGES,
     permission: (input) => EDITABLE[input.kind].permission,
-    async run({ repository, db, input, services }) {
-      const deleted = await EDITABLE[input.kind].remove({ repository, db, services, id: input.id, concept_id: input.concept_id }, { cascade: input.cascade ?? false })
+    async run({ repository, input, services }) {
+      const deleted = await EDITABLE[input.kind].remove({ repository, services, id: input.id, concept_id: input.concept_id }, { cascade: input.cascade ?? false })
       return { kind: input.kind, deleted }
     },
   }),

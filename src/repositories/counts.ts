@@ -3,8 +3,8 @@
 // 0005_graph_counts: one row of net change per writing statement); the system database keeps a
 // copy per repository (repository_counts), so a list of repositories reads them all in its own
 // query instead of opening one database per repository. The copy is refreshed after each change:
-// queued by the request that wrote (a route of a …:write permission, http/access.ts, or an MCP
-// write tool), which answers without waiting for it, and by the job that did (a job kind that
+// queued by the graph's write service after each write (graph/write/service.ts, whoever called
+// it: a REST route, an MCP tool), which answers without waiting for it, and by the job that did (a job kind that
 // changesGraph, jobs/worker.ts), which ends after it; the refresh tells every instance, whose
 // caches of the copy (Repositories) then drop it. The exact figures stay in the repository's
 // database, so any later refresh repairs a copy whose refresh was lost (a crash, an error); each

@@ -28,6 +28,5 @@ export function repositoryScope(authenticator: Authenticator, rbac: Rbac, reposi
   return repositoryAccess(authenticator, rbac, {
     find: repositoryFinder(rbac, repositories),
     db: (repository) => pools.forRepository(repository.id),
-    graphChanged: (repository) => repositories.graphChanged(repository.id),
   })
 }

@@ -1,10 +1,9 @@
 // A repository record's counts: exact after imports (a re-import that adds nothing adds nothing),
-// after a write through a `…:write` route (at /{repoID} of the instance that took it at once, in
-// the list once copied), after deletes
+// after a write through the graph's write service, by a route or directly (at /{repoID} of the
+// instance that took it at once, in the list once copied), after deletes
 // with their cascades and after TRUNCATE, the same in the list, at /{repoID} and under /api/v1;
 // writers of one repository never wait for each other on them, nor for their copy.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Elysia } from 'elysia'
 import type { Sql, TransactionSql } from 'postgres'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -16,9 +15,7 @@ import { uploadBundle } from '../helpers/imports.ts'
 import { settleJobs, waitForJob } from '../helpers/jobs.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { generateBundle, type GenerateResult } from '../../scripts/gen-bundle.ts'
-import { bearerAuthenticator } from '../../src/http/auth.ts'
-import { errorHandling } from '../../src/http/errors.ts'
-import { repositoryScope } from '../../src/repositories/scope.ts'
+import { graphWrites } from '../../src/graph/write/service.ts'
 import { copiedCounts } from '../../src/repositories/counts.ts'
 import { Repositories } from '../../src/repositories/repositories.ts'
 import { LocalEventBus } from '../../src/db/events.ts'
@@ -118,25 +115,28 @@ describe(`repository counts (${BACKEND})`, () => {
     expect(await answered()).toEqual(expected)
   })
 
-  test("a route of a …:write permission queues the counts' copy, which the next read of the record waits for", async () => {
-    // A write route as the writable graph declares one: the repository rule, then its SQL.
-    const ctx = server.context
-    const scope = repositoryScope(bearerAuthenticator(ctx.accounts, ctx.oauth), ctx.rbac, ctx.repositories, ctx.pools)
-    const app = new Elysia().use(errorHandling(createLogger('silent'), () => undefined)).use(scope)
-    app.post(
-      '/:repoID/test-investigations',
-      async ({ db }) => {
-        const sql = await db()
-        await sql`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'written')`
-        return { ok: true }
-      },
-      { repository: 'investigation:write' },
-    )
+  test("a write of the graph's write service queues the counts' copy, which the next read of the record waits for", async () => {
     const before = await answered()
-    const res = await app.handle(new Request(`http://kgs.example/${repository.slug}/test-investigations`, { method: 'POST', headers: { authorization: `Bearer ${owner.token}` } }))
-    expect([res.status, await res.text()]).toEqual([200, '{"ok":true}'])
+    const created = await http.post(`/${repository.slug}/investigations`, { title: 'written' }, owner.token)
+    expect(created.status).toBe(201)
     expect((await http.get(`/${repository.slug}`, owner.token)).body.counts.investigations).toBe(before.investigations! + 1)
     // The list reads the copy as it is: made by now.
+    expect((await answered()).investigations).toBe(before.investigations! + 1)
+  })
+
+  test('a job calling the write service directly (no route, no access rule) gets the same copy', async () => {
+    const ctx = server.context
+    const writes = graphWrites({
+      pools: ctx.pools,
+      blobs: ctx.blobs,
+      log: createLogger('silent'),
+      baseUrl: ctx.baseUrl,
+      embeddingChanged: async () => {},
+      graphChanged: (repositoryId) => ctx.repositories.graphChanged(repositoryId),
+    })
+    const before = await answered()
+    await writes.createInvestigation(repository.id, { title: 'written by a job' })
+    expect((await http.get(`/${repository.slug}`, owner.token)).body.counts.investigations).toBe(before.investigations! + 1)
     expect((await answered()).investigations).toBe(before.investigations! + 1)
   })
 

@@ -6,28 +6,49 @@ import type { TransactionSql } from 'postgres'
 import type { Db } from '../../db/sql.ts'
 import { isUniqueViolation } from '../../db/conflict.ts'
 import { etagOf } from '../../http/etag.ts'
+import { HttpError } from '../../http/errors.ts'
 import { citedIds, type CitedKind } from '../rules.ts'
 import { oversizedDocument, oversizedIndexed } from '../limits.ts'
 
-/** Why the graph refuses a write, in words its caller can act on (each subclass: one HTTP status). */
-export class WriteRefusal extends Error {}
+/**
+ * Why the graph refuses a write, in words its caller can act on: each subclass is one HTTP status,
+ * which the shared error handler answers (http/errors.ts) and the MCP server turns into a tool
+ * error (mcp/server.ts), whoever called the write.
+ */
+class WriteRefusal extends HttpError {}
 /** A request the graph refuses: a missing or foreign reference, a bad citation, a cycle (400). */
-export class InvalidWrite extends WriteRefusal {}
+export class InvalidWrite extends WriteRefusal {
+  constructor(message: string) {
+    super(400, message)
+  }
+}
 /** The row the request names does not exist (404). */
-export class RowNotFound extends WriteRefusal {}
-/** The row exists already under its natural key (409, with its id). */
+export class RowNotFound extends WriteRefusal {
+  constructor(message: string) {
+    super(404, message)
+  }
+}
+/** The row exists already under its natural key (409, its id in the answer's existing_id). */
 export class ExistingRow extends WriteRefusal {
   constructor(
     message: string,
     readonly id: string,
   ) {
-    super(message)
+    super(409, message, {}, { existing_id: id })
   }
 }
 /** The row cannot go while others depend on it (409). */
-export class StillReferenced extends WriteRefusal {}
+export class StillReferenced extends WriteRefusal {
+  constructor(message: string) {
+    super(409, message)
+  }
+}
 /** If-Match named another version of the row (412). */
-export class StaleVersion extends WriteRefusal {}
+class StaleVersion extends WriteRefusal {
+  constructor(message: string) {
+    super(412, message)
+  }
+}
 
 /** Whether an If-Match header (absent: anything goes; `*`: any version) admits the row's current ETag. */
 function matches(ifMatch: string | undefined, etag: string): boolean {

@@ -1,0 +1,89 @@
+// The graph's writes, whoever asks for them (the REST write routes, the MCP tools, and jobs to
+// come): each runs its write, then what that write sets off beyond its own transaction, so that a
+// caller calls one function and nothing else. A write of facts or concepts marks the rows to
+// (re)embed in its own transaction (markForEmbedding, common.ts) and here queues the job that
+// embeds them; a deleted source's stored bytes are deleted; every write queues the copy of the
+// repository's counts (repositories/counts.ts), which the answer does not wait for. A refusal
+// (common.ts WriteRefusal) sets off nothing.
+import type { Sql } from 'postgres'
+import type { BlobStore } from '../../blobs/store.ts'
+import type { Pools } from '../../db/pools.ts'
+import { describeError, type Logger } from '../../log.ts'
+import type { EmbeddedKind } from './common.ts'
+import { createConcept, deleteConcept, updateConcept } from './concepts.ts'
+import { createFact, deleteFact, linkConcept, unlinkConcept, updateFact } from './facts.ts'
+import { createReport, deleteReport, updateReport } from './reports.ts'
+import { addInvestigationSource, createInvestigation, createSource, deleteInvestigation, deleteSource, removeInvestigationSource, updateInvestigation, updateSource } from './sources.ts'
+import { createSummary, createSynthesis, deleteSummary, deleteSynthesis, updateSummary, updateSynthesis } from './summaries.ts'
+
+export interface GraphWritesOptions {
+  pools: Pick<Pools, 'forRepository'>
+  blobs: BlobStore
+  log: Logger
+  /** The public base URL: an image fact's image_url points at its stored image there. */
+  baseUrl: string
+  /** Facts or concepts of the repository were marked for embedding: queues the job that embeds them (vectors/embed-jobs.ts). */
+  embeddingChanged(repositoryId: string, kinds: readonly EmbeddedKind[]): Promise<void>
+  /** The repository's graph changed: queues the copy of its counts (Repositories.graphChanged); never rejects. */
+  graphChanged(repositoryId: string): Promise<void>
+}
+
+/** Drops a write function's database argument: the service opens the repository's. */
+type InRepository<F> = F extends (sql: Sql, ...args: infer A) => Promise<infer T> ? (repositoryId: string, ...args: A) => Promise<T> : never
+
+export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, graphChanged }: GraphWritesOptions) {
+  /** `write` in the repository, then its effects: the embedding of `embeds`, the counts copy. */
+  const inRepository =
+    <A extends unknown[], T>(write: (sql: Sql, ...args: A) => Promise<T>, embeds?: EmbeddedKind) =>
+    async (repositoryId: string, ...args: A): Promise<T> => {
+      const result = await write(await pools.forRepository(repositoryId), ...args)
+      if (embeds) await embeddingChanged(repositoryId, [embeds])
+      void graphChanged(repositoryId)
+      return result
+    }
+  /** Where this repository serves a stored source image, less the image's id. */
+  const imageUrlPrefix = (repositoryId: string) => `${baseUrl}/${repositoryId}/images/`
+  const deleteBlobs = async (keys: readonly string[]) => {
+    for (const key of keys) await blobs.delete(key).catch((error) => log.error('graph: could not delete the bytes of a deleted source', { key, ...describeError(error) }))
+  }
+  const createFactIn = inRepository(createFact, 'facts')
+  const updateFactIn = inRepository(updateFact, 'facts')
+  const deleteSourceIn = inRepository(deleteSource)
+
+  return {
+    createSource: inRepository(createSource),
+    updateSource: inRepository(updateSource),
+    /** Deletes the source, then its stored bytes (a failure there is logged: the row is gone either way). */
+    async deleteSource(...[repositoryId, id, options]: Parameters<InRepository<typeof deleteSource>>) {
+      const deleted = await deleteSourceIn(repositoryId, id, options)
+      await deleteBlobs(deleted.storage_keys)
+      return { id: deleted.id, removed: deleted.removed }
+    },
+    createInvestigation: inRepository(createInvestigation),
+    updateInvestigation: inRepository(updateInvestigation),
+    deleteInvestigation: inRepository(deleteInvestigation),
+    addInvestigationSource: inRepository(addInvestigationSource),
+    removeInvestigationSource: inRepository(removeInvestigationSource),
+    createFact: (repositoryId: string, input: Parameters<typeof createFact>[1], options: { merge: boolean }) =>
+      createFactIn(repositoryId, input, { ...options, imageUrlPrefix: imageUrlPrefix(repositoryId) }),
+    updateFact: (repositoryId: string, id: string, changes: Parameters<typeof updateFact>[2], options: { ifMatch?: string }) =>
+      updateFactIn(repositoryId, id, changes, { ...options, imageUrlPrefix: imageUrlPrefix(repositoryId) }),
+    deleteFact: inRepository(deleteFact, 'facts'),
+    linkConcept: inRepository(linkConcept),
+    unlinkConcept: inRepository(unlinkConcept),
+    createConcept: inRepository(createConcept, 'concepts'),
+    updateConcept: inRepository(updateConcept, 'concepts'),
+    deleteConcept: inRepository(deleteConcept, 'concepts'),
+    createSummary: inRepository(createSummary),
+    updateSummary: inRepository(updateSummary),
+    deleteSummary: inRepository(deleteSummary),
+    createSynthesis: inRepository(createSynthesis),
+    updateSynthesis: inRepository(updateSynthesis),
+    deleteSynthesis: inRepository(deleteSynthesis),
+    createReport: inRepository(createReport),
+    updateReport: inRepository(updateReport),
+    deleteReport: inRepository(deleteReport),
+  }
+}
+
+export type GraphWrites = ReturnType<typeof graphWrites>
