@@ -1,0 +1,180 @@
+// A PDF, through unpdf (Mozilla's pdf.js built for servers): the text of each page, the
+// document's title and creation date, and its embedded images. pdf.js reads text objects: a
+// scanned page is an image with no text layer, and kgs does no OCR, so such a page reads empty.
+// pdf.js inflates a stream whole, so before it opens the file every compressed stream is inflated
+// here first, counting and discarding, and a stream that inflates past the limit refuses the file.
+import { deflateSync } from 'node:zlib'
+import * as zlib from 'node:zlib'
+import { extractImages, getDocumentProxy, getMeta } from 'unpdf'
+import { pageMarker } from './chunks.ts'
+import { plainTextToMarkdown } from './text.ts'
+import { type DocumentImage, DocumentRefused, type ReadLimits, type ReadWarning } from './types.ts'
+
+export interface ReadPdf {
+  title: string
+  text: string
+  markdown: string
+  publishedAt: string | null
+  images: DocumentImage[]
+  imagesDropped: number
+  pages: number
+  warnings: ReadWarning[]
+}
+
+const STREAM = Buffer.from('stream')
+const END_STREAM = Buffer.from('endstream')
+
+/** Bytes out of one zlib stream, stopping once past `limit`; a stream that is not zlib counts 0. */
+async function inflatedSize(data: Uint8Array, limit: number): Promise<number> {
+  const reader = new Blob([data]).stream().pipeThrough(new DecompressionStream('deflate')).getReader()
+  let total = 0
+  try {
+    while (total <= limit) {
+      const { done, value } = await reader.read()
+      if (done) break
+      total += value.byteLength
+    }
+  } catch {
+    // Not zlib, or trailing bytes after its end: pdf.js reads what inflates, so does the count.
+  } finally {
+    reader.cancel().catch(() => {})
+  }
+  return total
+}
+
+/**
+ * Inflates, counting, every zlib stream of the file, and refuses it when one inflates past
+ * `limit` bytes. Says how many image streams the file holds: a stream's dictionary is never
+ * compressed (streams cannot sit in object streams), so its /Subtype is in plain bytes here, and a
+ * file without images is spared pdf.js's second pass over each page that looks for them.
+ */
+async function scanStreams(bytes: Uint8Array, limit: number): Promise<{ images: number }> {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  let images = 0
+  let previousEnd = 0
+  for (let at = buffer.indexOf(STREAM); at >= 0; at = buffer.indexOf(STREAM, at + 1)) {
+    // "endstream" contains "stream": only the keyword after a dictionary opens data.
+    if (buffer[at - 1] === 0x64) continue
+    let start = at + STREAM.length
+    if (buffer[start] === 0x0d) start++
+    if (buffer[start] !== 0x0a) continue
+    start++
+    const end = buffer.indexOf(END_STREAM, start)
+    if (end < 0) break
+    // Only an image XObject, a stream, has /Subtype /Image: the bytes since the last stream hold its dictionary.
+    if (/\/Subtype\s*\/Image\b/.test(buffer.toString('latin1', Math.max(previousEnd, at - 4096), at))) images++
+    // A zlib header (pdf.js's FlateDecode requires one): deflate with a checksum-valid header.
+    const cmf = buffer[start]!
+    const flg = buffer[start + 1]!
+    if ((cmf & 0x0f) === 8 && (cmf * 256 + flg) % 31 === 0 && (await inflatedSize(buffer.subarray(start, end), limit)) > limit) {
+      throw new DocumentRefused('bomb', `the PDF holds a compressed stream that inflates past ${limit} bytes (a decompression bomb?)`)
+    }
+    at = previousEnd = end + END_STREAM.length
+  }
+  return { images }
+}
+
+/** A PDF date (`D:YYYYMMDDHHmmSS…`) as `YYYY-MM-DD`. */
+function pdfDate(value: unknown): string | null {
+  const match = typeof value === 'string' ? /^(?:D:)?(\d{4})(\d{2})(\d{2})/.exec(value) : null
+  if (!match) return null
+  const [, y, m, d] = match
+  return Number(m) >= 1 && Number(m) <= 12 && Number(d) >= 1 && Number(d) <= 31 ? `${y}-${m}-${d}` : null
+}
+
+function crc32(data: Uint8Array): number {
+  return (zlib as unknown as { crc32(data: Uint8Array): number }).crc32(data)
+}
+
+/** Raw pixels (what pdf.js decodes an image to) as a PNG. */
+export function encodePng(pixels: Uint8ClampedArray, width: number, height: number, channels: 1 | 3 | 4): Uint8Array {
+  const stride = width * channels
+  const raw = new Uint8Array((stride + 1) * height)
+  for (let y = 0; y < height; y++) raw.set(pixels.subarray(y * stride, (y + 1) * stride), y * (stride + 1) + 1)
+  const chunk = (type: string, data: Uint8Array) => {
+    const out = new Uint8Array(12 + data.length)
+    const view = new DataView(out.buffer)
+    view.setUint32(0, data.length)
+    out.set(new TextEncoder().encode(type), 4)
+    out.set(data, 8)
+    view.setUint32(8 + data.length, crc32(out.subarray(4, 8 + data.length)))
+    return out
+  }
+  const header = new Uint8Array(13)
+  const view = new DataView(header.buffer)
+  view.setUint32(0, width)
+  view.setUint32(4, height)
+  header[8] = 8
+  header[9] = channels === 1 ? 0 : channels === 3 ? 2 : 6
+  const parts = [new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', deflateSync(raw)), chunk('IEND', new Uint8Array(0))]
+  return Buffer.concat(parts)
+}
+
+type OpenedPdf = Awaited<ReturnType<typeof getDocumentProxy>>
+
+async function open(bytes: Uint8Array): Promise<OpenedPdf> {
+  try {
+    // pdf.js takes ownership of the buffer it is given: it gets a copy, the caller keeps the bytes.
+    return await getDocumentProxy(bytes.slice(), { isEvalSupported: false, stopAtErrors: false, verbosity: 0 })
+  } catch (error) {
+    if ((error as Error).name === 'PasswordException') throw new DocumentRefused('encrypted', 'the PDF is encrypted')
+    throw new DocumentRefused('broken', `the PDF is broken: ${(error as Error).message}`)
+  }
+}
+
+export async function readPdf(bytes: Uint8Array, limits: ReadLimits, deadline: number): Promise<ReadPdf> {
+  const streams = await scanStreams(bytes, limits.maxStreamBytes)
+  const pdf = await open(bytes)
+  try {
+    const { info, metadata } = await getMeta(pdf).catch((error: Error) => {
+      throw new DocumentRefused('broken', `the PDF is broken: ${error.message}`)
+    })
+    // kgs does not decrypt: a PDF with an empty user password opens, but is refused all the same.
+    if (info.EncryptFilterName) throw new DocumentRefused('encrypted', 'the PDF is encrypted')
+    if (pdf.numPages > limits.maxPages) throw new DocumentRefused('too_many_pages', `the PDF has ${pdf.numPages} pages, more than the limit of ${limits.maxPages}`)
+    const texts: string[] = []
+    const markdown: string[] = []
+    const images: DocumentImage[] = []
+    let imagesDropped = 0
+    for (let number = 1; number <= pdf.numPages; number++) {
+      if (Date.now() > deadline) throw new DocumentRefused('timeout', `reading the PDF took longer than ${limits.timeMs} ms (at page ${number} of ${pdf.numPages})`)
+      const page = await pdf.getPage(number).catch((error: Error) => {
+        throw new DocumentRefused('broken', `the PDF is broken: page ${number}: ${error.message}`)
+      })
+      const content = await page.getTextContent()
+      const text = content.items
+        .map((item) => ('str' in item ? item.str + (item.hasEOL ? '\n' : '') : ''))
+        .join('')
+        .trim()
+      texts.push(text)
+      markdown.push(text ? `${pageMarker(number)}\n\n${plainTextToMarkdown(text)}` : pageMarker(number))
+      if (streams.images > 0 && images.length < limits.maxImages) {
+        for (const image of await extractImages(pdf, number).catch(() => [])) {
+          const data = encodePng(image.data, image.width, image.height, image.channels)
+          if (images.length >= limits.maxImages || data.byteLength > limits.maxImageBytes) {
+            imagesDropped++
+            continue
+          }
+          images.push({ position: images.length, pageNumber: number, width: image.width, height: image.height, contentType: 'image/png', data })
+        }
+      }
+      page.cleanup()
+    }
+    const warnings: ReadWarning[] = []
+    if (texts.every((text) => text === '')) warnings.push({ code: 'no_text_layer', message: 'the PDF has no text layer (a scan?): kgs does not do OCR, so it has no text' })
+    const title =
+      (typeof info.Title === 'string' && info.Title.trim()) || (typeof metadata?.get === 'function' ? metadata.get('dc:title') : null) || (texts.find((text) => text !== '') ?? '').split('\n')[0] || ''
+    return {
+      title,
+      text: texts.filter((text) => text !== '').join('\n\n'),
+      markdown: markdown.join('\n\n'),
+      publishedAt: pdfDate(info.CreationDate),
+      images,
+      imagesDropped,
+      pages: pdf.numPages,
+      warnings,
+    }
+  } finally {
+    await pdf.destroy()
+  }
+}

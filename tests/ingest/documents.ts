@@ -1,0 +1,68 @@
+// Documents made by the tests themselves: PDFs with known text on known pages (pdf-lib), and
+// the odd ones (encrypted, broken, a decompression bomb) written by hand around pdf-lib's output.
+import { PDFDocument, PDFName, StandardFonts } from 'pdf-lib'
+
+export interface PdfSpec {
+  pages: string[][]
+  title?: string
+  created?: Date
+  /** A PNG drawn on the given page (from 1). */
+  image?: { png: Uint8Array; page: number }
+}
+
+export async function makePdf({ pages, title, created, image }: PdfSpec): Promise<Uint8Array> {
+  const doc = await PDFDocument.create()
+  if (title !== undefined) doc.setTitle(title)
+  if (created) doc.setCreationDate(created)
+  const font = await doc.embedFont(StandardFonts.Helvetica)
+  for (const lines of pages) {
+    const page = doc.addPage([400, 400])
+    lines.forEach((line, i) => page.drawText(line, { x: 20, y: 360 - 16 * i, font, size: 12 }))
+  }
+  if (image) doc.getPage(image.page - 1).drawImage(await doc.embedPng(image.png), { x: 20, y: 20, width: 40, height: 40 })
+  return doc.save()
+}
+
+/** The pixels of SMALL_PNG, 3 × 2 RGB: red, green, blue over white, black, grey. */
+export const SMALL_PIXELS = Uint8ClampedArray.from([255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 255, 0, 0, 0, 128, 128, 128])
+/** A PNG of SMALL_PIXELS (pdf-lib, which has a PNG reader of its own, embeds it in makePdf). */
+export const SMALL_PNG = Uint8Array.from(Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAFUlEQVR4nGP4z8DAAMH//4PohoYGAEfPB3vT+rJCAAAAAElFTkSuQmCC', 'base64'))
+
+async function deflate(chunk: Uint8Array<ArrayBuffer>, times: number): Promise<Uint8Array> {
+  const stream = new CompressionStream('deflate')
+  const writer = stream.writable.getWriter()
+  const out = new Response(stream.readable).arrayBuffer()
+  for (let i = 0; i < times; i++) await writer.write(chunk)
+  await writer.close()
+  return new Uint8Array(await out)
+}
+
+/** A one-page PDF whose content stream is a few hundred kilobytes that inflate to `mebibytes` MiB of spaces. */
+export async function makeBombPdf(mebibytes: number): Promise<Uint8Array> {
+  const doc = await PDFDocument.create()
+  const page = doc.addPage([300, 300])
+  const data = await deflate(new Uint8Array(1 << 20).fill(0x20), mebibytes)
+  page.node.set(PDFName.of('Contents'), doc.context.register(doc.context.stream(data, { Filter: 'FlateDecode', Length: data.length })))
+  return doc.save()
+}
+
+/** A PDF with the Standard security handler and a user password: no reader opens it without the password. */
+export function makeEncryptedPdf(): Uint8Array {
+  const hex32 = (byte: string) => byte.repeat(32)
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 300] >>',
+    `<< /Filter /Standard /V 1 /R 2 /O <${hex32('ab')}> /U <${hex32('cd')}> /P -4 >>`,
+  ]
+  let body = '%PDF-1.4\n'
+  const offsets: number[] = []
+  objects.forEach((object, i) => {
+    offsets.push(body.length)
+    body += `${i + 1} 0 obj\n${object}\nendobj\n`
+  })
+  const xref = body.length
+  body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((offset) => `${String(offset).padStart(10, '0')} 00000 n \n`).join('')}`
+  body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R /Encrypt 4 0 R /ID [<${'01'.repeat(16)}> <${'01'.repeat(16)}>] >>\nstartxref\n${xref}\n%%EOF\n`
+  return new TextEncoder().encode(body)
+}
