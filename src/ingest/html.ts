@@ -223,7 +223,8 @@ export function readHtml(html: string, pageUrl: string | undefined, maxImages: n
   const base = pageUrl && safeUrl(pageUrl, undefined)
   makeInert(document.documentElement as unknown as Element, base)
 
-  const article = new Readability(document as unknown as ConstructorParameters<typeof Readability>[0], { keepClasses: false }).parse()
+  // Readability takes the document apart as it works: it gets a copy, and the body stays whole for when it finds no article.
+  const article = new Readability(document.cloneNode(true) as unknown as ConstructorParameters<typeof Readability>[0], { keepClasses: false }).parse()
   if (!article?.content) warnings.push({ code: 'no_article', message: 'no article was found in the page: its whole body was read' })
   const { document: content } = parseHTML(`<!doctype html><html><body>${article?.content ?? document.body?.innerHTML ?? ''}</body></html>`)
   // Readability writes its own markup; it is made inert again, as anything produced from the page.

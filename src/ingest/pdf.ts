@@ -24,9 +24,11 @@ export interface ReadPdf {
 const STREAM = Buffer.from('stream')
 const END_STREAM = Buffer.from('endstream')
 
-/** Bytes out of one zlib stream, stopping once past `limit`; a stream that is not zlib counts 0. */
-async function inflatedSize(data: Uint8Array, limit: number): Promise<number> {
-  const reader = new Blob([data]).stream().pipeThrough(new DecompressionStream('deflate')).getReader()
+/** Bytes out of `inflations` nested zlib streams, stopping once past `limit`; what is not zlib counts what inflated before it. */
+async function inflatedSize(data: Uint8Array<ArrayBuffer>, inflations: number, limit: number): Promise<number> {
+  let stream = new Blob([data]).stream()
+  for (let i = 0; i < inflations; i++) stream = stream.pipeThrough(new DecompressionStream('deflate'))
+  const reader = stream.getReader()
   let total = 0
   try {
     while (total <= limit) {
@@ -35,18 +37,78 @@ async function inflatedSize(data: Uint8Array, limit: number): Promise<number> {
       total += value.byteLength
     }
   } catch {
-    // Not zlib, or trailing bytes after its end: pdf.js reads what inflates, so does the count.
+    // Not zlib, or bytes after its end: pdf.js reads what inflates, so does the count.
   } finally {
     reader.cancel().catch(() => {})
   }
   return total
 }
 
+function isWhite(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09 || byte === 0x0c || byte === 0x00
+}
+
+function hexDecode(data: Uint8Array): Uint8Array<ArrayBuffer> {
+  const digits = Buffer.from(data).toString('latin1').split('>')[0]!.replace(/\s+/g, '')
+  return new Uint8Array(Buffer.from(digits.length % 2 ? `${digits}0` : digits, 'hex'))
+}
+
+/** ASCII85 (`z` is four zero bytes), stopping once past `limit`. */
+function ascii85Decode(data: Uint8Array, limit: number): Uint8Array<ArrayBuffer> {
+  const out: number[] = []
+  let group: number[] = []
+  const flush = (digits: number[]) => {
+    const padded = [...digits, 84, 84, 84, 84].slice(0, 5)
+    const value = padded.reduce((sum, digit) => sum * 85 + digit, 0)
+    out.push(...[value >>> 24, (value >>> 16) & 0xff, (value >>> 8) & 0xff, value & 0xff].slice(0, digits.length - 1))
+  }
+  for (const byte of data) {
+    if (out.length > limit || byte === 0x7e) break
+    if (isWhite(byte)) continue
+    if (byte === 0x7a && group.length === 0) out.push(0, 0, 0, 0)
+    else {
+      group.push(byte - 33)
+      if (group.length === 5) {
+        flush(group)
+        group = []
+      }
+    }
+  }
+  if (group.length > 1) flush(group)
+  return Uint8Array.from(out)
+}
+
+const FLATE = new Set(['FlateDecode', 'Fl'])
+
+/** What a stream's filters decode it to, in bytes (past `limit`: some number past it). Filters after the Flate ones (images, LZW) are not followed. */
+async function decodedSize(raw: Uint8Array<ArrayBuffer>, filters: string[], limit: number): Promise<number> {
+  let data = raw
+  let i = 0
+  for (; i < filters.length && data.byteLength <= limit; i++) {
+    if (filters[i] === 'ASCIIHexDecode' || filters[i] === 'AHx') data = hexDecode(data)
+    else if (filters[i] === 'ASCII85Decode' || filters[i] === 'A85') data = ascii85Decode(data, limit)
+    else break
+  }
+  if (data.byteLength > limit) return data.byteLength
+  let inflations = 0
+  while (FLATE.has(filters[i + inflations] ?? '')) inflations++
+  // A /Filter kgs cannot read here (an indirect one): a zlib header says it is Flate.
+  if (filters.length === 0 && (data[0]! & 0x0f) === 8 && (data[0]! * 256 + data[1]!) % 31 === 0) inflations = 1
+  return inflations === 0 ? data.byteLength : inflatedSize(data, inflations, limit)
+}
+
+/** The filters a stream's dictionary names, in the order they decode. */
+function filtersOf(dictionary: string): string[] {
+  const named = [...dictionary.matchAll(/\/Filter\s*(\[[^\]]*\]|\/[^\s/<>[\]()]+)/g)].at(-1)?.[1] ?? ''
+  return [...named.matchAll(/\/([^\s/<>[\]()]+)/g)].map((match) => match[1]!)
+}
+
 /**
- * Inflates, counting, every zlib stream of the file, and refuses it when one inflates past
- * `limit` bytes. Says how many image streams the file holds: a stream's dictionary is never
- * compressed (streams cannot sit in object streams), so its /Subtype is in plain bytes here, and a
- * file without images is spared pdf.js's second pass over each page that looks for them.
+ * Decodes, counting and discarding, every stream of the file through its ASCII and Flate filters
+ * (any number of them, nested), and refuses the file when one decodes past `limit` bytes. Says
+ * how many image streams the file holds. A stream's dictionary is never compressed (streams
+ * cannot sit in object streams), so its /Filter and /Subtype are in plain bytes here, and a file
+ * without images is spared pdf.js's second pass over each page that looks for them.
  */
 async function scanStreams(bytes: Uint8Array, limit: number): Promise<{ images: number }> {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
@@ -61,12 +123,10 @@ async function scanStreams(bytes: Uint8Array, limit: number): Promise<{ images: 
     start++
     const end = buffer.indexOf(END_STREAM, start)
     if (end < 0) break
-    // Only an image XObject, a stream, has /Subtype /Image: the bytes since the last stream hold its dictionary.
-    if (/\/Subtype\s*\/Image\b/.test(buffer.toString('latin1', Math.max(previousEnd, at - 4096), at))) images++
-    // A zlib header (pdf.js's FlateDecode requires one): deflate with a checksum-valid header.
-    const cmf = buffer[start]!
-    const flg = buffer[start + 1]!
-    if ((cmf & 0x0f) === 8 && (cmf * 256 + flg) % 31 === 0 && (await inflatedSize(buffer.subarray(start, end), limit)) > limit) {
+    // The bytes since the previous stream end with this one's dictionary; only an image XObject has /Subtype /Image.
+    const dictionary = buffer.toString('latin1', Math.max(previousEnd, at - 4096), at)
+    if (/\/Subtype\s*\/Image\b/.test(dictionary)) images++
+    if ((await decodedSize(new Uint8Array(buffer.subarray(start, end)), filtersOf(dictionary.slice(dictionary.lastIndexOf('obj') + 1)), limit)) > limit) {
       throw new DocumentRefused('bomb', `the PDF holds a compressed stream that inflates past ${limit} bytes (a decompression bomb?)`)
     }
     at = previousEnd = end + END_STREAM.length

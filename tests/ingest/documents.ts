@@ -28,7 +28,7 @@ export const SMALL_PIXELS = Uint8ClampedArray.from([255, 0, 0, 0, 255, 0, 0, 0, 
 /** A PNG of SMALL_PIXELS (pdf-lib, which has a PNG reader of its own, embeds it in makePdf). */
 export const SMALL_PNG = Uint8Array.from(Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAFUlEQVR4nGP4z8DAAMH//4PohoYGAEfPB3vT+rJCAAAAAElFTkSuQmCC', 'base64'))
 
-async function deflate(chunk: Uint8Array<ArrayBuffer>, times: number): Promise<Uint8Array> {
+async function deflate(chunk: Uint8Array<ArrayBuffer>, times: number): Promise<Uint8Array<ArrayBuffer>> {
   const stream = new CompressionStream('deflate')
   const writer = stream.writable.getWriter()
   const out = new Response(stream.readable).arrayBuffer()
@@ -37,12 +37,17 @@ async function deflate(chunk: Uint8Array<ArrayBuffer>, times: number): Promise<U
   return new Uint8Array(await out)
 }
 
-/** A one-page PDF whose content stream is a few hundred kilobytes that inflate to `mebibytes` MiB of spaces. */
-export async function makeBombPdf(mebibytes: number): Promise<Uint8Array> {
+/**
+ * A one-page PDF whose content stream is a few hundred kilobytes that decode to `mebibytes` MiB
+ * of spaces: deflated, or deflated twice, or deflated then hex-encoded.
+ */
+export async function makeBombPdf(mebibytes: number, encoding: 'flate' | 'flate-twice' | 'hex' = 'flate'): Promise<Uint8Array> {
   const doc = await PDFDocument.create()
   const page = doc.addPage([300, 300])
-  const data = await deflate(new Uint8Array(1 << 20).fill(0x20), mebibytes)
-  page.node.set(PDFName.of('Contents'), doc.context.register(doc.context.stream(data, { Filter: 'FlateDecode', Length: data.length })))
+  const once = await deflate(new Uint8Array(1 << 20).fill(0x20), mebibytes)
+  const data = encoding === 'flate-twice' ? await deflate(once, 1) : encoding === 'hex' ? new TextEncoder().encode(`${Buffer.from(once).toString('hex')}>`) : once
+  const Filter = encoding === 'flate-twice' ? ['FlateDecode', 'FlateDecode'] : encoding === 'hex' ? ['ASCIIHexDecode', 'FlateDecode'] : 'FlateDecode'
+  page.node.set(PDFName.of('Contents'), doc.context.register(doc.context.stream(data, { Filter, Length: data.length })))
   return doc.save()
 }
 

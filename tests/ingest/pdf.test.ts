@@ -96,6 +96,13 @@ describe('a PDF', () => {
     expect([reason.code, reason.message]).toEqual(['bomb', 'the PDF holds a compressed stream that inflates past 67108864 bytes (a decompression bomb?)'])
   })
 
+  test('a bomb behind two filters (deflated twice, or hex-encoded) is refused too', async () => {
+    for (const encoding of ['flate-twice', 'hex'] as const) {
+      const reason = await refusal(readDocument({ bytes: await makeBombPdf(128, encoding) }))
+      expect(reason.code).toBe('bomb')
+    }
+  })
+
   test('the limit is what refuses a bomb: the same stream under a higher one is read', async () => {
     const bytes = await makeBombPdf(8)
     const reason = await refusal(readDocument({ bytes }, { maxStreamBytes: 4 * 1024 * 1024 }))
