@@ -166,7 +166,7 @@ export function textOf(root: Node): string {
 function cellMarkdown(service: TurndownService, cell: Node): string {
   return service
     .turndown(cell as unknown as TurndownInput)
-    .replace(/\s*\n+\s*/g, ' ')
+    .replace(/\\?\s*\n+\s*/g, ' ')
     .replace(/\|/g, '\\|')
     .trim()
 }
@@ -196,7 +196,7 @@ function addTableRule(service: TurndownService): void {
 }
 
 function markdownService(): TurndownService {
-  const service = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-', emDelimiter: '_' })
+  const service = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-', emDelimiter: '_', br: '\\' })
   // Defence in depth: the DOM is inert already; turndown would otherwise keep unknown blocks' text.
   service.remove(['script', 'style', 'iframe', 'noscript', 'object', 'embed', 'template', 'form'])
   // Text that reads like HTML or an entity stays text in the Markdown.
@@ -210,6 +210,13 @@ function number(value: string | null): number | undefined {
   return value && /^\d{1,5}$/.test(value) ? Number(value) : undefined
 }
 
+/** The page parsed and made inert. */
+function inertDocument(html: string, base: string | undefined) {
+  const { document } = parseHTML(html)
+  makeInert(document.documentElement as unknown as Element, base)
+  return document
+}
+
 export function readHtml(html: string, pageUrl: string | undefined, maxImages: number): ReadHtml {
   const { document } = parseHTML(html)
   const warnings: ReadWarning[] = []
@@ -220,17 +227,17 @@ export function readHtml(html: string, pageUrl: string | undefined, maxImages: n
     jsonLdDate(document) ??
     dateOf((document.querySelector('article time[datetime], main time[datetime]') as Element | null)?.getAttribute('datetime'))
   const ogImage = meta('meta[property="og:image"]')
+  const documentTitle = document.title
   const base = pageUrl && safeUrl(pageUrl, undefined)
   makeInert(document.documentElement as unknown as Element, base)
 
-  // Readability takes the document apart as it works: it gets a copy, and the body stays whole for when it finds no article.
-  const article = new Readability(document.cloneNode(true) as unknown as ConstructorParameters<typeof Readability>[0], { keepClasses: false }).parse()
+  // Readability hands back its article as an element of the (inert) document, not as HTML to parse again.
+  const article = new Readability<Element>(document as unknown as ConstructorParameters<typeof Readability>[0], { keepClasses: false, serializer: (node) => node as unknown as Element }).parse()
   if (!article?.content) warnings.push({ code: 'no_article', message: 'no article was found in the page: its whole body was read' })
-  const { document: content } = parseHTML(`<!doctype html><html><body>${article?.content ?? document.body?.innerHTML ?? ''}</body></html>`)
-  // Readability writes its own markup; it is made inert again, as anything produced from the page.
-  makeInert(content.body as unknown as Element, base)
-  const body = content.body as unknown as Element
-  const publishedAt = published ?? dateOf(article?.publishedTime) ?? dateOf((content.querySelector('time[datetime]') as Element | null)?.getAttribute('datetime'))
+  // Readability takes the document apart as it works: without an article, the page is read again, whole.
+  const body = article?.content ?? (inertDocument(html, base).body as unknown as Element | null)
+  if (!body) return { title: documentTitle, text: '', markdown: '', publishedAt: published, images: [], imagesDropped: 0, warnings }
+  const publishedAt = published ?? dateOf(article?.publishedTime) ?? dateOf(body.querySelectorAll('time[datetime]')[0]?.getAttribute('datetime'))
 
   const found: DocumentImage[] = []
   const seen = new Set<string>()
@@ -247,11 +254,13 @@ export function readHtml(html: string, pageUrl: string | undefined, maxImages: n
     add({ url, altText: img.getAttribute('alt') || undefined, width: number(img.getAttribute('width')), height: number(img.getAttribute('height')) })
   }
 
+  // A line break is a backslash (not two spaces), so trailing whitespace, which means nothing else, goes.
   const markdown = markdownService()
     .turndown(body as unknown as TurndownInput)
+    .replace(/[ \t]+$/gm, '')
     .trim()
   const text = textOf(body)
   if (text === '') warnings.push({ code: 'empty_page', message: 'the page has no text in its HTML: kgs runs no scripts, so a page built in the browser reads empty' })
-  const title = article?.title || document.title || (document.querySelector('h1')?.textContent ?? '')
+  const title = article?.title || documentTitle || (body.querySelectorAll('h1')[0]?.textContent ?? '')
   return { title, text, markdown, publishedAt, images: found.slice(0, maxImages), imagesDropped: Math.max(0, found.length - maxImages), warnings }
 }
