@@ -25,8 +25,8 @@ const STREAM = Buffer.from('stream')
 const END_STREAM = Buffer.from('endstream')
 
 /** Bytes out of `inflations` nested zlib streams, stopping once past `limit`; what is not zlib counts what inflated before it. */
-async function inflatedSize(data: Uint8Array<ArrayBuffer>, inflations: number, limit: number): Promise<number> {
-  let stream = new Blob([data]).stream()
+async function inflatedSize(data: Uint8Array, inflations: number, limit: number): Promise<number> {
+  let stream = new Blob([new Uint8Array(data)]).stream()
   for (let i = 0; i < inflations; i++) stream = stream.pipeThrough(new DecompressionStream('deflate'))
   const reader = stream.getReader()
   let total = 0
@@ -48,13 +48,13 @@ function isWhite(byte: number): boolean {
   return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09 || byte === 0x0c || byte === 0x00
 }
 
-function hexDecode(data: Uint8Array): Uint8Array<ArrayBuffer> {
+function hexDecode(data: Uint8Array): Uint8Array {
   const digits = Buffer.from(data).toString('latin1').split('>')[0]!.replace(/\s+/g, '')
   return new Uint8Array(Buffer.from(digits.length % 2 ? `${digits}0` : digits, 'hex'))
 }
 
 /** ASCII85 (`z` is four zero bytes), stopping once past `limit`. */
-function ascii85Decode(data: Uint8Array, limit: number): Uint8Array<ArrayBuffer> {
+function ascii85Decode(data: Uint8Array, limit: number): Uint8Array {
   const out: number[] = []
   let group: number[] = []
   const flush = (digits: number[]) => {
@@ -80,8 +80,11 @@ function ascii85Decode(data: Uint8Array, limit: number): Uint8Array<ArrayBuffer>
 
 const FLATE = new Set(['FlateDecode', 'Fl'])
 
-/** What a stream's filters decode it to, in bytes (past `limit`: some number past it). Filters after the Flate ones (images, LZW) are not followed. */
-async function decodedSize(raw: Uint8Array<ArrayBuffer>, filters: string[], limit: number): Promise<number> {
+/** Deflate's largest ratio (a 258-byte match in about two bits): a stream smaller than the limit over it cannot inflate past it. */
+const MAX_DEFLATE_RATIO = 1032
+
+/** Whether a stream's filters decode it past `limit` bytes. Filters after the Flate ones (images, LZW) are not followed. */
+async function decodesPast(raw: Uint8Array, filters: string[], limit: number): Promise<boolean> {
   let data = raw
   let i = 0
   for (; i < filters.length && data.byteLength <= limit; i++) {
@@ -89,12 +92,14 @@ async function decodedSize(raw: Uint8Array<ArrayBuffer>, filters: string[], limi
     else if (filters[i] === 'ASCII85Decode' || filters[i] === 'A85') data = ascii85Decode(data, limit)
     else break
   }
-  if (data.byteLength > limit) return data.byteLength
+  if (data.byteLength > limit) return true
   let inflations = 0
   while (FLATE.has(filters[i + inflations] ?? '')) inflations++
   // A /Filter kgs cannot read here (an indirect one): a zlib header says it is Flate.
   if (filters.length === 0 && (data[0]! & 0x0f) === 8 && (data[0]! * 256 + data[1]!) % 31 === 0) inflations = 1
-  return inflations === 0 ? data.byteLength : inflatedSize(data, inflations, limit)
+  // Most streams are too small to pass the limit whatever they hold: they are not inflated at all.
+  if (inflations === 0 || data.byteLength * MAX_DEFLATE_RATIO ** inflations <= limit) return false
+  return (await inflatedSize(data, inflations, limit)) > limit
 }
 
 /** The filters a stream's dictionary names, in the order they decode. */
@@ -126,7 +131,7 @@ async function scanStreams(bytes: Uint8Array, limit: number): Promise<{ images: 
     // The bytes since the previous stream end with this one's dictionary; only an image XObject has /Subtype /Image.
     const dictionary = buffer.toString('latin1', Math.max(previousEnd, at - 4096), at)
     if (/\/Subtype\s*\/Image\b/.test(dictionary)) images++
-    if ((await decodedSize(new Uint8Array(buffer.subarray(start, end)), filtersOf(dictionary.slice(dictionary.lastIndexOf('obj') + 1)), limit)) > limit) {
+    if (await decodesPast(buffer.subarray(start, end), filtersOf(dictionary.slice(dictionary.lastIndexOf('obj') + 1)), limit)) {
       throw new DocumentRefused('bomb', `the PDF holds a compressed stream that inflates past ${limit} bytes (a decompression bomb?)`)
     }
     at = previousEnd = end + END_STREAM.length
@@ -219,6 +224,8 @@ export async function readPdf(bytes: Uint8Array, limits: ReadLimits, deadline: n
         }
       }
       page.cleanup()
+      // Fonts and other shared objects stay cached in the document until it is told otherwise.
+      if (number % 100 === 0) await pdf.cleanup()
     }
     const warnings: ReadWarning[] = []
     if (texts.every((text) => text === '')) warnings.push({ code: 'no_text_layer', message: 'the PDF has no text layer (a scan?): kgs does not do OCR, so it has no text' })

@@ -11,7 +11,8 @@ export interface PdfSpec {
 }
 
 export async function makePdf({ pages, title, created, image }: PdfSpec): Promise<Uint8Array> {
-  const doc = await PDFDocument.create()
+  // Without updateMetadata: false, pdf-lib dates every document now, and it would have a creation date.
+  const doc = await PDFDocument.create({ updateMetadata: false })
   if (title !== undefined) doc.setTitle(title)
   if (created) doc.setCreationDate(created)
   const font = await doc.embedFont(StandardFonts.Helvetica)

@@ -63,6 +63,7 @@ describe('a PDF', () => {
   test('without a title, the first line of text is its title; without a date, none', async () => {
     const document = await readDocument({ bytes: await makePdf({ pages: [[], ['Opening line', 'More']] }) })
     expect(document.title).toBe('Opening line')
+    expect(document.publishedAt).toBeNull()
     expect(document.markdown).toBe('<!-- page 1 -->\n\n<!-- page 2 -->\n\nOpening line\nMore')
     expect(document.chunks.map((chunk) => [chunk.pageStart, chunk.pageEnd, chunk.text])).toEqual([[2, 2, 'Opening line\nMore']])
   })
