@@ -203,10 +203,11 @@ export async function readPdf(bytes: Uint8Array, limits: ReadLimits, deadline: n
     let imagesDropped = 0
     for (let number = 1; number <= pdf.numPages; number++) {
       if (Date.now() > deadline) throw new DocumentRefused('timeout', `reading the PDF took longer than ${limits.timeMs} ms (at page ${number} of ${pdf.numPages})`)
-      const page = await pdf.getPage(number).catch((error: Error) => {
+      const broken = (error: Error): never => {
         throw new DocumentRefused('broken', `the PDF is broken: page ${number}: ${error.message}`)
-      })
-      const content = await page.getTextContent()
+      }
+      const page = await pdf.getPage(number).catch(broken)
+      const content = await page.getTextContent().catch(broken)
       const text = content.items
         .map((item) => ('str' in item ? item.str + (item.hasEOL ? '\n' : '') : ''))
         .join('')

@@ -52,14 +52,14 @@ export async function makeBombPdf(mebibytes: number, encoding: 'flate' | 'flate-
   return doc.save()
 }
 
-/** A PDF with the Standard security handler and a user password: no reader opens it without the password. */
-export function makeEncryptedPdf(): Uint8Array {
+/** A PDF with the Standard security handler; with a made-up /U, it has a user password no reader knows. */
+export function makeEncryptedPdf(user = 'cd'.repeat(32)): Uint8Array {
   const hex32 = (byte: string) => byte.repeat(32)
   const objects = [
     '<< /Type /Catalog /Pages 2 0 R >>',
     '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
     '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 300] >>',
-    `<< /Filter /Standard /V 1 /R 2 /O <${hex32('ab')}> /U <${hex32('cd')}> /P -4 >>`,
+    `<< /Filter /Standard /V 1 /R 2 /O <${hex32('ab')}> /U <${user}> /P -4 >>`,
   ]
   let body = '%PDF-1.4\n'
   const offsets: number[] = []
@@ -71,4 +71,38 @@ export function makeEncryptedPdf(): Uint8Array {
   body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((offset) => `${String(offset).padStart(10, '0')} 00000 n \n`).join('')}`
   body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R /Encrypt 4 0 R /ID [<${'01'.repeat(16)}> <${'01'.repeat(16)}>] >>\nstartxref\n${xref}\n%%EOF\n`
   return new TextEncoder().encode(body)
+}
+
+function rc4(key: Uint8Array, data: Uint8Array): Uint8Array {
+  const s = Array.from({ length: 256 }, (_, i) => i)
+  for (let i = 0, j = 0; i < 256; i++) {
+    j = (j + s[i]! + key[i % key.length]!) & 0xff
+    ;[s[i], s[j]] = [s[j]!, s[i]!]
+  }
+  const out = new Uint8Array(data.length)
+  for (let n = 0, i = 0, j = 0; n < data.length; n++) {
+    i = (i + 1) & 0xff
+    j = (j + s[i]!) & 0xff
+    ;[s[i], s[j]] = [s[j]!, s[i]!]
+    out[n] = data[n]! ^ s[(s[i]! + s[j]!) & 0xff]!
+  }
+  return out
+}
+
+/**
+ * A PDF encrypted with an empty user password (permissions only): any reader opens it without
+ * asking. Standard security handler, revision 2 (PDF 1.7, 7.6.3.3, algorithms 2 and 4).
+ */
+export function makeOpenEncryptedPdf(): Uint8Array {
+  const pad = Buffer.from('28bf4e5e4e758a4164004e56fffa01082e2e00b6d0683e802f0ca9fe6453697a', 'hex')
+  const owner = Buffer.alloc(32, 0xab)
+  const id = Buffer.alloc(16, 0x01)
+  const permissions = Buffer.alloc(4)
+  permissions.writeInt32LE(-4)
+  const key = new Bun.CryptoHasher('md5')
+    .update(Buffer.concat([pad, owner, permissions, id]))
+    .digest()
+    .subarray(0, 5)
+  const user = Buffer.from(rc4(key, pad)).toString('hex')
+  return makeEncryptedPdf(user)
 }

@@ -4,7 +4,7 @@ import { encodePng } from '../../src/ingest/pdf.ts'
 import { readDocument } from '../../src/ingest/read.ts'
 import { DocumentRefused } from '../../src/ingest/types.ts'
 import { rejectionOf } from '../helpers/promises.ts'
-import { makeBombPdf, makeEncryptedPdf, makePdf, SMALL_PIXELS, SMALL_PNG } from './documents.ts'
+import { makeBombPdf, makeEncryptedPdf, makeOpenEncryptedPdf, makePdf, SMALL_PIXELS, SMALL_PNG } from './documents.ts'
 
 async function refusal(promise: Promise<unknown>): Promise<DocumentRefused> {
   const reason = await rejectionOf(promise)
@@ -79,6 +79,11 @@ describe('a PDF', () => {
 
   test('encrypted: refused', async () => {
     const reason = await refusal(readDocument({ bytes: makeEncryptedPdf(), contentType: 'application/pdf' }))
+    expect([reason.code, reason.message]).toEqual(['encrypted', 'the PDF is encrypted'])
+  })
+
+  test('encrypted, though it opens without a password: refused all the same', async () => {
+    const reason = await refusal(readDocument({ bytes: makeOpenEncryptedPdf() }))
     expect([reason.code, reason.message]).toEqual(['encrypted', 'the PDF is encrypted'])
   })
 
