@@ -1,8 +1,9 @@
 // A PDF, through unpdf (Mozilla's pdf.js built for servers): the text of each page, the
 // document's title and creation date, and its embedded images. pdf.js reads text objects: a
 // scanned page is an image with no text layer, and kgs does no OCR, so such a page reads empty.
-// pdf.js inflates a stream whole, so before it opens the file every compressed stream is inflated
-// here first, counting and discarding, and a stream that inflates past the limit refuses the file.
+// pdf.js decodes a stream whole, in memory, so before it opens the file every stream is decoded
+// here first, counting and discarding (unless it is too small to matter), and a stream that
+// decodes past the limit refuses the file; images are decoded only up to a number of pixels.
 import { deflateSync } from 'node:zlib'
 import * as zlib from 'node:zlib'
 import { extractImages, getDocumentProxy, getMeta } from 'unpdf'
@@ -177,10 +178,10 @@ export function encodePng(pixels: Uint8ClampedArray, width: number, height: numb
 
 type OpenedPdf = Awaited<ReturnType<typeof getDocumentProxy>>
 
-async function open(bytes: Uint8Array): Promise<OpenedPdf> {
+async function open(bytes: Uint8Array, limits: ReadLimits): Promise<OpenedPdf> {
   try {
     // pdf.js takes ownership of the buffer it is given: it gets a copy, the caller keeps the bytes.
-    return await getDocumentProxy(bytes.slice(), { isEvalSupported: false, stopAtErrors: false, verbosity: 0 })
+    return await getDocumentProxy(bytes.slice(), { isEvalSupported: false, stopAtErrors: false, verbosity: 0, maxImageSize: limits.maxImagePixels })
   } catch (error) {
     if ((error as Error).name === 'PasswordException') throw new DocumentRefused('encrypted', 'the PDF is encrypted')
     throw new DocumentRefused('broken', `the PDF is broken: ${(error as Error).message}`)
@@ -189,7 +190,7 @@ async function open(bytes: Uint8Array): Promise<OpenedPdf> {
 
 export async function readPdf(bytes: Uint8Array, limits: ReadLimits, deadline: number): Promise<ReadPdf> {
   const streams = await scanStreams(bytes, limits.maxStreamBytes)
-  const pdf = await open(bytes)
+  const pdf = await open(bytes, limits)
   try {
     const { info, metadata } = await getMeta(pdf).catch((error: Error) => {
       throw new DocumentRefused('broken', `the PDF is broken: ${error.message}`)

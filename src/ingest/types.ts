@@ -13,6 +13,8 @@ export interface ReadLimits {
   maxImages: number
   /** An embedded image larger than this once encoded, in bytes, is dropped (with a warning). */
   maxImageBytes: number
+  /** A PDF's image with more pixels is not decoded (pdf.js skips it): a small JPEG can name a huge one. */
+  maxImagePixels: number
   /** A compressed stream inside a PDF that inflates past this many bytes refuses the document. */
   maxStreamBytes: number
   /** Milliseconds; checked between a PDF's pages and between the stages of a read. */
@@ -24,6 +26,7 @@ export const DEFAULT_READ_LIMITS: Readonly<ReadLimits> = Object.freeze({
   maxPages: 5000,
   maxImages: 50,
   maxImageBytes: 5 * 1024 * 1024,
+  maxImagePixels: 25_000_000,
   maxStreamBytes: 64 * 1024 * 1024,
   timeMs: 120_000,
 })

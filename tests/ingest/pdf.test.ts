@@ -58,6 +58,9 @@ describe('a PDF', () => {
     const tooBig = await readDocument({ bytes }, { maxImageBytes: 10 })
     expect(tooBig.images).toEqual([])
     expect(tooBig.warnings.map((warning) => warning.code)).toEqual(['images_dropped'])
+    // 3 × 2 pixels: pdf.js decodes it under a limit of 6, not under 5.
+    expect((await readDocument({ bytes }, { maxImagePixels: 6 })).images).toHaveLength(1)
+    expect((await readDocument({ bytes }, { maxImagePixels: 5 })).images).toEqual([])
   })
 
   test('without a title, the first line of text is its title; without a date, none', async () => {
