@@ -159,7 +159,7 @@ export function chunkMarkdown(markdown: string, options: Partial<ChunkOptions> =
       close()
       while (path.length > 0 && path[path.length - 1]!.level >= block.level) path.pop()
       path.push({ level: block.level, title: block.title })
-      add(block.text)
+      for (const piece of cutLine(block.text, max)) add(piece)
       continue
     }
     if (block.text.length <= max) add(block.text)

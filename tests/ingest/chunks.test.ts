@@ -20,6 +20,14 @@ describe('chunks', () => {
     const chunks = chunkMarkdown(text, { target: 50, max: 80 })
     expect(chunks.map((chunk) => chunk.text).join(' ')).toBe(text)
     for (const chunk of chunks) expect(chunk.text.length).toBeLessThanOrEqual(80)
+    const longHeading = chunkMarkdown(`# ${text}\n\nBody.`, { target: 50, max: 80 })
+    for (const chunk of longHeading) expect(chunk.text.length).toBeLessThanOrEqual(80)
+    expect(
+      longHeading
+        .map((chunk) => chunk.text)
+        .join(' ')
+        .replace(/\n\n/g, ' '),
+    ).toBe(`# ${text} Body.`)
     expect(chunks.every((chunk) => !chunk.text.startsWith(' ') && !/\bwor$|^d\d/.test(chunk.text))).toBe(true)
   })
 
