@@ -92,7 +92,8 @@ function jsonLdDate(document: { querySelectorAll(selector: string): ArrayLike<El
         const record = item as Record<string, unknown>
         const date = typeof record.datePublished === 'string' ? dateOf(record.datePublished) : null
         if (date) return date
-        if (record['@graph']) queue.push(record['@graph'])
+        // Wherever it is nested (@graph, mainEntity, …): the first found, breadth first.
+        queue.push(...Object.values(record))
       }
     }
   }

@@ -56,6 +56,10 @@ describe('a web page', () => {
     expect(meta.publishedAt).toBe('2022-02-03')
     const time = await readHtml(`<html><body>${body}</body></html>`)
     expect(time.publishedAt).toBe('2021-07-09')
+    const nested = await readHtml(
+      `<html><head><script type="application/ld+json">{"@type":"WebPage","mainEntity":{"@type":"NewsArticle","datePublished":"2019-04-05"}}</script></head><body>${body}</body></html>`,
+    )
+    expect(nested.publishedAt).toBe('2019-04-05')
     const none = await readHtml(`<html><body><article><p>${LOREM}</p></article></body></html>`)
     expect(none.publishedAt).toBeNull()
     const invalid = await readHtml(`<html><head><meta property="article:published_time" content="2022-02-30"></head><body><p>${LOREM}</p></body></html>`)
