@@ -3,7 +3,7 @@
 // feature later in FEATURES than its own.
 const ROOTS = '^src/(main|server|app|admin|job-kinds|job-thread|initdb-thread|hasher-thread|gzip-thread)\\.ts$'
 /** Features, each allowed to import only those before it. */
-const FEATURES = ['accounts', 'oauth', 'rbac', 'repositories', 'jobs', 'graph', 'vectors', 'search', 'media', 'registry', 'bundle', 'mcp']
+const FEATURES = ['accounts', 'oauth', 'rbac', 'repositories', 'jobs', 'graph', 'ingest', 'vectors', 'search', 'media', 'registry', 'bundle', 'mcp']
 const ANY_FEATURE = `^src/(${FEATURES.join('|')})/`
 const INFRASTRUCTURE = '^src/(db|blobs|http)/|^src/[^/]+\\.ts$'
 
