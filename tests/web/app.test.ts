@@ -463,7 +463,7 @@ describe(`the web app (${BACKEND})`, () => {
   test('users and roles, for a sysadmin', async () => {
     expect((await server.promote(account.email)).code).toBe(0)
     await open('/app/admin/users', 'Users and roles')
-    await listed()
+    await page.locator('main tbody tr').first().waitFor()
     expect(await page.locator('tbody').textContent()).toContain(account.email)
     await accessible()
     const other = await http.post('/api/v1/auth/register', { email: uniqueEmail('member'), password })
