@@ -28,9 +28,16 @@ module.exports = {
     {
       name: 'bundle-format-pure',
       severity: 'error',
-      comment: 'The bundle format (bundle/format/) is the codec alone: no database, HTTP, jobs or transfer, so the CLI and other runtimes can use it. It shares the graph\'s pure rules.',
+      comment: 'The bundle format (bundle/format/) is the codec alone: no database, HTTP, jobs, export or import, so the CLI and other runtimes can use it. It shares the graph\'s pure rules.',
       from: { path: '^src/bundle/format/' },
       to: { path: '^src/', pathNot: '^src/bundle/format/|^src/[^/]+\\.ts$|^src/graph/rules\\.ts$' },
+    },
+    {
+      name: 'bundle-export-import-apart',
+      severity: 'error',
+      comment: 'The export (bundle/export/) and the import (bundle/import/) share only the codec and the scratch files (bundle/scratch.ts), so either can change without the other.',
+      from: { path: '^src/bundle/(export|import)/' },
+      to: { path: '^src/bundle/(export|import)/', pathNot: '^src/bundle/$1/' },
     },
     {
       name: 'graph-rules-pure',
