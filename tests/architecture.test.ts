@@ -1,7 +1,7 @@
 // ARCHITECTURE.md and the tree cannot drift apart: its layer table names every top-level folder and
-// root file of src/, and nothing that is gone. And the rule dependency-cruiser cannot check (its
-// parser reads no TSX and takes `import type` for an import): the web app imports nothing of the
-// server but types, which the build erases.
+// root file of src/, and nothing that is gone; each route factory takes one options object. And
+// the rule dependency-cruiser cannot check (its parser reads no TSX and takes `import type` for an
+// import): the web app imports nothing of the server but types, which the build erases.
 import { describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, extname, join, relative, resolve } from 'node:path'
@@ -36,6 +36,21 @@ describe('ARCHITECTURE.md', () => {
 
   test('its layer table names nothing that is not in src/', () => {
     expect([...named].filter((entry) => !present.has(entry)).sort()).toEqual([])
+  })
+})
+
+describe('route factories', () => {
+  test('each one the composition root mounts takes one options object', () => {
+    const mounted = new Set([...readFileSync(join(SRC, 'app.ts'), 'utf8').matchAll(/\b(\w+Routes)\(/g)].map((match) => match[1]!))
+    const positional: string[] = []
+    for (const file of filesBelow(SRC).filter((path) => path.endsWith('.ts') && !path.startsWith(WEB + '/'))) {
+      for (const [, name, parameters] of readFileSync(file, 'utf8').matchAll(/export function (\w+Routes)\(([^)]*)\)/g)) {
+        if (mounted.delete(name!) && !/^\{[^}]*\}: \w+Options$|^options: \w+Options$/.test(parameters!.trim())) positional.push(`${relative(ROOT, file)}: ${name}(${parameters})`)
+      }
+    }
+    expect(positional).toEqual([])
+    // Each name src/app.ts calls was found where it is declared.
+    expect([...mounted]).toEqual([])
   })
 })
 

@@ -19,7 +19,15 @@ const readErrors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorB
 const bodyErrors = { 400: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody }
 const writeErrors = { ...readErrors, ...bodyErrors }
 
-export function repositoryRoutes(repositories: Repositories, access: ReturnType<typeof accessControl>, scope: ReturnType<typeof repositoryScope>, throttle: Throttle, quotas: Quotas) {
+export interface RepositoryRoutesOptions {
+  repositories: Repositories
+  access: ReturnType<typeof accessControl>
+  scope: ReturnType<typeof repositoryScope>
+  throttle: Throttle
+  quotas: Quotas
+}
+
+export function repositoryRoutes({ repositories, access, scope, throttle, quotas }: RepositoryRoutesOptions) {
   const describe = (summary: string) => ({ tags: ['repositories'], summary })
   return new Elysia({ name: 'kgs/repositories' })
     .use(access)
