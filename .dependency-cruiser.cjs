@@ -1,11 +1,13 @@
 // The import rule of ARCHITECTURE.md, checked by `npm run check:deps`: no cycles, and nothing
 // imports a layer above its own (composition roots > features > shared infrastructure), nor a
-// feature later in FEATURES than its own.
+// feature later in FEATURES than its own; the server imports nothing of the web app.
 const ROOTS = '^src/(main|server|app|admin|job-kinds|job-thread|initdb-thread|hasher-thread|gzip-thread)\\.ts$'
 /** Features, each allowed to import only those before it. */
 const FEATURES = ['accounts', 'oauth', 'rbac', 'repositories', 'jobs', 'graph', 'ingest', 'vectors', 'search', 'media', 'registry', 'bundle', 'mcp']
 const ANY_FEATURE = `^src/(${FEATURES.join('|')})/`
-const INFRASTRUCTURE = '^src/(db|blobs|http)/|^src/[^/]+\\.ts$'
+const INFRASTRUCTURE = '^src/(db|blobs|http|runtime)/|^src/[^/]+\\.ts$'
+/** The web app: browser code, built apart (scripts/build-web.ts) and served as files. */
+const WEB = '^src/web/'
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -28,9 +30,16 @@ module.exports = {
     {
       name: 'bundle-format-pure',
       severity: 'error',
-      comment: 'The bundle format (bundle/format/) is the codec alone: no database, HTTP, jobs or transfer, so the CLI and other runtimes can use it. It shares the graph\'s pure rules.',
+      comment: 'The bundle format (bundle/format/) is the codec alone: no database, HTTP, jobs, export or import, so the CLI and other runtimes can use it. It shares the graph\'s pure rules.',
       from: { path: '^src/bundle/format/' },
       to: { path: '^src/', pathNot: '^src/bundle/format/|^src/[^/]+\\.ts$|^src/graph/rules\\.ts$' },
+    },
+    {
+      name: 'bundle-export-import-apart',
+      severity: 'error',
+      comment: 'The export (bundle/export/) and the import (bundle/import/) share only the codec and the scratch files (bundle/scratch.ts), so either can change without the other.',
+      from: { path: '^src/bundle/(export|import)/' },
+      to: { path: '^src/bundle/(export|import)/', pathNot: '^src/bundle/$1/' },
     },
     {
       name: 'graph-rules-pure',
@@ -53,14 +62,22 @@ module.exports = {
       from: { path: INFRASTRUCTURE, pathNot: ROOTS },
       to: { path: `${ANY_FEATURE}|${ROOTS}` },
     },
+    {
+      name: 'server-not-web',
+      severity: 'error',
+      comment: 'The server serves the built app (dist/web/, http/web-app.ts) and imports none of its source.',
+      from: { path: '^src/', pathNot: WEB },
+      to: { path: WEB },
+    },
   ],
   options: {
     // TypeScript 7 has no JavaScript compiler API for dependency-cruiser to parse with.
     parser: 'swc',
     doNotFollow: { path: 'node_modules' },
-    // The web app (browser code, TSX, which the swc parser here does not read) imports only its own
-    // modules and npm packages; its tsconfig includes nothing outside src/web/.
-    exclude: { path: '^src/web/' },
+    // The swc extractor reads TypeScript but not TSX, and takes `import type` for an import: the web
+    // app's .ts modules are cruised (cycles, server-not-web); that the app imports nothing of the
+    // server but types is checked by tests/architecture.test.ts with Bun's transpiler, which knows both.
+    exclude: { path: '^src/web/.*\\.tsx$' },
     includeOnly: '^src/',
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },

@@ -43,8 +43,8 @@ import { graphRoutes } from './graph/routes.ts'
 import { graphWriteRoutes } from './graph/write-routes.ts'
 import { embeddingQueue } from './vectors/embed-jobs.ts'
 import { graphWrites } from './graph/write/service.ts'
-import { exportRoutes } from './bundle/transfer/export-routes.ts'
-import { importRoutes } from './bundle/transfer/import-routes.ts'
+import { exportRoutes } from './bundle/export/export-routes.ts'
+import { importRoutes } from './bundle/import/import-routes.ts'
 import { mediaRoutes } from './media/routes.ts'
 import { mediaUploadRoutes } from './media/upload-routes.ts'
 import { registryRoutes } from './registry/routes.ts'
@@ -205,21 +205,21 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
         response: { 200: t.Object({ status: t.Literal('ready'), database: t.String() }), 503: ErrorBody },
       },
     )
-    .use(oauthProtocolRoutes(ctx.pools.system, ctx.baseUrl, ctx.oauth, throttles, clients))
-    .use(oauthPageRoutes(ctx.pools.system, ctx.baseUrl, ctx.accounts, throttles, clients))
-    .use(accountRoutes(ctx.accounts, access, throttles))
-    .use(accountAdminRoutes(ctx.accounts, ctx.pools.system, access))
-    .use(grantRoutes(ctx.oauth, access, ctx.pools.system))
-    .use(appSessionRoutes(ctx.pools.system, ctx.baseUrl, ctx.oauth))
+    .use(oauthProtocolRoutes({ system: ctx.pools.system, baseUrl: ctx.baseUrl, tokens: ctx.oauth, throttles, clients }))
+    .use(oauthPageRoutes({ system: ctx.pools.system, baseUrl: ctx.baseUrl, accounts: ctx.accounts, throttles, clients }))
+    .use(accountRoutes({ accounts: ctx.accounts, access, throttles }))
+    .use(accountAdminRoutes({ accounts: ctx.accounts, system: ctx.pools.system, access }))
+    .use(grantRoutes({ oauth: ctx.oauth, access, system: ctx.pools.system }))
+    .use(appSessionRoutes({ system: ctx.pools.system, baseUrl: ctx.baseUrl, tokens: ctx.oauth }))
     .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))
-    .use(repositoryRoutes(ctx.repositories, access, scope, throttles.createRepository, quotas))
-    .use(memberRoutes(scope, ctx.rbac, ctx.pools.system))
-    .use(graphRoutes(scope))
+    .use(repositoryRoutes({ repositories: ctx.repositories, access, scope, throttle: throttles.createRepository, quotas }))
+    .use(memberRoutes({ scope, rbac: ctx.rbac, system: ctx.pools.system }))
+    .use(graphRoutes({ scope }))
     .use(graphWriteRoutes({ scope, writes }))
-    .use(exportRoutes(scope, ctx.pools.system, ctx.jobs, ctx.blobs, quotas))
-    .use(mediaRoutes(scope, ctx.blobs))
-    .use(searchRoutes(scope, { vectors: ctx.vectors, embedder: ctx.embedder, log: ctx.log }))
-    .use(jobRoutes(ctx.pools.system, ctx.jobs, scope, quotas))
+    .use(exportRoutes({ scope, system: ctx.pools.system, jobs: ctx.jobs, blobs: ctx.blobs, quotas }))
+    .use(mediaRoutes({ scope, blobs: ctx.blobs }))
+    .use(searchRoutes({ scope, services: { vectors: ctx.vectors, embedder: ctx.embedder, log: ctx.log } }))
+    .use(jobRoutes({ system: ctx.pools.system, jobs: ctx.jobs, scope, quotas }))
     .use(
       mcpRoutes({
         authenticator,

@@ -1,7 +1,7 @@
-// Entry point of a compression thread (src/bundle/transfer/gzip-members.ts): each message is the
+// Entry point of a compression thread (src/bundle/export/gzip-members.ts): each message is the
 // uncompressed bytes of one gzip member, compressed here beside the thread that encodes them.
 import { gzipSync } from 'node:zlib'
-import type { GzipRequest, GzipResult } from './bundle/transfer/gzip-members.ts'
+import type { GzipRequest, GzipResult } from './bundle/export/gzip-members.ts'
 
 declare const self: Worker
 

@@ -2,8 +2,8 @@
 import type { JobKind } from './jobs/kinds.ts'
 import { noopJob } from './jobs/noop.ts'
 import { embedChangesJob, embedConceptsJob, embedFactsJob } from './vectors/embed-jobs.ts'
-import { exportGraphJob } from './bundle/transfer/export-job.ts'
-import { importGraphJob } from './bundle/transfer/import.ts'
+import { exportGraphJob } from './bundle/export/export-job.ts'
+import { importGraphJob } from './bundle/import/import-job.ts'
 import { fetchMediaJob } from './media/fetch-job.ts'
 import { optimizeVectorsJob } from './vectors/optimize-job.ts'
 

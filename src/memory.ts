@@ -1,12 +1,12 @@
 // JavaScriptCore schedules collections by heap growth, and the ArrayBuffers of streamed chunks
-// weigh little in that count: a 110 MB push streamed through the server left about 110 MB of dead
-// chunks in RSS until the next full collection (measured: +113 MB peak; +23 MB with this).
-// Code that streams bundles counts its bytes and asks for a collection every so many bytes.
+// weigh little in that count: a push streamed through the server left about its own size of dead
+// chunks in RSS until the next full collection. Code that streams bundles counts its bytes and
+// asks for a collection every COLLECT_EVERY_BYTES.
 //
 // On the main thread, which serves requests, only a request (runtime.gc(false)): a synchronous full
 // collection there would stall every request in flight. Job worker threads serve nobody and
-// collect fully and more often: that is what bounds an export's peak (scripts/bench/graph.ts,
-// 300,000 facts: 408 MB with requests alone; full collections every 16 MB, 308 MB).
+// collect fully and more often: that is what bounds an export's peak (scripts/bench/graph.ts
+// measures it, with requests alone and with full collections).
 import { runtime } from './runtime/index.ts'
 import { isMainThread } from 'node:worker_threads'
 

@@ -1,7 +1,8 @@
-// The footprint of the one binary on a laptop (issue 33): its size, how fast it starts, and how
-// much memory it holds, each printed beside its target. It runs the compiled binary (building
-// dist/kgs first when there is none, or with --build) as a person would: `kgs serve` on a fresh
-// data directory, then again on the same one, then with repositories opened one by one.
+// The footprint of the one binary on a laptop (docs/benchmarks.md, "Footprint"): its size, how fast
+// it starts, and how much memory it holds, each printed beside its target. It runs the compiled
+// binary (building dist/kgs first when there is none, or with --build) as a person would: `kgs
+// serve` on a fresh data directory, then again on the same one, then with repositories opened one
+// by one.
 //
 // What each part costs is found by switching it off (WORKERS=0; PostgreSQL instead of the
 // embedded system database) or by bringing it in (a sign-up starts a hashing thread, a search

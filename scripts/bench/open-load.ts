@@ -1,8 +1,9 @@
-// Open-model load (issue 20): requests arrive at a constant rate whatever kgs answers (as wrk2
-// and k6's constant-arrival-rate do), and each latency counts from the request's intended start,
-// so a server that falls behind is charged for the queue it builds (a closed loop would slow its
-// clients down instead and measure the machine). The mix: sign-ins 0.5 %, refresh 2 %, the rest
-// reads (the caller, the repository, lists, a second page, rows, job polling, search).
+// Open-model load (docs/limits.md, "Load, open model"): requests arrive at a constant rate whatever
+// kgs answers (as wrk2 and k6's constant-arrival-rate do), and each latency counts from the
+// request's intended start, so a server that falls behind is charged for the queue it builds (a
+// closed loop would slow its clients down instead and measure the machine). The mix: sign-ins 0.5
+// %, refresh 2 %, the rest reads (the caller, the repository, lists, a second page, rows, job
+// polling, search).
 //
 // Bare Elysia's throughput (its hello-world under 64 closed-loop clients, the median of three
 // runs) is measured first; then, for each backend in turn (PostgreSQL in a scratch database on

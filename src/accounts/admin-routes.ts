@@ -17,7 +17,13 @@ const Invitation = t.Object({ id: t.String({ format: 'uuid' }), email: t.String(
 /** A JSON body: invalid (400), too large (413), of another type (415). */
 const bodyErrors = { 400: ErrorBody, 413: ErrorBody, 415: ErrorBody }
 
-export function accountAdminRoutes(accounts: Accounts, system: Sql, access: ReturnType<typeof accessControl>) {
+export interface AccountAdminRoutesOptions {
+  accounts: Accounts
+  system: Sql
+  access: ReturnType<typeof accessControl>
+}
+
+export function accountAdminRoutes({ accounts, system, access }: AccountAdminRoutesOptions) {
   return new Elysia({ name: 'kgs/account-admin', prefix: '/api/v1/admin' })
     .use(access)
     .use(pagination)

@@ -27,7 +27,13 @@ const bodyErrors = { 400: ErrorBody, 413: ErrorBody, 415: ErrorBody }
 const hashingErrors = { 429: ErrorBody, 503: ErrorBody }
 const unauthenticated = { 401: ErrorBody }
 
-export function accountRoutes(accounts: Accounts, access: ReturnType<typeof accessControl>, throttles: Throttles) {
+export interface AccountRoutesOptions {
+  accounts: Accounts
+  access: ReturnType<typeof accessControl>
+  throttles: Throttles
+}
+
+export function accountRoutes({ accounts, access, throttles }: AccountRoutesOptions) {
   /** The user a /users/{userID} route names: 404 when there is none. */
   const named = async (params: Record<string, string>) => (await accounts.getUser(params.userID!.toLowerCase())).id
   return (

@@ -71,8 +71,12 @@ function orNotFound<T>(set: { headers: Record<string, string | number> }, row: T
   return existing
 }
 
+export interface GraphRoutesOptions {
+  scope: ReturnType<typeof repositoryScope>
+}
+
 /** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
-export function graphRoutes(scope: ReturnType<typeof repositoryScope>) {
+export function graphRoutes({ scope }: GraphRoutesOptions) {
   return repositoryScopedRoutes('kgs/graph', scope, (app, at) => {
     const describe = (summary: string) => at.detail({ tags: ['graph'], summary })
     const { params } = at

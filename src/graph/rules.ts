@@ -1,4 +1,4 @@
-// The rules a graph's rows obey however they arrive, by a bundle's import (bundle/transfer/) or
+// The rules a graph's rows obey however they arrive, by a bundle's import (bundle/import/) or
 // by the write API (graph/write/): a fact's identity is the hash of its normalized text, a
 // concept's its name and context case-folded, and citations in summaries, syntheses and reports
 // are `[text](<fact:UUID>)`, `![alt](<fact:UUID>)` and `[name](<concept:UUID>)`

@@ -24,11 +24,13 @@ const TAGS = [
   { name: 'operations', description: 'service index, health and readiness' },
   { name: 'accounts', description: 'registration, sessions and profiles' },
   { name: 'admin', description: 'users, roles and permissions' },
-  { name: 'repositories', description: 'repositories and their scoped routes' },
-  { name: 'graph', description: 'the knowledge graph of a repository: sources, facts, concepts, investigations, reports' },
+  { name: 'repositories', description: 'repositories, and the export and import of their graphs as bundles' },
+  { name: 'members', description: 'the members of a repository and their roles' },
+  { name: 'graph', description: 'the knowledge graph of a repository: its records, their links, images and search' },
   { name: 'jobs', description: 'background jobs: progress, results, cancellation' },
   { name: 'registry', description: 'the graph registry: push, list, download and delete bundles' },
   { name: 'oauth', description: 'OAuth 2.1 authorization server and discovery' },
+  { name: 'mcp', description: 'the MCP server (Streamable HTTP)' },
 ]
 
 /**
@@ -145,7 +147,12 @@ function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
   }
   return {
     openapi: '3.1.2',
-    info: { title: 'kgs', version: VERSION, description: 'Knowledge-graph service: accounts, RBAC, OAuth 2.1, graph bundles. Errors are `{"error": "..."}`.' },
+    info: {
+      title: 'kgs',
+      version: VERSION,
+      description:
+        'Knowledge-graph service: repositories of sources, facts and concepts, their search, bundles and the graph registry, jobs, accounts, RBAC, OAuth 2.1 and MCP. Errors are `{"error": "..."}`.',
+    },
     servers: [{ url: baseUrl }],
     tags: TAGS,
     paths,

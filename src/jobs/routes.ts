@@ -44,7 +44,14 @@ export function accepted(set: AcceptedSet, job: Job): Job {
   return job
 }
 
-export function jobRoutes(system: Db, jobs: Jobs, scope: ReturnType<typeof repositoryScope>, quotas: Pick<Quotas, 'checkQueue'>) {
+export interface JobRoutesOptions {
+  system: Db
+  jobs: Jobs
+  scope: ReturnType<typeof repositoryScope>
+  quotas: Pick<Quotas, 'checkQueue'>
+}
+
+export function jobRoutes({ system, jobs, scope, quotas }: JobRoutesOptions) {
   const describe = (summary: string) => ({ tags: ['jobs'], summary })
   const list = ({ repository, query, page }: { repository?: Repository; query: typeof ListQuery.static; page: PageRequest }) =>
     listJobs(system, { repositoryId: repository?.id, status: query.status, kind: query.kind, newestFirst: query.order === 'desc' }, page.limit, page.after)

@@ -1,7 +1,7 @@
 // Why this exists: the SDK's handler costs a tools/call about as much CPU as the REST read doing
 // the same work (a server and a transport built per request, zod parses of the request and of the
 // whole result, an SSE stream for 2025 clients, measured in scripts/bench/mcp.ts), which held
-// get_fact on PostgreSQL near 0.3-0.5 of the REST rate against issue 30's target of 0.7; using
+// get_fact on PostgreSQL near 0.3-0.5 of the REST rate below its target (docs/benchmarks.md, "MCP"); using
 // the SDK more cheaply (one tool registered, JSON answers) did not close that gap. So the hot case,
 // one stateless tools/call of a read-only tool that succeeds, sent as the official clients send
 // it, is answered here with the very bytes the SDK answers (fast-call.test.ts sends the same

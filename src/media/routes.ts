@@ -39,8 +39,13 @@ async function mediumResponse(blobs: BlobStore, medium: StoredMedium | undefined
   })
 }
 
+export interface MediaRoutesOptions {
+  scope: Scope
+  blobs: BlobStore
+}
+
 /** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
-export function mediaRoutes(scope: Scope, blobs: BlobStore) {
+export function mediaRoutes({ scope, blobs }: MediaRoutesOptions) {
   return repositoryScopedRoutes('kgs/media', scope, (app, at) => {
     const describe = (summary: string) => at.detail({ tags: ['graph'], summary, responses })
     return app

@@ -117,7 +117,13 @@ export function appTokenEndpoint(tokens: OAuthTokens, secure: boolean) {
 }
 
 /** DELETE /api/v1/oauth/app-session: the web app's sign-out in this browser. */
-export function appSessionRoutes(system: Sql, baseUrl: string, tokens: OAuthTokens) {
+export interface AppSessionRoutesOptions {
+  system: Sql
+  baseUrl: string
+  tokens: OAuthTokens
+}
+
+export function appSessionRoutes({ system, baseUrl, tokens }: AppSessionRoutesOptions) {
   const secure = baseUrl.startsWith('https:')
   return new Elysia({ name: 'kgs/oauth-app-session' }).use(publicAccess).delete(
     '/api/v1/oauth/app-session',

@@ -21,7 +21,13 @@ const GrantQuery = t.Object({
 })
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
 
-export function grantRoutes(oauth: Pick<OAuthTokens, 'listUserGrants' | 'revokeUserGrant'>, access: ReturnType<typeof accessControl>, system: Sql) {
+export interface GrantRoutesOptions {
+  oauth: Pick<OAuthTokens, 'listUserGrants' | 'revokeUserGrant'>
+  access: ReturnType<typeof accessControl>
+  system: Sql
+}
+
+export function grantRoutes({ oauth, access, system }: GrantRoutesOptions) {
   const rule = { what: 'grants', orFirstParty: async (clientId: string) => (await findClient(system, clientId))?.first_party === true }
   return new Elysia({ name: 'kgs/oauth-grants', prefix: '/api/v1' })
     .use(access)

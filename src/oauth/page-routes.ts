@@ -72,7 +72,15 @@ function postedFromAnotherSite(request: Request): boolean {
   return site === 'cross-site' || site === 'same-site'
 }
 
-export function oauthPageRoutes(system: Sql, baseUrl: string, accounts: Accounts, throttles: Throttles, clients: ClientMetadataDocuments) {
+export interface OAuthPageRoutesOptions {
+  system: Sql
+  baseUrl: string
+  accounts: Accounts
+  throttles: Throttles
+  clients: ClientMetadataDocuments
+}
+
+export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients }: OAuthPageRoutesOptions) {
   const secureCookies = baseUrl.startsWith('https:')
   /** The open pending authorization a form of these pages answers, or the page refusing the post. */
   const postedPending = async (request: Request, body: { authorization_id: string; csrf_token: string }): Promise<PendingAuthorization | Response> => {

@@ -86,7 +86,15 @@ async function currentDocument(clients: ClientMetadataDocuments, clientId: strin
   }
 }
 
-export function oauthProtocolRoutes(system: Sql, baseUrl: string, tokens: OAuthTokens, throttles: Throttles, clients: ClientMetadataDocuments) {
+export interface OAuthProtocolRoutesOptions {
+  system: Sql
+  baseUrl: string
+  tokens: OAuthTokens
+  throttles: Throttles
+  clients: ClientMetadataDocuments
+}
+
+export function oauthProtocolRoutes({ system, baseUrl, tokens, throttles, clients }: OAuthProtocolRoutesOptions) {
   const asMetadata = authorizationServerMetadata(baseUrl)
   const discovery = { tags: ['oauth'], responses: { 200: { description: 'the metadata document', content: { 'application/json': { schema: { type: 'object' as const } } } } } }
   const resource = (path: (typeof RESOURCE_PATHS)[number]) =>

@@ -34,7 +34,13 @@ const lastRepoadmin = { 409: ErrorBody }
 /** A JSON body: too large (413), of another type (415). */
 const bodyErrors = { 413: ErrorBody, 415: ErrorBody }
 
-export function memberRoutes(scope: ReturnType<typeof repositoryScope>, rbac: Rbac, system: Sql) {
+export interface MemberRoutesOptions {
+  scope: ReturnType<typeof repositoryScope>
+  rbac: Rbac
+  system: Sql
+}
+
+export function memberRoutes({ scope, rbac, system }: MemberRoutesOptions) {
   return repositoryScopedRoutes('kgs/members', scope, (app, at) => {
     const describe = (summary: string) => at.detail({ tags: ['members'], summary })
     return app

@@ -29,7 +29,15 @@ function versioned<T>(set: { headers: Record<string, unknown> }, repository: Rep
   return record
 }
 
-export function repositoryRoutes(repositories: Repositories, access: ReturnType<typeof accessControl>, scope: ReturnType<typeof repositoryScope>, throttle: Throttle, quotas: Quotas) {
+export interface RepositoryRoutesOptions {
+  repositories: Repositories
+  access: ReturnType<typeof accessControl>
+  scope: ReturnType<typeof repositoryScope>
+  throttle: Throttle
+  quotas: Quotas
+}
+
+export function repositoryRoutes({ repositories, access, scope, throttle, quotas }: RepositoryRoutesOptions) {
   const describe = (summary: string) => ({ tags: ['repositories'], summary })
   return new Elysia({ name: 'kgs/repositories' })
     .use(access)

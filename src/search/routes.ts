@@ -29,7 +29,12 @@ const Hit = t.Object({
   concept: t.Optional(Concept),
 })
 
-export function searchRoutes(scope: ReturnType<typeof repositoryScope>, services: SearchServices) {
+export interface SearchRoutesOptions {
+  scope: ReturnType<typeof repositoryScope>
+  services: SearchServices
+}
+
+export function searchRoutes({ scope, services }: SearchRoutesOptions) {
   const handler = async ({
     repository,
     db,

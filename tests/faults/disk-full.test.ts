@@ -9,7 +9,7 @@ import { blobKeys } from '../helpers/blobs.ts'
 import { waitForJob } from '../helpers/jobs.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { generateGraph } from '../../scripts/gen-graph.ts'
-import { scratchDir } from '../../src/bundle/transfer/scratch.ts'
+import { scratchDir } from '../../src/bundle/scratch.ts'
 
 /** The room left on the "disk": far less than the bundle of the graph below. */
 const TMPFS_BYTES = 32 * 1024

@@ -1,6 +1,6 @@
-// Every list answer is bounded (issue 20, item 4): a page of large rows ends once its rows pass
-// PAGE_BYTES, and its Link goes on from there; a row larger than that alone is still shown.
-// Following the Links gives every row once, in order.
+// Every list answer is bounded (SECURITY.md, "Bounded by design", finding 4): a page of large rows
+// ends once its rows pass PAGE_BYTES, and its Link goes on from there; a row larger than that alone
+// is still shown. Following the Links gives every row once, in order.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import type { TestServer } from '../helpers/server.ts'

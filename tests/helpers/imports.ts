@@ -1,5 +1,5 @@
 // Imports through the API, and what they leave in a repository: shared by the import failure
-// tests (tests/bundle/transfer/import-failures.test.ts) and the fault tests (tests/faults/).
+// tests (tests/bundle/import/import-failures.test.ts) and the fault tests (tests/faults/).
 import { afterAll, beforeAll, expect } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'

@@ -1,7 +1,7 @@
-// The job system under one user's pressure (issue 20, items 4, 5 and 10): a claim serves the
-// repository served least recently, so one repository's hundred jobs do not starve another's; a
-// job keeps its lease while its thread is too busy to beat; deleting a repository cancels its
-// jobs and waits for them before its database goes.
+// The job system under one user's pressure (SECURITY.md, "Bounded by design", findings 4, 5 and
+// 10): a claim serves the repository served least recently, so one repository's hundred jobs do not
+// starve another's; a job keeps its lease while its thread is too busy to beat; deleting a
+// repository cancels its jobs and waits for them before its database goes.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import type { api, Account } from '../helpers/api.ts'

@@ -1,7 +1,7 @@
-// Memory bounded whatever users create (issue 20, item 1): on the embedded default each open
-// repository database is a PGlite of 65-170 MB, so at most EMBEDDED_MAX_OPEN are open at once
-// and an idle one is closed; a request for a closed one reopens it. 50 repositories, each
-// written and read, keep the server's RSS under a stated bound.
+// Memory bounded whatever users create (SECURITY.md, "Bounded by design", finding 1): on the
+// embedded default each open repository database is a PGlite of 65-170 MB, so at most
+// EMBEDDED_MAX_OPEN are open at once and an idle one is closed; a request for a closed one reopens
+// it. 50 repositories, each written and read, keep the server's RSS under a stated bound.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'

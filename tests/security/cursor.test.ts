@@ -1,5 +1,6 @@
-// A forged ?cursor= (issue 20, item 7): base64url JSON of the wrong shape, or of the right shape
-// with values PostgreSQL would refuse, is a 400 on every paginated route, never a 500.
+// A forged ?cursor= (SECURITY.md, "Bounded by design", finding 7): base64url JSON of the wrong
+// shape, or of the right shape with values PostgreSQL would refuse, is a 400 on every paginated
+// route, never a 500.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import type { TestServer } from '../helpers/server.ts'

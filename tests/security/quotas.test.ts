@@ -1,5 +1,6 @@
-// Quotas and the repository-creation throttle (issue 20, item 5): what one self-registered user
-// can make the service store or queue. Past a quota of stock: 403; past the queue quota: 429.
+// Quotas and the repository-creation throttle (SECURITY.md, "Bounded by design", finding 5): what
+// one self-registered user can make the service store or queue. Past a quota of stock: 403; past
+// the queue quota: 429.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { api, expectError, registerAccount } from '../helpers/api.ts'

@@ -1,7 +1,8 @@
-// Credentials in configured URLs (issue 20, item 3): with REGISTRY_URL and EMBEDDING_URL holding
-// user:password@, and a registry and an embedding provider that fail and echo everything they
-// were sent (the URL, the Authorization header) in their error bodies, no answer of the API, no
-// job error and no log line carries the password, the user name, the registry token or the API key.
+// Credentials in configured URLs (SECURITY.md, "Bounded by design", finding 3): with REGISTRY_URL
+// and EMBEDDING_URL holding user:password@, and a registry and an embedding provider that fail and
+// echo everything they were sent (the URL, the Authorization header) in their error bodies, no
+// answer of the API, no job error and no log line carries the password, the user name, the registry
+// token or the API key.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { api, registerAccount, type Account } from '../helpers/api.ts'

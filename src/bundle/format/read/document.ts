@@ -9,7 +9,7 @@ import { BundleError, describeByte } from './errors.ts'
 import type { BundleItem, ReaderLimits, ReaderStats, RowItem } from './items.ts'
 import { MediaDecoder } from './media.ts'
 import { References } from './references.ts'
-import { isWhitespace, OPEN_BRACE, OPEN_BRACKET, Scanner } from './scanner.ts'
+import { isWhitespace, type JsonCursor, OPEN_BRACE, OPEN_BRACKET, Scanner } from './scanner.ts'
 import { VectorDecoder } from './vectors.ts'
 
 const BODY_REF = /^body-(0|[1-9][0-9]*)$/
@@ -18,7 +18,7 @@ const ROW_FIELDS = Object.fromEntries(Object.entries(ROW_SCHEMAS).map(([section,
 
 /** Reads the decompressed chunks of a bundle into batches of items (a row batch, or a single item). */
 export class DocumentReader {
-  private readonly s: Scanner
+  private readonly s: JsonCursor
   private readonly refs = new References()
   private readonly media: MediaDecoder
   private readonly vectors: VectorDecoder
@@ -53,22 +53,22 @@ export class DocumentReader {
     if (!(await this.s.objectOpen('the bundle'))) {
       do {
         this.s.setContext()
-        this.s.inside = 'the bundle object'
+        this.s.setInside('the bundle object')
         const key = await this.s.readKey(1)
-        this.s.inside = key
+        this.s.setInside(key)
         await this.s.next()
         const start = this.s.offset()
         yield* this.section(key)
         this.stats.sectionBytes[key] = (this.stats.sectionBytes[key] ?? 0) + this.s.offset() - start
         this.s.setContext()
-        this.s.inside = 'the bundle object'
+        this.s.setInside('the bundle object')
       } while (await this.s.objectMore('the bundle object'))
     }
     // Only whitespace may follow; reading to the end also lets gunzip check its CRC.
     for (;;) {
       const b = this.s.buf
       for (let i = this.s.pos; i < this.s.len; i++) if (!isWhitespace(b[i]!)) this.s.failBundle('trailing data after the bundle object')
-      this.s.pos = this.s.len
+      this.s.seek(this.s.len)
       if (!(await this.s.fill())) break
     }
     if (this.version === undefined) this.s.failBundle('schema_version is missing')
@@ -132,7 +132,7 @@ export class DocumentReader {
       this.refs.sectionEnded(section, 0)
       return
     }
-    this.s.pos++
+    this.s.seek(this.s.pos + 1)
     this.refs.current = section
     this.refs.currentLabel = section
     this.s.beginRows()
@@ -171,21 +171,20 @@ export class DocumentReader {
     let error: BundleError | undefined
     let values: unknown[] | undefined
     try {
-      values = JSON.parse(`[${this.s.decoder.decode(this.s.buf.subarray(starts[0], ends[n - 1]))}]`) as unknown[]
+      values = JSON.parse(`[${this.s.decode(this.s.buf.subarray(starts[0], ends[n - 1]))}]`) as unknown[]
     } catch {
       // Find the row to name (the ones before it are good).
       values = []
       for (let k = 0; k < n; k++) {
         try {
-          values.push(JSON.parse(this.s.decoder.decode(this.s.buf.subarray(starts[k], ends[k]))))
+          values.push(JSON.parse(this.s.decode(this.s.buf.subarray(starts[k], ends[k]))))
         } catch (e) {
           error = new BundleError(`invalid JSON (${(e as Error).message})`, { section, position: first + k })
           break
         }
       }
     }
-    starts.length = 0
-    ends.length = 0
+    this.s.clearRows()
     const codec = ROW_CODECS[section]
     const fields = ROW_FIELDS[section]
     const check = this.refs.check

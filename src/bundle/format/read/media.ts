@@ -3,9 +3,9 @@
 // follows Go's decoder: JSON escapes \/ and \uXXXX stand for their characters, \n and \r
 // are ignored, padding is strict. `content_type` must come before `data` (Go's order) to be
 // reported; data the consumer did not read is skipped (and still checked) when the reader resumes.
-import { BundleError, describeByte } from './errors.ts'
+import { describeByte } from './errors.ts'
 import type { BundleItem, ReaderStats } from './items.ts'
-import { BACKSLASH, OPEN_BRACE, QUOTE, type Scanner } from './scanner.ts'
+import { BACKSLASH, OPEN_BRACE, QUOTE, type JsonCursor } from './scanner.ts'
 import type { MediaSection } from '../schema.ts'
 
 /** Standard base64 alphabet → 0..63; 64 '='; -1 anything else. */
@@ -31,7 +31,7 @@ export class MediaDecoder {
   private scratch = new Uint8Array(0)
 
   constructor(
-    private readonly s: Scanner,
+    private readonly s: JsonCursor,
     private readonly stats: ReaderStats,
   ) {}
 
@@ -62,7 +62,7 @@ export class MediaDecoder {
               yield [{ type: 'media', section, ref, contentType, data: null }]
               continue
             }
-            this.s.pos++
+            this.s.seek(this.s.pos + 1)
             this.startData()
             yield [{ type: 'media', section, ref, contentType, data: this.dataIterable() }]
             await this.finishData()
@@ -121,7 +121,7 @@ export class MediaDecoder {
   }
 
   private badData(problem: string, at: number): never {
-    const error = new BundleError(`data is not valid base64 (${problem} at offset ${this.s.base + at - this.dataStart})`, { section: this.s.ctxSection, key: this.s.ctxKey })
+    const error = this.s.error(`data is not valid base64 (${problem} at offset ${this.s.offset(at) - this.dataStart})`)
     this.dataError = error
     throw error
   }
@@ -222,10 +222,10 @@ export class MediaDecoder {
         if (this.dataFinal) count = 0
         this.dataAcc = acc
         this.dataCount = count
-        this.s.pos = i
+        this.s.seek(i)
         if (!needMore && q >= 0) {
           if (count !== 0 || (this.dataPad > 0 && !this.dataFinal)) this.badData('the length is not a multiple of 4', i)
-          this.s.pos = q + 1
+          this.s.seek(q + 1)
           this.dataEnded = true
         }
         this.stats.mediaBytes += o

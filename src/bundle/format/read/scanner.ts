@@ -47,7 +47,67 @@ function findQuote(b: Uint8Array, words: Uint32Array, view: Uint8Array, i: numbe
   return near < end ? view.indexOf(QUOTE, near) : -1
 }
 
-export class Scanner {
+/**
+ * What the decoding stages (document.ts, media.ts, vectors.ts) use of the scanner they share, and
+ * all they may: a cursor over the decompressed bytes, the JSON read at it, the row arrays found in
+ * it, and where the reading is, for messages. The bytes are open to read (buf, view, pos, len) for
+ * the stages that decode values in place (base64 media, arrays of numbers); the cursor moves only
+ * through the scanner's reads and seek(). fill() may replace buf and view and shift every
+ * position, so a stage reads them again after it.
+ */
+export interface JsonCursor {
+  readonly limits: ReaderLimits
+
+  // --- the bytes: live, unread data is buf[pos, len)
+  readonly buf: Uint8Array
+  /** buf[0, len), for indexOf (which must not see stale bytes past len). */
+  readonly view: Uint8Array
+  readonly pos: number
+  readonly len: number
+  /** Moves the cursor to buf[at], past bytes the stage has read itself. */
+  seek(at: number): void
+  /** Appends the next decompressed chunk, keeping buf[pos, len). False at the end. */
+  fill(): Promise<boolean>
+  /** The offset in the decompressed stream of buf[at] (by default, of the cursor). */
+  offset(at?: number): number
+  /** Bytes as text, as the scanner decodes them (invalid UTF-8 becomes U+FFFD). */
+  decode(bytes: Uint8Array): string
+
+  // --- JSON at the cursor (depthBase: the depth of the value's container)
+  next(): Promise<number>
+  peekByte(): Promise<number>
+  readKey(depthBase: number): Promise<string>
+  readValue(depthBase: number, maxBytes: number, maxString?: number): Promise<unknown>
+  skipValue(depthBase: number): Promise<void>
+  objectOpen(what: string): Promise<boolean>
+  objectMore(what: string): Promise<boolean>
+  nullOr(open: number, what: string): Promise<boolean>
+
+  // --- a row array: the spans of the complete rows found since the last holdRow()
+  readonly rowIndex: number
+  readonly rowStarts: readonly number[]
+  readonly rowEnds: readonly number[]
+  beginRows(): void
+  scanRows(strings: boolean): boolean
+  /** Drops the spans found so far, once their rows are decoded. */
+  clearRows(): void
+  holdRow(): void
+  countRow(): void
+
+  // --- where the reading is, for messages
+  setContext(section?: string, position?: number, key?: string): void
+  /** What the reading is inside, for the message of a truncated document. */
+  setInside(what: string): void
+  /** The error for a problem at the current context, not thrown. */
+  error(problem: string): BundleError
+  fail(problem: string): never
+  failBundle(problem: string): never
+  truncated(): never
+  /** Stops the chunks' source. */
+  close(): Promise<void>
+}
+
+export class Scanner implements JsonCursor {
   // The decompressed bytes: live data is buf[pos, len); `view` is buf[0, len) (indexOf must not
   // see stale bytes past len). Positions are indices into buf, shifted when it is compacted.
   buf = new Uint8Array(INITIAL_BUFFER)
@@ -103,8 +163,12 @@ export class Scanner {
 
   // --- errors
 
+  error(problem: string): BundleError {
+    return new BundleError(problem, { section: this.ctxSection, position: this.ctxPosition, key: this.ctxKey })
+  }
+
   fail(problem: string): never {
-    throw new BundleError(problem, { section: this.ctxSection, position: this.ctxPosition, key: this.ctxKey })
+    throw this.error(problem)
   }
 
   failBundle(problem: string): never {
@@ -119,6 +183,10 @@ export class Scanner {
     this.ctxSection = section
     this.ctxPosition = position
     this.ctxKey = key
+  }
+
+  setInside(what: string): void {
+    this.inside = what
   }
 
   // --- the buffer
@@ -166,8 +234,16 @@ export class Scanner {
     this.vStringStart -= by
   }
 
-  offset(): number {
-    return this.base + this.pos
+  offset(at = this.pos): number {
+    return this.base + at
+  }
+
+  seek(at: number): void {
+    this.pos = at
+  }
+
+  decode(bytes: Uint8Array): string {
+    return this.decoder.decode(bytes)
   }
 
   /** Skips whitespace; the next byte (not consumed), filling as needed; -1 at the end. */
@@ -389,6 +465,11 @@ export class Scanner {
   beginRows(): void {
     this.rowState = 0
     this.rowIndex = 0
+  }
+
+  clearRows(): void {
+    this.rowStarts.length = 0
+    this.rowEnds.length = 0
   }
 
   /** Before fill() while rows are scanned: keeps the row being scanned in the buffer. */

@@ -5,7 +5,7 @@
 import { BundleError, plural } from './errors.ts'
 import type { BundleItem, ReaderStats } from './items.ts'
 import type { References } from './references.ts'
-import { CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, isWhitespace, OPEN_BRACE, OPEN_BRACKET, QUOTE, type Scanner } from './scanner.ts'
+import { CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, isWhitespace, OPEN_BRACE, OPEN_BRACKET, QUOTE, type JsonCursor } from './scanner.ts'
 
 const VECTOR_MAPS = { fact_vectors: 'facts', concept_vectors: 'concepts' } as const
 const INDEX_KEY = /^(0|[1-9][0-9]*)$/
@@ -25,7 +25,7 @@ export class VectorDecoder {
   private scratch = new Uint8Array(0)
 
   constructor(
-    private readonly s: Scanner,
+    private readonly s: JsonCursor,
     private readonly refs: References,
     private readonly stats: ReaderStats,
   ) {}
@@ -87,7 +87,7 @@ export class VectorDecoder {
         if (this.vecKeys.length > 0) {
           refilled = false
           const { items, error, alone } = this.decodeVectors(label, target, dimensions)
-          if (alone !== undefined) this.s.pos = alone
+          if (alone !== undefined) this.s.seek(alone)
           if (items.length > 0) yield items
           if (error) throw error
           if (alone === undefined) {
@@ -163,7 +163,7 @@ export class VectorDecoder {
     for (;;) {
       while (i < end && isWhitespace(b[i]!)) i++
       if (i >= end) {
-        this.s.pos = i
+        this.s.seek(i)
         return VECTORS_MORE
       }
       if (b[i] !== QUOTE) return VECTORS_OTHER
@@ -204,7 +204,7 @@ export class VectorDecoder {
       this.vecMembers.push(member)
       this.vecStarts.push(start)
       this.vecEnds.push(close + 1)
-      this.s.pos = ++i
+      this.s.seek(++i)
       if (c === CLOSE_BRACE) return VECTORS_CLOSED
     }
   }
@@ -233,7 +233,7 @@ export class VectorDecoder {
     for (let k = 1; k < n; k++) text.fill(0x20, members[k]! - from, starts[k]! - from)
     let values: unknown[] | undefined
     try {
-      values = JSON.parse(this.s.decoder.decode(text.subarray(0, size))) as unknown[]
+      values = JSON.parse(this.s.decode(text.subarray(0, size))) as unknown[]
     } catch {
       // below
     }
@@ -242,7 +242,7 @@ export class VectorDecoder {
       values = []
       for (let k = 0; k < n; k++) {
         try {
-          values.push(JSON.parse(this.s.decoder.decode(b.subarray(starts[k], ends[k]))))
+          values.push(JSON.parse(this.s.decode(b.subarray(starts[k], ends[k]))))
         } catch {
           alone = members[k]
           break

@@ -32,8 +32,16 @@ const downloadResponses = {
 }
 const jobID = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
 
+export interface ExportRoutesOptions {
+  scope: Scope
+  system: Db
+  jobs: Jobs
+  blobs: BlobStore
+  quotas: Pick<Quotas, 'checkQueue' | 'checkRegistry'>
+}
+
 /** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
-export function exportRoutes(scope: Scope, system: Db, jobs: Jobs, blobs: BlobStore, quotas: Pick<Quotas, 'checkQueue' | 'checkRegistry'>) {
+export function exportRoutes({ scope, system, jobs, blobs, quotas }: ExportRoutesOptions) {
   const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: ExportParams; set: AcceptedSet }) =>
     accepted(set, await startExport({ jobs, quotas }, principal, repository, body))
 

@@ -1,6 +1,6 @@
 // LocalIds: an import's local UUIDs by bundle position, sent to PostgreSQL as array literals.
 import { expect, test } from 'bun:test'
-import { LocalIds } from '../../../src/bundle/transfer/import-ids.ts'
+import { LocalIds } from '../../../src/bundle/import/import-ids.ts'
 import { uuidText } from '../../../src/uuid.ts'
 
 test('a list gives each position its UUID in lower case, NULL where none was set, in the order asked', () => {

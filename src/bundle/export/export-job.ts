@@ -14,7 +14,7 @@ import { ExportParams, normalizeExportedAt } from './export-params.ts'
 import { exportRepository, type ExportOptions, type ExportSummary } from './export-file.ts'
 import type { ExportCounts } from './export-positions.ts'
 import type { ExportServices } from './export-snapshot.ts'
-import { scratchFile } from './scratch.ts'
+import { scratchFile } from '../scratch.ts'
 
 const exportsPrefix = (repositoryId: string) => `${repositoryBlobPrefix(repositoryId)}exports/`
 /** The blob of one export, which the download routes serve (export-download.ts). */

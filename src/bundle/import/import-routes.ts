@@ -27,7 +27,7 @@ import type { Quotas } from '../../quotas.ts'
 import type { Repository } from '../../repositories/repositories.ts'
 import type { repositoryScope } from '../../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../../repositories/scoped-routes.ts'
-import { uploadKey } from './import.ts'
+import { uploadKey } from './import-job.ts'
 import { startRegistryImport } from './import-start.ts'
 import { FORMS, RegistryImportBody, registryImportParams } from './import-body.ts'
 

@@ -1,8 +1,8 @@
 // The import route's JSON body is validated by the schema that documents it: a body passes the
-// route exactly when it fits that schema (the route's answers are in tests/bundle/transfer/import.test.ts).
+// route exactly when it fits that schema (the route's answers are in tests/bundle/import/import.test.ts).
 import { describe, expect, test } from 'bun:test'
 import { Value } from '@sinclair/typebox/value'
-import { RegistryImportBody, registryImportParams } from '../../../src/bundle/transfer/import-body.ts'
+import { RegistryImportBody, registryImportParams } from '../../../src/bundle/import/import-body.ts'
 
 const uuid = 'F0E1D2C3-B4A5-4697-8899-AABBCCDDEEFF'
 const sha256 = 'ab'.repeat(32)

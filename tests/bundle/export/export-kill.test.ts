@@ -9,7 +9,7 @@ import { readStoppedInstance, serveInstances } from '../../helpers/imports.ts'
 import { waitForJob } from '../../helpers/jobs.ts'
 import { startServerProcess } from '../../helpers/server.ts'
 import { loadConfig } from '../../../src/config.ts'
-import { scratchDir, scratchFile } from '../../../src/bundle/transfer/scratch.ts'
+import { scratchDir, scratchFile } from '../../../src/bundle/scratch.ts'
 import { generateGraph } from '../../../scripts/gen-graph.ts'
 
 describe(`an export whose process is killed (${BACKEND})`, () => {

@@ -12,7 +12,7 @@
 // their statements then insert every row (RowContext.bulk), and building those indexes afterwards
 // is the check that the bundle repeated nothing. A bundle that does repeat a row (two facts of one
 // text, a link given twice) fails that build with a unique violation; the import is then run again
-// with the indexes kept, deduplicating as it goes (import.ts). An export never repeats a row, so
+// with the indexes kept, deduplicating as it goes (import-job.ts). An export never repeats a row, so
 // the second run is for hand-made bundles only.
 //
 // The unique indexes the remaining statements name in ON CONFLICT stay, and so do the indexes of

@@ -38,7 +38,7 @@ import { RegistryImportBody } from './import-body.ts'
 import { deferIndexesIfEmpty } from './import-indexes.ts'
 import { GraphImport, isDataError, type ImportCounts, type ImportedCounts } from './import-transaction.ts'
 import { BundleError, readBundle } from '../format/reader.ts'
-import { scratchFile } from './scratch.ts'
+import { scratchFile } from '../scratch.ts'
 import { hashAlongside } from '../format/tools.ts'
 
 const IMPORT_ATTEMPTS = 3

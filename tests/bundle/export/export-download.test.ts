@@ -8,7 +8,7 @@ import { api, expectError, registerAccount, type Account } from '../../helpers/a
 import { TEST_JOB_KINDS_URL } from '../../helpers/job-kinds.ts'
 import { waitForJob } from '../../helpers/jobs.ts'
 import { startTestServer, type TestServer } from '../../helpers/server.ts'
-import { EXPORTS_KEPT } from '../../../src/bundle/transfer/export-job.ts'
+import { EXPORTS_KEPT } from '../../../src/bundle/export/export-job.ts'
 import { repositoryBlobPrefix } from '../../../src/blobs/store.ts'
 import type { Job } from '../../../src/jobs/queue.ts'
 

@@ -18,7 +18,7 @@ import type { ExportCounts } from './export-positions.ts'
 import { PREFETCHED_POSITIONS, PREFETCHED_SECTIONS, Snapshot, type ExportServices, type SnapshotOptions } from './export-snapshot.ts'
 import { Prefetch } from './export-prefetch.ts'
 import { gzipMembers } from './gzip-members.ts'
-import { writeAll } from './scratch.ts'
+import { writeAll } from '../scratch.ts'
 
 export interface ExportOptions extends SnapshotOptions {
   name: string

@@ -7,7 +7,7 @@ import type { Job } from '../../jobs/schemas.ts'
 import type { Quotas } from '../../quotas.ts'
 import type { RegistryClient } from '../../registry/client.ts'
 import type { Repository } from '../../repositories/repositories.ts'
-import { describeGraph } from './import.ts'
+import { describeGraph } from './import-job.ts'
 import type { RegistryImportBody } from './import-body.ts'
 
 const notInRegistry = (wanted: RegistryImportBody) => new HttpError(404, `${describeGraph(wanted)} is not in the registry`)

@@ -1,6 +1,6 @@
-// Values an import must refuse before PostgreSQL does (issue 20, items 6 and 9): a value too long
-// for its index and a media type that is none fail the job at once, with no retry, naming the row
-// and the field; the repository keeps nothing of the bundle.
+// Values an import must refuse before PostgreSQL does (SECURITY.md, "Bounded by design", findings 6
+// and 9): a value too long for its index and a media type that is none fail the job at once, with
+// no retry, naming the row and the field; the repository keeps nothing of the bundle.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../../helpers/backend.ts'
 import { api, registerAccount, type Account } from '../../helpers/api.ts'

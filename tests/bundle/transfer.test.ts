@@ -6,14 +6,14 @@
 // without media (fetched back from their original URLs) and with another embedding model
 // (re-embedded on arrival).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { BACKEND } from '../../helpers/backend.ts'
-import { api, registerAccount, type Account } from '../../helpers/api.ts'
-import { settleJobs, waitForJob } from '../../helpers/jobs.ts'
-import { startTestServer, type TestServer } from '../../helpers/server.ts'
-import { dumpGraph, type GraphDump } from '../../helpers/graph-dump.ts'
-import { generateGraph } from '../../../scripts/gen-graph.ts'
-import { localImageUrl } from '../../../src/media/urls.ts'
-import type { Job } from '../../../src/jobs/queue.ts'
+import { BACKEND } from '../helpers/backend.ts'
+import { api, registerAccount, type Account } from '../helpers/api.ts'
+import { settleJobs, waitForJob } from '../helpers/jobs.ts'
+import { startTestServer, type TestServer } from '../helpers/server.ts'
+import { dumpGraph, type GraphDump } from '../helpers/graph-dump.ts'
+import { generateGraph } from '../../scripts/gen-graph.ts'
+import { localImageUrl } from '../../src/media/urls.ts'
+import type { Job } from '../../src/jobs/queue.ts'
 
 const FACTS = 240
 const EXPORTED_AT = '2026-01-02T03:04:05.5Z'

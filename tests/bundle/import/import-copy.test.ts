@@ -8,8 +8,8 @@ import { rejected } from '../../helpers/promises.ts'
 import { migrate } from '../../../src/db/migrate.ts'
 import { BundleError, type BundleItem, type BundleReader } from '../../../src/bundle/format/reader.ts'
 import type { Row } from '../../../src/bundle/format/schema.ts'
-import { deferIndexesIfEmpty } from '../../../src/bundle/transfer/import-indexes.ts'
-import { GraphImport } from '../../../src/bundle/transfer/import-transaction.ts'
+import { deferIndexesIfEmpty } from '../../../src/bundle/import/import-indexes.ts'
+import { GraphImport } from '../../../src/bundle/import/import-transaction.ts'
 
 /** Enough facts for several batches of a COPY. */
 const FACTS = 2500

@@ -15,7 +15,7 @@ import type { PendingQuery, Row as SqlRow, Sql, TransactionSql } from 'postgres'
 import type { RowSection } from '../format/schema.ts'
 import { copyOut, decodeCopiedRows } from './export-copy.ts'
 import { queryPromptsetHashes, rankPositions, type Positioned } from './export-positions.ts'
-import { writeAll } from './scratch.ts'
+import { writeAll } from '../scratch.ts'
 
 /** A prefetched section and its query on the second transaction, whose columns are the section's fields in order. */
 export interface PrefetchedSection {

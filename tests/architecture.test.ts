@@ -1,0 +1,71 @@
+// ARCHITECTURE.md and the tree cannot drift apart: its layer table names every top-level folder and
+// root file of src/, and nothing that is gone; each route factory takes one options object. And
+// the rule dependency-cruiser cannot check (its parser reads no TSX and takes `import type` for an
+// import): the web app imports nothing of the server but types, which the build erases.
+import { describe, expect, test } from 'bun:test'
+import { readdirSync, readFileSync } from 'node:fs'
+import { dirname, extname, join, relative, resolve } from 'node:path'
+
+const ROOT = resolve(import.meta.dir, '..')
+const SRC = join(ROOT, 'src')
+const WEB = join(SRC, 'web')
+
+/** The entries of src/ the layer table names: `src/db/`, `accounts/`, `main.ts`, `src/types.d.ts`, … */
+function namedInLayerTable(): Set<string> {
+  const text = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8')
+  const table = text.slice(text.indexOf('| Layer |'), text.indexOf('Rules that follow from it:'))
+  const named = new Set<string>()
+  for (const [, span] of table.matchAll(/`([^`]+)`/g)) {
+    const entry = /^(?:src\/)?([a-z][a-z0-9.-]*)(\/|\.tsx?)$/.exec(span!)
+    if (entry && span !== 'src/') named.add(entry[2] === '/' ? entry[1]! : entry[1]! + entry[2])
+  }
+  return named
+}
+
+function filesBelow(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? filesBelow(join(dir, entry.name)) : [join(dir, entry.name)]))
+}
+
+describe('ARCHITECTURE.md', () => {
+  const named = namedInLayerTable()
+  const present = new Set(readdirSync(SRC))
+
+  test('its layer table names every top-level folder and root file of src/', () => {
+    expect([...present].filter((entry) => !named.has(entry)).sort()).toEqual([])
+  })
+
+  test('its layer table names nothing that is not in src/', () => {
+    expect([...named].filter((entry) => !present.has(entry)).sort()).toEqual([])
+  })
+})
+
+describe('route factories', () => {
+  test('each one the composition root mounts takes one options object', () => {
+    const mounted = new Set([...readFileSync(join(SRC, 'app.ts'), 'utf8').matchAll(/\b(\w+Routes)\(/g)].map((match) => match[1]!))
+    const positional: string[] = []
+    for (const file of filesBelow(SRC).filter((path) => path.endsWith('.ts') && !path.startsWith(WEB + '/'))) {
+      for (const [, name, parameters] of readFileSync(file, 'utf8').matchAll(/export function (\w+Routes)\(([^)]*)\)/g)) {
+        if (mounted.delete(name!) && !/^\{[^}]*\}: \w+Options$|^options: \w+Options$/.test(parameters!.trim())) positional.push(`${relative(ROOT, file)}: ${name}(${parameters})`)
+      }
+    }
+    expect(positional).toEqual([])
+    // Each name src/app.ts calls was found where it is declared.
+    expect([...mounted]).toEqual([])
+  })
+})
+
+describe('the web app', () => {
+  test('imports nothing of the server but types', () => {
+    const valueImports: string[] = []
+    for (const file of filesBelow(WEB).filter((path) => /\.tsx?$/.test(path) && !path.endsWith('.d.ts'))) {
+      const transpiler = new Bun.Transpiler({ loader: extname(file) === '.tsx' ? 'tsx' : 'ts' })
+      // scanImports leaves out what the build erases: `import type`, `export type`, unused names.
+      for (const { path } of transpiler.scanImports(readFileSync(file, 'utf8'))) {
+        if (!path.startsWith('.')) continue
+        const target = resolve(dirname(file), path)
+        if (target.startsWith(SRC) && !target.startsWith(WEB + '/')) valueImports.push(`${relative(ROOT, file)} → ${relative(ROOT, target)}`)
+      }
+    }
+    expect(valueImports).toEqual([])
+  })
+})
