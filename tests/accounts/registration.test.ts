@@ -198,7 +198,11 @@ describe(`REGISTRATION=closed (${BACKEND})`, () => {
     const session = await http.post('/api/v1/auth/login', { email, password })
     expect(session.status).toBe(200)
     expect((await http.post('/api/v1/repositories', { name: 'made' }, session.body.token)).status).toBe(201)
-    expectError(await http.post('/api/v1/admin/users', { email: uniqueEmail('nope'), password }, session.body.token), 403, 'permission denied: user:manage')
+    expectError(
+      await http.post('/api/v1/admin/users', { email: uniqueEmail('nope'), password }, session.body.token),
+      403,
+      'permission denied: user:manage needs the sysadmin role on this server; a sysadmin can grant it',
+    )
     expectError(await http.post('/api/v1/admin/users', { email, password }, admin.token), 409, 'e-mail address already registered')
     expectError(await http.post('/api/v1/admin/users', { email: uniqueEmail('short'), password: 'short' }, admin.token), 400, /^invalid body: password: /)
   })
@@ -282,8 +286,8 @@ describe(`REGISTRATION=invite (${BACKEND})`, () => {
     expectError(await invite(uniqueEmail('x'), { expires_in_days: 31 }), 400, /^invalid body: expires_in_days: expected a whole number of days from 1 to 30/)
     const member = await http.post('/api/v1/admin/users', { email: uniqueEmail('member'), password }, admin.token)
     const token = (await http.post('/api/v1/auth/login', { email: member.body.email, password })).body.token
-    expectError(await http.post('/api/v1/admin/invitations', { email: uniqueEmail('x') }, token), 403, 'permission denied: user:manage')
-    expectError(await http.get('/api/v1/admin/invitations', token), 403, 'permission denied: user:read')
+    expectError(await http.post('/api/v1/admin/invitations', { email: uniqueEmail('x') }, token), 403, 'permission denied: user:manage needs the sysadmin role on this server; a sysadmin can grant it')
+    expectError(await http.get('/api/v1/admin/invitations', token), 403, 'permission denied: user:read needs the sysadmin role on this server; a sysadmin can grant it')
   })
 
   test(`at most ${OPEN_INVITATIONS_MAX} open invitations`, async () => {

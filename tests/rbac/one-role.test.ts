@@ -43,7 +43,7 @@ describe(`one role per user and repository (${BACKEND})`, () => {
     expect((await f.http.put(roles, { user_id: bob.id, role: 'curator', domain: f.repositories.papers.id }, admin.token)).status).toBe(200)
     expect((await f.http.put(roles, { user_id: bob.id, role: 'editor', domain: f.repositories.papers.id }, admin.token)).status).toBe(200)
     expect(await inPapers(bob.email)).toEqual(['editor'])
-    expect((await f.http.put(`/${f.repositories.papers.slug}/members`, { user_id: bob.id, role: 'viewer' }, owner.token)).body.role).toBe('viewer')
+    expect((await f.http.put(`/${f.repositories.papers.slug}/members`, { email: bob.email, role: 'viewer' }, owner.token)).body.role).toBe('viewer')
     expect(await inPapers(bob.email)).toEqual(['viewer'])
     // Idempotent: the same role again changes nothing.
     expect((await f.http.put(roles, { user_id: bob.id, role: 'viewer', domain: f.repositories.papers.id }, admin.token)).status).toBe(200)
