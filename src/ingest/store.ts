@@ -94,9 +94,12 @@ export interface SourceChunk {
   text: string
 }
 
-/** A page of the source's chunks in order, from `after` (a chunk_index, exclusive). */
-export function sourceChunks(sql: Sql, sourceId: string, after: number, limit: number): Promise<SourceChunk[]> {
-  return sql<SourceChunk[]>`
+/** The source's chunks in order, `range` of them, with how many it has; undefined when there is no such source. */
+export async function sourceChunks(sql: Sql, sourceId: string, range: { offset: number; limit: number }): Promise<{ rows: SourceChunk[]; total: number } | undefined> {
+  const [source] = await sql<{ total: number }[]>`SELECT (SELECT count(*)::int FROM source_chunks WHERE source_id = ${sourceId}) AS total FROM sources WHERE id = ${sourceId}`
+  if (!source) return undefined
+  const rows = await sql<SourceChunk[]>`
     SELECT chunk_index, heading_path, page_start, page_end, text FROM source_chunks
-    WHERE source_id = ${sourceId} AND chunk_index > ${after} ORDER BY chunk_index LIMIT ${limit}`
+    WHERE source_id = ${sourceId} ORDER BY chunk_index OFFSET ${range.offset} LIMIT ${range.limit}`
+  return { rows, total: source.total }
 }
