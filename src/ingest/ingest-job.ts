@@ -96,8 +96,19 @@ async function fetchDocument(job: RunningJob, services: JobServices, sourceId: s
 /** The whole body: readDocument needs it whole, and guardedFetch bounds it. */
 async function collect(fetched: FetchedBody): Promise<Uint8Array> {
   const parts: Uint8Array[] = []
-  for await (const part of fetched.body) parts.push(part)
-  return Buffer.concat(parts)
+  let length = 0
+  for await (const part of fetched.body) {
+    parts.push(part)
+    length += part.byteLength
+  }
+  // A plain Uint8Array: pdf.js refuses a Buffer.
+  const bytes = new Uint8Array(length)
+  let at = 0
+  for (const part of parts) {
+    bytes.set(part, at)
+    at += part.byteLength
+  }
+  return bytes
 }
 
 async function drain(fetched: FetchedBody): Promise<void> {

@@ -160,8 +160,10 @@ export function ingestRoutes(options: IngestRoutesOptions) {
           return
         }
         const file = storeFile(repositoryId, stream, info.filename ?? '', (info.mimeType ?? '').toLowerCase())
+        // The request is refused as a whole: the rest of the body is not read.
         file.catch((error) => {
           refusal ??= error
+          form.destroy(error)
         })
         stored.push(file)
       })
@@ -180,7 +182,10 @@ export function ingestRoutes(options: IngestRoutesOptions) {
       form.destroy(error)
     })
     input.pipe(form)
-    const settled = await Promise.allSettled([done, ...stored])
+    const formEnd = await Promise.allSettled([done])
+    input.unpipe(form)
+    input.destroy()
+    const settled = [...formEnd, ...(await Promise.allSettled(stored))]
     const failed = settled.find((outcome) => outcome.status === 'rejected')
     const additions = settled.slice(1).flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value as Addition] : []))
     if (!refusal && !failed && additions.length === 0) refusal = new HttpError(400, 'the multipart body has no file field "file"')
