@@ -225,7 +225,14 @@ describe(`adding documents (${BACKEND})`, () => {
     expect(huge.job.status).toBe('failed')
     expect(huge.job.error).toMatch(/more than the limit of 200000/)
     for (const id of [slow.sourceId, huge.sourceId]) {
-      expect(await source(id)).toMatchObject({ status: 'failed', parsed_text: '', parsed_markdown: '', has_stored_body: false, body: null })
+      expect(await source(id)).toMatchObject({
+        status: 'failed',
+        status_reason: expect.stringMatching(/within 1000 ms|limit of 200000/),
+        parsed_text: '',
+        parsed_markdown: '',
+        has_stored_body: false,
+        body: null,
+      })
       expect(await chunks(id)).toEqual([])
     }
   })
