@@ -16,7 +16,7 @@ import { readDocument } from './read.ts'
 import { DocumentRefused } from './types.ts'
 import { ingestBodyKey, ingestState, recordParsed, setStatus, type IngestState } from './store.ts'
 
-export const IngestParams = Type.Object(
+const IngestParams = Type.Object(
   {
     source_id: Type.String({ pattern: UUID_PATTERN }),
     /** Set for an upload: where its bytes wait, with what the upload said of them. */

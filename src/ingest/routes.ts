@@ -31,9 +31,9 @@ import { UUID_PATTERN } from '../uuid.ts'
 import { guessKind, ingestUploadKey, normalizeSourceUrl, sourceChunks, uploadIdentity } from './store.ts'
 
 /** URLs one request may add: a list, not a crawl. */
-export const MAX_INGEST_URLS = 100
+const MAX_INGEST_URLS = 100
 /** Files one request may add. */
-export const MAX_INGEST_FILES = 20
+const MAX_INGEST_FILES = 20
 /** A source's chunks are listed up to this position (far more than any document readDocument accepts makes). */
 const CHUNK_WINDOW = 1_000_000
 const URL_MAX_LENGTH = 2000
@@ -92,7 +92,7 @@ interface Addition {
 }
 
 /** The URLs of a JSON body, normalized and without repeats; 400 for a body or URL that is not one. */
-export function requestedUrls(body: unknown): { urls: string[]; process: boolean } {
+function requestedUrls(body: unknown): { urls: string[]; process: boolean } {
   const schema = typeof body === 'object' && body !== null && 'urls' in body ? SeveralUrls : OneUrl
   if (!Value.Check(schema, body)) {
     const problem = Value.Errors(schema, body).First()

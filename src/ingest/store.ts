@@ -6,7 +6,7 @@ import type { Sql } from 'postgres'
 import { repositoryBlobPrefix } from '../blobs/store.ts'
 import type { Chunk, DocumentKind, ParsedDocument } from './types.ts'
 
-export type SourceStatus = 'pending' | 'fetched' | 'parsed' | 'failed'
+type SourceStatus = 'pending' | 'fetched' | 'parsed' | 'failed'
 
 /** A source's URL as its identity: http(s) only, scheme and host lower-cased (the URL parser does both), fragment dropped; undefined when not one. */
 export function normalizeSourceUrl(url: string): string | undefined {
