@@ -47,6 +47,7 @@ import { exportRoutes } from './bundle/export/export-routes.ts'
 import { importRoutes } from './bundle/import/import-routes.ts'
 import { mediaRoutes } from './media/routes.ts'
 import { mediaUploadRoutes } from './media/upload-routes.ts'
+import { ingestRoutes } from './ingest/routes.ts'
 import { registryRoutes } from './registry/routes.ts'
 import { Quotas } from './quotas.ts'
 import { mcpRoutes } from './mcp/routes.ts'
@@ -163,6 +164,20 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
       }),
     )
     .use(mediaUploadRoutes({ scope, blobs: ctx.blobs, log: ctx.log, baseUrl: ctx.baseUrl, maxBytes: ctx.config.mediaUploadMaxBytes, pace: ctx.config.uploadPace }))
+    .use(
+      ingestRoutes({
+        scope,
+        writes,
+        jobs: ctx.jobs,
+        blobs: ctx.blobs,
+        quotas,
+        log: ctx.log,
+        bodyLimit: ctx.config.bodyLimit,
+        bodyTimeoutMs: ctx.config.bodyTimeoutMs,
+        maxFileBytes: ctx.config.mediaUploadMaxBytes,
+        uploadPace: ctx.config.uploadPace,
+      }),
+    )
     .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs, (key) => formRoutes.has(key)))
     .use(
       swaggerUi(

@@ -201,6 +201,10 @@ export const EnvSchema = Type.Object({
     'a duration such as 5, 5s or 1m',
     milliseconds,
   ),
+  INGEST_FETCH_ALLOW_PRIVATE: variable(
+    Type.Boolean({ default: false, description: 'let the ingest job fetch URLs of loopback, private and link-local addresses (off: refused, against SSRF)' }),
+    'true or false',
+  ),
   MEDIA_FETCH_ALLOW_PRIVATE: variable(
     Type.Boolean({ default: false, description: 'let the media fetcher reach loopback, private and link-local addresses (off: refused, against SSRF)' }),
     'true or false',
@@ -407,6 +411,8 @@ function configFrom(v: Env) {
     importMaxExpandedBytes: v.IMPORT_MAX_EXPANDED_BYTES,
     /** The follow-up fetch of media an import did not carry (docs/spec/bundle.md §5). */
     mediaFetch: { allowPrivate: v.MEDIA_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: v.MEDIA_FETCH_TIMEOUT },
+    /** The ingest job's fetch of a URL (ingest/ingest-job.ts): the media fetcher's bounds, its own address check. */
+    ingestFetch: { allowPrivate: v.INGEST_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: v.MEDIA_FETCH_TIMEOUT },
     /** The fetch of OAuth clients' metadata documents (oauth/client-metadata.ts). */
     clientMetadataFetch: { allowPrivate: v.CLIENT_METADATA_FETCH_ALLOW_PRIVATE, timeoutMs: v.CLIENT_METADATA_FETCH_TIMEOUT },
     /** Largest media upload of the write API (media/upload-routes.ts). */

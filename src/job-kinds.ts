@@ -5,9 +5,10 @@ import { embedChangesJob, embedConceptsJob, embedFactsJob } from './vectors/embe
 import { exportGraphJob } from './bundle/export/export-job.ts'
 import { importGraphJob } from './bundle/import/import-job.ts'
 import { fetchMediaJob } from './media/fetch-job.ts'
+import { ingestSourceJob } from './ingest/ingest-job.ts'
 import { optimizeVectorsJob } from './vectors/optimize-job.ts'
 
-const BUILTIN_JOB_KINDS: readonly JobKind[] = [noopJob, embedFactsJob, embedConceptsJob, embedChangesJob, optimizeVectorsJob, exportGraphJob, importGraphJob, fetchMediaJob]
+const BUILTIN_JOB_KINDS: readonly JobKind[] = [noopJob, embedFactsJob, embedConceptsJob, embedChangesJob, optimizeVectorsJob, exportGraphJob, importGraphJob, fetchMediaJob, ingestSourceJob]
 
 /** The built-in kinds and those of `extraKindModules` (each default-exports a list; tests). */
 export async function loadJobKinds(extraKindModules: readonly string[] = []): Promise<JobKind[]> {

@@ -36,6 +36,7 @@ export const SourceImage = t.Object({
 })
 export const SourceDetail = t.Object({
   ...sourceFields,
+  status_reason: t.String({ description: "why the source's status is failed (its last ingest); '' otherwise" }),
   parsed_text: t.String(),
   parsed_markdown: t.String(),
   images: related(SourceImage, 'ordered by kind, position'),

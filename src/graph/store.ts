@@ -102,7 +102,7 @@ export function listSources(sql: Sql, request: PageRequest): Promise<Paged<Sourc
 
 export async function getSource(sql: Db, id: string): Promise<SourceDetail | undefined> {
   const [source] = await sql<SourceDetail[]>`
-    SELECT ${sourceColumns(sql)}, parsed_text, parsed_markdown,
+    SELECT ${sourceColumns(sql)}, status_reason, parsed_text, parsed_markdown,
       ${jsonRows(
         sql,
         sql`SELECT id, kind, page_number, position, url, width, height, ${bytes(sql)}, alt_text, content_type

@@ -62,9 +62,13 @@ export interface GuardedFetchOptions {
   purpose: string
   /** Redirects followed; MAX_REDIRECTS unless given. */
   maxRedirects?: number
+  /** Validators of a copy the caller holds: sent as If-None-Match / If-Modified-Since, and a 304 is then an answer (notModified). */
+  conditional?: { etag?: string; lastModified?: string }
 }
 
 export interface FetchedBody {
+  /** The server answered 304 to a conditional request: the caller's copy is current (the body is empty). */
+  notModified: boolean
   /** The Content-Type the server sent, as sent (trimmed): the caller checks it. */
   contentType: string
   /** All the response's headers (Cache-Control, say). */
@@ -109,6 +113,7 @@ export async function guardedFetch(url: string, options: GuardedFetchOptions): P
   }
   const contentType = response.headers['content-type']?.trim() ?? ''
   return {
+    notModified: response.statusCode === 304,
     contentType,
     headers: response.headers,
     body: limitedBody(url, response, options.maxBytes, signal, release),
@@ -122,7 +127,7 @@ async function followRedirects(url: string, options: GuardedFetchOptions, signal
     const addresses = await untilAborted(checkedAddresses(target, options), signal)
     const response = await get(target, addresses, options, signal)
     const status = response.statusCode ?? 0
-    if (status >= 200 && status < 300) return response
+    if ((status >= 200 && status < 300) || (status === 304 && options.conditional)) return response
     response.destroy()
     const location = response.headers.location
     if (!REDIRECT_STATUSES.has(status) || !location) throw new GuardedFetchError('failed', `${describe(target.href)}: HTTP ${status}`)
@@ -199,7 +204,7 @@ function get(target: URL, addresses: LookupAddress[], options: GuardedFetchOptio
         agent: false,
         lookup: pinned as never,
         // Identity: the size limit is on the bytes stored, and a compressed body could expand past it.
-        headers: { accept: '*/*', 'accept-encoding': 'identity', 'user-agent': `kgs/${VERSION} (${options.purpose})` },
+        headers: { accept: '*/*', 'accept-encoding': 'identity', 'user-agent': `kgs/${VERSION} (${options.purpose})`, ...conditionalHeaders(options.conditional) },
       },
       (response) => {
         signal.removeEventListener('abort', abort)
@@ -216,6 +221,13 @@ function get(target: URL, addresses: LookupAddress[], options: GuardedFetchOptio
     })
     request.end()
   })
+}
+
+function conditionalHeaders(conditional: GuardedFetchOptions['conditional']): Record<string, string> {
+  const headers: Record<string, string> = {}
+  if (conditional?.etag) headers['if-none-match'] = conditional.etag
+  if (conditional?.lastModified) headers['if-modified-since'] = conditional.lastModified
+  return headers
 }
 
 async function* limitedBody(url: string, response: IncomingMessage, maxBytes: number, signal: AbortSignal, release: () => void): AsyncGenerator<Uint8Array> {

@@ -388,13 +388,14 @@ describe(`graph read API (${BACKEND})`, () => {
     expect(await readBoth('/sources')).toEqual(inListOrder(sources).map(sourceItem))
     expect(await readBoth(`/sources/${s1.id}`)).toEqual({
       ...sourceItem(s1),
+      status_reason: '',
       parsed_text: s1.parsed_text,
       parsed_markdown: s1.parsed_markdown,
       images: [imageBody(inlineImage), imageBody(pageImage)],
       body: { content_type: 'application/pdf', bytes: 5_000_000_000 },
       fact_count: 2,
     })
-    expect(await readBoth(`/sources/${s3.id.toUpperCase()}`)).toEqual({ ...sourceItem(s3), parsed_text: '', parsed_markdown: '', images: [], body: null, fact_count: 0 })
+    expect(await readBoth(`/sources/${s3.id.toUpperCase()}`)).toEqual({ ...sourceItem(s3), status_reason: '', parsed_text: '', parsed_markdown: '', images: [], body: null, fact_count: 0 })
   })
 
   test('facts: the list, by status and by source; details with sources per chunk and concepts', async () => {

@@ -72,6 +72,7 @@ beforeAll(async () => {
     { method: 'POST', path: `${r}/sources`, permission: 'source:write', body: { url: 'https://example.org/new', kind: 'web', status: 'parsed' } },
     { method: 'PATCH', path: `${r}/sources/${source}`, permission: 'source:write', body: { parsed_title: 'New' } },
     { method: 'DELETE', path: `${r}/sources/${source}`, permission: 'source:write' },
+    { method: 'POST', path: `${r}/ingest`, permission: 'source:write', body: { url: 'https://example.org/document' } },
     { method: 'POST', path: `${r}/facts`, permission: 'fact:write', body: { text: 'A new fact.' } },
     { method: 'PATCH', path: `${r}/facts/${fact}`, permission: 'fact:write', body: { status: 'stable' } },
     { method: 'DELETE', path: `${r}/facts/${fact}`, permission: 'fact:write' },
@@ -113,7 +114,7 @@ const send = (route: Route, init: { token?: string; body?: string; type?: string
 
 describe(`bad input on the write routes (${BACKEND})`, () => {
   test('every write route of the graph is covered here (the media uploads in tests/media/upload.test.ts)', () => {
-    const GRAPH = /^\/:repoID\/(sources|facts|concepts|syntheses|investigations|reports)(\/|$)/
+    const GRAPH = /^\/:repoID\/(sources|facts|concepts|syntheses|investigations|reports|ingest)(\/|$)/
     const UPLOADS = ['PUT /:repoID/sources/ID/body', 'POST /:repoID/sources/ID/images']
     const registered = createApp(server.context)
       .routes.filter((route) => route.method !== 'GET' && GRAPH.test(route.path))

@@ -32,6 +32,7 @@ import repository0008 from './repository/0008_fact_documents.sql' with { type: '
 import repository0009 from './repository/0009_summary_citations.sql' with { type: 'text' }
 import repository0010 from './repository/0010_fact_hash_check.sql' with { type: 'text' }
 import repository0011 from './repository/0011_fact_document_function.sql' with { type: 'text' }
+import repository0012 from './repository/0012_source_ingest.sql' with { type: 'text' }
 
 export interface Migration {
   version: number
@@ -77,5 +78,6 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 9, name: '0009_summary_citations', sql: repository0009 },
     { version: 10, name: '0010_fact_hash_check', sql: repository0010 },
     { version: 11, name: '0011_fact_document_function', sql: repository0011 },
+    { version: 12, name: '0012_source_ingest', sql: repository0012 },
   ],
 }

@@ -13,7 +13,17 @@ import type { EmbeddedKind } from './common.ts'
 import { createConcept, deleteConcept, updateConcept } from './concepts.ts'
 import { createFact, deleteFact, linkConcept, unlinkConcept, updateFact } from './facts.ts'
 import { createReport, deleteReport, updateReport } from './reports.ts'
-import { addInvestigationSource, createInvestigation, createSource, deleteInvestigation, deleteSource, removeInvestigationSource, updateInvestigation, updateSource } from './sources.ts'
+import {
+  addInvestigationSource,
+  createInvestigation,
+  createSource,
+  deleteInvestigation,
+  deleteSource,
+  registerSource,
+  removeInvestigationSource,
+  updateInvestigation,
+  updateSource,
+} from './sources.ts'
 import { createSummary, createSynthesis, deleteSummary, deleteSynthesis, updateSummary, updateSynthesis } from './summaries.ts'
 
 export interface GraphWritesOptions {
@@ -53,6 +63,7 @@ export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, grap
   return {
     createSource: inRepository(createSource),
     updateSource: inRepository(updateSource),
+    registerSource: inRepository(registerSource),
     /** Deletes the source, then its stored bytes (a failure there is logged: the row is gone either way). */
     async deleteSource(...[repositoryId, id, options]: Parameters<InRepository<typeof deleteSource>>) {
       const deleted = await deleteSourceIn(repositoryId, id, options)

@@ -52,6 +52,16 @@ export async function updateSource(sql: Sql, id: string, changes: SourceChanges,
   })
 }
 
+/** The source of `url`, made `pending` when there is none yet (the ingest job fills it): one URL, one source. */
+export async function registerSource(sql: Sql, input: { url: string; kind: string }): Promise<{ id: string; created: boolean }> {
+  const [inserted] = await sql<{ id: string }[]>`
+    INSERT INTO sources (id, url, kind, status) VALUES (${crypto.randomUUID()}, ${input.url}, ${input.kind}, 'pending')
+    ON CONFLICT (url) DO NOTHING RETURNING id`
+  if (inserted) return { id: inserted.id, created: true }
+  const [existing] = await sql<{ id: string }[]>`SELECT id FROM sources WHERE url = ${input.url}`
+  return { id: existing!.id, created: false }
+}
+
 export interface DeletedSource {
   id: string
   /** What went with it: links to facts and investigations, its images and its stored body. */
