@@ -3,7 +3,7 @@
 import { useEffect, useState } from 'preact/hooks'
 import { authorizedFetch } from '../auth.ts'
 import { apiPath, get } from '../api.ts'
-import type { Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, Report, ReportDetail, Source, SourceDetail } from '../types.ts'
+import type { Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, Neighbourhood as NeighbourhoodAnswer, Report, ReportDetail, Source, SourceDetail } from '../types.ts'
 import { Link, Markdown, Paged, plural, Show, shortDate, useLoad } from '../ui.tsx'
 import { Neighbourhood } from './neighbourhood.tsx'
 import { FactCitations, RelatedConcepts } from './related.tsx'
@@ -141,21 +141,15 @@ export function Concepts({ repo }: { repo: string }) {
   )
 }
 
-/** How many of a concept's facts its page shows (and draws its neighbourhood from). */
-const CONCEPT_FACTS = 20
-
 export function ConceptPage({ repo, id }: { repo: string; id: string }) {
   const to = paths(repo)
   const [loaded] = useLoad(async () => {
-    const concept = await get<ConceptDetail>(apiPath`/${repo}/concepts/${id}`)
-    // The facts its summaries cover, each with the concepts it names: the neighbourhood.
-    const factIds = [...new Set(concept.summaries.flatMap((summary) => summary.covered_fact_ids))].slice(0, CONCEPT_FACTS)
-    const facts = await Promise.all(factIds.map((factId) => get<FactDetail>(apiPath`/${repo}/facts/${factId}`).catch(() => undefined)))
-    return { concept, facts: facts.filter((fact) => fact !== undefined) }
+    const [concept, around] = await Promise.all([get<ConceptDetail>(apiPath`/${repo}/concepts/${id}`), get<NeighbourhoodAnswer>(apiPath`/${repo}/concepts/${id}/neighbourhood`)])
+    return { concept, around }
   }, `${repo}/${id}`)
   return (
     <Show loaded={loaded}>
-      {({ concept, facts }) => (
+      {({ concept, around }) => (
         <article>
           <h1 tabIndex={-1}>{concept.canonical_name}</h1>
           <p class="meta">
@@ -164,7 +158,7 @@ export function ConceptPage({ repo, id }: { repo: string; id: string }) {
           {concept.aliases.length > 0 && <p>Also: {concept.aliases.join(', ')}</p>}
           {concept.description && <p>{concept.description}</p>}
           <h2>Neighbourhood</h2>
-          <Neighbourhood concept={concept} facts={facts} href={to.concept} />
+          <Neighbourhood concept={concept} around={around} href={to.concept} />
           <RelatedConcepts repo={repo} id={concept.id} to={to} />
           {concept.synthesis && (
             <section>
@@ -179,18 +173,17 @@ export function ConceptPage({ repo, id }: { repo: string; id: string }) {
             </section>
           ))}
           <h2>Facts</h2>
-          <ul class="rows">
-            {facts.map((fact) => (
-              <li key={fact.id}>
-                <Link href={to.fact(fact.id)}>{fact.text || '(an image fact)'}</Link>
-              </li>
-            ))}
-          </ul>
-          {concept.fact_count > facts.length && (
-            <p class="meta">
-              The first {facts.length} of {plural(concept.fact_count, 'fact')}, those its summaries cover.
-            </p>
-          )}
+          <Paged<Fact> path={`${apiPath`/${repo}/facts`}?${new URLSearchParams({ concept: concept.id })}`} label="Facts" limit={20} empty="No fact names it.">
+            {(rows) => (
+              <ul class="rows">
+                {rows.map((fact) => (
+                  <li key={fact.id}>
+                    <Link href={to.fact(fact.id)}>{fact.text || '(an image fact)'}</Link>
+                  </li>
+                ))}
+              </ul>
+            )}
+          </Paged>
         </article>
       )}
     </Show>

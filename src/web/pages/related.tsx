@@ -1,18 +1,8 @@
 // What a fact's and a concept's pages list from the API's ranked routes, a page at a time: the
 // summaries and reports that cite a fact, and the concepts related to a concept.
 import { apiPath } from '../api.ts'
-import type { Concept } from '../types.ts'
+import type { Citation, RelatedConcept } from '../types.ts'
 import { Link, Paged, plural } from '../ui.tsx'
-
-interface Citation {
-  kind: 'summary' | 'report'
-  id: string
-  /** The summary's concept's name, or the report's title. */
-  title: string
-  concept_id: string | null
-  sequence_num: number | null
-  sentences: number
-}
 
 /** The app's paths the lists link to (graph.tsx's paths). */
 interface To {
@@ -53,7 +43,7 @@ export function RelatedConcepts({ repo, id, to }: { repo: string; id: string; to
   return (
     <section aria-labelledby="related">
       <h2 id="related">Related concepts</h2>
-      <Paged<Concept & { shared_facts: number }> path={apiPath`/${repo}/concepts/${id}/related`} label="Related concepts" limit={20} empty="No concept shares a fact with it.">
+      <Paged<RelatedConcept> path={apiPath`/${repo}/concepts/${id}/related`} label="Related concepts" limit={20} empty="No concept shares a fact with it.">
         {(rows) => (
           <ul class="rows">
             {rows.map((concept) => (
