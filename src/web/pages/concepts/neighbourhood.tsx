@@ -4,8 +4,8 @@
 // screen readers. Hand-drawn rather than by a graph library: at most NEIGHBOURHOOD_SIZE nodes
 // around one centre need no force layout, and a library (Cytoscape.js was most of the app's
 // JavaScript) would load on every page or need a second bundle.
-import type { ConceptDetail, Neighbourhood as Answer } from '../types.ts'
-import { Link, navigate } from '../ui.tsx'
+import type { ConceptDetail, Neighbourhood as Answer } from '../../types.ts'
+import { Link, navigate } from '../../ui.tsx'
 
 const WIDTH = 640
 const HEIGHT = 360
