@@ -3,7 +3,7 @@
 // `npm start`, `npm test` and `npm run build` run it first, and `kgs serve` from source (through
 // src/runtime/bun.ts); the tests' preload runs it when the sources are newer than the bundle.
 // `--if-stale` builds only then.
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
 const root = join(import.meta.dir, '..')
@@ -19,6 +19,11 @@ function stale(): boolean {
   const paths = OUTPUTS.map((name) => join(WEB_DIST, name))
   if (!paths.every(existsSync)) return true
   return Math.min(...paths.map((path) => statSync(path).mtimeMs)) < newest(source)
+}
+
+/** The app's first page as a browser fetches it: its JavaScript and CSS, gzip, in bytes (what the budget of docs/app.md counts). */
+export function firstPageGzipBytes(): number {
+  return OUTPUTS.reduce((sum, name) => sum + Bun.gzipSync(new Uint8Array(readFileSync(join(WEB_DIST, name)))).length, 0)
 }
 
 /** Answers whether it built (false: `ifStale` and the bundle is up to date). */
@@ -48,5 +53,5 @@ export async function buildWebApp({ ifStale = false } = {}): Promise<boolean> {
 
 if (import.meta.main) {
   const built = await buildWebApp({ ifStale: process.argv.includes('--if-stale') })
-  console.log(built ? `built ${WEB_DIST}` : `${WEB_DIST} is up to date`)
+  console.log(`${built ? `built ${WEB_DIST}` : `${WEB_DIST} is up to date`}: the first page's JavaScript and CSS, ${(firstPageGzipBytes() / 1024).toFixed(1)} KB gzip`)
 }

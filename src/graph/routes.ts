@@ -21,10 +21,11 @@ import {
   listInvestigations,
   listReports,
   listSources,
+  conceptNeighbourhood,
   RELATED_WINDOW,
   relatedConcepts,
 } from './store.ts'
-import { Citation, Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, RelatedConcept, Report, ReportDetail, Source, SourceDetail } from './schemas.ts'
+import { Citation, Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, Neighbourhood, RelatedConcept, Report, ReportDetail, Source, SourceDetail } from './schemas.ts'
 
 const Uuid = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
 const UUID = new RegExp(UUID_PATTERN)
@@ -152,6 +153,12 @@ export function graphRoutes({ scope }: GraphRoutesOptions) {
           detail: describe('Concepts that share facts with a concept, most shared facts first; X-Total-Count says how many'),
         },
       )
+      .get('/concepts/:conceptID/neighbourhood', async ({ db, params }) => found(await conceptNeighbourhood(await db(), params.conceptID), 'concept'), {
+        repository: 'concept:read',
+        params: params({ conceptID: Uuid }),
+        response: { 200: Neighbourhood, ...errors },
+        detail: describe('The first of the related concepts (as /related ranks and counts them) and the facts each pair of them shares: what a picture of the concept draws'),
+      })
       .get('/investigations', async ({ db, page }) => listInvestigations(await db(), page), {
         repository: 'investigation:read',
         paginated: true,

@@ -72,6 +72,15 @@ const conceptFields = {
 }
 export const Concept = t.Object(conceptFields)
 export const RelatedConcept = t.Object({ ...conceptFields, shared_facts: t.Integer({ description: 'facts linked to both concepts' }) })
+/** How many related concepts a neighbourhood holds: the first of the related list. */
+export const NEIGHBOURHOOD_SIZE = 30
+export const Neighbourhood = t.Object({
+  total: t.Integer({ description: 'concepts related to it, as X-Total-Count of its related list says' }),
+  concepts: t.Array(RelatedConcept, { description: `the first ${NEIGHBOURHOOD_SIZE} of its related list, in its order` }),
+  edges: t.Array(t.Object({ source: t.String(), target: t.String(), shared_facts: t.Integer({ description: 'facts linked to both' }) }), {
+    description: 'each pair of those concepts that share facts (source < target), most shared first',
+  }),
+})
 /** A summary or report that cites a fact: a summary that covers it, a report with a sentence it annotates. */
 export const Citation = t.Object({
   kind: t.Union([t.Literal('summary'), t.Literal('report')]),
@@ -147,6 +156,7 @@ export type FactDetail = Static<typeof FactDetail>
 export type Concept = Static<typeof Concept>
 export type ConceptDetail = Static<typeof ConceptDetail>
 export type RelatedConcept = Static<typeof RelatedConcept>
+export type Neighbourhood = Static<typeof Neighbourhood>
 export type Citation = Static<typeof Citation>
 export type Investigation = Static<typeof Investigation>
 export type InvestigationDetail = Static<typeof InvestigationDetail>

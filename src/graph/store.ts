@@ -5,6 +5,7 @@
 import type { Fragment, Sql } from 'postgres'
 import { isoTimestamp, type Db } from '../db/sql.ts'
 import {
+  NEIGHBOURHOOD_SIZE,
   RELATED_LIMIT,
   type Citation,
   type Concept,
@@ -13,6 +14,7 @@ import {
   type FactDetail,
   type Investigation,
   type InvestigationDetail,
+  type Neighbourhood,
   type RelatedConcept,
   type Report,
   type ReportDetail,
@@ -259,6 +261,25 @@ export async function relatedConcepts(sql: Sql, id: string, range: RankedRange):
     sql`shared_facts DESC, id`,
     range,
   )
+}
+
+/**
+ * Concept `id`'s neighbourhood: the first NEIGHBOURHOOD_SIZE of its related concepts (the
+ * related list's rows and counts, by the same query) and the facts each pair of them shares;
+ * undefined when there is no such concept. The edges are bounded by the pairs of the concepts
+ * listed (NEIGHBOURHOOD_SIZE² / 2).
+ */
+export async function conceptNeighbourhood(sql: Sql, id: string): Promise<Neighbourhood | undefined> {
+  const related = await relatedConcepts(sql, id, { offset: 0, limit: NEIGHBOURHOOD_SIZE })
+  if (!related) return undefined
+  const ids = related.rows.map((concept) => concept.id)
+  const edges = await sql<Neighbourhood['edges']>`
+    SELECT a.concept_id AS source, b.concept_id AS target, count(*)::int AS shared_facts
+    FROM fact_concepts a JOIN fact_concepts b ON b.fact_id = a.fact_id AND b.concept_id > a.concept_id
+    WHERE a.concept_id = ANY(${ids}::uuid[]) AND b.concept_id = ANY(${ids}::uuid[])
+    GROUP BY a.concept_id, b.concept_id
+    ORDER BY shared_facts DESC, source, target`
+  return { total: related.total, concepts: related.rows, edges: [...edges] }
 }
 
 /** Concepts in the order of `ids` (unknown ids skipped): hydrates ranked hits of a vector search. */

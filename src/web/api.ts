@@ -52,7 +52,20 @@ export async function versioned<T>(method: string, path: string, body?: unknown,
 
 export const request = async <T>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => (await versioned<T>(method, path, body, headers)).value
 
-export const get = <T>(path: string) => request<T>('GET', path)
+/** GETs in flight, by path: a page and its write bar reading one row as the page opens share one request. */
+const reading = new Map<string, Promise<{ value: unknown; etag: string }>>()
+
+/** GET `path` with its ETag; while a GET of the same path is in flight, its answer. */
+export function read<T>(path: string): Promise<{ value: T; etag: string }> {
+  let answer = reading.get(path)
+  if (!answer) {
+    answer = versioned<unknown>('GET', path).finally(() => reading.delete(path))
+    reading.set(path, answer)
+  }
+  return answer as Promise<{ value: T; etag: string }>
+}
+
+export const get = async <T>(path: string) => (await read<T>(path)).value
 
 export interface Page<T> {
   rows: T[]

@@ -1,11 +1,16 @@
 // The kgs web app: entry point, sign-in, layout and routes. Every path is under /app; the server
 // answers the same page for all of them and this module picks what to show.
 import './app.css'
-import { render } from 'preact'
+import { type JSX, render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { apiPath, get } from './api.ts'
 import { finishSignIn, onSignInEnded, registration, resumeSignIn, signedIn, signOut, startSignIn } from './auth.ts'
-import { ConceptPage, Concepts, FactPage, Facts, InvestigationPage, Investigations, paths, ReportPage, Reports, SourcePage, Sources } from './pages/graph.tsx'
+import { ConceptPage, Concepts } from './pages/concepts/concepts.tsx'
+import { FactPage, Facts } from './pages/facts/facts.tsx'
+import { InvestigationPage, Investigations } from './pages/investigations/investigations.tsx'
+import { paths } from './pages/paths.ts'
+import { ReportPage, Reports } from './pages/reports/reports.tsx'
+import { SourcePage, Sources } from './pages/sources/sources.tsx'
 import { Grants } from './pages/grants.tsx'
 import { Repositories, Search } from './pages/home.tsx'
 import { Users } from './pages/users.tsx'
@@ -31,39 +36,57 @@ const REPOSITORY_TABS = [
   ['settings', 'Settings'],
 ] as const
 
+/** What a page of the route table is made from: the repository, the row's id, the query. */
+interface Match {
+  repo: string
+  id: string
+  query: URLSearchParams
+}
+type Page = (match: Match) => JSX.Element
+
+/**
+ * A repository's pages, by the path under /app/r/{repo}/: the tab, then, for a row, its id (the
+ * editors' …/new and …/{id}/edit are write.tsx's writePage). The tab's list is `list`; a row's
+ * page `row`, where the tab has rows.
+ */
+const REPOSITORY_ROUTES: Record<string, { list: Page; row?: Page }> = {
+  facts: {
+    list: ({ repo, query }) => <Facts repo={repo} source={query.get('source') ?? undefined} concept={query.get('concept') ?? undefined} />,
+    row: ({ repo, id }) => <FactPage repo={repo} id={id} />,
+  },
+  concepts: { list: ({ repo }) => <Concepts repo={repo} />, row: ({ repo, id }) => <ConceptPage repo={repo} id={id} /> },
+  sources: { list: ({ repo }) => <Sources repo={repo} />, row: ({ repo, id }) => <SourcePage repo={repo} id={id} /> },
+  investigations: { list: ({ repo }) => <Investigations repo={repo} />, row: ({ repo, id }) => <InvestigationPage repo={repo} id={id} /> },
+  reports: { list: ({ repo }) => <Reports repo={repo} />, row: ({ repo, id }) => <ReportPage repo={repo} id={id} /> },
+  search: { list: ({ repo }) => <Search repo={repo} /> },
+  transfer: { list: ({ repo }) => <Transfer repo={repo} /> },
+  members: { list: ({ repo }) => <Members repo={repo} /> },
+  settings: { list: ({ repo }) => <Settings repo={repo} /> },
+}
+
+/** The pages outside a repository, by their path under /app ("" is /app itself); /app/r/{repo}/… is RepositoryPage. */
+const ROUTES: Record<string, () => JSX.Element> = {
+  '': () => <Repositories />,
+  registry: () => <Registry />,
+  agents: () => <Grants />,
+  'admin/users': () => <Users />,
+}
+
+/**
+ * A repository's frame (breadcrumb, tabs) around the page of `rest`, with the person's permissions
+ * there. The frame stays while the person moves within the repository (Route keys it by the
+ * repository), so the repository is read once, not on every page.
+ */
 function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
   const to = paths(repo)
   const [loaded] = useLoad(() => get<Repository>(apiPath`/api/v1/repositories/${repo}`), repo)
   const [tab = 'facts', id, action] = rest
-  const query = new URLSearchParams(location.search)
   const editor = writePage(repo, tab, id, action)
-  const page = (() => {
-    if (editor) return editor
-    switch (tab) {
-      case 'facts':
-        return id ? <FactPage repo={repo} id={id} /> : <Facts repo={repo} source={query.get('source') ?? undefined} />
-      case 'concepts':
-        return id ? <ConceptPage repo={repo} id={id} /> : <Concepts repo={repo} />
-      case 'sources':
-        return id ? <SourcePage repo={repo} id={id} /> : <Sources repo={repo} />
-      case 'investigations':
-        return id ? <InvestigationPage repo={repo} id={id} /> : <Investigations repo={repo} />
-      case 'reports':
-        return id ? <ReportPage repo={repo} id={id} /> : <Reports repo={repo} />
-      case 'search':
-        return <Search repo={repo} />
-      case 'transfer':
-        return <Transfer repo={repo} />
-      case 'members':
-        return <Members repo={repo} />
-      case 'settings':
-        return <Settings repo={repo} />
-      default:
-        return <NotFound />
-    }
-  })()
+  const route = REPOSITORY_ROUTES[tab]
+  const show = id === undefined ? route?.list : route?.row
+  const page = editor ?? (show ? show({ repo, id: id ?? '', query: new URLSearchParams(location.search) }) : <NotFound />)
   return (
-    <PermissionsOf repo={repo}>
+    <>
       <Show loaded={loaded}>
         {(repository) => (
           <p class="breadcrumb">
@@ -82,9 +105,12 @@ function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
           ))}
         </ul>
       </nav>
-      {!editor && <WriteBar repo={repo} tab={tab} id={id} />}
-      {page}
-    </PermissionsOf>
+      {/* Read again on every page: a role changed meanwhile shows on the next page. */}
+      <PermissionsOf key={location.pathname + location.search} repo={repo}>
+        {!editor && <WriteBar repo={repo} tab={tab} id={id} />}
+        {page}
+      </PermissionsOf>
+    </>
   )
 }
 
@@ -97,16 +123,15 @@ const NotFound = () => (
   </>
 )
 
+/** What remounts the page: its path and query, except within a repository, whose frame stays (RepositoryPage). */
+const routeKey = (path: string) => /^\/app\/r\/[^/]+/.exec(path)?.[0] ?? path + location.search
+
 function Route({ path }: { path: string }) {
   const parts = routeSegments(path)
   if (!parts) return <NotFound />
   const [first, second, ...rest] = parts
-  if (first === undefined) return <Repositories />
-  if (first === 'r' && second) return <RepositoryPage repo={second} rest={rest} />
-  if (first === 'registry') return <Registry />
-  if (first === 'agents') return <Grants />
-  if (first === 'admin' && second === 'users') return <Users />
-  return <NotFound />
+  if (first === 'r' && second) return <RepositoryPage key={second} repo={second} rest={rest} />
+  return (ROUTES[parts.join('/')] ?? NotFound)()
 }
 
 function Shell() {
@@ -156,7 +181,7 @@ function Shell() {
       </header>
       <main id="main">
         <Told key={path + location.search} />
-        <Route path={path} key={path + location.search} />
+        <Route path={path} key={routeKey(path)} />
       </main>
     </>
   )

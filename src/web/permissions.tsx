@@ -6,7 +6,7 @@ import type { ComponentChildren } from 'preact'
 import { createContext } from 'preact'
 import { useContext, useMemo } from 'preact/hooks'
 import { request } from './api.ts'
-import { paths } from './pages/graph.tsx'
+import { paths } from './pages/paths.ts'
 import { type RepositoryPermission, rolesWith } from './roles.ts'
 import { Link, useLoad } from './ui.tsx'
 

@@ -125,3 +125,27 @@ describe(`related concepts (${BACKEND})`, () => {
     expectError(await getBoth(`/concepts/${concepts[0]!.id}/related`, stranger.token), 404, 'repository not found')
   })
 })
+
+describe(`a concept's neighbourhood (${BACKEND})`, () => {
+  test('the related list, its rows and counts, and the facts each pair of them shares', async () => {
+    const [c0, c1, c2] = concepts.map((c) => c.id)
+    for (const concept of concepts) {
+      const related = await getBoth(`/concepts/${concept.id}/related?limit=100`)
+      const res = await getBoth(`/concepts/${concept.id}/neighbourhood`)
+      expect(res.status).toBe(200)
+      expect(res.body.concepts).toEqual(related.body)
+      expect(res.body.total).toBe(Number(related.headers.get('x-total-count')))
+    }
+    // c0's neighbours are c1, c2, c3; of them only c1 and c2 share facts (f1, f2).
+    const res = await getBoth(`/concepts/${c0}/neighbourhood`)
+    const [source, target] = [c1!, c2!].sort()
+    expect(res.body.edges).toEqual([{ source, target, shared_facts: 2 }])
+  })
+
+  test('an unknown concept: 404; a bad id: 400; no token: 401; no role: 404', async () => {
+    expectError(await getBoth(`/concepts/${uuid()}/neighbourhood`), 404, 'concept not found')
+    expectError(await getBoth('/concepts/nope/neighbourhood'), 400, /conceptID: expected a UUID/)
+    expectError(await http.get(`/${repo.slug}/concepts/${concepts[0]!.id}/neighbourhood`), 401, 'authentication required')
+    expectError(await getBoth(`/concepts/${concepts[0]!.id}/neighbourhood`, stranger.token), 404, 'repository not found')
+  })
+})

@@ -5,7 +5,7 @@ import { ApiError, apiPath, request } from '../api.ts'
 import type { Fact, Repository } from '../types.ts'
 import { PermissionsOf, useCan } from '../permissions.tsx'
 import { ErrorBox, Link, navigate, Paged, plural, tell } from '../ui.tsx'
-import { paths } from './graph.tsx'
+import { paths } from './paths.ts'
 
 const value = (event: Event) => (event.target as HTMLInputElement).value
 

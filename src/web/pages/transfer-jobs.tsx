@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { apiPath, get } from '../api.ts'
 import type { ExportResult, Graph, GraphName, ImportResult, Job } from '../types.ts'
 import { ErrorBox, Link, useLoad } from '../ui.tsx'
-import { paths } from './graph.tsx'
+import { paths } from './paths.ts'
 
 /** The Registry page of one name: its versions. */
 const registryHref = (name: string) => `/app/registry?name=${encodeURIComponent(name)}`

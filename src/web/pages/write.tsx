@@ -3,10 +3,10 @@
 // the page read in If-Match, so a row changed meanwhile is the API's 412, shown as such. The
 // buttons and forms show where the caller's permissions allow (permissions.tsx); the API judges all the same.
 import { useState } from 'preact/hooks'
-import { apiPath, request, versioned } from '../api.ts'
+import { apiPath, read, request } from '../api.ts'
 import { Allowed, useCan } from '../permissions.tsx'
 import { Link, navigate, tell, useLoad } from '../ui.tsx'
-import { paths } from './graph.tsx'
+import { paths } from './paths.ts'
 import { Confirm } from '../confirm.tsx'
 import { collection, type Kind, WriteError } from './write/form.tsx'
 import { FactEditor } from './write/fact.tsx'
@@ -57,16 +57,16 @@ function KindWriteBar({ repo, tab, kind, id }: { repo: string; tab: string; kind
 /** Delete, after a confirmation, of the row read when the page opened (its id as the API answered it), with its ETag. */
 function Delete({ repo, kind, id }: { repo: string; kind: Kind; id: string }) {
   const path = apiPath`/${repo}/${collection(kind)}/${id}`
-  const [read, reread] = useLoad(() => versioned<{ id: string }>('GET', path), path)
+  const [row, reread] = useLoad(() => read<{ id: string }>(path), path)
   const [confirming, setConfirming] = useState(false)
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<unknown>()
   const remove = async () => {
-    if (read.state !== 'done') return
+    if (row.state !== 'done') return
     setError(undefined)
     setBusy(true)
     try {
-      await request('DELETE', apiPath`/${repo}/${collection(kind)}/${read.value.value.id}`, undefined, { 'if-match': read.value.etag })
+      await request('DELETE', apiPath`/${repo}/${collection(kind)}/${row.value.value.id}`, undefined, { 'if-match': row.value.etag })
       tell(`The ${kind} is deleted.`)
       navigate(`${paths(repo).base}/${collection(kind)}`)
     } catch (failure) {
@@ -77,7 +77,7 @@ function Delete({ repo, kind, id }: { repo: string; kind: Kind; id: string }) {
   return (
     <>
       {!confirming ? (
-        <button type="button" class="danger" disabled={read.state !== 'done'} onClick={() => setConfirming(true)}>
+        <button type="button" class="danger" disabled={row.state !== 'done'} onClick={() => setConfirming(true)}>
           Delete this {kind}
         </button>
       ) : (
@@ -86,7 +86,7 @@ function Delete({ repo, kind, id }: { repo: string; kind: Kind; id: string }) {
         </Confirm>
       )}
       {error !== undefined && <WriteError repo={repo} kind={kind} error={error} reload={() => location.reload()} />}
-      {read.state === 'failed' && (
+      {row.state === 'failed' && (
         <button type="button" onClick={reread}>
           Read it again
         </button>

@@ -4,7 +4,7 @@ import type { ComponentChildren } from 'preact'
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { ApiError, apiPath, page as fetchPage, request, versioned } from '../../api.ts'
 import { ErrorBox, Link, navigate, Show, tell, useLoad } from '../../ui.tsx'
-import { paths } from '../graph.tsx'
+import { paths } from '../paths.ts'
 
 export type Kind = 'fact' | 'concept' | 'report'
 /** The API's collection of a kind's rows (`facts`, …). */

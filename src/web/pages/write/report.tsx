@@ -4,7 +4,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { apiPath, get } from '../../api.ts'
 import type { Fact, Report, ReportDetail } from '../../types.ts'
 import { ErrorBox, Link, Markdown } from '../../ui.tsx'
-import { paths } from '../graph.tsx'
+import { paths } from '../paths.ts'
 import { value, type Read, WriteError, Pick, Chosen, Editor, useSave, changed, defined, Submit } from './form.tsx'
 
 export function ReportEditor({ repo, id }: { repo: string; id: string | undefined }) {
