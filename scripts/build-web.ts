@@ -12,7 +12,11 @@ export const WEB_DIST = join(root, 'dist', 'web')
 const OUTPUTS = ['app.js', 'app.css']
 
 const newest = (dir: string): number =>
-  Math.max(...readdirSync(dir, { withFileTypes: true }).map((entry) => (entry.isDirectory() ? newest(join(dir, entry.name)) : statSync(join(dir, entry.name)).mtimeMs)))
+  Math.max(
+    ...readdirSync(dir, { withFileTypes: true }).map((entry) =>
+      entry.isDirectory() ? newest(join(dir, entry.name)) : statSync(join(dir, entry.name)).mtimeMs,
+    ),
+  )
 
 /** Whether dist/web is missing a file or older than a source of the app. */
 function stale(): boolean {
@@ -53,5 +57,7 @@ export async function buildWebApp({ ifStale = false } = {}): Promise<boolean> {
 
 if (import.meta.main) {
   const built = await buildWebApp({ ifStale: process.argv.includes('--if-stale') })
-  console.log(`${built ? `built ${WEB_DIST}` : `${WEB_DIST} is up to date`}: the first page's JavaScript and CSS, ${(firstPageGzipBytes() / 1024).toFixed(1)} KB gzip`)
+  console.log(
+    `${built ? `built ${WEB_DIST}` : `${WEB_DIST} is up to date`}: the first page's JavaScript and CSS, ${(firstPageGzipBytes() / 1024).toFixed(1)} KB gzip`,
+  )
 }

@@ -21,7 +21,10 @@ rmSync(outfile, { force: true })
 
 const scope = join(root, 'node_modules', '@lancedb')
 const addonPackages = readdirSync(scope).filter((name) => name.startsWith('lancedb-'))
-if (addonPackages.length !== 1) throw new Error(`expected one LanceDB add-on package for this platform in ${scope}, found ${addonPackages.join(', ') || 'none'}`)
+if (addonPackages.length !== 1)
+  throw new Error(
+    `expected one LanceDB add-on package for this platform in ${scope}, found ${addonPackages.join(', ') || 'none'}`,
+  )
 const addonPackage = `@lancedb/${addonPackages[0]}`
 const addonDir = join(scope, addonPackages[0]!)
 const addon = readdirSync(addonDir).find((name) => name.endsWith('.node'))
@@ -32,12 +35,17 @@ const library = await Bun.file(join(addonDir, addon)).bytes()
 const packedAddon = join(scratch, `${addon}.zst`)
 // Level 3: within a few percent of level 12's size, in a seventh of its time.
 await Bun.write(packedAddon, Bun.zstdCompressSync(library, { level: 3 }))
-const lancedb = { name: `lancedb-${createHash('sha256').update(library).digest('hex').slice(0, 16)}.node`, size: library.length }
+const lancedb = {
+  name: `lancedb-${createHash('sha256').update(library).digest('hex').slice(0, 16)}.node`,
+  size: library.length,
+}
 const template = join(scratch, 'template')
 await initdb(template)
 const templateArchive = join(scratch, 'pglite-template.tar.gz')
 // Its entries by name (not "."), which Bun.Archive reads back as a plain tree.
-const tar = Bun.spawnSync(['tar', '-czf', templateArchive, '-C', template, ...readdirSync(template)], { stderr: 'inherit' })
+const tar = Bun.spawnSync(['tar', '-czf', templateArchive, '-C', template, ...readdirSync(template)], {
+  stderr: 'inherit',
+})
 if (tar.exitCode !== 0) throw new Error('tar failed to pack the embedded database template')
 
 const buildAssets = `import lancedb from ${JSON.stringify(packedAddon)} with { type: 'file' }
@@ -48,7 +56,13 @@ export const buildAssets = { lancedb: { file: lancedb, ...${JSON.stringify(lance
 `
 await buildWebApp()
 const result = await Bun.build({
-  entrypoints: [join(root, 'src/main.ts'), join(root, 'src/initdb-thread.ts'), join(root, 'src/job-thread.ts'), join(root, 'src/hasher-thread.ts'), join(root, 'src/gzip-thread.ts')],
+  entrypoints: [
+    join(root, 'src/main.ts'),
+    join(root, 'src/initdb-thread.ts'),
+    join(root, 'src/job-thread.ts'),
+    join(root, 'src/hasher-thread.ts'),
+    join(root, 'src/gzip-thread.ts'),
+  ],
   root: join(root, 'src'),
   files: {
     [join(root, 'src/runtime/build-assets.ts')]: buildAssets,

@@ -21,7 +21,10 @@ writeFileSync(join(dir, 'truncated.json.gz'), bytes.subarray(0, bytes.length >> 
 writeFileSync(join(dir, 'plain.json'), '{"metadata": {}}')
 
 const run = (command: string[], args: string[]) => {
-  const child = Bun.spawnSync([...command, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir } })
+  const child = Bun.spawnSync([...command, ...args], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir },
+  })
   return { code: child.exitCode, out: child.stdout.toString(), err: child.stderr.toString() }
 }
 let failures = 0
@@ -29,7 +32,11 @@ const expectSame = (args: string[], expected: { code: number; err?: RegExp }) =>
   const onDeno = run(deno, args)
   const onBun = run(bun, args)
   const ok =
-    onDeno.code === expected.code && (expected.err === undefined || expected.err.test(onDeno.err + onDeno.out)) && onDeno.code === onBun.code && onDeno.out === onBun.out && onDeno.err === onBun.err
+    onDeno.code === expected.code &&
+    (expected.err === undefined || expected.err.test(onDeno.err + onDeno.out)) &&
+    onDeno.code === onBun.code &&
+    onDeno.out === onBun.out &&
+    onDeno.err === onBun.err
   console.log(`${ok ? 'ok  ' : 'FAIL'} kgs ${args.join(' ')} (deno: exit ${onDeno.code})`)
   if (!ok) {
     failures++

@@ -42,19 +42,35 @@ async function onBun(): Promise<void> {
     S3_SECRET_ACCESS_KEY: fake.secretAccessKey,
     S3_PREFIX: 'deno/',
   }
-  const child = Bun.spawn([join(root, 'node_modules', '.bin', 'deno'), 'run', '-A', script], { cwd: root, env, stdout: 'inherit', stderr: 'inherit' })
+  const child = Bun.spawn([join(root, 'node_modules', '.bin', 'deno'), 'run', '-A', script], {
+    cwd: root,
+    env,
+    stdout: 'inherit',
+    stderr: 'inherit',
+  })
   check((await child.exited) === 0, `deno run ${script} exited ${child.exitCode}`)
   const count = (operation: string) => fake.operations.filter((seen) => seen === operation).length
   check(fake.refused() === 0, `${fake.refused()} requests refused for their signature`)
-  check(fake.openUploads() === 0 && fake.objects.size === 0, `left behind: ${fake.openUploads()} open uploads, objects ${JSON.stringify([...fake.objects.keys()])}`)
+  check(
+    fake.openUploads() === 0 && fake.objects.size === 0,
+    `left behind: ${fake.openUploads()} open uploads, objects ${JSON.stringify([...fake.objects.keys()])}`,
+  )
   // The large put and its move completed as multipart uploads; the failed put was aborted.
-  check(count('CompleteMultipartUpload') === 2 && count('AbortMultipartUpload') === 1, `multipart: ${JSON.stringify(fake.operations)}`)
+  check(
+    count('CompleteMultipartUpload') === 2 && count('AbortMultipartUpload') === 1,
+    `multipart: ${JSON.stringify(fake.operations)}`,
+  )
   await fake.stop()
   console.log(`ok   the S3 blob store on Deno (${fake.operations.length} S3 requests)`)
 }
 
 async function onDeno(): Promise<void> {
-  const store = openBlobStore(parseEnv({ DATA_DIR: '/nonexistent/kgs-deno-s3-not-used', ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('S3_'))) }))
+  const store = openBlobStore(
+    parseEnv({
+      DATA_DIR: '/nonexistent/kgs-deno-s3-not-used',
+      ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('S3_'))),
+    }),
+  )
   const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex')
   const list = async (prefix = '') => {
     const keys: string[] = []
@@ -65,11 +81,15 @@ async function onDeno(): Promise<void> {
   check((await store.put('small', 'hello')).bytes === 5, 'small put')
   check(new TextDecoder().decode(await store.get('small')) === 'hello', 'small get')
 
-  const chunks = Array.from({ length: (12 * MiB) / (64 * 1024) }, () => crypto.getRandomValues(new Uint8Array(64 * 1024)))
+  const chunks = Array.from({ length: (12 * MiB) / (64 * 1024) }, () =>
+    crypto.getRandomValues(new Uint8Array(64 * 1024)),
+  )
   const whole = new Uint8Array(12 * MiB)
   chunks.forEach((chunk, index) => whole.set(chunk, index * chunk.byteLength))
   let next = 0
-  const source = new ReadableStream<Uint8Array>({ pull: (controller) => (next < chunks.length ? controller.enqueue(chunks[next++]!) : controller.close()) })
+  const source = new ReadableStream<Uint8Array>({
+    pull: (controller) => (next < chunks.length ? controller.enqueue(chunks[next++]!) : controller.close()),
+  })
   check((await store.put('large', source, { contentType: 'application/gzip' })).bytes === 12 * MiB, 'large put')
   check((await store.stat('large'))?.bytes === 12 * MiB, 'large stat')
   const streamed = createHash('sha256')
@@ -86,7 +106,10 @@ async function onDeno(): Promise<void> {
     yield* chunks.slice(0, 96)
     throw failure
   }
-  check((await store.put('failed', failing()).catch((error: unknown) => error)) === failure, 'a failing body: the put did not reject with its error')
+  check(
+    (await store.put('failed', failing()).catch((error: unknown) => error)) === failure,
+    'a failing body: the put did not reject with its error',
+  )
   check((await store.get('failed')) === undefined, 'a failing body left an object')
 
   check((await store.deletePrefix('moved/')) === 1, 'deletePrefix')

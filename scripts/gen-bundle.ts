@@ -38,7 +38,14 @@
 // 247 MB, 93 s; peak RSS 127 MB either way. Vectors cost ~1 µs per float to write
 // (writer.ts encodeFloat32), so D = 384 (422 M floats) adds several minutes and ~5 GB of JSON.
 import { createWriteStream } from 'node:fs'
-import { canonicalHash, formatExportedAt, writeBundle, type BundleContent, type MediaItem, type VectorItem } from '../src/bundle/format/writer.ts'
+import {
+  canonicalHash,
+  formatExportedAt,
+  writeBundle,
+  type BundleContent,
+  type MediaItem,
+  type VectorItem,
+} from '../src/bundle/format/writer.ts'
 import { portableConceptId, portableFactId } from '../src/bundle/format/citations.ts'
 import { factContentHash, sourceSha256 } from '../src/bundle/format/hashes.ts'
 import type { Metadata, Row, RowSection } from '../src/bundle/format/schema.ts'
@@ -103,12 +110,22 @@ const SOURCE_KINDS = ['pdf', 'html', 'arxiv'] as const
 const CONTEXTS = ['physics', 'biology', 'geology', 'climate'] as const
 const POSTURES = ['related', 'supports', 'contradicts', undefined] as const
 const CONNECTORS = ['while', 'whereas', 'so that', 'because', 'although', 'and in turn']
-const PLACES = ['in the Baltic Sea', 'near Zu\u0308rich', 'at Lac Léman', 'in 東京湾 (Tokyo Bay)', 'on the Île de Ré', 'in the São Francisco basin', 'at Ørsted station', 'in the Río de la Plata']
+const PLACES = [
+  'in the Baltic Sea',
+  'near Zu\u0308rich',
+  'at Lac Léman',
+  'in 東京湾 (Tokyo Bay)',
+  'on the Île de Ré',
+  'in the São Francisco basin',
+  'at Ørsted station',
+  'in the Río de la Plata',
+]
 const BASE_DAY = Date.parse('2026-01-01T00:00:00Z')
 
 const cap = (word: string) => word[0]!.toUpperCase() + word.slice(1)
 const CAPITALIZED = WORDS.map(cap)
-const escapeHtml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
+const escapeHtml = (text: string) =>
+  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
 
 /** Picks from lists with one row's random stream. */
 function picker(next: () => number) {
@@ -141,7 +158,8 @@ export class SyntheticGraph {
     this.seed = (options.seed ?? 1) >>> 0
     this.size = graphSize(options.facts)
     this.dimensions = options.dimensions ?? DEFAULT_DIMENSIONS
-    if (!Number.isSafeInteger(this.dimensions) || this.dimensions < 0) throw new Error('dimensions must be a non-negative integer')
+    if (!Number.isSafeInteger(this.dimensions) || this.dimensions < 0)
+      throw new Error('dimensions must be a non-negative integer')
     this.vectors = options.vectors ?? 'random'
     this.embedImages = options.images ?? true
     const promptset = (k: number) => Bun.CryptoHasher.hash('sha256', `promptset ${this.seed} ${k}`, 'hex').slice(0, 16)
@@ -175,7 +193,10 @@ export class SyntheticGraph {
     let text: string | undefined
     let markdown: string | undefined
     if (!failed) {
-      title = i % 9 === 4 ? `Über “${pick(WORDS)}” & ${pick(WORDS)} ${pick(QUALIFIERS)}` : `On the ${pick(WORDS)} of ${pick(WORDS)} ${pick(QUALIFIERS)}`
+      title =
+        i % 9 === 4
+          ? `Über “${pick(WORDS)}” & ${pick(WORDS)} ${pick(QUALIFIERS)}`
+          : `On the ${pick(WORDS)} of ${pick(WORDS)} ${pick(QUALIFIERS)}`
       const paragraphs: string[] = []
       let paragraph: string[] = []
       const sentences = 16 + Math.floor(next() * 24)
@@ -187,7 +208,8 @@ export class SyntheticGraph {
         }
       }
       text = paragraphs.join('\n\n')
-      if (i % 5 === 0) markdown = `# ${title}\n\n${paragraphs.map((p, k) => (k === 1 ? `## Results\n\n- ${p.replace(/\. /g, '.\n- ')}` : p)).join('\n\n')}\n`
+      if (i % 5 === 0)
+        markdown = `# ${title}\n\n${paragraphs.map((p, k) => (k === 1 ? `## Results\n\n- ${p.replace(/\. /g, '.\n- ')}` : p)).join('\n\n')}\n`
     }
     // Literals in the schema's key order, omitted fields undefined: one object shape per section.
     const row: Row<'sources'> = {
@@ -248,7 +270,10 @@ export class SyntheticGraph {
       width: 320 + 16 * Math.floor(next() * 100),
       height: 240 + 16 * Math.floor(next() * 60),
       bytes: this.imageLength(j),
-      alt_text: j % 5 === 2 ? `Figure ${j}: ${pick(WORDS)} vs. ${pick(WORDS)} (<5 % error)` : `Figure ${j}: ${pick(WORDS)} ${pick(VERBS)} ${pick(WORDS)}`,
+      alt_text:
+        j % 5 === 2
+          ? `Figure ${j}: ${pick(WORDS)} vs. ${pick(WORDS)} (<5 % error)`
+          : `Figure ${j}: ${pick(WORDS)} ${pick(VERBS)} ${pick(WORDS)}`,
       content_type: 'image/png',
       image_ref: this.hasImageBytes(j) ? `img-${j}` : undefined,
     }
@@ -379,7 +404,8 @@ export class SyntheticGraph {
     if (i % 3 !== 0) return []
     const words = this.concept(i).canonical_name.split(' ').slice(0, -1)
     const aliases = [{ concept_idx: i, alias_text: `${[...words].reverse().join(' ')} (${i})` }]
-    if (i % 6 === 0) aliases.push({ concept_idx: i, alias_text: `${words.map((w) => w[0]!.toUpperCase()).join('')}-${i}` })
+    if (i % 6 === 0)
+      aliases.push({ concept_idx: i, alias_text: `${words.map((w) => w[0]!.toUpperCase()).join('')}-${i}` })
     return aliases
   }
 
@@ -389,7 +415,9 @@ export class SyntheticGraph {
     const covered: number[] = []
     for (let f = 10 * k; f < Math.min(10 * k + 5, this.size.facts); f++) covered.push(f)
     const name = this.concept(k).canonical_name
-    const body = covered.map((f) => `${pick(CAPITALIZED)} ${pick(VERBS)} ${pick(WORDS)} ${pick(QUALIFIERS)} ${this.citation(f)}.`).join(' ')
+    const body = covered
+      .map((f) => `${pick(CAPITALIZED)} ${pick(VERBS)} ${pick(WORDS)} ${pick(QUALIFIERS)} ${this.citation(f)}.`)
+      .join(' ')
     return {
       concept_idx: k,
       sequence_num: 0,
@@ -427,7 +455,14 @@ export class SyntheticGraph {
 
   investigation(i: number): Row<'investigations'> {
     const pick = picker(this.random(K.investigation, i))
-    return { idx: i, title: i % 5 === 1 ? `Investigation ${i}: "${pick(WORDS)}" <vs> ${pick(WORDS)}` : `Investigation ${i}: ${pick(WORDS)} and ${pick(WORDS)}`, topic: pick(WORDS) }
+    return {
+      idx: i,
+      title:
+        i % 5 === 1
+          ? `Investigation ${i}: "${pick(WORDS)}" <vs> ${pick(WORDS)}`
+          : `Investigation ${i}: ${pick(WORDS)} and ${pick(WORDS)}`,
+      topic: pick(WORDS),
+    }
   }
 
   investigationSources(i: number): Row<'investigation_sources'>[] {
@@ -471,7 +506,14 @@ export class SyntheticGraph {
     const next = this.random(K.annotation, i)
     const pick = picker(next)
     return this.reportFacts(i).map((f, s) => {
-      return { report_idx: i, sentence_index: s, sentence_text: this.reportSentence(f), fact_idx: f, score: 0.5 + next() / 2, posture: pick(POSTURES) }
+      return {
+        report_idx: i,
+        sentence_index: s,
+        sentence_text: this.reportSentence(f),
+        fact_idx: f,
+        score: 0.5 + next() / 2,
+        posture: pick(POSTURES),
+      }
     })
   }
 
@@ -497,13 +539,18 @@ export class SyntheticGraph {
   }
 
   factVector(i: number): Float32Array {
-    return this.vectors === 'kgs-hash-v1' ? hashEmbedding(this.factText(i), this.dimensions) : this.randomVector(K.factVector, i)
+    return this.vectors === 'kgs-hash-v1'
+      ? hashEmbedding(this.factText(i), this.dimensions)
+      : this.randomVector(K.factVector, i)
   }
 
   conceptVector(i: number): Float32Array {
     if (this.vectors === 'random') return this.randomVector(K.conceptVector, i)
     const concept = this.concept(i)
-    return hashEmbedding(conceptEmbeddingText({ canonical_name: concept.canonical_name, description: concept.description ?? '' }), this.dimensions)
+    return hashEmbedding(
+      conceptEmbeddingText({ canonical_name: concept.canonical_name, description: concept.description ?? '' }),
+      this.dimensions,
+    )
   }
 
   // --- the bundle ---
@@ -593,7 +640,12 @@ export function bundleContent(options: BundleOptions, counts?: BundleCounts): Bu
       sources: rows(() => range(size.sources, (i) => graph.source(i)), counts, 'sources'),
       source_images: rows(() => range(size.images, (j) => graph.sourceImage(j)), counts, 'source_images'),
       source_bodies: rows(
-        () => flatRange(size.sources, (i) => (graph.hasBody(i) ? [{ source_idx: i, body_ref: `body-${i}`, content_type: 'text/html; charset=utf-8' }] : [])),
+        () =>
+          flatRange(size.sources, (i) =>
+            graph.hasBody(i)
+              ? [{ source_idx: i, body_ref: `body-${i}`, content_type: 'text/html; charset=utf-8' }]
+              : [],
+          ),
         counts,
         'source_bodies',
       ),
@@ -602,26 +654,54 @@ export function bundleContent(options: BundleOptions, counts?: BundleCounts): Bu
       concepts: rows(() => range(size.concepts, (i) => graph.concept(i)), counts, 'concepts'),
       concept_aliases: rows(() => flatRange(size.concepts, (i) => graph.aliases(i)), counts, 'concept_aliases'),
       fact_concepts: rows(
-        () => flatRange(size.facts, (i) => graph.factConceptIdxs(i).map((concept_idx) => ({ fact_idx: i, concept_idx, promptset_hash: graph.promptsets[2] }))),
+        () =>
+          flatRange(size.facts, (i) =>
+            graph
+              .factConceptIdxs(i)
+              .map((concept_idx) => ({ fact_idx: i, concept_idx, promptset_hash: graph.promptsets[2] })),
+          ),
         counts,
         'fact_concepts',
       ),
       concept_summaries: rows(() => range(size.summaries, (k) => graph.summary(k)), counts, 'concept_summaries'),
       concept_syntheses: rows(() => range(size.syntheses, (s) => graph.synthesis(s)), counts, 'concept_syntheses'),
       investigations: rows(() => range(size.investigations, (i) => graph.investigation(i)), counts, 'investigations'),
-      investigation_sources: rows(() => flatRange(size.investigations, (i) => graph.investigationSources(i)), counts, 'investigation_sources'),
+      investigation_sources: rows(
+        () => flatRange(size.investigations, (i) => graph.investigationSources(i)),
+        counts,
+        'investigation_sources',
+      ),
       reports: rows(() => range(size.reports, (i) => graph.report(i)), counts, 'reports'),
-      report_annotations: rows(() => flatRange(size.reports, (i) => graph.annotations(i)), counts, 'report_annotations'),
+      report_annotations: rows(
+        () => flatRange(size.reports, (i) => graph.annotations(i)),
+        counts,
+        'report_annotations',
+      ),
     },
-    images: rows(() => flatRange(size.images, (j): MediaItem[] => (graph.hasImageBytes(j) ? [{ ref: `img-${j}`, contentType: 'image/png', data: graph.imageBytes(j) }] : [])), counts, 'images'),
+    images: rows(
+      () =>
+        flatRange(size.images, (j): MediaItem[] =>
+          graph.hasImageBytes(j) ? [{ ref: `img-${j}`, contentType: 'image/png', data: graph.imageBytes(j) }] : [],
+        ),
+      counts,
+      'images',
+    ),
     bodies: rows(() => flatRange(size.sources, (i) => (graph.hasBody(i) ? [graph.body(i)] : [])), counts, 'bodies'),
   }
   if (graph.dimensions > 0) {
     content.embeddings = {
       model: graph.embeddingModel,
       dimensions: graph.dimensions,
-      facts: rows(() => range(size.facts, (i): VectorItem => ({ index: i, vector: graph.factVector(i) })), counts, 'fact_vectors'),
-      concepts: rows(() => range(size.concepts, (i): VectorItem => ({ index: i, vector: graph.conceptVector(i) })), counts, 'concept_vectors'),
+      facts: rows(
+        () => range(size.facts, (i): VectorItem => ({ index: i, vector: graph.factVector(i) })),
+        counts,
+        'fact_vectors',
+      ),
+      concepts: rows(
+        () => range(size.concepts, (i): VectorItem => ({ index: i, vector: graph.conceptVector(i) })),
+        counts,
+        'concept_vectors',
+      ),
     }
   }
   return content
@@ -632,8 +712,20 @@ export async function generateBundle(path: string, options: BundleOptions): Prom
   const started = performance.now()
   const sha256 = await canonicalHash(bundleContent({ ...options, sha256: undefined }))
   const counts = emptyCounts()
-  const { bytes, compressedBytes } = await writeBundle(bundleContent({ ...options, sha256 }, counts), createWriteStream(path), { level: 6 })
-  return { path, facts: options.facts, sha256, bytes, compressedBytes, counts, seconds: Math.round((performance.now() - started) / 100) / 10 }
+  const { bytes, compressedBytes } = await writeBundle(
+    bundleContent({ ...options, sha256 }, counts),
+    createWriteStream(path),
+    { level: 6 },
+  )
+  return {
+    path,
+    facts: options.facts,
+    sha256,
+    bytes,
+    compressedBytes,
+    counts,
+    seconds: Math.round((performance.now() - started) / 100) / 10,
+  }
 }
 
 /** Parses the command line of this script (also used by scripts/bench/bundle.ts). */
@@ -653,7 +745,8 @@ export function parseArgs(args: string[]): { path: string; options: BundleOption
     else if (arg === '--kgs-hash') options.vectors = 'kgs-hash-v1'
     else if (arg === '--exported-at') {
       options.exportedAt = value()
-      if (Number.isNaN(Date.parse(options.exportedAt))) throw new Error(`--exported-at: not a date: ${options.exportedAt}`)
+      if (Number.isNaN(Date.parse(options.exportedAt)))
+        throw new Error(`--exported-at: not a date: ${options.exportedAt}`)
     } else if (arg.startsWith('--')) throw new Error(`unknown option ${arg}`)
     else positional.push(arg)
   }
@@ -671,7 +764,9 @@ if (import.meta.main) {
     process.exit(2)
   }
   if (!parsed) {
-    console.error('usage: bun scripts/gen-bundle.ts <out.json.gz> <facts> [--seed N] [--dimensions D (0 = no embeddings; default 384)] [--kgs-hash] [--no-images] [--exported-at ISO]')
+    console.error(
+      'usage: bun scripts/gen-bundle.ts <out.json.gz> <facts> [--seed N] [--dimensions D (0 = no embeddings; default 384)] [--kgs-hash] [--no-images] [--exported-at ISO]',
+    )
     process.exit(2)
   }
   console.log(JSON.stringify(await generateBundle(parsed.path, parsed.options)))

@@ -30,7 +30,8 @@ const BATCH = 1000
 const BODY_EVERY = 100
 
 async function insert(sql: Sql, table: string, rows: Record<string, unknown>[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += BATCH) await sql`INSERT INTO ${sql(table)} ${sql(rows.slice(i, i + BATCH) as never[])}`
+  for (let i = 0; i < rows.length; i += BATCH)
+    await sql`INSERT INTO ${sql(table)} ${sql(rows.slice(i, i + BATCH) as never[])}`
 }
 
 /** Fills the repository behind `sql` (expected empty) and returns what it wrote. */
@@ -51,7 +52,10 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
     kind: pick(['pdf', 'html', 'arxiv']),
     status: 'processed',
     parsed_title: `On the ${pick(WORDS)} of ${pick(WORDS)} ${pick(QUALIFIERS)}`,
-    parsed_text: Array.from({ length: 5 }, () => `${pick(WORDS)} ${pick(VERBS)} ${pick(WORDS)} ${pick(QUALIFIERS)}.`).join(' '),
+    parsed_text: Array.from(
+      { length: 5 },
+      () => `${pick(WORDS)} ${pick(VERBS)} ${pick(WORDS)} ${pick(QUALIFIERS)}.`,
+    ).join(' '),
     parsed_markdown: '',
     published_at: new Date(base - Math.floor(next() * 3650) * 86_400_000).toISOString().slice(0, 10),
     // One source in a hundred keeps its original (an HTML page) in blob storage.
@@ -63,7 +67,9 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
     const bodies = []
     for (const [i, source] of sources.entries()) {
       if (!source.has_stored_body) continue
-      const html = new TextEncoder().encode(`<!doctype html><html><head><title>${source.parsed_title}</title></head><body><p>${source.parsed_text}</p></body></html>`)
+      const html = new TextEncoder().encode(
+        `<!doctype html><html><head><title>${source.parsed_title}</title></head><body><p>${source.parsed_text}</p></body></html>`,
+      )
       const storage_key = `${repositoryBlobPrefix(repositoryId)}bodies/${i}`
       await options.blobs.put(storage_key, html, { contentType: 'text/html' })
       bodies.push({ source_id: source.id, content_type: 'text/html', storage_key, bytes: html.byteLength })
@@ -99,7 +105,17 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
   }
   await insert(sql, 'source_images', images)
 
-  const facts: { id: string; text: string; fact_kind: string; image_url: string; content_hash: string; promptset_hash: string; status: string; source_image_id: string | null; created_at: Date }[] = []
+  const facts: {
+    id: string
+    text: string
+    fact_kind: string
+    image_url: string
+    content_hash: string
+    promptset_hash: string
+    status: string
+    source_image_id: string | null
+    created_at: Date
+  }[] = []
   const seen = new Set<string>()
   for (let i = 0; facts.length < size.facts; i++) {
     const image = i % 40 === 7 ? images[((i / 40) % images.length) | 0] : undefined
@@ -149,7 +165,9 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
   await insert(
     sql,
     'concept_aliases',
-    concepts.filter((_, i) => i % 3 === 0).map((c) => ({ concept_id: c.id, alias_text: c.canonical_name.split(' ').reverse().join(' ') })),
+    concepts
+      .filter((_, i) => i % 3 === 0)
+      .map((c) => ({ concept_id: c.id, alias_text: c.canonical_name.split(' ').reverse().join(' ') })),
   )
   // Each fact is about two concepts; concept k gathers facts 10k..10k+9 and their neighbours.
   const factsOf = new Map<string, string[]>()
@@ -157,7 +175,12 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
     sql,
     'fact_concepts',
     facts.flatMap((fact, i) => {
-      const ids = [...new Set([concepts[Math.floor(i / 10) % concepts.length]!.id, concepts[(Math.floor(i / 10) + 1 + (i % 7)) % concepts.length]!.id])]
+      const ids = [
+        ...new Set([
+          concepts[Math.floor(i / 10) % concepts.length]!.id,
+          concepts[(Math.floor(i / 10) + 1 + (i % 7)) % concepts.length]!.id,
+        ]),
+      ]
       for (const id of ids) factsOf.set(id, [...(factsOf.get(id) ?? []), fact.id])
       return ids.map((concept_id) => ({ fact_id: fact.id, concept_id, promptset_hash: 'ps-1' }))
     }),
@@ -213,7 +236,12 @@ export async function generateGraph(sql: Sql, repositoryId: string, options: Gen
   await insert(
     sql,
     'investigation_sources',
-    investigations.flatMap((inv, i) => [...new Set([0, 1, 2].map((k) => sources[(i * 3 + k) % sources.length]!.id))].map((source_id) => ({ investigation_id: inv.id, source_id }))),
+    investigations.flatMap((inv, i) =>
+      [...new Set([0, 1, 2].map((k) => sources[(i * 3 + k) % sources.length]!.id))].map((source_id) => ({
+        investigation_id: inv.id,
+        source_id,
+      })),
+    ),
   )
 
   const reports: Record<string, unknown>[] = []
@@ -293,7 +321,13 @@ if (import.meta.main) {
       blobs: openBlobStore(config),
       vectors: { store, embedder: createEmbedder(config) },
     })
-    console.log(JSON.stringify({ repository: repositoryId, ...size, seconds: Math.round((performance.now() - started) / 100) / 10 }))
+    console.log(
+      JSON.stringify({
+        repository: repositoryId,
+        ...size,
+        seconds: Math.round((performance.now() - started) / 100) / 10,
+      }),
+    )
   } finally {
     await store.close()
     await pools.close()

@@ -18,13 +18,23 @@ import { OBJECT_STORE, createBucket, listKeys, openUploads } from '../tests/help
 import { generateBundle } from './gen-bundle.ts'
 
 const [runtimeName, blobs = 'local', ...extra] = process.argv.slice(2)
-if ((runtimeName !== 'deno' && runtimeName !== 'bun') || !['local', 's3', 'rgw'].includes(blobs) || extra.length > 0) throw new Error('usage: bun scripts/journey.ts deno|bun [s3|rgw]')
-if (blobs === 'rgw' && !OBJECT_STORE) throw new Error('rgw: set TEST_S3_ENDPOINT, TEST_S3_REGION, TEST_S3_ACCESS_KEY_ID and TEST_S3_SECRET_ACCESS_KEY (ceph-rgw start prints them as S3_*)')
+if ((runtimeName !== 'deno' && runtimeName !== 'bun') || !['local', 's3', 'rgw'].includes(blobs) || extra.length > 0)
+  throw new Error('usage: bun scripts/journey.ts deno|bun [s3|rgw]')
+if (blobs === 'rgw' && !OBJECT_STORE)
+  throw new Error(
+    'rgw: set TEST_S3_ENDPOINT, TEST_S3_REGION, TEST_S3_ACCESS_KEY_ID and TEST_S3_SECRET_ACCESS_KEY (ceph-rgw start prints them as S3_*)',
+  )
 const root = join(import.meta.dir, '..')
 const main = join(root, 'src', 'main.ts')
-const command = runtimeName === 'deno' ? [join(root, 'node_modules', '.bin', 'deno'), 'run', '-A', main] : [process.execPath, main]
+const command =
+  runtimeName === 'deno' ? [join(root, 'node_modules', '.bin', 'deno'), 'run', '-A', main] : [process.execPath, main]
 const backend = `${process.env.DATABASE_URL ? 'postgres' : 'embedded'}${{ local: '', s3: ', S3', rgw: ', blobs and vectors on Ceph RGW' }[blobs]}`
-const s3 = blobs === 's3' ? startFakeS3() : blobs === 'rgw' ? { ...OBJECT_STORE!, bucket: await createBucket(OBJECT_STORE!, 'journey') } : undefined
+const s3 =
+  blobs === 's3'
+    ? startFakeS3()
+    : blobs === 'rgw'
+      ? { ...OBJECT_STORE!, bucket: await createBucket(OBJECT_STORE!, 'journey') }
+      : undefined
 const dir = mkdtempSync(join(tmpdir(), 'kgs-journey-'))
 const env: Record<string, string> = {
   PATH: process.env.PATH ?? '',
@@ -35,7 +45,16 @@ const env: Record<string, string> = {
   WORKERS: '1',
   JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
   ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
-  ...(s3 ? { S3_BUCKET: s3.bucket, S3_ENDPOINT: s3.endpoint, S3_REGION: s3.region, S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey, S3_PREFIX: 'journey/' } : {}),
+  ...(s3
+    ? {
+        S3_BUCKET: s3.bucket,
+        S3_ENDPOINT: s3.endpoint,
+        S3_REGION: s3.region,
+        S3_ACCESS_KEY_ID: s3.accessKeyId,
+        S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+        S3_PREFIX: 'journey/',
+      }
+    : {}),
   ...(blobs === 'rgw' ? { LANCEDB_URI: `s3://${s3!.bucket}/lance` } : {}),
 }
 
@@ -48,7 +67,9 @@ void (async () => {
 
 function fail(message: string): never {
   child.kill('SIGKILL')
-  console.error(`journey (${runtimeName}, ${backend}) failed: ${message}\n--- server stderr ---\n${errors.slice(-4000)}`)
+  console.error(
+    `journey (${runtimeName}, ${backend}) failed: ${message}\n--- server stderr ---\n${errors.slice(-4000)}`,
+  )
   rmSync(dir, { recursive: true, force: true })
   process.exit(1)
 }
@@ -79,12 +100,20 @@ void (async () => {
 })()
 step('start')
 
-async function call<T = any>(method: string, path: string, options: { body?: unknown; raw?: Uint8Array<ArrayBuffer>; token?: string; type?: string } = {}): Promise<{ status: number; body: T }> {
+async function call<T = any>(
+  method: string,
+  path: string,
+  options: { body?: unknown; raw?: Uint8Array<ArrayBuffer>; token?: string; type?: string } = {},
+): Promise<{ status: number; body: T }> {
   const headers: Record<string, string> = {}
   if (options.token) headers.authorization = `Bearer ${options.token}`
   if (options.raw) headers['content-type'] = options.type ?? 'application/gzip'
   else if (options.body !== undefined) headers['content-type'] = 'application/json'
-  const response = await fetch(url + path, { method, headers, body: options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body)) })
+  const response = await fetch(url + path, {
+    method,
+    headers,
+    body: options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
+  })
   const text = await response.text()
   let body: any = text
   try {
@@ -148,7 +177,11 @@ const slug: string = repo.body.slug
 step('repository')
 
 const bundle = await generateBundle(join(dir, 'journey.kgb.gz'), { facts: 200, dimensions: 0, seed: 7 })
-await jobDone(slug, await call('POST', `/${slug}/import-graph`, { raw: new Uint8Array(readFileSync(bundle.path)), token }), token)
+await jobDone(
+  slug,
+  await call('POST', `/${slug}/import-graph`, { raw: new Uint8Array(readFileSync(bundle.path)), token }),
+  token,
+)
 await settled(slug, token)
 step('import (upload)')
 
@@ -158,27 +191,47 @@ check(
   `browse concepts: ${concepts.status}, ${concepts.body.length} of ${bundle.counts.concepts}`,
 )
 const sources = await call('GET', `/${slug}/sources`, { token })
-check(sources.status === 200 && Array.isArray(sources.body) && sources.body.length > 0, `browse sources: ${sources.status} ${JSON.stringify(sources.body).slice(0, 200)}`)
+check(
+  sources.status === 200 && Array.isArray(sources.body) && sources.body.length > 0,
+  `browse sources: ${sources.status} ${JSON.stringify(sources.body).slice(0, 200)}`,
+)
 step('browse')
 
 const word = String(concepts.body[0].canonical_name).split(/\s+/)[0]
 const hits = await call('GET', `/${slug}/search?q=${encodeURIComponent(word!)}`, { token })
-check(hits.status === 200 && Array.isArray(hits.body) && hits.body.length > 0, `search ${word}: ${hits.status} ${JSON.stringify(hits.body).slice(0, 200)}`)
+check(
+  hits.status === 200 && Array.isArray(hits.body) && hits.body.length > 0,
+  `search ${word}: ${hits.status} ${JSON.stringify(hits.body).slice(0, 200)}`,
+)
 step('search')
 
-const exported = await jobDone(slug, await call('POST', `/${slug}/export-graph`, { body: { name: 'journey-export' }, token }), token)
+const exported = await jobDone(
+  slug,
+  await call('POST', `/${slug}/export-graph`, { body: { name: 'journey-export' }, token }),
+  token,
+)
 const graphId: string | undefined = exported.result?.graph_id
 check(typeof graphId === 'string', `export: no graph_id in ${JSON.stringify(exported.result)}`)
 const download = await fetch(`${url}/${slug}/export-graph/download`, { headers: { authorization: `Bearer ${token}` } })
 const bytes = new Uint8Array(await download.arrayBuffer())
-check(download.status === 200 && bytes[0] === 0x1f && bytes[1] === 0x8b, `export download: ${download.status}, ${bytes.length} bytes`)
+check(
+  download.status === 200 && bytes[0] === 0x1f && bytes[1] === 0x8b,
+  `export download: ${download.status}, ${bytes.length} bytes`,
+)
 step('export')
 
 const copy = await call('POST', '/api/v1/repositories', { body: { name: 'Journey copy' }, token })
 check(copy.status === 201, `repository: ${copy.status}`)
-await jobDone(copy.body.slug, await call('POST', `/${copy.body.slug}/import-graph`, { body: { graph_id: graphId }, token }), token)
+await jobDone(
+  copy.body.slug,
+  await call('POST', `/${copy.body.slug}/import-graph`, { body: { graph_id: graphId }, token }),
+  token,
+)
 const copied = await call('GET', `/${copy.body.slug}/concepts?limit=500`, { token })
-check(copied.status === 200 && copied.body.length === bundle.counts.concepts, `registry import: ${copied.body.length} concepts of ${bundle.counts.concepts}`)
+check(
+  copied.status === 200 && copied.body.length === bundle.counts.concepts,
+  `registry import: ${copied.body.length} concepts of ${bundle.counts.concepts}`,
+)
 step('registry import')
 
 // OAuth 2.1: dynamic registration, authorization code + PKCE with sign-in and consent in Chromium.
@@ -186,9 +239,16 @@ const insecure = { [oauth.allowInsecureRequests]: true }
 const listener = listenOnLoopback('127.0.0.1')
 const redirectUri = `http://127.0.0.1:${listener.port}/callback`
 const issuer = new URL(url)
-const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }))
+const as = await oauth.processDiscoveryResponse(
+  issuer,
+  await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }),
+)
 const client = await oauth.processDynamicClientRegistrationResponse(
-  await oauth.dynamicClientRegistrationRequest(as, { redirect_uris: [redirectUri], client_name: 'Journey agent', scope: 'read write' }, insecure),
+  await oauth.dynamicClientRegistrationRequest(
+    as,
+    { redirect_uris: [redirectUri], client_name: 'Journey agent', scope: 'read write' },
+    insecure,
+  ),
 )
 const verifier = oauth.generateRandomCodeVerifier()
 const state = oauth.generateRandomState()
@@ -211,14 +271,25 @@ const callback = await redirected
 await browser.close()
 listener.stop()
 const params = oauth.validateAuthResponse(as, client, callback, state)
-const tokens = await oauth.processAuthorizationCodeResponse(as, client, await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, verifier, insecure))
+const tokens = await oauth.processAuthorizationCodeResponse(
+  as,
+  client,
+  await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, verifier, insecure),
+)
 const agentMe = await call('GET', '/api/v1/users/me', { token: tokens.access_token })
-check(agentMe.status === 200 && agentMe.body.email === owner.email, `OAuth access token: ${agentMe.status} ${JSON.stringify(agentMe.body)}`)
+check(
+  agentMe.status === 200 && agentMe.body.email === owner.email,
+  `OAuth access token: ${agentMe.status} ${JSON.stringify(agentMe.body)}`,
+)
 step('OAuth in Chromium')
 
 // promote-sysadmin on the same runtime, against the running server (embedded: over its control socket).
 const adminToken: string = adminRegistered.body.token
-const grant = () => call('PUT', '/api/v1/admin/users/roles', { body: { user_id: me.body.id, role: 'viewer', domain: copy.body.id }, token: adminToken })
+const grant = () =>
+  call('PUT', '/api/v1/admin/users/roles', {
+    body: { user_id: me.body.id, role: 'viewer', domain: copy.body.id },
+    token: adminToken,
+  })
 const before = await grant()
 check(before.status === 403, `before promotion an admin route answered ${before.status}`)
 const promote = Bun.spawnSync([...command, 'promote-sysadmin', admin.email], { cwd: root, env })
@@ -241,7 +312,10 @@ if (s3) {
   )
   check(!existsSync(join(env.DATA_DIR!, 'blobs')), 'S3: blobs were written to DATA_DIR')
   if ('objects' in s3) {
-    check(s3.refused() === 0 && s3.openUploads() === 0, `S3: ${s3.refused()} requests refused, ${s3.openUploads()} uploads left open`)
+    check(
+      s3.refused() === 0 && s3.openUploads() === 0,
+      `S3: ${s3.refused()} requests refused, ${s3.openUploads()} uploads left open`,
+    )
     await s3.stop()
   } else {
     check(
@@ -256,4 +330,6 @@ if (s3) {
 rmSync(dir, { recursive: true, force: true })
 
 const total = Math.round(performance.now() - journeyStarted)
-console.log(`journey (${runtimeName}, ${backend}): ${timings.map(([name, ms]) => `${name} ${ms} ms`).join(', ')}; total ${total} ms`)
+console.log(
+  `journey (${runtimeName}, ${backend}): ${timings.map(([name, ms]) => `${name} ${ms} ms`).join(', ')}; total ${total} ms`,
+)

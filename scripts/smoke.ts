@@ -52,7 +52,10 @@ const call = async (method: string, path: string, body?: unknown, token?: string
   })
   return (await res.json()) as Record<string, any>
 }
-const { token } = await call('POST', '/api/v1/auth/register', { email: 'smoke@example.com', password: 'correct horse battery' })
+const { token } = await call('POST', '/api/v1/auth/register', {
+  email: 'smoke@example.com',
+  password: 'correct horse battery',
+})
 const repository = await call('POST', '/api/v1/repositories', { name: 'smoke' }, token)
 let job = await call('POST', `/${repository.slug}/jobs`, { kind: 'embed_facts' }, token)
 for (let i = 0; job.status === 'queued' || job.status === 'running'; i++) {
@@ -71,6 +74,9 @@ const bundle = join(cwd, 'smoke.json.gz')
 const generated = await generateBundle(bundle, { facts: 200, dimensions: 8 })
 const verify = Bun.spawnSync([binary, 'bundle', 'verify', bundle], { cwd })
 // The verdict names the hash rule that matched after the path (docs/bundles.md).
-if (verify.exitCode !== 0 || !verify.stdout.toString().startsWith(`ok ${generated.sha256} ${bundle} by `)) fail(`bundle verify: ${verify.exitCode} ${verify.stdout}${verify.stderr}`)
+if (verify.exitCode !== 0 || !verify.stdout.toString().startsWith(`ok ${generated.sha256} ${bundle} by `))
+  fail(`bundle verify: ${verify.exitCode} ${verify.stdout}${verify.stderr}`)
 rmSync(cwd, { recursive: true, force: true })
-console.log(`smoke: ok (kgs ${body.version} served /healthz and the web app from ${cwd}, ran a job on a worker thread, searched, stopped cleanly, verified a bundle)`)
+console.log(
+  `smoke: ok (kgs ${body.version} served /healthz and the web app from ${cwd}, ran a job on a worker thread, searched, stopped cleanly, verified a bundle)`,
+)

@@ -34,21 +34,29 @@ interface AdminContext {
 const LIST_PAGE = 500
 
 const ACTIONS = {
-  'promote-sysadmin': (ctx: AdminContext, input: { email: string }) => promoteByEmail(ctx.pools, ctx.bus, input.email, ctx.rolesChanged),
+  'promote-sysadmin': (ctx: AdminContext, input: { email: string }) =>
+    promoteByEmail(ctx.pools, ctx.bus, input.email, ctx.rolesChanged),
 
   /** An account as registration makes it: a member of the system domain. */
   async 'user-create'(ctx: AdminContext, input: { email: string; password: string; name?: string }): Promise<User> {
     const email = normalizeEmail(input.email)
     if (!email) throw new AdminError(`${JSON.stringify(input.email)} is not an e-mail address`)
-    if (input.password.length < PASSWORD_MIN || input.password.length > PASSWORD_MAX) throw new AdminError(`the password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`)
+    if (input.password.length < PASSWORD_MIN || input.password.length > PASSWORD_MAX)
+      throw new AdminError(`the password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`)
     let user: User
     try {
-      user = await insertUser(ctx.pools.system, { email, name: input.name?.trim() ?? '', passwordHash: await hashPassword(input.password, ctx.passwordCost) })
+      user = await insertUser(ctx.pools.system, {
+        email,
+        name: input.name?.trim() ?? '',
+        passwordHash: await hashPassword(input.password, ctx.passwordCost),
+      })
     } catch (error) {
       if (error instanceof ConflictError) throw new AdminError(error.message)
       throw error
     }
-    await changeRoles(ctx.pools.system, ctx.bus, (tx) => insertAssignment(tx, { user_id: user.id, role: 'member', domain: SYSTEM_DOMAIN }))
+    await changeRoles(ctx.pools.system, ctx.bus, (tx) =>
+      insertAssignment(tx, { user_id: user.id, role: 'member', domain: SYSTEM_DOMAIN }),
+    )
     await ctx.rolesChanged?.()
     return user
   },
@@ -84,11 +92,18 @@ export function serveControlSocket(dataDir: string, ctx: Required<AdminContext>)
     unix: path,
     async fetch(request) {
       const action = new URL(request.url).pathname.slice(1)
-      if (request.method !== 'POST' || !Object.hasOwn(ACTIONS, action)) return Response.json({ error: 'not found' }, { status: 404 })
+      if (request.method !== 'POST' || !Object.hasOwn(ACTIONS, action))
+        return Response.json({ error: 'not found' }, { status: 404 })
       const input = await request.json().catch(() => undefined)
-      if (typeof input !== 'object' || input === null) return Response.json({ error: 'expected a JSON object' }, { status: 400 })
+      if (typeof input !== 'object' || input === null)
+        return Response.json({ error: 'expected a JSON object' }, { status: 400 })
       try {
-        return Response.json({ output: await (ACTIONS[action as AdminAction] as (ctx: AdminContext, input: unknown) => Promise<unknown>)(ctx, input) })
+        return Response.json({
+          output: await (ACTIONS[action as AdminAction] as (ctx: AdminContext, input: unknown) => Promise<unknown>)(
+            ctx,
+            input,
+          ),
+        })
       } catch (error) {
         if (error instanceof AdminError) return Response.json({ error: error.message }, { status: 400 })
         throw error
@@ -108,25 +123,43 @@ export function serveControlSocket(dataDir: string, ctx: Required<AdminContext>)
  * directory must not create an empty one there (and then report an unknown account).
  */
 export function requireData(config: Config): void {
-  if (!config.databaseUrl && !existsSync(join(config.dataDir, 'pg', 'system'))) throw new AdminError(`no kgs data in ${process.env.DATA_DIR || './data'}; set DATA_DIR or DATABASE_URL`)
+  if (!config.databaseUrl && !existsSync(join(config.dataDir, 'pg', 'system')))
+    throw new AdminError(`no kgs data in ${process.env.DATA_DIR || './data'}; set DATA_DIR or DATABASE_URL`)
 }
 
 /** The CLI side: through the running embedded server if there is one, else directly. */
-export async function runAdmin<A extends AdminAction>(config: Config, log: Logger, action: A, input: Input<A>): Promise<Output<A>> {
+export async function runAdmin<A extends AdminAction>(
+  config: Config,
+  log: Logger,
+  action: A,
+  input: Input<A>,
+): Promise<Output<A>> {
   requireData(config)
   if (!config.databaseUrl && runningHolder(join(config.dataDir, 'pg')) !== undefined) {
     const socket = controlSocketPath(config.dataDir)
-    if (!existsSync(socket)) throw new AdminError('the kgs server using this data directory is still starting; try again in a moment')
-    const response = await runtime.fetchUnix(socket, `http://kgs/${action}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input) })
-    const answer = (await response.json().catch(() => ({ error: `answered ${response.status}` }))) as { output?: Output<A>; error?: string }
-    if (!response.ok) throw new AdminError(response.status === 400 ? answer.error! : `the running server refused: ${answer.error}`)
+    if (!existsSync(socket))
+      throw new AdminError('the kgs server using this data directory is still starting; try again in a moment')
+    const response = await runtime.fetchUnix(socket, `http://kgs/${action}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(input),
+    })
+    const answer = (await response.json().catch(() => ({ error: `answered ${response.status}` }))) as {
+      output?: Output<A>
+      error?: string
+    }
+    if (!response.ok)
+      throw new AdminError(response.status === 400 ? answer.error! : `the running server refused: ${answer.error}`)
     return answer.output!
   }
   const pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   try {
     await pools.migrate()
     const bus = pools.backend === 'postgres' ? new PostgresEventBus(pools, log) : new LocalEventBus()
-    return (await (ACTIONS[action] as (ctx: AdminContext, input: Input<A>) => Promise<Output<A>>)({ pools, bus, passwordCost: config.passwordCost }, input)) as Output<A>
+    return (await (ACTIONS[action] as (ctx: AdminContext, input: Input<A>) => Promise<Output<A>>)(
+      { pools, bus, passwordCost: config.passwordCost },
+      input,
+    )) as Output<A>
   } finally {
     await pools.close()
   }

@@ -163,7 +163,16 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
         log: ctx.log,
       }),
     )
-    .use(mediaUploadRoutes({ scope, blobs: ctx.blobs, log: ctx.log, baseUrl: ctx.baseUrl, maxBytes: ctx.config.mediaUploadMaxBytes, pace: ctx.config.uploadPace }))
+    .use(
+      mediaUploadRoutes({
+        scope,
+        blobs: ctx.blobs,
+        log: ctx.log,
+        baseUrl: ctx.baseUrl,
+        maxBytes: ctx.config.mediaUploadMaxBytes,
+        pace: ctx.config.uploadPace,
+      }),
+    )
     .use(
       ingestRoutes({
         scope,
@@ -186,19 +195,31 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
         openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl)),
       ),
     )
-    .use(webApp(() => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)), ctx.baseUrl, ctx.accounts.registration))
+    .use(
+      webApp(
+        () => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)),
+        ctx.baseUrl,
+        ctx.accounts.registration,
+      ),
+    )
     .use(access)
     // A browser (Accept: text/html) is sent to the web app; API clients get the index. Built by
     // hand: Elysia's redirect() is Response.redirect, which Deno refuses a relative URL.
-    .get('/', ({ request }) => (wantsHtml(request) ? new Response(null, { status: 302, headers: { location: WEB_APP_PATH } }) : index), {
-      public: true,
-      detail: {
-        tags: ['operations'],
-        summary: 'Service index: name, version and where to go next (a browser asking for HTML is redirected to the web app at /app)',
-        responses: { 302: { description: 'to the web app at /app, for a request that accepts text/html' } },
+    .get(
+      '/',
+      ({ request }) =>
+        wantsHtml(request) ? new Response(null, { status: 302, headers: { location: WEB_APP_PATH } }) : index,
+      {
+        public: true,
+        detail: {
+          tags: ['operations'],
+          summary:
+            'Service index: name, version and where to go next (a browser asking for HTML is redirected to the web app at /app)',
+          responses: { 302: { description: 'to the web app at /app, for a request that accepts text/html' } },
+        },
+        response: { 200: ServiceIndex },
       },
-      response: { 200: ServiceIndex },
-    })
+    )
     .get('/healthz', () => ({ status: 'ok' as const, version: VERSION }), {
       public: true,
       detail: { tags: ['operations'], summary: 'Liveness: the process is up' },
@@ -221,13 +242,19 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
       },
     )
     .use(oauthProtocolRoutes({ system: ctx.pools.system, baseUrl: ctx.baseUrl, tokens: ctx.oauth, throttles, clients }))
-    .use(oauthPageRoutes({ system: ctx.pools.system, baseUrl: ctx.baseUrl, accounts: ctx.accounts, throttles, clients }))
+    .use(
+      oauthPageRoutes({ system: ctx.pools.system, baseUrl: ctx.baseUrl, accounts: ctx.accounts, throttles, clients }),
+    )
     .use(accountRoutes({ accounts: ctx.accounts, access, throttles }))
     .use(accountAdminRoutes({ accounts: ctx.accounts, system: ctx.pools.system, access }))
     .use(grantRoutes({ oauth: ctx.oauth, access, system: ctx.pools.system }))
     .use(appSessionRoutes({ system: ctx.pools.system, baseUrl: ctx.baseUrl, tokens: ctx.oauth }))
-    .use(rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }))
-    .use(repositoryRoutes({ repositories: ctx.repositories, access, scope, throttle: throttles.createRepository, quotas }))
+    .use(
+      rbacRoutes({ rbac: ctx.rbac, accounts: ctx.accounts, oauth: ctx.oauth, access, repositories: ctx.repositories }),
+    )
+    .use(
+      repositoryRoutes({ repositories: ctx.repositories, access, scope, throttle: throttles.createRepository, quotas }),
+    )
     .use(memberRoutes({ scope, rbac: ctx.rbac, system: ctx.pools.system }))
     .use(graphRoutes({ scope }))
     .use(graphWriteRoutes({ scope, writes }))

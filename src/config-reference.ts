@@ -26,7 +26,10 @@ export const CONFIG_DOC_PATH = 'docs/configuration.md'
 
 /** docs/configuration.md; `bun scripts/docs-config.ts` writes it, a test checks it is current. */
 export function configMarkdown(): string {
-  const rows = variables().map((v) => `| \`${v.name}\` | ${v.defaultValue === 'unset' ? 'unset' : `\`${v.defaultValue}\``} | ${v.meaning.replaceAll('|', '\\|')} |`)
+  const rows = variables().map(
+    (v) =>
+      `| \`${v.name}\` | ${v.defaultValue === 'unset' ? 'unset' : `\`${v.defaultValue}\``} | ${v.meaning.replaceAll('|', '\\|')} |`,
+  )
   return [
     '# Configuration',
     '',

@@ -26,7 +26,9 @@ const RATE_EXPECTS = 'a rate such as 20/1m or 5/15m (a count, a slash, a duratio
 /** "90" and "90s" are seconds; "15m", "12h", "30d" what they say. */
 function parseDuration(text: string): number {
   const unit = text.at(-1)!
-  return unit in UNIT_SECONDS ? Number(text.slice(0, -1)) * UNIT_SECONDS[unit as keyof typeof UNIT_SECONDS] : Number(text)
+  return unit in UNIT_SECONDS
+    ? Number(text.slice(0, -1)) * UNIT_SECONDS[unit as keyof typeof UNIT_SECONDS]
+    : Number(text)
 }
 
 /** At most `limit` in any `periodMs`. */
@@ -62,7 +64,11 @@ export interface PasswordCost {
  * One environment variable: its schema (type, default, description: the reference is generated
  * from it), the phrase used when a value does not fit it, and what its valid value becomes.
  */
-function variable<T extends TSchema, V = Static<T>>(schema: T, expects: string, parse: (value: Static<T>) => V = (value) => value as V) {
+function variable<T extends TSchema, V = Static<T>>(
+  schema: T,
+  expects: string,
+  parse: (value: Static<T>) => V = (value) => value as V,
+) {
   return Object.assign(schema, { expects, parse })
 }
 
@@ -71,19 +77,47 @@ const secret = <T extends object>(variable: T) => Object.assign(variable, { secr
 
 /** The table of every variable; parseEnv reads exactly these, and configFrom shapes them. */
 export const EnvSchema = Type.Object({
-  PORT: variable(Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port; 0 picks a free one' }), 'an integer from 0 to 65535'),
+  PORT: variable(
+    Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'TCP port; 0 picks a free one' }),
+    'an integer from 0 to 65535',
+  ),
   HOST: variable(
-    Type.String({ minLength: 1, default: 'localhost', description: 'interface to listen on: localhost is 127.0.0.1, this machine only; 0.0.0.0 is every interface' }),
+    Type.String({
+      minLength: 1,
+      default: 'localhost',
+      description: 'interface to listen on: localhost is 127.0.0.1, this machine only; 0.0.0.0 is every interface',
+    }),
     'a host name or IP address',
   ),
   BASE_URL: variable(
-    Type.Optional(Type.String({ pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$', description: 'public URL of this service (issuer, links); derived from HOST and PORT when unset' })),
+    Type.Optional(
+      Type.String({
+        pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
+        description: 'public URL of this service (issuer, links); derived from HOST and PORT when unset',
+      }),
+    ),
     'an absolute http(s) URL without query or fragment',
     withoutTrailingSlashes,
   ),
-  DATA_DIR: variable(Type.String({ minLength: 1, default: './data', description: 'embedded database, generated secret, blobs' }), 'a directory path', (dir) => resolve(dir)),
-  DATABASE_URL: variable(Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL server; unset runs the embedded database' })), 'a postgres:// or postgresql:// URL'),
-  JWT_SECRET: secret(variable(Type.Optional(Type.String({ minLength: 32, description: 'HS256 signing secret; unset generates one into DATA_DIR/secret' })), 'at least 32 characters')),
+  DATA_DIR: variable(
+    Type.String({ minLength: 1, default: './data', description: 'embedded database, generated secret, blobs' }),
+    'a directory path',
+    (dir) => resolve(dir),
+  ),
+  DATABASE_URL: variable(
+    Type.Optional(
+      Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL server; unset runs the embedded database' }),
+    ),
+    'a postgres:// or postgresql:// URL',
+  ),
+  JWT_SECRET: secret(
+    variable(
+      Type.Optional(
+        Type.String({ minLength: 32, description: 'HS256 signing secret; unset generates one into DATA_DIR/secret' }),
+      ),
+      'at least 32 characters',
+    ),
+  ),
   LOG_LEVEL: variable(
     Type.Union(
       LOG_LEVELS.map((l) => Type.Literal(l)),
@@ -97,12 +131,21 @@ export const EnvSchema = Type.Object({
     parseDuration,
   ),
   SESSION_TTL: variable(
-    Type.String({ pattern: DURATION, default: '30d', description: 'absolute lifetime of a session; refreshing does not extend it' }),
+    Type.String({
+      pattern: DURATION,
+      default: '30d',
+      description: 'absolute lifetime of a session; refreshing does not extend it',
+    }),
     'a duration such as 3600, 12h or 30d',
     parseDuration,
   ),
   SESSION_IDLE_TTL: variable(
-    Type.Optional(Type.String({ pattern: DURATION, description: 'longest a session or OAuth grant may go without a refresh before it ends; unset, no limit' })),
+    Type.Optional(
+      Type.String({
+        pattern: DURATION,
+        description: 'longest a session or OAuth grant may go without a refresh before it ends; unset, no limit',
+      }),
+    ),
     'a duration such as 3600, 12h or 30d',
     parseDuration,
   ),
@@ -117,14 +160,27 @@ export const EnvSchema = Type.Object({
     ),
     `one of ${REGISTRATION_MODES.join(', ')}`,
   ),
-  BODY_LIMIT: variable(Type.Integer({ minimum: 1024, default: 1_048_576, description: 'largest JSON request body in bytes' }), 'an integer number of bytes, at least 1024'),
+  BODY_LIMIT: variable(
+    Type.Integer({ minimum: 1024, default: 1_048_576, description: 'largest JSON request body in bytes' }),
+    'an integer number of bytes, at least 1024',
+  ),
   BODY_TIMEOUT: variable(
-    Type.String({ pattern: DURATION, default: '30s', description: 'longest a JSON or form request body may take to arrive, and the window UPLOAD_MIN_RATE is measured over (408 past it)' }),
+    Type.String({
+      pattern: DURATION,
+      default: '30s',
+      description:
+        'longest a JSON or form request body may take to arrive, and the window UPLOAD_MIN_RATE is measured over (408 past it)',
+    }),
     'a duration such as 30, 30s or 2m',
     milliseconds,
   ),
   UPLOAD_MIN_RATE: variable(
-    Type.Integer({ minimum: 1, default: 10_240, description: 'slowest a bundle upload (registry push, import upload) may arrive, in bytes per second averaged over each BODY_TIMEOUT (408 below it)' }),
+    Type.Integer({
+      minimum: 1,
+      default: 10_240,
+      description:
+        'slowest a bundle upload (registry push, import upload) may arrive, in bytes per second averaged over each BODY_TIMEOUT (408 below it)',
+    }),
     'a positive integer number of bytes per second',
   ),
   EMBEDDED_MAX_OPEN: variable(
@@ -132,96 +188,204 @@ export const EnvSchema = Type.Object({
       minimum: 1,
       maximum: 10_000,
       default: 8,
-      description: 'embedded databases of repositories open at once (each holds 65-170 MB); a request for a closed one waits for room and reopens it',
+      description:
+        'embedded databases of repositories open at once (each holds 65-170 MB); a request for a closed one waits for room and reopens it',
     }),
     'an integer from 1 to 10000',
   ),
   EMBEDDED_IDLE_TIMEOUT: variable(
-    Type.String({ pattern: DURATION, default: '60s', description: 'how long an embedded repository database stays open after its last query' }),
+    Type.String({
+      pattern: DURATION,
+      default: '60s',
+      description: 'how long an embedded repository database stays open after its last query',
+    }),
     'a duration such as 60, 60s or 5m',
     milliseconds,
   ),
-  WORKERS: variable(Type.Integer({ minimum: 0, maximum: 64, default: 2, description: 'job worker threads in this process; 0 runs no jobs here' }), 'an integer from 0 to 64'),
+  WORKERS: variable(
+    Type.Integer({
+      minimum: 0,
+      maximum: 64,
+      default: 2,
+      description: 'job worker threads in this process; 0 runs no jobs here',
+    }),
+    'an integer from 0 to 64',
+  ),
   JOB_LEASE: variable(
-    Type.String({ pattern: DURATION, default: '30s', description: 'how long a running job stays claimed without a heartbeat before another worker takes it over (a dead process)' }),
+    Type.String({
+      pattern: DURATION,
+      default: '30s',
+      description:
+        'how long a running job stays claimed without a heartbeat before another worker takes it over (a dead process)',
+    }),
     'a duration such as 30, 30s or 2m',
     milliseconds,
   ),
   LANCEDB_URI: variable(
-    Type.Optional(Type.String({ minLength: 1, description: 'LanceDB location (directory or object-storage URI); unset uses DATA_DIR/lance; an s3:// URI is reached with the S3_* settings' })),
+    Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'LanceDB location (directory or object-storage URI); unset uses DATA_DIR/lance; an s3:// URI is reached with the S3_* settings',
+      }),
+    ),
     'a directory path or URI',
   ),
   EMBEDDING_URL: variable(
-    Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', description: 'OpenAI-compatible API base (POST {url}/embeddings); unset uses the built-in kgs-hash-v1' })),
+    Type.Optional(
+      Type.String({
+        pattern: '^https?://[^\\s]+$',
+        description: 'OpenAI-compatible API base (POST {url}/embeddings); unset uses the built-in kgs-hash-v1',
+      }),
+    ),
     'an absolute http(s) URL',
   ),
-  EMBEDDING_MODEL: variable(Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'model name sent to EMBEDDING_URL; required with it' })), 'a model name'),
-  EMBEDDING_API_KEY: secret(variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer key for EMBEDDING_URL' })), 'an API key')),
-  S3_BUCKET: variable(Type.Optional(Type.String({ minLength: 3, maxLength: 63, description: 'store blobs in this S3-compatible bucket instead of DATA_DIR/blobs' })), 'a bucket name'),
-  S3_ENDPOINT: variable(Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', description: 'S3-compatible endpoint URL' })), 'an absolute http(s) URL'),
+  EMBEDDING_MODEL: variable(
+    Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'model name sent to EMBEDDING_URL; required with it' }),
+    ),
+    'a model name',
+  ),
+  EMBEDDING_API_KEY: secret(
+    variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer key for EMBEDDING_URL' })), 'an API key'),
+  ),
+  S3_BUCKET: variable(
+    Type.Optional(
+      Type.String({
+        minLength: 3,
+        maxLength: 63,
+        description: 'store blobs in this S3-compatible bucket instead of DATA_DIR/blobs',
+      }),
+    ),
+    'a bucket name',
+  ),
+  S3_ENDPOINT: variable(
+    Type.Optional(Type.String({ pattern: '^https?://[^\\s]+$', description: 'S3-compatible endpoint URL' })),
+    'an absolute http(s) URL',
+  ),
   S3_REGION: variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 region' })), 'a region name'),
-  S3_ACCESS_KEY_ID: variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 access key id' })), 'an access key id'),
-  S3_SECRET_ACCESS_KEY: secret(variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 secret access key' })), 'a secret access key')),
-  S3_PREFIX: variable(Type.Optional(Type.String({ pattern: '^[A-Za-z0-9!_.*()/-]*$', description: 'key prefix inside the bucket' })), 'a key prefix of letters, digits and !_.*()/-'),
+  S3_ACCESS_KEY_ID: variable(
+    Type.Optional(Type.String({ minLength: 1, description: 'S3 access key id' })),
+    'an access key id',
+  ),
+  S3_SECRET_ACCESS_KEY: secret(
+    variable(Type.Optional(Type.String({ minLength: 1, description: 'S3 secret access key' })), 'a secret access key'),
+  ),
+  S3_PREFIX: variable(
+    Type.Optional(Type.String({ pattern: '^[A-Za-z0-9!_.*()/-]*$', description: 'key prefix inside the bucket' })),
+    'a key prefix of letters, digits and !_.*()/-',
+  ),
   MCP_ALLOWED_ORIGINS: variable(
     Type.String({
       default: '',
       pattern: '^(https?://[^\\s/?#,]+(,https?://[^\\s/?#,]+)*)?$',
-      description: "browser origins (comma-separated, e.g. http://localhost:6274) that may call the MCP endpoint besides BASE_URL's own; a request with any other Origin is a 403",
+      description:
+        "browser origins (comma-separated, e.g. http://localhost:6274) that may call the MCP endpoint besides BASE_URL's own; a request with any other Origin is a 403",
     }),
     'comma-separated origins such as https://app.example.com,http://localhost:6274',
     (text) => text.split(',').filter(Boolean),
   ),
   REGISTRY_URL: variable(
-    Type.Optional(Type.String({ pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$', description: 'the graph registry exports push to and imports pull from; unset uses this server (BASE_URL)' })),
+    Type.Optional(
+      Type.String({
+        pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
+        description: 'the graph registry exports push to and imports pull from; unset uses this server (BASE_URL)',
+      }),
+    ),
     'an absolute http(s) URL without query or fragment',
     withoutTrailingSlashes,
   ),
   REGISTRY_TOKEN: secret(
-    variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer token for REGISTRY_URL; unset: a short-lived service token this server signs for itself' })), 'a bearer token'),
+    variable(
+      Type.Optional(
+        Type.String({
+          minLength: 1,
+          description: 'bearer token for REGISTRY_URL; unset: a short-lived service token this server signs for itself',
+        }),
+      ),
+      'a bearer token',
+    ),
   ),
   REGISTRY_MAX_BYTES: variable(
-    Type.Integer({ minimum: 1, default: REGISTRY_MAX_BYTES_DEFAULT, description: 'largest bundle the registry accepts, in bytes (413 past it)' }),
+    Type.Integer({
+      minimum: 1,
+      default: REGISTRY_MAX_BYTES_DEFAULT,
+      description: 'largest bundle the registry accepts, in bytes (413 past it)',
+    }),
     'a positive integer number of bytes',
   ),
   IMPORT_MAX_BYTES: variable(
-    Type.Integer({ minimum: 1, default: REGISTRY_MAX_BYTES_DEFAULT, description: 'largest bundle POST /{repoID}/import-graph accepts as an upload, in bytes (413 past it)' }),
+    Type.Integer({
+      minimum: 1,
+      default: REGISTRY_MAX_BYTES_DEFAULT,
+      description: 'largest bundle POST /{repoID}/import-graph accepts as an upload, in bytes (413 past it)',
+    }),
     'a positive integer number of bytes',
   ),
   IMPORT_MAX_EXPANDED_BYTES: variable(
-    Type.Integer({ minimum: 1, default: REGISTRY_MAX_BYTES_DEFAULT, description: 'largest decompressed size of a bundle an import reads, in bytes (the job fails past it: gzip bombs)' }),
+    Type.Integer({
+      minimum: 1,
+      default: REGISTRY_MAX_BYTES_DEFAULT,
+      description:
+        'largest decompressed size of a bundle an import reads, in bytes (the job fails past it: gzip bombs)',
+    }),
     'a positive integer number of bytes',
   ),
   CLIENT_METADATA_FETCH_ALLOW_PRIVATE: variable(
-    Type.Boolean({ default: false, description: "let the fetch of OAuth clients' metadata documents reach loopback, private and link-local addresses (off: refused, against SSRF)" }),
+    Type.Boolean({
+      default: false,
+      description:
+        "let the fetch of OAuth clients' metadata documents reach loopback, private and link-local addresses (off: refused, against SSRF)",
+    }),
     'true or false',
   ),
   CLIENT_METADATA_FETCH_TIMEOUT: variable(
-    Type.String({ pattern: DURATION, default: '5s', description: "time limit of one fetch of an OAuth client's metadata document, e.g. 5s" }),
+    Type.String({
+      pattern: DURATION,
+      default: '5s',
+      description: "time limit of one fetch of an OAuth client's metadata document, e.g. 5s",
+    }),
     'a duration such as 5, 5s or 1m',
     milliseconds,
   ),
   INGEST_FETCH_ALLOW_PRIVATE: variable(
-    Type.Boolean({ default: false, description: 'let the ingest job fetch URLs of loopback, private and link-local addresses (off: refused, against SSRF)' }),
+    Type.Boolean({
+      default: false,
+      description:
+        'let the ingest job fetch URLs of loopback, private and link-local addresses (off: refused, against SSRF)',
+    }),
     'true or false',
   ),
   MEDIA_FETCH_ALLOW_PRIVATE: variable(
-    Type.Boolean({ default: false, description: 'let the media fetcher reach loopback, private and link-local addresses (off: refused, against SSRF)' }),
+    Type.Boolean({
+      default: false,
+      description:
+        'let the media fetcher reach loopback, private and link-local addresses (off: refused, against SSRF)',
+    }),
     'true or false',
   ),
   MEDIA_FETCH_MAX_BYTES: variable(
-    Type.Integer({ minimum: 1, default: 50 * 1024 ** 2, description: 'largest image or body the media fetcher downloads, in bytes' }),
+    Type.Integer({
+      minimum: 1,
+      default: 50 * 1024 ** 2,
+      description: 'largest image or body the media fetcher downloads, in bytes',
+    }),
     'a positive integer number of bytes',
   ),
   MEDIA_UPLOAD_MAX_BYTES: variable(
     Type.Integer({
       minimum: 1,
       default: 50 * 1024 ** 2,
-      description: 'largest source body or image uploaded through the write API (PUT /{repoID}/sources/{id}/body, POST …/images), in bytes (413 past it)',
+      description:
+        'largest source body or image uploaded through the write API (PUT /{repoID}/sources/{id}/body, POST …/images), in bytes (413 past it)',
     }),
     'a positive integer number of bytes',
   ),
-  MEDIA_FETCH_TIMEOUT: variable(Type.String({ pattern: DURATION, default: '30s', description: 'time limit of one media download, e.g. 30s' }), 'a duration such as 30, 30s or 2m', milliseconds),
+  MEDIA_FETCH_TIMEOUT: variable(
+    Type.String({ pattern: DURATION, default: '30s', description: 'time limit of one media download, e.g. 30s' }),
+    'a duration such as 30, 30s or 2m',
+    milliseconds,
+  ),
   PASSWORD_QUEUE_MAX: variable(
     Type.Optional(
       Type.Integer({
@@ -242,20 +406,51 @@ export const EnvSchema = Type.Object({
     }),
     'an integer number of MiB from 7 to 1024',
   ),
-  PASSWORD_HASH_TIME: variable(Type.Integer({ minimum: 1, maximum: 20, default: 2, description: "argon2id's time cost (iterations); see PASSWORD_HASH_MEMORY" }), 'an integer from 1 to 20'),
+  PASSWORD_HASH_TIME: variable(
+    Type.Integer({
+      minimum: 1,
+      maximum: 20,
+      default: 2,
+      description: "argon2id's time cost (iterations); see PASSWORD_HASH_MEMORY",
+    }),
+    'an integer from 1 to 20',
+  ),
   THROTTLE_LOGIN_PER_IP: variable(
-    Type.Optional(Type.String({ pattern: RATE, description: 'failed sign-ins (POST /api/v1/auth/login, the OAuth sign-in form) per client address, e.g. 20/1m; unset: unlimited' })),
+    Type.Optional(
+      Type.String({
+        pattern: RATE,
+        description:
+          'failed sign-ins (POST /api/v1/auth/login, the OAuth sign-in form) per client address, e.g. 20/1m; unset: unlimited',
+      }),
+    ),
     RATE_EXPECTS,
     parseRate,
   ),
-  THROTTLE_LOGIN_PER_ACCOUNT: variable(Type.Optional(Type.String({ pattern: RATE, description: 'failed sign-ins per e-mail address, e.g. 5/15m; unset: unlimited' })), RATE_EXPECTS, parseRate),
+  THROTTLE_LOGIN_PER_ACCOUNT: variable(
+    Type.Optional(
+      Type.String({ pattern: RATE, description: 'failed sign-ins per e-mail address, e.g. 5/15m; unset: unlimited' }),
+    ),
+    RATE_EXPECTS,
+    parseRate,
+  ),
   THROTTLE_TOKEN_PER_IP: variable(
-    Type.Optional(Type.String({ pattern: RATE, description: 'failed token requests (POST /api/v1/auth/refresh, /api/v1/oauth/token, /api/v1/oauth/revoke) per client address; unset: unlimited' })),
+    Type.Optional(
+      Type.String({
+        pattern: RATE,
+        description:
+          'failed token requests (POST /api/v1/auth/refresh, /api/v1/oauth/token, /api/v1/oauth/revoke) per client address; unset: unlimited',
+      }),
+    ),
     RATE_EXPECTS,
     parseRate,
   ),
   THROTTLE_TOKEN_PER_CLIENT: variable(
-    Type.Optional(Type.String({ pattern: RATE, description: 'failed OAuth token and revocation requests per client_id; unset: unlimited' })),
+    Type.Optional(
+      Type.String({
+        pattern: RATE,
+        description: 'failed OAuth token and revocation requests per client_id; unset: unlimited',
+      }),
+    ),
     RATE_EXPECTS,
     parseRate,
   ),
@@ -271,24 +466,49 @@ export const EnvSchema = Type.Object({
     parseRate,
   ),
   THROTTLE_REPOSITORY_CREATE_PER_IP: variable(
-    Type.Optional(Type.String({ pattern: RATE, description: 'repositories created (POST /api/v1/repositories, failed or not) per client address, e.g. 10/1h; unset: unlimited' })),
+    Type.Optional(
+      Type.String({
+        pattern: RATE,
+        description:
+          'repositories created (POST /api/v1/repositories, failed or not) per client address, e.g. 10/1h; unset: unlimited',
+      }),
+    ),
     RATE_EXPECTS,
     parseRate,
   ),
   QUOTA_REPOSITORIES: variable(
-    Type.Integer({ minimum: 0, default: 100, description: 'repositories a user may own (403 past it; sysadmins exempt); 0: unlimited' }),
+    Type.Integer({
+      minimum: 0,
+      default: 100,
+      description: 'repositories a user may own (403 past it; sysadmins exempt); 0: unlimited',
+    }),
     'a non-negative integer (0: unlimited)',
   ),
   QUOTA_REGISTRY_GRAPHS: variable(
-    Type.Integer({ minimum: 0, default: 200, description: 'registry graphs a user may own: pushed, or stored by the exports they asked for (403 past it; sysadmins exempt); 0: unlimited' }),
+    Type.Integer({
+      minimum: 0,
+      default: 200,
+      description:
+        'registry graphs a user may own: pushed, or stored by the exports they asked for (403 past it; sysadmins exempt); 0: unlimited',
+    }),
     'a non-negative integer (0: unlimited)',
   ),
   QUOTA_REGISTRY_BYTES: variable(
-    Type.Integer({ minimum: 0, default: 20 * 1024 ** 3, description: 'bytes of the registry graphs a user owns, counted as for QUOTA_REGISTRY_GRAPHS (403 past it); 0: unlimited' }),
+    Type.Integer({
+      minimum: 0,
+      default: 20 * 1024 ** 3,
+      description:
+        'bytes of the registry graphs a user owns, counted as for QUOTA_REGISTRY_GRAPHS (403 past it); 0: unlimited',
+    }),
     'a non-negative integer number of bytes (0: unlimited)',
   ),
   QUOTA_QUEUED_JOBS: variable(
-    Type.Integer({ minimum: 0, default: 100, description: 'jobs a repository may have queued by its users (import, export, POST /{repoID}/jobs; 429 past it); 0: unlimited' }),
+    Type.Integer({
+      minimum: 0,
+      default: 100,
+      description:
+        'jobs a repository may have queued by its users (import, export, POST /{repoID}/jobs; 429 past it); 0: unlimited',
+    }),
     'a non-negative integer (0: unlimited)',
   ),
   TRUSTED_PROXIES: variable(
@@ -296,17 +516,24 @@ export const EnvSchema = Type.Object({
       minimum: 0,
       maximum: 8,
       default: 0,
-      description: "reverse proxies in front that append to X-Forwarded-For; the client address the throttles key on is the entry the outermost wrote (0: the connection's address)",
+      description:
+        "reverse proxies in front that append to X-Forwarded-For; the client address the throttles key on is the entry the outermost wrote (0: the connection's address)",
     }),
     'an integer from 0 to 8',
   ),
 })
 type Variables = typeof EnvSchema.properties
 /** The variables' values, each parsed; undefined for an unset optional one. */
-type Env = { [K in keyof Variables]: ReturnType<Variables[K]['parse']> | (Variables[K] extends TOptional<TSchema> ? undefined : never) }
+type Env = {
+  [K in keyof Variables]:
+    | ReturnType<Variables[K]['parse']>
+    | (Variables[K] extends TOptional<TSchema> ? undefined : never)
+}
 
 /** Settings that may be undefined are optional: a caller building a Config names only what it sets. */
-type OptionalWhereUndefined<T> = { [K in keyof T as undefined extends T[K] ? K : never]?: T[K] } & { [K in keyof T as undefined extends T[K] ? never : K]: T[K] }
+type OptionalWhereUndefined<T> = { [K in keyof T as undefined extends T[K] ? K : never]?: T[K] } & {
+  [K in keyof T as undefined extends T[K] ? never : K]: T[K]
+}
 export type Config = OptionalWhereUndefined<ReturnType<typeof configFrom>>
 export type QuotaLimits = Config['quotas']
 
@@ -321,7 +548,10 @@ export class ConfigError extends Error {}
 /** Parses and validates the environment. Pure: touches no files. */
 export function parseEnv(env: Record<string, string | undefined>): Config {
   const values: Record<string, unknown> = {}
-  for (const [name, schema] of Object.entries(EnvSchema.properties) as [keyof Env, TSchema & { expects: string; parse: (value: unknown) => unknown; secret?: true }][]) {
+  for (const [name, schema] of Object.entries(EnvSchema.properties) as [
+    keyof Env,
+    TSchema & { expects: string; parse: (value: unknown) => unknown; secret?: true },
+  ][]) {
     const raw = env[name]
     if (raw === undefined || raw === '') {
       if (schema.default !== undefined) values[name] = schema.parse(schema.default)
@@ -336,12 +566,17 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     values[name] = schema.parse(value)
   }
   const v = values as Env
-  if (v.EMBEDDING_URL && !v.EMBEDDING_MODEL) throw new ConfigError('invalid EMBEDDING_MODEL: required when EMBEDDING_URL is set')
-  if (!v.EMBEDDING_URL && (v.EMBEDDING_MODEL || v.EMBEDDING_API_KEY)) throw new ConfigError('invalid EMBEDDING_URL: required when EMBEDDING_MODEL or EMBEDDING_API_KEY is set')
-  const s3Named = (['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_PREFIX'] as const).find((name) => v[name] !== undefined)
+  if (v.EMBEDDING_URL && !v.EMBEDDING_MODEL)
+    throw new ConfigError('invalid EMBEDDING_MODEL: required when EMBEDDING_URL is set')
+  if (!v.EMBEDDING_URL && (v.EMBEDDING_MODEL || v.EMBEDDING_API_KEY))
+    throw new ConfigError('invalid EMBEDDING_URL: required when EMBEDDING_MODEL or EMBEDDING_API_KEY is set')
+  const s3Named = (['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_PREFIX'] as const).find(
+    (name) => v[name] !== undefined,
+  )
   if (!v.S3_BUCKET && s3Named) throw new ConfigError(`invalid S3_BUCKET: required when ${s3Named} is set`)
   // A client refreshes when its access token ends: a shorter idle limit would end every session.
-  if (v.SESSION_IDLE_TTL !== undefined && v.SESSION_IDLE_TTL <= v.ACCESS_TOKEN_TTL) throw new ConfigError('invalid SESSION_IDLE_TTL: must be longer than ACCESS_TOKEN_TTL')
+  if (v.SESSION_IDLE_TTL !== undefined && v.SESSION_IDLE_TTL <= v.ACCESS_TOKEN_TTL)
+    throw new ConfigError('invalid SESSION_IDLE_TTL: must be longer than ACCESS_TOKEN_TTL')
   const leastMiB = owaspMinimumMiB(v.PASSWORD_HASH_TIME)
   if (v.PASSWORD_HASH_MEMORY < leastMiB) {
     throw new ConfigError(
@@ -362,7 +597,9 @@ function lancedbStorageOptions(v: Env): Record<string, string> | undefined {
     // An http:// endpoint (an S3-compatible store on a private network) must be allowed explicitly.
     allow_http: v.S3_ENDPOINT?.startsWith('http://') ? 'true' : undefined,
   }
-  return Object.fromEntries(Object.entries(options).filter((entry): entry is [string, string] => entry[1] !== undefined))
+  return Object.fromEntries(
+    Object.entries(options).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  )
 }
 
 /** The configuration the rest of kgs reads, from the parsed variables; its type is Config. */
@@ -395,10 +632,19 @@ function configFrom(v: Env) {
     /** How LanceDB reaches an s3:// LANCEDB_URI: the S3_* settings, so one configuration serves blobs and vectors. */
     lancedbStorageOptions: lancedbStorageOptions(v),
     /** Unset: the built-in kgs-hash-v1. */
-    embedding: v.EMBEDDING_URL ? { url: v.EMBEDDING_URL, model: v.EMBEDDING_MODEL!, apiKey: v.EMBEDDING_API_KEY } : undefined,
+    embedding: v.EMBEDDING_URL
+      ? { url: v.EMBEDDING_URL, model: v.EMBEDDING_MODEL!, apiKey: v.EMBEDDING_API_KEY }
+      : undefined,
     /** Unset: blobs under DATA_DIR/blobs. */
     s3: v.S3_BUCKET
-      ? { bucket: v.S3_BUCKET, endpoint: v.S3_ENDPOINT, region: v.S3_REGION, accessKeyId: v.S3_ACCESS_KEY_ID, secretAccessKey: v.S3_SECRET_ACCESS_KEY, prefix: v.S3_PREFIX ?? '' }
+      ? {
+          bucket: v.S3_BUCKET,
+          endpoint: v.S3_ENDPOINT,
+          region: v.S3_REGION,
+          accessKeyId: v.S3_ACCESS_KEY_ID,
+          secretAccessKey: v.S3_SECRET_ACCESS_KEY,
+          prefix: v.S3_PREFIX ?? '',
+        }
       : undefined,
     /** Unset: this server's own registry (its base URL). */
     /** Origins besides BASE_URL's whose pages may call the MCP endpoint. */
@@ -410,11 +656,22 @@ function configFrom(v: Env) {
     importMaxBytes: v.IMPORT_MAX_BYTES,
     importMaxExpandedBytes: v.IMPORT_MAX_EXPANDED_BYTES,
     /** The follow-up fetch of media an import did not carry (docs/spec/bundle.md §5). */
-    mediaFetch: { allowPrivate: v.MEDIA_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: v.MEDIA_FETCH_TIMEOUT },
+    mediaFetch: {
+      allowPrivate: v.MEDIA_FETCH_ALLOW_PRIVATE,
+      maxBytes: v.MEDIA_FETCH_MAX_BYTES,
+      timeoutMs: v.MEDIA_FETCH_TIMEOUT,
+    },
     /** The ingest job's fetch of a URL (ingest/ingest-job.ts): the media fetcher's bounds, its own address check. */
-    ingestFetch: { allowPrivate: v.INGEST_FETCH_ALLOW_PRIVATE, maxBytes: v.MEDIA_FETCH_MAX_BYTES, timeoutMs: v.MEDIA_FETCH_TIMEOUT },
+    ingestFetch: {
+      allowPrivate: v.INGEST_FETCH_ALLOW_PRIVATE,
+      maxBytes: v.MEDIA_FETCH_MAX_BYTES,
+      timeoutMs: v.MEDIA_FETCH_TIMEOUT,
+    },
     /** The fetch of OAuth clients' metadata documents (oauth/client-metadata.ts). */
-    clientMetadataFetch: { allowPrivate: v.CLIENT_METADATA_FETCH_ALLOW_PRIVATE, timeoutMs: v.CLIENT_METADATA_FETCH_TIMEOUT },
+    clientMetadataFetch: {
+      allowPrivate: v.CLIENT_METADATA_FETCH_ALLOW_PRIVATE,
+      timeoutMs: v.CLIENT_METADATA_FETCH_TIMEOUT,
+    },
     /** Largest media upload of the write API (media/upload-routes.ts). */
     mediaUploadMaxBytes: v.MEDIA_UPLOAD_MAX_BYTES,
     /** Undefined: 256 per hashing thread. */
@@ -429,7 +686,12 @@ function configFrom(v: Env) {
     } satisfies Record<string, ThrottleRates>,
     trustedProxies: v.TRUSTED_PROXIES,
     /** 0 is unlimited (src/quotas.ts). */
-    quotas: { repositories: v.QUOTA_REPOSITORIES, registryGraphs: v.QUOTA_REGISTRY_GRAPHS, registryBytes: v.QUOTA_REGISTRY_BYTES, queuedJobs: v.QUOTA_QUEUED_JOBS },
+    quotas: {
+      repositories: v.QUOTA_REPOSITORIES,
+      registryGraphs: v.QUOTA_REGISTRY_GRAPHS,
+      registryBytes: v.QUOTA_REGISTRY_BYTES,
+      queuedJobs: v.QUOTA_QUEUED_JOBS,
+    },
   }
 }
 

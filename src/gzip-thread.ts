@@ -6,7 +6,8 @@ import type { GzipRequest, GzipResult } from './bundle/export/gzip-members.ts'
 declare const self: Worker
 
 /** The bytes' own buffer, to move instead of copy, when they fill all of it. */
-const movable = (bytes: Uint8Array) => (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? [bytes.buffer as ArrayBuffer] : [])
+const movable = (bytes: Uint8Array) =>
+  bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? [bytes.buffer as ArrayBuffer] : []
 
 self.onmessage = (event: MessageEvent<GzipRequest>) => {
   const { id, data, level } = event.data

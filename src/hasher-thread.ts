@@ -35,7 +35,12 @@ self.onmessage = async (event: MessageEvent<HashRequest>) => {
   const request = event.data
   let result: HashResult
   try {
-    result = { value: request.hash === undefined ? await runtime.hashPassword(request.password, request.cost) : await runtime.verifyPassword(request.password, request.hash) }
+    result = {
+      value:
+        request.hash === undefined
+          ? await runtime.hashPassword(request.password, request.cost)
+          : await runtime.verifyPassword(request.password, request.hash),
+    }
   } catch (error) {
     result = { error: (error as Error).message ?? String(error) }
   }

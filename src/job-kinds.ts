@@ -8,10 +8,22 @@ import { fetchMediaJob } from './media/fetch-job.ts'
 import { ingestSourceJob } from './ingest/ingest-job.ts'
 import { optimizeVectorsJob } from './vectors/optimize-job.ts'
 
-const BUILTIN_JOB_KINDS: readonly JobKind[] = [noopJob, embedFactsJob, embedConceptsJob, embedChangesJob, optimizeVectorsJob, exportGraphJob, importGraphJob, fetchMediaJob, ingestSourceJob]
+const BUILTIN_JOB_KINDS: readonly JobKind[] = [
+  noopJob,
+  embedFactsJob,
+  embedConceptsJob,
+  embedChangesJob,
+  optimizeVectorsJob,
+  exportGraphJob,
+  importGraphJob,
+  fetchMediaJob,
+  ingestSourceJob,
+]
 
 /** The built-in kinds and those of `extraKindModules` (each default-exports a list; tests). */
 export async function loadJobKinds(extraKindModules: readonly string[] = []): Promise<JobKind[]> {
-  const extra = await Promise.all(extraKindModules.map(async (url) => ((await import(url)) as { default: JobKind[] }).default))
+  const extra = await Promise.all(
+    extraKindModules.map(async (url) => ((await import(url)) as { default: JobKind[] }).default),
+  )
   return [...BUILTIN_JOB_KINDS, ...extra.flat()]
 }

@@ -33,11 +33,22 @@ function socketFor(name: string): Promise<string> {
 async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<void> {
   const { config, workerId } = message
   const log = createLogger(config.logLevel)
-  const pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, max: 2, asyncCommit: true, embeddedSockets: { socketFor } })
-  const vectors = await VectorStore.open(config.lancedbUri, { storageOptions: config.lancedbStorageOptions, creationLock: databaseCreationLock(pools.system) })
+  const pools = await Pools.open({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    max: 2,
+    asyncCommit: true,
+    embeddedSockets: { socketFor },
+  })
+  const vectors = await VectorStore.open(config.lancedbUri, {
+    storageOptions: config.lancedbStorageOptions,
+    creationLock: databaseCreationLock(pools.system),
+  })
   const kinds = await loadJobKinds(message.extraKindModules)
   // Events go out through the main thread's bus (on the embedded database, it alone delivers them).
-  const bus = { publish: async (_sql: unknown, channel: string, payload: string) => post({ type: 'publish', channel, payload }) }
+  const bus = {
+    publish: async (_sql: unknown, channel: string, payload: string) => post({ type: 'publish', channel, payload }),
+  }
   const jobs = new Jobs(pools.system, bus, kinds)
   // The runner always passes the base URL in use (server.ts); the registry defaults to it.
   const baseUrl = config.baseUrl!
@@ -51,7 +62,9 @@ async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<voi
     log,
     enqueue: jobs.enqueue.bind(jobs),
   }
-  worker = new JobWorker(workerId, pools.system, services, kinds, message.timing, log, (repositoryId) => graphChanged(pools, bus, repositoryId, log))
+  worker = new JobWorker(workerId, pools.system, services, kinds, message.timing, log, (repositoryId) =>
+    graphChanged(pools, bus, repositoryId, log),
+  )
   worker.start()
   shutdown = async () => {
     await worker!.stop()

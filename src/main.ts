@@ -26,10 +26,15 @@ class UsageError extends Error {}
 const CONFIG_HINT = 'Configuration comes from the environment: kgs help config lists every variable.'
 
 /** Parses a command's flags strictly; any flag it does not declare is a usage error. */
-function parse<O extends Record<string, { type: 'string' | 'boolean' }>>(args: string[], options: O, positionals: { min: number; max: number; what: string }) {
+function parse<O extends Record<string, { type: 'string' | 'boolean' }>>(
+  args: string[],
+  options: O,
+  positionals: { min: number; max: number; what: string },
+) {
   const parsed = parseArgs({ args, options, strict: true, allowPositionals: true })
   const count = parsed.positionals.length
-  if (count > positionals.max) throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[positionals.max])}`)
+  if (count > positionals.max)
+    throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[positionals.max])}`)
   if (count < positionals.min) throw new UsageError(`expected ${positionals.what}`)
   return parsed
 }
@@ -155,7 +160,9 @@ directory that holds no kgs data. No flags.`,
     async run(args) {
       const email = parse(args, {}, EMAIL).positionals[0]!
       const { runAdmin } = await import('./admin.ts')
-      const outcome = await admin('promote-sysadmin', () => runAdmin(parseEnv(process.env), quietLog(), 'promote-sysadmin', { email }))
+      const outcome = await admin('promote-sysadmin', () =>
+        runAdmin(parseEnv(process.env), quietLog(), 'promote-sysadmin', { email }),
+      )
       if (outcome === undefined) return 1
       if (outcome === 'unknown-user') {
         process.stderr.write(`kgs promote-sysadmin: no account with e-mail ${email}\n`)
@@ -185,7 +192,11 @@ Both work with the server running or stopped, and refuse a data directory that h
         const { positionals, values } = parse(rest, { name: { type: 'string' } }, EMAIL)
         const user = await admin('user create', async () => {
           requireData(config) // before asking for a password in vain
-          return runAdmin(config, quietLog(), 'user-create', { email: positionals[0]!, name: values.name, password: await readPassword() })
+          return runAdmin(config, quietLog(), 'user-create', {
+            email: positionals[0]!,
+            name: values.name,
+            password: await readPassword(),
+          })
         })
         if (!user) return 1
         console.log(`created ${user.email} (${user.id})`)
@@ -198,7 +209,11 @@ Both work with the server running or stopped, and refuse a data directory that h
         for (const user of users) console.log([user.id, user.email, user.created_at, user.name].join('\t'))
         return 0
       }
-      throw new UsageError(sub === undefined ? 'expected create or list' : `unknown subcommand ${JSON.stringify(sub)}; expected create or list`)
+      throw new UsageError(
+        sub === undefined
+          ? 'expected create or list'
+          : `unknown subcommand ${JSON.stringify(sub)}; expected create or list`,
+      )
     },
   },
 
@@ -222,7 +237,9 @@ Both work with the server running or stopped, and refuse a data directory that h
       const config = parseEnv(process.env)
       const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : listenAddress(config.host)
       try {
-        const response = await fetch(`${deriveBaseUrl(host, config.port)}/healthz`, { signal: AbortSignal.timeout(2000) })
+        const response = await fetch(`${deriveBaseUrl(host, config.port)}/healthz`, {
+          signal: AbortSignal.timeout(2000),
+        })
         if (response.ok) return 0
         process.stderr.write(`kgs healthcheck: /healthz answered ${response.status}\n`)
       } catch (error) {
@@ -280,7 +297,9 @@ async function main(argv: string[]): Promise<number> {
   if (name === '--version') return commands.version!.run([])
   const command = name !== undefined && Object.hasOwn(commands, name) ? commands[name] : undefined
   if (!command) {
-    process.stderr.write(`kgs: ${name === undefined ? 'missing command' : `unknown command ${JSON.stringify(name)}`}\n\n${usage()}`)
+    process.stderr.write(
+      `kgs: ${name === undefined ? 'missing command' : `unknown command ${JSON.stringify(name)}`}\n\n${usage()}`,
+    )
     return 2
   }
   // Anywhere among a command's arguments (kgs serve --help, kgs user create --help).
@@ -291,7 +310,11 @@ async function main(argv: string[]): Promise<number> {
   try {
     return await command.run(args)
   } catch (error) {
-    if (error instanceof UsageError || error instanceof BundleUsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (
+      error instanceof UsageError ||
+      error instanceof BundleUsageError ||
+      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+    ) {
       process.stderr.write(`kgs ${name}: ${(error as Error).message}\n\n${commandHelp(name!)}`)
       return 2
     }

@@ -28,7 +28,10 @@ export class GarbageMeter {
  * The chunks of `source` as they come, counted towards collections; `onTotal` hears the bytes
  * passed so far after each chunk (progress, sizes).
  */
-export async function* metered(source: AsyncIterable<Uint8Array>, onTotal?: (bytes: number) => void): AsyncGenerator<Uint8Array> {
+export async function* metered(
+  source: AsyncIterable<Uint8Array>,
+  onTotal?: (bytes: number) => void,
+): AsyncGenerator<Uint8Array> {
   const garbage = new GarbageMeter()
   let total = 0
   for await (const chunk of source) {

@@ -2,7 +2,17 @@
 // and the route guards are all derived from this table.
 export const SYSTEM_DOMAIN = 'system'
 
-export const SYSTEM_PERMISSIONS = ['user:read', 'user:manage', 'role:read', 'role:manage', 'repository:create', 'job:read', 'job:cancel', 'registry:push', 'registry:pull'] as const
+export const SYSTEM_PERMISSIONS = [
+  'user:read',
+  'user:manage',
+  'role:read',
+  'role:manage',
+  'repository:create',
+  'job:read',
+  'job:cancel',
+  'registry:push',
+  'registry:pull',
+] as const
 
 export const REPOSITORY_PERMISSIONS = [
   'repository:read',
@@ -45,7 +55,10 @@ export const ROLES = {
   // docs/spec/decisions.md §2: the registry is the instance's shared catalogue; members browse and import it.
   member: { domain_kind: 'system', permissions: ['repository:create', 'registry:pull'] },
   repoadmin: { domain_kind: 'repository', permissions: REPOSITORY_PERMISSIONS },
-  editor: { domain_kind: 'repository', permissions: REPOSITORY_PERMISSIONS.filter((p) => p !== 'repository:delete' && p !== 'member:manage') },
+  editor: {
+    domain_kind: 'repository',
+    permissions: REPOSITORY_PERMISSIONS.filter((p) => p !== 'repository:delete' && p !== 'member:manage'),
+  },
   // Curates concepts and writes reports over facts others gathered.
   curator: { domain_kind: 'repository', permissions: [...READ, 'graph:export', 'concept:write', 'report:write'] },
   viewer: { domain_kind: 'repository', permissions: READ },
@@ -67,11 +80,15 @@ export function splitPermission(permission: Permission): [resource: string, acti
 }
 
 /** `names` as a sentence lists them: "a", "a or b", "a, b or c". */
-const either = (names: readonly string[]) => (names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`)
+const either = (names: readonly string[]) =>
+  names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`
 
 /** The roles of `kind` that carry `permission`, weakest (fewest permissions) first. */
 function rolesCarrying(permission: Permission, kind: DomainKind): Role[] {
-  const roles = (Object.keys(ROLES) as Role[]).filter((role) => ROLES[role].domain_kind === kind && (ROLES[role].permissions as readonly Permission[]).includes(permission))
+  const roles = (Object.keys(ROLES) as Role[]).filter(
+    (role) =>
+      ROLES[role].domain_kind === kind && (ROLES[role].permissions as readonly Permission[]).includes(permission),
+  )
   return roles.sort((a, b) => ROLES[a].permissions.length - ROLES[b].permissions.length)
 }
 
@@ -84,7 +101,10 @@ function rolesCarrying(permission: Permission, kind: DomainKind): Role[] {
  */
 export function permissionDenied(permission: Permission, repository?: string): string {
   const roles = rolesCarrying(permission, repository === undefined ? 'system' : 'repository')
-  const where = repository === undefined ? 'on this server; a sysadmin can grant it' : `in ${repository}; a repoadmin of it can grant it`
+  const where =
+    repository === undefined
+      ? 'on this server; a sysadmin can grant it'
+      : `in ${repository}; a repoadmin of it can grant it`
   return `permission denied: ${permission} needs the ${either(roles)} role ${where}`
 }
 

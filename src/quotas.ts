@@ -22,8 +22,14 @@ export class Quotas {
   async checkRepositories(userId: string): Promise<void> {
     const most = this.limits.repositories
     if (most === 0 || this.isSysadmin(userId)) return
-    const [row] = await this.system<{ owned: number }[]>`SELECT count(*)::int AS owned FROM repositories WHERE owner_id = ${userId}`
-    if (row!.owned >= most) throw new HttpError(403, `quota reached: you own ${row!.owned} repositories, at most ${most} (QUOTA_REPOSITORIES); delete one first`)
+    const [row] = await this.system<
+      { owned: number }[]
+    >`SELECT count(*)::int AS owned FROM repositories WHERE owner_id = ${userId}`
+    if (row!.owned >= most)
+      throw new HttpError(
+        403,
+        `quota reached: you own ${row!.owned} repositories, at most ${most} (QUOTA_REPOSITORIES); delete one first`,
+      )
   }
 
   /** Before a user adds to the registry (a push, an export, which pushes on their behalf): theirs are the graphs they own. */
@@ -34,10 +40,16 @@ export class Quotas {
       SELECT count(*)::int AS graphs, coalesce(sum(bytes), 0)::float8 AS bytes FROM graphs WHERE owner_id = ${userId}`
     const { graphs, bytes } = row!
     if (registryGraphs > 0 && graphs >= registryGraphs) {
-      throw new HttpError(403, `quota reached: you own ${graphs} registry graphs, at most ${registryGraphs} (QUOTA_REGISTRY_GRAPHS); delete one first`)
+      throw new HttpError(
+        403,
+        `quota reached: you own ${graphs} registry graphs, at most ${registryGraphs} (QUOTA_REGISTRY_GRAPHS); delete one first`,
+      )
     }
     if (registryBytes > 0 && bytes >= registryBytes) {
-      throw new HttpError(403, `quota reached: your registry graphs take ${bytes} bytes, at most ${registryBytes} (QUOTA_REGISTRY_BYTES); delete one first`)
+      throw new HttpError(
+        403,
+        `quota reached: your registry graphs take ${bytes} bytes, at most ${registryBytes} (QUOTA_REGISTRY_BYTES); delete one first`,
+      )
     }
   }
 
@@ -45,11 +57,17 @@ export class Quotas {
   async checkQueue(repositoryId: string): Promise<void> {
     const most = this.limits.queuedJobs
     if (most === 0) return
-    const [row] = await this.system<{ queued: number }[]>`SELECT count(*)::int AS queued FROM jobs WHERE repository_id = ${repositoryId} AND status = 'queued'`
+    const [row] = await this.system<
+      { queued: number }[]
+    >`SELECT count(*)::int AS queued FROM jobs WHERE repository_id = ${repositoryId} AND status = 'queued'`
     if (row!.queued >= most) {
-      throw new HttpError(429, `quota reached: this repository has ${row!.queued} jobs queued, at most ${most} (QUOTA_QUEUED_JOBS); retry once some have run`, {
-        'retry-after': String(QUEUE_RETRY_AFTER_SECONDS),
-      })
+      throw new HttpError(
+        429,
+        `quota reached: this repository has ${row!.queued} jobs queued, at most ${most} (QUOTA_QUEUED_JOBS); retry once some have run`,
+        {
+          'retry-after': String(QUEUE_RETRY_AFTER_SECONDS),
+        },
+      )
     }
   }
 }

@@ -12,7 +12,8 @@ export function withoutUserinfo(text: string): string {
 
 /** Reason phrases of the statuses a provider's refusal is summarized by (its body is not passed on). */
 export function statusSummary(status: number): string {
-  const reason = STATUS_REASONS[status] ?? (status >= 500 ? 'server error' : status >= 400 ? 'client error' : 'unexpected status')
+  const reason =
+    STATUS_REASONS[status] ?? (status >= 500 ? 'server error' : status >= 400 ? 'client error' : 'unexpected status')
   return `${status} ${reason}`
 }
 

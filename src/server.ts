@@ -68,7 +68,11 @@ export interface ServerOptions {
   jobs?: { timing?: Partial<JobTiming>; extraKindModules?: string[] }
 }
 
-export async function startServer(config: Config & { jwtSecret: string }, log: Logger, options: ServerOptions = {}): Promise<RunningServer> {
+export async function startServer(
+  config: Config & { jwtSecret: string },
+  log: Logger,
+  options: ServerOptions = {},
+): Promise<RunningServer> {
   let handler: Handler = startingHandler
   let inFlight = 0
   let stopping = false
@@ -114,7 +118,8 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       const started = performance.now()
       const requestId = assignRequestId(request)
       inFlight++
-      if (debugging) log.debug('request started', { request_id: requestId, method: request.method, path: requestPath(request) })
+      if (debugging)
+        log.debug('request started', { request_id: requestId, method: request.method, path: requestPath(request) })
       let result: Response | Promise<Response>
       try {
         result = preflightResponse(request) ?? handler(request)
@@ -151,7 +156,10 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
     const registry = createRegistryClient(config, baseUrl)
     pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, embedded: config.embedded })
     const blobs = openBlobStore(config)
-    vectors = await VectorStore.open(config.lancedbUri, { storageOptions: config.lancedbStorageOptions, creationLock: databaseCreationLock(pools.system) })
+    vectors = await VectorStore.open(config.lancedbUri, {
+      storageOptions: config.lancedbStorageOptions,
+      creationLock: databaseCreationLock(pools.system),
+    })
     const applied = await pools.migrate()
     if (applied.length > 0) log.info('migrations applied', { set: 'system', applied })
     const fleet = pools.backend === 'postgres'
@@ -174,18 +182,36 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       catchUp: fleet,
       onUserCreated: (userId) => roles.assign({ user_id: userId, role: 'member', domain: SYSTEM_DOMAIN }),
     })
-    if (!fleet) control = serveControlSocket(config.dataDir, { pools, bus, passwordCost: config.passwordCost, rolesChanged: () => roles.reload() })
+    if (!fleet)
+      control = serveControlSocket(config.dataDir, {
+        pools,
+        bus,
+        passwordCost: config.passwordCost,
+        rolesChanged: () => roles.reload(),
+      })
     const jobs = new Jobs(pools.system, bus, await loadJobKinds(options.jobs?.extraKindModules))
     // Past two leases even a job whose worker died has been ended by the reaper.
-    const stopJobs = (repositoryId: string) => jobs.stopRepository(repositoryId, 'cancelled: its repository was deleted', 2 * config.jobLeaseMs)
-    const repositories = await Repositories.start({ system: pools.system, pools, rbac: roles, bus, log, vectors, blobs, stopJobs })
+    const stopJobs = (repositoryId: string) =>
+      jobs.stopRepository(repositoryId, 'cancelled: its repository was deleted', 2 * config.jobLeaseMs)
+    const repositories = await Repositories.start({
+      system: pools.system,
+      pools,
+      rbac: roles,
+      bus,
+      log,
+      vectors,
+      blobs,
+      stopJobs,
+    })
     copyPendingCounts = () => repositories.allCountsCopied()
     // What a crash of an earlier process can leave undone after a write committed, done at the
     // repository's first use here rather than at start-up (a fleet of many repositories starts
     // at once): the copy of its counts, and a job for rows marked for embedding.
     pools.onRepositoryOpened((repositoryId, sql) => {
       void repositories.graphChanged(repositoryId)
-      queueMarkedEmbeddings(jobs, sql, repositoryId).catch((error: unknown) => log.warn('marked rows not queued for embedding', { repository: repositoryId, ...describeError(error) }))
+      queueMarkedEmbeddings(jobs, sql, repositoryId).catch((error: unknown) =>
+        log.warn('marked rows not queued for embedding', { repository: repositoryId, ...describeError(error) }),
+      )
     })
     oauth = await OAuthTokens.start({
       system: pools.system,
@@ -198,7 +224,22 @@ export async function startServer(config: Config & { jwtSecret: string }, log: L
       catchUp: fleet,
     })
     const peerAddress = (request: Request) => server.peerAddress(request)
-    const context: AppContext = { config, pools, log, baseUrl, peerAddress, accounts, rbac: roles, repositories, oauth, jobs, vectors, embedder: createEmbedder(config), blobs, registry }
+    const context: AppContext = {
+      config,
+      pools,
+      log,
+      baseUrl,
+      peerAddress,
+      accounts,
+      rbac: roles,
+      repositories,
+      oauth,
+      jobs,
+      vectors,
+      embedder: createEmbedder(config),
+      blobs,
+      registry,
+    }
     handler = createApp(context).fetch
     // Workers get the base URL actually in use (the issuer of tokens, the default registry).
     runner = await JobRunner.start({ config: { ...config, baseUrl }, pools, bus, log, ...options.jobs })

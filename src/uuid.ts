@@ -9,7 +9,9 @@ export const isUuid = (text: string): boolean => UUID.test(text)
 export const UUID_TEXT_LENGTH = 36
 
 /** Each byte's two lower-case hex digits, as character codes. */
-const HEX_DIGITS = Uint8Array.from({ length: 512 }, (_, i) => '0123456789abcdef'.charCodeAt(i % 2 === 0 ? i >> 5 : (i >> 1) & 15))
+const HEX_DIGITS = Uint8Array.from({ length: 512 }, (_, i) =>
+  '0123456789abcdef'.charCodeAt(i % 2 === 0 ? i >> 5 : (i >> 1) & 15),
+)
 /** Whether a dash follows each of a UUID's 16 bytes in its text. */
 const DASH_AFTER = Uint8Array.from({ length: 16 }, (_, i) => (i === 3 || i === 5 || i === 7 || i === 9 ? 1 : 0))
 const DASH = 45

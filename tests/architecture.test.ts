@@ -23,7 +23,9 @@ function namedInLayerTable(): Set<string> {
 }
 
 function filesBelow(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? filesBelow(join(dir, entry.name)) : [join(dir, entry.name)]))
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? filesBelow(join(dir, entry.name)) : [join(dir, entry.name)],
+  )
 }
 
 describe('ARCHITECTURE.md', () => {
@@ -41,11 +43,16 @@ describe('ARCHITECTURE.md', () => {
 
 describe('route factories', () => {
   test('each one the composition root mounts takes one options object', () => {
-    const mounted = new Set([...readFileSync(join(SRC, 'app.ts'), 'utf8').matchAll(/\b(\w+Routes)\(/g)].map((match) => match[1]!))
+    const mounted = new Set(
+      [...readFileSync(join(SRC, 'app.ts'), 'utf8').matchAll(/\b(\w+Routes)\(/g)].map((match) => match[1]!),
+    )
     const positional: string[] = []
     for (const file of filesBelow(SRC).filter((path) => path.endsWith('.ts') && !path.startsWith(WEB + '/'))) {
-      for (const [, name, parameters] of readFileSync(file, 'utf8').matchAll(/export function (\w+Routes)\(([^)]*)\)/g)) {
-        if (mounted.delete(name!) && !/^\{[^}]*\}: \w+Options$|^options: \w+Options$/.test(parameters!.trim())) positional.push(`${relative(ROOT, file)}: ${name}(${parameters})`)
+      for (const [, name, parameters] of readFileSync(file, 'utf8').matchAll(
+        /export function (\w+Routes)\(([^)]*)\)/g,
+      )) {
+        if (mounted.delete(name!) && !/^\{[^}]*\}: \w+Options$|^options: \w+Options$/.test(parameters!.trim()))
+          positional.push(`${relative(ROOT, file)}: ${name}(${parameters})`)
       }
     }
     expect(positional).toEqual([])
@@ -63,7 +70,8 @@ describe('the web app', () => {
       for (const { path } of transpiler.scanImports(readFileSync(file, 'utf8'))) {
         if (!path.startsWith('.')) continue
         const target = resolve(dirname(file), path)
-        if (target.startsWith(SRC) && !target.startsWith(WEB + '/')) valueImports.push(`${relative(ROOT, file)} → ${relative(ROOT, target)}`)
+        if (target.startsWith(SRC) && !target.startsWith(WEB + '/'))
+          valueImports.push(`${relative(ROOT, file)} → ${relative(ROOT, target)}`)
       }
     }
     expect(valueImports).toEqual([])

@@ -12,14 +12,19 @@ import { ROOT, runKgs, startServerProcess, type Instance } from './helpers/serve
 
 /** The checkout's files as a clone has them (tracked, and new ones not ignored), in a new directory. */
 function cloneLike(): string {
-  const listed = Bun.spawnSync(['git', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, stderr: 'pipe' })
+  const listed = Bun.spawnSync(['git', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: ROOT,
+    stderr: 'pipe',
+  })
   if (listed.exitCode !== 0) throw new Error(`git ls-files failed: ${listed.stderr.toString()}`)
   const dir = tempDir('kgs-clone-')
   // node_modules is linked in below (a worktree's own node_modules may be a symlink git lists).
   const files = listed.stdout
     .toString()
     .split('\0')
-    .filter((path) => path !== '' && path !== 'node_modules' && !path.startsWith('dist/') && existsSync(join(ROOT, path)))
+    .filter(
+      (path) => path !== '' && path !== 'node_modules' && !path.startsWith('dist/') && existsSync(join(ROOT, path)),
+    )
   for (const path of files) {
     mkdirSync(dirname(join(dir, path)), { recursive: true })
     copyFileSync(join(ROOT, path), join(dir, path))
@@ -33,7 +38,8 @@ const BUNDLE = 'tests/fixtures/go-original/V1-build-v1.json.gz'
 describe(`the command line on a fresh clone (${BACKEND})`, () => {
   let clone: string
   let instance: Instance
-  const kgs = (args: string[], env: Record<string, string> = {}, stdin?: string) => runKgs(args, env, clone, stdin === undefined ? undefined : new TextEncoder().encode(stdin))
+  const kgs = (args: string[], env: Record<string, string> = {}, stdin?: string) =>
+    runKgs(args, env, clone, stdin === undefined ? undefined : new TextEncoder().encode(stdin))
   beforeAll(async () => {
     clone = cloneLike()
     instance = await instanceEnvironment()
@@ -95,8 +101,14 @@ describe(`the command line on a fresh clone (${BACKEND})`, () => {
     const listed = await kgs(['user', 'list'], instance.env)
     expect(listed.code).toBe(0)
     expect(listed.stdout).toContain(`\t${email}\t`)
-    expect(await kgs(['promote-sysadmin', email], instance.env)).toMatchObject({ code: 0, stdout: `${email} is now sysadmin\n` })
-    expect(await kgs(['promote-sysadmin', email], instance.env)).toMatchObject({ code: 0, stdout: `${email} is already sysadmin; nothing changed\n` })
+    expect(await kgs(['promote-sysadmin', email], instance.env)).toMatchObject({
+      code: 0,
+      stdout: `${email} is now sysadmin\n`,
+    })
+    expect(await kgs(['promote-sysadmin', email], instance.env)).toMatchObject({
+      code: 0,
+      stdout: `${email} is already sysadmin; nothing changed\n`,
+    })
   })
 
   test('none of those commands built anything', () => {

@@ -14,7 +14,8 @@ describe('subcommands', () => {
     const { code, stdout } = await runKgs(['help'], {})
     expect(code).toBe(0)
     expect(stdout).toContain('Usage: kgs <command>')
-    for (const command of ['serve', 'migrate', 'healthcheck', 'version', 'help']) expect(stdout).toContain(`  ${command} `)
+    for (const command of ['serve', 'migrate', 'healthcheck', 'version', 'help'])
+      expect(stdout).toContain(`  ${command} `)
   })
 
   test('version', async () => {
@@ -84,7 +85,12 @@ describe(`user (${BACKEND})`, () => {
     try {
       const email = uniqueEmail('cli')
       expect((await runKgs(['user', 'create', email, 'correct horse battery'], instance.env)).code).toBe(2)
-      const created = await runKgs(['user', 'create', email, '--name', 'Ada'], instance.env, undefined, stdin('correct horse battery\n'))
+      const created = await runKgs(
+        ['user', 'create', email, '--name', 'Ada'],
+        instance.env,
+        undefined,
+        stdin('correct horse battery\n'),
+      )
       expect(created.stderr).toBe('')
       expect(created.code).toBe(0)
       expect(created.stdout).toStartWith(`created ${email} (`)
@@ -100,13 +106,17 @@ describe(`user (${BACKEND})`, () => {
 
       const listed = await runKgs(['user', 'list'], instance.env)
       expect(listed.code).toBe(0)
-      expect(listed.stdout.split('\n')).toContainEqual(expect.stringMatching(new RegExp(`^[0-9a-f-]{36}\t${email}\t\\S+\tAda$`)))
+      expect(listed.stdout.split('\n')).toContainEqual(
+        expect.stringMatching(new RegExp(`^[0-9a-f-]{36}\t${email}\t\\S+\tAda$`)),
+      )
     } finally {
       await server.stop()
     }
     // And with the server stopped, straight to the database.
     const email = uniqueEmail('offline')
-    expect((await runKgs(['user', 'create', email], instance.env, undefined, stdin('correct horse battery\n'))).code).toBe(0)
+    expect(
+      (await runKgs(['user', 'create', email], instance.env, undefined, stdin('correct horse battery\n'))).code,
+    ).toBe(0)
     expect((await runKgs(['user', 'list'], instance.env)).stdout).toContain(`\t${email}\t`)
   })
 
@@ -119,7 +129,11 @@ describe(`user (${BACKEND})`, () => {
       ['promote-sysadmin', 'a@example.com'],
     ]) {
       const result = await runKgs(args, env, undefined, stdin('correct horse battery\n'))
-      expect(result).toEqual({ code: 1, stdout: '', stderr: `kgs ${args.slice(0, args[0] === 'user' ? 2 : 1).join(' ')}: no kgs data in ${empty}; set DATA_DIR or DATABASE_URL\n` })
+      expect(result).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `kgs ${args.slice(0, args[0] === 'user' ? 2 : 1).join(' ')}: no kgs data in ${empty}; set DATA_DIR or DATABASE_URL\n`,
+      })
     }
     expect(readdirSync(empty)).toEqual([])
   })
@@ -136,7 +150,9 @@ describe(`migrate (${BACKEND})`, () => {
     const first = await runKgs(['migrate'], instance.env)
     expect(first.stderr).toBe('')
     expect(first.code).toBe(0)
-    expect(first.stdout).toBe(`system: applied ${MIGRATIONS.system.map((m) => m.name).join(', ')}\nrepositories: 0 checked, 0 migrated\n`)
+    expect(first.stdout).toBe(
+      `system: applied ${MIGRATIONS.system.map((m) => m.name).join(', ')}\nrepositories: 0 checked, 0 migrated\n`,
+    )
     const second = await runKgs(['migrate'], instance.env)
     expect(second.code).toBe(0)
     expect(second.stdout).toBe('system: up to date\nrepositories: 0 checked, 0 migrated\n')
@@ -170,7 +186,10 @@ describe(`serve lifecycle (${BACKEND})`, () => {
 
   test('SIGTERM lets an in-flight request finish before the process exits', async () => {
     const server = await startServerProcess(instance.env, 'debug')
-    const body = JSON.stringify({ email: `drain-${crypto.randomUUID().slice(0, 8)}@example.com`, password: 'correct horse battery' })
+    const body = JSON.stringify({
+      email: `drain-${crypto.randomUUID().slice(0, 8)}@example.com`,
+      password: 'correct horse battery',
+    })
     const half = body.length >> 1
     let release!: () => void
     const released = new Promise<void>((resolve) => (release = resolve))
@@ -188,7 +207,9 @@ describe(`serve lifecycle (${BACKEND})`, () => {
       body: stream,
     })
     // The request is inside the server, waiting for the rest of its body, when the signal arrives.
-    await server.waitFor(/"msg":"request started","request_id":"[^"]+","method":"POST","path":"\/api\/v1\/auth\/register"/)
+    await server.waitFor(
+      /"msg":"request started","request_id":"[^"]+","method":"POST","path":"\/api\/v1\/auth\/register"/,
+    )
     server.process.kill('SIGTERM')
     await server.waitFor(/"msg":"shutting down"/)
     release()
@@ -219,7 +240,14 @@ describe(`serve lifecycle (${BACKEND})`, () => {
       .split('\n')
       .find((l) => l.includes(requestId))!
     const entry = JSON.parse(line)
-    expect(entry).toMatchObject({ level: 'info', msg: 'request', request_id: requestId, method: 'GET', path: '/', status: 200 })
+    expect(entry).toMatchObject({
+      level: 'info',
+      msg: 'request',
+      request_id: requestId,
+      method: 'GET',
+      path: '/',
+      status: 200,
+    })
     expect(typeof entry.ms).toBe('number')
     expect(line).not.toContain('not-logged')
     for (const probe of probes) expect(server.output()).not.toContain(probe.headers.get('x-request-id')!)
@@ -239,7 +267,9 @@ describe(`serve lifecycle (${BACKEND})`, () => {
       const server = await startServerProcess(instance.env)
       const second = await runKgs(['serve'], { ...instance.env, PORT: '0' })
       expect(second.code).toBe(1)
-      expect(second.stderr).toContain(`kgs serve: data directory ${instance.dataDir} is in use by another kgs process (pid ${server.process.pid})`)
+      expect(second.stderr).toContain(
+        `kgs serve: data directory ${instance.dataDir} is in use by another kgs process (pid ${server.process.pid})`,
+      )
       expect((await fetch(server.url + '/readyz')).status).toBe(200)
       expect(await server.stop()).toBe(0)
     })

@@ -28,9 +28,15 @@ describe('parseEnv', () => {
   })
 
   test('embedding provider and S3 storage are configured as a whole', () => {
-    expect(parseEnv({ EMBEDDING_URL: 'http://127.0.0.1:9/v1', EMBEDDING_MODEL: 'm', EMBEDDING_API_KEY: 'k' }).embedding).toEqual({ url: 'http://127.0.0.1:9/v1', model: 'm', apiKey: 'k' })
-    expect(() => parseEnv({ EMBEDDING_URL: 'http://127.0.0.1:9/v1' })).toThrow('invalid EMBEDDING_MODEL: required when EMBEDDING_URL is set')
-    expect(() => parseEnv({ EMBEDDING_MODEL: 'm' })).toThrow('invalid EMBEDDING_URL: required when EMBEDDING_MODEL or EMBEDDING_API_KEY is set')
+    expect(
+      parseEnv({ EMBEDDING_URL: 'http://127.0.0.1:9/v1', EMBEDDING_MODEL: 'm', EMBEDDING_API_KEY: 'k' }).embedding,
+    ).toEqual({ url: 'http://127.0.0.1:9/v1', model: 'm', apiKey: 'k' })
+    expect(() => parseEnv({ EMBEDDING_URL: 'http://127.0.0.1:9/v1' })).toThrow(
+      'invalid EMBEDDING_MODEL: required when EMBEDDING_URL is set',
+    )
+    expect(() => parseEnv({ EMBEDDING_MODEL: 'm' })).toThrow(
+      'invalid EMBEDDING_URL: required when EMBEDDING_MODEL or EMBEDDING_API_KEY is set',
+    )
     expect(parseEnv({ S3_BUCKET: 'kgs-blobs', S3_ENDPOINT: 'http://127.0.0.1:9000', S3_PREFIX: 'prod/' }).s3).toEqual({
       bucket: 'kgs-blobs',
       endpoint: 'http://127.0.0.1:9000',
@@ -39,12 +45,23 @@ describe('parseEnv', () => {
       secretAccessKey: undefined,
       prefix: 'prod/',
     })
-    expect(() => parseEnv({ S3_ENDPOINT: 'http://127.0.0.1:9000' })).toThrow('invalid S3_BUCKET: required when S3_ENDPOINT is set')
-    expect(parseEnv({ LANCEDB_URI: 's3://bucket/lance', WORKERS: '0' })).toMatchObject({ lancedbUri: 's3://bucket/lance', workers: 0 })
+    expect(() => parseEnv({ S3_ENDPOINT: 'http://127.0.0.1:9000' })).toThrow(
+      'invalid S3_BUCKET: required when S3_ENDPOINT is set',
+    )
+    expect(parseEnv({ LANCEDB_URI: 's3://bucket/lance', WORKERS: '0' })).toMatchObject({
+      lancedbUri: 's3://bucket/lance',
+      workers: 0,
+    })
   })
 
   test('one configuration for object storage: an s3:// LANCEDB_URI is reached with the S3_* settings', () => {
-    const s3 = { S3_BUCKET: 'kgs-blobs', S3_ENDPOINT: 'http://127.0.0.1:7480', S3_REGION: 'eu-west-3', S3_ACCESS_KEY_ID: 'AKIAKGS', S3_SECRET_ACCESS_KEY: 'secret-key' }
+    const s3 = {
+      S3_BUCKET: 'kgs-blobs',
+      S3_ENDPOINT: 'http://127.0.0.1:7480',
+      S3_REGION: 'eu-west-3',
+      S3_ACCESS_KEY_ID: 'AKIAKGS',
+      S3_SECRET_ACCESS_KEY: 'secret-key',
+    }
     expect(parseEnv({ ...s3, LANCEDB_URI: 's3://kgs-vectors/lance' }).lancedbStorageOptions).toEqual({
       aws_endpoint: 'http://127.0.0.1:7480',
       aws_region: 'eu-west-3',
@@ -53,7 +70,10 @@ describe('parseEnv', () => {
       allow_http: 'true',
     })
     // An https endpoint needs no permission; settings not given are left to LanceDB's own defaults.
-    expect(parseEnv({ S3_BUCKET: 'kgs-blobs', S3_ENDPOINT: 'https://s3.example.com', LANCEDB_URI: 's3://kgs-vectors/lance' }).lancedbStorageOptions).toEqual({ aws_endpoint: 'https://s3.example.com' })
+    expect(
+      parseEnv({ S3_BUCKET: 'kgs-blobs', S3_ENDPOINT: 'https://s3.example.com', LANCEDB_URI: 's3://kgs-vectors/lance' })
+        .lancedbStorageOptions,
+    ).toEqual({ aws_endpoint: 'https://s3.example.com' })
     // A local directory, or no S3_* settings: nothing to hand over.
     expect(parseEnv({ ...s3, LANCEDB_URI: '/var/lib/kgs/lance' }).lancedbStorageOptions).toBeUndefined()
     expect(parseEnv({ LANCEDB_URI: 's3://kgs-vectors/lance' }).lancedbStorageOptions).toBeUndefined()
@@ -64,23 +84,39 @@ describe('parseEnv', () => {
     expect(parseEnv({ ACCESS_TOKEN_TTL: '90s' }).accessTokenTtl).toBe(90)
     expect(parseEnv({ ACCESS_TOKEN_TTL: '2m' }).accessTokenTtl).toBe(120)
     expect(parseEnv({ SESSION_TTL: '12h' }).sessionTtl).toBe(43200)
-    expect(() => parseEnv({ SESSION_TTL: '0' })).toThrow('invalid SESSION_TTL: expected a duration such as 3600, 12h or 30d, got "0"')
+    expect(() => parseEnv({ SESSION_TTL: '0' })).toThrow(
+      'invalid SESSION_TTL: expected a duration such as 3600, 12h or 30d, got "0"',
+    )
     expect(() => parseEnv({ ACCESS_TOKEN_TTL: '15 minutes' })).toThrow(/^invalid ACCESS_TOKEN_TTL/)
     expect(parseEnv({}).sessionIdleTtl).toBeUndefined()
     expect(parseEnv({ SESSION_IDLE_TTL: '8h' }).sessionIdleTtl).toBe(28800)
     // Clients refresh when their access token ends, so a shorter idle limit would end every session.
-    expect(() => parseEnv({ SESSION_IDLE_TTL: '15m' })).toThrow('invalid SESSION_IDLE_TTL: must be longer than ACCESS_TOKEN_TTL')
+    expect(() => parseEnv({ SESSION_IDLE_TTL: '15m' })).toThrow(
+      'invalid SESSION_IDLE_TTL: must be longer than ACCESS_TOKEN_TTL',
+    )
     expect(parseEnv({ SESSION_IDLE_TTL: '15m', ACCESS_TOKEN_TTL: '5m' }).sessionIdleTtl).toBe(900)
-    expect(() => parseEnv({ SESSION_IDLE_TTL: 'soon' })).toThrow('invalid SESSION_IDLE_TTL: expected a duration such as 3600, 12h or 30d, got "soon"')
+    expect(() => parseEnv({ SESSION_IDLE_TTL: 'soon' })).toThrow(
+      'invalid SESSION_IDLE_TTL: expected a duration such as 3600, 12h or 30d, got "soon"',
+    )
     expect(parseEnv({}).jobLeaseMs).toBe(30_000)
     expect(parseEnv({ JOB_LEASE: '2s' }).jobLeaseMs).toBe(2_000)
   })
 
   test('slow bodies: a time limit for JSON and form bodies, a minimum rate for uploads over the same window', () => {
-    expect(parseEnv({})).toMatchObject({ bodyTimeoutMs: 30_000, uploadPace: { minBytesPerSecond: 10_240, windowMs: 30_000 } })
-    expect(parseEnv({ BODY_TIMEOUT: '2m', UPLOAD_MIN_RATE: '1' })).toMatchObject({ bodyTimeoutMs: 120_000, uploadPace: { minBytesPerSecond: 1, windowMs: 120_000 } })
-    expect(() => parseEnv({ BODY_TIMEOUT: '0' })).toThrow('invalid BODY_TIMEOUT: expected a duration such as 30, 30s or 2m, got "0"')
-    expect(() => parseEnv({ UPLOAD_MIN_RATE: '0' })).toThrow('invalid UPLOAD_MIN_RATE: expected a positive integer number of bytes per second, got "0"')
+    expect(parseEnv({})).toMatchObject({
+      bodyTimeoutMs: 30_000,
+      uploadPace: { minBytesPerSecond: 10_240, windowMs: 30_000 },
+    })
+    expect(parseEnv({ BODY_TIMEOUT: '2m', UPLOAD_MIN_RATE: '1' })).toMatchObject({
+      bodyTimeoutMs: 120_000,
+      uploadPace: { minBytesPerSecond: 1, windowMs: 120_000 },
+    })
+    expect(() => parseEnv({ BODY_TIMEOUT: '0' })).toThrow(
+      'invalid BODY_TIMEOUT: expected a duration such as 30, 30s or 2m, got "0"',
+    )
+    expect(() => parseEnv({ UPLOAD_MIN_RATE: '0' })).toThrow(
+      'invalid UPLOAD_MIN_RATE: expected a positive integer number of bytes per second, got "0"',
+    )
     expect(() => parseEnv({ UPLOAD_MIN_RATE: '1.5' })).toThrow(/^invalid UPLOAD_MIN_RATE/)
   })
 
@@ -90,11 +126,15 @@ describe('parseEnv', () => {
       importMaxExpandedBytes: 16 * 1024 ** 3,
       mediaFetch: { allowPrivate: false, maxBytes: 50 * 1024 ** 2, timeoutMs: 30_000 },
     })
-    expect(parseEnv({ IMPORT_MAX_BYTES: '1048576', MEDIA_FETCH_ALLOW_PRIVATE: 'true', MEDIA_FETCH_TIMEOUT: '2m' })).toMatchObject({
+    expect(
+      parseEnv({ IMPORT_MAX_BYTES: '1048576', MEDIA_FETCH_ALLOW_PRIVATE: 'true', MEDIA_FETCH_TIMEOUT: '2m' }),
+    ).toMatchObject({
       importMaxBytes: 1_048_576,
       mediaFetch: { allowPrivate: true, timeoutMs: 120_000 },
     })
-    expect(() => parseEnv({ MEDIA_FETCH_ALLOW_PRIVATE: 'sometimes' })).toThrow('invalid MEDIA_FETCH_ALLOW_PRIVATE: expected true or false, got "sometimes"')
+    expect(() => parseEnv({ MEDIA_FETCH_ALLOW_PRIVATE: 'sometimes' })).toThrow(
+      'invalid MEDIA_FETCH_ALLOW_PRIVATE: expected true or false, got "sometimes"',
+    )
   })
 
   test("argon2id's cost: OWASP's first row by default, any row or above, never below the table", () => {
@@ -109,20 +149,44 @@ describe('parseEnv', () => {
       ['7', '9'],
       ['64', '2'],
     ] as const) {
-      expect(parseEnv({ PASSWORD_HASH_MEMORY: memory, PASSWORD_HASH_TIME: time }).passwordCost).toEqual({ memoryKiB: Number(memory) * 1024, timeCost: Number(time) })
+      expect(parseEnv({ PASSWORD_HASH_MEMORY: memory, PASSWORD_HASH_TIME: time }).passwordCost).toEqual({
+        memoryKiB: Number(memory) * 1024,
+        timeCost: Number(time),
+      })
     }
     expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '45', PASSWORD_HASH_TIME: '1' })).toThrow(
       "invalid PASSWORD_HASH_MEMORY: 45 MiB with PASSWORD_HASH_TIME 1 is below OWASP's argon2id table (at least 46 MiB at t=1)",
     )
-    expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '12' })).toThrow(/^invalid PASSWORD_HASH_MEMORY: 12 MiB with PASSWORD_HASH_TIME 2 is below/)
+    expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '12' })).toThrow(
+      /^invalid PASSWORD_HASH_MEMORY: 12 MiB with PASSWORD_HASH_TIME 2 is below/,
+    )
     expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '8', PASSWORD_HASH_TIME: '4' })).toThrow(/at least 9 MiB at t=4/)
-    expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '6', PASSWORD_HASH_TIME: '10' })).toThrow('invalid PASSWORD_HASH_MEMORY: expected an integer number of MiB from 7 to 1024, got "6"')
-    expect(() => parseEnv({ PASSWORD_HASH_TIME: '0' })).toThrow('invalid PASSWORD_HASH_TIME: expected an integer from 1 to 20, got "0"')
+    expect(() => parseEnv({ PASSWORD_HASH_MEMORY: '6', PASSWORD_HASH_TIME: '10' })).toThrow(
+      'invalid PASSWORD_HASH_MEMORY: expected an integer number of MiB from 7 to 1024, got "6"',
+    )
+    expect(() => parseEnv({ PASSWORD_HASH_TIME: '0' })).toThrow(
+      'invalid PASSWORD_HASH_TIME: expected an integer from 1 to 20, got "0"',
+    )
   })
 
   test('reads and converts values; empty counts as unset; trailing slash of BASE_URL dropped', () => {
-    const config = parseEnv({ PORT: '9000', HOST: '127.0.0.1', BASE_URL: 'https://kgs.example.com/', LOG_LEVEL: 'debug', DATABASE_URL: 'postgres://u@h/db', BODY_LIMIT: '2048', JWT_SECRET: '' })
-    expect(config).toMatchObject({ port: 9000, host: '127.0.0.1', baseUrl: 'https://kgs.example.com', logLevel: 'debug', databaseUrl: 'postgres://u@h/db', bodyLimit: 2048 })
+    const config = parseEnv({
+      PORT: '9000',
+      HOST: '127.0.0.1',
+      BASE_URL: 'https://kgs.example.com/',
+      LOG_LEVEL: 'debug',
+      DATABASE_URL: 'postgres://u@h/db',
+      BODY_LIMIT: '2048',
+      JWT_SECRET: '',
+    })
+    expect(config).toMatchObject({
+      port: 9000,
+      host: '127.0.0.1',
+      baseUrl: 'https://kgs.example.com',
+      logLevel: 'debug',
+      databaseUrl: 'postgres://u@h/db',
+      bodyLimit: 2048,
+    })
     expect(config.jwtSecret).toBeUndefined()
   })
 

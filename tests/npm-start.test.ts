@@ -24,7 +24,11 @@ describe(`npm start (${BACKEND})`, () => {
       // (re-parented when npm's shell died) keeps it open.
       let timer: Timer | undefined
       const stillRunning = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`kgs still running ${DRAIN_TIMEOUT_MS} ms after npm was stopped:\n${server.output()}`)), DRAIN_TIMEOUT_MS)
+        timer = setTimeout(
+          () =>
+            reject(new Error(`kgs still running ${DRAIN_TIMEOUT_MS} ms after npm was stopped:\n${server.output()}`)),
+          DRAIN_TIMEOUT_MS,
+        )
       })
       await Promise.race([server.outputClosed, stillRunning]).finally(() => clearTimeout(timer))
       expect(server.output()).toContain(`"msg":"shutting down","signal":"${signal}"`)

@@ -58,7 +58,11 @@ describe(`the README's tour (${BACKEND})`, () => {
       stdout: 'pipe',
       stderr: 'pipe',
     })
-    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    const [stdout, stderr, code] = await Promise.all([
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+      child.exited,
+    ])
     expect({ code, stderr }).toMatchObject({ code: 0 })
     // A run that went through shows the reader no curl error (a retried 503 reads as a failure).
     expect(stderr.split('\n').filter((line) => line.startsWith('curl: '))).toEqual([])

@@ -54,10 +54,16 @@ function materialize(content: BundleContent): BundleContent & { items: number } 
     items += list.length
     return list
   }
-  const rows = Object.fromEntries(Object.entries(content.rows).map(([section, source]) => [section, all(source)])) as BundleContent['rows']
+  const rows = Object.fromEntries(
+    Object.entries(content.rows).map(([section, source]) => [section, all(source)]),
+  ) as BundleContent['rows']
   const images = all<MediaItem>(content.images)
   const bodies = all<MediaItem>(content.bodies)
-  const embeddings = content.embeddings && { ...content.embeddings, facts: all<VectorItem>(content.embeddings.facts), concepts: all<VectorItem>(content.embeddings.concepts) }
+  const embeddings = content.embeddings && {
+    ...content.embeddings,
+    facts: all<VectorItem>(content.embeddings.facts),
+    concepts: all<VectorItem>(content.embeddings.concepts),
+  }
   return { ...content, rows, images, bodies, embeddings, items }
 }
 
@@ -70,8 +76,19 @@ function materialize(content: BundleContent): BundleContent & { items: number } 
 function wholeDocument(content: BundleContent): Record<string, unknown> {
   const data = materialize(content)
   const media = (items: unknown) =>
-    Object.fromEntries((items as MediaItem[]).map((item) => [item.ref, { content_type: item.contentType, data: Buffer.from(item.data as Uint8Array).toString('base64') }]))
-  const vectors = (items: unknown) => Object.fromEntries((items as VectorItem[]).map((item) => [String(item.index), Array.from(item.vector, (x) => Number(encodeFloat32(x)))]))
+    Object.fromEntries(
+      (items as MediaItem[]).map((item) => [
+        item.ref,
+        { content_type: item.contentType, data: Buffer.from(item.data as Uint8Array).toString('base64') },
+      ]),
+    )
+  const vectors = (items: unknown) =>
+    Object.fromEntries(
+      (items as VectorItem[]).map((item) => [
+        String(item.index),
+        Array.from(item.vector, (x) => Number(encodeFloat32(x))),
+      ]),
+    )
   const document: Record<string, unknown> = {}
   for (const key of V2_KEYS) {
     if (key === 'schema_version') document[key] = 2
@@ -79,7 +96,12 @@ function wholeDocument(content: BundleContent): Record<string, unknown> {
     else if (key === 'images' || key === 'bodies') document[key] = media(data[key])
     else if (key === 'embeddings') {
       if (data.embeddings)
-        document[key] = { model: data.embeddings.model, dimensions: data.embeddings.dimensions, fact_vectors: vectors(data.embeddings.facts), concept_vectors: vectors(data.embeddings.concepts) }
+        document[key] = {
+          model: data.embeddings.model,
+          dimensions: data.embeddings.dimensions,
+          fact_vectors: vectors(data.embeddings.facts),
+          concept_vectors: vectors(data.embeddings.concepts),
+        }
     } else document[key] = data.rows[key as RowSection]
   }
   return document
@@ -124,7 +146,13 @@ async function child(mode: string, args: string[]): Promise<Record<string, unkno
   switch (mode) {
     case 'write': {
       const result = await generateBundle(path!, options)
-      return { seconds: seconds(started), sha256: result.sha256, bytes: result.bytes, compressedBytes: result.compressedBytes, counts: result.counts }
+      return {
+        seconds: seconds(started),
+        sha256: result.sha256,
+        bytes: result.bytes,
+        compressedBytes: result.compressedBytes,
+        counts: result.counts,
+      }
     }
     case 'read': {
       const { items, stats } = await streamingRead(path!)
@@ -145,8 +173,14 @@ async function child(mode: string, args: string[]): Promise<Record<string, unkno
   throw new Error(`unknown child mode ${mode}`)
 }
 
-async function runChild(mode: string, args: string[]): Promise<Record<string, unknown> & { maxRssMB: number; seconds: number }> {
-  const proc = Bun.spawn([process.execPath, import.meta.path, '--child', mode, ...args], { stdout: 'pipe', stderr: 'inherit' })
+async function runChild(
+  mode: string,
+  args: string[],
+): Promise<Record<string, unknown> & { maxRssMB: number; seconds: number }> {
+  const proc = Bun.spawn([process.execPath, import.meta.path, '--child', mode, ...args], {
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
   const output = await new Response(proc.stdout).text()
   if ((await proc.exited) !== 0) throw new Error(`child ${mode} failed (exit ${proc.exitCode})`)
   return JSON.parse(output.trim().split('\n').at(-1)!)
@@ -163,13 +197,17 @@ function parse(argv: string[]) {
     if (arg === '--dimensions') dimensions = Number(argv[++i])
     else if (arg === '--seed') seed = Number(argv[++i])
     else if (/^\d+$/.test(arg)) facts = Number(arg)
-    else throw new Error(`usage: bun scripts/bench/bundle.ts [facts=${DEFAULT_FACTS}] [--dimensions D=${DEFAULT_DIMENSIONS}] [--seed N]`)
+    else
+      throw new Error(
+        `usage: bun scripts/bench/bundle.ts [facts=${DEFAULT_FACTS}] [--dimensions D=${DEFAULT_DIMENSIONS}] [--seed N]`,
+      )
   }
   if (!Number.isSafeInteger(dimensions) || dimensions < 0) throw new Error('--dimensions: a non-negative integer')
   return { facts, dimensions, seed }
 }
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 
 async function main(): Promise<void> {
   const { facts, dimensions, seed } = parse(process.argv.slice(2))
@@ -222,11 +260,18 @@ async function main(): Promise<void> {
       const json = Buffer.from(JSON.stringify(document))
       const gzipped = gzipSync(json, { level: LEVEL })
       const baselineWriteSeconds = seconds(started)
-      return { baselineReadSeconds, baselineItems: documentItems(document), baselineWriteSeconds, baselineJsonBytes: json.length, baselineCompressed: gzipped.length }
+      return {
+        baselineReadSeconds,
+        baselineItems: documentItems(document),
+        baselineWriteSeconds,
+        baselineJsonBytes: json.length,
+        baselineCompressed: gzipped.length,
+      }
     })()
     Bun.gc(true)
 
-    if (read.items !== items || baselineItems !== items) throw new Error(`item counts differ: generated ${items}, readBundle ${read.items}, JSON.parse ${baselineItems}`)
+    if (read.items !== items || baselineItems !== items)
+      throw new Error(`item counts differ: generated ${items}, readBundle ${read.items}, JSON.parse ${baselineItems}`)
 
     const figures = {
       facts,
@@ -238,7 +283,11 @@ async function main(): Promise<void> {
       items,
       counts: streamingWrite.counts,
       write: {
-        writeBundle: { seconds: writeSeconds, itemsPerSecond: items / writeSeconds, jsonMBPerSecond: written.bytes / MB / writeSeconds },
+        writeBundle: {
+          seconds: writeSeconds,
+          itemsPerSecond: items / writeSeconds,
+          jsonMBPerSecond: written.bytes / MB / writeSeconds,
+        },
         baseline: {
           seconds: baselineWriteSeconds,
           itemsPerSecond: items / baselineWriteSeconds,
@@ -249,8 +298,16 @@ async function main(): Promise<void> {
         ratio: baselineWriteSeconds / writeSeconds,
       },
       read: {
-        readBundle: { seconds: readSeconds, itemsPerSecond: items / readSeconds, jsonMBPerSecond: written.bytes / MB / readSeconds },
-        baseline: { seconds: baselineReadSeconds, itemsPerSecond: items / baselineReadSeconds, jsonMBPerSecond: written.bytes / MB / baselineReadSeconds },
+        readBundle: {
+          seconds: readSeconds,
+          itemsPerSecond: items / readSeconds,
+          jsonMBPerSecond: written.bytes / MB / readSeconds,
+        },
+        baseline: {
+          seconds: baselineReadSeconds,
+          itemsPerSecond: items / baselineReadSeconds,
+          jsonMBPerSecond: written.bytes / MB / baselineReadSeconds,
+        },
         ratio: baselineReadSeconds / readSeconds,
       },
       peakRssMB: {
@@ -270,9 +327,20 @@ async function main(): Promise<void> {
     const row = (name: string, s: number, perSecond: number, mbs: number, extra = '') =>
       `${name.padEnd(34)}${`${fmt(s, 1)} s`.padStart(9)}${fmt(perSecond).padStart(13)}${fmt(mbs, 1).padStart(10)}${extra}`
     console.log(`bundle bench: ${fmt(facts)} facts, seed ${seed}, D=${dimensions} (${figures.vectors})`)
-    console.log(`file: ${fmt(written.bytes / MB, 1)} MB JSON, ${fmt(compressedBytes / MB, 1)} MB gzip (level ${LEVEL}); ${fmt(items)} items (rows + vectors + media)`)
-    console.log(`${''.padEnd(34)}${'time'.padStart(9)}${'items/s'.padStart(13)}${'MB/s'.padStart(10)}   (MB/s of uncompressed JSON)`)
-    console.log(row('write  writeBundle (arrays)', writeSeconds, figures.write.writeBundle.itemsPerSecond, figures.write.writeBundle.jsonMBPerSecond))
+    console.log(
+      `file: ${fmt(written.bytes / MB, 1)} MB JSON, ${fmt(compressedBytes / MB, 1)} MB gzip (level ${LEVEL}); ${fmt(items)} items (rows + vectors + media)`,
+    )
+    console.log(
+      `${''.padEnd(34)}${'time'.padStart(9)}${'items/s'.padStart(13)}${'MB/s'.padStart(10)}   (MB/s of uncompressed JSON)`,
+    )
+    console.log(
+      row(
+        'write  writeBundle (arrays)',
+        writeSeconds,
+        figures.write.writeBundle.itemsPerSecond,
+        figures.write.writeBundle.jsonMBPerSecond,
+      ),
+    )
     console.log(
       row(
         'write  JSON.stringify + gzipSync',
@@ -282,14 +350,38 @@ async function main(): Promise<void> {
         `   ratio ${fmt(figures.write.ratio, 2)} (target >= 0.5)`,
       ),
     )
-    console.log(row('read   readBundle', readSeconds, figures.read.readBundle.itemsPerSecond, figures.read.readBundle.jsonMBPerSecond))
     console.log(
-      row('read   gunzipSync + JSON.parse', baselineReadSeconds, figures.read.baseline.itemsPerSecond, figures.read.baseline.jsonMBPerSecond, `   ratio ${fmt(figures.read.ratio, 2)} (target >= 0.5)`),
+      row(
+        'read   readBundle',
+        readSeconds,
+        figures.read.readBundle.itemsPerSecond,
+        figures.read.readBundle.jsonMBPerSecond,
+      ),
+    )
+    console.log(
+      row(
+        'read   gunzipSync + JSON.parse',
+        baselineReadSeconds,
+        figures.read.baseline.itemsPerSecond,
+        figures.read.baseline.jsonMBPerSecond,
+        `   ratio ${fmt(figures.read.ratio, 2)} (target >= 0.5)`,
+      ),
     )
     console.log('peak RSS, one child process each:')
-    const rss = (name: string, mb: number, s: number, target = '') => console.log(`  ${name.padEnd(52)}${`${fmt(mb)} MB`.padStart(10)}${`${fmt(s, 1)} s`.padStart(10)}${target}`)
-    rss('streaming write (gen-bundle: hash pass + file pass)', streamingWrite.maxRssMB, streamingWrite.seconds, '   (target < 200 MB)')
-    rss('streaming read (readBundle, media drained)', streamingReadChild.maxRssMB, streamingReadChild.seconds, '   (target < 200 MB)')
+    const rss = (name: string, mb: number, s: number, target = '') =>
+      console.log(`  ${name.padEnd(52)}${`${fmt(mb)} MB`.padStart(10)}${`${fmt(s, 1)} s`.padStart(10)}${target}`)
+    rss(
+      'streaming write (gen-bundle: hash pass + file pass)',
+      streamingWrite.maxRssMB,
+      streamingWrite.seconds,
+      '   (target < 200 MB)',
+    )
+    rss(
+      'streaming read (readBundle, media drained)',
+      streamingReadChild.maxRssMB,
+      streamingReadChild.seconds,
+      '   (target < 200 MB)',
+    )
     rss('baseline write (document + stringify + gzipSync)', baselineWriteChild.maxRssMB, baselineWriteChild.seconds)
     rss('baseline read (gunzipSync + JSON.parse)', baselineReadChild.maxRssMB, baselineReadChild.seconds)
     console.log(JSON.stringify(figures))

@@ -16,7 +16,9 @@ import postgres from 'postgres'
 import { createPostgresCluster } from '../lib/postgres-cluster.ts'
 import { memoryOf, settledMemoryOf, spawnKgs } from '../lib/load.ts'
 
-const { values } = parseArgs({ options: { mode: { type: 'string', default: 'drop' }, seconds: { type: 'string', default: '60' } } })
+const { values } = parseArgs({
+  options: { mode: { type: 'string', default: 'drop' }, seconds: { type: 'string', default: '60' } },
+})
 const mode = values.mode!
 if (mode !== 'drop' && mode !== 'stop') throw new Error('--mode is drop or stop')
 const seconds = Number(values.seconds)
@@ -28,10 +30,20 @@ let kgsPid: number | undefined
 try {
   const admin = postgres(cluster.url(), { max: 1, onnotice: () => {} })
   await admin`CREATE DATABASE kgs`
-  const kgs = await spawnKgs({ DATABASE_URL: cluster.url('kgs'), DATA_DIR: dataDir, JWT_SECRET: randomBytes(32).toString('hex'), LOG_LEVEL: 'info' }, logFile)
+  const kgs = await spawnKgs(
+    {
+      DATABASE_URL: cluster.url('kgs'),
+      DATA_DIR: dataDir,
+      JWT_SECRET: randomBytes(32).toString('hex'),
+      LOG_LEVEL: 'info',
+    },
+    logFile,
+  )
   kgsPid = kgs.pid
   const before = await settledMemoryOf(kgs.pid)
-  console.log(`kgs serve, database ${mode === 'drop' ? 'dropped' : 'stopped'}; RSS before: ${before.rssMB.toFixed(1)} MB`)
+  console.log(
+    `kgs serve, database ${mode === 'drop' ? 'dropped' : 'stopped'}; RSS before: ${before.rssMB.toFixed(1)} MB`,
+  )
   if (mode === 'drop') await admin`DROP DATABASE kgs WITH (FORCE)`
   await admin.end({ timeout: 1 })
   if (mode === 'stop') await cluster.stop()
@@ -53,10 +65,14 @@ try {
               .filter((line) => line.includes('FATAL:  database "kgs" does not exist')).length,
           )
         : '-'
-    console.log(`${String(elapsed).padStart(7)}  ${memoryOf(kgs.pid).rssMB.toFixed(1).padStart(6)}  ${String(failures()).padStart(15)}  ${refused.padStart(27)}`)
+    console.log(
+      `${String(elapsed).padStart(7)}  ${memoryOf(kgs.pid).rssMB.toFixed(1).padStart(6)}  ${String(failures()).padStart(15)}  ${refused.padStart(27)}`,
+    )
   }
   const after = memoryOf(kgs.pid).rssMB
-  console.log(`RSS growth: ${(after - before.rssMB).toFixed(1)} MB in ${seconds} s (${(((after - before.rssMB) / seconds) * 60).toFixed(1)} MB/min)`)
+  console.log(
+    `RSS growth: ${(after - before.rssMB).toFixed(1)} MB in ${seconds} s (${(((after - before.rssMB) / seconds) * 60).toFixed(1)} MB/min)`,
+  )
 
   const signalled = performance.now()
   await kgs.stop()

@@ -28,7 +28,10 @@ const { values: args } = parseArgs({
 })
 const binary = resolve(args.binary)
 if (args.build || !existsSync(binary)) {
-  const build = Bun.spawnSync([process.execPath, join(import.meta.dir, '..', 'build.ts')], { stdout: 'inherit', stderr: 'inherit' })
+  const build = Bun.spawnSync([process.execPath, join(import.meta.dir, '..', 'build.ts')], {
+    stdout: 'inherit',
+    stderr: 'inherit',
+  })
   if (build.exitCode !== 0) throw new Error('the build failed')
 }
 
@@ -41,9 +44,11 @@ const TARGETS = {
   perRepositoryMB: 60,
 }
 const PASSWORD = 'correct horse battery'
-const print = (label: string, value: string, target?: string) => console.log(`${label.padEnd(46)} ${value.padStart(9)}${target ? `   ${target}` : ''}`)
+const print = (label: string, value: string, target?: string) =>
+  console.log(`${label.padEnd(46)} ${value.padStart(9)}${target ? `   ${target}` : ''}`)
 const mb = (value: number) => `${Math.round(value)} MB`
-const verdict = (value: number, limit: number, unit: string) => `(target <= ${limit} ${unit}: ${value <= limit ? 'met' : 'NOT met'})`
+const verdict = (value: number, limit: number, unit: string) =>
+  `(target <= ${limit} ${unit}: ${value <= limit ? 'met' : 'NOT met'})`
 
 interface Running {
   url: string
@@ -62,7 +67,15 @@ async function serve(dataDir: string, env: Record<string, string> = {}): Promise
   const started = performance.now()
   const child = Bun.spawn([binary, 'serve'], {
     cwd: dataDir,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dataDir, TMPDIR: process.env.TMPDIR ?? tmpdir(), DATA_DIR: join(dataDir, 'data'), PORT: String(port), HOST: '127.0.0.1', ...env },
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: dataDir,
+      TMPDIR: process.env.TMPDIR ?? tmpdir(),
+      DATA_DIR: join(dataDir, 'data'),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ...env,
+    },
     stdout: 'ignore',
     stderr: 'inherit',
   })
@@ -112,7 +125,11 @@ try {
 
   // ---- first start, then warm start, on the embedded default
   let kgs = await serve(work)
-  print('first start to /readyz (fresh data directory)', `${kgs.readySeconds.toFixed(2)} s`, verdict(kgs.readySeconds, TARGETS.firstStartSeconds, 's'))
+  print(
+    'first start to /readyz (fresh data directory)',
+    `${kgs.readySeconds.toFixed(2)} s`,
+    verdict(kgs.readySeconds, TARGETS.firstStartSeconds, 's'),
+  )
   print('  CPU used until then', `${kgs.readyCpuSeconds.toFixed(2)} s`)
   print('  peak RSS until then', mb(kgs.peakMB), verdict(kgs.peakMB, TARGETS.peakMB, 'MB'))
   const firstIdle = await idle(kgs.pid)
@@ -121,7 +138,11 @@ try {
 
   // Repositories stay open for the whole measurement (they close after a minute unused otherwise).
   kgs = await serve(work, { EMBEDDED_IDLE_TIMEOUT: '1h' })
-  print('warm start to /readyz', `${kgs.readySeconds.toFixed(2)} s`, verdict(kgs.readySeconds, TARGETS.warmStartSeconds, 's'))
+  print(
+    'warm start to /readyz',
+    `${kgs.readySeconds.toFixed(2)} s`,
+    verdict(kgs.readySeconds, TARGETS.warmStartSeconds, 's'),
+  )
   print('  CPU used until then', `${kgs.readyCpuSeconds.toFixed(2)} s`)
   print('  peak RSS until then', mb(kgs.peakMB), verdict(kgs.peakMB, TARGETS.peakMB, 'MB'))
   const idleMB = await idle(kgs.pid)
@@ -129,13 +150,22 @@ try {
   print('  threads', String(threadsOf(kgs.pid)))
 
   // ---- parts brought in one at a time
-  const { token } = await call(kgs.url, 'POST', '/api/v1/auth/register', { email: 'footprint@example.com', password: PASSWORD })
+  const { token } = await call(kgs.url, 'POST', '/api/v1/auth/register', {
+    email: 'footprint@example.com',
+    password: PASSWORD,
+  })
   const afterHash = await idle(kgs.pid)
   print('+ hashing thread (a sign-up)', mb(afterHash - idleMB))
 
   const repositories: { slug: string }[] = []
   const openRepository = async () => {
-    const repository = await call(kgs.url, 'POST', '/api/v1/repositories', { name: `footprint ${repositories.length + 1}` }, token)
+    const repository = await call(
+      kgs.url,
+      'POST',
+      '/api/v1/repositories',
+      { name: `footprint ${repositories.length + 1}` },
+      token,
+    )
     await call(kgs.url, 'GET', `/${repository.slug}/facts`, undefined, token)
     repositories.push(repository)
   }

@@ -25,11 +25,24 @@ try {
   const bundle = await generateBundle(join(dataDir, 'graph.json.gz'), { facts: rounds > 0 ? facts : 20, dimensions: 0 })
   const bytes = readFileSync(bundle.path)
   kgs = await spawnKgs(
-    { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'warn', WORKERS: '1', ACCESS_TOKEN_TTL: '12h', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() },
+    {
+      DATA_DIR: dataDir,
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'warn',
+      WORKERS: '1',
+      ACCESS_TOKEN_TTL: '12h',
+      JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
+    },
     join(dataDir, 'kgs.log'),
   )
   const url = kgs.url
-  const call = async (method: string, path: string, token?: string, body?: unknown, headers: Record<string, string> = { 'content-type': 'application/json' }) => {
+  const call = async (
+    method: string,
+    path: string,
+    token?: string,
+    body?: unknown,
+    headers: Record<string, string> = { 'content-type': 'application/json' },
+  ) => {
     const res = await fetch(url + path, {
       method,
       headers: { ...headers, ...(token ? { authorization: `Bearer ${token}` } : {}) },
@@ -39,13 +52,20 @@ try {
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
     return json
   }
-  const { token } = await call('POST', '/api/v1/auth/register', undefined, { email: 'bench@example.com', password: 'correct horse battery' })
+  const { token } = await call('POST', '/api/v1/auth/register', undefined, {
+    email: 'bench@example.com',
+    password: 'correct horse battery',
+  })
 
   /** Imports the bundle into a new repository; seconds from the upload's start to the job's success. */
   const importInto = async (counting: boolean) => {
-    const repo = await call('POST', '/api/v1/repositories', token, { name: `counts ${counting ? 'on' : 'off'} ${crypto.randomUUID().slice(0, 6)}` })
+    const repo = await call('POST', '/api/v1/repositories', token, {
+      name: `counts ${counting ? 'on' : 'off'} ${crypto.randomUUID().slice(0, 6)}`,
+    })
     if (!counting) {
-      const [{ dsn }] = (await system<{ dsn: string }[]>`SELECT dsn FROM repository_databases WHERE repository_id = ${repo.id}`) as unknown as [{ dsn: string }]
+      const [{ dsn }] = (await system<
+        { dsn: string }[]
+      >`SELECT dsn FROM repository_databases WHERE repository_id = ${repo.id}`) as unknown as [{ dsn: string }]
       const sql = postgres(dsn, { max: 1, onnotice: () => {} })
       for (const table of COUNTED) await sql`ALTER TABLE ${sql(table)} DISABLE TRIGGER USER`
       await sql.end()
@@ -55,12 +75,14 @@ try {
     for (;;) {
       const state = await call('GET', `/${repo.slug}/jobs/${job.id}`, token)
       if (state.status === 'succeeded') break
-      if (state.status !== 'queued' && state.status !== 'running') throw new Error(`import ${state.status}: ${state.error}`)
+      if (state.status !== 'queued' && state.status !== 'running')
+        throw new Error(`import ${state.status}: ${state.error}`)
       await Bun.sleep(20)
     }
     const seconds = (performance.now() - started) / 1000
     const record = await call('GET', `/${repo.slug}`, token)
-    if (counting && record.counts.facts !== bundle.counts.facts) throw new Error(`counted ${record.counts.facts} facts of ${bundle.counts.facts}`)
+    if (counting && record.counts.facts !== bundle.counts.facts)
+      throw new Error(`counted ${record.counts.facts} facts of ${bundle.counts.facts}`)
     return seconds
   }
 
@@ -73,20 +95,26 @@ try {
     }
   }
   const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length
-  if (rounds > 0) console.log(`import_graph of ${format(facts)} facts (${(bytes.length / 1e6).toFixed(1)} MB gzip) on PostgreSQL, mean of ${rounds}`)
+  if (rounds > 0)
+    console.log(
+      `import_graph of ${format(facts)} facts (${(bytes.length / 1e6).toFixed(1)} MB gzip) on PostgreSQL, mean of ${rounds}`,
+    )
   if (rounds > 0) console.log(`  counting triggers off  ${mean(times.off).toFixed(2)} s`)
   if (rounds > 0) console.log(`  counting triggers on   ${mean(times.on).toFixed(2)} s`)
   if (rounds > 0) console.log(`  ratio on / off         ${(mean(times.on) / mean(times.off)).toFixed(3)} (1 = free)`)
 
   // The statements alone, in a repository of their own.
   const scratch = await call('POST', '/api/v1/repositories', token, { name: 'counts statements' })
-  const [{ dsn }] = (await system<{ dsn: string }[]>`SELECT dsn FROM repository_databases WHERE repository_id = ${scratch.id}`) as unknown as [{ dsn: string }]
+  const [{ dsn }] = (await system<
+    { dsn: string }[]
+  >`SELECT dsn FROM repository_databases WHERE repository_id = ${scratch.id}`) as unknown as [{ dsn: string }]
   const sql = postgres(dsn, { max: 1, onnotice: () => {} })
   const ROWS = 100_000
   const BATCH = 2_000
   const statements = {
     'investigations (narrow)': {
-      insert: (from: number) => sql`INSERT INTO investigations (id, title) SELECT gen_random_uuid(), 'investigation ' || i FROM generate_series(${from}::int, ${from + BATCH - 1}::int) i`,
+      insert: (from: number) =>
+        sql`INSERT INTO investigations (id, title) SELECT gen_random_uuid(), 'investigation ' || i FROM generate_series(${from}::int, ${from + BATCH - 1}::int) i`,
       remove: () => sql`DELETE FROM investigations`,
     },
     'sources (1.4 KB a row)': {

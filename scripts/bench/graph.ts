@@ -33,7 +33,10 @@ import { OBJECT_STORE, createBucket } from '../../tests/helpers/object-store.ts'
 
 const onObjectStore = process.argv.includes('--object-store')
 const facts = Number(process.argv.slice(2).find((arg) => arg !== '--object-store') ?? 100_000)
-if (onObjectStore && !OBJECT_STORE) throw new Error('--object-store: set TEST_S3_ENDPOINT, TEST_S3_REGION, TEST_S3_ACCESS_KEY_ID and TEST_S3_SECRET_ACCESS_KEY (ceph-rgw start prints them as S3_*)')
+if (onObjectStore && !OBJECT_STORE)
+  throw new Error(
+    '--object-store: set TEST_S3_ENDPOINT, TEST_S3_REGION, TEST_S3_ACCESS_KEY_ID and TEST_S3_SECRET_ACCESS_KEY (ceph-rgw start prints them as S3_*)',
+  )
 
 // Every row section of a bundle is a table of the same name, and their bundle order satisfies
 // the foreign keys (COPY FROM follows it).
@@ -67,7 +70,8 @@ async function exportFloors(dsn: string, json: Buffer[]): Promise<{ read: number
   await sql.end()
   started = performance.now()
   let gzipBytes = 0
-  for await (const chunk of Readable.from(json).pipe(createGzip({ level: 6 }))) gzipBytes += (chunk as Buffer).byteLength
+  for await (const chunk of Readable.from(json).pipe(createGzip({ level: 6 })))
+    gzipBytes += (chunk as Buffer).byteLength
   return { read, gzip: (performance.now() - started) / 1000, gzipBytes }
 }
 
@@ -88,7 +92,10 @@ async function sampleBackends(dsn: string, seen: Map<number, number>): Promise<v
  * comes and goes between two samples is missed): seconds of wall time and of the database's CPU
  * spent meanwhile (backends already there count from the first sample).
  */
-async function withDatabaseCpu<T>(dsn: string, work: () => Promise<T>): Promise<{ result: T; seconds: number; databaseCpu: number }> {
+async function withDatabaseCpu<T>(
+  dsn: string,
+  work: () => Promise<T>,
+): Promise<{ result: T; seconds: number; databaseCpu: number }> {
   const before = new Map<number, number>()
   await sampleBackends(dsn, before)
   const seen = new Map(before)
@@ -102,7 +109,11 @@ async function withDatabaseCpu<T>(dsn: string, work: () => Promise<T>): Promise<
   const started = performance.now()
   try {
     const result = await work()
-    return { result, seconds: (performance.now() - started) / 1000, databaseCpu: [...seen].reduce((sum, [pid, cpu]) => sum + cpu - (before.get(pid) ?? 0), 0) }
+    return {
+      result,
+      seconds: (performance.now() - started) / 1000,
+      databaseCpu: [...seen].reduce((sum, [pid, cpu]) => sum + cpu - (before.get(pid) ?? 0), 0),
+    }
   } finally {
     running = false
     await sampler
@@ -114,7 +125,10 @@ async function timed(command: string[]): Promise<{ seconds: number; clientCpu: n
   const started = performance.now()
   const child = Bun.spawn(command, { stdout: 'ignore', stderr: 'inherit' })
   if ((await child.exited) !== 0) throw new Error(`${command[0]} failed`)
-  return { seconds: (performance.now() - started) / 1000, clientCpu: Number(child.resourceUsage()?.cpuTime.total ?? 0) / 1e6 }
+  return {
+    seconds: (performance.now() - started) / 1000,
+    clientCpu: Number(child.resourceUsage()?.cpuTime.total ?? 0) / 1e6,
+  }
 }
 
 function psql(dsn: string, script: string): Promise<{ seconds: number; clientCpu: number }> {
@@ -126,7 +140,14 @@ function psql(dsn: string, script: string): Promise<{ seconds: number; clientCpu
 let kgs: Awaited<ReturnType<typeof spawnKgs>> | undefined
 try {
   // A 1M-fact run outlasts the default 15-minute access token.
-  const kgsEnv = { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'warn', WORKERS: '1', ACCESS_TOKEN_TTL: '12h', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() }
+  const kgsEnv = {
+    DATA_DIR: dataDir,
+    DATABASE_URL: database.url,
+    LOG_LEVEL: 'warn',
+    WORKERS: '1',
+    ACCESS_TOKEN_TTL: '12h',
+    JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
+  }
   kgs = await spawnKgs(kgsEnv, join(dataDir, 'kgs.log'))
   // The process the requests go to (step 4 starts another on the same database).
   let { url: kgsUrl, pid: kgsPid } = kgs
@@ -135,7 +156,9 @@ try {
   let { token } = await call('POST', '/api/v1/auth/register', undefined, account)
   const repository = async (title: string) => {
     const repo = await call('POST', '/api/v1/repositories', token, { name: title })
-    const [{ dsn }] = (await system<{ dsn: string }[]>`SELECT dsn FROM repository_databases WHERE repository_id = ${repo.id}`) as unknown as [{ dsn: string }]
+    const [{ dsn }] = (await system<
+      { dsn: string }[]
+    >`SELECT dsn FROM repository_databases WHERE repository_id = ${repo.id}`) as unknown as [{ dsn: string }]
     return { ...repo, dsn } as { id: string; slug: string; dsn: string }
   }
   /** Runs the job to its end; also the kgs process's highest RSS seen in each of its phases (sampled at every poll), and when each phase was first seen. */
@@ -149,8 +172,10 @@ try {
       const phase = state.progress?.phase ?? state.status
       peaks[phase] = Math.max(peaks[phase] ?? 0, memoryOf(kgsPid).rssMB)
       phaseStarts[phase] ??= (performance.now() - started) / 1000
-      if (state.status === 'succeeded') return { seconds: (performance.now() - started) / 1000, result: state.result, peaks, phaseStarts }
-      if (state.status !== 'queued' && state.status !== 'running') throw new Error(`job ${state.status}: ${state.error}`)
+      if (state.status === 'succeeded')
+        return { seconds: (performance.now() - started) / 1000, result: state.result, peaks, phaseStarts }
+      if (state.status !== 'queued' && state.status !== 'running')
+        throw new Error(`job ${state.status}: ${state.error}`)
       await Bun.sleep(20)
     }
   }
@@ -161,7 +186,9 @@ try {
   await generateGraph(sourceSql, source.id, { facts, seed: 1 })
   await sourceSql`ANALYZE`
   console.error(`gen-graph: ${facts} facts in ${((performance.now() - started) / 1000).toFixed(1)} s`)
-  const counts = await Promise.all(TABLES.map(async (table) => (await sourceSql`SELECT count(*)::int AS n FROM ${sourceSql(table)}`)[0]!.n as number))
+  const counts = await Promise.all(
+    TABLES.map(async (table) => (await sourceSql`SELECT count(*)::int AS n FROM ${sourceSql(table)}`)[0]!.n as number),
+  )
   const rows = counts.reduce((a, b) => a + b, 0)
   await sourceSql.end()
   const idleRss = memoryOf(kgsPid).peakMB
@@ -181,7 +208,8 @@ try {
   const dumps = Object.fromEntries(TABLES.map((table) => [table, join(dataDir, `${table}.copy`)]))
   const dumpFile = join(dataDir, 'repository.dump')
   const { seconds: pgDump, clientCpu: pgDumpCpu } = await timed(['pg_dump', '-Fc', '-f', dumpFile, source.dsn])
-  const copyTo = (await psql(source.dsn, TABLES.map((table) => `\\copy ${table} TO '${dumps[table]}'`).join('\n'))).seconds
+  const copyTo = (await psql(source.dsn, TABLES.map((table) => `\\copy ${table} TO '${dumps[table]}'`).join('\n')))
+    .seconds
   const copyMB = TABLES.reduce((sum, table) => sum + statSync(dumps[table]!).size, 0) / 1e6
   const floors = await exportFloors(source.dsn, json)
   json.length = 0 // not held through the import
@@ -189,18 +217,24 @@ try {
   // 3. Import, then COPY FROM.
   const target = await repository('Bench import')
   const kgsCpuBefore = cpuSecondsOf(kgsPid)
-  const importing = await withDatabaseCpu(target.dsn, () => runJob(`/${target.slug}/import-graph`, { graph_id: exported.result.graph_id }))
+  const importing = await withDatabaseCpu(target.dsn, () =>
+    runJob(`/${target.slug}/import-graph`, { graph_id: exported.result.graph_id }),
+  )
   const imported = importing.result
   const importCpu = { kgs: cpuSecondsOf(kgsPid) - kgsCpuBefore, database: importing.databaseCpu }
   const importRss = memoryOf(kgsPid).peakMB
   const copyTarget = await repository('Bench copy')
-  const copying = await withDatabaseCpu(copyTarget.dsn, () => psql(copyTarget.dsn, TABLES.map((table) => `\\copy ${table} FROM '${dumps[table]}'`).join('\n')))
+  const copying = await withDatabaseCpu(copyTarget.dsn, () =>
+    psql(copyTarget.dsn, TABLES.map((table) => `\\copy ${table} FROM '${dumps[table]}'`).join('\n')),
+  )
   const copyFrom = copying.result.seconds
   // pg_restore into an empty database named after the bench's, so that its drop() removes it too.
   const restoreUrl = new URL(database.url)
   restoreUrl.pathname = `${restoreUrl.pathname}_restore`
   await system`CREATE DATABASE ${system(restoreUrl.pathname.slice(1))}`
-  const restoring = await withDatabaseCpu(restoreUrl.toString(), () => timed(['pg_restore', '--single-transaction', '--no-owner', '-d', restoreUrl.toString(), dumpFile]))
+  const restoring = await withDatabaseCpu(restoreUrl.toString(), () =>
+    timed(['pg_restore', '--single-transaction', '--no-owner', '-d', restoreUrl.toString(), dumpFile]),
+  )
   const pgRestore = restoring.result.seconds
   await kgs.stop()
   kgs = undefined
@@ -228,7 +262,9 @@ try {
     // Its address is another issuer: sign in there.
     ;({ token } = await call('POST', '/api/v1/auth/login', undefined, account))
     const exportedThere = await runJob(`/${source.slug}/export-graph`, { exported_at: '2026-01-02T03:04:06Z' })
-    const importedThere = await runJob(`/${(await repository('Bench import on object storage')).slug}/import-graph`, { graph_id: exportedThere.result.graph_id })
+    const importedThere = await runJob(`/${(await repository('Bench import on object storage')).slug}/import-graph`, {
+      graph_id: exportedThere.result.graph_id,
+    })
     onBucket = { exported: exportedThere.seconds, imported: importedThere.seconds }
     await kgs.stop()
     kgs = undefined
@@ -244,7 +280,9 @@ try {
   )
   const cores = availableParallelism()
   const dumpMB = statSync(dumpFile).size / 1e6
-  console.log(`  ${''.padEnd(34)}${'time'.padStart(10)}${'rows'.padStart(18)}${'MB/s'.padStart(12)}${'ratio'.padStart(8)}   (export: pg_dump -Fc time / time)`)
+  console.log(
+    `  ${''.padEnd(34)}${'time'.padStart(10)}${'rows'.padStart(18)}${'MB/s'.padStart(12)}${'ratio'.padStart(8)}   (export: pg_dump -Fc time / time)`,
+  )
   line('export_graph (job, incl. push)', exported.seconds, bundleMB, pgDump)
   line('  the same again (warm thread)', exportedAgain.seconds, bundleMB, pgDump)
   line('pg_dump -Fc (the repository db)', pgDump, copyMB, pgDump)
@@ -252,7 +290,9 @@ try {
   line('  floor: rows read by postgres.js', floors.read, bundleMB, pgDump)
   line('  floor: gzip -6 of the JSON', floors.gzip, bundleMB, pgDump)
   const floor = floors.read + floors.gzip / cores
-  console.log(`  export floor (1 read + gzip -6 over ${cores} cores, nothing encoded): ${floor.toFixed(2)} s, ratio at best ${(pgDump / floor).toFixed(2)}`)
+  console.log(
+    `  export floor (1 read + gzip -6 over ${cores} cores, nothing encoded): ${floor.toFixed(2)} s, ratio at best ${(pgDump / floor).toFixed(2)}`,
+  )
   const phases = (starts: Record<string, number>, end: number) =>
     Object.entries(starts)
       .map(([phase, at], i, all) => `${phase} ${((all[i + 1]?.[1] ?? end) - at).toFixed(2)} s`)
@@ -264,7 +304,9 @@ try {
   console.log(
     `  file sizes: export ${gzMB.toFixed(1)} MB (${(exported.result.bytes / floors.gzipBytes).toFixed(3)} x gzip -6 of its JSON, ${(floors.gzipBytes / 1e6).toFixed(1)} MB; target <= 1.15), pg_dump -Fc ${dumpMB.toFixed(1)} MB`,
   )
-  console.log(`  ${''.padEnd(34)}${'time'.padStart(10)}${'rows'.padStart(18)}${'MB/s'.padStart(12)}${'ratio'.padStart(8)}   (import: pg_restore time / time)`)
+  console.log(
+    `  ${''.padEnd(34)}${'time'.padStart(10)}${'rows'.padStart(18)}${'MB/s'.padStart(12)}${'ratio'.padStart(8)}   (import: pg_restore time / time)`,
+  )
   line('import_graph (job, from registry)', imported.seconds, bundleMB, pgRestore)
   line('pg_restore --single-transaction', pgRestore, copyMB, pgRestore)
   line('COPY FROM (psql, one transaction)', copyFrom, copyMB, pgRestore)
@@ -283,13 +325,19 @@ try {
     line('export_graph (job, incl. push)', onBucket.exported, bundleMB, pgDump)
     line('import_graph (job, from registry)', onBucket.imported, bundleMB, pgRestore)
   }
-  console.log('  targets: export >= 1.0 x pg_dump -Fc; import >= 0.5 x pg_restore and >= 0.5 x COPY FROM; MB/s of bundle JSON for kgs, of COPY text for the others')
-  console.log(`kgs peak RSS (VmHWM): ${idleRss.toFixed(0)} MB after start-up, ${exportRss.toFixed(0)} MB after the export, ${importRss.toFixed(0)} MB after the import (target < 300 MB)`)
+  console.log(
+    '  targets: export >= 1.0 x pg_dump -Fc; import >= 0.5 x pg_restore and >= 0.5 x COPY FROM; MB/s of bundle JSON for kgs, of COPY text for the others',
+  )
+  console.log(
+    `kgs peak RSS (VmHWM): ${idleRss.toFixed(0)} MB after start-up, ${exportRss.toFixed(0)} MB after the export, ${importRss.toFixed(0)} MB after the import (target < 300 MB)`,
+  )
   const byPhase = (peaks: Record<string, number>) =>
     Object.entries(peaks)
       .map(([phase, mb]) => `${phase} ${mb.toFixed(0)}`)
       .join(', ')
-  console.log(`kgs RSS by job phase (highest sampled, MB): export: ${byPhase(exported.peaks)}; import: ${byPhase(imported.peaks)}`)
+  console.log(
+    `kgs RSS by job phase (highest sampled, MB): export: ${byPhase(exported.peaks)}; import: ${byPhase(imported.peaks)}`,
+  )
   console.log(`import result: ${JSON.stringify(imported.result.imported)}`)
 } finally {
   await kgs?.stop()

@@ -12,7 +12,11 @@ const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-'))
 
 // The log goes to a file: the bench pays for every line, as production does.
 const kgs = await spawnKgs(
-  { DATA_DIR: dataDir, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}) },
+  {
+    DATA_DIR: dataDir,
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
+  },
   join(dataDir, 'kgs.log'),
 )
 const bare = await spawnServer([process.execPath, join(import.meta.dir, 'baseline-elysia.ts')], {})
@@ -26,7 +30,9 @@ for (let round = 1; round <= rounds; round++) {
     const result = await measure(() => fetch(`${server.url}/healthz`), { seconds, concurrency })
     if (result.errors > 0) throw new Error(`${name}: ${result.errors} errors`)
     best[name] = Math.max(best[name], result.requestsPerSecond)
-    console.log(`round ${round} ${name.padEnd(4)} ${format(result.requestsPerSecond).padStart(8)} req/s  p50 ${result.p50.toFixed(2)} ms  p99 ${result.p99.toFixed(2)} ms`)
+    console.log(
+      `round ${round} ${name.padEnd(4)} ${format(result.requestsPerSecond).padStart(8)} req/s  p50 ${result.p50.toFixed(2)} ms  p99 ${result.p99.toFixed(2)} ms`,
+    )
   }
 }
 await Promise.all([kgs.stop(), bare.stop()])

@@ -18,7 +18,13 @@ async function makePdf(): Promise<Uint8Array> {
   const font = await doc.embedFont(StandardFonts.Helvetica)
   for (let p = 1; p <= pages; p++) {
     const page = doc.addPage([612, 792])
-    for (let line = 0; line < 40; line++) page.drawText(`Page ${p}, line ${line}: rivers carve valleys over long spans of time.`, { x: 40, y: 750 - line * 18, font, size: 10 })
+    for (let line = 0; line < 40; line++)
+      page.drawText(`Page ${p}, line ${line}: rivers carve valleys over long spans of time.`, {
+        x: 40,
+        y: 750 - line * 18,
+        font,
+        size: 10,
+      })
   }
   return doc.save()
 }
@@ -57,12 +63,17 @@ const libraryWeb = await best(async () => {
   }
 })
 const ourWeb = await best(async () => {
-  for (let i = 0; i < webPages; i++) await readDocument({ bytes: htmlBytes, contentType: 'text/html', url: 'https://example.org/rivers' })
+  for (let i = 0; i < webPages; i++)
+    await readDocument({ bytes: htmlBytes, contentType: 'text/html', url: 'https://example.org/rivers' })
 })
 
 const line = (what: string, count: number, library: number, ours: number) =>
-  console.log(`${what}: library ${(count / library).toFixed(1)}/s, readDocument ${(count / ours).toFixed(1)}/s, ratio ${(library / ours).toFixed(2)}`)
-console.log(`PDF of ${pages} pages (${pdf.byteLength} bytes), web page of ${htmlBytes.byteLength} bytes, best of ${rounds}`)
+  console.log(
+    `${what}: library ${(count / library).toFixed(1)}/s, readDocument ${(count / ours).toFixed(1)}/s, ratio ${(library / ours).toFixed(2)}`,
+  )
+console.log(
+  `PDF of ${pages} pages (${pdf.byteLength} bytes), web page of ${htmlBytes.byteLength} bytes, best of ${rounds}`,
+)
 line('PDF pages', pages, libraryPdf, ourPdf)
 line('web pages', webPages, libraryWeb, ourWeb)
 console.log(`peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB`)

@@ -25,7 +25,10 @@ const sql = postgres(databaseUrl, { max: workers + 2, onnotice: () => {} })
 
 async function waitUntilDone(): Promise<void> {
   for (;;) {
-    const [{ open }] = (await sql`SELECT count(*)::int AS open FROM jobs WHERE status IN ('queued', 'running')`) as unknown as [{ open: number }]
+    const [{ open }] =
+      (await sql`SELECT count(*)::int AS open FROM jobs WHERE status IN ('queued', 'running')`) as unknown as [
+        { open: number },
+      ]
     if (open === 0) return
     await Bun.sleep(5)
   }
@@ -40,7 +43,13 @@ const insertNoops = async (n: number) => {
 
 try {
   const kgs = await spawnKgs(
-    { DATA_DIR: dataDir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKERS: String(workers), JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() },
+    {
+      DATA_DIR: dataDir,
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'warn',
+      WORKERS: String(workers),
+      JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
+    },
     join(dataDir, 'kgs.log'),
   )
 
@@ -56,22 +65,36 @@ try {
   started = performance.now()
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
-      for (let job; (job = await claimJob(sql, `bench-${w}`, 30_000, ['noop'])); ) await finishJob(sql, job.id, `bench-${w}`, { status: 'succeeded', result: {} })
+      for (let job; (job = await claimJob(sql, `bench-${w}`, 30_000, ['noop'])); )
+        await finishJob(sql, job.id, `bench-${w}`, { status: 'succeeded', result: {} })
     }),
   )
   const bare = jobs / ((performance.now() - started) / 1000)
-  console.log(`noop jobs, ${workers} workers: kgs ${format(throughKgs)} jobs/s, bare queue SQL ${format(bare)} jobs/s, ratio ${(throughKgs / bare).toFixed(2)} (target >= 500 jobs/s)`)
+  console.log(
+    `noop jobs, ${workers} workers: kgs ${format(throughKgs)} jobs/s, bare queue SQL ${format(bare)} jobs/s, ratio ${(throughKgs / bare).toFixed(2)} (target >= 500 jobs/s)`,
+  )
 
   // 2. embed_facts on a generated graph.
   const kgs2 = await spawnKgs(
-    { DATA_DIR: dataDir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WORKERS: String(workers), JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() },
+    {
+      DATA_DIR: dataDir,
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'warn',
+      WORKERS: String(workers),
+      JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
+    },
     join(dataDir, 'kgs2.log'),
   )
   const post = (path: string, body: unknown, token?: string) =>
-    fetch(`${kgs2.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) }).then(
-      (r) => r.json() as Promise<Record<string, any>>,
-    )
-  const { token } = await post('/api/v1/auth/register', { email: `bench-${crypto.randomUUID()}@example.com`, password: 'correct horse battery' })
+    fetch(`${kgs2.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body),
+    }).then((r) => r.json() as Promise<Record<string, any>>)
+  const { token } = await post('/api/v1/auth/register', {
+    email: `bench-${crypto.randomUUID()}@example.com`,
+    password: 'correct horse battery',
+  })
   const repository = await post('/api/v1/repositories', { name: 'bench' }, token)
   const pools = await Pools.open({ databaseUrl, dataDir })
   const repoSql = await pools.forRepository(repository.id)
@@ -82,7 +105,9 @@ try {
   started = performance.now()
   await waitUntilDone()
   const jobSeconds = (performance.now() - started) / 1000
-  const [row] = await sql<{ status: string; result: { embedded: number } }[]>`SELECT status, result FROM jobs WHERE id = ${job.id}`
+  const [row] = await sql<
+    { status: string; result: { embedded: number } }[]
+  >`SELECT status, result FROM jobs WHERE id = ${job.id}`
   await kgs2.stop()
   if (row?.status !== 'succeeded') throw new Error(`embed_facts ended ${row?.status}`)
   started = performance.now()

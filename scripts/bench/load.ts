@@ -50,8 +50,27 @@ import { parseArgs } from 'node:util'
 import { Pools } from '../../src/db/pools.ts'
 import { generateGraph } from '../gen-graph.ts'
 import { createBenchDatabase } from '../lib/scratch-database.ts'
-import { OPERATION_CLASSES, type ClientMessage, type MixPlan, type OperationClass, type ParentMessage, type Route, type RouteRequest } from '../lib/load-clients.ts'
-import { cpuSecondsOf, format, mapConcurrently, memoryOf, percentile, settledMemoryOf, summarize, spawnKgs, type OperationSamples, type ServerProcess } from '../lib/load.ts'
+import {
+  OPERATION_CLASSES,
+  type ClientMessage,
+  type MixPlan,
+  type OperationClass,
+  type ParentMessage,
+  type Route,
+  type RouteRequest,
+} from '../lib/load-clients.ts'
+import {
+  cpuSecondsOf,
+  format,
+  mapConcurrently,
+  memoryOf,
+  percentile,
+  settledMemoryOf,
+  summarize,
+  spawnKgs,
+  type OperationSamples,
+  type ServerProcess,
+} from '../lib/load.ts'
 import { WORDS } from '../lib/synthetic.ts'
 
 const { values: args } = parseArgs({
@@ -84,7 +103,13 @@ const repositoryCount = count('repositories', 1)
 const facts = count('facts', 20)
 const weights = parseMix(args.mix!)
 
-const LABELS: Record<OperationClass, string> = { login: 'login', refresh: 'refresh', me: 'users/me', reads: 'repository reads', jobs: 'job polling' }
+const LABELS: Record<OperationClass, string> = {
+  login: 'login',
+  refresh: 'refresh',
+  me: 'users/me',
+  reads: 'repository reads',
+  jobs: 'job polling',
+}
 /** The classes the latency target applies to: the reads. Login and refresh are bound by argon2id and by a transaction, by design. */
 const READ_CLASSES: ReadonlySet<OperationClass> = new Set(['me', 'reads', 'jobs'])
 const READ_P99_TARGET_MS = 100
@@ -112,7 +137,9 @@ function parseMix(mix: string): Record<OperationClass, number> {
   for (const part of mix.split(',')) {
     const [name, value] = part.split('=')
     if (!OPERATION_CLASSES.includes(name as OperationClass) || !(Number(value) >= 0))
-      throw new Error(`--mix: expected class=weight pairs of ${OPERATION_CLASSES.join(', ')}; got ${JSON.stringify(part)}`)
+      throw new Error(
+        `--mix: expected class=weight pairs of ${OPERATION_CLASSES.join(', ')}; got ${JSON.stringify(part)}`,
+      )
     weights[name as OperationClass] = Number(value)
   }
   if (OPERATION_CLASSES.every((c) => weights[c] === 0)) throw new Error('--mix: every weight is 0')
@@ -144,7 +171,10 @@ function api(base: string) {
   const send = async (method: string, path: string, token?: string, body?: unknown) => {
     const res = await fetch(base + path, {
       method,
-      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      headers: {
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     })
     const text = await res.text()
@@ -153,7 +183,8 @@ function api(base: string) {
   }
   return {
     send,
-    call: async (method: string, path: string, token?: string, body?: unknown) => (await send(method, path, token, body)).json,
+    call: async (method: string, path: string, token?: string, body?: unknown) =>
+      (await send(method, path, token, body)).json,
   }
 }
 
@@ -162,13 +193,24 @@ async function setUpService(url: string, env: Record<string, string>, dataDir: s
   const { send, call } = api(url)
   const run = `${Date.now().toString(36)}`
   const adminEmail = `admin-${run}@bench.example`
-  const { token: admin } = await call('POST', '/api/v1/auth/register', undefined, { email: adminEmail, password: PASSWORD })
-  const promote = Bun.spawn([process.execPath, join(import.meta.dir, '../../src/main.ts'), 'promote-sysadmin', adminEmail], { env: { ...process.env, ...env }, stdout: 'ignore', stderr: 'inherit' })
+  const { token: admin } = await call('POST', '/api/v1/auth/register', undefined, {
+    email: adminEmail,
+    password: PASSWORD,
+  })
+  const promote = Bun.spawn(
+    [process.execPath, join(import.meta.dir, '../../src/main.ts'), 'promote-sysadmin', adminEmail],
+    { env: { ...process.env, ...env }, stdout: 'ignore', stderr: 'inherit' },
+  )
   if ((await promote.exited) !== 0) throw new Error('kgs promote-sysadmin failed')
-  await waitFor('the sysadmin role', PROMOTION_DEADLINE_MS, async () => ((await fetch(`${url}/api/v1/admin/permissions`, { headers: { authorization: `Bearer ${admin}` } })).ok ? true : undefined))
+  await waitFor('the sysadmin role', PROMOTION_DEADLINE_MS, async () =>
+    (await fetch(`${url}/api/v1/admin/permissions`, { headers: { authorization: `Bearer ${admin}` } })).ok
+      ? true
+      : undefined,
+  )
 
   const repositories: { id: string; slug: string }[] = []
-  for (let r = 0; r < repositoryCount; r++) repositories.push(await call('POST', '/api/v1/repositories', admin, { name: `Load ${r}` }))
+  for (let r = 0; r < repositoryCount; r++)
+    repositories.push(await call('POST', '/api/v1/repositories', admin, { name: `Load ${r}` }))
   const pools = await Pools.open({ databaseUrl: env.DATABASE_URL, dataDir })
   try {
     for (const [r, repository] of repositories.entries()) {
@@ -188,7 +230,12 @@ async function setUpService(url: string, env: Record<string, string>, dataDir: s
   )
   // The embedding jobs, and the optimize_vectors jobs they queue.
   await waitFor('the embedding jobs and their follow-ups', JOBS_DEADLINE_MS, async () => {
-    const listed = await Promise.all(repositories.map(async (repository) => (await call('GET', `/${repository.slug}/jobs?limit=100`, admin)) as { kind: string; status: string }[]))
+    const listed = await Promise.all(
+      repositories.map(
+        async (repository) =>
+          (await call('GET', `/${repository.slug}/jobs?limit=100`, admin)) as { kind: string; status: string }[],
+      ),
+    )
     const failed = listed.flat().find((job) => job.status === 'failed' || job.status === 'cancelled')
     if (failed) throw new Error(`a ${failed.kind} job ended ${failed.status}`)
     return listed.flat().every((job) => job.status === 'succeeded') ? true : undefined
@@ -202,7 +249,11 @@ async function setUpService(url: string, env: Record<string, string>, dataDir: s
       const { user } = await call('POST', '/api/v1/auth/register', undefined, { email, password: PASSWORD })
       const held = [...new Set([u % repositoryCount, (u + 1) % repositoryCount])]
       for (const [k, r] of held.entries()) {
-        await call('PUT', '/api/v1/admin/users/roles', admin, { user_id: user.id, role: ROLES[(u + k) % ROLES.length], domain: repositories[r]!.id })
+        await call('PUT', '/api/v1/admin/users/roles', admin, {
+          user_id: user.id,
+          role: ROLES[(u + k) % ROLES.length],
+          domain: repositories[r]!.id,
+        })
       }
       return { email, password: PASSWORD, repositories: held }
     },
@@ -222,21 +273,34 @@ async function setUpService(url: string, env: Record<string, string>, dataDir: s
 }
 
 /** The read and job-polling routes of a repository, with ids, filters and a cursor taken from its own lists. */
-async function readRoutes(repository: { id: string; slug: string }, jobIds: string[], token: string, send: ReturnType<typeof api>['send']): Promise<{ reads: Route[]; jobs: Route[] }> {
+async function readRoutes(
+  repository: { id: string; slug: string },
+  jobIds: string[],
+  token: string,
+  send: ReturnType<typeof api>['send'],
+): Promise<{ reads: Route[]; jobs: Route[] }> {
   const base = `/${repository.slug}`
   const list = async (kind: string) => (await send('GET', `${base}/${kind}?limit=500`, token)).json as { id: string }[]
-  const [sources, factRows, concepts, investigations, reports] = await Promise.all(['sources', 'facts', 'concepts', 'investigations', 'reports'].map(list))
+  const [sources, factRows, concepts, investigations, reports] = await Promise.all(
+    ['sources', 'facts', 'concepts', 'investigations', 'reports'].map(list),
+  )
   // The second page of the facts, as a client following the Link header asks for it.
   const { link } = await send('GET', `${base}/facts`, token)
   const secondPage = /<([^>]+)>; rel="next"/.exec(link ?? '')?.[1]
   if (!secondPage) throw new Error('the facts list has no second page: use more --facts')
-  const one = (route: string, rows: { id: string }[]) => ({ route: `GET /{repoID}/${route}`, requests: rows.map((row) => ({ path: `${base}/${route.split('/')[0]}/${row.id}` })) })
+  const one = (route: string, rows: { id: string }[]) => ({
+    route: `GET /{repoID}/${route}`,
+    requests: rows.map((row) => ({ path: `${base}/${route.split('/')[0]}/${row.id}` })),
+  })
   const paths = (route: string, list: string[]): Route => ({ route, requests: list.map((path) => ({ path })) })
   const words = WORDS.slice(0, 20)
   const reads: Route[] = [
     paths('GET /{repoID}', [base]),
     paths('GET /api/v1/repositories/{repoID}', [`/api/v1/repositories/${repository.id}`]),
-    { route: 'GET /api/v1/repository (X-Repository-ID)', requests: [{ path: '/api/v1/repository', repositoryHeader: repository.slug }] },
+    {
+      route: 'GET /api/v1/repository (X-Repository-ID)',
+      requests: [{ path: '/api/v1/repository', repositoryHeader: repository.slug }],
+    },
     paths('GET /{repoID}/sources', [`${base}/sources`]),
     one('sources/{sourceID}', sources!),
     paths('GET /{repoID}/facts', [`${base}/facts`]),
@@ -249,7 +313,10 @@ async function readRoutes(repository: { id: string; slug: string }, jobIds: stri
       'GET /{repoID}/facts?source_id=',
       sources!.map((s) => `${base}/facts?source_id=${s.id}`),
     ),
-    { route: 'GET /api/v1/facts (X-Repository-ID)', requests: [{ path: '/api/v1/facts', repositoryHeader: repository.id }] },
+    {
+      route: 'GET /api/v1/facts (X-Repository-ID)',
+      requests: [{ path: '/api/v1/facts', repositoryHeader: repository.id }],
+    },
     one('facts/{factID}', factRows!),
     paths('GET /{repoID}/concepts', [`${base}/concepts`]),
     paths(
@@ -276,7 +343,10 @@ async function readRoutes(repository: { id: string; slug: string }, jobIds: stri
       jobIds.map((id) => `${base}/jobs/${id}`),
     ),
     paths('GET /{repoID}/jobs', [`${base}/jobs`]),
-    { route: 'GET /api/v1/jobs/{jobID} (X-Repository-ID)', requests: jobIds.map((id): RouteRequest => ({ path: `/api/v1/jobs/${id}`, repositoryHeader: repository.slug })) },
+    {
+      route: 'GET /api/v1/jobs/{jobID} (X-Repository-ID)',
+      requests: jobIds.map((id): RouteRequest => ({ path: `/api/v1/jobs/${id}`, repositoryHeader: repository.slug })),
+    },
   ]
   return { reads, jobs }
 }
@@ -294,7 +364,10 @@ function startClients() {
   const request = async (message: ParentMessage): Promise<ClientMessage> => {
     const answer = new Promise<ClientMessage>((resolve) => (pending = { resolve }))
     child.send(message)
-    const reply = await Promise.race([answer, child.exited.then((code) => ({ type: 'failed' as const, error: `the clients' process exited (${code})` }))])
+    const reply = await Promise.race([
+      answer,
+      child.exited.then((code) => ({ type: 'failed' as const, error: `the clients' process exited (${code})` })),
+    ])
     if (reply.type === 'failed') throw new Error(`clients: ${reply.error}`)
     return reply
   }
@@ -313,16 +386,26 @@ function startClients() {
 }
 
 /** The `ms` of the request lines kgs logged past `offset`, by class; waits until `expected` lines are there (the log is flushed every 20 ms). */
-async function serverLatencies(logFile: string, offset: number, expected: number): Promise<Map<OperationClass, number[]>> {
+async function serverLatencies(
+  logFile: string,
+  offset: number,
+  expected: number,
+): Promise<Map<OperationClass, number[]>> {
   const read = () => {
     const lines = readFileSync(logFile).subarray(offset).toString('utf8').split('\n')
-    return lines.filter((line) => line.includes('"msg":"request"')).map((line) => JSON.parse(line) as { path: string; ms: number })
+    return lines
+      .filter((line) => line.includes('"msg":"request"'))
+      .map((line) => JSON.parse(line) as { path: string; ms: number })
   }
   let logged = read()
   try {
-    logged = await waitFor('the request log', LOG_DEADLINE_MS, async () => ((logged = read()).length >= expected ? logged : undefined))
+    logged = await waitFor('the request log', LOG_DEADLINE_MS, async () =>
+      (logged = read()).length >= expected ? logged : undefined,
+    )
   } catch {
-    console.log(`  (the log holds ${format(logged.length)} of ${format(expected)} request lines: requests that failed before reaching kgs are not in it)`)
+    console.log(
+      `  (the log holds ${format(logged.length)} of ${format(expected)} request lines: requests that failed before reaching kgs are not in it)`,
+    )
   }
   const byClass = new Map<OperationClass, number[]>()
   for (const { path, ms } of logged) {
@@ -350,7 +433,12 @@ interface RunFigures {
   samples: Map<string, OperationSamples>
 }
 
-function report(run: number, samples: Map<string, OperationSamples>, server: Map<OperationClass, number[]>, cpu: { kgs: number; clients: number; wall: number }) {
+function report(
+  run: number,
+  samples: Map<string, OperationSamples>,
+  server: Map<OperationClass, number[]>,
+  cpu: { kgs: number; clients: number; wall: number },
+) {
   const all = summarize([...samples.values()], seconds)
   console.log(
     `\nrun ${run} of ${runs}: ${seconds} s, ${clientCount} clients, ${format(all.requests)} requests, ${format(all.requestsPerSecond)} req/s, ${all.errors} errors; CPU over ${cpu.wall.toFixed(1)} s: kgs ${(cpu.kgs / cpu.wall).toFixed(2)} cores, clients ${(cpu.clients / cpu.wall).toFixed(2)} cores`,
@@ -372,17 +460,24 @@ function report(run: number, samples: Map<string, OperationSamples>, server: Map
       `  ${LABELS[cls].padEnd(18)}${`${((100 * figures.requests) / all.requests).toFixed(1)}%`.padStart(7)}${format(figures.requests).padStart(10)}${format(figures.requestsPerSecond).padStart(8)}${ms(figures.p50).padStart(9)}${ms(figures.p99).padStart(9)}${String(figures.errors).padStart(8)}${`${ms(percentile(logged, 0.5))} / ${ms(percentile(logged, 0.99))}`.padStart(17)}   ${target}`,
     )
   }
-  for (const [operation, s] of samples) for (const failure of s.failures) console.log(`  failed: ${operation}: ${failure}`)
+  for (const [operation, s] of samples)
+    for (const failure of s.failures) console.log(`  failed: ${operation}: ${failure}`)
   return { requestsPerSecond: all.requestsPerSecond, errors: all.errors, readP99 }
 }
 
 /** p50/p99 of each read and job route over every run: where to look when a class misses its target. */
 function reportRoutes(results: RunFigures[]) {
   const byOperation = new Map<string, OperationSamples[]>()
-  for (const result of results) for (const [operation, s] of result.samples) byOperation.set(operation, [...(byOperation.get(operation) ?? []), s])
+  for (const result of results)
+    for (const [operation, s] of result.samples) byOperation.set(operation, [...(byOperation.get(operation) ?? []), s])
   console.log(`\nby route, all ${results.length} runs (client-side ms):`)
-  const rows = [...byOperation].map(([operation, groups]) => ({ operation, ...summarize(groups, seconds * results.length) })).sort((a, b) => b.p99 - a.p99)
-  for (const row of rows) console.log(`  ${row.operation.padEnd(62)}${format(row.requests).padStart(8)}  p50 ${ms(row.p50).padStart(6)}  p99 ${ms(row.p99).padStart(6)}  errors ${row.errors}`)
+  const rows = [...byOperation]
+    .map(([operation, groups]) => ({ operation, ...summarize(groups, seconds * results.length) }))
+    .sort((a, b) => b.p99 - a.p99)
+  for (const row of rows)
+    console.log(
+      `  ${row.operation.padEnd(62)}${format(row.requests).padStart(8)}  p50 ${ms(row.p50).padStart(6)}  p99 ${ms(row.p99).padStart(6)}  errors ${row.errors}`,
+    )
 }
 
 function reportMemory(results: RunFigures[]): string {
@@ -407,7 +502,12 @@ let kgs: ServerProcess | undefined
 let clients: ReturnType<typeof startClients> | undefined
 try {
   // Request logs at info, to a file, as in production; they also give the server-side timings.
-  const env = { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'info', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() }
+  const env = {
+    DATA_DIR: dataDir,
+    DATABASE_URL: database.url,
+    LOG_LEVEL: 'info',
+    JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
+  }
   kgs = await spawnKgs(env, logFile)
   let started = performance.now()
   const plan = await setUpService(kgs.url, env, dataDir)
@@ -417,9 +517,17 @@ try {
     `set-up: ${repositoryCount} repositories of ${format(facts)} facts, ${userCount} users, ${clientCount} clients logged in, in ${((performance.now() - started) / 1000).toFixed(1)} s; mix ${OPERATION_CLASSES.map((c) => `${LABELS[c]} ${weights[c]}`).join(', ')}`,
   )
   if (warmupSeconds > 0) await clients.run(warmupSeconds)
-  console.log(rampSeconds > 0 ? `clients start one after another over the first ${rampSeconds} s of each run (--ramp)` : 'clients start all at once at the beginning of each run')
-  console.log(`targets: zero errors; p99 < ${READ_P99_TARGET_MS} ms for reads (${[...READ_CLASSES].map((c) => LABELS[c]).join(', ')}); no memory growth across the runs`)
-  console.log('latencies: as the clients saw them (p50, p99), and as kgs logged them (from arrival to response: without the queueing in sockets and the clients)')
+  console.log(
+    rampSeconds > 0
+      ? `clients start one after another over the first ${rampSeconds} s of each run (--ramp)`
+      : 'clients start all at once at the beginning of each run',
+  )
+  console.log(
+    `targets: zero errors; p99 < ${READ_P99_TARGET_MS} ms for reads (${[...READ_CLASSES].map((c) => LABELS[c]).join(', ')}); no memory growth across the runs`,
+  )
+  console.log(
+    'latencies: as the clients saw them (p50, p99), and as kgs logged them (from arrival to response: without the queueing in sockets and the clients)',
+  )
 
   const results: RunFigures[] = []
   let rssBefore = (await settledMemoryOf(kgs.pid)).rssMB
@@ -428,12 +536,18 @@ try {
     const cpuBefore = { kgs: cpuSecondsOf(kgs.pid), clients: cpuSecondsOf(clients.pid) }
     started = performance.now()
     const samples = await clients.run(seconds, rampSeconds)
-    const cpu = { kgs: cpuSecondsOf(kgs.pid) - cpuBefore.kgs, clients: cpuSecondsOf(clients.pid) - cpuBefore.clients, wall: (performance.now() - started) / 1000 }
+    const cpu = {
+      kgs: cpuSecondsOf(kgs.pid) - cpuBefore.kgs,
+      clients: cpuSecondsOf(clients.pid) - cpuBefore.clients,
+      wall: (performance.now() - started) / 1000,
+    }
     const { rssMB: rssAtEnd, peakMB: peakAfter } = memoryOf(kgs.pid)
     const requests = [...samples.values()].reduce((sum, s) => sum + s.latencies.length, 0)
     const figures = report(run, samples, await serverLatencies(logFile, offset, requests), cpu)
     const rssAfter = (await settledMemoryOf(kgs.pid)).rssMB
-    console.log(`  kgs VmRSS ${mb(rssBefore)} before (settled), ${mb(rssAtEnd)} at the end, ${mb(rssAfter)} settled; VmHWM ${mb(peakAfter)}`)
+    console.log(
+      `  kgs VmRSS ${mb(rssBefore)} before (settled), ${mb(rssAtEnd)} at the end, ${mb(rssAfter)} settled; VmHWM ${mb(peakAfter)}`,
+    )
     results.push({ rssBefore, rssAfter, rssAtEnd, peakAfter, requests, samples, ...figures })
     rssBefore = rssAfter
   }

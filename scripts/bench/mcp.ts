@@ -14,13 +14,26 @@ import { capturedToolCall, type McpRevision } from '../lib/mcp-capture.ts'
 
 const [seconds = 5, concurrency = 32, rounds = 3, facts = 2000] = process.argv.slice(2).map(Number)
 const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-mcp-'))
-const kgs = await spawnKgs({ DATA_DIR: dataDir, WORKERS: '1', LOG_LEVEL: 'warn', ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}) }, join(dataDir, 'kgs.log'))
+const kgs = await spawnKgs(
+  {
+    DATA_DIR: dataDir,
+    WORKERS: '1',
+    LOG_LEVEL: 'warn',
+    ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
+  },
+  join(dataDir, 'kgs.log'),
+)
 
 const post = async (path: string, body: unknown, token?: string) =>
   (
-    await fetch(kgs.url + path, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) })
+    await fetch(kgs.url + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body),
+    })
   ).json() as Promise<Record<string, any>>
-const get = async (path: string, token: string) => (await fetch(kgs.url + path, { headers: { authorization: `Bearer ${token}` } })).json() as Promise<any>
+const get = async (path: string, token: string) =>
+  (await fetch(kgs.url + path, { headers: { authorization: `Bearer ${token}` } })).json() as Promise<any>
 
 // A repository imported from a generated bundle, with the built-in embedder's vectors.
 const { token } = await post('/api/v1/auth/register', { email: 'bench@example.com', password: 'correct horse battery' })
@@ -28,9 +41,14 @@ const repo = await post('/api/v1/repositories', { name: 'MCP bench' }, token)
 const bundle = join(dataDir, 'bundle.json.gz')
 await generateBundle(bundle, { facts, vectors: 'kgs-hash-v1' })
 const job = (await (
-  await fetch(`${kgs.url}/${repo.slug}/import-graph`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/gzip' }, body: Bun.file(bundle) })
+  await fetch(`${kgs.url}/${repo.slug}/import-graph`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/gzip' },
+    body: Bun.file(bundle),
+  })
 ).json()) as { id: string }
-while (!['succeeded', 'failed'].includes((await get(`/${repo.slug}/jobs/${job.id}`, token)).status)) await Bun.sleep(200)
+while (!['succeeded', 'failed'].includes((await get(`/${repo.slug}/jobs/${job.id}`, token)).status))
+  await Bun.sleep(200)
 const [fact] = await get(`/${repo.slug}/facts?limit=1`, token)
 const query = String(fact.text).split(' ').slice(0, 6).join(' ')
 
@@ -53,14 +71,22 @@ const cases = [
     rest: rest(`/${repo.slug}/search?q=${encodeURIComponent(query)}&limit=10`),
     mcp: { search: { repository: repo.slug, query, limit: 10 } },
   },
-  { name: 'get fact', rest: rest(`/${repo.slug}/facts/${fact.id}`), mcp: { get_fact: { repository: repo.slug, fact_id: fact.id } } },
+  {
+    name: 'get fact',
+    rest: rest(`/${repo.slug}/facts/${fact.id}`),
+    mcp: { get_fact: { repository: repo.slug, fact_id: fact.id } },
+  },
 ]
 
 const results: string[] = []
 try {
   for (const c of cases) {
     const [[tool, args]] = Object.entries(c.mcp) as [[string, Record<string, unknown>]]
-    const runs = { REST: c.rest, 'MCP 2026-07-28': await capturedCall('2026-07-28', tool, args), 'MCP 2025-11-25': await capturedCall('2025-11-25', tool, args) }
+    const runs = {
+      REST: c.rest,
+      'MCP 2026-07-28': await capturedCall('2026-07-28', tool, args),
+      'MCP 2025-11-25': await capturedCall('2025-11-25', tool, args),
+    }
     const best: Record<string, number> = {}
     // CPU of the kgs process per request (after a warm-up of its own): on a loaded machine the request rate
     // says as much about the neighbours as about kgs, its CPU per request much less.
@@ -88,5 +114,7 @@ try {
   await kgs.stop()
   rmSync(dataDir, { recursive: true, force: true })
 }
-console.log(`\n${concurrency} clients, best of ${rounds} x ${seconds} s, ${facts} facts (target: MCP >= 0.70 of REST); ratio by CPU: REST's CPU per request over MCP's`)
+console.log(
+  `\n${concurrency} clients, best of ${rounds} x ${seconds} s, ${facts} facts (target: MCP >= 0.70 of REST); ratio by CPU: REST's CPU per request over MCP's`,
+)
 for (const line of results) console.log(line)

@@ -25,7 +25,18 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { generateBundle } from '../gen-bundle.ts'
 import { availableParallelism } from 'node:os'
-import { cpuSecondsOf, format, machineBusySeconds, mainThreadCpuSecondsOf, measure, percentile, runClosedLoop, spawnKgs, spawnServer, type ServerProcess } from '../lib/load.ts'
+import {
+  cpuSecondsOf,
+  format,
+  machineBusySeconds,
+  mainThreadCpuSecondsOf,
+  measure,
+  percentile,
+  runClosedLoop,
+  spawnKgs,
+  spawnServer,
+  type ServerProcess,
+} from '../lib/load.ts'
 import { createBenchDatabase, type ScratchDatabase } from '../lib/scratch-database.ts'
 
 const { values: args } = parseArgs({
@@ -55,7 +66,10 @@ async function setUp(databaseUrl: string | undefined) {
   const dataDir = mkdtempSync(join(tmpdir(), 'kgs-open-load-'))
   let kgs: ServerProcess | undefined
   try {
-    kgs = await spawnKgs({ DATA_DIR: dataDir, WORKERS: '1', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) }, join(dataDir, 'kgs.log'))
+    kgs = await spawnKgs(
+      { DATA_DIR: dataDir, WORKERS: '1', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}) },
+      join(dataDir, 'kgs.log'),
+    )
     return { kgs, dataDir, ...(await prepare(kgs.url)) }
   } catch (error) {
     await kgs?.stop()
@@ -77,21 +91,36 @@ async function setUp(databaseUrl: string | undefined) {
     const email = `open-load-${crypto.randomUUID().slice(0, 8)}@example.com`
     const { token } = await call('POST', '/api/v1/auth/register', { email, password: PASSWORD })
     const repo = await call('POST', '/api/v1/repositories', { name: 'Open load' }, token)
-    const bundle = await generateBundle(join(dataDir, 'graph.json.gz'), { facts: Number(args.facts), vectors: 'kgs-hash-v1', seed: 1 })
-    const upload = await fetch(`${url}/${repo.slug}/import-graph`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/gzip' }, body: Bun.file(bundle.path) })
+    const bundle = await generateBundle(join(dataDir, 'graph.json.gz'), {
+      facts: Number(args.facts),
+      vectors: 'kgs-hash-v1',
+      seed: 1,
+    })
+    const upload = await fetch(`${url}/${repo.slug}/import-graph`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/gzip' },
+      body: Bun.file(bundle.path),
+    })
     const importJob = (await upload.json()) as { id: string }
     for (;;) {
       const jobs = (await call('GET', `/${repo.slug}/jobs`, undefined, token)) as { status: string }[]
       if (jobs.every((job) => job.status === 'succeeded')) break
-      if (jobs.some((job) => job.status === 'failed' || job.status === 'cancelled')) throw new Error(`set-up jobs: ${JSON.stringify(jobs)}`)
+      if (jobs.some((job) => job.status === 'failed' || job.status === 'cancelled'))
+        throw new Error(`set-up jobs: ${JSON.stringify(jobs)}`)
       await Bun.sleep(200)
     }
     const facts = (await call('GET', `/${repo.slug}/facts?limit=50`, undefined, token)) as { id: string }[]
     const concepts = (await call('GET', `/${repo.slug}/concepts?limit=50`, undefined, token)) as { id: string }[]
-    const second = (await fetch(`${url}/${repo.slug}/facts?limit=20`, { headers: { authorization: `Bearer ${token}` } })).headers.get('link')!.slice(1).split('>')[0]!
+    const second = (
+      await fetch(`${url}/${repo.slug}/facts?limit=20`, { headers: { authorization: `Bearer ${token}` } })
+    ).headers
+      .get('link')!
+      .slice(1)
+      .split('>')[0]!
     /** Refresh tokens are single use: each refresh hands back the next; sessions made at set-up. */
     const refreshTokens: string[] = []
-    for (let i = 0; i < 20; i++) refreshTokens.push((await call('POST', '/api/v1/auth/login', { email, password: PASSWORD })).refresh_token)
+    for (let i = 0; i < 20; i++)
+      refreshTokens.push((await call('POST', '/api/v1/auth/login', { email, password: PASSWORD })).refresh_token)
     const reads = [
       () => `/${repo.slug}`,
       () => `/${repo.slug}/facts`,
@@ -111,7 +140,8 @@ const pick = <T>(items: readonly T[]) => items[Math.floor(Math.random() * items.
 const SEARCHES = ['rain', 'water cycle', 'frozen', 'energy', 'ocean currents']
 
 /** A read as the caller of the set-up's session. */
-const read = ({ kgs, token }: Target, path: string) => fetch(kgs.url + path, { headers: { authorization: `Bearer ${token}` } }).then(consume)
+const read = ({ kgs, token }: Target, path: string) =>
+  fetch(kgs.url + path, { headers: { authorization: `Bearer ${token}` } }).then(consume)
 
 /** The mix: each class's share of the requests, in percent, and one request of it (whether it succeeded; undefined: none sent). */
 const MIX: readonly { op: OperationClass; share: number; send(target: Target): Promise<boolean | undefined> }[] = [
@@ -119,7 +149,11 @@ const MIX: readonly { op: OperationClass; share: number; send(target: Target): P
     op: 'login',
     share: 0.5,
     send: ({ kgs, email }) =>
-      fetch(`${kgs.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) }).then(consume),
+      fetch(`${kgs.url}/api/v1/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: PASSWORD }),
+      }).then(consume),
   },
   {
     op: 'refresh',
@@ -127,15 +161,31 @@ const MIX: readonly { op: OperationClass; share: number; send(target: Target): P
     async send({ kgs, refreshTokens }) {
       const refresh = refreshTokens.shift()
       if (!refresh) return undefined
-      const res = await fetch(`${kgs.url}/api/v1/auth/refresh`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refresh_token: refresh }) })
+      const res = await fetch(`${kgs.url}/api/v1/auth/refresh`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ refresh_token: refresh }),
+      })
       if (res.ok) refreshTokens.push(((await res.json()) as { refresh_token: string }).refresh_token)
       else await res.arrayBuffer()
       return res.ok
     },
   },
   { op: 'me', share: 27.5, send: (target) => read(target, '/api/v1/users/me') },
-  { op: 'jobs', share: 10, send: (target) => read(target, pick([`/${target.slug}/jobs/${target.importJob.id}`, `/${target.slug}/jobs`])) },
-  { op: 'search', share: 10, send: (target) => read(target, `/${target.slug}/search?q=${encodeURIComponent(pick(SEARCHES))}&kind=${pick(['facts', 'concepts'])}`) },
+  {
+    op: 'jobs',
+    share: 10,
+    send: (target) => read(target, pick([`/${target.slug}/jobs/${target.importJob.id}`, `/${target.slug}/jobs`])),
+  },
+  {
+    op: 'search',
+    share: 10,
+    send: (target) =>
+      read(
+        target,
+        `/${target.slug}/search?q=${encodeURIComponent(pick(SEARCHES))}&kind=${pick(['facts', 'concepts'])}`,
+      ),
+  },
   { op: 'reads', share: 50, send: (target) => read(target, pick(target.reads)()) },
 ]
 
@@ -183,14 +233,24 @@ async function runAt(target: Target, rate: number, seconds = SECONDS) {
 
 /** CPU seconds used so far by kgs, by its main thread, by this process (the load generator) and by the whole machine. */
 function cpuNow(kgsPid: number) {
-  return { kgs: cpuSecondsOf(kgsPid), main: mainThreadCpuSecondsOf(kgsPid), generator: cpuSecondsOf(process.pid), machine: machineBusySeconds() }
+  return {
+    kgs: cpuSecondsOf(kgsPid),
+    main: mainThreadCpuSecondsOf(kgsPid),
+    generator: cpuSecondsOf(process.pid),
+    machine: machineBusySeconds(),
+  }
 }
 type CpuSeconds = ReturnType<typeof cpuNow>
 
 /** The CPU seconds each used since `before`. */
 function cpuSince(kgsPid: number, before: CpuSeconds): CpuSeconds {
   const now = cpuNow(kgsPid)
-  return { kgs: now.kgs - before.kgs, main: now.main - before.main, generator: now.generator - before.generator, machine: now.machine - before.machine }
+  return {
+    kgs: now.kgs - before.kgs,
+    main: now.main - before.main,
+    generator: now.generator - before.generator,
+    machine: now.machine - before.machine,
+  }
 }
 
 /**
@@ -220,7 +280,9 @@ async function ramp(target: Target): Promise<{ best: number; carried: string }> 
       const p99 = percentile(latencies, 0.99)
       const isRead = (READ_CLASSES as readonly string[]).includes(op)
       if (errors > 0 || (isRead && p99 >= P99_LIMIT_MS)) pass = false
-      lines.push(`  ${op.padEnd(8)} n=${String(latencies.length).padStart(6)}  p50 ${percentile(latencies, 0.5).toFixed(1).padStart(7)} ms  p99 ${p99.toFixed(1).padStart(7)} ms  errors ${errors}`)
+      lines.push(
+        `  ${op.padEnd(8)} n=${String(latencies.length).padStart(6)}  p50 ${percentile(latencies, 0.5).toFixed(1).padStart(7)} ms  p99 ${p99.toFixed(1).padStart(7)} ms  errors ${errors}`,
+      )
     }
     // Which resource ran out: kgs's main thread (one core at most), or the machine's cores
     // (kgs, this process, and the rest: the database server, the kernel, anything else running).
@@ -264,8 +326,12 @@ const COST_CLIENTS = 8
 async function costs(target: Target, bareRate: number): Promise<string> {
   const cores = availableParallelism()
   const clients = Array.from({ length: COST_CLIENTS }, (_, i) => i)
-  const lines = [`CPU per request, by class (${COST_CLIENTS} closed-loop clients, ${COST_SECONDS} s each), in microseconds:`]
-  lines.push(`  ${'class'.padEnd(8)} ${'share'.padStart(6)} ${'kgs'.padStart(7)} ${'main'.padStart(7)} ${'load gen'.padStart(9)} ${'rest'.padStart(7)} ${'total'.padStart(7)}`)
+  const lines = [
+    `CPU per request, by class (${COST_CLIENTS} closed-loop clients, ${COST_SECONDS} s each), in microseconds:`,
+  ]
+  lines.push(
+    `  ${'class'.padEnd(8)} ${'share'.padStart(6)} ${'kgs'.padStart(7)} ${'main'.padStart(7)} ${'load gen'.padStart(9)} ${'rest'.padStart(7)} ${'total'.padStart(7)}`,
+  )
   let mix = 0
   for (const { op, share, send } of MIX) {
     const step = {
@@ -287,10 +353,14 @@ async function costs(target: Target, bareRate: number): Promise<string> {
     const total = Math.max(perRequest(used.machine), kgs + generator)
     mix += (share / 100) * total
     const us = (value: number, width = 7) => value.toFixed(0).padStart(width)
-    lines.push(`  ${op.padEnd(8)} ${`${share} %`.padStart(6)} ${us(kgs)} ${us(perRequest(used.main))} ${us(generator, 9)} ${us(total - kgs - generator)} ${us(total)}`)
+    lines.push(
+      `  ${op.padEnd(8)} ${`${share} %`.padStart(6)} ${us(kgs)} ${us(perRequest(used.main))} ${us(generator, 9)} ${us(total - kgs - generator)} ${us(total)}`,
+    )
   }
   const ceiling = (cores * 1e6) / mix
-  lines.push(`  one request of the mix: ${mix.toFixed(0)} us of CPU; all ${cores} cores busy at ${format(ceiling)} req/s, ratio ${(ceiling / bareRate).toFixed(3)} (the ceiling)`)
+  lines.push(
+    `  one request of the mix: ${mix.toFixed(0)} us of CPU; all ${cores} cores busy at ${format(ceiling)} req/s, ratio ${(ceiling / bareRate).toFixed(3)} (the ceiling)`,
+  )
   return lines.join('\n')
 }
 
@@ -298,10 +368,13 @@ async function costs(target: Target, bareRate: number): Promise<string> {
 // anywhere from a third to all of another's.
 const bare = await spawnServer([process.execPath, join(import.meta.dir, 'baseline-elysia.ts')], {})
 const bareRates: number[] = []
-for (let i = 0; i < 3; i++) bareRates.push((await measure(() => fetch(`${bare.url}/healthz`), { seconds: 5, concurrency: 64 })).requestsPerSecond)
+for (let i = 0; i < 3; i++)
+  bareRates.push((await measure(() => fetch(`${bare.url}/healthz`), { seconds: 5, concurrency: 64 })).requestsPerSecond)
 await bare.stop()
 const bareRate = [...bareRates].sort((a, b) => a - b)[1]!
-console.log(`bare Elysia (64 closed-loop clients, 5 s, three runs): ${bareRates.map((rate) => format(rate)).join(', ')} req/s; median ${format(bareRate)}`)
+console.log(
+  `bare Elysia (64 closed-loop clients, 5 s, three runs): ${bareRates.map((rate) => format(rate)).join(', ')} req/s; median ${format(bareRate)}`,
+)
 
 const results: { label: string; best: number; carried: string; costTable?: string }[] = []
 for (const backend of args.backend === 'both' ? ['postgres', 'embedded'] : [args.backend!]) {
@@ -324,7 +397,9 @@ for (const backend of args.backend === 'both' ? ['postgres', 'embedded'] : [args
 
 console.log(`\nbare Elysia throughput (median of three): ${format(bareRate)} req/s`)
 for (const { label, best, carried, costTable } of results) {
-  console.log(`on ${label}: highest arrival rate with every read class at p99 < ${P99_LIMIT_MS} ms and no errors: ${format(best)} req/s, ratio ${(best / bareRate).toFixed(3)} (target >= 0.05)`)
+  console.log(
+    `on ${label}: highest arrival rate with every read class at p99 < ${P99_LIMIT_MS} ms and no errors: ${format(best)} req/s, ratio ${(best / bareRate).toFixed(3)} (target >= 0.05)`,
+  )
   console.log(`  at that rate: ${carried || 'no rate passed'}`)
   if (costTable) console.log(costTable)
 }

@@ -26,16 +26,24 @@ import { format, jsonClient, percentile, spawnKgs } from '../lib/load.ts'
 import { QUALIFIERS, random, VERBS, WORDS } from '../lib/synthetic.ts'
 
 const { values: args } = parseArgs({
-  options: { facts: { type: 'string', default: '100000' }, searches: { type: 'string', default: '300' }, 'keyword-only': { type: 'boolean', default: false }, keep: { type: 'string' } },
+  options: {
+    facts: { type: 'string', default: '100000' },
+    searches: { type: 'string', default: '300' },
+    'keyword-only': { type: 'boolean', default: false },
+    keep: { type: 'string' },
+  },
 })
 const facts = Number(args.facts)
 const searches = Number(args.searches)
-for (const n of [facts, searches]) if (!Number.isInteger(n) || n < 1) throw new Error('--facts and --searches take positive integers')
+for (const n of [facts, searches])
+  if (!Number.isInteger(n) || n < 1) throw new Error('--facts and --searches take positive integers')
 const WARMUP = 30
 /** Embedding, and an index over 100k+ vectors, take a while on two cores. */
 const JOBS_DEADLINE_MS = 3 * 3600_000
 
-const kept = args.keep ? await openNamedDatabase(process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', args.keep) : undefined
+const kept = args.keep
+  ? await openNamedDatabase(process.env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', args.keep)
+  : undefined
 const database = kept ?? (await createBenchDatabase())
 const system = postgres(database.url, { max: 2, onnotice: () => {} })
 const dataDir = args.keep ? join(tmpdir(), args.keep) : mkdtempSync(join(tmpdir(), 'kgs-bench-search-'))
@@ -60,7 +68,14 @@ function query(i: number): string {
 let kgs: Awaited<ReturnType<typeof spawnKgs>> | undefined
 try {
   kgs = await spawnKgs(
-    { DATA_DIR: dataDir, DATABASE_URL: database.url, LOG_LEVEL: 'warn', WORKERS: '1', ACCESS_TOKEN_TTL: '12h', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID() },
+    {
+      DATA_DIR: dataDir,
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'warn',
+      WORKERS: '1',
+      ACCESS_TOKEN_TTL: '12h',
+      JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
+    },
     join(dataDir, 'kgs.log'),
   )
   const kgsUrl = kgs.url
@@ -68,8 +83,14 @@ try {
   const account = { email: 'bench@example.com', password: 'correct horse battery' }
   const fresh = !kept || kept.created
   const { token } = await call('POST', `/api/v1/auth/${fresh ? 'register' : 'login'}`, undefined, account)
-  const repo = (fresh ? await call('POST', '/api/v1/repositories', token, { name: 'Search bench' }) : (await call('GET', '/api/v1/repositories', token))[0]) as { id: string; slug: string }
-  const [{ dsn }] = (await system<{ dsn: string }[]>`SELECT dsn FROM repository_databases WHERE repository_id = ${repo.id}`) as unknown as [{ dsn: string }]
+  const repo = (
+    fresh
+      ? await call('POST', '/api/v1/repositories', token, { name: 'Search bench' })
+      : (await call('GET', '/api/v1/repositories', token))[0]
+  ) as { id: string; slug: string }
+  const [{ dsn }] = (await system<
+    { dsn: string }[]
+  >`SELECT dsn FROM repository_databases WHERE repository_id = ${repo.id}`) as unknown as [{ dsn: string }]
   const sql = postgres(dsn, { max: 2, onnotice: () => {} })
 
   let started = performance.now()
@@ -78,11 +99,16 @@ try {
     console.error(`gen-graph: ${format(facts)} facts in ${((performance.now() - started) / 1000).toFixed(0)} s`)
     await sql`ANALYZE`
   }
-  const [{ count }] = (await sql<{ count: number }[]>`SELECT count(*)::int AS count FROM facts`) as unknown as [{ count: number }]
+  const [{ count }] = (await sql<{ count: number }[]>`SELECT count(*)::int AS count FROM facts`) as unknown as [
+    { count: number },
+  ]
   const ids = (await sql<{ id: string }[]>`SELECT id FROM facts TABLESAMPLE SYSTEM (1) LIMIT 1000`).map((row) => row.id)
   await sql.end()
   const headers = { authorization: `Bearer ${token}` }
-  const lookup = await measure('GET /{repoID}/facts/{id} (indexed lookup)', (i) => `/${repo.slug}/facts/${ids[i % ids.length]}`)
+  const lookup = await measure(
+    'GET /{repoID}/facts/{id} (indexed lookup)',
+    (i) => `/${repo.slug}/facts/${ids[i % ids.length]}`,
+  )
   const report = (r: Measured) =>
     console.log(
       r.name.padEnd(45),
@@ -94,24 +120,49 @@ try {
   console.log('operation'.padEnd(45), 'p50'.padStart(8), 'p99'.padStart(8), '  p50/lookup  p99/lookup  modes')
   report(lookup)
   // Keyword first: it needs no vectors, and nothing else runs meanwhile.
-  report(await measure('search mode=keyword kind=facts', (i) => `/${repo.slug}/search?mode=keyword&q=${encodeURIComponent(query(i))}`))
-  report(await measure('search mode=keyword kind=concepts', (i) => `/${repo.slug}/search?mode=keyword&kind=concepts&q=${encodeURIComponent(query(i))}`))
+  report(
+    await measure(
+      'search mode=keyword kind=facts',
+      (i) => `/${repo.slug}/search?mode=keyword&q=${encodeURIComponent(query(i))}`,
+    ),
+  )
+  report(
+    await measure(
+      'search mode=keyword kind=concepts',
+      (i) => `/${repo.slug}/search?mode=keyword&kind=concepts&q=${encodeURIComponent(query(i))}`,
+    ),
+  )
 
   if (!args['keyword-only']) {
     started = performance.now()
-    const embedded = async () => ((await call('GET', `/${repo.slug}/jobs?limit=100`, token)) as { kind: string }[]).some((job) => job.kind === 'embed_facts')
-    if (!(await embedded())) for (const kind of ['embed_facts', 'embed_concepts']) await call('POST', `/${repo.slug}/jobs`, token, { kind })
+    const embedded = async () =>
+      ((await call('GET', `/${repo.slug}/jobs?limit=100`, token)) as { kind: string }[]).some(
+        (job) => job.kind === 'embed_facts',
+      )
+    if (!(await embedded()))
+      for (const kind of ['embed_facts', 'embed_concepts']) await call('POST', `/${repo.slug}/jobs`, token, { kind })
     for (;;) {
-      const jobs = (await call('GET', `/${repo.slug}/jobs?limit=100`, token)) as { kind: string; status: string; error: string | null }[]
+      const jobs = (await call('GET', `/${repo.slug}/jobs?limit=100`, token)) as {
+        kind: string
+        status: string
+        error: string | null
+      }[]
       const failed = jobs.find((job) => job.status === 'failed' || job.status === 'cancelled')
       if (failed) throw new Error(`job ${failed.kind} ${failed.status}: ${failed.error}`)
       if (jobs.length === 4 && jobs.every((job) => job.status === 'succeeded')) break
       if (performance.now() - started > JOBS_DEADLINE_MS) throw new Error('the embedding jobs did not finish in time')
       await Bun.sleep(2000)
     }
-    console.error(`embedding and optimize jobs (kgs-hash-v1 vectors): ${((performance.now() - started) / 1000).toFixed(0)} s`)
+    console.error(
+      `embedding and optimize jobs (kgs-hash-v1 vectors): ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    )
     report(await measure('search (hybrid) kind=facts', (i) => `/${repo.slug}/search?q=${encodeURIComponent(query(i))}`))
-    report(await measure('search (hybrid) kind=concepts', (i) => `/${repo.slug}/search?kind=concepts&q=${encodeURIComponent(query(i))}`))
+    report(
+      await measure(
+        'search (hybrid) kind=concepts',
+        (i) => `/${repo.slug}/search?kind=concepts&q=${encodeURIComponent(query(i))}`,
+      ),
+    )
   }
 
   interface Measured {
@@ -131,7 +182,10 @@ try {
       if (!res.ok) throw new Error(`${name}: ${res.status}`)
       if (i >= WARMUP) latencies.push(performance.now() - t0)
       const mode = res.headers.get('x-search-mode')
-      if (mode) modes.add(mode + (res.headers.get('x-search-fallback') ? ` (fallback: ${res.headers.get('x-search-fallback')})` : ''))
+      if (mode)
+        modes.add(
+          mode + (res.headers.get('x-search-fallback') ? ` (fallback: ${res.headers.get('x-search-fallback')})` : ''),
+        )
     }
     latencies.sort((a, b) => a - b)
     return { name, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), modes }

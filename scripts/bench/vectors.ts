@@ -27,9 +27,13 @@ const { values: args } = parseArgs({
 const sizes = args.rows!.split(',').map(Number)
 const dimensions = Number(args.dimensions)
 const searches = Number(args.searches)
-for (const n of [...sizes, dimensions, searches]) if (!Number.isInteger(n) || n < 1) throw new Error('--rows, --dimensions and --searches take positive integers')
+for (const n of [...sizes, dimensions, searches])
+  if (!Number.isInteger(n) || n < 1) throw new Error('--rows, --dimensions and --searches take positive integers')
 for (const rows of sizes)
-  if (rows * dimensions > RESIDENT_MAX_FLOATS) throw new Error(`--rows ${rows}: a table of ${rows * dimensions} floats is past RESIDENT_MAX_FLOATS (${RESIDENT_MAX_FLOATS}) and is not held in memory`)
+  if (rows * dimensions > RESIDENT_MAX_FLOATS)
+    throw new Error(
+      `--rows ${rows}: a table of ${rows * dimensions} floats is past RESIDENT_MAX_FLOATS (${RESIDENT_MAX_FLOATS}) and is not held in memory`,
+    )
 
 const CONCURRENCY = [1, 8]
 const K = 10
@@ -37,7 +41,11 @@ const next = random(1)
 const vector = () => Float32Array.from({ length: dimensions }, () => next() - 0.5)
 
 /** Wall and CPU milliseconds per search, `concurrency` searches in flight. */
-async function measure(store: VectorStore, repositoryId: string, concurrency: number): Promise<{ wall: number; cpu: number }> {
+async function measure(
+  store: VectorStore,
+  repositoryId: string,
+  concurrency: number,
+): Promise<{ wall: number; cpu: number }> {
   const queries = Array.from({ length: searches }, vector)
   const cpuBefore = process.cpuUsage()
   const started = performance.now()
@@ -56,7 +64,9 @@ const dir = mkdtempSync(join(tmpdir(), 'kgs-bench-vectors-'))
 const inMemory = await VectorStore.open(dir)
 const lanceOnly = await VectorStore.open(dir, { residentBytes: 0 })
 try {
-  console.log(`exact cosine search, k=${K}, ${dimensions} dimensions, ${format(searches)} searches per line; ms per search (CPU: all threads of this process)`)
+  console.log(
+    `exact cosine search, k=${K}, ${dimensions} dimensions, ${format(searches)} searches per line; ms per search (CPU: all threads of this process)`,
+  )
   console.log('rows     in flight   in memory wall / CPU     LanceDB wall / CPU     CPU ratio LanceDB : in memory')
   for (const rows of sizes) {
     const repositoryId = crypto.randomUUID()
@@ -80,7 +90,9 @@ try {
       )
     }
   }
-  console.log(`in-memory copy loaded (from the search that starts the load, which LanceDB answers, to the copy held): ${loads.join(', ')}`)
+  console.log(
+    `in-memory copy loaded (from the search that starts the load, which LanceDB answers, to the copy held): ${loads.join(', ')}`,
+  )
 } finally {
   await Promise.all([inMemory.close(), lanceOnly.close()])
   rmSync(dir, { recursive: true, force: true })

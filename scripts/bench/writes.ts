@@ -28,20 +28,36 @@ const CONCEPTS = 100
 const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-writes-'))
 const database = postgresBackend ? await createBenchDatabase() : undefined
 const kgs = await spawnKgs(
-  { DATA_DIR: dataDir, LOG_LEVEL: 'warn', WORKERS: '1', JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(), ...(database ? { DATABASE_URL: database.url } : {}) },
+  {
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    WORKERS: '1',
+    JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
+    ...(database ? { DATABASE_URL: database.url } : {}),
+  },
   join(dataDir, 'kgs.log'),
 )
 try {
   const call = jsonClient(() => kgs.url)
-  const post = (path: string, body: unknown, token?: string): Promise<Record<string, unknown>> => call('POST', path, token, body)
-  const { token } = (await post('/api/v1/auth/register', { email: `bench-${crypto.randomUUID()}@example.com`, password: 'correct horse battery' })) as { token: string }
+  const post = (path: string, body: unknown, token?: string): Promise<Record<string, unknown>> =>
+    call('POST', path, token, body)
+  const { token } = (await post('/api/v1/auth/register', {
+    email: `bench-${crypto.randomUUID()}@example.com`,
+    password: 'correct horse battery',
+  })) as { token: string }
   const { slug } = (await post('/api/v1/repositories', { name: 'writes' }, token)) as { slug: string }
   const sources = await mapConcurrently(
     Array.from({ length: SOURCES }),
     8,
-    async (_, i) => (await post(`/${slug}/sources`, { url: `https://example.org/${i}`, kind: 'web', status: 'parsed' }, token)).id as string,
+    async (_, i) =>
+      (await post(`/${slug}/sources`, { url: `https://example.org/${i}`, kind: 'web', status: 'parsed' }, token))
+        .id as string,
   )
-  const concepts = await mapConcurrently(Array.from({ length: CONCEPTS }), 8, async (_, i) => (await post(`/${slug}/concepts`, { canonical_name: `Concept ${i}` }, token)).id as string)
+  const concepts = await mapConcurrently(
+    Array.from({ length: CONCEPTS }),
+    8,
+    async (_, i) => (await post(`/${slug}/concepts`, { canonical_name: `Concept ${i}` }, token)).id as string,
+  )
 
   // Fact `i`, by one request.
   const createFact = async (i: number) =>
@@ -50,7 +66,10 @@ try {
         `/${slug}/facts`,
         {
           text: `Fact ${i}: measured under load, with two sources and two concepts.`,
-          sources: [{ source_id: sources[i % SOURCES] }, { source_id: sources[(i * 7 + 1) % SOURCES], chunk_index: i % 5 }],
+          sources: [
+            { source_id: sources[i % SOURCES] },
+            { source_id: sources[(i * 7 + 1) % SOURCES], chunk_index: i % 5 },
+          ],
           concepts: [{ concept_id: concepts[i % CONCEPTS] }, { concept_id: concepts[(i * 3 + 1) % CONCEPTS] }],
         },
         token,
@@ -78,11 +97,17 @@ try {
       ids.push(id)
     })
     const writeSeconds = (performance.now() - started) / 1000
-    const reads = await measure(() => fetch(`${kgs.url}/${slug}/facts/${ids[next++ % ids.length]}`, { headers: { authorization: `Bearer ${token}` } }), {
-      seconds: seconds / ROUNDS,
-      concurrency,
-      warmupSeconds: round === 0 ? 1 : 0.2,
-    })
+    const reads = await measure(
+      () =>
+        fetch(`${kgs.url}/${slug}/facts/${ids[next++ % ids.length]}`, {
+          headers: { authorization: `Bearer ${token}` },
+        }),
+      {
+        seconds: seconds / ROUNDS,
+        concurrency,
+        warmupSeconds: round === 0 ? 1 : 0.2,
+      },
+    )
     if (reads.errors > 0) throw new Error(`reads: ${reads.errors} errors`)
     rounds.push({ writes: count, writeSeconds, reads })
   }
@@ -106,7 +131,9 @@ try {
   console.log(
     `GET /{repoID}/facts/{id}    ${format(readRate).padStart(8)} req/s  (${seconds} s; p50 of the rounds' p50 ${median(rounds.map((r) => r.reads.p50)).toFixed(1)} ms, highest p99 ${Math.max(...rounds.map((r) => r.reads.p99)).toFixed(1)} ms)`,
   )
-  console.log(`ratio writes : reads        ${(writeRate / readRate).toFixed(2)} (target >= 0.25); by round ${roundRatios.map((r) => r.toFixed(2)).join(' ')}, median ${median(roundRatios).toFixed(2)}`)
+  console.log(
+    `ratio writes : reads        ${(writeRate / readRate).toFixed(2)} (target >= 0.25); by round ${roundRatios.map((r) => r.toFixed(2)).join(' ')}, median ${median(roundRatios).toFixed(2)}`,
+  )
   console.log(`embed_changes jobs queued   ${jobs} for ${facts + warmup + CONCEPTS} writes of facts and concepts`)
 } finally {
   await kgs.stop()

@@ -25,12 +25,19 @@ export interface MixPlan {
   clients: number
   /** Relative weights of the operation classes. */
   weights: Record<OperationClass, number>
-  users: { email: string; password: string /** Indexes into `repositories`: where the user holds a role. */; repositories: number[] }[]
+  users: {
+    email: string
+    password: string /** Indexes into `repositories`: where the user holds a role. */
+    repositories: number[]
+  }[]
   repositories: { reads: Route[]; jobs: Route[] }[]
   seed: number
 }
 
-export type ClientMessage = { type: 'ready' } | { type: 'result'; samples: [string, OperationSamples][] } | { type: 'failed'; error: string }
+export type ClientMessage =
+  | { type: 'ready' }
+  | { type: 'result'; samples: [string, OperationSamples][] }
+  | { type: 'failed'; error: string }
 export type ParentMessage = { type: 'setup'; plan: MixPlan } | { type: 'run'; seconds: number; rampSeconds: number }
 
 /** Concurrent logins at setup: each costs the server an argon2id hash of 64 MiB. */
@@ -48,14 +55,18 @@ const json = { 'content-type': 'application/json' }
 /** Logs the client in again: a new session replaces its current one. */
 async function logIn(url: string, client: Client): Promise<void> {
   const body = JSON.stringify({ email: client.user.email, password: client.user.password })
-  const grant = JSON.parse(await expectOk(await fetch(`${url}/api/v1/auth/login`, { method: 'POST', headers: json, body }))) as { token: string; refresh_token: string }
+  const grant = JSON.parse(
+    await expectOk(await fetch(`${url}/api/v1/auth/login`, { method: 'POST', headers: json, body })),
+  ) as { token: string; refresh_token: string }
   client.token = grant.token
   client.refreshToken = grant.refresh_token
 }
 
 async function refresh(url: string, client: Client): Promise<void> {
   const body = JSON.stringify({ refresh_token: client.refreshToken })
-  const pair = JSON.parse(await expectOk(await fetch(`${url}/api/v1/auth/refresh`, { method: 'POST', headers: json, body }))) as { token: string; refresh_token: string }
+  const pair = JSON.parse(
+    await expectOk(await fetch(`${url}/api/v1/auth/refresh`, { method: 'POST', headers: json, body })),
+  ) as { token: string; refresh_token: string }
   client.token = pair.token
   client.refreshToken = pair.refresh_token
 }
@@ -93,7 +104,15 @@ function stepper(plan: MixPlan) {
 }
 
 async function setUp(plan: MixPlan): Promise<Client[]> {
-  const clients = Array.from({ length: plan.clients }, (_, i): Client => ({ user: plan.users[i % plan.users.length]!, token: '', refreshToken: '', next: random(plan.seed + i) }))
+  const clients = Array.from(
+    { length: plan.clients },
+    (_, i): Client => ({
+      user: plan.users[i % plan.users.length]!,
+      token: '',
+      refreshToken: '',
+      next: random(plan.seed + i),
+    }),
+  )
   await mapConcurrently(clients, SETUP_LOGINS_AT_ONCE, (client) => logIn(plan.url, client))
   return clients
 }
@@ -110,7 +129,10 @@ if (import.meta.main) {
         return { type: 'ready' }
       }
       if (!next) throw new Error('run before setup')
-      return { type: 'result', samples: [...(await runClosedLoop(clients, next, message.seconds, message.rampSeconds))] }
+      return {
+        type: 'result',
+        samples: [...(await runClosedLoop(clients, next, message.seconds, message.rampSeconds))],
+      }
     }
     work().then(reply, (error: unknown) => reply({ type: 'failed', error: String(error) }))
   })

@@ -44,7 +44,12 @@ export async function expectOk(response: Response): Promise<string> {
  * requests still running when time is up are waited for and counted (their latencies too: a
  * slow request dropped at the end would flatter the tail), but not as completed in the window.
  */
-export async function runClosedLoop<C>(clients: readonly C[], next: (client: C) => Step, seconds: number, rampSeconds = 0): Promise<Map<string, OperationSamples>> {
+export async function runClosedLoop<C>(
+  clients: readonly C[],
+  next: (client: C) => Step,
+  seconds: number,
+  rampSeconds = 0,
+): Promise<Map<string, OperationSamples>> {
   const samples = new Map<string, OperationSamples>()
   const end = performance.now() + seconds * 1000
   await Promise.all(
@@ -54,7 +59,8 @@ export async function runClosedLoop<C>(clients: readonly C[], next: (client: C) 
       while (performance.now() < end) {
         const step = next(client)
         let entry = samples.get(step.operation)
-        if (!entry) samples.set(step.operation, (entry = { latencies: [], completedInWindow: 0, errors: 0, failures: [] }))
+        if (!entry)
+          samples.set(step.operation, (entry = { latencies: [], completedInWindow: 0, errors: 0, failures: [] }))
         const started = performance.now()
         try {
           await step.send()
@@ -73,7 +79,11 @@ export async function runClosedLoop<C>(clients: readonly C[], next: (client: C) 
 }
 
 /** `work` over every item, at most `atOnce` at a time; the results in the items' order. */
-export async function mapConcurrently<T, R>(items: readonly T[], atOnce: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapConcurrently<T, R>(
+  items: readonly T[],
+  atOnce: number,
+  work: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results: R[] = []
   let next = 0
   await Promise.all(
@@ -106,7 +116,10 @@ export function summarize(groups: readonly OperationSamples[], seconds: number):
 }
 
 /** `concurrency` clients repeating one request: a warm-up, then the measured run. */
-export async function measure(request: () => Promise<Response>, { seconds, concurrency, warmupSeconds = 1 }: { seconds: number; concurrency: number; warmupSeconds?: number }): Promise<LoadResult> {
+export async function measure(
+  request: () => Promise<Response>,
+  { seconds, concurrency, warmupSeconds = 1 }: { seconds: number; concurrency: number; warmupSeconds?: number },
+): Promise<LoadResult> {
   const clients = Array.from({ length: concurrency }, (_, i) => i)
   const step: Step = { operation: 'request', send: async () => void (await expectOk(await request())) }
   await runClosedLoop(clients, () => step, warmupSeconds)
@@ -195,7 +208,10 @@ export function memoryOf(pid: number): { rssMB: number; peakMB: number } {
  * a burst ends (an argon2id verification's 64 MiB, for one), and a reading taken during that
  * moment or after it would differ by as much. Settled: within 1 MB for a second.
  */
-export async function settledMemoryOf(pid: number, { deadlineMs = 15_000 } = {}): Promise<{ rssMB: number; peakMB: number }> {
+export async function settledMemoryOf(
+  pid: number,
+  { deadlineMs = 15_000 } = {},
+): Promise<{ rssMB: number; peakMB: number }> {
   const deadline = performance.now() + deadlineMs
   let stableSince = performance.now()
   let last = memoryOf(pid)

@@ -28,7 +28,8 @@ function binDir(): string {
   const base = '/usr/lib/postgresql'
   const versions = existsSync(base) ? readdirSync(base).filter((v) => existsSync(join(base, v, 'bin', 'initdb'))) : []
   const newest = versions.sort((a, b) => Number(b) - Number(a))[0]
-  if (!newest) throw new Error('PostgreSQL server binaries not found: set PG_BINDIR to the directory holding initdb and pg_ctl')
+  if (!newest)
+    throw new Error('PostgreSQL server binaries not found: set PG_BINDIR to the directory holding initdb and pg_ctl')
   return join(base, newest, 'bin')
 }
 
@@ -56,18 +57,39 @@ export async function createPostgresCluster(): Promise<PostgresCluster> {
   const port = await freePort()
   const run = async (args: string[]) => {
     const child = Bun.spawn([...prefix, ...args], { stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' })
-    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    const [stdout, stderr, code] = await Promise.all([
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+      child.exited,
+    ])
     if (code !== 0) throw new Error(`${args.join(' ')} exited with ${code}: ${stderr}${stdout}`)
   }
   // A process that dies without afterAll must not leave a server running.
-  const stopNow = () => Bun.spawnSync([...prefix, join(bin, 'pg_ctl'), '-D', data, 'stop', '-m', 'immediate', '-w'], { stdout: 'ignore', stderr: 'ignore' })
+  const stopNow = () =>
+    Bun.spawnSync([...prefix, join(bin, 'pg_ctl'), '-D', data, 'stop', '-m', 'immediate', '-w'], {
+      stdout: 'ignore',
+      stderr: 'ignore',
+    })
   process.on('exit', stopNow)
   // Durability is worthless here, and its fsyncs would slow every test run.
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c synchronous_commit=off`
-  const start = () => run([join(bin, 'pg_ctl'), '-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '30', 'start'])
+  const start = () =>
+    run([join(bin, 'pg_ctl'), '-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '30', 'start'])
   let running = false
   try {
-    await run([join(bin, 'initdb'), '-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync'])
+    await run([
+      join(bin, 'initdb'),
+      '-D',
+      data,
+      '-U',
+      'postgres',
+      '-A',
+      'trust',
+      '-E',
+      'UTF8',
+      '--locale=C',
+      '--no-sync',
+    ])
     await start()
     running = true
   } catch (error) {

@@ -29,7 +29,9 @@ function databaseAt(maintenanceUrl: string, name: string): ScratchDatabase {
     async drop() {
       const sql = postgres(maintenanceUrl, { max: 1, onnotice: () => {} })
       try {
-        const databases = await sql<{ datname: string }[]>`SELECT datname FROM pg_database WHERE datname = ${name} OR datname LIKE ${name + '\\_%'}`
+        const databases = await sql<
+          { datname: string }[]
+        >`SELECT datname FROM pg_database WHERE datname = ${name} OR datname LIKE ${name + '\\_%'}`
         for (const { datname } of databases) await sql`DROP DATABASE IF EXISTS ${sql(datname)} WITH (FORCE)`
       } finally {
         await sql.end()
@@ -43,7 +45,10 @@ function databaseAt(maintenanceUrl: string, name: string): ScratchDatabase {
  * not exist (`created` says which) and kept after the run: a large fixture filled once and
  * measured again. `drop` removes it as it does a scratch database.
  */
-export async function openNamedDatabase(maintenanceUrl: string, name: string): Promise<ScratchDatabase & { created: boolean }> {
+export async function openNamedDatabase(
+  maintenanceUrl: string,
+  name: string,
+): Promise<ScratchDatabase & { created: boolean }> {
   const admin = postgres(maintenanceUrl, { max: 1, onnotice: () => {} })
   let created = false
   try {

@@ -16,7 +16,16 @@ export interface GraphSize {
 /** Realistic proportions: per 20 facts one source, per 10 one concept and one summary, per 40 one image, per 100 one synthesis, per 200 one investigation and one report. */
 export function graphSize(facts: number): GraphSize {
   const at = (divisor: number) => Math.max(1, Math.ceil(facts / divisor))
-  return { sources: at(20), facts, concepts: at(10), summaries: at(10), syntheses: at(100), investigations: at(200), reports: at(200), images: at(40) }
+  return {
+    sources: at(20),
+    facts,
+    concepts: at(10),
+    summaries: at(10),
+    syntheses: at(100),
+    investigations: at(200),
+    reports: at(200),
+    images: at(40),
+  }
 }
 
 export const WORDS = (
@@ -31,7 +40,18 @@ export const VERBS =
   'absorbs accelerates alters amplifies binds blocks carries changes controls cools dampens degrades drives emits enhances forms heats inhibits limits lowers raises reduces reflects regulates releases shields slows stabilizes stores transports'.split(
     ' ',
   )
-export const QUALIFIERS = ['at high pressure', 'in cold water', 'during summer', 'under load', 'at night', 'in dry soil', 'near the surface', 'over decades', 'in the lab', 'at sea level']
+export const QUALIFIERS = [
+  'at high pressure',
+  'in cold water',
+  'during summer',
+  'under load',
+  'at night',
+  'in dry soil',
+  'near the surface',
+  'over decades',
+  'in the lab',
+  'at sea level',
+]
 
 /** mulberry32: small, fast, deterministic. */
 export function random(seed: number): () => number {

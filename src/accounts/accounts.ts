@@ -10,9 +10,27 @@ import type { Logger } from '../log.ts'
 import type { PasswordCost, RegistrationMode } from '../config.ts'
 import { consumeInvitation, invitationValid } from './invitations.ts'
 import { hashPassword, needsRehash, PASSWORD_MAX, PASSWORD_MIN, verifyPassword } from './passwords.ts'
-import { RevokedSessions, SESSION_REVOKED, endSession, endUserSessions, insertSession, listLiveSessions, markRevoked, rotateRefreshToken } from './sessions.ts'
+import {
+  RevokedSessions,
+  SESSION_REVOKED,
+  endSession,
+  endUserSessions,
+  insertSession,
+  listLiveSessions,
+  markRevoked,
+  rotateRefreshToken,
+} from './sessions.ts'
 import { createSessionTokens, type SessionTokens } from './tokens.ts'
-import { findCredentials, findUserById, findUserIdByEmail, insertUser, listUsers, normalizeEmail, replacePasswordHash, updateUser } from './users.ts'
+import {
+  findCredentials,
+  findUserById,
+  findUserIdByEmail,
+  insertUser,
+  listUsers,
+  normalizeEmail,
+  replacePasswordHash,
+  updateUser,
+} from './users.ts'
 import { ExpiringMap } from '../expiring.ts'
 import type { SessionGrant, SessionSummary, User } from './schemas.ts'
 
@@ -43,9 +61,12 @@ const USER_CACHE_TTL_MS = 30_000
 const USER_CACHE_SIZE = 10_000
 
 /** A registration the REGISTRATION setting refuses (403): each says how to get an account instead. */
-const REGISTRATION_CLOSED = 'registration is closed: an administrator creates accounts (`kgs user create`, or POST /api/v1/admin/users)'
-const INVITATION_NEEDED = 'registration is by invitation: ask an administrator for an invitation code for your e-mail address, and register with it'
-const INVITATION_INVALID = 'registration is by invitation: this invitation code is not open for this e-mail address (unknown, expired, already used, or made for another address)'
+const REGISTRATION_CLOSED =
+  'registration is closed: an administrator creates accounts (`kgs user create`, or POST /api/v1/admin/users)'
+const INVITATION_NEEDED =
+  'registration is by invitation: ask an administrator for an invitation code for your e-mail address, and register with it'
+const INVITATION_INVALID =
+  'registration is by invitation: this invitation code is not open for this e-mail address (unknown, expired, already used, or made for another address)'
 
 /** What a registration carries: `invitation` is the code a sysadmin gave, where REGISTRATION=invite. */
 export interface Registration {
@@ -79,7 +100,11 @@ export class Accounts implements Authenticator {
   private constructor(private readonly options: AccountsOptions) {
     this.sql = options.system
     this.resourceMetadataUrl = options.resourceMetadataUrl
-    this.tokens = createSessionTokens({ secret: options.jwtSecret, issuer: options.issuer, ttlSeconds: options.accessTokenTtl })
+    this.tokens = createSessionTokens({
+      secret: options.jwtSecret,
+      issuer: options.issuer,
+      ttlSeconds: options.accessTokenTtl,
+    })
     this.revoked = new RevokedSessions(options.system, options.accessTokenTtl, options.log)
   }
 
@@ -125,10 +150,16 @@ export class Accounts implements Authenticator {
    * Makes an account whatever REGISTRATION says (a sysadmin's doing, or a registration it
    * allowed): a member of the system domain. `within` runs in the insert's transaction.
    */
-  async createAccount(input: { email: string; password: string; name?: string }, within?: (tx: Db) => Promise<void>): Promise<User> {
+  async createAccount(
+    input: { email: string; password: string; name?: string },
+    within?: (tx: Db) => Promise<void>,
+  ): Promise<User> {
     const email = requireEmail(input.email)
     if (input.password.length < PASSWORD_MIN || input.password.length > PASSWORD_MAX)
-      throw new HttpError(400, `invalid body: password: expected a password of ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`)
+      throw new HttpError(
+        400,
+        `invalid body: password: expected a password of ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`,
+      )
     const passwordHash = await hashPassword(input.password, this.options.passwordCost)
     const user = await this.sql.begin(async (tx) => {
       await within?.(tx)
@@ -149,7 +180,8 @@ export class Accounts implements Authenticator {
     const normalized = normalizeEmail(email)
     const account = normalized ? await findCredentials(this.sql, normalized) : undefined
     // Unknown accounts are verified against a dummy hash: the answer takes as long either way.
-    if (!(await verifyPassword(password, account?.password_hash, this.options.passwordCost)) || !account) return undefined
+    if (!(await verifyPassword(password, account?.password_hash, this.options.passwordCost)) || !account)
+      return undefined
     const { password_hash: storedHash, ...user } = account
     if (needsRehash(storedHash, this.options.passwordCost)) await this.rehash(user.id, password, storedHash)
     return user
@@ -164,13 +196,20 @@ export class Accounts implements Authenticator {
     try {
       await replacePasswordHash(this.sql, userId, storedHash, await hashPassword(password, this.options.passwordCost))
     } catch (error) {
-      this.options.log.warn('password not re-hashed at the configured cost; kept as it was', { user_id: userId, error: (error as Error).message })
+      this.options.log.warn('password not re-hashed at the configured cost; kept as it was', {
+        user_id: userId,
+        error: (error as Error).message,
+      })
     }
   }
 
   private async startSession(user: User): Promise<SessionGrant> {
     const session = await insertSession(this.sql, user.id, this.options.sessionTtl)
-    return { user, token: await this.accessToken(user.id, session.sessionId, session.expiresAt), refresh_token: session.refreshToken }
+    return {
+      user,
+      token: await this.accessToken(user.id, session.sessionId, session.expiresAt),
+      refresh_token: session.refreshToken,
+    }
   }
 
   /** An access token never outlives its session. */
@@ -184,17 +223,24 @@ export class Accounts implements Authenticator {
       this.revoked.add(rotation.sessionId)
       await this.options.bus.publish(this.sql, SESSION_REVOKED, rotation.sessionId)
     }
-    if (rotation.outcome === 'reused') this.options.log.warn('refresh token reused; session revoked', { session_id: rotation.sessionId })
-    if (rotation.outcome === 'idle') throw new HttpError(401, 'the session went unused longer than SESSION_IDLE_TTL; sign in again')
+    if (rotation.outcome === 'reused')
+      this.options.log.warn('refresh token reused; session revoked', { session_id: rotation.sessionId })
+    if (rotation.outcome === 'idle')
+      throw new HttpError(401, 'the session went unused longer than SESSION_IDLE_TTL; sign in again')
     if (rotation.outcome !== 'rotated') throw invalidRefreshToken()
-    return { token: await this.accessToken(rotation.userId, rotation.sessionId, rotation.expiresAt), refresh_token: rotation.refreshToken }
+    return {
+      token: await this.accessToken(rotation.userId, rotation.sessionId, rotation.expiresAt),
+      refresh_token: rotation.refreshToken,
+    }
   }
 
   async logout(principal: Principal): Promise<void> {
-    if (!principal.sessionId) throw new HttpError(400, 'not a session token; revoke OAuth tokens at /api/v1/oauth/revoke')
+    if (!principal.sessionId)
+      throw new HttpError(400, 'not a session token; revoke OAuth tokens at /api/v1/oauth/revoke')
     this.revoked.add(principal.sessionId)
     await this.sql.begin(async (tx) => {
-      if (await markRevoked(tx, principal.sessionId!, 'logout')) await this.options.bus.publish(tx, SESSION_REVOKED, principal.sessionId!)
+      if (await markRevoked(tx, principal.sessionId!, 'logout'))
+        await this.options.bus.publish(tx, SESSION_REVOKED, principal.sessionId!)
     })
   }
 
@@ -255,9 +301,11 @@ export class Accounts implements Authenticator {
    */
   private async reauthenticate(principal: Principal, currentPassword: string | undefined): Promise<void> {
     requireSessionToken(principal, 'sign-in credentials')
-    if (currentPassword === undefined) throw new HttpError(400, 'invalid body: current_password: required to change the e-mail')
+    if (currentPassword === undefined)
+      throw new HttpError(400, 'invalid body: current_password: required to change the e-mail')
     const actor = await this.findUser(principal.userId)
-    if (!actor || !(await this.verifyCredentials(actor.email, currentPassword))) throw new HttpError(403, 'current_password is wrong')
+    if (!actor || !(await this.verifyCredentials(actor.email, currentPassword)))
+      throw new HttpError(403, 'current_password is wrong')
   }
 
   /** The account of a normalized e-mail address, if there is one. */
@@ -276,7 +324,11 @@ export class Accounts implements Authenticator {
   }
 
   /** Changes a profile for `principal`, authorized to change it; an e-mail change needs its password too. */
-  async updateUser(principal: Principal, userId: string, changes: { name?: string; email?: string; current_password?: string }): Promise<User> {
+  async updateUser(
+    principal: Principal,
+    userId: string,
+    changes: { name?: string; email?: string; current_password?: string },
+  ): Promise<User> {
     const existing = await this.getUser(userId)
     const email = changes.email === undefined ? undefined : requireEmail(changes.email)
     if (email !== undefined && email !== existing.email) await this.reauthenticate(principal, changes.current_password)

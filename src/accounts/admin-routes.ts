@@ -8,12 +8,24 @@ import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { Accounts } from './accounts.ts'
-import { createInvitation, deleteInvitation, INVITATION_DAYS_DEFAULT, INVITATION_DAYS_MAX, listInvitations, OPEN_INVITATIONS_MAX } from './invitations.ts'
+import {
+  createInvitation,
+  deleteInvitation,
+  INVITATION_DAYS_DEFAULT,
+  INVITATION_DAYS_MAX,
+  listInvitations,
+  OPEN_INVITATIONS_MAX,
+} from './invitations.ts'
 import { Email, Name, Password, User } from './schemas.ts'
 import { normalizeEmail } from './users.ts'
 
 const strict = { additionalProperties: false } as const
-const Invitation = t.Object({ id: t.String({ format: 'uuid' }), email: t.String(), created_at: t.String(), expires_at: t.String() })
+const Invitation = t.Object({
+  id: t.String({ format: 'uuid' }),
+  email: t.String(),
+  created_at: t.String(),
+  expires_at: t.String(),
+})
 /** A JSON body: invalid (400), too large (413), of another type (415). */
 const bodyErrors = { 400: ErrorBody, 413: ErrorBody, 415: ErrorBody }
 
@@ -38,7 +50,11 @@ export function accountAdminRoutes({ accounts, system, access }: AccountAdminRou
         permission: 'user:manage',
         body: t.Object({ email: Email, password: Password, name: t.Optional(Name) }, strict),
         response: { 201: User, ...bodyErrors, 409: ErrorBody, 503: ErrorBody },
-        detail: { tags: ['admin'], summary: 'Create an account (a member of the system domain), whatever REGISTRATION says; the person signs in with this password' },
+        detail: {
+          tags: ['admin'],
+          summary:
+            'Create an account (a member of the system domain), whatever REGISTRATION says; the person signs in with this password',
+        },
       },
     )
     .post(
@@ -46,9 +62,17 @@ export function accountAdminRoutes({ accounts, system, access }: AccountAdminRou
       async ({ principal, body, set }) => {
         const email = normalizeEmail(body.email)
         if (!email) throw new HttpError(400, 'invalid body: email: expected an e-mail address')
-        const outcome = await createInvitation(system, { email, days: body.expires_in_days ?? INVITATION_DAYS_DEFAULT, createdBy: principal.userId })
+        const outcome = await createInvitation(system, {
+          email,
+          days: body.expires_in_days ?? INVITATION_DAYS_DEFAULT,
+          createdBy: principal.userId,
+        })
         if (outcome.kind === 'registered') throw new HttpError(409, 'e-mail address already registered')
-        if (outcome.kind === 'too-many') throw new HttpError(409, `${OPEN_INVITATIONS_MAX} invitations are open already: revoke some, or let them expire`)
+        if (outcome.kind === 'too-many')
+          throw new HttpError(
+            409,
+            `${OPEN_INVITATIONS_MAX} invitations are open already: revoke some, or let them expire`,
+          )
         set.status = 201
         set.headers['cache-control'] = 'no-store'
         return { ...outcome.invitation, code: outcome.code }
@@ -59,13 +83,25 @@ export function accountAdminRoutes({ accounts, system, access }: AccountAdminRou
           {
             email: Email,
             expires_in_days: t.Optional(
-              t.Integer({ minimum: 1, maximum: INVITATION_DAYS_MAX, description: `default ${INVITATION_DAYS_DEFAULT}`, error: `expected a whole number of days from 1 to ${INVITATION_DAYS_MAX}` }),
+              t.Integer({
+                minimum: 1,
+                maximum: INVITATION_DAYS_MAX,
+                description: `default ${INVITATION_DAYS_DEFAULT}`,
+                error: `expected a whole number of days from 1 to ${INVITATION_DAYS_MAX}`,
+              }),
             ),
           },
           strict,
         ),
         response: {
-          201: t.Composite([Invitation, t.Object({ code: t.String({ description: 'give it to the person: they register with it; shown only here, stored only as a digest' }) })]),
+          201: t.Composite([
+            Invitation,
+            t.Object({
+              code: t.String({
+                description: 'give it to the person: they register with it; shown only here, stored only as a digest',
+              }),
+            }),
+          ]),
           ...bodyErrors,
           409: ErrorBody,
         },
@@ -79,7 +115,10 @@ export function accountAdminRoutes({ accounts, system, access }: AccountAdminRou
       permission: 'user:read',
       paginated: true,
       response: { 200: t.Array(Invitation), 400: ErrorBody },
-      detail: { tags: ['admin'], summary: 'The invitations not yet used or expired, oldest first (paginated; never their codes)' },
+      detail: {
+        tags: ['admin'],
+        summary: 'The invitations not yet used or expired, oldest first (paginated; never their codes)',
+      },
     })
     .delete(
       '/invitations/:invitationID',

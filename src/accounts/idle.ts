@@ -5,14 +5,22 @@ import type { Db } from '../db/sql.ts'
 
 /** Whether the refresh token issued at `createdAt` (a column) is older than `idleSeconds`; false without a limit. */
 export function refreshIdle(sql: Db, createdAt: string, idleSeconds: number | undefined) {
-  return idleSeconds === undefined ? sql`false` : sql`${sql(createdAt)} <= now() - make_interval(secs => ${idleSeconds})`
+  return idleSeconds === undefined
+    ? sql`false`
+    : sql`${sql(createdAt)} <= now() - make_interval(secs => ${idleSeconds})`
 }
 
 /**
  * Whether the session or grant `owner` (a column) was refreshed within `idleSeconds`: it holds an
  * unused refresh token in `tokens` (keyed by `ownerColumn`) younger than that. True without a limit.
  */
-export function refreshedWithin(sql: Db, tokens: 'refresh_tokens' | 'oauth_refresh_tokens', ownerColumn: 'session_id' | 'family_id', owner: string, idleSeconds: number | undefined) {
+export function refreshedWithin(
+  sql: Db,
+  tokens: 'refresh_tokens' | 'oauth_refresh_tokens',
+  ownerColumn: 'session_id' | 'family_id',
+  owner: string,
+  idleSeconds: number | undefined,
+) {
   return idleSeconds === undefined
     ? sql`true`
     : sql`EXISTS (SELECT 1 FROM ${sql(tokens)} r WHERE r.${sql(ownerColumn)} = ${sql(owner)} AND r.used_at IS NULL AND NOT ${refreshIdle(sql, 'r.created_at', idleSeconds)})`

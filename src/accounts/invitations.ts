@@ -20,20 +20,29 @@ export interface Invitation {
 
 const digest = (code: string) => createHash('sha256').update(code).digest()
 
-const columns = (sql: Db) => sql`id, email, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'expires_at')} AS expires_at`
+const columns = (sql: Db) =>
+  sql`id, email, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'expires_at')} AS expires_at`
 
-export type InvitationOutcome = { kind: 'created'; invitation: Invitation; code: string } | { kind: 'registered' } | { kind: 'too-many' }
+export type InvitationOutcome =
+  | { kind: 'created'; invitation: Invitation; code: string }
+  | { kind: 'registered' }
+  | { kind: 'too-many' }
 
 /**
  * An invitation for `email` valid `days` days; one made for that address before is replaced (its
  * code stops working). Refused for an address that has an account, or past OPEN_INVITATIONS_MAX.
  */
-export async function createInvitation(sql: Sql, input: { email: string; days: number; createdBy: string }): Promise<InvitationOutcome> {
+export async function createInvitation(
+  sql: Sql,
+  input: { email: string; days: number; createdBy: string },
+): Promise<InvitationOutcome> {
   return sql.begin(async (tx) => {
     await tx`DELETE FROM invitations WHERE expires_at <= now()`
     const [registered] = await tx`SELECT 1 FROM users WHERE email = ${input.email}`
     if (registered) return { kind: 'registered' as const }
-    const [open] = await tx<{ count: number }[]>`SELECT count(*)::int AS count FROM invitations WHERE email <> ${input.email}`
+    const [open] = await tx<
+      { count: number }[]
+    >`SELECT count(*)::int AS count FROM invitations WHERE email <> ${input.email}`
     if (open!.count >= OPEN_INVITATIONS_MAX) return { kind: 'too-many' as const }
     const code = randomBytes(24).toString('base64url')
     const [invitation] = await tx<Invitation[]>`
@@ -46,7 +55,11 @@ export async function createInvitation(sql: Sql, input: { email: string; days: n
 }
 
 /** One page of the invitations not yet expired, oldest first, with one row of look-ahead. */
-export async function listInvitations(sql: Sql, limit: number, after?: PageKey): Promise<(Invitation & { page_key: PageKey })[]> {
+export async function listInvitations(
+  sql: Sql,
+  limit: number,
+  after?: PageKey,
+): Promise<(Invitation & { page_key: PageKey })[]> {
   const rows = await sql<(Invitation & { key_at: string })[]>`
     SELECT ${columns(sql)}, ${pageKeyColumn(sql)} FROM invitations
     WHERE expires_at > now() AND ${afterCursor(sql, after)}
@@ -57,17 +70,24 @@ export async function listInvitations(sql: Sql, limit: number, after?: PageKey):
 
 /** Revokes an invitation; undefined if there was none (or it had expired). */
 export async function deleteInvitation(sql: Sql, id: string): Promise<Invitation | undefined> {
-  const [row] = await sql<Invitation[]>`DELETE FROM invitations WHERE id = ${id} AND expires_at > now() RETURNING ${columns(sql)}`
+  const [row] = await sql<
+    Invitation[]
+  >`DELETE FROM invitations WHERE id = ${id} AND expires_at > now() RETURNING ${columns(sql)}`
   return row
 }
 
 /** Whether `code` is the open invitation of `email` (a check before the password is hashed). */
 export async function invitationValid(sql: Db, email: string, code: string): Promise<boolean> {
-  const [row] = await sql`SELECT 1 FROM invitations WHERE email = ${email} AND code_hash = ${digest(code)} AND expires_at > now()`
+  const [row] =
+    await sql`SELECT 1 FROM invitations WHERE email = ${email} AND code_hash = ${digest(code)} AND expires_at > now()`
   return row !== undefined
 }
 
 /** Uses up the invitation, in the transaction that makes the account: false if it is not open. */
 export async function consumeInvitation(tx: Db, email: string, code: string): Promise<boolean> {
-  return (await tx`DELETE FROM invitations WHERE email = ${email} AND code_hash = ${digest(code)} AND expires_at > now() RETURNING id`).length > 0
+  return (
+    (
+      await tx`DELETE FROM invitations WHERE email = ${email} AND code_hash = ${digest(code)} AND expires_at > now() RETURNING id`
+    ).length > 0
+  )
 }

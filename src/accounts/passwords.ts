@@ -11,7 +11,9 @@ export const PASSWORD_MIN = 8
 export const PASSWORD_MAX = 256
 
 /** What the main thread asks of a hashing thread: a hash of `password` at `cost`, or a verification against `hash`. */
-export type HashRequest = { password: string; cost: PasswordCost; hash?: undefined } | { password: string; hash: string }
+export type HashRequest =
+  | { password: string; cost: PasswordCost; hash?: undefined }
+  | { password: string; hash: string }
 export type HashResult = { value: string | boolean; error?: undefined } | { error: string }
 
 /**
@@ -143,5 +145,10 @@ const PHC_ARGON2ID = /^\$argon2id\$v=19\$m=(\d+),t=(\d+),p=(\d+)\$/
 /** Whether a stored hash was made otherwise than argon2id at `cost` (p=1): then it is re-hashed at the next sign-in. */
 export function needsRehash(hash: string, cost: PasswordCost): boolean {
   const parameters = PHC_ARGON2ID.exec(hash)
-  return !parameters || Number(parameters[1]) !== cost.memoryKiB || Number(parameters[2]) !== cost.timeCost || parameters[3] !== '1'
+  return (
+    !parameters ||
+    Number(parameters[1]) !== cost.memoryKiB ||
+    Number(parameters[2]) !== cost.timeCost ||
+    parameters[3] !== '1'
+  )
 }

@@ -49,32 +49,59 @@ export function accountRoutes({ accounts, access, throttles }: AccountRoutesOpti
         },
         {
           public: true,
-          body: t.Object({ email: Email, password: Password, name: t.Optional(Name), invitation: t.Optional(Invitation) }, strict),
+          body: t.Object(
+            { email: Email, password: Password, name: t.Optional(Name), invitation: t.Optional(Invitation) },
+            strict,
+          ),
           // 403: REGISTRATION is closed, or invite and no open invitation for this e-mail came with it.
           response: { 201: SessionGrant, ...bodyErrors, 403: ErrorBody, 409: ErrorBody, ...hashingErrors },
-          detail: { tags: ['accounts'], summary: 'Create an account and start a session, as REGISTRATION allows (open; invite: with an invitation code; closed: 403)' },
+          detail: {
+            tags: ['accounts'],
+            summary:
+              'Create an account and start a session, as REGISTRATION allows (open; invite: with an invitation code; closed: 403)',
+          },
         },
       )
-      .post('/auth/login', async ({ body, set, request }) => uncached(set, await throttles.login.guard(request, normalizeEmail(body.email), () => accounts.login(body))), {
-        public: true,
-        body: t.Object({ email: t.String({ maxLength: 254 }), password: t.String({ maxLength: PASSWORD_MAX }) }, strict),
-        response: { 200: SessionGrant, ...bodyErrors, ...unauthenticated, ...hashingErrors },
-        detail: { tags: ['accounts'], summary: 'Start a session' },
-      })
-      .post('/auth/refresh', async ({ body, set, request }) => uncached(set, await throttles.token.guard(request, undefined, () => accounts.refresh(body.refresh_token))), {
-        public: true,
-        body: t.Object({ refresh_token: t.String({ maxLength: 128 }) }, strict),
-        response: { 200: TokenPair, ...bodyErrors, ...unauthenticated, 429: ErrorBody },
-        detail: { tags: ['accounts'], summary: 'Exchange a refresh token (single use) for a new token pair' },
-      })
+      .post(
+        '/auth/login',
+        async ({ body, set, request }) =>
+          uncached(set, await throttles.login.guard(request, normalizeEmail(body.email), () => accounts.login(body))),
+        {
+          public: true,
+          body: t.Object(
+            { email: t.String({ maxLength: 254 }), password: t.String({ maxLength: PASSWORD_MAX }) },
+            strict,
+          ),
+          response: { 200: SessionGrant, ...bodyErrors, ...unauthenticated, ...hashingErrors },
+          detail: { tags: ['accounts'], summary: 'Start a session' },
+        },
+      )
+      .post(
+        '/auth/refresh',
+        async ({ body, set, request }) =>
+          uncached(set, await throttles.token.guard(request, undefined, () => accounts.refresh(body.refresh_token))),
+        {
+          public: true,
+          body: t.Object({ refresh_token: t.String({ maxLength: 128 }) }, strict),
+          response: { 200: TokenPair, ...bodyErrors, ...unauthenticated, 429: ErrorBody },
+          detail: { tags: ['accounts'], summary: 'Exchange a refresh token (single use) for a new token pair' },
+        },
+      )
       .get(
         '/auth/sessions',
-        async ({ principal, page }) => (await accounts.listSessions(principal.userId, page.limit, page.after)).map((session) => ({ ...session, current: session.id === principal.sessionId })),
+        async ({ principal, page }) =>
+          (await accounts.listSessions(principal.userId, page.limit, page.after)).map((session) => ({
+            ...session,
+            current: session.id === principal.sessionId,
+          })),
         {
           session: 'sessions',
           paginated: true,
           response: { 200: t.Array(Session), 400: ErrorBody, ...unauthenticated, 403: ErrorBody },
-          detail: { tags: ['accounts'], summary: "The caller's live sessions, oldest first (paginated; a session token only)" },
+          detail: {
+            tags: ['accounts'],
+            summary: "The caller's live sessions, oldest first (paginated; a session token only)",
+          },
         },
       )
       .delete(
@@ -87,7 +114,10 @@ export function accountRoutes({ accounts, access, throttles }: AccountRoutesOpti
           session: 'sessions',
           params: SessionParams,
           response: { 200: Session, 400: ErrorBody, ...unauthenticated, 403: ErrorBody, 404: ErrorBody },
-          detail: { tags: ['accounts'], summary: "End one of the caller's sessions: its tokens stop working at once (a session token only)" },
+          detail: {
+            tags: ['accounts'],
+            summary: "End one of the caller's sessions: its tokens stop working at once (a session token only)",
+          },
         },
       )
       .post(
@@ -118,7 +148,9 @@ export function accountRoutes({ accounts, access, throttles }: AccountRoutesOpti
         '/users/:userID',
         ({ principal, params, body, request }) => {
           const update = () => accounts.updateUser(principal, params.userID.toLowerCase(), body)
-          return body.current_password === undefined ? update() : throttles.login.guard(request, principal.userId, update)
+          return body.current_password === undefined
+            ? update()
+            : throttles.login.guard(request, principal.userId, update)
         },
         {
           self: { or: 'user:manage', scope: 'write', user: named },
@@ -127,12 +159,29 @@ export function accountRoutes({ accounts, access, throttles }: AccountRoutesOpti
             {
               name: t.Optional(Name),
               email: t.Optional(Email),
-              current_password: t.Optional(t.String({ maxLength: PASSWORD_MAX, description: "the acting user's password: required to change the e-mail (with a session token only)" })),
+              current_password: t.Optional(
+                t.String({
+                  maxLength: PASSWORD_MAX,
+                  description: "the acting user's password: required to change the e-mail (with a session token only)",
+                }),
+              ),
             },
             strict,
           ),
-          response: { 200: User, ...bodyErrors, ...unauthenticated, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 429: ErrorBody },
-          detail: { tags: ['accounts'], summary: 'Update a profile (self, or with user:manage); changing the e-mail needs a session token and current_password' },
+          response: {
+            200: User,
+            ...bodyErrors,
+            ...unauthenticated,
+            403: ErrorBody,
+            404: ErrorBody,
+            409: ErrorBody,
+            429: ErrorBody,
+          },
+          detail: {
+            tags: ['accounts'],
+            summary:
+              'Update a profile (self, or with user:manage); changing the e-mail needs a session token and current_password',
+          },
         },
       )
   )

@@ -4,7 +4,12 @@ import type { Static } from '@sinclair/typebox'
 import { PASSWORD_MAX, PASSWORD_MIN } from './passwords.ts'
 
 // The fields of accounts' request bodies.
-export const Email = t.String({ minLength: 3, maxLength: 254, description: 'e-mail address; trimmed and lowercased', error: 'expected an e-mail address' })
+export const Email = t.String({
+  minLength: 3,
+  maxLength: 254,
+  description: 'e-mail address; trimmed and lowercased',
+  error: 'expected an e-mail address',
+})
 export const Password = t.String({
   minLength: PASSWORD_MIN,
   maxLength: PASSWORD_MAX,
@@ -18,10 +23,20 @@ export const Invitation = t.String({
   error: 'expected an invitation code',
 })
 
-export const User = t.Object({ id: t.String({ format: 'uuid' }), email: t.String(), name: t.String(), created_at: t.String(), updated_at: t.String() })
+export const User = t.Object({
+  id: t.String({ format: 'uuid' }),
+  email: t.String(),
+  name: t.String(),
+  created_at: t.String(),
+  updated_at: t.String(),
+})
 export type User = Static<typeof User>
 
-export const SessionGrant = t.Object({ user: User, token: t.String({ description: 'access token (JWT)' }), refresh_token: t.String() })
+export const SessionGrant = t.Object({
+  user: User,
+  token: t.String({ description: 'access token (JWT)' }),
+  refresh_token: t.String(),
+})
 export type SessionGrant = Static<typeof SessionGrant>
 
 /** A live session as its user sees it (the store's row). */
@@ -31,4 +46,7 @@ const SessionSummary = t.Object({
   expires_at: t.String({ description: 'the absolute end of the session' }),
 })
 export type SessionSummary = Static<typeof SessionSummary>
-export const Session = t.Composite([SessionSummary, t.Object({ current: t.Boolean({ description: 'whether this is the session of the token that asked' }) })])
+export const Session = t.Composite([
+  SessionSummary,
+  t.Object({ current: t.Boolean({ description: 'whether this is the session of the token that asked' }) }),
+])

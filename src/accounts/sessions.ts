@@ -78,12 +78,20 @@ export async function rotateRefreshToken(sql: Sql, token: string, idleSeconds?: 
   if (!claimed) return revokeOnReuse(sql, token)
   if (claimed.idle) return { outcome: 'idle', sessionId: claimed.session_id }
   if (claimed.user_id === null || claimed.expires_at === null) return { outcome: 'invalid' }
-  return { outcome: 'rotated', userId: claimed.user_id, sessionId: claimed.session_id, refreshToken, expiresAt: claimed.expires_at }
+  return {
+    outcome: 'rotated',
+    userId: claimed.user_id,
+    sessionId: claimed.session_id,
+    refreshToken,
+    expiresAt: claimed.expires_at,
+  }
 }
 
 /** A token that could not be claimed: unknown, or used before, which revokes its session. */
 async function revokeOnReuse(sql: Sql, token: string): Promise<Rotation> {
-  const [used] = await sql<{ session_id: string }[]>`SELECT session_id FROM refresh_tokens WHERE token_hash = ${digest(token)}`
+  const [used] = await sql<
+    { session_id: string }[]
+  >`SELECT session_id FROM refresh_tokens WHERE token_hash = ${digest(token)}`
   if (!used) return { outcome: 'invalid' }
   await markRevoked(sql, used.session_id, 'refresh_reuse')
   return { outcome: 'reused', sessionId: used.session_id }
@@ -92,7 +100,8 @@ async function revokeOnReuse(sql: Sql, token: string): Promise<Rotation> {
 /** Why a session ended before its time: logout, refresh-token reuse, its user, an administrator. */
 export type RevokedReason = 'logout' | 'refresh_reuse' | 'ended' | 'admin'
 
-const sessionColumns = (sql: Db) => sql`id, ${isoTimestamp(sql, 'sessions.created_at')} AS created_at, ${isoTimestamp(sql, 'sessions.expires_at')} AS expires_at`
+const sessionColumns = (sql: Db) =>
+  sql`id, ${isoTimestamp(sql, 'sessions.created_at')} AS created_at, ${isoTimestamp(sql, 'sessions.expires_at')} AS expires_at`
 
 /**
  * One page of the user's live sessions, oldest first, plus the look-ahead row. With `idleSeconds`,
@@ -128,7 +137,8 @@ export async function endUserSessions(sql: Db, userId: string): Promise<string[]
 
 /** Returns whether this call revoked it (false: unknown or already revoked). */
 export async function markRevoked(sql: Db, sessionId: string, reason: RevokedReason): Promise<boolean> {
-  const rows = await sql`UPDATE sessions SET revoked_at = now(), revoked_reason = ${reason} WHERE id = ${sessionId} AND revoked_at IS NULL RETURNING id`
+  const rows =
+    await sql`UPDATE sessions SET revoked_at = now(), revoked_reason = ${reason} WHERE id = ${sessionId} AND revoked_at IS NULL RETURNING id`
   return rows.length > 0
 }
 
@@ -165,7 +175,10 @@ export class RevokedSessions {
     await bus.subscribe(SESSION_REVOKED, (sessionId) => this.add(sessionId))
     await this.catchUp()
     if (catchUp) {
-      this.timer = setInterval(() => void this.catchUp().catch((error) => this.log.warn('revocation catch-up failed', describeError(error))), CATCH_UP_MS)
+      this.timer = setInterval(
+        () => void this.catchUp().catch((error) => this.log.warn('revocation catch-up failed', describeError(error))),
+        CATCH_UP_MS,
+      )
       runtime.unref(this.timer)
     }
   }

@@ -15,7 +15,8 @@ export function normalizeEmail(email: string): string | undefined {
 
 const EMAIL_TAKEN = 'e-mail address already registered'
 
-const userColumns = (sql: Db) => sql`id, email, name, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
+const userColumns = (sql: Db) =>
+  sql`id, email, name, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
 
 export async function insertUser(sql: Db, user: { email: string; name: string; passwordHash: string }): Promise<User> {
   try {
@@ -34,8 +35,13 @@ export async function findUserById(sql: Sql, id: string): Promise<User | undefin
   return row
 }
 
-export async function findCredentials(sql: Sql, email: string): Promise<(User & { password_hash: string }) | undefined> {
-  const [row] = await sql<(User & { password_hash: string })[]>`SELECT ${userColumns(sql)}, password_hash FROM users WHERE email = ${email}`
+export async function findCredentials(
+  sql: Sql,
+  email: string,
+): Promise<(User & { password_hash: string }) | undefined> {
+  const [row] = await sql<
+    (User & { password_hash: string })[]
+  >`SELECT ${userColumns(sql)}, password_hash FROM users WHERE email = ${email}`
   return row
 }
 
@@ -51,8 +57,15 @@ export async function replacePasswordHash(sql: Sql, id: string, from: string, to
 const literalPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
 /** One page of users in (created_at, id) order, with one row of look-ahead; `search`: whose e-mail or name contains it, in any case. */
-export async function listUsers(sql: Sql, limit: number, after?: PageKey, search?: string): Promise<(User & { page_key: PageKey })[]> {
-  const matching = search ? sql`(email ILIKE ${literalPattern(search)} OR name ILIKE ${literalPattern(search)})` : sql`true`
+export async function listUsers(
+  sql: Sql,
+  limit: number,
+  after?: PageKey,
+  search?: string,
+): Promise<(User & { page_key: PageKey })[]> {
+  const matching = search
+    ? sql`(email ILIKE ${literalPattern(search)} OR name ILIKE ${literalPattern(search)})`
+    : sql`true`
   const rows = await sql<(User & { key_at: string })[]>`
     SELECT ${userColumns(sql)}, ${pageKeyColumn(sql)} FROM users
     WHERE ${matching} AND ${afterCursor(sql, after)}
@@ -66,7 +79,11 @@ export async function findUserIdByEmail(sql: Db, email: string): Promise<string 
   return row?.id
 }
 
-export async function updateUser(sql: Db, id: string, changes: { name?: string; email?: string }): Promise<User | undefined> {
+export async function updateUser(
+  sql: Db,
+  id: string,
+  changes: { name?: string; email?: string },
+): Promise<User | undefined> {
   try {
     const [row] = await sql<User[]>`
       UPDATE users SET

@@ -6,7 +6,18 @@ import { randomUUID } from 'node:crypto'
 import { mkdirSync, readdirSync, rmSync, statSync, type Dirent } from 'node:fs'
 import { mkdir, open, readdir, rename, rm, stat, unlink, type FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { BlobNotFoundError, InvalidBlobKeyError, assertValidKey, assertValidPrefix, bodyChunks, describeKey, isValidKey, type BlobBody, type BlobStore, type PutOptions } from './store.ts'
+import {
+  BlobNotFoundError,
+  InvalidBlobKeyError,
+  assertValidKey,
+  assertValidPrefix,
+  bodyChunks,
+  describeKey,
+  isValidKey,
+  type BlobBody,
+  type BlobStore,
+  type PutOptions,
+} from './store.ts'
 
 const TEMP_FOLDER = '.tmp'
 /** A temporary file this old belongs to a put that died with its process. */
@@ -14,7 +25,8 @@ const STALE_TEMP_MS = 24 * 3600 * 1000
 const READ_CHUNK_BYTES = 256 * 1024
 
 /** The key names no blob: nothing there, a folder of other keys, or a path through a blob. */
-const isAbsent = (error: unknown) => ['ENOENT', 'ENOTDIR', 'EISDIR'].includes((error as NodeJS.ErrnoException).code ?? '')
+const isAbsent = (error: unknown) =>
+  ['ENOENT', 'ENOTDIR', 'EISDIR'].includes((error as NodeJS.ErrnoException).code ?? '')
 
 export class LocalBlobStore implements BlobStore {
   private readonly temp: string
@@ -173,7 +185,9 @@ export class LocalBlobStore implements BlobStore {
 function keyConflictOr(error: unknown, key: string): unknown {
   const code = (error as NodeJS.ErrnoException).code
   if (code === 'ENOTDIR' || code === 'EEXIST' || code === 'EISDIR') {
-    return new InvalidBlobKeyError(`blob key ${describeKey(key)} conflicts with another blob: a key cannot also be a folder of keys`)
+    return new InvalidBlobKeyError(
+      `blob key ${describeKey(key)} conflicts with another blob: a key cannot also be a folder of keys`,
+    )
   }
   return error
 }

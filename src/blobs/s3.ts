@@ -43,7 +43,10 @@ export class S3BlobStore implements BlobStore {
 
   async put(key: string, body: BlobBody, options: PutOptions = {}): Promise<{ bytes: number }> {
     const file = this.file(key)
-    const bytes = await file.write(new Response(readable(bodyChunks(body, options.maxBytes))), options.contentType ? { type: options.contentType } : {})
+    const bytes = await file.write(
+      new Response(readable(bodyChunks(body, options.maxBytes))),
+      options.contentType ? { type: options.contentType } : {},
+    )
     return { bytes }
   }
 
@@ -164,7 +167,9 @@ export class S3BlobStore implements BlobStore {
   private objectKey(key: string): string {
     assertValidKey(key)
     if (this.prefix.length + key.length > MAX_KEY_LENGTH) {
-      throw new InvalidBlobKeyError(`invalid blob key ${describeKey(key)}: with S3_PREFIX it passes S3's ${MAX_KEY_LENGTH} characters`)
+      throw new InvalidBlobKeyError(
+        `invalid blob key ${describeKey(key)}: with S3_PREFIX it passes S3's ${MAX_KEY_LENGTH} characters`,
+      )
     }
     return this.prefix + key
   }

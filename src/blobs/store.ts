@@ -90,7 +90,14 @@ const encoder = new TextEncoder()
 
 /** The body as chunks; fails with BlobTooLargeError as soon as more than maxBytes have come. */
 export async function* bodyChunks(body: BlobBody, maxBytes = Infinity): AsyncGenerator<Uint8Array> {
-  const source: AsyncIterable<Uint8Array> | Iterable<Uint8Array> = typeof body === 'string' ? [encoder.encode(body)] : body instanceof Uint8Array ? [body] : body instanceof Blob ? body.stream() : body
+  const source: AsyncIterable<Uint8Array> | Iterable<Uint8Array> =
+    typeof body === 'string'
+      ? [encoder.encode(body)]
+      : body instanceof Uint8Array
+        ? [body]
+        : body instanceof Blob
+          ? body.stream()
+          : body
   let bytes = 0
   const garbage = new GarbageMeter()
   // Leaving the loop by a throw cancels a stream source, so its producer stops too.

@@ -11,7 +11,8 @@ import type { Sql } from 'postgres'
 export type ScratchUse = 'export' | 'import'
 
 /** A job's scratch file, or one of the spool files beside it (`.section`, export-prefetch.ts). */
-const SCRATCH_NAME = /^(export|import)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(\d+)\.json\.gz(\.[a-z_]+)?$/
+const SCRATCH_NAME =
+  /^(export|import)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(\d+)\.json\.gz(\.[a-z_]+)?$/
 
 export const scratchDir = (dataDir: string) => join(dataDir, 'tmp')
 
@@ -23,12 +24,17 @@ const fileName = (use: ScratchUse, job: { id: string; attempt: number }) => `${u
  * one whose process was killed is the first to know those files are garbage (the sweeps keep the
  * files of a running job).
  */
-export async function scratchFile(dataDir: string, use: ScratchUse, job: { id: string; attempt: number }): Promise<string> {
+export async function scratchFile(
+  dataDir: string,
+  use: ScratchUse,
+  job: { id: string; attempt: number },
+): Promise<string> {
   const dir = scratchDir(dataDir)
   await mkdir(dir, { recursive: true, mode: 0o700 })
   for (const name of await readdir(dir)) {
     const match = SCRATCH_NAME.exec(name)
-    if (match?.[1] === use && match[2] === job.id && Number(match[3]) < job.attempt) await rm(join(dir, name), { force: true })
+    if (match?.[1] === use && match[2] === job.id && Number(match[3]) < job.attempt)
+      await rm(join(dir, name), { force: true })
   }
   return join(dir, fileName(use, job))
 }
@@ -46,7 +52,13 @@ export async function sweepScratch(system: Sql, dataDir: string): Promise<number
   })
   if (files.length === 0) return 0
   const checkedAt = Date.now()
-  const running = new Set((await system<{ id: string }[]>`SELECT id FROM jobs WHERE id = ANY(${files.map((file) => file.jobId)}::uuid[]) AND status = 'running'`).map((row) => row.id))
+  const running = new Set(
+    (
+      await system<
+        { id: string }[]
+      >`SELECT id FROM jobs WHERE id = ANY(${files.map((file) => file.jobId)}::uuid[]) AND status = 'running'`
+    ).map((row) => row.id),
+  )
   let removed = 0
   for (const file of files) {
     if (running.has(file.jobId)) continue

@@ -5,7 +5,19 @@
 import { runtime } from '../runtime/index.ts'
 import { PGlite } from '@electric-sql/pglite'
 import { createHash, randomBytes } from 'node:crypto'
-import { closeSync, cpSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs'
+import {
+  closeSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { loadPGliteAssets } from './pglite-assets.ts'
@@ -102,7 +114,9 @@ export class EmbeddedCluster {
       }
       const holder = readLock(this.lockPath)
       if (holder && holder.pid !== process.pid && processAlive(holder.pid)) {
-        throw new DataDirLockedError(`data directory ${dirname(this.root)} is in use by another kgs process (pid ${holder.pid}); stop it or set another DATA_DIR`)
+        throw new DataDirLockedError(
+          `data directory ${dirname(this.root)} is in use by another kgs process (pid ${holder.pid}); stop it or set another DATA_DIR`,
+        )
       }
       // The holder is gone (crash, or a container restart that reused our pid): the lock is stale.
       rmSync(this.lockPath, { force: true })
@@ -112,7 +126,8 @@ export class EmbeddedCluster {
 
   /** Opens (creating from the template if needed) database `name` and returns its socket path. */
   async socketFor(name: string): Promise<string> {
-    if (!NAME.test(name) || name === 'template' || name === 'run') throw new Error(`invalid embedded database name ${JSON.stringify(name)}`)
+    if (!NAME.test(name) || name === 'template' || name === 'run')
+      throw new Error(`invalid embedded database name ${JSON.stringify(name)}`)
     let opening = this.databases.get(name)
     if (!opening) {
       opening = this.openDatabase(name)
@@ -133,7 +148,8 @@ export class EmbeddedCluster {
     }
     const socketPath = embeddedSocketPath(this.root, name)
     mkdirSync(join(socketPath, '..'), { recursive: true, mode: 0o700 })
-    if ((statSync(join(socketPath, '..')).mode & 0o077) !== 0) throw new Error(`socket directory ${join(socketPath, '..')} must not be accessible to others`)
+    if ((statSync(join(socketPath, '..')).mode & 0o077) !== 0)
+      throw new Error(`socket directory ${join(socketPath, '..')} must not be accessible to others`)
     rmSync(socketPath, { force: true })
     const server = new PGliteServer({ open: () => this.openPGlite(name, dir) }, socketPath)
     await server.start()
@@ -151,7 +167,9 @@ export class EmbeddedCluster {
 
   /** The open servers, the system database aside. */
   private async openServers(): Promise<PGliteServer[]> {
-    const entries = await Promise.all([...this.databases].filter(([name]) => name !== ALWAYS_OPEN).map(([, opening]) => opening.catch(() => undefined)))
+    const entries = await Promise.all(
+      [...this.databases].filter(([name]) => name !== ALWAYS_OPEN).map(([, opening]) => opening.catch(() => undefined)),
+    )
     return entries.flatMap((entry) => (entry?.server.isOpen ? [entry.server] : []))
   }
 
@@ -163,7 +181,10 @@ export class EmbeddedCluster {
       if (open.length < this.limits.maxOpen) return
       open.sort((a, b) => a.lastActive - b.lastActive)
       for (const server of open) if (await this.closeServer(server)) return
-      if (performance.now() > deadline) throw new Error(`all ${this.limits.maxOpen} open embedded databases stayed busy for ${ROOM_TIMEOUT_MS / 1000} s (EMBEDDED_MAX_OPEN)`)
+      if (performance.now() > deadline)
+        throw new Error(
+          `all ${this.limits.maxOpen} open embedded databases stayed busy for ${ROOM_TIMEOUT_MS / 1000} s (EMBEDDED_MAX_OPEN)`,
+        )
       await runtime.sleep(ROOM_POLL_MS)
     }
   }
@@ -171,7 +192,8 @@ export class EmbeddedCluster {
   /** Closes the databases unused for idleMs. */
   private async closeIdle(): Promise<void> {
     const now = performance.now()
-    for (const server of await this.openServers()) if (now - server.lastActive >= this.limits.idleMs) await this.closeServer(server)
+    for (const server of await this.openServers())
+      if (now - server.lastActive >= this.limits.idleMs) await this.closeServer(server)
   }
 
   /** A PGlite's memory (a WebAssembly heap) goes back only once collected: collected now, not whenever the heap next fills. */
@@ -226,7 +248,8 @@ export class EmbeddedCluster {
 export function initdb(dir: string): Promise<void> {
   const worker = runtime.startWorker(INITDB_WORKER_URL)
   return new Promise<void>((resolve, reject) => {
-    worker.onmessage = (event: MessageEvent<{ ok: boolean; error?: string }>) => (event.data.ok ? resolve() : reject(new Error(`initdb of ${dir} failed: ${event.data.error}`)))
+    worker.onmessage = (event: MessageEvent<{ ok: boolean; error?: string }>) =>
+      event.data.ok ? resolve() : reject(new Error(`initdb of ${dir} failed: ${event.data.error}`))
     worker.onerror = (event) => reject(new Error(`initdb of ${dir} failed: ${event.message}`))
     worker.postMessage({ dir })
   }).finally(() => worker.terminate())

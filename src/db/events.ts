@@ -80,7 +80,10 @@ export class PostgresEventBus implements EventBus {
       return
     }
     this.listeners.set(channel, new Set([listener]))
-    this.connection ??= this.pools.listener({ onnotify: (c, payload) => this.deliver(c, payload), onclose: () => this.resubscribe() })
+    this.connection ??= this.pools.listener({
+      onnotify: (c, payload) => this.deliver(c, payload),
+      onclose: () => this.resubscribe(),
+    })
     await this.connection.unsafe(listenStatement([channel]))
   }
 

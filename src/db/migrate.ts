@@ -13,12 +13,18 @@ const checksum = (m: Migration) => createHash('sha256').update(m.sql).digest('he
 export class MigrationError extends Error {}
 
 /** Returns the names of the migrations it applied (empty when the database was up to date). */
-export async function migrate(sql: Sql, set: MigrationSet, migrations: readonly Migration[] = MIGRATIONS[set]): Promise<string[]> {
+export async function migrate(
+  sql: Sql,
+  set: MigrationSet,
+  migrations: readonly Migration[] = MIGRATIONS[set],
+): Promise<string[]> {
   const applied = await appliedChecksums(sql)
   const pending = migrations.filter((m) => {
     const known = applied.get(m.version)
     if (known !== undefined && known !== checksum(m)) {
-      throw new MigrationError(`${set} migration ${m.name} was changed after it was applied; add a new migration instead`)
+      throw new MigrationError(
+        `${set} migration ${m.name} was changed after it was applied; add a new migration instead`,
+      )
     }
     return known === undefined
   })
@@ -44,7 +50,9 @@ export async function migrate(sql: Sql, set: MigrationSet, migrations: readonly 
 }
 
 async function appliedChecksums(sql: Sql): Promise<Map<number, string>> {
-  const [{ present }] = (await sql`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`) as unknown as [{ present: boolean }]
+  const [{ present }] = (await sql`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`) as unknown as [
+    { present: boolean },
+  ]
   if (!present) return new Map()
   const rows = await sql<{ version: number; checksum: string }[]>`SELECT version, checksum FROM schema_migrations`
   return new Map(rows.map((r) => [r.version, r.checksum]))

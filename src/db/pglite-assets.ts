@@ -31,8 +31,16 @@ export function loadPGliteAssets(): Promise<PGliteAssets> {
       runtime.openFile(paths.initdbWasm).then((file) => file.arrayBuffer()),
       runtime.openFile(paths.pgliteData).then((file) => file.arrayBuffer()),
     ])
-    const [pgliteWasmModule, initdbWasmModule] = await Promise.all([WebAssembly.compile(pglite), WebAssembly.compile(initdb)])
-    return { pgliteWasmModule, initdbWasmModule, fsBundle: new Blob([data]), startParams: [...PGlite.defaultStartParams, ...MEMORY_SETTINGS.flatMap((setting) => ['-c', setting])] }
+    const [pgliteWasmModule, initdbWasmModule] = await Promise.all([
+      WebAssembly.compile(pglite),
+      WebAssembly.compile(initdb),
+    ])
+    return {
+      pgliteWasmModule,
+      initdbWasmModule,
+      fsBundle: new Blob([data]),
+      startParams: [...PGlite.defaultStartParams, ...MEMORY_SETTINGS.flatMap((setting) => ['-c', setting])],
+    }
   })()
   return assets
 }

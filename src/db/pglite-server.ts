@@ -104,7 +104,8 @@ export class PGliteServer {
    */
   async closeIfIdle(): Promise<boolean> {
     const db = this.db
-    if (!db || this.opening || this.running || this.owner || this.waiting.length > 0 || db.isInTransaction()) return false
+    if (!db || this.opening || this.running || this.owner || this.waiting.length > 0 || db.isInTransaction())
+      return false
     this.db = undefined
     this.closing = db.close().finally(() => (this.closing = undefined))
     await this.closing

@@ -86,7 +86,14 @@ const connectionOptions = (max: number) =>
  * statements: they would outlive their connection there, piling up, and share one namespace with
  * every other connection's (postgres.js keeps them apart only by a random prefix).
  */
-const embeddedOptions = (path: string) => ({ path, database: 'postgres', user: 'postgres', ...connectionOptions(EMBEDDED_CONNECTIONS), prepare: false }) as const
+const embeddedOptions = (path: string) =>
+  ({
+    path,
+    database: 'postgres',
+    user: 'postgres',
+    ...connectionOptions(EMBEDDED_CONNECTIONS),
+    prepare: false,
+  }) as const
 
 /** Told of each repository pool this process opens, once it is open (Pools.onRepositoryOpened). */
 export type RepositoryOpened = (repositoryId: string, sql: Sql) => void
@@ -108,7 +115,12 @@ export class Pools {
     const max = options.max ?? 10
     if (options.databaseUrl) {
       const systemOptions = connectionOptions(max)
-      const system = postgres(options.databaseUrl, options.asyncCommit ? { ...systemOptions, connection: { ...systemOptions.connection, synchronous_commit: 'off' } } : systemOptions)
+      const system = postgres(
+        options.databaseUrl,
+        options.asyncCommit
+          ? { ...systemOptions, connection: { ...systemOptions.connection, synchronous_commit: 'off' } }
+          : systemOptions,
+      )
       return new Pools('postgres', system, options)
     }
     if (options.embeddedSockets) {
@@ -135,7 +147,9 @@ export class Pools {
    * leaves that to each repository's first use, so a large fleet starts at once).
    */
   async migrateRepositories(): Promise<{ repositories: number; migrated: number }> {
-    const rows = await this.system<{ repository_id: string }[]>`SELECT repository_id FROM repository_databases ORDER BY repository_id`
+    const rows = await this.system<
+      { repository_id: string }[]
+    >`SELECT repository_id FROM repository_databases ORDER BY repository_id`
     let migrated = 0
     for (const { repository_id } of rows) {
       const sql = await this.connect((await this.recordedDsn(repository_id))!)
@@ -160,8 +174,15 @@ export class Pools {
    * every failed attempt to reopen it; the next query reopens it.
    */
   listener(handlers: { onnotify(channel: string, payload: string): void; onclose(): void }): Sql {
-    if (!this.options.databaseUrl) throw new Error('LISTEN/NOTIFY needs PostgreSQL; the embedded database delivers events in-process')
-    return postgres(this.options.databaseUrl, { ...connectionOptions(1), idle_timeout: undefined, max_lifetime: null, fetch_types: false, ...handlers })
+    if (!this.options.databaseUrl)
+      throw new Error('LISTEN/NOTIFY needs PostgreSQL; the embedded database delivers events in-process')
+    return postgres(this.options.databaseUrl, {
+      ...connectionOptions(1),
+      idle_timeout: undefined,
+      max_lifetime: null,
+      fetch_types: false,
+      ...handlers,
+    })
   }
 
   async ping(): Promise<void> {
@@ -199,7 +220,8 @@ export class Pools {
       await migrate(sql, 'repository')
       await sql`INSERT INTO repository_identity (repository_id) VALUES (${id}) ON CONFLICT DO NOTHING`
       const [owner] = await sql<{ repository_id: string }[]>`SELECT repository_id FROM repository_identity`
-      if (owner?.repository_id !== id) throw new Error(`database for repository ${id} belongs to repository ${owner?.repository_id}`)
+      if (owner?.repository_id !== id)
+        throw new Error(`database for repository ${id} belongs to repository ${owner?.repository_id}`)
       return sql
     } catch (error) {
       await sql.end({ timeout: 1 })
@@ -227,7 +249,8 @@ export class Pools {
       url.pathname = `/${name}`
       dsn = url.toString()
     }
-    await this.system`INSERT INTO repository_databases (repository_id, dsn) VALUES (${id}, ${dsn}) ON CONFLICT DO NOTHING`
+    await this
+      .system`INSERT INTO repository_databases (repository_id, dsn) VALUES (${id}, ${dsn}) ON CONFLICT DO NOTHING`
     return (await this.recordedDsn(id))!
   }
 
@@ -267,7 +290,10 @@ export class Pools {
   async close(): Promise<void> {
     const repositoryPools = await Promise.all([...this.repositories.values()].map((p) => p.catch(() => undefined)))
     this.repositories.clear()
-    await Promise.all([...repositoryPools.map((sql) => sql?.end({ timeout: CLOSE_TIMEOUT })), this.system.end({ timeout: CLOSE_TIMEOUT })])
+    await Promise.all([
+      ...repositoryPools.map((sql) => sql?.end({ timeout: CLOSE_TIMEOUT })),
+      this.system.end({ timeout: CLOSE_TIMEOUT }),
+    ])
     await this.ownsCluster?.close()
   }
 }

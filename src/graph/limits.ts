@@ -38,14 +38,16 @@ const FULLTEXT: Readonly<Record<string, readonly string[]>> = {
 /** A field's bytes: a list's items joined by one byte each (a concept's aliases_text). */
 function bytesOf(value: unknown): number {
   if (typeof value === 'string') return Buffer.byteLength(value)
-  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + bytesOf(item), Math.max(value.length - 1, 0))
+  if (Array.isArray(value))
+    return value.reduce((sum: number, item) => sum + bytesOf(item), Math.max(value.length - 1, 0))
   return 0
 }
 
 const indexedBytes = (value: string) => Math.max(Buffer.byteLength(value), Buffer.byteLength(value.toLowerCase()))
 
 /** "a", "a and b", "a, b and c". */
-const listed = (names: readonly string[]) => (names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`)
+const listed = (names: readonly string[]) =>
+  names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`
 
 /**
  * What of `row`, a row of `table` (or the fields a write sets), no btree index could hold, as a
@@ -75,15 +77,21 @@ export function oversizedIndexed(table: string, row: Readonly<Record<string, unk
  * the fields and their size, or undefined. `aliasBytes`: the bytes of a concept's aliases the row
  * does not carry (an update that keeps them).
  */
-export function oversizedDocument(table: string, row: Readonly<Record<string, unknown>>, aliasBytes = 0): string | undefined {
+export function oversizedDocument(
+  table: string,
+  row: Readonly<Record<string, unknown>>,
+  aliasBytes = 0,
+): string | undefined {
   const document = FULLTEXT[table]
   if (!document) return undefined
   const counted = document.filter((field) => row[field] !== undefined || (field === 'aliases' && aliasBytes > 0))
   const bytes = counted.reduce((sum, field) => sum + (row[field] === undefined ? aliasBytes : bytesOf(row[field])), 0)
   if (bytes <= FULLTEXT_BYTES) return undefined
-  const subject = counted.length === 1 ? `${counted[0]} is ${bytes} bytes` : `${listed(counted)} are ${bytes} bytes together`
+  const subject =
+    counted.length === 1 ? `${counted[0]} is ${bytes} bytes` : `${listed(counted)} are ${bytes} bytes together`
   return `${subject}, at most ${FULLTEXT_BYTES} (its full-text document)`
 }
 
 /** Either problem of a whole row (the import's rows, a created one). */
-export const oversizedText = (table: string, row: Readonly<Record<string, unknown>>) => oversizedIndexed(table, row) ?? oversizedDocument(table, row)
+export const oversizedText = (table: string, row: Readonly<Record<string, unknown>>) =>
+  oversizedIndexed(table, row) ?? oversizedDocument(table, row)

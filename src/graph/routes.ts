@@ -25,35 +25,77 @@ import {
   RELATED_WINDOW,
   relatedConcepts,
 } from './store.ts'
-import { Citation, Concept, ConceptDetail, Fact, FactDetail, Investigation, InvestigationDetail, Neighbourhood, RelatedConcept, Report, ReportDetail, Source, SourceDetail } from './schemas.ts'
+import {
+  Citation,
+  Concept,
+  ConceptDetail,
+  Fact,
+  FactDetail,
+  Investigation,
+  InvestigationDetail,
+  Neighbourhood,
+  RelatedConcept,
+  Report,
+  ReportDetail,
+  Source,
+  SourceDetail,
+} from './schemas.ts'
 
 const Uuid = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
 const UUID = new RegExp(UUID_PATTERN)
 /** Concepts a facts list may name at once (?concept= repeated): facts linked to all of them. */
 const MAX_CONCEPTS = 20
 const FactQuery = t.Object({
-  status: t.Optional(t.Union([t.Literal('new'), t.Literal('stable'), t.Literal('to_delete')], { error: 'expected new, stable or to_delete' })),
-  kind: t.Optional(t.Union([t.Literal('text'), t.Literal('image')], { error: 'expected text or image', description: 'only facts of this fact_kind' })),
-  source_id: t.Optional(t.String({ pattern: UUID_PATTERN, error: 'expected a source UUID', description: 'only facts of this source' })),
+  status: t.Optional(
+    t.Union([t.Literal('new'), t.Literal('stable'), t.Literal('to_delete')], {
+      error: 'expected new, stable or to_delete',
+    }),
+  ),
+  kind: t.Optional(
+    t.Union([t.Literal('text'), t.Literal('image')], {
+      error: 'expected text or image',
+      description: 'only facts of this fact_kind',
+    }),
+  ),
+  source_id: t.Optional(
+    t.String({ pattern: UUID_PATTERN, error: 'expected a source UUID', description: 'only facts of this source' }),
+  ),
   // Checked by conceptIds: Elysia decodes a repeated query parameter into an array before its
   // schema sees it, and its errors for a bad item do not name the parameter.
-  concept: t.Optional(t.Array(t.String(), { description: `only facts linked to this concept UUID; repeated (up to ${MAX_CONCEPTS}), to every one of them` })),
+  concept: t.Optional(
+    t.Array(t.String(), {
+      description: `only facts linked to this concept UUID; repeated (up to ${MAX_CONCEPTS}), to every one of them`,
+    }),
+  ),
 })
 
 function conceptIds(concepts: string[] | undefined): string[] | undefined {
   if (concepts === undefined) return undefined
   const bad = concepts.find((id) => !UUID.test(id))
   if (concepts.length > MAX_CONCEPTS || bad !== undefined)
-    throw new HttpError(400, `invalid query: concept: expected 1 to ${MAX_CONCEPTS} concept UUIDs (got ${bad === undefined ? `${concepts.length}` : JSON.stringify(bad.slice(0, 40))})`)
+    throw new HttpError(
+      400,
+      `invalid query: concept: expected 1 to ${MAX_CONCEPTS} concept UUIDs (got ${bad === undefined ? `${concepts.length}` : JSON.stringify(bad.slice(0, 40))})`,
+    )
   return concepts
 }
 const ConceptQuery = t.Object({
-  prefix: t.Optional(t.String({ maxLength: 200, error: 'expected at most 200 characters', description: 'case-insensitive prefix of canonical_name' })),
+  prefix: t.Optional(
+    t.String({
+      maxLength: 200,
+      error: 'expected at most 200 characters',
+      description: 'case-insensitive prefix of canonical_name',
+    }),
+  ),
 })
 const NONE = 'none'
 const ReportQuery = t.Object({
   parent_id: t.Optional(
-    t.String({ pattern: `^(${NONE}|${UUID_PATTERN.slice(1, -1)})$`, error: `expected a report UUID or ${NONE}`, description: `children of this report; ${NONE}: top-level reports only` }),
+    t.String({
+      pattern: `^(${NONE}|${UUID_PATTERN.slice(1, -1)})$`,
+      error: `expected a report UUID or ${NONE}`,
+      description: `children of this report; ${NONE}: top-level reports only`,
+    }),
   ),
 })
 
@@ -91,26 +133,45 @@ export function graphRoutes({ scope }: GraphRoutesOptions) {
         response: { 200: t.Array(Source), ...errors },
         detail: describe('Sources, without their parsed text'),
       })
-      .get('/sources/:sourceID', async ({ db, params, set }) => orNotFound(set, await getSource(await db(), params.sourceID), 'source'), {
-        repository: 'source:read',
-        params: params({ sourceID: Uuid }),
-        response: { 200: SourceDetail, ...errors },
-        detail: describe('A source with its parsed text, images, stored body and fact count'),
-      })
-      .get('/facts', async ({ db, page, query }) => listFacts(await db(), { ...page, status: query.status, factKind: query.kind, sourceId: query.source_id, conceptIds: conceptIds(query.concept) }), {
-        repository: 'fact:read',
-        paginated: true,
-        params: listParams,
-        query: FactQuery,
-        response: { 200: t.Array(Fact), ...errors },
-        detail: describe('Facts, optionally of one status, kind or source, or linked to every concept named'),
-      })
-      .get('/facts/:factID', async ({ db, params, set }) => orNotFound(set, await getFact(await db(), params.factID), 'fact'), {
-        repository: 'fact:read',
-        params: params({ factID: Uuid }),
-        response: { 200: FactDetail, ...errors },
-        detail: describe('A fact with its sources and concepts'),
-      })
+      .get(
+        '/sources/:sourceID',
+        async ({ db, params, set }) => orNotFound(set, await getSource(await db(), params.sourceID), 'source'),
+        {
+          repository: 'source:read',
+          params: params({ sourceID: Uuid }),
+          response: { 200: SourceDetail, ...errors },
+          detail: describe('A source with its parsed text, images, stored body and fact count'),
+        },
+      )
+      .get(
+        '/facts',
+        async ({ db, page, query }) =>
+          listFacts(await db(), {
+            ...page,
+            status: query.status,
+            factKind: query.kind,
+            sourceId: query.source_id,
+            conceptIds: conceptIds(query.concept),
+          }),
+        {
+          repository: 'fact:read',
+          paginated: true,
+          params: listParams,
+          query: FactQuery,
+          response: { 200: t.Array(Fact), ...errors },
+          detail: describe('Facts, optionally of one status, kind or source, or linked to every concept named'),
+        },
+      )
+      .get(
+        '/facts/:factID',
+        async ({ db, params, set }) => orNotFound(set, await getFact(await db(), params.factID), 'fact'),
+        {
+          repository: 'fact:read',
+          params: params({ factID: Uuid }),
+          response: { 200: FactDetail, ...errors },
+          detail: describe('A fact with its sources and concepts'),
+        },
+      )
       .get(
         '/facts/:factID/citations',
         async ({ db, params, range }) => {
@@ -122,7 +183,9 @@ export function graphRoutes({ scope }: GraphRoutesOptions) {
           ranked: RELATED_WINDOW,
           params: params({ factID: Uuid }),
           response: { 200: t.Array(Citation), ...errors },
-          detail: describe('The summaries that cover a fact, then the reports whose sentences it annotates; X-Total-Count says how many'),
+          detail: describe(
+            'The summaries that cover a fact, then the reports whose sentences it annotates; X-Total-Count says how many',
+          ),
         },
       )
       .get('/concepts', async ({ db, page, query }) => listConcepts(await db(), { ...page, prefix: query.prefix }), {
@@ -133,12 +196,16 @@ export function graphRoutes({ scope }: GraphRoutesOptions) {
         response: { 200: t.Array(Concept), ...errors },
         detail: describe('Concepts, optionally those whose name starts with a prefix (case-insensitive)'),
       })
-      .get('/concepts/:conceptID', async ({ db, params, set }) => orNotFound(set, await getConcept(await db(), params.conceptID), 'concept'), {
-        repository: 'concept:read',
-        params: params({ conceptID: Uuid }),
-        response: { 200: ConceptDetail, ...errors },
-        detail: describe('A concept with its aliases, summaries, synthesis and fact count'),
-      })
+      .get(
+        '/concepts/:conceptID',
+        async ({ db, params, set }) => orNotFound(set, await getConcept(await db(), params.conceptID), 'concept'),
+        {
+          repository: 'concept:read',
+          params: params({ conceptID: Uuid }),
+          response: { 200: ConceptDetail, ...errors },
+          detail: describe('A concept with its aliases, summaries, synthesis and fact count'),
+        },
+      )
       .get(
         '/concepts/:conceptID/related',
         async ({ db, params, range }) => {
@@ -150,15 +217,23 @@ export function graphRoutes({ scope }: GraphRoutesOptions) {
           ranked: RELATED_WINDOW,
           params: params({ conceptID: Uuid }),
           response: { 200: t.Array(RelatedConcept), ...errors },
-          detail: describe('Concepts that share facts with a concept, most shared facts first; X-Total-Count says how many'),
+          detail: describe(
+            'Concepts that share facts with a concept, most shared facts first; X-Total-Count says how many',
+          ),
         },
       )
-      .get('/concepts/:conceptID/neighbourhood', async ({ db, params }) => found(await conceptNeighbourhood(await db(), params.conceptID), 'concept'), {
-        repository: 'concept:read',
-        params: params({ conceptID: Uuid }),
-        response: { 200: Neighbourhood, ...errors },
-        detail: describe('The first of the related concepts (as /related ranks and counts them) and the facts each pair of them shares: what a picture of the concept draws'),
-      })
+      .get(
+        '/concepts/:conceptID/neighbourhood',
+        async ({ db, params }) => found(await conceptNeighbourhood(await db(), params.conceptID), 'concept'),
+        {
+          repository: 'concept:read',
+          params: params({ conceptID: Uuid }),
+          response: { 200: Neighbourhood, ...errors },
+          detail: describe(
+            'The first of the related concepts (as /related ranks and counts them) and the facts each pair of them shares: what a picture of the concept draws',
+          ),
+        },
+      )
       .get('/investigations', async ({ db, page }) => listInvestigations(await db(), page), {
         repository: 'investigation:read',
         paginated: true,
@@ -166,25 +241,39 @@ export function graphRoutes({ scope }: GraphRoutesOptions) {
         response: { 200: t.Array(Investigation), ...errors },
         detail: describe('Investigations'),
       })
-      .get('/investigations/:investigationID', async ({ db, params, set }) => orNotFound(set, await getInvestigation(await db(), params.investigationID), 'investigation'), {
-        repository: 'investigation:read',
-        params: params({ investigationID: Uuid }),
-        response: { 200: InvestigationDetail, ...errors },
-        detail: describe('An investigation with its sources'),
-      })
-      .get('/reports', async ({ db, page, query }) => listReports(await db(), { ...page, parentId: query.parent_id === NONE ? null : query.parent_id }), {
-        repository: 'report:read',
-        paginated: true,
-        params: listParams,
-        query: ReportQuery,
-        response: { 200: t.Array(Report), ...errors },
-        detail: describe('Reports, without their bodies; optionally the children of one, or only top-level ones'),
-      })
-      .get('/reports/:reportID', async ({ db, params, set }) => orNotFound(set, await getReport(await db(), params.reportID), 'report'), {
-        repository: 'report:read',
-        params: params({ reportID: Uuid }),
-        response: { 200: ReportDetail, ...errors },
-        detail: describe('A report with its body, sentence annotations and child reports'),
-      })
+      .get(
+        '/investigations/:investigationID',
+        async ({ db, params, set }) =>
+          orNotFound(set, await getInvestigation(await db(), params.investigationID), 'investigation'),
+        {
+          repository: 'investigation:read',
+          params: params({ investigationID: Uuid }),
+          response: { 200: InvestigationDetail, ...errors },
+          detail: describe('An investigation with its sources'),
+        },
+      )
+      .get(
+        '/reports',
+        async ({ db, page, query }) =>
+          listReports(await db(), { ...page, parentId: query.parent_id === NONE ? null : query.parent_id }),
+        {
+          repository: 'report:read',
+          paginated: true,
+          params: listParams,
+          query: ReportQuery,
+          response: { 200: t.Array(Report), ...errors },
+          detail: describe('Reports, without their bodies; optionally the children of one, or only top-level ones'),
+        },
+      )
+      .get(
+        '/reports/:reportID',
+        async ({ db, params, set }) => orNotFound(set, await getReport(await db(), params.reportID), 'report'),
+        {
+          repository: 'report:read',
+          params: params({ reportID: Uuid }),
+          response: { 200: ReportDetail, ...errors },
+          detail: describe('A report with its body, sentence annotations and child reports'),
+        },
+      )
   })
 }

@@ -37,7 +37,8 @@ export function conceptKey(canonicalName: string, context: string): string {
 export type CitedKind = 'fact' | 'concept'
 
 /** The link target of a citation: `](<kind:UUID>)`, UUID in either case. */
-export const CITATION = /\]\(<(fact|concept):([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})>\)/g
+export const CITATION =
+  /\]\(<(fact|concept):([0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})>\)/g
 
 /** Every UUID cited in `text`, lowercased, by kind. */
 export function citedIds(text: string): { fact: string[]; concept: string[] } {

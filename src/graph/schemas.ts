@@ -8,7 +8,8 @@ export const RELATED_LIMIT = 500
 
 const Timestamp = t.String({ description: 'RFC 3339, UTC' })
 const nullable = <T extends TSchema>(schema: T) => t.Union([schema, t.Null()])
-const related = <T extends TSchema>(schema: T, what: string) => t.Array(schema, { description: `${what}; at most the first ${RELATED_LIMIT}` })
+const related = <T extends TSchema>(schema: T, what: string) =>
+  t.Array(schema, { description: `${what}; at most the first ${RELATED_LIMIT}` })
 
 const sourceFields = {
   id: t.String(),
@@ -40,7 +41,12 @@ export const SourceDetail = t.Object({
   parsed_text: t.String(),
   parsed_markdown: t.String(),
   images: related(SourceImage, 'ordered by kind, position'),
-  body: nullable(t.Object({ content_type: t.String(), bytes: nullable(t.Integer()) }, { description: 'the stored original, if any' })),
+  body: nullable(
+    t.Object(
+      { content_type: t.String(), bytes: nullable(t.Integer()) },
+      { description: 'the stored original, if any' },
+    ),
+  ),
   fact_count: t.Integer(),
 })
 
@@ -58,8 +64,14 @@ const factFields = {
 export const Fact = t.Object(factFields)
 export const FactDetail = t.Object({
   ...factFields,
-  sources: related(t.Object({ id: t.String(), url: t.String(), parsed_title: t.String(), chunk_index: t.Integer() }), 'one per cited chunk, ordered by source'),
-  concepts: related(t.Object({ id: t.String(), canonical_name: t.String(), context: t.String() }), 'ordered by (created_at, id)'),
+  sources: related(
+    t.Object({ id: t.String(), url: t.String(), parsed_title: t.String(), chunk_index: t.Integer() }),
+    'one per cited chunk, ordered by source',
+  ),
+  concepts: related(
+    t.Object({ id: t.String(), canonical_name: t.String(), context: t.String() }),
+    'ordered by (created_at, id)',
+  ),
 })
 
 const conceptFields = {
@@ -71,15 +83,27 @@ const conceptFields = {
   created_at: Timestamp,
 }
 export const Concept = t.Object(conceptFields)
-export const RelatedConcept = t.Object({ ...conceptFields, shared_facts: t.Integer({ description: 'facts linked to both concepts' }) })
+export const RelatedConcept = t.Object({
+  ...conceptFields,
+  shared_facts: t.Integer({ description: 'facts linked to both concepts' }),
+})
 /** How many related concepts a neighbourhood holds: the first of the related list. */
 export const NEIGHBOURHOOD_SIZE = 30
 export const Neighbourhood = t.Object({
   total: t.Integer({ description: 'concepts related to it, as X-Total-Count of its related list says' }),
-  concepts: t.Array(RelatedConcept, { description: `the first ${NEIGHBOURHOOD_SIZE} of its related list, in its order` }),
-  edges: t.Array(t.Object({ source: t.String(), target: t.String(), shared_facts: t.Integer({ description: 'facts linked to both' }) }), {
-    description: 'each pair of those concepts that share facts (source < target), most shared first',
+  concepts: t.Array(RelatedConcept, {
+    description: `the first ${NEIGHBOURHOOD_SIZE} of its related list, in its order`,
   }),
+  edges: t.Array(
+    t.Object({
+      source: t.String(),
+      target: t.String(),
+      shared_facts: t.Integer({ description: 'facts linked to both' }),
+    }),
+    {
+      description: 'each pair of those concepts that share facts (source < target), most shared first',
+    },
+  ),
 })
 /** A summary or report that cites a fact: a summary that covers it, a report with a sentence it annotates. */
 export const Citation = t.Object({
@@ -113,7 +137,9 @@ export const synthesisFields = {
   model: t.String(),
   created_at: Timestamp,
 }
-const Synthesis = t.Object(synthesisFields, { description: "the synthesis of the concept's name, else one covering the concept" })
+const Synthesis = t.Object(synthesisFields, {
+  description: "the synthesis of the concept's name, else one covering the concept",
+})
 export const ConceptDetail = t.Object({
   ...conceptFields,
   aliases: related(t.String(), 'sorted'),
@@ -126,7 +152,10 @@ const investigationFields = { id: t.String(), title: t.String(), topic: t.String
 export const Investigation = t.Object(investigationFields)
 export const InvestigationDetail = t.Object({
   ...investigationFields,
-  sources: related(t.Object({ id: t.String(), url: t.String(), parsed_title: t.String() }), 'ordered by (created_at, id)'),
+  sources: related(
+    t.Object({ id: t.String(), url: t.String(), parsed_title: t.String() }),
+    'ordered by (created_at, id)',
+  ),
 })
 
 const reportFields = {
@@ -141,12 +170,21 @@ const reportFields = {
   created_at: Timestamp,
 }
 export const Report = t.Object(reportFields)
-const Annotation = t.Object({ sentence_index: t.Integer(), sentence_text: t.String(), fact_id: t.String(), score: t.Number(), posture: t.String() })
+const Annotation = t.Object({
+  sentence_index: t.Integer(),
+  sentence_text: t.String(),
+  fact_id: t.String(),
+  score: t.Number(),
+  posture: t.String(),
+})
 export const ReportDetail = t.Object({
   ...reportFields,
   body_md: t.String(),
   annotations: related(Annotation, 'ordered by sentence_index, then score descending'),
-  children: related(t.Object({ id: t.String(), title: t.String(), status: t.String(), created_at: Timestamp }), 'ordered by (created_at, id)'),
+  children: related(
+    t.Object({ id: t.String(), title: t.String(), status: t.String(), created_at: Timestamp }),
+    'ordered by (created_at, id)',
+  ),
 })
 
 export type Source = Static<typeof Source>

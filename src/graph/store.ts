@@ -21,7 +21,15 @@ import {
   type Source,
   type SourceDetail,
 } from './schemas.ts'
-import { afterCursor, pageKeyColumn, pageOrder, rankedSlice, type PageKey, type PageRequest, type RankedRange } from '../db/pages.ts'
+import {
+  afterCursor,
+  pageKeyColumn,
+  pageOrder,
+  rankedSlice,
+  type PageKey,
+  type PageRequest,
+  type RankedRange,
+} from '../db/pages.ts'
 
 type Paged<T> = (T & { page_key: PageKey })[]
 
@@ -52,8 +60,18 @@ const ROW_OVERHEAD = 256
  * The window runs in the index scan's own order, so PostgreSQL streams it and stops at the LIMIT
  * (no sort, no second pass); `has_next` (lead) tells a cut from the end of the rows.
  */
-async function listPage<T extends object>(sql: Sql, columns: Fragment, table: string, textColumns: readonly string[], filter: Fragment, request: PageRequest): Promise<Paged<T>> {
-  const rowBytes = textColumns.reduce((sum, column) => sql`${sum} + coalesce(octet_length(${sql(`${table}.${column}`)}), 0)`, sql`${ROW_OVERHEAD}::int`)
+async function listPage<T extends object>(
+  sql: Sql,
+  columns: Fragment,
+  table: string,
+  textColumns: readonly string[],
+  filter: Fragment,
+  request: PageRequest,
+): Promise<Paged<T>> {
+  const rowBytes = textColumns.reduce(
+    (sum, column) => sql`${sum} + coalesce(octet_length(${sql(`${table}.${column}`)}), 0)`,
+    sql`${ROW_OVERHEAD}::int`,
+  )
   const rows = await sql<(T & { id: string; key_at: string; bytes_before: string; rn: number; has_next: boolean })[]>`
     SELECT * FROM (
       SELECT ${columns}, ${pageKeyColumn(sql)},
@@ -70,9 +88,13 @@ async function listPage<T extends object>(sql: Sql, columns: Fragment, table: st
   // The outer query keeps the inner order in practice, but SQL does not promise it: rn does.
   rows.sort((a, b) => a.rn - b.rn)
   const last = rows.at(-1)
-  const paged = rows.map(({ key_at, rn: _, has_next: __, bytes_before: ___, ...row }) => Object.assign(row, { page_key: { at: key_at, id: row.id } })) as unknown as Paged<T>
+  const paged = rows.map(({ key_at, rn: _, has_next: __, bytes_before: ___, ...row }) =>
+    Object.assign(row, { page_key: { at: key_at, id: row.id } }),
+  ) as unknown as Paged<T>
   // Cut: a row after the last one returned exists within the LIMIT, so the last row is the look-ahead of a shorter page.
-  return last && rows.length <= request.limit && last.has_next ? Object.assign(paged, { pageLimit: Math.max(1, rows.length - 1) }) : paged
+  return last && rows.length <= request.limit && last.has_next
+    ? Object.assign(paged, { pageLimit: Math.max(1, rows.length - 1) })
+    : paged
 }
 
 /**
@@ -82,12 +104,18 @@ async function listPage<T extends object>(sql: Sql, columns: Fragment, table: st
  * no other processing at its level, which PostgreSQL's documentation gives as the way to order an
  * aggregate's input (section 9.21).
  */
-const jsonRows = (sql: Db, rows: Fragment) => sql`(SELECT coalesce(json_agg(related), '[]'::json) FROM (${rows}) related)`
+const jsonRows = (sql: Db, rows: Fragment) =>
+  sql`(SELECT coalesce(json_agg(related), '[]'::json) FROM (${rows}) related)`
 /** The one related row as a JSON object, or null. */
 export const jsonRow = (sql: Db, row: Fragment) => sql`(SELECT row_to_json(related) FROM (${row}) related)`
 
 /** Rows of `table` with the given ids, in the order of `ids`; unknown ids are skipped. */
-async function rowsByIds<T extends object>(sql: Sql, columns: Fragment, table: string, ids: readonly string[]): Promise<T[]> {
+async function rowsByIds<T extends object>(
+  sql: Sql,
+  columns: Fragment,
+  table: string,
+  ids: readonly string[],
+): Promise<T[]> {
   if (ids.length === 0) return []
   return await sql<T[]>`
     SELECT ${columns} FROM ${sql(table)} JOIN unnest(${ids as string[]}::uuid[]) WITH ORDINALITY AS wanted (id, ord) USING (id)
@@ -96,10 +124,18 @@ async function rowsByIds<T extends object>(sql: Sql, columns: Fragment, table: s
 
 // ---- sources
 
-const sourceColumns = (sql: Db) => sql`sources.id, url, doi, kind, status, parsed_title, to_char(published_at, 'YYYY-MM-DD') AS published_at, has_stored_body, ${createdAt(sql, 'sources')}`
+const sourceColumns = (sql: Db) =>
+  sql`sources.id, url, doi, kind, status, parsed_title, to_char(published_at, 'YYYY-MM-DD') AS published_at, has_stored_body, ${createdAt(sql, 'sources')}`
 
 export function listSources(sql: Sql, request: PageRequest): Promise<Paged<Source>> {
-  return listPage(sql, sourceColumns(sql), 'sources', ['url', 'doi', 'kind', 'status', 'parsed_title'], sql`true`, request)
+  return listPage(
+    sql,
+    sourceColumns(sql),
+    'sources',
+    ['url', 'doi', 'kind', 'status', 'parsed_title'],
+    sql`true`,
+    request,
+  )
 }
 
 export async function getSource(sql: Db, id: string): Promise<SourceDetail | undefined> {
@@ -129,7 +165,8 @@ export interface FactFilter {
   conceptIds?: readonly string[]
 }
 
-const factColumns = (sql: Db) => sql`facts.id, text, fact_kind, image_url, content_hash, promptset_hash, status, source_image_id, ${createdAt(sql, 'facts')}`
+const factColumns = (sql: Db) =>
+  sql`facts.id, text, fact_kind, image_url, content_hash, promptset_hash, status, source_image_id, ${createdAt(sql, 'facts')}`
 
 export function listFacts(sql: Sql, request: PageRequest & FactFilter): Promise<Paged<Fact>> {
   const concepts = [...new Set(request.conceptIds ?? [])]
@@ -137,7 +174,14 @@ export function listFacts(sql: Sql, request: PageRequest & FactFilter): Promise<
     AND ${request.factKind === undefined ? sql`true` : sql`fact_kind = ${request.factKind}`}
     AND ${request.sourceId === undefined ? sql`true` : sql`id IN (SELECT fact_id FROM fact_sources WHERE source_id = ${request.sourceId})`}
     AND ${concepts.length === 0 ? sql`true` : sql`id IN (SELECT fact_id FROM fact_concepts WHERE concept_id = ANY(${concepts}::uuid[]) GROUP BY fact_id HAVING count(*) = ${concepts.length})`}`
-  return listPage(sql, factColumns(sql), 'facts', ['text', 'fact_kind', 'image_url', 'content_hash', 'promptset_hash', 'status'], filter, request)
+  return listPage(
+    sql,
+    factColumns(sql),
+    'facts',
+    ['text', 'fact_kind', 'image_url', 'content_hash', 'promptset_hash', 'status'],
+    filter,
+    request,
+  )
 }
 
 export async function getFact(sql: Db, id: string): Promise<FactDetail | undefined> {
@@ -178,7 +222,11 @@ export const factDetailColumns = (sql: Db, links: { sources: Fragment; concepts:
  * such fact. Citations in the texts alone are not searched: that would read every summary and
  * report (graph/write's citationsOf does, for a deletion).
  */
-export async function factCitations(sql: Sql, id: string, range: RankedRange): Promise<{ total: number; rows: Citation[] } | undefined> {
+export async function factCitations(
+  sql: Sql,
+  id: string,
+  range: RankedRange,
+): Promise<{ total: number; rows: Citation[] } | undefined> {
   const [exists] = await sql`SELECT 1 FROM facts WHERE id = ${id}`
   if (!exists) return undefined
   const { total, rows } = await rankedSlice<Citation & { kind_order: number; key_at: string }>(
@@ -204,15 +252,24 @@ export function factsByIds(sql: Sql, ids: readonly string[]): Promise<Fact[]> {
 
 // ---- concepts
 
-const conceptColumns = (sql: Db) => sql`concepts.id, canonical_name, context, description, promptset_hash, ${createdAt(sql, 'concepts')}`
+const conceptColumns = (sql: Db) =>
+  sql`concepts.id, canonical_name, context, description, promptset_hash, ${createdAt(sql, 'concepts')}`
 
 /** A LIKE pattern matching strings that start with `prefix` literally. */
 const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
 export function listConcepts(sql: Sql, request: PageRequest & { prefix?: string }): Promise<Paged<Concept>> {
   // lower(...) LIKE '<literal>%' is what the concepts_lower_name_prefix index (text_pattern_ops) serves.
-  const filter = request.prefix === undefined ? sql`true` : sql`lower(canonical_name) LIKE lower(${likePrefix(request.prefix)})`
-  return listPage(sql, conceptColumns(sql), 'concepts', ['canonical_name', 'context', 'description', 'promptset_hash'], filter, request)
+  const filter =
+    request.prefix === undefined ? sql`true` : sql`lower(canonical_name) LIKE lower(${likePrefix(request.prefix)})`
+  return listPage(
+    sql,
+    conceptColumns(sql),
+    'concepts',
+    ['canonical_name', 'context', 'description', 'promptset_hash'],
+    filter,
+    request,
+  )
 }
 
 export async function getConcept(sql: Db, id: string): Promise<ConceptDetail | undefined> {
@@ -246,7 +303,11 @@ export async function getConcept(sql: Db, id: string): Promise<ConceptDetail | u
  * Concepts that share facts with concept `id`, most shared first (ties by id), with the number
  * they share; undefined when there is no such concept.
  */
-export async function relatedConcepts(sql: Sql, id: string, range: RankedRange): Promise<{ total: number; rows: RelatedConcept[] } | undefined> {
+export async function relatedConcepts(
+  sql: Sql,
+  id: string,
+  range: RankedRange,
+): Promise<{ total: number; rows: RelatedConcept[] } | undefined> {
   const [exists] = await sql`SELECT 1 FROM concepts WHERE id = ${id}`
   if (!exists) return undefined
   return rankedSlice<RelatedConcept>(
@@ -315,11 +376,13 @@ export async function getInvestigation(sql: Db, id: string): Promise<Investigati
 /** A parent's UUID, or null for top-level reports only. */
 export type ParentFilter = string | null
 
-const reportColumns = (sql: Db) => sql`id, title, topic, status, parent_id, similarity_threshold, embedded_model, sentence_count, ${createdAt(sql, 'reports')}`
+const reportColumns = (sql: Db) =>
+  sql`id, title, topic, status, parent_id, similarity_threshold, embedded_model, sentence_count, ${createdAt(sql, 'reports')}`
 
 export function listReports(sql: Sql, request: PageRequest & { parentId?: ParentFilter }): Promise<Paged<Report>> {
   const { parentId } = request
-  const filter = parentId === undefined ? sql`true` : parentId === null ? sql`parent_id IS NULL` : sql`parent_id = ${parentId}`
+  const filter =
+    parentId === undefined ? sql`true` : parentId === null ? sql`parent_id IS NULL` : sql`parent_id = ${parentId}`
   return listPage(sql, reportColumns(sql), 'reports', ['title', 'topic', 'status', 'embedded_model'], filter, request)
 }
 

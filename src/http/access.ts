@@ -24,11 +24,27 @@
 // authenticatesFirst), then what the request names (400, 404), then permission and scope (403).
 import { Elysia } from 'elysia'
 import type { Sql } from 'postgres'
-import { authenticatesFirst, forbidden, holdsSystemPermission, principalOf, requireScope, requireSessionToken, type Authenticator, type Authorizer, type Principal } from './auth.ts'
+import {
+  authenticatesFirst,
+  forbidden,
+  holdsSystemPermission,
+  principalOf,
+  requireScope,
+  requireSessionToken,
+  type Authenticator,
+  type Authorizer,
+  type Principal,
+} from './auth.ts'
 import { HttpError } from './errors.ts'
 import { declaredErrors, repositoryHeader, securityDetail } from './openapi.ts'
 import { REPOSITORY_HEADER } from './path.ts'
-import { scopeAllows, scopeNeeded, type RepositoryPermission, type Scope, type SystemPermission } from '../permissions.ts'
+import {
+  scopeAllows,
+  scopeNeeded,
+  type RepositoryPermission,
+  type Scope,
+  type SystemPermission,
+} from '../permissions.ts'
 
 /** The OpenAPI extension naming an operation's rule. */
 export const RULE = 'x-kgs-permission'
@@ -77,7 +93,10 @@ function ownerOrPermission(
 ): Principal {
   const owns = !principal.grants && owner === principal.userId
   if (!owns) {
-    const holds = rule.or === 'sysadmin' ? !principal.grants && authorizer.isSysadmin(principal.userId) : holdsSystemPermission(authorizer, principal, rule.or)
+    const holds =
+      rule.or === 'sysadmin'
+        ? !principal.grants && authorizer.isSysadmin(principal.userId)
+        : holdsSystemPermission(authorizer, principal, rule.or)
     if (!holds) throw refusal
     if (rule.or !== 'sysadmin') requireScope(principal, scopeNeeded(rule.or), resourceMetadata, rule.or)
   }
@@ -90,7 +109,12 @@ function ownerOrPermission(
  * (naming the roles that carry it), then unless its token's scope covers it (asking for the
  * scope). The `permission` rule and the MCP server's system tools call it.
  */
-export function authorizeSystemAction(authorizer: Authorizer, resourceMetadata: string, principal: Principal, permission: SystemPermission): void {
+export function authorizeSystemAction(
+  authorizer: Authorizer,
+  resourceMetadata: string,
+  principal: Principal,
+  permission: SystemPermission,
+): void {
   if (!holdsSystemPermission(authorizer, principal, permission)) throw forbidden(permission)
   requireScope(principal, scopeNeeded(permission), resourceMetadata, permission)
 }
@@ -115,13 +139,20 @@ export function accessControl(authenticator: Authenticator, authorizer: OwnerAut
      * object form also lets in kgs's own clients (SessionOrFirstParty).
      */
     session: (rule: string | SessionOrFirstParty) => ({
-      detail: declared(typeof rule === 'string' ? 'session-token' : 'session-token-or-first-party-client', undefined, [401, 403]),
+      detail: declared(
+        typeof rule === 'string' ? 'session-token' : 'session-token-or-first-party-client',
+        undefined,
+        [401, 403],
+      ),
       ...authenticatesFirst(authenticator, 'read'),
       async resolve({ request }) {
         const principal = principalOf(request)
         if (typeof rule === 'string') requireSessionToken(principal, rule)
         else if (!principal.sessionId && !(principal.clientId && (await rule.orFirstParty(principal.clientId))))
-          throw new HttpError(403, `${rule.what} are managed with a session token or in kgs's own apps, not with another client's OAuth access token`)
+          throw new HttpError(
+            403,
+            `${rule.what} are managed with a session token or in kgs's own apps, not with another client's OAuth access token`,
+          )
         return { principal }
       },
     }),
@@ -143,7 +174,16 @@ export function accessControl(authenticator: Authenticator, authorizer: OwnerAut
       ...authenticatesFirst(authenticator, rule.scope),
       async resolve({ request, params }) {
         const userId = await rule.user(params as Params)
-        return { principal: ownerOrPermission(authorizer, resourceMetadata, principalOf(request), userId, rule, forbidden(rule.or)) }
+        return {
+          principal: ownerOrPermission(
+            authorizer,
+            resourceMetadata,
+            principalOf(request),
+            userId,
+            rule,
+            forbidden(rule.or),
+          ),
+        }
       },
     }),
     /**
@@ -155,7 +195,16 @@ export function accessControl(authenticator: Authenticator, authorizer: OwnerAut
       ...authenticatesFirst(authenticator, rule.scope),
       async resolve({ request, params }) {
         const owner = await rule.of(params as Params)
-        return { principal: ownerOrPermission(authorizer, resourceMetadata, principalOf(request), owner, rule, new HttpError(403, `permission denied: ${rule.refusal}`)) }
+        return {
+          principal: ownerOrPermission(
+            authorizer,
+            resourceMetadata,
+            principalOf(request),
+            owner,
+            rule,
+            new HttpError(403, `permission denied: ${rule.refusal}`),
+          ),
+        }
       },
     }),
   })
@@ -186,10 +235,20 @@ export interface NamedRepository {
  * the repository as `refusalNames` says), then 403 unless its token's scope covers it (asking for
  * the scope). Answers the repository.
  */
-export function repositoryActions<R extends { id: string }>(authorizer: Authorizer, find: RepositoryLookup<R>['find'], resourceMetadata: string) {
-  return async (principal: Principal, permission: RepositoryPermission, named: NamedRepository, refusalNames: (repository: R) => string = () => 'this repository'): Promise<R> => {
+export function repositoryActions<R extends { id: string }>(
+  authorizer: Authorizer,
+  find: RepositoryLookup<R>['find'],
+  resourceMetadata: string,
+) {
+  return async (
+    principal: Principal,
+    permission: RepositoryPermission,
+    named: NamedRepository,
+    refusalNames: (repository: R) => string = () => 'this repository',
+  ): Promise<R> => {
     const repository = await find(principal.userId, named.fromPath, named.fromHeader ?? null)
-    if (!authorizer.can(principal.userId, repository.id, permission)) throw forbidden(permission, refusalNames(repository))
+    if (!authorizer.can(principal.userId, repository.id, permission))
+      throw forbidden(permission, refusalNames(repository))
     requireScope(principal, scopeNeeded(permission), resourceMetadata, permission)
     return repository
   }
@@ -220,7 +279,11 @@ interface PermissionWithFormPermissions {
 type RepositoryRule = RepositoryPermission | PermissionByQuery | PermissionWithFormPermissions
 
 /** The rules on a repository: its permissions, checked in the repository the request names. */
-export function repositoryAccess<R extends { id: string }>(authenticator: Authenticator, authorizer: Authorizer, repositories: RepositoryLookup<R>) {
+export function repositoryAccess<R extends { id: string }>(
+  authenticator: Authenticator,
+  authorizer: Authorizer,
+  repositories: RepositoryLookup<R>,
+) {
   const resourceMetadata = authenticator.resourceMetadataUrl
   const decide = repositoryActions(authorizer, repositories.find, resourceMetadata)
 
@@ -228,41 +291,66 @@ export function repositoryAccess<R extends { id: string }>(authenticator: Authen
    * The principal, and the repository (when one is named) in whose domain `permission` was
    * checked; with `systemFallback` and no repository named, the system domain's permission.
    */
-  const authorize = async (request: Request, params: unknown, permission: RepositoryPermission, systemFallback: boolean): Promise<{ principal: Principal; repository: R | undefined }> => {
+  const authorize = async (
+    request: Request,
+    params: unknown,
+    permission: RepositoryPermission,
+    systemFallback: boolean,
+  ): Promise<{ principal: Principal; repository: R | undefined }> => {
     const principal = principalOf(request)
-    const named = { fromPath: (params as Params | undefined)?.repoID, fromHeader: request.headers.get(REPOSITORY_HEADER) }
+    const named = {
+      fromPath: (params as Params | undefined)?.repoID,
+      fromHeader: request.headers.get(REPOSITORY_HEADER),
+    }
     if (systemFallback && named.fromPath === undefined && !named.fromHeader) {
-      authorizeSystemAction(authorizer, resourceMetadata, principal, permission as RepositoryPermission & SystemPermission)
+      authorizeSystemAction(
+        authorizer,
+        resourceMetadata,
+        principal,
+        permission as RepositoryPermission & SystemPermission,
+      )
       return { principal, repository: undefined }
     }
     return { principal, repository: await decide(principal, permission, named) }
   }
   const permissionOf = (need: RepositoryRule, query: Record<string, unknown>): RepositoryPermission =>
-    typeof need === 'string' ? need : 'forForm' in need ? need.permission : need.permissions[(query[need.query] as string | undefined) ?? need.default]!
+    typeof need === 'string'
+      ? need
+      : 'forForm' in need
+        ? need.permission
+        : need.permissions[(query[need.query] as string | undefined) ?? need.default]!
   const ruleOf = (need: RepositoryRule) =>
     typeof need === 'string'
       ? need
       : 'forForm' in need
-        ? [need.permission, ...Object.entries(need.forForm).map(([permission, form]) => `system ${permission} (${form})`)].join('; ')
+        ? [
+            need.permission,
+            ...Object.entries(need.forForm).map(([permission, form]) => `system ${permission} (${form})`),
+          ].join('; ')
         : Object.entries(need.permissions)
             .map(([value, permission]) => `${permission} (${need.query}=${value})`)
             .join(' or ')
   // Every permission of a by-query rule is a read: one scope covers them.
-  const scopeOf = (need: RepositoryRule) => scopeNeeded(typeof need === 'string' ? need : 'forForm' in need ? need.permission : need.permissions[need.default]!)
+  const scopeOf = (need: RepositoryRule) =>
+    scopeNeeded(typeof need === 'string' ? need : 'forForm' in need ? need.permission : need.permissions[need.default]!)
   /** Whether the principal holds each of the rule's form permissions, with its scope. */
   const formPermissions = (need: RepositoryRule, principal: Principal) =>
     typeof need === 'object' && 'forForm' in need
       ? Object.fromEntries(
           Object.keys(need.forForm).map((permission) => [
             permission,
-            holdsSystemPermission(authorizer, principal, permission as SystemPermission) && scopeAllows(principal.scopes, scopeNeeded(permission as SystemPermission)),
+            holdsSystemPermission(authorizer, principal, permission as SystemPermission) &&
+              scopeAllows(principal.scopes, scopeNeeded(permission as SystemPermission)),
           ]),
         )
       : {}
 
   return new Elysia({ name: 'kgs/repository-access' }).macro({
     repository: (need: RepositoryRule) => ({
-      detail: { ...declared(`repository ${ruleOf(need)}`, scopeOf(need), [400, 401, 403, 404]), ...repositoryHeader(true) },
+      detail: {
+        ...declared(`repository ${ruleOf(need)}`, scopeOf(need), [400, 401, 403, 404]),
+        ...repositoryHeader(true),
+      },
       ...authenticatesFirst(authenticator, scopeOf(need)),
       async resolve({ request, params, query }) {
         const { principal, repository } = await authorize(request, params, permissionOf(need, query), false)
@@ -275,7 +363,10 @@ export function repositoryAccess<R extends { id: string }>(authenticator: Authen
      * repository's domain, or in the system domain when no repository is named.
      */
     repositoryOrSystem: (permission: RepositoryPermission & SystemPermission) => ({
-      detail: { ...declared(`repository-or-system ${permission}`, scopeNeeded(permission), [400, 401, 403, 404]), ...repositoryHeader(false) },
+      detail: {
+        ...declared(`repository-or-system ${permission}`, scopeNeeded(permission), [400, 401, 403, 404]),
+        ...repositoryHeader(false),
+      },
       ...authenticatesFirst(authenticator, scopeNeeded(permission)),
       async resolve({ request, params }) {
         return authorize(request, params, permission, true)

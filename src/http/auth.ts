@@ -6,7 +6,15 @@
 import { ExpiringMap } from '../expiring.ts'
 import { claimType, hasExpired, headerType, serviceTokenCodec } from './tokens.ts'
 import { HttpError } from './errors.ts'
-import { SYSTEM_DOMAIN, permissionDenied, scopeAllows, scopeRefused, type Permission, type Scope, type SystemPermission } from '../permissions.ts'
+import {
+  SYSTEM_DOMAIN,
+  permissionDenied,
+  scopeAllows,
+  scopeRefused,
+  type Permission,
+  type Scope,
+  type SystemPermission,
+} from '../permissions.ts'
 
 export interface Principal {
   userId: string
@@ -34,11 +42,18 @@ export interface Authorizer {
 }
 
 /** 403 for a permission the caller's roles lack: in `repository` (how the refusal names it), or in the system domain. */
-export const forbidden = (permission: Permission, repository?: string) => new HttpError(403, permissionDenied(permission, repository))
+export const forbidden = (permission: Permission, repository?: string) =>
+  new HttpError(403, permissionDenied(permission, repository))
 
 /** A system-domain permission: the service principal by its grants, a user by its roles. */
-export function holdsSystemPermission(authorizer: Authorizer, principal: Principal, permission: SystemPermission): boolean {
-  return principal.grants ? principal.grants.includes(permission) : authorizer.can(principal.userId, SYSTEM_DOMAIN, permission)
+export function holdsSystemPermission(
+  authorizer: Authorizer,
+  principal: Principal,
+  permission: SystemPermission,
+): boolean {
+  return principal.grants
+    ? principal.grants.includes(permission)
+    : authorizer.can(principal.userId, SYSTEM_DOMAIN, permission)
 }
 
 /**
@@ -46,12 +61,18 @@ export function holdsSystemPermission(authorizer: Authorizer, principal: Princip
  * client acts for its user within its scopes, and these are not among them (403).
  */
 export function requireSessionToken(principal: Principal, what: string): string {
-  if (!principal.sessionId) throw new HttpError(403, `${what} are managed with a session token, not an OAuth access token`)
+  if (!principal.sessionId)
+    throw new HttpError(403, `${what} are managed with a session token, not an OAuth access token`)
   return principal.userId
 }
 
 /** 403 for an OAuth token whose scopes do not cover the action (RFC 6750 §3.1). */
-function insufficientScope(resourceMetadata: string, need: Scope, scopes: readonly string[], what?: Permission): HttpError {
+function insufficientScope(
+  resourceMetadata: string,
+  need: Scope,
+  scopes: readonly string[],
+  what?: Permission,
+): HttpError {
   return new HttpError(403, scopeRefused(need, scopes, what), {
     'www-authenticate': `Bearer resource_metadata="${resourceMetadata}", error="insufficient_scope", scope="${need}"`,
   })
@@ -59,14 +80,18 @@ function insufficientScope(resourceMetadata: string, need: Scope, scopes: readon
 
 /** Throws unless the principal's token scopes allow `need` (session tokens are not capped); `what` names the permission in the refusal. */
 export function requireScope(principal: Principal, need: Scope, resourceMetadata: string, what?: Permission): void {
-  if (!scopeAllows(principal.scopes, need)) throw insufficientScope(resourceMetadata, need, principal.scopes ?? [], what)
+  if (!scopeAllows(principal.scopes, need))
+    throw insufficientScope(resourceMetadata, need, principal.scopes ?? [], what)
 }
 
 /**
  * Session tokens and OAuth access tokens share the Authorization header; the JWT header's typ
  * (at+jwt for OAuth, RFC 9068) says which verifier to ask. Each verifier still checks typ.
  */
-export function bearerAuthenticator(sessions: Authenticator, oauth: Pick<Authenticator, 'authenticate'>): Authenticator {
+export function bearerAuthenticator(
+  sessions: Authenticator,
+  oauth: Pick<Authenticator, 'authenticate'>,
+): Authenticator {
   const isAccessToken = (token: string) => headerType(token) === 'at+jwt'
   return {
     resourceMetadataUrl: sessions.resourceMetadataUrl,
@@ -81,7 +106,10 @@ type Unauthenticated = 'missing' | 'malformed' | 'expired' | 'invalid'
 
 const SIGN_IN = 'sign in again (POST /api/v1/auth/login)'
 /** The body says what to do; the challenge's error_description (RFC 6750 §3) says it briefly. */
-const UNAUTHENTICATED: Record<Exclude<Unauthenticated, 'expired'>, { error?: string; message: string; description?: string }> = {
+const UNAUTHENTICATED: Record<
+  Exclude<Unauthenticated, 'expired'>,
+  { error?: string; message: string; description?: string }
+> = {
   missing: { message: 'authentication required' },
   // RFC 6750 §3.1 would answer invalid_request with 400; kgs answers 401 so that the challenge
   // reaches the client (docs/spec/decisions.md §5a).
@@ -98,7 +126,8 @@ const UNAUTHENTICATED: Record<Exclude<Unauthenticated, 'expired'>, { error?: str
 }
 const EXPIRED = {
   session: `access token expired: get a new one with the refresh token of your sign-in (POST /api/v1/auth/refresh {"refresh_token": "..."}) or ${SIGN_IN}`,
-  oauth: 'access token expired: get a new one from the OAuth token endpoint (grant_type=refresh_token) or authorize again',
+  oauth:
+    'access token expired: get a new one from the OAuth token endpoint (grant_type=refresh_token) or authorize again',
 }
 
 /**
@@ -111,9 +140,15 @@ function unauthorized(resourceMetadata: string, why: Unauthenticated, need: Scop
   const challenge = `Bearer resource_metadata="${resourceMetadata}", scope="${need}"`
   const { error, message, description } =
     why === 'expired'
-      ? { error: 'invalid_token', message: headerType(token ?? '') === 'at+jwt' ? EXPIRED.oauth : EXPIRED.session, description: 'the access token expired; refresh it or sign in again' }
+      ? {
+          error: 'invalid_token',
+          message: headerType(token ?? '') === 'at+jwt' ? EXPIRED.oauth : EXPIRED.session,
+          description: 'the access token expired; refresh it or sign in again',
+        }
       : UNAUTHENTICATED[why]
-  return new HttpError(401, message, { 'www-authenticate': error ? `${challenge}, error="${error}", error_description="${description}"` : challenge })
+  return new HttpError(401, message, {
+    'www-authenticate': error ? `${challenge}, error="${error}", error_description="${description}"` : challenge,
+  })
 }
 
 export interface Authenticator {
@@ -128,7 +163,8 @@ async function authenticate(authenticator: Authenticator, request: Request, need
   const token = BEARER.exec(header)?.[1]
   if (!token) throw unauthorized(authenticator.resourceMetadataUrl, 'malformed', need)
   const principal = await authenticator.authenticate(token)
-  if (!principal) throw unauthorized(authenticator.resourceMetadataUrl, hasExpired(token) ? 'expired' : 'invalid', need, token)
+  if (!principal)
+    throw unauthorized(authenticator.resourceMetadataUrl, hasExpired(token) ? 'expired' : 'invalid', need, token)
   return principal
 }
 
@@ -197,7 +233,13 @@ export function createServiceTokens(options: { secret: string; issuer: string; t
       let token = current.get(key)
       if (!token) {
         const now = Date.now()
-        token = codec.sign({ sub: SERVICE_SUBJECT, typ: 'service', jti: crypto.randomUUID(), exp: Math.floor(now / 1000) + ttl, ...(onBehalfOf ? { obo: onBehalfOf } : {}) })
+        token = codec.sign({
+          sub: SERVICE_SUBJECT,
+          typ: 'service',
+          jti: crypto.randomUUID(),
+          exp: Math.floor(now / 1000) + ttl,
+          ...(onBehalfOf ? { obo: onBehalfOf } : {}),
+        })
         current.set(key, token, now + Math.max(ttl - SERVICE_TOKEN_RENEW_BEFORE, ttl / 2) * 1000)
         token.catch(() => current.delete(key))
       }

@@ -45,7 +45,8 @@ export async function readBodyLimited(request: Request, limit: number, timeoutMs
 const tooLarge = (limit: number) => new HttpError(413, `request body exceeds the limit of ${limit} bytes`)
 
 /** 408, and the connection goes: the rest of a trickled body is not waited for either. */
-const tooSlow = (timeoutMs: number) => new HttpError(408, `request body not received within ${timeoutMs / 1000} s`, { connection: 'close' })
+const tooSlow = (timeoutMs: number) =>
+  new HttpError(408, `request body not received within ${timeoutMs / 1000} s`, { connection: 'close' })
 
 function decodeText(bytes: Uint8Array): string {
   try {
@@ -87,7 +88,8 @@ function checkJsonValue(root: unknown, nul: boolean): void {
   const pending: [object, number][] = [[root, 1]]
   while (pending.length > 0) {
     const [value, depth] = pending.pop()!
-    if (depth > MAX_JSON_DEPTH) throw new HttpError(400, `malformed JSON body: nested deeper than ${MAX_JSON_DEPTH} levels`)
+    if (depth > MAX_JSON_DEPTH)
+      throw new HttpError(400, `malformed JSON body: nested deeper than ${MAX_JSON_DEPTH} levels`)
     const isArray = Array.isArray(value)
     if (nul && !isArray && Object.keys(value).some((key) => key.includes('\0'))) throw noNul()
     for (const child of isArray ? value : Object.values(value)) {

@@ -19,8 +19,17 @@ function openToOtherOrigins(request: Request): boolean {
 
 /** The answer to a CORS preflight (OPTIONS with Access-Control-Request-Method), or undefined. */
 export function preflightResponse(request: Request): Response | undefined {
-  if (request.method !== 'OPTIONS' || !request.headers.has('access-control-request-method') || !openToOtherOrigins(request)) return undefined
-  const headers = new Headers({ 'access-control-allow-origin': '*', 'access-control-allow-methods': METHODS, 'access-control-max-age': String(PREFLIGHT_MAX_AGE_SECONDS) })
+  if (
+    request.method !== 'OPTIONS' ||
+    !request.headers.has('access-control-request-method') ||
+    !openToOtherOrigins(request)
+  )
+    return undefined
+  const headers = new Headers({
+    'access-control-allow-origin': '*',
+    'access-control-allow-methods': METHODS,
+    'access-control-max-age': String(PREFLIGHT_MAX_AGE_SECONDS),
+  })
   // Echoed: a wildcard would not cover Authorization (Fetch standard), which every API call needs.
   const requested = request.headers.get('access-control-request-headers')
   if (requested) headers.set('access-control-allow-headers', requested)

@@ -47,7 +47,12 @@ export type ErrorShape = (error: unknown, failure: Failure | undefined) => Respo
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
-export function errorResponse(status: number, message: string, headers: Record<string, string> = {}, fields: Record<string, string> = {}): Response {
+export function errorResponse(
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+  fields: Record<string, string> = {},
+): Response {
   return new Response(JSON.stringify({ error: message, ...fields }), {
     status,
     headers: { 'content-type': JSON_CONTENT_TYPE, ...headers },
@@ -62,15 +67,20 @@ export function errorResponse(status: number, message: string, headers: Record<s
 function validationMessage(error: Pick<ValidationError, 'type' | 'valueError' | 'all'>): string {
   const where = error.type === 'params' ? 'path parameter' : error.type === 'headers' ? 'header' : error.type
   // The outermost problem explains the others ("expected object" before "missing property").
-  const first = [...(safeAll(error) ?? []), ...(error.valueError ? [error.valueError] : [])].reduce<ValueError | undefined>(
-    (best, e) => (best === undefined || depth(e.path) < depth(best.path) ? e : best),
-    undefined,
-  )
+  const first = [...(safeAll(error) ?? []), ...(error.valueError ? [error.valueError] : [])].reduce<
+    ValueError | undefined
+  >((best, e) => (best === undefined || depth(e.path) < depth(best.path) ? e : best), undefined)
   if (!first) return `invalid ${where}`
   const field = first.path.replace(/^\//, '').replaceAll('/', '.')
-  const found = first.value === undefined ? 'missing' : `got ${SENSITIVE.test(field) ? shapeOf(first.value) : describeValue(first.value)}`
+  const found =
+    first.value === undefined
+      ? 'missing'
+      : `got ${SENSITIVE.test(field) ? shapeOf(first.value) : describeValue(first.value)}`
   const schema = first.schema as TSchema & { error?: unknown }
-  const expected = typeof schema.error === 'string' ? schema.error : `expected ${requirement(schema) ?? first.message.replace(/^Expected /, '')}`
+  const expected =
+    typeof schema.error === 'string'
+      ? schema.error
+      : `expected ${requirement(schema) ?? first.message.replace(/^Expected /, '')}`
   return field ? `invalid ${where}: ${field}: ${expected} (${found})` : `invalid ${where}: ${expected} (${found})`
 }
 
@@ -84,7 +94,12 @@ function safeAll(error: Pick<ValidationError, 'all'>): ValueError[] | undefined 
   }
 }
 
-const FORMATS: Record<string, string> = { email: 'an e-mail address', uuid: 'a UUID', 'date-time': 'an RFC 3339 date-time', uri: 'a URL' }
+const FORMATS: Record<string, string> = {
+  email: 'an e-mail address',
+  uuid: 'a UUID',
+  'date-time': 'an RFC 3339 date-time',
+  uri: 'a URL',
+}
 
 /** What a schema without an `error` of its own takes, in words; undefined for a kind not described here. */
 function requirement(schema: TSchema): string | undefined {
@@ -126,7 +141,9 @@ function span(min: number | undefined, max: number | undefined, unit: string): s
 
 /** Elysia adds string-typed members to numeric unions to coerce query strings; name the real types. */
 function describeUnion(members: TSchema[]): string {
-  const types = members.filter((m) => !(m.type === 'string' && m.format)).map((m) => (m.const !== undefined ? JSON.stringify(m.const) : (requirement(m) ?? String(m.type ?? 'value'))))
+  const types = members
+    .filter((m) => !(m.type === 'string' && m.format))
+    .map((m) => (m.const !== undefined ? JSON.stringify(m.const) : (requirement(m) ?? String(m.type ?? 'value'))))
   return [...new Set(types)].join(' or ')
 }
 
@@ -146,7 +163,8 @@ function describeValue(value: unknown): string {
 }
 
 /** PostgreSQL's program_limit_exceeded class (SQLSTATE 54): an index entry, a full-text document, an array too large. */
-const isProgramLimit = (error: unknown) => /^54[0-9A-Z]{3}$/.test(String((error as { code?: unknown } | null)?.code ?? ''))
+const isProgramLimit = (error: unknown) =>
+  /^54[0-9A-Z]{3}$/.test(String((error as { code?: unknown } | null)?.code ?? ''))
 
 /**
  * A failure whose caller may be told what it was, as the HttpError it means: an HttpError, a
@@ -167,11 +185,18 @@ export function knownFailure(error: unknown, log: Logger, requestId: string | un
  * The global error handler. A value past a database limit is 400 (knownFailure), a database that
  * cannot be reached 503; other unknown errors are logged with their stack and answered 500 without it.
  */
-export function errorHandling(log: Logger, methodNotAllowed: (request: Request) => Response | undefined, shapeOf: (path: string) => ErrorShape | undefined = () => undefined) {
+export function errorHandling(
+  log: Logger,
+  methodNotAllowed: (request: Request) => Response | undefined,
+  shapeOf: (path: string) => ErrorShape | undefined = () => undefined,
+) {
   return new Elysia({ name: 'kgs/errors' }).onError({ as: 'global' }, ({ code, error, request }) => {
     // A body the parser refused, which the route's schema then refused as null: the first refusal is the one to report.
     const id = requestIdOf(request)
-    const own = (code === 'VALIDATION' && refusedBodies.get(request)) || knownFailure(error, log, id) || knownFailure((error as { cause?: unknown }).cause, log, id)
+    const own =
+      (code === 'VALIDATION' && refusedBodies.get(request)) ||
+      knownFailure(error, log, id) ||
+      knownFailure((error as { cause?: unknown }).cause, log, id)
     const failure: Failure | undefined =
       own instanceof HttpError
         ? { status: own.status, message: own.message, headers: own.headers, fields: own.fields }

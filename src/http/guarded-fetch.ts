@@ -89,7 +89,13 @@ const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, 
  */
 export async function guardedFetch(url: string, options: GuardedFetchOptions): Promise<FetchedBody> {
   const controller = new AbortController()
-  const timer = setTimeout(() => controller.abort(new GuardedFetchError('timeout', `${describe(url)}: no complete answer within ${options.timeoutMs} ms`)), options.timeoutMs)
+  const timer = setTimeout(
+    () =>
+      controller.abort(
+        new GuardedFetchError('timeout', `${describe(url)}: no complete answer within ${options.timeoutMs} ms`),
+      ),
+    options.timeoutMs,
+  )
   const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal
   let response: IncomingMessage
   try {
@@ -109,7 +115,10 @@ export async function guardedFetch(url: string, options: GuardedFetchOptions): P
   const declared = Number(response.headers['content-length'])
   if (declared > options.maxBytes) {
     release()
-    throw new GuardedFetchError('too_large', `${describe(url)}: ${declared} bytes, more than the limit of ${options.maxBytes}`)
+    throw new GuardedFetchError(
+      'too_large',
+      `${describe(url)}: ${declared} bytes, more than the limit of ${options.maxBytes}`,
+    )
   }
   const contentType = response.headers['content-type']?.trim() ?? ''
   return {
@@ -120,7 +129,11 @@ export async function guardedFetch(url: string, options: GuardedFetchOptions): P
   }
 }
 
-async function followRedirects(url: string, options: GuardedFetchOptions, signal: AbortSignal): Promise<IncomingMessage> {
+async function followRedirects(
+  url: string,
+  options: GuardedFetchOptions,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
   let target = parseTarget(url)
   for (let redirects = 0; ; redirects++) {
     // DNS may hang too: the time limit covers it.
@@ -130,10 +143,16 @@ async function followRedirects(url: string, options: GuardedFetchOptions, signal
     if ((status >= 200 && status < 300) || (status === 304 && options.conditional)) return response
     response.destroy()
     const location = response.headers.location
-    if (!REDIRECT_STATUSES.has(status) || !location) throw new GuardedFetchError('failed', `${describe(target.href)}: HTTP ${status}`)
+    if (!REDIRECT_STATUSES.has(status) || !location)
+      throw new GuardedFetchError('failed', `${describe(target.href)}: HTTP ${status}`)
     const limit = options.maxRedirects ?? MAX_REDIRECTS
     if (redirects === limit)
-      throw new GuardedFetchError('failed', limit === 0 ? `${describe(target.href)}: HTTP ${status}, a redirect (not followed)` : `${describe(url)}: more than ${limit} redirects`)
+      throw new GuardedFetchError(
+        'failed',
+        limit === 0
+          ? `${describe(target.href)}: HTTP ${status}, a redirect (not followed)`
+          : `${describe(url)}: more than ${limit} redirects`,
+      )
     target = parseTarget(location, target)
   }
 }
@@ -146,8 +165,10 @@ function parseTarget(url: string, base?: URL): URL {
   } catch {
     throw new GuardedFetchError('refused', `${describe(url)}: not a URL`, false)
   }
-  if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new GuardedFetchError('refused', `${describe(url)}: only http and https URLs are fetched`, false)
-  if (target.username || target.password) throw new GuardedFetchError('refused', `${describe(url)}: URLs with credentials are not fetched`, false)
+  if (target.protocol !== 'http:' && target.protocol !== 'https:')
+    throw new GuardedFetchError('refused', `${describe(url)}: only http and https URLs are fetched`, false)
+  if (target.username || target.password)
+    throw new GuardedFetchError('refused', `${describe(url)}: URLs with credentials are not fetched`, false)
   return target
 }
 
@@ -165,16 +186,24 @@ async function checkedAddresses(target: URL, options: GuardedFetchOptions): Prom
     try {
       addresses = await (options.resolve ?? systemResolver)(host)
     } catch (error) {
-      throw new GuardedFetchError('failed', `${describe(target.href)}: cannot resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, false)
+      throw new GuardedFetchError(
+        'failed',
+        `${describe(target.href)}: cannot resolve ${host}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+        false,
+      )
     }
-    if (addresses.length === 0) throw new GuardedFetchError('failed', `${describe(target.href)}: ${host} has no address`, false)
+    if (addresses.length === 0)
+      throw new GuardedFetchError('failed', `${describe(target.href)}: ${host} has no address`, false)
   }
   if (options.allowPrivate) return addresses
   for (const { address } of addresses) {
     if (options.allowedAddresses?.includes(address)) continue
     const kind = nonPublicKind(address)
     if (!kind) continue
-    const where = addresses.length === 1 && address === host.replace(/^\[|\]$/g, '') ? `${host} is` : `${host} resolves to ${address},`
+    const where =
+      addresses.length === 1 && address === host.replace(/^\[|\]$/g, '')
+        ? `${host} is`
+        : `${host} resolves to ${address},`
     throw new GuardedFetchError('refused', `${describe(target.href)}: ${where} not a public address (${kind})`, false)
   }
   return addresses
@@ -191,7 +220,12 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /** One GET, connected to one of `addresses` whatever DNS says by now. */
-function get(target: URL, addresses: LookupAddress[], options: GuardedFetchOptions, signal: AbortSignal): Promise<IncomingMessage> {
+function get(
+  target: URL,
+  addresses: LookupAddress[],
+  options: GuardedFetchOptions,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
   const pinned = (_hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     if (lookupOptions.all) callback(null, addresses)
     else callback(null, addresses[0]!.address, addresses[0]!.family)
@@ -204,7 +238,12 @@ function get(target: URL, addresses: LookupAddress[], options: GuardedFetchOptio
         agent: false,
         lookup: pinned as never,
         // Identity: the size limit is on the bytes stored, and a compressed body could expand past it.
-        headers: { accept: '*/*', 'accept-encoding': 'identity', 'user-agent': `kgs/${VERSION} (${options.purpose})`, ...conditionalHeaders(options.conditional) },
+        headers: {
+          accept: '*/*',
+          'accept-encoding': 'identity',
+          'user-agent': `kgs/${VERSION} (${options.purpose})`,
+          ...conditionalHeaders(options.conditional),
+        },
       },
       (response) => {
         signal.removeEventListener('abort', abort)
@@ -217,7 +256,11 @@ function get(target: URL, addresses: LookupAddress[], options: GuardedFetchOptio
       signal.removeEventListener('abort', abort)
       // A failed connect names the address it tried; a failure after it (TLS, the answer) is the server's.
       const connected = (error as NodeJS.ErrnoException).syscall !== 'connect'
-      reject(signal.aborted ? signal.reason : new GuardedFetchError('failed', `${describe(target.href)}: ${error.message}`, connected))
+      reject(
+        signal.aborted
+          ? signal.reason
+          : new GuardedFetchError('failed', `${describe(target.href)}: ${error.message}`, connected),
+      )
     })
     request.end()
   })
@@ -230,12 +273,19 @@ function conditionalHeaders(conditional: GuardedFetchOptions['conditional']): Re
   return headers
 }
 
-async function* limitedBody(url: string, response: IncomingMessage, maxBytes: number, signal: AbortSignal, release: () => void): AsyncGenerator<Uint8Array> {
+async function* limitedBody(
+  url: string,
+  response: IncomingMessage,
+  maxBytes: number,
+  signal: AbortSignal,
+  release: () => void,
+): AsyncGenerator<Uint8Array> {
   let bytes = 0
   try {
     for await (const chunk of response as AsyncIterable<Uint8Array>) {
       bytes += chunk.byteLength
-      if (bytes > maxBytes) throw new GuardedFetchError('too_large', `${describe(url)}: more than the limit of ${maxBytes} bytes`)
+      if (bytes > maxBytes)
+        throw new GuardedFetchError('too_large', `${describe(url)}: more than the limit of ${maxBytes} bytes`)
       yield chunk
     }
   } catch (error) {

@@ -106,9 +106,15 @@ const openApiPath = (path: string) => path.replace(/:([^/]+)/g, '{$1}')
 
 function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
   // staticFile: false, or the discovery documents under /.well-known would be left out.
-  const { paths, components } = toOpenAPISchema(app, { staticFile: false }) as { paths: Record<string, Record<string, Operation>>; components: object }
+  const { paths, components } = toOpenAPISchema(app, { staticFile: false }) as {
+    paths: Record<string, Record<string, Operation>>
+    components: object
+  }
   const hooks = new Map(
-    app.routes.map((route) => [`${route.method.toLowerCase()} ${openApiPath(route.path)}`, route.hooks as { body?: unknown; detail?: { responses?: object; parameters?: Parameter[] } }]),
+    app.routes.map((route) => [
+      `${route.method.toLowerCase()} ${openApiPath(route.path)}`,
+      route.hooks as { body?: unknown; detail?: { responses?: object; parameters?: Parameter[] } },
+    ]),
   )
   for (const [path, operations] of Object.entries(paths)) {
     for (const [method, operation] of Object.entries(operations)) {
@@ -116,16 +122,36 @@ function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
       const body = operation.requestBody
       // Routes that name no parser of their own are read by src/http/body.ts, as JSON; the
       // generator leaves their content empty because that parser is a function.
-      if (body && Object.keys(body.content ?? {}).length === 0) body.content = { 'application/json': { schema: JSON.parse(JSON.stringify(route?.body ?? {})) } }
+      if (body && Object.keys(body.content ?? {}).length === 0)
+        body.content = { 'application/json': { schema: JSON.parse(JSON.stringify(route?.body ?? {})) } }
       // What a route documents by hand (a 200 that is not JSON, a header) the generator replaces.
       if (route?.detail?.responses) operation.responses = { ...operation.responses, ...route.detail.responses }
-      const documented = (parameter: Parameter) => operation.parameters?.some((p) => p.in === parameter.in && p.name.toLowerCase() === parameter.name.toLowerCase())
-      for (const parameter of route?.detail?.parameters ?? []) if (!documented(parameter)) operation.parameters = [...(operation.parameters ?? []), parameter]
+      const documented = (parameter: Parameter) =>
+        operation.parameters?.some(
+          (p) => p.in === parameter.in && p.name.toLowerCase() === parameter.name.toLowerCase(),
+        )
+      for (const parameter of route?.detail?.parameters ?? [])
+        if (!documented(parameter)) operation.parameters = [...(operation.parameters ?? []), parameter]
       const header = (operation as Record<string, unknown>)[REPOSITORY_HEADER] as boolean | undefined
       delete (operation as Record<string, unknown>)[REPOSITORY_HEADER]
-      if (header !== undefined && !path.includes('{repoID}') && !documented({ name: 'X-Repository-ID', in: 'header', schema: {} })) {
-        const description = header ? 'repository UUID or slug' : 'repository UUID or slug; without it, every job (system job:read)'
-        operation.parameters = [...(operation.parameters ?? []), { name: 'X-Repository-ID', in: 'header', required: header, schema: { type: 'string' }, description } as Parameter]
+      if (
+        header !== undefined &&
+        !path.includes('{repoID}') &&
+        !documented({ name: 'X-Repository-ID', in: 'header', schema: {} })
+      ) {
+        const description = header
+          ? 'repository UUID or slug'
+          : 'repository UUID or slug; without it, every job (system job:read)'
+        operation.parameters = [
+          ...(operation.parameters ?? []),
+          {
+            name: 'X-Repository-ID',
+            in: 'header',
+            required: header,
+            schema: { type: 'string' },
+            description,
+          } as Parameter,
+        ]
       }
       if ((operation as Record<string, unknown>)[ALSO_WITH_HEADER]) {
         delete (operation as Record<string, unknown>)[ALSO_WITH_HEADER]
@@ -133,16 +159,24 @@ function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
         operation.description = operation.description ? `${operation.description}\n\n${note}` : note
       }
       for (const parameter of operation.parameters ?? []) {
-        const integer = parameter.schema[INTEGER] as { minimum: number; maximum: number; default: number; description: string } | undefined
+        const integer = parameter.schema[INTEGER] as
+          | { minimum: number; maximum: number; default: number; description: string }
+          | undefined
         if (integer) parameter.schema = { type: 'integer', ...integer }
       }
       // Routes that share one detail object (the two job lists) get their rule's requirements merged into it twice.
-      if (operation.security) operation.security = [...new Map(operation.security.map((requirement) => [JSON.stringify(requirement), requirement])).values()]
+      if (operation.security)
+        operation.security = [
+          ...new Map(operation.security.map((requirement) => [JSON.stringify(requirement), requirement])).values(),
+        ]
       const ruleErrors = (operation as Record<string, unknown>)[ERRORS] as number[] | undefined
       delete (operation as Record<string, unknown>)[ERRORS]
       for (const status of ruleErrors ?? []) operation.responses = { [status]: errorAnswer, ...operation.responses }
       const accepted = operation.responses?.['202'] as { headers?: object } | undefined
-      if (accepted) accepted.headers = { location: { description: 'the job: /{repository id}/jobs/{job id}', schema: { type: 'string' } } }
+      if (accepted)
+        accepted.headers = {
+          location: { description: 'the job: /{repository id}/jobs/{job id}', schema: { type: 'string' } },
+        }
     }
   }
   return {
@@ -159,7 +193,12 @@ function build(app: AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
     components: {
       ...components,
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'an access token: `token` of /api/v1/auth/login or /register, or an OAuth access token' },
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description: 'an access token: `token` of /api/v1/auth/login or /register, or an OAuth access token',
+        },
         oauth2: {
           type: 'oauth2',
           description: "kgs's own authorization server (PKCE, S256)",

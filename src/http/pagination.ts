@@ -20,7 +20,11 @@ export const PageQuery = t.Object({
 function parseLimit(limit: string | undefined, max: number): number | undefined {
   if (limit === undefined) return undefined
   const n = /^[0-9]{1,4}$/.test(limit) ? Number(limit) : NaN
-  if (!(n >= 1 && n <= max)) throw new HttpError(400, `invalid query: limit: expected an integer from 1 to ${max} (got ${JSON.stringify(limit.slice(0, 20))})`)
+  if (!(n >= 1 && n <= max))
+    throw new HttpError(
+      400,
+      `invalid query: limit: expected an integer from 1 to ${max} (got ${JSON.stringify(limit.slice(0, 20))})`,
+    )
   return n
 }
 
@@ -31,7 +35,9 @@ const KEY_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 /** A real calendar instant: Date.parse alone takes 2020-02-30 (PostgreSQL does not) and year 0. */
 function isKeyTime(at: string): boolean {
   const ms = Date.parse(at)
-  return KEY_AT.test(at) && at >= '0001' && !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 23) === at.slice(0, 23)
+  return (
+    KEY_AT.test(at) && at >= '0001' && !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 23) === at.slice(0, 23)
+  )
 }
 
 export function decodeCursor(cursor: string | undefined): PageKey | undefined {
@@ -63,7 +69,9 @@ const DEFAULT_RANKED_LIMIT = 10
 const MAX_RANKED_LIMIT = 100
 
 const RankedQuery = t.Object({
-  limit: t.Optional(integerQuery({ minimum: 1, maximum: MAX_RANKED_LIMIT, default: DEFAULT_RANKED_LIMIT, description: 'page size' })),
+  limit: t.Optional(
+    integerQuery({ minimum: 1, maximum: MAX_RANKED_LIMIT, default: DEFAULT_RANKED_LIMIT, description: 'page size' }),
+  ),
   cursor: t.Optional(t.String({ maxLength: 200, error: 'expected a cursor from a Link header' })),
 })
 
@@ -84,16 +92,28 @@ export function rankedRangeOf(cursor: string | undefined, limit: number, window:
   } catch {
     // reported below, like any other cursor we did not write
   }
-  if (typeof offset === 'number' && Number.isInteger(offset) && offset > 0 && offset < window) return { offset, limit: Math.min(limit, window - offset) }
+  if (typeof offset === 'number' && Number.isInteger(offset) && offset > 0 && offset < window)
+    return { offset, limit: Math.min(limit, window - offset) }
   throw new HttpError(400, 'invalid query: cursor: expected a cursor from a Link header')
 }
 
-const rankedRange = (query: { limit?: string; cursor?: string }, window: number) => rankedRangeOf(query.cursor, parseLimit(query.limit, MAX_RANKED_LIMIT) ?? DEFAULT_RANKED_LIMIT, window)
+const rankedRange = (query: { limit?: string; cursor?: string }, window: number) =>
+  rankedRangeOf(query.cursor, parseLimit(query.limit, MAX_RANKED_LIMIT) ?? DEFAULT_RANKED_LIMIT, window)
 
 /** Trims nothing (the handler answers its page), but sets X-Total-Count and, when there is a next page, its Link. */
 const answerRanked =
   (window: number) =>
-  ({ range, response, request, set: { headers } }: { range?: RankedRange; response: unknown; request: Request; set: { headers: Record<string, string | number> } }) => {
+  ({
+    range,
+    response,
+    request,
+    set: { headers },
+  }: {
+    range?: RankedRange
+    response: unknown
+    request: Request
+    set: { headers: Record<string, string | number> }
+  }) => {
     if (!range || !Array.isArray(response)) return
     const { total } = response as RankedPage<unknown>
     headers['x-total-count'] = total
@@ -111,7 +131,10 @@ const answerRanked =
  * without their keys, and the key after which the next page starts, if there is one. Rows whose
  * list ended the page early (large rows: graph/store.ts PAGE_BYTES) say so in `pageLimit`.
  */
-export function splitPage<R extends { page_key: PageKey }>(rows: R[] & { pageLimit?: number }, requested: number): { shown: Omit<R, 'page_key'>[]; next?: PageKey } {
+export function splitPage<R extends { page_key: PageKey }>(
+  rows: R[] & { pageLimit?: number },
+  requested: number,
+): { shown: Omit<R, 'page_key'>[]; next?: PageKey } {
   const limit = Math.min(requested, rows.pageLimit ?? requested)
   const more = rows.length > limit
   const shown = more ? rows.slice(0, limit) : rows
@@ -119,7 +142,12 @@ export function splitPage<R extends { page_key: PageKey }>(rows: R[] & { pageLim
 }
 
 /** Trims the look-ahead row and sets the Link header when there is a next page. */
-function trimPage(rows: Paged, requested: number, request: Request, headers: Record<string, string | number>): object[] {
+function trimPage(
+  rows: Paged,
+  requested: number,
+  request: Request,
+  headers: Record<string, string | number>,
+): object[] {
   const { shown, next } = splitPage(rows, requested)
   if (next) {
     const url = new URL(request.url)
@@ -130,10 +158,23 @@ function trimPage(rows: Paged, requested: number, request: Request, headers: Rec
   return shown
 }
 
-const pageRequest = (query: { limit?: string; cursor?: string }): PageRequest => ({ limit: parseLimit(query.limit, MAX_LIMIT) ?? DEFAULT_LIMIT, after: decodeCursor(query.cursor) })
+const pageRequest = (query: { limit?: string; cursor?: string }): PageRequest => ({
+  limit: parseLimit(query.limit, MAX_LIMIT) ?? DEFAULT_LIMIT,
+  after: decodeCursor(query.cursor),
+})
 
 /** What the handler answered, as a page when it is one (an array; see paginatedUnless for the other). */
-function answerPage({ page, response, request, set }: { page?: PageRequest; response: unknown; request: Request; set: { headers: Record<string, string | number> } }) {
+function answerPage({
+  page,
+  response,
+  request,
+  set,
+}: {
+  page?: PageRequest
+  response: unknown
+  request: Request
+  set: { headers: Record<string, string | number> }
+}) {
   if (page && Array.isArray(response)) return trimPage(response as Paged, page.limit, request, set.headers)
 }
 
@@ -154,7 +195,9 @@ export const pagination = new Elysia({ name: 'kgs/pagination' }).macro({
   },
   paginatedUnless: (parameter: string) => ({
     query: PageQuery,
-    resolve: ({ query }) => ({ page: (query as Record<string, string | undefined>)[parameter] === undefined ? pageRequest(query) : undefined }),
+    resolve: ({ query }) => ({
+      page: (query as Record<string, string | undefined>)[parameter] === undefined ? pageRequest(query) : undefined,
+    }),
     afterHandle: answerPage,
   }),
   ranked: (window: number) => ({

@@ -17,11 +17,18 @@ const JS = 'text/javascript; charset=utf-8'
  * The pages may load and call nothing but kgs itself (Swagger UI sets inline styles and shows
  * data: images), and may not be framed.
  */
-const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+const PAGE_POLICY =
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
 /** The embedded files change only with kgs; the page and its configuration with BASE_URL too. */
 const respond = (body: string | Blob, type: string, cache = 'no-cache') =>
-  new Response(body, { headers: { 'content-type': type, 'cache-control': cache, ...(type === HTML ? { 'content-security-policy': PAGE_POLICY } : {}) } })
+  new Response(body, {
+    headers: {
+      'content-type': type,
+      'cache-control': cache,
+      ...(type === HTML ? { 'content-security-policy': PAGE_POLICY } : {}),
+    },
+  })
 
 const ASSETS: Record<string, { path: keyof Assets; type: string }> = {
   'swagger-ui-bundle.js': { path: 'swaggerBundleJs', type: JS },
@@ -32,7 +39,8 @@ const ASSETS: Record<string, { path: keyof Assets; type: string }> = {
 }
 
 /** swagger-ui-dist's oauth2-redirect.html: the page the authorization server sends the code to. */
-const REDIRECT_PAGE = '<!doctype html>\n<html lang="en-US">\n<body>\n<script src="oauth2-redirect.js"></script>\n</body>\n</html>\n'
+const REDIRECT_PAGE =
+  '<!doctype html>\n<html lang="en-US">\n<body>\n<script src="oauth2-redirect.js"></script>\n</body>\n</html>\n'
 
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -67,7 +75,12 @@ function initScript(baseUrl: string): string {
 }
 
 /** The Swagger UI client, which the root registers as one of kgs's own (oauth's registerFirstPartyClient). */
-export const swaggerClient = (baseUrl: string) => ({ client_id: SWAGGER_CLIENT_ID, client_name: 'kgs Swagger UI', redirect_uris: [baseUrl + REDIRECT_PATH], scope: 'read write admin' })
+export const swaggerClient = (baseUrl: string) => ({
+  client_id: SWAGGER_CLIENT_ID,
+  client_name: 'kgs Swagger UI',
+  redirect_uris: [baseUrl + REDIRECT_PATH],
+  scope: 'read write admin',
+})
 
 /** `registerClient` registers swaggerClient(baseUrl). */
 export function swaggerUi(registerClient: () => Promise<void>, baseUrl: string, document: () => object) {

@@ -97,7 +97,12 @@ export class Throttle {
    * Runs `attempt` if the budgets allow it, else throws the error `refuse` makes (by default
    * 429 {"error"} with Retry-After). An attempt that throws counts; one that returns may not.
    */
-  async guard<T>(request: Request, account: string | undefined, attempt: () => Promise<T>, refuse = this.tooManyRequests): Promise<T> {
+  async guard<T>(
+    request: Request,
+    account: string | undefined,
+    attempt: () => Promise<T>,
+    refuse = this.tooManyRequests,
+  ): Promise<T> {
     const admission = this.admit(request, account)
     if (admission.refused) throw refuse(admission.retryAfterSeconds)
     const result = await attempt()
@@ -109,7 +114,8 @@ export class Throttle {
     return `too many ${this.options.counted}; retry after ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}`
   }
 
-  readonly tooManyRequests = (retryAfterSeconds: number): Error => new HttpError(429, this.refusalMessage(retryAfterSeconds), { 'retry-after': String(retryAfterSeconds) })
+  readonly tooManyRequests = (retryAfterSeconds: number): Error =>
+    new HttpError(429, this.refusalMessage(retryAfterSeconds), { 'retry-after': String(retryAfterSeconds) })
 }
 
 function refusal(waitMs: number): Admission {
@@ -131,14 +137,23 @@ export interface Throttles {
 }
 
 /** `peerAddress`: the address of the connection a request came on (Bun's server.requestIP). */
-export function createThrottles(config: Pick<Config, 'throttle' | 'trustedProxies'>, peerAddress: (request: Request) => string | undefined): Throttles {
+export function createThrottles(
+  config: Pick<Config, 'throttle' | 'trustedProxies'>,
+  peerAddress: (request: Request) => string | undefined,
+): Throttles {
   const address = (request: Request) => clientAddress(request, peerAddress(request), config.trustedProxies)
   return {
     login: new Throttle(config.throttle.login, address, { counted: 'failed sign-ins', successesCount: false }),
     token: new Throttle(config.throttle.token, address, { counted: 'failed token requests', successesCount: false }),
     register: new Throttle(config.throttle.register, address, { counted: 'registrations', successesCount: true }),
-    authorize: new Throttle(config.throttle.register, address, { counted: 'authorization requests', successesCount: true }),
-    createRepository: new Throttle(config.throttle.createRepository, address, { counted: 'repositories created', successesCount: true }),
+    authorize: new Throttle(config.throttle.register, address, {
+      counted: 'authorization requests',
+      successesCount: true,
+    }),
+    createRepository: new Throttle(config.throttle.createRepository, address, {
+      counted: 'repositories created',
+      successesCount: true,
+    }),
   }
 }
 

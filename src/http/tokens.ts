@@ -53,9 +53,26 @@ const VERIFIED_CACHE_SIZE = 50_000
 
 const registered = { iss: Type.String(), jti: Type.String(), iat: Type.Integer(), exp: Type.Integer() }
 
-const SessionClaims = Type.Object({ ...registered, sub: Type.String(), sid: Type.String(), typ: Type.Literal('session') })
-const AccessClaims = Type.Object({ ...registered, sub: Type.String(), aud: Type.String(), client_id: Type.String(), scope: Type.String(), fam: Type.String() })
-const ServiceClaims = Type.Object({ ...registered, sub: Type.String(), typ: Type.Literal('service'), obo: Type.Optional(Type.String()) })
+const SessionClaims = Type.Object({
+  ...registered,
+  sub: Type.String(),
+  sid: Type.String(),
+  typ: Type.Literal('session'),
+})
+const AccessClaims = Type.Object({
+  ...registered,
+  sub: Type.String(),
+  aud: Type.String(),
+  client_id: Type.String(),
+  scope: Type.String(),
+  fam: Type.String(),
+})
+const ServiceClaims = Type.Object({
+  ...registered,
+  sub: Type.String(),
+  typ: Type.Literal('service'),
+  obo: Type.Optional(Type.String()),
+})
 export type SessionClaims = Static<typeof SessionClaims>
 
 /** The schema of a kind's claims. */
@@ -70,7 +87,11 @@ export interface TokenCodec<C extends Claims> {
   verify(token: string): Promise<Static<C> | undefined>
 }
 
-function tokenCodec<C extends Claims>(kind: TokenKind, claims: C, options: { secret: string; issuer: string; headerType?: string; audiences?: string[] }): TokenCodec<C> {
+function tokenCodec<C extends Claims>(
+  kind: TokenKind,
+  claims: C,
+  options: { secret: string; issuer: string; headerType?: string; audiences?: string[] },
+): TokenCodec<C> {
   const key = tokenKey(options.secret, kind)
   const shape = TypeCompiler.Compile(claims)
   const verified = new ExpiringMap<string, Static<C>>(VERIFIED_CACHE_SIZE)
@@ -86,7 +107,12 @@ function tokenCodec<C extends Claims>(kind: TokenKind, claims: C, options: { sec
       if (known) return known
       let payload: JWTPayload
       try {
-        ;({ payload } = await jwtVerify(token, key, { algorithms: ['HS256'], issuer: options.issuer, audience: options.audiences, typ: options.headerType }))
+        ;({ payload } = await jwtVerify(token, key, {
+          algorithms: ['HS256'],
+          issuer: options.issuer,
+          audience: options.audiences,
+          typ: options.headerType,
+        }))
       } catch {
         return undefined
       }
@@ -99,10 +125,13 @@ function tokenCodec<C extends Claims>(kind: TokenKind, claims: C, options: { sec
 }
 
 /** Session tokens (login, register, refresh): `typ: "session"` claim, `sid` the session. */
-export const sessionTokenCodec = (options: { secret: string; issuer: string }) => tokenCodec('session', SessionClaims, options)
+export const sessionTokenCodec = (options: { secret: string; issuer: string }) =>
+  tokenCodec('session', SessionClaims, options)
 
 /** OAuth access tokens (RFC 9068): `typ: at+jwt` header, for one of `audiences`. */
-export const accessTokenCodec = (options: { secret: string; issuer: string; audiences: string[] }) => tokenCodec('oauth-access', AccessClaims, { ...options, headerType: 'at+jwt' })
+export const accessTokenCodec = (options: { secret: string; issuer: string; audiences: string[] }) =>
+  tokenCodec('oauth-access', AccessClaims, { ...options, headerType: 'at+jwt' })
 
 /** The server's own service tokens (http/auth.ts): `typ: "service"` claim. */
-export const serviceTokenCodec = (options: { secret: string; issuer: string }) => tokenCodec('service', ServiceClaims, options)
+export const serviceTokenCodec = (options: { secret: string; issuer: string }) =>
+  tokenCodec('service', ServiceClaims, options)

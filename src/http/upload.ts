@@ -16,7 +16,9 @@ export class UploadInterrupted extends Error {
 }
 class UploadTooSlow extends Error {
   constructor(pace: UploadPace) {
-    super(`the upload arrived slower than ${pace.minBytesPerSecond} bytes per second over ${pace.windowMs / 1000} s and was cut off`)
+    super(
+      `the upload arrived slower than ${pace.minBytesPerSecond} bytes per second over ${pace.windowMs / 1000} s and was cut off`,
+    )
   }
 }
 

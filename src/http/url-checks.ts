@@ -8,7 +8,9 @@ import { HttpError } from './errors.ts'
 
 export const urlChecks = new Elysia({ name: 'kgs/url-checks' }).onTransform({ as: 'global' }, ({ request, params }) => {
   for (const name in params) {
-    if ((params as Record<string, string | null>)[name] === null) throw new HttpError(400, `invalid path parameter: ${name}: not valid percent-encoded UTF-8`)
+    if ((params as Record<string, string | null>)[name] === null)
+      throw new HttpError(400, `invalid path parameter: ${name}: not valid percent-encoded UTF-8`)
   }
-  if (request.url.includes('%00')) throw new HttpError(400, 'the URL contains an encoded NUL character (%00), which no parameter accepts')
+  if (request.url.includes('%00'))
+    throw new HttpError(400, 'the URL contains an encoded NUL character (%00), which no parameter accepts')
 })

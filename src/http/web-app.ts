@@ -47,7 +47,8 @@ const attribute = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, 
  */
 export const APP_SIGNED_IN_COOKIE = 'kgs_app_signed_in'
 
-const holdsAppSession = (request: Request) => (request.headers.get('cookie') ?? '').split(';').some((pair) => pair.trim() === `${APP_SIGNED_IN_COOKIE}=1`)
+const holdsAppSession = (request: Request) =>
+  (request.headers.get('cookie') ?? '').split(';').some((pair) => pair.trim() === `${APP_SIGNED_IN_COOKIE}=1`)
 
 /** The page: the app's configuration in meta tags (no inline script), its script and style; REGISTRATION decides what the sign-in card offers. */
 function page(baseUrl: string, registration: RegistrationMode, resume: boolean): string {
@@ -84,7 +85,12 @@ const headers = (type: string) => ({
 export const wantsHtml = (request: Request) => /\btext\/html\b/.test(request.headers.get('accept') ?? '')
 
 /** The web app's client, which the root registers as one of kgs's own (oauth's registerFirstPartyClient). */
-export const webAppClient = (baseUrl: string) => ({ client_id: WEB_APP_CLIENT_ID, client_name: 'kgs web app', redirect_uris: [baseUrl + CALLBACK_PATH], scope: 'read write admin' })
+export const webAppClient = (baseUrl: string) => ({
+  client_id: WEB_APP_CLIENT_ID,
+  client_name: 'kgs web app',
+  redirect_uris: [baseUrl + CALLBACK_PATH],
+  scope: 'read write admin',
+})
 
 /** `registerClient` registers webAppClient(baseUrl). */
 export function webApp(registerClient: () => Promise<void>, baseUrl: string, registration: RegistrationMode) {

@@ -25,14 +25,22 @@ export interface ChunkOptions {
 
 const DEFAULT_CHUNK_OPTIONS: Readonly<ChunkOptions> = Object.freeze({ target: 1500, max: 3000, pages: false })
 
-type Block = { kind: 'heading'; level: number; title: string; text: string } | { kind: 'page'; page: number; text: string } | { kind: 'content'; text: string; fence?: string; table?: boolean }
+type Block =
+  | { kind: 'heading'; level: number; title: string; text: string }
+  | { kind: 'page'; page: number; text: string }
+  | { kind: 'content'; text: string; fence?: string; table?: boolean }
 
 function blocksOf(markdown: string, pages: boolean): Block[] {
   const lines = markdown.replace(/\r\n?/g, '\n').split('\n')
   const blocks: Block[] = []
   let current: string[] = []
   const flush = () => {
-    if (current.length > 0) blocks.push({ kind: 'content', text: current.join('\n'), table: current.every((line) => /^\s*\|/.test(line)) && current.length >= 2 })
+    if (current.length > 0)
+      blocks.push({
+        kind: 'content',
+        text: current.join('\n'),
+        table: current.every((line) => /^\s*\|/.test(line)) && current.length >= 2,
+      })
     current = []
   }
   for (let i = 0; i < lines.length; i++) {
@@ -127,7 +135,11 @@ export function chunkMarkdown(markdown: string, options: Partial<ChunkOptions> =
   let pendingMarker: string | undefined
   const close = () => {
     if (parts.length > 0) {
-      const chunk: Chunk = { index: chunks.length, text: parts.join('\n\n'), headingPath: path.map((heading) => heading.title) }
+      const chunk: Chunk = {
+        index: chunks.length,
+        text: parts.join('\n\n'),
+        headingPath: path.map((heading) => heading.title),
+      }
       if (pageStart !== undefined) Object.assign(chunk, { pageStart, pageEnd })
       chunks.push(chunk)
     }

@@ -21,13 +21,36 @@ const SNIFF_BYTES = 1445
 /** PDF readers accept the signature anywhere in the first kilobyte (junk before it happens). */
 const PDF_SIGNATURE_WINDOW = 1024
 
-const HTML_TAGS = ['!DOCTYPE HTML', 'HTML', 'HEAD', 'SCRIPT', 'IFRAME', 'H1', 'DIV', 'FONT', 'TABLE', 'A', 'STYLE', 'TITLE', 'B', 'BODY', 'BR', 'P']
+const HTML_TAGS = [
+  '!DOCTYPE HTML',
+  'HTML',
+  'HEAD',
+  'SCRIPT',
+  'IFRAME',
+  'H1',
+  'DIV',
+  'FONT',
+  'TABLE',
+  'A',
+  'STYLE',
+  'TITLE',
+  'B',
+  'BODY',
+  'BR',
+  'P',
+]
 
 const MARKDOWN_TYPES = new Set(['text/markdown', 'text/x-markdown'])
 const HTML_TYPES = new Set(['text/html', 'application/xhtml+xml'])
 const PDF_TYPES = new Set(['application/pdf', 'application/x-pdf'])
 /** Types that say nothing about the bytes: the bytes and the file name decide. */
-const UNKNOWN_TYPES = new Set(['', 'application/octet-stream', 'binary/octet-stream', 'application/unknown', 'unknown/unknown'])
+const UNKNOWN_TYPES = new Set([
+  '',
+  'application/octet-stream',
+  'binary/octet-stream',
+  'application/unknown',
+  'unknown/unknown',
+])
 
 function parseContentType(contentType: string | undefined): { essence: string; charset?: string } {
   const [essence = '', ...params] = (contentType ?? '').split(';')
@@ -42,7 +65,8 @@ function parseContentType(contentType: string | undefined): { essence: string; c
 function isPdf(bytes: Uint8Array): boolean {
   const window = bytes.subarray(0, PDF_SIGNATURE_WINDOW)
   for (let i = window.indexOf(0x25); i >= 0 && i + 5 <= window.length; i = window.indexOf(0x25, i + 1)) {
-    if (window[i + 1] === 0x50 && window[i + 2] === 0x44 && window[i + 3] === 0x46 && window[i + 4] === 0x2d) return true
+    if (window[i + 1] === 0x50 && window[i + 2] === 0x44 && window[i + 3] === 0x46 && window[i + 4] === 0x2d)
+      return true
   }
   return false
 }
@@ -71,13 +95,22 @@ function looksBinary(bytes: Uint8Array): boolean {
 export function sniffsAsHtml(bytes: Uint8Array): boolean {
   const bom = bomOf(bytes)
   // The patterns are ASCII; UTF-16 text is decoded first so that its HTML is recognised too.
-  const head = bom && bom.encoding !== 'utf-8' ? new TextEncoder().encode(new TextDecoder(bom.encoding).decode(bytes.subarray(0, SNIFF_BYTES * 2))) : bytes.subarray(bom?.length ?? 0, SNIFF_BYTES)
+  const head =
+    bom && bom.encoding !== 'utf-8'
+      ? new TextEncoder().encode(new TextDecoder(bom.encoding).decode(bytes.subarray(0, SNIFF_BYTES * 2)))
+      : bytes.subarray(bom?.length ?? 0, SNIFF_BYTES)
   let i = 0
-  while (i < head.length && (head[i] === 0x09 || head[i] === 0x0a || head[i] === 0x0c || head[i] === 0x0d || head[i] === 0x20)) i++
+  while (
+    i < head.length &&
+    (head[i] === 0x09 || head[i] === 0x0a || head[i] === 0x0c || head[i] === 0x0d || head[i] === 0x20)
+  )
+    i++
   if (head[i] !== 0x3c) return false
   const rest = String.fromCharCode(...head.subarray(i + 1, i + 16)).toUpperCase()
   if (rest.startsWith('!--')) return true
-  return HTML_TAGS.some((tag) => rest.startsWith(tag) && (rest.charCodeAt(tag.length) === 0x20 || rest.charCodeAt(tag.length) === 0x3e))
+  return HTML_TAGS.some(
+    (tag) => rest.startsWith(tag) && (rest.charCodeAt(tag.length) === 0x20 || rest.charCodeAt(tag.length) === 0x3e),
+  )
 }
 
 function extension(fileName: string | undefined): string {
@@ -92,21 +125,59 @@ export function detectKind({ bytes, contentType, fileName }: DetectInput): Detec
   const declared = contentType ? `declared ${essence}` : fileName ? `named ${fileName}` : 'given no type'
   if (isPdf(bytes)) {
     const warnings: ReadWarning[] =
-      declaredPdf || UNKNOWN_TYPES.has(essence) ? [] : [{ code: 'declared_type_mismatch', message: `the document was ${declared} but its bytes are a PDF: read as a PDF` }]
+      declaredPdf || UNKNOWN_TYPES.has(essence)
+        ? []
+        : [
+            {
+              code: 'declared_type_mismatch',
+              message: `the document was ${declared} but its bytes are a PDF: read as a PDF`,
+            },
+          ]
     return { kind: 'pdf', warnings }
   }
   const html = sniffsAsHtml(bytes)
   if (declaredPdf) {
-    if (html) return { kind: 'web', warnings: [{ code: 'declared_type_mismatch', message: `the document was ${declared} but its bytes are HTML: read as HTML` }] }
+    if (html)
+      return {
+        kind: 'web',
+        warnings: [
+          {
+            code: 'declared_type_mismatch',
+            message: `the document was ${declared} but its bytes are HTML: read as HTML`,
+          },
+        ],
+      }
     throw new DocumentRefused('unsupported', `the document was ${declared} but its bytes are not a PDF`)
   }
-  if (looksBinary(bytes)) throw new DocumentRefused('unsupported', `the document (${declared}) is binary data of no kind kgs reads (PDF, HTML, Markdown, text)`)
+  if (looksBinary(bytes))
+    throw new DocumentRefused(
+      'unsupported',
+      `the document (${declared}) is binary data of no kind kgs reads (PDF, HTML, Markdown, text)`,
+    )
   if (HTML_TYPES.has(essence)) return { kind: 'web', warnings: [] }
-  if (MARKDOWN_TYPES.has(essence) || ((UNKNOWN_TYPES.has(essence) || essence === 'text/plain') && (ext === 'md' || ext === 'markdown'))) return { kind: 'markdown', warnings: [] }
-  if (UNKNOWN_TYPES.has(essence)) return { kind: html || ext === 'html' || ext === 'htm' ? 'web' : 'text', warnings: [] }
-  if (essence.startsWith('text/') || essence === 'application/json' || essence.endsWith('+json')) return { kind: 'text', warnings: [] }
-  if (html) return { kind: 'web', warnings: [{ code: 'declared_type_mismatch', message: `the document was ${declared} but its bytes are HTML: read as HTML` }] }
-  throw new DocumentRefused('unsupported', `the content type ${essence} is not one kgs reads (PDF, HTML, Markdown, text)`)
+  if (
+    MARKDOWN_TYPES.has(essence) ||
+    ((UNKNOWN_TYPES.has(essence) || essence === 'text/plain') && (ext === 'md' || ext === 'markdown'))
+  )
+    return { kind: 'markdown', warnings: [] }
+  if (UNKNOWN_TYPES.has(essence))
+    return { kind: html || ext === 'html' || ext === 'htm' ? 'web' : 'text', warnings: [] }
+  if (essence.startsWith('text/') || essence === 'application/json' || essence.endsWith('+json'))
+    return { kind: 'text', warnings: [] }
+  if (html)
+    return {
+      kind: 'web',
+      warnings: [
+        {
+          code: 'declared_type_mismatch',
+          message: `the document was ${declared} but its bytes are HTML: read as HTML`,
+        },
+      ],
+    }
+  throw new DocumentRefused(
+    'unsupported',
+    `the content type ${essence} is not one kgs reads (PDF, HTML, Markdown, text)`,
+  )
 }
 
 /** The charset an HTML document's <meta> declares in its first kilobyte (the WHATWG prescan's window). */
@@ -133,18 +204,32 @@ export interface Decoded {
 
 export function decodeText(bytes: Uint8Array, kind: DocumentKind, contentType?: string): Decoded {
   const bom = bomOf(bytes)
-  if (bom) return { text: new TextDecoder(bom.encoding).decode(bytes.subarray(bom.length)), charset: bom.encoding, warnings: [] }
+  if (bom)
+    return {
+      text: new TextDecoder(bom.encoding).decode(bytes.subarray(bom.length)),
+      charset: bom.encoding,
+      warnings: [],
+    }
   const warnings: ReadWarning[] = []
   const declared = parseContentType(contentType).charset ?? (kind === 'web' ? metaCharset(bytes) : undefined)
   let decoder = decoderFor(declared)
   // An HTML page that declares UTF-16 without a BOM is read as UTF-8 (WHATWG), as a browser does.
   if (decoder && kind === 'web' && decoder.encoding.startsWith('utf-16')) decoder = new TextDecoder('utf-8')
-  if (declared && !decoder) warnings.push({ code: 'charset_fallback', message: `the charset ${declared} is unknown: decoded as UTF-8, or windows-1252 where that fails` })
-  if (decoder && decoder.encoding !== 'utf-8') return { text: decoder.decode(bytes), charset: decoder.encoding, warnings }
+  if (declared && !decoder)
+    warnings.push({
+      code: 'charset_fallback',
+      message: `the charset ${declared} is unknown: decoded as UTF-8, or windows-1252 where that fails`,
+    })
+  if (decoder && decoder.encoding !== 'utf-8')
+    return { text: decoder.decode(bytes), charset: decoder.encoding, warnings }
   try {
     return { text: new TextDecoder('utf-8', { fatal: true }).decode(bytes), charset: 'utf-8', warnings }
   } catch {
-    if (decoder) warnings.push({ code: 'charset_fallback', message: 'the document is not valid UTF-8 as declared: decoded as windows-1252' })
+    if (decoder)
+      warnings.push({
+        code: 'charset_fallback',
+        message: 'the document is not valid UTF-8 as declared: decoded as windows-1252',
+      })
     return { text: new TextDecoder('windows-1252').decode(bytes), charset: 'windows-1252', warnings }
   }
 }

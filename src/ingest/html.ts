@@ -55,7 +55,8 @@ function makeInert(root: Element, base: string | undefined): void {
   for (const element of Array.from(root.querySelectorAll('*'))) {
     for (const { name } of Array.from(element.attributes)) {
       const lower = name.toLowerCase()
-      if (lower.startsWith('on') || lower === 'style' || lower === 'srcset' || lower === 'srcdoc') element.removeAttribute(name)
+      if (lower.startsWith('on') || lower === 'style' || lower === 'srcset' || lower === 'srcdoc')
+        element.removeAttribute(name)
     }
     for (const name of URL_ATTRIBUTES) {
       const value = element.getAttribute(name)
@@ -197,7 +198,13 @@ function addTableRule(service: TurndownService): void {
 }
 
 function markdownService(): TurndownService {
-  const service = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-', emDelimiter: '_', br: '\\' })
+  const service = new TurndownService({
+    headingStyle: 'atx',
+    codeBlockStyle: 'fenced',
+    bulletListMarker: '-',
+    emDelimiter: '_',
+    br: '\\',
+  })
   // Defence in depth: the DOM is inert already; turndown would otherwise keep unknown blocks' text.
   service.remove(['script', 'style', 'iframe', 'noscript', 'object', 'embed', 'template', 'form'])
   // Text that reads like HTML or an entity stays text in the Markdown.
@@ -221,24 +228,45 @@ function inertDocument(html: string, base: string | undefined) {
 export function readHtml(html: string, pageUrl: string | undefined, maxImages: number): ReadHtml {
   const { document } = parseHTML(html)
   const warnings: ReadWarning[] = []
-  const meta = (selector: string) => (document.querySelector(selector) as Element | null)?.getAttribute('content') ?? null
+  const meta = (selector: string) =>
+    (document.querySelector(selector) as Element | null)?.getAttribute('content') ?? null
   // The document's own statements, read before anything is removed: JSON-LD lives in a script.
   const published =
     dateOf(meta('meta[property="article:published_time"]')) ??
     jsonLdDate(document) ??
-    dateOf((document.querySelector('article time[datetime], main time[datetime]') as Element | null)?.getAttribute('datetime'))
+    dateOf(
+      (document.querySelector('article time[datetime], main time[datetime]') as Element | null)?.getAttribute(
+        'datetime',
+      ),
+    )
   const ogImage = meta('meta[property="og:image"]')
   const documentTitle = document.title
   const base = pageUrl && safeUrl(pageUrl, undefined)
   makeInert(document.documentElement as unknown as Element, base)
 
   // Readability hands back its article as an element of the (inert) document, not as HTML to parse again.
-  const article = new Readability<Element>(document as unknown as ConstructorParameters<typeof Readability>[0], { keepClasses: false, serializer: (node) => node as unknown as Element }).parse()
-  if (!article?.content) warnings.push({ code: 'no_article', message: 'no article was found in the page: its whole body was read' })
+  const article = new Readability<Element>(document as unknown as ConstructorParameters<typeof Readability>[0], {
+    keepClasses: false,
+    serializer: (node) => node as unknown as Element,
+  }).parse()
+  if (!article?.content)
+    warnings.push({ code: 'no_article', message: 'no article was found in the page: its whole body was read' })
   // Readability takes the document apart as it works: without an article, the page is read again, whole.
   const body = article?.content ?? (inertDocument(html, base).body as unknown as Element | null)
-  if (!body) return { title: documentTitle, text: '', markdown: '', publishedAt: published, images: [], imagesDropped: 0, warnings }
-  const publishedAt = published ?? dateOf(article?.publishedTime) ?? dateOf(body.querySelectorAll('time[datetime]')[0]?.getAttribute('datetime'))
+  if (!body)
+    return {
+      title: documentTitle,
+      text: '',
+      markdown: '',
+      publishedAt: published,
+      images: [],
+      imagesDropped: 0,
+      warnings,
+    }
+  const publishedAt =
+    published ??
+    dateOf(article?.publishedTime) ??
+    dateOf(body.querySelectorAll('time[datetime]')[0]?.getAttribute('datetime'))
 
   const found: DocumentImage[] = []
   const seen = new Set<string>()
@@ -252,7 +280,12 @@ export function readHtml(html: string, pageUrl: string | undefined, maxImages: n
   for (const img of Array.from(body.querySelectorAll('img[src]'))) {
     const url = img.getAttribute('src')!
     if (!/^https?:/i.test(url)) continue
-    add({ url, altText: img.getAttribute('alt') || undefined, width: number(img.getAttribute('width')), height: number(img.getAttribute('height')) })
+    add({
+      url,
+      altText: img.getAttribute('alt') || undefined,
+      width: number(img.getAttribute('width')),
+      height: number(img.getAttribute('height')),
+    })
   }
 
   // A line break is a backslash (not two spaces), so trailing whitespace, which means nothing else, goes.
@@ -261,7 +294,19 @@ export function readHtml(html: string, pageUrl: string | undefined, maxImages: n
     .replace(/[ \t]+$/gm, '')
     .trim()
   const text = textOf(body)
-  if (text === '') warnings.push({ code: 'empty_page', message: 'the page has no text in its HTML: kgs runs no scripts, so a page built in the browser reads empty' })
+  if (text === '')
+    warnings.push({
+      code: 'empty_page',
+      message: 'the page has no text in its HTML: kgs runs no scripts, so a page built in the browser reads empty',
+    })
   const title = article?.title || documentTitle || (body.querySelectorAll('h1')[0]?.textContent ?? '')
-  return { title, text, markdown, publishedAt, images: found.slice(0, maxImages), imagesDropped: Math.max(0, found.length - maxImages), warnings }
+  return {
+    title,
+    text,
+    markdown,
+    publishedAt,
+    images: found.slice(0, maxImages),
+    imagesDropped: Math.max(0, found.length - maxImages),
+    warnings,
+  }
 }

@@ -20,7 +20,12 @@ const IngestParams = Type.Object(
   {
     source_id: Type.String({ pattern: UUID_PATTERN }),
     /** Set for an upload: where its bytes wait, with what the upload said of them. */
-    upload: Type.Optional(Type.Object({ key: Type.String({ minLength: 1 }), content_type: Type.String(), file_name: Type.String() }, { additionalProperties: false })),
+    upload: Type.Optional(
+      Type.Object(
+        { key: Type.String({ minLength: 1 }), content_type: Type.String(), file_name: Type.String() },
+        { additionalProperties: false },
+      ),
+    ),
     /** Whether processing follows; recorded only until the processing job exists. */
     process: Type.Boolean(),
   },
@@ -36,7 +41,9 @@ interface Document {
 }
 
 /** What the job's result says. */
-type Outcome = { source_id: string; status: 'parsed'; kind: string; chunks: number; bytes: number; warnings: string[] } | { source_id: string; status: 'not_modified' }
+type Outcome =
+  | { source_id: string; status: 'parsed'; kind: string; chunks: number; bytes: number; warnings: string[] }
+  | { source_id: string; status: 'not_modified' }
 
 async function ingest(job: RunningJob<typeof IngestParams.static>, services: JobServices): Promise<Outcome> {
   const { source_id: sourceId, upload } = job.params
@@ -50,13 +57,30 @@ async function ingest(job: RunningJob<typeof IngestParams.static>, services: Job
     if (!document) return { source_id: sourceId, status: 'not_modified' }
     await setStatus(sql, sourceId, 'fetched')
     job.progress({ phase: 'parsing' })
-    const parsed = await readDocument({ bytes: document.bytes, contentType: document.contentType, fileName: document.fileName, url: upload ? undefined : state.url })
+    const parsed = await readDocument({
+      bytes: document.bytes,
+      contentType: document.contentType,
+      fileName: document.fileName,
+      url: upload ? undefined : state.url,
+    })
     const sha256 = createHash('sha256').update(document.bytes).digest('hex')
-    const body = { storageKey: document.storageKey, bytes: document.bytes.byteLength, contentType: bodyType(document.contentType), sha256 }
+    const body = {
+      storageKey: document.storageKey,
+      bytes: document.bytes.byteLength,
+      contentType: bodyType(document.contentType),
+      sha256,
+    }
     const { replaced } = await recordParsed(sql, { sourceId, document: parsed, body, validators: document.validators })
     if (replaced) await discard(services, replaced)
     job.progress({ phase: 'parsed', done: 1 })
-    return { source_id: sourceId, status: 'parsed', kind: parsed.kind, chunks: parsed.chunks.length, bytes: body.bytes, warnings: parsed.warnings.map((w) => w.message) }
+    return {
+      source_id: sourceId,
+      status: 'parsed',
+      kind: parsed.kind,
+      chunks: parsed.chunks.length,
+      bytes: body.bytes,
+      warnings: parsed.warnings.map((w) => w.message),
+    }
   } catch (error) {
     const reason = refusal(error)
     if (reason === undefined) throw error
@@ -67,18 +91,40 @@ async function ingest(job: RunningJob<typeof IngestParams.static>, services: Job
   }
 }
 
-async function readUpload({ blobs }: JobServices, upload: NonNullable<typeof IngestParams.static.upload>): Promise<Document> {
+async function readUpload(
+  { blobs }: JobServices,
+  upload: NonNullable<typeof IngestParams.static.upload>,
+): Promise<Document> {
   const bytes = await blobs.get(upload.key)
   // Gone: an earlier attempt parsed it into a source whose body it now is, or refused it.
   if (!bytes) throw new PermanentJobError('the upload is no longer stored')
-  return { bytes, contentType: upload.content_type, fileName: upload.file_name, storageKey: upload.key, validators: { etag: '', lastModified: '' } }
+  return {
+    bytes,
+    contentType: upload.content_type,
+    fileName: upload.file_name,
+    storageKey: upload.key,
+    validators: { etag: '', lastModified: '' },
+  }
 }
 
 /** The URL's current bytes stored under this job's key, or undefined when the server says the parsed copy is current. */
-async function fetchDocument(job: RunningJob, services: JobServices, sourceId: string, state: IngestState): Promise<Document | undefined> {
+async function fetchDocument(
+  job: RunningJob,
+  services: JobServices,
+  sourceId: string,
+  state: IngestState,
+): Promise<Document | undefined> {
   const parsedBefore = state.content_hash !== '' && state.has_stored_body
-  const conditional = parsedBefore && (state.etag || state.last_modified) ? { etag: state.etag, lastModified: state.last_modified } : undefined
-  const fetched = await guardedFetch(state.url, { ...services.config.ingestFetch, purpose: 'ingest', signal: job.signal, conditional })
+  const conditional =
+    parsedBefore && (state.etag || state.last_modified)
+      ? { etag: state.etag, lastModified: state.last_modified }
+      : undefined
+  const fetched = await guardedFetch(state.url, {
+    ...services.config.ingestFetch,
+    purpose: 'ingest',
+    signal: job.signal,
+    conditional,
+  })
   if (fetched.notModified) {
     await drain(fetched)
     return undefined
@@ -90,7 +136,12 @@ async function fetchDocument(job: RunningJob, services: JobServices, sourceId: s
     const value = fetched.headers[name]
     return (Array.isArray(value) ? value[0] : value) ?? ''
   }
-  return { bytes, contentType: fetched.contentType, storageKey, validators: { etag: header('etag'), lastModified: header('last-modified') } }
+  return {
+    bytes,
+    contentType: fetched.contentType,
+    storageKey,
+    validators: { etag: header('etag'), lastModified: header('last-modified') },
+  }
 }
 
 /** The whole body: readDocument needs it whole, and guardedFetch bounds it. */
@@ -134,7 +185,9 @@ function refusal(error: unknown): string | undefined {
 }
 
 async function discard({ blobs, log }: JobServices, key: string): Promise<void> {
-  await blobs.delete(key).catch((error) => log.error('ingest: could not delete stored bytes', { key, ...describeError(error) }))
+  await blobs
+    .delete(key)
+    .catch((error) => log.error('ingest: could not delete stored bytes', { key, ...describeError(error) }))
 }
 
 export const ingestSourceJob = defineJobKind({

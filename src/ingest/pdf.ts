@@ -132,8 +132,17 @@ async function scanStreams(bytes: Uint8Array, limit: number): Promise<{ images: 
     // The bytes since the previous stream end with this one's dictionary; only an image XObject has /Subtype /Image.
     const dictionary = buffer.toString('latin1', Math.max(previousEnd, at - 4096), at)
     if (/\/Subtype\s*\/Image\b/.test(dictionary)) images++
-    if (await decodesPast(buffer.subarray(start, end), filtersOf(dictionary.slice(dictionary.lastIndexOf('obj') + 1)), limit)) {
-      throw new DocumentRefused('bomb', `the PDF holds a compressed stream that inflates past ${limit} bytes (a decompression bomb?)`)
+    if (
+      await decodesPast(
+        buffer.subarray(start, end),
+        filtersOf(dictionary.slice(dictionary.lastIndexOf('obj') + 1)),
+        limit,
+      )
+    ) {
+      throw new DocumentRefused(
+        'bomb',
+        `the PDF holds a compressed stream that inflates past ${limit} bytes (a decompression bomb?)`,
+      )
     }
     at = previousEnd = end + END_STREAM.length
   }
@@ -172,7 +181,12 @@ export function encodePng(pixels: Uint8ClampedArray, width: number, height: numb
   view.setUint32(4, height)
   header[8] = 8
   header[9] = channels === 1 ? 0 : channels === 3 ? 2 : 6
-  const parts = [new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', deflateSync(raw)), chunk('IEND', new Uint8Array(0))]
+  const parts = [
+    new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(raw)),
+    chunk('IEND', new Uint8Array(0)),
+  ]
   return Buffer.concat(parts)
 }
 
@@ -181,7 +195,12 @@ type OpenedPdf = Awaited<ReturnType<typeof getDocumentProxy>>
 async function open(bytes: Uint8Array, limits: ReadLimits): Promise<OpenedPdf> {
   try {
     // pdf.js takes ownership of the buffer it is given: it gets a copy, the caller keeps the bytes.
-    return await getDocumentProxy(bytes.slice(), { isEvalSupported: false, stopAtErrors: false, verbosity: 0, maxImageSize: limits.maxImagePixels })
+    return await getDocumentProxy(bytes.slice(), {
+      isEvalSupported: false,
+      stopAtErrors: false,
+      verbosity: 0,
+      maxImageSize: limits.maxImagePixels,
+    })
   } catch (error) {
     if ((error as Error).name === 'PasswordException') throw new DocumentRefused('encrypted', 'the PDF is encrypted')
     throw new DocumentRefused('broken', `the PDF is broken: ${(error as Error).message}`)
@@ -197,13 +216,21 @@ export async function readPdf(bytes: Uint8Array, limits: ReadLimits, deadline: n
     })
     // kgs does not decrypt: a PDF with an empty user password opens, but is refused all the same.
     if (info.EncryptFilterName) throw new DocumentRefused('encrypted', 'the PDF is encrypted')
-    if (pdf.numPages > limits.maxPages) throw new DocumentRefused('too_many_pages', `the PDF has ${pdf.numPages} pages, more than the limit of ${limits.maxPages}`)
+    if (pdf.numPages > limits.maxPages)
+      throw new DocumentRefused(
+        'too_many_pages',
+        `the PDF has ${pdf.numPages} pages, more than the limit of ${limits.maxPages}`,
+      )
     const texts: string[] = []
     const markdown: string[] = []
     const images: DocumentImage[] = []
     let imagesDropped = 0
     for (let number = 1; number <= pdf.numPages; number++) {
-      if (Date.now() > deadline) throw new DocumentRefused('timeout', `reading the PDF took longer than ${limits.timeMs} ms (at page ${number} of ${pdf.numPages})`)
+      if (Date.now() > deadline)
+        throw new DocumentRefused(
+          'timeout',
+          `reading the PDF took longer than ${limits.timeMs} ms (at page ${number} of ${pdf.numPages})`,
+        )
       const broken = (error: Error): never => {
         throw new DocumentRefused('broken', `the PDF is broken: page ${number}: ${error.message}`)
       }
@@ -222,7 +249,14 @@ export async function readPdf(bytes: Uint8Array, limits: ReadLimits, deadline: n
             imagesDropped++
             continue
           }
-          images.push({ position: images.length, pageNumber: number, width: image.width, height: image.height, contentType: 'image/png', data })
+          images.push({
+            position: images.length,
+            pageNumber: number,
+            width: image.width,
+            height: image.height,
+            contentType: 'image/png',
+            data,
+          })
         }
       }
       page.cleanup()
@@ -230,9 +264,16 @@ export async function readPdf(bytes: Uint8Array, limits: ReadLimits, deadline: n
       if (number % 100 === 0) await pdf.cleanup()
     }
     const warnings: ReadWarning[] = []
-    if (texts.every((text) => text === '')) warnings.push({ code: 'no_text_layer', message: 'the PDF has no text layer (a scan?): kgs does not do OCR, so it has no text' })
+    if (texts.every((text) => text === ''))
+      warnings.push({
+        code: 'no_text_layer',
+        message: 'the PDF has no text layer (a scan?): kgs does not do OCR, so it has no text',
+      })
     const title =
-      (typeof info.Title === 'string' && info.Title.trim()) || (typeof metadata?.get === 'function' ? metadata.get('dc:title') : null) || (texts.find((text) => text !== '') ?? '').split('\n')[0] || ''
+      (typeof info.Title === 'string' && info.Title.trim()) ||
+      (typeof metadata?.get === 'function' ? metadata.get('dc:title') : null) ||
+      (texts.find((text) => text !== '') ?? '').split('\n')[0] ||
+      ''
     return {
       title,
       text: texts.filter((text) => text !== '').join('\n\n'),

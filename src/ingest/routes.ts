@@ -54,14 +54,25 @@ export interface IngestRoutesOptions {
 }
 
 const Url = t.String({ minLength: 1, maxLength: URL_MAX_LENGTH, description: 'an http(s) URL' })
-const Process = t.Optional(t.Boolean({ description: 'draw facts and concepts once the source is parsed (default true; recorded, not done yet: docs/ingest.md)' }))
+const Process = t.Optional(
+  t.Boolean({
+    description:
+      'draw facts and concepts once the source is parsed (default true; recorded, not done yet: docs/ingest.md)',
+  }),
+)
 const OneUrl = t.Object({ url: Url, process: Process }, { additionalProperties: false })
-const SeveralUrls = t.Object({ urls: t.Array(Url, { minItems: 1, maxItems: MAX_INGEST_URLS }), process: Process }, { additionalProperties: false })
+const SeveralUrls = t.Object(
+  { urls: t.Array(Url, { minItems: 1, maxItems: MAX_INGEST_URLS }), process: Process },
+  { additionalProperties: false },
+)
 const IngestJson = t.Union([OneUrl, SeveralUrls], { description: 'one URL or several' })
 const IngestAccepted = t.Object({
-  jobs: t.Array(t.Object({ id: t.String({ format: 'uuid' }), source_id: t.String({ format: 'uuid' }), status: Status() }), {
-    description: "one ingest_source job per document, in the request's order (GET /{repoID}/jobs/{id} follows it)",
-  }),
+  jobs: t.Array(
+    t.Object({ id: t.String({ format: 'uuid' }), source_id: t.String({ format: 'uuid' }), status: Status() }),
+    {
+      description: "one ingest_source job per document, in the request's order (GET /{repoID}/jobs/{id} follows it)",
+    },
+  ),
 })
 const SourceChunk = t.Object({
   chunk_index: t.Integer({ description: 'what a fact cites as chunk_index' }),
@@ -70,14 +81,25 @@ const SourceChunk = t.Object({
   page_end: t.Union([t.Integer(), t.Null()], { description: "a PDF's last page of the chunk" }),
   text: t.String({ description: "the chunk's Markdown" }),
 })
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 408: ErrorBody, 413: ErrorBody, 415: ErrorBody, 429: ErrorBody }
+const errors = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  408: ErrorBody,
+  413: ErrorBody,
+  415: ErrorBody,
+  429: ErrorBody,
+}
 const requestBody = {
   required: true,
   content: {
     'application/json': { schema: IngestJson },
     'multipart/form-data': {
       schema: t.Object({
-        file: t.Array(t.String({ format: 'binary' }), { description: `the documents (PDF, HTML, Markdown, text), up to ${MAX_INGEST_FILES}` }),
+        file: t.Array(t.String({ format: 'binary' }), {
+          description: `the documents (PDF, HTML, Markdown, text), up to ${MAX_INGEST_FILES}`,
+        }),
         process: t.Optional(t.String({ enum: ['true', 'false'] })),
       }),
     },
@@ -96,12 +118,16 @@ function requestedUrls(body: unknown): { urls: string[]; process: boolean } {
   const schema = typeof body === 'object' && body !== null && 'urls' in body ? SeveralUrls : OneUrl
   if (!Value.Check(schema, body)) {
     const problem = Value.Errors(schema, body).First()
-    throw new HttpError(400, `invalid body: ${problem?.path.slice(1).replaceAll('/', '.') || 'body'}: ${problem?.message ?? 'expected {"url": "…"} or {"urls": […]}'}`)
+    throw new HttpError(
+      400,
+      `invalid body: ${problem?.path.slice(1).replaceAll('/', '.') || 'body'}: ${problem?.message ?? 'expected {"url": "…"} or {"urls": […]}'}`,
+    )
   }
   const given = 'urls' in body ? body.urls : [body.url]
   const urls = given.map((url) => {
     const normalized = normalizeSourceUrl(url)
-    if (!normalized) throw new HttpError(400, `invalid body: ${JSON.stringify(url.slice(0, 200))} is not an http(s) URL`)
+    if (!normalized)
+      throw new HttpError(400, `invalid body: ${JSON.stringify(url.slice(0, 200))} is not an http(s) URL`)
     return normalized
   })
   return { urls: [...new Set(urls)], process: body.process ?? true }
@@ -109,11 +135,19 @@ function requestedUrls(body: unknown): { urls: string[]; process: boolean } {
 
 export function ingestRoutes(options: IngestRoutesOptions) {
   const { scope, writes, jobs, blobs, quotas, log, maxFileBytes, uploadPace } = options
-  const discard = (key: string) => blobs.delete(key).catch((error) => log.error('ingest: could not delete an upload', { key, ...describeError(error) }))
+  const discard = (key: string) =>
+    blobs
+      .delete(key)
+      .catch((error) => log.error('ingest: could not delete an upload', { key, ...describeError(error) }))
   const tooLarge = `a file exceeds the limit of ${maxFileBytes} bytes (MEDIA_UPLOAD_MAX_BYTES)`
 
   /** Streams one file to a new blob, hashing it on the way; on any failure nothing is left. */
-  const storeFile = async (repositoryId: string, stream: Readable, fileName: string, contentType: string): Promise<Addition> => {
+  const storeFile = async (
+    repositoryId: string,
+    stream: Readable,
+    fileName: string,
+    contentType: string,
+  ): Promise<Addition> => {
     const key = ingestUploadKey(repositoryId)
     const hash = createHash('sha256')
     async function* hashed() {
@@ -137,14 +171,24 @@ export function ingestRoutes(options: IngestRoutesOptions) {
       await discard(key)
       throw new HttpError(400, `the file ${JSON.stringify(fileName)} is empty (0 bytes)`)
     }
-    return { url: uploadIdentity(hash.digest('hex')), kind: guessKind(fileName), upload: { key, content_type: contentType, file_name: fileName } }
+    return {
+      url: uploadIdentity(hash.digest('hex')),
+      kind: guessKind(fileName),
+      upload: { key, content_type: contentType, file_name: fileName },
+    }
   }
 
   /** Every `file` of a multipart body stored, and its `process` field; on a failure none is kept. */
-  const storeFiles = async (request: Request, repositoryId: string): Promise<{ additions: Addition[]; process: boolean }> => {
+  const storeFiles = async (
+    request: Request,
+    repositoryId: string,
+  ): Promise<{ additions: Addition[]; process: boolean }> => {
     let form: Busboy.Busboy
     try {
-      form = Busboy({ headers: { 'content-type': request.headers.get('content-type') ?? '' }, limits: { files: MAX_INGEST_FILES, fields: 10 } })
+      form = Busboy({
+        headers: { 'content-type': request.headers.get('content-type') ?? '' },
+        limits: { files: MAX_INGEST_FILES, fields: 10 },
+      })
     } catch (error) {
       throw new HttpError(400, `malformed multipart body: ${(error as Error).message}`)
     }
@@ -175,7 +219,9 @@ export function ingestRoutes(options: IngestRoutesOptions) {
         refusal ??= new HttpError(400, `at most ${MAX_INGEST_FILES} files in one request`)
       })
       form.on('close', resolve)
-      form.on('error', (error: Error) => reject(refusal ?? new HttpError(400, `malformed multipart body: ${error.message}`)))
+      form.on('error', (error: Error) =>
+        reject(refusal ?? new HttpError(400, `malformed multipart body: ${error.message}`)),
+      )
     })
     input.on('error', (error) => {
       refusal ??= uploadError(error, { tooLarge, empty: 'request body is empty' })
@@ -187,9 +233,13 @@ export function ingestRoutes(options: IngestRoutesOptions) {
     input.destroy()
     const settled = [...formEnd, ...(await Promise.allSettled(stored))]
     const failed = settled.find((outcome) => outcome.status === 'rejected')
-    const additions = settled.slice(1).flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value as Addition] : []))
-    if (!refusal && !failed && additions.length === 0) refusal = new HttpError(400, 'the multipart body has no file field "file"')
-    if (!refusal && process !== 'true' && process !== 'false') refusal = new HttpError(400, 'invalid body: process: expected true or false')
+    const additions = settled
+      .slice(1)
+      .flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value as Addition] : []))
+    if (!refusal && !failed && additions.length === 0)
+      refusal = new HttpError(400, 'the multipart body has no file field "file"')
+    if (!refusal && process !== 'true' && process !== 'false')
+      refusal = new HttpError(400, 'invalid body: process: expected true or false')
     if (refusal || failed) {
       for (const addition of additions) await discard(addition.upload!.key)
       throw refusal ?? (failed as PromiseRejectedResult).reason
@@ -197,20 +247,36 @@ export function ingestRoutes(options: IngestRoutesOptions) {
     return { additions, process: process === 'true' }
   }
 
-  const start = async ({ request, principal, repository, set }: { request: Request; principal: Principal; repository: Repository; set: { status?: number | string } }) => {
+  const start = async ({
+    request,
+    principal,
+    repository,
+    set,
+  }: {
+    request: Request
+    principal: Principal
+    repository: Repository
+    set: { status?: number | string }
+  }) => {
     const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
     if (type !== 'application/json' && type !== 'multipart/form-data')
-      throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}; expected application/json (URLs) or multipart/form-data (files)`)
+      throw new HttpError(
+        415,
+        `unsupported Content-Type ${JSON.stringify(type)}; expected application/json (URLs) or multipart/form-data (files)`,
+      )
     // Before an upload is stored: a full queue would only throw it away.
     await quotas.checkQueue(repository.id)
     let additions: Addition[]
     let process: boolean
     if (type === 'application/json') {
-      const requested = requestedUrls(parseJsonBody(await readBodyLimited(request, options.bodyLimit, options.bodyTimeoutMs)))
+      const requested = requestedUrls(
+        parseJsonBody(await readBodyLimited(request, options.bodyLimit, options.bodyTimeoutMs)),
+      )
       additions = requested.urls.map((url) => ({ url, kind: guessKind(url) }))
       process = requested.process
     } else {
-      if (!request.body || request.headers.get('content-length') === '0') throw new HttpError(400, 'request body is empty: send the files as the multipart fields "file"')
+      if (!request.body || request.headers.get('content-length') === '0')
+        throw new HttpError(400, 'request body is empty: send the files as the multipart fields "file"')
       ;({ additions, process } = await storeFiles(request, repository.id))
     }
     const answered: { id: string; source_id: string; status: string }[] = []
@@ -218,7 +284,12 @@ export function ingestRoutes(options: IngestRoutesOptions) {
       try {
         const source = await writes.registerSource(repository.id, { url: addition.url, kind: addition.kind })
         const params = { source_id: source.id, process, ...(addition.upload ? { upload: addition.upload } : {}) }
-        const job = await jobs.enqueue({ kind: 'ingest_source', repositoryId: repository.id, params, createdBy: principal.userId })
+        const job = await jobs.enqueue({
+          kind: 'ingest_source',
+          repositoryId: repository.id,
+          params,
+          createdBy: principal.userId,
+        })
         answered.push({ id: job.id, source_id: source.id, status: job.status })
       } catch (error) {
         // The uploads no job took.
@@ -231,7 +302,8 @@ export function ingestRoutes(options: IngestRoutesOptions) {
   }
 
   return repositoryScopedRoutes('kgs/ingest', scope, (app, at) => {
-    const describe = (summary: string, extra: Record<string, unknown> = {}) => at.detail({ tags: ['graph'], summary, ...extra })
+    const describe = (summary: string, extra: Record<string, unknown> = {}) =>
+      at.detail({ tags: ['graph'], summary, ...extra })
     return app
       .use(pagination)
       .post('/ingest', start, {
@@ -255,7 +327,9 @@ export function ingestRoutes(options: IngestRoutesOptions) {
           ranked: CHUNK_WINDOW,
           params: at.params({ sourceID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) }),
           response: { 200: t.Array(SourceChunk), ...errors },
-          detail: describe("A source's chunks in order (what a fact cites as chunk_index); X-Total-Count says how many"),
+          detail: describe(
+            "A source's chunks in order (what a fact cites as chunk_index); X-Total-Count says how many",
+          ),
         },
       )
   })

@@ -19,9 +19,11 @@ export function normalizeSourceUrl(url: string): string | undefined {
 export const uploadIdentity = (sha256Hex: string) => `upload://sha256/${sha256Hex}`
 
 /** Where an upload waits for its job; the job keeps it as the source's body. */
-export const ingestUploadKey = (repositoryId: string) => `${repositoryBlobPrefix(repositoryId)}ingest/uploads/${crypto.randomUUID()}`
+export const ingestUploadKey = (repositoryId: string) =>
+  `${repositoryBlobPrefix(repositoryId)}ingest/uploads/${crypto.randomUUID()}`
 /** Where a job stores the body it fetched: one key per job, so a retried attempt overwrites its own. */
-export const ingestBodyKey = (repositoryId: string, sourceId: string, jobId: string) => `${repositoryBlobPrefix(repositoryId)}ingest/bodies/${sourceId}-${jobId}`
+export const ingestBodyKey = (repositoryId: string, sourceId: string, jobId: string) =>
+  `${repositoryBlobPrefix(repositoryId)}ingest/bodies/${sourceId}-${jobId}`
 
 /** The kind a source is given before its bytes are read (the job sets the real one): a guess from the name. */
 export function guessKind(name: string): DocumentKind {
@@ -42,7 +44,9 @@ export interface IngestState {
 }
 
 export async function ingestState(sql: Sql, sourceId: string): Promise<IngestState | undefined> {
-  const [row] = await sql<IngestState[]>`SELECT url, status, etag, last_modified, content_hash, has_stored_body FROM sources WHERE id = ${sourceId}`
+  const [row] = await sql<
+    IngestState[]
+  >`SELECT url, status, etag, last_modified, content_hash, has_stored_body FROM sources WHERE id = ${sourceId}`
   return row
 }
 
@@ -61,7 +65,9 @@ export interface ParsedSource {
 export async function recordParsed(sql: Sql, parsed: ParsedSource): Promise<{ replaced: string | null }> {
   const { sourceId, document, body, validators } = parsed
   return await sql.begin(async (tx) => {
-    const [old] = await tx<{ storage_key: string }[]>`SELECT b.storage_key FROM sources s LEFT JOIN source_bodies b ON b.source_id = s.id WHERE s.id = ${sourceId} FOR UPDATE OF s`
+    const [old] = await tx<
+      { storage_key: string }[]
+    >`SELECT b.storage_key FROM sources s LEFT JOIN source_bodies b ON b.source_id = s.id WHERE s.id = ${sourceId} FOR UPDATE OF s`
     if (!old) throw new Error(`source ${sourceId} is gone`)
     await tx`
       UPDATE sources SET kind = ${document.kind}, status = 'parsed', status_reason = '', parsed_title = ${document.title}, parsed_text = ${document.text},
@@ -79,7 +85,13 @@ export async function recordParsed(sql: Sql, parsed: ParsedSource): Promise<{ re
 
 async function insertChunks(sql: Sql, sourceId: string, chunks: readonly Chunk[]): Promise<void> {
   if (chunks.length === 0) return
-  const rows = chunks.map((chunk) => ({ index: chunk.index, headings: chunk.headingPath, start: chunk.pageStart ?? null, end: chunk.pageEnd ?? null, text: chunk.text }))
+  const rows = chunks.map((chunk) => ({
+    index: chunk.index,
+    headings: chunk.headingPath,
+    start: chunk.pageStart ?? null,
+    end: chunk.pageEnd ?? null,
+    text: chunk.text,
+  }))
   await sql`
     INSERT INTO source_chunks (source_id, chunk_index, heading_path, page_start, page_end, text)
     SELECT ${sourceId}, (c->>'index')::int, ARRAY(SELECT jsonb_array_elements_text(c->'headings')), (c->>'start')::int, (c->>'end')::int, c->>'text'
@@ -95,8 +107,14 @@ export interface SourceChunk {
 }
 
 /** The source's chunks in order, `range` of them, with how many it has; undefined when there is no such source. */
-export async function sourceChunks(sql: Sql, sourceId: string, range: { offset: number; limit: number }): Promise<{ rows: SourceChunk[]; total: number } | undefined> {
-  const [source] = await sql<{ total: number }[]>`SELECT (SELECT count(*)::int FROM source_chunks WHERE source_id = ${sourceId}) AS total FROM sources WHERE id = ${sourceId}`
+export async function sourceChunks(
+  sql: Sql,
+  sourceId: string,
+  range: { offset: number; limit: number },
+): Promise<{ rows: SourceChunk[]; total: number } | undefined> {
+  const [source] = await sql<
+    { total: number }[]
+  >`SELECT (SELECT count(*)::int FROM source_chunks WHERE source_id = ${sourceId}) AS total FROM sources WHERE id = ${sourceId}`
   if (!source) return undefined
   const rows = await sql<SourceChunk[]>`
     SELECT chunk_index, heading_path, page_start, page_end, text FROM source_chunks

@@ -32,7 +32,9 @@ const LINE_START_ACTIVE = /^([#+=-])|^(\d{1,9})([.)])/
 function escapeLine(line: string): string {
   // Leading indentation would make a code block: it is dropped, the words are what count.
   const escaped = line.trimStart().replace(INLINE_ACTIVE, '\\$&')
-  return escaped.replace(LINE_START_ACTIVE, (_all, marker, digits, dot) => (marker ? `\\${marker}` : `${digits}\\${dot}`))
+  return escaped.replace(LINE_START_ACTIVE, (_all, marker, digits, dot) =>
+    marker ? `\\${marker}` : `${digits}\\${dot}`,
+  )
 }
 
 /** Plain text as Markdown paragraphs: blank lines separate paragraphs, line breaks inside one are kept as written. */

@@ -45,7 +45,13 @@ export interface DocumentImage {
   data?: Uint8Array
 }
 
-type WarningCode = 'no_text_layer' | 'images_dropped' | 'charset_fallback' | 'declared_type_mismatch' | 'no_article' | 'empty_page'
+type WarningCode =
+  | 'no_text_layer'
+  | 'images_dropped'
+  | 'charset_fallback'
+  | 'declared_type_mismatch'
+  | 'no_article'
+  | 'empty_page'
 
 export interface ReadWarning {
   code: WarningCode
@@ -78,7 +84,15 @@ export interface ParsedDocument {
   warnings: ReadWarning[]
 }
 
-export type RefusalCode = 'empty' | 'too_large' | 'unsupported' | 'encrypted' | 'broken' | 'bomb' | 'too_many_pages' | 'timeout'
+export type RefusalCode =
+  | 'empty'
+  | 'too_large'
+  | 'unsupported'
+  | 'encrypted'
+  | 'broken'
+  | 'bomb'
+  | 'too_many_pages'
+  | 'timeout'
 
 /** A document kgs will not read, with a reason meant for the person who added it. */
 export class DocumentRefused extends Error {

@@ -7,7 +7,15 @@ import type { Db } from '../db/sql.ts'
 import { HttpError } from '../http/errors.ts'
 import { paramsProblem, type EnqueueRequest, type JobKind } from './kinds.ts'
 import type { Repository } from '../repositories/repositories.ts'
-import { cancelRepositoryJobs, enqueueCoalesced, enqueueJob, explainCancelled, getJob, requestCancel, type Job } from './queue.ts'
+import {
+  cancelRepositoryJobs,
+  enqueueCoalesced,
+  enqueueJob,
+  explainCancelled,
+  getJob,
+  requestCancel,
+  type Job,
+} from './queue.ts'
 
 /** The job, if it exists and belongs to the scope it was asked in (none: every job): the job routes and the MCP tools alike. */
 export async function jobInScope(system: Db, id: string, repository: Repository | undefined): Promise<Job> {
@@ -47,12 +55,18 @@ export class Jobs {
   async enqueue(request: EnqueueRequest): Promise<Job | undefined> {
     const kind = this.kinds.get(request.kind)
     if (!kind) throw new UnknownJobKindError(`unknown job kind ${JSON.stringify(request.kind)}`)
-    if (kind.repositoryScoped !== Boolean(request.repositoryId)) throw new Error(`job kind ${kind.kind} ${kind.repositoryScoped ? 'needs' : 'takes no'} repository`)
+    if (kind.repositoryScoped !== Boolean(request.repositoryId))
+      throw new Error(`job kind ${kind.kind} ${kind.repositoryScoped ? 'needs' : 'takes no'} repository`)
     const params = request.params ?? {}
     const problem = paramsProblem(kind, params)
     if (problem) throw new HttpError(400, problem)
     const job = request.coalesce
-      ? await enqueueCoalesced(this.system, { ...request, params, maxAttempts: kind.maxAttempts, afterMs: request.coalesce.afterMs })
+      ? await enqueueCoalesced(this.system, {
+          ...request,
+          params,
+          maxAttempts: kind.maxAttempts,
+          afterMs: request.coalesce.afterMs,
+        })
       : await enqueueJob(this.system, { ...request, params, maxAttempts: kind.maxAttempts })
     // A delayed job is found by the workers' polling; waking them now would find it not ready.
     if (job && !request.coalesce?.afterMs) await this.bus.publish(this.system, JOBS_QUEUED, kind.kind)
@@ -75,7 +89,8 @@ export class Jobs {
         await this.bus.publish(this.system, JOB_CANCEL_REQUESTED, id)
       }
       if (running.length === 0) break
-      if (Date.now() > deadline) throw new HttpError(503, "the repository's jobs have not stopped yet; try again", { 'retry-after': '5' })
+      if (Date.now() > deadline)
+        throw new HttpError(503, "the repository's jobs have not stopped yet; try again", { 'retry-after': '5' })
       await runtime.sleep(STOP_POLL_MS)
     }
     await explainCancelled(this.system, [...asked], reason)

@@ -37,7 +37,16 @@ const jobColumns = (sql: Db) => sql`
   ${isoTimestamp(sql, 'started_at')} AS started_at,
   ${isoTimestamp(sql, 'finished_at')} AS finished_at`
 
-export async function enqueueJob(sql: Db, job: { kind: string; repositoryId?: string | null; params?: Record<string, unknown>; createdBy?: string | null; maxAttempts: number }): Promise<Job> {
+export async function enqueueJob(
+  sql: Db,
+  job: {
+    kind: string
+    repositoryId?: string | null
+    params?: Record<string, unknown>
+    createdBy?: string | null
+    maxAttempts: number
+  },
+): Promise<Job> {
   const [row] = await sql<Job[]>`
     INSERT INTO jobs (id, kind, repository_id, params, created_by, max_attempts)
     VALUES (${crypto.randomUUID()}, ${job.kind}, ${job.repositoryId ?? null}, ${sql.json((job.params ?? {}) as never)}, ${job.createdBy ?? null}, ${job.maxAttempts})
@@ -52,7 +61,14 @@ export async function enqueueJob(sql: Db, job: { kind: string; repositoryId?: st
  */
 export async function enqueueCoalesced(
   sql: Db,
-  job: { kind: string; repositoryId?: string | null; params?: Record<string, unknown>; createdBy?: string | null; maxAttempts: number; afterMs: number },
+  job: {
+    kind: string
+    repositoryId?: string | null
+    params?: Record<string, unknown>
+    createdBy?: string | null
+    maxAttempts: number
+    afterMs: number
+  },
 ): Promise<Job | undefined> {
   const params = sql.json((job.params ?? {}) as never)
   const [row] = await sql<Job[]>`
@@ -71,8 +87,23 @@ export async function enqueueCoalesced(
  * cannot hold back another's. SKIP LOCKED lets any number of workers on any number of
  * instances claim concurrently without waiting on each other.
  */
-export async function claimJob(sql: Db, workerId: string, leaseMs: number, kinds: readonly string[]): Promise<ClaimedJob | undefined> {
-  const [row] = await sql<{ id: string; kind: string; repository_id: string | null; params: Record<string, unknown>; created_by: string | null; attempts: number; max_attempts: number }[]>`
+export async function claimJob(
+  sql: Db,
+  workerId: string,
+  leaseMs: number,
+  kinds: readonly string[],
+): Promise<ClaimedJob | undefined> {
+  const [row] = await sql<
+    {
+      id: string
+      kind: string
+      repository_id: string | null
+      params: Record<string, unknown>
+      created_by: string | null
+      attempts: number
+      max_attempts: number
+    }[]
+  >`
     WITH picked AS (
       SELECT j.id FROM jobs j LEFT JOIN job_turns t ON t.repository_id = j.repository_id
       WHERE j.status = 'queued' AND j.run_after <= now() AND j.kind = ANY(${kinds as string[]}::text[])
@@ -96,10 +127,23 @@ export async function claimJob(sql: Db, workerId: string, leaseMs: number, kinds
       ON CONFLICT (repository_id) DO UPDATE SET served_at = excluded.served_at
     )
     SELECT * FROM claimed`
-  return row && { id: row.id, kind: row.kind, repositoryId: row.repository_id, params: row.params, createdBy: row.created_by, attempts: row.attempts, maxAttempts: row.max_attempts }
+  return (
+    row && {
+      id: row.id,
+      kind: row.kind,
+      repositoryId: row.repository_id,
+      params: row.params,
+      createdBy: row.created_by,
+      attempts: row.attempts,
+      maxAttempts: row.max_attempts,
+    }
+  )
 }
 
-const leaseState = (rows: { cancel_requested: boolean }[]): LeaseState => ({ held: rows.length === 1, cancelRequested: rows[0]?.cancel_requested ?? false })
+const leaseState = (rows: { cancel_requested: boolean }[]): LeaseState => ({
+  held: rows.length === 1,
+  cancelRequested: rows[0]?.cancel_requested ?? false,
+})
 
 /** Extends the lease; the answer says whether the job is still this worker's and whether to stop. */
 export async function renewLease(sql: Db, id: string, workerId: string, leaseMs: number): Promise<LeaseState> {
@@ -112,7 +156,13 @@ export async function renewLease(sql: Db, id: string, workerId: string, leaseMs:
 }
 
 /** Records progress (and extends the lease, since the worker is evidently alive). */
-export async function reportProgress(sql: Db, id: string, workerId: string, leaseMs: number, progress: Partial<JobProgress>): Promise<LeaseState> {
+export async function reportProgress(
+  sql: Db,
+  id: string,
+  workerId: string,
+  leaseMs: number,
+  progress: Partial<JobProgress>,
+): Promise<LeaseState> {
   return leaseState(
     await sql<{ cancel_requested: boolean }[]>`
       UPDATE jobs SET progress = progress || ${sql.json(progress as never)}, lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
@@ -122,7 +172,12 @@ export async function reportProgress(sql: Db, id: string, workerId: string, leas
 }
 
 /** Finishes a job the worker still holds; false if it no longer does (its result is discarded). */
-export async function finishJob(sql: Db, id: string, workerId: string, outcome: { status: 'succeeded'; result: unknown } | { status: 'failed' | 'cancelled'; error: string }): Promise<boolean> {
+export async function finishJob(
+  sql: Db,
+  id: string,
+  workerId: string,
+  outcome: { status: 'succeeded'; result: unknown } | { status: 'failed' | 'cancelled'; error: string },
+): Promise<boolean> {
   const result = outcome.status === 'succeeded' ? sql.json((outcome.result ?? null) as never) : null
   const error = outcome.status === 'succeeded' ? null : storableText(outcome.error)
   const rows = await sql`
@@ -144,7 +199,14 @@ export function retryDelayMs(attempts: number, baseMs = 1000, capMs = 300_000): 
  * A failed attempt: queued again after a backoff while attempts remain, otherwise failed for
  * good. Returns the resulting status, or undefined if the worker no longer held the job.
  */
-export async function failAttempt(sql: Db, id: string, workerId: string, error: string, retryable: boolean, backoffBaseMs = 1000): Promise<JobStatus | undefined> {
+export async function failAttempt(
+  sql: Db,
+  id: string,
+  workerId: string,
+  error: string,
+  retryable: boolean,
+  backoffBaseMs = 1000,
+): Promise<JobStatus | undefined> {
   const [row] = await sql<{ attempts: number; max_attempts: number }[]>`
     SELECT attempts, max_attempts FROM jobs WHERE id = ${id} AND lease_owner = ${workerId} AND status = 'running' FOR UPDATE`
   if (!row) return undefined
@@ -172,11 +234,21 @@ export async function anyJobQueued(sql: Db): Promise<boolean> {
  * fails those that have used up their attempts. Safe to run on every instance at once.
  */
 export async function requeueExpiredLeases(sql: Db, backoffBaseMs = 1000): Promise<number> {
-  return releaseJobs(sql, sql`status = 'running' AND lease_expires_at < now()`, 'lease expired: the worker stopped responding', backoffBaseMs)
+  return releaseJobs(
+    sql,
+    sql`status = 'running' AND lease_expires_at < now()`,
+    'lease expired: the worker stopped responding',
+    backoffBaseMs,
+  )
 }
 
 /** Releases at once every job held by a worker known to be gone (its thread exited). */
-export async function releaseWorkerJobs(sql: Db, workerId: string, reason: string, backoffBaseMs = 1000): Promise<number> {
+export async function releaseWorkerJobs(
+  sql: Db,
+  workerId: string,
+  reason: string,
+  backoffBaseMs = 1000,
+): Promise<number> {
   return releaseJobs(sql, sql`status = 'running' AND lease_owner = ${workerId}`, reason, backoffBaseMs)
 }
 
@@ -189,7 +261,13 @@ export async function handBackOnShutdown(sql: Db, workerId: string, reason: stri
   return releaseJobs(sql, sql`status = 'running' AND lease_owner = ${workerId}`, reason, 0, 1)
 }
 
-async function releaseJobs(sql: Db, which: ReturnType<Db>, reason: string, backoffBaseMs: number, refunded = 0): Promise<number> {
+async function releaseJobs(
+  sql: Db,
+  which: ReturnType<Db>,
+  reason: string,
+  backoffBaseMs: number,
+  refunded = 0,
+): Promise<number> {
   const rows = await sql`
     WITH lost AS (
       SELECT id, attempts - ${refunded}::int AS attempts FROM jobs WHERE ${which} FOR UPDATE SKIP LOCKED
@@ -243,7 +321,8 @@ export async function cancelRepositoryJobs(sql: Db, repositoryId: string, reason
 
 /** The error of these jobs, where they ended cancelled (their worker writes only "cancelled"). */
 export async function explainCancelled(sql: Db, ids: string[], reason: string): Promise<void> {
-  if (ids.length > 0) await sql`UPDATE jobs SET error = ${reason} WHERE id = ANY(${ids}::uuid[]) AND status = 'cancelled'`
+  if (ids.length > 0)
+    await sql`UPDATE jobs SET error = ${reason} WHERE id = ANY(${ids}::uuid[]) AND status = 'cancelled'`
 }
 
 /** Extends the leases of every job these workers hold (their threads are alive: see runner.ts). */

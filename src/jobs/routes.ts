@@ -16,11 +16,19 @@ import { listJobs } from './queue.ts'
 import { JOB_STATUSES, JobBody, Status, type Job } from './schemas.ts'
 
 const JobParams = t.Object({ jobID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
-const RepositoryJobParams = t.Object({ repoID: t.String(), jobID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
+const RepositoryJobParams = t.Object({
+  repoID: t.String(),
+  jobID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }),
+})
 const ListQuery = t.Object({
   status: t.Optional(Status({ error: `expected one of ${JOB_STATUSES.join(', ')}` })),
   kind: t.Optional(t.String({ maxLength: 63 })),
-  order: t.Optional(t.Union([t.Literal('asc'), t.Literal('desc')], { error: 'expected asc or desc', description: 'asc (the default): oldest first; desc: newest first' })),
+  order: t.Optional(
+    t.Union([t.Literal('asc'), t.Literal('desc')], {
+      error: 'expected asc or desc',
+      description: 'asc (the default): oldest first; desc: newest first',
+    }),
+  ),
 })
 // Each route's own error answers (the OpenAPI document lists exactly these).
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
@@ -53,29 +61,70 @@ export interface JobRoutesOptions {
 
 export function jobRoutes({ system, jobs, scope, quotas }: JobRoutesOptions) {
   const describe = (summary: string) => ({ tags: ['jobs'], summary })
-  const list = ({ repository, query, page }: { repository?: Repository; query: typeof ListQuery.static; page: PageRequest }) =>
-    listJobs(system, { repositoryId: repository?.id, status: query.status, kind: query.kind, newestFirst: query.order === 'desc' }, page.limit, page.after)
+  const list = ({
+    repository,
+    query,
+    page,
+  }: {
+    repository?: Repository
+    query: typeof ListQuery.static
+    page: PageRequest
+  }) =>
+    listJobs(
+      system,
+      { repositoryId: repository?.id, status: query.status, kind: query.kind, newestFirst: query.order === 'desc' },
+      page.limit,
+      page.after,
+    )
   const cancel = async ({ repository, params }: { repository?: Repository; params: { jobID: string } }) => {
     const job = await jobInScope(system, params.jobID, repository)
     if (job.status !== 'queued' && job.status !== 'running') throw new HttpError(409, `job already ${job.status}`)
     return (await jobs.cancel(job.id)) ?? job
   }
-  const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: typeof startBody.static; set: AcceptedSet }) => {
+  const start = async ({
+    principal,
+    repository,
+    body,
+    set,
+  }: {
+    principal: Principal
+    repository: Repository
+    body: typeof startBody.static
+    set: AcceptedSet
+  }) => {
     await quotas.checkQueue(repository.id)
-    return accepted(set, await jobs.enqueue({ kind: body.kind, repositoryId: repository.id, params: body.params, createdBy: principal.userId }))
+    return accepted(
+      set,
+      await jobs.enqueue({
+        kind: body.kind,
+        repositoryId: repository.id,
+        params: body.params,
+        createdBy: principal.userId,
+      }),
+    )
   }
   const startOptions = {
     repository: 'graph:import',
     body: startBody,
     response: { 202: JobBody, ...startErrors },
-    detail: describe('Start a job on the repository: (re)compute the vectors of its facts or concepts with the configured embedder, or fetch its missing media'),
+    detail: describe(
+      'Start a job on the repository: (re)compute the vectors of its facts or concepts with the configured embedder, or fetch its missing media',
+    ),
   } as const
-  const listDetail = describe('Jobs, oldest first (?order=desc: newest first): of the repository named by the path or X-Repository-ID, else every job (system job:read)')
+  const listDetail = describe(
+    'Jobs, oldest first (?order=desc: newest first): of the repository named by the path or X-Repository-ID, else every job (system job:read)',
+  )
 
   return new Elysia({ name: 'kgs/jobs' })
     .use(scope)
     .use(pagination)
-    .get('/api/v1/jobs', list, { repositoryOrSystem: 'job:read', paginated: true, query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
+    .get('/api/v1/jobs', list, {
+      repositoryOrSystem: 'job:read',
+      paginated: true,
+      query: ListQuery,
+      response: { 200: t.Array(JobBody), ...errors },
+      detail: listDetail,
+    })
     .get('/api/v1/jobs/:jobID', ({ repository, params }) => jobInScope(system, params.jobID, repository), {
       repositoryOrSystem: 'job:read',
       params: JobParams,
@@ -86,9 +135,17 @@ export function jobRoutes({ system, jobs, scope, quotas }: JobRoutesOptions) {
       repositoryOrSystem: 'job:cancel',
       params: JobParams,
       response: { 200: JobBody, ...cancelErrors },
-      detail: describe('Cancel a job: a queued job at once, a running one at its next heartbeat (409 if it already finished)'),
+      detail: describe(
+        'Cancel a job: a queued job at once, a running one at its next heartbeat (409 if it already finished)',
+      ),
     })
-    .get('/:repoID/jobs', list, { repositoryOrSystem: 'job:read', paginated: true, query: ListQuery, response: { 200: t.Array(JobBody), ...errors }, detail: listDetail })
+    .get('/:repoID/jobs', list, {
+      repositoryOrSystem: 'job:read',
+      paginated: true,
+      query: ListQuery,
+      response: { 200: t.Array(JobBody), ...errors },
+      detail: listDetail,
+    })
     .get('/:repoID/jobs/:jobID', ({ repository, params }) => jobInScope(system, params.jobID, repository), {
       repositoryOrSystem: 'job:read',
       params: RepositoryJobParams,
@@ -108,8 +165,15 @@ export function jobRoutes({ system, jobs, scope, quotas }: JobRoutesOptions) {
 const startBody = t.Object(
   {
     // Kinds a client may start directly; export and import have routes of their own.
-    kind: t.Union([t.Literal('embed_facts'), t.Literal('embed_concepts'), t.Literal('fetch_media')], { error: 'expected one of embed_facts, embed_concepts, fetch_media' }),
-    params: t.Optional(t.Object({ ids: t.Optional(t.Array(t.String({ pattern: UUID_PATTERN }), { maxItems: 10_000 })) }, { additionalProperties: false })),
+    kind: t.Union([t.Literal('embed_facts'), t.Literal('embed_concepts'), t.Literal('fetch_media')], {
+      error: 'expected one of embed_facts, embed_concepts, fetch_media',
+    }),
+    params: t.Optional(
+      t.Object(
+        { ids: t.Optional(t.Array(t.String({ pattern: UUID_PATTERN }), { maxItems: 10_000 })) },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 )

@@ -15,7 +15,13 @@ import { describeError, type Logger } from '../log.ts'
 import { JOB_WORKER_URL } from '../workers.ts'
 import { JOB_CANCEL_REQUESTED, JOBS_QUEUED } from './jobs.ts'
 import type { FromWorker, ToWorker } from './protocol.ts'
-import { anyJobQueued, handBackOnShutdown, releaseWorkerJobs, renewWorkerLeases, requeueExpiredLeases } from './queue.ts'
+import {
+  anyJobQueued,
+  handBackOnShutdown,
+  releaseWorkerJobs,
+  renewWorkerLeases,
+  requeueExpiredLeases,
+} from './queue.ts'
 import { DEFAULT_JOB_TIMING, SHUTDOWN_RELEASE, type JobTiming } from './worker.ts'
 import { hostname } from 'node:os'
 
@@ -139,18 +145,34 @@ export class JobRunner {
           case 'stopped':
             return resolveStopped()
           case 'publish':
-            return void bus.publish(pools.system, message.channel, message.payload).catch((error) => log.warn('job event not published', describeError(error)))
+            return void bus
+              .publish(pools.system, message.channel, message.payload)
+              .catch((error) => log.warn('job event not published', describeError(error)))
           case 'socket':
             try {
-              thread.postMessage({ type: 'socket', requestId: message.requestId, path: await pools.embeddedSocket(message.name) } satisfies ToWorker)
+              thread.postMessage({
+                type: 'socket',
+                requestId: message.requestId,
+                path: await pools.embeddedSocket(message.name),
+              } satisfies ToWorker)
             } catch (error) {
-              thread.postMessage({ type: 'socket', requestId: message.requestId, error: (error as Error).message } satisfies ToWorker)
+              thread.postMessage({
+                type: 'socket',
+                requestId: message.requestId,
+                error: (error as Error).message,
+              } satisfies ToWorker)
             }
             return
         }
       }
     })
-    thread.postMessage({ type: 'start', workerId: id, config, timing: this.timing, extraKindModules: this.options.extraKindModules ?? [] } satisfies ToWorker)
+    thread.postMessage({
+      type: 'start',
+      workerId: id,
+      config,
+      timing: this.timing,
+      extraKindModules: this.options.extraKindModules ?? [],
+    } satisfies ToWorker)
     return started
   }
 
@@ -158,15 +180,27 @@ export class JobRunner {
   private async onExit(entry: WorkerThread): Promise<void> {
     if (!this.threads.delete(entry) || this.stopping) return
     try {
-      const released = await releaseWorkerJobs(this.options.pools.system, entry.id, 'the worker thread running it exited', this.timing.backoffBaseMs)
-      if (released > 0) this.options.log.warn('job worker thread exited while running a job; the job was re-queued', { worker: entry.id })
+      const released = await releaseWorkerJobs(
+        this.options.pools.system,
+        entry.id,
+        'the worker thread running it exited',
+        this.timing.backoffBaseMs,
+      )
+      if (released > 0)
+        this.options.log.warn('job worker thread exited while running a job; the job was re-queued', {
+          worker: entry.id,
+        })
     } catch (error) {
-      this.options.log.warn('could not release the jobs of an exited worker thread', { worker: entry.id, ...describeError(error) })
+      this.options.log.warn('could not release the jobs of an exited worker thread', {
+        worker: entry.id,
+        ...describeError(error),
+      })
     }
     if (this.stopping) return
     this.options.log.error('job worker thread exited unexpectedly; starting another', { worker: entry.id })
     setTimeout(() => {
-      if (!this.stopping) this.spawn().catch((error) => this.options.log.error('job worker restart failed', describeError(error)))
+      if (!this.stopping)
+        this.spawn().catch((error) => this.options.log.error('job worker restart failed', describeError(error)))
     }, RESTART_DELAY_MS)
   }
 
@@ -182,7 +216,10 @@ export class JobRunner {
     const threads = [...this.threads]
     for (const { thread } of threads) thread.postMessage({ type: 'stop' } satisfies ToWorker)
     let timer: Timer | undefined
-    await Promise.race([Promise.all(threads.map((t) => t.stopped)), new Promise((resolve) => (timer = setTimeout(resolve, STOP_GRACE_MS)))])
+    await Promise.race([
+      Promise.all(threads.map((t) => t.stopped)),
+      new Promise((resolve) => (timer = setTimeout(resolve, STOP_GRACE_MS))),
+    ])
     clearTimeout(timer)
     await Promise.all(
       threads.map(async (t) => {

@@ -4,7 +4,16 @@
 import type { Db } from '../db/sql.ts'
 import { describeError, type Logger } from '../log.ts'
 import { PermanentJobError, paramsProblem, type JobKind, type JobServices, type RunningJob } from './kinds.ts'
-import { claimJob, failAttempt, finishJob, handBackOnShutdown, renewLease, reportProgress, type ClaimedJob, type JobProgress } from './queue.ts'
+import {
+  claimJob,
+  failAttempt,
+  finishJob,
+  handBackOnShutdown,
+  renewLease,
+  reportProgress,
+  type ClaimedJob,
+  type JobProgress,
+} from './queue.ts'
 
 export interface JobTiming {
   /** How long a claim holds without a heartbeat before another worker may take the job. */
@@ -17,7 +26,12 @@ export interface JobTiming {
   backoffBaseMs: number
 }
 
-export const DEFAULT_JOB_TIMING: JobTiming = { leaseMs: 30_000, heartbeatMs: 1_000, pollMs: 2_000, backoffBaseMs: 1_000 }
+export const DEFAULT_JOB_TIMING: JobTiming = {
+  leaseMs: 30_000,
+  heartbeatMs: 1_000,
+  pollMs: 2_000,
+  backoffBaseMs: 1_000,
+}
 
 /**
  * The reasons a running job's signal is aborted with: cancelled (the job ends), its lease lost
@@ -118,7 +132,9 @@ export class JobWorker {
         try {
           const update = pending
           pending = undefined
-          const lease = update ? await reportProgress(this.system, claimed.id, this.id, this.timing.leaseMs, update) : await renewLease(this.system, claimed.id, this.id, this.timing.leaseMs)
+          const lease = update
+            ? await reportProgress(this.system, claimed.id, this.id, this.timing.leaseMs, update)
+            : await renewLease(this.system, claimed.id, this.id, this.timing.leaseMs)
           if (!lease.held) controller.abort(LEASE_LOST)
           else if (lease.cancelRequested) controller.abort(CANCELLED)
         } catch (error) {
@@ -179,7 +195,12 @@ export class JobWorker {
   }
 
   /** Records how an attempt ended other than in success, with one log line: `about` names the job and its duration. */
-  private async recordFailure(claimed: ClaimedJob, signal: AbortSignal, error: unknown, about: Record<string, unknown>): Promise<void> {
+  private async recordFailure(
+    claimed: ClaimedJob,
+    signal: AbortSignal,
+    error: unknown,
+    about: Record<string, unknown>,
+  ): Promise<void> {
     try {
       if (signal.aborted && signal.reason === LEASE_LOST) {
         this.log.warn('job lease lost; the job is left to its new owner', { ...about, worker: this.id })
@@ -191,9 +212,20 @@ export class JobWorker {
         this.log.info('job handed back to the queue (shutdown)', about)
       } else {
         const message = error instanceof Error ? error.message : String(error)
-        const status = await failAttempt(this.system, claimed.id, this.id, message, !(error instanceof PermanentJobError), this.timing.backoffBaseMs)
+        const status = await failAttempt(
+          this.system,
+          claimed.id,
+          this.id,
+          message,
+          !(error instanceof PermanentJobError),
+          this.timing.backoffBaseMs,
+        )
         // status: queued (to be retried) or failed (for good).
-        this.log.warn(status === 'failed' ? 'job failed' : 'job attempt failed; retrying', { ...about, status, error: message })
+        this.log.warn(status === 'failed' ? 'job failed' : 'job attempt failed; retrying', {
+          ...about,
+          status,
+          error: message,
+        })
       }
     } catch (recordError) {
       // The lease will expire and the reaper will re-queue the job.
@@ -207,7 +239,11 @@ const elapsed = (started: number) => Math.round(performance.now() - started)
 /** The counts of a job's result, for its log line: its numeric fields and those of its `counts`. */
 function resultCounts(result: unknown): Record<string, number> {
   if (typeof result !== 'object' || result === null) return {}
-  const numbers = (object: object) => Object.entries(object).filter((entry): entry is [string, number] => typeof entry[1] === 'number')
+  const numbers = (object: object) =>
+    Object.entries(object).filter((entry): entry is [string, number] => typeof entry[1] === 'number')
   const counts = (result as { counts?: unknown }).counts
-  return Object.fromEntries([...numbers(result), ...(typeof counts === 'object' && counts !== null ? numbers(counts) : [])])
+  return Object.fromEntries([
+    ...numbers(result),
+    ...(typeof counts === 'object' && counts !== null ? numbers(counts) : []),
+  ])
 }

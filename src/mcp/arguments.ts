@@ -11,10 +11,20 @@ const PREVIEW_CHARS = 300
 export const preview = (text: string) => (text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIEW_CHARS)}…` : text)
 
 export const Uuid = (description: string) => t.String({ pattern: UUID_PATTERN, description })
-export const RepositoryArgument = t.String({ minLength: 1, maxLength: 100, description: 'the repository: its UUID or slug (list_repositories gives them)' })
+export const RepositoryArgument = t.String({
+  minLength: 1,
+  maxLength: 100,
+  description: 'the repository: its UUID or slug (list_repositories gives them)',
+})
 
 /** kgs://{repository id}/{kind}/{id}: what the resources of server.ts answer. */
-const resourceUri = (repositoryId: string, kind: 'facts' | 'concepts' | 'reports', id: string) => `kgs://${repositoryId}/${kind}/${id}`
+const resourceUri = (repositoryId: string, kind: 'facts' | 'concepts' | 'reports', id: string) =>
+  `kgs://${repositoryId}/${kind}/${id}`
 
 /** In the order the SDK's result schema writes a resource_link's fields (name, uri), which fast-call.ts answers as they are. */
-export const link = (repository: Repository | undefined, kind: 'facts' | 'concepts' | 'reports', id: string, name: string): Link => ({ name, uri: resourceUri(repository!.id, kind, id) })
+export const link = (
+  repository: Repository | undefined,
+  kind: 'facts' | 'concepts' | 'reports',
+  id: string,
+  name: string,
+): Link => ({ name, uri: resourceUri(repository!.id, kind, id) })

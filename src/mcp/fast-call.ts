@@ -20,13 +20,25 @@ const MODERN_META = [`${META}protocolVersion`, `${META}clientInfo`, `${META}clie
 /** The read-only tools, by name: a call of one can go to the SDK after all, having changed nothing. */
 const READS = new Map(COMPILED.filter((c) => c.tool.annotations.readOnlyHint).map((c) => [c.tool.name, c]))
 /** The headers of the SDK's 2025-era answer to a request: an SSE stream of the one response. */
-const SSE_HEADERS = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache, no-transform', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' }
+const SSE_HEADERS = {
+  'Content-Type': 'text/event-stream',
+  'Cache-Control': 'no-cache, no-transform',
+  Connection: 'keep-alive',
+  'X-Accel-Buffering': 'no',
+}
 const ENCODER = new TextEncoder()
 
-type Answer = (principal: Principal, tool: Tool, args: Record<string, unknown>, requestId: string | undefined) => Promise<CallToolResult>
+type Answer = (
+  principal: Principal,
+  tool: Tool,
+  args: Record<string, unknown>,
+  requestId: string | undefined,
+) => Promise<CallToolResult>
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
-const keysWithin = (value: Record<string, unknown>, allowed: readonly string[]) => Object.keys(value).every((key) => allowed.includes(key))
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+const keysWithin = (value: Record<string, unknown>, allowed: readonly string[]) =>
+  Object.keys(value).every((key) => allowed.includes(key))
 /** Whether `value` passes `schema` (ours check synchronously). */
 const fits = (schema: Compiled['input'], value: unknown) => {
   const result = schema['~standard'].validate(value)
@@ -34,13 +46,27 @@ const fits = (schema: Compiled['input'], value: unknown) => {
 }
 
 /** The call `body` makes with these headers, if it is one this path answers: which tool, with what, in which revision. */
-function qualifying(headers: Headers, body: unknown): { compiled: Compiled; args: Record<string, unknown>; id: string | number; revision: string } | undefined {
+function qualifying(
+  headers: Headers,
+  body: unknown,
+): { compiled: Compiled; args: Record<string, unknown>; id: string | number; revision: string } | undefined {
   if (headers.get('content-type') !== 'application/json' || headers.has('mcp-session-id')) return undefined
   const accept = headers.get('accept')
   if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) return undefined
-  if (!isPlainObject(body) || !keysWithin(body, ['jsonrpc', 'id', 'method', 'params']) || body.jsonrpc !== '2.0' || body.method !== 'tools/call') return undefined
+  if (
+    !isPlainObject(body) ||
+    !keysWithin(body, ['jsonrpc', 'id', 'method', 'params']) ||
+    body.jsonrpc !== '2.0' ||
+    body.method !== 'tools/call'
+  )
+    return undefined
   const { id, params } = body
-  if (!(typeof id === 'string' || Number.isSafeInteger(id)) || !isPlainObject(params) || !isPlainObject(params.arguments)) return undefined
+  if (
+    !(typeof id === 'string' || Number.isSafeInteger(id)) ||
+    !isPlainObject(params) ||
+    !isPlainObject(params.arguments)
+  )
+    return undefined
   const compiled = typeof params.name === 'string' ? READS.get(params.name) : undefined
   if (!compiled) return undefined
   const revision = headers.get('mcp-protocol-version')
@@ -48,8 +74,14 @@ function qualifying(headers: Headers, body: unknown): { compiled: Compiled; args
     if (headers.has('mcp-method') || !keysWithin(params, ['name', 'arguments'])) return undefined
   } else if (revision === MODERN) {
     const meta = params._meta
-    if (headers.get('mcp-method') !== 'tools/call' || headers.get('mcp-name') !== params.name || !keysWithin(params, ['name', 'arguments', '_meta'])) return undefined
-    if (!isPlainObject(meta) || meta[`${META}protocolVersion`] !== MODERN || !keysWithin(meta, MODERN_META)) return undefined
+    if (
+      headers.get('mcp-method') !== 'tools/call' ||
+      headers.get('mcp-name') !== params.name ||
+      !keysWithin(params, ['name', 'arguments', '_meta'])
+    )
+      return undefined
+    if (!isPlainObject(meta) || meta[`${META}protocolVersion`] !== MODERN || !keysWithin(meta, MODERN_META))
+      return undefined
   } else return undefined
   return { compiled, args: params.arguments, id: id as string | number, revision }
 }
@@ -78,6 +110,9 @@ export function fastToolCall(answer: Answer) {
       return new Response(stream, { status: 200, headers: SSE_HEADERS })
     }
     const modern = { ...result, resultType: 'complete', _meta: { [`${META}serverInfo`]: SERVER_INFO } }
-    return new Response(JSON.stringify({ result: modern, jsonrpc: '2.0', id }), { status: 200, headers: { 'Content-Type': 'application/json' } })
+    return new Response(JSON.stringify({ result: modern, jsonrpc: '2.0', id }), {
+      status: 200,
+      headers: { 'Content-Type': 'application/json' },
+    })
   }
 }

@@ -39,20 +39,30 @@ export interface McpRoutesOptions {
 export function mcpRoutes(options: McpRoutesOptions) {
   const origins = new Set([new URL(options.baseUrl).origin, ...options.allowedOrigins])
   // The challenge of a 401 here names the MCP endpoint's own document (RFC 9728 §3.3).
-  const authenticator: Authenticator = { authenticate: options.authenticator.authenticate, resourceMetadataUrl: `${options.baseUrl}${PROTECTED_RESOURCE_DOCUMENT}${MCP_PATH}` }
+  const authenticator: Authenticator = {
+    authenticate: options.authenticator.authenticate,
+    resourceMetadataUrl: `${options.baseUrl}${PROTECTED_RESOURCE_DOCUMENT}${MCP_PATH}`,
+  }
   const { newServer, answer } = mcpServerFactory(options.services, authenticator.resourceMetadataUrl)
   const fast = options.fastCalls === false ? undefined : fastToolCall(answer)
   /** The JSON-RPC message of each request being served, for the server built to answer it. */
   const messages = new WeakMap<Request, unknown>()
-  const handler = createMcpHandler(({ requestInfo }) => newServer(principalOf(requestInfo!), messages.get(requestInfo!), requestIdOf(requestInfo!)), {
-    legacy: 'stateless',
-    maxRequestBodySize: options.bodyLimit,
-    onerror: (error) => options.log.debug('mcp: request refused or failed', describeError(error)),
-  })
+  const handler = createMcpHandler(
+    ({ requestInfo }) => newServer(principalOf(requestInfo!), messages.get(requestInfo!), requestIdOf(requestInfo!)),
+    {
+      legacy: 'stateless',
+      maxRequestBodySize: options.bodyLimit,
+      onerror: (error) => options.log.debug('mcp: request refused or failed', describeError(error)),
+    },
+  )
 
   const serve = async ({ request, body }: { request: Request; body: unknown }) => {
     const origin = request.headers.get('origin')
-    if (origin !== null && !origins.has(origin)) throw new HttpError(403, `origin ${origin} may not call the MCP endpoint; the operator can allow it with MCP_ALLOWED_ORIGINS`)
+    if (origin !== null && !origins.has(origin))
+      throw new HttpError(
+        403,
+        `origin ${origin} may not call the MCP endpoint; the operator can allow it with MCP_ALLOWED_ORIGINS`,
+      )
     if (request.method !== 'POST') return handler.fetch(request)
     const answered = await fast?.(request, body, principalOf(request))
     if (answered) return answered
@@ -66,8 +76,18 @@ export function mcpRoutes(options: McpRoutesOptions) {
     .post(MCP_PATH, serve, {
       auth: 'write',
       response: { ...errors, 400: ErrorBody, 413: ErrorBody, 415: ErrorBody },
-      detail: detail('Model Context Protocol (Streamable HTTP, stateless; revisions 2025-11-25 and 2026-07-28): a JSON-RPC request, answered as JSON or an SSE stream'),
+      detail: detail(
+        'Model Context Protocol (Streamable HTTP, stateless; revisions 2025-11-25 and 2026-07-28): a JSON-RPC request, answered as JSON or an SSE stream',
+      ),
     })
-    .get(MCP_PATH, serve, { auth: 'write', response: errors, detail: detail('405: the endpoint is stateless and opens no server-to-client stream') })
-    .delete(MCP_PATH, serve, { auth: 'write', response: errors, detail: detail('405: the endpoint is stateless and has no session to end') })
+    .get(MCP_PATH, serve, {
+      auth: 'write',
+      response: errors,
+      detail: detail('405: the endpoint is stateless and opens no server-to-client stream'),
+    })
+    .delete(MCP_PATH, serve, {
+      auth: 'write',
+      response: errors,
+      detail: detail('405: the endpoint is stateless and has no session to end'),
+    })
 }

@@ -40,21 +40,30 @@ export interface Compiled {
 }
 
 /** The SDK's form of each tool's schemas, compiled once for the process. */
-export const COMPILED: Compiled[] = TOOLS.map((tool) => ({ tool, input: standardSchema(tool.input), output: standardSchema(tool.output) }))
+export const COMPILED: Compiled[] = TOOLS.map((tool) => ({
+  tool,
+  input: standardSchema(tool.input),
+  output: standardSchema(tool.output),
+}))
 
 /**
  * `resourceMetadata`: the MCP endpoint's protected-resource document, which a refusal for want of
  * scope names (as the API's does; a tool error carries only its words).
  */
 export function mcpServerFactory(services: ToolServices, resourceMetadata: string) {
-  const decide = repositoryActions(services.rbac, repositoryFinder(services.rbac, services.repositories), resourceMetadata)
+  const decide = repositoryActions(
+    services.rbac,
+    repositoryFinder(services.rbac, services.repositories),
+    resourceMetadata,
+  )
 
   /**
    * The repository `name` (a tool's argument: UUID or slug) names, if `principal` may take
    * `permission`'s action there: decided as for a REST route, the refusal naming the repository
    * by its slug (a model may have named several).
    */
-  const repositoryAction = (principal: Principal, permission: RepositoryPermission, name: string) => decide(principal, permission, { fromPath: name }, (repository) => `repository ${repository.slug}`)
+  const repositoryAction = (principal: Principal, permission: RepositoryPermission, name: string) =>
+    decide(principal, permission, { fromPath: name }, (repository) => `repository ${repository.slug}`)
 
   async function callTool(principal: Principal, tool: Tool, input: Record<string, unknown>): Promise<CallToolResult> {
     let output: Record<string, unknown>
@@ -64,13 +73,17 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
       const db = () => services.pools.forRepository(repository!.id)
       output = await tool.run({ principal, repository, db, input, services })
     } else {
-      if (tool.permission !== 'token') authorizeSystemAction(services.rbac, resourceMetadata, principal, tool.permission)
+      if (tool.permission !== 'token')
+        authorizeSystemAction(services.rbac, resourceMetadata, principal, tool.permission)
       output = await tool.run({ principal, input, services })
     }
     const links = tool.links?.(output, repository) ?? []
     return {
       // Each block's fields in the order the SDK's result schema writes them: fast-call.ts answers them as they are.
-      content: [{ type: 'text', text: JSON.stringify(output) }, ...links.map((l) => ({ ...l, mimeType: 'application/json', type: 'resource_link' as const }))],
+      content: [
+        { type: 'text', text: JSON.stringify(output) },
+        ...links.map((l) => ({ ...l, mimeType: 'application/json', type: 'resource_link' as const })),
+      ],
       structuredContent: output,
     }
   }
@@ -83,22 +96,37 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
 
   /** A resource read whose unexpected failure answers only the request's id (a JSON-RPC error of that message). */
   const guarded =
-    (requestId: string | undefined, read: (uri: URL, variables: Record<string, unknown>) => Promise<ReadResourceResult>) =>
+    (
+      requestId: string | undefined,
+      read: (uri: URL, variables: Record<string, unknown>) => Promise<ReadResourceResult>,
+    ) =>
     async (uri: URL, variables: Record<string, unknown>): Promise<ReadResourceResult> => {
       try {
         return await read(uri, variables)
       } catch (error) {
-        throw knownFailure(error, services.log, requestId) ?? new Error(unexpected(error, requestId, { resource: uri.href }))
+        throw (
+          knownFailure(error, services.log, requestId) ??
+          new Error(unexpected(error, requestId, { resource: uri.href }))
+        )
       }
     }
 
   /** A resource: the same detail its get_ tool answers, read with the same permission. */
-  function resource(server: McpServer, principal: Principal, requestId: string | undefined, kind: 'facts' | 'concepts' | 'reports', read: (repository: Repository, id: string) => Promise<unknown>) {
+  function resource(
+    server: McpServer,
+    principal: Principal,
+    requestId: string | undefined,
+    kind: 'facts' | 'concepts' | 'reports',
+    read: (repository: Repository, id: string) => Promise<unknown>,
+  ) {
     const permission = ({ facts: 'fact:read', concepts: 'concept:read', reports: 'report:read' } as const)[kind]
     server.registerResource(
       kind.slice(0, -1),
       new ResourceTemplate(`kgs://{repository}/${kind}/{id}`, { list: undefined }),
-      { description: `a ${kind.slice(0, -1)} of a repository, as get_${kind.slice(0, -1)} answers it`, mimeType: 'application/json' },
+      {
+        description: `a ${kind.slice(0, -1)} of a repository, as get_${kind.slice(0, -1)} answers it`,
+        mimeType: 'application/json',
+      },
       guarded(requestId, async (uri, variables): Promise<ReadResourceResult> => {
         const repository = await repositoryAction(principal, permission, String(variables.repository))
         const id = String(variables.id)
@@ -110,7 +138,12 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
   }
 
   /** What a call of `tool` answers: its result, or a tool error saying why it was refused. */
-  async function answer(principal: Principal, tool: Tool, args: Record<string, unknown>, requestId: string | undefined): Promise<CallToolResult> {
+  async function answer(
+    principal: Principal,
+    tool: Tool,
+    args: Record<string, unknown>,
+    requestId: string | undefined,
+  ): Promise<CallToolResult> {
     try {
       return await callTool(principal, tool, args)
     } catch (error) {
@@ -135,8 +168,16 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
     const { method, params } = (message ?? {}) as { method?: unknown; params?: { name?: unknown } }
     const called = method === 'tools/call' ? COMPILED.find((c) => c.tool.name === params?.name) : undefined
     for (const { tool, input, output } of called ? [called] : method === 'resources/read' ? [] : COMPILED) {
-      server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: input, outputSchema: output, annotations: tool.annotations }, (args) =>
-        answer(principal, tool, args, requestId),
+      server.registerTool(
+        tool.name,
+        {
+          title: tool.title,
+          description: tool.description,
+          inputSchema: input,
+          outputSchema: output,
+          annotations: tool.annotations,
+        },
+        (args) => answer(principal, tool, args, requestId),
       )
     }
     if (called) return server

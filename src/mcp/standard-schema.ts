@@ -19,7 +19,9 @@ function plainJsonSchema(key: string, value: unknown): unknown {
 /** An error in words a model can act on: an enumeration (a union of literals) names its values. */
 function explain(error: ValueError): string {
   const choices = (error.schema.anyOf as { const?: unknown }[] | undefined)?.map((variant) => variant.const)
-  return choices?.length && choices.every((choice) => typeof choice === 'string') ? `expected one of ${choices.join(', ')}` : error.message
+  return choices?.length && choices.every((choice) => typeof choice === 'string')
+    ? `expected one of ${choices.join(', ')}`
+    : error.message
 }
 
 /** `schema` (a tool's arguments or answer: always an object) as the SDK's tools take it. */
@@ -33,7 +35,12 @@ export function standardSchema(schema: TObject): StandardSchemaWithJSON<Record<s
       vendor: 'typebox',
       validate(value) {
         if (checker.Check(value)) return { value }
-        return { issues: [...checker.Errors(value)].map((error) => ({ message: `${error.path || '(arguments)'}: ${explain(error)}`, path: error.path.split('/').filter(Boolean) })) }
+        return {
+          issues: [...checker.Errors(value)].map((error) => ({
+            message: `${error.path || '(arguments)'}: ${explain(error)}`,
+            path: error.path.split('/').filter(Boolean),
+          })),
+        }
       },
       jsonSchema: { input: () => json, output: () => json },
     },

@@ -19,7 +19,12 @@ export interface Annotations {
 }
 
 /** Reads only kgs's own graph: no change, same answer twice, nothing outside. */
-export const READS: Annotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }
+export const READS: Annotations = {
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+}
 
 /** A resource a tool's answer points at (a fact, a concept, a report), for the host to attach. */
 export interface Link {
@@ -44,7 +49,13 @@ export interface RepositoryTool<I extends TObject, O extends TObject> extends To
   scope: 'repository'
   /** The permission it needs there (with the scope that permission needs). */
   permission(input: Static<I>): RepositoryPermission
-  run(call: { principal: Principal; repository: Repository; db: () => Promise<Sql>; input: Static<I>; services: ToolServices }): Promise<Static<O>>
+  run(call: {
+    principal: Principal
+    repository: Repository
+    db: () => Promise<Sql>
+    input: Static<I>
+    services: ToolServices
+  }): Promise<Static<O>>
 }
 
 /** A tool outside any repository: any valid token, or a system permission. */
@@ -57,7 +68,12 @@ export interface SystemTool<I extends TObject, O extends TObject> extends ToolBa
 export type Tool<I extends TObject = TObject, O extends TObject = TObject> = RepositoryTool<I, O> | SystemTool<I, O>
 
 /** Declares a repository tool, inferring its types from its schemas. */
-export const repositoryTool = <I extends TObject, O extends TObject>(tool: Omit<RepositoryTool<I, O>, 'scope'>): Tool => ({ scope: 'repository', ...tool })
+export const repositoryTool = <I extends TObject, O extends TObject>(
+  tool: Omit<RepositoryTool<I, O>, 'scope'>,
+): Tool => ({ scope: 'repository', ...tool })
 
 /** Declares a system tool, inferring its types from its schemas. */
-export const systemTool = <I extends TObject, O extends TObject>(tool: Omit<SystemTool<I, O>, 'scope'>): Tool => ({ scope: 'system', ...tool })
+export const systemTool = <I extends TObject, O extends TObject>(tool: Omit<SystemTool<I, O>, 'scope'>): Tool => ({
+  scope: 'system',
+  ...tool,
+})

@@ -7,7 +7,18 @@ import { HttpError } from '../http/errors.ts'
 import { decodeCursor, encodeCursor, encodeOffsetCursor, rankedRangeOf, splitPage } from '../http/pagination.ts'
 import type { PageKey, PageRequest, RankedRange } from '../db/pages.ts'
 import { ConceptDetail, FactDetail, InvestigationDetail, ReportDetail } from '../graph/schemas.ts'
-import { getConcept, getFact, getInvestigation, getReport, listConcepts, listFacts, listInvestigations, listReports, RELATED_WINDOW, relatedConcepts } from '../graph/store.ts'
+import {
+  getConcept,
+  getFact,
+  getInvestigation,
+  getReport,
+  listConcepts,
+  listFacts,
+  listInvestigations,
+  listReports,
+  RELATED_WINDOW,
+  relatedConcepts,
+} from '../graph/store.ts'
 import { RESULT_WINDOW, SEARCH_MODES, search } from '../search/search.ts'
 import { ExportParams } from '../bundle/export/export-params.ts'
 import { startExport } from '../bundle/export/export-start.ts'
@@ -25,12 +36,23 @@ import { WRITE_TOOLS } from './write-tools.ts'
 
 const DEFAULT_LIMIT = 10
 const MAX_LIMIT = 200
-const Limit = t.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT, description: `how many (default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT})` }))
+const Limit = t.Optional(
+  Type.Integer({
+    minimum: 1,
+    maximum: MAX_LIMIT,
+    default: DEFAULT_LIMIT,
+    description: `how many (default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT})`,
+  }),
+)
 const Cursor = t.Optional(t.String({ maxLength: 200, description: 'next_cursor of the previous page, to go on' }))
 const NextCursor = t.Optional(t.String({ description: 'present when there is more: pass it as cursor' }))
 
 /** A list tool's input: the repository, the page and `filters`. */
-const listInput = <P extends Record<string, TSchema>>(filters: P) => t.Object({ repository: RepositoryArgument, ...filters, limit: Limit, cursor: Cursor }, { additionalProperties: false })
+const listInput = <P extends Record<string, TSchema>>(filters: P) =>
+  t.Object(
+    { repository: RepositoryArgument, ...filters, limit: Limit, cursor: Cursor },
+    { additionalProperties: false },
+  )
 const listOutput = <T extends TSchema>(item: T) => t.Object({ items: t.Array(item), next_cursor: NextCursor })
 
 function pageRequest(input: { limit?: number; cursor?: string }): PageRequest {
@@ -57,7 +79,11 @@ function nextRanked(range: RankedRange, total: number, window: number) {
 }
 
 /** A store's page (look-ahead row included) as a list tool's answer, each row through `show`. */
-function answerPage<R extends { page_key: PageKey }, T>(rows: R[] & { pageLimit?: number }, request: PageRequest, show: (row: Omit<R, 'page_key'>) => T) {
+function answerPage<R extends { page_key: PageKey }, T>(
+  rows: R[] & { pageLimit?: number },
+  request: PageRequest,
+  show: (row: Omit<R, 'page_key'>) => T,
+) {
   const { shown, next } = splitPage(rows, request.limit)
   return { items: shown.map(show), ...(next ? { next_cursor: encodeCursor(next) } : {}) }
 }
@@ -67,9 +93,24 @@ const orNotFound = <T>(row: T | undefined, what: string): T => {
   return row
 }
 
-const FactPreview = t.Object({ id: t.String(), text: t.String({ description: 'the first characters; get_fact gives the whole' }), status: t.String(), created_at: t.String() })
-const ConceptPreview = t.Object({ id: t.String(), canonical_name: t.String(), context: t.String(), description: t.String({ description: 'the first characters' }) })
-const InvestigationPreview = t.Object({ id: t.String(), title: t.String(), topic: t.String({ description: 'the first characters' }), created_at: t.String() })
+const FactPreview = t.Object({
+  id: t.String(),
+  text: t.String({ description: 'the first characters; get_fact gives the whole' }),
+  status: t.String(),
+  created_at: t.String(),
+})
+const ConceptPreview = t.Object({
+  id: t.String(),
+  canonical_name: t.String(),
+  context: t.String(),
+  description: t.String({ description: 'the first characters' }),
+})
+const InvestigationPreview = t.Object({
+  id: t.String(),
+  title: t.String(),
+  topic: t.String({ description: 'the first characters' }),
+  created_at: t.String(),
+})
 const ReportPreview = t.Object({
   id: t.String(),
   title: t.String(),
@@ -80,12 +121,16 @@ const ReportPreview = t.Object({
 })
 const RepositoryWithRole = t.Object({
   ...Repository.properties,
-  role: t.Union([t.String(), t.Null()], { description: "the caller's role in it (repoadmin, editor, curator, viewer); null: none, seen as sysadmin" }),
+  role: t.Union([t.String(), t.Null()], {
+    description: "the caller's role in it (repoadmin, editor, curator, viewer); null: none, seen as sysadmin",
+  }),
 })
 const SearchHit = t.Object({
   id: t.String(),
   kind: t.Union([t.Literal('fact'), t.Literal('concept')]),
-  score: t.Number({ description: 'keyword: text rank; vector: cosine similarity (1 = same direction); hybrid: the fused rank score' }),
+  score: t.Number({
+    description: 'keyword: text rank; vector: cosine similarity (1 = same direction); hybrid: the fused rank score',
+  }),
   preview: t.String({ description: "the fact's text or the concept's name and description, shortened" }),
 })
 const GraphPreview = t.Object({
@@ -93,7 +138,9 @@ const GraphPreview = t.Object({
   name: t.String(),
   description: t.String({ description: 'the first characters' }),
   tags: t.Array(t.String()),
-  owner: t.String({ description: "the pusher's e-mail to the pusher and to holders of user:read, their user id to anyone else" }),
+  owner: t.String({
+    description: "the pusher's e-mail to the pusher and to holders of user:read, their user id to anyone else",
+  }),
   fact_count: t.Integer(),
   concept_count: t.Integer(),
   bytes: t.Integer(),
@@ -105,7 +152,8 @@ export const TOOLS: Tool[] = [
   systemTool({
     name: 'list_repositories',
     title: 'List repositories',
-    description: 'Start here: the knowledge-graph repositories you can use, with your role in each; every other tool takes one of them.',
+    description:
+      'Start here: the knowledge-graph repositories you can use, with your role in each; every other tool takes one of them.',
     input: t.Object({ limit: Limit, cursor: Cursor }, { additionalProperties: false }),
     output: listOutput(RepositoryWithRole),
     annotations: READS,
@@ -113,22 +161,36 @@ export const TOOLS: Tool[] = [
     async run({ principal, input, services }) {
       const request = pageRequest(input)
       const roles = new Map(services.rbac.rolesOf(principal.userId).map((a) => [a.domain, a.role]))
-      return answerPage(await services.repositories.list(principal.userId, request.limit, request.after), request, (r) => ({ ...r, role: roles.get(r.id) ?? null }))
+      return answerPage(
+        await services.repositories.list(principal.userId, request.limit, request.after),
+        request,
+        (r) => ({ ...r, role: roles.get(r.id) ?? null }),
+      )
     },
   }),
   repositoryTool({
     name: 'search',
     title: 'Search facts or concepts',
-    description: 'Find the facts (or concepts) of a repository matching a text, best first, with scores and the mode that ran; then get_fact or get_concept for the whole.',
+    description:
+      'Find the facts (or concepts) of a repository matching a text, best first, with scores and the mode that ran; then get_fact or get_concept for the whole.',
     input: t.Object(
       {
         repository: RepositoryArgument,
         query: t.String({ minLength: 1, maxLength: 2000, description: 'what to look for, in words' }),
-        kind: t.Optional(t.Union([t.Literal('facts'), t.Literal('concepts')], { default: 'facts', description: 'facts (default) or concepts' })),
+        kind: t.Optional(
+          t.Union([t.Literal('facts'), t.Literal('concepts')], {
+            default: 'facts',
+            description: 'facts (default) or concepts',
+          }),
+        ),
         mode: t.Optional(
           t.Union(
             SEARCH_MODES.map((mode) => t.Literal(mode)),
-            { default: 'hybrid', description: 'hybrid (default: keyword and vector fused), keyword (full text) or vector (nearest embeddings)' },
+            {
+              default: 'hybrid',
+              description:
+                'hybrid (default: keyword and vector fused), keyword (full text) or vector (nearest embeddings)',
+            },
           ),
         ),
         limit: Limit,
@@ -152,7 +214,12 @@ export const TOOLS: Tool[] = [
     async run({ repository, db, input, services }) {
       const kind = input.kind ?? 'facts'
       const range = rankedRange(input, RESULT_WINDOW)
-      const answer = await search(await db(), repository.id, { q: input.query, kind, mode: input.mode ?? 'hybrid', ...range }, services)
+      const answer = await search(
+        await db(),
+        repository.id,
+        { q: input.query, kind, mode: input.mode ?? 'hybrid', ...range },
+        services,
+      )
       return {
         mode: answer.mode,
         ...(answer.fallback ? { fallback: answer.fallback } : {}),
@@ -161,47 +228,82 @@ export const TOOLS: Tool[] = [
         hits: answer.hits.map((hit) =>
           hit.fact
             ? { id: hit.id, kind: 'fact' as const, score: hit.score, preview: preview(hit.fact.text) }
-            : { id: hit.id, kind: 'concept' as const, score: hit.score, preview: preview(`${hit.concept!.canonical_name}: ${hit.concept!.description}`) },
+            : {
+                id: hit.id,
+                kind: 'concept' as const,
+                score: hit.score,
+                preview: preview(`${hit.concept!.canonical_name}: ${hit.concept!.description}`),
+              },
         ),
         ...nextRanked(range, answer.total, RESULT_WINDOW),
       }
     },
-    links: (output, repository) => output.hits.map((hit) => link(repository, hit.kind === 'fact' ? 'facts' : 'concepts', hit.id, hit.preview.slice(0, 80))),
+    links: (output, repository) =>
+      output.hits.map((hit) =>
+        link(repository, hit.kind === 'fact' ? 'facts' : 'concepts', hit.id, hit.preview.slice(0, 80)),
+      ),
   }),
   repositoryTool({
     name: 'list_facts',
     title: 'List facts',
-    description: 'Page through the facts of a repository (oldest first), optionally of one status, one source, or shared by several concepts.',
+    description:
+      'Page through the facts of a repository (oldest first), optionally of one status, one source, or shared by several concepts.',
     input: listInput({
-      status: t.Optional(t.Union([t.Literal('new'), t.Literal('stable'), t.Literal('to_delete')], { description: 'only facts of this status' })),
+      status: t.Optional(
+        t.Union([t.Literal('new'), t.Literal('stable'), t.Literal('to_delete')], {
+          description: 'only facts of this status',
+        }),
+      ),
       source_id: t.Optional(Uuid('only facts of this source')),
-      concept_ids: t.Optional(t.Array(Uuid('a concept'), { minItems: 1, maxItems: 20, description: 'only facts linked to every one of these concepts' })),
+      concept_ids: t.Optional(
+        t.Array(Uuid('a concept'), {
+          minItems: 1,
+          maxItems: 20,
+          description: 'only facts linked to every one of these concepts',
+        }),
+      ),
     }),
     output: listOutput(FactPreview),
     annotations: READS,
     permission: () => 'fact:read',
     async run({ db, input }) {
       const request = pageRequest(input)
-      const rows = await listFacts(await db(), { ...request, status: input.status, sourceId: input.source_id, conceptIds: input.concept_ids })
-      return answerPage(rows, request, (f) => ({ id: f.id, text: preview(f.text), status: f.status, created_at: f.created_at }))
+      const rows = await listFacts(await db(), {
+        ...request,
+        status: input.status,
+        sourceId: input.source_id,
+        conceptIds: input.concept_ids,
+      })
+      return answerPage(rows, request, (f) => ({
+        id: f.id,
+        text: preview(f.text),
+        status: f.status,
+        created_at: f.created_at,
+      }))
     },
   }),
   repositoryTool({
     name: 'get_fact',
     title: 'Get a fact',
-    description: 'One fact in full: its text, status, the sources it cites (with chunk) and the concepts it belongs to.',
+    description:
+      'One fact in full: its text, status, the sources it cites (with chunk) and the concepts it belongs to.',
     input: t.Object({ repository: RepositoryArgument, fact_id: Uuid('the fact') }, { additionalProperties: false }),
     output: FactDetail,
     annotations: READS,
     permission: () => 'fact:read',
     run: async ({ db, input }) => orNotFound(await getFact(await db(), input.fact_id), 'fact'),
-    links: (fact, repository) => [link(repository, 'facts', fact.id, preview(fact.text).slice(0, 80)), ...fact.concepts.map((c) => link(repository, 'concepts', c.id, c.canonical_name))],
+    links: (fact, repository) => [
+      link(repository, 'facts', fact.id, preview(fact.text).slice(0, 80)),
+      ...fact.concepts.map((c) => link(repository, 'concepts', c.id, c.canonical_name)),
+    ],
   }),
   repositoryTool({
     name: 'list_concepts',
     title: 'List concepts',
     description: 'Page through the concepts of a repository, optionally those whose name starts with a prefix.',
-    input: listInput({ prefix: t.Optional(t.String({ maxLength: 200, description: 'case-insensitive prefix of the canonical name' })) }),
+    input: listInput({
+      prefix: t.Optional(t.String({ maxLength: 200, description: 'case-insensitive prefix of the canonical name' })),
+    }),
     output: listOutput(ConceptPreview),
     annotations: READS,
     permission: () => 'concept:read',
@@ -219,7 +321,10 @@ export const TOOLS: Tool[] = [
     name: 'get_concept',
     title: 'Get a concept',
     description: 'One concept in full: aliases, summaries (citing facts), its synthesis and how many facts it has.',
-    input: t.Object({ repository: RepositoryArgument, concept_id: Uuid('the concept') }, { additionalProperties: false }),
+    input: t.Object(
+      { repository: RepositoryArgument, concept_id: Uuid('the concept') },
+      { additionalProperties: false },
+    ),
     output: ConceptDetail,
     annotations: READS,
     permission: () => 'concept:read',
@@ -230,7 +335,10 @@ export const TOOLS: Tool[] = [
     name: 'related_concepts',
     title: 'Related concepts',
     description: 'The concepts that share facts with a concept, most shared first, with how many they share.',
-    input: t.Object({ repository: RepositoryArgument, concept_id: Uuid('the concept'), limit: Limit, cursor: Cursor }, { additionalProperties: false }),
+    input: t.Object(
+      { repository: RepositoryArgument, concept_id: Uuid('the concept'), limit: Limit, cursor: Cursor },
+      { additionalProperties: false },
+    ),
     output: t.Object({
       total: Type.Integer({ description: 'related concepts in all' }),
       items: t.Array(t.Object({ ...ConceptPreview.properties, shared_facts: Type.Integer() })),
@@ -243,7 +351,13 @@ export const TOOLS: Tool[] = [
       const related = orNotFound(await relatedConcepts(await db(), input.concept_id, range), 'concept')
       return {
         total: related.total,
-        items: related.rows.map((c) => ({ id: c.id, canonical_name: c.canonical_name, context: c.context, description: preview(c.description), shared_facts: c.shared_facts })),
+        items: related.rows.map((c) => ({
+          id: c.id,
+          canonical_name: c.canonical_name,
+          context: c.context,
+          description: preview(c.description),
+          shared_facts: c.shared_facts,
+        })),
         ...nextRanked(range, related.total, RELATED_WINDOW),
       }
     },
@@ -252,30 +366,41 @@ export const TOOLS: Tool[] = [
   repositoryTool({
     name: 'list_investigations',
     title: 'List investigations',
-    description: 'Page through the investigations of a repository (research questions with the sources gathered for them).',
+    description:
+      'Page through the investigations of a repository (research questions with the sources gathered for them).',
     input: listInput({}),
     output: listOutput(InvestigationPreview),
     annotations: READS,
     permission: () => 'investigation:read',
     async run({ db, input }) {
       const request = pageRequest(input)
-      return answerPage(await listInvestigations(await db(), request), request, (i) => ({ id: i.id, title: i.title, topic: preview(i.topic), created_at: i.created_at }))
+      return answerPage(await listInvestigations(await db(), request), request, (i) => ({
+        id: i.id,
+        title: i.title,
+        topic: preview(i.topic),
+        created_at: i.created_at,
+      }))
     },
   }),
   repositoryTool({
     name: 'get_investigation',
     title: 'Get an investigation',
     description: 'One investigation in full, with its sources.',
-    input: t.Object({ repository: RepositoryArgument, investigation_id: Uuid('the investigation') }, { additionalProperties: false }),
+    input: t.Object(
+      { repository: RepositoryArgument, investigation_id: Uuid('the investigation') },
+      { additionalProperties: false },
+    ),
     output: InvestigationDetail,
     annotations: READS,
     permission: () => 'investigation:read',
-    run: async ({ db, input }) => orNotFound(await getInvestigation(await db(), input.investigation_id), 'investigation'),
+    run: async ({ db, input }) =>
+      orNotFound(await getInvestigation(await db(), input.investigation_id), 'investigation'),
   }),
   repositoryTool({
     name: 'list_reports',
     title: 'List reports',
-    description: 'Page through the reports of a repository without their bodies; top_level: only reports without a parent.',
+    description:
+      'Page through the reports of a repository without their bodies; top_level: only reports without a parent.',
     input: listInput({
       parent_id: t.Optional(Uuid('only the children of this report')),
       top_level: t.Optional(t.Boolean({ description: 'only reports without a parent' })),
@@ -286,13 +411,21 @@ export const TOOLS: Tool[] = [
     async run({ db, input }) {
       const request = pageRequest(input)
       const rows = await listReports(await db(), { ...request, parentId: input.top_level ? null : input.parent_id })
-      return answerPage(rows, request, (r) => ({ id: r.id, title: r.title, topic: preview(r.topic), status: r.status, parent_id: r.parent_id, created_at: r.created_at }))
+      return answerPage(rows, request, (r) => ({
+        id: r.id,
+        title: r.title,
+        topic: preview(r.topic),
+        status: r.status,
+        parent_id: r.parent_id,
+        created_at: r.created_at,
+      }))
     },
   }),
   repositoryTool({
     name: 'get_report',
     title: 'Get a report',
-    description: 'One report in full: its markdown body, the facts annotating each sentence (with scores) and its child reports.',
+    description:
+      'One report in full: its markdown body, the facts annotating each sentence (with scores) and its child reports.',
     input: t.Object({ repository: RepositoryArgument, report_id: Uuid('the report') }, { additionalProperties: false }),
     output: ReportDetail,
     annotations: READS,
@@ -303,7 +436,8 @@ export const TOOLS: Tool[] = [
   repositoryTool({
     name: 'export_graph',
     title: 'Export to the registry',
-    description: 'Start exporting a repository as a graph bundle pushed to the registry; answers the job to follow with get_job.',
+    description:
+      'Start exporting a repository as a graph bundle pushed to the registry; answers the job to follow with get_job.',
     input: t.Object({ repository: RepositoryArgument, ...ExportParams.properties }, { additionalProperties: false }),
     output: JobAnswer,
     // Adds a graph to the registry (a new record each time), changes nothing in the repository.
@@ -316,32 +450,50 @@ export const TOOLS: Tool[] = [
   repositoryTool({
     name: 'import_graph',
     title: 'Import from the registry',
-    description: 'Start importing a registry graph (browse_registry gives ids) into a repository; answers the job to follow with get_job.',
-    input: t.Object({ repository: RepositoryArgument, graph_id: Uuid('the graph, as browse_registry lists it') }, { additionalProperties: false }),
+    description:
+      'Start importing a registry graph (browse_registry gives ids) into a repository; answers the job to follow with get_job.',
+    input: t.Object(
+      { repository: RepositoryArgument, graph_id: Uuid('the graph, as browse_registry lists it') },
+      { additionalProperties: false },
+    ),
     output: JobAnswer,
     // Adds the graph's rows to the repository (what it already holds stays); the registry may be another server.
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     permission: () => 'graph:import',
     async run({ principal, repository, input, services }) {
       // As the route's rule: the caller also needs registry:pull (and its scope) to import from the registry.
-      const mayPull = holdsSystemPermission(services.rbac, principal, 'registry:pull') && scopeAllows(principal.scopes, scopeNeeded('registry:pull'))
-      return { job: await startRegistryImport(services, principal, repository, { graph_id: input.graph_id.toLowerCase() }, mayPull) }
+      const mayPull =
+        holdsSystemPermission(services.rbac, principal, 'registry:pull') &&
+        scopeAllows(principal.scopes, scopeNeeded('registry:pull'))
+      return {
+        job: await startRegistryImport(
+          services,
+          principal,
+          repository,
+          { graph_id: input.graph_id.toLowerCase() },
+          mayPull,
+        ),
+      }
     },
   }),
   repositoryTool({
     name: 'get_job',
     title: 'Follow a job',
-    description: 'The state of a job of a repository (an export or an import): status, progress in percent, result or error.',
+    description:
+      'The state of a job of a repository (an export or an import): status, progress in percent, result or error.',
     input: t.Object({ repository: RepositoryArgument, job_id: Uuid('the job') }, { additionalProperties: false }),
     output: JobAnswer,
     annotations: { ...READS, idempotentHint: false },
     permission: () => 'job:read',
-    run: async ({ repository, input, services }) => ({ job: await jobInScope(services.pools.system, input.job_id, repository) }),
+    run: async ({ repository, input, services }) => ({
+      job: await jobInScope(services.pools.system, input.job_id, repository),
+    }),
   }),
   systemTool({
     name: 'browse_registry',
     title: 'Browse the registry',
-    description: "The graph bundles in this server's registry, optionally matching a text or a tag; importable into a repository.",
+    description:
+      "The graph bundles in this server's registry, optionally matching a text or a tag; importable into a repository.",
     input: t.Object(
       {
         q: t.Optional(t.String({ maxLength: 200, description: 'case-insensitive text in the name or description' })),
@@ -357,7 +509,12 @@ export const TOOLS: Tool[] = [
     async run({ principal, input, services }) {
       const request = pageRequest(input)
       const readsEmailOf = emailReader(services.rbac, principal)
-      const rows = await listGraphs(services.pools.system, { q: input.q || undefined, tag: input.tag }, request.limit, request.after)
+      const rows = await listGraphs(
+        services.pools.system,
+        { q: input.q || undefined, tag: input.tag },
+        request.limit,
+        request.after,
+      )
       return answerPage(rows, request, (g) => ({
         id: g.id,
         name: g.name,

@@ -7,7 +7,17 @@ import { Type } from '@sinclair/typebox'
 import type { BlobStore } from '../blobs/store.ts'
 import { defineJobKind, type JobServices, type RunningJob } from '../jobs/kinds.ts'
 import { guardedFetch, GuardedFetchError, type GuardedFetchOptions } from '../http/guarded-fetch.ts'
-import { countMissingBodies, countMissingImages, fetchedBodyKey, fetchedImageKey, missingBodies, missingImages, recordFetchedBody, recordFetchedImage, type MissingMedium } from './store.ts'
+import {
+  countMissingBodies,
+  countMissingImages,
+  fetchedBodyKey,
+  fetchedImageKey,
+  missingBodies,
+  missingImages,
+  recordFetchedBody,
+  recordFetchedImage,
+  type MissingMedium,
+} from './store.ts'
 import { localImageUrl } from './urls.ts'
 import { isMediaType } from './types.ts'
 
@@ -41,7 +51,13 @@ async function fetchMissingMedia(job: RunningJob, { blobs, config, log }: JobSer
     async store(image) {
       const storageKey = fetchedImageKey(repositoryId, image.id)
       const { bytes, contentType } = await download(blobs, image.url, storageKey, options)
-      await recordFetchedImage(sql, { id: image.id, storageKey, bytes, contentType, localUrl: localImageUrl(config.baseUrl, repositoryId, image.id) })
+      await recordFetchedImage(sql, {
+        id: image.id,
+        storageKey,
+        bytes,
+        contentType,
+        localUrl: localImageUrl(config.baseUrl, repositoryId, image.id),
+      })
     },
   }
   const bodies: Phase = {
@@ -83,7 +99,12 @@ async function fetchMissingMedia(job: RunningJob, { blobs, config, log }: JobSer
  * Streams `url` into the blob store at `key`. A failure of the download while the store reads
  * it reaches us through the store, maybe wrapped: it is recognised by what the body threw.
  */
-async function download(blobs: BlobStore, url: string, key: string, options: GuardedFetchOptions): Promise<{ bytes: number; contentType: string }> {
+async function download(
+  blobs: BlobStore,
+  url: string,
+  key: string,
+  options: GuardedFetchOptions,
+): Promise<{ bytes: number; contentType: string }> {
   const medium = await guardedFetch(url, options)
   // Kept only if it is a media type: it is sent back as a header when the bytes are served.
   const contentType = isMediaType(medium.contentType) ? medium.contentType : ''
@@ -105,7 +126,11 @@ async function download(blobs: BlobStore, url: string, key: string, options: Gua
 }
 
 /** Runs `task` for every item, at most `limit` at once; after a failure starts no more, and throws it once the running ones end. */
-async function forEachConcurrently<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
+async function forEachConcurrently<T>(
+  items: readonly T[],
+  limit: number,
+  task: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0
   let failure: { error: unknown } | undefined
   const worker = async () => {

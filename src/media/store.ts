@@ -4,8 +4,10 @@ import type { Sql } from 'postgres'
 import { repositoryBlobPrefix } from '../blobs/store.ts'
 
 /** Where fetched media are stored (imports keep theirs under their job's prefix). */
-export const fetchedImageKey = (repositoryId: string, imageId: string) => `${repositoryBlobPrefix(repositoryId)}media/images/${imageId}`
-export const fetchedBodyKey = (repositoryId: string, sourceId: string) => `${repositoryBlobPrefix(repositoryId)}media/bodies/${sourceId}`
+export const fetchedImageKey = (repositoryId: string, imageId: string) =>
+  `${repositoryBlobPrefix(repositoryId)}media/images/${imageId}`
+export const fetchedBodyKey = (repositoryId: string, sourceId: string) =>
+  `${repositoryBlobPrefix(repositoryId)}media/bodies/${sourceId}`
 
 export interface MissingMedium {
   /** The image's id, or the source's for a body. */
@@ -16,7 +18,10 @@ export interface MissingMedium {
 const FETCHABLE_URL = '^https?://'
 
 export async function countMissingImages(sql: Sql): Promise<number> {
-  const [{ count }] = (await sql`SELECT count(*)::int AS count FROM source_images WHERE storage_key IS NULL AND url ~* ${FETCHABLE_URL}`) as unknown as [{ count: number }]
+  const [{ count }] =
+    (await sql`SELECT count(*)::int AS count FROM source_images WHERE storage_key IS NULL AND url ~* ${FETCHABLE_URL}`) as unknown as [
+      { count: number },
+    ]
   return count
 }
 
@@ -32,7 +37,10 @@ export function missingImages(sql: Sql, after: string, limit: number): Promise<M
  * The image's bytes are at `storageKey`: the row says so (keeping a content type it already
  * had), and its image facts now point at the local copy.
  */
-export async function recordFetchedImage(sql: Sql, image: { id: string; storageKey: string; bytes: number; contentType: string; localUrl: string }): Promise<void> {
+export async function recordFetchedImage(
+  sql: Sql,
+  image: { id: string; storageKey: string; bytes: number; contentType: string; localUrl: string },
+): Promise<void> {
   await sql.begin(async (tx) => {
     await tx`
       UPDATE source_images SET storage_key = ${image.storageKey}, bytes = ${image.bytes},
@@ -45,7 +53,9 @@ export async function recordFetchedImage(sql: Sql, image: { id: string; storageK
 export async function countMissingBodies(sql: Sql): Promise<number> {
   const [{ count }] = (await sql`
     SELECT count(*)::int AS count FROM sources s
-    WHERE s.has_stored_body AND s.url ~* ${FETCHABLE_URL} AND NOT EXISTS (SELECT FROM source_bodies b WHERE b.source_id = s.id)`) as unknown as [{ count: number }]
+    WHERE s.has_stored_body AND s.url ~* ${FETCHABLE_URL} AND NOT EXISTS (SELECT FROM source_bodies b WHERE b.source_id = s.id)`) as unknown as [
+    { count: number },
+  ]
   return count
 }
 
@@ -57,7 +67,10 @@ export function missingBodies(sql: Sql, after: string, limit: number): Promise<M
     ORDER BY s.id LIMIT ${limit}`
 }
 
-export async function recordFetchedBody(sql: Sql, body: { sourceId: string; storageKey: string; bytes: number; contentType: string }): Promise<void> {
+export async function recordFetchedBody(
+  sql: Sql,
+  body: { sourceId: string; storageKey: string; bytes: number; contentType: string },
+): Promise<void> {
   // A body stored meanwhile (by an import) stays.
   await sql`
     INSERT INTO source_bodies (source_id, content_type, storage_key, bytes)
@@ -90,11 +103,16 @@ export async function storedBody(sql: Sql, sourceId: string): Promise<StoredMedi
  * the source that it has them. Answers the storage key of the bytes replaced (to delete), if any
  * other; undefined when there is no such source.
  */
-export async function recordUploadedBody(sql: Sql, body: { sourceId: string; storageKey: string; bytes: number; contentType: string }): Promise<{ replaced: string | null } | undefined> {
+export async function recordUploadedBody(
+  sql: Sql,
+  body: { sourceId: string; storageKey: string; bytes: number; contentType: string },
+): Promise<{ replaced: string | null } | undefined> {
   return await sql.begin(async (tx) => {
     const [source] = await tx`SELECT 1 FROM sources WHERE id = ${body.sourceId} FOR UPDATE`
     if (!source) return undefined
-    const [old] = await tx<{ storage_key: string }[]>`SELECT storage_key FROM source_bodies WHERE source_id = ${body.sourceId}`
+    const [old] = await tx<
+      { storage_key: string }[]
+    >`SELECT storage_key FROM source_bodies WHERE source_id = ${body.sourceId}`
     await tx`
       INSERT INTO source_bodies (source_id, content_type, storage_key, bytes)
       VALUES (${body.sourceId}, ${body.contentType}, ${body.storageKey}, ${body.bytes})
@@ -123,7 +141,10 @@ export interface UploadedImage {
  * Records an uploaded source image. 'missing source' when the source is gone, or the id of the
  * image that holds its (source, kind, position) already.
  */
-export async function recordUploadedImage(sql: Sql, image: UploadedImage): Promise<{ created: true } | { missing: 'source' } | { existing: string }> {
+export async function recordUploadedImage(
+  sql: Sql,
+  image: UploadedImage,
+): Promise<{ created: true } | { missing: 'source' } | { existing: string }> {
   return await sql.begin(async (tx) => {
     const [source] = await tx`SELECT 1 FROM sources WHERE id = ${image.sourceId} FOR SHARE`
     if (!source) return { missing: 'source' as const }
@@ -134,7 +155,9 @@ export async function recordUploadedImage(sql: Sql, image: UploadedImage): Promi
       ON CONFLICT (source_id, kind, position) DO NOTHING
       RETURNING id`
     if (inserted) return { created: true as const }
-    const [existing] = await tx<{ id: string }[]>`SELECT id FROM source_images WHERE source_id = ${image.sourceId} AND kind = ${image.kind} AND position = ${image.position}`
+    const [existing] = await tx<
+      { id: string }[]
+    >`SELECT id FROM source_images WHERE source_id = ${image.sourceId} AND kind = ${image.kind} AND position = ${image.position}`
     return { existing: existing!.id }
   })
 }

@@ -34,21 +34,36 @@ const Uuid = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 408: ErrorBody, 413: ErrorBody }
 const requestBody = (what: string) => ({
   required: true,
-  content: { '*/*': { schema: { type: 'string' as const, format: 'binary', description: `${what}, with its media type as Content-Type` } } },
+  content: {
+    '*/*': {
+      schema: {
+        type: 'string' as const,
+        format: 'binary',
+        description: `${what}, with its media type as Content-Type`,
+      },
+    },
+  },
 })
 /** A query parameter holding an integer from 0 to 999,999,999 (what an integer column holds, and more than any image needs). */
-const natural = (description: string) => t.String({ pattern: '^[0-9]{1,9}$', error: 'expected an integer from 0 to 999999999', description })
+const natural = (description: string) =>
+  t.String({ pattern: '^[0-9]{1,9}$', error: 'expected an integer from 0 to 999999999', description })
 const ImageQuery = t.Object({
-  kind: t.Union([t.Literal('inline'), t.Literal('page')], { error: 'expected inline or page', description: 'an image in the text, or the image of a page' }),
+  kind: t.Union([t.Literal('inline'), t.Literal('page')], {
+    error: 'expected inline or page',
+    description: 'an image in the text, or the image of a page',
+  }),
   position: natural("the image's place among the source's images of its kind (unique per source and kind)"),
   page_number: t.Optional(natural('the page it is on')),
   width: t.Optional(natural('in pixels')),
   height: t.Optional(natural('in pixels')),
   alt_text: t.Optional(t.String({ maxLength: 2000, error: 'expected at most 2000 characters' })),
-  url: t.Optional(t.String({ maxLength: 2000, error: 'expected at most 2000 characters', description: 'where the image came from' })),
+  url: t.Optional(
+    t.String({ maxLength: 2000, error: 'expected at most 2000 characters', description: 'where the image came from' }),
+  ),
 })
 
-const contentType = (request: Request) => (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase() || 'application/octet-stream'
+const contentType = (request: Request) =>
+  (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase() || 'application/octet-stream'
 const integer = (value: string | undefined) => (value === undefined ? null : Number(value))
 
 export function mediaUploadRoutes({ scope, blobs, log, baseUrl, maxBytes, pace }: MediaUploadOptions) {
@@ -67,10 +82,12 @@ export function mediaUploadRoutes({ scope, blobs, log, baseUrl, maxBytes, pace }
       throw uploadError(error, { tooLarge: tooLarge(maxBytes).message, empty: 'request body is empty: send the bytes' })
     }
   }
-  const discard = (key: string) => blobs.delete(key).catch((error) => log.error('media: could not delete an upload', { key, ...describeError(error) }))
+  const discard = (key: string) =>
+    blobs.delete(key).catch((error) => log.error('media: could not delete an upload', { key, ...describeError(error) }))
 
   return repositoryScopedRoutes('kgs/media-upload', scope, (app, at) => {
-    const describe = (summary: string, what: string) => at.detail({ tags: ['graph'], summary, requestBody: requestBody(what) })
+    const describe = (summary: string, what: string) =>
+      at.detail({ tags: ['graph'], summary, requestBody: requestBody(what) })
     return app
       .put(
         '/sources/:sourceID/body',
@@ -80,7 +97,12 @@ export function mediaUploadRoutes({ scope, blobs, log, baseUrl, maxBytes, pace }
           const key = `${fetchedBodyKey(repository.id, params.sourceID)}-${crypto.randomUUID()}`
           const type = contentType(request)
           const bytes = await store(request, key, type)
-          const recorded = await recordUploadedBody(sql, { sourceId: params.sourceID, storageKey: key, bytes, contentType: type })
+          const recorded = await recordUploadedBody(sql, {
+            sourceId: params.sourceID,
+            storageKey: key,
+            bytes,
+            contentType: type,
+          })
           if (!recorded) {
             await discard(key)
             throw new HttpError(404, 'source not found')
@@ -94,7 +116,10 @@ export function mediaUploadRoutes({ scope, blobs, log, baseUrl, maxBytes, pace }
           repository: 'source:write',
           params: at.params({ sourceID: Uuid }),
           response: { 200: SourceDetail, ...errors },
-          detail: describe("Store a source's original (a PDF, an HTML page), replacing the one it had; the answer is the source", 'the original'),
+          detail: describe(
+            "Store a source's original (a PDF, an HTML page), replacing the one it had; the answer is the source",
+            'the original',
+          ),
         },
       )
       .post(
@@ -124,7 +149,10 @@ export function mediaUploadRoutes({ scope, blobs, log, baseUrl, maxBytes, pace }
           if (!('created' in recorded)) {
             await discard(key)
             if ('missing' in recorded) throw new HttpError(404, 'source not found')
-            return status(409, { error: 'the source has an image of this kind at this position already', existing_id: recorded.existing })
+            return status(409, {
+              error: 'the source has an image of this kind at this position already',
+              existing_id: recorded.existing,
+            })
           }
           const answer = {
             id,
@@ -148,10 +176,14 @@ export function mediaUploadRoutes({ scope, blobs, log, baseUrl, maxBytes, pace }
           params: at.params({ sourceID: Uuid }),
           query: ImageQuery,
           response: { 201: SourceImage, ...errors, 409: ExistingRowBody },
-          detail: describe('Add an image to a source (an image fact names it as source_image_id); 409 with existing_id when its kind and position are taken', 'the image'),
+          detail: describe(
+            'Add an image to a source (an image fact names it as source_image_id); 409 with existing_id when its kind and position are taken',
+            'the image',
+          ),
         },
       )
   })
 }
 
-const tooLarge = (maxBytes: number) => new HttpError(413, `the upload exceeds the limit of ${maxBytes} bytes (MEDIA_UPLOAD_MAX_BYTES)`)
+const tooLarge = (maxBytes: number) =>
+  new HttpError(413, `the upload exceeds the limit of ${maxBytes} bytes (MEDIA_UPLOAD_MAX_BYTES)`)

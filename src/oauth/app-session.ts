@@ -41,7 +41,10 @@ function cookieRefreshToken(request: Request): string | undefined {
 /** The refresh token's cookie, and the app's marker that a session exists (web-app.ts): set and cleared together. */
 function refreshCookies(token: string, maxAgeSeconds: number, secure: boolean): string[] {
   const flags = `Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`
-  return [`${APP_REFRESH_COOKIE}=${token}; Path=${COOKIE_PATH}; ${flags}`, `${APP_SIGNED_IN_COOKIE}=${token ? '1' : ''}; Path=${WEB_APP_PATH}; ${flags}`]
+  return [
+    `${APP_REFRESH_COOKIE}=${token}; Path=${COOKIE_PATH}; ${flags}`,
+    `${APP_SIGNED_IN_COOKIE}=${token ? '1' : ''}; Path=${WEB_APP_PATH}; ${flags}`,
+  ]
 }
 
 const BROWSERS: [RegExp, string][] = [
@@ -83,8 +86,16 @@ export function browserSummary(userAgent: string | null): string {
  * nor in a cookie: a signed-out browser loading the app. It guesses nothing, so the token
  * throttles do not count it (else every signed-out visitor would draw on the app's budget).
  */
-export function appRefreshWithoutToken(body: { client_id?: string; grant_type?: string; refresh_token?: string }, request: Request): boolean {
-  return body.client_id === WEB_APP_CLIENT_ID && body.grant_type === 'refresh_token' && body.refresh_token === undefined && cookieRefreshToken(request) === undefined
+export function appRefreshWithoutToken(
+  body: { client_id?: string; grant_type?: string; refresh_token?: string },
+  request: Request,
+): boolean {
+  return (
+    body.client_id === WEB_APP_CLIENT_ID &&
+    body.grant_type === 'refresh_token' &&
+    body.refresh_token === undefined &&
+    cookieRefreshToken(request) === undefined
+  )
 }
 
 /** The token endpoint's answer without the refresh token, which goes to the cookie. */
@@ -96,20 +107,36 @@ function intoCookie(response: TokenResponse, headers: Record<string, unknown>, s
 
 /** The token endpoint for the web app: both grants, the refresh token in the cookie (see the top). */
 export function appTokenEndpoint(tokens: OAuthTokens, secure: boolean) {
-  return async (client: Client, body: Record<string, string | undefined>, request: Request, headers: Record<string, unknown>): Promise<TokenResponse | undefined> => {
+  return async (
+    client: Client,
+    body: Record<string, string | undefined>,
+    request: Request,
+    headers: Record<string, unknown>,
+  ): Promise<TokenResponse | undefined> => {
     if (body.grant_type === 'authorization_code') {
       const cookies = request.headers.get('cookie')
-      const browser = { summary: browserSummary(request.headers.get('user-agent')), pagesSignIn: browserSessionDigest(cookies), replacing: cookieRefreshToken(request) }
+      const browser = {
+        summary: browserSummary(request.headers.get('user-agent')),
+        pagesSignIn: browserSessionDigest(cookies),
+        replacing: cookieRefreshToken(request),
+      }
       return intoCookie(await tokens.exchangeCode(client, body, browser), headers, secure)
     }
     if (body.grant_type !== 'refresh_token') return undefined
     const fromCookie = body.refresh_token === undefined ? cookieRefreshToken(request) : undefined
     try {
-      return intoCookie(await tokens.refresh(client, { ...body, refresh_token: body.refresh_token ?? fromCookie }), headers, secure)
+      return intoCookie(
+        await tokens.refresh(client, { ...body, refresh_token: body.refresh_token ?? fromCookie }),
+        headers,
+        secure,
+      )
     } catch (error) {
       // A grant that is over (revoked, idle, expired, reused): the browser forgets its cookie.
       if (fromCookie && error instanceof OAuthError && error.code === 'invalid_grant') {
-        throw new OAuthError(error.status, error.code, error.description, { ...error.headers, 'set-cookie': refreshCookies('', 0, secure) })
+        throw new OAuthError(error.status, error.code, error.description, {
+          ...error.headers,
+          'set-cookie': refreshCookies('', 0, secure),
+        })
       }
       throw error
     }

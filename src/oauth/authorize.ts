@@ -14,9 +14,20 @@ import { resourceIdentifier, resourceIdentifiers } from './metadata.ts'
 const AUTHORIZATION_TTL_SECONDS = 600
 
 const CODE_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/
-const PARAMETERS = ['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource'] as const
+const PARAMETERS = [
+  'response_type',
+  'client_id',
+  'redirect_uri',
+  'code_challenge',
+  'code_challenge_method',
+  'state',
+  'scope',
+  'resource',
+] as const
 
-export type AuthorizeOutcome = { kind: 'error-page'; message: string } | { kind: 'login'; client: Client; redirectUri: string; scope: string; authorizationId: string; csrfToken: string }
+export type AuthorizeOutcome =
+  | { kind: 'error-page'; message: string }
+  | { kind: 'login'; client: Client; redirectUri: string; scope: string; authorizationId: string; csrfToken: string }
 
 export function csrfDigest(token: string): Buffer {
   return createHash('sha256').update(token).digest()
@@ -52,25 +63,44 @@ export async function beginAuthorization(
     if (!(error instanceof ClientMetadataError)) throw error
     return { kind: 'error-page', message: `The application's client ID ${clientId} cannot be used: ${error.message}.` }
   }
-  if (!client) return { kind: 'error-page', message: clientId ? 'Unknown client.' : 'The request names no client (client_id is missing).' }
+  if (!client)
+    return {
+      kind: 'error-page',
+      message: clientId ? 'Unknown client.' : 'The request names no client (client_id is missing).',
+    }
   const requested = get('redirect_uri')
   const redirectUri = requested === undefined ? undefined : matchRedirectUri(client, requested)
-  if (!redirectUri) return { kind: 'error-page', message: requested === undefined ? 'The request has no redirect_uri.' : 'The redirect_uri is not registered for this client.' }
-  if (repeated === 'client_id' || repeated === 'redirect_uri') return { kind: 'error-page', message: `The parameter ${repeated} appears more than once.` }
+  if (!redirectUri)
+    return {
+      kind: 'error-page',
+      message:
+        requested === undefined
+          ? 'The request has no redirect_uri.'
+          : 'The redirect_uri is not registered for this client.',
+    }
+  if (repeated === 'client_id' || repeated === 'redirect_uri')
+    return { kind: 'error-page', message: `The parameter ${repeated} appears more than once.` }
 
   const state = get('state')
-  const fail = (error: string, description: string): AuthorizeOutcome => ({ kind: 'error-page', message: `The application's request is invalid (${error}): ${description}.` })
+  const fail = (error: string, description: string): AuthorizeOutcome => ({
+    kind: 'error-page',
+    message: `The application's request is invalid (${error}): ${description}.`,
+  })
   if (repeated) return fail('invalid_request', `${repeated} appears more than once`)
   if (get('response_type') !== 'code') return fail('unsupported_response_type', 'response_type must be code')
-  if (get('code_challenge_method') !== 'S256') return fail('invalid_request', 'PKCE is required: code_challenge_method must be S256')
+  if (get('code_challenge_method') !== 'S256')
+    return fail('invalid_request', 'PKCE is required: code_challenge_method must be S256')
   const challenge = get('code_challenge')
-  if (!challenge || !CODE_CHALLENGE.test(challenge)) return fail('invalid_request', 'code_challenge must be 43 to 128 characters of [A-Za-z0-9._~-]')
+  if (!challenge || !CODE_CHALLENGE.test(challenge))
+    return fail('invalid_request', 'code_challenge must be 43 to 128 characters of [A-Za-z0-9._~-]')
   const allowed = client.scope.split(' ')
   const scopes = get('scope')?.split(' ').filter(Boolean) ?? allowed
   const notAllowed = scopes.find((s) => !allowed.includes(s))
-  if (notAllowed || scopes.length === 0) return fail('invalid_scope', `scope ${JSON.stringify(notAllowed ?? '')} is not allowed for this client`)
+  if (notAllowed || scopes.length === 0)
+    return fail('invalid_scope', `scope ${JSON.stringify(notAllowed ?? '')} is not allowed for this client`)
   const resource = get('resource') ?? resourceIdentifier(issuer)
-  if (!resourceIdentifiers(issuer).includes(resource)) return fail('invalid_target', `resource must be one of ${resourceIdentifiers(issuer).join(', ')}`)
+  if (!resourceIdentifiers(issuer).includes(resource))
+    return fail('invalid_target', `resource must be one of ${resourceIdentifiers(issuer).join(', ')}`)
   if (state !== undefined && state.length > 1024) return fail('invalid_request', 'state is longer than 1024 characters')
 
   const authorizationId = crypto.randomUUID()
@@ -84,6 +114,7 @@ export async function beginAuthorization(
       ${csrfDigest(csrfToken)}, ${browserHash}, now() + make_interval(secs => ${AUTHORIZATION_TTL_SECONDS}))
     ON CONFLICT (code_challenge) DO NOTHING
     RETURNING id`
-  if (inserted.length === 0) return fail('invalid_request', 'this code_challenge was already used; each authorization needs a new one')
+  if (inserted.length === 0)
+    return fail('invalid_request', 'this code_challenge was already used; each authorization needs a new one')
   return { kind: 'login', client, redirectUri, scope, authorizationId, csrfToken }
 }

@@ -42,7 +42,15 @@ export interface ClientMetadataOptions {
 export function isClientMetadataUrl(clientId: string): boolean {
   if (!clientId.startsWith('https://') || clientId.length > CLIENT_ID_MAX) return false
   const url = URL.parse(clientId)
-  return !!url && url.href === clientId && url.pathname !== '/' && !url.hash && !url.username && !url.password && !/\/\.\.?(?:\/|$)/.test(url.pathname)
+  return (
+    !!url &&
+    url.href === clientId &&
+    url.pathname !== '/' &&
+    !url.hash &&
+    !url.username &&
+    !url.password &&
+    !/\/\.\.?(?:\/|$)/.test(url.pathname)
+  )
 }
 
 /** How long a response may be reused, in seconds, by its Cache-Control, else Expires; 0: not at all. */
@@ -105,7 +113,11 @@ export class ClientMetadataDocuments {
   }
 }
 
-async function fetchDocument(url: string, options: ClientMetadataOptions, log: Logger): Promise<{ document: unknown; seconds: number }> {
+async function fetchDocument(
+  url: string,
+  options: ClientMetadataOptions,
+  log: Logger,
+): Promise<{ document: unknown; seconds: number }> {
   let text = ''
   let headers: IncomingHttpHeaders
   try {
@@ -121,11 +133,17 @@ async function fetchDocument(url: string, options: ClientMetadataOptions, log: L
     const type = response.contentType.split(';', 1)[0]!.trim().toLowerCase()
     const decoder = new TextDecoder()
     for await (const chunk of response.body) text += decoder.decode(chunk, { stream: true })
-    if (type !== 'application/json') throw new ClientMetadataError(`its metadata document is served as ${JSON.stringify(type.slice(0, 100) || 'nothing')}, not application/json`)
+    if (type !== 'application/json')
+      throw new ClientMetadataError(
+        `its metadata document is served as ${JSON.stringify(type.slice(0, 100) || 'nothing')}, not application/json`,
+      )
   } catch (error) {
     if (!(error instanceof GuardedFetchError)) throw error
     if (error.connected) throw new ClientMetadataError(`its metadata document could not be fetched: ${error.message}`)
-    log.warn('oauth: a client metadata document could not be fetched before any connection', { client_id: url, reason: error.message })
+    log.warn('oauth: a client metadata document could not be fetched before any connection', {
+      client_id: url,
+      reason: error.message,
+    })
     throw new ClientMetadataError(UNREACHABLE_DOCUMENT)
   }
   try {
@@ -142,20 +160,31 @@ function clientOf(url: string, document: unknown): Client {
   const refuse = (why: string) => new ClientMetadataError(`its metadata document ${why}`)
   if (typeof document !== 'object' || document === null || Array.isArray(document)) throw refuse('is not a JSON object')
   const fields = document as Record<string, unknown>
-  if (fields.client_id !== url) throw refuse(`names the client_id ${JSON.stringify(String(fields.client_id).slice(0, 200))}, not the URL it was fetched from`)
-  if ('client_secret' in fields || 'client_secret_expires_at' in fields) throw refuse('holds a client secret, which a public document cannot keep')
-  if (!isStrings(fields.redirect_uris) || (fields.redirect_uris as string[]).length === 0) throw refuse('has no redirect_uris (a list of URIs)')
+  if (fields.client_id !== url)
+    throw refuse(
+      `names the client_id ${JSON.stringify(String(fields.client_id).slice(0, 200))}, not the URL it was fetched from`,
+    )
+  if ('client_secret' in fields || 'client_secret_expires_at' in fields)
+    throw refuse('holds a client secret, which a public document cannot keep')
+  if (!isStrings(fields.redirect_uris) || (fields.redirect_uris as string[]).length === 0)
+    throw refuse('has no redirect_uris (a list of URIs)')
   if ((fields.redirect_uris as string[]).length > 10) throw refuse('lists more than 10 redirect_uris')
   for (const name of ['client_name', 'token_endpoint_auth_method', 'scope'] as const) {
-    if (fields[name] !== undefined && typeof fields[name] !== 'string') throw refuse(`has a ${name} that is not a string`)
+    if (fields[name] !== undefined && typeof fields[name] !== 'string')
+      throw refuse(`has a ${name} that is not a string`)
   }
   for (const name of ['grant_types', 'response_types'] as const) {
-    if (fields[name] !== undefined && !isStrings(fields[name])) throw refuse(`has ${name} that are not a list of strings`)
+    if (fields[name] !== undefined && !isStrings(fields[name]))
+      throw refuse(`has ${name} that are not a list of strings`)
   }
   const name = (fields.client_name as string | undefined)?.trim() ?? ''
-  if (name.length > 200 || UNSHOWABLE.test(name)) throw refuse('has a client_name longer than 200 characters or with control characters')
+  if (name.length > 200 || UNSHOWABLE.test(name))
+    throw refuse('has a client_name longer than 200 characters or with control characters')
   // Only public clients: the document is public, so no secret can go with it (private_key_jwt is not supported).
-  if ((fields.token_endpoint_auth_method ?? 'none') !== 'none') throw refuse(`asks for token_endpoint_auth_method ${JSON.stringify(fields.token_endpoint_auth_method)}; only none is supported`)
+  if ((fields.token_endpoint_auth_method ?? 'none') !== 'none')
+    throw refuse(
+      `asks for token_endpoint_auth_method ${JSON.stringify(fields.token_endpoint_auth_method)}; only none is supported`,
+    )
   try {
     const metadata = checkRegistration({
       redirect_uris: fields.redirect_uris as string[],

@@ -60,9 +60,13 @@ export function redirectUriProblem(uri: string): string | undefined {
   if (url.hash || uri.includes('#')) return `${JSON.stringify(uri)} must not have a fragment`
   if (INVISIBLE.test(uri)) return `${JSON.stringify(uri)} must not contain whitespace or control characters`
   if (url.username || url.password) return `${JSON.stringify(uri)} must not have a user name or password`
-  if (DOT_SEGMENT.test(uri.replace(/^[^:]*:(\/\/[^/?]*)?/, ''))) return `${JSON.stringify(uri)} must not have . or .. path segments`
+  if (DOT_SEGMENT.test(uri.replace(/^[^:]*:(\/\/[^/?]*)?/, '')))
+    return `${JSON.stringify(uri)} must not have . or .. path segments`
   if (url.protocol === 'https:') return undefined
-  if (url.protocol === 'http:') return LOOPBACK_URI.test(uri) ? undefined : `${JSON.stringify(uri)}: plain http is allowed only on a loopback address (127.0.0.1, [::1] or localhost)`
+  if (url.protocol === 'http:')
+    return LOOPBACK_URI.test(uri)
+      ? undefined
+      : `${JSON.stringify(uri)}: plain http is allowed only on a loopback address (127.0.0.1, [::1] or localhost)`
   if (!REFUSED_SCHEMES.has(url.protocol.slice(0, -1))) return undefined
   return `${JSON.stringify(uri)}: expected https, http on a loopback address, or a private-use scheme (not ${[...REFUSED_SCHEMES].join(', ')})`
 }
@@ -76,17 +80,24 @@ export function checkRegistration(input: ClientRegistration): Omit<Client, 'clie
   }
   const grantTypes = input.grant_types ?? ['authorization_code', 'refresh_token']
   const unknownGrant = grantTypes.find((g) => !GRANT_TYPES.includes(g))
-  if (unknownGrant) throw invalidMetadata(`grant type ${JSON.stringify(unknownGrant)} is not supported; expected authorization_code and/or refresh_token`)
+  if (unknownGrant)
+    throw invalidMetadata(
+      `grant type ${JSON.stringify(unknownGrant)} is not supported; expected authorization_code and/or refresh_token`,
+    )
   if (!grantTypes.includes('authorization_code')) throw invalidMetadata('grant_types must include authorization_code')
   const responseTypes = input.response_types ?? ['code']
-  if (responseTypes.length !== 1 || responseTypes[0] !== 'code') throw invalidMetadata('response_types must be ["code"]')
+  if (responseTypes.length !== 1 || responseTypes[0] !== 'code')
+    throw invalidMetadata('response_types must be ["code"]')
   const method = input.token_endpoint_auth_method ?? 'none'
   if (!(TOKEN_ENDPOINT_AUTH_METHODS as readonly string[]).includes(method)) {
-    throw invalidMetadata(`token_endpoint_auth_method ${JSON.stringify(method)} is not supported; expected one of ${TOKEN_ENDPOINT_AUTH_METHODS.join(', ')}`)
+    throw invalidMetadata(
+      `token_endpoint_auth_method ${JSON.stringify(method)} is not supported; expected one of ${TOKEN_ENDPOINT_AUTH_METHODS.join(', ')}`,
+    )
   }
   const scope = input.scope?.trim() || 'read write'
   const unknownScope = scope.split(/ +/).find((s) => !(SCOPES as readonly string[]).includes(s))
-  if (unknownScope) throw invalidMetadata(`scope ${JSON.stringify(unknownScope)} is not supported; expected ${SCOPES.join(', ')}`)
+  if (unknownScope)
+    throw invalidMetadata(`scope ${JSON.stringify(unknownScope)} is not supported; expected ${SCOPES.join(', ')}`)
   return {
     client_name: input.client_name?.trim() ?? '',
     redirect_uris: input.redirect_uris,
@@ -98,7 +109,10 @@ export function checkRegistration(input: ClientRegistration): Omit<Client, 'clie
 
 const digest = (secret: string) => createHash('sha256').update(secret).digest()
 
-export async function registerClient(sql: Sql, input: ClientRegistration): Promise<Client & { client_secret?: string; client_secret_expires_at?: number }> {
+export async function registerClient(
+  sql: Sql,
+  input: ClientRegistration,
+): Promise<Client & { client_secret?: string; client_secret_expires_at?: number }> {
   const metadata = checkRegistration(input)
   const clientId = randomBytes(18).toString('base64url')
   const secret = metadata.token_endpoint_auth_method === 'none' ? undefined : randomBytes(32).toString('base64url')
@@ -164,24 +178,34 @@ export function matchRedirectUri(client: FoundClient, requested: string): string
     return match ? match[1]! + match[2]! : undefined
   }
   const wanted = portless(requested)
-  return wanted !== undefined && client.redirect_uris.some((registered) => portless(registered) === wanted) ? requested : undefined
+  return wanted !== undefined && client.redirect_uris.some((registered) => portless(registered) === wanted)
+    ? requested
+    : undefined
 }
 
-const invalidClient = (description: string, basic: boolean) => new OAuthError(401, 'invalid_client', description, basic ? { 'www-authenticate': 'Basic realm="kgs"' } : {})
+const invalidClient = (description: string, basic: boolean) =>
+  new OAuthError(401, 'invalid_client', description, basic ? { 'www-authenticate': 'Basic realm="kgs"' } : {})
 
 /**
  * Client authentication at the token and revocation endpoints (RFC 6749 §2.3): exactly the
  * method the client registered. Secrets are compared as SHA-256 digests in constant time.
  */
-export async function authenticateClient(sql: Sql, authorization: string | null, body: { client_id?: string; client_secret?: string }): Promise<Client> {
+export async function authenticateClient(
+  sql: Sql,
+  authorization: string | null,
+  body: { client_id?: string; client_secret?: string },
+): Promise<Client> {
   let clientId = body.client_id
   let secret = body.client_secret
   let method: Client['token_endpoint_auth_method'] = secret === undefined ? 'none' : 'client_secret_post'
   const credentials = basicCredentials(authorization)
-  if (authorization && !credentials) throw invalidClient('unsupported Authorization scheme; use Basic or client_secret_post', true)
+  if (authorization && !credentials)
+    throw invalidClient('unsupported Authorization scheme; use Basic or client_secret_post', true)
   if (credentials) {
-    if (secret !== undefined) throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not two')
-    if (credentials === 'malformed' || (clientId !== undefined && clientId !== credentials.id)) throw invalidClient('malformed Basic credentials', true)
+    if (secret !== undefined)
+      throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not two')
+    if (credentials === 'malformed' || (clientId !== undefined && clientId !== credentials.id))
+      throw invalidClient('malformed Basic credentials', true)
     clientId = credentials.id
     secret = credentials.secret
     method = 'client_secret_basic'
@@ -192,8 +216,13 @@ export async function authenticateClient(sql: Sql, authorization: string | null,
       extract(epoch FROM created_at)::bigint::int AS client_id_issued_at
     FROM oauth_clients WHERE id = ${clientId.slice(0, CLIENT_ID_MAX)}`
   if (!row) throw invalidClient('unknown client', method === 'client_secret_basic')
-  if (row.token_endpoint_auth_method !== method) throw invalidClient(`this client authenticates with ${row.token_endpoint_auth_method}`, method === 'client_secret_basic')
-  if (method !== 'none' && !(row.secret_hash && timingSafeEqual(row.secret_hash, digest(secret!)))) throw invalidClient('client authentication failed', method === 'client_secret_basic')
+  if (row.token_endpoint_auth_method !== method)
+    throw invalidClient(
+      `this client authenticates with ${row.token_endpoint_auth_method}`,
+      method === 'client_secret_basic',
+    )
+  if (method !== 'none' && !(row.secret_hash && timingSafeEqual(row.secret_hash, digest(secret!))))
+    throw invalidClient('client authentication failed', method === 'client_secret_basic')
   const { secret_hash: _, ...client } = row
   return client
 }
@@ -204,7 +233,9 @@ export async function authenticateClient(sql: Sql, authorization: string | null,
  * §2.3.1); no colon, an empty id, a broken %-escape or a NUL (which PostgreSQL text cannot hold)
  * make them malformed.
  */
-export function basicCredentials(authorization: string | null | undefined): { id: string; secret: string } | 'malformed' | undefined {
+export function basicCredentials(
+  authorization: string | null | undefined,
+): { id: string; secret: string } | 'malformed' | undefined {
   const basic = authorization?.match(/^Basic +([A-Za-z0-9+/]+=*) *$/i)?.[1]
   if (basic === undefined) return undefined
   const decoded = Buffer.from(basic, 'base64').toString('utf8')

@@ -102,7 +102,9 @@ export function bindingCookie(token: string, secure: boolean): string {
 export async function browserSessionUser(sql: Sql, cookieHeader: string | null): Promise<string | undefined> {
   const token = browserSessionToken(cookieHeader)
   if (!token) return undefined
-  const [row] = await sql<{ user_id: string }[]>`SELECT user_id FROM oauth_browser_sessions WHERE token_hash = ${digest(token)} AND expires_at > now()`
+  const [row] = await sql<
+    { user_id: string }[]
+  >`SELECT user_id FROM oauth_browser_sessions WHERE token_hash = ${digest(token)} AND expires_at > now()`
   return row?.user_id
 }
 
@@ -124,7 +126,11 @@ export function endedSessionCookie(secure: boolean): string {
 
 /** Closes the authorization, once: a second decision on it finds nothing. */
 export async function decide(sql: Sql, pendingId: string): Promise<boolean> {
-  return (await sql`UPDATE oauth_authorizations SET decided_at = now() WHERE id = ${pendingId} AND decided_at IS NULL AND expires_at > now() RETURNING id`).length > 0
+  return (
+    (
+      await sql`UPDATE oauth_authorizations SET decided_at = now() WHERE id = ${pendingId} AND decided_at IS NULL AND expires_at > now() RETURNING id`
+    ).length > 0
+  )
 }
 
 /**
@@ -145,11 +151,18 @@ export function narrowScope(requested: string, upTo: string | undefined): string
   if (upTo === undefined) return requested
   if (!grantableScopes(requested).includes(upTo as Scope)) return undefined
   const limit = SCOPES.indexOf(upTo as Scope)
-  return [...new Set([...requested.split(' ').filter((scope) => SCOPES.indexOf(scope as Scope) < limit), upTo])].join(' ')
+  return [...new Set([...requested.split(' ').filter((scope) => SCOPES.indexOf(scope as Scope) < limit), upTo])].join(
+    ' ',
+  )
 }
 
 /** The code of an allowed authorization; `scope`: what the person granted, the request's scope or a narrower one. */
-export async function issueCode(sql: Sql, pending: PendingAuthorization, userId: string, scope = pending.scope): Promise<string> {
+export async function issueCode(
+  sql: Sql,
+  pending: PendingAuthorization,
+  userId: string,
+  scope = pending.scope,
+): Promise<string> {
   const code = randomBytes(32).toString('base64url')
   await sql`
     INSERT INTO oauth_codes (code_hash, client_id, user_id, redirect_uri, scope, code_challenge, resource, expires_at)

@@ -24,7 +24,10 @@ function oauthResponse(error: OAuthError): Response {
     if (Array.isArray(value)) for (const one of value) headers.append(name, one)
     else headers.set(name, value)
   }
-  return new Response(JSON.stringify({ error: error.code, error_description: error.description }), { status: error.status, headers })
+  return new Response(JSON.stringify({ error: error.code, error_description: error.description }), {
+    status: error.status,
+    headers,
+  })
 }
 
 /**
@@ -37,7 +40,14 @@ export function protocolErrorShape(invalidRequestCode: string): ErrorShape {
     if (own instanceof OAuthError) return oauthResponse(own)
     if (!failure) return undefined
     // The headers go along (Connection: close after a body that took too long, say).
-    return oauthResponse(new OAuthError(failure.status, failure.status === 400 ? invalidRequestCode : 'invalid_request', failure.message, failure.headers))
+    return oauthResponse(
+      new OAuthError(
+        failure.status,
+        failure.status === 400 ? invalidRequestCode : 'invalid_request',
+        failure.message,
+        failure.headers,
+      ),
+    )
   }
 }
 
@@ -51,4 +61,6 @@ export function protocolErrorShape(invalidRequestCode: string): ErrorShape {
 export const oauthTooManyRequests =
   (throttle: Throttle) =>
   (retryAfterSeconds: number): Error =>
-    new OAuthError(429, 'temporarily_unavailable', throttle.refusalMessage(retryAfterSeconds), { 'retry-after': String(retryAfterSeconds) })
+    new OAuthError(429, 'temporarily_unavailable', throttle.refusalMessage(retryAfterSeconds), {
+      'retry-after': String(retryAfterSeconds),
+    })

@@ -16,7 +16,11 @@ import { Grant } from './schemas.ts'
 const GrantParams = t.Object({ grantID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
 const GrantQuery = t.Object({
   web_app: t.Optional(
-    t.Boolean({ description: "true: only the web app's grants, its sessions in browsers (one per browser); false: every other client's; absent: all", error: 'expected true or false' }),
+    t.Boolean({
+      description:
+        "true: only the web app's grants, its sessions in browsers (one per browser); false: every other client's; absent: all",
+      error: 'expected true or false',
+    }),
   ),
 })
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
@@ -28,7 +32,10 @@ export interface GrantRoutesOptions {
 }
 
 export function grantRoutes({ oauth, access, system }: GrantRoutesOptions) {
-  const rule = { what: 'grants', orFirstParty: async (clientId: string) => (await findClient(system, clientId))?.first_party === true }
+  const rule = {
+    what: 'grants',
+    orFirstParty: async (clientId: string) => (await findClient(system, clientId))?.first_party === true,
+  }
   return new Elysia({ name: 'kgs/oauth-grants', prefix: '/api/v1' })
     .use(access)
     .use(pagination)
@@ -36,7 +43,12 @@ export function grantRoutes({ oauth, access, system }: GrantRoutesOptions) {
       '/oauth/grants',
       async ({ principal, page, query }) =>
         oauth.listUserGrants(principal.userId, page.limit, page.after, {
-          client: query.web_app === undefined ? undefined : query.web_app ? { only: WEB_APP_CLIENT_ID } : { except: WEB_APP_CLIENT_ID },
+          client:
+            query.web_app === undefined
+              ? undefined
+              : query.web_app
+                ? { only: WEB_APP_CLIENT_ID }
+                : { except: WEB_APP_CLIENT_ID },
           currentGrant: principal.grantId,
         }),
       {
@@ -44,7 +56,11 @@ export function grantRoutes({ oauth, access, system }: GrantRoutesOptions) {
         paginated: true,
         query: GrantQuery,
         response: { 200: t.Array(Grant), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
-        detail: { tags: ['oauth'], summary: "The caller's live OAuth grants, oldest first, the caller's own marked current (paginated; a session token, or a token of one of kgs's own apps)" },
+        detail: {
+          tags: ['oauth'],
+          summary:
+            "The caller's live OAuth grants, oldest first, the caller's own marked current (paginated; a session token, or a token of one of kgs's own apps)",
+        },
       },
     )
     .delete(

@@ -27,7 +27,8 @@ const grantColumns = (sql: Db, currentGrant: string | undefined) =>
  * pages' sign-ins those grants came from end with them, so ending a browser's app session leaves
  * that browser no way back in without the password.
  */
-const endPagesSignIns = (sql: Db) => sql`ended_sign_ins AS (DELETE FROM oauth_browser_sessions WHERE token_hash IN (SELECT browser_session_hash FROM revoked))`
+const endPagesSignIns = (sql: Db) =>
+  sql`ended_sign_ins AS (DELETE FROM oauth_browser_sessions WHERE token_hash IN (SELECT browser_session_hash FROM revoked))`
 
 export interface GrantFilter {
   /** Only the grants of this client (`only`), or those of every other client (`except`). */
@@ -40,8 +41,19 @@ export interface GrantFilter {
  * One page of the user's live grants, oldest first, plus the look-ahead row. With `idleSeconds`, a
  * grant whose unused refresh token is older than that is left out: its next refresh revokes it.
  */
-export async function listLiveGrants(sql: Sql, userId: string, limit: number, after: PageKey | undefined, idleSeconds: number | undefined, filter: GrantFilter = {}) {
-  const client = !filter.client ? sql`true` : 'only' in filter.client ? sql`client_id = ${filter.client.only}` : sql`client_id <> ${filter.client.except}`
+export async function listLiveGrants(
+  sql: Sql,
+  userId: string,
+  limit: number,
+  after: PageKey | undefined,
+  idleSeconds: number | undefined,
+  filter: GrantFilter = {},
+) {
+  const client = !filter.client
+    ? sql`true`
+    : 'only' in filter.client
+      ? sql`client_id = ${filter.client.only}`
+      : sql`client_id <> ${filter.client.except}`
   const rows = await sql<(GrantSummary & { key_at: string })[]>`
     SELECT ${grantColumns(sql, filter.currentGrant)}, ${pageKeyColumn(sql)} FROM ${liveGrants(sql)}
     WHERE user_id = ${userId} AND ${client} AND ${afterCursor(sql, after)}
@@ -52,7 +64,12 @@ export async function listLiveGrants(sql: Sql, userId: string, limit: number, af
 }
 
 /** Revokes one live grant of `userId`; the grant, or undefined when it is not a live one of theirs. */
-export async function revokeGrant(sql: Db, userId: string, grantId: string, currentGrant?: string): Promise<GrantSummary | undefined> {
+export async function revokeGrant(
+  sql: Db,
+  userId: string,
+  grantId: string,
+  currentGrant?: string,
+): Promise<GrantSummary | undefined> {
   const [grant] = await sql<GrantSummary[]>`
     WITH revoked AS (
       UPDATE oauth_token_families SET revoked_at = now()
@@ -80,7 +97,12 @@ export async function revokeAllGrants(sql: Db, userId: string): Promise<string[]
  * `endSignIn`: the authorization pages' sign-in it came from ends too (a sign-out, not a grant
  * replaced by the sign-in that just used it).
  */
-export async function revokeGrantOfRefreshToken(sql: Db, clientId: string, tokenHash: Buffer, endSignIn: boolean): Promise<string | undefined> {
+export async function revokeGrantOfRefreshToken(
+  sql: Db,
+  clientId: string,
+  tokenHash: Buffer,
+  endSignIn: boolean,
+): Promise<string | undefined> {
   const [revoked] = await sql<{ id: string }[]>`
     WITH revoked AS (
       UPDATE oauth_token_families SET revoked_at = now()

@@ -35,19 +35,55 @@ import {
   sessionCookie,
   startBrowserSession,
 } from './consent.ts'
-import { CLOSED_REGISTRATION_TEXT, consentPage, errorPage, formTarget, loginPage, pageResponse, redirectHost, registrationPage, type RegistrationPageInput } from './pages.ts'
+import {
+  CLOSED_REGISTRATION_TEXT,
+  consentPage,
+  errorPage,
+  formTarget,
+  loginPage,
+  pageResponse,
+  redirectHost,
+  registrationPage,
+  type RegistrationPageInput,
+} from './pages.ts'
 
 const FormField = (maxLength: number) => t.String({ maxLength })
-const redirect303 = (location: string) => new Response(null, { status: 303, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' } })
-const expiredPage = () => pageResponse(errorPage('This sign-in request has expired or was already answered. Return to the application and start again.'), 400)
-const csrfPage = () => pageResponse(errorPage('This form was not issued for this request (CSRF check failed). Return to the application and start again.'), 403)
-const otherBrowserPage = () => pageResponse(errorPage('This sign-in request was started in another browser and was not accepted. Return to the application and start again.'), 403)
+const redirect303 = (location: string) =>
+  new Response(null, {
+    status: 303,
+    headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' },
+  })
+const expiredPage = () =>
+  pageResponse(
+    errorPage('This sign-in request has expired or was already answered. Return to the application and start again.'),
+    400,
+  )
+const csrfPage = () =>
+  pageResponse(
+    errorPage(
+      'This form was not issued for this request (CSRF check failed). Return to the application and start again.',
+    ),
+    403,
+  )
+const otherBrowserPage = () =>
+  pageResponse(
+    errorPage(
+      'This sign-in request was started in another browser and was not accepted. Return to the application and start again.',
+    ),
+    403,
+  )
 /** A page that asks the browser to come back after `seconds` (429, 503). */
 function retryAfter(page: Response, seconds: number): Response {
   page.headers.set('retry-after', String(seconds))
   return page
 }
-const crossSitePage = () => pageResponse(errorPage('This form was posted from another site and was not accepted. Return to the application and start again.'), 403)
+const crossSitePage = () =>
+  pageResponse(
+    errorPage(
+      'This form was posted from another site and was not accepted. Return to the application and start again.',
+    ),
+    403,
+  )
 
 /**
  * Whether a form of these pages asks only for a page: without e-mail and password, the sign-in or
@@ -56,7 +92,10 @@ const crossSitePage = () => pageResponse(errorPage('This form was posted from an
 function asksForPage(body: { email?: string; password?: string }): boolean {
   if (body.email === undefined && body.password === undefined) return true
   if (body.email === undefined || body.password === undefined)
-    throw new HttpError(400, `invalid body: ${body.email === undefined ? 'email' : 'password'}: required with ${body.email === undefined ? 'password' : 'email'}`)
+    throw new HttpError(
+      400,
+      `invalid body: ${body.email === undefined ? 'email' : 'password'}: required with ${body.email === undefined ? 'password' : 'email'}`,
+    )
   return false
 }
 
@@ -83,7 +122,10 @@ export interface OAuthPageRoutesOptions {
 export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients }: OAuthPageRoutesOptions) {
   const secureCookies = baseUrl.startsWith('https:')
   /** The open pending authorization a form of these pages answers, or the page refusing the post. */
-  const postedPending = async (request: Request, body: { authorization_id: string; csrf_token: string }): Promise<PendingAuthorization | Response> => {
+  const postedPending = async (
+    request: Request,
+    body: { authorization_id: string; csrf_token: string },
+  ): Promise<PendingAuthorization | Response> => {
     if (postedFromAnotherSite(request)) return crossSitePage()
     const pending = await findPending(system, body.authorization_id)
     if (!pending?.open) return expiredPage()
@@ -92,7 +134,11 @@ export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients 
     return pending
   }
   /** The consent page for a pending authorization whose user is known. */
-  const consent = async (pending: { id: string; client_id: string; redirect_uri: string; scope: string }, user: User, csrfToken: string) => {
+  const consent = async (
+    pending: { id: string; client_id: string; redirect_uri: string; scope: string },
+    user: User,
+    csrfToken: string,
+  ) => {
     if (pending.client_id === WEB_APP_CLIENT_ID) return skipConsent(pending.id, user.id)
     const client = await findClient(system, pending.client_id)
     const html = consentPage({
@@ -115,16 +161,40 @@ export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients 
   const skipConsent = async (pendingId: string, userId: string) => {
     const pending = await findPending(system, pendingId)
     if (!pending?.open || !(await decide(system, pending.id))) return expiredPage()
-    return redirect303(redirectWith(pending.redirect_uri, baseUrl, { code: await issueCode(system, pending, userId), state: pending.state ?? undefined }))
+    return redirect303(
+      redirectWith(pending.redirect_uri, baseUrl, {
+        code: await issueCode(system, pending, userId),
+        state: pending.state ?? undefined,
+      }),
+    )
   }
   /** Who asks, as the sign-in and sign-up pages name it. */
   const asking = async (pending: { id: string; client_id: string; redirect_uri: string }, csrfToken: string) => {
     const client = await findClient(system, pending.client_id)
-    return { clientName: client?.client_name ?? '', clientHost: documentHost(pending.client_id), redirectHost: redirectHost(pending.redirect_uri), authorizationId: pending.id, csrfToken }
+    return {
+      clientName: client?.client_name ?? '',
+      clientHost: documentHost(pending.client_id),
+      redirectHost: redirectHost(pending.redirect_uri),
+      authorizationId: pending.id,
+      csrfToken,
+    }
   }
   /** The sign-in page once more, saying what went wrong. */
-  const signInAgain = async (pending: { id: string; client_id: string; redirect_uri: string }, form: { csrf_token: string; email?: string }, error: string | undefined, status: number) =>
-    pageResponse(loginPage({ ...(await asking(pending, form.csrf_token)), registration: accounts.registration, email: form.email, error }), status)
+  const signInAgain = async (
+    pending: { id: string; client_id: string; redirect_uri: string },
+    form: { csrf_token: string; email?: string },
+    error: string | undefined,
+    status: number,
+  ) =>
+    pageResponse(
+      loginPage({
+        ...(await asking(pending, form.csrf_token)),
+        registration: accounts.registration,
+        email: form.email,
+        error,
+      }),
+      status,
+    )
   /** The sign-up page (REGISTRATION open or invite), with what was typed but the password, and what went wrong. */
   const signUpAgain = async (
     pending: { id: string; client_id: string; redirect_uri: string },
@@ -132,7 +202,18 @@ export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients 
     form: { csrf_token: string; email?: string; name?: string; invitation?: string },
     error: string | undefined,
     status: number,
-  ) => pageResponse(registrationPage({ ...(await asking(pending, form.csrf_token)), registration, email: form.email, name: form.name, invitation: form.invitation, error }), status)
+  ) =>
+    pageResponse(
+      registrationPage({
+        ...(await asking(pending, form.csrf_token)),
+        registration,
+        email: form.email,
+        name: form.name,
+        invitation: form.invitation,
+        error,
+      }),
+      status,
+    )
   /** Signed in on these pages (a new session of theirs): the consent page, or straight back to kgs's own app. */
   const signedIn = async (request: Request, pending: PendingAuthorization, user: User, csrfToken: string) => {
     await bindUser(system, pending.id, user.id)
@@ -148,7 +229,11 @@ export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients 
    * its sign-out, and the sign-up page with `prompt=create` (OpenID Connect's Prompt Create)
    * where REGISTRATION allows one.
    */
-  const firstPage = async (outcome: Extract<AuthorizeOutcome, { kind: 'login' }>, cookies: string | null, prompt: string | null) => {
+  const firstPage = async (
+    outcome: Extract<AuthorizeOutcome, { kind: 'login' }>,
+    cookies: string | null,
+    prompt: string | null,
+  ) => {
     const userId = prompt === 'login' || prompt === 'create' ? undefined : await browserSessionUser(system, cookies)
     const user = userId ? await accounts.findUser(userId) : undefined
     if (!user) {
@@ -160,10 +245,23 @@ export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients 
         csrfToken: outcome.csrfToken,
       }
       const registration = accounts.registration
-      return pageResponse(prompt === 'create' && registration !== 'closed' ? registrationPage({ ...page, registration }) : loginPage({ ...page, registration }))
+      return pageResponse(
+        prompt === 'create' && registration !== 'closed'
+          ? registrationPage({ ...page, registration })
+          : loginPage({ ...page, registration }),
+      )
     }
     await bindUser(system, outcome.authorizationId, user.id)
-    return consent({ id: outcome.authorizationId, client_id: outcome.client.client_id, redirect_uri: outcome.redirectUri, scope: outcome.scope }, user, outcome.csrfToken)
+    return consent(
+      {
+        id: outcome.authorizationId,
+        client_id: outcome.client.client_id,
+        redirect_uri: outcome.redirectUri,
+        scope: outcome.scope,
+      },
+      user,
+      outcome.csrfToken,
+    )
   }
 
   // The authorization pages answer HTML (and redirects), not JSON.
@@ -185,12 +283,24 @@ export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients 
         const admission = throttles.authorize.admit(request, undefined)
         if (admission.refused) {
           const wait = admission.retryAfterSeconds
-          return retryAfter(pageResponse(errorPage(`Too many authorization requests from your address. Try again in ${wait} seconds.`), 429), wait)
+          return retryAfter(
+            pageResponse(
+              errorPage(`Too many authorization requests from your address. Try again in ${wait} seconds.`),
+              429,
+            ),
+            wait,
+          )
         }
         const cookies = request.headers.get('cookie')
         const knownBrowser = browserBinding(cookies)
         const binding = knownBrowser ?? newBrowserBinding()
-        const outcome = await beginAuthorization(system, baseUrl, new URL(request.url).searchParams, browserBindingDigest(binding), (id) => clients.find(id))
+        const outcome = await beginAuthorization(
+          system,
+          baseUrl,
+          new URL(request.url).searchParams,
+          browserBindingDigest(binding),
+          (id) => clients.find(id),
+        )
         if (outcome.kind === 'error-page') return pageResponse(errorPage(outcome.message), 400)
         const page = await firstPage(outcome, cookies, new URL(request.url).searchParams.get('prompt'))
         if (!knownBrowser) page.headers.append('set-cookie', bindingCookie(binding, secureCookies))
@@ -209,14 +319,17 @@ export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients 
             resource: t.Optional(t.String()),
             prompt: t.Optional(
               t.String({
-                description: 'login: ask for the password even if this browser signed in on these pages recently; create: show the sign-up form first (the sign-in page where REGISTRATION=closed)',
+                description:
+                  'login: ask for the password even if this browser signed in on these pages recently; create: show the sign-up form first (the sign-in page where REGISTRATION=closed)',
               }),
             ),
           },
           { additionalProperties: true },
         ),
         public: true,
-        detail: htmlPage('Authorization request (RFC 6749 §4.1.1 with PKCE): the sign-in page, or an error page; never a redirect'),
+        detail: htmlPage(
+          'Authorization request (RFC 6749 §4.1.1 with PKCE): the sign-in page, or an error page; never a redirect',
+        ),
       },
     )
     .post(
@@ -231,14 +344,30 @@ export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients 
         const admission = throttles.login.admit(request, normalizeEmail(credentials.email))
         if (admission.refused) {
           const wait = admission.retryAfterSeconds
-          return retryAfter(await signInAgain(pending, body, `Too many failed sign-ins. Try again in ${wait} second${wait === 1 ? '' : 's'}.`, 429), wait)
+          return retryAfter(
+            await signInAgain(
+              pending,
+              body,
+              `Too many failed sign-ins. Try again in ${wait} second${wait === 1 ? '' : 's'}.`,
+              429,
+            ),
+            wait,
+          )
         }
         let user
         try {
           user = await accounts.verifyCredentials(credentials.email, credentials.password)
         } catch (error) {
           if (!(error instanceof HashingBusyError)) throw error
-          return retryAfter(await signInAgain(pending, body, `Too many sign-ins at the moment. Try again in ${error.retryAfterSeconds} seconds.`, 503), error.retryAfterSeconds)
+          return retryAfter(
+            await signInAgain(
+              pending,
+              body,
+              `Too many sign-ins at the moment. Try again in ${error.retryAfterSeconds} seconds.`,
+              503,
+            ),
+            error.retryAfterSeconds,
+          )
         }
         if (!user) return signInAgain(pending, body, 'Wrong e-mail or password.', 401)
         admission.forgive()
@@ -246,9 +375,16 @@ export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients 
       },
       {
         parse: 'urlencoded',
-        body: t.Object({ authorization_id: FormField(64), csrf_token: FormField(64), email: t.Optional(FormField(254)), password: t.Optional(FormField(PASSWORD_MAX)) }),
+        body: t.Object({
+          authorization_id: FormField(64),
+          csrf_token: FormField(64),
+          email: t.Optional(FormField(254)),
+          password: t.Optional(FormField(PASSWORD_MAX)),
+        }),
         public: true,
-        detail: htmlPage('The sign-in form of the authorization pages (the consent page once signed in); without e-mail and password, the sign-in page itself'),
+        detail: htmlPage(
+          'The sign-in form of the authorization pages (the consent page once signed in); without e-mail and password, the sign-in page itself',
+        ),
       },
     )
     .post(
@@ -257,27 +393,41 @@ export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients 
         const pending = await postedPending(request, body)
         if (pending instanceof Response) return pending
         const registration = accounts.registration
-        if (registration === 'closed') return signInAgain(pending, body, `Registration is closed. ${CLOSED_REGISTRATION_TEXT}`, 403)
+        if (registration === 'closed')
+          return signInAgain(pending, body, `Registration is closed. ${CLOSED_REGISTRATION_TEXT}`, 403)
         // From the sign-in page's "Create an account": the sign-up form, empty.
         if (asksForPage(body)) return signUpAgain(pending, registration, body, undefined, 200)
         const again = (error: string, status: number) => signUpAgain(pending, registration, body, error, status)
         const email = body.email!
         const password = body.password!
         if (!normalizeEmail(email)) return again('That is not an e-mail address.', 400)
-        if (password.length < PASSWORD_MIN || password.length > PASSWORD_MAX) return again(`The password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.`, 400)
+        if (password.length < PASSWORD_MIN || password.length > PASSWORD_MAX)
+          return again(`The password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters.`, 400)
         // The budget of POST /api/v1/auth/register: every registration counts, made or not.
         const admission = throttles.register.admit(request, undefined)
         if (admission.refused) {
           const wait = admission.retryAfterSeconds
-          return retryAfter(await again(`Too many registrations from your address. Try again in ${wait} second${wait === 1 ? '' : 's'}.`, 429), wait)
+          return retryAfter(
+            await again(
+              `Too many registrations from your address. Try again in ${wait} second${wait === 1 ? '' : 's'}.`,
+              429,
+            ),
+            wait,
+          )
         }
         let user
         try {
           user = await accounts.signUp({ email, password, name: body.name, invitation: body.invitation })
         } catch (error) {
-          if (error instanceof HashingBusyError) return retryAfter(await again(`Too many sign-ins at the moment. Try again in ${error.retryAfterSeconds} seconds.`, 503), error.retryAfterSeconds)
-          if (error instanceof ConflictError) return again('An account with this e-mail address exists already: sign in instead.', 409)
-          if (error instanceof HttpError && error.status === 403) return again(`${error.message[0]!.toUpperCase()}${error.message.slice(1)}.`, 403)
+          if (error instanceof HashingBusyError)
+            return retryAfter(
+              await again(`Too many sign-ins at the moment. Try again in ${error.retryAfterSeconds} seconds.`, 503),
+              error.retryAfterSeconds,
+            )
+          if (error instanceof ConflictError)
+            return again('An account with this e-mail address exists already: sign in instead.', 409)
+          if (error instanceof HttpError && error.status === 403)
+            return again(`${error.message[0]!.toUpperCase()}${error.message.slice(1)}.`, 403)
           throw error
         }
         return signedIn(request, pending, user, body.csrf_token)
@@ -304,7 +454,11 @@ export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients 
         const pending = await postedPending(request, body)
         if (pending instanceof Response) return pending
         const userId = await browserSessionUser(system, request.headers.get('cookie'))
-        if (!userId || userId !== pending.user_id) return pageResponse(errorPage('Your sign-in for this request was not found. Return to the application and start again.'), 403)
+        if (!userId || userId !== pending.user_id)
+          return pageResponse(
+            errorPage('Your sign-in for this request was not found. Return to the application and start again.'),
+            403,
+          )
         if (body.decision === 'sign-out') {
           // "Not you?": the pages' session ends and the same request asks for a sign-in again.
           await endBrowserSession(system, request.headers.get('cookie'))
@@ -315,11 +469,29 @@ export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients 
         }
         // The person may narrow what the application asked for, never widen it.
         const granted = narrowScope(pending.scope, body.decision === 'allow' ? body.scope : undefined)
-        if (!granted) return pageResponse(errorPage('This form allowed more than the application asked for, and was not accepted. Return to the application and start again.'), 403)
+        if (!granted)
+          return pageResponse(
+            errorPage(
+              'This form allowed more than the application asked for, and was not accepted. Return to the application and start again.',
+            ),
+            403,
+          )
         if (!(await decide(system, pending.id))) return expiredPage()
         const state = pending.state ?? undefined
-        if (body.decision === 'deny') return redirect303(redirectWith(pending.redirect_uri, baseUrl, { error: 'access_denied', error_description: 'the user denied the request', state }))
-        return redirect303(redirectWith(pending.redirect_uri, baseUrl, { code: await issueCode(system, pending, userId, granted), state }))
+        if (body.decision === 'deny')
+          return redirect303(
+            redirectWith(pending.redirect_uri, baseUrl, {
+              error: 'access_denied',
+              error_description: 'the user denied the request',
+              state,
+            }),
+          )
+        return redirect303(
+          redirectWith(pending.redirect_uri, baseUrl, {
+            code: await issueCode(system, pending, userId, granted),
+            state,
+          }),
+        )
       },
       {
         parse: 'urlencoded',
@@ -327,10 +499,19 @@ export function oauthPageRoutes({ system, baseUrl, accounts, throttles, clients 
           authorization_id: FormField(64),
           csrf_token: FormField(64),
           decision: t.Union([t.Literal('allow'), t.Literal('deny'), t.Literal('sign-out')]),
-          scope: t.Optional(t.String({ maxLength: 16, description: 'with allow: the widest scope granted, the request’s own or a narrower one (absent: all it asked for)' })),
+          scope: t.Optional(
+            t.String({
+              maxLength: 16,
+              description:
+                'with allow: the widest scope granted, the request’s own or a narrower one (absent: all it asked for)',
+            }),
+          ),
         }),
         public: true,
-        detail: htmlPage('The consent decision: redirects to the client with a code for the scope granted, or access_denied; sign-out shows the sign-in page again', 303),
+        detail: htmlPage(
+          'The consent decision: redirects to the client with a code for the scope granted, or access_denied; sign-out shows the sign-in page again',
+          303,
+        ),
       },
     )
 }

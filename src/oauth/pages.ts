@@ -35,7 +35,11 @@ export function pageResponse(html: string, status = 200, formTargets: string[] =
     status,
     headers: {
       'content-type': 'text/html; charset=utf-8',
-      'content-security-policy': `default-src 'none'; style-src 'sha256-${STYLE_HASH}'; form-action 'self' ${formTargets.join(' ')}; frame-ancestors 'none'; base-uri 'none'`.replace(' ;', ';'),
+      'content-security-policy':
+        `default-src 'none'; style-src 'sha256-${STYLE_HASH}'; form-action 'self' ${formTargets.join(' ')}; frame-ancestors 'none'; base-uri 'none'`.replace(
+          ' ;',
+          ';',
+        ),
       'x-frame-options': 'DENY',
       'cache-control': 'no-store',
       'referrer-policy': 'no-referrer',
@@ -45,7 +49,10 @@ export function pageResponse(html: string, status = 200, formTargets: string[] =
 }
 
 export function errorPage(message: string): string {
-  return layout('Authorization error', `<h1>Authorization error</h1><p class="error" role="alert">${escapeHtml(message)}</p><p>Return to the application and try again.</p>`)
+  return layout(
+    'Authorization error',
+    `<h1>Authorization error</h1><p class="error" role="alert">${escapeHtml(message)}</p><p>Return to the application and try again.</p>`,
+  )
 }
 
 /**
@@ -81,11 +88,13 @@ function formIds(input: { authorizationId: string; csrfToken: string }): string 
 const errorLine = (error: string | undefined) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '')
 
 /** Where REGISTRATION is closed: how a person gets an account instead. */
-export const CLOSED_REGISTRATION_TEXT = 'Accounts here are made by an administrator: ask yours for one (they create it with kgs user create).'
+export const CLOSED_REGISTRATION_TEXT =
+  'Accounts here are made by an administrator: ask yours for one (they create it with kgs user create).'
 
 /** Below the sign-in form: a way to the sign-up form, or, where registration is closed, who makes accounts. */
 function accountOffer(input: LoginPageInput): string {
-  if (input.registration === 'closed') return `<p class="other">No account yet? ${escapeHtml(CLOSED_REGISTRATION_TEXT)}</p>`
+  if (input.registration === 'closed')
+    return `<p class="other">No account yet? ${escapeHtml(CLOSED_REGISTRATION_TEXT)}</p>`
   const invited = input.registration === 'invite' ? ' You need the invitation code an administrator gave you.' : ''
   return `<form method="post" action="/api/v1/oauth/authorize/register" class="other">
 ${formIds(input)}
@@ -190,7 +199,9 @@ export interface ConsentPageInput {
 }
 
 export function consentPage(input: ConsentPageInput): string {
-  const scopes = input.scopes.map((s) => `<li><strong>${escapeHtml(s)}</strong>: ${escapeHtml(SCOPE_TEXT[s] ?? s)}</li>`).join('')
+  const scopes = input.scopes
+    .map((s) => `<li><strong>${escapeHtml(s)}</strong>: ${escapeHtml(SCOPE_TEXT[s] ?? s)}</li>`)
+    .join('')
   return layout(
     'Allow access?',
     `<h1>Allow access?</h1>
@@ -212,7 +223,10 @@ ${
 ${
   input.grantable.length > 1
     ? `<fieldset><legend>What may it do?</legend>${input.grantable
-        .map((scope, i) => `<label class="choice"><input type="radio" name="scope" value="${scope}"${i === 0 ? ' checked' : ''}>${escapeHtml(ALLOW_TEXT[scope])}</label>`)
+        .map(
+          (scope, i) =>
+            `<label class="choice"><input type="radio" name="scope" value="${scope}"${i === 0 ? ' checked' : ''}>${escapeHtml(ALLOW_TEXT[scope])}</label>`,
+        )
         .join('')}</fieldset>`
     : ''
 }

@@ -11,7 +11,12 @@ import { appRefreshWithoutToken, appTokenEndpoint } from './app-session.ts'
 import { ClientMetadataError, isClientMetadataUrl, type ClientMetadataDocuments } from './client-metadata.ts'
 import { authenticateClient, basicCredentials, CLIENT_ID_MAX, registerClient } from './clients.ts'
 import { OAuthError, oauthTooManyRequests, protocolErrorShape } from './errors.ts'
-import { authorizationServerMetadata, PROTECTED_RESOURCE_DOCUMENT, protectedResourceMetadata, type RESOURCE_PATHS } from './metadata.ts'
+import {
+  authorizationServerMetadata,
+  PROTECTED_RESOURCE_DOCUMENT,
+  protectedResourceMetadata,
+  type RESOURCE_PATHS,
+} from './metadata.ts'
 import type { OAuthTokens } from './tokens.ts'
 
 /** The protocol endpoints' error shapes; on each, a malformed request is the code given. */
@@ -24,11 +29,18 @@ const ERROR_SHAPES: Record<string, ErrorShape> = {
 /** The error shape of the protocol endpoint at `path`, if it is one (for the shared error handler). */
 export const oauthErrorShape = (path: string): ErrorShape | undefined => ERROR_SHAPES[path]
 
-const OAuthErrorBody = t.Object({ error: t.String(), error_description: t.String() }, { description: 'RFC 6749/7591 error' })
+const OAuthErrorBody = t.Object(
+  { error: t.String(), error_description: t.String() },
+  { description: 'RFC 6749/7591 error' },
+)
 
 const Registration = t.Object(
   {
-    redirect_uris: t.Array(t.String({ maxLength: 2000 }), { minItems: 1, maxItems: 10, error: 'expected redirect_uris: an array of 1 to 10 URIs' }),
+    redirect_uris: t.Array(t.String({ maxLength: 2000 }), {
+      minItems: 1,
+      maxItems: 10,
+      error: 'expected redirect_uris: an array of 1 to 10 URIs',
+    }),
     client_name: t.Optional(t.String({ maxLength: 200 })),
     grant_types: t.Optional(t.Array(t.String({ maxLength: 64 }), { maxItems: 4 })),
     response_types: t.Optional(t.Array(t.String({ maxLength: 64 }), { maxItems: 4 })),
@@ -53,7 +65,13 @@ const TokenRequest = t.Object(
   },
   { additionalProperties: true },
 )
-const TokenResponseBody = t.Object({ access_token: t.String(), token_type: t.String(), expires_in: t.Integer(), refresh_token: t.Optional(t.String()), scope: t.String() })
+const TokenResponseBody = t.Object({
+  access_token: t.String(),
+  token_type: t.String(),
+  expires_in: t.Integer(),
+  refresh_token: t.Optional(t.String()),
+  scope: t.String(),
+})
 
 /**
  * What the token and revocation endpoints do first: insist on a form-encoded body (RFC 6749
@@ -61,7 +79,8 @@ const TokenResponseBody = t.Object({ access_token: t.String(), token_type: t.Str
  */
 function formClient(system: Sql, request: Request, body: { client_id?: string; client_secret?: string }) {
   const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
-  if (type !== 'application/x-www-form-urlencoded') throw new OAuthError(400, 'invalid_request', 'the request body must be application/x-www-form-urlencoded')
+  if (type !== 'application/x-www-form-urlencoded')
+    throw new OAuthError(400, 'invalid_request', 'the request body must be application/x-www-form-urlencoded')
   return authenticateClient(system, request.headers.get('authorization'), body)
 }
 
@@ -81,7 +100,8 @@ async function currentDocument(clients: ClientMetadataDocuments, clientId: strin
   try {
     await clients.client(clientId)
   } catch (error) {
-    if (error instanceof ClientMetadataError) throw new OAuthError(401, 'invalid_client', `this client ID cannot be used: ${error.message}`)
+    if (error instanceof ClientMetadataError)
+      throw new OAuthError(401, 'invalid_client', `this client ID cannot be used: ${error.message}`)
     throw error
   }
 }
@@ -96,43 +116,66 @@ export interface OAuthProtocolRoutesOptions {
 
 export function oauthProtocolRoutes({ system, baseUrl, tokens, throttles, clients }: OAuthProtocolRoutesOptions) {
   const asMetadata = authorizationServerMetadata(baseUrl)
-  const discovery = { tags: ['oauth'], responses: { 200: { description: 'the metadata document', content: { 'application/json': { schema: { type: 'object' as const } } } } } }
+  const discovery = {
+    tags: ['oauth'],
+    responses: {
+      200: {
+        description: 'the metadata document',
+        content: { 'application/json': { schema: { type: 'object' as const } } },
+      },
+    },
+  }
   const resource = (path: (typeof RESOURCE_PATHS)[number]) =>
     [
       `${PROTECTED_RESOURCE_DOCUMENT}${path}`,
       () => protectedResourceMetadata(baseUrl, path),
-      { public: true, detail: { ...discovery, summary: `Protected resource metadata (RFC 9728) of the resource {base}${path}` } },
+      {
+        public: true,
+        detail: { ...discovery, summary: `Protected resource metadata (RFC 9728) of the resource {base}${path}` },
+      },
     ] as const
   const tooManyTokenRequests = oauthTooManyRequests(throttles.token)
   const appTokens = appTokenEndpoint(tokens, baseUrl.startsWith('https:'))
   return new Elysia({ name: 'kgs/oauth-protocol' })
     .use(publicAccess)
-    .get('/.well-known/oauth-authorization-server', () => asMetadata, { public: true, detail: { ...discovery, summary: 'Authorization server metadata (RFC 8414)' } })
+    .get('/.well-known/oauth-authorization-server', () => asMetadata, {
+      public: true,
+      detail: { ...discovery, summary: 'Authorization server metadata (RFC 8414)' },
+    })
     .get(...resource(''))
     .get(...resource('/api/v1'))
     .get(...resource('/api/v1/mcp'))
     .post(
       '/api/v1/oauth/token',
       ({ body, request, set }) => {
-        if (appRefreshWithoutToken(body, request)) throw new OAuthError(400, 'invalid_request', 'refresh_token is required: this browser holds no sign-in of the web app')
+        if (appRefreshWithoutToken(body, request))
+          throw new OAuthError(
+            400,
+            'invalid_request',
+            'refresh_token is required: this browser holds no sign-in of the web app',
+          )
         return throttles.token.guard(
           request,
           namedClientId(request, body),
           async () => {
             // A client known by its metadata document is known only while the document is usable.
-            if (body.client_id !== undefined && isClientMetadataUrl(body.client_id)) await currentDocument(clients, body.client_id)
+            if (body.client_id !== undefined && isClientMetadataUrl(body.client_id))
+              await currentDocument(clients, body.client_id)
             const client = await formClient(system, request, body)
             set.headers['cache-control'] = 'no-store'
             set.headers.pragma = 'no-cache'
             // The web app's refresh token lives in a cookie (app-session.ts).
-            const answer = client.client_id === WEB_APP_CLIENT_ID ? await appTokens(client, body, request, set.headers) : undefined
+            const answer =
+              client.client_id === WEB_APP_CLIENT_ID ? await appTokens(client, body, request, set.headers) : undefined
             if (answer) return answer
             if (body.grant_type === 'authorization_code') return tokens.exchangeCode(client, body)
             if (body.grant_type === 'refresh_token') return tokens.refresh(client, body)
             throw new OAuthError(
               400,
               body.grant_type ? 'unsupported_grant_type' : 'invalid_request',
-              body.grant_type ? `grant_type ${JSON.stringify(body.grant_type)} is not supported` : 'grant_type is required',
+              body.grant_type
+                ? `grant_type ${JSON.stringify(body.grant_type)} is not supported`
+                : 'grant_type is required',
             )
           },
           tooManyTokenRequests,
@@ -180,7 +223,10 @@ export function oauthProtocolRoutes({ system, baseUrl, tokens, throttles, client
         parse: 'urlencoded',
         response: { 200: t.Object({}), 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody },
         public: true,
-        detail: { tags: ['oauth'], summary: 'Revoke a refresh token (its whole grant) or an access token (RFC 7009); 200 for unknown tokens too' },
+        detail: {
+          tags: ['oauth'],
+          summary: 'Revoke a refresh token (its whole grant) or an access token (RFC 7009); 200 for unknown tokens too',
+        },
       },
     )
     .post(
@@ -188,11 +234,20 @@ export function oauthProtocolRoutes({ system, baseUrl, tokens, throttles, client
       async ({ body, request, set }) => {
         set.status = 201
         set.headers['cache-control'] = 'no-store'
-        return throttles.register.guard(request, undefined, () => registerClient(system, body), oauthTooManyRequests(throttles.register))
+        return throttles.register.guard(
+          request,
+          undefined,
+          () => registerClient(system, body),
+          oauthTooManyRequests(throttles.register),
+        )
       },
       {
         body: Registration,
-        response: { 201: t.Object({ client_id: t.String(), client_id_issued_at: t.Integer() }, { additionalProperties: true }), 400: OAuthErrorBody, 429: OAuthErrorBody },
+        response: {
+          201: t.Object({ client_id: t.String(), client_id_issued_at: t.Integer() }, { additionalProperties: true }),
+          400: OAuthErrorBody,
+          429: OAuthErrorBody,
+        },
         public: true,
         detail: { tags: ['oauth'], summary: 'Register a client (RFC 7591); confidential clients get a client_secret' },
       },

@@ -69,15 +69,31 @@ export class OAuthTokens {
   private watermark = new Date(0)
 
   private constructor(private readonly options: OAuthTokensOptions) {
-    this.codec = accessTokenCodec({ secret: options.secret, issuer: options.issuer, audiences: resourceIdentifiers(options.issuer) })
+    this.codec = accessTokenCodec({
+      secret: options.secret,
+      issuer: options.issuer,
+      audiences: resourceIdentifiers(options.issuer),
+    })
   }
 
   static async start(options: OAuthTokensOptions): Promise<OAuthTokens> {
     const tokens = new OAuthTokens(options)
-    await options.bus.subscribe(OAUTH_REVOKED, () => void tokens.catchUp().catch((error) => options.log.warn('oauth revocation catch-up failed', describeError(error))))
+    await options.bus.subscribe(
+      OAUTH_REVOKED,
+      () =>
+        void tokens
+          .catchUp()
+          .catch((error) => options.log.warn('oauth revocation catch-up failed', describeError(error))),
+    )
     await tokens.catchUp()
     if (options.catchUp) {
-      tokens.timer = setInterval(() => void tokens.catchUp().catch((error) => options.log.warn('oauth revocation catch-up failed', describeError(error))), CATCH_UP_MS)
+      tokens.timer = setInterval(
+        () =>
+          void tokens
+            .catchUp()
+            .catch((error) => options.log.warn('oauth revocation catch-up failed', describeError(error))),
+        CATCH_UP_MS,
+      )
       runtime.unref(tokens.timer)
     }
     return tokens
@@ -92,8 +108,12 @@ export class OAuthTokens {
     const ttl = this.options.accessTokenTtl
     const since = this.watermark
     const [families, tokens, [clock]] = await Promise.all([
-      this.options.system<{ id: string }[]>`SELECT id FROM oauth_token_families WHERE revoked_at >= greatest(${since}::timestamptz - interval '1 minute', now() - make_interval(secs => ${ttl}))`,
-      this.options.system<{ jti: string; expires_at: Date }[]>`SELECT jti, expires_at FROM oauth_revoked_access_tokens WHERE expires_at > now()`,
+      this.options.system<
+        { id: string }[]
+      >`SELECT id FROM oauth_token_families WHERE revoked_at >= greatest(${since}::timestamptz - interval '1 minute', now() - make_interval(secs => ${ttl}))`,
+      this.options.system<
+        { jti: string; expires_at: Date }[]
+      >`SELECT jti, expires_at FROM oauth_revoked_access_tokens WHERE expires_at > now()`,
       this.options.system<{ now: Date }[]>`SELECT now() AS now`,
     ])
     this.markRevoked(families.map((f) => f.id))
@@ -103,7 +123,12 @@ export class OAuthTokens {
     this.revokedTokens.prune()
   }
 
-  private async issue(db: Db, family: { id: string; client_id: string; user_id: string; resource: string }, scope: string, withRefresh: boolean): Promise<TokenResponse> {
+  private async issue(
+    db: Db,
+    family: { id: string; client_id: string; user_id: string; resource: string },
+    scope: string,
+    withRefresh: boolean,
+  ): Promise<TokenResponse> {
     const ttl = this.options.accessTokenTtl
     const access = await this.codec.sign({
       sub: family.user_id,
@@ -121,45 +146,80 @@ export class OAuthTokens {
       refresh = randomBytes(32).toString('base64url')
       await db`INSERT INTO oauth_refresh_tokens (token_hash, family_id, scope) VALUES (${digest(refresh)}, ${family.id}, ${scope})`
     }
-    return { access_token: access, token_type: 'Bearer', expires_in: ttl, ...(refresh ? { refresh_token: refresh } : {}), scope }
+    return {
+      access_token: access,
+      token_type: 'Bearer',
+      expires_in: ttl,
+      ...(refresh ? { refresh_token: refresh } : {}),
+      scope,
+    }
   }
 
   /**
    * authorization_code grant (RFC 6749 §4.1.3 with RFC 7636). Exactly one exchange of a code
    * succeeds. With `browser` (the web app), the new grant replaces the one the browser held.
    */
-  async exchangeCode(client: Client, params: { code?: string; redirect_uri?: string; code_verifier?: string; resource?: string }, browser?: AppBrowser): Promise<TokenResponse> {
+  async exchangeCode(
+    client: Client,
+    params: { code?: string; redirect_uri?: string; code_verifier?: string; resource?: string },
+    browser?: AppBrowser,
+  ): Promise<TokenResponse> {
     if (!params.code) throw new OAuthError(400, 'invalid_request', 'code is required')
     if (!params.redirect_uri) throw new OAuthError(400, 'invalid_request', 'redirect_uri is required')
     if (!params.code_verifier) throw new OAuthError(400, 'invalid_request', 'code_verifier is required (PKCE)')
-    if (!VERIFIER.test(params.code_verifier)) throw new OAuthError(400, 'invalid_request', 'code_verifier must be 43 to 128 characters of [A-Za-z0-9._~-]')
+    if (!VERIFIER.test(params.code_verifier))
+      throw new OAuthError(400, 'invalid_request', 'code_verifier must be 43 to 128 characters of [A-Za-z0-9._~-]')
     const codeHash = digest(params.code)
     const outcome = await this.options.system.begin(async (tx) => {
-      const [code] = await tx<{ client_id: string; user_id: string; redirect_uri: string; scope: string; code_challenge: string; resource: string; fresh: boolean }[]>`
+      const [code] = await tx<
+        {
+          client_id: string
+          user_id: string
+          redirect_uri: string
+          scope: string
+          code_challenge: string
+          resource: string
+          fresh: boolean
+        }[]
+      >`
         UPDATE oauth_codes SET used_at = now() WHERE code_hash = ${codeHash} AND used_at IS NULL
         RETURNING client_id, user_id, redirect_uri, scope, code_challenge, resource, expires_at > now() AS fresh`
       if (!code) {
         // Used before: revoke whatever it issued (RFC 6749 §4.1.2).
-        const revoked = await tx<{ id: string }[]>`UPDATE oauth_token_families SET revoked_at = now() WHERE code_hash = ${codeHash} AND revoked_at IS NULL RETURNING id`
+        const revoked = await tx<
+          { id: string }[]
+        >`UPDATE oauth_token_families SET revoked_at = now() WHERE code_hash = ${codeHash} AND revoked_at IS NULL RETURNING id`
         if (revoked.length) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
-        const known = revoked.length > 0 || (await tx`SELECT 1 FROM oauth_codes WHERE code_hash = ${codeHash}`).length > 0
+        const known =
+          revoked.length > 0 || (await tx`SELECT 1 FROM oauth_codes WHERE code_hash = ${codeHash}`).length > 0
         return { error: known ? 'the code was already used' : 'unknown code', revoked: revoked.map((r) => r.id) }
       }
       if (code.client_id !== client.client_id) return { error: 'the code was issued to another client' }
       if (!code.fresh) return { error: 'the code has expired' }
-      if (code.redirect_uri !== params.redirect_uri) return { error: 'redirect_uri differs from the authorization request' }
+      if (code.redirect_uri !== params.redirect_uri)
+        return { error: 'redirect_uri differs from the authorization request' }
       const challenge = createHash('sha256').update(params.code_verifier!).digest('base64url')
       if (challenge !== code.code_challenge) return { error: 'code_verifier does not match the code_challenge' }
       // Thrown, not returned: the transaction rolls back and the code stays usable (RFC 8707 §2.2).
       checkResource(params.resource, code.resource)
-      const family = { id: crypto.randomUUID(), client_id: client.client_id, user_id: code.user_id, resource: code.resource }
+      const family = {
+        id: crypto.randomUUID(),
+        client_id: client.client_id,
+        user_id: code.user_id,
+        resource: code.resource,
+      }
       await tx`
         INSERT INTO oauth_token_families (id, client_id, user_id, scope, resource, code_hash, browser, browser_session_hash)
         VALUES (${family.id}, ${family.client_id}, ${family.user_id}, ${code.scope}, ${family.resource}, ${codeHash}, ${browser?.summary ?? null}, ${browser?.pagesSignIn ?? null})`
       // One grant per browser: the one it held ends (the sign-in that just used its pages' session keeps it).
-      const replaced = browser?.replacing ? await revokeGrantOfRefreshToken(tx, client.client_id, digest(browser.replacing), false) : undefined
+      const replaced = browser?.replacing
+        ? await revokeGrantOfRefreshToken(tx, client.client_id, digest(browser.replacing), false)
+        : undefined
       if (replaced) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
-      return { tokens: await this.issue(tx, family, code.scope, client.grant_types.includes('refresh_token')), revoked: replaced ? [replaced] : [] }
+      return {
+        tokens: await this.issue(tx, family, code.scope, client.grant_types.includes('refresh_token')),
+        revoked: replaced ? [replaced] : [],
+      }
     })
     this.markRevoked(outcome.revoked)
     if ('error' in outcome) throw invalidGrant(outcome.error!)
@@ -168,24 +228,36 @@ export class OAuthTokens {
 
   /** Applies a family revocation here at once; other instances hear of it through the bus. */
   private markRevoked(familyIds: readonly string[] | undefined): void {
-    for (const id of familyIds ?? []) this.revokedFamilies.set(id, true, Date.now() + (this.options.accessTokenTtl + 60) * 1000)
+    for (const id of familyIds ?? [])
+      this.revokedFamilies.set(id, true, Date.now() + (this.options.accessTokenTtl + 60) * 1000)
   }
 
   /** refresh_token grant: rotation; presenting a rotated token revokes its family. */
-  async refresh(client: Client, params: { refresh_token?: string; scope?: string; resource?: string }): Promise<TokenResponse> {
+  async refresh(
+    client: Client,
+    params: { refresh_token?: string; scope?: string; resource?: string },
+  ): Promise<TokenResponse> {
     if (!params.refresh_token) throw new OAuthError(400, 'invalid_request', 'refresh_token is required')
-    if (!client.grant_types.includes('refresh_token')) throw new OAuthError(400, 'unauthorized_client', 'this client may not use refresh tokens')
+    if (!client.grant_types.includes('refresh_token'))
+      throw new OAuthError(400, 'unauthorized_client', 'this client may not use refresh tokens')
     const hash = digest(params.refresh_token)
     const outcome = await this.options.system.begin(async (tx) => {
       const [token] = await tx<{ family_id: string; scope: string; idle: boolean }[]>`
         UPDATE oauth_refresh_tokens SET used_at = now() WHERE token_hash = ${hash} AND used_at IS NULL
         RETURNING family_id, scope, ${refreshIdle(tx, 'created_at', this.options.grantIdleTtl)} AS idle`
       if (!token) {
-        const [used] = await tx<{ family_id: string }[]>`SELECT family_id FROM oauth_refresh_tokens WHERE token_hash = ${hash}`
+        const [used] = await tx<
+          { family_id: string }[]
+        >`SELECT family_id FROM oauth_refresh_tokens WHERE token_hash = ${hash}`
         if (used && (await revokeFamily(tx, used.family_id))) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
-        return { error: used ? 'the refresh token was already used; its grant is now revoked' : 'unknown refresh token', revoked: used ? [used.family_id] : [] }
+        return {
+          error: used ? 'the refresh token was already used; its grant is now revoked' : 'unknown refresh token',
+          revoked: used ? [used.family_id] : [],
+        }
       }
-      const [family] = await tx<{ id: string; client_id: string; user_id: string; resource: string; revoked: boolean; expired: boolean }[]>`
+      const [family] = await tx<
+        { id: string; client_id: string; user_id: string; resource: string; revoked: boolean; expired: boolean }[]
+      >`
         SELECT id, client_id, user_id::text, resource, revoked_at IS NOT NULL AS revoked,
           created_at <= now() - make_interval(secs => ${GRANT_SECONDS}) AS expired
         FROM oauth_token_families WHERE id = ${token.family_id}`
@@ -193,7 +265,10 @@ export class OAuthTokens {
       if (family.expired) return { error: 'the grant has expired; the user must authorize the client again' }
       if (token.idle) {
         if (await revokeFamily(tx, family.id)) await this.options.bus.publish(tx, OAUTH_REVOKED, '')
-        return { error: 'the grant went unused longer than SESSION_IDLE_TTL; the user must authorize the client again', revoked: [family.id] }
+        return {
+          error: 'the grant went unused longer than SESSION_IDLE_TTL; the user must authorize the client again',
+          revoked: [family.id],
+        }
       }
       // A refused request must leave the token as it was (else the client's next, correct refresh
       // looks like reuse and revokes the grant): these refusals are thrown, rolling back the
@@ -302,9 +377,14 @@ export class OAuthTokens {
 
 /** RFC 8707: a token request naming a resource gets a token for the one the user authorized, or none. */
 function checkResource(requested: string | undefined, authorized: string): void {
-  if (requested !== undefined && requested !== authorized) throw new OAuthError(400, 'invalid_target', `this grant is for the resource ${authorized}`)
+  if (requested !== undefined && requested !== authorized)
+    throw new OAuthError(400, 'invalid_target', `this grant is for the resource ${authorized}`)
 }
 
 async function revokeFamily(db: Db, familyId: string): Promise<boolean> {
-  return (await db`UPDATE oauth_token_families SET revoked_at = now() WHERE id = ${familyId} AND revoked_at IS NULL RETURNING id`).length > 0
+  return (
+    (
+      await db`UPDATE oauth_token_families SET revoked_at = now() WHERE id = ${familyId} AND revoked_at IS NULL RETURNING id`
+    ).length > 0
+  )
 }

@@ -27,7 +27,12 @@ const LAST_REPOADMIN = 'a repository keeps at least one repoadmin: make another 
  * A page of the repository's members in the order they joined, each with their strongest role
  * (an assignment made through the admin route may have given someone several).
  */
-export async function listMembers(sql: Sql, repositoryId: string, limit: number, after?: PageKey): Promise<(Member & { page_key: PageKey })[]> {
+export async function listMembers(
+  sql: Sql,
+  repositoryId: string,
+  limit: number,
+  after?: PageKey,
+): Promise<(Member & { page_key: PageKey })[]> {
   // The subquery's columns alone are in scope for the cursor's (created_at, id).
   const rows = await sql<{ id: string; email: string; name: string; role: RepositoryRole; key_at: string }[]>`
     SELECT id, email, name, role, ${pageKeyColumn(sql)} FROM (
@@ -47,8 +52,13 @@ export async function listMembers(sql: Sql, repositoryId: string, limit: number,
 /** The repository role a request names: 400 for an unknown role or a system one. */
 export function repositoryRole(role: string): RepositoryRole {
   const roles = REPOSITORY_ROLES.join(', ')
-  if (!isRole(role)) throw new HttpError(400, `invalid body: role: unknown role ${JSON.stringify(role.slice(0, 64))}; a member's role is one of ${roles}`)
-  if (ROLES[role].domain_kind !== 'repository') throw new HttpError(400, `invalid body: role: ${role} is a system role; a member's role is one of ${roles}`)
+  if (!isRole(role))
+    throw new HttpError(
+      400,
+      `invalid body: role: unknown role ${JSON.stringify(role.slice(0, 64))}; a member's role is one of ${roles}`,
+    )
+  if (ROLES[role].domain_kind !== 'repository')
+    throw new HttpError(400, `invalid body: role: ${role} is a system role; a member's role is one of ${roles}`)
   return role as RepositoryRole
 }
 
@@ -58,8 +68,10 @@ export function repositoryRole(role: string): RepositoryRole {
  * of, someone the repoadmin does not know.
  */
 export function memberEmail(who: { email?: string; user_id?: unknown }): string {
-  if (who.user_id !== undefined) throw new HttpError(400, 'invalid body: user_id: members are added by e-mail, not by id')
-  if (who.email === undefined) throw new HttpError(400, 'invalid body: email: required (members are added by the e-mail address of their account)')
+  if (who.user_id !== undefined)
+    throw new HttpError(400, 'invalid body: user_id: members are added by e-mail, not by id')
+  if (who.email === undefined)
+    throw new HttpError(400, 'invalid body: email: required (members are added by the e-mail address of their account)')
   const email = normalizeEmail(who.email)
   if (!email) throw new HttpError(400, 'invalid body: email: expected an e-mail address')
   return email
@@ -73,7 +85,11 @@ export function memberEmail(who: { email?: string; user_id?: unknown }): string 
 export async function findMemberAccount(sql: Sql, email: string): Promise<User> {
   const userId = await findUserIdByEmail(sql, email)
   const user = userId && (await findUserById(sql, userId))
-  if (!user) throw new HttpError(404, `no account with the e-mail address ${email}: they sign up first, or a sysadmin creates or invites the account (kgs sends no e-mail)`)
+  if (!user)
+    throw new HttpError(
+      404,
+      `no account with the e-mail address ${email}: they sign up first, or a sysadmin creates or invites the account (kgs sends no e-mail)`,
+    )
   return user
 }
 
@@ -91,7 +107,11 @@ async function lockRepoadmins(tx: Db, repositoryId: string): Promise<string[]> {
 
 /** The user's roles in the repository, the earliest assigned first. */
 const rolesIn = async (tx: Db, repositoryId: string, userId: string) =>
-  (await tx<{ role: RepositoryRole }[]>`SELECT role FROM role_assignments WHERE domain = ${repositoryId} AND user_id = ${userId} ORDER BY created_at, role`).map((row) => row.role)
+  (
+    await tx<
+      { role: RepositoryRole }[]
+    >`SELECT role FROM role_assignments WHERE domain = ${repositoryId} AND user_id = ${userId} ORDER BY created_at, role`
+  ).map((row) => row.role)
 
 /** 409 when taking `userId`'s repoadmin role would leave the repository without one. */
 function keepsARepoadmin(repoadmins: string[], userId: string): void {
@@ -99,7 +119,12 @@ function keepsARepoadmin(repoadmins: string[], userId: string): void {
 }
 
 /** Makes `user` a member with exactly `role` (idempotent); every instance applies it within a second. */
-export async function setMemberRole(rbac: Rbac, repositoryId: string, user: User, role: RepositoryRole): Promise<Member> {
+export async function setMemberRole(
+  rbac: Rbac,
+  repositoryId: string,
+  user: User,
+  role: RepositoryRole,
+): Promise<Member> {
   await rbac.change(async (tx) => {
     const repoadmins = await lockRepoadmins(tx, repositoryId)
     const held = await rolesIn(tx, repositoryId, user.id)
@@ -111,7 +136,8 @@ export async function setMemberRole(rbac: Rbac, repositoryId: string, user: User
       // One assignment stays and takes the role, so the member keeps their place in the list.
       const kept = held.includes(role) ? role : held[0]!
       await tx`DELETE FROM role_assignments WHERE domain = ${repositoryId} AND user_id = ${user.id} AND role <> ${kept}`
-      if (kept !== role) await tx`UPDATE role_assignments SET role = ${role} WHERE domain = ${repositoryId} AND user_id = ${user.id}`
+      if (kept !== role)
+        await tx`UPDATE role_assignments SET role = ${role} WHERE domain = ${repositoryId} AND user_id = ${user.id}`
     }
     await bumpVersion(tx)
     return true

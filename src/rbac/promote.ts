@@ -10,11 +10,18 @@ import { changeRoles } from './rbac.ts'
 export type PromoteOutcome = 'promoted' | 'unchanged' | 'unknown-user'
 
 /** Grants sysadmin to the account with this e-mail through any pool and bus. */
-export async function promoteByEmail(pools: Pools, bus: EventBus, email: string, apply?: () => Promise<void>): Promise<PromoteOutcome> {
+export async function promoteByEmail(
+  pools: Pools,
+  bus: EventBus,
+  email: string,
+  apply?: () => Promise<void>,
+): Promise<PromoteOutcome> {
   const normalized = normalizeEmail(email)
   const userId = normalized && (await findUserIdByEmail(pools.system, normalized))
   if (!userId) return 'unknown-user'
-  const changed = await changeRoles(pools.system, bus, (tx) => insertAssignment(tx, { user_id: userId, role: 'sysadmin', domain: SYSTEM_DOMAIN }))
+  const changed = await changeRoles(pools.system, bus, (tx) =>
+    insertAssignment(tx, { user_id: userId, role: 'sysadmin', domain: SYSTEM_DOMAIN }),
+  )
   if (changed) await apply?.()
   return changed ? 'promoted' : 'unchanged'
 }

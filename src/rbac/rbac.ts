@@ -8,8 +8,22 @@ import type { EventBus } from '../db/events.ts'
 import type { Db } from '../db/sql.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
-import { currentVersion, deleteAssignment, deleteDomain, insertAssignment, loadAssignments, type Assignment } from './assignments.ts'
-import { REPOSITORY_ROLES, ROLES, SYSTEM_DOMAIN, splitPermission, type Permission, type RepositoryRole } from '../permissions.ts'
+import {
+  currentVersion,
+  deleteAssignment,
+  deleteDomain,
+  insertAssignment,
+  loadAssignments,
+  type Assignment,
+} from './assignments.ts'
+import {
+  REPOSITORY_ROLES,
+  ROLES,
+  SYSTEM_DOMAIN,
+  splitPermission,
+  type Permission,
+  type RepositoryRole,
+} from '../permissions.ts'
 
 const ROLES_CHANGED = 'kgs_roles_changed'
 
@@ -43,7 +57,9 @@ e = some(where (p.eft == allow))
 m = g(r.sub, "sysadmin", "system") || (g(r.sub, p.sub, r.dom) && ((p.dom == "system" && r.dom == "system") || (p.dom == "repository" && r.dom != "system")) && r.obj == p.obj && r.act == p.act)
 `
 
-const POLICIES = Object.entries(ROLES).flatMap(([role, definition]) => definition.permissions.map((permission) => [role, definition.domain_kind, ...splitPermission(permission)]))
+const POLICIES = Object.entries(ROLES).flatMap(([role, definition]) =>
+  definition.permissions.map((permission) => [role, definition.domain_kind, ...splitPermission(permission)]),
+)
 
 async function buildEnforcer(assignments: Assignment[]): Promise<Enforcer> {
   const enforcer = await newEnforcer(newModelFromString(MODEL))

@@ -7,7 +7,16 @@ import { HttpError } from '../http/errors.ts'
 import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { UUID_PATTERN } from '../uuid.ts'
-import { REPOSITORY_PERMISSIONS, ROLES, SYSTEM_DOMAIN, SYSTEM_PERMISSIONS, isRole, splitPermission, type Permission, type RepositoryRole } from '../permissions.ts'
+import {
+  REPOSITORY_PERMISSIONS,
+  ROLES,
+  SYSTEM_DOMAIN,
+  SYSTEM_PERMISSIONS,
+  isRole,
+  splitPermission,
+  type Permission,
+  type RepositoryRole,
+} from '../permissions.ts'
 import type { Rbac } from './rbac.ts'
 import { setMemberRole } from './members.ts'
 import { normalizeEmail } from '../accounts/users.ts'
@@ -16,20 +25,39 @@ import { REPOSITORY_HEADER } from '../http/path.ts'
 const Assignment = t.Object({ user_id: t.String(), role: t.String(), domain: t.String() })
 const AssignmentBody = t.Object(
   {
-    user_id: t.Optional(t.String({ pattern: UUID_PATTERN, error: 'expected a user id (UUID)', description: 'the user by id' })),
-    email: t.Optional(t.String({ maxLength: 254, error: 'expected an e-mail address', description: 'or by the e-mail address of their account' })),
+    user_id: t.Optional(
+      t.String({ pattern: UUID_PATTERN, error: 'expected a user id (UUID)', description: 'the user by id' }),
+    ),
+    email: t.Optional(
+      t.String({
+        maxLength: 254,
+        error: 'expected an e-mail address',
+        description: 'or by the e-mail address of their account',
+      }),
+    ),
     role: t.String({ maxLength: 64, description: Object.keys(ROLES).join(', ') }),
     domain: t.String({ maxLength: 64, description: '"system", or a repository UUID or slug' }),
   },
   { additionalProperties: false, description: 'the user by exactly one of user_id and email' },
 )
 const UserSearch = t.Object({
-  q: t.Optional(t.String({ maxLength: 254, description: 'only users whose e-mail address or name contains this text, in any case', error: 'expected a search text of at most 254 characters' })),
+  q: t.Optional(
+    t.String({
+      maxLength: 254,
+      description: 'only users whose e-mail address or name contains this text, in any case',
+      error: 'expected a search text of at most 254 characters',
+    }),
+  ),
 })
 const HeldRole = t.Object({
   role: t.String(),
   domain: t.String({ description: '"system", or the repository UUID' }),
-  repository: t.Optional(t.Object({ name: t.String(), slug: t.String() }, { description: "the repository's name and slug, for a repository role" })),
+  repository: t.Optional(
+    t.Object(
+      { name: t.String(), slug: t.String() },
+      { description: "the repository's name and slug, for a repository role" },
+    ),
+  ),
 })
 // Each route's own error answers (the OpenAPI document lists exactly these, with its rule's 401 and 403).
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
@@ -55,7 +83,8 @@ function permissionsIn(rbac: Rbac, userId: string, domain: string): Permission[]
 export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: RbacRoutesOptions) {
   /** The user an assignment body names, by id or e-mail: 400 for neither, both, or no such account. */
   const namedUser = async (body: { user_id?: string; email?: string }) => {
-    if ((body.user_id === undefined) === (body.email === undefined)) throw new HttpError(400, 'invalid body: name the user by exactly one of user_id and email')
+    if ((body.user_id === undefined) === (body.email === undefined))
+      throw new HttpError(400, 'invalid body: name the user by exactly one of user_id and email')
     if (body.email !== undefined) {
       const email = normalizeEmail(body.email)
       if (!email) throw new HttpError(400, 'invalid body: email: expected an e-mail address')
@@ -69,13 +98,20 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
   }
   /** Validates an assignment body: 400 for an unknown user, role or repository, or a role outside its domain kind. */
   const validate = async (body: { user_id?: string; email?: string; role: string; domain: string }) => {
-    if (!isRole(body.role)) throw new HttpError(400, `unknown role ${JSON.stringify(body.role)}; expected one of ${Object.keys(ROLES).join(', ')}`)
+    if (!isRole(body.role))
+      throw new HttpError(
+        400,
+        `unknown role ${JSON.stringify(body.role)}; expected one of ${Object.keys(ROLES).join(', ')}`,
+      )
     const user = await namedUser(body)
     const domain = body.domain === SYSTEM_DOMAIN ? SYSTEM_DOMAIN : (await repositories.resolve(body.domain))?.id
     if (!domain) throw new HttpError(400, `unknown repository ${JSON.stringify(body.domain)}`)
     const kind = domain === SYSTEM_DOMAIN ? 'system' : 'repository'
     if (ROLES[body.role].domain_kind !== kind)
-      throw new HttpError(400, `role ${body.role} applies to ${ROLES[body.role].domain_kind} domains, not to ${kind === 'system' ? 'the system domain' : 'a repository'}`)
+      throw new HttpError(
+        400,
+        `role ${body.role} applies to ${ROLES[body.role].domain_kind} domains, not to ${kind === 'system' ? 'the system domain' : 'a repository'}`,
+      )
     return { user, assignment: { user_id: user.id, role: body.role, domain } }
   }
   /** The user's roles, each repository one with the repository's name (from the repositories' cache). */
@@ -84,7 +120,9 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
       rbac.rolesOf(userId).map(async ({ role, domain }) => {
         if (domain === SYSTEM_DOMAIN) return { role, domain }
         const repository = await repositories.resolve(domain)
-        return repository ? { role, domain, repository: { name: repository.name, slug: repository.slug } } : { role, domain }
+        return repository
+          ? { role, domain, repository: { name: repository.name, slug: repository.slug } }
+          : { role, domain }
       }),
     )
 
@@ -94,16 +132,32 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
     .get(
       '/admin/users',
       async ({ page, query }) =>
-        Promise.all((await accounts.listUsers(page.limit, page.after, query.q?.trim() || undefined)).map(async ({ updated_at: _, ...user }) => ({ ...user, roles: await heldRoles(user.id) }))),
+        Promise.all(
+          (await accounts.listUsers(page.limit, page.after, query.q?.trim() || undefined)).map(
+            async ({ updated_at: _, ...user }) => ({ ...user, roles: await heldRoles(user.id) }),
+          ),
+        ),
       {
         permission: 'user:read',
         paginated: true,
         query: UserSearch,
         response: {
-          200: t.Array(t.Object({ id: t.String(), email: t.String(), name: t.String(), created_at: t.String(), roles: t.Array(HeldRole) })),
+          200: t.Array(
+            t.Object({
+              id: t.String(),
+              email: t.String(),
+              name: t.String(),
+              created_at: t.String(),
+              roles: t.Array(HeldRole),
+            }),
+          ),
           400: ErrorBody,
         },
-        detail: { tags: ['admin'], summary: 'Users with their roles, all or those ?q= finds in their e-mail or name (paginated; Link: rel="next")' },
+        detail: {
+          tags: ['admin'],
+          summary:
+            'Users with their roles, all or those ?q= finds in their e-mail or name (paginated; Link: rel="next")',
+        },
       },
     )
     .delete(
@@ -118,7 +172,10 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
         permission: 'user:manage',
         params: t.Object({ userID: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) }),
         response: { 200: t.Object({ sessions_ended: t.Integer(), grants_revoked: t.Integer() }), ...errors },
-        detail: { tags: ['admin'], summary: 'End every session and revoke every OAuth grant of a user: their tokens stop working at once' },
+        detail: {
+          tags: ['admin'],
+          summary: 'End every session and revoke every OAuth grant of a user: their tokens stop working at once',
+        },
       },
     )
     .put(
@@ -148,13 +205,29 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
         if (!(await rbac.remove(assignment))) throw new HttpError(404, 'no such role assignment')
         return assignment
       },
-      { permission: 'role:manage', body: AssignmentBody, response: { 200: Assignment, ...bodyErrors, 404: ErrorBody }, detail: { tags: ['admin'], summary: 'Remove a role assignment' } },
+      {
+        permission: 'role:manage',
+        body: AssignmentBody,
+        response: { 200: Assignment, ...bodyErrors, 404: ErrorBody },
+        detail: { tags: ['admin'], summary: 'Remove a role assignment' },
+      },
     )
-    .get('/admin/permissions', () => Object.entries(ROLES).map(([role, definition]) => ({ role, domain_kind: definition.domain_kind, permissions: [...definition.permissions] })), {
-      permission: 'role:read',
-      response: { 200: t.Array(t.Object({ role: t.String(), domain_kind: t.String(), permissions: t.Array(t.String()) })) },
-      detail: { tags: ['admin'], summary: 'Every role and the permissions it carries' },
-    })
+    .get(
+      '/admin/permissions',
+      () =>
+        Object.entries(ROLES).map(([role, definition]) => ({
+          role,
+          domain_kind: definition.domain_kind,
+          permissions: [...definition.permissions],
+        })),
+      {
+        permission: 'role:read',
+        response: {
+          200: t.Array(t.Object({ role: t.String(), domain_kind: t.String(), permissions: t.Array(t.String()) })),
+        },
+        detail: { tags: ['admin'], summary: 'Every role and the permissions it carries' },
+      },
+    )
     .get(
       '/permissions',
       async ({ principal, request }) => {
@@ -179,7 +252,11 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
       {
         auth: true,
         response: {
-          200: t.Object({ user_id: t.String(), system_admin: t.Boolean(), permissions: t.Array(t.Object({ domain: t.String(), resource: t.String(), action: t.String() })) }),
+          200: t.Object({
+            user_id: t.String(),
+            system_admin: t.Boolean(),
+            permissions: t.Array(t.Object({ domain: t.String(), resource: t.String(), action: t.String() })),
+          }),
           404: ErrorBody,
         },
         detail: {
@@ -191,7 +268,8 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
               name: 'X-Repository-ID',
               required: false,
               schema: { type: 'string' },
-              description: 'only the system domain and this repository (UUID or slug); 404 if the caller holds no role in it',
+              description:
+                'only the system domain and this repository (UUID or slug); 404 if the caller holds no role in it',
             },
           ],
         },

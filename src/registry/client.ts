@@ -108,7 +108,8 @@ function pushHeaders(metadata: PushMetadata): Record<string, string> {
 
 const malformed = (what: string) => new RegistryError(502, `registry sent a malformed ${what}`)
 const text = (value: unknown, fallback: string) => (typeof value === 'string' ? value : fallback)
-const numberOr = <T>(value: unknown, fallback: T) => (typeof value === 'number' && Number.isFinite(value) ? value : fallback)
+const numberOr = <T>(value: unknown, fallback: T) =>
+  typeof value === 'number' && Number.isFinite(value) ? value : fallback
 
 /** A record as kgs's registry has it (same fields, same order), from either registry's answer. */
 function graphRecord(raw: unknown): GraphRecord {
@@ -161,8 +162,17 @@ export class RegistryClient {
    * Pushes a bundle: a file path (sent from disk with its length), bytes, or a byte stream
    * (sent chunked as it comes). `new: false` when the registry already holds (name, sha256).
    */
-  async push(source: PushBody, metadata: PushMetadata, { signal, onBehalfOf }: { signal?: AbortSignal; onBehalfOf?: string } = {}): Promise<PushResult> {
-    const body = typeof source === 'string' ? await existingFile(source) : source instanceof Blob || source instanceof Uint8Array ? source : toStream(source)
+  async push(
+    source: PushBody,
+    metadata: PushMetadata,
+    { signal, onBehalfOf }: { signal?: AbortSignal; onBehalfOf?: string } = {},
+  ): Promise<PushResult> {
+    const body =
+      typeof source === 'string'
+        ? await existingFile(source)
+        : source instanceof Blob || source instanceof Uint8Array
+          ? source
+          : toStream(source)
     const response = await this.request(
       '/api/v1/graphs',
       {
@@ -207,7 +217,10 @@ export class RegistryClient {
    * One page of graphs: by query, or the `next` URL of the previous page. `next` is absent on
    * the last page. Against a Go registry, pages go by offset, newest first.
    */
-  async list(query: { q?: string; tag?: string; limit?: number; cursor?: string } | string = {}, signal?: AbortSignal): Promise<{ graphs: GraphRecord[]; next?: string }> {
+  async list(
+    query: { q?: string; tag?: string; limit?: number; cursor?: string } | string = {},
+    signal?: AbortSignal,
+  ): Promise<{ graphs: GraphRecord[]; next?: string }> {
     let target: string
     if (typeof query === 'string') target = query
     else {
@@ -232,10 +245,16 @@ export class RegistryClient {
     return target.startsWith('/') ? this.url + target : target
   }
 
-  private async request(target: string, init: RequestInit, expected: number[] = [], onBehalfOf?: string): Promise<Response> {
+  private async request(
+    target: string,
+    init: RequestInit,
+    expected: number[] = [],
+    onBehalfOf?: string,
+  ): Promise<Response> {
     const url = this.resolve(target)
     // The token goes to the registry only, whatever a Link header says.
-    if (new URL(url).origin !== new URL(this.url).origin) throw new RegistryError(0, `registry linked to another origin: ${withoutUserinfo(url)}`)
+    if (new URL(url).origin !== new URL(this.url).origin)
+      throw new RegistryError(0, `registry linked to another origin: ${withoutUserinfo(url)}`)
     const token = typeof this.options.token === 'string' ? this.options.token : await this.options.token(onBehalfOf)
     const headers = new Headers(init.headers)
     headers.set('authorization', `Bearer ${token}`)
@@ -277,8 +296,12 @@ function toStream(source: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>
  * with REGISTRY_TOKEN or the server's own service token (signed with the JWT secret, for the
  * issuer `baseUrl`, which is what this server and every instance of its fleet accept).
  */
-export function createRegistryClient(config: Pick<Config, 'registryUrl' | 'registryToken' | 'jwtSecret'>, baseUrl: string): RegistryClient {
-  if (config.registryToken) return new RegistryClient({ url: config.registryUrl ?? baseUrl, token: config.registryToken })
+export function createRegistryClient(
+  config: Pick<Config, 'registryUrl' | 'registryToken' | 'jwtSecret'>,
+  baseUrl: string,
+): RegistryClient {
+  if (config.registryToken)
+    return new RegistryClient({ url: config.registryUrl ?? baseUrl, token: config.registryToken })
   // The service token opens this server's registry: it must never be handed to another server.
   if (config.registryUrl && new URL(config.registryUrl).origin !== new URL(baseUrl).origin) {
     throw new ConfigError(

@@ -12,10 +12,16 @@ export const GraphRecord = t.Object(
       description:
         'the pusher\'s e-mail (for an export: the user who asked for it) to the pusher and to holders of user:read, their user id to everyone else; "kgs" for the server\'s own service token alone',
     }),
-    owner_id: t.Union([t.String({ format: 'uuid' }), t.Null()], { description: "the pusher's user id; null for the service token alone" }),
+    owner_id: t.Union([t.String({ format: 'uuid' }), t.Null()], {
+      description: "the pusher's user id; null for the service token alone",
+    }),
     tags: t.Array(t.String()),
-    sha256: t.Union([t.String({ pattern: '^[0-9a-f]{64}$' }), t.Null()], { description: 'canonical hash of the bundle (X-Graph-SHA256); null when the push named none' }),
-    schema_version: t.Union([t.Integer(), t.Null()], { description: 'X-Graph-Schema-Version; null when the push named none' }),
+    sha256: t.Union([t.String({ pattern: '^[0-9a-f]{64}$' }), t.Null()], {
+      description: 'canonical hash of the bundle (X-Graph-SHA256); null when the push named none',
+    }),
+    schema_version: t.Union([t.Integer(), t.Null()], {
+      description: 'X-Graph-Schema-Version; null when the push named none',
+    }),
     bytes: t.Integer({ description: 'size of the stored .json.gz' }),
     source_count: t.Integer(),
     fact_count: t.Integer(),

@@ -19,7 +19,13 @@ export async function sweepRegistryLeftovers(system: Sql, blobs: BlobStore, now 
   const bundles: string[] = []
   for await (const key of blobs.list(GRAPHS)) if (isAbandoned(key, now)) bundles.push(key)
   if (bundles.length > 0) {
-    const indexed = new Set((await system<{ storage_key: string }[]>`SELECT storage_key FROM graphs WHERE storage_key = ANY(${bundles}::text[])`).map((row) => row.storage_key))
+    const indexed = new Set(
+      (
+        await system<
+          { storage_key: string }[]
+        >`SELECT storage_key FROM graphs WHERE storage_key = ANY(${bundles}::text[])`
+      ).map((row) => row.storage_key),
+    )
     abandoned.push(...bundles.filter((key) => !indexed.has(key)))
   }
   for (const key of abandoned) await blobs.delete(key)

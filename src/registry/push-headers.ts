@@ -20,7 +20,10 @@ export interface PushMetadata extends GraphCounts {
 }
 
 const badHeader = (header: string, expected: string, value?: string) =>
-  new HttpError(400, `invalid header: ${header}: ${expected}${value === undefined ? '' : ` (got ${value.length > 40 ? `${value.length} characters` : JSON.stringify(value)})`}`)
+  new HttpError(
+    400,
+    `invalid header: ${header}: ${expected}${value === undefined ? '' : ` (got ${value.length > 40 ? `${value.length} characters` : JSON.stringify(value)})`}`,
+  )
 
 /**
  * A header's value as the client's UTF-8. Header bytes reach us as a latin1-decoded string (each
@@ -57,10 +60,12 @@ const COUNT_HEADERS: Record<(typeof COUNT_FIELDS)[number], string> = {
 export function parsePushHeaders(headers: Headers): PushMetadata {
   const name = headerText(headers, 'X-Graph-Name')?.trim()
   if (!name) throw badHeader('X-Graph-Name', 'required: the graph name')
-  if (name.length > NAME_MAX || CONTROL.test(name)) throw badHeader('X-Graph-Name', `expected at most ${NAME_MAX} characters without control characters`, name)
+  if (name.length > NAME_MAX || CONTROL.test(name))
+    throw badHeader('X-Graph-Name', `expected at most ${NAME_MAX} characters without control characters`, name)
 
   const description = headerText(headers, 'X-Graph-Description')?.trim() ?? ''
-  if (description.length > DESCRIPTION_MAX) throw badHeader('X-Graph-Description', `expected at most ${DESCRIPTION_MAX} characters`, description)
+  if (description.length > DESCRIPTION_MAX)
+    throw badHeader('X-Graph-Description', `expected at most ${DESCRIPTION_MAX} characters`, description)
 
   const tagsText = headerText(headers, 'X-Graph-Tags')
   let tags: string[] = []
@@ -71,7 +76,8 @@ export function parsePushHeaders(headers: Headers): PushMetadata {
     } catch {
       parsed = undefined
     }
-    const valid = (tag: unknown): tag is string => typeof tag === 'string' && tag.length >= 1 && tag.length <= TAG_MAX && !CONTROL.test(tag)
+    const valid = (tag: unknown): tag is string =>
+      typeof tag === 'string' && tag.length >= 1 && tag.length <= TAG_MAX && !CONTROL.test(tag)
     if (!Array.isArray(parsed) || !parsed.every(valid)) {
       throw badHeader('X-Graph-Tags', `expected a JSON array of strings of 1-${TAG_MAX} characters`, tagsText)
     }
@@ -80,11 +86,15 @@ export function parsePushHeaders(headers: Headers): PushMetadata {
   }
 
   const sha256 = headers.get('X-Graph-SHA256')?.trim() || null
-  if (sha256 !== null && !/^[0-9a-f]{64}$/.test(sha256)) throw badHeader('X-Graph-SHA256', 'expected 64 lowercase hexadecimal digits', sha256)
+  if (sha256 !== null && !/^[0-9a-f]{64}$/.test(sha256))
+    throw badHeader('X-Graph-SHA256', 'expected 64 lowercase hexadecimal digits', sha256)
 
   const version = headers.get('X-Graph-Schema-Version')?.trim() || null
-  if (version !== null && !/^[1-9][0-9]{0,8}$/.test(version)) throw badHeader('X-Graph-Schema-Version', 'expected a positive integer', version)
+  if (version !== null && !/^[1-9][0-9]{0,8}$/.test(version))
+    throw badHeader('X-Graph-Schema-Version', 'expected a positive integer', version)
 
-  const counts = Object.fromEntries(COUNT_FIELDS.map((field) => [field, count(headers, COUNT_HEADERS[field])])) as GraphCounts
+  const counts = Object.fromEntries(
+    COUNT_FIELDS.map((field) => [field, count(headers, COUNT_HEADERS[field])]),
+  ) as GraphCounts
   return { name, description, tags, sha256, schema_version: version === null ? null : Number(version), ...counts }
 }

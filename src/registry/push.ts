@@ -5,7 +5,14 @@ import { timestampedId } from '../blobs/leftovers.ts'
 import type { BlobStore } from '../blobs/store.ts'
 import { SERVICE_SUBJECT, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
-import { EmptyUpload, gzipChunks, requestChunks, uploadError, type UploadPace, type UploadRefusals } from '../http/upload.ts'
+import {
+  EmptyUpload,
+  gzipChunks,
+  requestChunks,
+  uploadError,
+  type UploadPace,
+  type UploadRefusals,
+} from '../http/upload.ts'
 import { findUserById } from '../accounts/users.ts'
 import { describeError, type Logger } from '../log.ts'
 import type { Quotas } from '../quotas.ts'
@@ -64,13 +71,18 @@ async function pusher(system: Sql, principal: Principal): Promise<Pick<Graph, 'o
  * Stores the bundle `request` carries for `principal`: the new graph's id, or that of the graph
  * already stored under the same (name, sha256), whose body is then not read.
  */
-export async function pushGraph(options: PushOptions, request: Request, principal: Principal): Promise<{ graph_id: string; new: boolean }> {
+export async function pushGraph(
+  options: PushOptions,
+  request: Request,
+  principal: Principal,
+): Promise<{ graph_id: string; new: boolean }> {
   const { system, blobs, maxBytes, pace, quotas, log } = options
   const discard = (...keys: string[]) => discardBlobs(blobs, log, ...keys)
   const metadata = parsePushHeaders(request.headers)
   const owner = await pusher(system, principal)
   const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
-  if (!PUSH_CONTENT_TYPES.has(type)) throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}; expected application/gzip`)
+  if (!PUSH_CONTENT_TYPES.has(type))
+    throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}; expected application/gzip`)
   // A graph already stored under (name, sha256) is not read again (nor its body).
   if (metadata.sha256) {
     const stored = await findGraphByNameAndHash(system, metadata.name, metadata.sha256)
@@ -85,7 +97,10 @@ export async function pushGraph(options: PushOptions, request: Request, principa
   const incoming = incomingKey()
   let bytes: number
   try {
-    ;({ bytes } = await blobs.put(incoming, gzipChunks(requestChunks(request.body, pace)), { maxBytes, contentType: 'application/gzip' }))
+    ;({ bytes } = await blobs.put(incoming, gzipChunks(requestChunks(request.body, pace)), {
+      maxBytes,
+      contentType: 'application/gzip',
+    }))
   } catch (error) {
     await discard(incoming)
     throw uploadError(error, pushRefusals(maxBytes))
@@ -106,7 +121,8 @@ export async function pushGraph(options: PushOptions, request: Request, principa
     // A concurrent push of the same (name, sha256) was indexed first: keep that one.
     await discard(key)
     const stored = await findGraphByNameAndHash(system, metadata.name, metadata.sha256!)
-    if (!stored) throw new HttpError(409, 'a graph of this name and sha256 was pushed and deleted meanwhile; push again')
+    if (!stored)
+      throw new HttpError(409, 'a graph of this name and sha256 was pushed and deleted meanwhile; push again')
     return { graph_id: stored.id, new: false }
   }
   return { graph_id: id, new: true }

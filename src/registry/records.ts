@@ -18,7 +18,8 @@ export function emailReader(authorizer: Authorizer, principal: Principal): Reads
 }
 
 /** A graph's owner as the caller may see it: the pusher's e-mail, or for a caller who may not read it their user id. */
-export const shownOwner = (g: Pick<Graph, 'owner' | 'owner_id'>, readsEmailOf: ReadsEmailOf) => (g.owner_id === null || readsEmailOf(g.owner_id) ? g.owner : g.owner_id)
+export const shownOwner = (g: Pick<Graph, 'owner' | 'owner_id'>, readsEmailOf: ReadsEmailOf) =>
+  g.owner_id === null || readsEmailOf(g.owner_id) ? g.owner : g.owner_id
 
 /** The graph record exactly as docs/spec/bundle.md §7 has it, in its order (no storage key), its owner as the caller may see it. */
 export function record(g: Graph, readsEmailOf: ReadsEmailOf): Graph {
@@ -53,12 +54,17 @@ const GO_MAX_LIMIT = 200
 /** Go's rule: any integer; one of 0 or less, or over 200, means 20. */
 export function goLimit(limit: string | undefined): number {
   if (limit === undefined || limit === '') return GO_DEFAULT_LIMIT
-  if (!/^-?[0-9]{1,15}$/.test(limit)) throw new HttpError(400, `invalid query: limit: expected an integer (got ${JSON.stringify(limit.slice(0, 20))})`)
+  if (!/^-?[0-9]{1,15}$/.test(limit))
+    throw new HttpError(400, `invalid query: limit: expected an integer (got ${JSON.stringify(limit.slice(0, 20))})`)
   const n = Number(limit)
   return n <= 0 || n > GO_MAX_LIMIT ? GO_DEFAULT_LIMIT : n
 }
 
 export function goOffset(offset: string): number {
-  if (!/^[0-9]{1,15}$/.test(offset)) throw new HttpError(400, `invalid query: offset: expected a non-negative integer (got ${JSON.stringify(offset.slice(0, 20))})`)
+  if (!/^[0-9]{1,15}$/.test(offset))
+    throw new HttpError(
+      400,
+      `invalid query: offset: expected a non-negative integer (got ${JSON.stringify(offset.slice(0, 20))})`,
+    )
   return Number(offset)
 }

@@ -13,7 +13,16 @@ import { ErrorBody } from '../http/schemas.ts'
 import { discardBlobs, pushGraph, type PushOptions } from './push.ts'
 import { emailReader, goLimit, goOffset, record } from './records.ts'
 import { GraphRecord } from './graph-record.ts'
-import { GoGraphPage, GraphName, GraphParams, ListQuery, NamesQuery, PushHeaders, PushResult, gzipBody } from './schemas.ts'
+import {
+  GoGraphPage,
+  GraphName,
+  GraphParams,
+  ListQuery,
+  NamesQuery,
+  PushHeaders,
+  PushResult,
+  gzipBody,
+} from './schemas.ts'
 import { deleteGraph, getGraph, listGraphNames, listGraphs, listGraphsByOffset, VERSIONS_LISTED } from './store.ts'
 
 export interface RegistryRoutesOptions extends PushOptions {
@@ -66,7 +75,17 @@ export function registryRoutes(options: RegistryRoutesOptions) {
           permission: 'registry:push',
           headers: PushHeaders,
           // 403 also for a pusher at a QUOTA_REGISTRY_* limit, or acting for an account that is gone.
-          response: { 200: PushResult, 201: PushResult, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 408: ErrorBody, 409: ErrorBody, 413: ErrorBody, 415: ErrorBody },
+          response: {
+            200: PushResult,
+            201: PushResult,
+            400: ErrorBody,
+            401: ErrorBody,
+            403: ErrorBody,
+            408: ErrorBody,
+            409: ErrorBody,
+            413: ErrorBody,
+            415: ErrorBody,
+          },
           detail: describe(
             'Push a bundle: the body (gzip) is streamed to storage, never parsed. 201 {graph_id, new: true}; 200 {graph_id, new: false} when (name, sha256) is already stored, and nothing is stored',
             { requestBody: { required: true, ...gzipBody } },
@@ -78,21 +97,37 @@ export function registryRoutes(options: RegistryRoutesOptions) {
         async ({ query, page, principal }) => {
           const readsEmailOf = emailReader(authorizer, principal)
           if (query.offset !== undefined) {
-            if (query.cursor !== undefined) throw new HttpError(400, 'invalid query: cursor: not with offset, which asks for the Go form of the list')
+            if (query.cursor !== undefined)
+              throw new HttpError(400, 'invalid query: cursor: not with offset, which asks for the Go form of the list')
             // As Go's registry: a tag, when given, is the only filter.
             const filter = query.tag ? { tag: query.tag } : { q: query.q || undefined, name: query.name }
-            const { graphs, total } = await listGraphsByOffset(system, filter, goLimit(query.limit), goOffset(query.offset))
+            const { graphs, total } = await listGraphsByOffset(
+              system,
+              filter,
+              goLimit(query.limit),
+              goOffset(query.offset),
+            )
             return { graphs: graphs.length > 0 ? graphs.map((g) => record(g, readsEmailOf)) : null, total }
           }
           // paginatedUnless: a page is asked for exactly when offset is not.
-          const rows = await listGraphs(system, { q: query.q || undefined, tag: query.tag, name: query.name }, page!.limit, page!.after)
+          const rows = await listGraphs(
+            system,
+            { q: query.q || undefined, tag: query.tag, name: query.name },
+            page!.limit,
+            page!.after,
+          )
           return rows.map((g) => ({ ...record(g, readsEmailOf), page_key: g.page_key }))
         },
         {
           permission: 'registry:pull',
           paginatedUnless: 'offset',
           query: ListQuery,
-          response: { 200: t.Union([t.Array(GraphRecord), GoGraphPage]), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody },
+          response: {
+            200: t.Union([t.Array(GraphRecord), GoGraphPage]),
+            400: ErrorBody,
+            401: ErrorBody,
+            403: ErrorBody,
+          },
           detail: describe(
             'Stored graphs, oldest first, paged (Link: rel="next"); ?q= matches name or description, ?tag= one tag, ?name= one name exactly. With ?offset= (the Go client\'s form): {graphs, total}, newest first, limit 1-200 (else 20), tag alone when given',
           ),
@@ -102,8 +137,16 @@ export function registryRoutes(options: RegistryRoutesOptions) {
         '/api/v1/graphs/names',
         async ({ query, page, principal }) => {
           const readsEmailOf = emailReader(authorizer, principal)
-          const names = await listGraphNames(system, { q: query.q || undefined, tag: query.tag, name: query.name }, page.limit, page.after)
-          return names.map(({ versions, ...name }) => ({ ...name, versions: versions.map((v) => ({ ...record(v, readsEmailOf), version: v.version })) }))
+          const names = await listGraphNames(
+            system,
+            { q: query.q || undefined, tag: query.tag, name: query.name },
+            page.limit,
+            page.after,
+          )
+          return names.map(({ versions, ...name }) => ({
+            ...name,
+            versions: versions.map((v) => ({ ...record(v, readsEmailOf), version: v.version })),
+          }))
         },
         {
           permission: 'registry:pull',
@@ -115,12 +158,16 @@ export function registryRoutes(options: RegistryRoutesOptions) {
           ),
         },
       )
-      .get('/api/v1/graphs/:id', async ({ params, principal }) => record(await find(params.id), emailReader(authorizer, principal)), {
-        permission: 'registry:pull',
-        params: GraphParams,
-        response: { 200: GraphRecord, ...errors },
-        detail: describe('A stored graph'),
-      })
+      .get(
+        '/api/v1/graphs/:id',
+        async ({ params, principal }) => record(await find(params.id), emailReader(authorizer, principal)),
+        {
+          permission: 'registry:pull',
+          params: GraphParams,
+          response: { 200: GraphRecord, ...errors },
+          detail: describe('A stored graph'),
+        },
+      )
       .get(
         '/api/v1/graphs/:id/bundle',
         async ({ params }) => {
@@ -141,7 +188,15 @@ export function registryRoutes(options: RegistryRoutesOptions) {
           response: errors,
           // Documented by hand: the 200 is not JSON, and documenting it replaces the generated answers.
           detail: describe('Download a stored bundle (streamed, no size limit)', {
-            responses: { 200: gzipBody, ...Object.fromEntries(Object.keys(errors).map((status) => [status, { description: 'error', content: { 'application/json': { schema: ErrorBody } } }])) },
+            responses: {
+              200: gzipBody,
+              ...Object.fromEntries(
+                Object.keys(errors).map((status) => [
+                  status,
+                  { description: 'error', content: { 'application/json': { schema: ErrorBody } } },
+                ]),
+              ),
+            },
           }),
         },
       )
@@ -156,10 +211,17 @@ export function registryRoutes(options: RegistryRoutesOptions) {
         },
         {
           // The service principal deletes nothing; users delete their own graphs, sysadmins any.
-          owner: { or: 'sysadmin', scope: 'write', of: owner, refusal: 'only the owner of a graph or a sysadmin may delete it' },
+          owner: {
+            or: 'sysadmin',
+            scope: 'write',
+            of: owner,
+            refusal: 'only the owner of a graph or a sysadmin may delete it',
+          },
           params: GraphParams,
           response: { 200: GraphRecord, ...errors },
-          detail: describe('Delete a stored graph (its owner or a sysadmin): the index row, then the bundle; 200 with the deleted record'),
+          detail: describe(
+            'Delete a stored graph (its owner or a sysadmin): the index row, then the bundle; 200 with the deleted record',
+          ),
         },
       )
   )

@@ -32,22 +32,56 @@ export const PushHeaders = t.Object({
 export const ListQuery = t.Object({
   // Typed here too: the Go form reads limit and refuses cursor itself.
   ...PageQuery.properties,
-  offset: t.Optional(t.String({ description: "the Go registry's list: answer {graphs, total}, newest first, from this offset (limit then 1-200, else 20)" })),
+  offset: t.Optional(
+    t.String({
+      description:
+        "the Go registry's list: answer {graphs, total}, newest first, from this offset (limit then 1-200, else 20)",
+    }),
+  ),
   // As long as the longest name, so that any name can be searched for.
-  q: t.Optional(t.String({ maxLength: NAME_MAX, error: `expected at most ${NAME_MAX} characters`, description: 'case-insensitive substring of the name or description' })),
-  tag: t.Optional(t.String({ maxLength: 100, error: 'expected at most 100 characters', description: 'only graphs carrying this tag' })),
-  name: t.Optional(t.String({ maxLength: NAME_MAX, error: `expected at most ${NAME_MAX} characters`, description: 'only graphs of exactly this name (its versions)' })),
+  q: t.Optional(
+    t.String({
+      maxLength: NAME_MAX,
+      error: `expected at most ${NAME_MAX} characters`,
+      description: 'case-insensitive substring of the name or description',
+    }),
+  ),
+  tag: t.Optional(
+    t.String({
+      maxLength: 100,
+      error: 'expected at most 100 characters',
+      description: 'only graphs carrying this tag',
+    }),
+  ),
+  name: t.Optional(
+    t.String({
+      maxLength: NAME_MAX,
+      error: `expected at most ${NAME_MAX} characters`,
+      description: 'only graphs of exactly this name (its versions)',
+    }),
+  ),
 })
 export const GraphParams = t.Object({ id: t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) })
-export const gzipBody = { description: 'a gzipped bundle (.json.gz)', content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } } }
+export const gzipBody = {
+  description: 'a gzipped bundle (.json.gz)',
+  content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } },
+}
 const GraphVersion = t.Object(
-  { ...GraphRecord.properties, version: t.Integer({ minimum: 1, description: 'its rank among the stored graphs of its name, oldest 1 (deleting one renumbers those after it)' }) },
+  {
+    ...GraphRecord.properties,
+    version: t.Integer({
+      minimum: 1,
+      description: 'its rank among the stored graphs of its name, oldest 1 (deleting one renumbers those after it)',
+    }),
+  },
   { description: 'a stored graph and its version' },
 )
 export const GraphName = t.Object({
   name: t.String(),
   version_count: t.Integer({ description: 'how many graphs of this name are stored' }),
-  versions: t.Array(GraphVersion, { description: `the newest ${VERSIONS_LISTED}, newest first; the others: GET /api/v1/graphs?name=` }),
+  versions: t.Array(GraphVersion, {
+    description: `the newest ${VERSIONS_LISTED}, newest first; the others: GET /api/v1/graphs?name=`,
+  }),
 })
 export const NamesQuery = t.Object({
   ...PageQuery.properties,

@@ -6,7 +6,15 @@ import type { GraphRecord } from './graph-record.ts'
 import { afterCursor, pageKeyColumn, pageOrder, withPageKeys, type PageKey } from '../db/pages.ts'
 
 /** The seven counts of a bundle's metadata, echoed from the push headers. */
-export const COUNT_FIELDS = ['source_count', 'fact_count', 'concept_count', 'summary_count', 'synthesis_count', 'report_count', 'investigation_count'] as const
+export const COUNT_FIELDS = [
+  'source_count',
+  'fact_count',
+  'concept_count',
+  'summary_count',
+  'synthesis_count',
+  'report_count',
+  'investigation_count',
+] as const
 type CountField = (typeof COUNT_FIELDS)[number]
 export type GraphCounts = Record<CountField, number>
 
@@ -47,13 +55,17 @@ export async function findGraphByNameAndHash(sql: Db, name: string, sha256: stri
 }
 
 export async function getGraph(sql: Db, id: string): Promise<(Graph & { storage_key: string }) | undefined> {
-  const [row] = await sql<(Graph & { storage_key: string })[]>`SELECT ${columns(sql)}, storage_key FROM graphs WHERE id = ${id}`
+  const [row] = await sql<
+    (Graph & { storage_key: string })[]
+  >`SELECT ${columns(sql)}, storage_key FROM graphs WHERE id = ${id}`
   return row
 }
 
 /** Removes the row; returns it (with its blob's key) if there was one. */
 export async function deleteGraph(sql: Db, id: string): Promise<(Graph & { storage_key: string }) | undefined> {
-  const [row] = await sql<(Graph & { storage_key: string })[]>`DELETE FROM graphs WHERE id = ${id} RETURNING ${columns(sql)}, storage_key`
+  const [row] = await sql<
+    (Graph & { storage_key: string })[]
+  >`DELETE FROM graphs WHERE id = ${id} RETURNING ${columns(sql)}, storage_key`
   return row
 }
 
@@ -87,7 +99,12 @@ export async function listGraphs(sql: Db, filter: GraphFilter, limit: number, af
 }
 
 /** The Go registry's page (docs/spec/bundle.md §7): newest first from `offset`, and how many graphs match. */
-export async function listGraphsByOffset(sql: Db, filter: GraphFilter, limit: number, offset: number): Promise<{ graphs: Graph[]; total: number }> {
+export async function listGraphsByOffset(
+  sql: Db,
+  filter: GraphFilter,
+  limit: number,
+  offset: number,
+): Promise<{ graphs: Graph[]; total: number }> {
   const [graphs, [counted]] = await Promise.all([
     // Table-qualified, as in pageOrder: created_at is also an output column (text).
     sql<Graph[]>`
@@ -148,7 +165,12 @@ export async function listGraphNames(sql: Db, filter: GraphFilter, limit: number
   }
   return withPageKeys(names).map(({ name, page_key }): GraphName & { page_key: PageKey } => {
     const mine = byName.get(name) ?? []
-    return { name, version_count: mine[0]?.version_count ?? 0, versions: mine.map(({ version_count: _, ...version }) => version), page_key }
+    return {
+      name,
+      version_count: mine[0]?.version_count ?? 0,
+      versions: mine.map(({ version_count: _, ...version }) => version),
+      page_key,
+    }
   })
 }
 

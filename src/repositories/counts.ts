@@ -23,7 +23,9 @@ export const COUNTED_KINDS = ['sources', 'facts', 'concepts', 'reports', 'invest
 export type GraphCounts = Record<(typeof COUNTED_KINDS)[number], number>
 
 /** Counts copied from the system database's row, or undefined when it has none yet. */
-export function countsFromRow(row: Partial<Record<(typeof COUNTED_KINDS)[number], string | number | null>>): GraphCounts | undefined {
+export function countsFromRow(
+  row: Partial<Record<(typeof COUNTED_KINDS)[number], string | number | null>>,
+): GraphCounts | undefined {
   if (row.sources === null || row.sources === undefined) return undefined
   return Object.fromEntries(COUNTED_KINDS.map((kind) => [kind, Number(row[kind])])) as GraphCounts
 }
@@ -70,7 +72,11 @@ async function readCounts(repository: Sql): Promise<{ counts: GraphCounts; versi
  * database that would hold back every other query of the system database meanwhile, for as long
  * as an import keeps the repository's database busy); the copy only moves to a later read.
  */
-export async function refreshCounts(pools: Pools, bus: Pick<EventBus, 'publish'>, repositoryId: string): Promise<GraphCounts | undefined> {
+export async function refreshCounts(
+  pools: Pools,
+  bus: Pick<EventBus, 'publish'>,
+  repositoryId: string,
+): Promise<GraphCounts | undefined> {
   const [present] = await pools.system`SELECT 1 FROM repositories WHERE id = ${repositoryId}`
   if (!present) return undefined
   const { counts, version } = await readCounts(await pools.forRepository(repositoryId))
@@ -94,7 +100,8 @@ export async function refreshCounts(pools: Pools, bus: Pick<EventBus, 'publish'>
 
 /** The copy for one repository, if it has one. */
 export async function copiedCounts(system: Sql, repositoryId: string): Promise<GraphCounts | undefined> {
-  const [row] = await system`SELECT ${countColumns(system)} FROM repository_counts c WHERE c.repository_id = ${repositoryId}`
+  const [row] =
+    await system`SELECT ${countColumns(system)} FROM repository_counts c WHERE c.repository_id = ${repositoryId}`
   return row ? countsFromRow(row) : undefined
 }
 
@@ -109,7 +116,10 @@ const COPY_INTERVAL_MS = 250
  * Per repository: the last refresh scheduled, when the one before it started, and the one not
  * started yet that changes made meanwhile share, with what starts it before its time.
  */
-const scheduled = new Map<string, { last: Promise<void>; startedAt: number; waiting?: Promise<void>; hurry?: () => void }>()
+const scheduled = new Map<
+  string,
+  { last: Promise<void>; startedAt: number; waiting?: Promise<void>; hurry?: () => void }
+>()
 
 /**
  * What the route or job that changed a repository's graph calls once its change committed: queues
@@ -120,7 +130,13 @@ const scheduled = new Map<string, { last: Promise<void>; startedAt: number; wait
  * repository's lock. A failure is logged and left to the next change, or to the next read of a
  * repository without a copy.
  */
-export function graphChanged(pools: Pools, bus: Pick<EventBus, 'publish'>, repositoryId: string, log: Logger, intervalMs = COPY_INTERVAL_MS): Promise<void> {
+export function graphChanged(
+  pools: Pools,
+  bus: Pick<EventBus, 'publish'>,
+  repositoryId: string,
+  log: Logger,
+  intervalMs = COPY_INTERVAL_MS,
+): Promise<void> {
   const state = scheduled.get(repositoryId)
   if (state?.waiting) return state.waiting
   let hurry!: () => void

@@ -6,7 +6,14 @@ import type { Sql } from 'postgres'
 import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { REPOSITORY_ROLES } from '../permissions.ts'
-import { findMemberAccount, listMembers, memberEmail, removeMember, repositoryRole, setMemberRole } from '../rbac/members.ts'
+import {
+  findMemberAccount,
+  listMembers,
+  memberEmail,
+  removeMember,
+  repositoryRole,
+  setMemberRole,
+} from '../rbac/members.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from './scope.ts'
@@ -20,7 +27,13 @@ const Member = t.Object({
 })
 const MemberBody = t.Object(
   {
-    email: t.Optional(t.String({ maxLength: 254, error: 'expected an e-mail address', description: 'the user, by the e-mail address of their account (required)' })),
+    email: t.Optional(
+      t.String({
+        maxLength: 254,
+        error: 'expected an e-mail address',
+        description: 'the user, by the e-mail address of their account (required)',
+      }),
+    ),
     // Declared so that its refusal says why, whatever the value: an id never adds anyone.
     user_id: t.Optional(t.Unknown({ description: 'refused (400): members are added by e-mail, never by id' })),
     role: t.String({ maxLength: 64, description: REPOSITORY_ROLES.join(', ') }),
@@ -70,11 +83,15 @@ export function memberRoutes({ scope, rbac, system }: MemberRoutesOptions) {
           ),
         },
       )
-      .delete('/members/:userID', ({ repository, params }) => removeMember(rbac, system, repository.id, params.userID), {
-        repository: 'member:manage',
-        params: at.params({ userID: t.String({ pattern: UUID_PATTERN, error: 'expected a user id (UUID)' }) }),
-        response: { 200: Member, ...errors, ...lastRepoadmin },
-        detail: describe("Remove a user's roles in the repository; 409 for the last repoadmin"),
-      })
+      .delete(
+        '/members/:userID',
+        ({ repository, params }) => removeMember(rbac, system, repository.id, params.userID),
+        {
+          repository: 'member:manage',
+          params: at.params({ userID: t.String({ pattern: UUID_PATTERN, error: 'expected a user id (UUID)' }) }),
+          response: { 200: Member, ...errors, ...lastRepoadmin },
+          detail: describe("Remove a user's roles in the repository; 409 for the last repoadmin"),
+        },
+      )
   })
 }

@@ -12,7 +12,14 @@ import type { PageKey } from '../db/pages.ts'
 import type { Rbac } from '../rbac/rbac.ts'
 import { deleteRepository, findRepository, insertRepository, listRepositories, updateRepository } from './store.ts'
 import type { Repository, RepositoryRecord } from './schemas.ts'
-import { COUNTS_CHANGED, copiedCounts, graphChanged, hurryCountsCopy, refreshCounts, type GraphCounts } from './counts.ts'
+import {
+  COUNTS_CHANGED,
+  copiedCounts,
+  graphChanged,
+  hurryCountsCopy,
+  refreshCounts,
+  type GraphCounts,
+} from './counts.ts'
 import type { Logger } from '../log.ts'
 import { isUuid } from '../uuid.ts'
 
@@ -21,7 +28,21 @@ export type { Repository }
 const REPOSITORY_CHANGED = 'kgs_repository_changed'
 
 /** Top-level names a slug must not take: /{repoID} shares the root with these. */
-const RESERVED_SLUGS = new Set(['api', 'app', 'swagger', 'registry', 'healthz', 'readyz', 'metrics', 'assets', 'static', 'oauth', '.well-known', 'favicon.ico', 'robots.txt'])
+const RESERVED_SLUGS = new Set([
+  'api',
+  'app',
+  'swagger',
+  'registry',
+  'healthz',
+  'readyz',
+  'metrics',
+  'assets',
+  'static',
+  'oauth',
+  '.well-known',
+  'favicon.ico',
+  'robots.txt',
+])
 
 const SLUG = /^[a-z0-9][a-z0-9-]{0,61}[a-z0-9]$/
 const UUID_SHAPED = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i
@@ -31,13 +52,24 @@ const UUID_SHAPED = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-
  * repository: its slug as `confirm`, or If-Match with its ETag (`*` names no version). A crafted
  * link or a script pointed at the wrong id then deletes nothing. Each one given must hold.
  */
-export function confirmDeletion(repository: Repository, confirm: string | undefined, ifMatch: string | undefined): void {
+export function confirmDeletion(
+  repository: Repository,
+  confirm: string | undefined,
+  ifMatch: string | undefined,
+): void {
   if (confirm === undefined && ifMatch === undefined)
-    throw new HttpError(428, 'deleting a repository cannot be undone: confirm it with the body {"confirm": "<its slug>"} or with If-Match: <its ETag>; nothing was deleted')
-  if (confirm !== undefined && confirm !== repository.slug) throw new HttpError(400, "invalid body: confirm: expected the repository's slug; nothing was deleted")
+    throw new HttpError(
+      428,
+      'deleting a repository cannot be undone: confirm it with the body {"confirm": "<its slug>"} or with If-Match: <its ETag>; nothing was deleted',
+    )
+  if (confirm !== undefined && confirm !== repository.slug)
+    throw new HttpError(400, "invalid body: confirm: expected the repository's slug; nothing was deleted")
   const etag = etagOf(repository)
   if (ifMatch !== undefined && !ifMatch.split(',').some((tag) => tag.trim() === etag))
-    throw new HttpError(412, 'the repository changed since that ETag was read, or If-Match names none of its versions (If-Match failed); read it again; nothing was deleted')
+    throw new HttpError(
+      412,
+      'the repository changed since that ETag was read, or If-Match names none of its versions (If-Match failed); read it again; nothing was deleted',
+    )
 }
 
 /** Returns the problem with a slug, or undefined if it is acceptable. */
@@ -120,13 +152,22 @@ export class Repositories {
     return repository
   }
 
-  async create(ownerId: string, input: { name: string; slug?: string; description?: string }): Promise<RepositoryRecord> {
+  async create(
+    ownerId: string,
+    input: { name: string; slug?: string; description?: string },
+  ): Promise<RepositoryRecord> {
     const name = input.name.trim()
     if (!name) throw new HttpError(400, 'invalid body: name: expected a non-empty name')
     const slug = input.slug ?? slugify(name)
     const problem = slugProblem(slug)
     if (problem) throw new HttpError(400, `invalid body: slug: ${problem}`)
-    const repository = await insertRepository(this.options.system, { id: crypto.randomUUID(), name, slug, description: input.description ?? '', ownerId })
+    const repository = await insertRepository(this.options.system, {
+      id: crypto.randomUUID(),
+      name,
+      slug,
+      description: input.description ?? '',
+      ownerId,
+    })
     try {
       // Its own database, migrated, before anyone can use it.
       await this.options.pools.forRepository(repository.id)
@@ -145,7 +186,12 @@ export class Repositories {
     const rows = await listRepositories(this.options.system, visible === 'all' ? undefined : [...visible], limit, after)
     const records = []
     // One after the other: a repository not counted since it was migrated opens its database.
-    for (const { counts, ...repository } of rows) records.push({ ...repository, role: this.options.rbac.roleIn(userId, repository.id), counts: counts ?? (await this.counted(repository.id)) })
+    for (const { counts, ...repository } of rows)
+      records.push({
+        ...repository,
+        role: this.options.rbac.roleIn(userId, repository.id),
+        counts: counts ?? (await this.counted(repository.id)),
+      })
     return records
   }
 
@@ -167,7 +213,13 @@ export class Repositories {
    * composition root and tests that need the copy itself).
    */
   graphChanged(repositoryId: string): Promise<void> {
-    const copied = graphChanged(this.options.pools, this.options.bus, repositoryId, this.options.log, this.options.countsCopyIntervalMs).then(() => {
+    const copied = graphChanged(
+      this.options.pools,
+      this.options.bus,
+      repositoryId,
+      this.options.log,
+      this.options.countsCopyIntervalMs,
+    ).then(() => {
       // At once here; other instances when the event reaches them.
       this.dropCounts(repositoryId)
       if (this.copying.get(repositoryId) === copied) this.copying.delete(repositoryId)
@@ -200,8 +252,12 @@ export class Repositories {
     this.counts.delete(repositoryId)
   }
 
-  async update(repository: Repository, changes: { name?: string; slug?: string; description?: string }): Promise<Repository> {
-    if (changes.name !== undefined && !changes.name.trim()) throw new HttpError(400, 'invalid body: name: expected a non-empty name')
+  async update(
+    repository: Repository,
+    changes: { name?: string; slug?: string; description?: string },
+  ): Promise<Repository> {
+    if (changes.name !== undefined && !changes.name.trim())
+      throw new HttpError(400, 'invalid body: name: expected a non-empty name')
     const problem = changes.slug === undefined ? undefined : slugProblem(changes.slug)
     if (problem) throw new HttpError(400, `invalid body: slug: ${problem}`)
     const updated = await this.options.system.begin(async (tx) => {

@@ -12,7 +12,11 @@ import type { repositoryScope } from './scope.ts'
 import { RepositoryRecord } from './schemas.ts'
 
 const Name = t.String({ minLength: 1, maxLength: 200, error: 'expected a name of 1 to 200 characters' })
-const Slug = t.String({ maxLength: 63, description: '2–63 of a-z, 0-9 and inner hyphens; not UUID-shaped; not reserved', error: 'expected a slug of at most 63 characters' })
+const Slug = t.String({
+  maxLength: 63,
+  description: '2–63 of a-z, 0-9 and inner hyphens; not UUID-shaped; not reserved',
+  error: 'expected a slug of at most 63 characters',
+})
 const Description = t.String({ maxLength: 2000, error: 'expected a description of at most 2000 characters' })
 // Each route's own error answers (the OpenAPI document lists exactly these, with its rule's).
 const readErrors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
@@ -55,23 +59,36 @@ export function repositoryRoutes({ repositories, access, scope, throttle, quotas
       },
       {
         permission: 'repository:create',
-        body: t.Object({ name: Name, slug: t.Optional(Slug), description: t.Optional(Description) }, { additionalProperties: false }),
+        body: t.Object(
+          { name: Name, slug: t.Optional(Slug), description: t.Optional(Description) },
+          { additionalProperties: false },
+        ),
         // 403 also for a caller at QUOTA_REPOSITORIES.
         response: { 201: RepositoryRecord, ...bodyErrors, 401: ErrorBody, 403: ErrorBody, 429: ErrorBody },
         detail: describe('Create a repository (its own database; the creator becomes repoadmin)'),
       },
     )
-    .get('/api/v1/repositories', async ({ principal, page }) => repositories.list(principal.userId, page.limit, page.after), {
-      auth: true,
-      paginated: true,
-      response: { 200: t.Array(RepositoryRecord), 400: ErrorBody, 401: ErrorBody },
-      detail: describe("Repositories the caller holds a role in (all, for a sysadmin), with the caller's role and each one's counts"),
-    })
-    .get('/api/v1/repositories/:repoID', ({ principal, repository, set }) => versioned(set, repository, repositories.record(principal.userId, repository)), {
-      repository: 'repository:read',
-      response: { 200: RepositoryRecord, ...readErrors },
-      detail: describe("A repository, by UUID or slug, with the caller's role and its counts"),
-    })
+    .get(
+      '/api/v1/repositories',
+      async ({ principal, page }) => repositories.list(principal.userId, page.limit, page.after),
+      {
+        auth: true,
+        paginated: true,
+        response: { 200: t.Array(RepositoryRecord), 400: ErrorBody, 401: ErrorBody },
+        detail: describe(
+          "Repositories the caller holds a role in (all, for a sysadmin), with the caller's role and each one's counts",
+        ),
+      },
+    )
+    .get(
+      '/api/v1/repositories/:repoID',
+      ({ principal, repository, set }) => versioned(set, repository, repositories.record(principal.userId, repository)),
+      {
+        repository: 'repository:read',
+        response: { 200: RepositoryRecord, ...readErrors },
+        detail: describe("A repository, by UUID or slug, with the caller's role and its counts"),
+      },
+    )
     .put(
       '/api/v1/repositories/:repoID',
       async ({ principal, repository, body, set }) => {
@@ -80,7 +97,10 @@ export function repositoryRoutes({ repositories, access, scope, throttle, quotas
       },
       {
         repository: 'repository:update',
-        body: t.Object({ name: t.Optional(Name), slug: t.Optional(Slug), description: t.Optional(Description) }, { additionalProperties: false }),
+        body: t.Object(
+          { name: t.Optional(Name), slug: t.Optional(Slug), description: t.Optional(Description) },
+          { additionalProperties: false },
+        ),
         response: { 200: RepositoryRecord, ...writeErrors },
         detail: describe('Rename, re-slug or describe a repository'),
       },
@@ -96,28 +116,70 @@ export function repositoryRoutes({ repositories, access, scope, throttle, quotas
       },
       {
         repository: 'repository:delete',
-        body: t.Optional(t.Object({ confirm: t.String({ maxLength: 63, description: "the repository's slug", error: "expected the repository's slug" }) }, { additionalProperties: false })),
+        body: t.Optional(
+          t.Object(
+            {
+              confirm: t.String({
+                maxLength: 63,
+                description: "the repository's slug",
+                error: "expected the repository's slug",
+              }),
+            },
+            { additionalProperties: false },
+          ),
+        ),
         // 428: neither confirmation sent; 412: If-Match names another version.
-        response: { 200: RepositoryRecord, ...readErrors, 412: ErrorBody, 413: ErrorBody, 415: ErrorBody, 428: ErrorBody },
+        response: {
+          200: RepositoryRecord,
+          ...readErrors,
+          412: ErrorBody,
+          413: ErrorBody,
+          415: ErrorBody,
+          428: ErrorBody,
+        },
         detail: {
           ...describe(
             'Delete a repository with its database and role assignments, for good: the request confirms it with {"confirm": "<its slug>"} or If-Match: <its ETag> (428 without either, 400 for another slug, 412 for another ETag)',
           ),
-          parameters: [{ in: 'header', name: 'If-Match', required: false, schema: { type: 'string' }, description: "the repository's ETag (from its GET), confirming the deletion; `*` does not" }],
+          parameters: [
+            {
+              in: 'header',
+              name: 'If-Match',
+              required: false,
+              schema: { type: 'string' },
+              description: "the repository's ETag (from its GET), confirming the deletion; `*` does not",
+            },
+          ],
         },
       },
     )
-    .get('/api/v1/repository', ({ principal, repository, set }) => versioned(set, repository, repositories.record(principal.userId, repository)), {
-      repository: 'repository:read',
-      response: { 200: RepositoryRecord, ...readErrors },
-      detail: {
-        ...describe('The repository named by the X-Repository-ID header'),
-        parameters: [{ in: 'header', name: 'X-Repository-ID', required: true, schema: { type: 'string' }, description: 'repository UUID or slug' }],
+    .get(
+      '/api/v1/repository',
+      ({ principal, repository, set }) => versioned(set, repository, repositories.record(principal.userId, repository)),
+      {
+        repository: 'repository:read',
+        response: { 200: RepositoryRecord, ...readErrors },
+        detail: {
+          ...describe('The repository named by the X-Repository-ID header'),
+          parameters: [
+            {
+              in: 'header',
+              name: 'X-Repository-ID',
+              required: true,
+              schema: { type: 'string' },
+              description: 'repository UUID or slug',
+            },
+          ],
+        },
       },
-    })
-    .get('/:repoID', ({ principal, repository, set }) => versioned(set, repository, repositories.record(principal.userId, repository)), {
-      repository: 'repository:read',
-      response: { 200: RepositoryRecord, ...readErrors },
-      detail: describe('The repository at the root of its scoped routes (/{repoID}/...)'),
-    })
+    )
+    .get(
+      '/:repoID',
+      ({ principal, repository, set }) => versioned(set, repository, repositories.record(principal.userId, repository)),
+      {
+        repository: 'repository:read',
+        response: { 200: RepositoryRecord, ...readErrors },
+        detail: describe('The repository at the root of its scoped routes (/{repoID}/...)'),
+      },
+    )
 }

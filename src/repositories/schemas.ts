@@ -22,6 +22,9 @@ export const RepositoryRecord = t.Object({
   role: t.Union([t.UnionEnum(REPOSITORY_ROLES), t.Null()], {
     description: "the caller's role in the repository (the strongest, if several); null for a sysadmin who holds none",
   }),
-  counts: t.Object({ sources: Count, facts: Count, concepts: Count, reports: Count, investigations: Count }, { description: 'what the repository holds, kept current by every write and import' }),
+  counts: t.Object(
+    { sources: Count, facts: Count, concepts: Count, reports: Count, investigations: Count },
+    { description: 'what the repository holds, kept current by every write and import' },
+  ),
 })
 export type RepositoryRecord = Static<typeof RepositoryRecord>

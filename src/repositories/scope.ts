@@ -14,12 +14,18 @@ const notFound = () => new HttpError(404, 'repository not found')
 /** The repository `fromPath` or `fromHeader` names (UUID or slug), if `userId` may see it: 400 when neither names one or they disagree, else 404. */
 export function repositoryFinder(rbac: Pick<Rbac, 'sees'>, repositories: Pick<Repositories, 'resolve'>) {
   return async (userId: string, fromPath: string | undefined, fromHeader: string | null): Promise<Repository> => {
-    if (fromPath === undefined && !fromHeader) throw new HttpError(400, 'no repository named: put it in the path or the X-Repository-ID header')
-    const [byPath, byHeader] = await Promise.all([fromPath === undefined ? undefined : repositories.resolve(fromPath), fromHeader ? repositories.resolve(fromHeader) : undefined])
-    const visible = (repository: Repository | undefined): repository is Repository => repository !== undefined && rbac.sees(userId, repository.id)
+    if (fromPath === undefined && !fromHeader)
+      throw new HttpError(400, 'no repository named: put it in the path or the X-Repository-ID header')
+    const [byPath, byHeader] = await Promise.all([
+      fromPath === undefined ? undefined : repositories.resolve(fromPath),
+      fromHeader ? repositories.resolve(fromHeader) : undefined,
+    ])
+    const visible = (repository: Repository | undefined): repository is Repository =>
+      repository !== undefined && rbac.sees(userId, repository.id)
     // Visibility first: comparing first would tell a hidden repository (400) from a missing one (404).
     if ((fromPath !== undefined && !visible(byPath)) || (fromHeader && !visible(byHeader))) throw notFound()
-    if (byPath && byHeader && byPath.id !== byHeader.id) throw new HttpError(400, 'the path and X-Repository-ID name different repositories')
+    if (byPath && byHeader && byPath.id !== byHeader.id)
+      throw new HttpError(400, 'the path and X-Repository-ID name different repositories')
     return (byPath ?? byHeader)!
   }
 }

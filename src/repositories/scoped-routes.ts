@@ -23,19 +23,25 @@ function address(prefix: typeof IN_PATH | typeof IN_HEADER) {
     /** A route with no path parameter of its own: none at all under /api/v1 (Elysia would validate an absent object). */
     repositoryParams: inPath ? t.Object(repoID) : undefined,
     /** The operation's `detail`: the header form stays out of the document; the path form names it. */
-    detail: <D extends object>(detail: D) => (inPath ? { ...detail, ...servedAlsoWithRepositoryHeader() } : { ...detail, hide: true as const }),
+    detail: <D extends object>(detail: D) =>
+      inPath ? { ...detail, ...servedAlsoWithRepositoryHeader() } : { ...detail, hide: true as const },
   }
 }
 
 export type RepositoryAddress = ReturnType<typeof address>
 
-const mount = (name: string, prefix: RepositoryAddress['prefix'], scope: Scope) => new Elysia({ name, seed: prefix, prefix }).use(scope)
+const mount = (name: string, prefix: RepositoryAddress['prefix'], scope: Scope) =>
+  new Elysia({ name, seed: prefix, prefix }).use(scope)
 
 /**
  * `build` declares the routes once on the app it is given (mounted at `at.prefix`, with the
  * repository scope's macros); they are served at both addresses.
  */
-export function repositoryScopedRoutes<R extends AnyElysia>(name: string, scope: Scope, build: (app: ReturnType<typeof mount>, at: RepositoryAddress) => R) {
+export function repositoryScopedRoutes<R extends AnyElysia>(
+  name: string,
+  scope: Scope,
+  build: (app: ReturnType<typeof mount>, at: RepositoryAddress) => R,
+) {
   // Typed as a plain plugin: nothing needs the route types, and two copies of them make the
   // application's type too complex for the compiler.
   const routes: AnyElysia = new Elysia({ name })

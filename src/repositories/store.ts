@@ -6,9 +6,13 @@ import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } fro
 import type { Repository } from './schemas.ts'
 import { countColumns, countsFromRow, type GraphCounts } from './counts.ts'
 
-const columns = (sql: Db) => sql`id, name, slug, description, owner_id, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
+const columns = (sql: Db) =>
+  sql`id, name, slug, description, owner_id, ${isoTimestamp(sql, 'created_at')} AS created_at, ${isoTimestamp(sql, 'updated_at')} AS updated_at`
 
-export async function insertRepository(sql: Db, r: { id: string; name: string; slug: string; description: string; ownerId: string }): Promise<Repository> {
+export async function insertRepository(
+  sql: Db,
+  r: { id: string; name: string; slug: string; description: string; ownerId: string },
+): Promise<Repository> {
   try {
     const [row] = await sql<Repository[]>`
       INSERT INTO repositories (id, name, slug, description, owner_id) VALUES (${r.id}, ${r.name}, ${r.slug}, ${r.description}, ${r.ownerId})
@@ -20,11 +24,17 @@ export async function insertRepository(sql: Db, r: { id: string; name: string; s
 }
 
 export async function findRepository(sql: Db, by: { id: string } | { slug: string }): Promise<Repository | undefined> {
-  const [row] = await sql<Repository[]>`SELECT ${columns(sql)} FROM repositories WHERE ${'id' in by ? sql`id = ${by.id}` : sql`slug = ${by.slug}`}`
+  const [row] = await sql<
+    Repository[]
+  >`SELECT ${columns(sql)} FROM repositories WHERE ${'id' in by ? sql`id = ${by.id}` : sql`slug = ${by.slug}`}`
   return row
 }
 
-export async function updateRepository(sql: Db, id: string, changes: { name?: string; slug?: string; description?: string }): Promise<Repository | undefined> {
+export async function updateRepository(
+  sql: Db,
+  id: string,
+  changes: { name?: string; slug?: string; description?: string },
+): Promise<Repository | undefined> {
   try {
     const [row] = await sql<Repository[]>`
       UPDATE repositories SET
@@ -48,7 +58,12 @@ export async function deleteRepository(sql: Db, id: string): Promise<boolean> {
  * A page of repositories, all of them or those with the given ids, each with its copy of the
  * graph counts (undefined when there is none yet); one row of look-ahead.
  */
-export async function listRepositories(sql: Sql, only: string[] | undefined, limit: number, after?: PageKey): Promise<(Repository & { counts: GraphCounts | undefined; page_key: PageKey })[]> {
+export async function listRepositories(
+  sql: Sql,
+  only: string[] | undefined,
+  limit: number,
+  after?: PageKey,
+): Promise<(Repository & { counts: GraphCounts | undefined; page_key: PageKey })[]> {
   const rows = await sql<(Repository & Record<keyof GraphCounts, string | null> & { key_at: string })[]>`
     SELECT ${columns(sql)}, ${countColumns(sql)}, ${pageKeyColumn(sql)} FROM repositories LEFT JOIN repository_counts c ON c.repository_id = repositories.id
     WHERE ${afterCursor(sql, after)} ${only ? sql`AND id = ANY(${only}::uuid[])` : sql``}

@@ -8,12 +8,17 @@ import { join } from 'node:path'
 
 function cacheDirectory(): string {
   const home = homedir()
-  const base = process.env.XDG_CACHE_HOME || (home ? join(home, process.platform === 'darwin' ? 'Library/Caches' : '.cache') : join(tmpdir(), `kgs-${process.getuid?.() ?? 'user'}`))
+  const base =
+    process.env.XDG_CACHE_HOME ||
+    (home
+      ? join(home, process.platform === 'darwin' ? 'Library/Caches' : '.cache')
+      : join(tmpdir(), `kgs-${process.getuid?.() ?? 'user'}`))
   const dir = join(base, 'kgs')
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   // A library loaded from here runs as this user: nobody else may be able to put one here.
   const stat = statSync(dir)
-  if ((stat.mode & 0o022) !== 0 || (process.getuid && stat.uid !== process.getuid())) throw new Error(`cache directory ${dir} must belong to this user and be writable by nobody else`)
+  if ((stat.mode & 0o022) !== 0 || (process.getuid && stat.uid !== process.getuid()))
+    throw new Error(`cache directory ${dir} must belong to this user and be writable by nobody else`)
   return dir
 }
 
@@ -30,7 +35,8 @@ export async function cachedAddon(name: string, size: number, write: (to: string
   const staging = `${target}.${randomBytes(6).toString('hex')}.partial`
   try {
     await write(staging)
-    if (statSync(staging).size !== size) throw new Error(`the native library ${name} unpacked to ${statSync(staging).size} bytes, not ${size}`)
+    if (statSync(staging).size !== size)
+      throw new Error(`the native library ${name} unpacked to ${statSync(staging).size} bytes, not ${size}`)
     renameSync(staging, target)
   } finally {
     rmSync(staging, { force: true })

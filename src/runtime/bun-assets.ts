@@ -14,4 +14,13 @@ import type { Assets } from './types.ts'
 
 // The web app is not imported here: it exists only once built, and every command (the CLI's
 // offline ones too) loads this module. The binary embeds it through build-assets.ts.
-export const assets: Assets = { pgliteWasm, initdbWasm, pgliteData, swaggerBundleJs, swaggerCss, swaggerRedirectJs, swaggerFavicon, ...(buildAssets.webApp ?? webAppInDist) }
+export const assets: Assets = {
+  pgliteWasm,
+  initdbWasm,
+  pgliteData,
+  swaggerBundleJs,
+  swaggerCss,
+  swaggerRedirectJs,
+  swaggerFavicon,
+  ...(buildAssets.webApp ?? webAppInDist),
+}

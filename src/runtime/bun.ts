@@ -7,7 +7,8 @@ import { createWriteStream } from 'node:fs'
 import { pipeline } from 'node:stream/promises'
 import { createZstdDecompress } from 'node:zlib'
 
-const enoent = (path: string) => Object.assign(new Error(`ENOENT: no such file or directory, open '${path}'`), { code: 'ENOENT', path })
+const enoent = (path: string) =>
+  Object.assign(new Error(`ENOENT: no such file or directory, open '${path}'`), { code: 'ENOENT', path })
 
 let stdoutSink: ReturnType<typeof Bun.stdout.writer> | undefined
 
@@ -15,7 +16,10 @@ export const runtime: Runtime = {
   name: 'bun',
   serve(options) {
     const { unix, port, hostname, maxRequestBodySize, fetch, error } = options
-    const server = unix === undefined ? Bun.serve({ port, hostname, maxRequestBodySize, fetch, error }) : Bun.serve({ unix, maxRequestBodySize, fetch, error })
+    const server =
+      unix === undefined
+        ? Bun.serve({ port, hostname, maxRequestBodySize, fetch, error })
+        : Bun.serve({ unix, maxRequestBodySize, fetch, error })
     return {
       port: server.port,
       peerAddress: (request) => server.requestIP(request)?.address,
@@ -46,7 +50,8 @@ export const runtime: Runtime = {
   },
   unref: (handle) => void (handle as { unref(): void }).unref(),
   // Synchronous on purpose: the hashing thread's lowered priority applies to itself only.
-  hashPassword: async (password, cost) => Bun.password.hashSync(password, { algorithm: 'argon2id', memoryCost: cost.memoryKiB, timeCost: cost.timeCost }),
+  hashPassword: async (password, cost) =>
+    Bun.password.hashSync(password, { algorithm: 'argon2id', memoryCost: cost.memoryKiB, timeCost: cost.timeCost }),
   verifyPassword: async (password, hash) => Bun.password.verifySync(password, hash),
   s3: (connection) => new Bun.S3Client(connection) as unknown as S3Client,
   assets: async () => assets,
@@ -61,7 +66,9 @@ export const runtime: Runtime = {
   async nativeAddon(name) {
     const addon = buildAssets[name]
     if (addon === undefined) return undefined
-    return cachedAddon(addon.name, addon.size, (to) => pipeline(Bun.file(addon.file).stream(), createZstdDecompress(), createWriteStream(to)))
+    return cachedAddon(addon.name, addon.size, (to) =>
+      pipeline(Bun.file(addon.file).stream(), createZstdDecompress(), createWriteStream(to)),
+    )
   },
   async extractPGliteTemplate(dir) {
     if (buildAssets.pgliteTemplate === undefined) return false

@@ -56,7 +56,10 @@ export const runtime: Runtime = {
     }
     // Deno has no request-body cap of its own: maxRequestBodySize needs no counterpart.
     const onListen = () => {}
-    const server = unix === undefined ? Deno.serve({ port, hostname, onListen, onError: error, handler }) : Deno.serve({ path: unix, transport: 'unix', onListen, onError: error, handler })
+    const server =
+      unix === undefined
+        ? Deno.serve({ port, hostname, onListen, onError: error, handler })
+        : Deno.serve({ path: unix, transport: 'unix', onListen, onError: error, handler })
     return {
       port: server.addr.port,
       peerAddress: (request) => peers.get(request),
@@ -77,12 +80,27 @@ export const runtime: Runtime = {
   fetchUnix(socket, url, init) {
     const { pathname, search } = new URL(url)
     return new Promise((resolve, reject) => {
-      const req = httpRequest({ socketPath: socket, path: pathname + search, method: init.method ?? 'GET', headers: Object.fromEntries(new Headers(init.headers)) }, (res) => {
-        const chunks: Buffer[] = []
-        res.on('data', (chunk: Buffer) => chunks.push(chunk))
-        res.on('end', () => resolve(new Response(Buffer.concat(chunks), { status: res.statusCode, headers: res.headers as Record<string, string> })))
-        res.on('error', reject)
-      })
+      const req = httpRequest(
+        {
+          socketPath: socket,
+          path: pathname + search,
+          method: init.method ?? 'GET',
+          headers: Object.fromEntries(new Headers(init.headers)),
+        },
+        (res) => {
+          const chunks: Buffer[] = []
+          res.on('data', (chunk: Buffer) => chunks.push(chunk))
+          res.on('end', () =>
+            resolve(
+              new Response(Buffer.concat(chunks), {
+                status: res.statusCode,
+                headers: res.headers as Record<string, string>,
+              }),
+            ),
+          )
+          res.on('error', reject)
+        },
+      )
       req.on('error', reject)
       req.end(typeof init.body === 'string' ? init.body : undefined)
     })
@@ -111,14 +129,23 @@ export const runtime: Runtime = {
     if (typeof handle === 'number') Deno.unrefTimer(handle)
   },
   hashPassword: (password, cost) =>
-    argon2id({ password, salt: crypto.getRandomValues(new Uint8Array(16)), parallelism: 1, iterations: cost.timeCost, memorySize: cost.memoryKiB, hashLength: 32, outputType: 'encoded' }),
+    argon2id({
+      password,
+      salt: crypto.getRandomValues(new Uint8Array(16)),
+      parallelism: 1,
+      iterations: cost.timeCost,
+      memorySize: cost.memoryKiB,
+      hashLength: 32,
+      outputType: 'encoded',
+    }),
   verifyPassword: (password, hash) => argon2Verify({ password, hash }),
   // Deno has no S3 client of its own.
   s3: fetchS3Client,
   assets: async () => assets,
   async prepareWebApp() {
     const missing = [assets.webAppJs, assets.webAppCss].find((path) => !existsSync(path))
-    if (missing) throw new Error(`the web app is not built (no ${missing}): build it with \`npm run build:web\` (on Bun) first`)
+    if (missing)
+      throw new Error(`the web app is not built (no ${missing}): build it with \`npm run build:web\` (on Bun) first`)
     return false
   },
   // Deno runs from source: each package loads its add-on from node_modules, and initdb makes the first database.

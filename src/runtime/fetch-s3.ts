@@ -33,17 +33,34 @@ export function fetchS3Client(connection: S3Connection): S3Client {
   const accessKeyId = setting(connection.accessKeyId, 'ACCESS_KEY_ID')
   const secretAccessKey = setting(connection.secretAccessKey, 'SECRET_ACCESS_KEY')
   if (accessKeyId === undefined || secretAccessKey === undefined) {
-    throw Object.assign(new Error('S3 credentials missing: set S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)'), { code: 'ERR_S3_MISSING_CREDENTIALS' })
+    throw Object.assign(
+      new Error(
+        'S3 credentials missing: set S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)',
+      ),
+      { code: 'ERR_S3_MISSING_CREDENTIALS' },
+    )
   }
-  const signer = new AwsClient({ accessKeyId, secretAccessKey, sessionToken: setting(undefined, 'SESSION_TOKEN'), service: 's3', region, retries: RETRIES })
+  const signer = new AwsClient({
+    accessKeyId,
+    secretAccessKey,
+    sessionToken: setting(undefined, 'SESSION_TOKEN'),
+    service: 's3',
+    region,
+    retries: RETRIES,
+  })
   const bucketUrl = `${(setting(connection.endpoint, 'ENDPOINT') ?? `https://s3.${region}.amazonaws.com`).replace(/\/+$/, '')}/${encodePath(connection.bucket)}`
 
   /** A signed request; any answer but 2xx becomes an S3Error. */
-  const request = async (path: string, init: RequestInit & { query?: Record<string, string> } = {}): Promise<Response> => {
+  const request = async (
+    path: string,
+    init: RequestInit & { query?: Record<string, string> } = {},
+  ): Promise<Response> => {
     const { query, ...rest } = init
     const search = query
       ? `?${Object.entries(query)
-          .map(([name, value]) => (value === '' ? encodeRfc3986(name) : `${encodeRfc3986(name)}=${encodeRfc3986(value)}`))
+          .map(([name, value]) =>
+            value === '' ? encodeRfc3986(name) : `${encodeRfc3986(name)}=${encodeRfc3986(value)}`,
+          )
           .join('&')}`
       : ''
     const response = await signer.fetch(`${bucketUrl}${path}${search}`, rest)
@@ -80,7 +97,11 @@ export function fetchS3Client(connection: S3Connection): S3Client {
     },
   })
 
-  const write = async (path: string, body: ReadableStream<Uint8Array> | null, type: string | undefined): Promise<number> => {
+  const write = async (
+    path: string,
+    body: ReadableStream<Uint8Array> | null,
+    type: string | undefined,
+  ): Promise<number> => {
     const chunks = body?.[Symbol.asyncIterator]()
     const headers: Record<string, string> = type ? { 'content-type': type } : {}
     const first = await readPart(chunks)
@@ -90,7 +111,10 @@ export function fetchS3Client(connection: S3Connection): S3Client {
     }
     let uploadId: string
     try {
-      const created = xmlValue(await (await request(path, { method: 'POST', headers, query: { uploads: '' } })).text(), 'UploadId')
+      const created = xmlValue(
+        await (await request(path, { method: 'POST', headers, query: { uploads: '' } })).text(),
+        'UploadId',
+      )
       if (!created) throw new S3Error('MalformedXML', 'CreateMultipartUpload answered without an UploadId')
       uploadId = created
     } catch (error) {
@@ -100,7 +124,11 @@ export function fetchS3Client(connection: S3Connection): S3Client {
     const parts: Promise<string>[] = []
     let failed: { error: unknown } | undefined
     const upload = (bytes: Uint8Array<ArrayBuffer>) => {
-      const part = request(path, { method: 'PUT', body: bytes, query: { partNumber: String(parts.length + 1), uploadId } }).then(async (response) => {
+      const part = request(path, {
+        method: 'PUT',
+        body: bytes,
+        query: { partNumber: String(parts.length + 1), uploadId },
+      }).then(async (response) => {
         await response.arrayBuffer()
         return response.headers.get('etag') ?? ''
       })
@@ -120,12 +148,23 @@ export function fetchS3Client(connection: S3Connection): S3Client {
         size += part.bytes.byteLength
       }
       const etags = await Promise.all(parts)
-      const manifest = etags.map((etag, index) => `<Part><PartNumber>${index + 1}</PartNumber><ETag>${escapeXml(etag)}</ETag></Part>`).join('')
+      const manifest = etags
+        .map((etag, index) => `<Part><PartNumber>${index + 1}</PartNumber><ETag>${escapeXml(etag)}</ETag></Part>`)
+        .join('')
       const completed = await (
-        await request(path, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: `<CompleteMultipartUpload>${manifest}</CompleteMultipartUpload>`, query: { uploadId } })
+        await request(path, {
+          method: 'POST',
+          headers: { 'content-type': 'application/xml' },
+          body: `<CompleteMultipartUpload>${manifest}</CompleteMultipartUpload>`,
+          query: { uploadId },
+        })
       ).text()
       // S3 may answer 200 and still fail the completion: the error is in the body.
-      if (xmlValue(completed, 'Code') !== undefined) throw new S3Error(xmlValue(completed, 'Code')!, xmlValue(completed, 'Message') ?? 'CompleteMultipartUpload failed')
+      if (xmlValue(completed, 'Code') !== undefined)
+        throw new S3Error(
+          xmlValue(completed, 'Code')!,
+          xmlValue(completed, 'Message') ?? 'CompleteMultipartUpload failed',
+        )
       return size
     } catch (error) {
       // Stops the body (a source that failed has ended already).
@@ -146,8 +185,15 @@ export function fetchS3Client(connection: S3Connection): S3Client {
       if (prefix) query.prefix = prefix
       if (continuationToken) query['continuation-token'] = continuationToken
       const page = await (await request('', { query })).text()
-      const contents = [...page.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)].map(([, entry]) => ({ key: xmlValue(entry!, 'Key') ?? '', size: Number(xmlValue(entry!, 'Size') ?? 0) }))
-      return { contents, isTruncated: xmlValue(page, 'IsTruncated') === 'true', nextContinuationToken: xmlValue(page, 'NextContinuationToken') }
+      const contents = [...page.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)].map(([, entry]) => ({
+        key: xmlValue(entry!, 'Key') ?? '',
+        size: Number(xmlValue(entry!, 'Size') ?? 0),
+      }))
+      return {
+        contents,
+        isTruncated: xmlValue(page, 'IsTruncated') === 'true',
+        nextContinuationToken: xmlValue(page, 'NextContinuationToken'),
+      }
     },
     async delete(key) {
       await (await request(objectPath(key), { method: 'DELETE' })).arrayBuffer()
@@ -156,7 +202,9 @@ export function fetchS3Client(connection: S3Connection): S3Client {
 }
 
 /** The next part of the body: at least PART_BYTES, unless the body ends first (`done`). */
-async function readPart(body: AsyncIterator<Uint8Array> | undefined): Promise<{ bytes: Uint8Array<ArrayBuffer>; done: boolean }> {
+async function readPart(
+  body: AsyncIterator<Uint8Array> | undefined,
+): Promise<{ bytes: Uint8Array<ArrayBuffer>; done: boolean }> {
   const chunks: Uint8Array[] = []
   let size = 0
   let done = body === undefined
@@ -180,20 +228,27 @@ async function readPart(body: AsyncIterator<Uint8Array> | undefined): Promise<{ 
 async function s3Error(response: Response): Promise<S3Error> {
   const body = await response.text()
   // A HEAD answer has no body: the status alone tells.
-  const code = xmlValue(body, 'Code') ?? (response.status === 404 ? 'NoSuchKey' : response.status === 403 ? 'AccessDenied' : `HTTP${response.status}`)
+  const code =
+    xmlValue(body, 'Code') ??
+    (response.status === 404 ? 'NoSuchKey' : response.status === 403 ? 'AccessDenied' : `HTTP${response.status}`)
   return new S3Error(code, xmlValue(body, 'Message') ?? `S3 answered ${response.status} ${response.statusText}`)
 }
 
 /** A key or bucket in a URL path: each segment percent-encoded as SigV4 canonicalizes it (RFC 3986 unreserved kept). */
 const encodePath = (path: string) => path.split('/').map(encodeRfc3986).join('/')
-const encodeRfc3986 = (text: string) => encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+const encodeRfc3986 = (text: string) =>
+  encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
 
 const XML_ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }
 /** The text of the first element `name` in `xml`, entities decoded. */
 function xmlValue(xml: string, name: string): string | undefined {
   const text = new RegExp(`<${name}>([\\s\\S]*?)</${name}>`).exec(xml)?.[1]
   return text?.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|amp|lt|gt|quot|apos);/g, (_, entity: string) =>
-    entity.startsWith('#x') ? String.fromCodePoint(Number.parseInt(entity.slice(2), 16)) : entity.startsWith('#') ? String.fromCodePoint(Number(entity.slice(1))) : XML_ENTITIES[entity]!,
+    entity.startsWith('#x')
+      ? String.fromCodePoint(Number.parseInt(entity.slice(2), 16))
+      : entity.startsWith('#')
+        ? String.fromCodePoint(Number(entity.slice(1)))
+        : XML_ENTITIES[entity]!,
   )
 }
 const XML_ESCAPES = Object.fromEntries(Object.entries(XML_ENTITIES).map(([name, c]) => [c, `&${name};`]))

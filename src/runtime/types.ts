@@ -100,7 +100,10 @@ export interface Assets {
 /** The part of Bun's S3 client src/blobs/s3.ts uses (fetch-s3.ts implements it where the runtime has none). */
 export interface S3Client {
   file(key: string): S3File
-  list(options: { prefix?: string; continuationToken?: string }): Promise<{ contents?: { key: string; size?: number }[]; isTruncated?: boolean; nextContinuationToken?: string }>
+  list(options: {
+    prefix?: string
+    continuationToken?: string
+  }): Promise<{ contents?: { key: string; size?: number }[]; isTruncated?: boolean; nextContinuationToken?: string }>
   delete(key: string): Promise<void>
 }
 export interface S3File {

@@ -12,7 +12,12 @@ import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
 import { RESULT_WINDOW, search, SEARCH_MODES, type SearchServices } from './search.ts'
 
 const SearchQuery = t.Object({
-  q: t.String({ minLength: 1, maxLength: 2000, error: 'expected a query text of 1 to 2000 characters', description: 'words, "a phrase", or, -word (websearch_to_tsquery)' }),
+  q: t.String({
+    minLength: 1,
+    maxLength: 2000,
+    error: 'expected a query text of 1 to 2000 characters',
+    description: 'words, "a phrase", or, -word (websearch_to_tsquery)',
+  }),
   kind: t.Optional(t.Union([t.Literal('facts'), t.Literal('concepts')], { error: 'expected facts or concepts' })),
   mode: t.Optional(
     t.Union(
@@ -23,8 +28,12 @@ const SearchQuery = t.Object({
 })
 const Hit = t.Object({
   id: t.String(),
-  score: t.Number({ description: 'hybrid: reciprocal rank fusion score; keyword: ts_rank in [0, 1); vector: cosine similarity' }),
-  distance: t.Optional(t.Number({ description: 'cosine distance of its vector (0 = same direction), when the vector side ranked it' })),
+  score: t.Number({
+    description: 'hybrid: reciprocal rank fusion score; keyword: ts_rank in [0, 1); vector: cosine similarity',
+  }),
+  distance: t.Optional(
+    t.Number({ description: 'cosine distance of its vector (0 = same direction), when the vector side ranked it' }),
+  ),
   fact: t.Optional(Fact),
   concept: t.Optional(Concept),
 })
@@ -48,7 +57,12 @@ export function searchRoutes({ scope, services }: SearchRoutesOptions) {
     range: { offset: number; limit: number }
     set: { headers: Record<string, string | number> }
   }) => {
-    const answer = await search(await db(), repository.id, { q: query.q, kind: query.kind ?? 'facts', mode: query.mode ?? 'hybrid', ...range }, services)
+    const answer = await search(
+      await db(),
+      repository.id,
+      { q: query.q, kind: query.kind ?? 'facts', mode: query.mode ?? 'hybrid', ...range },
+      services,
+    )
     set.headers['x-search-mode'] = answer.mode
     if (answer.fallback !== undefined) set.headers['x-search-fallback'] = answer.fallback
     if (answer.totalEstimated) set.headers['x-total-count-estimated'] = 'true'
@@ -56,14 +70,31 @@ export function searchRoutes({ scope, services }: SearchRoutesOptions) {
   }
   const options = {
     // Facts need fact:read, concepts concept:read.
-    repository: { query: 'kind', default: 'facts', permissions: { facts: 'fact:read', concepts: 'concept:read' } } as const,
+    repository: {
+      query: 'kind',
+      default: 'facts',
+      permissions: { facts: 'fact:read', concepts: 'concept:read' },
+    } as const,
     ranked: RESULT_WINDOW,
     query: SearchQuery,
-    response: { 200: t.Array(Hit), 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 502: ErrorBody },
+    response: {
+      200: t.Array(Hit),
+      400: ErrorBody,
+      401: ErrorBody,
+      403: ErrorBody,
+      404: ErrorBody,
+      409: ErrorBody,
+      502: ErrorBody,
+    },
     detail: {
       tags: ['graph'],
-      summary: 'Facts or concepts by keyword (full text), by vector, or both fused (hybrid, the default); X-Search-Mode says which ran, X-Total-Count how many hits',
+      summary:
+        'Facts or concepts by keyword (full text), by vector, or both fused (hybrid, the default); X-Search-Mode says which ran, X-Total-Count how many hits',
     },
   }
-  return repositoryScopedRoutes('kgs/search', scope, (app, at) => app.use(pagination).get('/search', handler, { ...options, params: at.repositoryParams, detail: at.detail(options.detail) }))
+  return repositoryScopedRoutes('kgs/search', scope, (app, at) =>
+    app
+      .use(pagination)
+      .get('/search', handler, { ...options, params: at.repositoryParams, detail: at.detail(options.detail) }),
+  )
 }

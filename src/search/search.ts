@@ -83,13 +83,24 @@ class VectorSideUnavailable extends Error {
 }
 
 /** The nearest `depth` rows (that still exist) to the query's embedding, nearest first. */
-async function vectorRanking(sql: Sql, repositoryId: string, request: SearchRequest, depth: number, services: SearchServices): Promise<Ranked[]> {
+async function vectorRanking(
+  sql: Sql,
+  repositoryId: string,
+  request: SearchRequest,
+  depth: number,
+  services: SearchServices,
+): Promise<Ranked[]> {
   const { kind } = request
   let vector: Float32Array
   try {
     ;[vector] = (await services.embedder.embed([request.q])) as [Float32Array]
   } catch (error) {
-    if (error instanceof EmbeddingError) throw new VectorSideUnavailable(502, `the embedding provider failed: ${error.message}`, 'the embedding provider failed')
+    if (error instanceof EmbeddingError)
+      throw new VectorSideUnavailable(
+        502,
+        `the embedding provider failed: ${error.message}`,
+        'the embedding provider failed',
+      )
     throw error
   }
   let neighbours
@@ -110,7 +121,9 @@ async function vectorRanking(sql: Sql, repositoryId: string, request: SearchRequ
     kind,
     neighbours.map((n) => n.id),
   )
-  return neighbours.filter((n) => existing.has(n.id)).map((n) => ({ id: n.id, score: 1 - n.distance, distance: n.distance }))
+  return neighbours
+    .filter((n) => existing.has(n.id))
+    .map((n) => ({ id: n.id, score: 1 - n.distance, distance: n.distance }))
 }
 
 /** Reciprocal rank fusion of two rankings, best first (ties by id). */
@@ -128,7 +141,12 @@ function fuse(keyword: readonly Ranked[], vector: readonly Ranked[]): Ranked[] {
   return [...fused.values()].sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 }
 
-async function ranking(sql: Sql, repositoryId: string, request: SearchRequest, services: SearchServices): Promise<Omit<SearchAnswer, 'hits'> & { page: Ranked[] }> {
+async function ranking(
+  sql: Sql,
+  repositoryId: string,
+  request: SearchRequest,
+  services: SearchServices,
+): Promise<Omit<SearchAnswer, 'hits'> & { page: Ranked[] }> {
   const { offset, limit } = request
   if (request.mode === 'keyword') {
     const { total, estimated, hits } = await keywordSearch(sql, request.kind, request.q, { offset, limit })
@@ -159,23 +177,34 @@ async function ranking(sql: Sql, repositoryId: string, request: SearchRequest, s
     fallback,
     total: keyword.total,
     ...(keyword.estimated ? { totalEstimated: true } : {}),
-    page: offset + limit <= HYBRID_DEPTH ? keyword.hits.slice(offset, offset + limit) : (await keywordSearch(sql, request.kind, request.q, { offset, limit })).hits,
+    page:
+      offset + limit <= HYBRID_DEPTH
+        ? keyword.hits.slice(offset, offset + limit)
+        : (await keywordSearch(sql, request.kind, request.q, { offset, limit })).hits,
   })
   if (vector instanceof VectorSideUnavailable) {
     services.log.warn('search: hybrid fell back to keyword', { repository: repositoryId, ...describeError(vector) })
     return keywordOnly(vector.reason)
   }
-  if (vector.length === 0) return keywordOnly(`the repository has no ${request.kind === 'facts' ? 'fact' : 'concept'} vectors`)
+  if (vector.length === 0)
+    return keywordOnly(`the repository has no ${request.kind === 'facts' ? 'fact' : 'concept'} vectors`)
   const fused = fuse(keyword.hits, vector)
   return { mode: 'hybrid', total: fused.length, page: fused.slice(offset, offset + limit) }
 }
 
 /** One page of a search, its hits with their rows (as the graph's lists show them). */
-export async function search(sql: Sql, repositoryId: string, request: SearchRequest, services: SearchServices): Promise<SearchAnswer> {
+export async function search(
+  sql: Sql,
+  repositoryId: string,
+  request: SearchRequest,
+  services: SearchServices,
+): Promise<SearchAnswer> {
   const { page, ...answer } = await ranking(sql, repositoryId, request, services)
   const ids = page.map((hit) => hit.id)
   const field = request.kind === 'facts' ? 'fact' : 'concept'
-  const rows = new Map<string, Fact | Concept>((request.kind === 'facts' ? await factsByIds(sql, ids) : await conceptsByIds(sql, ids)).map((row) => [row.id, row]))
+  const rows = new Map<string, Fact | Concept>(
+    (request.kind === 'facts' ? await factsByIds(sql, ids) : await conceptsByIds(sql, ids)).map((row) => [row.id, row]),
+  )
   // A row deleted between the ranking and this read is left out.
   const hits = page.filter((hit) => rows.has(hit.id)).map((hit) => ({ ...hit, [field]: rows.get(hit.id)! }))
   return { ...answer, hits }

@@ -36,7 +36,12 @@ export interface KeywordPage {
  * words or punctuation only matches nothing. A query matching RANKED_MATCHES rows or more is
  * ranked among the first RANKED_MATCHES, and its total is estimated.
  */
-export async function keywordSearch(sql: Sql, kind: SearchKind, query: string, range: RankedRange): Promise<KeywordPage> {
+export async function keywordSearch(
+  sql: Sql,
+  kind: SearchKind,
+  query: string,
+  range: RankedRange,
+): Promise<KeywordPage> {
   const table = sql(kind === 'facts' ? 'fact_documents' : 'concepts')
   const matches = sql`FROM ${table}, websearch_to_tsquery(${CONFIG}::regconfig, ${query}) query WHERE fulltext @@ query`
   const { total, rows } = await rankedSlice<KeywordHit>(
@@ -47,13 +52,21 @@ export async function keywordSearch(sql: Sql, kind: SearchKind, query: string, r
   )
   if (total < RANKED_MATCHES) return { total, estimated: false, hits: rows }
   // The planner's estimate (from the index's statistics) costs no reads of the matches.
-  const [plan] = await sql<{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }[]>`EXPLAIN (FORMAT JSON) SELECT id ${matches}`
-  return { total: Math.max(RANKED_MATCHES, Math.round(plan!['QUERY PLAN'][0].Plan['Plan Rows'])), estimated: true, hits: rows }
+  const [plan] = await sql<
+    { 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }[]
+  >`EXPLAIN (FORMAT JSON) SELECT id ${matches}`
+  return {
+    total: Math.max(RANKED_MATCHES, Math.round(plan!['QUERY PLAN'][0].Plan['Plan Rows'])),
+    estimated: true,
+    hits: rows,
+  }
 }
 
 /** Which of `ids` are rows of `kind` (a vector may outlive its row until the vector store catches up). */
 export async function existingIds(sql: Sql, kind: SearchKind, ids: readonly string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set()
-  const rows = await sql<{ id: string }[]>`SELECT id FROM ${sql(kind === 'facts' ? 'facts' : 'concepts')} WHERE id = ANY(${ids as string[]}::uuid[])`
+  const rows = await sql<
+    { id: string }[]
+  >`SELECT id FROM ${sql(kind === 'facts' ? 'facts' : 'concepts')} WHERE id = ANY(${ids as string[]}::uuid[])`
   return new Set(rows.map((row) => row.id))
 }

@@ -17,7 +17,12 @@ const BATCH = 1000
 
 const EmbedParams = Type.Object(
   {
-    ids: Type.Optional(Type.Array(Type.String({ pattern: UUID_PATTERN }), { maxItems: 10_000, description: 'only these rows; all of them when absent' })),
+    ids: Type.Optional(
+      Type.Array(Type.String({ pattern: UUID_PATTERN }), {
+        maxItems: 10_000,
+        description: 'only these rows; all of them when absent',
+      }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -35,16 +40,26 @@ interface Row {
 /** Each kind's table, the columns its text is made of, and that text. */
 const SOURCES: Record<VectorKind, { table: string; columns: string[]; text(row: Record<string, string>): string }> = {
   facts: { table: 'facts', columns: ['text'], text: (row) => row.text! },
-  concepts: { table: 'concepts', columns: ['canonical_name', 'description'], text: (row) => conceptEmbeddingText(row as { canonical_name: string; description: string }) },
+  concepts: {
+    table: 'concepts',
+    columns: ['canonical_name', 'description'],
+    text: (row) => conceptEmbeddingText(row as { canonical_name: string; description: string }),
+  },
 }
 
-async function embedAll(kind: VectorKind, job: RunningJob<{ ids?: string[] }>, { embedder, vectors, enqueue }: JobServices) {
+async function embedAll(
+  kind: VectorKind,
+  job: RunningJob<{ ids?: string[] }>,
+  { embedder, vectors, enqueue }: JobServices,
+) {
   const sql = await job.repository()
   const repositoryId = job.repositoryId!
   const ids = job.params.ids
   const { table, columns, text } = SOURCES[kind]
   const only = ids ? sql`id = ANY(${ids}::uuid[])` : sql`true`
-  const [{ total }] = (await sql`SELECT count(*)::int AS total FROM ${sql(table)} WHERE ${only}`) as unknown as [{ total: number }]
+  const [{ total }] = (await sql`SELECT count(*)::int AS total FROM ${sql(table)} WHERE ${only}`) as unknown as [
+    { total: number },
+  ]
   job.progress({ phase: `embedding ${kind}`, done: 0, total })
   // A full re-embedding with another model replaces the table (its dimensions may differ).
   if (!ids && (await vectors.dimensions(repositoryId, kind)) !== undefined) await vectors.dropTable(repositoryId, kind)
@@ -52,9 +67,11 @@ async function embedAll(kind: VectorKind, job: RunningJob<{ ids?: string[] }>, {
   let after = '00000000-0000-0000-0000-000000000000'
   for (;;) {
     job.signal.throwIfAborted()
-    const rows = (await sql<Record<string, string>[]>`SELECT id, ${sql(columns)} FROM ${sql(table)} WHERE id > ${after}::uuid AND ${only} ORDER BY id LIMIT ${BATCH}`).map(
-      (row): Row => ({ id: row.id!, text: text(row) }),
-    )
+    const rows = (
+      await sql<
+        Record<string, string>[]
+      >`SELECT id, ${sql(columns)} FROM ${sql(table)} WHERE id > ${after}::uuid AND ${only} ORDER BY id LIMIT ${BATCH}`
+    ).map((row): Row => ({ id: row.id!, text: text(row) }))
     if (rows.length === 0) break
     const embedded = await embedder.embed(rows.map((r) => r.text))
     await vectors.upsert(
@@ -87,7 +104,10 @@ export const embedConceptsJob = defineJobKind({
   run: (job, services) => embedAll('concepts', job, services),
 })
 
-const ChangesParams = Type.Object({ kind: Type.Union([Type.Literal('facts'), Type.Literal('concepts')]) }, { additionalProperties: false })
+const ChangesParams = Type.Object(
+  { kind: Type.Union([Type.Literal('facts'), Type.Literal('concepts')]) },
+  { additionalProperties: false },
+)
 
 /** How long a burst of writes gathers before its embedding job starts, and before the vector store is compacted after it. */
 const CHANGES_AFTER_MS = 1000
@@ -154,13 +174,20 @@ export function embeddingQueue(jobs: Pick<JobServices, 'enqueue'>) {
  * clean stop) or no row is marked, it queues nothing. A running job does not count: it may have
  * read its last batch before the marks committed.
  */
-export async function queueMarkedEmbeddings(jobs: Pick<JobServices, 'enqueue'>, repository: Sql, repositoryId: string): Promise<void> {
+export async function queueMarkedEmbeddings(
+  jobs: Pick<JobServices, 'enqueue'>,
+  repository: Sql,
+  repositoryId: string,
+): Promise<void> {
   const marked = await repository<{ kind: VectorKind }[]>`
     SELECT kind FROM unnest(${Object.keys(SOURCES)}::text[]) AS k(kind) WHERE EXISTS (SELECT 1 FROM embedding_changes m WHERE m.kind = k.kind)`
   for (const { kind } of marked) await queueChanges(jobs, repositoryId, kind)
 }
 
-async function embedChanges(job: RunningJob<Static<typeof ChangesParams>>, { embedder, vectors, enqueue }: JobServices) {
+async function embedChanges(
+  job: RunningJob<Static<typeof ChangesParams>>,
+  { embedder, vectors, enqueue }: JobServices,
+) {
   const sql = await job.repository()
   const repositoryId = job.repositoryId!
   const { kind } = job.params
@@ -196,7 +223,8 @@ async function embedChanges(job: RunningJob<Static<typeof ChangesParams>>, { emb
     // Every mark of the batch moved on meanwhile: their writes queued the job that takes them now.
     if (cleared === 0) break
   }
-  if (embedded + removed > 0) await enqueue({ kind: OPTIMIZE_VECTORS, repositoryId, params: { kind }, coalesce: { afterMs: OPTIMIZE_AFTER_MS } })
+  if (embedded + removed > 0)
+    await enqueue({ kind: OPTIMIZE_VECTORS, repositoryId, params: { kind }, coalesce: { afterMs: OPTIMIZE_AFTER_MS } })
   return { kind, embedded, removed }
 }
 

@@ -99,7 +99,8 @@ export class HttpEmbedder implements Embedder {
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
     const batchSize = this.options.batchSize ?? 128
     const vectors: Float32Array[] = []
-    for (let start = 0; start < texts.length; start += batchSize) vectors.push(...(await this.request(texts.slice(start, start + batchSize))))
+    for (let start = 0; start < texts.length; start += batchSize)
+      vectors.push(...(await this.request(texts.slice(start, start + batchSize))))
     return vectors
   }
 
@@ -108,30 +109,48 @@ export class HttpEmbedder implements Embedder {
     try {
       response = await fetch(this.endpoint, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
+        },
         body: JSON.stringify({ model: this.model, input, encoding_format: 'float' }),
         signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000),
       })
     } catch (error) {
-      throw new EmbeddingError(withoutUserinfo(`embedding request to ${this.endpoint} failed: ${(error as Error).message}`))
+      throw new EmbeddingError(
+        withoutUserinfo(`embedding request to ${this.endpoint} failed: ${(error as Error).message}`),
+      )
     }
     // Only the status: a provider's body may quote our request, its key or its URL's userinfo.
     if (!response.ok) {
       await response.body?.cancel()
       throw new EmbeddingError(`embedding provider answered ${statusSummary(response.status)}`)
     }
-    const body = (await response.json().catch(() => undefined)) as { data?: { index?: unknown; embedding?: unknown }[] } | undefined
+    const body = (await response.json().catch(() => undefined)) as
+      | { data?: { index?: unknown; embedding?: unknown }[] }
+      | undefined
     const data = body?.data
-    if (!Array.isArray(data) || data.length !== input.length) throw new EmbeddingError(`embedding provider returned ${Array.isArray(data) ? data.length : 'no'} vectors for ${input.length} inputs`)
+    if (!Array.isArray(data) || data.length !== input.length)
+      throw new EmbeddingError(
+        `embedding provider returned ${Array.isArray(data) ? data.length : 'no'} vectors for ${input.length} inputs`,
+      )
     const vectors: Float32Array[] = new Array(input.length)
     for (const item of data) {
       const index = item.index
       const embedding = item.embedding
-      if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= input.length || vectors[index]) throw new EmbeddingError('embedding provider returned a bad or repeated index')
-      if (!Array.isArray(embedding) || embedding.length === 0 || !embedding.every((x) => typeof x === 'number' && Number.isFinite(x)))
+      if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= input.length || vectors[index])
+        throw new EmbeddingError('embedding provider returned a bad or repeated index')
+      if (
+        !Array.isArray(embedding) ||
+        embedding.length === 0 ||
+        !embedding.every((x) => typeof x === 'number' && Number.isFinite(x))
+      )
         throw new EmbeddingError('embedding provider returned a vector that is not a list of numbers')
       this.knownDimensions ??= embedding.length
-      if (embedding.length !== this.knownDimensions) throw new EmbeddingError(`embedding provider returned ${embedding.length} dimensions, expected ${this.knownDimensions}`)
+      if (embedding.length !== this.knownDimensions)
+        throw new EmbeddingError(
+          `embedding provider returned ${embedding.length} dimensions, expected ${this.knownDimensions}`,
+        )
       vectors[index] = Float32Array.from(embedding as number[])
     }
     return vectors

@@ -5,7 +5,19 @@
 import { access } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Table } from '@lancedb/lancedb'
-import { Field, FixedSizeList, Float32, makeData, RecordBatch, Schema, Struct, Table as ArrowTable, Utf8, vectorFromArray, type Vector } from 'apache-arrow'
+import {
+  Field,
+  FixedSizeList,
+  Float32,
+  makeData,
+  RecordBatch,
+  Schema,
+  Struct,
+  Table as ArrowTable,
+  Utf8,
+  vectorFromArray,
+  type Vector,
+} from 'apache-arrow'
 import { runtime } from '../runtime/index.ts'
 
 export interface VectorRow {
@@ -16,7 +28,10 @@ export interface VectorRow {
 const PRIMARY_KEY_METADATA = 'lance-schema:unenforced-primary-key'
 
 export function tableSchema(dimensions: number): Schema {
-  return new Schema([new Field('id', new Utf8(), false, new Map([[PRIMARY_KEY_METADATA, 'true']])), new Field('vector', new FixedSizeList(dimensions, new Field('item', new Float32(), true)), false)])
+  return new Schema([
+    new Field('id', new Utf8(), false, new Map([[PRIMARY_KEY_METADATA, 'true']])),
+    new Field('vector', new FixedSizeList(dimensions, new Field('item', new Float32(), true)), false),
+  ])
 }
 
 /** One Arrow record batch of the rows, the vectors copied into one contiguous float32 buffer. */
@@ -28,8 +43,16 @@ export function toArrow(rows: readonly VectorRow[], dimensions: number): ArrowTa
     rows.map((row) => row.id),
     new Utf8(),
   ).data[0]!
-  const vectors = makeData({ type: schema.fields[1]!.type, length: rows.length, nullCount: 0, child: makeData({ type: new Float32(), length: values.length, data: values }) })
-  const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows.length, nullCount: 0, children: [ids, vectors] }))
+  const vectors = makeData({
+    type: schema.fields[1]!.type,
+    length: rows.length,
+    nullCount: 0,
+    child: makeData({ type: new Float32(), length: values.length, data: values }),
+  })
+  const batch = new RecordBatch(
+    schema,
+    makeData({ type: new Struct(schema.fields), length: rows.length, nullCount: 0, children: [ids, vectors] }),
+  )
   return new ArrowTable(schema, [batch])
 }
 
@@ -48,7 +71,8 @@ export function vectorRows(batch: RecordBatch): VectorRow[] {
 export function* batchRows(batch: RecordBatch): Generator<VectorRow> {
   const ids = batch.getChild('id')!
   const vectors = batch.getChild('vector')! as Vector<FixedSizeList<Float32>>
-  for (let i = 0; i < batch.numRows; i++) yield { id: ids.get(i) as string, vector: vectors.get(i)!.toArray() as Float32Array }
+  for (let i = 0; i < batch.numRows; i++)
+    yield { id: ids.get(i) as string, vector: vectors.get(i)!.toArray() as Float32Array }
 }
 
 /** LanceDB has no error codes: a missing table is told apart by its message only. */
@@ -58,7 +82,11 @@ export function isTableNotFound(error: unknown, name: string): boolean {
 
 /** A table directory without a committed version (being created by another process, or left so by a crash) holds no rows. */
 export function isUncommittedTable(error: unknown, name: string): boolean {
-  return error instanceof Error && error.message.startsWith(`Table '${name}' exists but could not be loaded`) && error.message.includes('/_versions')
+  return (
+    error instanceof Error &&
+    error.message.startsWith(`Table '${name}' exists but could not be loaded`) &&
+    error.message.includes('/_versions')
+  )
 }
 
 type LanceDB = typeof import('@lancedb/lancedb')

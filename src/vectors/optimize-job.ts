@@ -9,8 +9,14 @@ export const OPTIMIZE_VECTORS = 'optimize_vectors'
 
 export const optimizeVectorsJob = defineJobKind({
   kind: OPTIMIZE_VECTORS,
-  params: Type.Object({ kind: Type.Union([Type.Literal('facts'), Type.Literal('concepts')]) }, { additionalProperties: false }),
+  params: Type.Object(
+    { kind: Type.Union([Type.Literal('facts'), Type.Literal('concepts')]) },
+    { additionalProperties: false },
+  ),
   maxAttempts: 3,
   repositoryScoped: true,
-  run: async (job, { vectors }) => ({ kind: job.params.kind, ...(await vectors.optimize(job.repositoryId!, job.params.kind)) }),
+  run: async (job, { vectors }) => ({
+    kind: job.params.kind,
+    ...(await vectors.optimize(job.repositoryId!, job.params.kind)),
+  }),
 })

@@ -62,7 +62,11 @@ export class ResidentTableBuilder {
   finish(): ResidentTable {
     const length = this.ids.length * this.dimensions
     // A copy when zero vectors were left out, so that the memory held is what is counted.
-    return { dimensions: this.dimensions, ids: this.ids, units: length === this.units.length ? this.units : this.units.slice(0, length) }
+    return {
+      dimensions: this.dimensions,
+      ids: this.ids,
+      units: length === this.units.length ? this.units : this.units.slice(0, length),
+    }
   }
 }
 
@@ -108,7 +112,10 @@ export function nearestResident(table: ResidentTable, query: Float32Array, k: nu
     bestRow[at] = row
   }
   // Rounding can put a vector a hair below zero distance from itself.
-  return Array.from({ length: held }, (_, i) => ({ id: table.ids[bestRow[i]!]!, distance: Math.max(0, bestDistance[i]!) }))
+  return Array.from({ length: held }, (_, i) => ({
+    id: table.ids[bestRow[i]!]!,
+    distance: Math.max(0, bestDistance[i]!),
+  }))
 }
 
 /** What a load found: the table at `version`, or undefined when it is too large to hold. */

@@ -33,8 +33,28 @@ import type { Connection, Table } from '@lancedb/lancedb'
 import type { RecordBatch } from 'apache-arrow'
 import { isUuid } from '../uuid.ts'
 import type { CreationLock } from './creation-lock.ts'
-import { batchRows, isTableNotFound, isUncommittedTable, loadLanceDB, localDirectory, mayHoldTable, tableDimensions, tableSchema, toArrow, vectorRows, type VectorRow } from './lance.ts'
-import { DEFAULT_RESIDENT_BYTES, nearestResident, ResidentTableBuilder, ResidentTables, type LoadedTable, type Neighbour, type ResidentTable } from './resident.ts'
+import {
+  batchRows,
+  isTableNotFound,
+  isUncommittedTable,
+  loadLanceDB,
+  localDirectory,
+  mayHoldTable,
+  tableDimensions,
+  tableSchema,
+  toArrow,
+  vectorRows,
+  type VectorRow,
+} from './lance.ts'
+import {
+  DEFAULT_RESIDENT_BYTES,
+  nearestResident,
+  ResidentTableBuilder,
+  ResidentTables,
+  type LoadedTable,
+  type Neighbour,
+  type ResidentTable,
+} from './resident.ts'
 
 export type VectorKind = 'facts' | 'concepts'
 export const VECTOR_KINDS: readonly VectorKind[] = ['facts', 'concepts']
@@ -65,7 +85,11 @@ const MIN_INDEX_ROWS = 256
 const REFINE_FACTOR = 5
 /** Tries at a write racing other processes to create its table (waits of 50 ms to 0.4 s between them). */
 const CREATE_ATTEMPTS = 5
-const CREATION_RACE = [/^Table '[^']*' exists but could not be loaded/, /Retryable commit conflict/, /incompatible with concurrent transaction Overwrite/]
+const CREATION_RACE = [
+  /^Table '[^']*' exists but could not be loaded/,
+  /Retryable commit conflict/,
+  /incompatible with concurrent transaction Overwrite/,
+]
 
 function canonicalUuid(id: string, what: string): string {
   if (!isUuid(id)) throw new TypeError(`${what} must be a UUID, got ${JSON.stringify(id)}`)
@@ -73,7 +97,8 @@ function canonicalUuid(id: string, what: string): string {
 }
 
 function checkedKind(kind: VectorKind): VectorKind {
-  if (!VECTOR_KINDS.includes(kind)) throw new TypeError(`vector kind must be facts or concepts, got ${JSON.stringify(kind)}`)
+  if (!VECTOR_KINDS.includes(kind))
+    throw new TypeError(`vector kind must be facts or concepts, got ${JSON.stringify(kind)}`)
   return kind
 }
 
@@ -87,7 +112,9 @@ function stagingTableName(jobId: string, kind: VectorKind): string {
 }
 
 function dimensionMismatch(query: Float32Array, what: string, dimensions: number): VectorDimensionError {
-  return new VectorDimensionError(`a query vector of ${query.length} dimensions cannot search ${what}, which hold ${dimensions}`)
+  return new VectorDimensionError(
+    `a query vector of ${query.length} dimensions cannot search ${what}, which hold ${dimensions}`,
+  )
 }
 
 /** A search waiting for its table's batch. */
@@ -132,7 +159,12 @@ async function searchTable(table: Table, batch: readonly PendingSearch[]): Promi
   let query = table.vectorSearch(batch[fitting[0]!]!.vector)
   for (const i of fitting.slice(1)) query = query.addQueryVector(batch[i]!.vector)
   const limit = Math.max(...fitting.map((i) => batch[i]!.k))
-  const rows = (await query.distanceType('cosine').refineFactor(REFINE_FACTOR).select(['id', '_distance']).limit(limit).toArray()) as { id: string; _distance: number; query_index?: number }[]
+  const rows = (await query
+    .distanceType('cosine')
+    .refineFactor(REFINE_FACTOR)
+    .select(['id', '_distance'])
+    .limit(limit)
+    .toArray()) as { id: string; _distance: number; query_index?: number }[]
   for (const i of fitting) answers[i] = []
   for (const row of rows) {
     // A query of one vector has no query_index column.
@@ -170,10 +202,18 @@ export class VectorStore {
 
   static async open(uri: string, options: VectorStoreOptions = {}): Promise<VectorStore> {
     const indexThreshold = options.indexThreshold ?? DEFAULT_INDEX_THRESHOLD
-    if (!Number.isInteger(indexThreshold) || indexThreshold < MIN_INDEX_ROWS) throw new RangeError(`index threshold must be an integer of at least ${MIN_INDEX_ROWS}, got ${indexThreshold}`)
+    if (!Number.isInteger(indexThreshold) || indexThreshold < MIN_INDEX_ROWS)
+      throw new RangeError(`index threshold must be an integer of at least ${MIN_INDEX_ROWS}, got ${indexThreshold}`)
     const residentBytes = options.residentBytes ?? DEFAULT_RESIDENT_BYTES
-    if (!Number.isSafeInteger(residentBytes) || residentBytes < 0) throw new RangeError(`resident bytes must be a non-negative integer, got ${residentBytes}`)
-    return new VectorStore(uri, options.storageOptions, indexThreshold, new ResidentTables(residentBytes), options.creationLock ?? ((_table, create) => create()))
+    if (!Number.isSafeInteger(residentBytes) || residentBytes < 0)
+      throw new RangeError(`resident bytes must be a non-negative integer, got ${residentBytes}`)
+    return new VectorStore(
+      uri,
+      options.storageOptions,
+      indexThreshold,
+      new ResidentTables(residentBytes),
+      options.creationLock ?? ((_table, create) => create()),
+    )
   }
 
   private db(): Promise<Connection> {
@@ -274,7 +314,8 @@ export class VectorStore {
       const rows = await table.countRows()
       if (rows * dimensions > this.resident.maxFloats) return { version, table: undefined }
       const resident = new ResidentTableBuilder(dimensions, rows)
-      for await (const batch of table.query().select(['id', 'vector'])) for (const row of batchRows(batch)) resident.add(row.id, row.vector)
+      for await (const batch of table.query().select(['id', 'vector']))
+        for (const row of batchRows(batch)) resident.add(row.id, row.vector)
       return { version, table: resident.finish() }
     } finally {
       table.close()
@@ -329,7 +370,12 @@ export class VectorStore {
 
   /** Every stored id exactly once, in batches of `batchSize`. */
   ids(repositoryId: string, kind: VectorKind, batchSize: number): AsyncGenerator<string[]> {
-    return this.stream(tableName(repositoryId, kind), ['id'], batchSize, (batch) => [...batch.getChild('id')!] as string[])
+    return this.stream(
+      tableName(repositoryId, kind),
+      ['id'],
+      batchSize,
+      (batch) => [...batch.getChild('id')!] as string[],
+    )
   }
 
   /** Removes the table of one kind (e.g. before re-embedding with a model of other dimensions). */
@@ -382,8 +428,12 @@ export class VectorStore {
     // A merge insert with a repeated source id would insert it twice, so the batch is made unique.
     const latest = new Map<string, Float32Array>()
     for (const { id, vector } of rows) {
-      if (vector.length !== dimensions) throw new VectorDimensionError(`the vectors of one upsert must have one dimension: got ${dimensions} and ${vector.length}`)
-      if (!vector.every(Number.isFinite)) throw new TypeError(`the vector of ${id} has a component that is not a finite number`)
+      if (vector.length !== dimensions)
+        throw new VectorDimensionError(
+          `the vectors of one upsert must have one dimension: got ${dimensions} and ${vector.length}`,
+        )
+      if (!vector.every(Number.isFinite))
+        throw new TypeError(`the vector of ${id} has a component that is not a finite number`)
       latest.set(canonicalUuid(id, 'vector id'), vector)
     }
     const data = toArrow(
@@ -395,8 +445,12 @@ export class VectorStore {
         const table = (await this.openTable(name)) ?? (await this.createTable(name, dimensions))
         try {
           const stored = await tableDimensions(table)
-          if (stored !== dimensions) throw new VectorDimensionError(`vectors of ${dimensions} dimensions cannot go into ${what}, which hold ${stored}`)
-          if (mode === 'merge') await table.mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(data)
+          if (stored !== dimensions)
+            throw new VectorDimensionError(
+              `vectors of ${dimensions} dimensions cannot go into ${what}, which hold ${stored}`,
+            )
+          if (mode === 'merge')
+            await table.mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(data)
           else await table.add(data)
         } finally {
           table.close()
@@ -407,7 +461,12 @@ export class VectorStore {
 
   /** Creates the table unless another process has meanwhile (under the creation lock). */
   private createTable(name: string, dimensions: number): Promise<Table> {
-    return this.creationLock(name, async () => (await this.openTable(name)) ?? (await (await this.db()).createEmptyTable(name, tableSchema(dimensions), { mode: 'create', existOk: true })))
+    return this.creationLock(
+      name,
+      async () =>
+        (await this.openTable(name)) ??
+        (await (await this.db()).createEmptyTable(name, tableSchema(dimensions), { mode: 'create', existOk: true })),
+    )
   }
 
   private serialized<T>(name: string, write: () => Promise<T>): Promise<T> {
@@ -475,12 +534,23 @@ export class VectorStore {
   }
 
   /** Checks the batch size at once, not at the first iteration. */
-  private stream<T>(name: string, columns: string[], batchSize: number, convert: (batch: RecordBatch) => T[]): AsyncGenerator<T[]> {
-    if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batch size must be a positive integer, got ${batchSize}`)
+  private stream<T>(
+    name: string,
+    columns: string[],
+    batchSize: number,
+    convert: (batch: RecordBatch) => T[],
+  ): AsyncGenerator<T[]> {
+    if (!Number.isInteger(batchSize) || batchSize < 1)
+      throw new RangeError(`batch size must be a positive integer, got ${batchSize}`)
     return this.batches(name, columns, batchSize, convert)
   }
 
-  private async *batches<T>(name: string, columns: string[], batchSize: number, convert: (batch: RecordBatch) => T[]): AsyncGenerator<T[]> {
+  private async *batches<T>(
+    name: string,
+    columns: string[],
+    batchSize: number,
+    convert: (batch: RecordBatch) => T[],
+  ): AsyncGenerator<T[]> {
     const table = await this.openTable(name)
     if (!table) return
     try {

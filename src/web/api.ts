@@ -39,7 +39,12 @@ export function apiPath(strings: TemplateStringsArray, ...segments: string[]): s
 }
 
 /** The answer's body with its ETag (the version a later write names in If-Match). */
-export async function versioned<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ value: T; etag: string }> {
+export async function versioned<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ value: T; etag: string }> {
   const init: RequestInit = { method, headers: { accept: 'application/json', ...headers } }
   if (body !== undefined) init.headers = { ...init.headers, 'content-type': 'application/json' }
   if (body !== undefined) init.body = JSON.stringify(body)
@@ -50,7 +55,8 @@ export async function versioned<T>(method: string, path: string, body?: unknown,
   return { value: (text ? JSON.parse(text) : undefined) as T, etag: response.headers.get('etag') ?? '' }
 }
 
-export const request = async <T>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => (await versioned<T>(method, path, body, headers)).value
+export const request = async <T>(method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+  (await versioned<T>(method, path, body, headers)).value
 
 /** GETs in flight, by path: a page and its write bar reading one row as the page opens share one request. */
 const reading = new Map<string, Promise<{ value: unknown; etag: string }>>()
@@ -96,20 +102,31 @@ export async function page<T>(path: string, cursor: string | undefined, limit = 
  * POSTs `file` as the body, reporting how much of it was sent (fetch reports no upload progress:
  * XMLHttpRequest does); the answer's JSON, or the API's error.
  */
-export async function upload<T>(path: string, file: Blob, contentType: string, onProgress: (sent: number, total: number) => void): Promise<T> {
+export async function upload<T>(
+  path: string,
+  file: Blob,
+  contentType: string,
+  onProgress: (sent: number, total: number) => void,
+): Promise<T> {
   const answer = await authorized(
     path,
     (url, headers) =>
       new Promise<{ status: number; statusText: string; text: string }>((resolve, reject) => {
         const xhr = new XMLHttpRequest()
         xhr.open('POST', url)
-        for (const [name, value] of Object.entries({ accept: 'application/json', 'content-type': contentType, ...headers })) xhr.setRequestHeader(name, value)
+        for (const [name, value] of Object.entries({
+          accept: 'application/json',
+          'content-type': contentType,
+          ...headers,
+        }))
+          xhr.setRequestHeader(name, value)
         xhr.upload.onprogress = (event) => onProgress(event.loaded, event.lengthComputable ? event.total : file.size)
         xhr.onload = () => resolve({ status: xhr.status, statusText: xhr.statusText, text: xhr.responseText })
         xhr.onerror = () => reject(new Error('The upload was cut off before the server answered; try again.'))
         xhr.send(file)
       }),
   )
-  if (answer.status < 200 || answer.status > 299) throw await failure(new Response(answer.text, { status: answer.status, statusText: answer.statusText }))
+  if (answer.status < 200 || answer.status > 299)
+    throw await failure(new Response(answer.text, { status: answer.status, statusText: answer.statusText }))
   return JSON.parse(answer.text) as T
 }

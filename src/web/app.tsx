@@ -51,12 +51,20 @@ type Page = (match: Match) => JSX.Element
  */
 const REPOSITORY_ROUTES: Record<string, { list: Page; row?: Page }> = {
   facts: {
-    list: ({ repo, query }) => <Facts repo={repo} source={query.get('source') ?? undefined} concept={query.get('concept') ?? undefined} />,
+    list: ({ repo, query }) => (
+      <Facts repo={repo} source={query.get('source') ?? undefined} concept={query.get('concept') ?? undefined} />
+    ),
     row: ({ repo, id }) => <FactPage repo={repo} id={id} />,
   },
-  concepts: { list: ({ repo }) => <Concepts repo={repo} />, row: ({ repo, id }) => <ConceptPage repo={repo} id={id} /> },
+  concepts: {
+    list: ({ repo }) => <Concepts repo={repo} />,
+    row: ({ repo, id }) => <ConceptPage repo={repo} id={id} />,
+  },
   sources: { list: ({ repo }) => <Sources repo={repo} />, row: ({ repo, id }) => <SourcePage repo={repo} id={id} /> },
-  investigations: { list: ({ repo }) => <Investigations repo={repo} />, row: ({ repo, id }) => <InvestigationPage repo={repo} id={id} /> },
+  investigations: {
+    list: ({ repo }) => <Investigations repo={repo} />,
+    row: ({ repo, id }) => <InvestigationPage repo={repo} id={id} />,
+  },
   reports: { list: ({ repo }) => <Reports repo={repo} />, row: ({ repo, id }) => <ReportPage repo={repo} id={id} /> },
   search: { list: ({ repo }) => <Search repo={repo} /> },
   transfer: { list: ({ repo }) => <Transfer repo={repo} /> },
@@ -84,7 +92,8 @@ function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
   const editor = writePage(repo, tab, id, action)
   const route = REPOSITORY_ROUTES[tab]
   const show = id === undefined ? route?.list : route?.row
-  const page = editor ?? (show ? show({ repo, id: id ?? '', query: new URLSearchParams(location.search) }) : <NotFound />)
+  const page =
+    editor ?? (show ? show({ repo, id: id ?? '', query: new URLSearchParams(location.search) }) : <NotFound />)
   return (
     <>
       <Show loaded={loaded}>
@@ -189,10 +198,20 @@ function Shell() {
 
 /** How a person without an account gets one, as REGISTRATION says (the authorization pages say the same). */
 function NewAccount() {
-  if (registration === 'closed') return <p>No account yet? Accounts here are made by an administrator: ask yours for one (they create it with kgs user create).</p>
+  if (registration === 'closed')
+    return (
+      <p>
+        No account yet? Accounts here are made by an administrator: ask yours for one (they create it with kgs user
+        create).
+      </p>
+    )
   return (
     <>
-      <p>No account yet?{registration === 'invite' && ' Signing up needs the invitation code an administrator gave you for your e-mail address.'}</p>
+      <p>
+        No account yet?
+        {registration === 'invite' &&
+          ' Signing up needs the invitation code an administrator gave you for your e-mail address.'}
+      </p>
       <button type="button" onClick={() => startSignIn(location.pathname + location.search, true)}>
         Create an account
       </button>
@@ -217,7 +236,9 @@ function SignIn() {
 }
 
 function App() {
-  const [state, setState] = useState<'signed-in' | 'signed-out' | 'working' | { error: unknown }>(signedIn() ? 'signed-in' : 'working')
+  const [state, setState] = useState<'signed-in' | 'signed-out' | 'working' | { error: unknown }>(
+    signedIn() ? 'signed-in' : 'working',
+  )
   useEffect(() => {
     const update = () => setState(signedIn() ? 'signed-in' : 'signed-out')
     const off = onNavigate(update)

@@ -54,7 +54,15 @@ export async function startSignIn(returnTo: string, create = false): Promise<voi
   const challenge = await oauth.calculatePKCECodeChallenge(verifier)
   sessionStorage.setItem(PENDING, JSON.stringify({ verifier, state, returnTo }))
   const url = new URL(server.authorization_endpoint!)
-  const params = { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256', state, scope: SCOPE }
+  const params = {
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: REDIRECT_URI,
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    state,
+    scope: SCOPE,
+  }
   for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value)
   if (create) url.searchParams.set('prompt', 'create')
   location.assign(url.toString())
@@ -62,9 +70,14 @@ export async function startSignIn(returnTo: string, create = false): Promise<voi
 
 /** Completes the sign-in at /app/callback: checks state, exchanges the code; returns where to go. */
 export async function finishSignIn(query: URLSearchParams): Promise<string> {
-  const pending = JSON.parse(sessionStorage.getItem(PENDING) ?? 'null') as { verifier: string; state: string; returnTo: string } | null
+  const pending = JSON.parse(sessionStorage.getItem(PENDING) ?? 'null') as {
+    verifier: string
+    state: string
+    returnTo: string
+  } | null
   sessionStorage.removeItem(PENDING)
-  if (query.get('error')) throw new Error(`The sign-in did not complete: ${query.get('error_description') ?? query.get('error')}`)
+  if (query.get('error'))
+    throw new Error(`The sign-in did not complete: ${query.get('error_description') ?? query.get('error')}`)
   const mismatch = new Error('The sign-in answer does not match a sign-in this tab started. Sign in again.')
   if (!pending) throw mismatch
   let answer: URLSearchParams
@@ -74,10 +87,20 @@ export async function finishSignIn(query: URLSearchParams): Promise<string> {
     throw mismatch
   }
   try {
-    const exchanged = await oauth.authorizationCodeGrantRequest(server, client, oauth.None(), answer, REDIRECT_URI, pending.verifier, overHttp)
+    const exchanged = await oauth.authorizationCodeGrantRequest(
+      server,
+      client,
+      oauth.None(),
+      answer,
+      REDIRECT_URI,
+      pending.verifier,
+      overHttp,
+    )
     access = (await oauth.processAuthorizationCodeResponse(server, client, exchanged)).access_token
   } catch (error) {
-    throw new Error(`The sign-in did not complete: ${error instanceof oauth.ResponseBodyError ? (error.error_description ?? error.error) : (error as Error).message}`)
+    throw new Error(
+      `The sign-in did not complete: ${error instanceof oauth.ResponseBodyError ? (error.error_description ?? error.error) : (error as Error).message}`,
+    )
   }
   return pending.returnTo.startsWith('/app') ? pending.returnTo : '/app'
 }
@@ -104,15 +127,20 @@ function refresh(): Promise<boolean> {
 }
 
 /** On a load or in a new tab: signs this tab in with the browser's sign-in, if the page says it has one. */
-export const resumeSignIn = (): Promise<boolean> => (meta('kgs-session') === 'resume' ? refresh() : Promise.resolve(false))
+export const resumeSignIn = (): Promise<boolean> =>
+  meta('kgs-session') === 'resume' ? refresh() : Promise.resolve(false)
 
 /**
  * A request with the access token: `send` gets the URL and the authorization header; an expired
  * token is refreshed once and `send` runs again. fetch's form is authorizedFetch; an upload that
  * reports its progress sends with XMLHttpRequest instead (api.ts).
  */
-export async function authorized<R extends { status: number }>(path: string, send: (url: string, headers: Record<string, string>) => Promise<R>): Promise<R> {
-  const attempt = (token: string | undefined) => send(BASE_URL + path, token ? { authorization: `Bearer ${token}` } : {})
+export async function authorized<R extends { status: number }>(
+  path: string,
+  send: (url: string, headers: Record<string, string>) => Promise<R>,
+): Promise<R> {
+  const attempt = (token: string | undefined) =>
+    send(BASE_URL + path, token ? { authorization: `Bearer ${token}` } : {})
   const sent = access
   const response = await attempt(sent)
   if (response.status !== 401 || !sent) return response
@@ -126,7 +154,9 @@ export async function authorized<R extends { status: number }>(path: string, sen
 
 /** fetch with the access token; an expired one is refreshed once and the request sent again. */
 export const authorizedFetch = (path: string, init: RequestInit = {}): Promise<Response> =>
-  authorized(path, (url, headers) => fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...headers } }))
+  authorized(path, (url, headers) =>
+    fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...headers } }),
+  )
 
 /** Signs this browser out: its grant is revoked (every tab's tokens stop working) and the authorization pages forget it. */
 export async function signOut(): Promise<void> {

@@ -22,9 +22,20 @@ export interface SentenceLink {
  * The Markdown as a sanitized fragment; each sentence of `links` found in one text node becomes a
  * link. `under`: the heading level the text sits under; its `#` becomes one level below that.
  */
-export function renderMarkdown(source: string, href: CitationHref, links: SentenceLink[] = [], under = 1): DocumentFragment {
-  const cited = source.replace(CITATION, (_, kind: 'fact' | 'concept', id: string) => `(${href(kind, id.toLowerCase())})`)
-  const fragment = DOMPurify.sanitize(micromark(cited), { RETURN_DOM_FRAGMENT: true, FORBID_TAGS: ['style', 'form', 'input', 'button'] })
+export function renderMarkdown(
+  source: string,
+  href: CitationHref,
+  links: SentenceLink[] = [],
+  under = 1,
+): DocumentFragment {
+  const cited = source.replace(
+    CITATION,
+    (_, kind: 'fact' | 'concept', id: string) => `(${href(kind, id.toLowerCase())})`,
+  )
+  const fragment = DOMPurify.sanitize(micromark(cited), {
+    RETURN_DOM_FRAGMENT: true,
+    FORBID_TAGS: ['style', 'form', 'input', 'button'],
+  })
   for (const anchor of fragment.querySelectorAll('a[href]')) {
     const target = anchor.getAttribute('href')!
     if (leadsIntoApp(target) && !appHref(target)) anchor.removeAttribute('href')

@@ -28,7 +28,10 @@ interface PermissionsAnswer {
 
 /** Reads the person's permissions in `repo` (none: in the system domain) once, for everything inside. */
 export function PermissionsOf({ repo, children }: { repo?: string; children: ComponentChildren }) {
-  const [loaded] = useLoad(() => request<PermissionsAnswer>('GET', '/api/v1/permissions', undefined, repo ? { 'x-repository-id': repo } : {}), `permissions ${repo ?? ''}`)
+  const [loaded] = useLoad(
+    () => request<PermissionsAnswer>('GET', '/api/v1/permissions', undefined, repo ? { 'x-repository-id': repo } : {}),
+    `permissions ${repo ?? ''}`,
+  )
   const held = useMemo<Held>(() => {
     if (loaded.state !== 'done') return { repo }
     // With X-Repository-ID the answer is the system domain and that repository's.
@@ -49,7 +52,17 @@ export function useCan(): (permission: RepositoryPermission | SystemPermission) 
  * `doing` ("Adding a fact") needs which role and who grants it, under `heading` if given.
  * Nothing while the permissions load.
  */
-export function Allowed({ permission, doing, heading, children }: { permission: RepositoryPermission; doing: string; heading?: string; children: ComponentChildren }) {
+export function Allowed({
+  permission,
+  doing,
+  heading,
+  children,
+}: {
+  permission: RepositoryPermission
+  doing: string
+  heading?: string
+  children: ComponentChildren
+}) {
   const { repo, permissions } = useContext(HeldPermissions)
   if (!permissions) return null
   if (permissions.has(permission)) return <>{children}</>
@@ -57,7 +70,8 @@ export function Allowed({ permission, doing, heading, children }: { permission: 
     <>
       {heading && <h1 tabIndex={-1}>{heading}</h1>}
       <p class="refused">
-        {doing} needs {rolesWith(permission)} in this repository; a repoadmin of it can grant it. {repo && <Link href={`${paths(repo).base}/members`}>Who is a member, and what each role may do</Link>}
+        {doing} needs {rolesWith(permission)} in this repository; a repoadmin of it can grant it.{' '}
+        {repo && <Link href={`${paths(repo).base}/members`}>Who is a member, and what each role may do</Link>}
       </p>
     </>
   )

@@ -7,11 +7,23 @@
 const ABILITIES = {
   read: {
     says: 'reads the graph, its members and its jobs',
-    permissions: ['repository:read', 'member:read', 'source:read', 'fact:read', 'concept:read', 'investigation:read', 'report:read', 'job:read'],
+    permissions: [
+      'repository:read',
+      'member:read',
+      'source:read',
+      'fact:read',
+      'concept:read',
+      'investigation:read',
+      'report:read',
+      'job:read',
+    ],
   },
   curate: { says: 'writes concepts and reports', permissions: ['concept:write', 'report:write'] },
   export: { says: 'exports the graph to the registry', permissions: ['graph:export'] },
-  gather: { says: 'writes sources, facts and investigations', permissions: ['source:write', 'fact:write', 'investigation:write'] },
+  gather: {
+    says: 'writes sources, facts and investigations',
+    permissions: ['source:write', 'fact:write', 'investigation:write'],
+  },
   import: { says: 'imports graphs', permissions: ['graph:import'] },
   keep: { says: 'renames the repository and cancels its jobs', permissions: ['repository:update', 'job:cancel'] },
   govern: { says: 'manages members and deletes the repository', permissions: ['member:manage', 'repository:delete'] },
@@ -40,7 +52,8 @@ export function claims(role: RepositoryRole): RepositoryPermission[] {
 }
 
 /** "a", "a or b", "a, b or c". */
-const either = (words: readonly string[]) => (words.length < 2 ? words.join('') : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`)
+const either = (words: readonly string[]) =>
+  words.length < 2 ? words.join('') : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`
 const article = (word: string) => (/^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`)
 const capital = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
 
@@ -49,7 +62,12 @@ export const ROLE_LINES: readonly { role: RepositoryRole; line: string }[] = LAD
   const own = adds.map((ability) => ABILITIES[ability].says)
   const weaker = LADDER[rung + 1]?.role
   const writes = claims(role).some((permission) => !permission.endsWith(':read'))
-  return { role, line: weaker ? `Everything ${article(weaker)} can; ${own.join('; ')}.` : `${capital(own.join('; '))}${writes ? '' : '; changes nothing'}.` }
+  return {
+    role,
+    line: weaker
+      ? `Everything ${article(weaker)} can; ${own.join('; ')}.`
+      : `${capital(own.join('; '))}${writes ? '' : '; changes nothing'}.`,
+  }
 })
 
 /** The roles that carry `permission`, weakest first, as a sentence names them: "the editor or repoadmin role". */

@@ -24,7 +24,9 @@ function resolve(href: string): URL | undefined {
 /** Whether `href` leads to a page of the app (this origin, /app or under it), whether or not its path routes. */
 export function leadsIntoApp(href: string): boolean {
   const url = resolve(href)
-  return url !== undefined && url.origin === location.origin && (url.pathname === '/app' || url.pathname.startsWith('/app/'))
+  return (
+    url !== undefined && url.origin === location.origin && (url.pathname === '/app' || url.pathname.startsWith('/app/'))
+  )
 }
 
 /** `href` as a path to navigate to within the app, if it leads into it and its every segment routes. */

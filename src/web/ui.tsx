@@ -46,7 +46,11 @@ export function Told() {
 export const plural = (n: number, noun: string, nouns = `${noun}s`) => `${n} ${n === 1 ? noun : nouns}`
 
 /** A link inside the app: a real <a> (keyboard, new tab) that navigates without a reload. */
-export function Link({ href, children, ...rest }: { href: string; children: ComponentChildren } & JSX.HTMLAttributes<HTMLAnchorElement>) {
+export function Link({
+  href,
+  children,
+  ...rest
+}: { href: string; children: ComponentChildren } & JSX.HTMLAttributes<HTMLAnchorElement>) {
   const click = (event: MouseEvent) => {
     if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return
     event.preventDefault()
@@ -101,7 +105,19 @@ export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (va
  * A paginated list: one page at a time, never the whole table; Previous and Next, and the list's
  * length where the API says it, when there is more than one page. `empty`: what an empty list says.
  */
-export function Paged<T>({ path, label, limit, empty = 'None yet.', children }: { path: string; label: string; limit?: number; empty?: string; children: (rows: T[]) => ComponentChildren }) {
+export function Paged<T>({
+  path,
+  label,
+  limit,
+  empty = 'None yet.',
+  children,
+}: {
+  path: string
+  label: string
+  limit?: number
+  empty?: string
+  children: (rows: T[]) => ComponentChildren
+}) {
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined])
   const cursor = cursors[cursors.length - 1]
   useEffect(() => setCursors([undefined]), [path])
@@ -135,7 +151,17 @@ export function Paged<T>({ path, label, limit, empty = 'None yet.', children }: 
  * Markdown from the graph, rendered inert (markdown.ts) into this element. `under`: the level of
  * the page's heading it sits under (its own headings go below it).
  */
-export function Markdown({ source, href, links, under = 1 }: { source: string; href: CitationHref; links?: SentenceLink[]; under?: number }) {
+export function Markdown({
+  source,
+  href,
+  links,
+  under = 1,
+}: {
+  source: string
+  href: CitationHref
+  links?: SentenceLink[]
+  under?: number
+}) {
   const ref = useRef<HTMLDivElement>(null)
   useEffect(() => {
     const fragment = renderMarkdown(source, href, links, under)

@@ -22,23 +22,37 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 /** Makes every refresh token of the session or grant look issued `minutes` ago. */
-async function backdate(table: 'refresh_tokens' | 'oauth_refresh_tokens', column: 'session_id' | 'family_id', id: string, minutes: number): Promise<void> {
+async function backdate(
+  table: 'refresh_tokens' | 'oauth_refresh_tokens',
+  column: 'session_id' | 'family_id',
+  id: string,
+  minutes: number,
+): Promise<void> {
   const sql = server.context.pools.system
-  const updated = await sql`UPDATE ${sql(table)} SET created_at = now() - make_interval(mins => ${minutes}) WHERE ${sql(column)} = ${id} RETURNING 1`
+  const updated =
+    await sql`UPDATE ${sql(table)} SET created_at = now() - make_interval(mins => ${minutes}) WHERE ${sql(column)} = ${id} RETURNING 1`
   expect(updated.length).toBeGreaterThan(0)
 }
 
-const sessionOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sid: string }).sid
+const sessionOf = (token: string) =>
+  (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sid: string }).sid
 
 async function tokenRequest(fields: Record<string, string>) {
-  const res = await fetch(`${server.url}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) })
+  const res = await fetch(`${server.url}/api/v1/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields),
+  })
   return { status: res.status, body: (await res.json()) as Record<string, string> }
 }
 
 describe(`SESSION_IDLE_TTL=${IDLE} (${BACKEND})`, () => {
   test('a session refreshed within the limit goes on; one idle past it ends at its refresh, with 401, and its tokens stop working', async () => {
     const email = uniqueEmail()
-    const { token, refresh_token } = (await http.post('/api/v1/auth/register', { email, password: PASSWORD })).body as { token: string; refresh_token: string }
+    const { token, refresh_token } = (await http.post('/api/v1/auth/register', { email, password: PASSWORD })).body as {
+      token: string
+      refresh_token: string
+    }
     const session = sessionOf(token)
     // 59 minutes without a refresh: still within the hour.
     await backdate('refresh_tokens', 'session_id', session, 59)
@@ -47,12 +61,24 @@ describe(`SESSION_IDLE_TTL=${IDLE} (${BACKEND})`, () => {
     // 61 minutes since that refresh: the session has ended, and another session no longer lists it.
     await backdate('refresh_tokens', 'session_id', session, 61)
     const other = (await http.post('/api/v1/auth/login', { email, password: PASSWORD })).body as { token: string }
-    expect(((await http.get('/api/v1/auth/sessions', other.token)).body as { id: string }[]).map((s) => s.id)).toEqual([sessionOf(other.token)])
-    expectError(await http.post('/api/v1/auth/refresh', { refresh_token: refreshed.body.refresh_token }), 401, 'the session went unused longer than SESSION_IDLE_TTL; sign in again')
+    expect(((await http.get('/api/v1/auth/sessions', other.token)).body as { id: string }[]).map((s) => s.id)).toEqual([
+      sessionOf(other.token),
+    ])
+    expectError(
+      await http.post('/api/v1/auth/refresh', { refresh_token: refreshed.body.refresh_token }),
+      401,
+      'the session went unused longer than SESSION_IDLE_TTL; sign in again',
+    )
     expectError(await http.get('/api/v1/users/me', refreshed.body.token), 401)
     // The refresh token was used up by the refused attempt: presenting it again is reuse, not a way back in.
-    expectError(await http.post('/api/v1/auth/refresh', { refresh_token: refreshed.body.refresh_token }), 401, 'invalid refresh token')
-    const [ended] = await server.context.pools.system<{ revoked_reason: string }[]>`SELECT revoked_reason FROM sessions WHERE id = ${session}`
+    expectError(
+      await http.post('/api/v1/auth/refresh', { refresh_token: refreshed.body.refresh_token }),
+      401,
+      'invalid refresh token',
+    )
+    const [ended] = await server.context.pools.system<
+      { revoked_reason: string }[]
+    >`SELECT revoked_reason FROM sessions WHERE id = ${session}`
     expect(ended!.revoked_reason).toBe('idle')
     // Signing in again starts a new session.
     expect((await http.post('/api/v1/auth/login', { email, password: PASSWORD })).status).toBe(200)
@@ -70,21 +96,32 @@ describe(`SESSION_IDLE_TTL=${IDLE} (${BACKEND})`, () => {
     const familyId = unused!.family_id
     await backdate('oauth_refresh_tokens', 'family_id', familyId, 59)
     const { token } = (await http.post('/api/v1/auth/login', { email, password: PASSWORD })).body as { token: string }
-    const listed = async () => ((await http.get('/api/v1/oauth/grants', token)).body as { id: string }[]).map((g) => g.id)
+    const listed = async () =>
+      ((await http.get('/api/v1/oauth/grants', token)).body as { id: string }[]).map((g) => g.id)
     expect(await listed()).toEqual([familyId])
-    const refreshed = await tokenRequest({ grant_type: 'refresh_token', refresh_token: granted.refresh_token!, client_id: client.client_id })
+    const refreshed = await tokenRequest({
+      grant_type: 'refresh_token',
+      refresh_token: granted.refresh_token!,
+      client_id: client.client_id,
+    })
     expect(refreshed.status).toBe(200)
     expect((await http.get('/api/v1/users/me', refreshed.body.access_token)).status).toBe(200)
     await backdate('oauth_refresh_tokens', 'family_id', familyId, 61)
     expect(await listed()).toEqual([])
     expectOAuthError(
-      await tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshed.body.refresh_token!, client_id: client.client_id }),
+      await tokenRequest({
+        grant_type: 'refresh_token',
+        refresh_token: refreshed.body.refresh_token!,
+        client_id: client.client_id,
+      }),
       400,
       'invalid_grant',
       /went unused longer than SESSION_IDLE_TTL/,
     )
     expectError(await http.get('/api/v1/users/me', refreshed.body.access_token), 401)
-    const [family] = await sql<{ revoked: boolean }[]>`SELECT revoked_at IS NOT NULL AS revoked FROM oauth_token_families WHERE id = ${familyId}`
+    const [family] = await sql<
+      { revoked: boolean }[]
+    >`SELECT revoked_at IS NOT NULL AS revoked FROM oauth_token_families WHERE id = ${familyId}`
     expect(family!.revoked).toBe(true)
   })
 })

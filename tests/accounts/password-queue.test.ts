@@ -31,7 +31,9 @@ afterAll(async () => {
 
 /** Runs `during` while every hashing thread is busy and the one place in the queue is taken. */
 async function withFullQueue<T>(during: () => Promise<T>): Promise<T> {
-  const held = Array.from({ length: HASHER_THREADS + 1 }, () => verifyPassword('held', slowHash, server.context.config.passwordCost))
+  const held = Array.from({ length: HASHER_THREADS + 1 }, () =>
+    verifyPassword('held', slowHash, server.context.config.passwordCost),
+  )
   try {
     return await during()
   } finally {
@@ -45,7 +47,10 @@ describe(`a full password-hashing queue (${BACKEND})`, () => {
     expect((await http.post('/api/v1/auth/register', { email, password: PASSWORD })).status).toBe(201)
     const newcomer = uniqueEmail()
     const [login, registration] = await withFullQueue(() =>
-      Promise.all([http.post('/api/v1/auth/login', { email, password: PASSWORD }), http.post('/api/v1/auth/register', { email: newcomer, password: PASSWORD })]),
+      Promise.all([
+        http.post('/api/v1/auth/login', { email, password: PASSWORD }),
+        http.post('/api/v1/auth/register', { email: newcomer, password: PASSWORD }),
+      ]),
     )
     for (const res of [login, registration]) {
       expectError(res, 503, BUSY)
@@ -70,10 +75,21 @@ describe(`a full password-hashing queue (${BACKEND})`, () => {
       state: 's',
     })
     const browser = browserCookie()
-    const page = await (await server.request(`/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })).text()
-    const fields = { authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!, csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!, email, password: PASSWORD }
+    const page = await (
+      await server.request(`/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })
+    ).text()
+    const fields = {
+      authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!,
+      csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!,
+      email,
+      password: PASSWORD,
+    }
     const signIn = () =>
-      server.request('/api/v1/oauth/authorize/login', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: browser }, body: new URLSearchParams(fields) })
+      server.request('/api/v1/oauth/authorize/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: browser },
+        body: new URLSearchParams(fields),
+      })
     const refused = await withFullQueue(signIn)
     expect(refused.status).toBe(503)
     expect(refused.headers.get('retry-after')).toBe('5')

@@ -83,7 +83,11 @@ for (const [name, env] of Object.entries(SERVERS)) {
 
     test('a wrong password re-hashes nothing', async () => {
       const { email, hash } = await accountHashedAt({ memoryKiB: 65536, timeCost: 2 })
-      expectError(await http.post('/api/v1/auth/login', { email, password: `${PASSWORD}!` }), 401, 'invalid credentials')
+      expectError(
+        await http.post('/api/v1/auth/login', { email, password: `${PASSWORD}!` }),
+        401,
+        'invalid credentials',
+      )
       expect(await storedHash(email)).toBe(hash)
     })
 

@@ -5,7 +5,14 @@ import { beforeAll, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { parseEnv } from '../../src/config.ts'
-import { HASHER_THREADS, HashingBusyError, hashPassword, limitWaitingHashes, runningHashers, verifyPassword } from '../../src/accounts/passwords.ts'
+import {
+  HASHER_THREADS,
+  HashingBusyError,
+  hashPassword,
+  limitWaitingHashes,
+  runningHashers,
+  verifyPassword,
+} from '../../src/accounts/passwords.ts'
 import { rejected } from '../helpers/promises.ts'
 
 /** Niceness of each thread of this process (field 19 of /proc/self/task/<tid>/stat). */
@@ -67,15 +74,18 @@ test('a burst queues: every answer is right, on at most a quarter of the cores (
   expect(most).toBeLessThanOrEqual(threads)
 })
 
-test.skipIf(process.platform !== 'linux')('hashing threads run at niceness 10 (or the process`s own, if higher), the main thread at its own', async () => {
-  const before = threadNiceness()
-  await hashPassword('niceness', COST)
-  const after = threadNiceness()
-  const main = after.get(process.pid)
-  expect(main).toBe(before.get(process.pid)!)
-  const hashing = [...after].filter(([tid, nice]) => tid !== process.pid && nice === Math.max(10, main!))
-  expect(hashing.length).toBeGreaterThanOrEqual(runningHashers())
-})
+test.skipIf(process.platform !== 'linux')(
+  'hashing threads run at niceness 10 (or the process`s own, if higher), the main thread at its own',
+  async () => {
+    const before = threadNiceness()
+    await hashPassword('niceness', COST)
+    const after = threadNiceness()
+    const main = after.get(process.pid)
+    expect(main).toBe(before.get(process.pid)!)
+    const hashing = [...after].filter(([tid, nice]) => tid !== process.pid && nice === Math.max(10, main!))
+    expect(hashing.length).toBeGreaterThanOrEqual(runningHashers())
+  },
+)
 
 test('past the queue limit a hash is refused at once (503, Retry-After); those admitted complete', async () => {
   limitWaitingHashes(1)
@@ -87,7 +97,11 @@ test('past the queue limit a hash is refused at once (503, Retry-After); those a
       (error: unknown) => error,
     )
     expect(refused).toBeInstanceOf(HashingBusyError)
-    expect(refused).toMatchObject({ status: 503, message: 'too many sign-ins in progress; try again shortly', headers: { 'retry-after': '5' } })
+    expect(refused).toMatchObject({
+      status: 503,
+      message: 'too many sign-ins in progress; try again shortly',
+      headers: { 'retry-after': '5' },
+    })
     for (const hash of await Promise.all(admitted)) expect(hash).toStartWith('$argon2id$')
     // Drained, the queue admits again.
     expect(await verifyPassword('one too many', await hashPassword('one too many', COST), COST)).toBe(true)

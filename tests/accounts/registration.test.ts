@@ -27,7 +27,10 @@ async function authorizationPages(server: TestServer, client: TestClient, prompt
   })
   const first = await server.request(`/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })
   const html = await first.text()
-  const ids = { authorization_id: /name="authorization_id" value="([^"]+)"/.exec(html)![1]!, csrf_token: /name="csrf_token" value="([^"]+)"/.exec(html)![1]! }
+  const ids = {
+    authorization_id: /name="authorization_id" value="([^"]+)"/.exec(html)![1]!,
+    csrf_token: /name="csrf_token" value="([^"]+)"/.exec(html)![1]!,
+  }
   const post = async (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) => {
     const res = await server.request(path, {
       method: 'POST',
@@ -71,7 +74,9 @@ describe(`REGISTRATION=open, the default (${BACKEND})`, () => {
     expect(form.html).toContain('<h1>Create an account</h1>')
     expect(form.html).toContain(`value="${signIn.ids.authorization_id}"`)
     expect(form.html).toMatch(/minlength="8" maxlength="256" aria-describedby="password-rules"/)
-    expect(form.html).toContain('<p id="password-rules" class="hint">8 to 256 characters; any characters, spaces included.</p>')
+    expect(form.html).toContain(
+      '<p id="password-rules" class="hint">8 to 256 characters; any characters, spaces included.</p>',
+    )
     expect(form.html).not.toContain('Invitation code')
     // And back: "Sign in instead" posts the ids to the sign-in form, which shows itself.
     const back = await signIn.post('/api/v1/oauth/authorize/login', {})
@@ -85,7 +90,11 @@ describe(`REGISTRATION=open, the default (${BACKEND})`, () => {
   test('signing up on the pages makes the account (a member) and goes on to the consent page, signed in', async () => {
     const pages = await authorizationPages(server, client, 'create')
     const email = uniqueEmail('pages')
-    const made = await pages.post('/api/v1/oauth/authorize/register', { email: email.toUpperCase(), name: 'Ada', password })
+    const made = await pages.post('/api/v1/oauth/authorize/register', {
+      email: email.toUpperCase(),
+      name: 'Ada',
+      password,
+    })
     expect(made.status).toBe(200)
     expect(made.html).toContain('Allow access?')
     expect(made.html).toContain(`Signed in as ${email}`)
@@ -95,7 +104,11 @@ describe(`REGISTRATION=open, the default (${BACKEND})`, () => {
     expect(session.body.user).toMatchObject({ email, name: 'Ada' })
     expect((await http.post('/api/v1/repositories', { name: 'mine' }, session.body.token)).status).toBe(201)
     // The same address again: the form, saying so, with what was typed but the password.
-    const again = await (await authorizationPages(server, client, 'create')).post('/api/v1/oauth/authorize/register', { email, name: 'Ada', password })
+    const again = await (await authorizationPages(server, client, 'create')).post('/api/v1/oauth/authorize/register', {
+      email,
+      name: 'Ada',
+      password,
+    })
     expect(again.status).toBe(409)
     expect(again.html).toContain('An account with this e-mail address exists already: sign in instead.')
     expect(again.html).toContain(`value="${email}"`)
@@ -114,7 +127,11 @@ describe(`REGISTRATION=open, the default (${BACKEND})`, () => {
     const forged = await pages.post('/api/v1/oauth/authorize/register', { email, password, csrf_token: 'x'.repeat(43) })
     expect(forged.status).toBe(403)
     expect(forged.html).toContain('CSRF check failed')
-    const crossSite = await pages.post('/api/v1/oauth/authorize/register', { email, password }, { 'sec-fetch-site': 'cross-site' })
+    const crossSite = await pages.post(
+      '/api/v1/oauth/authorize/register',
+      { email, password },
+      { 'sec-fetch-site': 'cross-site' },
+    )
     expect(crossSite.status).toBe(403)
     expect(crossSite.html).toContain('posted from another site')
     expect(await signsIn(http, email)).toBe(401)
@@ -135,14 +152,27 @@ describe(`the sign-up form's throttle (${BACKEND})`, () => {
     const client = await registerClient(server.url)
     expect((await http.post('/api/v1/auth/register', { email: uniqueEmail('budget'), password })).status).toBe(201)
     for (let i = 0; i < 2; i++)
-      expect((await (await authorizationPages(server, client, 'create')).post('/api/v1/oauth/authorize/register', { email: uniqueEmail('budget'), password })).status).toBe(200)
+      expect(
+        (
+          await (
+            await authorizationPages(server, client, 'create')
+          ).post('/api/v1/oauth/authorize/register', { email: uniqueEmail('budget'), password })
+        ).status,
+      ).toBe(200)
     const email = uniqueEmail('refused')
-    const refused = await (await authorizationPages(server, client, 'create')).post('/api/v1/oauth/authorize/register', { email, password })
+    const refused = await (await authorizationPages(server, client, 'create')).post(
+      '/api/v1/oauth/authorize/register',
+      { email, password },
+    )
     expect(refused.status).toBe(429)
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
     expect(refused.html).toContain('Too many registrations from your address.')
     expect(await signsIn(http, email)).toBe(401)
-    expectError(await http.post('/api/v1/auth/register', { email, password }), 429, /^too many registrations; retry after/)
+    expectError(
+      await http.post('/api/v1/auth/register', { email, password }),
+      429,
+      /^too many registrations; retry after/,
+    )
   })
 })
 
@@ -155,7 +185,12 @@ describe(`REGISTRATION=closed (${BACKEND})`, () => {
     http = api(server.url)
     // The first account, as an operator makes it.
     const email = uniqueEmail('operator')
-    const created = await runKgs(['user', 'create', email], server.env, undefined, new TextEncoder().encode(`${password}\n`))
+    const created = await runKgs(
+      ['user', 'create', email],
+      server.env,
+      undefined,
+      new TextEncoder().encode(`${password}\n`),
+    )
     expect(created.code).toBe(0)
     expect((await server.promote(email)).code).toBe(0)
     admin = { email, token: (await http.post('/api/v1/auth/login', { email, password })).body.token }
@@ -164,12 +199,19 @@ describe(`REGISTRATION=closed (${BACKEND})`, () => {
 
   test('POST /auth/register is 403, saying how accounts are made; nothing is made', async () => {
     const email = uniqueEmail('closed')
-    expectError(await http.post('/api/v1/auth/register', { email, password }), 403, 'registration is closed: an administrator creates accounts (`kgs user create`, or POST /api/v1/admin/users)')
+    expectError(
+      await http.post('/api/v1/auth/register', { email, password }),
+      403,
+      'registration is closed: an administrator creates accounts (`kgs user create`, or POST /api/v1/admin/users)',
+    )
     expect(await signsIn(http, email)).toBe(401)
   })
 
   test('OAuth client registration is not affected', async () => {
-    const registered = await http.post('/api/v1/oauth/register', { redirect_uris: ['http://127.0.0.1:41000/cb'], client_name: 'Agent' })
+    const registered = await http.post('/api/v1/oauth/register', {
+      redirect_uris: ['http://127.0.0.1:41000/cb'],
+      client_name: 'Agent',
+    })
     expect(registered.status).toBe(201)
   })
 
@@ -177,7 +219,9 @@ describe(`REGISTRATION=closed (${BACKEND})`, () => {
     expect(await (await server.request('/app')).text()).toContain('<meta name="kgs-registration" content="closed">')
     const client = await registerClient(server.url)
     const pages = await authorizationPages(server, client)
-    expect(pages.first.html).toContain('No account yet? Accounts here are made by an administrator: ask yours for one (they create it with kgs user create).')
+    expect(pages.first.html).toContain(
+      'No account yet? Accounts here are made by an administrator: ask yours for one (they create it with kgs user create).',
+    )
     expect(pages.first.html).not.toContain('/api/v1/oauth/authorize/register')
     // prompt=create: the sign-in page, which says the same.
     const create = await authorizationPages(server, client, 'create')
@@ -203,8 +247,16 @@ describe(`REGISTRATION=closed (${BACKEND})`, () => {
       403,
       'permission denied: user:manage needs the sysadmin role on this server; a sysadmin can grant it',
     )
-    expectError(await http.post('/api/v1/admin/users', { email, password }, admin.token), 409, 'e-mail address already registered')
-    expectError(await http.post('/api/v1/admin/users', { email: uniqueEmail('short'), password: 'short' }, admin.token), 400, /^invalid body: password: /)
+    expectError(
+      await http.post('/api/v1/admin/users', { email, password }, admin.token),
+      409,
+      'e-mail address already registered',
+    )
+    expectError(
+      await http.post('/api/v1/admin/users', { email: uniqueEmail('short'), password: 'short' }, admin.token),
+      400,
+      /^invalid body: password: /,
+    )
   })
 })
 
@@ -212,19 +264,26 @@ describe(`REGISTRATION=invite (${BACKEND})`, () => {
   let server: TestServer
   let http: ReturnType<typeof api>
   let admin: { token: string }
-  const invite = (email: string, extra: Record<string, unknown> = {}) => http.post('/api/v1/admin/invitations', { email, ...extra }, admin.token)
+  const invite = (email: string, extra: Record<string, unknown> = {}) =>
+    http.post('/api/v1/admin/invitations', { email, ...extra }, admin.token)
   beforeAll(async () => {
     server = await startTestServer({ env: { REGISTRATION: 'invite' } })
     http = api(server.url)
     const email = uniqueEmail('admin')
-    expect((await runKgs(['user', 'create', email], server.env, undefined, new TextEncoder().encode(`${password}\n`))).code).toBe(0)
+    expect(
+      (await runKgs(['user', 'create', email], server.env, undefined, new TextEncoder().encode(`${password}\n`))).code,
+    ).toBe(0)
     expect((await server.promote(email)).code).toBe(0)
     admin = { token: (await http.post('/api/v1/auth/login', { email, password })).body.token }
   })
   afterAll(() => server.stop())
 
   test('without an invitation: 403, saying it takes one', async () => {
-    expectError(await http.post('/api/v1/auth/register', { email: uniqueEmail('uninvited'), password }), 403, /^registration is by invitation: ask an administrator for an invitation code/)
+    expectError(
+      await http.post('/api/v1/auth/register', { email: uniqueEmail('uninvited'), password }),
+      403,
+      /^registration is by invitation: ask an administrator for an invitation code/,
+    )
   })
 
   test('an invitation: its code shown once and stored only as a digest; single use, for its address only', async () => {
@@ -246,16 +305,27 @@ describe(`REGISTRATION=invite (${BACKEND})`, () => {
     }
     // Listed without its code.
     const listed = await http.get('/api/v1/admin/invitations', admin.token)
-    expect(listed.body.find((i: { email: string }) => i.email === email)).toEqual({ id: invited.body.id, email, created_at: invited.body.created_at, expires_at: invited.body.expires_at })
+    expect(listed.body.find((i: { email: string }) => i.email === email)).toEqual({
+      id: invited.body.id,
+      email,
+      created_at: invited.body.created_at,
+      expires_at: invited.body.expires_at,
+    })
     // Another address cannot use it; a wrong code is no better.
     const refusal = /^registration is by invitation: this invitation code is not open for this e-mail address/
-    expectError(await http.post('/api/v1/auth/register', { email: uniqueEmail('other'), password, invitation: code }), 403, refusal)
+    expectError(
+      await http.post('/api/v1/auth/register', { email: uniqueEmail('other'), password, invitation: code }),
+      403,
+      refusal,
+    )
     expectError(await http.post('/api/v1/auth/register', { email, password, invitation: 'x'.repeat(32) }), 403, refusal)
     const registered = await http.post('/api/v1/auth/register', { email, password, invitation: code })
     expect(registered.status).toBe(201)
     expect(registered.body.user.email).toBe(email)
     // Used up: gone from the list, and no second account (nor a second use) with it.
-    expect((await http.get('/api/v1/admin/invitations', admin.token)).body.map((i: { email: string }) => i.email)).not.toContain(email)
+    expect(
+      (await http.get('/api/v1/admin/invitations', admin.token)).body.map((i: { email: string }) => i.email),
+    ).not.toContain(email)
     expectError(await invite(email), 409, 'e-mail address already registered')
   })
 
@@ -277,23 +347,44 @@ describe(`REGISTRATION=invite (${BACKEND})`, () => {
     const deleted = await http.call('DELETE', `/api/v1/admin/invitations/${invitation.id}`, { token: admin.token })
     expect(deleted.status).toBe(200)
     expect(deleted.body.email).toBe(revoked)
-    expectError(await http.call('DELETE', `/api/v1/admin/invitations/${invitation.id}`, { token: admin.token }), 404, 'invitation not found')
-    expectError(await http.post('/api/v1/auth/register', { email: revoked, password, invitation: invitation.code }), 403)
+    expectError(
+      await http.call('DELETE', `/api/v1/admin/invitations/${invitation.id}`, { token: admin.token }),
+      404,
+      'invitation not found',
+    )
+    expectError(
+      await http.post('/api/v1/auth/register', { email: revoked, password, invitation: invitation.code }),
+      403,
+    )
   })
 
   test('bad requests and other callers: 400, 403', async () => {
     expectError(await invite('not an address'), 400, 'invalid body: email: expected an e-mail address')
-    expectError(await invite(uniqueEmail('x'), { expires_in_days: 31 }), 400, /^invalid body: expires_in_days: expected a whole number of days from 1 to 30/)
+    expectError(
+      await invite(uniqueEmail('x'), { expires_in_days: 31 }),
+      400,
+      /^invalid body: expires_in_days: expected a whole number of days from 1 to 30/,
+    )
     const member = await http.post('/api/v1/admin/users', { email: uniqueEmail('member'), password }, admin.token)
     const token = (await http.post('/api/v1/auth/login', { email: member.body.email, password })).body.token
-    expectError(await http.post('/api/v1/admin/invitations', { email: uniqueEmail('x') }, token), 403, 'permission denied: user:manage needs the sysadmin role on this server; a sysadmin can grant it')
-    expectError(await http.get('/api/v1/admin/invitations', token), 403, 'permission denied: user:read needs the sysadmin role on this server; a sysadmin can grant it')
+    expectError(
+      await http.post('/api/v1/admin/invitations', { email: uniqueEmail('x') }, token),
+      403,
+      'permission denied: user:manage needs the sysadmin role on this server; a sysadmin can grant it',
+    )
+    expectError(
+      await http.get('/api/v1/admin/invitations', token),
+      403,
+      'permission denied: user:read needs the sysadmin role on this server; a sysadmin can grant it',
+    )
   })
 
   test(`at most ${OPEN_INVITATIONS_MAX} open invitations`, async () => {
     const sql = server.systemSql()
     try {
-      const [open] = await sql<{ count: number }[]>`SELECT count(*)::int AS count FROM invitations WHERE expires_at > now()`
+      const [open] = await sql<
+        { count: number }[]
+      >`SELECT count(*)::int AS count FROM invitations WHERE expires_at > now()`
       await sql`
         INSERT INTO invitations (id, email, code_hash, expires_at)
         SELECT gen_random_uuid(), 'bulk-' || n || '@example.com', sha256(n::text::bytea), now() + interval '1 day'
@@ -303,7 +394,11 @@ describe(`REGISTRATION=invite (${BACKEND})`, () => {
     }
     try {
       expect((await invite(uniqueEmail('last'))).status).toBe(201)
-      expectError(await invite(uniqueEmail('one-too-many')), 409, `${OPEN_INVITATIONS_MAX} invitations are open already: revoke some, or let them expire`)
+      expectError(
+        await invite(uniqueEmail('one-too-many')),
+        409,
+        `${OPEN_INVITATIONS_MAX} invitations are open already: revoke some, or let them expire`,
+      )
       // Re-inviting an address already invited takes no more room.
       expect((await invite('bulk-1@example.com')).status).toBe(201)
     } finally {
@@ -324,7 +419,9 @@ describe(`REGISTRATION=invite (${BACKEND})`, () => {
     const { code } = (await invite(email)).body
     const wrong = await pages.post('/api/v1/oauth/authorize/register', { email, password, invitation: 'wrong' })
     expect(wrong.status).toBe(403)
-    expect(wrong.html).toContain('Registration is by invitation: this invitation code is not open for this e-mail address')
+    expect(wrong.html).toContain(
+      'Registration is by invitation: this invitation code is not open for this e-mail address',
+    )
     const made = await pages.post('/api/v1/oauth/authorize/register', { email, password, invitation: code })
     expect(made.status).toBe(200)
     expect(made.html).toContain(`Signed in as ${email}`)

@@ -7,7 +7,8 @@ import { parseEnv, type PasswordCost } from '../../src/config.ts'
 import { runtime } from '../../src/runtime/index.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
-const phc = (cost: PasswordCost) => new RegExp(`^\\$argon2id\\$v=19\\$m=${cost.memoryKiB},t=${cost.timeCost},p=1\\$[A-Za-z0-9+/]+\\$[A-Za-z0-9+/]+$`)
+const phc = (cost: PasswordCost) =>
+  new RegExp(`^\\$argon2id\\$v=19\\$m=${cost.memoryKiB},t=${cost.timeCost},p=1\\$[A-Za-z0-9+/]+\\$[A-Za-z0-9+/]+$`)
 
 for (const env of [{}, { PASSWORD_HASH_MEMORY: '12', PASSWORD_HASH_TIME: '3' }]) {
   const cost = parseEnv(env).passwordCost
@@ -19,7 +20,10 @@ for (const env of [{}, { PASSWORD_HASH_MEMORY: '12', PASSWORD_HASH_TIME: '3' }])
     const script = `import { runtime } from './src/runtime/index.ts'
 const [password, hash, cost] = Deno.args
 console.log(JSON.stringify({ name: runtime.name, right: await runtime.verifyPassword(password, hash), wrong: await runtime.verifyPassword(password + '!', hash), hash: await runtime.hashPassword(password, JSON.parse(cost)) }))`
-    const child = Bun.spawnSync([join(ROOT, 'node_modules', '.bin', 'deno'), 'eval', '--ext=ts', script, password, bunHash, JSON.stringify(cost)], { cwd: ROOT, stderr: 'pipe' })
+    const child = Bun.spawnSync(
+      [join(ROOT, 'node_modules', '.bin', 'deno'), 'eval', '--ext=ts', script, password, bunHash, JSON.stringify(cost)],
+      { cwd: ROOT, stderr: 'pipe' },
+    )
     expect(child.stderr.toString()).toBe('')
     const deno = JSON.parse(child.stdout.toString()) as { name: string; right: boolean; wrong: boolean; hash: string }
     expect(deno).toMatchObject({ name: 'deno', right: true, wrong: false })

@@ -40,12 +40,17 @@ async function login(email: string): Promise<Grant> {
   expect(res.status).toBe(200)
   return res.body
 }
-const sessionOf = (token: string) => (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sid: string }).sid
+const sessionOf = (token: string) =>
+  (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sid: string }).sid
 const refresh = (refreshToken: string) => http.post('/api/v1/auth/refresh', { refresh_token: refreshToken })
 
 /** A form post to the OAuth token endpoint. */
 async function tokenRequest(fields: Record<string, string>) {
-  const res = await fetch(`${server.url}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) })
+  const res = await fetch(`${server.url}/api/v1/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields),
+  })
   return { status: res.status, body: (await res.json()) as Record<string, string> }
 }
 /** An OAuth grant of `email` to a fresh client: its access and refresh tokens. */
@@ -82,7 +87,9 @@ describe(`a user's sessions (${BACKEND})`, () => {
   test('DELETE /auth/sessions/{id} ends one: its access and refresh tokens stop working at once, the others go on', async () => {
     const { email, first } = await account()
     const second = await login(email)
-    const res = await http.call('DELETE', `/api/v1/auth/sessions/${sessionOf(second.token).toUpperCase()}`, { token: first.token })
+    const res = await http.call('DELETE', `/api/v1/auth/sessions/${sessionOf(second.token).toUpperCase()}`, {
+      token: first.token,
+    })
     expect(res.status).toBe(200)
     expect(res.body).toMatchObject({ id: sessionOf(second.token), current: false })
     expectError(await http.get('/api/v1/users/me', second.token), 401)
@@ -90,11 +97,23 @@ describe(`a user's sessions (${BACKEND})`, () => {
     expect((await http.get('/api/v1/users/me', first.token)).status).toBe(200)
     expect((await refresh(first.refresh_token)).status).toBe(200)
     // Once ended it is not found again; nor is a session of another user, nor one that never was.
-    expectError(await http.call('DELETE', `/api/v1/auth/sessions/${sessionOf(second.token)}`, { token: first.token }), 404, 'session not found')
+    expectError(
+      await http.call('DELETE', `/api/v1/auth/sessions/${sessionOf(second.token)}`, { token: first.token }),
+      404,
+      'session not found',
+    )
     const other = await account()
-    expectError(await http.call('DELETE', `/api/v1/auth/sessions/${sessionOf(other.first.token)}`, { token: first.token }), 404, 'session not found')
+    expectError(
+      await http.call('DELETE', `/api/v1/auth/sessions/${sessionOf(other.first.token)}`, { token: first.token }),
+      404,
+      'session not found',
+    )
     expect((await http.get('/api/v1/users/me', other.first.token)).status).toBe(200)
-    expectError(await http.call('DELETE', `/api/v1/auth/sessions/${crypto.randomUUID()}`, { token: first.token }), 404, 'session not found')
+    expectError(
+      await http.call('DELETE', `/api/v1/auth/sessions/${crypto.randomUUID()}`, { token: first.token }),
+      404,
+      'session not found',
+    )
   })
 
   test('ending the current session works like logout', async () => {
@@ -107,17 +126,29 @@ describe(`a user's sessions (${BACKEND})`, () => {
 
   test('malformed ids, limits and cursors are 400; without a token 401; an OAuth access token 403', async () => {
     const { email, first } = await account()
-    expectError(await http.call('DELETE', '/api/v1/auth/sessions/not-a-uuid', { token: first.token }), 400, /sessionID: expected a UUID/)
+    expectError(
+      await http.call('DELETE', '/api/v1/auth/sessions/not-a-uuid', { token: first.token }),
+      400,
+      /sessionID: expected a UUID/,
+    )
     expectError(await http.get('/api/v1/auth/sessions?limit=0', first.token), 400, /limit/)
     expectError(await http.get('/api/v1/auth/sessions?limit=abc', first.token), 400, /limit/)
     expectError(await http.get('/api/v1/auth/sessions?cursor=%%%', first.token), 400, /cursor/)
     expectError(await http.get('/api/v1/auth/sessions'), 401, 'authentication required')
-    expectError(await http.call('DELETE', `/api/v1/auth/sessions/${sessionOf(first.token)}`), 401, 'authentication required')
+    expectError(
+      await http.call('DELETE', `/api/v1/auth/sessions/${sessionOf(first.token)}`),
+      401,
+      'authentication required',
+    )
     expectError(await http.get('/api/v1/auth/sessions', 'not.a.token'), 401)
     const { access } = await oauthGrant(email)
     const forbidden = 'sessions are managed with a session token, not an OAuth access token'
     expectError(await http.get('/api/v1/auth/sessions', access), 403, forbidden)
-    expectError(await http.call('DELETE', `/api/v1/auth/sessions/${sessionOf(first.token)}`, { token: access }), 403, forbidden)
+    expectError(
+      await http.call('DELETE', `/api/v1/auth/sessions/${sessionOf(first.token)}`, { token: access }),
+      403,
+      forbidden,
+    )
     expect((await http.get('/api/v1/users/me', first.token)).status).toBe(200)
   })
 })
@@ -128,7 +159,9 @@ describe(`an administrator ends a user's sessions and grants (${BACKEND})`, () =
     const second = await login(email)
     const granted = await oauthGrant(email)
     const bystander = await account()
-    const res = await http.call('DELETE', `/api/v1/admin/users/${first.user.id.toUpperCase()}/sessions`, { token: admin })
+    const res = await http.call('DELETE', `/api/v1/admin/users/${first.user.id.toUpperCase()}/sessions`, {
+      token: admin,
+    })
     expect(res.status).toBe(200)
     expect(res.body).toEqual({ sessions_ended: 2, grants_revoked: 1 })
     for (const grant of [first, second]) {
@@ -136,10 +169,20 @@ describe(`an administrator ends a user's sessions and grants (${BACKEND})`, () =
       expectError(await refresh(grant.refresh_token), 401, 'invalid refresh token')
     }
     expectError(await http.get('/api/v1/users/me', granted.access), 401)
-    expectOAuthError(await tokenRequest({ grant_type: 'refresh_token', refresh_token: granted.refresh, client_id: granted.client.client_id }), 400, 'invalid_grant')
+    expectOAuthError(
+      await tokenRequest({
+        grant_type: 'refresh_token',
+        refresh_token: granted.refresh,
+        client_id: granted.client.client_id,
+      }),
+      400,
+      'invalid_grant',
+    )
     expect((await http.get('/api/v1/users/me', bystander.first.token)).status).toBe(200)
     // Nothing left to end; the user may sign in again.
-    expect((await http.call('DELETE', `/api/v1/admin/users/${first.user.id}/sessions`, { token: admin })).body).toEqual({ sessions_ended: 0, grants_revoked: 0 })
+    expect((await http.call('DELETE', `/api/v1/admin/users/${first.user.id}/sessions`, { token: admin })).body).toEqual(
+      { sessions_ended: 0, grants_revoked: 0 },
+    )
     expect((await http.get('/api/v1/users/me', (await login(email)).token)).status).toBe(200)
   })
 
@@ -152,8 +195,20 @@ describe(`an administrator ends a user's sessions and grants (${BACKEND})`, () =
       'permission denied: user:manage needs the sysadmin role on this server; a sysadmin can grant it',
     )
     expect((await http.get('/api/v1/users/me', other.first.token)).status).toBe(200)
-    expectError(await http.call('DELETE', `/api/v1/admin/users/${crypto.randomUUID()}/sessions`, { token: admin }), 404, 'user not found')
-    expectError(await http.call('DELETE', '/api/v1/admin/users/nobody/sessions', { token: admin }), 400, /userID: expected a UUID/)
-    expectError(await http.call('DELETE', `/api/v1/admin/users/${other.first.user.id}/sessions`), 401, 'authentication required')
+    expectError(
+      await http.call('DELETE', `/api/v1/admin/users/${crypto.randomUUID()}/sessions`, { token: admin }),
+      404,
+      'user not found',
+    )
+    expectError(
+      await http.call('DELETE', '/api/v1/admin/users/nobody/sessions', { token: admin }),
+      400,
+      /userID: expected a UUID/,
+    )
+    expectError(
+      await http.call('DELETE', `/api/v1/admin/users/${other.first.user.id}/sessions`),
+      401,
+      'authentication required',
+    )
   })
 })

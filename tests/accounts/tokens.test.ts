@@ -10,7 +10,12 @@ afterEach(() => setSystemTime())
 test('a token verifies with its claims; another issuer or secret does not', async () => {
   const tokens = createSessionTokens(options)
   const token = await tokens.issue('user-1', 'session-1')
-  expect(await tokens.verify(token)).toMatchObject({ sub: 'user-1', sid: 'session-1', iss: 'https://kgs.test', typ: 'session' })
+  expect(await tokens.verify(token)).toMatchObject({
+    sub: 'user-1',
+    sid: 'session-1',
+    iss: 'https://kgs.test',
+    typ: 'session',
+  })
   expect(await createSessionTokens({ ...options, issuer: 'https://other.test' }).verify(token)).toBeUndefined()
   expect(await createSessionTokens({ ...options, secret: 'x'.repeat(40) }).verify(token)).toBeUndefined()
 })

@@ -11,13 +11,26 @@ import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync, write
 import { join } from 'node:path'
 import { parseEnv } from '../../src/config.ts'
 import { openBlobStore } from '../../src/blobs/open.ts'
-import { BlobNotFoundError, BlobTooLargeError, InvalidBlobKeyError, type BlobBody, type BlobStore } from '../../src/blobs/store.ts'
+import {
+  BlobNotFoundError,
+  BlobTooLargeError,
+  InvalidBlobKeyError,
+  type BlobBody,
+  type BlobStore,
+} from '../../src/blobs/store.ts'
 import { LocalBlobStore } from '../../src/blobs/local.ts'
 import { S3BlobStore } from '../../src/blobs/s3.ts'
 import { fetchS3Client } from '../../src/runtime/fetch-s3.ts'
 import { runtime, type Runtime } from '../../src/runtime/index.ts'
 import { startFakeS3, type FakeS3 } from '../helpers/fake-s3.ts'
-import { OBJECT_STORE, conditionalPut, createBucket, openUploads, recordingRelay, type ObjectStore } from '../helpers/object-store.ts'
+import {
+  OBJECT_STORE,
+  conditionalPut,
+  createBucket,
+  openUploads,
+  recordingRelay,
+  type ObjectStore,
+} from '../helpers/object-store.ts'
 import { tempDir } from '../helpers/backend.ts'
 import { startTestServer } from '../helpers/server.ts'
 import { rejected } from '../helpers/promises.ts'
@@ -79,7 +92,12 @@ const implementations: { name: string; open(): Subject | Promise<Subject> }[] = 
     },
   })),
   // The real thing, where this run has it: Ceph's RADOS Gateway (tests/helpers/object-store.ts).
-  ...(OBJECT_STORE ? S3_CLIENTS.map(({ name, openClient }) => ({ name: `S3 on Ceph RGW (${name})`, open: () => rgwSubject(OBJECT_STORE!, openClient) })) : []),
+  ...(OBJECT_STORE
+    ? S3_CLIENTS.map(({ name, openClient }) => ({
+        name: `S3 on Ceph RGW (${name})`,
+        open: () => rgwSubject(OBJECT_STORE!, openClient),
+      }))
+    : []),
 ]
 
 let rgwBucket: Promise<string> | undefined
@@ -145,7 +163,9 @@ const text = (bytes: Uint8Array | undefined) => (bytes === undefined ? undefined
 
 /** `total` random bytes as 64 KiB chunks. */
 function randomChunks(total: number): Uint8Array[] {
-  return Array.from({ length: Math.ceil(total / CHUNK) }, (_, i) => crypto.getRandomValues(new Uint8Array(Math.min(CHUNK, total - i * CHUNK))))
+  return Array.from({ length: Math.ceil(total / CHUNK) }, (_, i) =>
+    crypto.getRandomValues(new Uint8Array(Math.min(CHUNK, total - i * CHUNK))),
+  )
 }
 
 async function* generate(chunks: Uint8Array[]): AsyncGenerator<Uint8Array> {
@@ -169,7 +189,21 @@ function gate(): { promise: Promise<void>; open(): void } {
   return { promise, open }
 }
 
-const INVALID_KEYS = ['../x', '/abs', 'a//b', 'a/./b', 'a/../b', 'a\\b', '', 'a/', '.tmp/x', 'a b', 'é', 'x'.repeat(256), `${'a'.repeat(204)}/`.repeat(4) + 'a'.repeat(205)]
+const INVALID_KEYS = [
+  '../x',
+  '/abs',
+  'a//b',
+  'a/./b',
+  'a/../b',
+  'a\\b',
+  '',
+  'a/',
+  '.tmp/x',
+  'a b',
+  'é',
+  'x'.repeat(256),
+  `${'a'.repeat(204)}/`.repeat(4) + 'a'.repeat(205),
+]
 
 for (const implementation of implementations) {
   describe(`blob store contract: ${implementation.name}`, () => {
@@ -187,7 +221,9 @@ for (const implementation of implementations) {
       expect(await store.put('kinds/string', 'héllo ✓')).toEqual({ bytes: 10 })
       expect(await store.put('kinds/blob', new Blob(['blob ', 'body']))).toEqual({ bytes: 9 })
       expect(await store.put('kinds/stream', streamOf([allBytes, allBytes.subarray(0, 10)]))).toEqual({ bytes: 266 })
-      expect(await store.put('kinds/iterable', generate([new Uint8Array([1, 2]), new Uint8Array([3])]))).toEqual({ bytes: 3 })
+      expect(await store.put('kinds/iterable', generate([new Uint8Array([1, 2]), new Uint8Array([3])]))).toEqual({
+        bytes: 3,
+      })
 
       expect(await store.get('kinds/bytes')).toEqual(allBytes)
       expect(text(await store.get('kinds/string'))).toBe('héllo ✓')
@@ -208,7 +244,9 @@ for (const implementation of implementations) {
     test('a multi-megabyte stream in many chunks goes in and comes out in pieces, byte for byte', async () => {
       const chunks = randomChunks(12 * MiB + 123)
       const expected = sha256(new Uint8Array(Buffer.concat(chunks)))
-      expect(await store.put('bundles/large.json.gz', streamOf(chunks), { contentType: 'application/gzip' })).toEqual({ bytes: 12 * MiB + 123 })
+      expect(await store.put('bundles/large.json.gz', streamOf(chunks), { contentType: 'application/gzip' })).toEqual({
+        bytes: 12 * MiB + 123,
+      })
       expect(await store.stat('bundles/large.json.gz')).toEqual({ bytes: 12 * MiB + 123 })
       const { bytes, chunks: pieces } = await readAll((await store.stream('bundles/large.json.gz'))!)
       expect(bytes.byteLength).toBe(12 * MiB + 123)
@@ -461,7 +499,9 @@ for (const implementation of implementations) {
       const second = randomChunks(MiB)
       await Promise.all([store.put('contended', generate(first)), store.put('contended', generate(second))])
       const stored = sha256((await store.get('contended'))!)
-      expect([sha256(new Uint8Array(Buffer.concat(first))), sha256(new Uint8Array(Buffer.concat(second)))]).toContain(stored)
+      expect([sha256(new Uint8Array(Buffer.concat(first))), sha256(new Uint8Array(Buffer.concat(second)))]).toContain(
+        stored,
+      )
       expect(await subject.leftovers()).toBe(0)
     })
   })
@@ -481,7 +521,8 @@ describe('local directory store', () => {
     const blobs = join(dataDir, 'blobs')
     expect(store.root).toBe(blobs)
     expect(statSync(join(blobs, 'repos/r1/images/abc.png')).mode & 0o777).toBe(0o600)
-    for (const folder of ['', '.tmp', 'repos', 'repos/r1', 'repos/r1/images']) expect(statSync(join(blobs, folder)).mode & 0o777).toBe(0o700)
+    for (const folder of ['', '.tmp', 'repos', 'repos/r1', 'repos/r1/images'])
+      expect(statSync(join(blobs, folder)).mode & 0o777).toBe(0o700)
     expect(readdirSync(dataDir)).toEqual(['blobs'])
   })
 
@@ -518,7 +559,12 @@ describe('local directory store', () => {
   test('a key cannot also be a folder of keys: such a put or move is refused, reads find nothing', async () => {
     await store.put('a', 'blob a')
     await store.put('x/y', 'blob x/y')
-    const conflicts = [() => store.put('a/b', 'under a blob'), () => store.put('x', 'over a folder'), () => store.move('a', 'x'), () => store.move('x/y', 'a/y')]
+    const conflicts = [
+      () => store.put('a/b', 'under a blob'),
+      () => store.put('x', 'over a folder'),
+      () => store.move('a', 'x'),
+      () => store.move('x/y', 'a/y'),
+    ]
     for (const attempt of conflicts) {
       const error = await attempt().catch((e: unknown) => e)
       expect(error).toBeInstanceOf(InvalidBlobKeyError)
@@ -550,7 +596,8 @@ for (const { name, openClient } of S3_CLIENTS)
       fake = startFakeS3({ region: 'eu-west-3' })
     })
     afterEach(() => fake.stop())
-    const openS3 = (overrides: Record<string, string> = {}) => new S3BlobStore(s3Config(fake, overrides).s3!, openClient)
+    const openS3 = (overrides: Record<string, string> = {}) =>
+      new S3BlobStore(s3Config(fake, overrides).s3!, openClient)
 
     test('objects live under S3_PREFIX with their content type; objects outside it are not listed', async () => {
       const store = openS3({ S3_PREFIX: 'tenant-a' })
@@ -567,7 +614,10 @@ for (const { name, openClient } of S3_CLIENTS)
       const store = openS3()
       await store.put('staging/img', 'gif', { contentType: 'image/gif' })
       await store.move('staging/img', 'repo/img')
-      expect(fake.objects.get('kgs/repo/img')).toEqual({ body: new TextEncoder().encode('gif'), contentType: 'image/gif' })
+      expect(fake.objects.get('kgs/repo/img')).toEqual({
+        body: new TextEncoder().encode('gif'),
+        contentType: 'image/gif',
+      })
     })
 
     test('a large stream goes up as a multipart upload, a small one as a single PUT', async () => {
@@ -605,14 +655,22 @@ describe('conditional writes', () => {
     const fake = startFakeS3()
     try {
       const put = (body: string) =>
-        new AwsClient({ accessKeyId: fake.accessKeyId, secretAccessKey: fake.secretAccessKey, region: fake.region, service: 's3' }).fetch(`${fake.endpoint}/${fake.bucket}/commit`, {
+        new AwsClient({
+          accessKeyId: fake.accessKeyId,
+          secretAccessKey: fake.secretAccessKey,
+          region: fake.region,
+          service: 's3',
+        }).fetch(`${fake.endpoint}/${fake.bucket}/commit`, {
           method: 'PUT',
           body,
           headers: { 'if-none-match': '*' },
         })
       expect((await put('first')).status).toBe(200)
       const refused = await put('second')
-      expect([refused.status, await refused.text()]).toEqual([412, expect.stringContaining('<Code>PreconditionFailed</Code>')])
+      expect([refused.status, await refused.text()]).toEqual([
+        412,
+        expect.stringContaining('<Code>PreconditionFailed</Code>'),
+      ])
       expect(new TextDecoder().decode(fake.objects.get('commit')!.body)).toBe('first')
     } finally {
       await fake.stop()

@@ -72,7 +72,9 @@ describe(`leftover sweeps (${BACKEND})`, () => {
 
     expect(await sweepScratch(system, dataDir)).toBe(4)
     const names = (path: string) => path.slice(path.lastIndexOf('/') + 1)
-    expect(readdirSync(scratchDir(dataDir)).sort()).toEqual([files.running, spools.running, files.foreign, fresh].map(names).sort())
+    expect(readdirSync(scratchDir(dataDir)).sort()).toEqual(
+      [files.running, spools.running, files.foreign, fresh].map(names).sort(),
+    )
   })
 
   test("a job's next attempt removes the files of its earlier ones, spools included, and no other job's", async () => {
@@ -81,23 +83,41 @@ describe(`leftover sweeps (${BACKEND})`, () => {
     const other = await scratchFile(dataDir, 'export', { id: crypto.randomUUID(), attempt: 1 })
     const first = await scratchFile(dataDir, 'export', { id, attempt: 1 })
     const importFile = await scratchFile(dataDir, 'import', { id, attempt: 1 })
-    for (const path of [other, `${other}.concept_summaries`, first, `${first}.concept_summaries`, `${first}.concept_syntheses`, importFile]) writeFileSync(path, 'x')
+    for (const path of [
+      other,
+      `${other}.concept_summaries`,
+      first,
+      `${first}.concept_summaries`,
+      `${first}.concept_syntheses`,
+      importFile,
+    ])
+      writeFileSync(path, 'x')
     const second = await scratchFile(dataDir, 'export', { id, attempt: 2 })
     expect(second).not.toBe(first)
     const names = readdirSync(scratchDir(dataDir))
-    for (const gone of [first, `${first}.concept_summaries`, `${first}.concept_syntheses`]) expect(names).not.toContain(gone.slice(gone.lastIndexOf('/') + 1))
-    for (const kept of [other, `${other}.concept_summaries`, importFile]) expect(names).toContain(kept.slice(kept.lastIndexOf('/') + 1))
+    for (const gone of [first, `${first}.concept_summaries`, `${first}.concept_syntheses`])
+      expect(names).not.toContain(gone.slice(gone.lastIndexOf('/') + 1))
+    for (const kept of [other, `${other}.concept_summaries`, importFile])
+      expect(names).toContain(kept.slice(kept.lastIndexOf('/') + 1))
   })
 
   test('an upload whose job was cancelled while queued is deleted; one waiting for its queued job is kept', async () => {
-    const res = await http.post('/api/v1/repositories', { name: `Leftovers ${crypto.randomUUID().slice(0, 6)}` }, owner.token)
+    const res = await http.post(
+      '/api/v1/repositories',
+      { name: `Leftovers ${crypto.randomUUID().slice(0, 6)}` },
+      owner.token,
+    )
     expect(res.status).toBe(201)
     const slug = res.body.slug
     const uploads = () => blobKeys(server.context.blobs, 'uploads/')
     /** Starts an import with an upload; its job and the upload's key. */
     const start = async () => {
       const before = await uploads()
-      const started = await http.call('POST', `/${slug}/import-graph`, { token: owner.token, raw: gzipBundle(validBundleJson()), headers: { 'content-type': 'application/gzip' } })
+      const started = await http.call('POST', `/${slug}/import-graph`, {
+        token: owner.token,
+        raw: gzipBundle(validBundleJson()),
+        headers: { 'content-type': 'application/gzip' },
+      })
       expect(started.status).toBe(202)
       const added = (await uploads()).filter((key) => !before.includes(key))
       expect(added).toHaveLength(1)
@@ -139,7 +159,13 @@ describe(`leftover sweeps (${BACKEND})`, () => {
     expect(await sweepRegistryLeftovers(system, blobs)).toBe(0)
     expect(await sweepRegistryLeftovers(system, blobs, DAY_LATER())).toBe(2)
     expect(await blobKeys(blobs, 'registry/')).toEqual([graphKey(pushed.graph_id)])
-    expect((await fetch(`${server.url}/api/v1/graphs/${pushed.graph_id}/bundle`, { headers: { authorization: `Bearer ${owner.token}` } })).status).toBe(200)
+    expect(
+      (
+        await fetch(`${server.url}/api/v1/graphs/${pushed.graph_id}/bundle`, {
+          headers: { authorization: `Bearer ${owner.token}` },
+        })
+      ).status,
+    ).toBe(200)
   })
 
   test("a server sweeps at start-up: a dead process's scratch file is gone once it has started", async () => {
@@ -150,7 +176,11 @@ describe(`leftover sweeps (${BACKEND})`, () => {
       const left = join(dir, `export-${crypto.randomUUID()}-1.json.gz`)
       writeFileSync(left, 'x')
       utimesSync(left, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000))
-      const child = await startServerProcess({ JWT_SECRET: randomBytes(32).toString('hex'), WORKERS: '0', ...instance.env })
+      const child = await startServerProcess({
+        JWT_SECRET: randomBytes(32).toString('hex'),
+        WORKERS: '0',
+        ...instance.env,
+      })
       try {
         await child.waitFor(/"msg":"leftovers removed","scratch_files":1,"uploads":0,"registry_blobs":0/)
         expect(readdirSync(dir)).toEqual([])

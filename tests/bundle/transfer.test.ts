@@ -65,16 +65,25 @@ async function dump(at: Instance, repositoryId: string): Promise<GraphDump> {
 async function generated(name: string, seed: number) {
   const repository = await createRepository(origin, name)
   const { pools, blobs, vectors, embedder } = origin.server.context
-  await generateGraph(await pools.forRepository(repository.id), repository.id, { facts: FACTS, seed, blobs, vectors: { store: vectors, embedder } })
+  await generateGraph(await pools.forRepository(repository.id), repository.id, {
+    facts: FACTS,
+    seed,
+    blobs,
+    vectors: { store: vectors, embedder },
+  })
   return repository
 }
 
 /** The image facts' image_url on the copy: the local copy of a stored image, the original URL otherwise. */
 async function expectLocalImageUrls(at: Instance, repositoryId: string): Promise<number> {
   const sql = await at.server.context.pools.forRepository(repositoryId)
-  const facts = await sql`SELECT f.image_url, si.id AS image_id, si.url, si.storage_key FROM facts f JOIN source_images si ON si.id = f.source_image_id`
+  const facts =
+    await sql`SELECT f.image_url, si.id AS image_id, si.url, si.storage_key FROM facts f JOIN source_images si ON si.id = f.source_image_id`
   expect(facts.length).toBeGreaterThan(0)
-  for (const fact of facts) expect(fact.image_url).toBe(fact.storage_key ? localImageUrl(at.server.context.baseUrl, repositoryId, fact.image_id) : fact.url)
+  for (const fact of facts)
+    expect(fact.image_url).toBe(
+      fact.storage_key ? localImageUrl(at.server.context.baseUrl, repositoryId, fact.image_id) : fact.url,
+    )
   return facts.filter((fact) => fact.storage_key).length
 }
 
@@ -84,7 +93,9 @@ beforeAll(async () => {
     hostname: '127.0.0.1',
     fetch(request) {
       const file = webFiles.get(new URL(request.url).pathname)
-      return file ? new Response(file.bytes, { headers: { 'content-type': file.type } }) : new Response('not found', { status: 404 })
+      return file
+        ? new Response(file.bytes, { headers: { 'content-type': file.type } })
+        : new Response('not found', { status: 404 })
     },
   })
   provider = Bun.serve({
@@ -101,7 +112,11 @@ beforeAll(async () => {
   // The other instances pull from the origin's registry, as its sysadmin (registry:pull).
   const registry = { REGISTRY_URL: origin.server.url, REGISTRY_TOKEN: admin.token, MEDIA_FETCH_ALLOW_PRIVATE: 'true' }
   copy = await instance(registry)
-  reembedding = await instance({ ...registry, EMBEDDING_URL: `http://127.0.0.1:${provider.port}/v1`, EMBEDDING_MODEL: 'fake-embedding-3' })
+  reembedding = await instance({
+    ...registry,
+    EMBEDDING_URL: `http://127.0.0.1:${provider.port}/v1`,
+    EMBEDDING_MODEL: 'fake-embedding-3',
+  })
 })
 
 afterAll(async () => {
@@ -118,7 +133,11 @@ describe(`a repository moved between instances (${BACKEND})`, () => {
   beforeAll(async () => {
     source = await generated('Moved graph', 11)
     target = await createRepository(copy, 'Moved graph copy')
-    exported = await runJob(origin, source.slug, 'export-graph', { name: 'moved-graph', exported_at: EXPORTED_AT, include_bodies: true })
+    exported = await runJob(origin, source.slug, 'export-graph', {
+      name: 'moved-graph',
+      exported_at: EXPORTED_AT,
+      include_bodies: true,
+    })
   })
 
   test('the export is in the registry with its counts, owned by the user who asked for it', async () => {
@@ -126,13 +145,20 @@ describe(`a repository moved between instances (${BACKEND})`, () => {
     expect(result).toMatchObject({ name: 'moved-graph', new: true })
     expect(result.counts.facts).toBeGreaterThanOrEqual(FACTS)
     const record = await origin.server.context.registry.get(result.graph_id)
-    expect(record).toMatchObject({ name: 'moved-graph', sha256: result.sha256, fact_count: result.counts.facts, source_count: result.counts.sources })
+    expect(record).toMatchObject({
+      name: 'moved-graph',
+      sha256: result.sha256,
+      fact_count: result.counts.facts,
+      source_count: result.counts.sources,
+    })
     // Pushed for the user who asked for the export: theirs, as Go's registry would record it.
     expect(record).toMatchObject({ owner: origin.user.email, owner_id: origin.user.id })
   })
 
   test('imported on the other instance, it compares equal: entities, links, citations, media, vectors', async () => {
-    const imported = await runJob(copy, target.slug, 'import-graph', { graph_id: (exported.result as { graph_id: string }).graph_id })
+    const imported = await runJob(copy, target.slug, 'import-graph', {
+      graph_id: (exported.result as { graph_id: string }).graph_id,
+    })
     const result = imported.result as {
       imported: Record<string, number>
       reused: Record<string, number>
@@ -149,7 +175,8 @@ describe(`a repository moved between instances (${BACKEND})`, () => {
     const [before, after] = await Promise.all([dump(origin, source.id), dump(copy, target.id)])
     expect(after).toEqual(before)
     // Nothing compared empty: every part of the graph is there.
-    for (const [part, rows] of Object.entries(after)) if (part !== 'vectors') expect({ part, rows: (rows as unknown[]).length }).not.toEqual({ part, rows: 0 })
+    for (const [part, rows] of Object.entries(after))
+      if (part !== 'vectors') expect({ part, rows: (rows as unknown[]).length }).not.toEqual({ part, rows: 0 })
     expect(Object.keys(after.vectors.facts)).toHaveLength(after.facts.length)
     expect(await expectLocalImageUrls(copy, target.id)).toBeGreaterThan(0)
     // The copy's citations name its own facts (the dump resolves them by the copy's UUIDs).
@@ -158,7 +185,9 @@ describe(`a repository moved between instances (${BACKEND})`, () => {
 
   test('importing the same bundle again adds nothing', async () => {
     const before = await dump(copy, target.id)
-    const again = await runJob(copy, target.slug, 'import-graph', { graph_id: (exported.result as { graph_id: string }).graph_id })
+    const again = await runJob(copy, target.slug, 'import-graph', {
+      graph_id: (exported.result as { graph_id: string }).graph_id,
+    })
     const result = again.result as { imported: Record<string, number>; reused: Record<string, number> }
     expect(Object.values(result.imported).every((n) => n === 0)).toBe(true)
     expect(result.reused.facts).toBe(before.facts.length)
@@ -166,7 +195,11 @@ describe(`a repository moved between instances (${BACKEND})`, () => {
   })
 
   test('exporting the copy gives the canonical hash of the original export', async () => {
-    const reexported = await runJob(copy, target.slug, 'export-graph', { name: 'moved-graph', exported_at: EXPORTED_AT, include_bodies: true })
+    const reexported = await runJob(copy, target.slug, 'export-graph', {
+      name: 'moved-graph',
+      exported_at: EXPORTED_AT,
+      include_bodies: true,
+    })
     const original = exported.result as { sha256: string; graph_id: string }
     // Same (name, sha256) in the same registry: recognised, not stored twice.
     expect(reexported.result).toMatchObject({ sha256: original.sha256, graph_id: original.graph_id, new: false })
@@ -183,14 +216,24 @@ describe(`moved without media or with another embedding model (${BACKEND})`, () 
     const sql = await origin.server.context.pools.forRepository(source.id)
     const base = `http://127.0.0.1:${web.port}`
     for (const image of await sql`SELECT id, storage_key, content_type FROM source_images WHERE storage_key IS NOT NULL`) {
-      webFiles.set(`/images/${image.id}`, { bytes: (await origin.server.context.blobs.get(image.storage_key))!, type: image.content_type || 'image/png' })
+      webFiles.set(`/images/${image.id}`, {
+        bytes: (await origin.server.context.blobs.get(image.storage_key))!,
+        type: image.content_type || 'image/png',
+      })
       await sql`UPDATE source_images SET url = ${`${base}/images/${image.id}`} WHERE id = ${image.id}`
     }
     for (const body of await sql`SELECT source_id, storage_key, content_type FROM source_bodies`) {
-      webFiles.set(`/bodies/${body.source_id}`, { bytes: (await origin.server.context.blobs.get(body.storage_key))!, type: body.content_type })
+      webFiles.set(`/bodies/${body.source_id}`, {
+        bytes: (await origin.server.context.blobs.get(body.storage_key))!,
+        type: body.content_type,
+      })
       await sql`UPDATE sources SET url = ${`${base}/bodies/${body.source_id}`} WHERE id = ${body.source_id}`
     }
-    const exported = await runJob(origin, source.slug, 'export-graph', { name: 'bare-graph', include_images: false, include_bodies: false })
+    const exported = await runJob(origin, source.slug, 'export-graph', {
+      name: 'bare-graph',
+      include_images: false,
+      include_bodies: false,
+    })
     graphId = (exported.result as { graph_id: string }).graph_id
   })
 
@@ -211,7 +254,8 @@ describe(`moved without media or with another embedding model (${BACKEND})`, () 
     const imported = await runJob(reembedding, target.slug, 'import-graph', { graph_id: graphId })
     expect((imported.result as { embeddings: string }).embeddings).toBe('re-embedding')
     const jobs = await settle(reembedding, target.slug)
-    for (const kind of ['embed_facts', 'embed_concepts']) expect(jobs.find((job) => job.kind === kind)).toMatchObject({ status: 'succeeded' })
+    for (const kind of ['embed_facts', 'embed_concepts'])
+      expect(jobs.find((job) => job.kind === kind)).toMatchObject({ status: 'succeeded' })
     const moved = await dump(reembedding, target.id)
     const original = await dump(origin, source.id)
     expect(Object.keys(moved.vectors.facts).sort()).toEqual(Object.keys(original.vectors.facts).sort())

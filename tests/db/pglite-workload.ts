@@ -24,11 +24,15 @@ export function workload(sql: Sql, source: string, operations: number): Promise<
           () => `${tag} answered`,
           (error: Error) => `${tag} ${error.message}`,
         )
-      return sql<{ echo: string; i: number }[]>`SELECT ${tag}::text AS echo, ${i}::int AS i`.then(([row]) => `${row!.echo}${row!.i === i ? '' : ` with i = ${row!.i}`}`)
+      return sql<{ echo: string; i: number }[]>`SELECT ${tag}::text AS echo, ${i}::int AS i`.then(
+        ([row]) => `${row!.echo}${row!.i === i ? '' : ` with i = ${row!.i}`}`,
+      )
     }),
   )
 }
 
 export function expectedAnswers(source: string, operations: number): string[] {
-  return Array.from({ length: operations }, (_, i) => (i % 10 === 3 ? `${source}:${i} division by zero` : `${source}:${i}`))
+  return Array.from({ length: operations }, (_, i) =>
+    i % 10 === 3 ? `${source}:${i} division by zero` : `${source}:${i}`,
+  )
 }

@@ -45,9 +45,15 @@ describe(`migrations (${BACKEND})`, () => {
   })
 
   test('a failing migration leaves nothing behind (each runs in a transaction)', async () => {
-    const broken = [{ version: 900, name: '0900_broken', sql: 'CREATE TABLE half_done (id int); SELECT no_such_function();' }]
-    expect(await failure(migrate(pools.system, 'system', [...MIGRATIONS.system, ...broken]))).toMatch(/no_such_function/)
-    const [{ present }] = (await pools.system`SELECT to_regclass('half_done') IS NOT NULL AS present`) as unknown as [{ present: boolean }]
+    const broken = [
+      { version: 900, name: '0900_broken', sql: 'CREATE TABLE half_done (id int); SELECT no_such_function();' },
+    ]
+    expect(await failure(migrate(pools.system, 'system', [...MIGRATIONS.system, ...broken]))).toMatch(
+      /no_such_function/,
+    )
+    const [{ present }] = (await pools.system`SELECT to_regclass('half_done') IS NOT NULL AS present`) as unknown as [
+      { present: boolean },
+    ]
     expect(present).toBe(false)
     expect(await pools.system`SELECT 1 FROM schema_migrations WHERE version = 900`).toHaveLength(0)
   })
@@ -56,12 +62,16 @@ describe(`migrations (${BACKEND})`, () => {
     const edited = MIGRATIONS.system.map((m, i) => (i === 0 ? { ...m, sql: m.sql + '\n-- edited' } : m))
     const error = await migrate(pools.system, 'system', edited).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(MigrationError)
-    expect((error as Error).message).toBe('system migration 0001_repository_databases was changed after it was applied; add a new migration instead')
+    expect((error as Error).message).toBe(
+      'system migration 0001_repository_databases was changed after it was applied; add a new migration instead',
+    )
   })
 
   test('concurrent migrators apply each migration exactly once', async () => {
     const sets = [{ version: 950, name: '0950_counter', sql: 'CREATE TABLE concurrency_probe (id int)' }]
-    const results = await Promise.all([0, 1, 2].map(() => migrate(pools.system, 'system', [...MIGRATIONS.system, ...sets])))
+    const results = await Promise.all(
+      [0, 1, 2].map(() => migrate(pools.system, 'system', [...MIGRATIONS.system, ...sets])),
+    )
     expect(results.flat()).toEqual(['0950_counter'])
   })
 })
@@ -92,9 +102,13 @@ describe(`repository pools (${BACKEND})`, () => {
     expect(await pools.forRepository(id.toUpperCase())).toBe(sql)
     const [identity] = await sql<{ repository_id: string }[]>`SELECT repository_id FROM repository_identity`
     expect(identity!.repository_id).toBe(id)
-    const [{ count }] = (await sql`SELECT count(*)::int AS count FROM schema_migrations`) as unknown as [{ count: number }]
+    const [{ count }] = (await sql`SELECT count(*)::int AS count FROM schema_migrations`) as unknown as [
+      { count: number },
+    ]
     expect(count).toBe(MIGRATIONS.repository.length)
-    const [recorded] = await pools.system<{ dsn: string }[]>`SELECT dsn FROM repository_databases WHERE repository_id = ${id}`
+    const [recorded] = await pools.system<
+      { dsn: string }[]
+    >`SELECT dsn FROM repository_databases WHERE repository_id = ${id}`
     expect(recorded!.dsn).toContain(id.replaceAll('-', ''))
   })
 
@@ -102,7 +116,9 @@ describe(`repository pools (${BACKEND})`, () => {
     const a = await pools.forRepository(crypto.randomUUID())
     const b = await pools.forRepository(crypto.randomUUID())
     await a`CREATE TABLE only_in_a (id int)`
-    const [{ present }] = (await b`SELECT to_regclass('only_in_a') IS NOT NULL AS present`) as unknown as [{ present: boolean }]
+    const [{ present }] = (await b`SELECT to_regclass('only_in_a') IS NOT NULL AS present`) as unknown as [
+      { present: boolean },
+    ]
     expect(present).toBe(false)
   })
 
@@ -110,7 +126,10 @@ describe(`repository pools (${BACKEND})`, () => {
     const id = crypto.randomUUID()
     const sql = await pools.forRepository(id)
     await sql`CREATE TABLE scratch (id int)`
-    const [{ dsn }] = (await pools.system`SELECT dsn FROM repository_databases WHERE repository_id = ${id}`) as unknown as [{ dsn: string }]
+    const [{ dsn }] =
+      (await pools.system`SELECT dsn FROM repository_databases WHERE repository_id = ${id}`) as unknown as [
+        { dsn: string },
+      ]
     await pools.dropRepository(id)
     expect(await pools.system`SELECT 1 FROM repository_databases WHERE repository_id = ${id}`).toHaveLength(0)
     if (BACKEND === 'embedded') {
@@ -120,7 +139,9 @@ describe(`repository pools (${BACKEND})`, () => {
       expect(await pools.system`SELECT 1 FROM pg_database WHERE datname = ${name}`).toHaveLength(0)
     }
     const again = await pools.forRepository(id)
-    const [{ present }] = (await again`SELECT to_regclass('scratch') IS NOT NULL AS present`) as unknown as [{ present: boolean }]
+    const [{ present }] = (await again`SELECT to_regclass('scratch') IS NOT NULL AS present`) as unknown as [
+      { present: boolean },
+    ]
     expect(present).toBe(false)
   })
 

@@ -18,12 +18,15 @@ describe('isDatabaseUnavailable', () => {
   })
 
   test('server shutdown, start-up, too many connections and a missing database; not constraint or syntax errors', () => {
-    for (const code of ['57P01', '57P02', '57P03', '08006', '08001', '53300', '3D000']) expect(isDatabaseUnavailable(postgresError(code))).toBe(true)
-    for (const code of ['23505', '42601', '40001', '53100', '22P02']) expect(isDatabaseUnavailable(postgresError(code))).toBe(false)
+    for (const code of ['57P01', '57P02', '57P03', '08006', '08001', '53300', '3D000'])
+      expect(isDatabaseUnavailable(postgresError(code))).toBe(true)
+    for (const code of ['23505', '42601', '40001', '53100', '22P02'])
+      expect(isDatabaseUnavailable(postgresError(code))).toBe(false)
   })
 
   test("postgres.js's own connection codes; a socket error that did not come from postgres.js is not", () => {
-    for (const code of ['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'CONNECTION_ENDED']) expect(isDatabaseUnavailable(Object.assign(new Error(code), { code }))).toBe(true)
+    for (const code of ['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'CONNECTION_ENDED'])
+      expect(isDatabaseUnavailable(Object.assign(new Error(code), { code }))).toBe(true)
     expect(isDatabaseUnavailable(Object.assign(new Error('fetch failed'), { code: 'ECONNREFUSED' }))).toBe(false)
     expect(isDatabaseUnavailable(new Error('boom'))).toBe(false)
     expect(isDatabaseUnavailable(undefined)).toBe(false)

@@ -17,7 +17,9 @@ const TMPFS_BYTES = 32 * 1024
 /** Mounts a tmpfs of TMPFS_BYTES at `dir` (root only); the error output when that is refused. */
 function mountTmpfs(dir: string): string | undefined {
   try {
-    const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', `size=${TMPFS_BYTES},mode=0700`, 'tmpfs', dir], { stderr: 'pipe' })
+    const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', `size=${TMPFS_BYTES},mode=0700`, 'tmpfs', dir], {
+      stderr: 'pipe',
+    })
     return mounted.success ? undefined : mounted.stderr.toString().trim() || `mount exited with ${mounted.exitCode}`
   } catch (error) {
     return (error as Error).message // no mount command
@@ -39,7 +41,8 @@ function mountRefusal(): string | undefined {
 }
 
 const refusal = mountRefusal()
-if (refusal) console.warn(`disk-full.test.ts skipped: cannot mount a tmpfs to fill (${refusal}); it needs root or CAP_SYS_ADMIN`)
+if (refusal)
+  console.warn(`disk-full.test.ts skipped: cannot mount a tmpfs to fill (${refusal}); it needs root or CAP_SYS_ADMIN`)
 
 describe.skipIf(refusal !== undefined)(`disk full while an export writes its file (${BACKEND})`, () => {
   let server: TestServer
@@ -56,7 +59,12 @@ describe.skipIf(refusal !== undefined)(`disk full while an export writes its fil
     owner = await registerAccount(http)
     repo = (await http.post('/api/v1/repositories', { name: 'Full disk' }, owner.token)).body
     const { pools, blobs, vectors, embedder } = server.context
-    await generateGraph(await pools.forRepository(repo.id), repo.id, { facts: 300, seed: 3, blobs, vectors: { store: vectors, embedder } })
+    await generateGraph(await pools.forRepository(repo.id), repo.id, {
+      facts: 300,
+      seed: 3,
+      blobs,
+      vectors: { store: vectors, embedder },
+    })
     tmp = scratchDir(server.dataDir)
     mkdirSync(tmp, { recursive: true, mode: 0o700 })
     const refused = mountTmpfs(tmp)
@@ -81,11 +89,21 @@ describe.skipIf(refusal !== undefined)(`disk full while an export writes its fil
     const blobsBefore = await blobKeys(server.context.blobs)
     const job = await exportGraph()
     // Retried (a full disk may free up), then failed with the reason.
-    expect(job).toMatchObject({ status: 'failed', attempts: 3, error: 'no space left on device writing the export file (gave up after 3 attempts)' })
+    expect(job).toMatchObject({
+      status: 'failed',
+      attempts: 3,
+      error: 'no space left on device writing the export file (gave up after 3 attempts)',
+    })
     expect(readdirSync(tmp)).toEqual([])
     expect(await blobKeys(server.context.blobs)).toEqual(blobsBefore)
     expect((await server.context.pools.system`SELECT count(*)::int AS n FROM graphs`)[0]!.n).toBe(0)
-    expect((await server.request(`/${repo.slug}/export-graph/download`, { headers: { authorization: `Bearer ${owner.token}` } })).status).toBe(404)
+    expect(
+      (
+        await server.request(`/${repo.slug}/export-graph/download`, {
+          headers: { authorization: `Bearer ${owner.token}` },
+        })
+      ).status,
+    ).toBe(404)
 
     // Still serving; and with room on the disk again the same export goes through.
     expect((await server.request('/healthz')).status).toBe(200)

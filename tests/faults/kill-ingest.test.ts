@@ -44,7 +44,10 @@ describe(`SIGKILL during an ingest (${BACKEND})`, () => {
       const kgs = await startServerProcess(env)
       const http = api(kgs.url)
       const owner = await registerAccount(http)
-      const repo = (await http.post('/api/v1/repositories', { name: 'Killed ingest' }, owner.token)).body as { id: string; slug: string }
+      const repo = (await http.post('/api/v1/repositories', { name: 'Killed ingest' }, owner.token)).body as {
+        id: string
+        slug: string
+      }
       const added = await http.post(`/${repo.slug}/ingest`, { url }, owner.token)
       expect(added.status).toBe(202)
       const { id: jobId, source_id: sourceId } = added.body.jobs[0]
@@ -53,9 +56,14 @@ describe(`SIGKILL during an ingest (${BACKEND})`, () => {
 
       const left = await readStoppedInstance(env, async (pools) => {
         const sql = await pools.forRepository(repo.id)
-        const [source] = await sql`SELECT status, parsed_text, parsed_markdown, has_stored_body, content_hash FROM sources WHERE id = ${sourceId}`
-        const [{ chunks }] = (await sql`SELECT count(*)::int AS chunks FROM source_chunks`) as unknown as [{ chunks: number }]
-        const [{ bodies }] = (await sql`SELECT count(*)::int AS bodies FROM source_bodies`) as unknown as [{ bodies: number }]
+        const [source] =
+          await sql`SELECT status, parsed_text, parsed_markdown, has_stored_body, content_hash FROM sources WHERE id = ${sourceId}`
+        const [{ chunks }] = (await sql`SELECT count(*)::int AS chunks FROM source_chunks`) as unknown as [
+          { chunks: number },
+        ]
+        const [{ bodies }] = (await sql`SELECT count(*)::int AS bodies FROM source_bodies`) as unknown as [
+          { bodies: number },
+        ]
         const [job] = await pools.system`SELECT status, attempts FROM jobs WHERE id = ${jobId}`
         return { source, chunks, bodies, job }
       })
@@ -70,7 +78,9 @@ describe(`SIGKILL during an ingest (${BACKEND})`, () => {
       try {
         // A new port, so a new issuer: sign in again.
         const again = api(next.url)
-        const { token } = (await again.post('/api/v1/auth/login', { email: owner.email, password: 'correct horse battery' })).body
+        const { token } = (
+          await again.post('/api/v1/auth/login', { email: owner.email, password: 'correct horse battery' })
+        ).body
         const job = await waitForJob(again, `/${repo.slug}/jobs/${jobId}`, token)
         expect(job).toMatchObject({ status: 'succeeded', attempts: 2, result: { status: 'parsed', kind: 'web' } })
         const source = (await again.get(`/${repo.slug}/sources/${sourceId}`, token)).body

@@ -33,7 +33,14 @@ describe.if(BACKEND === 'postgres')('database restart (postgres)', () => {
 
   beforeAll(async () => {
     cluster = await createPostgresCluster()
-    env = { DATABASE_URL: cluster.url(), DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', JWT_SECRET: randomBytes(32).toString('hex'), WORKERS: '1' }
+    env = {
+      DATABASE_URL: cluster.url(),
+      DATA_DIR: dataDir,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      JWT_SECRET: randomBytes(32).toString('hex'),
+      WORKERS: '1',
+    }
     kgs = await startServerProcess(env)
     const http = api(kgs.url)
     owner = await registerAccount(http)
@@ -58,7 +65,11 @@ describe.if(BACKEND === 'postgres')('database restart (postgres)', () => {
     const send = async (path: string, init: RequestInit = {}): Promise<Outcome> => {
       const outcome: Outcome = { path }
       try {
-        const res = await fetch(kgs.url + path, { ...init, headers: { authorization: `Bearer ${owner.token}`, ...init.headers }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })
+        const res = await fetch(kgs.url + path, {
+          ...init,
+          headers: { authorization: `Bearer ${owner.token}`, ...init.headers },
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        })
         outcome.status = res.status
         outcome.body = await res.text()
       } catch (error) {
@@ -77,23 +88,40 @@ describe.if(BACKEND === 'postgres')('database restart (postgres)', () => {
         await Bun.sleep(20)
       }
     }
-    const readsOk = async () => (await send(`/${slug}/facts`)).status === 200 && (await send('/api/v1/users/me')).status === 200
+    const readsOk = async () =>
+      (await send(`/${slug}/facts`)).status === 200 && (await send('/api/v1/users/me')).status === 200
 
-    await until('reads under load', async () => outcomes.some((o) => o.status === 200 && o.path.endsWith('/facts')), 5_000)
+    await until(
+      'reads under load',
+      async () => outcomes.some((o) => o.status === 200 && o.path.endsWith('/facts')),
+      5_000,
+    )
     await cluster.stop()
-    await until('503 on the repository read', async () => outcomes.some((o) => o.status === 503 && o.path.endsWith('/facts')), 5_000)
+    await until(
+      '503 on the repository read',
+      async () => outcomes.some((o) => o.status === 503 && o.path.endsWith('/facts')),
+      5_000,
+    )
     const readyDown = await http.get('/readyz')
     expect(readyDown.status).toBe(503)
     expect(Object.keys(readyDown.body)).toEqual(['error'])
     // Enqueueing needs the database: refused cleanly, not lost.
-    const enqueueDown = await send(`/${slug}/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'embed_facts' }) })
+    const enqueueDown = await send(`/${slug}/jobs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ kind: 'embed_facts' }),
+    })
     expect(enqueueDown.status).toBe(503)
     expect(JSON.parse(enqueueDown.body!)).toEqual({ error: expect.any(String) })
 
     await cluster.start()
     const backAt = performance.now()
     await until('service answering again', readsOk, 5_000)
-    await until('/readyz 200', async () => (await http.get('/readyz')).status === 200, 5_000 - (performance.now() - backAt))
+    await until(
+      '/readyz 200',
+      async () => (await http.get('/readyz')).status === 200,
+      5_000 - (performance.now() - backAt),
+    )
     const recoveredMs = performance.now() - backAt
     // A moment more of load on the recovered service, then every answer of the whole run is checked.
     await Bun.sleep(300)

@@ -44,7 +44,10 @@ describe.if(BACKEND === 'postgres' && OBJECT_STORE !== undefined)('a fleet on Ce
       S3_SECRET_ACCESS_KEY: objectStore.secretAccessKey,
       LANCEDB_URI: `s3://${bucket}/lance`,
     }
-    ;[a, b] = await Promise.all([startServerProcess(env), startServerProcess({ ...env, DATA_DIR: join(instance.dataDir, 'b') })])
+    ;[a, b] = await Promise.all([
+      startServerProcess(env),
+      startServerProcess({ ...env, DATA_DIR: join(instance.dataDir, 'b') }),
+    ])
     owner = await registerAccount(api(a.url))
     repo = (await api(a.url).post('/api/v1/repositories', { name: 'Fleet on RGW' }, owner.token)).body
   })
@@ -54,21 +57,39 @@ describe.if(BACKEND === 'postgres' && OBJECT_STORE !== undefined)('a fleet on Ce
   })
 
   test('an import through A is searched and its media served through B', async () => {
-    const bundle = await generateBundle(join(tempDir('kgs-fleet-'), 'fleet.json.gz'), { facts: FACTS, vectors: 'kgs-hash-v1' })
-    const queued = await uploadBundle(api(a.url), repo.slug, owner.token, new Uint8Array(await Bun.file(bundle.path).arrayBuffer()))
+    const bundle = await generateBundle(join(tempDir('kgs-fleet-'), 'fleet.json.gz'), {
+      facts: FACTS,
+      vectors: 'kgs-hash-v1',
+    })
+    const queued = await uploadBundle(
+      api(a.url),
+      repo.slug,
+      owner.token,
+      new Uint8Array(await Bun.file(bundle.path).arrayBuffer()),
+    )
     expect(queued.status).toBe(202)
     expect((await waitForJob(api(a.url), `/${repo.slug}/jobs/${queued.body.id}`, owner.token)).status).toBe('succeeded')
 
-    const fact = (await api(b.url).get(`/${repo.slug}/facts?limit=1`, owner.token)).body[0] as { id: string; text: string }
-    const hits = await api(b.url).get(`/${repo.slug}/search?${new URLSearchParams({ q: fact.text, kind: 'facts', k: '3' })}`, owner.token)
+    const fact = (await api(b.url).get(`/${repo.slug}/facts?limit=1`, owner.token)).body[0] as {
+      id: string
+      text: string
+    }
+    const hits = await api(b.url).get(
+      `/${repo.slug}/search?${new URLSearchParams({ q: fact.text, kind: 'facts', k: '3' })}`,
+      owner.token,
+    )
     expect(hits.status).toBe(200)
     expect(JSON.stringify(hits.body)).toContain(fact.id)
 
     const sources = (await api(b.url).get(`/${repo.slug}/sources?limit=50`, owner.token)).body as { id: string }[]
-    const withImage = (await Promise.all(sources.map(async ({ id }) => (await api(b.url).get(`/${repo.slug}/sources/${id}`, owner.token)).body))).find(
-      (source: { images: unknown[] }) => source.images.length > 0,
-    ) as { images: { id: string }[] }
-    const image = await fetch(`${b.url}/${repo.slug}/images/${withImage.images[0]!.id}`, { headers: { authorization: `Bearer ${owner.token}` } })
+    const withImage = (
+      await Promise.all(
+        sources.map(async ({ id }) => (await api(b.url).get(`/${repo.slug}/sources/${id}`, owner.token)).body),
+      )
+    ).find((source: { images: unknown[] }) => source.images.length > 0) as { images: { id: string }[] }
+    const image = await fetch(`${b.url}/${repo.slug}/images/${withImage.images[0]!.id}`, {
+      headers: { authorization: `Bearer ${owner.token}` },
+    })
     expect(image.status).toBe(200)
     expect((await image.arrayBuffer()).byteLength).toBeGreaterThan(0)
     expect((await listKeys(OBJECT_STORE!, bucket, `repositories/${repo.id}/`)).length).toBeGreaterThan(0)
@@ -76,13 +97,23 @@ describe.if(BACKEND === 'postgres' && OBJECT_STORE !== undefined)('a fleet on Ce
 
   // Four workers (two per instance, each thread with a connection of its own) commit to one table at once.
   test('embedding jobs queued through both instances write one vector table at once, and every vector is there once', async () => {
-    const ids = ((await api(a.url).get(`/${repo.slug}/facts?limit=500`, owner.token)).body as { id: string }[]).map(({ id }) => id)
+    const ids = ((await api(a.url).get(`/${repo.slug}/facts?limit=500`, owner.token)).body as { id: string }[]).map(
+      ({ id }) => id,
+    )
     expect(ids).toHaveLength(FACTS)
     const slice = Math.ceil(FACTS / SLICES)
     const queued = await Promise.all(
-      Array.from({ length: SLICES }, (_, i) => api(i % 2 ? b.url : a.url).post(`/${repo.slug}/jobs`, { kind: 'embed_facts', params: { ids: ids.slice(i * slice, (i + 1) * slice) } }, owner.token)),
+      Array.from({ length: SLICES }, (_, i) =>
+        api(i % 2 ? b.url : a.url).post(
+          `/${repo.slug}/jobs`,
+          { kind: 'embed_facts', params: { ids: ids.slice(i * slice, (i + 1) * slice) } },
+          owner.token,
+        ),
+      ),
     )
-    const jobs = await Promise.all(queued.map((response) => waitForJob(api(a.url), `/${repo.slug}/jobs/${response.body.id}`, owner.token)))
+    const jobs = await Promise.all(
+      queued.map((response) => waitForJob(api(a.url), `/${repo.slug}/jobs/${response.body.id}`, owner.token)),
+    )
     expect(jobs.map((job) => job.status)).toEqual(Array(SLICES).fill('succeeded'))
 
     const config = parseEnv(env)
@@ -97,8 +128,17 @@ describe.if(BACKEND === 'postgres' && OBJECT_STORE !== undefined)('a fleet on Ce
   })
 
   test('a repository deleted through A leaves no object behind', async () => {
-    expect((await api(a.url).call('DELETE', `/api/v1/repositories/${repo.id}`, { token: owner.token, body: { confirm: repo.slug } })).status).toBe(200)
-    const left = (await listKeys(OBJECT_STORE!, bucket)).filter((key) => key.includes(repo.id) || key.includes(repo.id.replaceAll('-', '')))
+    expect(
+      (
+        await api(a.url).call('DELETE', `/api/v1/repositories/${repo.id}`, {
+          token: owner.token,
+          body: { confirm: repo.slug },
+        })
+      ).status,
+    ).toBe(200)
+    const left = (await listKeys(OBJECT_STORE!, bucket)).filter(
+      (key) => key.includes(repo.id) || key.includes(repo.id.replaceAll('-', '')),
+    )
     expect(left).toEqual([])
   })
 })

@@ -29,10 +29,13 @@ const hash = (n: number) => n.toString(16).padStart(64, '0')
 /** A created_at with microseconds; the API shows milliseconds. */
 const at = (second: number, micros = '000000') => `2026-01-02T03:04:${String(second).padStart(2, '0')}.${micros}Z`
 const iso = (timestamp: string) => `${timestamp.slice(0, 23)}Z`
-const pick = <T extends object, K extends keyof T>(row: T, keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, row[k]])) as Pick<T, K>
+const pick = <T extends object, K extends keyof T>(row: T, keys: readonly K[]) =>
+  Object.fromEntries(keys.map((k) => [k, row[k]])) as Pick<T, K>
 /** Rows in the API's list order: (created_at, id). UUIDs compare as PostgreSQL does, byte by byte. */
 const inListOrder = <T extends { id: string; created_at: string }>(rows: T[]) =>
-  [...rows].sort((x, y) => (x.created_at === y.created_at ? (x.id < y.id ? -1 : 1) : x.created_at < y.created_at ? -1 : 1))
+  [...rows].sort((x, y) =>
+    x.created_at === y.created_at ? (x.id < y.id ? -1 : 1) : x.created_at < y.created_at ? -1 : 1,
+  )
 
 // ---- the graph of repository A
 
@@ -157,7 +160,11 @@ const factSources = [
   { fact_id: f3.id, source_id: s2.id, chunk_index: 0 },
 ]
 
-const concept = (n: number, canonical_name: string, more: { context?: string; description?: string; promptset_hash?: string } = {}) => ({
+const concept = (
+  n: number,
+  canonical_name: string,
+  more: { context?: string; description?: string; promptset_hash?: string } = {},
+) => ({
   id: uuid(),
   canonical_name,
   context: '',
@@ -166,7 +173,11 @@ const concept = (n: number, canonical_name: string, more: { context?: string; de
   created_at: at(n),
   ...more,
 })
-const c1 = concept(1, 'Boiling point', { context: 'physics', description: 'The temperature at which a liquid boils.', promptset_hash: 'ps1' })
+const c1 = concept(1, 'Boiling point', {
+  context: 'physics',
+  description: 'The temperature at which a liquid boils.',
+  promptset_hash: 'ps1',
+})
 const c2 = concept(2, 'BOILER design', { context: 'engineering' })
 const c3 = concept(3, '100%_pure')
 const c4 = concept(4, '1000 things')
@@ -184,7 +195,17 @@ const factConcepts = [
   { fact_id: f2.id, concept_id: c1.id },
   { fact_id: f3.id, concept_id: c8.id },
 ]
-const summaryLater = { id: uuid(), concept_id: c1.id, sequence_num: 1, is_complete: false, fact_count: 1, content: 'And more.', covered_fact_ids: [f2.id], model: 'm1', created_at: at(5) }
+const summaryLater = {
+  id: uuid(),
+  concept_id: c1.id,
+  sequence_num: 1,
+  is_complete: false,
+  fact_count: 1,
+  content: 'And more.',
+  covered_fact_ids: [f2.id],
+  model: 'm1',
+  created_at: at(5),
+}
 const summaryFirst = {
   id: uuid(),
   concept_id: c1.id,
@@ -249,15 +270,36 @@ interface ReportRow {
   sentence_count: number | null
   created_at: string
 }
-const r1 = report(1, 'Water report', { topic: 'water', body_md: 'Water boils. Ice melts.', status: 'annotated', similarity_threshold: 0.75, embedded_model: 'kgs-hash-v1', sentence_count: 2 })
+const r1 = report(1, 'Water report', {
+  topic: 'water',
+  body_md: 'Water boils. Ice melts.',
+  status: 'annotated',
+  similarity_threshold: 0.75,
+  embedded_model: 'kgs-hash-v1',
+  sentence_count: 2,
+})
 const r2 = report(2, 'Child one', { parent_id: r1.id })
 const r3 = report(3, 'Child two', { status: 'processing', parent_id: r1.id })
 const r4 = report(4, 'Other', { status: 'failed' })
 const reports = [r1, r2, r3, r4]
 const annotations = [
   { report_id: r1.id, sentence_index: 1, sentence_text: 'Ice melts.', fact_id: f3.id, score: 0.5, posture: '' },
-  { report_id: r1.id, sentence_index: 0, sentence_text: 'Water boils.', fact_id: f1.id, score: 0.8, posture: 'supports' },
-  { report_id: r1.id, sentence_index: 0, sentence_text: 'Water boils.', fact_id: f2.id, score: 0.93, posture: 'related' },
+  {
+    report_id: r1.id,
+    sentence_index: 0,
+    sentence_text: 'Water boils.',
+    fact_id: f1.id,
+    score: 0.8,
+    posture: 'supports',
+  },
+  {
+    report_id: r1.id,
+    sentence_index: 0,
+    sentence_text: 'Water boils.',
+    fact_id: f2.id,
+    score: 0.93,
+    posture: 'related',
+  },
 ]
 
 // ---- one row of each kind in repository B, whose ids must not be found through A
@@ -297,18 +339,40 @@ async function seedB(sql: Sql) {
 
 // ---- expected bodies
 
-const sourceItem = (s: (typeof sources)[number]) => ({ ...pick(s, ['id', 'url', 'doi', 'kind', 'status', 'parsed_title', 'published_at', 'has_stored_body']), created_at: iso(s.created_at) })
+const sourceItem = (s: (typeof sources)[number]) => ({
+  ...pick(s, ['id', 'url', 'doi', 'kind', 'status', 'parsed_title', 'published_at', 'has_stored_body']),
+  created_at: iso(s.created_at),
+})
 const factItem = (f: FactRow) => ({ ...f, created_at: iso(f.created_at) })
 const conceptItem = (c: (typeof concepts)[number]) => ({ ...c, created_at: iso(c.created_at) })
 const investigationItem = (i: (typeof investigations)[number]) => ({ ...i, created_at: iso(i.created_at) })
-const reportItem = (r: ReportRow) => ({ ...pick(r, ['id', 'title', 'topic', 'status', 'parent_id', 'similarity_threshold', 'embedded_model', 'sentence_count']), created_at: iso(r.created_at) })
-const imageBody = (i: typeof pageImage | typeof inlineImage) => pick(i, ['id', 'kind', 'page_number', 'position', 'url', 'width', 'height', 'bytes', 'alt_text', 'content_type'])
-const summaryBody = (s: typeof summaryFirst) => ({ ...pick(s, ['id', 'sequence_num', 'is_complete', 'fact_count', 'content', 'covered_fact_ids', 'model']), created_at: iso(s.created_at) })
+const reportItem = (r: ReportRow) => ({
+  ...pick(r, [
+    'id',
+    'title',
+    'topic',
+    'status',
+    'parent_id',
+    'similarity_threshold',
+    'embedded_model',
+    'sentence_count',
+  ]),
+  created_at: iso(r.created_at),
+})
+const imageBody = (i: typeof pageImage | typeof inlineImage) =>
+  pick(i, ['id', 'kind', 'page_number', 'position', 'url', 'width', 'height', 'bytes', 'alt_text', 'content_type'])
+const summaryBody = (s: typeof summaryFirst) => ({
+  ...pick(s, ['id', 'sequence_num', 'is_complete', 'fact_count', 'content', 'covered_fact_ids', 'model']),
+  created_at: iso(s.created_at),
+})
 const synthesisBody = (s: typeof ownSynthesis) => ({ ...s, created_at: iso(s.created_at) })
 
 // ---- helpers
 
-const withHeader = (token: string | undefined, repository: string) => ({ token, headers: { 'x-repository-id': repository } })
+const withHeader = (token: string | undefined, repository: string) => ({
+  token,
+  headers: { 'x-repository-id': repository },
+})
 
 /** GET `path` in repository A at /{slug}/path and at /api/v1/path + X-Repository-ID; both must answer alike. */
 async function getBoth(path: string, token: string | undefined) {
@@ -346,7 +410,8 @@ async function walk(first: string, options: { token?: string; headers?: Record<s
   return pages
 }
 
-const chunks = <T>(items: T[], size: number) => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, i * size + size))
+const chunks = <T>(items: T[], size: number) =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, i * size + size))
 
 const register = () => registerAccount(http)
 
@@ -358,7 +423,10 @@ beforeAll(async () => {
     repositories: { a, b },
   } = await fixture({
     users: { admin: 'sysadmin', owner: 'member', viewer: 'member', stranger: 'member' },
-    repositories: { a: { by: 'owner', name: 'Graph A', roles: { viewer: 'viewer' } }, b: { by: 'owner', name: 'Graph B' } },
+    repositories: {
+      a: { by: 'owner', name: 'Graph A', roles: { viewer: 'viewer' } },
+      b: { by: 'owner', name: 'Graph B' },
+    },
   }))
   await seedA(await server.context.pools.forRepository(a.id))
   await seedB(await server.context.pools.forRepository(b.id))
@@ -395,7 +463,15 @@ describe(`graph read API (${BACKEND})`, () => {
       body: { content_type: 'application/pdf', bytes: 5_000_000_000 },
       fact_count: 2,
     })
-    expect(await readBoth(`/sources/${s3.id.toUpperCase()}`)).toEqual({ ...sourceItem(s3), status_reason: '', parsed_text: '', parsed_markdown: '', images: [], body: null, fact_count: 0 })
+    expect(await readBoth(`/sources/${s3.id.toUpperCase()}`)).toEqual({
+      ...sourceItem(s3),
+      status_reason: '',
+      parsed_text: '',
+      parsed_markdown: '',
+      images: [],
+      body: null,
+      fact_count: 0,
+    })
   })
 
   test('facts: the list, by status and by source; details with sources per chunk and concepts', async () => {
@@ -425,7 +501,10 @@ describe(`graph read API (${BACKEND})`, () => {
 
   test('concepts: the list; a case-insensitive name prefix, LIKE metacharacters taken literally', async () => {
     expect(await readBoth('/concepts')).toEqual(concepts.map(conceptItem))
-    const named = async (prefix: string) => ((await readBoth(`/concepts?prefix=${encodeURIComponent(prefix)}`)) as { canonical_name: string }[]).map((c) => c.canonical_name)
+    const named = async (prefix: string) =>
+      ((await readBoth(`/concepts?prefix=${encodeURIComponent(prefix)}`)) as { canonical_name: string }[]).map(
+        (c) => c.canonical_name,
+      )
     expect(await named('boil')).toEqual(['Boiling point', 'BOILER design'])
     expect(await named('BOILING')).toEqual(['Boiling point'])
     expect(await named('100%')).toEqual(['100%_pure'])
@@ -446,12 +525,31 @@ describe(`graph read API (${BACKEND})`, () => {
       fact_count: 2,
     })
     // No synthesis of its own name: the one covering it.
-    expect(await readBoth(`/concepts/${c2.id}`)).toEqual({ ...conceptItem(c2), aliases: [], summaries: [], synthesis: synthesisBody(groupSynthesis), fact_count: 0 })
-    expect(await readBoth(`/concepts/${c8.id}`)).toEqual({ ...conceptItem(c8), aliases: [], summaries: [], synthesis: null, fact_count: 1 })
+    expect(await readBoth(`/concepts/${c2.id}`)).toEqual({
+      ...conceptItem(c2),
+      aliases: [],
+      summaries: [],
+      synthesis: synthesisBody(groupSynthesis),
+      fact_count: 0,
+    })
+    expect(await readBoth(`/concepts/${c8.id}`)).toEqual({
+      ...conceptItem(c8),
+      aliases: [],
+      summaries: [],
+      synthesis: null,
+      fact_count: 1,
+    })
   })
 
   test("a fact's citations: the summaries that cover it, then the reports whose sentences it annotates; paged by position", async () => {
-    const summary = (s: typeof summaryFirst) => ({ kind: 'summary', id: s.id, title: c1.canonical_name, concept_id: c1.id, sequence_num: s.sequence_num, sentences: 0 })
+    const summary = (s: typeof summaryFirst) => ({
+      kind: 'summary',
+      id: s.id,
+      title: c1.canonical_name,
+      concept_id: c1.id,
+      sequence_num: s.sequence_num,
+      sentences: 0,
+    })
     const inR1 = { kind: 'report', id: r1.id, title: r1.title, concept_id: null, sequence_num: null, sentences: 1 }
     expect(await readBoth(`/facts/${f1.id}/citations`)).toEqual([summary(summaryFirst), inR1])
     expect(await readBoth(`/facts/${f2.id}/citations`)).toEqual([summary(summaryLater), inR1])
@@ -465,7 +563,11 @@ describe(`graph read API (${BACKEND})`, () => {
     expect(second.headers.get('link')).toBeNull()
     expectError(await getBoth(`/facts/${other.fact}/citations`, owner.token), 404, 'fact not found')
     expectError(await getBoth(`/facts/${uuid()}/citations`, viewer.token), 404, 'fact not found')
-    expectError(await getBoth('/facts/x/citations', viewer.token), 400, /^invalid path parameter: factID: expected a UUID/)
+    expectError(
+      await getBoth('/facts/x/citations', viewer.token),
+      400,
+      /^invalid path parameter: factID: expected a UUID/,
+    )
     expectError(await getBoth(`/facts/${f1.id}/citations?limit=101`, viewer.token), 400, /limit/)
     expectError(await getBoth(`/facts/${f1.id}/citations?cursor=bogus`, viewer.token), 400, /cursor/)
   })
@@ -494,7 +596,12 @@ describe(`graph read API (${BACKEND})`, () => {
       ],
       children: [r2, r3].map((r) => ({ id: r.id, title: r.title, status: r.status, created_at: iso(r.created_at) })),
     })
-    expect(await readBoth(`/reports/${r2.id}`)).toEqual({ ...reportItem(r2), body_md: '', annotations: [], children: [] })
+    expect(await readBoth(`/reports/${r2.id}`)).toEqual({
+      ...reportItem(r2),
+      body_md: '',
+      annotations: [],
+      children: [],
+    })
   })
 
   test('pagination: every list walked with limit=2 along its Link headers sees each row once, in (created_at, id) order', async () => {
@@ -519,7 +626,9 @@ describe(`graph read API (${BACKEND})`, () => {
     }
     // The Link of a first page: same path and filters, the limit, and an opaque cursor.
     const first = await http.get(`/${a.slug}/facts?status=stable&limit=2`, viewer.token)
-    expect(first.headers.get('link')).toMatch(new RegExp(`^</${a.slug}/facts\\?status=stable&limit=2&cursor=[A-Za-z0-9_-]+>; rel="next"$`))
+    expect(first.headers.get('link')).toMatch(
+      new RegExp(`^</${a.slug}/facts\\?status=stable&limit=2&cursor=[A-Za-z0-9_-]+>; rel="next"$`),
+    )
     // A page that holds the rest has no Link.
     expect((await http.get(`/${a.slug}/facts?limit=5`, viewer.token)).headers.get('link')).toBeNull()
   })
@@ -553,8 +662,16 @@ describe(`graph read API (${BACKEND})`, () => {
   })
 
   test('the repository must be named once: no header on /api/v1 or two that disagree is 400; other methods 405', async () => {
-    expectError(await http.get('/api/v1/facts', viewer.token), 400, 'no repository named: put it in the path or the X-Repository-ID header')
-    expectError(await http.call('GET', `/${a.slug}/facts`, withHeader(owner.token, b.slug)), 400, 'the path and X-Repository-ID name different repositories')
+    expectError(
+      await http.get('/api/v1/facts', viewer.token),
+      400,
+      'no repository named: put it in the path or the X-Repository-ID header',
+    )
+    expectError(
+      await http.call('GET', `/${a.slug}/facts`, withHeader(owner.token, b.slug)),
+      400,
+      'the path and X-Repository-ID name different repositories',
+    )
     const post = await http.call('POST', `/${a.slug}/facts/${f1.id}`, { token: viewer.token, body: {} })
     expectError(post, 405)
     // A fact is read, edited and deleted (the write API), never posted to.
@@ -563,7 +680,10 @@ describe(`graph read API (${BACKEND})`, () => {
 
   test('every role in the repository reads, and so does a sysadmin without one', async () => {
     const curator = await register()
-    expect((await http.put('/api/v1/admin/users/roles', { user_id: curator.id, role: 'curator', domain: a.id }, admin.token)).status).toBe(200)
+    expect(
+      (await http.put('/api/v1/admin/users/roles', { user_id: curator.id, role: 'curator', domain: a.id }, admin.token))
+        .status,
+    ).toBe(200)
     for (const account of [viewer, curator, owner, admin]) {
       for (const path of routes()) expect((await getBoth(path, account.token)).status).toBe(200)
     }
@@ -577,18 +697,46 @@ describe(`graph read API (${BACKEND})`, () => {
       ['investigations/00000000-0000-0000-0000-00000000000g', 'investigationID'],
       ['reports/none', 'reportID'],
     ]) {
-      expectError(await getBoth(`/${path}`, viewer.token), 400, new RegExp(`^invalid path parameter: ${field}: expected a UUID \\(got "`))
+      expectError(
+        await getBoth(`/${path}`, viewer.token),
+        400,
+        new RegExp(`^invalid path parameter: ${field}: expected a UUID \\(got "`),
+      )
     }
     for (const list of ['/sources', '/facts', '/concepts', '/investigations', '/reports']) {
       for (const limit of ['0', '501', '-1', 'ten', '2.5']) {
-        expectError(await getBoth(`${list}?limit=${limit}`, viewer.token), 400, `invalid query: limit: expected an integer from 1 to 500 (got ${JSON.stringify(limit)})`)
+        expectError(
+          await getBoth(`${list}?limit=${limit}`, viewer.token),
+          400,
+          `invalid query: limit: expected an integer from 1 to 500 (got ${JSON.stringify(limit)})`,
+        )
       }
-      expectError(await getBoth(`${list}?cursor=bogus`, viewer.token), 400, 'invalid query: cursor: expected a cursor from a Link header')
+      expectError(
+        await getBoth(`${list}?cursor=bogus`, viewer.token),
+        400,
+        'invalid query: cursor: expected a cursor from a Link header',
+      )
     }
-    expectError(await getBoth('/facts?status=done', viewer.token), 400, 'invalid query: status: expected new, stable or to_delete (got "done")')
-    expectError(await getBoth('/facts?source_id=s1', viewer.token), 400, 'invalid query: source_id: expected a source UUID (got "s1")')
-    expectError(await getBoth('/reports?parent_id=top', viewer.token), 400, 'invalid query: parent_id: expected a report UUID or none (got "top")')
-    expectError(await getBoth(`/concepts?prefix=${'x'.repeat(201)}`, viewer.token), 400, 'invalid query: prefix: expected at most 200 characters (got 201 characters)')
+    expectError(
+      await getBoth('/facts?status=done', viewer.token),
+      400,
+      'invalid query: status: expected new, stable or to_delete (got "done")',
+    )
+    expectError(
+      await getBoth('/facts?source_id=s1', viewer.token),
+      400,
+      'invalid query: source_id: expected a source UUID (got "s1")',
+    )
+    expectError(
+      await getBoth('/reports?parent_id=top', viewer.token),
+      400,
+      'invalid query: parent_id: expected a report UUID or none (got "top")',
+    )
+    expectError(
+      await getBoth(`/concepts?prefix=${'x'.repeat(201)}`, viewer.token),
+      400,
+      'invalid query: prefix: expected at most 200 characters (got 201 characters)',
+    )
   })
 
   test('factsByIds and conceptsByIds hydrate ids in the order given, skipping unknown ones', async () => {
@@ -600,7 +748,10 @@ describe(`graph read API (${BACKEND})`, () => {
 
   test('OpenAPI lists each operation once, at /{repoID}/…, under the graph tag, and names the X-Repository-ID form there', async () => {
     const spec = (await (await server.request('/swagger/json')).json()) as {
-      paths: Record<string, { get?: { tags?: string[]; description?: string; parameters?: { name: string; in: string }[] } }>
+      paths: Record<
+        string,
+        { get?: { tags?: string[]; description?: string; parameters?: { name: string; in: string }[] } }
+      >
     }
     for (const path of [
       '/sources',
@@ -616,8 +767,12 @@ describe(`graph read API (${BACKEND})`, () => {
     ]) {
       expect(spec.paths[`/{repoID}${path}`]?.get?.tags).toEqual(['graph'])
       expect(spec.paths[`/api/v1${path}`]).toBeUndefined()
-      expect(spec.paths[`/{repoID}${path}`]!.get!.description).toContain(`\`/api/v1${path}\` with the repository UUID or slug in the \`X-Repository-ID\` header`)
-      expect(spec.paths[`/{repoID}${path}`]!.get!.parameters).toContainEqual(expect.objectContaining({ in: 'path', name: 'repoID' }))
+      expect(spec.paths[`/{repoID}${path}`]!.get!.description).toContain(
+        `\`/api/v1${path}\` with the repository UUID or slug in the \`X-Repository-ID\` header`,
+      )
+      expect(spec.paths[`/{repoID}${path}`]!.get!.parameters).toContainEqual(
+        expect.objectContaining({ in: 'path', name: 'repoID' }),
+      )
     }
   })
 })

@@ -18,7 +18,12 @@ const uuid = () => crypto.randomUUID()
 // Concepts c0..c4; facts f0..f7, each linked to the concepts listed (c0 is in most).
 const concepts = Array.from({ length: 5 }, (_, i) => ({ id: uuid(), canonical_name: `Concept ${i}` }))
 const links: number[][] = [[0, 1], [0, 1, 2], [0, 1, 2], [0, 2], [0, 3], [1], [4], [0, 1]]
-const facts = links.map((_, i) => ({ id: uuid(), text: `Fact number ${i}.`, fact_kind: i === 2 || i === 7 ? 'image' : 'text', status: i === 1 ? 'new' : 'stable' }))
+const facts = links.map((_, i) => ({
+  id: uuid(),
+  text: `Fact number ${i}.`,
+  fact_kind: i === 2 || i === 7 ? 'image' : 'text',
+  status: i === 1 ? 'new' : 'stable',
+}))
 const source = { id: uuid(), url: 'https://example.org/paper' }
 const withSource = [facts[1]!, facts[2]!, facts[4]!]
 
@@ -86,9 +91,21 @@ describe(`facts of concepts (${BACKEND})`, () => {
   })
 
   test('bad filters: 400 naming the parameter', async () => {
-    expectError(await getBoth('/facts?concept=nope'), 400, 'invalid query: concept: expected 1 to 20 concept UUIDs (got "nope")')
-    expectError(await getBoth(`/facts?concept=${concepts[0]!.id}&concept=nope`), 400, 'invalid query: concept: expected 1 to 20 concept UUIDs (got "nope")')
-    expectError(await getBoth(`/facts?${Array.from({ length: 21 }, () => `concept=${uuid()}`).join('&')}`), 400, 'invalid query: concept: expected 1 to 20 concept UUIDs (got 21)')
+    expectError(
+      await getBoth('/facts?concept=nope'),
+      400,
+      'invalid query: concept: expected 1 to 20 concept UUIDs (got "nope")',
+    )
+    expectError(
+      await getBoth(`/facts?concept=${concepts[0]!.id}&concept=nope`),
+      400,
+      'invalid query: concept: expected 1 to 20 concept UUIDs (got "nope")',
+    )
+    expectError(
+      await getBoth(`/facts?${Array.from({ length: 21 }, () => `concept=${uuid()}`).join('&')}`),
+      400,
+      'invalid query: concept: expected 1 to 20 concept UUIDs (got 21)',
+    )
     expectError(await getBoth('/facts?kind=video'), 400, /kind/)
   })
 })
@@ -119,8 +136,16 @@ describe(`related concepts (${BACKEND})`, () => {
   test('an unknown concept: 404; bad id, limit or cursor: 400; no token: 401; no role: 404', async () => {
     expectError(await getBoth(`/concepts/${uuid()}/related`), 404, 'concept not found')
     expectError(await getBoth('/concepts/nope/related'), 400, /conceptID: expected a UUID/)
-    expectError(await getBoth(`/concepts/${concepts[0]!.id}/related?limit=0`), 400, 'invalid query: limit: expected an integer from 1 to 100 (got "0")')
-    expectError(await getBoth(`/concepts/${concepts[0]!.id}/related?cursor=x`), 400, 'invalid query: cursor: expected a cursor from a Link header')
+    expectError(
+      await getBoth(`/concepts/${concepts[0]!.id}/related?limit=0`),
+      400,
+      'invalid query: limit: expected an integer from 1 to 100 (got "0")',
+    )
+    expectError(
+      await getBoth(`/concepts/${concepts[0]!.id}/related?cursor=x`),
+      400,
+      'invalid query: cursor: expected a cursor from a Link header',
+    )
     expectError(await http.get(`/${repo.slug}/concepts/${concepts[0]!.id}/related`), 401, 'authentication required')
     expectError(await getBoth(`/concepts/${concepts[0]!.id}/related`, stranger.token), 404, 'repository not found')
   })
@@ -145,7 +170,15 @@ describe(`a concept's neighbourhood (${BACKEND})`, () => {
   test('an unknown concept: 404; a bad id: 400; no token: 401; no role: 404', async () => {
     expectError(await getBoth(`/concepts/${uuid()}/neighbourhood`), 404, 'concept not found')
     expectError(await getBoth('/concepts/nope/neighbourhood'), 400, /conceptID: expected a UUID/)
-    expectError(await http.get(`/${repo.slug}/concepts/${concepts[0]!.id}/neighbourhood`), 401, 'authentication required')
-    expectError(await getBoth(`/concepts/${concepts[0]!.id}/neighbourhood`, stranger.token), 404, 'repository not found')
+    expectError(
+      await http.get(`/${repo.slug}/concepts/${concepts[0]!.id}/neighbourhood`),
+      401,
+      'authentication required',
+    )
+    expectError(
+      await getBoth(`/concepts/${concepts[0]!.id}/neighbourhood`, stranger.token),
+      404,
+      'repository not found',
+    )
   })
 })

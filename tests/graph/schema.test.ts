@@ -66,9 +66,21 @@ describe(`graph schema (${BACKEND})`, () => {
   })
 
   test('enum values are enforced', async () => {
-    expect(await outcome(sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, 'x', 'video', ${hash(2)}, 'new')`)).toBe(CHECK)
-    expect(await outcome(sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, 'x', 'text', ${hash(3)}, 'done')`)).toBe(CHECK)
-    expect(await outcome(sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, 'x', 'text', 'not-a-hash', 'new')`)).toBe(CHECK)
+    expect(
+      await outcome(
+        sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, 'x', 'video', ${hash(2)}, 'new')`,
+      ),
+    ).toBe(CHECK)
+    expect(
+      await outcome(
+        sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, 'x', 'text', ${hash(3)}, 'done')`,
+      ),
+    ).toBe(CHECK)
+    expect(
+      await outcome(
+        sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, 'x', 'text', 'not-a-hash', 'new')`,
+      ),
+    ).toBe(CHECK)
     // A content hash is exactly 64 lowercase hexadecimal digits (0010's form of the rule).
     const cases: [contentHash: string, outcome: string][] = [
       [hash(4).toUpperCase().replace('0', 'A'), CHECK],
@@ -83,26 +95,64 @@ describe(`graph schema (${BACKEND})`, () => {
     for (const [contentHash, expected] of cases) {
       expect([
         contentHash,
-        await outcome(sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, ${`x ${contentHash}`}, 'text', ${contentHash}, 'new')`),
+        await outcome(
+          sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, ${`x ${contentHash}`}, 'text', ${contentHash}, 'new')`,
+        ),
       ]).toEqual([contentHash, expected])
     }
-    expect(await outcome(sql`INSERT INTO source_images (id, source_id, kind, position) VALUES (${crypto.randomUUID()}, ${ids.source}, 'thumbnail', 9)`)).toBe(CHECK)
-    expect(await outcome(sql`INSERT INTO reports (id, title, status) VALUES (${crypto.randomUUID()}, 'r', 'archived')`)).toBe(CHECK)
-    expect(await outcome(sql`INSERT INTO report_annotations (report_id, sentence_index, fact_id, score, posture) VALUES (${ids.report}, 5, ${ids.fact}, 0.1, 'refutes')`)).toBe(CHECK)
+    expect(
+      await outcome(
+        sql`INSERT INTO source_images (id, source_id, kind, position) VALUES (${crypto.randomUUID()}, ${ids.source}, 'thumbnail', 9)`,
+      ),
+    ).toBe(CHECK)
+    expect(
+      await outcome(sql`INSERT INTO reports (id, title, status) VALUES (${crypto.randomUUID()}, 'r', 'archived')`),
+    ).toBe(CHECK)
+    expect(
+      await outcome(
+        sql`INSERT INTO report_annotations (report_id, sentence_index, fact_id, score, posture) VALUES (${ids.report}, 5, ${ids.fact}, 0.1, 'refutes')`,
+      ),
+    ).toBe(CHECK)
     expect(await outcome(sql`UPDATE reports SET parent_id = id WHERE id = ${ids.report}`)).toBe(CHECK)
   })
 
   test('the natural keys import dedups on are unique', async () => {
-    expect(await outcome(sql`INSERT INTO sources (id, url, kind, status) VALUES (${crypto.randomUUID()}, 'https://example.org/paper.pdf', 'pdf', 'processed')`)).toBe(UNIQUE)
-    expect(await outcome(sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, 'same text again', 'text', ${hash(1)}, 'new')`)).toBe(UNIQUE)
-    expect(await outcome(sql`INSERT INTO concepts (id, canonical_name, context) VALUES (${crypto.randomUUID()}, 'BOILING POINT', 'Physics')`)).toBe(UNIQUE)
-    expect(await outcome(sql`INSERT INTO concepts (id, canonical_name, context) VALUES (${crypto.randomUUID()}, 'Boiling point', 'cooking')`)).toBe('ok')
-    expect(await outcome(sql`INSERT INTO concept_syntheses (id, canonical_name) VALUES (${crypto.randomUUID()}, 'boiling POINT')`)).toBe(UNIQUE)
-    expect(await outcome(sql`INSERT INTO concept_aliases (concept_id, alias_text) VALUES (${ids.concept}, 'boiling temperature')`)).toBe(UNIQUE)
+    expect(
+      await outcome(
+        sql`INSERT INTO sources (id, url, kind, status) VALUES (${crypto.randomUUID()}, 'https://example.org/paper.pdf', 'pdf', 'processed')`,
+      ),
+    ).toBe(UNIQUE)
+    expect(
+      await outcome(
+        sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${crypto.randomUUID()}, 'same text again', 'text', ${hash(1)}, 'new')`,
+      ),
+    ).toBe(UNIQUE)
+    expect(
+      await outcome(
+        sql`INSERT INTO concepts (id, canonical_name, context) VALUES (${crypto.randomUUID()}, 'BOILING POINT', 'Physics')`,
+      ),
+    ).toBe(UNIQUE)
+    expect(
+      await outcome(
+        sql`INSERT INTO concepts (id, canonical_name, context) VALUES (${crypto.randomUUID()}, 'Boiling point', 'cooking')`,
+      ),
+    ).toBe('ok')
+    expect(
+      await outcome(
+        sql`INSERT INTO concept_syntheses (id, canonical_name) VALUES (${crypto.randomUUID()}, 'boiling POINT')`,
+      ),
+    ).toBe(UNIQUE)
+    expect(
+      await outcome(
+        sql`INSERT INTO concept_aliases (concept_id, alias_text) VALUES (${ids.concept}, 'boiling temperature')`,
+      ),
+    ).toBe(UNIQUE)
   })
 
   test('links must point at rows that exist; deleting a source takes its links and media with it', async () => {
-    expect(await outcome(sql`INSERT INTO fact_sources (fact_id, source_id) VALUES (${ids.fact}, ${crypto.randomUUID()})`)).toBe(FOREIGN_KEY)
+    expect(
+      await outcome(sql`INSERT INTO fact_sources (fact_id, source_id) VALUES (${ids.fact}, ${crypto.randomUUID()})`),
+    ).toBe(FOREIGN_KEY)
     await sql`DELETE FROM sources WHERE id = ${ids.source}`
     const counts = await sql<{ links: number; images: number; bodies: number; fact_image: string | null }[]>`
       SELECT (SELECT count(*)::int FROM fact_sources) AS links, (SELECT count(*)::int FROM source_images) AS images,

@@ -60,7 +60,8 @@ beforeAll(async () => {
   readOnly = (await obtainTokens(server.url, await registerClient(server.url), account, 'read')).access_token
   writer = (await obtainTokens(server.url, await registerClient(server.url), account, 'write')).access_token
   const r = `/${repo.slug}`
-  const post = async (path: string, body: unknown) => (await http.post(`${r}${path}`, body, owner.token)).body.id as string
+  const post = async (path: string, body: unknown) =>
+    (await http.post(`${r}${path}`, body, owner.token)).body.id as string
   const source = await post('/sources', { url: 'https://example.org/input', kind: 'web', status: 'parsed' })
   const fact = await post('/facts', { text: 'Input is checked.' })
   const concept = await post('/concepts', { canonical_name: 'Input' })
@@ -69,7 +70,12 @@ beforeAll(async () => {
   const investigation = await post('/investigations', { title: 'Input' })
   const report = await post('/reports', { title: 'Input' })
   routes = [
-    { method: 'POST', path: `${r}/sources`, permission: 'source:write', body: { url: 'https://example.org/new', kind: 'web', status: 'parsed' } },
+    {
+      method: 'POST',
+      path: `${r}/sources`,
+      permission: 'source:write',
+      body: { url: 'https://example.org/new', kind: 'web', status: 'parsed' },
+    },
     { method: 'PATCH', path: `${r}/sources/${source}`, permission: 'source:write', body: { parsed_title: 'New' } },
     { method: 'DELETE', path: `${r}/sources/${source}`, permission: 'source:write' },
     { method: 'POST', path: `${r}/ingest`, permission: 'source:write', body: { url: 'https://example.org/document' } },
@@ -81,17 +87,40 @@ beforeAll(async () => {
     { method: 'POST', path: `${r}/concepts`, permission: 'concept:write', body: { canonical_name: 'New' } },
     { method: 'PATCH', path: `${r}/concepts/${concept}`, permission: 'concept:write', body: { description: 'new' } },
     { method: 'DELETE', path: `${r}/concepts/${concept}`, permission: 'concept:write' },
-    { method: 'POST', path: `${r}/concepts/${concept}/summaries`, permission: 'concept:write', body: { sequence_num: 1 } },
-    { method: 'PATCH', path: `${r}/concepts/${concept}/summaries/${summary}`, permission: 'concept:write', body: { content: 'new' } },
+    {
+      method: 'POST',
+      path: `${r}/concepts/${concept}/summaries`,
+      permission: 'concept:write',
+      body: { sequence_num: 1 },
+    },
+    {
+      method: 'PATCH',
+      path: `${r}/concepts/${concept}/summaries/${summary}`,
+      permission: 'concept:write',
+      body: { content: 'new' },
+    },
     { method: 'DELETE', path: `${r}/concepts/${concept}/summaries/${summary}`, permission: 'concept:write' },
     { method: 'POST', path: `${r}/syntheses`, permission: 'concept:write', body: { canonical_name: 'New' } },
     { method: 'PATCH', path: `${r}/syntheses/${synthesis}`, permission: 'concept:write', body: { content: 'new' } },
     { method: 'DELETE', path: `${r}/syntheses/${synthesis}`, permission: 'concept:write' },
     { method: 'POST', path: `${r}/investigations`, permission: 'investigation:write', body: { title: 'New' } },
-    { method: 'PATCH', path: `${r}/investigations/${investigation}`, permission: 'investigation:write', body: { topic: 'new' } },
+    {
+      method: 'PATCH',
+      path: `${r}/investigations/${investigation}`,
+      permission: 'investigation:write',
+      body: { topic: 'new' },
+    },
     { method: 'DELETE', path: `${r}/investigations/${investigation}`, permission: 'investigation:write' },
-    { method: 'PUT', path: `${r}/investigations/${investigation}/sources/${source}`, permission: 'investigation:write' },
-    { method: 'DELETE', path: `${r}/investigations/${investigation}/sources/${source}`, permission: 'investigation:write' },
+    {
+      method: 'PUT',
+      path: `${r}/investigations/${investigation}/sources/${source}`,
+      permission: 'investigation:write',
+    },
+    {
+      method: 'DELETE',
+      path: `${r}/investigations/${investigation}/sources/${source}`,
+      permission: 'investigation:write',
+    },
     { method: 'POST', path: `${r}/reports`, permission: 'report:write', body: { title: 'New' } },
     { method: 'PATCH', path: `${r}/reports/${report}`, permission: 'report:write', body: { status: 'failed' } },
     { method: 'DELETE', path: `${r}/reports/${report}`, permission: 'report:write' },
@@ -102,7 +131,10 @@ afterAll(() => server.stop())
 const snapshot = async () => {
   const sql = await server.context.pools.forRepository(repo.id)
   const counts: Record<string, unknown> = {}
-  for (const table of TABLES) counts[table] = (await sql`SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) AS digest FROM ${sql(table)} t`)[0]!.digest
+  for (const table of TABLES)
+    counts[table] = (
+      await sql`SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) AS digest FROM ${sql(table)} t`
+    )[0]!.digest
   return counts
 }
 const send = (route: Route, init: { token?: string; body?: string; type?: string } = {}) =>
@@ -120,7 +152,9 @@ describe(`bad input on the write routes (${BACKEND})`, () => {
       .routes.filter((route) => route.method !== 'GET' && GRAPH.test(route.path))
       .map((route) => `${route.method} ${route.path.replace(/:(?!repoID)[A-Za-z]+ID/g, 'ID')}`)
       .filter((at) => !UPLOADS.includes(at))
-    const covered = routes.map((route) => `${route.method} ${route.path.replace(`/${repo.slug}`, '/:repoID').replace(/[0-9a-f-]{36}/g, 'ID')}`)
+    const covered = routes.map(
+      (route) => `${route.method} ${route.path.replace(`/${repo.slug}`, '/:repoID').replace(/[0-9a-f-]{36}/g, 'ID')}`,
+    )
     expect(covered.sort()).toEqual(registered.sort())
   })
 
@@ -131,9 +165,13 @@ describe(`bad input on the write routes (${BACKEND})`, () => {
       const expect401 = await send(route)
       if (expect401.status !== 401) wrong.push(`${route.method} ${route.path} without a token: ${expect401.status}`)
       const asViewer = await send(route, { token: viewer.token })
-      if (asViewer.status !== 403 || !/permission/.test(asViewer.body.error)) wrong.push(`${route.method} ${route.path} as viewer: ${asViewer.status} ${JSON.stringify(asViewer.body)}`)
+      if (asViewer.status !== 403 || !/permission/.test(asViewer.body.error))
+        wrong.push(`${route.method} ${route.path} as viewer: ${asViewer.status} ${JSON.stringify(asViewer.body)}`)
       const asReader = await send(route, { token: readOnly })
-      if (asReader.status !== 403 || !/scope/.test(asReader.body.error)) wrong.push(`${route.method} ${route.path} with a read token: ${asReader.status} ${JSON.stringify(asReader.body)}`)
+      if (asReader.status !== 403 || !/scope/.test(asReader.body.error))
+        wrong.push(
+          `${route.method} ${route.path} with a read token: ${asReader.status} ${JSON.stringify(asReader.body)}`,
+        )
       if (!['concept:write', 'report:write'].includes(route.permission)) {
         const asCurator = await send(route, { token: curator.token })
         if (asCurator.status !== 403) wrong.push(`${route.method} ${route.path} as curator: ${asCurator.status}`)
@@ -146,7 +184,13 @@ describe(`bad input on the write routes (${BACKEND})`, () => {
   test('malformed JSON, wrong types, unknown fields, too large, another media type: each refused, nothing written', async () => {
     const before = await snapshot()
     const wrong: string[] = []
-    const check = async (route: Route, what: string, init: { body?: string; type?: string }, status: number, message: RegExp) => {
+    const check = async (
+      route: Route,
+      what: string,
+      init: { body?: string; type?: string },
+      status: number,
+      message: RegExp,
+    ) => {
       const res = await send(route, { token: owner.token, ...init })
       if (res.status !== status || Object.keys(res.body ?? {}).join() !== 'error' || !message.test(res.body.error))
         wrong.push(`${route.method} ${route.path} ${what}: ${res.status} ${JSON.stringify(res.body)}`)
@@ -155,23 +199,64 @@ describe(`bad input on the write routes (${BACKEND})`, () => {
       await check(route, 'malformed', { body: '{"title": ' }, 400, /malformed JSON body/)
       const [field] = Object.keys(route.body!)
       const wrongType = typeof route.body![field!] === 'number' ? 'x' : 42
-      await check(route, 'wrong type', { body: JSON.stringify({ ...route.body, [field!]: wrongType }) }, 400, new RegExp(`invalid body: ${field}`))
-      await check(route, 'unknown field', { body: JSON.stringify({ ...route.body, colour: 'red' }) }, 400, /invalid body/)
+      await check(
+        route,
+        'wrong type',
+        { body: JSON.stringify({ ...route.body, [field!]: wrongType }) },
+        400,
+        new RegExp(`invalid body: ${field}`),
+      )
+      await check(
+        route,
+        'unknown field',
+        { body: JSON.stringify({ ...route.body, colour: 'red' }) },
+        400,
+        /invalid body/,
+      )
       await check(route, 'array', { body: '[]' }, 400, /invalid body/)
-      await check(route, 'too large', { body: JSON.stringify({ ...route.body, [field!]: 'x'.repeat(BODY_LIMIT) }) }, 413, /exceeds the limit/)
+      await check(
+        route,
+        'too large',
+        { body: JSON.stringify({ ...route.body, [field!]: 'x'.repeat(BODY_LIMIT) }) },
+        413,
+        /exceeds the limit/,
+      )
       await check(route, 'text', { body: 'title=x', type: 'text/plain' }, 415, /expected application\/json/)
     }
     // Updates need at least one field; creates their required ones.
-    for (const route of routes.filter((r) => r.method === 'PATCH')) await check(route, 'empty', { body: '{}' }, 400, /invalid body/)
-    for (const route of routes.filter((r) => r.method === 'POST')) await check(route, 'empty', { body: '{}' }, 400, /invalid body/)
+    for (const route of routes.filter((r) => r.method === 'PATCH'))
+      await check(route, 'empty', { body: '{}' }, 400, /invalid body/)
+    for (const route of routes.filter((r) => r.method === 'POST'))
+      await check(route, 'empty', { body: '{}' }, 400, /invalid body/)
     const fact = routes.find((r) => r.method === 'POST' && r.path.endsWith('/facts'))!
     await check(fact, 'blank text', { body: JSON.stringify({ text: '' }) }, 400, /invalid body: text/)
-    await check(fact, 'bad status', { body: JSON.stringify({ text: 'x', status: 'gone' }) }, 400, /invalid body: status: expected new, stable or to_delete/)
-    await check(fact, 'bad source id', { body: JSON.stringify({ text: 'x', sources: [{ source_id: 'nope' }] }) }, 400, /invalid body: sources\.0\.source_id: expected a UUID/)
-    await check(fact, 'negative chunk', { body: JSON.stringify({ text: 'x', sources: [{ source_id: crypto.randomUUID(), chunk_index: -1 }] }) }, 400, /chunk_index/)
+    await check(
+      fact,
+      'bad status',
+      { body: JSON.stringify({ text: 'x', status: 'gone' }) },
+      400,
+      /invalid body: status: expected new, stable or to_delete/,
+    )
+    await check(
+      fact,
+      'bad source id',
+      { body: JSON.stringify({ text: 'x', sources: [{ source_id: 'nope' }] }) },
+      400,
+      /invalid body: sources\.0\.source_id: expected a UUID/,
+    )
+    await check(
+      fact,
+      'negative chunk',
+      { body: JSON.stringify({ text: 'x', sources: [{ source_id: crypto.randomUUID(), chunk_index: -1 }] }) },
+      400,
+      /chunk_index/,
+    )
     const merge = { ...fact, path: `${fact.path}?merge=yes` }
     await check(merge, 'bad merge flag', {}, 400, /invalid query: merge: expected true or false/)
-    const badId = { ...routes.find((r) => r.method === 'PATCH' && r.path.includes('/facts/'))!, path: `/${repo.slug}/facts/not-a-uuid` }
+    const badId = {
+      ...routes.find((r) => r.method === 'PATCH' && r.path.includes('/facts/'))!,
+      path: `/${repo.slug}/facts/not-a-uuid`,
+    }
     await check(badId, 'bad path id', {}, 400, /invalid path parameter: factID: expected a UUID/)
     expect(wrong).toEqual([])
     expect(await snapshot()).toEqual(before)

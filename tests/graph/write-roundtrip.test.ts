@@ -45,17 +45,42 @@ async function runJob(slug: string, path: string, body: unknown) {
 
 describe(`a graph built through the write API (${BACKEND})`, () => {
   test('exports, imports elsewhere and exports again with the same canonical hash', async () => {
-    const paper = await create('/sources', { url: 'https://example.org/paper', kind: 'pdf', status: 'parsed', parsed_title: 'Paper', parsed_text: 'Tea and kettles.', published_at: '2020-02-02' })
-    const page = await create('/sources', { url: 'https://example.org/page', kind: 'web', status: 'parsed', doi: '10.1/x' })
-    const body = await http.call('PUT', `/${built.slug}/sources/${paper}/body`, { raw: '%PDF-1.7 paper', token: owner.token, headers: { 'content-type': 'application/pdf' } })
-    expect(body.status).toBe(200)
-    const image = await http.call('POST', `/${built.slug}/sources/${paper}/images?kind=page&position=0&page_number=1&alt_text=kettle`, {
-      raw: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 7]),
-      token: owner.token,
-      headers: { 'content-type': 'image/png' },
+    const paper = await create('/sources', {
+      url: 'https://example.org/paper',
+      kind: 'pdf',
+      status: 'parsed',
+      parsed_title: 'Paper',
+      parsed_text: 'Tea and kettles.',
+      published_at: '2020-02-02',
     })
+    const page = await create('/sources', {
+      url: 'https://example.org/page',
+      kind: 'web',
+      status: 'parsed',
+      doi: '10.1/x',
+    })
+    const body = await http.call('PUT', `/${built.slug}/sources/${paper}/body`, {
+      raw: '%PDF-1.7 paper',
+      token: owner.token,
+      headers: { 'content-type': 'application/pdf' },
+    })
+    expect(body.status).toBe(200)
+    const image = await http.call(
+      'POST',
+      `/${built.slug}/sources/${paper}/images?kind=page&position=0&page_number=1&alt_text=kettle`,
+      {
+        raw: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 7]),
+        token: owner.token,
+        headers: { 'content-type': 'image/png' },
+      },
+    )
     expect(image.status).toBe(201)
-    const tea = await create('/concepts', { canonical_name: 'Tea', context: 'drinks', description: 'an infusion', aliases: ['cha'] })
+    const tea = await create('/concepts', {
+      canonical_name: 'Tea',
+      context: 'drinks',
+      description: 'an infusion',
+      aliases: ['cha'],
+    })
     const kettle = await create('/concepts', { canonical_name: 'Kettle' })
     const facts = []
     for (let i = 0; i < 6; i++)
@@ -70,7 +95,12 @@ describe(`a graph built through the write API (${BACKEND})`, () => {
           concepts: [{ concept_id: tea }, { concept_id: kettle, promptset_hash: 'p' }],
         }),
       )
-    const imageFact = await create('/facts', { text: 'A kettle on page one.', fact_kind: 'image', source_image_id: image.body.id, sources: [{ source_id: paper }] })
+    const imageFact = await create('/facts', {
+      text: 'A kettle on page one.',
+      fact_kind: 'image',
+      source_image_id: image.body.id,
+      sources: [{ source_id: paper }],
+    })
     const summary = await create(`/concepts/${tea}/summaries`, {
       sequence_num: 0,
       is_complete: true,
@@ -79,7 +109,13 @@ describe(`a graph built through the write API (${BACKEND})`, () => {
       covered_fact_ids: [facts[0], facts[1]],
       model: 'm1',
     })
-    await create('/syntheses', { canonical_name: 'Tea', content: `![kettle](<fact:${imageFact}>)`, covered_summary_ids: [summary], covered_concept_ids: [tea], embedded_image_fact_ids: [imageFact] })
+    await create('/syntheses', {
+      canonical_name: 'Tea',
+      content: `![kettle](<fact:${imageFact}>)`,
+      covered_summary_ids: [summary],
+      covered_concept_ids: [tea],
+      embedded_image_fact_ids: [imageFact],
+    })
     await create('/investigations', { title: 'Brewing', topic: 'tea', source_ids: [paper, page] })
     const report = await create('/reports', {
       title: 'On tea',
@@ -95,16 +131,39 @@ describe(`a graph built through the write API (${BACKEND})`, () => {
     })
     await create('/reports', { title: 'On kettles', parent_id: report })
     // An edit and a delete on the way: what is exported is what the repository holds.
-    expect((await http.call('PATCH', `/${built.slug}/facts/${facts[4]}`, { body: { text: 'Fact 4: kettles whistle.' }, token: owner.token })).status).toBe(200)
+    expect(
+      (
+        await http.call('PATCH', `/${built.slug}/facts/${facts[4]}`, {
+          body: { text: 'Fact 4: kettles whistle.' },
+          token: owner.token,
+        })
+      ).status,
+    ).toBe(200)
     expect((await http.call('DELETE', `/${built.slug}/facts/${facts[5]}`, { token: owner.token })).status).toBe(200)
     // The vectors follow the writes before the export reads them.
     await settleJobs(http, built.slug, owner.token)
 
-    const first = await runJob(built.slug, 'export-graph', { name: 'built-by-hand', exported_at: EXPORTED_AT, include_bodies: true })
-    expect(first.counts).toMatchObject({ sources: 2, facts: 6, concepts: 2, summaries: 1, syntheses: 1, investigations: 1, reports: 2 })
+    const first = await runJob(built.slug, 'export-graph', {
+      name: 'built-by-hand',
+      exported_at: EXPORTED_AT,
+      include_bodies: true,
+    })
+    expect(first.counts).toMatchObject({
+      sources: 2,
+      facts: 6,
+      concepts: 2,
+      summaries: 1,
+      syntheses: 1,
+      investigations: 1,
+      reports: 2,
+    })
     await runJob(copy.slug, 'import-graph', { graph_id: first.graph_id })
     await settleJobs(http, copy.slug, owner.token)
-    const second = await runJob(copy.slug, 'export-graph', { name: 'built-by-hand', exported_at: EXPORTED_AT, include_bodies: true })
+    const second = await runJob(copy.slug, 'export-graph', {
+      name: 'built-by-hand',
+      exported_at: EXPORTED_AT,
+      include_bodies: true,
+    })
     expect(second).toMatchObject({ sha256: first.sha256, graph_id: first.graph_id, new: false })
   })
 })

@@ -27,7 +27,8 @@ const TABLES = ['sources', 'facts', 'concepts', 'concept_aliases', 'concept_synt
 const RAW = /btree|tsvector|index row|_key\b|exceeds|maximum 2704/i
 
 /** Random CJK characters (3 bytes each): not compressible, as a real long value is (PostgreSQL compresses index entries that are). */
-const cjk = (chars: number) => Array.from({ length: chars }, () => String.fromCodePoint(0x4e00 + Math.floor(Math.random() * 20_000))).join('')
+const cjk = (chars: number) =>
+  Array.from({ length: chars }, () => String.fromCodePoint(0x4e00 + Math.floor(Math.random() * 20_000))).join('')
 /**
  * Text of about `bytes` bytes made of what makes the largest full-text document for its size:
  * distinct URLs, each indexed whole, as a host and as a path.
@@ -64,7 +65,10 @@ beforeAll(async () => {
   ids.source = await post('/sources', { url: 'https://example.org/sizes', kind: 'web', status: 'parsed' })
   ids.fact = await post('/facts', { text: 'Sizes are counted in bytes.' })
   // Aliases of 200,000 bytes: a change of the description past the rest of the document's room is refused.
-  ids.concept = await post('/concepts', { canonical_name: 'Sizes', aliases: Array.from({ length: 100 }, (_, i) => `${i} ${cjk(666)}`) })
+  ids.concept = await post('/concepts', {
+    canonical_name: 'Sizes',
+    aliases: Array.from({ length: 100 }, (_, i) => `${i} ${cjk(666)}`),
+  })
   ids.synthesis = await post('/syntheses', { canonical_name: 'Sizes' })
   ids.investigation = await post('/investigations', { title: 'Sizes' })
   ids.report = await post('/reports', { title: 'Sizes' })
@@ -75,7 +79,10 @@ afterAll(() => server?.stop())
 const snapshot = async () => {
   const sql = await server.context.pools.forRepository(repo.id)
   const digests: Record<string, unknown> = {}
-  for (const table of TABLES) digests[table] = (await sql`SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) AS digest FROM ${sql(table)} t`)[0]!.digest
+  for (const table of TABLES)
+    digests[table] = (
+      await sql`SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) AS digest FROM ${sql(table)} t`
+    )[0]!.digest
   return digests
 }
 
@@ -89,7 +96,11 @@ interface Case {
   error: string
 }
 
-const updateTool = (kind: string, id: () => string, changes: () => Record<string, unknown>) => (): [string, Record<string, unknown>] => ['update', { kind, id: id(), changes: changes() }]
+const updateTool =
+  (kind: string, id: () => string, changes: () => Record<string, unknown>) => (): [string, Record<string, unknown>] => [
+    'update',
+    { kind, id: id(), changes: changes() },
+  ]
 
 const CASES: Case[] = [
   (() => {
@@ -105,11 +116,25 @@ const CASES: Case[] = [
   })(),
   (() => {
     const body = { canonical_name: 'Context', context: cjk(500) }
-    return { name: 'a concept context', method: 'POST', path: () => '/concepts', body: () => body, tool: () => ['create_concept', body], error: 'context is 1500 bytes, at most 1300' } as Case
+    return {
+      name: 'a concept context',
+      method: 'POST',
+      path: () => '/concepts',
+      body: () => body,
+      tool: () => ['create_concept', body],
+      error: 'context is 1500 bytes, at most 1300',
+    } as Case
   })(),
   (() => {
     const body = { canonical_name: 'Alias', aliases: ['short', cjk(1000)] }
-    return { name: 'an alias', method: 'POST', path: () => '/concepts', body: () => body, tool: () => ['create_concept', body], error: 'aliases: an alias is 3000 bytes, at most 2600' } as Case
+    return {
+      name: 'an alias',
+      method: 'POST',
+      path: () => '/concepts',
+      body: () => body,
+      tool: () => ['create_concept', body],
+      error: 'aliases: an alias is 3000 bytes, at most 2600',
+    } as Case
   })(),
   (() => {
     const body = { canonical_name: 'Described', description: urls(950_000) }
@@ -134,7 +159,8 @@ const CASES: Case[] = [
         () => ids.concept,
         () => changes,
       ),
-      error: 'canonical_name, aliases and description are 290194 bytes together, at most 262144 (its full-text document)',
+      error:
+        'canonical_name, aliases and description are 290194 bytes together, at most 262144 (its full-text document)',
     } as Case
   })(),
   (() => {
@@ -154,7 +180,14 @@ const CASES: Case[] = [
   })(),
   (() => {
     const body = { url: `https://example.org/${cjk(1000)}`, kind: 'web', status: 'parsed' }
-    return { name: 'a source URL', method: 'POST', path: () => '/sources', body: () => body, tool: () => ['create_source', body], error: 'url is 3020 bytes, at most 2600' } as Case
+    return {
+      name: 'a source URL',
+      method: 'POST',
+      path: () => '/sources',
+      body: () => body,
+      tool: () => ['create_source', body],
+      error: 'url is 3020 bytes, at most 2600',
+    } as Case
   })(),
   (() => {
     const changes = { url: `https://example.org/${cjk(1000)}` }
@@ -225,7 +258,14 @@ const CASES: Case[] = [
   })(),
   (() => {
     const body = { title: cjk(2000) }
-    return { name: 'a report title', method: 'POST', path: () => '/reports', body: () => body, tool: () => ['write_report', body], error: 'title is 6000 bytes, at most 2600' } as Case
+    return {
+      name: 'a report title',
+      method: 'POST',
+      path: () => '/reports',
+      body: () => body,
+      tool: () => ['write_report', body],
+      error: 'title is 6000 bytes, at most 2600',
+    } as Case
   })(),
   (() => {
     const changes = { title: cjk(2000) }
@@ -244,7 +284,14 @@ const CASES: Case[] = [
   })(),
   (() => {
     const body = { canonical_name: cjk(1000) }
-    return { name: 'a synthesis name', method: 'POST', path: () => '/syntheses', body: () => body, tool: () => ['write_synthesis', body], error: 'canonical_name is 3000 bytes, at most 2600' } as Case
+    return {
+      name: 'a synthesis name',
+      method: 'POST',
+      path: () => '/syntheses',
+      body: () => body,
+      tool: () => ['write_synthesis', body],
+      error: 'canonical_name is 3000 bytes, at most 2600',
+    } as Case
   })(),
   (() => {
     const changes = { canonical_name: cjk(1000) }
@@ -286,7 +333,11 @@ describe(`write bodies bounded in bytes (${BACKEND})`, () => {
       for (const c of CASES) {
         const [tool, args] = c.tool()
         const result = await call(client, tool, { repository: repo.slug, ...args })
-        expect({ case: c.name, isError: result.isError, content: result.content }).toEqual({ case: c.name, isError: true, content: [{ type: 'text', text: c.error }] })
+        expect({ case: c.name, isError: result.isError, content: result.content }).toEqual({
+          case: c.name,
+          isError: true,
+          content: [{ type: 'text', text: c.error }],
+        })
       }
     } finally {
       await client.close()
@@ -296,10 +347,23 @@ describe(`write bodies bounded in bytes (${BACKEND})`, () => {
 
   test('the longest values allowed are stored, the largest full-text documents too', async () => {
     const name = `${cjk(433)}a` // 1300 bytes
-    const created = await http.post(`/${repo.slug}/concepts`, { canonical_name: name, context: `${cjk(433)}b`, description: urls(262_144 - 1300 - 2600), aliases: [`${cjk(866)}cd`] }, owner.token)
+    const created = await http.post(
+      `/${repo.slug}/concepts`,
+      {
+        canonical_name: name,
+        context: `${cjk(433)}b`,
+        description: urls(262_144 - 1300 - 2600),
+        aliases: [`${cjk(866)}cd`],
+      },
+      owner.token,
+    )
     expect(created.status).toBe(201)
     const read = await http.get(`/${repo.slug}/concepts/${created.body.id}`, owner.token)
-    expect({ name: read.body.canonical_name, aliases: read.body.aliases.map((a: string) => Buffer.byteLength(a)), description: Buffer.byteLength(read.body.description) }).toEqual({
+    expect({
+      name: read.body.canonical_name,
+      aliases: read.body.aliases.map((a: string) => Buffer.byteLength(a)),
+      description: Buffer.byteLength(read.body.description),
+    }).toEqual({
       name,
       aliases: [2600],
       description: 262_144 - 1300 - 2600,
@@ -309,7 +373,11 @@ describe(`write bodies bounded in bytes (${BACKEND})`, () => {
     expect(fact.status).toBe(201)
     expect((await http.get(`/${repo.slug}/facts/${fact.body.id}`, owner.token)).body.text).toBe(text)
     const stored = [
-      await http.post(`/${repo.slug}/sources`, { url: `https://example.org/${cjk(860)}`, kind: 'web', status: 'parsed' }, owner.token),
+      await http.post(
+        `/${repo.slug}/sources`,
+        { url: `https://example.org/${cjk(860)}`, kind: 'web', status: 'parsed' },
+        owner.token,
+      ),
       await http.post(`/${repo.slug}/investigations`, { title: `${cjk(433)}a`, topic: `${cjk(433)}b` }, owner.token),
       await http.post(`/${repo.slug}/reports`, { title: `${cjk(866)}ab` }, owner.token),
       await http.post(`/${repo.slug}/syntheses`, { canonical_name: `${cjk(866)}ab` }, owner.token),
@@ -320,10 +388,14 @@ describe(`write bodies bounded in bytes (${BACKEND})`, () => {
 
 describe(`PostgreSQL's limits behind the checks (${BACKEND})`, () => {
   /** The shared error handling in front of a route whose statement PostgreSQL refuses as past one of its limits. */
-  async function answerOf(statement: (sql: Awaited<ReturnType<TestServer['context']['pools']['forRepository']>>) => Promise<unknown>) {
+  async function answerOf(
+    statement: (sql: Awaited<ReturnType<TestServer['context']['pools']['forRepository']>>) => Promise<unknown>,
+  ) {
     const logged: string[] = []
     const log = createLogger('warn', (text) => logged.push(...text.split('\n').filter(Boolean)))
-    const app = new Elysia().use(errorHandling(log, () => undefined)).get('/limit', async () => statement(await server.context.pools.forRepository(repo.id)))
+    const app = new Elysia()
+      .use(errorHandling(log, () => undefined))
+      .get('/limit', async () => statement(await server.context.pools.forRepository(repo.id)))
     const res = await app.handle(new Request('http://kgs.test/limit'))
     return { status: res.status, body: await res.json(), logged }
   }
@@ -338,7 +410,10 @@ describe(`PostgreSQL's limits behind the checks (${BACKEND})`, () => {
     )
     const documentTooLarge = await answerOf((sql) => sql`SELECT to_tsvector('english', ${urls(950_000)})`)
     for (const answer of [entry, documentTooLarge]) {
-      expect({ status: answer.status, body: answer.body }).toEqual({ status: 400, body: { error: 'a value is too large for the database to store or index; shorten the longest text' } })
+      expect({ status: answer.status, body: answer.body }).toEqual({
+        status: 400,
+        body: { error: 'a value is too large for the database to store or index; shorten the longest text' },
+      })
       expect(answer.logged.map((line) => JSON.parse(line).msg)).toEqual(['a value past a database limit'])
     }
     expect(JSON.parse(entry.logged[0]!).error).toMatch(/oversized_value_key/)

@@ -62,7 +62,12 @@ export function expectError(res: { status: number; body: unknown }, status: numb
 }
 
 /** An OAuth protocol error: the status, the RFC 6749 code, and (optionally) its description. */
-export function expectOAuthError(res: { status: number; body: unknown }, status: number, error: string, description?: RegExp): void {
+export function expectOAuthError(
+  res: { status: number; body: unknown },
+  status: number,
+  error: string,
+  description?: RegExp,
+): void {
   expect(res.status).toBe(status)
   expect((res.body as { error?: string }).error).toBe(error)
   if (description) expect((res.body as { error_description?: string }).error_description).toMatch(description)

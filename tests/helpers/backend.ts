@@ -60,7 +60,11 @@ export async function seedEmbeddedTemplate(dataDir: string): Promise<void> {
 }
 
 /** Environment for one kgs instance on the selected backend, with its own data directory. */
-export async function instanceEnvironment(): Promise<{ env: Record<string, string>; dataDir: string; cleanup(): Promise<void> }> {
+export async function instanceEnvironment(): Promise<{
+  env: Record<string, string>
+  dataDir: string
+  cleanup(): Promise<void>
+}> {
   const dataDir = tempDir()
   const env: Record<string, string> = { DATA_DIR: dataDir, LOG_LEVEL: 'silent', HOST: '127.0.0.1', PORT: '0' }
   let database: { drop(): Promise<void> } | undefined

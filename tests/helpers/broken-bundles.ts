@@ -32,17 +32,59 @@ export function validBundle(): Obj {
       exported_at: '2026-01-02T03:04:05Z',
     },
     sources: [
-      { idx: 0, url: 'https://example.org/rain', kind: 'web', status: 'parsed', parsed_title: 'Rain', parsed_text: 'Rain falls.', has_stored_body: true },
-      { idx: 1, url: 'https://example.org/snow', doi: '10.1/x', kind: 'web', status: 'parsed', published_at: '2025-12-01' },
+      {
+        idx: 0,
+        url: 'https://example.org/rain',
+        kind: 'web',
+        status: 'parsed',
+        parsed_title: 'Rain',
+        parsed_text: 'Rain falls.',
+        has_stored_body: true,
+      },
+      {
+        idx: 1,
+        url: 'https://example.org/snow',
+        doi: '10.1/x',
+        kind: 'web',
+        status: 'parsed',
+        published_at: '2025-12-01',
+      },
     ],
     images: { 'img-0': { content_type: 'image/png', data: Buffer.from(IMAGE_BYTES).toString('base64') } },
     bodies: { 'body-0': { content_type: 'text/html', data: Buffer.from(BODY_TEXT).toString('base64') } },
-    source_images: [{ idx: 0, source_idx: 0, kind: 'inline', position: 0, url: 'https://example.org/rain.png', width: 10, height: 10, bytes: 300, content_type: 'image/png', image_ref: 'img-0' }],
+    source_images: [
+      {
+        idx: 0,
+        source_idx: 0,
+        kind: 'inline',
+        position: 0,
+        url: 'https://example.org/rain.png',
+        width: 10,
+        height: 10,
+        bytes: 300,
+        content_type: 'image/png',
+        image_ref: 'img-0',
+      },
+    ],
     source_bodies: [{ source_idx: 0, body_ref: 'body-0', content_type: 'text/html' }],
     facts: [
       { idx: 0, text: 'Rain falls.', fact_kind: 'text', status: 'new', source_image_idx: -1 },
-      { idx: 1, text: 'A picture of rain.', fact_kind: 'image', image_url: 'https://example.org/rain.png', status: 'stable', source_image_idx: 0 },
-      { idx: 2, text: 'Snow is frozen rain.', fact_kind: 'text', promptset_hash: 'p1', status: 'new', source_image_idx: -1 },
+      {
+        idx: 1,
+        text: 'A picture of rain.',
+        fact_kind: 'image',
+        image_url: 'https://example.org/rain.png',
+        status: 'stable',
+        source_image_idx: 0,
+      },
+      {
+        idx: 2,
+        text: 'Snow is frozen rain.',
+        fact_kind: 'text',
+        promptset_hash: 'p1',
+        status: 'new',
+        source_image_idx: -1,
+      },
     ],
     fact_sources: [
       { fact_idx: 0, source_idx: 0, chunk_index: 0 },
@@ -58,16 +100,42 @@ export function validBundle(): Obj {
       { fact_idx: 2, concept_idx: 1, promptset_hash: 'p1' },
     ],
     concept_summaries: [
-      { concept_idx: 0, sequence_num: 0, is_complete: true, fact_count: 2, content: 'Rain [falls](<fact:0b0e0000-0000-4000-8000-000000000000>).', covered_fact_idxs: [0, 1], model: 'm' },
+      {
+        concept_idx: 0,
+        sequence_num: 0,
+        is_complete: true,
+        fact_count: 2,
+        content: 'Rain [falls](<fact:0b0e0000-0000-4000-8000-000000000000>).',
+        covered_fact_idxs: [0, 1],
+        model: 'm',
+      },
     ],
-    concept_syntheses: [{ canonical_name: 'Rain', content: 'All about rain.', covered_summary_idxs: [0], covered_concept_idxs: [0, 1], embedded_image_idxs: [1] }],
+    concept_syntheses: [
+      {
+        canonical_name: 'Rain',
+        content: 'All about rain.',
+        covered_summary_idxs: [0],
+        covered_concept_idxs: [0, 1],
+        embedded_image_idxs: [1],
+      },
+    ],
     investigations: [{ idx: 0, title: 'Weather', topic: 'rain' }],
     investigation_sources: [{ investigation_idx: 0, source_idx: 1 }],
     reports: [
-      { idx: 0, title: 'Rain report', body_md: '# Rain', status: 'annotated', parent_idx: -1, similarity_threshold: 0.75, sentence_count: 1 },
+      {
+        idx: 0,
+        title: 'Rain report',
+        body_md: '# Rain',
+        status: 'annotated',
+        parent_idx: -1,
+        similarity_threshold: 0.75,
+        sentence_count: 1,
+      },
       { idx: 1, title: 'Drizzle', body_md: 'Light rain.', status: 'pending', parent_idx: 0 },
     ],
-    report_annotations: [{ report_idx: 0, sentence_index: 0, sentence_text: 'Rain falls.', fact_idx: 0, score: 0.9, posture: 'supports' }],
+    report_annotations: [
+      { report_idx: 0, sentence_index: 0, sentence_text: 'Rain falls.', fact_idx: 0, score: 0.9, posture: 'supports' },
+    ],
     embeddings: {
       model: 'test-embed',
       dimensions: 4,
@@ -154,7 +222,11 @@ export function brokenBundles(): BrokenBundle[] {
   // gzip
   cases.push({ name: 'not gzip', bytes: new TextEncoder().encode(valid), error: /^gzip: not a gzip file$/ })
   cases.push({ name: 'empty input', bytes: new Uint8Array(0), error: /^gzip: empty input \(not a gzip file\)$/ })
-  cases.push({ name: 'truncated gzip', bytes: gz.subarray(0, gz.length - 12), error: /^gzip: truncated \(unexpected end of file\)$/ })
+  cases.push({
+    name: 'truncated gzip',
+    bytes: gz.subarray(0, gz.length - 12),
+    error: /^gzip: truncated \(unexpected end of file\)$/,
+  })
   const badCrc = gz.slice()
   badCrc[badCrc.length - 8]! ^= 0x55
   cases.push({ name: 'bad CRC', bytes: badCrc, error: /^gzip: corrupt data \(checksum mismatch\)$/ })
@@ -166,18 +238,55 @@ export function brokenBundles(): BrokenBundle[] {
     bytes: gzipBomb('{"schema_version":2,"metadata":'),
     error: /^gzip: bundle expands more than 200 times its compressed size \(limit: /,
   })
-  cases.push({ name: 'expands past maxDecompressedBytes', bytes: gz, limits: { maxDecompressedBytes: 1000 }, error: /^gzip: bundle expands past 1000 bytes \(limit\)$/ })
+  cases.push({
+    name: 'expands past maxDecompressedBytes',
+    bytes: gz,
+    limits: { maxDecompressedBytes: 1000 },
+    error: /^gzip: bundle expands past 1000 bytes \(limit\)$/,
+  })
 
   // the document
-  cases.push({ name: 'empty document', bytes: gzipBundle(' \n'), error: /^bundle: empty document \(expected a JSON object\)$/ })
-  cases.push({ name: 'top level is not an object', bytes: gzipBundle('[{"schema_version":2}]'), error: /^bundle: expected a JSON object at the top level, found "\["$/ })
+  cases.push({
+    name: 'empty document',
+    bytes: gzipBundle(' \n'),
+    error: /^bundle: empty document \(expected a JSON object\)$/,
+  })
+  cases.push({
+    name: 'top level is not an object',
+    bytes: gzipBundle('[{"schema_version":2}]'),
+    error: /^bundle: expected a JSON object at the top level, found "\["$/,
+  })
   const insideSources = valid.indexOf('"sources":') + 40
-  cases.push({ name: 'truncated JSON', bytes: gzipBundle(valid.slice(0, insideSources)), error: /^bundle: truncated JSON \(ended inside sources\)$/ })
-  cases.push({ name: 'truncated after a key', bytes: gzipBundle(valid.slice(0, valid.indexOf('"facts"') + 8)), error: /^bundle: truncated JSON \(ended inside facts\)$/ })
-  cases.push({ name: 'truncated before the closing brace', bytes: gzipBundle(valid.slice(0, -1)), error: /^bundle: truncated JSON \(ended inside the bundle object\)$/ })
-  cases.push({ name: 'trailing garbage after the object', bytes: gzipBundle(`${valid} \n{}`), error: /^bundle: trailing data after the bundle object$/ })
-  cases.push({ name: 'schema_version 3', bytes: derived((b) => (b.schema_version = 3)), error: /^bundle: schema_version 3 is not supported \(this reader reads versions 1 and 2\)$/ })
-  cases.push({ name: 'schema_version not an integer', bytes: derived((b) => (b.schema_version = '2')), error: /^bundle: schema_version must be an integer, not "2"$/ })
+  cases.push({
+    name: 'truncated JSON',
+    bytes: gzipBundle(valid.slice(0, insideSources)),
+    error: /^bundle: truncated JSON \(ended inside sources\)$/,
+  })
+  cases.push({
+    name: 'truncated after a key',
+    bytes: gzipBundle(valid.slice(0, valid.indexOf('"facts"') + 8)),
+    error: /^bundle: truncated JSON \(ended inside facts\)$/,
+  })
+  cases.push({
+    name: 'truncated before the closing brace',
+    bytes: gzipBundle(valid.slice(0, -1)),
+    error: /^bundle: truncated JSON \(ended inside the bundle object\)$/,
+  })
+  cases.push({
+    name: 'trailing garbage after the object',
+    bytes: gzipBundle(`${valid} \n{}`),
+    error: /^bundle: trailing data after the bundle object$/,
+  })
+  cases.push({
+    name: 'schema_version 3',
+    bytes: derived((b) => (b.schema_version = 3)),
+    error: /^bundle: schema_version 3 is not supported \(this reader reads versions 1 and 2\)$/,
+  })
+  cases.push({
+    name: 'schema_version not an integer',
+    bytes: derived((b) => (b.schema_version = '2')),
+    error: /^bundle: schema_version must be an integer, not "2"$/,
+  })
   cases.push({
     name: 'missing schema_version',
     bytes: derived((b) => delete b.schema_version),
@@ -188,19 +297,47 @@ export function brokenBundles(): BrokenBundle[] {
     bytes: gzipBundle(JSON.stringify({ metadata: validBundle().metadata })),
     error: /^bundle: schema_version is missing$/,
   })
-  cases.push({ name: 'missing metadata', bytes: derived((b) => delete b.metadata), error: /^bundle: metadata is missing$/ })
-  cases.push({ name: 'duplicate section', bytes: gzipBundle(`${valid.slice(0, -1)},"facts":null}`), error: /^facts: the section appears twice$/, section: 'facts' })
-  cases.push({ name: 'section of the wrong type', bytes: derived((b) => (b.concepts = { idx: 0 })), error: /^concepts: expected an array or null$/, section: 'concepts' })
+  cases.push({
+    name: 'missing metadata',
+    bytes: derived((b) => delete b.metadata),
+    error: /^bundle: metadata is missing$/,
+  })
+  cases.push({
+    name: 'duplicate section',
+    bytes: gzipBundle(`${valid.slice(0, -1)},"facts":null}`),
+    error: /^facts: the section appears twice$/,
+    section: 'facts',
+  })
+  cases.push({
+    name: 'section of the wrong type',
+    bytes: derived((b) => (b.concepts = { idx: 0 })),
+    error: /^concepts: expected an array or null$/,
+    section: 'concepts',
+  })
   cases.push({
     name: 'garbage after the gzip stream',
     bytes: new Uint8Array(Buffer.concat([gz, Buffer.from('not gzip')])),
     error: /^gzip: corrupt data after a gzip member \(/,
   })
-  cases.push({ name: 'bad JSON between keys', bytes: gzipBundle(valid.replace('"sources":', '"sources";')), error: /^bundle: expected ":" after a key, found ";"$/ })
+  cases.push({
+    name: 'bad JSON between keys',
+    bytes: gzipBundle(valid.replace('"sources":', '"sources";')),
+    error: /^bundle: expected ":" after a key, found ";"$/,
+  })
 
   // metadata
-  cases.push({ name: 'metadata: wrong type', bytes: derived((b) => ((b.metadata as Obj).source_count = '2')), error: /^metadata: source_count must be an integer$/, section: 'metadata' })
-  cases.push({ name: 'metadata: not an object', bytes: derived((b) => (b.metadata = ['weather'])), error: /^metadata: expected an object$/, section: 'metadata' })
+  cases.push({
+    name: 'metadata: wrong type',
+    bytes: derived((b) => ((b.metadata as Obj).source_count = '2')),
+    error: /^metadata: source_count must be an integer$/,
+    section: 'metadata',
+  })
+  cases.push({
+    name: 'metadata: not an object',
+    bytes: derived((b) => (b.metadata = ['weather'])),
+    error: /^metadata: expected an object$/,
+    section: 'metadata',
+  })
 
   // wrong types, one per row section
   for (const [section, position, field, value, message] of WRONG_TYPES) {
@@ -212,7 +349,13 @@ export function brokenBundles(): BrokenBundle[] {
       position,
     })
   }
-  cases.push({ name: 'facts: element not an object', bytes: derived((b) => ((b.facts as Json[])[1] = 42)), error: /^facts\[1\]: expected an object$/, section: 'facts', position: 1 })
+  cases.push({
+    name: 'facts: element not an object',
+    bytes: derived((b) => ((b.facts as Json[])[1] = 42)),
+    error: /^facts\[1\]: expected an object$/,
+    section: 'facts',
+    position: 1,
+  })
   cases.push({
     name: 'source_bodies: bad bare string',
     bytes: derived((b) => ((b.source_bodies as Json[])[0] = 'x-1')),
@@ -275,7 +418,13 @@ export function brokenBundles(): BrokenBundle[] {
       section === target
         ? `${field} ${bad} does not refer to an earlier row (parent must precede)`
         : `${field} ${bad} refers to a row that does not exist (${target} has ${count} row${count === 1 ? '' : 's'})`
-    cases.push({ name: `dangling ${section}.${field}`, bytes: gzipBundle(validBundleJson(bundle)), error: new RegExp(`^${escapeRegExp(`${section}[${position}]: ${problem}`)}$`), section, position })
+    cases.push({
+      name: `dangling ${section}.${field}`,
+      bytes: gzipBundle(validBundleJson(bundle)),
+      error: new RegExp(`^${escapeRegExp(`${section}[${position}]: ${problem}`)}$`),
+      section,
+      position,
+    })
   }
   cases.push({
     name: 'parent_idx pointing forward',
@@ -305,7 +454,9 @@ export function brokenBundles(): BrokenBundle[] {
     cases.push({
       name: `dangling embeddings.${map} key`,
       bytes: derived((b) => (((b.embeddings as Obj)[map] as Obj)['9'] = [0, 0, 0, 0])),
-      error: new RegExp(`^${escapeRegExp(`embeddings.${map}[9]: key 9 refers to a row that does not exist (${target} has ${count} rows)`)}$`),
+      error: new RegExp(
+        `^${escapeRegExp(`embeddings.${map}[9]: key 9 refers to a row that does not exist (${target} has ${count} rows)`)}$`,
+      ),
       section: `embeddings.${map}`,
       position: 9,
     })
@@ -379,7 +530,14 @@ export function brokenBundles(): BrokenBundle[] {
     section: 'concepts',
     position: 1,
   })
-  cases.push({ name: 'too many rows', bytes: gz, limits: { maxRows: 10 }, error: /^concepts\[1\]: more than 10 rows and vectors in the bundle \(limit\)$/, section: 'concepts', position: 1 })
+  cases.push({
+    name: 'too many rows',
+    bytes: gz,
+    limits: { maxRows: 10 },
+    error: /^concepts\[1\]: more than 10 rows and vectors in the bundle \(limit\)$/,
+    section: 'concepts',
+    position: 1,
+  })
   return cases
 }
 

@@ -75,7 +75,9 @@ export function listenOnLoopback(hostname: string): LoopbackListener {
     hostname,
     fetch(request) {
       waiting.shift()?.(new URL(request.url))
-      return new Response('<!doctype html><title>done</title><p>You may close this window.</p>', { headers: { 'content-type': 'text/html' } })
+      return new Response('<!doctype html><title>done</title><p>You may close this window.</p>', {
+        headers: { 'content-type': 'text/html' },
+      })
     },
   })
   return {
@@ -86,7 +88,11 @@ export function listenOnLoopback(hostname: string): LoopbackListener {
 }
 
 /** Signs in on the authorization page the browser shows and presses `button` on the consent page. */
-export async function signInAndDecide(page: Page, account: { email: string; password: string }, button: 'Allow' | 'Deny'): Promise<void> {
+export async function signInAndDecide(
+  page: Page,
+  account: { email: string; password: string },
+  button: 'Allow' | 'Deny',
+): Promise<void> {
   await page.getByLabel('Email').fill(account.email)
   await page.getByLabel('Password').fill(account.password)
   await page.getByRole('button', { name: 'Sign in' }).click()

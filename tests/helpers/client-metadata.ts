@@ -20,14 +20,20 @@ export function testCertificate(): TestCertificate {
   const certFile = join(dir, 'cert.pem')
   const keyFile = join(dir, 'key.pem')
   const made = Bun.spawnSync(
-    ['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=kgs test documents'].concat([
-      '-addext',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost',
-      '-keyout',
-      keyFile,
-      '-out',
-      certFile,
-    ]),
+    [
+      'openssl',
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=kgs test documents',
+    ].concat(['-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost', '-keyout', keyFile, '-out', certFile]),
     { stderr: 'pipe' },
   )
   if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`)
@@ -43,7 +49,10 @@ export interface DocumentServer {
 }
 
 /** Serves `answer(path, origin)`, or 404 when it gives nothing. */
-export function startDocumentServer(certificate: TestCertificate, answer: (path: string, origin: string) => Response | Promise<Response> | undefined): DocumentServer {
+export function startDocumentServer(
+  certificate: TestCertificate,
+  answer: (path: string, origin: string) => Response | Promise<Response> | undefined,
+): DocumentServer {
   const hits: string[] = []
   const server = Bun.serve({
     hostname: '127.0.0.1',
@@ -60,7 +69,11 @@ export function startDocumentServer(certificate: TestCertificate, answer: (path:
 }
 
 /** A document as the SDK clients publish one, for the client at `clientId` redirecting to `redirectUri`. */
-export function clientDocument(clientId: string, redirectUri: string, more: Record<string, unknown> = {}): Record<string, unknown> {
+export function clientDocument(
+  clientId: string,
+  redirectUri: string,
+  more: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     client_id: clientId,
     client_name: 'Documented host',
@@ -76,7 +89,10 @@ export function clientDocument(clientId: string, redirectUri: string, more: Reco
  * A kgs process (on the suite's backend) that trusts `certificate` and may fetch documents from
  * loopback; `stop` also drops its data. `env` adds settings.
  */
-export async function startServerTrusting(certificate: TestCertificate, env: Record<string, string> = {}): Promise<ServerProcess> {
+export async function startServerTrusting(
+  certificate: TestCertificate,
+  env: Record<string, string> = {},
+): Promise<ServerProcess> {
   const instance = await instanceEnvironment()
   const kgs = await startServerProcess({
     ...instance.env,

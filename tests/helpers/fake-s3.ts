@@ -12,7 +12,16 @@ export interface FakeS3Object {
 }
 
 /** The S3 operations the fake implements, as AWS names them. */
-export type S3Operation = 'PutObject' | 'GetObject' | 'HeadObject' | 'DeleteObject' | 'ListObjectsV2' | 'CreateMultipartUpload' | 'UploadPart' | 'CompleteMultipartUpload' | 'AbortMultipartUpload'
+export type S3Operation =
+  | 'PutObject'
+  | 'GetObject'
+  | 'HeadObject'
+  | 'DeleteObject'
+  | 'ListObjectsV2'
+  | 'CreateMultipartUpload'
+  | 'UploadPart'
+  | 'CompleteMultipartUpload'
+  | 'AbortMultipartUpload'
 
 export interface FakeS3 {
   /** The endpoint to give the client (path-style: the bucket is the first path segment). */
@@ -104,8 +113,14 @@ export function startFakeS3(options: FakeS3Options = {}): FakeS3 {
     if (method === 'POST' && query.has('uploads')) {
       record('CreateMultipartUpload')
       const uploadId = `upload-${++uploadSequence}`
-      uploads.set(uploadId, { key, contentType: request.headers.get('content-type') ?? 'application/octet-stream', parts: new Map() })
-      return xml(`<InitiateMultipartUploadResult><Bucket>${bucket}</Bucket><Key>${escapeXml(key)}</Key><UploadId>${uploadId}</UploadId></InitiateMultipartUploadResult>`)
+      uploads.set(uploadId, {
+        key,
+        contentType: request.headers.get('content-type') ?? 'application/octet-stream',
+        parts: new Map(),
+      })
+      return xml(
+        `<InitiateMultipartUploadResult><Bucket>${bucket}</Bucket><Key>${escapeXml(key)}</Key><UploadId>${uploadId}</UploadId></InitiateMultipartUploadResult>`,
+      )
     }
     const uploadId = query.get('uploadId')
     if (uploadId !== null) {
@@ -143,7 +158,12 @@ export function startFakeS3(options: FakeS3Options = {}): FakeS3 {
         record(method === 'GET' ? 'GetObject' : 'HeadObject')
         const object = objects.get(key)
         if (!object) return s3Error(404, 'NoSuchKey', 'The specified key does not exist.', method === 'HEAD')
-        const headers = { 'content-type': object.contentType, 'content-length': String(object.body.byteLength), etag: md5Tag(object.body), 'last-modified': new Date().toUTCString() }
+        const headers = {
+          'content-type': object.contentType,
+          'content-length': String(object.body.byteLength),
+          etag: md5Tag(object.body),
+          'last-modified': new Date().toUTCString(),
+        }
         return new Response(method === 'GET' ? object.body : null, { headers })
       }
       case 'DELETE':
@@ -155,17 +175,22 @@ export function startFakeS3(options: FakeS3Options = {}): FakeS3 {
   }
 
   /** A conditional write (`If-None-Match: *`, which LanceDB's commits rely on) of a key that is already there. */
-  const exists = (request: Request, key: string) => request.headers.get('if-none-match')?.trim() === '*' && objects.has(key)
-  const preconditionFailed = () => s3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold')
+  const exists = (request: Request, key: string) =>
+    request.headers.get('if-none-match')?.trim() === '*' && objects.has(key)
+  const preconditionFailed = () =>
+    s3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold')
 
   const listObjects = (query: URLSearchParams): Response => {
-    if (query.has('delimiter') || query.has('start-after')) return s3Error(501, 'NotImplemented', 'delimiter and start-after are not implemented by the fake')
+    if (query.has('delimiter') || query.has('start-after'))
+      return s3Error(501, 'NotImplemented', 'delimiter and start-after are not implemented by the fake')
     const prefix = query.get('prefix') ?? ''
     const token = query.get('continuation-token')
     const after = token === null ? undefined : Buffer.from(token, 'base64url').toString()
     const maxKeys = Math.min(Number(query.get('max-keys') ?? 1000), pageSize)
     // Sorted by UTF-16 code units, which is S3's UTF-8 byte order for the ASCII keys used here.
-    const matching = [...objects.keys()].filter((key) => key.startsWith(prefix) && (after === undefined || key > after)).sort()
+    const matching = [...objects.keys()]
+      .filter((key) => key.startsWith(prefix) && (after === undefined || key > after))
+      .sort()
     const page = matching.slice(0, maxKeys)
     const truncated = matching.length > page.length
     const contents = page
@@ -174,26 +199,35 @@ export function startFakeS3(options: FakeS3Options = {}): FakeS3 {
           `<Contents><Key>${escapeXml(key)}</Key><Size>${objects.get(key)!.body.byteLength}</Size><ETag>${escapeXml(md5Tag(objects.get(key)!.body))}</ETag><StorageClass>STANDARD</StorageClass></Contents>`,
       )
       .join('')
-    const next = truncated ? `<NextContinuationToken>${Buffer.from(page.at(-1)!).toString('base64url')}</NextContinuationToken>` : ''
+    const next = truncated
+      ? `<NextContinuationToken>${Buffer.from(page.at(-1)!).toString('base64url')}</NextContinuationToken>`
+      : ''
     return xml(
       `<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>${bucket}</Name><Prefix>${escapeXml(prefix)}</Prefix><KeyCount>${page.length}</KeyCount><MaxKeys>${maxKeys}</MaxKeys><IsTruncated>${truncated}</IsTruncated>${contents}${next}</ListBucketResult>`,
     )
   }
 
   const completeUpload = (uploadId: string, upload: Upload, body: string): Response => {
-    const listed = [...body.matchAll(/<Part>\s*<PartNumber>(\d+)<\/PartNumber>\s*<ETag>([^<]*)<\/ETag>\s*<\/Part>/g)].map((m) => ({ number: Number(m[1]), etag: unescapeXml(m[2]!) }))
+    const listed = [
+      ...body.matchAll(/<Part>\s*<PartNumber>(\d+)<\/PartNumber>\s*<ETag>([^<]*)<\/ETag>\s*<\/Part>/g),
+    ].map((m) => ({ number: Number(m[1]), etag: unescapeXml(m[2]!) }))
     if (listed.length === 0) return s3Error(400, 'MalformedXML', 'The XML you provided was not well-formed')
     const parts: Uint8Array[] = []
     for (const [index, { number, etag }] of listed.entries()) {
       const part = upload.parts.get(number)
-      if (!part || part.etag !== etag) return s3Error(400, 'InvalidPart', `part ${number} was not uploaded or its ETag differs`)
-      if (index > 0 && number <= listed[index - 1]!.number) return s3Error(400, 'InvalidPartOrder', 'parts must be listed in ascending order')
-      if (index < listed.length - 1 && part.body.byteLength < MIN_PART_BYTES) return s3Error(400, 'EntityTooSmall', `part ${number} is smaller than 5 MiB`)
+      if (!part || part.etag !== etag)
+        return s3Error(400, 'InvalidPart', `part ${number} was not uploaded or its ETag differs`)
+      if (index > 0 && number <= listed[index - 1]!.number)
+        return s3Error(400, 'InvalidPartOrder', 'parts must be listed in ascending order')
+      if (index < listed.length - 1 && part.body.byteLength < MIN_PART_BYTES)
+        return s3Error(400, 'EntityTooSmall', `part ${number} is smaller than 5 MiB`)
       parts.push(part.body)
     }
     objects.set(upload.key, { body: new Uint8Array(Buffer.concat(parts)), contentType: upload.contentType })
     closeUpload(uploadId)
-    return xml(`<CompleteMultipartUploadResult><Bucket>${bucket}</Bucket><Key>${escapeXml(upload.key)}</Key><ETag>"${uploadId}"</ETag></CompleteMultipartUploadResult>`)
+    return xml(
+      `<CompleteMultipartUploadResult><Bucket>${bucket}</Bucket><Key>${escapeXml(upload.key)}</Key><ETag>"${uploadId}"</ETag></CompleteMultipartUploadResult>`,
+    )
   }
 
   const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: handle })
@@ -226,18 +260,42 @@ export function startFakeS3(options: FakeS3Options = {}): FakeS3 {
  * Verifies AWS Signature Version 4 (header form) the way S3 does: rebuild the canonical request
  * from what arrived, sign it with the secret, compare. Returns the S3 error to answer, if any.
  */
-function checkSignature(request: Request, url: URL, expected: { accessKeyId: string; secretAccessKey: string; region: string }): { status: number; code: string; message: string } | undefined {
-  const match = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/.exec(request.headers.get('authorization') ?? '')
+function checkSignature(
+  request: Request,
+  url: URL,
+  expected: { accessKeyId: string; secretAccessKey: string; region: string },
+): { status: number; code: string; message: string } | undefined {
+  const match =
+    /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/.exec(
+      request.headers.get('authorization') ?? '',
+    )
   if (!match) return { status: 403, code: 'AccessDenied', message: 'Access Denied' }
-  const [, accessKeyId, date, region, signedHeaders, signature] = match as unknown as [string, string, string, string, string, string]
-  if (accessKeyId !== expected.accessKeyId) return { status: 403, code: 'InvalidAccessKeyId', message: 'The AWS Access Key Id you provided does not exist in our records.' }
+  const [, accessKeyId, date, region, signedHeaders, signature] = match as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ]
+  if (accessKeyId !== expected.accessKeyId)
+    return {
+      status: 403,
+      code: 'InvalidAccessKeyId',
+      message: 'The AWS Access Key Id you provided does not exist in our records.',
+    }
   // S3 answers a wrong region as a malformed request, 400, not 403.
   if (region !== expected.region)
-    return { status: 400, code: 'AuthorizationHeaderMalformed', message: `The authorization header is malformed; the region '${region}' is wrong; expecting '${expected.region}'` }
+    return {
+      status: 400,
+      code: 'AuthorizationHeaderMalformed',
+      message: `The authorization header is malformed; the region '${region}' is wrong; expecting '${expected.region}'`,
+    }
   const amzDate = request.headers.get('x-amz-date') ?? ''
   const payloadHash = request.headers.get('x-amz-content-sha256')
   const headerNames = signedHeaders.split(';')
-  if (!amzDate.startsWith(date) || payloadHash === null || !headerNames.includes('host')) return { status: 403, code: 'AccessDenied', message: 'Access Denied' }
+  if (!amzDate.startsWith(date) || payloadHash === null || !headerNames.includes('host'))
+    return { status: 403, code: 'AccessDenied', message: 'Access Denied' }
   const canonicalRequest = [
     request.method,
     url.pathname,
@@ -252,7 +310,12 @@ function checkSignature(request: Request, url: URL, expected: { accessKeyId: str
   for (const part of [region, 's3', 'aws4_request']) key = hmac(key, part)
   const computed = createHmac('sha256', key).update(stringToSign).digest()
   if (!timingSafeEqual(computed, Buffer.from(signature, 'hex'))) {
-    return { status: 403, code: 'SignatureDoesNotMatch', message: 'The request signature we calculated does not match the signature you provided. Check your key and signing method.' }
+    return {
+      status: 403,
+      code: 'SignatureDoesNotMatch',
+      message:
+        'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
+    }
   }
   return undefined
 }
@@ -264,7 +327,9 @@ function canonicalQuery(search: string): string {
     .slice(1)
     .split('&')
     .map((pair) => {
-      const [name = '', value = ''] = pair.split('=', 2).map((part) => sigV4Encode(decodeURIComponent(part.replaceAll('+', ' '))))
+      const [name = '', value = ''] = pair
+        .split('=', 2)
+        .map((part) => sigV4Encode(decodeURIComponent(part.replaceAll('+', ' '))))
       return [name, value] as const
     })
     .sort(([a, av], [b, bv]) => (a < b ? -1 : a > b ? 1 : av < bv ? -1 : av > bv ? 1 : 0))
@@ -282,10 +347,14 @@ const md5Tag = (body: Uint8Array) => `"${createHash('md5').update(body).digest('
 
 const XML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' }
 const escapeXml = (text: string) => text.replace(/[&<>"']/g, (c) => XML_ESCAPES[c]!)
-const unescapeXml = (text: string) => text.replace(/&(amp|lt|gt|quot|apos);/g, (entity) => Object.entries(XML_ESCAPES).find(([, e]) => e === entity)![0])
+const unescapeXml = (text: string) =>
+  text.replace(/&(amp|lt|gt|quot|apos);/g, (entity) => Object.entries(XML_ESCAPES).find(([, e]) => e === entity)![0])
 
 function xml(body: string, status = 200): Response {
-  return new Response(`<?xml version="1.0" encoding="UTF-8"?>\n${body}`, { status, headers: { 'content-type': 'application/xml' } })
+  return new Response(`<?xml version="1.0" encoding="UTF-8"?>\n${body}`, {
+    status,
+    headers: { 'content-type': 'application/xml' },
+  })
 }
 
 function s3Error(status: number, code: string, message: string, headOnly = false): Response {

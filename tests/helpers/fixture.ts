@@ -36,13 +36,16 @@ export interface Fixture<U extends string, R extends string> {
   repositories: Record<R, Repository>
 }
 
-export async function fixture<U extends string, R extends string = never>(options: FixtureOptions<U, R>): Promise<Fixture<U, R>> {
+export async function fixture<U extends string, R extends string = never>(
+  options: FixtureOptions<U, R>,
+): Promise<Fixture<U, R>> {
   const server = await startTestServer(options.server)
   const http = api(server.url)
   const names = Object.keys(options.users) as U[]
   const accounts = await Promise.all(names.map(() => registerAccount(http)))
   const users = Object.fromEntries(names.map((name, i) => [name, accounts[i]])) as Record<U, Account>
-  for (const name of names) if (options.users[name] === 'sysadmin') expect((await server.promote(users[name].email)).code).toBe(0)
+  for (const name of names)
+    if (options.users[name] === 'sysadmin') expect((await server.promote(users[name].email)).code).toBe(0)
   const admin = names.find((name) => options.users[name] === 'sysadmin')
   const repositories = {} as Record<R, Repository>
   const specs = Object.entries(options.repositories ?? {}) as [R, RepositorySpec<U>][]
@@ -54,7 +57,11 @@ export async function fixture<U extends string, R extends string = never>(option
   for (const [key, spec] of specs) {
     for (const [user, role] of Object.entries(spec.roles ?? {}) as [U, Role][]) {
       if (!admin) throw new Error('fixture: granting a role in a repository needs a sysadmin among the users')
-      const res = await http.put('/api/v1/admin/users/roles', { user_id: users[user].id, role, domain: repositories[key].id }, users[admin].token)
+      const res = await http.put(
+        '/api/v1/admin/users/roles',
+        { user_id: users[user].id, role, domain: repositories[key].id },
+        users[admin].token,
+      )
       expect(res.status).toBe(200)
     }
   }

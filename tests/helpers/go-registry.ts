@@ -47,7 +47,8 @@ const COUNT_HEADERS: Record<(typeof COUNT_FIELDS)[number], string> = {
 
 const json = (status: number, body: unknown) => Response.json(body, { status })
 /** Go's http.Error: the JSON text, but as text/plain. */
-const plainError = (status: number, error: string) => new Response(`${JSON.stringify({ error })}\n`, { status, headers: { 'content-type': 'text/plain; charset=utf-8' } })
+const plainError = (status: number, error: string) =>
+  new Response(`${JSON.stringify({ error })}\n`, { status, headers: { 'content-type': 'text/plain; charset=utf-8' } })
 
 /** A header's raw UTF-8 bytes as text (they reach the server one latin1 character per byte). */
 const header = (request: Request, name: string) => {
@@ -82,7 +83,10 @@ export async function startGoRegistry(tokens: Record<string, string>): Promise<G
     if (!email) return plainError(401, 'unauthorized')
     const [, id, bundle] = /^\/api\/v1\/graphs(?:\/([^/]+)(\/bundle)?)?$/.exec(url.pathname) ?? []
     if (!url.pathname.startsWith('/api/v1/graphs') || (id === undefined && url.pathname !== '/api/v1/graphs'))
-      return new Response('404 page not found\n', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8' } })
+      return new Response('404 page not found\n', {
+        status: 404,
+        headers: { 'content-type': 'text/plain; charset=utf-8' },
+      })
 
     if (id === undefined && request.method === 'POST') {
       const name = header(request, 'x-graph-name')
@@ -98,7 +102,9 @@ export async function startGoRegistry(tokens: Record<string, string>): Promise<G
         tags: tags ? (JSON.parse(tags) as string[]) : [],
         sha256: header(request, 'x-graph-sha256'),
         schema_version: atoi(request.headers.get('x-graph-schema-version')) || 1,
-        counts: Object.fromEntries(COUNT_FIELDS.map((field) => [field, atoi(request.headers.get(COUNT_HEADERS[field]))])) as GoGraph['counts'],
+        counts: Object.fromEntries(
+          COUNT_FIELDS.map((field) => [field, atoi(request.headers.get(COUNT_HEADERS[field]))]),
+        ) as GoGraph['counts'],
         created_at: at,
         updated_at: at,
         bundle: new Uint8Array(await request.arrayBuffer()),
@@ -112,7 +118,13 @@ export async function startGoRegistry(tokens: Record<string, string>): Promise<G
       const offset = Math.max(0, atoi(url.searchParams.get('offset')))
       const tag = url.searchParams.get('tag') ?? ''
       const q = (url.searchParams.get('q') ?? '').toLowerCase()
-      const matching = graphs.filter((g) => (tag ? g.tags.includes(tag) : !q || g.name.toLowerCase().includes(q) || g.description.toLowerCase().includes(q))).toReversed()
+      const matching = graphs
+        .filter((g) =>
+          tag
+            ? g.tags.includes(tag)
+            : !q || g.name.toLowerCase().includes(q) || g.description.toLowerCase().includes(q),
+        )
+        .toReversed()
       const page = matching.slice(offset, offset + limit).map(record)
       return json(200, { graphs: page.length > 0 ? page : null, total: matching.length })
     }

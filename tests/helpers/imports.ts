@@ -47,26 +47,52 @@ export const uploadBundle = (http: ReturnType<typeof api>, slug: string, token: 
  * The import is inside its transaction with rows written: some section of the bundle is going
  * into the tables (progress reaches the API once a second, so a single section may pass unseen).
  */
-export const writingRows = (job: Job) => job.status === 'running' && job.progress.done > 0 && (ROW_SECTIONS as readonly string[]).includes(job.progress.phase)
+export const writingRows = (job: Job) =>
+  job.status === 'running' && job.progress.done > 0 && (ROW_SECTIONS as readonly string[]).includes(job.progress.phase)
 
 /**
  * Starts `kgs serve` for `env` and, as a new account, an import of a generated bundle of `facts`
  * facts (written to `bundlePath`; without vectors unless `options` ask) into a new repository;
  * returns once the job is queued.
  */
-export async function startImport(env: Record<string, string>, bundlePath: string, facts: number, repositoryName: string, options: Partial<BundleOptions> = {}) {
+export async function startImport(
+  env: Record<string, string>,
+  bundlePath: string,
+  facts: number,
+  repositoryName: string,
+  options: Partial<BundleOptions> = {},
+) {
   const bundle = await generateBundle(bundlePath, { facts, dimensions: 0, ...options })
   const kgs = await startServerProcess(env)
   const http = api(kgs.url)
   const owner = await registerAccount(http)
-  const repo = (await http.post('/api/v1/repositories', { name: repositoryName }, owner.token)).body as { id: string; slug: string }
-  const started = await uploadBundle(http, repo.slug, owner.token, new Uint8Array(await Bun.file(bundlePath).arrayBuffer()))
+  const repo = (await http.post('/api/v1/repositories', { name: repositoryName }, owner.token)).body as {
+    id: string
+    slug: string
+  }
+  const started = await uploadBundle(
+    http,
+    repo.slug,
+    owner.token,
+    new Uint8Array(await Bun.file(bundlePath).arrayBuffer()),
+  )
   expect(started.status).toBe(202)
-  return { bundle, kgs, http, owner, repo, jobId: started.body.id as string, path: `/${repo.slug}/jobs/${started.body.id}` }
+  return {
+    bundle,
+    kgs,
+    http,
+    owner,
+    repo,
+    jobId: started.body.id as string,
+    path: `/${repo.slug}/jobs/${started.body.id}`,
+  }
 }
 
 /** Runs `read` on the databases of the instance `env` configures, with its server stopped (embedded: one owner at a time). */
-export async function readStoppedInstance<T>(env: Record<string, string>, read: (pools: Pools, config: Config) => Promise<T>): Promise<T> {
+export async function readStoppedInstance<T>(
+  env: Record<string, string>,
+  read: (pools: Pools, config: Config) => Promise<T>,
+): Promise<T> {
   const config = loadConfig(env)
   const pools = await Pools.open({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   try {
@@ -81,7 +107,9 @@ export function repositoryState(env: Record<string, string>, repositoryId: strin
   return readStoppedInstance(env, async (pools, config) => {
     const sql = await pools.forRepository(repositoryId)
     const keys = await blobKeys(openBlobStore(config), repositoryBlobPrefix(repositoryId))
-    const referenced = (await sql`SELECT storage_key FROM source_images WHERE storage_key IS NOT NULL UNION ALL SELECT storage_key FROM source_bodies`).map((r) => r.storage_key as string)
+    const referenced = (
+      await sql`SELECT storage_key FROM source_images WHERE storage_key IS NOT NULL UNION ALL SELECT storage_key FROM source_bodies`
+    ).map((r) => r.storage_key as string)
     return { rows: await tableCounts(sql), keys, referenced: referenced.sort() }
   })
 }
@@ -93,12 +121,20 @@ export function repositoryState(env: Record<string, string>, repositoryId: strin
  * interrupted attempt's are gone).
  */
 /** A new instance takes the job over and imports the bundle exactly once, on attempt `attempt`. */
-export async function expectImportRetried(env: Record<string, string>, owner: { email: string }, path: string, repositoryId: string, counts: BundleCounts, attempt = 2) {
+export async function expectImportRetried(
+  env: Record<string, string>,
+  owner: { email: string },
+  path: string,
+  repositoryId: string,
+  counts: BundleCounts,
+  attempt = 2,
+) {
   const kgs = await startServerProcess(env)
   try {
     // A new port, so a new issuer (BASE_URL is derived from it): sign in again.
     const http = api(kgs.url)
-    const { token } = (await http.post('/api/v1/auth/login', { email: owner.email, password: 'correct horse battery' })).body
+    const { token } = (await http.post('/api/v1/auth/login', { email: owner.email, password: 'correct horse battery' }))
+      .body
     const job = await waitForJob(http, path, token)
     expect(job).toMatchObject({ status: 'succeeded', attempts: attempt })
     expect((job.result as { imported: { facts: number } }).imported.facts).toBe(counts.facts)

@@ -97,7 +97,10 @@ const kinds: JobKind[] = [
           process.exit(70)
         })
       }
-      const [{ survived }] = (await sql`SELECT count(*)::int AS survived FROM investigations WHERE id = ${job.id}`) as unknown as [{ survived: number }]
+      const [{ survived }] =
+        (await sql`SELECT count(*)::int AS survived FROM investigations WHERE id = ${job.id}`) as unknown as [
+          { survived: number },
+        ]
       return { attempt: job.attempt, survived }
     },
   }),

@@ -6,13 +6,20 @@ import type { Job } from '../../src/jobs/queue.ts'
 export const finished = (job: Job) => ['succeeded', 'failed', 'cancelled'].includes(job.status)
 
 /** Polls `path` (a job route) as `token` until `done` holds; fails after `timeoutMs`. */
-export async function waitForJob(http: ReturnType<typeof api>, path: string, token: string, done: (job: Job) => boolean = finished, timeoutMs = 60_000): Promise<Job> {
+export async function waitForJob(
+  http: ReturnType<typeof api>,
+  path: string,
+  token: string,
+  done: (job: Job) => boolean = finished,
+  timeoutMs = 60_000,
+): Promise<Job> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const res = await http.get<Job>(path, token)
     expect(res.status).toBe(200)
     if (done(res.body)) return res.body
-    if (Date.now() > deadline) throw new Error(`job at ${path} still ${res.body.status} (${JSON.stringify(res.body.progress)})`)
+    if (Date.now() > deadline)
+      throw new Error(`job at ${path} still ${res.body.status} (${JSON.stringify(res.body.progress)})`)
     await Bun.sleep(20)
   }
 }
@@ -27,12 +34,21 @@ export async function settleJobs(http: ReturnType<typeof api>, slug: string, tok
 }
 
 /** Polls the repository's jobs until `done` holds of them, and returns them; fails after `timeoutMs`. */
-export async function jobsWhen(http: ReturnType<typeof api>, slug: string, token: string, done: (jobs: Job[]) => boolean, timeoutMs = 30_000): Promise<Job[]> {
+export async function jobsWhen(
+  http: ReturnType<typeof api>,
+  slug: string,
+  token: string,
+  done: (jobs: Job[]) => boolean,
+  timeoutMs = 30_000,
+): Promise<Job[]> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const jobs = (await http.get<Job[]>(`/${slug}/jobs?limit=100`, token)).body
     if (done(jobs)) return jobs
-    if (Date.now() > deadline) throw new Error(`the jobs of ${slug} never came to the state waited for: ${JSON.stringify(jobs.map((job) => [job.kind, job.status]))}`)
+    if (Date.now() > deadline)
+      throw new Error(
+        `the jobs of ${slug} never came to the state waited for: ${JSON.stringify(jobs.map((job) => [job.kind, job.status]))}`,
+      )
     await Bun.sleep(20)
   }
 }

@@ -3,19 +3,36 @@
 // authorization URL it was sent to, which the test then opens in Chromium as the person would;
 // and a conversation of the official 2.x client with a token in hand.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js'
 
 /** A 2026-07-28 conversation with the MCP endpoint at `url` as `token`'s holder (through `fetchVia`, if given). */
 export async function conversation(url: string, token: string, fetchVia?: typeof fetch): Promise<Client> {
-  const client = new Client({ name: 'kgs test host', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } })
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } }, ...(fetchVia ? { fetch: fetchVia } : {}) }))
+  const client = new Client(
+    { name: 'kgs test host', version: '1' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  )
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+      ...(fetchVia ? { fetch: fetchVia } : {}),
+    }),
+  )
   return client
 }
 
-export type ToolResult = { isError?: boolean; content: { type: string; text?: string; uri?: string }[]; structuredContent?: Record<string, any> }
+export type ToolResult = {
+  isError?: boolean
+  content: { type: string; text?: string; uri?: string }[]
+  structuredContent?: Record<string, any>
+}
 
 /** A tools/call and its result. */
-export const call = async (client: Client, name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as ToolResult
+export const call = async (client: Client, name: string, args: Record<string, unknown>) =>
+  (await client.callTool({ name, arguments: args })) as ToolResult
 
 export class InMemoryHostProvider {
   client?: OAuthClientInformationMixed
@@ -27,7 +44,13 @@ export class InMemoryHostProvider {
     private readonly clientName: string,
   ) {}
   get clientMetadata(): OAuthClientMetadata {
-    return { client_name: this.clientName, redirect_uris: [this.redirectUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' }
+    return {
+      client_name: this.clientName,
+      redirect_uris: [this.redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    }
   }
   clientInformation() {
     return this.client

@@ -20,7 +20,9 @@ export function pkcePair(): { verifier: string; challenge: string } {
 }
 
 export async function registerClient(baseUrl: string, metadata: Record<string, unknown> = {}): Promise<TestClient> {
-  const redirect_uri = (metadata.redirect_uris as string[] | undefined)?.[0] ?? `http://127.0.0.1:${40000 + Math.floor(Math.random() * 20000)}/callback`
+  const redirect_uri =
+    (metadata.redirect_uris as string[] | undefined)?.[0] ??
+    `http://127.0.0.1:${40000 + Math.floor(Math.random() * 20000)}/callback`
   const res = await fetch(`${baseUrl}/api/v1/oauth/register`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -50,23 +52,41 @@ export async function obtainCode(
     ...(options.resource ? { resource: options.resource } : {}),
   })
   const browser = browserCookie()
-  const page = await (await fetch(`${baseUrl}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })).text()
+  const page = await (
+    await fetch(`${baseUrl}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })
+  ).text()
   const authorization_id = /name="authorization_id" value="([^"]+)"/.exec(page)![1]!
   const csrf_token = /name="csrf_token" value="([^"]+)"/.exec(page)![1]!
   const post = (path: string, fields: Record<string, string>, cookie?: string) =>
     fetch(baseUrl + path, {
       method: 'POST',
       redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie ? `${browser}; ${cookie}` : browser },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        cookie: cookie ? `${browser}; ${cookie}` : browser,
+      },
       body: new URLSearchParams(fields),
     })
-  const login = await post('/api/v1/oauth/authorize/login', { authorization_id, csrf_token, email: account.email, password: account.password })
+  const login = await post('/api/v1/oauth/authorize/login', {
+    authorization_id,
+    csrf_token,
+    email: account.email,
+    password: account.password,
+  })
   // kgs's own web app asks no consent: the sign-in itself redirects with the code.
   const decision = login.headers.has('location')
     ? login
-    : await post('/api/v1/oauth/authorize', { authorization_id, csrf_token, decision: 'allow', ...(options.allow ? { scope: options.allow } : {}) }, login.headers.get('set-cookie')!.split(';')[0]!)
+    : await post(
+        '/api/v1/oauth/authorize',
+        { authorization_id, csrf_token, decision: 'allow', ...(options.allow ? { scope: options.allow } : {}) },
+        login.headers.get('set-cookie')!.split(';')[0]!,
+      )
   const location = new URL(decision.headers.get('location')!)
-  return { code: location.searchParams.get('code')!, state: location.searchParams.get('state')!, iss: location.searchParams.get('iss')! }
+  return {
+    code: location.searchParams.get('code')!,
+    state: location.searchParams.get('state')!,
+    iss: location.searchParams.get('iss')!,
+  }
 }
 
 /** Signs in, allows, and exchanges the code at the token endpoint: the token response of a fresh grant. */
@@ -79,7 +99,13 @@ export async function obtainTokens(
 ): Promise<{ access_token: string; refresh_token?: string; scope: string }> {
   const { verifier, challenge } = pkcePair()
   const { code } = await obtainCode(baseUrl, client, account, { challenge, scope, allow })
-  const fields = { grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }
+  const fields = {
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: client.redirect_uri,
+    code_verifier: verifier,
+    client_id: client.client_id,
+  }
   const res = await fetch(`${baseUrl}/api/v1/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },

@@ -14,16 +14,30 @@ export interface ObjectStore {
 }
 
 function fromEnvironment(): ObjectStore | undefined {
-  const { TEST_S3_ENDPOINT: endpoint, TEST_S3_REGION: region, TEST_S3_ACCESS_KEY_ID: accessKeyId, TEST_S3_SECRET_ACCESS_KEY: secretAccessKey } = process.env
+  const {
+    TEST_S3_ENDPOINT: endpoint,
+    TEST_S3_REGION: region,
+    TEST_S3_ACCESS_KEY_ID: accessKeyId,
+    TEST_S3_SECRET_ACCESS_KEY: secretAccessKey,
+  } = process.env
   if (!endpoint) return undefined
-  if (!region || !accessKeyId || !secretAccessKey) throw new Error('TEST_S3_ENDPOINT is set: TEST_S3_REGION, TEST_S3_ACCESS_KEY_ID and TEST_S3_SECRET_ACCESS_KEY must be too')
+  if (!region || !accessKeyId || !secretAccessKey)
+    throw new Error(
+      'TEST_S3_ENDPOINT is set: TEST_S3_REGION, TEST_S3_ACCESS_KEY_ID and TEST_S3_SECRET_ACCESS_KEY must be too',
+    )
   return { endpoint, region, accessKeyId, secretAccessKey }
 }
 
 /** The real object store, when this run has one. */
 export const OBJECT_STORE = fromEnvironment()
 
-const client = (store: ObjectStore) => new AwsClient({ accessKeyId: store.accessKeyId, secretAccessKey: store.secretAccessKey, region: store.region, service: 's3' })
+const client = (store: ObjectStore) =>
+  new AwsClient({
+    accessKeyId: store.accessKeyId,
+    secretAccessKey: store.secretAccessKey,
+    region: store.region,
+    service: 's3',
+  })
 
 async function signed(store: ObjectStore, path: string, init: RequestInit = {}): Promise<Response> {
   const response = await client(store).fetch(`${store.endpoint}${path}`, init)
@@ -59,7 +73,11 @@ export async function openUploads(store: ObjectStore, bucket: string, prefix = '
 
 /** A PUT of `key` with `If-None-Match: *`: the status the store answers (200, or 412 when the key exists). */
 export async function conditionalPut(store: ObjectStore, bucket: string, key: string, body: string): Promise<number> {
-  const response = await client(store).fetch(`${store.endpoint}/${bucket}/${key}`, { method: 'PUT', body, headers: { 'if-none-match': '*' } })
+  const response = await client(store).fetch(`${store.endpoint}/${bucket}/${key}`, {
+    method: 'PUT',
+    body,
+    headers: { 'if-none-match': '*' },
+  })
   await response.arrayBuffer()
   return response.status
 }
@@ -70,7 +88,10 @@ function operationOf(method: string, url: URL): S3Operation | undefined {
   const onBucket = url.pathname.split('/').filter(Boolean).length === 1
   if (onBucket) return method === 'GET' && query.get('list-type') === '2' ? 'ListObjectsV2' : undefined
   if (method === 'POST' && query.has('uploads')) return 'CreateMultipartUpload'
-  if (query.has('uploadId')) return ({ PUT: 'UploadPart', POST: 'CompleteMultipartUpload', DELETE: 'AbortMultipartUpload' } as const)[method as 'PUT']
+  if (query.has('uploadId'))
+    return ({ PUT: 'UploadPart', POST: 'CompleteMultipartUpload', DELETE: 'AbortMultipartUpload' } as const)[
+      method as 'PUT'
+    ]
   return ({ PUT: 'PutObject', GET: 'GetObject', HEAD: 'HeadObject', DELETE: 'DeleteObject' } as const)[method as 'PUT']
 }
 
@@ -107,10 +128,17 @@ export function recordingRelay(store: ObjectStore) {
       if (operation === 'CreateMultipartUpload') creating++
       try {
         const body = request.method === 'GET' || request.method === 'HEAD' ? undefined : await request.arrayBuffer()
-        const answer = await fetch(`${store.endpoint}${url.pathname}${url.search}`, { method: request.method, headers: request.headers, body, redirect: 'manual' })
+        const answer = await fetch(`${store.endpoint}${url.pathname}${url.search}`, {
+          method: request.method,
+          headers: request.headers,
+          body,
+          redirect: 'manual',
+        })
         const bytes = request.method === 'HEAD' ? null : await answer.arrayBuffer()
-        if (answer.ok && operation === 'CreateMultipartUpload') uploads.add(/<UploadId>([^<]+)<\/UploadId>/.exec(new TextDecoder().decode(bytes!))![1]!)
-        if (answer.ok && (operation === 'CompleteMultipartUpload' || operation === 'AbortMultipartUpload')) uploads.delete(url.searchParams.get('uploadId')!)
+        if (answer.ok && operation === 'CreateMultipartUpload')
+          uploads.add(/<UploadId>([^<]+)<\/UploadId>/.exec(new TextDecoder().decode(bytes!))![1]!)
+        if (answer.ok && (operation === 'CompleteMultipartUpload' || operation === 'AbortMultipartUpload'))
+          uploads.delete(url.searchParams.get('uploadId')!)
         return new Response(bytes, { status: answer.status, headers: answer.headers })
       } finally {
         if (operation === 'CreateMultipartUpload') creating--
@@ -128,4 +156,8 @@ export function recordingRelay(store: ObjectStore) {
   }
 }
 
-const unescapeXml = (text: string) => text.replace(/&(lt|gt|quot|apos|amp);/g, (_, name: string) => ({ lt: '<', gt: '>', quot: '"', apos: "'", amp: '&' })[name]!)
+const unescapeXml = (text: string) =>
+  text.replace(
+    /&(lt|gt|quot|apos|amp);/g,
+    (_, name: string) => ({ lt: '<', gt: '>', quot: '"', apos: "'", amp: '&' })[name]!,
+  )

@@ -5,7 +5,14 @@ import { api, registerAccount, signIn, type Account } from './api.ts'
 import { startTestServer, type Instance, type TestServer } from './server.ts'
 
 /** A server on `instance`'s data with an account registered there and a repository it owns. */
-export async function firstProcess(instance: Instance): Promise<{ server: TestServer; http: ReturnType<typeof api>; owner: Account; repository: { id: string; slug: string } }> {
+export async function firstProcess(
+  instance: Instance,
+): Promise<{
+  server: TestServer
+  http: ReturnType<typeof api>
+  owner: Account
+  repository: { id: string; slug: string }
+}> {
   const server = await startTestServer({ instance })
   const http = api(server.url)
   const owner = await registerAccount(http)
@@ -15,7 +22,12 @@ export async function firstProcess(instance: Instance): Promise<{ server: TestSe
 }
 
 /** A server on `instance`'s data, with `owner` signed in there; stopped after `use`. */
-export async function restarted<T>(instance: Instance, owner: Account, env: Record<string, string>, use: (server: TestServer, http: ReturnType<typeof api>, token: string) => Promise<T>): Promise<T> {
+export async function restarted<T>(
+  instance: Instance,
+  owner: Account,
+  env: Record<string, string>,
+  use: (server: TestServer, http: ReturnType<typeof api>, token: string) => Promise<T>,
+): Promise<T> {
   const server = await startTestServer({ instance, env })
   try {
     const http = api(server.url)

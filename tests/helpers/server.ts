@@ -34,13 +34,24 @@ export type Instance = Awaited<ReturnType<typeof instanceEnvironment>>
  * `instance`: run on that data (another server's, stopped: a restart), which stop() then leaves
  * for its owner to clean up; a new instance of its own otherwise.
  */
-export async function startTestServer(options: { env?: Record<string, string>; log?: Logger; instance?: Instance } & ServerOptions = {}): Promise<TestServer> {
+export async function startTestServer(
+  options: { env?: Record<string, string>; log?: Logger; instance?: Instance } & ServerOptions = {},
+): Promise<TestServer> {
   const instance = options.instance ?? (await instanceEnvironment())
   const cleanup = options.instance ? async () => {} : () => instance.cleanup()
   // No job worker threads unless a test asks for them: most tests never run a job.
-  const env: Record<string, string> = { JWT_SECRET: randomBytes(32).toString('hex'), WORKERS: '0', ...instance.env, ...options.env }
+  const env: Record<string, string> = {
+    JWT_SECRET: randomBytes(32).toString('hex'),
+    WORKERS: '0',
+    ...instance.env,
+    ...options.env,
+  }
   const config = loadConfig(env)
-  const server = await startServer(config, options.log ?? createLogger((process.env.KGS_TEST_LOG as 'info' | undefined) ?? 'silent'), { jobs: options.jobs })
+  const server = await startServer(
+    config,
+    options.log ?? createLogger((process.env.KGS_TEST_LOG as 'info' | undefined) ?? 'silent'),
+    { jobs: options.jobs },
+  )
   let context: AppContext
   try {
     context = await server.ready
@@ -59,7 +70,13 @@ export async function startTestServer(options: { env?: Record<string, string>; l
     systemSql: () =>
       env.DATABASE_URL
         ? postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} })
-        : postgres({ path: embeddedSocketPath(join(instance.dataDir, 'pg'), 'system'), user: 'postgres', database: 'postgres', max: 1, onnotice: () => {} }),
+        : postgres({
+            path: embeddedSocketPath(join(instance.dataDir, 'pg'), 'system'),
+            user: 'postgres',
+            database: 'postgres',
+            max: 1,
+            onnotice: () => {},
+          }),
     async stop() {
       await server.stop()
       await cleanup()
@@ -74,7 +91,12 @@ export interface ProcessResult {
 }
 
 /** Runs `kgs <args>` from the source checkout `cwd` (this one by default), in it, to completion. */
-export async function runKgs(args: string[], env: Record<string, string>, cwd = ROOT, stdin?: Uint8Array): Promise<ProcessResult> {
+export async function runKgs(
+  args: string[],
+  env: Record<string, string>,
+  cwd = ROOT,
+  stdin?: Uint8Array,
+): Promise<ProcessResult> {
   const child = Bun.spawn([process.execPath, join(cwd, 'src', 'main.ts'), ...args], {
     cwd,
     env: { PATH: process.env.PATH ?? '', ...env },
@@ -82,7 +104,11 @@ export async function runKgs(args: string[], env: Record<string, string>, cwd = 
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
   return { code, stdout, stderr }
 }
 
@@ -102,7 +128,11 @@ export interface ServerProcess {
 const SERVE = [process.execPath, MAIN, 'serve']
 
 /** Starts `kgs serve` (or `command`, such as `npm start`) as a child process and waits until it is ready. */
-export async function startServerProcess(env: Record<string, string>, logLevel: 'info' | 'debug' = 'info', command = SERVE): Promise<ServerProcess> {
+export async function startServerProcess(
+  env: Record<string, string>,
+  logLevel: 'info' | 'debug' = 'info',
+  command = SERVE,
+): Promise<ServerProcess> {
   const child = Bun.spawn(command, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env, LOG_LEVEL: logLevel },
@@ -156,7 +186,11 @@ export async function startServerProcess(env: Record<string, string>, logLevel: 
  * Waits until the server treats the holder of `token` as sysadmin: on PostgreSQL a role made by
  * `kgs promote-sysadmin` reaches a running server by NOTIFY, a moment after the command exits.
  */
-export async function untilSysadmin(server: Pick<TestServer, 'request'>, token: string, timeoutMs = 10_000): Promise<void> {
+export async function untilSysadmin(
+  server: Pick<TestServer, 'request'>,
+  token: string,
+  timeoutMs = 10_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const res = await server.request('/api/v1/permissions', { headers: { authorization: `Bearer ${token}` } })

@@ -97,7 +97,13 @@ async function consume(rng: Rng, bytes: Uint8Array, limits: Partial<ReaderLimits
 
 function withDeadline<T>(promise: Promise<T>, what: string): Promise<T> {
   let timer: Timer | undefined
-  const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${CASE_DEADLINE_MS} ms (hang)`)), CASE_DEADLINE_MS)))
+  const deadline = new Promise<never>(
+    (_, reject) =>
+      (timer = setTimeout(
+        () => reject(new Error(`${what}: no answer within ${CASE_DEADLINE_MS} ms (hang)`)),
+        CASE_DEADLINE_MS,
+      )),
+  )
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer))
 }
 
@@ -118,7 +124,10 @@ describe('the reader, fuzzed', () => {
       const outcome = await withDeadline(consume(rng, bytes, limits), where)
       if (outcome.accepted) accepted++
       else if (outcome.error instanceof BundleError && BUNDLE_MESSAGE.test(outcome.error.message)) refused++
-      else problems.push(`${where}: ${outcome.error instanceof Error ? `${outcome.error.name}: ${outcome.error.message}\n${outcome.error.stack}` : String(outcome.error)}`)
+      else
+        problems.push(
+          `${where}: ${outcome.error instanceof Error ? `${outcome.error.name}: ${outcome.error.message}\n${outcome.error.stack}` : String(outcome.error)}`,
+        )
     }
     console.log(`bundle reader fuzz: ${cases} cases, ${accepted} accepted, ${refused} refused`)
     expect(problems).toEqual([])
@@ -161,9 +170,16 @@ describe(`mutated bundles through POST /{repoID}/import-graph (${BACKEND})`, () 
       const rng = Rng.forCase(seed, i)
       const { description, bytes } = fuzzCase(rng)
       const where = `FUZZ_SEED=${seed} case ${i} (${description})`
-      const res = await http.call('POST', `/${slug}/import-graph`, { token: owner.token, raw: bytes, headers: { 'content-type': 'application/gzip' } })
+      const res = await http.call('POST', `/${slug}/import-graph`, {
+        token: owner.token,
+        raw: bytes,
+        headers: { 'content-type': 'application/gzip' },
+      })
       if (res.status === 400) {
-        expect({ where, body: res.body }).toEqual({ where, body: { error: expect.stringMatching(/^the bundle is (not gzip|empty)/) } })
+        expect({ where, body: res.body }).toEqual({
+          where,
+          body: { error: expect.stringMatching(/^the bundle is (not gzip|empty)/) },
+        })
         outcomes.push('refused')
         continue
       }
@@ -175,7 +191,12 @@ describe(`mutated bundles through POST /{repoID}/import-graph (${BACKEND})`, () 
         continue
       }
       // A bundle problem fails the job on its first attempt, with the reader's (or the database's) words.
-      expect({ where, status: job.status, attempts: job.attempts, error: job.error }).toEqual({ where, status: 'failed', attempts: 1, error: expect.stringMatching(BUNDLE_MESSAGE) })
+      expect({ where, status: job.status, attempts: job.attempts, error: job.error }).toEqual({
+        where,
+        status: 'failed',
+        attempts: 1,
+        error: expect.stringMatching(BUNDLE_MESSAGE),
+      })
       outcomes.push('failed')
     }
     expect(outcomes).toContain('failed')

@@ -63,7 +63,10 @@ export class Rng {
 // Bytes
 
 /** Bytes that mean something to a JSON scanner, a UTF-8 decoder or a gzip reader. */
-const INTERESTING_BYTES = [0x22, 0x5c, 0x7b, 0x7d, 0x5b, 0x5d, 0x2c, 0x3a, 0x00, 0xff, 0xc3, 0x80, 0xed, 0xa0, 0xf0, 0x30, 0x39, 0x2d, 0x65, 0x20, 0x0a, 0x1f, 0x8b]
+const INTERESTING_BYTES = [
+  0x22, 0x5c, 0x7b, 0x7d, 0x5b, 0x5d, 0x2c, 0x3a, 0x00, 0xff, 0xc3, 0x80, 0xed, 0xa0, 0xf0, 0x30, 0x39, 0x2d, 0x65,
+  0x20, 0x0a, 0x1f, 0x8b,
+]
 /** Tokens spliced into JSON text. */
 const INTERESTING_TOKENS = [
   'null',
@@ -112,7 +115,10 @@ export function mutateBytes(rng: Rng, input: Uint8Array): ByteMutation {
       const where = at()
       const times = rng.chance(0.2) ? rng.between(2, 50) : 1
       const copies = Array<Uint8Array>(times).fill(input.subarray(start, end))
-      return { name: `duplicate [${start}, ${end}) ${times}x at ${where}`, bytes: concat([input.subarray(0, where), ...copies, input.subarray(where)]) }
+      return {
+        name: `duplicate [${start}, ${end}) ${times}x at ${where}`,
+        bytes: concat([input.subarray(0, where), ...copies, input.subarray(where)]),
+      }
     }
     case 3: {
       const start = at()
@@ -121,18 +127,29 @@ export function mutateBytes(rng: Rng, input: Uint8Array): ByteMutation {
     }
     case 4: {
       const where = at()
-      const inserted = Uint8Array.from({ length: rng.between(1, 16) }, () => (rng.chance(0.7) ? rng.pick(INTERESTING_BYTES) : rng.int(256)))
-      return { name: `insert ${inserted.length} bytes at ${where}`, bytes: concat([input.subarray(0, where), inserted, input.subarray(where)]) }
+      const inserted = Uint8Array.from({ length: rng.between(1, 16) }, () =>
+        rng.chance(0.7) ? rng.pick(INTERESTING_BYTES) : rng.int(256),
+      )
+      return {
+        name: `insert ${inserted.length} bytes at ${where}`,
+        bytes: concat([input.subarray(0, where), inserted, input.subarray(where)]),
+      }
     }
     case 5: {
       const where = at()
       const token = new TextEncoder().encode(rng.pick(INTERESTING_TOKENS))
-      return { name: `insert token at ${where}`, bytes: concat([input.subarray(0, where), token, input.subarray(where)]) }
+      return {
+        name: `insert token at ${where}`,
+        bytes: concat([input.subarray(0, where), token, input.subarray(where)]),
+      }
     }
     default: {
       const where = at()
       const token = new TextEncoder().encode(rng.pick(INTERESTING_TOKENS))
-      return { name: `overwrite with a token at ${where}`, bytes: concat([input.subarray(0, where), token, input.subarray(Math.min(n, where + token.length))]) }
+      return {
+        name: `overwrite with a token at ${where}`,
+        bytes: concat([input.subarray(0, where), token, input.subarray(Math.min(n, where + token.length))]),
+      }
     }
   }
 }
@@ -159,7 +176,10 @@ export function raw(text: string): string {
 export function stringifyWithRaw(value: unknown): string {
   // JSON.stringify writes \u0001 as "\\u0001": the marker is found in its encoded form.
   // undefined (a deleted value) writes nothing.
-  return (JSON.stringify(value) ?? '').replace(/"\\u0001raw:((?:[^"\\]|\\.)*?)\\u0001"/g, (_, text: string) => JSON.parse(`"${text}"`) as string)
+  return (JSON.stringify(value) ?? '').replace(
+    /"\\u0001raw:((?:[^"\\]|\\.)*?)\\u0001"/g,
+    (_, text: string) => JSON.parse(`"${text}"`) as string,
+  )
 }
 
 /** A value of some other type or shape than a field expects; sizes up to `maxString` characters. */
@@ -172,13 +192,36 @@ export function hostileValue(rng: Rng, maxString = 100_000): Json {
     case 2:
       return rng.pick([0, -1, 1.5, 2 ** 31, 2 ** 53 + 2, -(2 ** 63), 1e308, -1e308, 5e-324, Number.MAX_SAFE_INTEGER])
     case 3:
-      return raw(rng.pick(['1e999', '-1e999', '-0', '123456789012345678901234567890', '0.000000000000000000000000000001', '1E+2', '-0.0e-0']))
+      return raw(
+        rng.pick([
+          '1e999',
+          '-1e999',
+          '-0',
+          '123456789012345678901234567890',
+          '0.000000000000000000000000000001',
+          '1E+2',
+          '-0.0e-0',
+        ]),
+      )
     case 4:
       return ''
     case 5:
       return 'x'.repeat(rng.between(1, maxString))
     case 6:
-      return rng.pick(['\u0000', '\ud800', '\udfff', 'é', '\u202e', '💥', '<script>', "' OR 1=1 --", '../../etc/passwd', '%00', '${x}', '\r\n'])
+      return rng.pick([
+        '\u0000',
+        '\ud800',
+        '\udfff',
+        'é',
+        '\u202e',
+        '💥',
+        '<script>',
+        "' OR 1=1 --",
+        '../../etc/passwd',
+        '%00',
+        '${x}',
+        '\r\n',
+      ])
     case 7:
       return []
     case 8:
@@ -190,7 +233,15 @@ export function hostileValue(rng: Rng, maxString = 100_000): Json {
     case 11:
       return { ['__proto__']: { polluted: true }, constructor: { prototype: { polluted: true } } }
     case 12:
-      return rng.pick(['00000000-0000-0000-0000-000000000000', 'FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF', 'not-a-uuid', '2026-13-45T99:99:99Z', 'NaN', 'Infinity', '-1'])
+      return rng.pick([
+        '00000000-0000-0000-0000-000000000000',
+        'FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF',
+        'not-a-uuid',
+        '2026-13-45T99:99:99Z',
+        'NaN',
+        'Infinity',
+        '-1',
+      ])
     case 13:
       return raw(`"${rng.pick(['\\ud800', '\\u0000', '\\uDFFF\\uD800', '\\/', '\\x'])}"`)
     case 14:
@@ -207,10 +258,15 @@ export function deepNesting(depth: number, open: '[' | '{"a":'): string {
 }
 
 /** Every path to a value inside `value` (the root is []). */
-export function valuePaths(value: Json, path: (string | number)[] = [], out: (string | number)[][] = []): (string | number)[][] {
+export function valuePaths(
+  value: Json,
+  path: (string | number)[] = [],
+  out: (string | number)[][] = [],
+): (string | number)[][] {
   out.push(path)
   if (Array.isArray(value)) value.forEach((item, i) => valuePaths(item, [...path, i], out))
-  else if (value !== null && typeof value === 'object') for (const key of Object.keys(value)) valuePaths(value[key]!, [...path, key], out)
+  else if (value !== null && typeof value === 'object')
+    for (const key of Object.keys(value)) valuePaths(value[key]!, [...path, key], out)
   return out
 }
 

@@ -39,14 +39,21 @@ async function stillServing() {
 describe(`header limits (${BACKEND})`, () => {
   test('headers past 16 KiB in all (one long one, thousands of short ones, a long target) are 431 and the connection closed', async () => {
     await refusedAndClosed(head('GET', '/api/v1/users/me', { cookie: 'c'.repeat(20 * 1024) }), 431)
-    await refusedAndClosed(head('GET', '/api/v1/users/me', Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`x-h${i}`, 'v']))), 431)
+    await refusedAndClosed(
+      head('GET', '/api/v1/users/me', Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`x-h${i}`, 'v']))),
+      431,
+    )
     await refusedAndClosed(head('GET', `/api/v1/users/me?q=${'q'.repeat(100 * 1024)}`), 431)
     await stillServing()
   })
 
   test('headers under the limit are served', async () => {
     const exchange = await rawRequest(server.url, {
-      head: head('GET', '/api/v1/users/me', { authorization: `Bearer ${member.token}`, cookie: 'c'.repeat(12 * 1024), connection: 'close' }),
+      head: head('GET', '/api/v1/users/me', {
+        authorization: `Bearer ${member.token}`,
+        cookie: 'c'.repeat(12 * 1024),
+        connection: 'close',
+      }),
       giveUpMs: 20_000,
     })
     expect(exchange.status).toBe(200)
@@ -54,27 +61,45 @@ describe(`header limits (${BACKEND})`, () => {
 })
 
 describe(`body limits (${BACKEND})`, () => {
-  const login = (body: RequestInit['body']) => fetch(`${server.url}/api/v1/auth/login`, { method: 'POST', body, headers: { 'content-type': 'application/json' }, duplex: 'half' } as RequestInit)
+  const login = (body: RequestInit['body']) =>
+    fetch(`${server.url}/api/v1/auth/login`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json' },
+      duplex: 'half',
+    } as RequestInit)
 
   test('a JSON body past BODY_LIMIT is 413 {"error"}, with a Content-Length or streamed without one', async () => {
     const big = JSON.stringify({ email: 'x@example.com', password: 'p'.repeat(BODY_LIMIT) })
     const declared = await login(big)
-    expectError({ status: declared.status, body: await declared.json() }, 413, `request body exceeds the limit of ${BODY_LIMIT} bytes`)
+    expectError(
+      { status: declared.status, body: await declared.json() },
+      413,
+      `request body exceeds the limit of ${BODY_LIMIT} bytes`,
+    )
     const streamed = await login(new Blob([big]).stream())
-    expectError({ status: streamed.status, body: await streamed.json() }, 413, `request body exceeds the limit of ${BODY_LIMIT} bytes`)
+    expectError(
+      { status: streamed.status, body: await streamed.json() },
+      413,
+      `request body exceeds the limit of ${BODY_LIMIT} bytes`,
+    )
     await stillServing()
   })
 
   test('a body declared past every route limit is refused by Bun before any route (413, closed)', async () => {
     // The server's cap is the largest route limit: 16 GiB by default.
-    await refusedAndClosed(head('POST', '/api/v1/auth/login', { 'content-type': 'application/json', 'content-length': String(10 ** 12) }), 413)
+    await refusedAndClosed(
+      head('POST', '/api/v1/auth/login', { 'content-type': 'application/json', 'content-length': String(10 ** 12) }),
+      413,
+    )
     await stillServing()
   })
 })
 
 describe(`malformed framing (${BACKEND})`, () => {
   test('lengths that are not one, two lengths, a length with chunking, broken chunks, NUL in a header, garbage: 400 and closed', async () => {
-    const post = (headers: Record<string, string>) => head('POST', '/api/v1/auth/login', { 'content-type': 'application/json', ...headers })
+    const post = (headers: Record<string, string>) =>
+      head('POST', '/api/v1/auth/login', { 'content-type': 'application/json', ...headers })
     for (const request of [
       `${post({ 'content-length': 'abc' })}{}`,
       `${post({ 'content-length': '-1' })}{}`,
@@ -95,7 +120,10 @@ describe(`malformed framing (${BACKEND})`, () => {
     const target = await rawRequest(server.url, { head: head('GET', '/\xff\xfe/facts', auth), giveUpMs: 20_000 })
     expect(target.status).toBe(404)
     expect(target.body).toEqual({ error: 'repository not found' })
-    const header = await rawRequest(server.url, { head: head('GET', '/api/v1/facts', { ...auth, 'x-repository-id': '\x80\xff' }), giveUpMs: 20_000 })
+    const header = await rawRequest(server.url, {
+      head: head('GET', '/api/v1/facts', { ...auth, 'x-repository-id': '\x80\xff' }),
+      giveUpMs: 20_000,
+    })
     expect(header.status).toBe(404)
     expect(header.body).toEqual({ error: 'repository not found' })
   })
@@ -104,8 +132,15 @@ describe(`malformed framing (${BACKEND})`, () => {
 describe(`hosts (${BACKEND})`, () => {
   test('a request under a short Host header (a container name, a bare port) reaches its route', async () => {
     for (const host of ['kgs', 'a:1', 'x', '[::1]']) {
-      const exchange = await rawRequest(server.url, { head: `GET /api/v1/users/me HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${member.token}\r\nConnection: close\r\n\r\n`, giveUpMs: 20_000 })
-      expect({ host, status: exchange.status, id: (exchange.body as { id?: string } | undefined)?.id }).toEqual({ host, status: 200, id: member.id })
+      const exchange = await rawRequest(server.url, {
+        head: `GET /api/v1/users/me HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${member.token}\r\nConnection: close\r\n\r\n`,
+        giveUpMs: 20_000,
+      })
+      expect({ host, status: exchange.status, id: (exchange.body as { id?: string } | undefined)?.id }).toEqual({
+        host,
+        status: 200,
+        id: member.id,
+      })
     }
   })
 })

@@ -28,7 +28,8 @@ export interface RawRequest {
 /** Sends a request by hand and waits until the server closes the connection or `giveUpMs` passes. */
 export function rawRequest(url: string, request: RawRequest): Promise<RawExchange> {
   const { hostname, port } = new URL(url)
-  const trickle = typeof request.trickle === 'string' ? Buffer.from(request.trickle, 'latin1') : Buffer.from(request.trickle ?? [])
+  const trickle =
+    typeof request.trickle === 'string' ? Buffer.from(request.trickle, 'latin1') : Buffer.from(request.trickle ?? [])
   return new Promise((resolve) => {
     const socket = net.connect(Number(port), hostname)
     const received: Buffer[] = []
@@ -70,6 +71,10 @@ function parseResponse(response: string): Pick<RawExchange, 'response' | 'status
 
 /** A request head: the request line, Host, the given headers, and the blank line. */
 export function head(method: string, path: string, headers: Record<string, string> = {}): string {
-  const lines = [`${method} ${path} HTTP/1.1`, 'Host: localhost', ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)]
+  const lines = [
+    `${method} ${path} HTTP/1.1`,
+    'Host: localhost',
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+  ]
   return `${lines.join('\r\n')}\r\n\r\n`
 }

@@ -16,7 +16,18 @@ import { BACKEND } from '../helpers/backend.ts'
 import { gzipBundle, validBundleJson } from '../helpers/broken-bundles.ts'
 import { waitForJob } from '../helpers/jobs.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
-import { concat, deepNesting, fuzzRounds, fuzzSeed, hostileValue, mutateBytes, mutateJson, Rng, stringifyWithRaw, type Json } from './fuzz.ts'
+import {
+  concat,
+  deepNesting,
+  fuzzRounds,
+  fuzzSeed,
+  hostileValue,
+  mutateBytes,
+  mutateJson,
+  Rng,
+  stringifyWithRaw,
+  type Json,
+} from './fuzz.ts'
 
 /** Requests per route and method (times FUZZ_ROUNDS). */
 const CASES_PER_ROUTE = 14
@@ -83,7 +94,11 @@ beforeAll(async () => {
   // A repository holding a graph, and the same graph in the registry: ids for the path parameters.
   const repo = (await http.post('/api/v1/repositories', { name: 'Fuzzed', slug: 'fuzzed' }, member.token)).body
   const bundle = gzipBundle(validBundleJson())
-  const imported = await http.call('POST', `/${repo.slug}/import-graph`, { token: member.token, raw: bundle, headers: { 'content-type': 'application/gzip' } })
+  const imported = await http.call('POST', `/${repo.slug}/import-graph`, {
+    token: member.token,
+    raw: bundle,
+    headers: { 'content-type': 'application/gzip' },
+  })
   expect(imported.status).toBe(202)
   const job = await waitForJob(http, `/${repo.slug}/jobs/${imported.body.id}`, member.token)
   expect(job.status).toBe('succeeded')
@@ -106,8 +121,13 @@ beforeAll(async () => {
     tokens: { member: member.token, sysadmin: sysadmin.token },
   }
   const spec = (await http.get('/swagger/json')).body as { paths: Record<string, Record<string, Operation>> }
-  routes = Object.entries(spec.paths).flatMap(([path, operations]) => Object.entries(operations).map(([method, operation]) => ({ method: method.toUpperCase(), path, operation })))
-  routes.push({ method: 'GET', path: '/swagger', operation: {} }, { method: 'GET', path: '/swagger/json', operation: {} })
+  routes = Object.entries(spec.paths).flatMap(([path, operations]) =>
+    Object.entries(operations).map(([method, operation]) => ({ method: method.toUpperCase(), path, operation })),
+  )
+  routes.push(
+    { method: 'GET', path: '/swagger', operation: {} },
+    { method: 'GET', path: '/swagger/json', operation: {} },
+  )
   // Deletions last: a deleted repository would turn the rest into 404s.
   routes.sort((a, b) => Number(a.method === 'DELETE') - Number(b.method === 'DELETE'))
 }, 120_000)
@@ -207,7 +227,10 @@ function queryString(rng: Rng, names: string[]): string {
   for (const name of names) if (rng.chance(0.6)) pairs.push(`${name}=${rng.pick(HOSTILE_QUERY_VALUES)}`)
   // A repeated parameter, or one nobody expects.
   if (names.length > 0 && rng.chance(0.2)) pairs.push(`${rng.pick(names)}=${rng.pick(HOSTILE_QUERY_VALUES)}`)
-  if (rng.chance(0.2)) pairs.push(`${rng.pick(['unknown', '__proto__', 'constructor[prototype]', '%FF', ''])}=${rng.pick(HOSTILE_QUERY_VALUES)}`)
+  if (rng.chance(0.2))
+    pairs.push(
+      `${rng.pick(['unknown', '__proto__', 'constructor[prototype]', '%FF', ''])}=${rng.pick(HOSTILE_QUERY_VALUES)}`,
+    )
   return pairs.length > 0 ? `?${pairs.join('&')}` : rng.chance(0.1) ? '?' : ''
 }
 
@@ -218,11 +241,14 @@ function fromSchema(rng: Rng, schema: Schema, field = ''): Json {
   switch (schema.type) {
     case 'object': {
       const out: Record<string, Json> = {}
-      for (const [name, property] of Object.entries(schema.properties ?? {})) if (schema.required?.includes(name) || rng.chance(0.5)) out[name] = fromSchema(rng, property, name)
+      for (const [name, property] of Object.entries(schema.properties ?? {}))
+        if (schema.required?.includes(name) || rng.chance(0.5)) out[name] = fromSchema(rng, property, name)
       return out
     }
     case 'array':
-      return Array.from({ length: rng.between(schema.minItems ?? 0, Math.min(schema.maxItems ?? 3, 3)) }, () => fromSchema(rng, schema.items ?? {}, field))
+      return Array.from({ length: rng.between(schema.minItems ?? 0, Math.min(schema.maxItems ?? 3, 3)) }, () =>
+        fromSchema(rng, schema.items ?? {}, field),
+      )
     case 'integer':
       return rng.between(schema.minimum ?? 0, Math.min(schema.maximum ?? 100, 100))
     case 'number':
@@ -259,18 +285,29 @@ function stringFor(rng: Rng, schema: Schema, field: string): string {
 }
 
 function formEncode(rng: Rng, value: Json): string {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return `value=${encodeURIComponent(String(value))}`
-  const pairs = Object.entries(value).map(([key, v]) => `${encodeURIComponent(key)}=${encodeURIComponent(typeof v === 'string' ? v : stringifyWithRaw(v))}`)
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return `value=${encodeURIComponent(String(value))}`
+  const pairs = Object.entries(value).map(
+    ([key, v]) => `${encodeURIComponent(key)}=${encodeURIComponent(typeof v === 'string' ? v : stringifyWithRaw(v))}`,
+  )
   if (rng.chance(0.3) && pairs.length > 0) pairs.push(rng.pick(pairs))
-  if (rng.chance(0.3)) pairs.push(rng.pick(['%FF=%FE', 'a=%ZZ', '=', '&&&', 'x', '%00=%00', `big=${'b'.repeat(10_000)}`]))
+  if (rng.chance(0.3))
+    pairs.push(rng.pick(['%FF=%FE', 'a=%ZZ', '=', '&&&', 'x', '%00=%00', `big=${'b'.repeat(10_000)}`]))
   return pairs.join('&')
 }
 
 function multipart(rng: Rng, boundary: string): Uint8Array {
   const part = (headers: string, data: Uint8Array | string) =>
-    concat([new TextEncoder().encode(`--${boundary}\r\n${headers}\r\n\r\n`), typeof data === 'string' ? new TextEncoder().encode(data) : data, new TextEncoder().encode('\r\n')])
+    concat([
+      new TextEncoder().encode(`--${boundary}\r\n${headers}\r\n\r\n`),
+      typeof data === 'string' ? new TextEncoder().encode(data) : data,
+      new TextEncoder().encode('\r\n'),
+    ])
   const parts = [
-    part('Content-Disposition: form-data; name="bundle"; filename="b.json.gz"\r\nContent-Type: application/gzip', rng.chance(0.5) ? gzipBundle(validBundleJson()) : rng.bytes(rng.between(0, 200))),
+    part(
+      'Content-Disposition: form-data; name="bundle"; filename="b.json.gz"\r\nContent-Type: application/gzip',
+      rng.chance(0.5) ? gzipBundle(validBundleJson()) : rng.bytes(rng.between(0, 200)),
+    ),
     part('Content-Disposition: form-data; name="bundle"', 'not a file'),
     part('Content-Disposition: form-data; name="other"; filename="x"', rng.bytes(50)),
     part(`Content-Disposition: form-data; name="${'n'.repeat(rng.between(1, 3000))}"`, 'x'),
@@ -321,9 +358,12 @@ function shot(rng: Rng, route: Route): Shot {
   }
   for (const header of params.filter((p) => p.in === 'header')) {
     if (rng.chance(0.8))
-      headers[header.name.toLowerCase()] = rng.chance(0.5) ? rng.pick(pools.repositories) : rng.pick([...HOSTILE_SEGMENTS.filter((s) => !s.startsWith('%')), '', '[1,2]', '-5', '99999999999999999999'])
+      headers[header.name.toLowerCase()] = rng.chance(0.5)
+        ? rng.pick(pools.repositories)
+        : rng.pick([...HOSTILE_SEGMENTS.filter((s) => !s.startsWith('%')), '', '[1,2]', '-5', '99999999999999999999'])
   }
-  if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') return { method, url: path + query, headers, describe: notes.join(', ') }
+  if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS')
+    return { method, url: path + query, headers, describe: notes.join(', ') }
 
   const content = route.operation.requestBody?.content ?? {}
   const schema = content['application/json']?.schema
@@ -365,7 +405,11 @@ function shot(rng: Rng, route: Route): Shot {
   } else if (kind === 8) {
     const boundary = rng.pick(['xyz', '----b', 'a'.repeat(200)])
     body = multipart(rng, boundary)
-    type = rng.pick([`multipart/form-data; boundary=${boundary}`, 'multipart/form-data', 'multipart/form-data; boundary=other'])
+    type = rng.pick([
+      `multipart/form-data; boundary=${boundary}`,
+      'multipart/form-data',
+      'multipart/form-data; boundary=other',
+    ])
     notes.push('multipart')
   } else if (kind === 9) {
     body = rng.bytes(rng.between(0, 2000))
@@ -380,8 +424,30 @@ function shot(rng: Rng, route: Route): Shot {
   if (rng.chance(0.1)) type = rng.pick(CONTENT_TYPES)
   if (type !== undefined) headers['content-type'] = type
   if (route.path === '/api/v1/graphs' && rng.chance(0.8)) {
-    for (const header of ['x-graph-name', 'x-graph-tags', 'x-graph-sha256', 'x-graph-schema-version', 'x-graph-fact-count', 'x-graph-description']) {
-      if (rng.chance(0.5)) headers[header] = rng.pick(['', 'fuzz', '[]', '["a","a"]', '[1]', '{"a":1}', '-1', '99999999999999999999', '1e3', 'a'.repeat(5000), 'a'.repeat(64), '\u00e9', '2'])
+    for (const header of [
+      'x-graph-name',
+      'x-graph-tags',
+      'x-graph-sha256',
+      'x-graph-schema-version',
+      'x-graph-fact-count',
+      'x-graph-description',
+    ]) {
+      if (rng.chance(0.5))
+        headers[header] = rng.pick([
+          '',
+          'fuzz',
+          '[]',
+          '["a","a"]',
+          '[1]',
+          '{"a":1}',
+          '-1',
+          '99999999999999999999',
+          '1e3',
+          'a'.repeat(5000),
+          'a'.repeat(64),
+          '\u00e9',
+          '2',
+        ])
     }
   }
   notes.push(`content-type ${type ?? 'none'}`)
@@ -395,13 +461,16 @@ async function judge(route: Route, request: Shot, response: Response): Promise<s
   // docs/bundles.md), not a failure; its body is the error and the job it waits for.
   const notYet = response.status === 503 && response.headers.has('retry-after')
   if (response.status >= 500 && !notYet) return `${response.status} ${text.slice(0, 300)}`
-  const headerBytes = request.url.length + Object.entries(request.headers).reduce((sum, [name, value]) => sum + name.length + value.length + 4, 0)
+  const headerBytes =
+    request.url.length +
+    Object.entries(request.headers).reduce((sum, [name, value]) => sum + name.length + value.length + 4, 0)
   if (response.status === 431 && headerBytes > HEADER_LIMIT) return undefined
   if (response.status < 400 || request.method === 'HEAD') return undefined
   const path = route.path
   const type = response.headers.get('content-type') ?? ''
   if (OAUTH_PAGES.has(path) && type.startsWith('text/html')) return undefined
-  if (!type.startsWith('application/json')) return `${response.status} with content-type ${JSON.stringify(type)}: ${text.slice(0, 200)}`
+  if (!type.startsWith('application/json'))
+    return `${response.status} with content-type ${JSON.stringify(type)}: ${text.slice(0, 200)}`
   let body: unknown
   try {
     body = JSON.parse(text)
@@ -410,10 +479,14 @@ async function judge(route: Route, request: Shot, response: Response): Promise<s
   }
   if (path === MCP_PATH && isJsonRpcError(body)) return undefined
   const allowed = OAUTH_PROTOCOL_PATHS.has(path) ? ['error', 'error_description'] : ['error']
-  const record = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {}
+  const record =
+    body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {}
   const { job, ...rest } = record
   const fields = Object.keys(notYet && typeof job === 'object' && job !== null ? rest : record)
-  const shaped = fields.includes('error') && fields.every((field) => allowed.includes(field)) && fields.every((field) => typeof record[field] === 'string')
+  const shaped =
+    fields.includes('error') &&
+    fields.every((field) => allowed.includes(field)) &&
+    fields.every((field) => typeof record[field] === 'string')
   return shaped ? undefined : `${response.status} with body ${text.slice(0, 200)}`
 }
 
@@ -421,7 +494,12 @@ async function judge(route: Route, request: Shot, response: Response): Promise<s
 function isJsonRpcError(body: unknown): boolean {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return false
   const { jsonrpc, error, id, ...rest } = body as Record<string, unknown>
-  if (jsonrpc !== '2.0' || Object.keys(rest).length > 0 || !(id === null || typeof id === 'number' || typeof id === 'string')) return false
+  if (
+    jsonrpc !== '2.0' ||
+    Object.keys(rest).length > 0 ||
+    !(id === null || typeof id === 'number' || typeof id === 'string')
+  )
+    return false
   const { code, message } = (error ?? {}) as Record<string, unknown>
   return Number.isInteger(code) && typeof message === 'string'
 }
@@ -454,7 +532,12 @@ describe(`every route, fuzzed (${BACKEND})`, () => {
         const rng = Rng.forCase(seed, r * 100_000 + i)
         const request = shot(rng, route)
         // Logging out ends the session: a throwaway one, so that the others keep working.
-        if (route.path === '/api/v1/auth/logout' && [pools.tokens.member, pools.tokens.sysadmin].some((token) => request.headers.authorization === `Bearer ${token}`)) {
+        if (
+          route.path === '/api/v1/auth/logout' &&
+          [pools.tokens.member, pools.tokens.sysadmin].some(
+            (token) => request.headers.authorization === `Bearer ${token}`,
+          )
+        ) {
           request.headers.authorization = `Bearer ${(await registerAccount(http)).token}`
         }
         // So does an administrator ending a user's sessions: those of a throwaway account.

@@ -32,7 +32,10 @@ let logged = ''
 
 beforeAll(async () => {
   const slow = await fixture({
-    server: { env: { BODY_TIMEOUT: '1s', UPLOAD_MIN_RATE: String(UPLOAD_MIN_RATE) }, log: createLogger('info', (text) => (logged += text)) },
+    server: {
+      env: { BODY_TIMEOUT: '1s', UPLOAD_MIN_RATE: String(UPLOAD_MIN_RATE) },
+      log: createLogger('info', (text) => (logged += text)),
+    },
     users: { member: 'member', sysadmin: 'sysadmin' },
     repositories: { uploads: { by: 'member', name: 'Slow uploads' } },
   })
@@ -46,7 +49,8 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 /** Starts a trickling request; the exchange ends when the server closes it, or at `giveUpMs`. */
-const trickle = (request: string | Uint8Array, body: string | Uint8Array, giveUpMs: number) => rawRequest(server.url, { head: request, trickle: body, everyMs: TRICKLE_EVERY_MS, giveUpMs })
+const trickle = (request: string | Uint8Array, body: string | Uint8Array, giveUpMs: number) =>
+  rawRequest(server.url, { head: request, trickle: body, everyMs: TRICKLE_EVERY_MS, giveUpMs })
 
 /** Others are served while `slow` connections trickle. */
 async function servedMeanwhile(slow: Promise<RawExchange>[]) {
@@ -60,12 +64,25 @@ const endless = (n = 100_000) => 'x'.repeat(n)
 
 describe(`slow request headers (${BACKEND})`, () => {
   test('are cut off by Bun, as is an unread body trickling after the answer; others are served meanwhile', async () => {
-    const slowHeaders = Array.from({ length: 20 }, () => trickle('GET /healthz HTTP/1.1\r\nHost: localhost\r\n', `X-Slow: ${endless()}`, BUN_BOUND_MS))
+    const slowHeaders = Array.from({ length: 20 }, () =>
+      trickle('GET /healthz HTTP/1.1\r\nHost: localhost\r\n', `X-Slow: ${endless()}`, BUN_BOUND_MS),
+    )
     // Anonymous: answered 401 at once, without reading the body the client keeps sending.
-    const unread = trickle(head('POST', '/api/v1/graphs', { 'content-type': 'application/gzip', 'content-length': '100000' }), endless(), BUN_BOUND_MS)
+    const unread = trickle(
+      head('POST', '/api/v1/graphs', { 'content-type': 'application/gzip', 'content-length': '100000' }),
+      endless(),
+      BUN_BOUND_MS,
+    )
     const exchanges = await servedMeanwhile([...slowHeaders, unread])
-    for (const exchange of exchanges.slice(0, -1)) expect({ closedBy: exchange.closedBy, status: exchange.status }).toEqual({ closedBy: 'server', status: undefined })
-    expect({ closedBy: exchanges.at(-1)!.closedBy, status: exchanges.at(-1)!.status }).toEqual({ closedBy: 'server', status: 401 })
+    for (const exchange of exchanges.slice(0, -1))
+      expect({ closedBy: exchange.closedBy, status: exchange.status }).toEqual({
+        closedBy: 'server',
+        status: undefined,
+      })
+    expect({ closedBy: exchanges.at(-1)!.closedBy, status: exchanges.at(-1)!.status }).toEqual({
+      closedBy: 'server',
+      status: 401,
+    })
     expect((await http.get('/healthz')).status).toBe(200)
   }, 60_000)
 })
@@ -75,16 +92,45 @@ describe(`slow JSON and form bodies (${BACKEND})`, () => {
     const json = { 'content-type': 'application/json' }
     const exchanges = await servedMeanwhile([
       trickle(head('POST', '/api/v1/auth/login', { ...json, 'content-length': '5000' }), endless(5000), OUR_BOUND_MS),
-      trickle(head('POST', '/api/v1/auth/login', { ...json, 'transfer-encoding': 'chunked' }), '1\r\nx\r\n'.repeat(1000), OUR_BOUND_MS),
-      trickle(head('POST', '/api/v1/oauth/token', { 'content-type': 'application/x-www-form-urlencoded', 'content-length': '5000' }), endless(5000), OUR_BOUND_MS),
-      trickle(head('PUT', `/api/v1/users/${member.id}`, { ...json, authorization: `Bearer ${member.token}`, 'content-length': '5000' }), endless(5000), OUR_BOUND_MS),
+      trickle(
+        head('POST', '/api/v1/auth/login', { ...json, 'transfer-encoding': 'chunked' }),
+        '1\r\nx\r\n'.repeat(1000),
+        OUR_BOUND_MS,
+      ),
+      trickle(
+        head('POST', '/api/v1/oauth/token', {
+          'content-type': 'application/x-www-form-urlencoded',
+          'content-length': '5000',
+        }),
+        endless(5000),
+        OUR_BOUND_MS,
+      ),
+      trickle(
+        head('PUT', `/api/v1/users/${member.id}`, {
+          ...json,
+          authorization: `Bearer ${member.token}`,
+          'content-length': '5000',
+        }),
+        endless(5000),
+        OUR_BOUND_MS,
+      ),
       // Nothing at all after the headers, for less than Bun's idle timeout.
-      rawRequest(server.url, { head: head('POST', '/api/v1/auth/login', { ...json, 'content-length': '100' }), giveUpMs: OUR_BOUND_MS }),
+      rawRequest(server.url, {
+        head: head('POST', '/api/v1/auth/login', { ...json, 'content-length': '100' }),
+        giveUpMs: OUR_BOUND_MS,
+      }),
     ])
     for (const [i, exchange] of exchanges.entries()) {
-      expect({ i, closedBy: exchange.closedBy, status: exchange.status }).toEqual({ i, closedBy: 'server', status: 408 })
+      expect({ i, closedBy: exchange.closedBy, status: exchange.status }).toEqual({
+        i,
+        closedBy: 'server',
+        status: 408,
+      })
       // The OAuth token endpoint answers in its own error shape.
-      const expected = i === 2 ? { error: 'invalid_request', error_description: 'request body not received within 1 s' } : { error: 'request body not received within 1 s' }
+      const expected =
+        i === 2
+          ? { error: 'invalid_request', error_description: 'request body not received within 1 s' }
+          : { error: 'request body not received within 1 s' }
       expect(exchange.body).toEqual(expected)
     }
   }, 60_000)
@@ -92,10 +138,24 @@ describe(`slow JSON and form bodies (${BACKEND})`, () => {
 
 describe(`slow uploads (${BACKEND})`, () => {
   test('a registry push and an import upload (raw or multipart) slower than UPLOAD_MIN_RATE: 408, closed, nothing stored', async () => {
-    const push = head('POST', '/api/v1/graphs', { authorization: `Bearer ${sysadmin.token}`, 'content-type': 'application/gzip', 'x-graph-name': 'slow', 'content-length': '100000' })
-    const upload = head('POST', `/${slug}/import-graph`, { authorization: `Bearer ${member.token}`, 'content-type': 'application/gzip', 'content-length': '100000' })
-    const form = head('POST', `/${slug}/import-graph`, { authorization: `Bearer ${member.token}`, 'content-type': 'multipart/form-data; boundary=b', 'content-length': '100000' })
-    const part = '--b\r\nContent-Disposition: form-data; name="bundle"; filename="b.json.gz"\r\nContent-Type: application/gzip\r\n\r\n'
+    const push = head('POST', '/api/v1/graphs', {
+      authorization: `Bearer ${sysadmin.token}`,
+      'content-type': 'application/gzip',
+      'x-graph-name': 'slow',
+      'content-length': '100000',
+    })
+    const upload = head('POST', `/${slug}/import-graph`, {
+      authorization: `Bearer ${member.token}`,
+      'content-type': 'application/gzip',
+      'content-length': '100000',
+    })
+    const form = head('POST', `/${slug}/import-graph`, {
+      authorization: `Bearer ${member.token}`,
+      'content-type': 'multipart/form-data; boundary=b',
+      'content-length': '100000',
+    })
+    const part =
+      '--b\r\nContent-Disposition: form-data; name="bundle"; filename="b.json.gz"\r\nContent-Type: application/gzip\r\n\r\n'
     const exchanges = await servedMeanwhile([
       trickle(push, gzipMagic + endless(), OUR_BOUND_MS),
       trickle(upload, gzipMagic + endless(), OUR_BOUND_MS),
@@ -105,7 +165,12 @@ describe(`slow uploads (${BACKEND})`, () => {
     ])
     const message = `the upload arrived slower than ${UPLOAD_MIN_RATE} bytes per second over 1 s and was cut off`
     for (const [i, exchange] of exchanges.entries())
-      expect({ i, closedBy: exchange.closedBy, status: exchange.status, body: exchange.body }).toEqual({ i, closedBy: 'server', status: 408, body: { error: message } })
+      expect({ i, closedBy: exchange.closedBy, status: exchange.status, body: exchange.body }).toEqual({
+        i,
+        closedBy: 'server',
+        status: 408,
+        body: { error: message },
+      })
     expect(await blobKeys(server.context.blobs)).toEqual([])
     expect((await http.get('/api/v1/graphs', sysadmin.token)).body).toEqual([])
     expect((await http.get(`/${slug}/jobs`, member.token)).body).toEqual([])
@@ -126,7 +191,11 @@ describe(`slow uploads (${BACKEND})`, () => {
     const res = await fetch(`${server.url}/api/v1/graphs`, {
       method: 'POST',
       body,
-      headers: { authorization: `Bearer ${sysadmin.token}`, 'content-type': 'application/gzip', 'x-graph-name': 'paced' },
+      headers: {
+        authorization: `Bearer ${sysadmin.token}`,
+        'content-type': 'application/gzip',
+        'x-graph-name': 'paced',
+      },
       duplex: 'half',
     } as RequestInit)
     expect(res.status).toBe(201)
@@ -135,16 +204,23 @@ describe(`slow uploads (${BACKEND})`, () => {
   }, 60_000)
 
   test('an upload whose client goes away midway (raw or multipart) ends its request at once; nothing stored', async () => {
-    const finished = () => logged.split('\n').filter((line) => line.includes(`"path":"/${slug}/import-graph","status":400`)).length
+    const finished = () =>
+      logged.split('\n').filter((line) => line.includes(`"path":"/${slug}/import-graph","status":400`)).length
     const before = finished()
     const part = '--b\r\nContent-Disposition: form-data; name="bundle"; filename="b.json.gz"\r\n\r\n'
     for (const [type, start] of [
       ['application/gzip', ''],
       ['multipart/form-data; boundary=b', part],
     ]) {
-      const request = head('POST', `/${slug}/import-graph`, { authorization: `Bearer ${member.token}`, 'content-type': type!, 'content-length': '100000' })
+      const request = head('POST', `/${slug}/import-graph`, {
+        authorization: `Bearer ${member.token}`,
+        'content-type': type!,
+        'content-length': '100000',
+      })
       // We hang up after half a second, a tenth of the way in.
-      expect((await rawRequest(server.url, { head: request + start + gzipMagic + endless(10_000), giveUpMs: 500 })).closedBy).toBe('client')
+      expect(
+        (await rawRequest(server.url, { head: request + start + gzipMagic + endless(10_000), giveUpMs: 500 })).closedBy,
+      ).toBe('client')
     }
     const deadline = Date.now() + OUR_BOUND_MS
     while (finished() < before + 2 && Date.now() < deadline) await Bun.sleep(20)

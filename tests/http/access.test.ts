@@ -22,7 +22,11 @@ beforeAll(async () => {
   paths = ((await (await server.request('/swagger/json')).json()) as { paths: typeof paths }).paths
   routes = createApp(server.context).routes.map((route) => {
     const detail = (route.hooks.detail ?? {}) as Record<string, unknown>
-    return { at: `${route.method.toLowerCase()} ${route.path.replace(/:([^/]+)/g, '{$1}')}`, rule: detail[RULE], hidden: detail.hide === true }
+    return {
+      at: `${route.method.toLowerCase()} ${route.path.replace(/:([^/]+)/g, '{$1}')}`,
+      rule: detail[RULE],
+      hidden: detail.hide === true,
+    }
   })
 })
 afterAll(() => server.stop())
@@ -39,7 +43,9 @@ const operation = (at: string) => {
 describe(`access rules (${BACKEND})`, () => {
   test('every registered route declares one rule of the vocabulary, public ones explicitly', () => {
     expect(routes.length).toBeGreaterThan(50)
-    const undeclared = routes.filter(({ rule }) => typeof rule !== 'string' || !VOCABULARY.test(rule)).map(({ at, rule }) => `${at}: ${JSON.stringify(rule)}`)
+    const undeclared = routes
+      .filter(({ rule }) => typeof rule !== 'string' || !VOCABULARY.test(rule))
+      .map(({ at, rule }) => `${at}: ${JSON.stringify(rule)}`)
     expect(undeclared).toEqual([])
     // Left out of the document, not out of the rules: the Swagger UI's own routes (public), and
     // the /api/v1 form of a repository-scoped route, whose /{repoID} twin is documented with its rule.
@@ -65,7 +71,8 @@ describe(`access rules (${BACKEND})`, () => {
         if (documented.security) mismatches.push(`${at}: public, but documents security`)
         continue
       }
-      if (!documented.security?.some((requirement) => 'bearer' in requirement)) mismatches.push(`${at}: ${rule}, but documents no bearer requirement`)
+      if (!documented.security?.some((requirement) => 'bearer' in requirement))
+        mismatches.push(`${at}: ${rule}, but documents no bearer requirement`)
       if (!statuses.includes('401')) mismatches.push(`${at}: ${rule}, but documents no 401`)
       if (rule !== 'authenticated' && !statuses.includes('403')) mismatches.push(`${at}: ${rule}, but documents no 403`)
     }
@@ -84,7 +91,8 @@ describe(`access rules (${BACKEND})`, () => {
       const challenged = /scope="([^"]+)"/.exec(response.headers.get('www-authenticate') ?? '')?.[1]
       // Any token will do for these; the challenge asks for the least scope, read.
       const declared = operation(at)?.security?.find((requirement) => 'oauth2' in requirement)?.oauth2?.[0] ?? 'read'
-      if (response.status !== 401 || challenged !== declared) mismatches.push(`${at} (${rule}): ${response.status}, challenged for ${challenged}, declares ${declared}`)
+      if (response.status !== 401 || challenged !== declared)
+        mismatches.push(`${at} (${rule}): ${response.status}, challenged for ${challenged}, declares ${declared}`)
     }
     expect(mismatches).toEqual([])
   })
@@ -106,7 +114,9 @@ describe(`access rules (${BACKEND})`, () => {
     expect(ruleOf('get /{repoID}/facts')).toBe('repository fact:read')
     expect(ruleOf('get /api/v1/jobs')).toBe('repository-or-system job:read')
     expect(ruleOf('get /api/v1/search')).toBe('repository fact:read (kind=facts) or concept:read (kind=concepts)')
-    expect(ruleOf('post /{repoID}/import-graph')).toBe('repository graph:import; system registry:pull (to import from the registry)')
+    expect(ruleOf('post /{repoID}/import-graph')).toBe(
+      'repository graph:import; system registry:pull (to import from the registry)',
+    )
     expect(operation('put /api/v1/users/{userID}')?.security).toEqual([{ bearer: [] }, { oauth2: ['write'] }])
   })
 })

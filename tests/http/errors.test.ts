@@ -21,7 +21,11 @@ beforeAll(() => {
     .use(bodyParsing(LIMIT, 30_000, (key) => forms.has(key)))
     .post('/echo', ({ body }) => body, { body: t.Object({ name: t.String({ maxLength: 10 }), count: t.Integer() }) })
     .post('/strict', ({ body }) => body, {
-      body: t.Object({ password: t.String({ minLength: 8, maxLength: 256 }), tags: t.Optional(t.Array(t.String(), { maxItems: 3 })), on: t.Optional(t.Boolean()) }),
+      body: t.Object({
+        password: t.String({ minLength: 8, maxLength: 256 }),
+        tags: t.Optional(t.Array(t.String(), { maxItems: 3 })),
+        on: t.Optional(t.Boolean()),
+      }),
     })
     .post('/form', ({ body }) => body, { parse: 'urlencoded', body: t.Object({ grant_type: t.String() }) })
     .get('/crash', () => {
@@ -37,8 +41,12 @@ beforeAll(() => {
 })
 afterAll(() => server.stop(true))
 
-const post = (path: string, body: RequestInit['body'], type: string | null = 'application/json', extra: Record<string, string> = {}) =>
-  fetch(base + path, { method: 'POST', body, headers: { ...(type ? { 'content-type': type } : {}), ...extra } })
+const post = (
+  path: string,
+  body: RequestInit['body'],
+  type: string | null = 'application/json',
+  extra: Record<string, string> = {},
+) => fetch(base + path, { method: 'POST', body, headers: { ...(type ? { 'content-type': type } : {}), ...extra } })
 
 async function expectError(res: Response, status: number, message: string | RegExp) {
   expect(res.status).toBe(status)
@@ -60,24 +68,56 @@ describe('request bodies', () => {
   })
 
   test('wrong type names the field and what was found', async () => {
-    await expectError(await post('/echo', JSON.stringify({ name: 'ada', count: 'three' })), 400, 'invalid body: count: expected an integer (got "three")')
+    await expectError(
+      await post('/echo', JSON.stringify({ name: 'ada', count: 'three' })),
+      400,
+      'invalid body: count: expected an integer (got "three")',
+    )
   })
 
   test('a body that is not an object', async () => {
-    await expectError(await post('/echo', JSON.stringify([1, 2])), 400, /^invalid body: count: expected an integer \(missing\)$/)
+    await expectError(
+      await post('/echo', JSON.stringify([1, 2])),
+      400,
+      /^invalid body: count: expected an integer \(missing\)$/,
+    )
   })
 
   test('an over-long field', async () => {
-    await expectError(await post('/echo', JSON.stringify({ name: 'x'.repeat(11), count: 1 })), 400, 'invalid body: name: expected at most 10 characters (got "xxxxxxxxxxx")')
+    await expectError(
+      await post('/echo', JSON.stringify({ name: 'x'.repeat(11), count: 1 })),
+      400,
+      'invalid body: name: expected at most 10 characters (got "xxxxxxxxxxx")',
+    )
   })
 
   // Sentences made from the schema's keywords, not TypeBox's "Expected string length greater or equal to 8".
   test('a schema without an error of its own reads as a sentence; a secret is described, not echoed', async () => {
-    await expectError(await post('/strict', JSON.stringify({ password: 'short' })), 400, 'invalid body: password: expected 8 to 256 characters (got 5 characters)')
-    await expectError(await post('/strict', JSON.stringify({ password: 42 })), 400, 'invalid body: password: expected 8 to 256 characters (got number)')
-    await expectError(await post('/strict', JSON.stringify({})), 400, 'invalid body: password: expected 8 to 256 characters (missing)')
-    await expectError(await post('/strict', JSON.stringify({ password: 'long enough', tags: ['a', 'b', 'c', 'd'] })), 400, 'invalid body: tags: expected a list of at most 3 items (got array)')
-    await expectError(await post('/strict', JSON.stringify({ password: 'long enough', on: 'yes' })), 400, 'invalid body: on: expected true or false (got "yes")')
+    await expectError(
+      await post('/strict', JSON.stringify({ password: 'short' })),
+      400,
+      'invalid body: password: expected 8 to 256 characters (got 5 characters)',
+    )
+    await expectError(
+      await post('/strict', JSON.stringify({ password: 42 })),
+      400,
+      'invalid body: password: expected 8 to 256 characters (got number)',
+    )
+    await expectError(
+      await post('/strict', JSON.stringify({})),
+      400,
+      'invalid body: password: expected 8 to 256 characters (missing)',
+    )
+    await expectError(
+      await post('/strict', JSON.stringify({ password: 'long enough', tags: ['a', 'b', 'c', 'd'] })),
+      400,
+      'invalid body: tags: expected a list of at most 3 items (got array)',
+    )
+    await expectError(
+      await post('/strict', JSON.stringify({ password: 'long enough', on: 'yes' })),
+      400,
+      'invalid body: on: expected true or false (got "yes")',
+    )
   })
 
   test('malformed JSON', async () => {
@@ -89,11 +129,19 @@ describe('request bodies', () => {
   })
 
   test('invalid UTF-8', async () => {
-    await expectError(await post('/echo', new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x7d])), 400, 'request body is not valid UTF-8')
+    await expectError(
+      await post('/echo', new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x7d])),
+      400,
+      'request body is not valid UTF-8',
+    )
   })
 
   test('body over the limit with Content-Length: 413', async () => {
-    await expectError(await post('/echo', JSON.stringify({ name: 'a', count: 1, pad: 'x'.repeat(LIMIT) })), 413, `request body exceeds the limit of ${LIMIT} bytes`)
+    await expectError(
+      await post('/echo', JSON.stringify({ name: 'a', count: 1, pad: 'x'.repeat(LIMIT) })),
+      413,
+      `request body exceeds the limit of ${LIMIT} bytes`,
+    )
   })
 
   test('chunked body over the limit (no Content-Length): 413', async () => {
@@ -114,7 +162,11 @@ describe('request bodies', () => {
   })
 
   test('unsupported Content-Type: 415', async () => {
-    await expectError(await post('/echo', 'name=ada', 'text/plain'), 415, 'unsupported Content-Type "text/plain"; expected application/json')
+    await expectError(
+      await post('/echo', 'name=ada', 'text/plain'),
+      415,
+      'unsupported Content-Type "text/plain"; expected application/json',
+    )
   })
 
   test('form-encoded bodies are parsed for routes that take them', async () => {
@@ -123,11 +175,19 @@ describe('request bodies', () => {
   })
 
   test('a form body sent to a JSON route (curl -d) is 415 naming JSON, not a validation error', async () => {
-    await expectError(await post('/echo', 'name=ada&count=1', 'application/x-www-form-urlencoded'), 415, 'unsupported Content-Type "application/x-www-form-urlencoded"; expected application/json')
+    await expectError(
+      await post('/echo', 'name=ada&count=1', 'application/x-www-form-urlencoded'),
+      415,
+      'unsupported Content-Type "application/x-www-form-urlencoded"; expected application/json',
+    )
   })
 
   test('a route that takes forms names the form type in its 415', async () => {
-    await expectError(await post('/form', 'grant_type', 'text/plain'), 415, 'unsupported Content-Type "text/plain"; expected application/x-www-form-urlencoded')
+    await expectError(
+      await post('/form', 'grant_type', 'text/plain'),
+      415,
+      'unsupported Content-Type "text/plain"; expected application/x-www-form-urlencoded',
+    )
   })
 })
 

@@ -18,7 +18,8 @@ beforeAll(() => {
       const ifNoneMatch = request.headers.get('if-none-match')
       const ifModifiedSince = request.headers.get('if-modified-since')
       seen.push({ ifNoneMatch, ifModifiedSince })
-      if (new URL(request.url).pathname === '/always-304' || ifNoneMatch === ETAG) return new Response(null, { status: 304, headers: { etag: ETAG } })
+      if (new URL(request.url).pathname === '/always-304' || ifNoneMatch === ETAG)
+        return new Response(null, { status: 304, headers: { etag: ETAG } })
       return new Response('fresh', { headers: { etag: ETAG, 'last-modified': MODIFIED } })
     },
   })
@@ -26,7 +27,12 @@ beforeAll(() => {
 })
 afterAll(() => server.stop(true))
 
-const options: GuardedFetchOptions = { maxBytes: 1000, timeoutMs: 5000, allowedAddresses: ['127.0.0.1'], purpose: 'test' }
+const options: GuardedFetchOptions = {
+  maxBytes: 1000,
+  timeoutMs: 5000,
+  allowedAddresses: ['127.0.0.1'],
+  purpose: 'test',
+}
 const text = async (body: AsyncIterable<Uint8Array>) => {
   let out = ''
   for await (const chunk of body) out += new TextDecoder().decode(chunk)
@@ -42,7 +48,10 @@ describe('conditional requests', () => {
   })
 
   test('with validators: both sent; a 304 is notModified with an empty body', async () => {
-    const fetched = await guardedFetch(`${url}/doc`, { ...options, conditional: { etag: ETAG, lastModified: MODIFIED } })
+    const fetched = await guardedFetch(`${url}/doc`, {
+      ...options,
+      conditional: { etag: ETAG, lastModified: MODIFIED },
+    })
     expect(fetched.notModified).toBe(true)
     expect(await text(fetched.body)).toBe('')
     expect(seen.at(-1)).toEqual({ ifNoneMatch: ETAG, ifModifiedSince: MODIFIED })

@@ -6,7 +6,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { LookupAddress } from 'node:dns'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { guardedFetch, MAX_REDIRECTS, GuardedFetchError, type GuardedFetchOptions, type FetchFailure } from '../../src/http/guarded-fetch.ts'
+import {
+  guardedFetch,
+  MAX_REDIRECTS,
+  GuardedFetchError,
+  type GuardedFetchOptions,
+  type FetchFailure,
+} from '../../src/http/guarded-fetch.ts'
 import { nonPublicKind } from '../../src/http/addresses.ts'
 import { startCutShortServer } from '../helpers/cut-short.ts'
 import { rejectionOf } from '../helpers/promises.ts'
@@ -48,7 +54,10 @@ beforeAll(() => {
       const url = new URL(request.url)
       hits.push(`${request.headers.get('host')} ${url.pathname}`)
       const hops = /^\/hops\/(\d+)$/.exec(url.pathname)
-      if (hops) return Number(hops[1]) === 0 ? new Response('arrived') : new Response(null, { status: 302, headers: { location: `/hops/${Number(hops[1]) - 1}` } })
+      if (hops)
+        return Number(hops[1]) === 0
+          ? new Response('arrived')
+          : new Response(null, { status: 302, headers: { location: `/hops/${Number(hops[1]) - 1}` } })
       switch (url.pathname) {
         case '/image.png':
           return new Response(IMAGE, { headers: { 'content-type': 'image/png' } })
@@ -80,11 +89,20 @@ beforeAll(() => {
 
 afterAll(() => server.stop(true))
 
-const options = (more: Partial<GuardedFetchOptions> = {}): GuardedFetchOptions => ({ maxBytes: LIMIT, timeoutMs: 5000, resolve, purpose: 'media fetcher', ...more })
+const options = (more: Partial<GuardedFetchOptions> = {}): GuardedFetchOptions => ({
+  maxBytes: LIMIT,
+  timeoutMs: 5000,
+  resolve,
+  purpose: 'media fetcher',
+  ...more,
+})
 /** The test server's own address, let through so that it can redirect elsewhere. */
 const trusted = (more: Partial<GuardedFetchOptions> = {}) => options({ allowedAddresses: ['127.0.0.1'], ...more })
 
-async function read(url: string, fetchOptions: GuardedFetchOptions): Promise<{ contentType: string; bytes: Uint8Array }> {
+async function read(
+  url: string,
+  fetchOptions: GuardedFetchOptions,
+): Promise<{ contentType: string; bytes: Uint8Array }> {
   const medium = await guardedFetch(url, fetchOptions)
   const chunks: Uint8Array[] = []
   for await (const chunk of medium.body) chunks.push(chunk)
@@ -212,7 +230,16 @@ describe('refused before connecting', () => {
   })
 
   test('numeric spellings the URL parser normalises: decimal, octal, hex, short forms', async () => {
-    for (const host of ['2130706433', '0177.0.0.1', '0x7f.0.0.1', '0x7f000001', '127.1', '017700000001', '0xa9.0xfe.0xa9.0xfe', '2852039166']) {
+    for (const host of [
+      '2130706433',
+      '0177.0.0.1',
+      '0x7f.0.0.1',
+      '0x7f000001',
+      '127.1',
+      '017700000001',
+      '0xa9.0xfe.0xa9.0xfe',
+      '2852039166',
+    ]) {
       await expectRefusedUnseen(
         `http://${host}:${server.port}/image.png`,
         options(),
@@ -222,28 +249,85 @@ describe('refused before connecting', () => {
   })
 
   test('the metadata address, with any path, and as a name', async () => {
-    await expectRefusedUnseen('http://169.254.169.254/latest/meta-data/iam/security-credentials/', options(), /169\.254\.169\.254 is not a public address \(link-local\)/)
-    await expectRefusedUnseen('http://metadata.example/computeMetadata/v1/', options(), /metadata\.example resolves to 169\.254\.169\.254, not a public address \(link-local\)/)
+    await expectRefusedUnseen(
+      'http://169.254.169.254/latest/meta-data/iam/security-credentials/',
+      options(),
+      /169\.254\.169\.254 is not a public address \(link-local\)/,
+    )
+    await expectRefusedUnseen(
+      'http://metadata.example/computeMetadata/v1/',
+      options(),
+      /metadata\.example resolves to 169\.254\.169\.254, not a public address \(link-local\)/,
+    )
   })
 
   test('names resolving to a non-public address, or to one public and one private', async () => {
     const port = server.port
-    await expectRefusedUnseen(`http://internal.example:${port}/image.png`, options(), /internal\.example resolves to 10\.0\.0\.5, not a public address \(private\)/)
-    await expectRefusedUnseen(`http://loopback.example:${port}/image.png`, options(), /loopback\.example resolves to 127\.0\.0\.1, not a public address \(loopback\)/)
-    await expectRefusedUnseen(`http://v6-loopback.example:${port}/image.png`, options(), /resolves to ::1, not a public address \(loopback\)/)
-    await expectRefusedUnseen(`http://v6-private.example:${port}/image.png`, options(), /resolves to fd12:3456::5, not a public address \(private\)/)
-    await expectRefusedUnseen(`http://v6-link-local.example:${port}/image.png`, options(), /resolves to fe80::1, not a public address \(link-local\)/)
-    await expectRefusedUnseen('http://v6-metadata.example/latest/meta-data/', options(), /resolves to fd00:ec2::254, not a public address \(private\)/)
-    await expectRefusedUnseen(`http://mixed-v6.example:${port}/image.png`, options(), /mixed-v6\.example resolves to fe80::1, not a public address \(link-local\)/)
-    await expectRefusedUnseen(`http://mapped.example:${port}/image.png`, options(), /resolves to ::ffff:127\.0\.0\.1, not a public address \(IPv4-mapped loopback\)/)
-    await expectRefusedUnseen(`http://mixed.example:${port}/image.png`, options(), /mixed\.example resolves to 10\.0\.0\.5, not a public address \(private\)/)
+    await expectRefusedUnseen(
+      `http://internal.example:${port}/image.png`,
+      options(),
+      /internal\.example resolves to 10\.0\.0\.5, not a public address \(private\)/,
+    )
+    await expectRefusedUnseen(
+      `http://loopback.example:${port}/image.png`,
+      options(),
+      /loopback\.example resolves to 127\.0\.0\.1, not a public address \(loopback\)/,
+    )
+    await expectRefusedUnseen(
+      `http://v6-loopback.example:${port}/image.png`,
+      options(),
+      /resolves to ::1, not a public address \(loopback\)/,
+    )
+    await expectRefusedUnseen(
+      `http://v6-private.example:${port}/image.png`,
+      options(),
+      /resolves to fd12:3456::5, not a public address \(private\)/,
+    )
+    await expectRefusedUnseen(
+      `http://v6-link-local.example:${port}/image.png`,
+      options(),
+      /resolves to fe80::1, not a public address \(link-local\)/,
+    )
+    await expectRefusedUnseen(
+      'http://v6-metadata.example/latest/meta-data/',
+      options(),
+      /resolves to fd00:ec2::254, not a public address \(private\)/,
+    )
+    await expectRefusedUnseen(
+      `http://mixed-v6.example:${port}/image.png`,
+      options(),
+      /mixed-v6\.example resolves to fe80::1, not a public address \(link-local\)/,
+    )
+    await expectRefusedUnseen(
+      `http://mapped.example:${port}/image.png`,
+      options(),
+      /resolves to ::ffff:127\.0\.0\.1, not a public address \(IPv4-mapped loopback\)/,
+    )
+    await expectRefusedUnseen(
+      `http://mixed.example:${port}/image.png`,
+      options(),
+      /mixed\.example resolves to 10\.0\.0\.5, not a public address \(private\)/,
+    )
   })
 
   test('schemes other than http and https, and URLs with credentials', async () => {
-    for (const url of ['file:///etc/passwd', 'ftp://media.test/image.png', 'data:image/png;base64,AAAA', 'javascript:alert(1)', 'gopher://media.test/', 'ws://media.test/', 'not a url', '']) {
+    for (const url of [
+      'file:///etc/passwd',
+      'ftp://media.test/image.png',
+      'data:image/png;base64,AAAA',
+      'javascript:alert(1)',
+      'gopher://media.test/',
+      'ws://media.test/',
+      'not a url',
+      '',
+    ]) {
       await expectRefusedUnseen(url, trusted(), /only http and https URLs are fetched|not a URL/)
     }
-    for (const url of [`http://user:secret@127.0.0.1:${server.port}/image.png`, `http://user@media.test:${server.port}/image.png`, `https://:secret@media.test/`]) {
+    for (const url of [
+      `http://user:secret@127.0.0.1:${server.port}/image.png`,
+      `http://user@media.test:${server.port}/image.png`,
+      `https://:secret@media.test/`,
+    ]) {
       await expectRefusedUnseen(url, trusted(), /URLs with credentials are not fetched/)
       // Messages end up in logs: they never repeat a credential.
       expect((await failure(url, trusted())).message).not.toMatch(/secret|user/)
@@ -255,7 +339,11 @@ describe('fetching', () => {
   test('allowPrivate lets loopback through; bytes and media type arrive', async () => {
     const fetched = await read(`${base}/image.png`, options({ allowPrivate: true }))
     expect(fetched).toEqual({ contentType: 'image/png', bytes: IMAGE })
-    await expectRefusedUnseen(`${base}/image.png`, options({ allowPrivate: false }), /127\.0\.0\.1 is not a public address \(loopback\)/)
+    await expectRefusedUnseen(
+      `${base}/image.png`,
+      options({ allowPrivate: false }),
+      /127\.0\.0\.1 is not a public address \(loopback\)/,
+    )
   })
 
   test('the connection goes to the checked address, with the URL host name in Host', async () => {
@@ -272,18 +360,33 @@ describe('fetching', () => {
       answers.push(address)
       return [{ address, family: 4 }]
     }
-    expect((await read(`http://rebind.example:${server.port}/image.png`, trusted({ resolve: rebinding }))).bytes).toEqual(IMAGE)
+    expect(
+      (await read(`http://rebind.example:${server.port}/image.png`, trusted({ resolve: rebinding }))).bytes,
+    ).toEqual(IMAGE)
     expect(answers).toEqual(['127.0.0.1'])
   })
 
   test('the Content-Type comes as sent: the caller judges it', async () => {
-    expect(await read(`${base}/odd-type`, trusted())).toEqual({ contentType: 'not a media type', bytes: new TextEncoder().encode('x') })
+    expect(await read(`${base}/odd-type`, trusted())).toEqual({
+      contentType: 'not a media type',
+      bytes: new TextEncoder().encode('x'),
+    })
   })
 
   test('HTTP errors and unresolvable names fail', async () => {
     await expectFailure(`${base}/missing`, trusted(), 'failed', /: HTTP 404$/)
-    await expectFailure(`http://nowhere.example:${server.port}/image.png`, trusted(), 'failed', /cannot resolve nowhere\.example: ENOTFOUND/)
-    await expectFailure(`http://media.test:${server.port}/image.png`, trusted({ resolve: async () => [] }), 'failed', /media\.test has no address/)
+    await expectFailure(
+      `http://nowhere.example:${server.port}/image.png`,
+      trusted(),
+      'failed',
+      /cannot resolve nowhere\.example: ENOTFOUND/,
+    )
+    await expectFailure(
+      `http://media.test:${server.port}/image.png`,
+      trusted({ resolve: async () => [] }),
+      'failed',
+      /media\.test has no address/,
+    )
   })
 
   test('a body cut short fails', async () => {
@@ -296,7 +399,12 @@ describe('fetching', () => {
   })
 
   test('a Content-Length over the limit is refused at once; a body growing past it is cut off', async () => {
-    await expectFailure(`${base}/large`, trusted(), 'too_large', new RegExp(`${LIMIT + 1} bytes, more than the limit of ${LIMIT}$`))
+    await expectFailure(
+      `${base}/large`,
+      trusted(),
+      'too_large',
+      new RegExp(`${LIMIT + 1} bytes, more than the limit of ${LIMIT}$`),
+    )
     expect((await read(`${base}/large`, trusted({ maxBytes: LIMIT + 1 }))).bytes.byteLength).toBe(LIMIT + 1)
     await expectFailure(`${base}/growing`, trusted(), 'too_large', new RegExp(`more than the limit of ${LIMIT} bytes$`))
   })
@@ -332,14 +440,26 @@ describe('redirects', () => {
     for (const [to, message] of [
       ['http://internal.example/secret', /internal\.example resolves to 10\.0\.0\.5, not a public address \(private\)/],
       ['http://169.254.169.254/latest/meta-data/', /169\.254\.169\.254 is not a public address \(link-local\)/],
-      ['http://metadata.example/computeMetadata/v1/', /metadata\.example resolves to 169\.254\.169\.254, not a public address \(link-local\)/],
+      [
+        'http://metadata.example/computeMetadata/v1/',
+        /metadata\.example resolves to 169\.254\.169\.254, not a public address \(link-local\)/,
+      ],
       [`http://127.0.0.2:${port}/image.png`, /127\.0\.0\.2 is not a public address \(loopback\)/],
       [`http://[::1]:${port}/image.png`, /\[::1\] is not a public address \(loopback\)/],
       ['http://[fe80::1]/', /\[fe80::1\] is not a public address \(link-local\)/],
       ['http://[fd00:ec2::254]/latest/meta-data/', /\[fd00:ec2::254\] is not a public address \(private\)/],
-      [`http://v6-loopback.example:${port}/image.png`, /v6-loopback\.example resolves to ::1, not a public address \(loopback\)/],
-      [`http://v6-private.example:${port}/image.png`, /v6-private\.example resolves to fd12:3456::5, not a public address \(private\)/],
-      [`http://[::ffff:127.0.0.2]:${port}/image.png`, /\[::ffff:7f00:2\] is not a public address \(IPv4-mapped loopback\)/],
+      [
+        `http://v6-loopback.example:${port}/image.png`,
+        /v6-loopback\.example resolves to ::1, not a public address \(loopback\)/,
+      ],
+      [
+        `http://v6-private.example:${port}/image.png`,
+        /v6-private\.example resolves to fd12:3456::5, not a public address \(private\)/,
+      ],
+      [
+        `http://[::ffff:127.0.0.2]:${port}/image.png`,
+        /\[::ffff:7f00:2\] is not a public address \(IPv4-mapped loopback\)/,
+      ],
       [`http://2130706434:${port}/image.png`, /127\.0\.0\.2 is not a public address \(loopback\)/],
       ['file:///etc/passwd', /only http and https URLs are fetched/],
     ] as const) {
@@ -356,16 +476,30 @@ describe('https', () => {
     const tls = Bun.serve({
       hostname: '127.0.0.1',
       port: 0,
-      tls: { cert: readFileSync(join(FIXTURES, 'media.test.crt'), 'utf8'), key: readFileSync(join(FIXTURES, 'media.test.key'), 'utf8') },
+      tls: {
+        cert: readFileSync(join(FIXTURES, 'media.test.crt'), 'utf8'),
+        key: readFileSync(join(FIXTURES, 'media.test.key'), 'utf8'),
+      },
       fetch: (request) => new Response(`secure ${request.headers.get('host')}`),
     })
     try {
       const run = async (trust: boolean) => {
-        const child = Bun.spawn([process.execPath, join(FIXTURES, 'fetch.ts'), `https://media.test:${tls.port}/`, `https://other.test:${tls.port}/`], {
-          env: { PATH: process.env.PATH ?? '', ...(trust ? { NODE_EXTRA_CA_CERTS: join(FIXTURES, 'media.test.crt') } : {}) },
-          stdout: 'pipe',
-          stderr: 'inherit',
-        })
+        const child = Bun.spawn(
+          [
+            process.execPath,
+            join(FIXTURES, 'fetch.ts'),
+            `https://media.test:${tls.port}/`,
+            `https://other.test:${tls.port}/`,
+          ],
+          {
+            env: {
+              PATH: process.env.PATH ?? '',
+              ...(trust ? { NODE_EXTRA_CA_CERTS: join(FIXTURES, 'media.test.crt') } : {}),
+            },
+            stdout: 'pipe',
+            stderr: 'inherit',
+          },
+        )
         const lines = (await new Response(child.stdout).text()).trim().split('\n')
         expect(await child.exited).toBe(0)
         return lines.map((line) => JSON.parse(line))
@@ -374,7 +508,8 @@ describe('https', () => {
       expect(trusted).toEqual({ ok: true, text: `secure media.test:${tls.port}` })
       expect(mismatched).toMatchObject({ reason: 'failed', message: expect.stringMatching(/other\.test/) })
       // Without the test certificate trusted, nothing gets through.
-      for (const result of await run(false)) expect(result).toMatchObject({ reason: 'failed', message: expect.stringMatching(/self.signed/) })
+      for (const result of await run(false))
+        expect(result).toMatchObject({ reason: 'failed', message: expect.stringMatching(/self.signed/) })
     } finally {
       tls.stop(true)
     }

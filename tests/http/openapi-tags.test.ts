@@ -21,7 +21,12 @@ afterAll(() => server.stop())
 
 describe(`the OpenAPI tags (${BACKEND})`, () => {
   const operations = () =>
-    Object.entries(document.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ name: `${method.toUpperCase()} ${path}`, tags: operation.tags ?? [] })))
+    Object.entries(document.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, operation]) => ({
+        name: `${method.toUpperCase()} ${path}`,
+        tags: operation.tags ?? [],
+      })),
+    )
 
   test('every operation has exactly one tag, and it is declared', () => {
     const declared = new Set(document.tags.map((tag) => tag.name))
@@ -33,6 +38,8 @@ describe(`the OpenAPI tags (${BACKEND})`, () => {
 
   test('every declared tag is used and described', () => {
     const used = new Set(operations().flatMap((operation) => operation.tags))
-    expect(document.tags.filter((tag) => !used.has(tag.name) || tag.description.trim() === '').map((tag) => tag.name)).toEqual([])
+    expect(
+      document.tags.filter((tag) => !used.has(tag.name) || tag.description.trim() === '').map((tag) => tag.name),
+    ).toEqual([])
   })
 })

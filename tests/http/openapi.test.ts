@@ -20,7 +20,15 @@ interface Document {
   openapi: string
   servers: { url: string }[]
   paths: Record<string, Record<string, Operation>>
-  components: { securitySchemes: Record<string, { type: string; flows?: { authorizationCode?: { authorizationUrl: string; tokenUrl: string; scopes: Record<string, string> } } }> }
+  components: {
+    securitySchemes: Record<
+      string,
+      {
+        type: string
+        flows?: { authorizationCode?: { authorizationUrl: string; tokenUrl: string; scopes: Record<string, string> } }
+      }
+    >
+  }
 }
 
 let server: TestServer
@@ -30,7 +38,8 @@ const operations: { method: string; path: string; operation: Operation }[] = []
 beforeAll(async () => {
   server = await startTestServer()
   document = (await (await server.request('/swagger/json')).json()) as Document
-  for (const [path, methods] of Object.entries(document.paths)) for (const [method, operation] of Object.entries(methods)) operations.push({ method, path, operation })
+  for (const [path, methods] of Object.entries(document.paths))
+    for (const [method, operation] of Object.entries(methods)) operations.push({ method, path, operation })
 })
 afterAll(() => server.stop())
 
@@ -55,7 +64,13 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       .map((route) => `${route.method.toLowerCase()} ${route.path.replace(/:([^/]+)/g, '{$1}')}`)
     const documented = operations.map(({ method, path }) => `${method} ${path}`)
     expect(documented.sort()).toEqual([...new Set(served)].sort())
-    for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource', '/healthz', '/readyz']) expect(document.paths[path]?.get).toBeDefined()
+    for (const path of [
+      '/.well-known/oauth-authorization-server',
+      '/.well-known/oauth-protected-resource',
+      '/healthz',
+      '/readyz',
+    ])
+      expect(document.paths[path]?.get).toBeDefined()
   })
 
   test('declares security exactly on the operations that refuse a request without a token', async () => {
@@ -64,7 +79,10 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       const response = await server.request(concrete(path), { method: method.toUpperCase(), redirect: 'manual' })
       await response.arrayBuffer()
       const refused = response.status === 401 && (response.headers.get('www-authenticate') ?? '').startsWith('Bearer')
-      if (refused !== Boolean(operation.security)) mismatches.push(`${method.toUpperCase()} ${path}: ${response.status}, security ${JSON.stringify(operation.security)}`)
+      if (refused !== Boolean(operation.security))
+        mismatches.push(
+          `${method.toUpperCase()} ${path}: ${response.status}, security ${JSON.stringify(operation.security)}`,
+        )
     }
     expect(mismatches).toEqual([])
   })
@@ -72,21 +90,28 @@ describe(`OpenAPI document (${BACKEND})`, () => {
   test('the scopes are the ones enforced: where a read-only OAuth token is refused for its scope, the scope it lacks is the one declared', async () => {
     const account = { email: uniqueEmail('scopes'), password: 'correct horse battery' }
     const session = (await api(server.url).post('/api/v1/auth/register', account)).body.token as string
-    const repo = (await api(server.url).post('/api/v1/repositories', { name: 'Scopes' }, session)).body as { id: string }
+    const repo = (await api(server.url).post('/api/v1/repositories', { name: 'Scopes' }, session)).body as {
+      id: string
+    }
     const { access_token } = await obtainTokens(server.url, await registerClient(server.url), account, 'read')
     const mismatches: string[] = []
     let refused = 0
     for (const { method, path, operation } of operations.filter((o) => o.operation.security)) {
       // The caller's own repository, so that the role check passes and the scope decides.
       const url = concrete(path.replace('{repoID}', repo.id))
-      const response = await server.request(url, { method: method.toUpperCase(), redirect: 'manual', headers: { authorization: `Bearer ${access_token}`, 'x-repository-id': repo.id } })
+      const response = await server.request(url, {
+        method: method.toUpperCase(),
+        redirect: 'manual',
+        headers: { authorization: `Bearer ${access_token}`, 'x-repository-id': repo.id },
+      })
       await response.arrayBuffer()
       const declared = operation.security![1]!.oauth2![0]
       const challenge = response.headers.get('www-authenticate') ?? ''
       if (response.status !== 403 || !challenge.includes('insufficient_scope')) continue
       refused++
       const wanted = /scope="([^"]+)"/.exec(challenge)?.[1]
-      if (wanted !== declared) mismatches.push(`${method.toUpperCase()} ${path}: wants scope ${wanted}, declares ${declared ?? 'none'}`)
+      if (wanted !== declared)
+        mismatches.push(`${method.toUpperCase()} ${path}: wants scope ${wanted}, declares ${declared ?? 'none'}`)
     }
     expect(mismatches).toEqual([])
     // Routes without a body reach the scope check (with one, validation answers first).
@@ -95,7 +120,10 @@ describe(`OpenAPI document (${BACKEND})`, () => {
 
   test('every protected operation accepts a bearer token or an OAuth token with a scope kgs knows', () => {
     for (const { method, path, operation } of operations.filter((o) => o.operation.security)) {
-      expect({ at: `${method} ${path}`, schemes: operation.security!.map((requirement) => Object.keys(requirement)[0]) }).toEqual({ at: `${method} ${path}`, schemes: ['bearer', 'oauth2'] })
+      expect({
+        at: `${method} ${path}`,
+        schemes: operation.security!.map((requirement) => Object.keys(requirement)[0]),
+      }).toEqual({ at: `${method} ${path}`, schemes: ['bearer', 'oauth2'] })
       for (const scope of operation.security![1]!.oauth2!) expect(['read', 'write', 'admin']).toContain(scope)
     }
   })
@@ -104,11 +132,17 @@ describe(`OpenAPI document (${BACKEND})`, () => {
     for (const { method, path, operation } of operations) {
       for (const parameter of operation.parameters ?? []) {
         if (parameter.name === 'limit' || parameter.name === 'k')
-          expect({ at: `${method} ${path} ${parameter.name}`, type: parameter.schema.type }).toEqual({ at: `${method} ${path} ${parameter.name}`, type: 'integer' })
+          expect({ at: `${method} ${path} ${parameter.name}`, type: parameter.schema.type }).toEqual({
+            at: `${method} ${path} ${parameter.name}`,
+            type: 'integer',
+          })
         expect(parameter.schema.anyOf).toBeUndefined()
       }
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
-        expect({ at: `${method} ${path} ${status}`, types: Object.keys(response.content ?? {}).length <= 1 }).toEqual({ at: `${method} ${path} ${status}`, types: true })
+        expect({ at: `${method} ${path} ${status}`, types: Object.keys(response.content ?? {}).length <= 1 }).toEqual({
+          at: `${method} ${path} ${status}`,
+          types: true,
+        })
       }
       if (operation.requestBody) expect(Object.keys(operation.requestBody.content).length).toBeGreaterThan(0)
     }
@@ -116,7 +150,9 @@ describe(`OpenAPI document (${BACKEND})`, () => {
 
   test('JSON bodies are documented as JSON only; the OAuth endpoints that read forms as forms', () => {
     expect(Object.keys(document.paths['/api/v1/auth/login']!.post!.requestBody!.content)).toEqual(['application/json'])
-    expect(Object.keys(document.paths['/api/v1/oauth/token']!.post!.requestBody!.content)).toEqual(['application/x-www-form-urlencoded'])
+    expect(Object.keys(document.paths['/api/v1/oauth/token']!.post!.requestBody!.content)).toEqual([
+      'application/x-www-form-urlencoded',
+    ])
   })
 
   test('parameters are listed once; a route addressed by X-Repository-ID documents that header', () => {
@@ -125,26 +161,39 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       expect({ at: `${method} ${path}`, keys }).toEqual({ at: `${method} ${path}`, keys: [...new Set(keys)] })
       // The same route with the repository in the path instead (/api/v1/facts and /{repoID}/facts).
       const twin = path.startsWith('/api/v1/') && document.paths[path.replace('/api/v1/', '/{repoID}/')]?.[method]
-      if (twin) expect({ at: `${method} ${path}`, keys }).toEqual({ at: `${method} ${path}`, keys: expect.arrayContaining(['header x-repository-id']) })
+      if (twin)
+        expect({ at: `${method} ${path}`, keys }).toEqual({
+          at: `${method} ${path}`,
+          keys: expect.arrayContaining(['header x-repository-id']),
+        })
     }
   })
 
   test('every 202 documents the Location of its job', () => {
     const accepted = operations.filter(({ operation }) => operation.responses?.['202'])
     expect(accepted.map(({ method, path }) => `${method} ${path}`)).toContain('post /{repoID}/export-graph')
-    for (const { operation } of accepted) expect(operation.responses!['202']).toMatchObject({ headers: { location: expect.any(Object) } })
+    for (const { operation } of accepted)
+      expect(operation.responses!['202']).toMatchObject({ headers: { location: expect.any(Object) } })
   })
 
   test('each route family answers its errors with statuses its operations list', async () => {
     const http = api(server.url)
     const owner = { email: uniqueEmail('answers'), password: 'correct horse battery' }
     const token = (await http.post('/api/v1/auth/register', owner)).body.token as string
-    const other = (await http.post('/api/v1/auth/register', { email: uniqueEmail('other'), password: 'correct horse battery' })).body.user.id as string
-    const repo = (await http.post('/api/v1/repositories', { name: 'Answers' }, token)).body as { id: string; slug: string }
+    const other = (
+      await http.post('/api/v1/auth/register', { email: uniqueEmail('other'), password: 'correct horse battery' })
+    ).body.user.id as string
+    const repo = (await http.post('/api/v1/repositories', { name: 'Answers' }, token)).body as {
+      id: string
+      slug: string
+    }
     const { access_token: readOnly } = await obtainTokens(server.url, await registerClient(server.url), owner, 'read')
     const id = () => crypto.randomUUID()
     const json = (body: unknown) => ({ body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })
-    const form = (fields: Record<string, string>) => ({ body: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+    const form = (fields: Record<string, string>) => ({
+      body: new URLSearchParams(fields).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
     const text = { body: 'x', headers: { 'content-type': 'text/plain' } }
     interface Sample {
       /** The documented operation, `method path`. */
@@ -158,9 +207,27 @@ describe(`OpenAPI document (${BACKEND})`, () => {
     const r = `/${repo.id}`
     const samples: Sample[] = [
       // accounts and OAuth
-      { at: 'post /api/v1/auth/register', url: '/api/v1/auth/register', init: json({ email: 'x' }), status: 400, as: 'anonymous' },
-      { at: 'post /api/v1/auth/register', url: '/api/v1/auth/register', init: json(owner), status: 409, as: 'anonymous' },
-      { at: 'post /api/v1/auth/login', url: '/api/v1/auth/login', init: json({ ...owner, password: 'not the password' }), status: 401, as: 'anonymous' },
+      {
+        at: 'post /api/v1/auth/register',
+        url: '/api/v1/auth/register',
+        init: json({ email: 'x' }),
+        status: 400,
+        as: 'anonymous',
+      },
+      {
+        at: 'post /api/v1/auth/register',
+        url: '/api/v1/auth/register',
+        init: json(owner),
+        status: 409,
+        as: 'anonymous',
+      },
+      {
+        at: 'post /api/v1/auth/login',
+        url: '/api/v1/auth/login',
+        init: json({ ...owner, password: 'not the password' }),
+        status: 401,
+        as: 'anonymous',
+      },
       { at: 'post /api/v1/auth/login', url: '/api/v1/auth/login', init: text, status: 415, as: 'anonymous' },
       { at: 'post /api/v1/auth/logout', url: '/api/v1/auth/logout', status: 400, as: 'read-only' },
       { at: 'get /api/v1/auth/sessions', url: '/api/v1/auth/sessions?limit=0', status: 400 },
@@ -170,32 +237,81 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       { at: 'get /api/v1/users/{userID}', url: `/api/v1/users/${other}`, status: 403 },
       { at: 'get /api/v1/users/{userID}', url: `/api/v1/users/${id()}`, status: 404 },
       { at: 'put /api/v1/users/{userID}', url: `/api/v1/users/${other}`, init: json({ name: 'x' }), status: 403 },
-      { at: 'post /api/v1/oauth/token', url: '/api/v1/oauth/token', init: form({ grant_type: 'password' }), status: 401, as: 'anonymous' },
-      { at: 'post /api/v1/oauth/token', url: '/api/v1/oauth/token', init: json({ grant_type: 'password' }), status: 400, as: 'anonymous' },
-      { at: 'post /api/v1/oauth/register', url: '/api/v1/oauth/register', init: json({}), status: 400, as: 'anonymous' },
+      {
+        at: 'post /api/v1/oauth/token',
+        url: '/api/v1/oauth/token',
+        init: form({ grant_type: 'password' }),
+        status: 401,
+        as: 'anonymous',
+      },
+      {
+        at: 'post /api/v1/oauth/token',
+        url: '/api/v1/oauth/token',
+        init: json({ grant_type: 'password' }),
+        status: 400,
+        as: 'anonymous',
+      },
+      {
+        at: 'post /api/v1/oauth/register',
+        url: '/api/v1/oauth/register',
+        init: json({}),
+        status: 400,
+        as: 'anonymous',
+      },
       { at: 'get /api/v1/oauth/authorize', url: '/api/v1/oauth/authorize', status: 400, as: 'anonymous' },
       { at: 'delete /api/v1/oauth/grants/{grantID}', url: `/api/v1/oauth/grants/${id()}`, status: 404 },
       // administration
       { at: 'get /api/v1/admin/users', url: '/api/v1/admin/users', status: 403 },
-      { at: 'put /api/v1/admin/users/roles', url: '/api/v1/admin/users/roles', init: json({ user_id: other, role: 'viewer', domain: repo.id }), status: 403 },
+      {
+        at: 'put /api/v1/admin/users/roles',
+        url: '/api/v1/admin/users/roles',
+        init: json({ user_id: other, role: 'viewer', domain: repo.id }),
+        status: 403,
+      },
       { at: 'delete /api/v1/admin/users/{userID}/sessions', url: `/api/v1/admin/users/${other}/sessions`, status: 403 },
       { at: 'get /api/v1/admin/permissions', url: '/api/v1/admin/permissions', status: 401, as: 'anonymous' },
-      { at: 'get /api/v1/permissions', url: '/api/v1/permissions', init: { headers: { 'x-repository-id': id() } }, status: 404 },
+      {
+        at: 'get /api/v1/permissions',
+        url: '/api/v1/permissions',
+        init: { headers: { 'x-repository-id': id() } },
+        status: 404,
+      },
       // repositories
       { at: 'post /api/v1/repositories', url: '/api/v1/repositories', init: json({ name: '' }), status: 400 },
-      { at: 'post /api/v1/repositories', url: '/api/v1/repositories', init: json({ name: 'Taken', slug: repo.slug }), status: 409 },
+      {
+        at: 'post /api/v1/repositories',
+        url: '/api/v1/repositories',
+        init: json({ name: 'Taken', slug: repo.slug }),
+        status: 409,
+      },
       { at: 'get /api/v1/repositories', url: '/api/v1/repositories?cursor=x', status: 400 },
       { at: 'get /api/v1/repositories/{repoID}', url: `/api/v1/repositories/${id()}`, status: 404 },
-      { at: 'put /api/v1/repositories/{repoID}', url: `/api/v1/repositories/${repo.id}`, init: json({ name: 'Renamed' }), status: 403, as: 'read-only' },
+      {
+        at: 'put /api/v1/repositories/{repoID}',
+        url: `/api/v1/repositories/${repo.id}`,
+        init: json({ name: 'Renamed' }),
+        status: 403,
+        as: 'read-only',
+      },
       { at: 'delete /api/v1/repositories/{repoID}', url: `/api/v1/repositories/${repo.id}`, status: 428 },
-      { at: 'delete /api/v1/repositories/{repoID}', url: `/api/v1/repositories/${repo.id}`, init: { headers: { 'if-match': '"stale"' } }, status: 412 },
+      {
+        at: 'delete /api/v1/repositories/{repoID}',
+        url: `/api/v1/repositories/${repo.id}`,
+        init: { headers: { 'if-match': '"stale"' } },
+        status: 412,
+      },
       { at: 'get /api/v1/repository', url: '/api/v1/repository', status: 400 },
       // the graph, search and media
       { at: 'get /{repoID}/facts', url: `${r}/facts?limit=0`, status: 400 },
       { at: 'get /{repoID}/facts/{factID}', url: `${r}/facts/${id()}`, status: 404 },
       { at: 'get /{repoID}/concepts', url: '/api/v1/concepts', status: 400 },
       { at: 'get /{repoID}/sources/{sourceID}', url: `${r}/sources/not-a-uuid`, status: 400 },
-      { at: 'get /{repoID}/reports', url: '/api/v1/reports', init: { headers: { 'x-repository-id': id() } }, status: 404 },
+      {
+        at: 'get /{repoID}/reports',
+        url: '/api/v1/reports',
+        init: { headers: { 'x-repository-id': id() } },
+        status: 404,
+      },
       { at: 'get /{repoID}/search', url: `${r}/search`, status: 400 },
       { at: 'get /{repoID}/search', url: `${r}/search?q=x&limit=1000`, status: 400 },
       { at: 'get /{repoID}/search', url: `${r}/search?q=x&mode=fuzzy`, status: 400 },
@@ -208,12 +324,36 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       { at: 'post /{repoID}/facts', url: `${r}/facts`, init: json({ text: 'x' }), status: 403, as: 'read-only' },
       { at: 'patch /{repoID}/facts/{factID}', url: `${r}/facts/${id()}`, init: json({ status: 'new' }), status: 404 },
       { at: 'delete /{repoID}/sources/{sourceID}', url: `${r}/sources/${id()}`, status: 404 },
-      { at: 'post /{repoID}/concepts/{conceptID}/summaries', url: `${r}/concepts/${id()}/summaries`, init: json({ sequence_num: 0 }), status: 404 },
-      { at: 'put /{repoID}/facts/{factID}/concepts/{conceptID}', url: `${r}/facts/${id()}/concepts/${id()}`, status: 404 },
+      {
+        at: 'post /{repoID}/concepts/{conceptID}/summaries',
+        url: `${r}/concepts/${id()}/summaries`,
+        init: json({ sequence_num: 0 }),
+        status: 404,
+      },
+      {
+        at: 'put /{repoID}/facts/{factID}/concepts/{conceptID}',
+        url: `${r}/facts/${id()}/concepts/${id()}`,
+        status: 404,
+      },
       { at: 'post /{repoID}/reports', url: `${r}/reports`, init: json({ title: 'x', parent_id: id() }), status: 400 },
-      { at: 'put /{repoID}/sources/{sourceID}/body', url: `${r}/sources/${id()}/body`, init: { body: 'x', headers: { 'content-type': 'application/pdf' } }, status: 404 },
-      { at: 'post /{repoID}/sources/{sourceID}/images', url: `${r}/sources/${id()}/images`, init: { body: 'x', headers: { 'content-type': 'image/png' } }, status: 400 },
-      { at: 'get /{repoID}/sources/{sourceID}/body', url: `/api/v1/sources/${id()}/body`, init: { headers: { 'x-repository-id': repo.id } }, status: 404 },
+      {
+        at: 'put /{repoID}/sources/{sourceID}/body',
+        url: `${r}/sources/${id()}/body`,
+        init: { body: 'x', headers: { 'content-type': 'application/pdf' } },
+        status: 404,
+      },
+      {
+        at: 'post /{repoID}/sources/{sourceID}/images',
+        url: `${r}/sources/${id()}/images`,
+        init: { body: 'x', headers: { 'content-type': 'image/png' } },
+        status: 400,
+      },
+      {
+        at: 'get /{repoID}/sources/{sourceID}/body',
+        url: `/api/v1/sources/${id()}/body`,
+        init: { headers: { 'x-repository-id': repo.id } },
+        status: 404,
+      },
       // jobs
       { at: 'get /api/v1/jobs/{jobID}', url: `/api/v1/jobs/${id()}`, status: 403 },
       { at: 'get /{repoID}/jobs', url: `${r}/jobs?status=bogus`, status: 400 },
@@ -228,7 +368,12 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       { at: 'post /{repoID}/export-graph', url: `${r}/export-graph`, init: text, status: 415 },
       { at: 'post /{repoID}/import-graph', url: `${r}/import-graph`, init: text, status: 415 },
       // A member may pull from the registry, not push to it.
-      { at: 'post /api/v1/graphs', url: '/api/v1/graphs', init: { body: 'x', headers: { 'content-type': 'application/gzip', 'x-graph-name': 'Answers' } }, status: 403 },
+      {
+        at: 'post /api/v1/graphs',
+        url: '/api/v1/graphs',
+        init: { body: 'x', headers: { 'content-type': 'application/gzip', 'x-graph-name': 'Answers' } },
+        status: 403,
+      },
       { at: 'get /api/v1/graphs', url: '/api/v1/graphs?limit=abc', status: 400 },
       { at: 'get /api/v1/graphs/{id}', url: `/api/v1/graphs/${id()}`, status: 404 },
       { at: 'get /api/v1/graphs/{id}/bundle', url: '/api/v1/graphs/not-a-uuid/bundle', status: 400 },
@@ -248,7 +393,9 @@ describe(`OpenAPI document (${BACKEND})`, () => {
       await response.arrayBuffer()
       const listed = Object.keys(document.paths[path]?.[method]?.responses ?? {})
       if (response.status !== status || !listed.includes(String(status)))
-        wrong.push(`${method.toUpperCase()} ${url}: answered ${response.status} (sample expects ${status}); ${path} lists ${listed.join(', ')}`)
+        wrong.push(
+          `${method.toUpperCase()} ${url}: answered ${response.status} (sample expects ${status}); ${path} lists ${listed.join(', ')}`,
+        )
     }
     expect(wrong).toEqual([])
   })

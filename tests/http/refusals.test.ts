@@ -28,7 +28,9 @@ afterAll(() => server.stop())
 
 /** "a", "a or b", "a, b or c", from the server's table: the roles of `kind` carrying `permission`, fewest permissions first. */
 function rolesCarrying(permission: string, kind: 'repository' | 'system'): string {
-  const roles = table.filter((r) => r.domain_kind === kind && r.permissions.includes(permission)).sort((a, b) => a.permissions.length - b.permissions.length)
+  const roles = table
+    .filter((r) => r.domain_kind === kind && r.permissions.includes(permission))
+    .sort((a, b) => a.permissions.length - b.permissions.length)
   const names = roles.map((r) => r.role)
   return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`
 }
@@ -56,7 +58,10 @@ describe(`refusals name the role needed and who grants it (${BACKEND})`, () => {
       ['graph:export', http.post(`/${repository.slug}/export-graph`, {}, viewer.token)],
       ['fact:write', http.post(`/${repository.slug}/facts`, { text: 'A curator tries.' }, curator.token)],
       ['graph:import', http.post(`/${repository.slug}/import-graph`, { graph_id: crypto.randomUUID() }, curator.token)],
-      ['member:manage', http.put(`/${repository.slug}/members`, { email: viewer.email, role: 'editor' }, curator.token)],
+      [
+        'member:manage',
+        http.put(`/${repository.slug}/members`, { email: viewer.email, role: 'editor' }, curator.token),
+      ],
       ['repository:delete', http.call('DELETE', `/api/v1/repositories/${repository.slug}`, { token: curator.token })],
     ]
     for (const [permission, refused] of refusals) {
@@ -69,8 +74,16 @@ describe(`refusals name the role needed and who grants it (${BACKEND})`, () => {
   test('REST: a system permission names its roles and a sysadmin', async () => {
     const roleless = await registerAccount(http)
     await server.context.rbac.remove({ user_id: roleless.id, role: 'member', domain: 'system' })
-    expectError(await http.get('/api/v1/admin/users', owner.token), 403, `permission denied: user:read needs the ${rolesCarrying('user:read', 'system')} role on this server; a sysadmin can grant it`)
-    expectError(await http.get('/api/v1/graphs', roleless.token), 403, 'permission denied: registry:pull needs the member or sysadmin role on this server; a sysadmin can grant it')
+    expectError(
+      await http.get('/api/v1/admin/users', owner.token),
+      403,
+      `permission denied: user:read needs the ${rolesCarrying('user:read', 'system')} role on this server; a sysadmin can grant it`,
+    )
+    expectError(
+      await http.get('/api/v1/graphs', roleless.token),
+      403,
+      'permission denied: registry:pull needs the member or sysadmin role on this server; a sysadmin can grant it',
+    )
   })
 
   test('MCP: the same words, naming the repository; a system tool names a sysadmin', async () => {
@@ -80,10 +93,16 @@ describe(`refusals name the role needed and who grants it (${BACKEND})`, () => {
       const write = await call(client, 'create_fact', { repository: repository.slug, text: 'A viewer tries.' })
       expect(write).toMatchObject({
         isError: true,
-        content: [{ text: `permission denied: fact:write needs the editor or repoadmin role in repository ${repository.slug}; a repoadmin of it can grant it` }],
+        content: [
+          {
+            text: `permission denied: fact:write needs the editor or repoadmin role in repository ${repository.slug}; a repoadmin of it can grant it`,
+          },
+        ],
       })
       const rest = await http.post(`/${repository.slug}/facts`, { text: 'A viewer tries.' }, viewer.token)
-      expect(write.content[0]!.text).toBe((rest.body as { error: string }).error.replace('this repository', `repository ${repository.slug}`))
+      expect(write.content[0]!.text).toBe(
+        (rest.body as { error: string }).error.replace('this repository', `repository ${repository.slug}`),
+      )
     } finally {
       await client.close()
     }
@@ -93,7 +112,11 @@ describe(`refusals name the role needed and who grants it (${BACKEND})`, () => {
     try {
       expect(await call(stranger, 'browse_registry', {})).toMatchObject({
         isError: true,
-        content: [{ text: 'permission denied: registry:pull needs the member or sysadmin role on this server; a sysadmin can grant it' }],
+        content: [
+          {
+            text: 'permission denied: registry:pull needs the member or sysadmin role on this server; a sysadmin can grant it',
+          },
+        ],
       })
     } finally {
       await stranger.close()
@@ -102,13 +125,24 @@ describe(`refusals name the role needed and who grants it (${BACKEND})`, () => {
 
   test('a token whose scope lacks write says which scope to ask for, over REST and MCP', async () => {
     const client = await registerClient(server.url, { scope: 'read write' })
-    const { access_token } = await obtainTokens(server.url, client, { email: owner.email, password: 'correct horse battery' }, 'read')
+    const { access_token } = await obtainTokens(
+      server.url,
+      client,
+      { email: owner.email, password: 'correct horse battery' },
+      'read',
+    )
     const refused = await http.post(`/${repository.slug}/facts`, { text: 'A read token tries.' }, access_token)
-    expectError(refused, 403, 'insufficient scope: fact:write needs a token with the write scope (this one has read); authorize again with write')
+    expectError(
+      refused,
+      403,
+      'insufficient scope: fact:write needs a token with the write scope (this one has read); authorize again with write',
+    )
     expect(refused.headers.get('www-authenticate')).toContain('error="insufficient_scope", scope="write"')
     const mcp = await conversation(`${server.url}/api/v1/mcp`, access_token)
     try {
-      expect(await call(mcp, 'create_fact', { repository: repository.slug, text: 'A read token tries.' })).toMatchObject({
+      expect(
+        await call(mcp, 'create_fact', { repository: repository.slug, text: 'A read token tries.' }),
+      ).toMatchObject({
         isError: true,
         content: [{ text: (refused.body as { error: string }).error }],
       })

@@ -64,7 +64,13 @@ describe(`server (${BACKEND})`, () => {
         protected_resource: `${server.url}/.well-known/oauth-protected-resource/api/v1`,
       },
     })
-    for (const link of ['/app', '/swagger', '/swagger/json', '/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource/api/v1'])
+    for (const link of [
+      '/app',
+      '/swagger',
+      '/swagger/json',
+      '/.well-known/oauth-authorization-server',
+      '/.well-known/oauth-protected-resource/api/v1',
+    ])
       expect((await server.request(link)).status).toBe(200)
   })
 
@@ -72,7 +78,10 @@ describe(`server (${BACKEND})`, () => {
     const ui = await server.request('/swagger')
     expect(ui.status).toBe(200)
     expect(ui.headers.get('content-type')).toContain('text/html')
-    const spec = (await (await server.request('/swagger/json')).json()) as { openapi: string; paths: Record<string, Record<string, unknown>> }
+    const spec = (await (await server.request('/swagger/json')).json()) as {
+      openapi: string
+      paths: Record<string, Record<string, unknown>>
+    }
     expect(spec.openapi).toMatch(/^3\./)
     expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining(['/healthz', '/readyz']))
     expect(spec.paths['/healthz']!.get).toBeDefined()

@@ -82,7 +82,10 @@ describe(`Swagger UI (${BACKEND})`, () => {
     const oauth = page.locator('.auth-container', { hasText: 'oauth2' })
     expect(await oauth.locator('input[data-name="clientId"]').inputValue()).toBe(SWAGGER_CLIENT_ID)
     expect(await page.locator('#auth-bearer-value').count()).toBe(1)
-    const [popup] = await Promise.all([context.waitForEvent('page'), oauth.getByRole('button', { name: 'Apply given OAuth2 credentials' }).click()])
+    const [popup] = await Promise.all([
+      context.waitForEvent('page'),
+      oauth.getByRole('button', { name: 'Apply given OAuth2 credentials' }).click(),
+    ])
     await popup.getByLabel('Email').fill(account.email)
     await popup.getByLabel('Password').fill(account.password)
     await popup.getByRole('button', { name: 'Sign in' }).click()

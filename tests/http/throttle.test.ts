@@ -21,20 +21,40 @@ const via = (address: string) => ({ 'x-forwarded-for': address })
 function client(server: TestServer) {
   const http = api(server.url)
   const form = async (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) => {
-    const res = await server.request(path, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(fields) })
-    return { status: res.status, headers: res.headers, body: (await res.json()) as { error?: string; error_description?: string } }
+    const res = await server.request(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: new URLSearchParams(fields),
+    })
+    return {
+      status: res.status,
+      headers: res.headers,
+      body: (await res.json()) as { error?: string; error_description?: string },
+    }
   }
   return {
-    login: (email: string, password: string, address?: string) => http.call('POST', '/api/v1/auth/login', { body: { email, password }, headers: address ? via(address) : {} }),
-    register: (email: string, address: string) => http.call('POST', '/api/v1/auth/register', { body: { email, password: PASSWORD }, headers: via(address) }),
-    refresh: (refreshToken: string, address: string) => http.call('POST', '/api/v1/auth/refresh', { body: { refresh_token: refreshToken }, headers: via(address) }),
+    login: (email: string, password: string, address?: string) =>
+      http.call('POST', '/api/v1/auth/login', { body: { email, password }, headers: address ? via(address) : {} }),
+    register: (email: string, address: string) =>
+      http.call('POST', '/api/v1/auth/register', { body: { email, password: PASSWORD }, headers: via(address) }),
+    refresh: (refreshToken: string, address: string) =>
+      http.call('POST', '/api/v1/auth/refresh', { body: { refresh_token: refreshToken }, headers: via(address) }),
     registerClient: (address: string, metadata: Record<string, unknown> = {}) =>
-      http.call('POST', '/api/v1/oauth/register', { body: { redirect_uris: ['https://agent.example/cb'], ...metadata }, headers: via(address) }),
+      http.call('POST', '/api/v1/oauth/register', {
+        body: { redirect_uris: ['https://agent.example/cb'], ...metadata },
+        headers: via(address),
+      }),
     /** A token request bound to fail: a code that was never issued. */
     badCode: (clientId: string, address?: string, headers: Record<string, string> = {}) =>
       form(
         '/api/v1/oauth/token',
-        { grant_type: 'authorization_code', code: 'never-issued', redirect_uri: 'https://agent.example/cb', code_verifier: pkcePair().verifier, ...(clientId ? { client_id: clientId } : {}) },
+        {
+          grant_type: 'authorization_code',
+          code: 'never-issued',
+          redirect_uri: 'https://agent.example/cb',
+          code_verifier: pkcePair().verifier,
+          ...(clientId ? { client_id: clientId } : {}),
+        },
         {
           ...(address ? via(address) : {}),
           ...headers,
@@ -98,24 +118,33 @@ describe('settings', () => {
   for (const [name, value] of bad) {
     test(`rejects ${name}=${value} with one line naming it`, () => {
       expect(() => parseEnv({ [name]: value })).toThrow(ConfigError)
-      expect(() => parseEnv({ [name]: value })).toThrow(`invalid ${name}: expected a rate such as 20/1m or 5/15m (a count, a slash, a duration), got ${JSON.stringify(value)}`)
+      expect(() => parseEnv({ [name]: value })).toThrow(
+        `invalid ${name}: expected a rate such as 20/1m or 5/15m (a count, a slash, a duration), got ${JSON.stringify(value)}`,
+      )
     })
   }
 
   test('rejects TRUSTED_PROXIES outside 0 to 8', () => {
-    expect(() => parseEnv({ TRUSTED_PROXIES: '9' })).toThrow('invalid TRUSTED_PROXIES: expected an integer from 0 to 8, got "9"')
-    expect(() => parseEnv({ TRUSTED_PROXIES: 'yes' })).toThrow('invalid TRUSTED_PROXIES: expected an integer from 0 to 8, got "yes"')
+    expect(() => parseEnv({ TRUSTED_PROXIES: '9' })).toThrow(
+      'invalid TRUSTED_PROXIES: expected an integer from 0 to 8, got "9"',
+    )
+    expect(() => parseEnv({ TRUSTED_PROXIES: 'yes' })).toThrow(
+      'invalid TRUSTED_PROXIES: expected an integer from 0 to 8, got "yes"',
+    )
   })
 
   test('kgs serve refuses to start on a bad rate, saying which and why', async () => {
     const result = await runKgs(['serve'], { THROTTLE_LOGIN_PER_ACCOUNT: '5 per minute' })
     expect(result.code).toBe(1)
-    expect(result.stderr).toBe('kgs: invalid THROTTLE_LOGIN_PER_ACCOUNT: expected a rate such as 20/1m or 5/15m (a count, a slash, a duration), got "5 per minute"\n')
+    expect(result.stderr).toBe(
+      'kgs: invalid THROTTLE_LOGIN_PER_ACCOUNT: expected a rate such as 20/1m or 5/15m (a count, a slash, a duration), got "5 per minute"\n',
+    )
   })
 })
 
 describe('client address', () => {
-  const forwarded = (value?: string) => new Request('http://kgs.test/', { headers: value === undefined ? {} : { 'x-forwarded-for': value } })
+  const forwarded = (value?: string) =>
+    new Request('http://kgs.test/', { headers: value === undefined ? {} : { 'x-forwarded-for': value } })
 
   test("the connection's address unless proxies are trusted; then the entry the outermost proxy wrote", () => {
     expect(clientAddress(forwarded('203.0.113.7'), '127.0.0.1', 0)).toBe('127.0.0.1')
@@ -222,7 +251,8 @@ describe(`throttling on, behind one trusted proxy (${BACKEND})`, () => {
   })
 
   test('per address: IPv6 clients are counted by their /64 network', async () => {
-    for (const address of ['2001:db8:7:1::a', '2001:db8:7:1::b', '2001:db8:7:1:ffff::1']) expectError(await kgs.login(uniqueEmail('v6'), WRONG, address), 401)
+    for (const address of ['2001:db8:7:1::a', '2001:db8:7:1::b', '2001:db8:7:1:ffff::1'])
+      expectError(await kgs.login(uniqueEmail('v6'), WRONG, address), 401)
     retryAfter(await kgs.login(uniqueEmail('v6'), WRONG, '2001:0db8:0007:0001::c'), 1200)
     expectError(await kgs.login(uniqueEmail('v6'), WRONG, '2001:db8:7:2::a'), 401)
   })
@@ -242,8 +272,15 @@ describe(`throttling on, behind one trusted proxy (${BACKEND})`, () => {
       state: 's',
     })
     const browser = browserCookie()
-    const page = await (await server.request(`/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })).text()
-    const fields = { authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!, csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!, email, password: PASSWORD }
+    const page = await (
+      await server.request(`/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })
+    ).text()
+    const fields = {
+      authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!,
+      csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!,
+      email,
+      password: PASSWORD,
+    }
     const res = await server.request('/api/v1/oauth/authorize/login', {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: browser, ...via(freshAddress()) },
@@ -263,7 +300,12 @@ describe(`throttling on, behind one trusted proxy (${BACKEND})`, () => {
     for (let i = 0; i < 2; i++) expectOAuthError(await kgs.badCode(clientId, freshAddress()), 400, 'invalid_grant')
     const refused = await kgs.badCode(clientId, freshAddress())
     const seconds = retryAfter(refused, 1800)
-    expectOAuthError(refused, 429, 'temporarily_unavailable', new RegExp(`^too many failed token requests; retry after ${seconds} seconds$`))
+    expectOAuthError(
+      refused,
+      429,
+      'temporarily_unavailable',
+      new RegExp(`^too many failed token requests; retry after ${seconds} seconds$`),
+    )
     expect(Object.keys(refused.body).sort()).toEqual(['error', 'error_description'])
     expect(refused.headers.get('cache-control')).toBe('no-store')
     const other = await kgs.registerClient(freshAddress())
@@ -277,9 +319,17 @@ describe(`throttling on, behind one trusted proxy (${BACKEND})`, () => {
     const encodedId = [...clientId].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join('')
     const basic = { authorization: `Basic ${Buffer.from(`${encodedId}:wrong-secret`).toString('base64')}` }
     expectOAuthError(await kgs.badCode('', freshAddress(), basic), 401, 'invalid_client')
-    expectOAuthError(await kgs.revoke({ token: 'x', client_id: clientId, client_secret: 'wrong-secret' }, freshAddress()), 401, 'invalid_client')
+    expectOAuthError(
+      await kgs.revoke({ token: 'x', client_id: clientId, client_secret: 'wrong-secret' }, freshAddress()),
+      401,
+      'invalid_client',
+    )
     retryAfter(await kgs.badCode(clientId, freshAddress()), 1800)
-    expectOAuthError(await kgs.revoke({ token: 'x', client_id: clientId, client_secret: 'wrong-secret' }, freshAddress()), 429, 'temporarily_unavailable')
+    expectOAuthError(
+      await kgs.revoke({ token: 'x', client_id: clientId, client_secret: 'wrong-secret' }, freshAddress()),
+      429,
+      'temporarily_unavailable',
+    )
   })
 
   test('per address: failed refreshes and token requests share four; successful refreshes do not count', async () => {
@@ -313,7 +363,9 @@ describe(`throttling on, behind one trusted proxy (${BACKEND})`, () => {
     const refused = await open(address)
     retryAfter(refused, 1200)
     expect(refused.headers.get('content-type')).toStartWith('text/html')
-    expect(await refused.text()).toMatch(/Too many authorization requests from your address\. Try again in \d+ seconds\./)
+    expect(await refused.text()).toMatch(
+      /Too many authorization requests from your address\. Try again in \d+ seconds\./,
+    )
     expect((await open(freshAddress())).status).toBe(200)
   })
 

@@ -5,7 +5,17 @@ const paragraph = (word: string, count: number) => Array.from({ length: count },
 
 describe('chunks', () => {
   test('a heading starts a chunk and sets the path; blocks gather up to the target', () => {
-    const markdown = ['# Guide', 'Intro.', '## Install', 'Step one.', 'Step two.', '### Linux', 'apt.', '## Use', 'Run it.'].join('\n\n')
+    const markdown = [
+      '# Guide',
+      'Intro.',
+      '## Install',
+      'Step one.',
+      'Step two.',
+      '### Linux',
+      'apt.',
+      '## Use',
+      'Run it.',
+    ].join('\n\n')
     expect(chunkMarkdown(markdown, { target: 30, max: 60 })).toEqual([
       { index: 0, text: '# Guide\n\nIntro.', headingPath: ['Guide'] },
       { index: 1, text: '## Install\n\nStep one.', headingPath: ['Guide', 'Install'] },
@@ -61,7 +71,8 @@ describe('chunks', () => {
     const edited = [...sections]
     edited[3] = `Inserted sentence. ${edited[3]}`
     const after = chunkMarkdown(edited.join('\n\n'))
-    const textsOf = (chunks: typeof before, heading: string) => chunks.filter((chunk) => chunk.headingPath[0] === heading).map((chunk) => chunk.text)
+    const textsOf = (chunks: typeof before, heading: string) =>
+      chunks.filter((chunk) => chunk.headingPath[0] === heading).map((chunk) => chunk.text)
     expect(textsOf(after, 'A')).toEqual(textsOf(before, 'A'))
     expect(textsOf(after, 'C')).toEqual(textsOf(before, 'C'))
     expect(textsOf(after, 'B')).not.toEqual(textsOf(before, 'B'))
@@ -74,6 +85,10 @@ describe('chunks', () => {
       { index: 0, text: 'One.\n\n<!-- page 2 -->\n\nTwo.', headingPath: [], pageStart: 1, pageEnd: 2 },
       { index: 1, text: 'Four.', headingPath: [], pageStart: 4, pageEnd: 4 },
     ])
-    expect(chunkMarkdown(markdown, { target: 20 }).map((chunk) => chunk.pageStart)).toEqual([undefined, undefined, undefined])
+    expect(chunkMarkdown(markdown, { target: 20 }).map((chunk) => chunk.pageStart)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ])
   })
 })

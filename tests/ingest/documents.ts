@@ -20,14 +20,22 @@ export async function makePdf({ pages, title, created, image }: PdfSpec): Promis
     const page = doc.addPage([400, 400])
     lines.forEach((line, i) => page.drawText(line, { x: 20, y: 360 - 16 * i, font, size: 12 }))
   }
-  if (image) doc.getPage(image.page - 1).drawImage(await doc.embedPng(image.png), { x: 20, y: 20, width: 40, height: 40 })
+  if (image)
+    doc.getPage(image.page - 1).drawImage(await doc.embedPng(image.png), { x: 20, y: 20, width: 40, height: 40 })
   return doc.save()
 }
 
 /** The pixels of SMALL_PNG, 3 × 2 RGB: red, green, blue over white, black, grey. */
-export const SMALL_PIXELS = Uint8ClampedArray.from([255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 255, 0, 0, 0, 128, 128, 128])
+export const SMALL_PIXELS = Uint8ClampedArray.from([
+  255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 255, 0, 0, 0, 128, 128, 128,
+])
 /** A PNG of SMALL_PIXELS (pdf-lib, which has a PNG reader of its own, embeds it in makePdf). */
-export const SMALL_PNG = Uint8Array.from(Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAFUlEQVR4nGP4z8DAAMH//4PohoYGAEfPB3vT+rJCAAAAAElFTkSuQmCC', 'base64'))
+export const SMALL_PNG = Uint8Array.from(
+  Buffer.from(
+    'iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAFUlEQVR4nGP4z8DAAMH//4PohoYGAEfPB3vT+rJCAAAAAElFTkSuQmCC',
+    'base64',
+  ),
+)
 
 async function deflate(chunk: Uint8Array<ArrayBuffer>, times: number): Promise<Uint8Array<ArrayBuffer>> {
   const stream = new CompressionStream('deflate')
@@ -42,12 +50,25 @@ async function deflate(chunk: Uint8Array<ArrayBuffer>, times: number): Promise<U
  * A one-page PDF whose content stream is a few hundred kilobytes that decode to `mebibytes` MiB
  * of spaces: deflated, or deflated twice, or deflated then hex-encoded.
  */
-export async function makeBombPdf(mebibytes: number, encoding: 'flate' | 'flate-twice' | 'hex' = 'flate'): Promise<Uint8Array> {
+export async function makeBombPdf(
+  mebibytes: number,
+  encoding: 'flate' | 'flate-twice' | 'hex' = 'flate',
+): Promise<Uint8Array> {
   const doc = await PDFDocument.create()
   const page = doc.addPage([300, 300])
   const once = await deflate(new Uint8Array(1 << 20).fill(0x20), mebibytes)
-  const data = encoding === 'flate-twice' ? await deflate(once, 1) : encoding === 'hex' ? new TextEncoder().encode(`${Buffer.from(once).toString('hex')}>`) : once
-  const Filter = encoding === 'flate-twice' ? ['FlateDecode', 'FlateDecode'] : encoding === 'hex' ? ['ASCIIHexDecode', 'FlateDecode'] : 'FlateDecode'
+  const data =
+    encoding === 'flate-twice'
+      ? await deflate(once, 1)
+      : encoding === 'hex'
+        ? new TextEncoder().encode(`${Buffer.from(once).toString('hex')}>`)
+        : once
+  const Filter =
+    encoding === 'flate-twice'
+      ? ['FlateDecode', 'FlateDecode']
+      : encoding === 'hex'
+        ? ['ASCIIHexDecode', 'FlateDecode']
+        : 'FlateDecode'
   page.node.set(PDFName.of('Contents'), doc.context.register(doc.context.stream(data, { Filter, Length: data.length })))
   return doc.save()
 }

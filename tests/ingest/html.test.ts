@@ -3,7 +3,11 @@ import { micromark } from 'micromark'
 import { readDocument } from '../../src/ingest/read.ts'
 
 const encode = (text: string) => new TextEncoder().encode(text)
-const readHtml = (html: string, url?: string, maxImages?: number) => readDocument({ bytes: encode(html), contentType: 'text/html; charset=utf-8', url }, maxImages === undefined ? {} : { maxImages })
+const readHtml = (html: string, url?: string, maxImages?: number) =>
+  readDocument(
+    { bytes: encode(html), contentType: 'text/html; charset=utf-8', url },
+    maxImages === undefined ? {} : { maxImages },
+  )
 
 const LOREM = 'Readers of this article learn how rivers carve valleys over long spans of time. '.repeat(4)
 
@@ -46,13 +50,18 @@ describe('a web page', () => {
     expect(document.warnings).toEqual([])
 
     const bounded = await readHtml(html, 'https://site.example/guide/', 2)
-    expect(bounded.images.map((image) => image.url)).toEqual(['https://site.example/cover.jpg', 'https://site.example/guide/one.png'])
+    expect(bounded.images.map((image) => image.url)).toEqual([
+      'https://site.example/cover.jpg',
+      'https://site.example/guide/one.png',
+    ])
     expect(bounded.warnings.map((warning) => warning.code)).toEqual(['images_dropped'])
   })
 
   test('published_at: article:published_time first, then <time datetime> in the article; none when the page says none', async () => {
     const body = `<article><h2>News</h2><p>${LOREM}</p><p><time datetime="2021-07-09T12:00:00Z">9 July</time></p></article>`
-    const meta = await readHtml(`<html><head><meta property="article:published_time" content="2022-02-03"></head><body>${body}</body></html>`)
+    const meta = await readHtml(
+      `<html><head><meta property="article:published_time" content="2022-02-03"></head><body>${body}</body></html>`,
+    )
     expect(meta.publishedAt).toBe('2022-02-03')
     const time = await readHtml(`<html><body>${body}</body></html>`)
     expect(time.publishedAt).toBe('2021-07-09')
@@ -62,7 +71,9 @@ describe('a web page', () => {
     expect(nested.publishedAt).toBe('2019-04-05')
     const none = await readHtml(`<html><body><article><p>${LOREM}</p></article></body></html>`)
     expect(none.publishedAt).toBeNull()
-    const invalid = await readHtml(`<html><head><meta property="article:published_time" content="2022-02-30"></head><body><p>${LOREM}</p></body></html>`)
+    const invalid = await readHtml(
+      `<html><head><meta property="article:published_time" content="2022-02-30"></head><body><p>${LOREM}</p></body></html>`,
+    )
     expect(invalid.publishedAt).toBeNull()
   })
 
@@ -82,9 +93,13 @@ describe('a web page', () => {
       `${paragraph} one two three four [five](https://news.example/safe)\n\n![broken](https://news.example/2024/x)\n\nText that says \\<script\\>alert(1)\\</script\\> and \\&lt;b\\&gt; stays text. ${paragraph}`,
     )
     // The plain text holds what a reader saw, the words "<script>" included, and nothing the page ran.
-    expect(document.text).toBe(`${paragraph} one two three four five\n\nText that says <script>alert(1)</script> and &lt;b&gt; stays text. ${paragraph}`)
+    expect(document.text).toBe(
+      `${paragraph} one two three four five\n\nText that says <script>alert(1)</script> and &lt;b&gt; stays text. ${paragraph}`,
+    )
     for (const output of [document.markdown, ...document.chunks.map((chunk) => chunk.text)]) {
-      expect(output).not.toMatch(/(?<!\\)<(script|iframe|style|svg|object|embed|form|img|a)\b|on\w+=|javascript:|vbscript:|data:|injected|tracker|evil/i)
+      expect(output).not.toMatch(
+        /(?<!\\)<(script|iframe|style|svg|object|embed|form|img|a)\b|on\w+=|javascript:|vbscript:|data:|injected|tracker|evil/i,
+      )
     }
     // Even a renderer that lets raw HTML through makes nothing active of it.
     const rendered = micromark(document.markdown, { allowDangerousHtml: true })
@@ -94,7 +109,9 @@ describe('a web page', () => {
   })
 
   test('a page built by scripts reads empty, and says why', async () => {
-    const document = await readHtml('<!doctype html><html><head><title>App</title></head><body><div id="root"></div><script src="/app.js"></script></body></html>')
+    const document = await readHtml(
+      '<!doctype html><html><head><title>App</title></head><body><div id="root"></div><script src="/app.js"></script></body></html>',
+    )
     expect([document.title, document.text, document.markdown, document.chunks]).toEqual(['App', '', '', []])
     expect(document.warnings.map((warning) => warning.code)).toEqual(['no_article', 'empty_page'])
   })

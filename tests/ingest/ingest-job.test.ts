@@ -51,7 +51,8 @@ beforeAll(async () => {
       requests.push({ path, ifNoneMatch: request.headers.get('if-none-match') })
       switch (path) {
         case '/kettles.html':
-          if (request.headers.get('if-none-match') === ETAG) return new Response(null, { status: 304, headers: { etag: ETAG } })
+          if (request.headers.get('if-none-match') === ETAG)
+            return new Response(null, { status: 304, headers: { etag: ETAG } })
           return new Response(PAGE, { headers: { 'content-type': 'text/html; charset=utf-8', etag: ETAG } })
         case '/paper.pdf':
           return new Response(pdf, { headers: { 'content-type': 'application/pdf' } })
@@ -94,7 +95,13 @@ describe(`adding documents (${BACKEND})`, () => {
       repositories: { repo },
     } = await fixture({
       server: {
-        env: { WORKERS: '1', INGEST_FETCH_ALLOW_PRIVATE: 'true', MEDIA_FETCH_MAX_BYTES: String(MAX_BYTES), MEDIA_UPLOAD_MAX_BYTES: String(MAX_BYTES), MEDIA_FETCH_TIMEOUT: '1s' },
+        env: {
+          WORKERS: '1',
+          INGEST_FETCH_ALLOW_PRIVATE: 'true',
+          MEDIA_FETCH_MAX_BYTES: String(MAX_BYTES),
+          MEDIA_UPLOAD_MAX_BYTES: String(MAX_BYTES),
+          MEDIA_FETCH_TIMEOUT: '1s',
+        },
       },
       users: { admin: 'sysadmin', owner: 'member', viewer: 'member' },
       repositories: { repo: { by: 'owner', name: 'Ingest', roles: { viewer: 'viewer' } } },
@@ -103,12 +110,21 @@ describe(`adding documents (${BACKEND})`, () => {
   })
   afterAll(() => server.stop())
 
-  const ingest = (body: unknown, token = owner.token) => http.post<{ jobs: { id: string; source_id: string; status: string }[] }>(`/${repo.slug}/ingest`, body, token)
-  const upload = (files: { name: string; type: string; bytes: Uint8Array | string }[], fields: Record<string, string> = {}, token = owner.token) => {
+  const ingest = (body: unknown, token = owner.token) =>
+    http.post<{ jobs: { id: string; source_id: string; status: string }[] }>(`/${repo.slug}/ingest`, body, token)
+  const upload = (
+    files: { name: string; type: string; bytes: Uint8Array | string }[],
+    fields: Record<string, string> = {},
+    token = owner.token,
+  ) => {
     const form = new FormData()
     for (const [name, value] of Object.entries(fields)) form.append(name, value)
     for (const file of files) form.append('file', new File([file.bytes], file.name, { type: file.type }))
-    return http.call<{ jobs: { id: string; source_id: string; status: string }[] }>('POST', `/api/v1/ingest`, { raw: form, token, headers: { 'x-repository-id': repo.id } })
+    return http.call<{ jobs: { id: string; source_id: string; status: string }[] }>('POST', `/api/v1/ingest`, {
+      raw: form,
+      token,
+      headers: { 'x-repository-id': repo.id },
+    })
   }
   const finish = (id: string) => waitForJob(http, `/${repo.slug}/jobs/${id}`, owner.token)
   /** Adds one URL and waits for its job. */
@@ -127,10 +143,13 @@ describe(`adding documents (${BACKEND})`, () => {
       page_end: number | null
       text: string
     }[]
-  const ingestColumns = async (id: string) => (await sql`SELECT status, status_reason, etag, content_hash FROM sources WHERE id = ${id}`)[0]!
+  const ingestColumns = async (id: string) =>
+    (await sql`SELECT status, status_reason, etag, content_hash FROM sources WHERE id = ${id}`)[0]!
   const sourceCount = async () => (await sql`SELECT count(*)::int AS n FROM sources`)[0]!.n as number
   const written = async () =>
-    (await sql`SELECT (SELECT count(*)::int FROM sources) AS sources, (SELECT count(*)::int FROM source_chunks) AS chunks, (SELECT count(*)::int FROM source_bodies) AS bodies`)[0]
+    (
+      await sql`SELECT (SELECT count(*)::int FROM sources) AS sources, (SELECT count(*)::int FROM source_chunks) AS chunks, (SELECT count(*)::int FROM source_bodies) AS bodies`
+    )[0]
 
   test('a web page by URL: parsed, chunked, its body kept, its ETag kept; the job answers 202 at once', async () => {
     const res = await ingest({ url: `${docsUrl}/kettles.html` })
@@ -142,7 +161,14 @@ describe(`adding documents (${BACKEND})`, () => {
     expect(job).toMatchObject({ kind: 'ingest_source', status: 'succeeded', result: { status: 'parsed', kind: 'web' } })
     const id = res.body.jobs[0]!.source_id
     const row = await source(id)
-    expect(row).toMatchObject({ url: `${docsUrl}/kettles.html`, kind: 'web', status: 'parsed', parsed_title: 'Kettles', published_at: '2024-03-05', has_stored_body: true })
+    expect(row).toMatchObject({
+      url: `${docsUrl}/kettles.html`,
+      kind: 'web',
+      status: 'parsed',
+      parsed_title: 'Kettles',
+      published_at: '2024-03-05',
+      has_stored_body: true,
+    })
     expect(row.parsed_markdown).toContain('## Kinds')
     expect(row.body).toMatchObject({ content_type: 'text/html', bytes: new TextEncoder().encode(PAGE).byteLength })
     const stored = await chunks(id)
@@ -152,7 +178,9 @@ describe(`adding documents (${BACKEND})`, () => {
     expect(await ingestColumns(id)).toMatchObject({ status: 'parsed', status_reason: '', etag: ETAG })
     expect((await ingestColumns(id)).content_hash).toMatch(/^[0-9a-f]{64}$/)
     // The original bytes are served back.
-    const body = await fetch(`${server.url}/${repo.slug}/sources/${id}/body`, { headers: { authorization: `Bearer ${owner.token}` } })
+    const body = await fetch(`${server.url}/${repo.slug}/sources/${id}/body`, {
+      headers: { authorization: `Bearer ${owner.token}` },
+    })
     expect(await body.text()).toBe(PAGE)
   })
 
@@ -172,7 +200,10 @@ describe(`adding documents (${BACKEND})`, () => {
   })
 
   test('a PDF, a Markdown file and a text file by URL, several in one request', async () => {
-    const res = await ingest({ urls: [`${docsUrl}/paper.pdf`, `${docsUrl}/teapots.md`, `${docsUrl}/cups.txt`], process: false })
+    const res = await ingest({
+      urls: [`${docsUrl}/paper.pdf`, `${docsUrl}/teapots.md`, `${docsUrl}/cups.txt`],
+      process: false,
+    })
     expect(res.status).toBe(202)
     expect(res.body.jobs).toHaveLength(3)
     const jobs = await Promise.all(res.body.jobs.map((job) => finish(job.id)))
@@ -185,11 +216,14 @@ describe(`adding documents (${BACKEND})`, () => {
     // Both short pages in one chunk, which says so.
     expect(paperChunks.map((chunk) => [chunk.page_start, chunk.page_end])).toEqual([[1, 2]])
     expect(teapots).toMatchObject({ kind: 'markdown', status: 'parsed', parsed_title: 'Teapots' })
-    expect((await chunks(res.body.jobs[1]!.source_id)).some((chunk) => chunk.heading_path.includes('Glazes'))).toBe(true)
+    expect((await chunks(res.body.jobs[1]!.source_id)).some((chunk) => chunk.heading_path.includes('Glazes'))).toBe(
+      true,
+    )
     expect(cups).toMatchObject({ kind: 'text', status: 'parsed' })
     expect(cups.parsed_text).toContain('Saucers catch drips.')
     // process: recorded on the job.
-    const [{ params }] = (await server.context.pools.system`SELECT params FROM jobs WHERE id = ${res.body.jobs[0]!.id}`) as unknown as [{ params: unknown }]
+    const [{ params }] = (await server.context.pools
+      .system`SELECT params FROM jobs WHERE id = ${res.body.jobs[0]!.id}`) as unknown as [{ params: unknown }]
     expect(params).toMatchObject({ process: false })
   })
 
@@ -200,10 +234,19 @@ describe(`adding documents (${BACKEND})`, () => {
     ])
     expect(res.status).toBe(202)
     expect(res.body.jobs).toHaveLength(2)
-    expect((await Promise.all(res.body.jobs.map((job) => finish(job.id)))).map((job) => job.status)).toEqual(['succeeded', 'succeeded'])
+    expect((await Promise.all(res.body.jobs.map((job) => finish(job.id)))).map((job) => job.status)).toEqual([
+      'succeeded',
+      'succeeded',
+    ])
     const hex = new Bun.CryptoHasher('sha256').update(MARKDOWN).digest('hex')
     const teapots = await source(res.body.jobs[0]!.source_id)
-    expect(teapots).toMatchObject({ url: `upload://sha256/${hex}`, kind: 'markdown', status: 'parsed', parsed_title: 'Teapots', has_stored_body: true })
+    expect(teapots).toMatchObject({
+      url: `upload://sha256/${hex}`,
+      kind: 'markdown',
+      status: 'parsed',
+      parsed_title: 'Teapots',
+      has_stored_body: true,
+    })
     expect(await source(res.body.jobs[1]!.source_id)).toMatchObject({ kind: 'pdf', status: 'parsed' })
     const before = await sourceCount()
     const again = await upload([{ name: 'other-name.md', type: 'text/markdown', bytes: MARKDOWN }])
@@ -220,7 +263,11 @@ describe(`adding documents (${BACKEND})`, () => {
     const slow = await added(`${docsUrl}/slow`)
     expect(slow.job.status).toBe('failed')
     expect(slow.job.error).toMatch(/no complete answer within 1000 ms/)
-    expect(await ingestColumns(slow.sourceId)).toMatchObject({ status: 'failed', status_reason: slow.job.error, content_hash: '' })
+    expect(await ingestColumns(slow.sourceId)).toMatchObject({
+      status: 'failed',
+      status_reason: slow.job.error,
+      content_hash: '',
+    })
     const huge = await added(`${docsUrl}/huge.txt`)
     expect(huge.job.status).toBe('failed')
     expect(huge.job.error).toMatch(/more than the limit of 200000/)
@@ -256,7 +303,11 @@ describe(`adding documents (${BACKEND})`, () => {
   test('bad requests: each a clear error, nothing written', async () => {
     const before = await written()
     expectError(await upload([{ name: 'empty.txt', type: 'text/plain', bytes: '' }]), 400, /empty \(0 bytes\)/)
-    expectError(await upload([{ name: 'big.txt', type: 'text/plain', bytes: 'x'.repeat(MAX_BYTES + 1) }]), 413, /exceeds the limit of 200000 bytes/)
+    expectError(
+      await upload([{ name: 'big.txt', type: 'text/plain', bytes: 'x'.repeat(MAX_BYTES + 1) }]),
+      413,
+      /exceeds the limit of 200000 bytes/,
+    )
     // The good file of a request that is refused is not kept either.
     expectError(
       await upload([
@@ -269,14 +320,27 @@ describe(`adding documents (${BACKEND})`, () => {
     expectError(await ingest({ url: 'ftp://example.org/file' }), 400, /not an http\(s\) URL/)
     expectError(await ingest({ urls: [`${docsUrl}/a`, 'not a url'] }), 400, /not an http\(s\) URL/)
     expectError(await ingest({ urls: [] }), 400, /invalid body: urls/)
-    expectError(await ingest({ urls: Array.from({ length: 101 }, (_, i) => `${docsUrl}/${i}`) }), 400, /invalid body: urls/)
+    expectError(
+      await ingest({ urls: Array.from({ length: 101 }, (_, i) => `${docsUrl}/${i}`) }),
+      400,
+      /invalid body: urls/,
+    )
     expectError(await ingest({ url: `${docsUrl}/a`, process: 'yes' }), 400, /invalid body: process/)
     expectError(await upload([{ name: 'x.txt', type: 'text/plain', bytes: 'x' }], { process: 'maybe' }), 400, /process/)
-    expectError(await http.call('POST', `/${repo.slug}/ingest`, { raw: 'url=x', token: owner.token, headers: { 'content-type': 'text/plain' } }), 415)
+    expectError(
+      await http.call('POST', `/${repo.slug}/ingest`, {
+        raw: 'url=x',
+        token: owner.token,
+        headers: { 'content-type': 'text/plain' },
+      }),
+      415,
+    )
     expect(await written()).toEqual(before)
     // Every upload kept is a source's body: a refused one left no bytes behind.
     const kept = await blobKeys(server.context.blobs, `${repositoryBlobPrefix(repo.id)}ingest/uploads/`)
-    const bodies = (await sql`SELECT storage_key FROM source_bodies WHERE storage_key LIKE '%/ingest/uploads/%'`).map((row) => row.storage_key as string)
+    const bodies = (await sql`SELECT storage_key FROM source_bodies WHERE storage_key LIKE '%/ingest/uploads/%'`).map(
+      (row) => row.storage_key as string,
+    )
     expect(kept).toEqual(bodies.sort())
   })
 
@@ -290,7 +354,11 @@ describe(`adding documents (${BACKEND})`, () => {
     expect(res.status).toBe(200)
     expect(res.body).toHaveLength(1)
     expect(Number(res.headers.get('x-total-count'))).toBeGreaterThanOrEqual(1)
-    expectError(await http.get(`/${repo.slug}/sources/${crypto.randomUUID()}/chunks`, viewer.token), 404, /source not found/)
+    expectError(
+      await http.get(`/${repo.slug}/sources/${crypto.randomUUID()}/chunks`, viewer.token),
+      404,
+      /source not found/,
+    )
   })
 
   test('with the address check on: a private address, and a redirect to one, are refused; the source fails with a reason that names no address', async () => {
@@ -305,7 +373,11 @@ describe(`adding documents (${BACKEND})`, () => {
         progress: () => {},
         repository: async () => sql,
       }
-      const config = { ...server.context.config, baseUrl: server.context.baseUrl, ingestFetch: { allowPrivate: false, allowedAddresses: ['127.0.0.1'], maxBytes: MAX_BYTES, timeoutMs: 1000 } }
+      const config = {
+        ...server.context.config,
+        baseUrl: server.context.baseUrl,
+        ingestFetch: { allowPrivate: false, allowedAddresses: ['127.0.0.1'], maxBytes: MAX_BYTES, timeoutMs: 1000 },
+      }
       const services = { blobs: server.context.blobs, config, log: createLogger('silent') } as unknown as JobServices
       return { id, error: (await rejectionOf(ingestSourceJob.run(job, services))) as Error }
     }
@@ -314,7 +386,11 @@ describe(`adding documents (${BACKEND})`, () => {
       const { id, error } = await run(url)
       expect(error.message).toMatch(/the URL was refused: only http\(s\) URLs .* public addresses only/)
       expect(error.message).not.toMatch(/10\.|169\.254/)
-      expect(await ingestColumns(id)).toMatchObject({ status: 'failed', status_reason: error.message, content_hash: '' })
+      expect(await ingestColumns(id)).toMatchObject({
+        status: 'failed',
+        status_reason: error.message,
+        content_hash: '',
+      })
       expect(await chunks(id)).toEqual([])
     }
     // Only the redirect's first hop, which is let through, reached a server.

@@ -27,7 +27,9 @@ describe('a PDF', () => {
     expect(document.pages).toBe(3)
     expect(document.text).toBe('First page heading\nThe *first* <b>page</b>.\n\nSecond page text\n\nThird page, last')
     // Text of a PDF is plain text: what Markdown or HTML would act on is escaped.
-    expect(document.markdown).toBe('<!-- page 1 -->\n\nFirst page heading\nThe \\*first\\* \\<b\\>page\\</b\\>.\n\n<!-- page 2 -->\n\nSecond page text\n\n<!-- page 3 -->\n\nThird page, last')
+    expect(document.markdown).toBe(
+      '<!-- page 1 -->\n\nFirst page heading\nThe \\*first\\* \\<b\\>page\\</b\\>.\n\n<!-- page 2 -->\n\nSecond page text\n\n<!-- page 3 -->\n\nThird page, last',
+    )
     expect(document.chunks).toEqual([
       {
         index: 0,
@@ -39,7 +41,14 @@ describe('a PDF', () => {
     ])
     expect(document.images).toHaveLength(1)
     const [image] = document.images
-    expect({ ...image, data: undefined }).toEqual({ position: 0, pageNumber: 2, width: 3, height: 2, contentType: 'image/png', data: undefined })
+    expect({ ...image, data: undefined }).toEqual({
+      position: 0,
+      pageNumber: 2,
+      width: 3,
+      height: 2,
+      contentType: 'image/png',
+      data: undefined,
+    })
     // The same pixels come back, in a PNG another reader (pdf-lib's) accepts.
     expect(Buffer.from(image!.data!).equals(Buffer.from(SMALL_PNG))).toBe(true)
     const embedded = await (await PDFDocument.create()).embedPng(image!.data!)
@@ -68,16 +77,22 @@ describe('a PDF', () => {
     expect(document.title).toBe('Opening line')
     expect(document.publishedAt).toBeNull()
     expect(document.markdown).toBe('<!-- page 1 -->\n\n<!-- page 2 -->\n\nOpening line\nMore')
-    expect(document.chunks.map((chunk) => [chunk.pageStart, chunk.pageEnd, chunk.text])).toEqual([[2, 2, 'Opening line\nMore']])
+    expect(document.chunks.map((chunk) => [chunk.pageStart, chunk.pageEnd, chunk.text])).toEqual([
+      [2, 2, 'Opening line\nMore'],
+    ])
   })
 
   test('with no text layer, it is kept and says OCR is not done', async () => {
-    const document = await readDocument({ bytes: await makePdf({ title: 'Scan', pages: [[], []], image: { png: SMALL_PNG, page: 1 } }) })
+    const document = await readDocument({
+      bytes: await makePdf({ title: 'Scan', pages: [[], []], image: { png: SMALL_PNG, page: 1 } }),
+    })
     expect(document.text).toBe('')
     expect(document.markdown).toBe('<!-- page 1 -->\n\n<!-- page 2 -->')
     expect(document.chunks).toEqual([])
     expect(document.images).toHaveLength(1)
-    expect(document.warnings).toEqual([{ code: 'no_text_layer', message: 'the PDF has no text layer (a scan?): kgs does not do OCR, so it has no text' }])
+    expect(document.warnings).toEqual([
+      { code: 'no_text_layer', message: 'the PDF has no text layer (a scan?): kgs does not do OCR, so it has no text' },
+    ])
   })
 
   test('encrypted: refused', async () => {
@@ -102,7 +117,10 @@ describe('a PDF', () => {
     const bytes = await makeBombPdf(256)
     expect(bytes.byteLength).toBeLessThan(1024 * 1024)
     const reason = await refusal(readDocument({ bytes }))
-    expect([reason.code, reason.message]).toEqual(['bomb', 'the PDF holds a compressed stream that inflates past 67108864 bytes (a decompression bomb?)'])
+    expect([reason.code, reason.message]).toEqual([
+      'bomb',
+      'the PDF holds a compressed stream that inflates past 67108864 bytes (a decompression bomb?)',
+    ])
   })
 
   test('a bomb behind two filters (deflated twice, or hex-encoded) is refused too', async () => {
@@ -121,7 +139,9 @@ describe('a PDF', () => {
   })
 
   test('more pages than the limit: refused', async () => {
-    const reason = await refusal(readDocument({ bytes: await makePdf({ pages: [['a'], ['b'], ['c']] }) }, { maxPages: 2 }))
+    const reason = await refusal(
+      readDocument({ bytes: await makePdf({ pages: [['a'], ['b'], ['c']] }) }, { maxPages: 2 }),
+    )
     expect([reason.code, reason.message]).toEqual(['too_many_pages', 'the PDF has 3 pages, more than the limit of 2'])
   })
 
@@ -131,7 +151,9 @@ describe('a PDF', () => {
     expect(document.pages).toBe(2000)
     expect(document.markdown.split('\n\n').slice(-2)).toEqual(['<!-- page 2000 -->', 'Page 2000 says hello'])
     // Every chunk names the pages it covers, and every page is in exactly one chunk.
-    const covered = document.chunks.flatMap((chunk) => Array.from({ length: chunk.pageEnd! - chunk.pageStart! + 1 }, (_, i) => chunk.pageStart! + i))
+    const covered = document.chunks.flatMap((chunk) =>
+      Array.from({ length: chunk.pageEnd! - chunk.pageStart! + 1 }, (_, i) => chunk.pageStart! + i),
+    )
     expect(covered).toEqual(Array.from({ length: 2000 }, (_, i) => i + 1))
     const chunk = document.chunks[10]!
     expect(chunk.text.startsWith(`Page ${chunk.pageStart} says hello`)).toBe(true)

@@ -31,16 +31,22 @@ describe('plain text', () => {
 
 describe('Markdown', () => {
   test('is kept as it is; its title is its first heading; its text is what it renders to', async () => {
-    const markdown = 'Intro line\n\n```\n# not the title\n```\n\n## Setup ##\n\nRun **this** and [read](https://example.org).\n\n<b onclick="x()">raw</b>\n'
+    const markdown =
+      'Intro line\n\n```\n# not the title\n```\n\n## Setup ##\n\nRun **this** and [read](https://example.org).\n\n<b onclick="x()">raw</b>\n'
     const document = await readDocument({ bytes: encode(markdown), fileName: 'README.md' })
     expect(document.kind).toBe('markdown')
     expect(document.title).toBe('Setup')
     expect(document.markdown).toBe(markdown)
     // micromark escapes raw HTML, so the text holds it as written, as text.
-    expect(document.text).toBe('Intro line\n\n# not the title\n\nSetup\n\nRun this and read.\n\n<b onclick="x()">raw</b>')
+    expect(document.text).toBe(
+      'Intro line\n\n# not the title\n\nSetup\n\nRun this and read.\n\n<b onclick="x()">raw</b>',
+    )
     expect(document.chunks.map(({ text, headingPath }) => ({ text, headingPath }))).toEqual([
       { text: 'Intro line\n\n```\n# not the title\n```', headingPath: [] },
-      { text: '## Setup ##\n\nRun **this** and [read](https://example.org).\n\n<b onclick="x()">raw</b>', headingPath: ['Setup'] },
+      {
+        text: '## Setup ##\n\nRun **this** and [read](https://example.org).\n\n<b onclick="x()">raw</b>',
+        headingPath: ['Setup'],
+      },
     ])
   })
 

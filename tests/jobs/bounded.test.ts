@@ -17,8 +17,10 @@ let admin: Account
 let owner: Account
 
 const LEASE_MS = 1_000
-const createRepo = async (name: string) => (await http.post('/api/v1/repositories', { name }, owner.token)).body as { id: string; slug: string }
-const enqueue = (repositoryId: string, kind: string, params: Record<string, unknown> = {}) => server.context.jobs.enqueue({ kind, repositoryId, params })
+const createRepo = async (name: string) =>
+  (await http.post('/api/v1/repositories', { name }, owner.token)).body as { id: string; slug: string }
+const enqueue = (repositoryId: string, kind: string, params: Record<string, unknown> = {}) =>
+  server.context.jobs.enqueue({ kind, repositoryId, params })
 
 beforeAll(async () => {
   ;({
@@ -28,7 +30,10 @@ beforeAll(async () => {
   } = await fixture({
     server: {
       env: { WORKERS: '1' },
-      jobs: { timing: { leaseMs: LEASE_MS, heartbeatMs: 100, pollMs: 200, backoffBaseMs: 20 }, extraKindModules: [TEST_JOB_KINDS_URL] },
+      jobs: {
+        timing: { leaseMs: LEASE_MS, heartbeatMs: 100, pollMs: 200, backoffBaseMs: 20 },
+        extraKindModules: [TEST_JOB_KINDS_URL],
+      },
     },
     users: { admin: 'sysadmin', owner: 'member' },
   }))
@@ -62,7 +67,11 @@ describe(`bounded jobs (${BACKEND})`, () => {
     const repo = await createRepo('Busy thread')
     const queued = await enqueue(repo.id, 'test_busy', { ms: 3 * LEASE_MS })
     const job = await waitForJob(http, `/${repo.slug}/jobs/${queued.id}`, owner.token)
-    expect({ status: job.status, attempts: job.attempts, result: job.result }).toEqual({ status: 'succeeded', attempts: 1, result: { attempt: 1 } })
+    expect({ status: job.status, attempts: job.attempts, result: job.result }).toEqual({
+      status: 'succeeded',
+      attempts: 1,
+      result: { attempt: 1 },
+    })
   })
 
   test('deleting a repository cancels its jobs and waits for them before its database goes', async () => {
@@ -70,11 +79,23 @@ describe(`bounded jobs (${BACKEND})`, () => {
     const running = await enqueue(repo.id, 'test_block')
     const queued = await enqueue(repo.id, 'test_echo', { value: 'never' })
     await waitForJob(http, `/${repo.slug}/jobs/${running.id}`, owner.token, (job) => job.progress.phase === 'blocking')
-    expect((await http.call('DELETE', `/api/v1/repositories/${repo.id}`, { token: owner.token, body: { confirm: repo.slug } })).status).toBe(200)
+    expect(
+      (
+        await http.call('DELETE', `/api/v1/repositories/${repo.id}`, {
+          token: owner.token,
+          body: { confirm: repo.slug },
+        })
+      ).status,
+    ).toBe(200)
     // Ended by the time the deletion answers; the records stay, for sysadmins, as jobs of no repository.
     for (const id of [running.id, queued.id]) {
       const job = (await http.get(`/api/v1/jobs/${id}`, admin.token)).body as Job
-      expect({ status: job.status, error: job.error, repository_id: job.repository_id, attempts: job.attempts }).toEqual({
+      expect({
+        status: job.status,
+        error: job.error,
+        repository_id: job.repository_id,
+        attempts: job.attempts,
+      }).toEqual({
         status: 'cancelled',
         error: 'cancelled: its repository was deleted',
         repository_id: null,

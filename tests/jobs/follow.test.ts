@@ -48,7 +48,9 @@ describe(`following jobs (${BACKEND})`, () => {
       expect(job).toMatchObject({ id: res.body.id, status: 'succeeded' })
       expect(job.progress.percent).toBe(100)
       await server.waitFor(new RegExp(`"msg":"job succeeded","job":"${job.id}"`))
-      expect(logged('job started', job.id)).toEqual([expect.objectContaining({ level: 'info', kind: job.kind, repository: repo.id, attempt: 1 })])
+      expect(logged('job started', job.id)).toEqual([
+        expect.objectContaining({ level: 'info', kind: job.kind, repository: repo.id, attempt: 1 }),
+      ])
       const [finished] = logged('job succeeded', job.id)
       expect(finished).toMatchObject({ level: 'info', kind: job.kind, ms: expect.any(Number) })
     }
@@ -67,13 +69,20 @@ describe(`following jobs (${BACKEND})`, () => {
     const job = await waitForJob(http, res.headers.get('location')!, owner.token)
     expect(job.status).toBe('failed')
     await server.waitFor(new RegExp(`"msg":"job failed","job":"${job.id}"`))
-    expect(logged('job failed', job.id)[0]).toMatchObject({ kind: 'import_graph', status: 'failed', error: job.error!.split(' (gave up')[0], ms: expect.any(Number) })
+    expect(logged('job failed', job.id)[0]).toMatchObject({
+      kind: 'import_graph',
+      status: 'failed',
+      error: job.error!.split(' (gave up')[0],
+      ms: expect.any(Number),
+    })
   })
 
   test('?order=desc lists the newest first, and its pages continue in that order', async () => {
     const ascending = (await http.get<Job[]>(`/${repo.slug}/jobs?limit=100`, owner.token)).body.map((job) => job.id)
     expect(ascending.length).toBeGreaterThanOrEqual(3)
-    const descending = (await http.get<Job[]>(`/${repo.slug}/jobs?order=desc&limit=100`, owner.token)).body.map((job) => job.id)
+    const descending = (await http.get<Job[]>(`/${repo.slug}/jobs?order=desc&limit=100`, owner.token)).body.map(
+      (job) => job.id,
+    )
     expect(descending).toEqual([...ascending].reverse())
     const first = await http.get<Job[]>(`/${repo.slug}/jobs?order=desc&limit=1`, owner.token)
     const next = first.headers.get('link')!.match(/<([^>]+)>/)![1]!

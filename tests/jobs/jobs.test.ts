@@ -23,10 +23,16 @@ let other: { id: string; slug: string }
 const runnerLines: string[] = []
 const runnerLog = createLogger('warn', (text) => runnerLines.push(...text.split('\n').filter(Boolean)))
 
-const enqueue = (kind: string, params: Record<string, unknown> = {}, repositoryId = repo.id) => server.context.jobs.enqueue({ kind, repositoryId, params })
+const enqueue = (kind: string, params: Record<string, unknown> = {}, repositoryId = repo.id) =>
+  server.context.jobs.enqueue({ kind, repositoryId, params })
 
 /** Polls the job (by default through the repository's route, as its owner) until `done` holds. */
-const waitForJob = (id: string, done: (job: Job) => boolean = finished, path = `/${repo.slug}/jobs/${id}`, token = owner.token) => pollJob(http, path, token, done, 20_000)
+const waitForJob = (
+  id: string,
+  done: (job: Job) => boolean = finished,
+  path = `/${repo.slug}/jobs/${id}`,
+  token = owner.token,
+) => pollJob(http, path, token, done, 20_000)
 
 beforeAll(async () => {
   ;({
@@ -38,10 +44,16 @@ beforeAll(async () => {
     server: {
       env: { WORKERS: '2' },
       log: runnerLog,
-      jobs: { timing: { leaseMs: 5_000, heartbeatMs: 50, pollMs: 200, backoffBaseMs: 20 }, extraKindModules: [TEST_JOB_KINDS_URL] },
+      jobs: {
+        timing: { leaseMs: 5_000, heartbeatMs: 50, pollMs: 200, backoffBaseMs: 20 },
+        extraKindModules: [TEST_JOB_KINDS_URL],
+      },
     },
     users: { admin: 'sysadmin', owner: 'member', viewer: 'member', stranger: 'member' },
-    repositories: { repo: { by: 'owner', name: 'Jobs', roles: { viewer: 'viewer' } }, other: { by: 'owner', name: 'Other' } },
+    repositories: {
+      repo: { by: 'owner', name: 'Jobs', roles: { viewer: 'viewer' } },
+      other: { by: 'owner', name: 'Other' },
+    },
   }))
 })
 afterAll(() => server.stop())
@@ -84,7 +96,12 @@ describe(`jobs on worker threads (${BACKEND})`, () => {
 
   test('a job that keeps failing fails after its last attempt', async () => {
     const job = await waitForJob((await enqueue('test_flaky', { succeed_on: 9 })).id)
-    expect(job).toMatchObject({ status: 'failed', attempts: 3, result: null, error: 'flaked on attempt 3 (gave up after 3 attempts)' })
+    expect(job).toMatchObject({
+      status: 'failed',
+      attempts: 3,
+      result: null,
+      error: 'flaked on attempt 3 (gave up after 3 attempts)',
+    })
   })
 
   test('a permanent failure is not retried', async () => {
@@ -108,7 +125,9 @@ describe(`jobs on worker threads (${BACKEND})`, () => {
     // lease's expiry), and another thread ran attempt 2.
     const exited = () => {
       runnerLog.flush()
-      return runnerLines.map((line) => JSON.parse(line)).filter((line) => line.msg === 'job worker thread exited while running a job; the job was re-queued')
+      return runnerLines
+        .map((line) => JSON.parse(line))
+        .filter((line) => line.msg === 'job worker thread exited while running a job; the job was re-queued')
     }
     for (const deadline = Date.now() + 10_000; exited().length === 0 && Date.now() < deadline; ) await Bun.sleep(20)
     const [crashed, ...others] = exited()
@@ -128,14 +147,26 @@ describe(`jobs on worker threads (${BACKEND})`, () => {
     const res = await http.post(`/${repo.slug}/jobs/${queued.id}/cancel`, undefined, owner.token)
     expect(res.status).toBe(200)
     expect(res.body).toMatchObject({ id: queued.id, status: 'running' })
-    expect(await waitForJob(queued.id)).toMatchObject({ status: 'cancelled', error: 'cancelled', progress: { phase: 'cancelled' } })
-    expectError(await http.post(`/${repo.slug}/jobs/${queued.id}/cancel`, undefined, owner.token), 409, 'job already cancelled')
+    expect(await waitForJob(queued.id)).toMatchObject({
+      status: 'cancelled',
+      error: 'cancelled',
+      progress: { phase: 'cancelled' },
+    })
+    expectError(
+      await http.post(`/${repo.slug}/jobs/${queued.id}/cancel`, undefined, owner.token),
+      409,
+      'job already cancelled',
+    )
   })
 })
 
 describe(`job routes (${BACKEND})`, () => {
   test('list pages in creation order with a Link to the next page, and filters', async () => {
-    const mine = [await enqueue('test_permanent', {}, other.id), await enqueue('test_permanent', {}, other.id), await enqueue('test_permanent', {}, other.id)]
+    const mine = [
+      await enqueue('test_permanent', {}, other.id),
+      await enqueue('test_permanent', {}, other.id),
+      await enqueue('test_permanent', {}, other.id),
+    ]
     await Promise.all(mine.map((j) => waitForJob(j.id, finished, `/api/v1/jobs/${j.id}`, admin.token)))
     const first = await http.get(`/${other.slug}/jobs?limit=2`, owner.token)
     expect(first.status).toBe(200)
@@ -148,7 +179,9 @@ describe(`job routes (${BACKEND})`, () => {
     // must follow (created_at, id) exactly and hold each job once.
     const paged = [...first.body, ...second.body].map((j: Job) => j.id)
     const db = server.systemSql()
-    const ordered = (await db<{ id: string }[]>`SELECT id FROM jobs WHERE repository_id = ${other.id} ORDER BY created_at, id`).map((r) => r.id)
+    const ordered = (
+      await db<{ id: string }[]>`SELECT id FROM jobs WHERE repository_id = ${other.id} ORDER BY created_at, id`
+    ).map((r) => r.id)
     await db.end()
     expect(paged).toEqual(ordered)
     expect(new Set(paged)).toEqual(new Set(mine.map((j) => j.id)))
@@ -161,13 +194,30 @@ describe(`job routes (${BACKEND})`, () => {
 
   test('the same job through the header, the system route, and not through another repository', async () => {
     const job = await enqueue('test_echo', { value: 'x' })
-    expect((await http.call('GET', `/api/v1/jobs/${job.id}`, { token: owner.token, headers: { 'x-repository-id': repo.slug } })).body.id).toBe(job.id)
+    expect(
+      (
+        await http.call('GET', `/api/v1/jobs/${job.id}`, {
+          token: owner.token,
+          headers: { 'x-repository-id': repo.slug },
+        })
+      ).body.id,
+    ).toBe(job.id)
     expect((await http.get(`/api/v1/jobs/${job.id}`, admin.token)).body.id).toBe(job.id)
     expectError(await http.get(`/${other.slug}/jobs/${job.id}`, owner.token), 404, 'job not found')
-    expectError(await http.call('GET', `/api/v1/jobs/${job.id}`, { token: owner.token, headers: { 'x-repository-id': other.id } }), 404, 'job not found')
+    expectError(
+      await http.call('GET', `/api/v1/jobs/${job.id}`, {
+        token: owner.token,
+        headers: { 'x-repository-id': other.id },
+      }),
+      404,
+      'job not found',
+    )
     expectError(await http.get(`/${repo.slug}/jobs/${crypto.randomUUID()}`, owner.token), 404, 'job not found')
     expectError(await http.get(`/${repo.slug}/jobs/not-a-uuid`, owner.token), 400, /jobID/)
-    const headerList = await http.call('GET', '/api/v1/jobs', { token: viewer.token, headers: { 'x-repository-id': repo.id } })
+    const headerList = await http.call('GET', '/api/v1/jobs', {
+      token: viewer.token,
+      headers: { 'x-repository-id': repo.id },
+    })
     expect(headerList.body.every((j: Job) => j.repository_id === repo.id)).toBe(true)
     expect(headerList.body.some((j: Job) => j.id === job.id)).toBe(true)
     const all = await http.get('/api/v1/jobs?limit=500', admin.token)
@@ -176,9 +226,21 @@ describe(`job routes (${BACKEND})`, () => {
 
   test('permissions: viewers read, editors cancel, only sysadmins see every job; no token, no jobs', async () => {
     const job = await enqueue('test_block')
-    expectError(await http.get('/api/v1/jobs', owner.token), 403, 'permission denied: job:read needs the sysadmin role on this server; a sysadmin can grant it')
-    expectError(await http.get(`/api/v1/jobs/${job.id}`, owner.token), 403, 'permission denied: job:read needs the sysadmin role on this server; a sysadmin can grant it')
-    expectError(await http.post(`/api/v1/jobs/${job.id}/cancel`, undefined, owner.token), 403, 'permission denied: job:cancel needs the sysadmin role on this server; a sysadmin can grant it')
+    expectError(
+      await http.get('/api/v1/jobs', owner.token),
+      403,
+      'permission denied: job:read needs the sysadmin role on this server; a sysadmin can grant it',
+    )
+    expectError(
+      await http.get(`/api/v1/jobs/${job.id}`, owner.token),
+      403,
+      'permission denied: job:read needs the sysadmin role on this server; a sysadmin can grant it',
+    )
+    expectError(
+      await http.post(`/api/v1/jobs/${job.id}/cancel`, undefined, owner.token),
+      403,
+      'permission denied: job:cancel needs the sysadmin role on this server; a sysadmin can grant it',
+    )
     expectError(await http.get(`/${repo.slug}/jobs`, stranger.token), 404, 'repository not found')
     expectError(await http.get(`/${repo.slug}/jobs`), 401, 'authentication required')
     expect((await http.get(`/${repo.slug}/jobs/${job.id}`, viewer.token)).status).toBe(200)
@@ -196,16 +258,38 @@ describe(`job routes (${BACKEND})`, () => {
     const res = await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts' }, owner.token)
     expect(res.status).toBe(202)
     expect(res.body).toMatchObject({ kind: 'embed_facts', repository_id: repo.id, status: 'queued' })
-    expect(await waitForJob(res.body.id)).toMatchObject({ status: 'succeeded', result: { embedded: 0, model: 'kgs-hash-v1' } })
+    expect(await waitForJob(res.body.id)).toMatchObject({
+      status: 'succeeded',
+      result: { embedded: 0, model: 'kgs-hash-v1' },
+    })
     const fetch = await http.post(`/${repo.slug}/jobs`, { kind: 'fetch_media' }, owner.token)
     expect(fetch.status).toBe(202)
-    expect(await waitForJob(fetch.body.id)).toMatchObject({ status: 'succeeded', result: { images: { stored: 0 }, bodies: { stored: 0 } } })
-    expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'fetch_media', params: { ids: [] } }, owner.token), 400, 'invalid job parameters: ids: Unexpected property')
+    expect(await waitForJob(fetch.body.id)).toMatchObject({
+      status: 'succeeded',
+      result: { images: { stored: 0 }, bodies: { stored: 0 } },
+    })
+    expectError(
+      await http.post(`/${repo.slug}/jobs`, { kind: 'fetch_media', params: { ids: [] } }, owner.token),
+      400,
+      'invalid job parameters: ids: Unexpected property',
+    )
     expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'test_echo' }, owner.token), 400, /kind/)
     expectError(await http.post(`/${repo.slug}/jobs`, {}, owner.token), 400, /kind/)
-    expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts', params: { ids: ['nope'] } }, owner.token), 400, /ids/)
+    expectError(
+      await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts', params: { ids: ['nope'] } }, owner.token),
+      400,
+      /ids/,
+    )
     expectError(await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts', extra: 1 }, owner.token), 400, /extra/)
-    expectError(await http.call('POST', `/${repo.slug}/jobs`, { token: owner.token, raw: '{"kind":', headers: { 'content-type': 'application/json' } }), 400, /JSON/i)
+    expectError(
+      await http.call('POST', `/${repo.slug}/jobs`, {
+        token: owner.token,
+        raw: '{"kind":',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      /JSON/i,
+    )
     expectError(
       await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts' }, viewer.token),
       403,

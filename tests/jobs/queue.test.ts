@@ -39,7 +39,9 @@ beforeEach(async () => {
 
 const enqueue = (kind = 'noop', maxAttempts = 3) => enqueueJob(sql, { kind, maxAttempts })
 const row = async (id: string) =>
-  (await sql`SELECT status, attempts, lease_owner, claimed_by, error, cancel_requested, run_after > now() AS delayed, run_after - now() AS delay FROM jobs WHERE id = ${id}`)[0]!
+  (
+    await sql`SELECT status, attempts, lease_owner, claimed_by, error, cancel_requested, run_after > now() AS delayed, run_after - now() AS delay FROM jobs WHERE id = ${id}`
+  )[0]!
 const expireLease = (id: string) => sql`UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ${id}`
 const makeReady = (id: string) => sql`UPDATE jobs SET run_after = now() - interval '1 second' WHERE id = ${id}`
 
@@ -66,7 +68,15 @@ describe(`job queue (${BACKEND})`, () => {
     const second = await enqueue()
     await enqueue('other_kind')
     const claimed = await claimJob(sql, 'w1', LEASE, ['noop'])
-    expect(claimed).toEqual({ id: first.id, kind: 'noop', repositoryId: null, params: {}, createdBy: null, attempts: 1, maxAttempts: 3 })
+    expect(claimed).toEqual({
+      id: first.id,
+      kind: 'noop',
+      repositoryId: null,
+      params: {},
+      createdBy: null,
+      attempts: 1,
+      maxAttempts: 3,
+    })
     expect((await claimJob(sql, 'w2', LEASE, ['noop']))?.id).toBe(second.id)
     expect(await claimJob(sql, 'w3', LEASE, ['noop'])).toBeUndefined()
     expect(await row(first.id)).toMatchObject({ status: 'running', attempts: 1, lease_owner: 'w1', claimed_by: 'w1' })
@@ -83,7 +93,10 @@ describe(`job queue (${BACKEND})`, () => {
     )
     expect(taken.length).toBe(60)
     expect(new Set(taken)).toEqual(ids)
-    const [{ n }] = (await sql`SELECT count(*)::int AS n FROM jobs WHERE attempts = 1 AND status = 'running'`) as unknown as [{ n: number }]
+    const [{ n }] =
+      (await sql`SELECT count(*)::int AS n FROM jobs WHERE attempts = 1 AND status = 'running'`) as unknown as [
+        { n: number },
+      ]
     expect(n).toBe(60)
   })
 
@@ -91,10 +104,16 @@ describe(`job queue (${BACKEND})`, () => {
     const job = await enqueue()
     await claimJob(sql, 'owner', LEASE, ['noop'])
     expect(await renewLease(sql, job.id, 'intruder', LEASE)).toEqual({ held: false, cancelRequested: false })
-    expect(await reportProgress(sql, job.id, 'intruder', LEASE, { done: 5 })).toEqual({ held: false, cancelRequested: false })
+    expect(await reportProgress(sql, job.id, 'intruder', LEASE, { done: 5 })).toEqual({
+      held: false,
+      cancelRequested: false,
+    })
     expect(await finishJob(sql, job.id, 'intruder', { status: 'succeeded', result: 1 })).toBe(false)
     expect(await failAttempt(sql, job.id, 'intruder', 'x', true)).toBeUndefined()
-    expect(await reportProgress(sql, job.id, 'owner', LEASE, { phase: 'copying', done: 5, total: 10 })).toEqual({ held: true, cancelRequested: false })
+    expect(await reportProgress(sql, job.id, 'owner', LEASE, { phase: 'copying', done: 5, total: 10 })).toEqual({
+      held: true,
+      cancelRequested: false,
+    })
     expect(await finishJob(sql, job.id, 'owner', { status: 'succeeded', result: { copied: 10 } })).toBe(true)
     expect(await getJob(sql, job.id)).toMatchObject({
       status: 'succeeded',
@@ -110,19 +129,34 @@ describe(`job queue (${BACKEND})`, () => {
     const job = await enqueue('noop', 2)
     await claimJob(sql, 'w', LEASE, ['noop'])
     expect(await failAttempt(sql, job.id, 'w', 'disk hiccup', true, 60_000)).toBe('queued')
-    expect(await row(job.id)).toMatchObject({ status: 'queued', attempts: 1, lease_owner: null, error: 'disk hiccup', delayed: true })
+    expect(await row(job.id)).toMatchObject({
+      status: 'queued',
+      attempts: 1,
+      lease_owner: null,
+      error: 'disk hiccup',
+      delayed: true,
+    })
     expect(await claimJob(sql, 'w', LEASE, ['noop'])).toBeUndefined() // not before its backoff
     await makeReady(job.id)
     expect((await claimJob(sql, 'w', LEASE, ['noop']))?.attempts).toBe(2)
     expect(await failAttempt(sql, job.id, 'w', 'disk hiccup', true)).toBe('failed')
-    expect(await getJob(sql, job.id)).toMatchObject({ status: 'failed', error: 'disk hiccup (gave up after 2 attempts)', attempts: 2, finished_at: expect.any(String) })
+    expect(await getJob(sql, job.id)).toMatchObject({
+      status: 'failed',
+      error: 'disk hiccup (gave up after 2 attempts)',
+      attempts: 2,
+      finished_at: expect.any(String),
+    })
   })
 
   test('a permanent failure is not retried', async () => {
     const job = await enqueue('noop', 5)
     await claimJob(sql, 'w', LEASE, ['noop'])
     expect(await failAttempt(sql, job.id, 'w', 'bundle: facts[3]: missing text', false)).toBe('failed')
-    expect(await getJob(sql, job.id)).toMatchObject({ status: 'failed', error: 'bundle: facts[3]: missing text', attempts: 1 })
+    expect(await getJob(sql, job.id)).toMatchObject({
+      status: 'failed',
+      error: 'bundle: facts[3]: missing text',
+      attempts: 1,
+    })
   })
 
   test('backoff doubles per attempt, with jitter, up to a cap', () => {
@@ -143,7 +177,11 @@ describe(`job queue (${BACKEND})`, () => {
     expect(await requeueExpiredLeases(sql)).toBe(0) // the lease is still good
     await expireLease(job.id)
     expect(await requeueExpiredLeases(sql, 0)).toBe(1)
-    expect(await row(job.id)).toMatchObject({ status: 'queued', lease_owner: null, error: 'lease expired: the worker stopped responding' })
+    expect(await row(job.id)).toMatchObject({
+      status: 'queued',
+      lease_owner: null,
+      error: 'lease expired: the worker stopped responding',
+    })
     expect(await claimJob(sql, 'alive', LEASE, ['noop'])).toMatchObject({ id: job.id, attempts: 2 })
     expect(await renewLease(sql, job.id, 'dead', LEASE)).toEqual({ held: false, cancelRequested: false })
     expect(await finishJob(sql, job.id, 'dead', { status: 'succeeded', result: 'stale' })).toBe(false)
@@ -156,7 +194,10 @@ describe(`job queue (${BACKEND})`, () => {
     await claimJob(sql, 'dead', LEASE, ['noop'])
     await expireLease(job.id)
     expect(await requeueExpiredLeases(sql)).toBe(1)
-    expect(await getJob(sql, job.id)).toMatchObject({ status: 'failed', error: 'lease expired: the worker stopped responding (gave up after 1 attempts)' })
+    expect(await getJob(sql, job.id)).toMatchObject({
+      status: 'failed',
+      error: 'lease expired: the worker stopped responding (gave up after 1 attempts)',
+    })
   })
 
   test("a gone worker's jobs are released at once, others' are not", async () => {
@@ -173,13 +214,24 @@ describe(`job queue (${BACKEND})`, () => {
     const job = await enqueue('noop', 1)
     expect(await claimJob(sql, 'stopping', LEASE, ['noop'])).toMatchObject({ id: job.id, attempts: 1 })
     expect(await handBackOnShutdown(sql, 'stopping', 'the instance shut down while it ran')).toBe(1)
-    expect(await row(job.id)).toMatchObject({ status: 'queued', attempts: 0, lease_owner: null, delayed: false, error: 'the instance shut down while it ran' })
+    expect(await row(job.id)).toMatchObject({
+      status: 'queued',
+      attempts: 0,
+      lease_owner: null,
+      delayed: false,
+      error: 'the instance shut down while it ran',
+    })
     expect(await claimJob(sql, 'next', LEASE, ['noop'])).toMatchObject({ id: job.id, attempts: 1 })
   })
 
   test('cancel: a queued job at once; a running one is asked; a finished one is left alone', async () => {
     const queued = await enqueue()
-    expect(await requestCancel(sql, queued.id)).toMatchObject({ status: 'cancelled', error: 'cancelled', finished_at: expect.any(String), progress: { phase: 'cancelled' } })
+    expect(await requestCancel(sql, queued.id)).toMatchObject({
+      status: 'cancelled',
+      error: 'cancelled',
+      finished_at: expect.any(String),
+      progress: { phase: 'cancelled' },
+    })
     expect(await claimJob(sql, 'w', LEASE, ['noop'])).toBeUndefined()
 
     const running = await enqueue()
@@ -220,7 +272,9 @@ describe(`job queue (${BACKEND})`, () => {
     // Jobs created within one clock tick tie on created_at; the id breaks the tie.
     expect(seen).toEqual((await sql<{ id: string }[]>`SELECT id FROM jobs ORDER BY created_at, id`).map((r) => r.id))
     expect(new Set(seen)).toEqual(new Set(jobs.map((j) => j.id)))
-    expect(new Set((await listJobs(sql, { kind: 'other_kind' }, 10, undefined)).map((r) => r.id))).toEqual(new Set([jobs[1]!.id, jobs[3]!.id]))
+    expect(new Set((await listJobs(sql, { kind: 'other_kind' }, 10, undefined)).map((r) => r.id))).toEqual(
+      new Set([jobs[1]!.id, jobs[3]!.id]),
+    )
     const [claimedId] = (await sql<{ id: string }[]>`SELECT id FROM jobs WHERE status = 'running'`).map((r) => r.id)
     expect((await listJobs(sql, { status: 'running' }, 10, undefined)).map((r) => r.id)).toEqual([claimedId!])
   })

@@ -14,7 +14,14 @@ import { mcpServerFactory } from '../../src/mcp/server.ts'
 import type { ToolServices } from '../../src/mcp/services.ts'
 import type { Tool } from '../../src/mcp/tool.ts'
 import { TOOLS } from '../../src/mcp/tools.ts'
-import { REPOSITORY_PERMISSIONS, ROLES, permissionDenied, scopeNeeded, scopeRefused, type Permission } from '../../src/permissions.ts'
+import {
+  REPOSITORY_PERMISSIONS,
+  ROLES,
+  permissionDenied,
+  scopeNeeded,
+  scopeRefused,
+  type Permission,
+} from '../../src/permissions.ts'
 import type { Account } from '../helpers/api.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import { fixture } from '../helpers/fixture.ts'
@@ -41,13 +48,15 @@ const KINDS = ['source', 'fact', 'concept', 'summary', 'synthesis', 'investigati
 function callsOf(tool: Tool): Record<string, unknown>[] {
   if (tool.scope === 'system') return [{}]
   const base = { repository: repository.slug }
-  if (tool.name === 'update' || tool.name === 'delete') return KINDS.map((kind) => ({ ...base, kind, id: crypto.randomUUID() }))
+  if (tool.name === 'update' || tool.name === 'delete')
+    return KINDS.map((kind) => ({ ...base, kind, id: crypto.randomUUID() }))
   if (tool.name === 'search') return [base, { ...base, kind: 'concepts' }].map((args) => ({ ...args, query: 'tea' }))
   return [base]
 }
 
 /** What a call of `tool` with `args` declares it needs. */
-const declared = (tool: Tool, args: Record<string, unknown>): Permission | 'token' => (tool.scope === 'repository' ? tool.permission(args as never) : tool.permission)
+const declared = (tool: Tool, args: Record<string, unknown>): Permission | 'token' =>
+  tool.scope === 'repository' ? tool.permission(args as never) : tool.permission
 
 /**
  * The server's own services behind a record of which of them a call touched: a refused call may
@@ -56,7 +65,13 @@ const declared = (tool: Tool, args: Record<string, unknown>): Permission | 'toke
 function recorded(): { services: ToolServices; touched: Set<string> } {
   const touched = new Set<string>()
   const ctx = server.context
-  const real = { rbac: ctx.rbac, repositories: ctx.repositories, pools: ctx.pools, jobs: ctx.jobs, log: ctx.log } as unknown as ToolServices
+  const real = {
+    rbac: ctx.rbac,
+    repositories: ctx.repositories,
+    pools: ctx.pools,
+    jobs: ctx.jobs,
+    log: ctx.log,
+  } as unknown as ToolServices
   const services = new Proxy(real, {
     get(target, name) {
       touched.add(String(name))
@@ -68,14 +83,26 @@ function recorded(): { services: ToolServices; touched: Set<string> } {
 
 /** Calls every tool as `principal`: the answer's text (or undefined for an answer that is no error) and what it touched. */
 async function callEvery(principal: Principal) {
-  const answers: { call: string; scope: Tool['scope']; needs: Permission | 'token'; error: string | undefined; touched: string[] }[] = []
+  const answers: {
+    call: string
+    scope: Tool['scope']
+    needs: Permission | 'token'
+    error: string | undefined
+    touched: string[]
+  }[] = []
   for (const tool of TOOLS) {
     for (const args of callsOf(tool)) {
       const { services, touched } = recorded()
       const { answer } = mcpServerFactory(services, `${server.url}/.well-known/oauth-protected-resource/api/v1/mcp`)
       const result = await answer(principal, tool, args, 'access-path')
       const text = (result.content[0] as { text: string }).text
-      answers.push({ call: `${tool.name} ${JSON.stringify(args.kind ?? '')}`, scope: tool.scope, needs: declared(tool, args), error: result.isError ? text : undefined, touched: [...touched].sort() })
+      answers.push({
+        call: `${tool.name} ${JSON.stringify(args.kind ?? '')}`,
+        scope: tool.scope,
+        needs: declared(tool, args),
+        error: result.isError ? text : undefined,
+        touched: [...touched].sort(),
+      })
     }
   }
   return answers
@@ -87,7 +114,9 @@ const BEFORE_RUNNING = ['log', 'rbac', 'repositories']
 describe(`one decision for every action (${BACKEND})`, () => {
   test('every tool declares a permission; only list_repositories asks for no more than a token', () => {
     expect(TOOLS.length).toBeGreaterThan(20)
-    expect(TOOLS.filter((tool) => tool.scope === 'system' && tool.permission === 'token').map((tool) => tool.name)).toEqual(['list_repositories'])
+    expect(
+      TOOLS.filter((tool) => tool.scope === 'system' && tool.permission === 'token').map((tool) => tool.name),
+    ).toEqual(['list_repositories'])
     const repositoryPermissions = new Set<string>(REPOSITORY_PERMISSIONS)
     const undeclared = TOOLS.filter((tool) => tool.scope === 'repository').flatMap((tool) =>
       callsOf(tool)
@@ -98,25 +127,40 @@ describe(`one decision for every action (${BACKEND})`, () => {
   })
 
   test('a repository the caller does not see: every repository tool is refused as the API refuses it, before it runs', async () => {
-    const answers = (await callEvery({ userId: users.stranger.id, sessionId: 'a session' })).filter(({ scope }) => scope === 'repository')
+    const answers = (await callEvery({ userId: users.stranger.id, sessionId: 'a session' })).filter(
+      ({ scope }) => scope === 'repository',
+    )
     expect(answers.length).toBeGreaterThan(25)
-    for (const { call, error, touched } of answers) expect({ call, error, touched }).toEqual({ call, error: 'repository not found', touched: BEFORE_RUNNING })
+    for (const { call, error, touched } of answers)
+      expect({ call, error, touched }).toEqual({ call, error: 'repository not found', touched: BEFORE_RUNNING })
   })
 
   test('a role without the permission: refused naming the permission the tool declares and the roles carrying it, before it runs', async () => {
     const viewer = new Set<string>(ROLES.viewer.permissions)
-    const answers = (await callEvery({ userId: users.viewer.id, sessionId: 'a session' })).filter(({ scope, needs }) => scope === 'repository' && !viewer.has(needs))
+    const answers = (await callEvery({ userId: users.viewer.id, sessionId: 'a session' })).filter(
+      ({ scope, needs }) => scope === 'repository' && !viewer.has(needs),
+    )
     expect(answers.map(({ needs }) => needs)).toContain('fact:write')
     for (const { call, needs, error, touched } of answers)
-      expect({ call, error, touched }).toEqual({ call, error: permissionDenied(needs as Permission, `repository ${repository.slug}`), touched: BEFORE_RUNNING })
+      expect({ call, error, touched }).toEqual({
+        call,
+        error: permissionDenied(needs as Permission, `repository ${repository.slug}`),
+        touched: BEFORE_RUNNING,
+      })
   })
 
   test("a token without the scope: every tool but list_repositories is refused asking for its permission's scope, before it runs", async () => {
-    const answers = (await callEvery({ userId: users.editor.id, clientId: 'a client', scopes: [] })).filter(({ needs }) => needs !== 'token')
+    const answers = (await callEvery({ userId: users.editor.id, clientId: 'a client', scopes: [] })).filter(
+      ({ needs }) => needs !== 'token',
+    )
     expect(answers.map(({ needs }) => needs)).toContain('registry:pull')
     for (const { call, needs, error, touched } of answers) {
       const permission = needs as Permission
-      expect({ call, error, touched }).toEqual({ call, error: scopeRefused(scopeNeeded(permission), [], permission), touched: BEFORE_RUNNING })
+      expect({ call, error, touched }).toEqual({
+        call,
+        error: scopeRefused(scopeNeeded(permission), [], permission),
+        touched: BEFORE_RUNNING,
+      })
     }
   })
 
@@ -127,6 +171,8 @@ describe(`one decision for every action (${BACKEND})`, () => {
     }))
     const naming = routes.filter(({ at }) => at.includes('/:repoID'))
     expect(naming.length).toBeGreaterThan(40)
-    expect(naming.filter(({ rule }) => !/^repository(-or-system)? /.test(rule)).map(({ at, rule }) => `${at}: ${rule}`)).toEqual([])
+    expect(
+      naming.filter(({ rule }) => !/^repository(-or-system)? /.test(rule)).map(({ at, rule }) => `${at}: ${rule}`),
+    ).toEqual([])
   })
 })

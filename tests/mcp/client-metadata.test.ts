@@ -8,12 +8,23 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { UnauthorizedError as UnauthorizedV1 } from '@modelcontextprotocol/sdk/client/auth.js'
-import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2, UnauthorizedError as UnauthorizedV2, type OAuthDiscoveryState } from '@modelcontextprotocol/client'
+import {
+  Client as ClientV2,
+  StreamableHTTPClientTransport as TransportV2,
+  UnauthorizedError as UnauthorizedV2,
+  type OAuthDiscoveryState,
+} from '@modelcontextprotocol/client'
 import type { Browser } from 'playwright-core'
 import { BACKEND } from '../helpers/backend.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
 import { launchBrowser, listenOnLoopback, signInAndDecide, type LoopbackListener } from '../helpers/browser.ts'
-import { clientDocument, startDocumentServer, startServerTrusting, testCertificate, type DocumentServer } from '../helpers/client-metadata.ts'
+import {
+  clientDocument,
+  startDocumentServer,
+  startServerTrusting,
+  testCertificate,
+  type DocumentServer,
+} from '../helpers/client-metadata.ts'
 import type { ServerProcess } from '../helpers/server.ts'
 import { InMemoryHostProvider } from '../helpers/mcp-host.ts'
 import { rejected } from '../helpers/promises.ts'
@@ -31,7 +42,11 @@ beforeAll(async () => {
   listener = listenOnLoopback('127.0.0.1')
   callback = `http://127.0.0.1:${listener.port}/callback`
   // One document per revision, so that each SDK's flow fetches its own.
-  docs = startDocumentServer(certificate, (path, origin) => (/^\/hosts\/[\w-]+\.json$/.test(path) ? Response.json(clientDocument(origin + path, callback, { client_name: 'SDK host' })) : undefined))
+  docs = startDocumentServer(certificate, (path, origin) =>
+    /^\/hosts\/[\w-]+\.json$/.test(path)
+      ? Response.json(clientDocument(origin + path, callback, { client_name: 'SDK host' }))
+      : undefined,
+  )
   kgs = await startServerTrusting(certificate)
   mcpUrl = new URL(`${kgs.url}/api/v1/mcp`)
   expect((await api(kgs.url).post('/api/v1/auth/register', account)).status).toBe(201)
@@ -71,17 +86,22 @@ const REVISIONS = [
       await client.connect(new TransportV1(mcpUrl, { authProvider: provider }))
       return client
     },
-    finishAuth: (provider: DocumentedHost, params: URLSearchParams) => new TransportV1(mcpUrl, { authProvider: provider }).finishAuth(params.get('code')!),
+    finishAuth: (provider: DocumentedHost, params: URLSearchParams) =>
+      new TransportV1(mcpUrl, { authProvider: provider }).finishAuth(params.get('code')!),
   },
   {
     revision: '2026-07-28',
     unauthorized: UnauthorizedV2,
     connect: async (provider: DocumentedHost) => {
-      const client = new ClientV2({ name: 'cimd host', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } })
+      const client = new ClientV2(
+        { name: 'cimd host', version: '1' },
+        { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+      )
       await client.connect(new TransportV2(mcpUrl, { authProvider: provider }))
       return client
     },
-    finishAuth: (provider: DocumentedHost, params: URLSearchParams) => new TransportV2(mcpUrl, { authProvider: provider }).finishAuth(params),
+    finishAuth: (provider: DocumentedHost, params: URLSearchParams) =>
+      new TransportV2(mcpUrl, { authProvider: provider }).finishAuth(params),
   },
 ]
 
@@ -100,7 +120,9 @@ describe(`MCP hosts known by their metadata document (${BACKEND})`, () => {
         const page = await context.newPage()
         await page.goto(asked.href)
         // The page names the host that publishes the document, beside the name it chose.
-        expect(await page.locator('main p').first().textContent()).toContain(`SDK host from ${new URL(docs.origin).host}`)
+        expect(await page.locator('main p').first().textContent()).toContain(
+          `SDK host from ${new URL(docs.origin).host}`,
+        )
         await signInAndDecide(page, account, 'Allow')
       } finally {
         await context.close()

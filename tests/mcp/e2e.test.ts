@@ -10,7 +10,12 @@ import { join } from 'node:path'
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { UnauthorizedError as UnauthorizedV1 } from '@modelcontextprotocol/sdk/client/auth.js'
-import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2, UnauthorizedError as UnauthorizedV2, type OAuthDiscoveryState } from '@modelcontextprotocol/client'
+import {
+  Client as ClientV2,
+  StreamableHTTPClientTransport as TransportV2,
+  UnauthorizedError as UnauthorizedV2,
+  type OAuthDiscoveryState,
+} from '@modelcontextprotocol/client'
 import type { Browser } from 'playwright-core'
 import { generateBundle } from '../../scripts/gen-bundle.ts'
 import { BACKEND, tempDir } from '../helpers/backend.ts'
@@ -41,7 +46,8 @@ beforeAll(async () => {
   const token = registered.body.token as string
   const created = await http.post('/api/v1/repositories', { name: 'MCP graph' }, token)
   Object.assign(repo, { id: created.body.id, slug: created.body.slug })
-  for (const revision of ['2025-11-25', '2026-07-28']) targets[revision] = (await http.post('/api/v1/repositories', { name: `MCP import ${revision}` }, token)).body.slug
+  for (const revision of ['2025-11-25', '2026-07-28'])
+    targets[revision] = (await http.post('/api/v1/repositories', { name: `MCP import ${revision}` }, token)).body.slug
   const path = join(tempDir('kgs-mcp-'), 'bundle.json.gz')
   await generateBundle(path, { facts: 40, vectors: 'kgs-hash-v1' })
   const started = await uploadBundle(http, repo.slug, token, new Uint8Array(await Bun.file(path).arrayBuffer()))
@@ -50,7 +56,13 @@ beforeAll(async () => {
   const first = async (list: string) => (await http.get(`/${repo.slug}/${list}?limit=1`, token)).body[0]
   const fact = await first('facts')
   repo.factConcept = (await http.get(`/${repo.slug}/facts/${fact.id}`, token)).body.concepts[0].id
-  Object.assign(repo, { fact: fact.id, factText: fact.text, concept: (await first('concepts')).id, investigation: (await first('investigations')).id, report: (await first('reports')).id })
+  Object.assign(repo, {
+    fact: fact.id,
+    factText: fact.text,
+    concept: (await first('concepts')).id,
+    investigation: (await first('investigations')).id,
+    report: (await first('reports')).id,
+  })
   listener = listenOnLoopback('127.0.0.1')
   browser = await launchBrowser()
 }, 120_000)
@@ -90,7 +102,9 @@ async function consentInBrowser(url: URL): Promise<URLSearchParams> {
 }
 
 interface Conversation {
-  listTools(): Promise<{ tools: { name: string; annotations?: Record<string, unknown>; outputSchema?: unknown; description?: string }[] }>
+  listTools(): Promise<{
+    tools: { name: string; annotations?: Record<string, unknown>; outputSchema?: unknown; description?: string }[]
+  }>
   callTool(request: { name: string; arguments: Record<string, unknown> }): Promise<unknown>
   readResource(request: { uri: string }): Promise<{ contents: { uri: string; text?: unknown }[] }>
   close(): Promise<void>
@@ -113,20 +127,25 @@ const REVISIONS = [
       expect(client.getInstructions()).toContain('list_repositories')
       return client
     },
-    finishAuth: (provider: HostProvider, callback: URLSearchParams) => new TransportV1(mcpUrl, { authProvider: provider }).finishAuth(callback.get('code')!),
+    finishAuth: (provider: HostProvider, callback: URLSearchParams) =>
+      new TransportV1(mcpUrl, { authProvider: provider }).finishAuth(callback.get('code')!),
   },
   {
     revision: '2026-07-28',
     sdk: '@modelcontextprotocol/client 2.x',
     unauthorized: UnauthorizedV2,
     connect: async (provider: HostProvider): Promise<Conversation> => {
-      const client = new ClientV2({ name: 'e2e host', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } })
+      const client = new ClientV2(
+        { name: 'e2e host', version: '1' },
+        { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+      )
       await client.connect(new TransportV2(mcpUrl, { authProvider: provider }))
       expect(client.getInstructions()).toContain('list_repositories')
       return client
     },
     // With the whole callback, so that the SDK checks its iss (RFC 9207).
-    finishAuth: (provider: HostProvider, callback: URLSearchParams) => new TransportV2(mcpUrl, { authProvider: provider }).finishAuth(callback),
+    finishAuth: (provider: HostProvider, callback: URLSearchParams) =>
+      new TransportV2(mcpUrl, { authProvider: provider }).finishAuth(callback),
   },
 ]
 
@@ -135,7 +154,10 @@ const CALLS: { name: string; arguments: () => Record<string, unknown>; check(res
   {
     name: 'list_repositories',
     arguments: () => ({}),
-    check: (r) => expect(r.structuredContent!.items).toContainEqual(expect.objectContaining({ id: repo.id, slug: repo.slug, role: 'repoadmin' })),
+    check: (r) =>
+      expect(r.structuredContent!.items).toContainEqual(
+        expect.objectContaining({ id: repo.id, slug: repo.slug, role: 'repoadmin' }),
+      ),
   },
   {
     name: 'search',
@@ -146,7 +168,9 @@ const CALLS: { name: string; arguments: () => Record<string, unknown>; check(res
       // The fact whose very text was asked for comes first.
       expect(r.structuredContent!.hits[0]).toMatchObject({ id: repo.fact, kind: 'fact' })
       expect(r.structuredContent!.hits[0].score).toBeGreaterThan(0.99)
-      expect(r.content.filter((c) => c.type === 'resource_link').map((c) => c.uri)[0]).toBe(`kgs://${repo.id}/facts/${repo.fact}`)
+      expect(r.content.filter((c) => c.type === 'resource_link').map((c) => c.uri)[0]).toBe(
+        `kgs://${repo.id}/facts/${repo.fact}`,
+      )
     },
   },
   {
@@ -188,23 +212,45 @@ const CALLS: { name: string; arguments: () => Record<string, unknown>; check(res
       expect(r.structuredContent!.sources.length).toBeGreaterThan(0)
     },
   },
-  { name: 'list_concepts', arguments: () => ({ repository: repo.slug }), check: (r) => expect(r.structuredContent!.items.length).toBeGreaterThan(0) },
+  {
+    name: 'list_concepts',
+    arguments: () => ({ repository: repo.slug }),
+    check: (r) => expect(r.structuredContent!.items.length).toBeGreaterThan(0),
+  },
   {
     name: 'get_concept',
     arguments: () => ({ repository: repo.slug, concept_id: repo.concept }),
-    check: (r) => expect(r.structuredContent).toMatchObject({ id: repo.concept, aliases: expect.any(Array), summaries: expect.any(Array) }),
+    check: (r) =>
+      expect(r.structuredContent).toMatchObject({
+        id: repo.concept,
+        aliases: expect.any(Array),
+        summaries: expect.any(Array),
+      }),
   },
-  { name: 'list_investigations', arguments: () => ({ repository: repo.slug }), check: (r) => expect(r.structuredContent!.items[0].id).toBe(repo.investigation) },
+  {
+    name: 'list_investigations',
+    arguments: () => ({ repository: repo.slug }),
+    check: (r) => expect(r.structuredContent!.items[0].id).toBe(repo.investigation),
+  },
   {
     name: 'get_investigation',
     arguments: () => ({ repository: repo.slug, investigation_id: repo.investigation }),
     check: (r) => expect(r.structuredContent).toMatchObject({ id: repo.investigation, sources: expect.any(Array) }),
   },
-  { name: 'list_reports', arguments: () => ({ repository: repo.slug, top_level: true }), check: (r) => expect(r.structuredContent!.items[0].id).toBe(repo.report) },
+  {
+    name: 'list_reports',
+    arguments: () => ({ repository: repo.slug, top_level: true }),
+    check: (r) => expect(r.structuredContent!.items[0].id).toBe(repo.report),
+  },
   {
     name: 'get_report',
     arguments: () => ({ repository: repo.slug, report_id: repo.report }),
-    check: (r) => expect(r.structuredContent).toMatchObject({ id: repo.report, body_md: expect.any(String), annotations: expect.any(Array) }),
+    check: (r) =>
+      expect(r.structuredContent).toMatchObject({
+        id: repo.report,
+        body_md: expect.any(String),
+        annotations: expect.any(Array),
+      }),
   },
 ]
 
@@ -241,7 +287,18 @@ async function exportAndImport(conversation: Conversation, revision: string) {
 }
 
 /** The tools that build the graph, each called once by writeAndRead. */
-const WRITE_TOOLS = ['create_source', 'create_fact', 'create_concept', 'link_concept', 'write_summary', 'write_synthesis', 'create_investigation', 'write_report', 'update', 'delete']
+const WRITE_TOOLS = [
+  'create_source',
+  'create_fact',
+  'create_concept',
+  'link_concept',
+  'write_summary',
+  'write_synthesis',
+  'create_investigation',
+  'write_report',
+  'update',
+  'delete',
+]
 
 /**
  * A small graph built through every write tool, each write seen by the read tools (search finds
@@ -250,13 +307,28 @@ const WRITE_TOOLS = ['create_source', 'create_fact', 'create_concept', 'link_con
  */
 async function writeAndRead(conversation: Conversation, revision: string) {
   const call = async (tool: string, args: Record<string, unknown>) => {
-    const result = (await conversation.callTool({ name: tool, arguments: { repository: repo.slug, ...args } })) as ToolResult
-    expect({ tool, isError: result.isError ?? false, text: result.isError ? result.content[0]!.text : '' }).toEqual({ tool, isError: false, text: '' })
+    const result = (await conversation.callTool({
+      name: tool,
+      arguments: { repository: repo.slug, ...args },
+    })) as ToolResult
+    expect({ tool, isError: result.isError ?? false, text: result.isError ? result.content[0]!.text : '' }).toEqual({
+      tool,
+      isError: false,
+      text: '',
+    })
     expect(JSON.parse(result.content[0]!.text!)).toEqual(result.structuredContent!)
     return result
   }
   const links = (result: ToolResult) => result.content.filter((c) => c.type === 'resource_link').map((c) => c.uri)
-  const source = (await call('create_source', { url: `https://example.org/mcp/${revision}`, kind: 'web', status: 'parsed', parsed_title: 'Kettles', parsed_text: 'k'.repeat(5000) })).structuredContent!
+  const source = (
+    await call('create_source', {
+      url: `https://example.org/mcp/${revision}`,
+      kind: 'web',
+      status: 'parsed',
+      parsed_title: 'Kettles',
+      parsed_text: 'k'.repeat(5000),
+    })
+  ).structuredContent!
   // The long text just written comes back as a preview.
   expect(source).toMatchObject({ url: `https://example.org/mcp/${revision}`, parsed_title: 'Kettles', fact_count: 0 })
   expect(source.parsed_text.length).toBeLessThan(400)
@@ -268,29 +340,65 @@ async function writeAndRead(conversation: Conversation, revision: string) {
   expect(links(created)).toEqual([`kgs://${repo.id}/facts/${fact.id}`])
   expect((await call('get_fact', { fact_id: fact.id })).structuredContent).toMatchObject({ id: fact.id, text })
 
-  const concept = (await call('create_concept', { canonical_name: `Kettle ${revision}`, context: 'kitchen', aliases: ['boiler'] })).structuredContent!
-  expect((await call('list_concepts', { prefix: `kettle ${revision}` })).structuredContent!.items).toEqual([expect.objectContaining({ id: concept.id })])
+  const concept = (
+    await call('create_concept', { canonical_name: `Kettle ${revision}`, context: 'kitchen', aliases: ['boiler'] })
+  ).structuredContent!
+  expect((await call('list_concepts', { prefix: `kettle ${revision}` })).structuredContent!.items).toEqual([
+    expect.objectContaining({ id: concept.id }),
+  ])
   const linked = await call('link_concept', { fact_id: fact.id, concept_id: concept.id })
   expect(linked.structuredContent!.concepts).toEqual([expect.objectContaining({ id: concept.id })])
   expect(links(linked)).toEqual([`kgs://${repo.id}/facts/${fact.id}`, `kgs://${repo.id}/concepts/${concept.id}`])
-  expect((await call('list_facts', { concept_ids: [concept.id] })).structuredContent!.items).toEqual([expect.objectContaining({ id: fact.id })])
+  expect((await call('list_facts', { concept_ids: [concept.id] })).structuredContent!.items).toEqual([
+    expect.objectContaining({ id: fact.id }),
+  ])
 
-  const summary = (await call('write_summary', { concept_id: concept.id, sequence_num: 0, content: `Kettles [boil water](<fact:${fact.id}>).`, covered_fact_ids: [fact.id] })).structuredContent!
-  const synthesis = (await call('write_synthesis', { canonical_name: `Kettle ${revision}`, content: `About [kettles](<concept:${concept.id}>).`, covered_concept_ids: [concept.id] }))
-    .structuredContent!
+  const summary = (
+    await call('write_summary', {
+      concept_id: concept.id,
+      sequence_num: 0,
+      content: `Kettles [boil water](<fact:${fact.id}>).`,
+      covered_fact_ids: [fact.id],
+    })
+  ).structuredContent!
+  const synthesis = (
+    await call('write_synthesis', {
+      canonical_name: `Kettle ${revision}`,
+      content: `About [kettles](<concept:${concept.id}>).`,
+      covered_concept_ids: [concept.id],
+    })
+  ).structuredContent!
   const detail = (await call('get_concept', { concept_id: concept.id })).structuredContent!
-  expect(detail).toMatchObject({ aliases: ['boiler'], summaries: [expect.objectContaining({ id: summary.id })], synthesis: expect.objectContaining({ id: synthesis.id }), fact_count: 1 })
+  expect(detail).toMatchObject({
+    aliases: ['boiler'],
+    summaries: [expect.objectContaining({ id: summary.id })],
+    synthesis: expect.objectContaining({ id: synthesis.id }),
+    fact_count: 1,
+  })
 
-  const investigation = (await call('create_investigation', { title: `Kettles ${revision}`, source_ids: [source.id] })).structuredContent!
-  expect((await call('get_investigation', { investigation_id: investigation.id })).structuredContent!.sources).toEqual([expect.objectContaining({ id: source.id })])
+  const investigation = (await call('create_investigation', { title: `Kettles ${revision}`, source_ids: [source.id] }))
+    .structuredContent!
+  expect((await call('get_investigation', { investigation_id: investigation.id })).structuredContent!.sources).toEqual([
+    expect.objectContaining({ id: source.id }),
+  ])
   const report = await call('write_report', {
     title: `Kettle report ${revision}`,
     body_md: `Kettles boil water [fast](<fact:${fact.id}>).`,
     status: 'annotated',
-    annotations: [{ sentence_index: 0, sentence_text: 'Kettles boil water fast.', fact_id: fact.id, score: 0.9, posture: 'supports' }],
+    annotations: [
+      {
+        sentence_index: 0,
+        sentence_text: 'Kettles boil water fast.',
+        fact_id: fact.id,
+        score: 0.9,
+        posture: 'supports',
+      },
+    ],
   })
   expect(links(report)).toEqual([`kgs://${repo.id}/reports/${report.structuredContent!.id}`])
-  expect((await call('get_report', { report_id: report.structuredContent!.id })).structuredContent!.annotations).toEqual([expect.objectContaining({ fact_id: fact.id, score: 0.9 })])
+  expect(
+    (await call('get_report', { report_id: report.structuredContent!.id })).structuredContent!.annotations,
+  ).toEqual([expect.objectContaining({ fact_id: fact.id, score: 0.9 })])
 
   // The new fact is embedded by the job its write queued: vector search finds it by its text.
   const deadline = Date.now() + 30_000
@@ -301,17 +409,31 @@ async function writeAndRead(conversation: Conversation, revision: string) {
   }
   expect(hits[0]?.id).toBe(fact.id)
 
-  const updated = (await call('update', { kind: 'fact', id: fact.id, changes: { status: 'stable', concepts: [] } })).structuredContent!
+  const updated = (await call('update', { kind: 'fact', id: fact.id, changes: { status: 'stable', concepts: [] } }))
+    .structuredContent!
   expect(updated).toMatchObject({ kind: 'fact', row: { id: fact.id, status: 'stable', concepts: [] } })
-  expect((await call('update', { kind: 'summary', id: summary.id, concept_id: concept.id, changes: { is_complete: true } })).structuredContent!.row).toMatchObject({ is_complete: true })
-  expect((await call('get_fact', { fact_id: fact.id })).structuredContent).toMatchObject({ status: 'stable', concepts: [] })
+  expect(
+    (await call('update', { kind: 'summary', id: summary.id, concept_id: concept.id, changes: { is_complete: true } }))
+      .structuredContent!.row,
+  ).toMatchObject({ is_complete: true })
+  expect((await call('get_fact', { fact_id: fact.id })).structuredContent).toMatchObject({
+    status: 'stable',
+    concepts: [],
+  })
 
   const deleted = (await call('delete', { kind: 'fact', id: fact.id })).structuredContent!
   expect(deleted).toEqual({
     kind: 'fact',
-    deleted: { id: fact.id, removed: { sources: 1, concepts: 0, annotations: 1 }, broken_citations: expect.arrayContaining([{ kind: 'report', id: report.structuredContent!.id }]) },
+    deleted: {
+      id: fact.id,
+      removed: { sources: 1, concepts: 0, annotations: 1 },
+      broken_citations: expect.arrayContaining([{ kind: 'report', id: report.structuredContent!.id }]),
+    },
   })
-  const gone = (await conversation.callTool({ name: 'get_fact', arguments: { repository: repo.slug, fact_id: fact.id } })) as ToolResult
+  const gone = (await conversation.callTool({
+    name: 'get_fact',
+    arguments: { repository: repo.slug, fact_id: fact.id },
+  })) as ToolResult
   expect(gone).toMatchObject({ isError: true, content: [{ type: 'text', text: 'fact not found' }] })
   for (const [kind, id] of [
     ['report', report.structuredContent!.id],
@@ -339,12 +461,21 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
       const conversation = await connect(provider)
       try {
         const { tools } = await conversation.listTools()
-        expect(tools.map((t) => t.name).sort()).toEqual([...new Set(CALLS.map((c) => c.name))].concat('export_graph', 'import_graph', 'get_job', 'browse_registry', ...WRITE_TOOLS).sort())
+        expect(tools.map((t) => t.name).sort()).toEqual(
+          [...new Set(CALLS.map((c) => c.name))]
+            .concat('export_graph', 'import_graph', 'get_job', 'browse_registry', ...WRITE_TOOLS)
+            .sort(),
+        )
         expect(tools.length).toBeLessThanOrEqual(25)
         const destructive = tools.filter((t) => t.annotations!.destructiveHint).map((t) => t.name)
         expect(destructive.sort()).toEqual(['delete', 'update'])
         for (const tool of tools) {
-          expect(Object.keys(tool.annotations ?? {}).sort()).toEqual(['destructiveHint', 'idempotentHint', 'openWorldHint', 'readOnlyHint'])
+          expect(Object.keys(tool.annotations ?? {}).sort()).toEqual([
+            'destructiveHint',
+            'idempotentHint',
+            'openWorldHint',
+            'readOnlyHint',
+          ])
           expect(tool.outputSchema).toMatchObject({ type: 'object' })
           expect(tool.description!.length).toBeLessThan(200)
         }
@@ -369,8 +500,14 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
       expect(await rejected(connect(provider))).toThrow(unauthorized)
       await finishAuth(provider, await consentInBrowser(provider.authorizationUrl!))
       const conversation = await connect(provider)
-      const list = async () => ((await conversation.callTool({ name: 'list_repositories', arguments: {} })) as ToolResult).structuredContent!.items
-      const revoke = (token: string) => fetch(`${server.url}/api/v1/oauth/revoke`, { method: 'POST', body: new URLSearchParams({ token, client_id: provider.client!.client_id }) })
+      const list = async () =>
+        ((await conversation.callTool({ name: 'list_repositories', arguments: {} })) as ToolResult).structuredContent!
+          .items
+      const revoke = (token: string) =>
+        fetch(`${server.url}/api/v1/oauth/revoke`, {
+          method: 'POST',
+          body: new URLSearchParams({ token, client_id: provider.client!.client_id }),
+        })
       expect(await list()).toHaveLength(3)
       const first = provider.saved!
       expect((await revoke(first.access_token)).status).toBe(200)
@@ -382,7 +519,11 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
       expect((await revoke(provider.saved!.refresh_token!)).status).toBe(200)
       const stale = provider.saved!.access_token
       expect(await rejected(list())).toThrow()
-      const refused = await fetch(mcpUrl, { method: 'POST', headers: { authorization: `Bearer ${stale}`, 'content-type': 'application/json' }, body: '{}' })
+      const refused = await fetch(mcpUrl, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${stale}`, 'content-type': 'application/json' },
+        body: '{}',
+      })
       expect(refused.status).toBe(401)
       await conversation.close()
     })

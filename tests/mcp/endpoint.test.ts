@@ -32,9 +32,18 @@ beforeAll(async () => {
 })
 afterAll(() => server?.stop())
 
-const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })
+const INITIALIZE = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+})
 const post = (headers: Record<string, string>, body = INITIALIZE) =>
-  fetch(mcp, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body })
+  fetch(mcp, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body,
+  })
 
 const converse = (token: string, url = mcp, fetchVia?: typeof fetch) => conversation(url, token, fetchVia)
 /** Rows of `table` in the test's repository. */
@@ -60,7 +69,9 @@ describe(`the MCP endpoint (${BACKEND})`, () => {
     for (const body of [INITIALIZE, '{not json', '']) {
       const res = await post({}, body)
       expect(res.status).toBe(401)
-      expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1/mcp", scope="write"`)
+      expect(res.headers.get('www-authenticate')).toBe(
+        `Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1/mcp", scope="write"`,
+      )
       expect(await res.json()).toEqual({ error: 'authentication required' })
     }
     const document = await (await fetch(`${server.url}/.well-known/oauth-protected-resource/api/v1/mcp`)).json()
@@ -69,7 +80,10 @@ describe(`the MCP endpoint (${BACKEND})`, () => {
 
   test('tokens for the MCP endpoint, the API and the base URL are accepted, session tokens too; a token for another audience is refused', async () => {
     for (const audience of [mcp, `${server.url}/api/v1`, server.url])
-      expect({ audience, status: (await post({ authorization: `Bearer ${await accessToken(audience)}` })).status }).toEqual({ audience, status: 200 })
+      expect({
+        audience,
+        status: (await post({ authorization: `Bearer ${await accessToken(audience)}` })).status,
+      }).toEqual({ audience, status: 200 })
     expect((await post({ authorization: `Bearer ${ownerToken}` })).status).toBe(200)
     const refused = await post({ authorization: `Bearer ${await accessToken('https://elsewhere.example/api/v1/mcp')}` })
     expect(refused.status).toBe(401)
@@ -88,7 +102,10 @@ describe(`the MCP endpoint (${BACKEND})`, () => {
 
   test('stateless: GET and DELETE answer 405', async () => {
     for (const method of ['GET', 'DELETE']) {
-      const res = await fetch(mcp, { method, headers: { authorization: `Bearer ${ownerToken}`, accept: 'text/event-stream' } })
+      const res = await fetch(mcp, {
+        method,
+        headers: { authorization: `Bearer ${ownerToken}`, accept: 'text/event-stream' },
+      })
       expect({ method, status: res.status }).toEqual({ method, status: 405 })
     }
   })
@@ -102,21 +119,38 @@ describe(`the MCP endpoint (${BACKEND})`, () => {
       expect((await call(client, 'list_facts', { repository: repository.slug })).isError ?? false).toBe(false)
       const refused = await call(client, 'export_graph', { repository: repository.slug })
       expect(refused.isError).toBe(true)
-      expect(refused.content[0]!.text).toBe(`permission denied: graph:export needs the curator, editor or repoadmin role in repository ${repository.slug}; a repoadmin of it can grant it`)
+      expect(refused.content[0]!.text).toBe(
+        `permission denied: graph:export needs the curator, editor or repoadmin role in repository ${repository.slug}; a repoadmin of it can grant it`,
+      )
       // A repository the caller holds no role in is not found, as over REST.
       const stranger = await registerAccount(http)
       const hidden = await call(await converse(stranger.token), 'list_facts', { repository: repository.slug })
       expect(hidden).toMatchObject({ isError: true, content: [{ type: 'text', text: 'repository not found' }] })
       // A graph write too: refused naming the permission, nothing written.
-      const write = await call(client, 'create_fact', { repository: repository.slug, text: 'A viewer may not write this.' })
+      const write = await call(client, 'create_fact', {
+        repository: repository.slug,
+        text: 'A viewer may not write this.',
+      })
       expect(write).toMatchObject({
         isError: true,
-        content: [{ text: `permission denied: fact:write needs the editor or repoadmin role in repository ${repository.slug}; a repoadmin of it can grant it` }],
+        content: [
+          {
+            text: `permission denied: fact:write needs the editor or repoadmin role in repository ${repository.slug}; a repoadmin of it can grant it`,
+          },
+        ],
       })
-      const remove = await call(client, 'delete', { repository: repository.slug, kind: 'report', id: crypto.randomUUID() })
+      const remove = await call(client, 'delete', {
+        repository: repository.slug,
+        kind: 'report',
+        id: crypto.randomUUID(),
+      })
       expect(remove).toMatchObject({
         isError: true,
-        content: [{ text: `permission denied: report:write needs the curator, editor or repoadmin role in repository ${repository.slug}; a repoadmin of it can grant it` }],
+        content: [
+          {
+            text: `permission denied: report:write needs the curator, editor or repoadmin role in repository ${repository.slug}; a repoadmin of it can grant it`,
+          },
+        ],
       })
     } finally {
       await client.close()
@@ -134,9 +168,21 @@ describe(`the MCP endpoint (${BACKEND})`, () => {
       expect((await call(conversation, 'list_repositories', {})).structuredContent!.items).toHaveLength(1)
       const refused = await call(conversation, 'export_graph', { repository: repository.slug })
       expect(refused.isError).toBe(true)
-      expect(refused.content[0]!.text).toContain('insufficient scope: graph:export needs a token with the write scope (this one has read)')
-      const write = await call(conversation, 'create_concept', { repository: repository.slug, canonical_name: 'Read-only' })
-      expect(write).toMatchObject({ isError: true, content: [{ text: 'insufficient scope: concept:write needs a token with the write scope (this one has read); authorize again with write' }] })
+      expect(refused.content[0]!.text).toContain(
+        'insufficient scope: graph:export needs a token with the write scope (this one has read)',
+      )
+      const write = await call(conversation, 'create_concept', {
+        repository: repository.slug,
+        canonical_name: 'Read-only',
+      })
+      expect(write).toMatchObject({
+        isError: true,
+        content: [
+          {
+            text: 'insufficient scope: concept:write needs a token with the write scope (this one has read); authorize again with write',
+          },
+        ],
+      })
       expect(await rows('concepts')).toBe(0)
       const owners = await converse(ownerToken)
       const badCalls: [string, Record<string, unknown>][] = [
@@ -145,12 +191,16 @@ describe(`the MCP endpoint (${BACKEND})`, () => {
         ['export_graph', { repository: repository.slug, unknown: true }],
         ['export_graph', {}],
       ]
-      for (const [name, args] of badCalls) expect({ name, args, isError: (await call(owners, name, args)).isError }).toEqual({ name, args, isError: true })
+      for (const [name, args] of badCalls)
+        expect({ name, args, isError: (await call(owners, name, args)).isError }).toEqual({ name, args, isError: true })
       await owners.close()
       const outOfRange = await call(conversation, 'list_facts', { repository: repository.slug, limit: 1000 })
       expect(outOfRange.isError).toBe(true)
       const badCursor = await call(conversation, 'list_facts', { repository: repository.slug, cursor: 'nonsense' })
-      expect(badCursor).toMatchObject({ isError: true, content: [{ text: 'invalid cursor: pass next_cursor of the previous page as it was' }] })
+      expect(badCursor).toMatchObject({
+        isError: true,
+        content: [{ text: 'invalid cursor: pass next_cursor of the previous page as it was' }],
+      })
     } finally {
       await conversation.close()
     }
@@ -178,19 +228,43 @@ describe(`the MCP write tools' refusals (${BACKEND})`, () => {
         ['create_fact', { ...at, text: 'x', unknown: true }, /unknown|additional/i],
         ['create_fact', { ...at, text: 'x', sources: [{ source_id: 'not-a-uuid' }] }, /source_id/],
         ['create_source', { ...at, url: 'https://example.org/a' }, /kind/],
-        ['update', { ...at, kind: 'tea', id: missing, changes: { text: 'x' } }, /kind: expected one of source, fact, concept, summary, synthesis, investigation, report/],
+        [
+          'update',
+          { ...at, kind: 'tea', id: missing, changes: { text: 'x' } },
+          /kind: expected one of source, fact, concept, summary, synthesis, investigation, report/,
+        ],
         // Refused by the write's own rules, naming the row.
-        ['create_fact', { ...at, text: 'Cites nothing real.', sources: [{ source_id: missing }] }, `sources: source ${missing} does not exist in this repository`],
+        [
+          'create_fact',
+          { ...at, text: 'Cites nothing real.', sources: [{ source_id: missing }] },
+          `sources: source ${missing} does not exist in this repository`,
+        ],
         [
           'write_summary',
           { ...at, concept_id: concept.id, sequence_num: 0, content: `See [this](<fact:${missing}>).` },
           `content cites a fact that does not exist: fact ${missing} does not exist in this repository`,
         ],
-        ['write_report', { ...at, title: 'R', annotations: [{ sentence_index: 0, fact_id: missing, score: 1 }] }, `annotations: fact ${missing} does not exist in this repository`],
-        ['create_concept', { ...at, canonical_name: 'REFUSALS' }, `a concept of this name and context exists already (compared case-insensitively): existing id ${concept.id}`],
+        [
+          'write_report',
+          { ...at, title: 'R', annotations: [{ sentence_index: 0, fact_id: missing, score: 1 }] },
+          `annotations: fact ${missing} does not exist in this repository`,
+        ],
+        [
+          'create_concept',
+          { ...at, canonical_name: 'REFUSALS' },
+          `a concept of this name and context exists already (compared case-insensitively): existing id ${concept.id}`,
+        ],
         // update: the changes are checked against the kind's fields.
-        ['update', { ...at, kind: 'concept', id: concept.id, changes: { canonical_name: 5 } }, /^changes\.canonical_name: .*the fields of a concept/],
-        ['update', { ...at, kind: 'concept', id: concept.id, changes: { text: 'a fact field' } }, /^changes\.text: Unexpected property \(the fields of a concept/],
+        [
+          'update',
+          { ...at, kind: 'concept', id: concept.id, changes: { canonical_name: 5 } },
+          /^changes\.canonical_name: .*the fields of a concept/,
+        ],
+        [
+          'update',
+          { ...at, kind: 'concept', id: concept.id, changes: { text: 'a fact field' } },
+          /^changes\.text: Unexpected property \(the fields of a concept/,
+        ],
         ['update', { ...at, kind: 'concept', id: concept.id, changes: {} }, /^changes: /],
         ['update', { ...at, kind: 'summary', id: missing, changes: { is_complete: true } }, /^concept_id: /],
         ['update', { ...at, kind: 'fact', id: missing, changes: { status: 'stable' } }, 'fact not found'],
@@ -203,10 +277,20 @@ describe(`the MCP write tools' refusals (${BACKEND})`, () => {
         else expect(result.content[0]!.text).toMatch(message)
       }
       // A tool that does not exist: the SDK's own refusal, whichever tools the request's server was built with.
-      expect(await rejected(client.callTool({ name: 'no_such_tool', arguments: {} }))).toThrow('Tool no_such_tool not found')
-      const after = { sources: await rows('sources'), facts: await rows('facts'), concepts: await rows('concepts'), concept_summaries: await rows('concept_summaries'), reports: await rows('reports') }
+      expect(await rejected(client.callTool({ name: 'no_such_tool', arguments: {} }))).toThrow(
+        'Tool no_such_tool not found',
+      )
+      const after = {
+        sources: await rows('sources'),
+        facts: await rows('facts'),
+        concepts: await rows('concepts'),
+        concept_summaries: await rows('concept_summaries'),
+        reports: await rows('reports'),
+      }
       expect(after).toEqual(before)
-      expect((await call(client, 'get_concept', { ...at, concept_id: concept.id })).structuredContent).toMatchObject({ canonical_name: 'Refusals' })
+      expect((await call(client, 'get_concept', { ...at, concept_id: concept.id })).structuredContent).toMatchObject({
+        canonical_name: 'Refusals',
+      })
       expect((await call(client, 'delete', { ...at, kind: 'concept', id: concept.id })).isError ?? false).toBe(false)
     } finally {
       await client.close()
@@ -217,16 +301,30 @@ describe(`the MCP write tools' refusals (${BACKEND})`, () => {
     const client = await converse(ownerToken)
     const at = { repository: repository.slug }
     try {
-      for (let i = 0; i < 12; i++) expect((await call(client, 'create_concept', { ...at, canonical_name: `Paged ${i}` })).isError ?? false).toBe(false)
+      for (let i = 0; i < 12; i++)
+        expect((await call(client, 'create_concept', { ...at, canonical_name: `Paged ${i}` })).isError ?? false).toBe(
+          false,
+        )
       const first = (await call(client, 'list_concepts', { ...at, prefix: 'paged' })).structuredContent!
       expect((first.items as unknown[]).length).toBe(10)
-      const rest = (await call(client, 'list_concepts', { ...at, prefix: 'paged', cursor: first.next_cursor })).structuredContent!
+      const rest = (await call(client, 'list_concepts', { ...at, prefix: 'paged', cursor: first.next_cursor }))
+        .structuredContent!
       expect((rest.items as unknown[]).length).toBe(2)
       expect(rest.next_cursor).toBeUndefined()
       expect((await call(client, 'list_concepts', { ...at, limit: 200 })).isError ?? false).toBe(false)
       expect((await call(client, 'list_concepts', { ...at, limit: 201 })).isError).toBe(true)
       // Search pages too: keyword hits of every Paged concept, 5 at a time.
-      const hits = async (cursor?: string) => (await call(client, 'search', { ...at, kind: 'concepts', mode: 'keyword', query: 'paged', limit: 5, ...(cursor ? { cursor } : {}) })).structuredContent!
+      const hits = async (cursor?: string) =>
+        (
+          await call(client, 'search', {
+            ...at,
+            kind: 'concepts',
+            mode: 'keyword',
+            query: 'paged',
+            limit: 5,
+            ...(cursor ? { cursor } : {}),
+          })
+        ).structuredContent!
       const pages = [await hits()]
       while (pages.at(-1)!.next_cursor) pages.push(await hits(pages.at(-1)!.next_cursor as string))
       expect(pages.map((p) => (p.hits as unknown[]).length)).toEqual([5, 5, 2])
@@ -240,7 +338,9 @@ describe(`the MCP write tools' refusals (${BACKEND})`, () => {
 describe.skipIf(BACKEND !== 'postgres')('two kgs instances on one PostgreSQL', () => {
   let second: TestServer
   beforeAll(async () => {
-    second = await startTestServer({ env: { DATABASE_URL: server.env.DATABASE_URL!, JWT_SECRET: server.env.JWT_SECRET!, BASE_URL: server.url } })
+    second = await startTestServer({
+      env: { DATABASE_URL: server.env.DATABASE_URL!, JWT_SECRET: server.env.JWT_SECRET!, BASE_URL: server.url },
+    })
   })
   afterAll(() => second?.stop())
 
@@ -258,10 +358,17 @@ describe.skipIf(BACKEND !== 'postgres')('two kgs instances on one PostgreSQL', (
     }) as typeof fetch
     const modern = await converse(access_token, mcp, alternate)
     const legacy = new ClientV1({ name: 'fleet host', version: '1' })
-    await legacy.connect(new TransportV1(new URL(mcp), { requestInit: { headers: { authorization: `Bearer ${access_token}` } }, fetch: alternate }))
+    await legacy.connect(
+      new TransportV1(new URL(mcp), {
+        requestInit: { headers: { authorization: `Bearer ${access_token}` } },
+        fetch: alternate,
+      }),
+    )
     try {
       for (let i = 0; i < 3; i++) {
-        expect((await call(modern, 'list_repositories', {})).structuredContent!.items).toEqual([expect.objectContaining({ id: repository.id })])
+        expect((await call(modern, 'list_repositories', {})).structuredContent!.items).toEqual([
+          expect.objectContaining({ id: repository.id }),
+        ])
         const listed = (await legacy.callTool({ name: 'list_repositories', arguments: {} })) as ToolResult
         expect(listed.structuredContent!.items).toEqual([expect.objectContaining({ id: repository.id })])
       }

@@ -25,7 +25,9 @@ let repo: { slug: string; fact: string; concept: string; query: string }
 beforeAll(async () => {
   server = await startTestServer({ env: { WORKERS: '1' } })
   const http = api(server.url)
-  token = (await http.post('/api/v1/auth/register', { email: uniqueEmail('mcp-fast'), password: 'correct horse battery' })).body.token
+  token = (
+    await http.post('/api/v1/auth/register', { email: uniqueEmail('mcp-fast'), password: 'correct horse battery' })
+  ).body.token
   const viewer = { email: uniqueEmail('mcp-fast-viewer'), password: 'correct horse battery' }
   viewerToken = (await http.post('/api/v1/auth/register', viewer)).body.token
   const created = (await http.post('/api/v1/repositories', { name: 'Fast calls' }, token)).body
@@ -35,19 +37,34 @@ beforeAll(async () => {
   expect((await waitForJob(http, `/${created.slug}/jobs/${started.body.id}`, token)).status).toBe('succeeded')
   const [fact] = (await http.get(`/${created.slug}/facts?limit=1`, token)).body
   const [concept] = (await http.get(`/${created.slug}/concepts?limit=1`, token)).body
-  repo = { slug: created.slug, fact: fact.id, concept: concept.id, query: String(fact.text).split(' ').slice(0, 4).join(' ') }
-  expect((await http.put(`/${created.slug}/members`, { email: viewer.email, role: 'viewer' }, token)).status).toBeLessThan(300)
+  repo = {
+    slug: created.slug,
+    fact: fact.id,
+    concept: concept.id,
+    query: String(fact.text).split(' ').slice(0, 4).join(' '),
+  }
+  expect(
+    (await http.put(`/${created.slug}/members`, { email: viewer.email, role: 'viewer' }, token)).status,
+  ).toBeLessThan(300)
 }, 120_000)
 afterAll(() => server?.stop())
 
 /** The request an official client of `revision` sends for `tools/call name(args)` as `bearer`, captured as it goes out. */
 async function capturedCall(revision: McpRevision, name: string, args: Record<string, unknown>, bearer = token) {
   const captured = await capturedToolCall(new URL(`${server.url}/api/v1/mcp`), bearer, revision, name, args)
-  return { ...captured, request: () => new Request(`${server.url}/api/v1/mcp`, { method: 'POST', headers: captured.headers, body: captured.body }) }
+  return {
+    ...captured,
+    request: () =>
+      new Request(`${server.url}/api/v1/mcp`, { method: 'POST', headers: captured.headers, body: captured.body }),
+  }
 }
 
 /** Status, headers and body of `response`, as a client receives them. */
-const received = async (response: Response) => ({ status: response.status, headers: [...response.headers].sort(), body: await response.text() })
+const received = async (response: Response) => ({
+  status: response.status,
+  headers: [...response.headers].sort(),
+  body: await response.text(),
+})
 
 /** The answers of the app and of the app with every call through the SDK to the same request. */
 async function bothAnswers(request: () => Request) {
@@ -76,8 +93,13 @@ describe(`the fast path of a read's tools/call answers what the SDK answers (${B
         expect(sdk.body).not.toContain('"isError":true')
         expect({ label, ...fast }).toEqual({ label, ...sdk })
         // These requests are the fast path's: given the SDK's own result, it answers; the comparison above is of the two paths.
-        const { result } = JSON.parse(revision === '2025-11-25' ? sdk.body.replace(/^event: message\ndata: /, '') : sdk.body) as { result: CallToolResult }
-        const answered = await fastToolCall(async () => ({ content: result.content, structuredContent: result.structuredContent }))(call.request(), JSON.parse(call.body), { userId: 'anyone' })
+        const { result } = JSON.parse(
+          revision === '2025-11-25' ? sdk.body.replace(/^event: message\ndata: /, '') : sdk.body,
+        ) as { result: CallToolResult }
+        const answered = await fastToolCall(async () => ({
+          content: result.content,
+          structuredContent: result.structuredContent,
+        }))(call.request(), JSON.parse(call.body), { userId: 'anyone' })
         expect({ label, answered: answered && (await received(answered)) }).toEqual({ label, answered: sdk })
       }
     }, 60_000)
@@ -87,7 +109,12 @@ describe(`the fast path of a read's tools/call answers what the SDK answers (${B
       const cases = [
         await capturedCall(revision, 'get_fact', { repository: 'no-such-repository', fact_id: repo.fact }),
         await capturedCall(revision, 'get_fact', { repository: repo.slug, fact_id: 'not a uuid' }),
-        await capturedCall(revision, 'create_fact', { repository: repo.slug, text: 'A viewer may not write this.' }, viewerToken),
+        await capturedCall(
+          revision,
+          'create_fact',
+          { repository: repo.slug, text: 'A viewer may not write this.' },
+          viewerToken,
+        ),
       ]
       for (const call of cases) {
         const { fast, sdk } = await bothAnswers(call.request)

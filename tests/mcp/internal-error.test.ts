@@ -72,7 +72,11 @@ function loggedAs(message: string, what: Record<string, string>): string {
   const lines = logged.filter((line) => line.request_id === id)
   expect(lines.length).toBeGreaterThan(0)
   for (const line of lines) {
-    expect({ level: line.level, msg: line.msg, ...Object.fromEntries(Object.keys(what).map((key) => [key, line[key]])) }).toEqual({ level: 'error', msg: 'mcp: unhandled error', ...what })
+    expect({
+      level: line.level,
+      msg: line.msg,
+      ...Object.fromEntries(Object.keys(what).map((key) => [key, line[key]])),
+    }).toEqual({ level: 'error', msg: 'mcp: unhandled error', ...what })
     expect(line.error).toMatch(/concepts/)
     expect(line.stack).toMatch(/\n\s+at /)
   }
@@ -105,15 +109,27 @@ describe(`an unexpected failure in MCP answers only its request id (${BACKEND})`
     const client = await conversation(`${server.url}/api/v1/mcp`, owner.token, recording)
     try {
       const unknown = await call(client, 'list_concepts', { repository: 'no-such-repository' })
-      expect({ isError: unknown.isError, content: unknown.content }).toEqual({ isError: true, content: [{ type: 'text', text: 'repository not found' }] })
+      expect({ isError: unknown.isError, content: unknown.content }).toEqual({
+        isError: true,
+        content: [{ type: 'text', text: 'repository not found' }],
+      })
       const source = crypto.randomUUID()
-      const missing = await call(client, 'create_investigation', { repository: repo.slug, title: 'Of nothing', source_ids: [source] })
-      expect({ isError: missing.isError, content: missing.content }).toEqual({ isError: true, content: [{ type: 'text', text: `source_ids: source ${source} does not exist in this repository` }] })
+      const missing = await call(client, 'create_investigation', {
+        repository: repo.slug,
+        title: 'Of nothing',
+        source_ids: [source],
+      })
+      expect({ isError: missing.isError, content: missing.content }).toEqual({
+        isError: true,
+        content: [{ type: 'text', text: `source_ids: source ${source} does not exist in this repository` }],
+      })
     } finally {
       await client.close()
     }
     const rest = await http.get(`/${repo.slug}/concepts`, owner.token)
     expectError(rest, 500, 'internal server error')
-    expect(logged.filter((line) => line.request_id === rest.headers.get('x-request-id')).map((line) => line.msg)).toEqual(['unhandled error'])
+    expect(
+      logged.filter((line) => line.request_id === rest.headers.get('x-request-id')).map((line) => line.msg),
+    ).toEqual(['unhandled error'])
   })
 })

@@ -18,8 +18,17 @@ let repository: { id: string; slug: string }
 
 beforeAll(async () => {
   const made = await fixture({
-    users: { admin: 'sysadmin', repoadmin: 'member', editor: 'member', curator: 'member', viewer: 'member', stranger: 'member' },
-    repositories: { graph: { by: 'repoadmin', name: 'MCP roles', roles: { editor: 'editor', curator: 'curator', viewer: 'viewer' } } },
+    users: {
+      admin: 'sysadmin',
+      repoadmin: 'member',
+      editor: 'member',
+      curator: 'member',
+      viewer: 'member',
+      stranger: 'member',
+    },
+    repositories: {
+      graph: { by: 'repoadmin', name: 'MCP roles', roles: { editor: 'editor', curator: 'curator', viewer: 'viewer' } },
+    },
   })
   ;({ server, users } = made)
   repository = made.repositories.graph
@@ -39,7 +48,12 @@ const KINDS = {
 const random = () => crypto.randomUUID()
 
 /** Each call a model could make, and what it needs ('token': any valid token; else a permission). */
-const CALLS: { tool: string; args: (role: string) => Record<string, unknown>; needs: Permission | 'token'; system?: boolean }[] = [
+const CALLS: {
+  tool: string
+  args: (role: string) => Record<string, unknown>
+  needs: Permission | 'token'
+  system?: boolean
+}[] = [
   { tool: 'list_repositories', args: () => ({}), needs: 'token', system: true },
   { tool: 'browse_registry', args: () => ({}), needs: 'registry:pull', system: true },
   { tool: 'search', args: () => ({ query: 'tea', mode: 'keyword' }), needs: 'fact:read' },
@@ -56,7 +70,11 @@ const CALLS: { tool: string; args: (role: string) => Record<string, unknown>; ne
   { tool: 'export_graph', args: (role) => ({ name: `roles ${role}` }), needs: 'graph:export' },
   { tool: 'import_graph', args: () => ({ graph_id: random() }), needs: 'graph:import' },
   { tool: 'get_job', args: () => ({ job_id: random() }), needs: 'job:read' },
-  { tool: 'create_source', args: (role) => ({ url: `https://example.org/${role}`, kind: 'web', status: 'parsed' }), needs: 'source:write' },
+  {
+    tool: 'create_source',
+    args: (role) => ({ url: `https://example.org/${role}`, kind: 'web', status: 'parsed' }),
+    needs: 'source:write',
+  },
   { tool: 'create_fact', args: (role) => ({ text: `Written by the ${role}.` }), needs: 'fact:write' },
   { tool: 'create_concept', args: (role) => ({ canonical_name: `Concept of the ${role}` }), needs: 'concept:write' },
   { tool: 'link_concept', args: () => ({ fact_id: random(), concept_id: random() }), needs: 'fact:write' },
@@ -92,13 +110,20 @@ describe(`every MCP tool across the role matrix (${BACKEND})`, () => {
           if (system) expect(seen).toEqual({ ...seen, text: '' })
           else if (role === 'stranger') expect(seen).toEqual({ ...seen, text: 'repository not found' })
           else if (held.has(needs)) {
-            expect(seen).toEqual({ ...seen, text: expect.not.stringMatching(/^(permission denied|insufficient scope|Input validation error)/) })
+            expect(seen).toEqual({
+              ...seen,
+              text: expect.not.stringMatching(/^(permission denied|insufficient scope|Input validation error)/),
+            })
           }
           // The roles named are checked in tests/http/refusals.test.ts.
           else
             expect(seen).toEqual({
               ...seen,
-              text: expect.stringMatching(new RegExp(`^permission denied: ${needs} needs the [a-z, ]+ role in repository ${repository.slug}; a repoadmin of it can grant it$`)),
+              text: expect.stringMatching(
+                new RegExp(
+                  `^permission denied: ${needs} needs the [a-z, ]+ role in repository ${repository.slug}; a repoadmin of it can grant it$`,
+                ),
+              ),
             })
         }
       } finally {
@@ -111,7 +136,13 @@ describe(`every MCP tool across the role matrix (${BACKEND})`, () => {
     const sql = await server.context.pools.forRepository(repository.id)
     const facts = await sql<{ text: string }[]>`SELECT text FROM facts ORDER BY text`
     expect(facts.map((f) => f.text)).toEqual(['Written by the editor.', 'Written by the repoadmin.'])
-    const concepts = await sql<{ canonical_name: string }[]>`SELECT canonical_name FROM concepts ORDER BY canonical_name`
-    expect(concepts.map((c) => c.canonical_name)).toEqual(['Concept of the curator', 'Concept of the editor', 'Concept of the repoadmin'])
+    const concepts = await sql<
+      { canonical_name: string }[]
+    >`SELECT canonical_name FROM concepts ORDER BY canonical_name`
+    expect(concepts.map((c) => c.canonical_name)).toEqual([
+      'Concept of the curator',
+      'Concept of the editor',
+      'Concept of the repoadmin',
+    ])
   })
 })

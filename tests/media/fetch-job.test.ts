@@ -81,12 +81,29 @@ async function seed(sql: Sql): Promise<Seeded> {
       { id: sources.paper, url: `${mediaUrl}/paper.pdf`, kind: 'pdf', status: 'processed', has_stored_body: true },
       { id: sources.gone, url: `${mediaUrl}/gone.pdf`, kind: 'pdf', status: 'processed', has_stored_body: true },
       // Only an upload: nothing to fetch it from.
-      { id: sources.uploaded, url: 'upload://local/notes.pdf', kind: 'pdf', status: 'processed', has_stored_body: true },
+      {
+        id: sources.uploaded,
+        url: 'upload://local/notes.pdf',
+        kind: 'pdf',
+        status: 'processed',
+        has_stored_body: true,
+      },
       { id: sources.bodiless, url: `${mediaUrl}/page`, kind: 'html', status: 'processed', has_stored_body: false },
-      { id: sources.alreadyStored, url: `${mediaUrl}/stored.pdf`, kind: 'pdf', status: 'processed', has_stored_body: true },
+      {
+        id: sources.alreadyStored,
+        url: `${mediaUrl}/stored.pdf`,
+        kind: 'pdf',
+        status: 'processed',
+        has_stored_body: true,
+      },
     ])}`
     await tx`INSERT INTO source_bodies ${tx({ source_id: sources.alreadyStored, content_type: 'application/pdf', storage_key: 'elsewhere/stored.pdf', bytes: 9 })}`
-    const image = (imageId: string, position: number, url: string, more: { content_type?: string; storage_key?: string } = {}) => ({
+    const image = (
+      imageId: string,
+      position: number,
+      url: string,
+      more: { content_type?: string; storage_key?: string } = {},
+    ) => ({
       id: imageId,
       source_id: sources.paper,
       kind: 'inline',
@@ -103,11 +120,30 @@ async function seed(sql: Sql): Promise<Seeded> {
       image(images.huge, 3, `${mediaUrl}/huge.png`),
       image(images.cut, 4, `http://127.0.0.1:${cutShort.port}/cut.png`),
       image(images.urlless, 5, ''),
-      image(images.stored, 6, `${mediaUrl}/stored.png`, { content_type: 'image/png', storage_key: 'elsewhere/stored.png' }),
+      image(images.stored, 6, `${mediaUrl}/stored.png`, {
+        content_type: 'image/png',
+        storage_key: 'elsewhere/stored.png',
+      }),
     ])}`
     await tx`INSERT INTO facts ${tx([
-      { id: facts.kettle, text: 'A kettle.', fact_kind: 'image', image_url: `${mediaUrl}/kettle.png`, content_hash: '1'.repeat(64), status: 'stable', source_image_id: images.kettle },
-      { id: facts.missing, text: 'A lost picture.', fact_kind: 'image', image_url: `${mediaUrl}/missing.png`, content_hash: '2'.repeat(64), status: 'stable', source_image_id: images.missing },
+      {
+        id: facts.kettle,
+        text: 'A kettle.',
+        fact_kind: 'image',
+        image_url: `${mediaUrl}/kettle.png`,
+        content_hash: '1'.repeat(64),
+        status: 'stable',
+        source_image_id: images.kettle,
+      },
+      {
+        id: facts.missing,
+        text: 'A lost picture.',
+        fact_kind: 'image',
+        image_url: `${mediaUrl}/missing.png`,
+        content_hash: '2'.repeat(64),
+        status: 'stable',
+        source_image_id: images.missing,
+      },
     ])}`
   })
   return { sources, images, facts }
@@ -175,29 +211,51 @@ describe(`fetch_media with MEDIA_FETCH_ALLOW_PRIVATE (${BACKEND})`, () => {
     }
     const body = await getBytes(`${server.url}/${repo.slug}/sources/${seeded.sources.paper}/body`, owner.token)
     expect(body).toEqual({ status: 200, type: 'application/pdf', bytes: PDF })
-    expectError(await http.get(`/${repo.slug}/sources/${seeded.sources.gone}/body`, owner.token), 404, 'body not stored')
+    expectError(
+      await http.get(`/${repo.slug}/sources/${seeded.sources.gone}/body`, owner.token),
+      404,
+      'body not stored',
+    )
 
     const source = await http.get(`/${repo.slug}/sources/${seeded.sources.paper}`, owner.token)
     expect(source.body.body).toEqual({ content_type: 'application/pdf', bytes: PDF.byteLength })
-    const images = Object.fromEntries((source.body.images as { id: string; bytes: number | null; content_type: string }[]).map((i) => [i.id, { bytes: i.bytes, content_type: i.content_type }]))
+    const images = Object.fromEntries(
+      (source.body.images as { id: string; bytes: number | null; content_type: string }[]).map((i) => [
+        i.id,
+        { bytes: i.bytes, content_type: i.content_type },
+      ]),
+    )
     expect(images[seeded.images.kettle]).toEqual({ bytes: PNG.byteLength, content_type: 'image/png' })
     expect(images[seeded.images.steam]).toEqual({ bytes: WEBP.byteLength, content_type: 'image/x-steam' })
     expect(images[seeded.images.huge]).toEqual({ bytes: null, content_type: '' })
 
     const prefix = repositoryBlobPrefix(repo.id)
     expect(await Array.fromAsync(server.context.blobs.list(prefix))).toEqual(
-      [`media/bodies/${seeded.sources.paper}`, `media/images/${seeded.images.kettle}`, `media/images/${seeded.images.steam}`].map((key) => prefix + key).toSorted(),
+      [
+        `media/bodies/${seeded.sources.paper}`,
+        `media/images/${seeded.images.kettle}`,
+        `media/images/${seeded.images.steam}`,
+      ]
+        .map((key) => prefix + key)
+        .toSorted(),
     )
 
     // The image fact whose image is stored points at it; the other keeps its original URL.
-    expect((await http.get(`/${repo.slug}/facts/${seeded.facts.kettle}`, owner.token)).body.image_url).toBe(localImageUrl(server.context.baseUrl, repo.id, seeded.images.kettle))
-    expect((await http.get(`/${repo.slug}/facts/${seeded.facts.missing}`, owner.token)).body.image_url).toBe(`${mediaUrl}/missing.png`)
+    expect((await http.get(`/${repo.slug}/facts/${seeded.facts.kettle}`, owner.token)).body.image_url).toBe(
+      localImageUrl(server.context.baseUrl, repo.id, seeded.images.kettle),
+    )
+    expect((await http.get(`/${repo.slug}/facts/${seeded.facts.missing}`, owner.token)).body.image_url).toBe(
+      `${mediaUrl}/missing.png`,
+    )
   })
 
   test('a second run fetches only what is still missing, and stores nothing new', async () => {
     hits.length = 0
     const job = await runJob(setup)
-    expect(job).toMatchObject({ status: 'succeeded', result: { images: { stored: 0, failed: 3, refused: 0 }, bodies: { stored: 0, failed: 1, refused: 0 } } })
+    expect(job).toMatchObject({
+      status: 'succeeded',
+      result: { images: { stored: 0, failed: 3, refused: 0 }, bodies: { stored: 0, failed: 1, refused: 0 } },
+    })
     expect(hits.toSorted()).toEqual(['/gone.pdf', '/huge.png', '/missing.png'])
   })
 
@@ -209,14 +267,27 @@ describe(`fetch_media with MEDIA_FETCH_ALLOW_PRIVATE (${BACKEND})`, () => {
     // More than one batch (100).
     const count = 120
     await sql`INSERT INTO sources (id, url, kind, status) VALUES (${source}, ${`${mediaUrl}/many`}, 'html', 'processed')`
-    const images = Array.from({ length: count }, (_, n) => ({ id: crypto.randomUUID(), source_id: source, kind: 'inline', position: n, url: `${mediaUrl}/many/${n}` }))
+    const images = Array.from({ length: count }, (_, n) => ({
+      id: crypto.randomUUID(),
+      source_id: source,
+      kind: 'inline',
+      position: n,
+      url: `${mediaUrl}/many/${n}`,
+    }))
     await sql`INSERT INTO source_images ${sql(images)}`
     hits.length = 0
     const job = await runJob({ ...setup, repo })
-    expect(job).toMatchObject({ status: 'succeeded', result: { images: { stored: count, failed: 0, refused: 0 }, bodies: { stored: 0, failed: 0, refused: 0 } } })
+    expect(job).toMatchObject({
+      status: 'succeeded',
+      result: { images: { stored: count, failed: 0, refused: 0 }, bodies: { stored: 0, failed: 0, refused: 0 } },
+    })
     expect(hits.toSorted()).toEqual(images.map((image) => new URL(image.url).pathname).toSorted())
     for (const n of [0, 99, 100, 119]) {
-      expect(await getBytes(localImageUrl(server.url, repo.id, images[n]!.id), owner.token)).toEqual({ status: 200, type: 'image/gif', bytes: bytes(n, 50) })
+      expect(await getBytes(localImageUrl(server.url, repo.id, images[n]!.id), owner.token)).toEqual({
+        status: 200,
+        type: 'image/gif',
+        bytes: bytes(n, 50),
+      })
     }
   })
 
@@ -232,14 +303,30 @@ describe(`fetch_media with MEDIA_FETCH_ALLOW_PRIVATE (${BACKEND})`, () => {
         throw new Error('no space left on device')
       },
     })
-    const job: RunningJob = { id: crypto.randomUUID(), repositoryId: repo.id, params: {}, attempt: 1, signal: new AbortController().signal, progress: () => {}, repository: async () => sql }
-    const services = { blobs: fullDisk, config: { ...server.context.config, baseUrl: server.context.baseUrl }, log: createLogger('silent') } as unknown as JobServices
+    const job: RunningJob = {
+      id: crypto.randomUUID(),
+      repositoryId: repo.id,
+      params: {},
+      attempt: 1,
+      signal: new AbortController().signal,
+      progress: () => {},
+      repository: async () => sql,
+    }
+    const services = {
+      blobs: fullDisk,
+      config: { ...server.context.config, baseUrl: server.context.baseUrl },
+      log: createLogger('silent'),
+    } as unknown as JobServices
     expect(await rejected(fetchMediaJob.run(job, services))).toThrow('no space left on device')
   })
 
   test('parameters: none', async () => {
     const { server, repo } = setup
-    expect(await rejected(server.context.jobs.enqueue({ kind: 'fetch_media', repositoryId: repo.id, params: { images: true } }))).toThrow(/invalid job parameters/)
+    expect(
+      await rejected(
+        server.context.jobs.enqueue({ kind: 'fetch_media', repositoryId: repo.id, params: { images: true } }),
+      ),
+    ).toThrow(/invalid job parameters/)
   })
 })
 
@@ -254,9 +341,14 @@ describe(`fetch_media by default (${BACKEND})`, () => {
     const { http, owner, repo, seeded } = setup
     hits.length = 0
     const job = await runJob(setup)
-    expect(job).toMatchObject({ status: 'succeeded', result: { images: { stored: 0, failed: 0, refused: 5 }, bodies: { stored: 0, failed: 0, refused: 2 } } })
+    expect(job).toMatchObject({
+      status: 'succeeded',
+      result: { images: { stored: 0, failed: 0, refused: 5 }, bodies: { stored: 0, failed: 0, refused: 2 } },
+    })
     expect(hits).toEqual([])
     expectError(await http.get(`/${repo.slug}/images/${seeded.images.kettle}`, owner.token), 404, 'image not stored')
-    expect((await http.get(`/${repo.slug}/facts/${seeded.facts.kettle}`, owner.token)).body.image_url).toBe(`${mediaUrl}/kettle.png`)
+    expect((await http.get(`/${repo.slug}/facts/${seeded.facts.kettle}`, owner.token)).body.image_url).toBe(
+      `${mediaUrl}/kettle.png`,
+    )
   })
 })

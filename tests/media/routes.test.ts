@@ -36,7 +36,10 @@ beforeAll(async () => {
     repositories: { a, b },
   } = await fixture({
     users: { admin: 'sysadmin', owner: 'member', viewer: 'member', stranger: 'member' },
-    repositories: { a: { by: 'owner', name: 'Media A', roles: { viewer: 'viewer' } }, b: { by: 'owner', name: 'Media B' } },
+    repositories: {
+      a: { by: 'owner', name: 'Media A', roles: { viewer: 'viewer' } },
+      b: { by: 'owner', name: 'Media B' },
+    },
   }))
 
   const { blobs } = server.context
@@ -78,7 +81,9 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 async function download(path: string, token: string | undefined, headers: Record<string, string> = {}) {
-  const res = await fetch(server.url + path, { headers: { ...headers, ...(token ? { authorization: `Bearer ${token}` } : {}) } })
+  const res = await fetch(server.url + path, {
+    headers: { ...headers, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+  })
   return { status: res.status, headers: res.headers, bytes: new Uint8Array(await res.arrayBuffer()) }
 }
 
@@ -91,7 +96,10 @@ const both = (path: string): { path: string; headers: Record<string, string> }[]
 describe(`stored media routes (${BACKEND})`, () => {
   test('an image: its bytes with their media type, at the URL urls.ts hands out and under /api/v1', async () => {
     const local = new URL(localImageUrl(server.url, a.id, image.png)).pathname
-    for (const { path, headers } of [{ path: local, headers: {} as Record<string, string> }, ...both(`/images/${image.png}`)]) {
+    for (const { path, headers } of [
+      { path: local, headers: {} as Record<string, string> },
+      ...both(`/images/${image.png}`),
+    ]) {
       for (const account of [viewer, owner, admin]) {
         const res = await download(path, account.token, headers)
         expect(res.status).toBe(200)
@@ -114,22 +122,54 @@ describe(`stored media routes (${BACKEND})`, () => {
   test('only raster images are inline; HTML, SVG and the rest are attachments; a forged type is octet-stream', async () => {
     const served = async (imageId: string) => {
       const res = await download(`/${a.slug}/images/${imageId}`, viewer.token)
-      return { status: res.status, type: res.headers.get('content-type'), disposition: res.headers.get('content-disposition'), cookie: res.headers.get('set-cookie') }
+      return {
+        status: res.status,
+        type: res.headers.get('content-type'),
+        disposition: res.headers.get('content-disposition'),
+        cookie: res.headers.get('set-cookie'),
+      }
     }
     expect(await served(image.png)).toEqual({ status: 200, type: 'image/png', disposition: 'inline', cookie: null })
-    expect(await served(image.html)).toEqual({ status: 200, type: 'text/html; charset=utf-8', disposition: 'attachment', cookie: null })
-    expect(await served(image.svg)).toEqual({ status: 200, type: 'image/svg+xml', disposition: 'attachment', cookie: null })
-    expect(await served(image.untyped)).toEqual({ status: 200, type: 'application/octet-stream', disposition: 'attachment', cookie: null })
-    expect(await served(image.forged)).toEqual({ status: 200, type: 'application/octet-stream', disposition: 'attachment', cookie: null })
+    expect(await served(image.html)).toEqual({
+      status: 200,
+      type: 'text/html; charset=utf-8',
+      disposition: 'attachment',
+      cookie: null,
+    })
+    expect(await served(image.svg)).toEqual({
+      status: 200,
+      type: 'image/svg+xml',
+      disposition: 'attachment',
+      cookie: null,
+    })
+    expect(await served(image.untyped)).toEqual({
+      status: 200,
+      type: 'application/octet-stream',
+      disposition: 'attachment',
+      cookie: null,
+    })
+    expect(await served(image.forged)).toEqual({
+      status: 200,
+      type: 'application/octet-stream',
+      disposition: 'attachment',
+      cookie: null,
+    })
     const body = await download(`/${a.slug}/sources/${source.id}/body`, viewer.token)
     expect(body.headers.get('content-disposition')).toBe('attachment')
   })
 
   test("a source's body: its bytes with their media type", async () => {
     const local = new URL(localBodyUrl(server.url, a.id, source.id)).pathname
-    for (const { path, headers } of [{ path: local, headers: {} as Record<string, string> }, ...both(`/sources/${source.id}/body`)]) {
+    for (const { path, headers } of [
+      { path: local, headers: {} as Record<string, string> },
+      ...both(`/sources/${source.id}/body`),
+    ]) {
       const res = await download(path, viewer.token, headers)
-      expect({ status: res.status, type: res.headers.get('content-type'), bytes: res.bytes }).toEqual({ status: 200, type: 'application/pdf', bytes: PDF })
+      expect({ status: res.status, type: res.headers.get('content-type'), bytes: res.bytes }).toEqual({
+        status: 200,
+        type: 'application/pdf',
+        bytes: PDF,
+      })
     }
   })
 
@@ -164,8 +204,16 @@ describe(`stored media routes (${BACKEND})`, () => {
 
   test('malformed ids are 400 naming the parameter; other methods 405', async () => {
     for (const { path, headers } of both('')) {
-      expectError(await http.call('GET', `${path}/images/not-a-uuid`, { token: viewer.token, headers }), 400, /^invalid path parameter: imageID: expected a UUID \(got "not-a-uuid"\)$/)
-      expectError(await http.call('GET', `${path}/sources/1234/body`, { token: viewer.token, headers }), 400, /^invalid path parameter: sourceID: expected a UUID \(got "1234"\)$/)
+      expectError(
+        await http.call('GET', `${path}/images/not-a-uuid`, { token: viewer.token, headers }),
+        400,
+        /^invalid path parameter: imageID: expected a UUID \(got "not-a-uuid"\)$/,
+      )
+      expectError(
+        await http.call('GET', `${path}/sources/1234/body`, { token: viewer.token, headers }),
+        400,
+        /^invalid path parameter: sourceID: expected a UUID \(got "1234"\)$/,
+      )
     }
     const post = await http.call('POST', `/${a.slug}/images/${image.png}`, { token: viewer.token, body: {} })
     expectError(post, 405)

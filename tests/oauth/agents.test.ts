@@ -59,10 +59,16 @@ describe(`the MCP TypeScript SDK's auth() (${BACKEND})`, () => {
           // given the base URL, the SDK finds the root document by itself (RFC 9728 §3.1).
           let challenge: { resourceMetadataUrl?: URL; scope?: string } = {}
           if (target === '/api/v1') {
-            const refused = await fetch(`${serverUrl}/repositories`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"x"}' })
+            const refused = await fetch(`${serverUrl}/repositories`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: '{"name":"x"}',
+            })
             expect(refused.status).toBe(401)
             challenge = extractWWWAuthenticateParams(refused)
-            expect(challenge.resourceMetadataUrl?.href).toBe(`${server.url}/.well-known/oauth-protected-resource/api/v1`)
+            expect(challenge.resourceMetadataUrl?.href).toBe(
+              `${server.url}/.well-known/oauth-protected-resource/api/v1`,
+            )
             expect(challenge.scope).toBe('write')
           }
           expect(await auth(provider, { serverUrl, ...challenge })).toBe('REDIRECT')
@@ -74,9 +80,13 @@ describe(`the MCP TypeScript SDK's auth() (${BACKEND})`, () => {
           const callback = await allowInBrowser(requested, listener.nextRedirect())
           expect(callback.host).toBe(`${host}:${listener.port}`)
           expect(callback.searchParams.get('iss')).toBe(server.url)
-          expect(await auth(provider, { serverUrl, authorizationCode: callback.searchParams.get('code')!, ...challenge })).toBe('AUTHORIZED')
+          expect(
+            await auth(provider, { serverUrl, authorizationCode: callback.searchParams.get('code')!, ...challenge }),
+          ).toBe('AUTHORIZED')
           const first = provider.saved!
-          const claims = JSON.parse(Buffer.from(first.access_token.split('.')[1]!, 'base64url').toString()) as { aud: string }
+          const claims = JSON.parse(Buffer.from(first.access_token.split('.')[1]!, 'base64url').toString()) as {
+            aud: string
+          }
           expect(claims.aud).toBe(serverUrl)
           const me = await api(server.url).get('/api/v1/users/me', first.access_token)
           expect(me.status).toBe(200)
@@ -102,7 +112,12 @@ describe(`openid-client (${BACKEND})`, () => {
       const options = { algorithm: 'oauth2' as const, execute: [openid.allowInsecureRequests] }
       const config = await openid.dynamicClientRegistration(
         new URL(server.url),
-        { redirect_uris: [redirectUri], client_name: 'openid-client agent', token_endpoint_auth_method: 'none', scope: 'read write' },
+        {
+          redirect_uris: [redirectUri],
+          client_name: 'openid-client agent',
+          token_endpoint_auth_method: 'none',
+          scope: 'read write',
+        },
         openid.None(),
         options,
       )
@@ -117,7 +132,10 @@ describe(`openid-client (${BACKEND})`, () => {
         resource: `${server.url}/api/v1`,
       })
       const callback = await allowInBrowser(url, listener.nextRedirect())
-      const tokens = await openid.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state })
+      const tokens = await openid.authorizationCodeGrant(config, callback, {
+        pkceCodeVerifier: verifier,
+        expectedState: state,
+      })
       expect(tokens.scope).toBe('read')
       expect((await api(server.url).get('/api/v1/users/me', tokens.access_token)).status).toBe(200)
       const refreshed = await openid.refreshTokenGrant(config, tokens.refresh_token!)

@@ -60,12 +60,23 @@ class Browser {
       else this.jar.set(name, value)
     }
     const text = await res.text()
-    return { status: res.status, body: text.startsWith('{') ? JSON.parse(text) : { location: res.headers.get('location') ?? '', page: text }, cookies }
+    return {
+      status: res.status,
+      body: text.startsWith('{') ? JSON.parse(text) : { location: res.headers.get('location') ?? '', page: text },
+      cookies,
+    }
   }
 
   /** The authorization request of the web app: the sign-in page, or (signed in on the pages) the redirect with the code. */
   async authorize(challenge: string): Promise<Answer> {
-    const query = new URLSearchParams({ response_type: 'code', client_id: WEB_APP_CLIENT_ID, redirect_uri: this.redirectUri(), code_challenge: challenge, code_challenge_method: 'S256', state: 's' })
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: WEB_APP_CLIENT_ID,
+      redirect_uri: this.redirectUri(),
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      state: 's',
+    })
     return this.send(`/api/v1/oauth/authorize?${query}`, { method: 'GET', site: 'none' })
   }
 
@@ -75,17 +86,36 @@ class Browser {
     let answer = await this.authorize(challenge)
     if (!answer.body.location) {
       const field = (name: string) => new RegExp(`name="${name}" value="([^"]+)"`).exec(answer.body.page!)![1]!
-      answer = await this.send('/api/v1/oauth/authorize/login', { method: 'POST', form: { authorization_id: field('authorization_id'), csrf_token: field('csrf_token'), email, password: PASSWORD } })
+      answer = await this.send('/api/v1/oauth/authorize/login', {
+        method: 'POST',
+        form: {
+          authorization_id: field('authorization_id'),
+          csrf_token: field('csrf_token'),
+          email,
+          password: PASSWORD,
+        },
+      })
     }
     const code = new URL(answer.body.location!).searchParams.get('code')!
     return this.send('/api/v1/oauth/token', {
       method: 'POST',
-      form: { grant_type: 'authorization_code', code, redirect_uri: this.redirectUri(), code_verifier: verifier, client_id: WEB_APP_CLIENT_ID },
+      form: {
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: this.redirectUri(),
+        code_verifier: verifier,
+        client_id: WEB_APP_CLIENT_ID,
+      },
     })
   }
 
   /** A reload or a new tab: the refresh through the cookie. */
-  refresh = (site?: string) => this.send('/api/v1/oauth/token', { method: 'POST', form: { grant_type: 'refresh_token', client_id: WEB_APP_CLIENT_ID }, site })
+  refresh = (site?: string) =>
+    this.send('/api/v1/oauth/token', {
+      method: 'POST',
+      form: { grant_type: 'refresh_token', client_id: WEB_APP_CLIENT_ID },
+      site,
+    })
   signOut = (site?: string) => this.send('/api/v1/oauth/app-session', { method: 'DELETE', site })
 }
 
@@ -96,8 +126,16 @@ async function account(): Promise<{ email: string; token: string }> {
   return { email, token: res.body.token }
 }
 
-type Grant = { id: string; client_id: string; browser: string | null; current: boolean; created_at: string; last_used_at: string }
-const appSessions = async (token: string | undefined) => (await http.get('/api/v1/oauth/grants?web_app=true', token)).body as Grant[]
+type Grant = {
+  id: string
+  client_id: string
+  browser: string | null
+  current: boolean
+  created_at: string
+  last_used_at: string
+}
+const appSessions = async (token: string | undefined) =>
+  (await http.get('/api/v1/oauth/grants?web_app=true', token)).body as Grant[]
 
 describe(`the web app's sessions (${BACKEND})`, () => {
   test('the refresh token is only in an HttpOnly, SameSite=Strict cookie on /api/v1/oauth; a refresh through it rotates it', async () => {
@@ -107,7 +145,9 @@ describe(`the web app's sessions (${BACKEND})`, () => {
     expect(signedIn.status).toBe(200)
     expect(Object.keys(signedIn.body).sort()).toEqual(['access_token', 'expires_in', 'scope', 'token_type'])
     expect(signedIn.cookies).toEqual([
-      expect.stringMatching(/^kgs_app_refresh=[A-Za-z0-9_-]{43}; Path=\/api\/v1\/oauth; Max-Age=2592000; HttpOnly; SameSite=Strict$/),
+      expect.stringMatching(
+        /^kgs_app_refresh=[A-Za-z0-9_-]{43}; Path=\/api\/v1\/oauth; Max-Age=2592000; HttpOnly; SameSite=Strict$/,
+      ),
       'kgs_app_signed_in=1; Path=/app; Max-Age=2592000; HttpOnly; SameSite=Strict',
     ])
     const first = browser.jar.get('kgs_app_refresh')!
@@ -128,7 +168,10 @@ describe(`the web app's sessions (${BACKEND})`, () => {
     // The browser's next refresh finds its grant over, and forgets the cookie.
     const over = await browser.refresh()
     expectOAuthError(over, 400, 'invalid_grant', /revoked/)
-    expect(over.cookies).toEqual(['kgs_app_refresh=; Path=/api/v1/oauth; Max-Age=0; HttpOnly; SameSite=Strict', 'kgs_app_signed_in=; Path=/app; Max-Age=0; HttpOnly; SameSite=Strict'])
+    expect(over.cookies).toEqual([
+      'kgs_app_refresh=; Path=/api/v1/oauth; Max-Age=0; HttpOnly; SameSite=Strict',
+      'kgs_app_signed_in=; Path=/app; Max-Age=0; HttpOnly; SameSite=Strict',
+    ])
     expect(browser.jar.has('kgs_app_refresh')).toBe(false)
   })
 
@@ -137,7 +180,8 @@ describe(`the web app's sessions (${BACKEND})`, () => {
     const browser = new Browser()
     expect((await browser.signIn(email)).status).toBe(200)
     const cookie = browser.jar.get('kgs_app_refresh')
-    for (const site of ['cross-site', 'same-site']) expectOAuthError(await browser.refresh(site), 400, 'invalid_request', /refresh_token is required/)
+    for (const site of ['cross-site', 'same-site'])
+      expectOAuthError(await browser.refresh(site), 400, 'invalid_request', /refresh_token is required/)
     expect(browser.jar.get('kgs_app_refresh')).toBe(cookie)
     expect((await browser.refresh()).status).toBe(200)
     const agent = await registerClient(server.url)
@@ -156,7 +200,9 @@ describe(`the web app's sessions (${BACKEND})`, () => {
     expect(again.status).toBe(200)
     expectError(await http.get('/api/v1/users/me', first.body.access_token), 401)
     const [only] = await appSessions(token)
-    expect((await appSessions(again.body.access_token)).map((g) => [g.id, g.current, g.browser])).toEqual([[only!.id, true, 'Chrome 131 on Linux']])
+    expect((await appSessions(again.body.access_token)).map((g) => [g.id, g.current, g.browser])).toEqual([
+      [only!.id, true, 'Chrome 131 on Linux'],
+    ])
 
     const firefox = new Browser(FIREFOX)
     const other = await firefox.signIn(email)
@@ -172,7 +218,9 @@ describe(`the web app's sessions (${BACKEND})`, () => {
     await obtainTokens(server.url, agent, { email, password: PASSWORD })
     const agents = (await http.get('/api/v1/oauth/grants?web_app=false', token)).body as Grant[]
     expect(agents.map((g) => [g.client_id, g.browser, g.current])).toEqual([[agent.client_id, null, false]])
-    expect(((await http.get('/api/v1/oauth/grants', token)).body as Grant[]).map((g) => g.client_id).sort()).toEqual([agent.client_id, WEB_APP_CLIENT_ID, WEB_APP_CLIENT_ID].sort())
+    expect(((await http.get('/api/v1/oauth/grants', token)).body as Grant[]).map((g) => g.client_id).sort()).toEqual(
+      [agent.client_id, WEB_APP_CLIENT_ID, WEB_APP_CLIENT_ID].sort(),
+    )
     expectError(await http.get('/api/v1/oauth/grants?web_app=maybe', token), 400, /web_app/)
   })
 
@@ -185,7 +233,12 @@ describe(`the web app's sessions (${BACKEND})`, () => {
     const theirs = (await appSessions(mine.body.access_token)).find((g) => !g.current)!
     const ended = await http.call('DELETE', `/api/v1/oauth/grants/${theirs.id}`, { token: mine.body.access_token })
     expect(ended.status).toBe(200)
-    expect(ended.body).toMatchObject({ id: theirs.id, client_id: WEB_APP_CLIENT_ID, browser: 'Firefox 133 on Windows', current: false })
+    expect(ended.body).toMatchObject({
+      id: theirs.id,
+      client_id: WEB_APP_CLIENT_ID,
+      browser: 'Firefox 133 on Windows',
+      current: false,
+    })
     expectOAuthError(await there.refresh(), 400, 'invalid_grant')
     expect(there.jar.has('kgs_app_refresh')).toBe(false)
     // Its pages' sign-in ended with it: a new authorization there shows the sign-in page, not a code.
@@ -210,7 +263,11 @@ describe(`the web app's sessions (${BACKEND})`, () => {
     const out = await browser.signOut()
     expect(out.status).toBe(200)
     expect(out.body).toEqual({})
-    expect(out.cookies.map((c) => c.split(';')[0])).toEqual(['kgs_app_refresh=', 'kgs_app_signed_in=', 'kgs_oauth_session='])
+    expect(out.cookies.map((c) => c.split(';')[0])).toEqual([
+      'kgs_app_refresh=',
+      'kgs_app_signed_in=',
+      'kgs_oauth_session=',
+    ])
     expect(out.cookies.every((c) => c.includes('Max-Age=0'))).toBe(true)
     expectError(await http.get('/api/v1/users/me', signedIn.body.access_token), 401)
     expect(await appSessions(token)).toEqual([])
@@ -227,7 +284,8 @@ describe(`the web app's sessions (${BACKEND})`, () => {
     expect((await browser.signIn(email)).status).toBe(200)
     const [session] = await appSessions(token)
     const sql = server.context.pools.system
-    const backdate = (minutes: number) => sql`UPDATE oauth_refresh_tokens SET created_at = now() - make_interval(mins => ${minutes}) WHERE family_id = ${session!.id}`
+    const backdate = (minutes: number) =>
+      sql`UPDATE oauth_refresh_tokens SET created_at = now() - make_interval(mins => ${minutes}) WHERE family_id = ${session!.id}`
     await backdate(59)
     expect(await appSessions(token)).toHaveLength(1)
     expect((await browser.refresh()).status).toBe(200)
@@ -249,14 +307,19 @@ describe(`the web app's sessions under THROTTLE_TOKEN_PER_CLIENT (${BACKEND})`, 
 
   test('a signed-out browser loading the app (a refresh without any token) draws nothing from the budget', async () => {
     const visitor = () => new Browser(CHROME, () => throttled)
-    for (let load = 0; load < 5; load++) expectOAuthError(await visitor().refresh(), 400, 'invalid_request', /holds no sign-in of the web app/)
+    for (let load = 0; load < 5; load++)
+      expectOAuthError(await visitor().refresh(), 400, 'invalid_request', /holds no sign-in of the web app/)
     const email = uniqueEmail()
     expect((await api(throttled.url).post('/api/v1/auth/register', { email, password: PASSWORD })).status).toBe(201)
     const browser = visitor()
     expect((await browser.signIn(email)).status).toBe(200)
     expect((await browser.refresh()).status).toBe(200)
     // Refreshes that guess a token do count: the third is refused, and signed-out loads still are not.
-    const guess = () => browser.send('/api/v1/oauth/token', { method: 'POST', form: { grant_type: 'refresh_token', refresh_token: 'x'.repeat(43), client_id: WEB_APP_CLIENT_ID } })
+    const guess = () =>
+      browser.send('/api/v1/oauth/token', {
+        method: 'POST',
+        form: { grant_type: 'refresh_token', refresh_token: 'x'.repeat(43), client_id: WEB_APP_CLIENT_ID },
+      })
     for (let attempt = 0; attempt < 2; attempt++) expectOAuthError(await guess(), 400, 'invalid_grant')
     expect((await guess()).status).toBe(429)
     expectOAuthError(await visitor().refresh(), 400, 'invalid_request')

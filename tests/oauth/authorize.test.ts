@@ -12,18 +12,30 @@ const REDIRECT = 'http://127.0.0.1:41234/callback'
 
 beforeAll(async () => {
   server = await startTestServer()
-  const registered = await api(server.url).post('/api/v1/oauth/register', { redirect_uris: [REDIRECT, 'https://agent.example/cb'], client_name: '<b>Agent</b> & "friends"' })
+  const registered = await api(server.url).post('/api/v1/oauth/register', {
+    redirect_uris: [REDIRECT, 'https://agent.example/cb'],
+    client_name: '<b>Agent</b> & "friends"',
+  })
   clientId = registered.body.client_id
 })
 afterAll(() => server.stop())
 
 function authorize(params: Record<string, string | string[] | undefined>) {
   const query = new URLSearchParams()
-  for (const [key, value] of Object.entries(params)) for (const v of [value].flat()) if (v !== undefined) query.append(key, v)
+  for (const [key, value] of Object.entries(params))
+    for (const v of [value].flat()) if (v !== undefined) query.append(key, v)
   return fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { redirect: 'manual' })
 }
 
-const valid = () => ({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: pkcePair().challenge, code_challenge_method: 'S256', state: 'xyz-state', scope: 'read' })
+const valid = () => ({
+  response_type: 'code',
+  client_id: clientId,
+  redirect_uri: REDIRECT,
+  code_challenge: pkcePair().challenge,
+  code_challenge_method: 'S256',
+  state: 'xyz-state',
+  scope: 'read',
+})
 
 async function expectErrorPage(res: Response, message: RegExp) {
   expect(res.status).toBe(400)
@@ -56,21 +68,30 @@ describe(`authorization request (${BACKEND})`, () => {
   })
 
   test('a loopback redirect URI may use another port (RFC 8252 §7.3); scope defaults to the client’s', async () => {
-    expect((await authorize({ ...valid(), redirect_uri: 'http://127.0.0.1:5555/callback', scope: undefined })).status).toBe(200)
+    expect(
+      (await authorize({ ...valid(), redirect_uri: 'http://127.0.0.1:5555/callback', scope: undefined })).status,
+    ).toBe(200)
   })
 
   test('errors before the client and redirect URI are trusted: a 400 page, never a redirect', async () => {
     await expectErrorPage(await authorize({ ...valid(), client_id: 'no-such-client-id-000000' }), /Unknown client/)
     await expectErrorPage(await authorize({ ...valid(), client_id: undefined }), /client_id is missing/)
     await expectErrorPage(await authorize({ ...valid(), redirect_uri: 'https://evil.example/cb' }), /not registered/)
-    await expectErrorPage(await authorize({ ...valid(), redirect_uri: 'http://127.0.0.1:41234/other' }), /not registered/)
+    await expectErrorPage(
+      await authorize({ ...valid(), redirect_uri: 'http://127.0.0.1:41234/other' }),
+      /not registered/,
+    )
     await expectErrorPage(await authorize({ ...valid(), redirect_uri: undefined }), /no redirect_uri/)
   })
 
   // Before the user has signed in, errors are kgs's own page, never a redirect (docs/spec/decisions.md §5,
   // RFC 9700 §4.11.2): clients register themselves, so a redirect would be an open redirector.
   const invalidRequests: [string, Record<string, string | string[] | undefined>, RegExp][] = [
-    ['missing PKCE', { code_challenge: undefined, code_challenge_method: undefined }, /invalid_request.*PKCE is required/],
+    [
+      'missing PKCE',
+      { code_challenge: undefined, code_challenge_method: undefined },
+      /invalid_request.*PKCE is required/,
+    ],
     ['plain PKCE', { code_challenge_method: 'plain' }, /S256/],
     ['a malformed code challenge', { code_challenge: 'too-short' }, /code_challenge must be/],
     ['response_type other than code', { response_type: 'token' }, /unsupported_response_type/],
@@ -92,7 +113,8 @@ describe(`authorization request (${BACKEND})`, () => {
   })
 
   test('each described resource may be asked for: the base URL, /api/v1, /api/v1/mcp', async () => {
-    for (const resource of [server.url, `${server.url}/api/v1`, `${server.url}/api/v1/mcp`]) expect((await authorize({ ...valid(), resource })).status).toBe(200)
+    for (const resource of [server.url, `${server.url}/api/v1`, `${server.url}/api/v1/mcp`])
+      expect((await authorize({ ...valid(), resource })).status).toBe(200)
   })
 
   // RFC 8252 §8.3: exact match except the port; a URI that merely parses to the same place is another URI.
@@ -121,7 +143,10 @@ describe(`authorization request (${BACKEND})`, () => {
     const uris = ['http://127.0.0.1/cb', 'http://localhost:1/cb', 'http://[::1]/cb']
     const registered = await api(server.url).post('/api/v1/oauth/register', { redirect_uris: uris })
     for (const host of ['127.0.0.1', 'localhost', '[::1]']) {
-      expect((await authorize({ ...valid(), client_id: registered.body.client_id, redirect_uri: `http://${host}:8765/cb` })).status).toBe(200)
+      expect(
+        (await authorize({ ...valid(), client_id: registered.body.client_id, redirect_uri: `http://${host}:8765/cb` }))
+          .status,
+      ).toBe(200)
     }
   })
 })

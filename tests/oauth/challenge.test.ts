@@ -14,7 +14,10 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 const BODIES: [string, RequestInit][] = [
-  ['a valid-looking JSON body', { headers: { 'content-type': 'application/json' }, body: '{"name":"x","kind":"embed","format":"jsonl"}' }],
+  [
+    'a valid-looking JSON body',
+    { headers: { 'content-type': 'application/json' }, body: '{"name":"x","kind":"embed","format":"jsonl"}' },
+  ],
   ['a JSON body the schema refuses', { headers: { 'content-type': 'application/json' }, body: '{"unknown":1}' }],
   ['malformed JSON', { headers: { 'content-type': 'application/json' }, body: '{"x":' }],
   ['an unsupported media type', { headers: { 'content-type': 'text/plain' }, body: 'hello' }],
@@ -22,19 +25,30 @@ const BODIES: [string, RequestInit][] = [
 ]
 
 describe(`the bearer challenge (${BACKEND})`, () => {
-  for (const path of ['/api/v1/repositories', '/api/v1/jobs', '/api/v1/export-graph', '/api/v1/repositories?limit=nope']) {
+  for (const path of [
+    '/api/v1/repositories',
+    '/api/v1/jobs',
+    '/api/v1/export-graph',
+    '/api/v1/repositories?limit=nope',
+  ]) {
     test(`POST ${path} without credentials: 401 with the challenge, whatever the body`, async () => {
       for (const [what, init] of BODIES) {
         const res = await fetch(server.url + path, { method: 'POST', ...init })
         expect({ what, status: res.status }).toEqual({ what, status: 401 })
-        expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1", scope="write"`)
+        expect(res.headers.get('www-authenticate')).toBe(
+          `Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1", scope="write"`,
+        )
         expect(await res.json()).toEqual({ error: 'authentication required' })
       }
     })
   }
 
   test('a presented but invalid token: 401 invalid_token, before the body is looked at', async () => {
-    const res = await fetch(`${server.url}/api/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer nope' }, body: '{"x":' })
+    const res = await fetch(`${server.url}/api/v1/jobs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer nope' },
+      body: '{"x":',
+    })
     expect(res.status).toBe(401)
     expect(res.headers.get('www-authenticate')).toBe(
       `Bearer resource_metadata="${server.url}/.well-known/oauth-protected-resource/api/v1", scope="write", error="invalid_token", error_description="the access token is invalid or revoked; sign in again"`,
@@ -42,7 +56,8 @@ describe(`the bearer challenge (${BACKEND})`, () => {
   })
 
   test('the challenge names the least scope the route needs: read for reads, admin for role changes', async () => {
-    const scopeOf = async (method: string, path: string) => /scope="([^"]+)"/.exec((await fetch(server.url + path, { method })).headers.get('www-authenticate') ?? '')?.[1]
+    const scopeOf = async (method: string, path: string) =>
+      /scope="([^"]+)"/.exec((await fetch(server.url + path, { method })).headers.get('www-authenticate') ?? '')?.[1]
     expect(await scopeOf('GET', '/api/v1/repositories')).toBe('read')
     expect(await scopeOf('GET', '/api/v1/users/me')).toBe('read')
     expect(await scopeOf('PUT', '/api/v1/admin/users/roles')).toBe('admin')
@@ -51,10 +66,18 @@ describe(`the bearer challenge (${BACKEND})`, () => {
   test('once authenticated, a bad body is still the 400 it was', async () => {
     const http = api(server.url)
     const account = await registerAccount(http)
-    const malformed = await http.call('POST', '/api/v1/repositories', { token: account.token, raw: '{"x":', headers: { 'content-type': 'application/json' } })
+    const malformed = await http.call('POST', '/api/v1/repositories', {
+      token: account.token,
+      raw: '{"x":',
+      headers: { 'content-type': 'application/json' },
+    })
     expect(malformed.status).toBe(400)
     expect(malformed.body.error).toMatch(/malformed JSON body/)
-    const unsupported = await http.call('POST', '/api/v1/repositories', { token: account.token, raw: 'x', headers: { 'content-type': 'text/plain' } })
+    const unsupported = await http.call('POST', '/api/v1/repositories', {
+      token: account.token,
+      raw: 'x',
+      headers: { 'content-type': 'text/plain' },
+    })
     expect(unsupported.status).toBe(415)
     const refused = await http.post('/api/v1/repositories', { unknown: 1 }, account.token)
     expect(refused.status).toBe(400)

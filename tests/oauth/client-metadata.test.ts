@@ -8,7 +8,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { api, expectOAuthError, uniqueEmail } from '../helpers/api.ts'
 import { startTestServer, type ServerProcess, type TestServer } from '../helpers/server.ts'
-import { clientDocument, startDocumentServer, startServerTrusting, testCertificate, type DocumentServer } from '../helpers/client-metadata.ts'
+import {
+  clientDocument,
+  startDocumentServer,
+  startServerTrusting,
+  testCertificate,
+  type DocumentServer,
+} from '../helpers/client-metadata.ts'
 import { browserCookie, obtainCode, obtainTokens, pkcePair } from '../helpers/oauth.ts'
 import { freshSeconds, METADATA_DOCUMENT_MAX_BYTES } from '../../src/oauth/client-metadata.ts'
 import { createLogger } from '../../src/log.ts'
@@ -16,7 +22,8 @@ import { withSystemDb } from '../security/system-db.ts'
 
 const CALLBACK = 'http://127.0.0.1:43123/callback'
 const account = { email: uniqueEmail('cimd'), password: 'correct horse battery' }
-const json = (body: unknown, headers: Record<string, string> = {}) => new Response(JSON.stringify(body), { headers: { 'content-type': 'application/json', ...headers } })
+const json = (body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { headers: { 'content-type': 'application/json', ...headers } })
 /** Whether the /flaky document is served (else 404). */
 let flakyServed = true
 
@@ -32,7 +39,9 @@ beforeAll(async () => {
     const self = origin + path
     switch (path) {
       case '/cached/client.json':
-        return json(clientDocument(self, CALLBACK, { client_name: 'Cached host' }), { 'cache-control': 'public, max-age=300' })
+        return json(clientDocument(self, CALLBACK, { client_name: 'Cached host' }), {
+          'cache-control': 'public, max-age=300',
+        })
       case '/uncached/client.json':
         return json(clientDocument(self, CALLBACK), { 'cache-control': 'no-store' })
       case '/other/client.json':
@@ -54,7 +63,9 @@ beforeAll(async () => {
       case '/no-redirects/client.json':
         return json(clientDocument(self, CALLBACK, { redirect_uris: [] }))
       case '/html/client.json':
-        return new Response(JSON.stringify(clientDocument(self, CALLBACK)), { headers: { 'content-type': 'text/html' } })
+        return new Response(JSON.stringify(clientDocument(self, CALLBACK)), {
+          headers: { 'content-type': 'text/html' },
+        })
     }
     return undefined
   })
@@ -70,15 +81,29 @@ afterAll(async () => {
 })
 
 /** GET /authorize for `clientId` as a browser: the status and the page. */
-async function authorizePage(server: { url: string }, clientId: string, redirectUri = CALLBACK): Promise<{ status: number; page: string }> {
-  const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
+async function authorizePage(
+  server: { url: string },
+  clientId: string,
+  redirectUri = CALLBACK,
+): Promise<{ status: number; page: string }> {
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    code_challenge: pkcePair().challenge,
+    code_challenge_method: 'S256',
+  })
   const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browserCookie() } })
   return { status: res.status, page: await res.text() }
 }
 
 /** A form post to an OAuth endpoint, answered as JSON. */
 const postForm = (server: { url: string }, path: string, fields: Record<string, string>) =>
-  fetch(server.url + path, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) }).then(async (res) => ({
+  fetch(server.url + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields),
+  }).then(async (res) => ({
     status: res.status,
     body: await res.json(),
   }))
@@ -87,7 +112,10 @@ const hitsOf = (path: string) => docs.hits.filter((hit) => hit === path).length
 
 describe(`client ID metadata documents (${BACKEND})`, () => {
   test('the authorization server metadata says they are supported', async () => {
-    const metadata = (await (await fetch(`${kgs.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>
+    const metadata = (await (await fetch(`${kgs.url}/.well-known/oauth-authorization-server`)).json()) as Record<
+      string,
+      unknown
+    >
     expect(metadata.client_id_metadata_document_supported).toBe(true)
   })
 
@@ -102,13 +130,19 @@ describe(`client ID metadata documents (${BACKEND})`, () => {
     const refreshed = await fetch(`${kgs.url}/api/v1/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: client.client_id }),
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refresh_token!,
+        client_id: client.client_id,
+      }),
     })
     expect(refreshed.status).toBe(200)
     expect(hitsOf('/cached/client.json')).toBe(1)
     // A grant lists the client by its document's name.
     const grants = await api(kgs.url).get('/api/v1/oauth/grants', session)
-    expect(grants.body).toContainEqual(expect.objectContaining({ client_id: client.client_id, client_name: 'Cached host' }))
+    expect(grants.body).toContainEqual(
+      expect.objectContaining({ client_id: client.client_id, client_name: 'Cached host' }),
+    )
   })
 
   test('a document with no-store is fetched again at each use (authorization, token)', async () => {
@@ -149,7 +183,12 @@ describe(`client ID metadata documents (${BACKEND})`, () => {
   })
 
   test('client_ids that are not https URLs with a path are not documents: unknown clients', async () => {
-    for (const clientId of [url('/cached/client.json').replace('https:', 'http:'), `${docs.origin}/`, `${url('/cached/client.json')}#x`, url('/a/../cached/client.json')]) {
+    for (const clientId of [
+      url('/cached/client.json').replace('https:', 'http:'),
+      `${docs.origin}/`,
+      `${url('/cached/client.json')}#x`,
+      url('/a/../cached/client.json'),
+    ]) {
       const { status, page } = await authorizePage(kgs, clientId)
       expect({ clientId, status }).toEqual({ clientId, status: 400 })
       expect(page).toContain('Unknown client.')
@@ -158,20 +197,46 @@ describe(`client ID metadata documents (${BACKEND})`, () => {
 
   test('the code goes only to the client it was issued to; a document gone since is invalid_client at the token endpoint', async () => {
     const { verifier, challenge } = pkcePair()
-    const issued = await obtainCode(kgs.url, { client_id: url('/cached/client.json'), redirect_uri: CALLBACK }, account, { challenge })
+    const issued = await obtainCode(
+      kgs.url,
+      { client_id: url('/cached/client.json'), redirect_uri: CALLBACK },
+      account,
+      { challenge },
+    )
     const exchange = (clientId: string, code: string, codeVerifier: string) =>
       fetch(`${kgs.url}/api/v1/oauth/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: CALLBACK, code_verifier: codeVerifier, client_id: clientId }),
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: CALLBACK,
+          code_verifier: codeVerifier,
+          client_id: clientId,
+        }),
       }).then(async (res) => ({ status: res.status, body: await res.json() }))
-    expectOAuthError(await exchange(url('/other/client.json'), issued.code, verifier), 400, 'invalid_grant', /another client/)
+    expectOAuthError(
+      await exchange(url('/other/client.json'), issued.code, verifier),
+      400,
+      'invalid_grant',
+      /another client/,
+    )
 
     const flaky = pkcePair()
-    const flakyCode = await obtainCode(kgs.url, { client_id: url('/flaky/client.json'), redirect_uri: CALLBACK }, account, { challenge: flaky.challenge })
+    const flakyCode = await obtainCode(
+      kgs.url,
+      { client_id: url('/flaky/client.json'), redirect_uri: CALLBACK },
+      account,
+      { challenge: flaky.challenge },
+    )
     flakyServed = false
     try {
-      expectOAuthError(await exchange(url('/flaky/client.json'), flakyCode.code, flaky.verifier), 401, 'invalid_client', /HTTP 404/)
+      expectOAuthError(
+        await exchange(url('/flaky/client.json'), flakyCode.code, flaky.verifier),
+        401,
+        'invalid_client',
+        /HTTP 404/,
+      )
     } finally {
       flakyServed = true
     }
@@ -188,7 +253,10 @@ describe(`client ID metadata documents: what is not reached (${BACKEND})`, () =>
     // The default: no private addresses.
     guarded = await startTestServer({ log: logger('guarded') })
     // Private addresses allowed, but the test certificate not trusted (this process has no NODE_EXTRA_CA_CERTS for it).
-    untrusting = await startTestServer({ env: { CLIENT_METADATA_FETCH_ALLOW_PRIVATE: 'true' }, log: logger('untrusting') })
+    untrusting = await startTestServer({
+      env: { CLIENT_METADATA_FETCH_ALLOW_PRIVATE: 'true' },
+      log: logger('untrusting'),
+    })
   })
   afterAll(async () => {
     await guarded?.stop()
@@ -196,7 +264,8 @@ describe(`client ID metadata documents: what is not reached (${BACKEND})`, () =>
   })
 
   /** The client rows of these ids: a document never fetched leaves none. */
-  const clientRows = (server: TestServer, ids: string[]) => withSystemDb(server, async (sql) => [...(await sql`SELECT id FROM oauth_clients WHERE id = ANY(${ids})`)])
+  const clientRows = (server: TestServer, ids: string[]) =>
+    withSystemDb(server, async (sql) => [...(await sql`SELECT id FROM oauth_clients WHERE id = ANY(${ids})`)])
   const SENTENCE = 'its metadata document could not be fetched from a public address'
 
   test('loopback, private, link-local and IPv4-mapped addresses are refused before any connection: one sentence outside, the detail in the log', async () => {
@@ -204,7 +273,10 @@ describe(`client ID metadata documents: what is not reached (${BACKEND})`, () =>
     const before = docs.hits.length
     const cases: [string, RegExp][] = [
       [url('/cached/client.json'), /127\.0\.0\.1 is not a public address \(loopback\)/],
-      [`https://localhost:${port}/cached/client.json`, /localhost resolves to (127\.0\.0\.1|::1), not a public address \(loopback\)/],
+      [
+        `https://localhost:${port}/cached/client.json`,
+        /localhost resolves to (127\.0\.0\.1|::1), not a public address \(loopback\)/,
+      ],
       [`https://[::1]:${port}/cached/client.json`, /\[::1\] is not a public address \(loopback\)/],
       [`https://[::ffff:7f00:1]:${port}/cached/client.json`, /not a public address \(IPv4-mapped loopback\)/],
       ['https://10.0.0.1/client.json', /10\.0\.0\.1 is not a public address \(private\)/],
@@ -215,9 +287,17 @@ describe(`client ID metadata documents: what is not reached (${BACKEND})`, () =>
       const { status, page } = await authorizePage(guarded, clientId)
       expect({ clientId, status }).toEqual({ clientId, status: 400 })
       expect(page).toContain(`client ID ${clientId} cannot be used: ${SENTENCE}.</p>`)
-      expect(page).not.toMatch(/resolves|not a public address|loopback|private|link-local|127\.0\.0\.1 is|::1\]? is|10\.0\.0\.1 is/)
+      expect(page).not.toMatch(
+        /resolves|not a public address|loopback|private|link-local|127\.0\.0\.1 is|::1\]? is|10\.0\.0\.1 is/,
+      )
       // The token endpoint says the same, and the log has what was found, each time.
-      const token = await postForm(guarded, '/api/v1/oauth/token', { grant_type: 'authorization_code', client_id: clientId, code: 'x', redirect_uri: CALLBACK, code_verifier: 'x'.repeat(43) })
+      const token = await postForm(guarded, '/api/v1/oauth/token', {
+        grant_type: 'authorization_code',
+        client_id: clientId,
+        code: 'x',
+        redirect_uri: CALLBACK,
+        code_verifier: 'x'.repeat(43),
+      })
       expectOAuthError(token, 401, 'invalid_client', new RegExp(`^this client ID cannot be used: ${SENTENCE}$`))
       const lines = logged.guarded
         .trim()
@@ -225,7 +305,11 @@ describe(`client ID metadata documents: what is not reached (${BACKEND})`, () =>
         .map((line) => JSON.parse(line))
       expect(lines).toHaveLength(2)
       for (const line of lines) {
-        expect(line).toMatchObject({ level: 'warn', msg: 'oauth: a client metadata document could not be fetched before any connection', client_id: clientId })
+        expect(line).toMatchObject({
+          level: 'warn',
+          msg: 'oauth: a client metadata document could not be fetched before any connection',
+          client_id: clientId,
+        })
         expect(line.reason).toMatch(detail)
       }
     }
@@ -270,7 +354,9 @@ describe('cache lifetimes of documents', () => {
     expect(freshSeconds({ 'cache-control': 'max-age=300, no-store' }, now)).toBe(0)
     expect(freshSeconds({ 'cache-control': 'no-cache' }, now)).toBe(0)
     expect(freshSeconds({ 'cache-control': 'max-age=99999999' }, now)).toBe(86_400)
-    expect(freshSeconds({ expires: 'Thu, 01 Jan 2026 00:10:00 GMT', date: 'Thu, 01 Jan 2026 00:00:00 GMT' }, now)).toBe(600)
+    expect(freshSeconds({ expires: 'Thu, 01 Jan 2026 00:10:00 GMT', date: 'Thu, 01 Jan 2026 00:00:00 GMT' }, now)).toBe(
+      600,
+    )
     expect(freshSeconds({ expires: 'Wed, 31 Dec 2025 00:00:00 GMT' }, now)).toBe(0)
     expect(freshSeconds({ expires: 'garbage' }, now)).toBe(0)
     expect(freshSeconds({}, now)).toBe(0)

@@ -32,22 +32,32 @@ async function consentFor(scope: string) {
     code_challenge_method: 'S256',
     scope,
   })
-  const first = await (await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })).text()
+  const first = await (
+    await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })
+  ).text()
   const authorization_id = /name="authorization_id" value="([^"]+)"/.exec(first)![1]!
   const csrf_token = /name="csrf_token" value="([^"]+)"/.exec(first)![1]!
   const post = (path: string, fields: Record<string, string>, cookie: string) =>
-    fetch(server.url + path, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: new URLSearchParams(fields) })
+    fetch(server.url + path, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+      body: new URLSearchParams(fields),
+    })
   const login = await post('/api/v1/oauth/authorize/login', { authorization_id, csrf_token, ...account }, browser)
   const cookies = `${browser}; ${login.headers.get('set-cookie')!.split(';')[0]!}`
   return {
     html: await login.text(),
-    decide: (fields: Record<string, string>) => post('/api/v1/oauth/authorize', { authorization_id, csrf_token, ...fields }, cookies),
+    decide: (fields: Record<string, string>) =>
+      post('/api/v1/oauth/authorize', { authorization_id, csrf_token, ...fields }, cookies),
   }
 }
 
 /** The choices the consent page offers: each radio's value, and which is checked. */
 const choices = (html: string) =>
-  [...html.matchAll(/<input type="radio" name="scope" value="([a-z]+)"( checked)?>([^<]+)</g)].map(([, value, checked, label]) => ({ value, checked: !!checked, label }))
+  [...html.matchAll(/<input type="radio" name="scope" value="([a-z]+)"( checked)?>([^<]+)</g)].map(
+    ([, value, checked, label]) => ({ value, checked: !!checked, label }),
+  )
 
 describe(`consent narrows the scope (${BACKEND})`, () => {
   test('the page offers the scope asked for (chosen) and each narrower one; a read request has nothing to narrow', async () => {
@@ -65,8 +75,16 @@ describe(`consent narrows the scope (${BACKEND})`, () => {
     const tokens = await obtainTokens(server.url, client, account, 'read write', 'read')
     expect(tokens.scope).toBe('read')
     expect((await http.get('/api/v1/users/me', tokens.access_token)).status).toBe(200)
-    const write = await http.post('/api/v1/repositories', { name: `by a read token ${crypto.randomUUID().slice(0, 6)}` }, tokens.access_token)
-    expectError(write, 403, 'insufficient scope: repository:create needs a token with the write scope (this one has read); authorize again with write')
+    const write = await http.post(
+      '/api/v1/repositories',
+      { name: `by a read token ${crypto.randomUUID().slice(0, 6)}` },
+      tokens.access_token,
+    )
+    expectError(
+      write,
+      403,
+      'insufficient scope: repository:create needs a token with the write scope (this one has read); authorize again with write',
+    )
     expect(write.headers.get('www-authenticate')).toContain('error="insufficient_scope", scope="write"')
     // A refresh cannot win back what the person did not grant.
     const refresh = (scope?: string) =>
@@ -92,10 +110,17 @@ describe(`consent narrows the scope (${BACKEND})`, () => {
   test('an admin request narrowed to write writes but cannot delete a repository; allowed as asked, it keeps its scope', async () => {
     const write = await obtainTokens(server.url, client, account, 'admin', 'write')
     expect(write.scope).toBe('write')
-    const created = await http.post('/api/v1/repositories', { name: `narrowed ${crypto.randomUUID().slice(0, 6)}` }, write.access_token)
+    const created = await http.post(
+      '/api/v1/repositories',
+      { name: `narrowed ${crypto.randomUUID().slice(0, 6)}` },
+      write.access_token,
+    )
     expect(created.status).toBe(201)
     expectError(
-      await http.call('DELETE', `/api/v1/repositories/${created.body.slug}`, { token: write.access_token, body: { confirm: created.body.slug } }),
+      await http.call('DELETE', `/api/v1/repositories/${created.body.slug}`, {
+        token: write.access_token,
+        body: { confirm: created.body.slug },
+      }),
       403,
       'insufficient scope: repository:delete needs a token with the admin scope (this one has write); authorize again with admin',
     )
@@ -103,7 +128,14 @@ describe(`consent narrows the scope (${BACKEND})`, () => {
     expect(asked.scope).toBe('read write')
     const admin = await obtainTokens(server.url, client, account, 'admin', 'admin')
     expect(admin.scope).toBe('admin')
-    expect((await http.call('DELETE', `/api/v1/repositories/${created.body.slug}`, { token: admin.access_token, body: { confirm: created.body.slug } })).status).toBe(200)
+    expect(
+      (
+        await http.call('DELETE', `/api/v1/repositories/${created.body.slug}`, {
+          token: admin.access_token,
+          body: { confirm: created.body.slug },
+        })
+      ).status,
+    ).toBe(200)
   })
 
   test('a tampered form allowing more than was asked, or a scope that does not exist, is refused and issues no code', async () => {
@@ -127,7 +159,10 @@ describe(`consent narrows the scope (${BACKEND})`, () => {
     const listener = listenOnLoopback('127.0.0.1')
     const browser = await launchBrowser()
     try {
-      const host = await registerClient(server.url, { client_name: 'Browser host', redirect_uris: [`http://127.0.0.1:${listener.port}/callback`] })
+      const host = await registerClient(server.url, {
+        client_name: 'Browser host',
+        redirect_uris: [`http://127.0.0.1:${listener.port}/callback`],
+      })
       const { verifier, challenge } = pkcePair()
       const query = new URLSearchParams({
         response_type: 'code',
@@ -147,8 +182,15 @@ describe(`consent narrows the scope (${BACKEND})`, () => {
       for (const width of [1280, 375]) {
         await page.setViewportSize({ width, height: 800 })
         const results = await new AxeBuilder({ page }).analyze()
-        expect({ width, violations: results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id) }).toEqual({ width, violations: [] })
-        expect({ width, fits: (await page.evaluate<number>('document.documentElement.scrollWidth')) <= width }).toEqual({ width, fits: true })
+        expect({
+          width,
+          violations: results.violations
+            .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+            .map((v) => v.id),
+        }).toEqual({ width, violations: [] })
+        expect({ width, fits: (await page.evaluate<number>('document.documentElement.scrollWidth')) <= width }).toEqual(
+          { width, fits: true },
+        )
       }
       await page.getByRole('radio', { name: 'Allow read only' }).check()
       const redirected = listener.nextRedirect()
@@ -162,7 +204,11 @@ describe(`consent narrows the scope (${BACKEND})`, () => {
         client_id: host.client_id,
         ...(host.client_secret ? { client_secret: host.client_secret } : {}),
       }
-      const tokens = await fetch(`${server.url}/api/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) })
+      const tokens = await fetch(`${server.url}/api/v1/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(fields),
+      })
       expect(tokens.status).toBe(200)
       expect(((await tokens.json()) as { scope: string }).scope).toBe('read')
     } finally {

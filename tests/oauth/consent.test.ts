@@ -18,9 +18,14 @@ const BROWSER = browserCookie()
 beforeAll(async () => {
   server = await startTestServer()
   const http = api(server.url)
-  clientId = (await http.post('/api/v1/oauth/register', { redirect_uris: [REDIRECT], client_name: 'Consent test' })).body.client_id
-  user = { email: (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).body.user.email }
-  other = { email: (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).body.user.email }
+  clientId = (await http.post('/api/v1/oauth/register', { redirect_uris: [REDIRECT], client_name: 'Consent test' }))
+    .body.client_id
+  user = {
+    email: (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).body.user.email,
+  }
+  other = {
+    email: (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).body.user.email,
+  }
 })
 afterAll(() => server.stop())
 
@@ -35,7 +40,9 @@ async function begin(cookie?: string) {
     state: 's-123',
     scope: 'read write',
   })
-  const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: cookie ? `${BROWSER}; ${cookie}` : BROWSER } })
+  const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, {
+    headers: { cookie: cookie ? `${BROWSER}; ${cookie}` : BROWSER },
+  })
   const html = await res.text()
   return {
     status: res.status,
@@ -50,13 +57,21 @@ const form = (path: string, fields: Record<string, string>, cookie?: string, bro
   fetch(server.url + path, {
     method: 'POST',
     redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: [browser, cookie].filter(Boolean).join('; ') },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      cookie: [browser, cookie].filter(Boolean).join('; '),
+    },
     body: new URLSearchParams(fields),
   })
 
 async function signIn(email = user.email) {
   const page = await begin()
-  const res = await form('/api/v1/oauth/authorize/login', { authorization_id: page.authorizationId, csrf_token: page.csrf, email, password: PASSWORD })
+  const res = await form('/api/v1/oauth/authorize/login', {
+    authorization_id: page.authorizationId,
+    csrf_token: page.csrf,
+    email,
+    password: PASSWORD,
+  })
   const cookie = res.headers.get('set-cookie')!.split(';')[0]!
   return { page, res, cookie }
 }
@@ -66,7 +81,9 @@ describe(`sign-in and consent (${BACKEND})`, () => {
     const { res } = await signIn()
     expect(res.status).toBe(200)
     const setCookie = res.headers.get('set-cookie')!
-    expect(setCookie).toMatch(/^kgs_oauth_session=[A-Za-z0-9_-]{43}; Path=\/api\/v1\/oauth; Max-Age=3600; HttpOnly; SameSite=Lax$/)
+    expect(setCookie).toMatch(
+      /^kgs_oauth_session=[A-Za-z0-9_-]{43}; Path=\/api\/v1\/oauth; Max-Age=3600; HttpOnly; SameSite=Lax$/,
+    )
     const html = await res.text()
     expect(html).toContain('<button type="submit" name="decision" value="allow">Allow</button>')
     expect(html).toContain('value="deny" class="secondary">Deny</button>')
@@ -78,9 +95,19 @@ describe(`sign-in and consent (${BACKEND})`, () => {
   })
 
   test('[::1] redirects: form-action allows the scheme, since no CSP source can hold an IPv6 literal', async () => {
-    const v6 = (await api(server.url).post('/api/v1/oauth/register', { redirect_uris: ['http://[::1]:41236/callback'] })).body.client_id
-    const query = new URLSearchParams({ response_type: 'code', client_id: v6, redirect_uri: 'http://[::1]:41236/callback', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
-    const page = await (await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: BROWSER } })).text()
+    const v6 = (
+      await api(server.url).post('/api/v1/oauth/register', { redirect_uris: ['http://[::1]:41236/callback'] })
+    ).body.client_id
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: v6,
+      redirect_uri: 'http://[::1]:41236/callback',
+      code_challenge: pkcePair().challenge,
+      code_challenge_method: 'S256',
+    })
+    const page = await (
+      await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: BROWSER } })
+    ).text()
     const fields = {
       authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!,
       csrf_token: /name="csrf_token" value="([^"]+)"/.exec(page)![1]!,
@@ -96,8 +123,16 @@ describe(`sign-in and consent (${BACKEND})`, () => {
 
   test('a private-use redirect URI is shown whole on the pages (its "host" is the client’s own words)', async () => {
     const uri = 'cursor://anysphere.cursor-mcp/oauth/callback'
-    const cursor = (await api(server.url).post('/api/v1/oauth/register', { redirect_uris: [uri], client_name: 'Cursor' })).body.client_id
-    const query = new URLSearchParams({ response_type: 'code', client_id: cursor, redirect_uri: uri, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
+    const cursor = (
+      await api(server.url).post('/api/v1/oauth/register', { redirect_uris: [uri], client_name: 'Cursor' })
+    ).body.client_id
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: cursor,
+      redirect_uri: uri,
+      code_challenge: pkcePair().challenge,
+      code_challenge_method: 'S256',
+    })
     const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: BROWSER } })
     expect(res.status).toBe(200)
     expect(await res.text()).toContain(`<span class="host">${uri}</span>`)
@@ -105,45 +140,78 @@ describe(`sign-in and consent (${BACKEND})`, () => {
 
   test('Allow: 303 to the client with a code, state and iss; the decision is final', async () => {
     const { page, cookie } = await signIn()
-    const res = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }, cookie)
+    const res = await form(
+      '/api/v1/oauth/authorize',
+      { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' },
+      cookie,
+    )
     expect(res.status).toBe(303)
     const location = new URL(res.headers.get('location')!)
     expect(`${location.origin}${location.pathname}`).toBe(REDIRECT)
     expect(location.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/)
     expect(location.searchParams.get('state')).toBe('s-123')
     expect(location.searchParams.get('iss')).toBe(server.url)
-    const again = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }, cookie)
+    const again = await form(
+      '/api/v1/oauth/authorize',
+      { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' },
+      cookie,
+    )
     expect(again.status).toBe(400)
     expect(await again.text()).toContain('expired or was already answered')
   })
 
   test('"Not you? Sign out": the pages’ session ends, the same request asks for a sign-in, and the next user decides', async () => {
     const { page, res, cookie } = await signIn()
-    expect(await res.text()).toContain('<button type="submit" name="decision" value="sign-out" class="secondary">Not you? Sign out</button>')
-    const out = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'sign-out' }, cookie)
+    expect(await res.text()).toContain(
+      '<button type="submit" name="decision" value="sign-out" class="secondary">Not you? Sign out</button>',
+    )
+    const out = await form(
+      '/api/v1/oauth/authorize',
+      { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'sign-out' },
+      cookie,
+    )
     expect(out.status).toBe(200)
-    expect(out.headers.get('set-cookie')).toBe('kgs_oauth_session=; Path=/api/v1/oauth; Max-Age=0; HttpOnly; SameSite=Lax')
+    expect(out.headers.get('set-cookie')).toBe(
+      'kgs_oauth_session=; Path=/api/v1/oauth; Max-Age=0; HttpOnly; SameSite=Lax',
+    )
     const signInPage = await out.text()
     expect(signInPage).toContain('<button type="submit">Sign in</button>')
     expect(signInPage).toContain(`name="authorization_id" value="${page.authorizationId}"`)
     // The old session is gone: a decision with its cookie is refused, and nothing was decided.
-    const stale = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }, cookie)
+    const stale = await form(
+      '/api/v1/oauth/authorize',
+      { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' },
+      cookie,
+    )
     expect(stale.status).toBe(403)
     const next = await begin(cookie)
     expect(next.html).toContain('<button type="submit">Sign in</button>')
     // The other user signs in on the same request and decides it.
-    const again = await form('/api/v1/oauth/authorize/login', { authorization_id: page.authorizationId, csrf_token: page.csrf, email: other.email, password: PASSWORD })
+    const again = await form('/api/v1/oauth/authorize/login', {
+      authorization_id: page.authorizationId,
+      csrf_token: page.csrf,
+      email: other.email,
+      password: PASSWORD,
+    })
     expect(again.status).toBe(200)
     expect(await again.text()).toContain(`Signed in as ${other.email}.`)
     const otherCookie = again.headers.get('set-cookie')!.split(';')[0]!
-    const allowed = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }, otherCookie)
+    const allowed = await form(
+      '/api/v1/oauth/authorize',
+      { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' },
+      otherCookie,
+    )
     expect(allowed.status).toBe(303)
     expect(new URL(allowed.headers.get('location')!).searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/)
   })
 
   test('Deny: access_denied with state and iss', async () => {
     const { page, cookie } = await signIn()
-    const res = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'deny' }, cookie)
+    const res = await form(
+      '/api/v1/oauth/authorize',
+      { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'deny' },
+      cookie,
+    )
     expect(res.status).toBe(303)
     const location = new URL(res.headers.get('location')!)
     expect(location.searchParams.get('error')).toBe('access_denied')
@@ -158,13 +226,22 @@ describe(`sign-in and consent (${BACKEND})`, () => {
     expect(next.status).toBe(200)
     expect(next.html).toContain('>Allow</button>')
     expect(next.html).not.toContain('>Sign in</button>')
-    const res = await form('/api/v1/oauth/authorize', { authorization_id: next.authorizationId, csrf_token: next.csrf, decision: 'allow' }, cookie)
+    const res = await form(
+      '/api/v1/oauth/authorize',
+      { authorization_id: next.authorizationId, csrf_token: next.csrf, decision: 'allow' },
+      cookie,
+    )
     expect(res.status).toBe(303)
   })
 
   test('a wrong password re-renders the sign-in page with an error (401); no cookie', async () => {
     const page = await begin()
-    const res = await form('/api/v1/oauth/authorize/login', { authorization_id: page.authorizationId, csrf_token: page.csrf, email: user.email, password: 'wrong password' })
+    const res = await form('/api/v1/oauth/authorize/login', {
+      authorization_id: page.authorizationId,
+      csrf_token: page.csrf,
+      email: user.email,
+      password: 'wrong password',
+    })
     expect(res.status).toBe(401)
     expect(res.headers.get('set-cookie')).toBeNull()
     const html = await res.text()
@@ -176,12 +253,21 @@ describe(`sign-in and consent (${BACKEND})`, () => {
     const page = await begin()
     const another = await begin()
     for (const csrf of ['', 'x'.repeat(43), another.csrf]) {
-      const res = await form('/api/v1/oauth/authorize/login', { authorization_id: page.authorizationId, csrf_token: csrf, email: user.email, password: PASSWORD })
+      const res = await form('/api/v1/oauth/authorize/login', {
+        authorization_id: page.authorizationId,
+        csrf_token: csrf,
+        email: user.email,
+        password: PASSWORD,
+      })
       expect(res.status).toBe(403)
       expect(await res.text()).toContain('CSRF check failed')
     }
     const { cookie } = await signIn()
-    const decision = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: another.csrf, decision: 'allow' }, cookie)
+    const decision = await form(
+      '/api/v1/oauth/authorize',
+      { authorization_id: page.authorizationId, csrf_token: another.csrf, decision: 'allow' },
+      cookie,
+    )
     expect(decision.status).toBe(403)
   })
 
@@ -189,7 +275,12 @@ describe(`sign-in and consent (${BACKEND})`, () => {
     // The attacker opens an authorization in their browser and has the victim's browser post its
     // sign-in form, CSRF token and all; no Sec-Fetch-Site says where it came from.
     const attackers = await begin()
-    const fields = { authorization_id: attackers.authorizationId, csrf_token: attackers.csrf, email: other.email, password: PASSWORD }
+    const fields = {
+      authorization_id: attackers.authorizationId,
+      csrf_token: attackers.csrf,
+      email: other.email,
+      password: PASSWORD,
+    }
     for (const victim of ['', browserCookie()]) {
       const res = await form('/api/v1/oauth/authorize/login', fields, undefined, victim)
       expect(res.status).toBe(403)
@@ -199,20 +290,51 @@ describe(`sign-in and consent (${BACKEND})`, () => {
     // The decision likewise, even with the right user's session.
     const { page, cookie } = await signIn()
     const session = cookie.split('; ').find((c) => c.startsWith('kgs_oauth_session='))!
-    expect((await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }, session, browserCookie())).status).toBe(403)
-    expect((await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' }, session)).status).toBe(303)
+    expect(
+      (
+        await form(
+          '/api/v1/oauth/authorize',
+          { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' },
+          session,
+          browserCookie(),
+        )
+      ).status,
+    ).toBe(403)
+    expect(
+      (
+        await form(
+          '/api/v1/oauth/authorize',
+          { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'allow' },
+          session,
+        )
+      ).status,
+    ).toBe(303)
   })
 
   test('a browser without the binding cookie is given one on its first authorization request', async () => {
-    const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: REDIRECT,
+      code_challenge: pkcePair().challenge,
+      code_challenge_method: 'S256',
+    })
     const fresh = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`)
-    expect(fresh.headers.get('set-cookie')).toMatch(/^kgs_oauth_browser=[A-Za-z0-9_-]{43}; Path=\/api\/v1\/oauth; HttpOnly; SameSite=Lax$/)
+    expect(fresh.headers.get('set-cookie')).toMatch(
+      /^kgs_oauth_browser=[A-Za-z0-9_-]{43}; Path=\/api\/v1\/oauth; HttpOnly; SameSite=Lax$/,
+    )
     expect((await begin()).status).toBe(200)
   })
 
   test('a code_challenge serves one authorization: the same one again is refused', async () => {
     const { challenge } = pkcePair()
-    const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256' })
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: REDIRECT,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    })
     const open = () => fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: BROWSER } })
     expect((await open()).status).toBe(200)
     const again = await open()
@@ -230,10 +352,18 @@ describe(`sign-in and consent (${BACKEND})`, () => {
 
   test('malformed forms: 400 naming the field', async () => {
     const page = await begin()
-    const missing = await form('/api/v1/oauth/authorize/login', { authorization_id: page.authorizationId, csrf_token: page.csrf, email: user.email })
+    const missing = await form('/api/v1/oauth/authorize/login', {
+      authorization_id: page.authorizationId,
+      csrf_token: page.csrf,
+      email: user.email,
+    })
     expect(missing.status).toBe(400)
     expect(((await missing.json()) as { error: string }).error).toMatch(/^invalid body: password: /)
-    const badDecision = await form('/api/v1/oauth/authorize', { authorization_id: page.authorizationId, csrf_token: page.csrf, decision: 'maybe' })
+    const badDecision = await form('/api/v1/oauth/authorize', {
+      authorization_id: page.authorizationId,
+      csrf_token: page.csrf,
+      decision: 'maybe',
+    })
     expect(badDecision.status).toBe(400)
     expect(((await badDecision.json()) as { error: string }).error).toMatch(/^invalid body: decision: /)
     const repeated = await fetch(`${server.url}/api/v1/oauth/authorize`, {
@@ -246,7 +376,12 @@ describe(`sign-in and consent (${BACKEND})`, () => {
   })
 
   test('an unknown or expired authorization: 400', async () => {
-    const unknown = await form('/api/v1/oauth/authorize/login', { authorization_id: crypto.randomUUID(), csrf_token: 'x', email: user.email, password: PASSWORD })
+    const unknown = await form('/api/v1/oauth/authorize/login', {
+      authorization_id: crypto.randomUUID(),
+      csrf_token: 'x',
+      email: user.email,
+      password: PASSWORD,
+    })
     expect(unknown.status).toBe(400)
   })
 })

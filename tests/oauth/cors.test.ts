@@ -19,7 +19,11 @@ beforeAll(async () => {
   server = await startTestServer()
   expect((await api(server.url).post('/api/v1/auth/register', account)).status).toBe(201)
   // The browser-based client's own origin: another port is another origin.
-  otherOrigin = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('<!doctype html><title>inspector</title>', { headers: { 'content-type': 'text/html' } }) })
+  otherOrigin = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    fetch: () => new Response('<!doctype html><title>inspector</title>', { headers: { 'content-type': 'text/html' } }),
+  })
   browser = await launchBrowser()
   page = await browser.newPage()
   await page.goto(`http://127.0.0.1:${otherOrigin.port}/`)
@@ -38,7 +42,10 @@ interface Seen {
 }
 
 /** fetch() run by the page: what a script on the other origin can read, or the error it gets. */
-function fetchFromPage(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Seen | { ok: false; error: string }> {
+function fetchFromPage(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Seen | { ok: false; error: string }> {
   return page.evaluate(
     async ({ url, init }) => {
       try {
@@ -57,11 +64,19 @@ function fetchFromPage(url: string, init: { method?: string; headers?: Record<st
   )
 }
 
-const form = (fields: Record<string, string>) => ({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() })
+const form = (fields: Record<string, string>) => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  body: new URLSearchParams(fields).toString(),
+})
 
 describe(`CORS from another origin, in Chromium (${BACKEND})`, () => {
   test('metadata documents', async () => {
-    for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/api/v1']) {
+    for (const path of [
+      '/.well-known/oauth-authorization-server',
+      '/.well-known/oauth-protected-resource',
+      '/.well-known/oauth-protected-resource/api/v1',
+    ]) {
       expect(await fetchFromPage(server.url + path)).toMatchObject({ ok: true, status: 200 })
     }
   })
@@ -81,32 +96,71 @@ describe(`CORS from another origin, in Chromium (${BACKEND})`, () => {
     const { code } = await obtainCode(server.url, client, account, { challenge })
     const token = await fetchFromPage(
       `${server.url}/api/v1/oauth/token`,
-      form({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }),
+      form({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: client.redirect_uri,
+        code_verifier: verifier,
+        client_id: client.client_id,
+      }),
     )
     expect(token).toMatchObject({ ok: true, status: 200 })
     const { access_token, refresh_token } = (token as Seen).body as { access_token: string; refresh_token: string }
 
-    const me = await fetchFromPage(`${server.url}/api/v1/users/me`, { headers: { authorization: `Bearer ${access_token}` } })
+    const me = await fetchFromPage(`${server.url}/api/v1/users/me`, {
+      headers: { authorization: `Bearer ${access_token}` },
+    })
     expect(me).toMatchObject({ ok: true, status: 200, body: { email: account.email } })
-    const anonymous = await fetchFromPage(`${server.url}/api/v1/repositories`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+    const anonymous = await fetchFromPage(`${server.url}/api/v1/repositories`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    })
     expect(anonymous).toMatchObject({ ok: true, status: 401 })
     expect((anonymous as Seen).challenge).toContain('resource_metadata=')
 
-    expect(await fetchFromPage(`${server.url}/api/v1/oauth/revoke`, form({ token: refresh_token, client_id: client.client_id }))).toMatchObject({ ok: true, status: 200 })
-    const refused = await fetchFromPage(`${server.url}/api/v1/oauth/token`, form({ grant_type: 'refresh_token', refresh_token, client_id: client.client_id }))
+    expect(
+      await fetchFromPage(
+        `${server.url}/api/v1/oauth/revoke`,
+        form({ token: refresh_token, client_id: client.client_id }),
+      ),
+    ).toMatchObject({ ok: true, status: 200 })
+    const refused = await fetchFromPage(
+      `${server.url}/api/v1/oauth/token`,
+      form({ grant_type: 'refresh_token', refresh_token, client_id: client.client_id }),
+    )
     expect(refused).toMatchObject({ ok: true, status: 400, body: { error: 'invalid_grant' } })
   })
 
   test('the authorization pages answer no other origin', async () => {
     const client = await registerClient(server.url)
-    const query = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: client.redirect_uri, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: client.client_id,
+      redirect_uri: client.redirect_uri,
+      code_challenge: pkcePair().challenge,
+      code_challenge_method: 'S256',
+    })
     expect(await fetchFromPage(`${server.url}/api/v1/oauth/authorize?${query}`)).toMatchObject({ ok: false })
-    expect(await fetchFromPage(`${server.url}/api/v1/oauth/authorize/login`, form({ authorization_id: crypto.randomUUID(), csrf_token: 'x', email: account.email, password: 'x' }))).toMatchObject({
+    expect(
+      await fetchFromPage(
+        `${server.url}/api/v1/oauth/authorize/login`,
+        form({ authorization_id: crypto.randomUUID(), csrf_token: 'x', email: account.email, password: 'x' }),
+      ),
+    ).toMatchObject({
       ok: false,
     })
-    expect(await fetchFromPage(`${server.url}/api/v1/oauth/authorize`, form({ authorization_id: crypto.randomUUID(), csrf_token: 'x', decision: 'allow' }))).toMatchObject({ ok: false })
+    expect(
+      await fetchFromPage(
+        `${server.url}/api/v1/oauth/authorize`,
+        form({ authorization_id: crypto.randomUUID(), csrf_token: 'x', decision: 'allow' }),
+      ),
+    ).toMatchObject({ ok: false })
     // Nor do they answer a preflight.
-    const preflight = await fetch(`${server.url}/api/v1/oauth/authorize/login`, { method: 'OPTIONS', headers: { origin: 'http://127.0.0.1:9', 'access-control-request-method': 'POST' } })
+    const preflight = await fetch(`${server.url}/api/v1/oauth/authorize/login`, {
+      method: 'OPTIONS',
+      headers: { origin: 'http://127.0.0.1:9', 'access-control-request-method': 'POST' },
+    })
     expect(preflight.headers.get('access-control-allow-origin')).toBeNull()
   })
 })

@@ -23,7 +23,10 @@ describe(`discovery (${BACKEND})`, () => {
 
     // RFC 9728: oauth4webapi derives the metadata URL from the resource identifier and checks `resource`.
     const resourceId = new URL(`${server.url}/api/v1`)
-    const rs = await oauth.processResourceDiscoveryResponse(resourceId, await oauth.resourceDiscoveryRequest(resourceId, insecure))
+    const rs = await oauth.processResourceDiscoveryResponse(
+      resourceId,
+      await oauth.resourceDiscoveryRequest(resourceId, insecure),
+    )
     expect(rs.resource).toBe(resourceId.href)
     expect(rs.bearer_methods_supported).toEqual(['header'])
     expect(rs.scopes_supported).toEqual(['read', 'write', 'admin'])
@@ -31,7 +34,10 @@ describe(`discovery (${BACKEND})`, () => {
 
     // RFC 8414: oauth4webapi checks that the issuer matches.
     const issuer = new URL(rs.authorization_servers![0]!)
-    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }))
+    const as = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }),
+    )
     expect(as).toMatchObject({
       issuer: server.url,
       code_challenge_methods_supported: ['S256'],
@@ -43,7 +49,11 @@ describe(`discovery (${BACKEND})`, () => {
     })
 
     const registered = await oauth.processDynamicClientRegistrationResponse(
-      await oauth.dynamicClientRegistrationRequest(as, { redirect_uris: ['http://127.0.0.1:9/callback'], client_name: 'discovery test' }, insecure),
+      await oauth.dynamicClientRegistrationRequest(
+        as,
+        { redirect_uris: ['http://127.0.0.1:9/callback'], client_name: 'discovery test' },
+        insecure,
+      ),
     )
     expect(registered.client_id).toMatch(/^[A-Za-z0-9_-]{24}$/)
   })
@@ -52,8 +62,15 @@ describe(`discovery (${BACKEND})`, () => {
     for (const path of ['', '/api/v1', '/api/v1/mcp']) {
       const resourceId = new URL(server.url + path)
       // oauth4webapi derives the location from the identifier and compares `resource` with it.
-      const rs = await oauth.processResourceDiscoveryResponse(resourceId, await oauth.resourceDiscoveryRequest(resourceId, insecure))
-      expect(rs).toMatchObject({ resource: server.url + path, authorization_servers: [server.url], resource_documentation: `${server.url}/swagger` })
+      const rs = await oauth.processResourceDiscoveryResponse(
+        resourceId,
+        await oauth.resourceDiscoveryRequest(resourceId, insecure),
+      )
+      expect(rs).toMatchObject({
+        resource: server.url + path,
+        authorization_servers: [server.url],
+        resource_documentation: `${server.url}/swagger`,
+      })
     }
   })
 })

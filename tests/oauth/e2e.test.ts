@@ -26,9 +26,16 @@ beforeAll(async () => {
   listener = listenOnLoopback('127.0.0.1')
   redirectUri = `http://127.0.0.1:${listener.port}/callback`
   const issuer = new URL(server.url)
-  as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }))
+  as = await oauth.processDiscoveryResponse(
+    issuer,
+    await oauth.discoveryRequest(issuer, { ...insecure, algorithm: 'oauth2' }),
+  )
   client = await oauth.processDynamicClientRegistrationResponse(
-    await oauth.dynamicClientRegistrationRequest(as, { redirect_uris: [redirectUri], client_name: 'E2E agent', scope: 'read write' }, insecure),
+    await oauth.dynamicClientRegistrationRequest(
+      as,
+      { redirect_uris: [redirectUri], client_name: 'E2E agent', scope: 'read write' },
+      insecure,
+    ),
   )
   browser = await launchBrowser()
 })
@@ -68,18 +75,33 @@ describe(`OAuth in a real browser (${BACKEND})`, () => {
     const { callback, verifier, state } = await authorizeInBrowser('Allow')
     // Checks state and iss (RFC 9207) strictly.
     const params = oauth.validateAuthResponse(as, client, callback, state)
-    const tokens = await oauth.processAuthorizationCodeResponse(as, client, await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, verifier, insecure))
+    const tokens = await oauth.processAuthorizationCodeResponse(
+      as,
+      client,
+      await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, verifier, insecure),
+    )
     expect(tokens.scope).toBe('read write')
 
     const me = await api(server.url).get('/api/v1/users/me', tokens.access_token)
     expect(me.status).toBe(200)
     expect(me.body.email).toBe(account.email)
 
-    const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token!, insecure))
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token!, insecure),
+    )
     expect((await api(server.url).get('/api/v1/users/me', refreshed.access_token)).status).toBe(200)
 
-    await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, oauth.None(), refreshed.refresh_token!, insecure))
-    await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, oauth.None(), refreshed.access_token, { ...insecure, additionalParameters: { token_type_hint: 'access_token' } }))
+    await oauth.processRevocationResponse(
+      await oauth.revocationRequest(as, client, oauth.None(), refreshed.refresh_token!, insecure),
+    )
+    await oauth.processRevocationResponse(
+      await oauth.revocationRequest(as, client, oauth.None(), refreshed.access_token, {
+        ...insecure,
+        additionalParameters: { token_type_hint: 'access_token' },
+      }),
+    )
     expect((await api(server.url).get('/api/v1/users/me', refreshed.access_token)).status).toBe(401)
     const refused = await oauth.refreshTokenGrantRequest(as, client, oauth.None(), refreshed.refresh_token!, insecure)
     expect(refused.status).toBe(400)

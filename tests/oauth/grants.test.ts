@@ -27,7 +27,11 @@ async function account(): Promise<{ email: string; token: string }> {
   return { email, token: res.body.token }
 }
 /** A grant of `email` to a new client named `name`. */
-async function grant(email: string, name: string, scope?: string): Promise<{ client: TestClient; access: string; refresh: string }> {
+async function grant(
+  email: string,
+  name: string,
+  scope?: string,
+): Promise<{ client: TestClient; access: string; refresh: string }> {
   const client = await registerClient(server.url, { client_name: name })
   const tokens = await obtainTokens(server.url, client, { email, password: PASSWORD }, scope)
   return { client, access: tokens.access_token, refresh: tokens.refresh_token! }
@@ -36,7 +40,11 @@ async function refresh(granted: { client: TestClient; refresh: string }) {
   const res = await fetch(`${server.url}/api/v1/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: granted.refresh, client_id: granted.client.client_id }),
+    body: new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: granted.refresh,
+      client_id: granted.client.client_id,
+    }),
   })
   return { status: res.status, body: (await res.json()) as Record<string, string> }
 }
@@ -50,12 +58,28 @@ describe(`a user's OAuth grants (${BACKEND})`, () => {
     await grant(other.email, 'Someone else’s agent')
     const res = await http.get('/api/v1/oauth/grants', token)
     expect(res.status).toBe(200)
-    expect(res.body.map((g: { client_id: string; client_name: string; scope: string }) => [g.client_id, g.client_name, g.scope])).toEqual([
+    expect(
+      res.body.map((g: { client_id: string; client_name: string; scope: string }) => [
+        g.client_id,
+        g.client_name,
+        g.scope,
+      ]),
+    ).toEqual([
       [first.client.client_id, 'First agent', 'read'],
       [second.client.client_id, 'Second agent', expect.any(String)],
     ])
     for (const g of res.body) {
-      expect(Object.keys(g).sort()).toEqual(['browser', 'client_id', 'client_name', 'created_at', 'current', 'expires_at', 'id', 'last_used_at', 'scope'])
+      expect(Object.keys(g).sort()).toEqual([
+        'browser',
+        'client_id',
+        'client_name',
+        'created_at',
+        'current',
+        'expires_at',
+        'id',
+        'last_used_at',
+        'scope',
+      ])
       expect(Date.parse(g.expires_at) - Date.parse(g.created_at)).toBe(30 * 86_400_000)
       // Not the web app's, and listed with a session token: no browser, not the caller's own grant.
       expect([g.browser, g.current]).toEqual([null, false])
@@ -79,7 +103,9 @@ describe(`a user's OAuth grants (${BACKEND})`, () => {
     expectOAuthError(await refresh(revoked), 400, 'invalid_grant')
     expect((await http.get('/api/v1/users/me', kept.access)).status).toBe(200)
     expect((await refresh(kept)).status).toBe(200)
-    expect(((await http.get('/api/v1/oauth/grants', token)).body as { id: string }[]).map((g) => g.id)).not.toContain(target!.id)
+    expect(((await http.get('/api/v1/oauth/grants', token)).body as { id: string }[]).map((g) => g.id)).not.toContain(
+      target!.id,
+    )
     // Once revoked it is not found again; nor is another user's grant, nor one that never was.
     expectError(await http.call('DELETE', `/api/v1/oauth/grants/${target!.id}`, { token }), 404, 'grant not found')
     const other = await account()
@@ -87,7 +113,11 @@ describe(`a user's OAuth grants (${BACKEND})`, () => {
     const [theirGrant] = (await http.get('/api/v1/oauth/grants', other.token)).body as { id: string }[]
     expectError(await http.call('DELETE', `/api/v1/oauth/grants/${theirGrant!.id}`, { token }), 404, 'grant not found')
     expect((await http.get('/api/v1/users/me', theirs.access)).status).toBe(200)
-    expectError(await http.call('DELETE', `/api/v1/oauth/grants/${crypto.randomUUID()}`, { token }), 404, 'grant not found')
+    expectError(
+      await http.call('DELETE', `/api/v1/oauth/grants/${crypto.randomUUID()}`, { token }),
+      404,
+      'grant not found',
+    )
   })
 
   test("kgs's own clients (the web app, Swagger UI) list and revoke grants with their access tokens", async () => {
@@ -99,12 +129,18 @@ describe(`a user's OAuth grants (${BACKEND})`, () => {
       { client_id: WEB_APP_CLIENT_ID, redirect_uri: `${server.url}/app/callback` },
       { client_id: SWAGGER_CLIENT_ID, redirect_uri: `${server.url}/swagger/oauth2-redirect.html` },
     ]
-    const [app, swagger] = await Promise.all(own.map((client) => obtainTokens(server.url, client, { email, password: PASSWORD })))
+    const [app, swagger] = await Promise.all(
+      own.map((client) => obtainTokens(server.url, client, { email, password: PASSWORD })),
+    )
     const listed = await http.get('/api/v1/oauth/grants', app!.access_token)
     expect(listed.status).toBe(200)
-    expect(listed.body.map((g: { client_id: string }) => g.client_id).sort()).toEqual([agent.client.client_id, ...own.map((client) => client.client_id)].sort())
+    expect(listed.body.map((g: { client_id: string }) => g.client_id).sort()).toEqual(
+      [agent.client.client_id, ...own.map((client) => client.client_id)].sort(),
+    )
     const agentGrant = listed.body.find((g: { client_id: string }) => g.client_id === agent.client.client_id)
-    expect((await http.call('DELETE', `/api/v1/oauth/grants/${agentGrant.id}`, { token: swagger!.access_token })).status).toBe(200)
+    expect(
+      (await http.call('DELETE', `/api/v1/oauth/grants/${agentGrant.id}`, { token: swagger!.access_token })).status,
+    ).toBe(200)
     expectError(await http.get('/api/v1/users/me', agent.access), 401)
     expect((await http.get('/api/v1/oauth/grants', swagger!.access_token)).body).toHaveLength(2)
   })
@@ -113,12 +149,17 @@ describe(`a user's OAuth grants (${BACKEND})`, () => {
     const { email, token } = await account()
     const granted = await grant(email, 'Agent')
     const [own] = (await http.get('/api/v1/oauth/grants', token)).body as { id: string }[]
-    expectError(await http.call('DELETE', '/api/v1/oauth/grants/not-a-uuid', { token }), 400, /grantID: expected a UUID/)
+    expectError(
+      await http.call('DELETE', '/api/v1/oauth/grants/not-a-uuid', { token }),
+      400,
+      /grantID: expected a UUID/,
+    )
     expectError(await http.get('/api/v1/oauth/grants?limit=0', token), 400, /limit/)
     expectError(await http.get('/api/v1/oauth/grants?cursor=%%%', token), 400, /cursor/)
     expectError(await http.get('/api/v1/oauth/grants'), 401, 'authentication required')
     expectError(await http.call('DELETE', `/api/v1/oauth/grants/${own!.id}`), 401, 'authentication required')
-    const forbidden = "grants are managed with a session token or in kgs's own apps, not with another client's OAuth access token"
+    const forbidden =
+      "grants are managed with a session token or in kgs's own apps, not with another client's OAuth access token"
     expectError(await http.get('/api/v1/oauth/grants', granted.access), 403, forbidden)
     expectError(await http.call('DELETE', `/api/v1/oauth/grants/${own!.id}`, { token: granted.access }), 403, forbidden)
     expect((await http.get('/api/v1/users/me', granted.access)).status).toBe(200)

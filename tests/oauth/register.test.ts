@@ -15,7 +15,11 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 /** A registration error: 400 in the RFC 7591 shape, exactly {error, error_description}, not cached. */
-function expectRegistrationError(res: { status: number; body: unknown; headers: Headers }, error: string, description?: RegExp) {
+function expectRegistrationError(
+  res: { status: number; body: unknown; headers: Headers },
+  error: string,
+  description?: RegExp,
+) {
   expectOAuthError(res, 400, error, description)
   expect(Object.keys(res.body as object).sort()).toEqual(['error', 'error_description'])
   expect(res.headers.get('cache-control')).toBe('no-store')
@@ -23,7 +27,10 @@ function expectRegistrationError(res: { status: number; body: unknown; headers: 
 
 describe(`client registration (${BACKEND})`, () => {
   test('a public client: 201 with its metadata and defaults, no secret', async () => {
-    const res = await http.post('/api/v1/oauth/register', { redirect_uris: ['http://127.0.0.1:8765/cb'], client_name: ' Agent ' })
+    const res = await http.post('/api/v1/oauth/register', {
+      redirect_uris: ['http://127.0.0.1:8765/cb'],
+      client_name: ' Agent ',
+    })
     expect(res.status).toBe(201)
     expect(res.headers.get('cache-control')).toBe('no-store')
     expect(res.body).toEqual({
@@ -40,15 +47,26 @@ describe(`client registration (${BACKEND})`, () => {
 
   test('a confidential client gets a 256-bit secret that never expires', async () => {
     for (const method of ['client_secret_basic', 'client_secret_post']) {
-      const res = await http.post('/api/v1/oauth/register', { redirect_uris: ['https://agent.example/cb'], token_endpoint_auth_method: method, scope: 'read admin' })
+      const res = await http.post('/api/v1/oauth/register', {
+        redirect_uris: ['https://agent.example/cb'],
+        token_endpoint_auth_method: method,
+        scope: 'read admin',
+      })
       expect(res.status).toBe(201)
-      expect(res.body).toMatchObject({ token_endpoint_auth_method: method, scope: 'read admin', client_secret_expires_at: 0 })
+      expect(res.body).toMatchObject({
+        token_endpoint_auth_method: method,
+        scope: 'read admin',
+        client_secret_expires_at: 0,
+      })
       expect(res.body.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/)
     }
   })
 
   test('the secret is stored only as a digest', async () => {
-    const res = await http.post('/api/v1/oauth/register', { redirect_uris: ['https://agent.example/cb'], token_endpoint_auth_method: 'client_secret_basic' })
+    const res = await http.post('/api/v1/oauth/register', {
+      redirect_uris: ['https://agent.example/cb'],
+      token_endpoint_auth_method: 'client_secret_basic',
+    })
     const sql = server.systemSql()
     const [row] = await sql`SELECT secret_hash FROM oauth_clients WHERE id = ${res.body.client_id}`
     await sql.end()
@@ -66,14 +84,23 @@ describe(`client registration (${BACKEND})`, () => {
     ['http://2130706433/cb', /plain http is allowed only on a loopback address/],
     ['http://0x7f.0.0.1/cb', /plain http is allowed only on a loopback address/],
     ['http://127.0.0.1/cb\t', /whitespace or control characters/],
-    ...['javascript:alert(1)', 'data:text/html,x', 'file:///etc/passwd', 'vbscript:x', 'blob:https://a.example/x', 'about:blank', 'JavaScript:alert(1)'].map((uri): [string, RegExp] => [
-      uri,
-      /expected https, http on a loopback address, or a private-use scheme/,
-    ]),
+    ...[
+      'javascript:alert(1)',
+      'data:text/html,x',
+      'file:///etc/passwd',
+      'vbscript:x',
+      'blob:https://a.example/x',
+      'about:blank',
+      'JavaScript:alert(1)',
+    ].map((uri): [string, RegExp] => [uri, /expected https, http on a loopback address, or a private-use scheme/]),
   ]
   for (const [uri, description] of badRedirects) {
     test(`redirect URI ${uri}: invalid_redirect_uri`, async () => {
-      expectRegistrationError(await http.post('/api/v1/oauth/register', { redirect_uris: [uri] }), 'invalid_redirect_uri', description)
+      expectRegistrationError(
+        await http.post('/api/v1/oauth/register', { redirect_uris: [uri] }),
+        'invalid_redirect_uri',
+        description,
+      )
     })
   }
 
@@ -94,7 +121,11 @@ describe(`client registration (${BACKEND})`, () => {
   test('Cursor registers: its body, with a cursor:// redirect URI beside two others (docs/spec/decisions.md §5a)', async () => {
     const res = await http.post('/api/v1/oauth/register', {
       client_name: 'Cursor',
-      redirect_uris: ['cursor://anysphere.cursor-mcp/oauth/callback', 'http://127.0.0.1:33418/callback', 'https://cursor.com/oauth/callback'],
+      redirect_uris: [
+        'cursor://anysphere.cursor-mcp/oauth/callback',
+        'http://127.0.0.1:33418/callback',
+        'https://cursor.com/oauth/callback',
+      ],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       token_endpoint_auth_method: 'none',
@@ -107,10 +138,26 @@ describe(`client registration (${BACKEND})`, () => {
     ['no redirect_uris', { client_name: 'x' }, /redirect_uris/],
     ['redirect_uris of the wrong type', { redirect_uris: 'https://agent.example/cb' }, /redirect_uris/],
     ['an empty redirect_uris', { redirect_uris: [] }, /redirect_uris/],
-    ['an unsupported grant type', { redirect_uris: ['https://a.example/cb'], grant_types: ['client_credentials'] }, /grant type "client_credentials" is not supported/],
-    ['an implicit response type', { redirect_uris: ['https://a.example/cb'], response_types: ['token'] }, /response_types must be \["code"\]/],
-    ['an unknown auth method', { redirect_uris: ['https://a.example/cb'], token_endpoint_auth_method: 'private_key_jwt' }, /token_endpoint_auth_method "private_key_jwt" is not supported/],
-    ['an unknown scope', { redirect_uris: ['https://a.example/cb'], scope: 'read root' }, /scope "root" is not supported/],
+    [
+      'an unsupported grant type',
+      { redirect_uris: ['https://a.example/cb'], grant_types: ['client_credentials'] },
+      /grant type "client_credentials" is not supported/,
+    ],
+    [
+      'an implicit response type',
+      { redirect_uris: ['https://a.example/cb'], response_types: ['token'] },
+      /response_types must be \["code"\]/,
+    ],
+    [
+      'an unknown auth method',
+      { redirect_uris: ['https://a.example/cb'], token_endpoint_auth_method: 'private_key_jwt' },
+      /token_endpoint_auth_method "private_key_jwt" is not supported/,
+    ],
+    [
+      'an unknown scope',
+      { redirect_uris: ['https://a.example/cb'], scope: 'read root' },
+      /scope "root" is not supported/,
+    ],
   ]
   for (const [what, body, description] of badMetadata) {
     test(`${what}: invalid_client_metadata`, async () => {
@@ -120,11 +167,17 @@ describe(`client registration (${BACKEND})`, () => {
 
   test('malformed JSON and a form body: invalid_client_metadata / invalid_request in the OAuth shape', async () => {
     expectRegistrationError(
-      await http.call('POST', '/api/v1/oauth/register', { raw: '{"redirect_uris":', headers: { 'content-type': 'application/json' } }),
+      await http.call('POST', '/api/v1/oauth/register', {
+        raw: '{"redirect_uris":',
+        headers: { 'content-type': 'application/json' },
+      }),
       'invalid_client_metadata',
       /malformed JSON/,
     )
-    const form = await http.call('POST', '/api/v1/oauth/register', { raw: 'redirect_uris=https://a.example/cb', headers: { 'content-type': 'text/plain' } })
+    const form = await http.call('POST', '/api/v1/oauth/register', {
+      raw: 'redirect_uris=https://a.example/cb',
+      headers: { 'content-type': 'text/plain' },
+    })
     expect(form.status).toBe(415)
     expect(form.body.error).toBe('invalid_request')
   })

@@ -52,7 +52,9 @@ describe(`permissions (${BACKEND})`, () => {
   test('a sysadmin holds every system permission', async () => {
     const res = await http.get('/api/v1/permissions', admin.token)
     expect(res.body.system_admin).toBe(true)
-    expect(res.body.permissions.map((p: { resource: string; action: string }) => `${p.resource}:${p.action}`).sort()).toEqual([...ROLES.sysadmin.permissions].sort())
+    expect(
+      res.body.permissions.map((p: { resource: string; action: string }) => `${p.resource}:${p.action}`).sort(),
+    ).toEqual([...ROLES.sysadmin.permissions].sort())
   })
 
   test('without a token: 401', async () => {
@@ -81,7 +83,13 @@ describe(`admin routes (${BACKEND})`, () => {
   test('GET /admin/permissions lists every role with its domain kind and permissions', async () => {
     const res = await http.get('/api/v1/admin/permissions', admin.token)
     expect(res.status).toBe(200)
-    expect(res.body).toEqual(Object.entries(ROLES).map(([name, d]) => ({ role: name, domain_kind: d.domain_kind, permissions: [...d.permissions] })))
+    expect(res.body).toEqual(
+      Object.entries(ROLES).map(([name, d]) => ({
+        role: name,
+        domain_kind: d.domain_kind,
+        permissions: [...d.permissions],
+      })),
+    )
     // As docs/spec/decisions.md §4 writes them, the …:write permissions included.
     const of = (role: string) => res.body.find((r: { role: string }) => r.role === role).permissions as string[]
     const writes = ['source:write', 'fact:write', 'concept:write', 'investigation:write', 'report:write']
@@ -126,7 +134,11 @@ describe(`admin routes (${BACKEND})`, () => {
     expectError(await http.get('/api/v1/admin/users?limit=0', admin.token), 400, /^invalid query: limit: /)
     expectError(await http.get('/api/v1/admin/users?limit=501', admin.token), 400, /^invalid query: limit: /)
     expectError(await http.get('/api/v1/admin/users?limit=ten', admin.token), 400, /^invalid query: limit: /)
-    expectError(await http.get('/api/v1/admin/users?cursor=garbage', admin.token), 400, 'invalid query: cursor: expected a cursor from a Link header')
+    expectError(
+      await http.get('/api/v1/admin/users?cursor=garbage', admin.token),
+      400,
+      'invalid query: cursor: expected a cursor from a Link header',
+    )
   })
 
   test('assign and remove: idempotent assign, 404 on a second remove, enforced at once', async () => {
@@ -135,29 +147,58 @@ describe(`admin routes (${BACKEND})`, () => {
     const assigned = await http.put('/api/v1/admin/users/roles', role(user.id.toUpperCase(), 'sysadmin'), admin.token)
     expect(assigned.status).toBe(200)
     expect(assigned.body).toEqual(role(user.id, 'sysadmin'))
-    expect((await http.put('/api/v1/admin/users/roles', role(user.id, 'sysadmin'), admin.token)).body).toEqual(role(user.id, 'sysadmin'))
+    expect((await http.put('/api/v1/admin/users/roles', role(user.id, 'sysadmin'), admin.token)).body).toEqual(
+      role(user.id, 'sysadmin'),
+    )
     expect((await http.get('/api/v1/admin/users', user.token)).status).toBe(200)
-    const removed = await http.call('DELETE', '/api/v1/admin/users/roles', { body: role(user.id, 'sysadmin'), token: admin.token })
+    const removed = await http.call('DELETE', '/api/v1/admin/users/roles', {
+      body: role(user.id, 'sysadmin'),
+      token: admin.token,
+    })
     expect(removed.status).toBe(200)
     expect(removed.body).toEqual(role(user.id, 'sysadmin'))
-    expectError(await http.call('DELETE', '/api/v1/admin/users/roles', { body: role(user.id, 'sysadmin'), token: admin.token }), 404, 'no such role assignment')
-    expectError(await http.get('/api/v1/admin/users', user.token), 403, 'permission denied: user:read needs the sysadmin role on this server; a sysadmin can grant it')
+    expectError(
+      await http.call('DELETE', '/api/v1/admin/users/roles', { body: role(user.id, 'sysadmin'), token: admin.token }),
+      404,
+      'no such role assignment',
+    )
+    expectError(
+      await http.get('/api/v1/admin/users', user.token),
+      403,
+      'permission denied: user:read needs the sysadmin role on this server; a sysadmin can grant it',
+    )
   })
 
   const invalid: [string, () => unknown, string | RegExp][] = [
     ['an unknown user', () => role(crypto.randomUUID(), 'member'), /^unknown user /],
-    ['an unknown role', () => role(member.id, 'overlord'), /^unknown role "overlord"; expected one of sysadmin, member, repoadmin, editor, curator, viewer$/],
+    [
+      'an unknown role',
+      () => role(member.id, 'overlord'),
+      /^unknown role "overlord"; expected one of sysadmin, member, repoadmin, editor, curator, viewer$/,
+    ],
     ['an unknown repository', () => role(member.id, 'viewer', crypto.randomUUID()), /^unknown repository "/],
-    ['a repository role in the system domain', () => role(member.id, 'viewer', 'system'), 'role viewer applies to repository domains, not to the system domain'],
+    [
+      'a repository role in the system domain',
+      () => role(member.id, 'viewer', 'system'),
+      'role viewer applies to repository domains, not to the system domain',
+    ],
     ['a missing field', () => ({ user_id: member.id, role: 'member' }), /^invalid body: domain: /],
     ['a wrong type', () => ({ user_id: member.id, role: 7, domain: 'system' }), /^invalid body: role: /],
-    ['a user id that is not a UUID', () => role('nobody', 'member'), /^invalid body: user_id: expected a user id \(UUID\)/],
+    [
+      'a user id that is not a UUID',
+      () => role('nobody', 'member'),
+      /^invalid body: user_id: expected a user id \(UUID\)/,
+    ],
     ['an unknown field', () => ({ ...role(member.id, 'member'), expires: 'never' }), /^invalid body: expires: /],
   ]
   for (const [what, body, message] of invalid) {
     test(`PUT and DELETE roles with ${what}: 400`, async () => {
       expectError(await http.put('/api/v1/admin/users/roles', body(), admin.token), 400, message)
-      expectError(await http.call('DELETE', '/api/v1/admin/users/roles', { body: body(), token: admin.token }), 400, message)
+      expectError(
+        await http.call('DELETE', '/api/v1/admin/users/roles', { body: body(), token: admin.token }),
+        400,
+        message,
+      )
     })
   }
 })
@@ -165,9 +206,17 @@ describe(`admin routes (${BACKEND})`, () => {
 describe(`users and roles (${BACKEND})`, () => {
   test('user:read lets a sysadmin read another user; user:manage lets it update one', async () => {
     const user = await register()
-    expectError(await http.get(`/api/v1/users/${user.id}`, member.token), 403, 'permission denied: user:read needs the sysadmin role on this server; a sysadmin can grant it')
+    expectError(
+      await http.get(`/api/v1/users/${user.id}`, member.token),
+      403,
+      'permission denied: user:read needs the sysadmin role on this server; a sysadmin can grant it',
+    )
     expect((await http.get(`/api/v1/users/${user.id}`, admin.token)).body.id).toBe(user.id)
-    expectError(await http.put(`/api/v1/users/${user.id}`, { name: 'x' }, member.token), 403, 'permission denied: user:manage needs the sysadmin role on this server; a sysadmin can grant it')
+    expectError(
+      await http.put(`/api/v1/users/${user.id}`, { name: 'x' }, member.token),
+      403,
+      'permission denied: user:manage needs the sysadmin role on this server; a sysadmin can grant it',
+    )
     const updated = await http.put(`/api/v1/users/${user.id}`, { name: 'Renamed' }, admin.token)
     expect(updated.status).toBe(200)
     expect(updated.body.name).toBe('Renamed')

@@ -28,7 +28,10 @@ describe(`promote-sysadmin (${BACKEND})`, () => {
   })
 
   const register = async (url: string) => {
-    const res = await api(url).post('/api/v1/auth/register', { email: uniqueEmail('op'), password: 'correct horse battery' })
+    const res = await api(url).post('/api/v1/auth/register', {
+      email: uniqueEmail('op'),
+      password: 'correct horse battery',
+    })
     return { email: res.body.user.email as string, token: res.body.token as string }
   }
 
@@ -47,11 +50,23 @@ describe(`promote-sysadmin (${BACKEND})`, () => {
     const first = await runKgs(['promote-sysadmin', user.email], env)
     expect(first).toMatchObject({ code: 0, stdout: `${user.email} is now sysadmin\n` })
     const second = await runKgs(['promote-sysadmin', user.email.toUpperCase()], env)
-    expect(second).toMatchObject({ code: 0, stdout: `${user.email.toUpperCase()} is already sysadmin; nothing changed\n` })
+    expect(second).toMatchObject({
+      code: 0,
+      stdout: `${user.email.toUpperCase()} is already sysadmin; nothing changed\n`,
+    })
     // role:manage, enforced by the running server without a restart
-    expect(await within1s(async () => (await api(server.url).put('/api/v1/admin/users/roles', { user_id: crypto.randomUUID(), role: 'member', domain: 'system' }, user.token)).status === 400)).toBe(
-      true,
-    )
+    expect(
+      await within1s(
+        async () =>
+          (
+            await api(server.url).put(
+              '/api/v1/admin/users/roles',
+              { user_id: crypto.randomUUID(), role: 'member', domain: 'system' },
+              user.token,
+            )
+          ).status === 400,
+      ),
+    ).toBe(true)
   })
 
   test('while the server is stopped: promotes, and the restarted server enforces it', async () => {
@@ -81,17 +96,41 @@ describe.if(BACKEND === 'postgres')('roles across instances (postgres)', () => {
 
   test('a role granted through A is enforced by B within 1 s, and its removal too', async () => {
     const adminEmail = uniqueEmail('admin')
-    const adminToken = (await api(a.url).post('/api/v1/auth/register', { email: adminEmail, password: 'correct horse battery' })).body.token
+    const adminToken = (
+      await api(a.url).post('/api/v1/auth/register', { email: adminEmail, password: 'correct horse battery' })
+    ).body.token
     expect((await runKgs(['promote-sysadmin', adminEmail], env)).code).toBe(0)
-    const user = (await api(a.url).post('/api/v1/auth/register', { email: uniqueEmail(), password: 'correct horse battery' })).body
+    const user = (
+      await api(a.url).post('/api/v1/auth/register', { email: uniqueEmail(), password: 'correct horse battery' })
+    ).body
     const canRead = async () => (await api(b.url).get('/api/v1/admin/users', user.token)).status === 200
     expect(await canRead()).toBe(false)
 
     // The CLI's promotion reached A without a restart; A grants through its API.
-    expect(await within1s(async () => (await api(a.url).put('/api/v1/admin/users/roles', { user_id: user.user.id, role: 'sysadmin', domain: 'system' }, adminToken)).status === 200)).toBe(true)
+    expect(
+      await within1s(
+        async () =>
+          (
+            await api(a.url).put(
+              '/api/v1/admin/users/roles',
+              { user_id: user.user.id, role: 'sysadmin', domain: 'system' },
+              adminToken,
+            )
+          ).status === 200,
+      ),
+    ).toBe(true)
     expect(await within1s(canRead)).toBe(true)
 
-    expect((await api(b.url).call('DELETE', '/api/v1/admin/users/roles', { body: { user_id: user.user.id, role: 'sysadmin', domain: 'system' }, token: adminToken })).status).toBe(200)
-    expect(await within1s(async () => (await api(a.url).get('/api/v1/admin/users', user.token)).status === 403)).toBe(true)
+    expect(
+      (
+        await api(b.url).call('DELETE', '/api/v1/admin/users/roles', {
+          body: { user_id: user.user.id, role: 'sysadmin', domain: 'system' },
+          token: adminToken,
+        })
+      ).status,
+    ).toBe(200)
+    expect(await within1s(async () => (await api(a.url).get('/api/v1/admin/users', user.token)).status === 403)).toBe(
+      true,
+    )
   })
 })

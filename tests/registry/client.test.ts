@@ -23,7 +23,8 @@ let dir: string
 let bundle: GenerateResult
 let metadata: PushMetadata
 
-const serviceToken = () => createServiceTokens({ secret: server.env.JWT_SECRET!, issuer: server.context.baseUrl }).token()
+const serviceToken = () =>
+  createServiceTokens({ secret: server.env.JWT_SECRET!, issuer: server.context.baseUrl }).token()
 
 async function bytesOf(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
   return Buffer.from(await new Response(stream).arrayBuffer())
@@ -102,7 +103,13 @@ describe(`registry client (${BACKEND})`, () => {
     }
     const pushed = await client.push(chunks(), { name, description: 'première ligne\nseconde ligne', tags: ['géo'] })
     expect(pushed.new).toBe(true)
-    expect(await client.get(pushed.graph_id)).toMatchObject({ name, description: 'première ligne seconde ligne', tags: ['géo'], sha256: null, fact_count: 0 })
+    expect(await client.get(pushed.graph_id)).toMatchObject({
+      name,
+      description: 'première ligne seconde ligne',
+      tags: ['géo'],
+      sha256: null,
+      fact_count: 0,
+    })
     expect((await bytesOf(await client.download(pushed.graph_id))).equals(bytes)).toBe(true)
 
     const stream = new Response(bytes).body!
@@ -127,7 +134,10 @@ describe(`registry client (${BACKEND})`, () => {
   })
 
   test('REGISTRY_TOKEN: the client pushes as that identity; a token without the permission gets the 403 as a RegistryError', async () => {
-    const asAdmin = createRegistryClient({ registryUrl: server.url, registryToken: admin.token, jwtSecret: 'unused' }, 'http://127.0.0.1:9')
+    const asAdmin = createRegistryClient(
+      { registryUrl: server.url, registryToken: admin.token, jwtSecret: 'unused' },
+      'http://127.0.0.1:9',
+    )
     const pushed = await asAdmin.push(smallBundle('as admin'), { name: `As admin ${crypto.randomUUID()}` })
     expect(await asAdmin.get(pushed.graph_id)).toMatchObject({ owner: admin.email, owner_id: admin.id })
 
@@ -136,7 +146,10 @@ describe(`registry client (${BACKEND})`, () => {
     expect(error).toMatchObject({ status: 403, message: 'registry answered 403 forbidden' })
 
     const unreachable = new RegistryClient({ url: 'http://127.0.0.1:9', token: 't' })
-    expect(await unreachable.get(crypto.randomUUID()).catch((e: unknown) => e)).toMatchObject({ status: 0, message: expect.stringMatching(/^registry http:\/\/127\.0\.0\.1:9 unreachable/) })
+    expect(await unreachable.get(crypto.randomUUID()).catch((e: unknown) => e)).toMatchObject({
+      status: 0,
+      message: expect.stringMatching(/^registry http:\/\/127\.0\.0\.1:9 unreachable/),
+    })
   })
 })
 
@@ -160,7 +173,11 @@ describe(`the service token (${BACKEND})`, () => {
       ['POST', '/api/v1/auth/logout'],
     ]) {
       const res = await call(server, method!, path!, token)
-      expectError(res, 401, 'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)')
+      expectError(
+        res,
+        401,
+        'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)',
+      )
     }
     expectError(
       await http.post('/api/v1/repositories', { name: 'By the service' }, token),
@@ -168,11 +185,19 @@ describe(`the service token (${BACKEND})`, () => {
       'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)',
     )
     // Not even the graphs it pushed itself.
-    expectError(await call(server, 'DELETE', `/api/v1/graphs/${graph}`, token), 403, 'permission denied: only the owner of a graph or a sysadmin may delete it')
+    expectError(
+      await call(server, 'DELETE', `/api/v1/graphs/${graph}`, token),
+      403,
+      'permission denied: only the owner of a graph or a sysadmin may delete it',
+    )
   })
 
   test("acting for a user (an export's push): the graph is theirs by e-mail and id, so they may delete it", async () => {
-    const pushed = await client.push(smallBundle('for member'), { name: `For member ${crypto.randomUUID()}` }, { onBehalfOf: member.id })
+    const pushed = await client.push(
+      smallBundle('for member'),
+      { name: `For member ${crypto.randomUUID()}` },
+      { onBehalfOf: member.id },
+    )
     expect(await client.get(pushed.graph_id)).toMatchObject({ owner: member.email, owner_id: member.id })
     expect((await call(server, 'DELETE', `/api/v1/graphs/${pushed.graph_id}`, member.token)).status).toBe(200)
 
@@ -180,10 +205,20 @@ describe(`the service token (${BACKEND})`, () => {
     const forMember = await tokens.token(member.id)
     expect(await tokens.token(member.id)).toBe(forMember)
     expect(await tokens.token()).not.toBe(forMember)
-    expect(JSON.parse(Buffer.from(forMember.split('.')[1]!, 'base64url').toString())).toMatchObject({ sub: 'kgs', typ: 'service', obo: member.id })
-    expect(await tokens.authenticate(forMember)).toEqual({ userId: 'kgs', grants: ['registry:push', 'registry:pull'], onBehalfOf: member.id })
+    expect(JSON.parse(Buffer.from(forMember.split('.')[1]!, 'base64url').toString())).toMatchObject({
+      sub: 'kgs',
+      typ: 'service',
+      obo: member.id,
+    })
+    expect(await tokens.authenticate(forMember)).toEqual({
+      userId: 'kgs',
+      grants: ['registry:push', 'registry:pull'],
+      onBehalfOf: member.id,
+    })
 
-    const error = await client.push(smallBundle('for nobody'), { name: 'For nobody' }, { onBehalfOf: crypto.randomUUID() }).catch((e: unknown) => e)
+    const error = await client
+      .push(smallBundle('for nobody'), { name: 'For nobody' }, { onBehalfOf: crypto.randomUUID() })
+      .catch((e: unknown) => e)
     expect(error).toMatchObject({ status: 403, message: 'registry answered 403 forbidden' })
   })
 
@@ -191,10 +226,18 @@ describe(`the service token (${BACKEND})`, () => {
     const forged = [
       await createServiceTokens({ secret: 'x'.repeat(40), issuer: server.context.baseUrl }).token(),
       await createServiceTokens({ secret: server.env.JWT_SECRET!, issuer: 'https://elsewhere.example.com' }).token(),
-      await createServiceTokens({ secret: server.env.JWT_SECRET!, issuer: server.context.baseUrl, ttlSeconds: 86_400 }).token(),
+      await createServiceTokens({
+        secret: server.env.JWT_SECRET!,
+        issuer: server.context.baseUrl,
+        ttlSeconds: 86_400,
+      }).token(),
     ]
     for (const token of forged)
-      expectError(await call(server, 'GET', '/api/v1/graphs', token), 401, 'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)')
+      expectError(
+        await call(server, 'GET', '/api/v1/graphs', token),
+        401,
+        'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)',
+      )
   })
 
   test('minted on demand, reused, and replaced a minute before it expires', async () => {
@@ -202,7 +245,14 @@ describe(`the service token (${BACKEND})`, () => {
     const first = await tokens.token()
     expect(await tokens.token()).toBe(first)
     const claims = JSON.parse(Buffer.from(first.split('.')[1]!, 'base64url').toString())
-    expect(claims).toEqual({ iss: server.context.baseUrl, sub: 'kgs', typ: 'service', jti: expect.any(String), iat: expect.any(Number), exp: claims.iat + 300 })
+    expect(claims).toEqual({
+      iss: server.context.baseUrl,
+      sub: 'kgs',
+      typ: 'service',
+      jti: expect.any(String),
+      iat: expect.any(Number),
+      exp: claims.iat + 300,
+    })
     try {
       setSystemTime(new Date((claims.iat + 239) * 1000))
       expect(await tokens.token()).toBe(first)
@@ -218,29 +268,69 @@ describe(`the service token (${BACKEND})`, () => {
 
 describe('registry configuration', () => {
   test('REGISTRY_URL, REGISTRY_TOKEN and REGISTRY_MAX_BYTES: defaults, values, errors', () => {
-    expect(parseEnv({})).toMatchObject({ registryUrl: undefined, registryToken: undefined, registryMaxBytes: REGISTRY_MAX_BYTES_DEFAULT })
+    expect(parseEnv({})).toMatchObject({
+      registryUrl: undefined,
+      registryToken: undefined,
+      registryMaxBytes: REGISTRY_MAX_BYTES_DEFAULT,
+    })
     expect(REGISTRY_MAX_BYTES_DEFAULT).toBe(17_179_869_184)
-    expect(parseEnv({ REGISTRY_URL: 'https://registry.example.com/kgs/', REGISTRY_TOKEN: 'secret-token', REGISTRY_MAX_BYTES: '1048576' })).toMatchObject({
+    expect(
+      parseEnv({
+        REGISTRY_URL: 'https://registry.example.com/kgs/',
+        REGISTRY_TOKEN: 'secret-token',
+        REGISTRY_MAX_BYTES: '1048576',
+      }),
+    ).toMatchObject({
       registryUrl: 'https://registry.example.com/kgs',
       registryToken: 'secret-token',
       registryMaxBytes: 1_048_576,
     })
-    expect(() => parseEnv({ REGISTRY_URL: 'ftp://x' })).toThrow(new ConfigError('invalid REGISTRY_URL: expected an absolute http(s) URL without query or fragment, got "ftp://x"'))
-    expect(() => parseEnv({ REGISTRY_MAX_BYTES: '16G' })).toThrow(new ConfigError('invalid REGISTRY_MAX_BYTES: expected a positive integer number of bytes, got "16G"'))
+    expect(() => parseEnv({ REGISTRY_URL: 'ftp://x' })).toThrow(
+      new ConfigError(
+        'invalid REGISTRY_URL: expected an absolute http(s) URL without query or fragment, got "ftp://x"',
+      ),
+    )
+    expect(() => parseEnv({ REGISTRY_MAX_BYTES: '16G' })).toThrow(
+      new ConfigError('invalid REGISTRY_MAX_BYTES: expected a positive integer number of bytes, got "16G"'),
+    )
     expect(() => parseEnv({ REGISTRY_MAX_BYTES: '0' })).toThrow(ConfigError)
   })
 
   test('the self-minted service token goes only to this server: another REGISTRY_URL needs REGISTRY_TOKEN', async () => {
     const secret = 'x'.repeat(32)
-    expect(() => createRegistryClient({ registryUrl: 'https://registry.example.com', jwtSecret: secret }, 'https://kgs.example.com')).toThrow(
-      new ConfigError("REGISTRY_URL https://registry.example.com is another server than BASE_URL https://kgs.example.com: set REGISTRY_TOKEN (this server's own service token is only sent to itself)"),
+    expect(() =>
+      createRegistryClient(
+        { registryUrl: 'https://registry.example.com', jwtSecret: secret },
+        'https://kgs.example.com',
+      ),
+    ).toThrow(
+      new ConfigError(
+        "REGISTRY_URL https://registry.example.com is another server than BASE_URL https://kgs.example.com: set REGISTRY_TOKEN (this server's own service token is only sent to itself)",
+      ),
     )
     // Another port is another server too; the same origin under a path is this one.
-    expect(() => createRegistryClient({ registryUrl: 'https://kgs.example.com:8443', jwtSecret: secret }, 'https://kgs.example.com')).toThrow(ConfigError)
-    expect(createRegistryClient({ registryUrl: 'https://kgs.example.com/', jwtSecret: secret }, 'https://kgs.example.com')).toBeInstanceOf(RegistryClient)
-    expect(createRegistryClient({ registryUrl: 'https://registry.example.com', registryToken: 'theirs', jwtSecret: secret }, 'https://kgs.example.com')).toBeInstanceOf(RegistryClient)
+    expect(() =>
+      createRegistryClient(
+        { registryUrl: 'https://kgs.example.com:8443', jwtSecret: secret },
+        'https://kgs.example.com',
+      ),
+    ).toThrow(ConfigError)
+    expect(
+      createRegistryClient({ registryUrl: 'https://kgs.example.com/', jwtSecret: secret }, 'https://kgs.example.com'),
+    ).toBeInstanceOf(RegistryClient)
+    expect(
+      createRegistryClient(
+        { registryUrl: 'https://registry.example.com', registryToken: 'theirs', jwtSecret: secret },
+        'https://kgs.example.com',
+      ),
+    ).toBeInstanceOf(RegistryClient)
     // And kgs serve stops with that one line.
-    const result = await runKgs(['serve'], { JWT_SECRET: secret, REGISTRY_URL: 'https://registry.example.com', DATA_DIR: tempDir('kgs-registry-config-'), PORT: '0' })
+    const result = await runKgs(['serve'], {
+      JWT_SECRET: secret,
+      REGISTRY_URL: 'https://registry.example.com',
+      DATA_DIR: tempDir('kgs-registry-config-'),
+      PORT: '0',
+    })
     expect(result.code).toBe(1)
     expect(result.stderr).toContain('REGISTRY_URL https://registry.example.com is another server than BASE_URL')
   })

@@ -38,7 +38,8 @@ afterAll(async () => {
 
 /** Pushes `count` small graphs whose names contain `name`, after it: they list before it, newest first. */
 async function pushNewer(name: string, count: number) {
-  for (let i = 0; i < count; i++) await client.push(smallBundle(`${name} ${i}`), { name: `${name} later ${i}`, sha256: sha(`${name} ${i}`) })
+  for (let i = 0; i < count; i++)
+    await client.push(smallBundle(`${name} ${i}`), { name: `${name} later ${i}`, sha256: sha(`${name} ${i}`) })
 }
 
 describe(`the registry client against Go's registry (${BACKEND})`, () => {
@@ -51,8 +52,19 @@ describe(`the registry client against Go's registry (${BACKEND})`, () => {
     expect(again.graph_id).not.toBe(first.graph_id)
 
     // What Go sends: no bytes, owner_id, tags or zero counts; schema_version 1 for a push without one.
-    const raw = (await (await fetch(`${go.url}/api/v1/graphs/${first.graph_id}`, { headers: { authorization: 'Bearer alice-token' } })).json()) as Record<string, string>
-    expect(Object.keys(raw)).toEqual(['id', 'name', 'description', 'owner', 'sha256', 'schema_version', 'created_at', 'updated_at'])
+    const raw = (await (
+      await fetch(`${go.url}/api/v1/graphs/${first.graph_id}`, { headers: { authorization: 'Bearer alice-token' } })
+    ).json()) as Record<string, string>
+    expect(Object.keys(raw)).toEqual([
+      'id',
+      'name',
+      'description',
+      'owner',
+      'sha256',
+      'schema_version',
+      'created_at',
+      'updated_at',
+    ])
     const record = await client.get(first.graph_id)
     expect(record).toEqual({
       id: first.graph_id,
@@ -76,8 +88,21 @@ describe(`the registry client against Go's registry (${BACKEND})`, () => {
     })
 
     // What a push names comes back: tags, description, counts, version.
-    const full = await client.push(bundle.path, { name: `${name} full`, description: 'Beschreibung', tags: ['géo'], schema_version: 2, fact_count: FACTS })
-    expect(await client.get(full.graph_id)).toMatchObject({ description: 'Beschreibung', tags: ['géo'], sha256: null, schema_version: 2, fact_count: FACTS, source_count: 0 })
+    const full = await client.push(bundle.path, {
+      name: `${name} full`,
+      description: 'Beschreibung',
+      tags: ['géo'],
+      schema_version: 2,
+      fact_count: FACTS,
+    })
+    expect(await client.get(full.graph_id)).toMatchObject({
+      description: 'Beschreibung',
+      tags: ['géo'],
+      sha256: null,
+      schema_version: 2,
+      fact_count: FACTS,
+      source_count: 0,
+    })
   })
 
   test('list pages by offset, newest first; find walks the pages to a graph past the first 200', async () => {
@@ -106,24 +131,49 @@ describe(`the registry client against Go's registry (${BACKEND})`, () => {
 
   test('download takes the raw bytes without a content type; after a delete ({"message"}) the graph is gone; errors, JSON or plain text, are summarized by their status', async () => {
     const pushed = await client.push(bundle.path, { name: `Go bytes ${crypto.randomUUID().slice(0, 8)}` })
-    const answer = await fetch(`${go.url}/api/v1/graphs/${pushed.graph_id}/bundle`, { headers: { authorization: 'Bearer alice-token' } })
+    const answer = await fetch(`${go.url}/api/v1/graphs/${pushed.graph_id}/bundle`, {
+      headers: { authorization: 'Bearer alice-token' },
+    })
     expect(answer.headers.get('content-type') ?? '').toBe('')
     await answer.body?.cancel()
-    expect(Buffer.from(await new Response(await client.download(pushed.graph_id)).arrayBuffer()).equals(readFileSync(bundle.path))).toBe(true)
+    expect(
+      Buffer.from(await new Response(await client.download(pushed.graph_id)).arrayBuffer()).equals(
+        readFileSync(bundle.path),
+      ),
+    ).toBe(true)
 
     // kgs's client never deletes; the fake's delete answers as Go's does.
-    const remove = (token: string) => fetch(`${go.url}/api/v1/graphs/${pushed.graph_id}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })
+    const remove = (token: string) =>
+      fetch(`${go.url}/api/v1/graphs/${pushed.graph_id}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${token}` },
+      })
     expect(await (await remove('bob-token')).json()).toEqual({ error: 'forbidden' })
     const removed = await remove('alice-token')
-    expect({ status: removed.status, body: await removed.json() }).toEqual({ status: 200, body: { message: 'graph deleted' } })
+    expect({ status: removed.status, body: await removed.json() }).toEqual({
+      status: 200,
+      body: { message: 'graph deleted' },
+    })
     expect(await client.get(pushed.graph_id)).toBeUndefined()
     // A registry's error body may quote the request (a token, a URL's userinfo): only its status is kept.
-    expect(await client.download(pushed.graph_id).catch((e: unknown) => e)).toMatchObject({ status: 404, message: 'registry answered 404 not found' })
+    expect(await client.download(pushed.graph_id).catch((e: unknown) => e)).toMatchObject({
+      status: 404,
+      message: 'registry answered 404 not found',
+    })
 
     const stranger = new RegistryClient({ url: go.url, token: 'wrong' })
-    expect(await stranger.list().catch((e: unknown) => e)).toMatchObject({ status: 401, message: 'registry answered 401 unauthorized' })
-    expect(await client.list(`${go.url}/api/v2/graphs`).catch((e: unknown) => e)).toMatchObject({ status: 404, message: 'registry answered 404 not found' })
-    expect(await client.push(smallBundle('nameless'), { name: '' }).catch((e: unknown) => e)).toMatchObject({ status: 400, message: 'registry answered 400 bad request' })
+    expect(await stranger.list().catch((e: unknown) => e)).toMatchObject({
+      status: 401,
+      message: 'registry answered 401 unauthorized',
+    })
+    expect(await client.list(`${go.url}/api/v2/graphs`).catch((e: unknown) => e)).toMatchObject({
+      status: 404,
+      message: 'registry answered 404 not found',
+    })
+    expect(await client.push(smallBundle('nameless'), { name: '' }).catch((e: unknown) => e)).toMatchObject({
+      status: 400,
+      message: 'registry answered 400 bad request',
+    })
   })
 })
 
@@ -133,7 +183,8 @@ describe(`kgs with REGISTRY_URL at Go's registry (${BACKEND})`, () => {
   let user: Account
   let pushed: { graph_id: string }
 
-  const repository = async (name: string) => (await http.post('/api/v1/repositories', { name }, user.token)).body as { id: string; slug: string }
+  const repository = async (name: string) =>
+    (await http.post('/api/v1/repositories', { name }, user.token)).body as { id: string; slug: string }
   const run = async (slug: string, path: string, body: unknown): Promise<Job & { result: any }> => {
     const started = await http.post(`/${slug}/${path}`, body, user.token)
     expect(started.status).toBe(202)
@@ -147,7 +198,10 @@ describe(`kgs with REGISTRY_URL at Go's registry (${BACKEND})`, () => {
     http = api(server.url)
     user = await registerAccount(http)
     // As Go's client pushes: no schema version.
-    pushed = await client.push(bundle.path, { name: `Go import ${crypto.randomUUID().slice(0, 8)}`, sha256: bundle.sha256 })
+    pushed = await client.push(bundle.path, {
+      name: `Go import ${crypto.randomUUID().slice(0, 8)}`,
+      sha256: bundle.sha256,
+    })
   })
 
   afterAll(async () => {
@@ -157,11 +211,19 @@ describe(`kgs with REGISTRY_URL at Go's registry (${BACKEND})`, () => {
   test('import by graph_id: every fact arrives; the size, which Go does not tell, is what was downloaded', async () => {
     const repo = await repository('From Go by id')
     const job = await run(repo.slug, 'import-graph', { graph_id: pushed.graph_id })
-    expect(job.result.imported).toMatchObject({ facts: FACTS, sources: bundle.counts.sources, concepts: bundle.counts.concepts })
+    expect(job.result.imported).toMatchObject({
+      facts: FACTS,
+      sources: bundle.counts.sources,
+      concepts: bundle.counts.concepts,
+    })
     expect(job.progress.bytes).toBe(readFileSync(bundle.path).byteLength)
 
     const unknown = crypto.randomUUID()
-    expectError(await http.post(`/${repo.slug}/import-graph`, { graph_id: unknown }, user.token), 404, `graph ${unknown} is not in the registry`)
+    expectError(
+      await http.post(`/${repo.slug}/import-graph`, { graph_id: unknown }, user.token),
+      404,
+      `graph ${unknown} is not in the registry`,
+    )
   })
 
   test("import by (name, sha256), found past the first page of Go's list", async () => {
@@ -171,7 +233,11 @@ describe(`kgs with REGISTRY_URL at Go's registry (${BACKEND})`, () => {
     const repo = await repository('From Go by name')
     const job = await run(repo.slug, 'import-graph', { name, sha256: bundle.sha256 })
     expect(job.result.imported).toMatchObject({ facts: FACTS })
-    expectError(await http.post(`/${repo.slug}/import-graph`, { name, sha256: sha('other') }, user.token), 404, `graph ${JSON.stringify(name)} with sha256 ${sha('other')} is not in the registry`)
+    expectError(
+      await http.post(`/${repo.slug}/import-graph`, { name, sha256: sha('other') }, user.token),
+      404,
+      `graph ${JSON.stringify(name)} with sha256 ${sha('other')} is not in the registry`,
+    )
   })
 
   test("export pushes to Go's registry: stored under the token's identity with the export's metadata", async () => {

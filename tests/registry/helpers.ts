@@ -20,7 +20,13 @@ async function reply(res: Response): Promise<Reply> {
 }
 
 /** POST /api/v1/graphs with fetch. */
-export async function push(server: TestServer, token: string | undefined, body: RequestInit['body'], headers: Record<string, string>, contentType = 'application/gzip'): Promise<Reply> {
+export async function push(
+  server: TestServer,
+  token: string | undefined,
+  body: RequestInit['body'],
+  headers: Record<string, string>,
+  contentType = 'application/gzip',
+): Promise<Reply> {
   const all: Record<string, string> = { ...headers }
   if (contentType) all['content-type'] = contentType
   if (token) all.authorization = `Bearer ${token}`
@@ -34,13 +40,18 @@ export async function call(server: TestServer, method: string, path: string, tok
 }
 
 /** A small valid gzip file, different for every `seed`. */
-export const smallBundle = (seed: string) => gzipSync(Buffer.from(JSON.stringify({ schema_version: 2, metadata: { name: seed } })))
+export const smallBundle = (seed: string) =>
+  gzipSync(Buffer.from(JSON.stringify({ schema_version: 2, metadata: { name: seed } })))
 
 /** A valid-looking canonical hash, different for every `seed`. */
 export const sha = (seed: string) => createHash('sha256').update(seed).digest('hex')
 
 /** The §7 headers of a generated bundle, as its export would send them. */
-export function headersOf(bundle: GenerateResult, name: string, extra: Record<string, string> = {}): Record<string, string> {
+export function headersOf(
+  bundle: GenerateResult,
+  name: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return {
     'x-graph-name': name,
     'x-graph-sha256': bundle.sha256,
@@ -60,7 +71,12 @@ export function headersOf(bundle: GenerateResult, name: string, extra: Record<st
 function requestHead(server: TestServer, method: string, path: string, headers: [string, string | Buffer][]): Buffer {
   const host = new URL(server.url).host
   const parts: Buffer[] = [Buffer.from(`${method} ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n`)]
-  for (const [name, value] of headers) parts.push(Buffer.from(`${name}: `), typeof value === 'string' ? Buffer.from(value, 'utf8') : value, Buffer.from('\r\n'))
+  for (const [name, value] of headers)
+    parts.push(
+      Buffer.from(`${name}: `),
+      typeof value === 'string' ? Buffer.from(value, 'utf8') : value,
+      Buffer.from('\r\n'),
+    )
   parts.push(Buffer.from('\r\n'))
   return Buffer.concat(parts)
 }
@@ -79,7 +95,13 @@ async function open(server: TestServer): Promise<Socket> {
  * A request over a plain socket, so header values travel as the raw UTF-8 bytes given (fetch
  * refuses characters beyond latin1). Reads the whole answer (the server closes after it).
  */
-export async function rawRequest(server: TestServer, method: string, path: string, headers: [string, string | Buffer][], body?: Uint8Array): Promise<Reply> {
+export async function rawRequest(
+  server: TestServer,
+  method: string,
+  path: string,
+  headers: [string, string | Buffer][],
+  body?: Uint8Array,
+): Promise<Reply> {
   const socket = await open(server)
   const chunks: Buffer[] = []
   const ended = new Promise<void>((resolve, reject) => {
@@ -95,11 +117,19 @@ export async function rawRequest(server: TestServer, method: string, path: strin
   const response = Buffer.concat(chunks)
   const split = response.indexOf('\r\n\r\n')
   const [statusLine, ...lines] = response.subarray(0, split).toString('latin1').split('\r\n')
-  const responseHeaders = new Headers(lines.map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()] as [string, string]))
+  const responseHeaders = new Headers(
+    lines.map(
+      (line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()] as [string, string],
+    ),
+  )
   let content: Buffer = response.subarray(split + 4)
   if (responseHeaders.get('transfer-encoding') === 'chunked') content = dechunk(content)
   const text = content.toString('utf8')
-  return { status: Number(statusLine!.split(' ')[1]), headers: responseHeaders, body: text ? JSON.parse(text) : undefined }
+  return {
+    status: Number(statusLine!.split(' ')[1]),
+    headers: responseHeaders,
+    body: text ? JSON.parse(text) : undefined,
+  }
 }
 
 function dechunk(data: Buffer): Buffer {
@@ -115,10 +145,21 @@ function dechunk(data: Buffer): Buffer {
 }
 
 /** Starts an upload that declares `declared` bytes and sends only `first`; the caller cuts it off. */
-export async function startUpload(server: TestServer, headers: [string, string][], declared: number, first: Uint8Array): Promise<Socket> {
+export async function startUpload(
+  server: TestServer,
+  headers: [string, string][],
+  declared: number,
+  first: Uint8Array,
+): Promise<Socket> {
   const socket = await open(server)
   socket.on('error', () => {})
-  socket.write(requestHead(server, 'POST', '/api/v1/graphs', [...headers, ['Content-Type', 'application/gzip'], ['Content-Length', String(declared)]]))
+  socket.write(
+    requestHead(server, 'POST', '/api/v1/graphs', [
+      ...headers,
+      ['Content-Type', 'application/gzip'],
+      ['Content-Length', String(declared)],
+    ]),
+  )
   socket.write(first)
   return socket
 }

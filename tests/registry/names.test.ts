@@ -43,7 +43,14 @@ beforeAll(async () => {
     users: { admin, member, outsider },
   } = await fixture({ users: { admin: 'sysadmin', member: 'member', outsider: 'member' } }))
   // The outsider holds no system role: no registry:pull.
-  expect((await http.call('DELETE', '/api/v1/admin/users/roles', { body: { user_id: outsider.id, role: 'member', domain: 'system' }, token: admin.token })).status).toBe(200)
+  expect(
+    (
+      await http.call('DELETE', '/api/v1/admin/users/roles', {
+        body: { user_id: outsider.id, role: 'member', domain: 'system' },
+        token: admin.token,
+      })
+    ).status,
+  ).toBe(200)
   // Alpha, Beta, Alpha: Alpha's newest push is the last.
   first.ids.push(await pushed(first.name, 10))
   second.ids.push(await pushed(second.name, 20, { 'x-graph-tags': '["physics"]' }))
@@ -61,14 +68,22 @@ describe(`registry names (${BACKEND})`, () => {
     expect(res.body.map((n: { name: string }) => n.name)).toEqual([first.name, second.name])
     const [alpha, beta] = res.body
     expect(alpha.version_count).toBe(2)
-    expect(alpha.versions.map((v: { id: string; version: number; fact_count: number }) => [v.id, v.version, v.fact_count])).toEqual([
+    expect(
+      alpha.versions.map((v: { id: string; version: number; fact_count: number }) => [v.id, v.version, v.fact_count]),
+    ).toEqual([
       [first.ids[1], 2, 30],
       [first.ids[0], 1, 10],
     ])
     // The record of GET /api/v1/graphs/{id}, and its version.
     const record = await call(server, 'GET', `/api/v1/graphs/${first.ids[1]}`, member.token)
     expect(alpha.versions[0]).toEqual({ ...record.body, version: 2 })
-    expect(beta).toEqual({ name: second.name, version_count: 1, versions: [expect.objectContaining({ id: second.ids[0], version: 1, fact_count: 20, concept_count: 2, source_count: 1 })] })
+    expect(beta).toEqual({
+      name: second.name,
+      version_count: 1,
+      versions: [
+        expect.objectContaining({ id: second.ids[0], version: 1, fact_count: 20, concept_count: 2, source_count: 1 }),
+      ],
+    })
   })
 
   test('paged by name (Link: rel="next"), no name twice and none missed', async () => {
@@ -84,7 +99,13 @@ describe(`registry names (${BACKEND})`, () => {
   test('the filters: a name is listed when any version matches, with all its versions', async () => {
     // Only Alpha's second version has this description: Alpha is listed with both.
     const described = await names(`q=${encodeURIComponent('the second export')}`)
-    expect(described.body.map((n: { name: string; version_count: number; versions: unknown[] }) => [n.name, n.version_count, n.versions.length])).toEqual([[first.name, 2, 2]])
+    expect(
+      described.body.map((n: { name: string; version_count: number; versions: unknown[] }) => [
+        n.name,
+        n.version_count,
+        n.versions.length,
+      ]),
+    ).toEqual([[first.name, 2, 2]])
     const tagged = await names(`tag=physics&q=${encodeURIComponent(run)}`)
     expect(tagged.body.map((n: { name: string }) => n.name)).toEqual([second.name])
     const exact = await names(`name=${encodeURIComponent(second.name)}`)
@@ -112,7 +133,12 @@ describe(`registry names (${BACKEND})`, () => {
   })
 
   test("the Go client's form takes ?name= too, and stays {graphs, total}", async () => {
-    const res = await call(server, 'GET', `/api/v1/graphs?offset=0&name=${encodeURIComponent(first.name)}`, member.token)
+    const res = await call(
+      server,
+      'GET',
+      `/api/v1/graphs?offset=0&name=${encodeURIComponent(first.name)}`,
+      member.token,
+    )
     expect(res.status).toBe(200)
     expect(res.body.total).toBe(2)
     expect(res.body.graphs.map((g: { id: string }) => g.id)).toEqual([first.ids[1], first.ids[0]])

@@ -25,12 +25,20 @@ describe(`graph owners migrated to e-mail and owner_id (${BACKEND})`, () => {
     const user = crypto.randomUUID()
     const gone = crypto.randomUUID()
     await sql`INSERT INTO users (id, email, password_hash) VALUES (${user}, 'pusher@example.com', 'x')`
-    const graph = (owner: string) => ({ id: crypto.randomUUID(), name: `g ${owner}`, owner, bytes: 1, storage_key: `registry/graphs/${owner}` })
+    const graph = (owner: string) => ({
+      id: crypto.randomUUID(),
+      name: `g ${owner}`,
+      owner,
+      bytes: 1,
+      storage_key: `registry/graphs/${owner}`,
+    })
     const rows = [graph(user), graph('kgs'), graph(gone)]
     for (const row of rows) await sql`INSERT INTO graphs ${sql(row)}`
 
     expect(await migrate(sql, 'system')).toEqual(MIGRATIONS.system.slice(before).map((m) => m.name))
-    const migrated = await sql<{ id: string; owner: string; owner_id: string | null }[]>`SELECT id, owner, owner_id FROM graphs`
+    const migrated = await sql<
+      { id: string; owner: string; owner_id: string | null }[]
+    >`SELECT id, owner, owner_id FROM graphs`
     expect(Object.fromEntries(migrated.map((g) => [g.id, { owner: g.owner, owner_id: g.owner_id }]))).toEqual({
       [rows[0]!.id]: { owner: 'pusher@example.com', owner_id: user },
       [rows[1]!.id]: { owner: 'kgs', owner_id: null },

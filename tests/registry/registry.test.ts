@@ -11,7 +11,17 @@ import { fixture } from '../helpers/fixture.ts'
 import { generateBundle, type GenerateResult } from '../../scripts/gen-bundle.ts'
 import { countGraphs } from '../../src/registry/store.ts'
 import { filenameSlug } from '../../src/registry/routes.ts'
-import { call, expectRecordShape, headersOf, push, rawRequest, sha, smallBundle, startUpload, whenDirectory } from './helpers.ts'
+import {
+  call,
+  expectRecordShape,
+  headersOf,
+  push,
+  rawRequest,
+  sha,
+  smallBundle,
+  startUpload,
+  whenDirectory,
+} from './helpers.ts'
 import { blobKeys } from '../helpers/blobs.ts'
 
 const MAX_BYTES = 1024 * 1024
@@ -53,11 +63,18 @@ describe(`registry push (${BACKEND})`, () => {
   test('a push is stored whole: 201 new, the record echoes every header, the download is byte-identical', async () => {
     const name = `Push ${crypto.randomUUID().slice(0, 8)}`
     const before = await blobKeys(server.context.blobs)
-    const res = await push(server, admin.token, bundleBytes, headersOf(bundle, name, { 'x-graph-description': 'a generated graph', 'x-graph-tags': '["physics","test"]' }))
+    const res = await push(
+      server,
+      admin.token,
+      bundleBytes,
+      headersOf(bundle, name, { 'x-graph-description': 'a generated graph', 'x-graph-tags': '["physics","test"]' }),
+    )
     expect(res.status).toBe(201)
     expect(res.body).toEqual({ graph_id: expect.any(String), new: true })
     expect(res.headers.get('location')).toBe(`/api/v1/graphs/${res.body.graph_id}`)
-    expect(await blobKeys(server.context.blobs)).toEqual([...before, `registry/graphs/${res.body.graph_id}.json.gz`].sort())
+    expect(await blobKeys(server.context.blobs)).toEqual(
+      [...before, `registry/graphs/${res.body.graph_id}.json.gz`].sort(),
+    )
 
     const record = await call(server, 'GET', `/api/v1/graphs/${res.body.graph_id}`, admin.token)
     expect(record.status).toBe(200)
@@ -83,7 +100,9 @@ describe(`registry push (${BACKEND})`, () => {
       updated_at: record.body.created_at,
     })
 
-    const download = await fetch(`${server.url}/api/v1/graphs/${res.body.graph_id}/bundle`, { headers: { authorization: `Bearer ${admin.token}` } })
+    const download = await fetch(`${server.url}/api/v1/graphs/${res.body.graph_id}/bundle`, {
+      headers: { authorization: `Bearer ${admin.token}` },
+    })
     expect(download.status).toBe(200)
     expect(download.headers.get('content-type')).toBe('application/gzip')
     expect(download.headers.get('content-length')).toBe(String(bundleBytes.byteLength))
@@ -103,9 +122,17 @@ describe(`registry push (${BACKEND})`, () => {
     expect(again.body).toEqual({ graph_id: first.body.graph_id, new: false })
     expect(await storage()).toEqual(stored)
     // The first pusher stays the owner.
-    expect((await call(server, 'GET', `/api/v1/graphs/${first.body.graph_id}`, admin.token)).body).toMatchObject({ owner: admin.email, owner_id: admin.id })
+    expect((await call(server, 'GET', `/api/v1/graphs/${first.body.graph_id}`, admin.token)).body).toMatchObject({
+      owner: admin.email,
+      owner_id: admin.id,
+    })
 
-    const otherHash = await push(server, admin.token, bundleBytes, headersOf(bundle, name, { 'x-graph-sha256': sha(name) }))
+    const otherHash = await push(
+      server,
+      admin.token,
+      bundleBytes,
+      headersOf(bundle, name, { 'x-graph-sha256': sha(name) }),
+    )
     expect(otherHash.status).toBe(201)
     expect(otherHash.body.graph_id).not.toBe(first.body.graph_id)
     const otherName = await push(server, admin.token, bundleBytes, headersOf(bundle, `${name} (copy)`))
@@ -121,13 +148,28 @@ describe(`registry push (${BACKEND})`, () => {
     expect([a.status, b.status]).toEqual([201, 201])
     expect(a.body.graph_id).not.toBe(b.body.graph_id)
     const record = (await call(server, 'GET', `/api/v1/graphs/${a.body.graph_id}`, admin.token)).body
-    expect(record).toMatchObject({ name, description: '', tags: [], sha256: null, schema_version: null, source_count: 0, fact_count: 0, investigation_count: 0 })
+    expect(record).toMatchObject({
+      name,
+      description: '',
+      tags: [],
+      sha256: null,
+      schema_version: null,
+      source_count: 0,
+      fact_count: 0,
+      investigation_count: 0,
+    })
   })
 
   test('each count header lands in its own field', async () => {
     const name = `Counts ${crypto.randomUUID().slice(0, 8)}`
-    const headers = ['source', 'fact', 'concept', 'summary', 'synthesis', 'report', 'investigation'].map((kind, i) => [`x-graph-${kind}-count`, String((i + 1) * 11)])
-    const res = await push(server, admin.token, smallBundle(name), { 'x-graph-name': name, ...Object.fromEntries(headers) })
+    const headers = ['source', 'fact', 'concept', 'summary', 'synthesis', 'report', 'investigation'].map((kind, i) => [
+      `x-graph-${kind}-count`,
+      String((i + 1) * 11),
+    ])
+    const res = await push(server, admin.token, smallBundle(name), {
+      'x-graph-name': name,
+      ...Object.fromEntries(headers),
+    })
     expect((await call(server, 'GET', `/api/v1/graphs/${res.body.graph_id}`, admin.token)).body).toMatchObject({
       source_count: 11,
       fact_count: 22,
@@ -141,9 +183,15 @@ describe(`registry push (${BACKEND})`, () => {
 
   test('the owner is the pusher by e-mail, as Go records it, with owner_id their id; X-Graph-Owner changes nothing', async () => {
     const name = `Owner ${crypto.randomUUID().slice(0, 8)}`
-    const res = await push(server, otherAdmin.token, smallBundle(name), { 'x-graph-name': name, 'x-graph-owner': admin.email })
+    const res = await push(server, otherAdmin.token, smallBundle(name), {
+      'x-graph-name': name,
+      'x-graph-owner': admin.email,
+    })
     expect(res.status).toBe(201)
-    expect((await call(server, 'GET', `/api/v1/graphs/${res.body.graph_id}`, admin.token)).body).toMatchObject({ owner: otherAdmin.email, owner_id: otherAdmin.id })
+    expect((await call(server, 'GET', `/api/v1/graphs/${res.body.graph_id}`, admin.token)).body).toMatchObject({
+      owner: otherAdmin.email,
+      owner_id: otherAdmin.id,
+    })
   })
 
   test('non-ASCII names and descriptions travel as raw UTF-8 header bytes and survive a push and a get', async () => {
@@ -165,8 +213,12 @@ describe(`registry push (${BACKEND})`, () => {
     expect(res.status).toBe(201)
     const record = await call(server, 'GET', `/api/v1/graphs/${res.body.graph_id}`, admin.token)
     expect(record.body).toMatchObject({ name, description, tags: ['géologie', '東京'] })
-    const download = await fetch(`${server.url}/api/v1/graphs/${res.body.graph_id}/bundle`, { headers: { authorization: `Bearer ${admin.token}` } })
-    expect(download.headers.get('content-disposition')).toBe(`attachment; filename="cafe-zurich-${name.slice(-8)}.json.gz"`)
+    const download = await fetch(`${server.url}/api/v1/graphs/${res.body.graph_id}/bundle`, {
+      headers: { authorization: `Bearer ${admin.token}` },
+    })
+    expect(download.headers.get('content-disposition')).toBe(
+      `attachment; filename="cafe-zurich-${name.slice(-8)}.json.gz"`,
+    )
     await download.arrayBuffer()
 
     // Bytes that are not UTF-8 (here latin1 é) are refused, not stored as mojibake.
@@ -187,31 +239,79 @@ describe(`registry push (${BACKEND})`, () => {
   test('malformed headers are 400 naming the header, and nothing is stored', async () => {
     const stored = await storage()
     const bad = async (headers: Record<string, string>, message: string | RegExp) =>
-      expectError(await push(server, admin.token, smallBundle('bad'), { 'x-graph-name': 'Bad headers', ...headers }), 400, message)
-    expectError(await push(server, admin.token, smallBundle('bad'), {}), 400, 'invalid header: X-Graph-Name: required: the graph name')
+      expectError(
+        await push(server, admin.token, smallBundle('bad'), { 'x-graph-name': 'Bad headers', ...headers }),
+        400,
+        message,
+      )
+    expectError(
+      await push(server, admin.token, smallBundle('bad'), {}),
+      400,
+      'invalid header: X-Graph-Name: required: the graph name',
+    )
     await bad({ 'x-graph-name': '   ' }, 'invalid header: X-Graph-Name: required: the graph name')
     await bad({ 'x-graph-name': 'x'.repeat(256) }, /^invalid header: X-Graph-Name: expected at most 255 characters/)
-    await bad({ 'x-graph-tags': 'physics' }, 'invalid header: X-Graph-Tags: expected a JSON array of strings of 1-100 characters (got "physics")')
+    await bad(
+      { 'x-graph-tags': 'physics' },
+      'invalid header: X-Graph-Tags: expected a JSON array of strings of 1-100 characters (got "physics")',
+    )
     await bad({ 'x-graph-tags': '{"a":1}' }, /^invalid header: X-Graph-Tags: expected a JSON array/)
     await bad({ 'x-graph-tags': '["a",2]' }, /^invalid header: X-Graph-Tags: expected a JSON array/)
     await bad({ 'x-graph-tags': '[""]' }, /^invalid header: X-Graph-Tags: expected a JSON array/)
-    await bad({ 'x-graph-tags': JSON.stringify(Array.from({ length: 65 }, (_, i) => `t${i}`)) }, /^invalid header: X-Graph-Tags: expected at most 64 tags/)
-    await bad({ 'x-graph-fact-count': '1.5' }, 'invalid header: X-Graph-Fact-Count: expected a non-negative integer (got "1.5")')
-    await bad({ 'x-graph-source-count': '-1' }, 'invalid header: X-Graph-Source-Count: expected a non-negative integer (got "-1")')
-    await bad({ 'x-graph-investigation-count': 'many' }, 'invalid header: X-Graph-Investigation-Count: expected a non-negative integer (got "many")')
-    await bad({ 'x-graph-sha256': 'abc' }, 'invalid header: X-Graph-SHA256: expected 64 lowercase hexadecimal digits (got "abc")')
-    await bad({ 'x-graph-sha256': sha('upper').toUpperCase() }, /^invalid header: X-Graph-SHA256: expected 64 lowercase hexadecimal digits/)
-    await bad({ 'x-graph-schema-version': '0' }, 'invalid header: X-Graph-Schema-Version: expected a positive integer (got "0")')
+    await bad(
+      { 'x-graph-tags': JSON.stringify(Array.from({ length: 65 }, (_, i) => `t${i}`)) },
+      /^invalid header: X-Graph-Tags: expected at most 64 tags/,
+    )
+    await bad(
+      { 'x-graph-fact-count': '1.5' },
+      'invalid header: X-Graph-Fact-Count: expected a non-negative integer (got "1.5")',
+    )
+    await bad(
+      { 'x-graph-source-count': '-1' },
+      'invalid header: X-Graph-Source-Count: expected a non-negative integer (got "-1")',
+    )
+    await bad(
+      { 'x-graph-investigation-count': 'many' },
+      'invalid header: X-Graph-Investigation-Count: expected a non-negative integer (got "many")',
+    )
+    await bad(
+      { 'x-graph-sha256': 'abc' },
+      'invalid header: X-Graph-SHA256: expected 64 lowercase hexadecimal digits (got "abc")',
+    )
+    await bad(
+      { 'x-graph-sha256': sha('upper').toUpperCase() },
+      /^invalid header: X-Graph-SHA256: expected 64 lowercase hexadecimal digits/,
+    )
+    await bad(
+      { 'x-graph-schema-version': '0' },
+      'invalid header: X-Graph-Schema-Version: expected a positive integer (got "0")',
+    )
     expect(await storage()).toEqual(stored)
   })
 
   test('bodies that are not a gzip bundle: 415 for another type or non-gzip bytes, 400 when empty', async () => {
     const stored = await storage()
     const headers = { 'x-graph-name': 'Not a bundle' }
-    expectError(await push(server, admin.token, JSON.stringify({ a: 1 }), headers, 'application/json'), 415, 'unsupported Content-Type "application/json"; expected application/gzip')
-    expectError(await push(server, admin.token, '{"schema_version":2}', headers), 415, 'request body is not gzip: push a .json.gz bundle')
-    expectError(await push(server, admin.token, new Uint8Array([0x1f]), headers), 415, 'request body is not gzip: push a .json.gz bundle')
-    expectError(await push(server, admin.token, undefined, headers), 400, 'request body is empty: push a .json.gz bundle')
+    expectError(
+      await push(server, admin.token, JSON.stringify({ a: 1 }), headers, 'application/json'),
+      415,
+      'unsupported Content-Type "application/json"; expected application/gzip',
+    )
+    expectError(
+      await push(server, admin.token, '{"schema_version":2}', headers),
+      415,
+      'request body is not gzip: push a .json.gz bundle',
+    )
+    expectError(
+      await push(server, admin.token, new Uint8Array([0x1f]), headers),
+      415,
+      'request body is not gzip: push a .json.gz bundle',
+    )
+    expectError(
+      await push(server, admin.token, undefined, headers),
+      400,
+      'request body is empty: push a .json.gz bundle',
+    )
     expect(await storage()).toEqual(stored)
   })
 
@@ -271,7 +371,11 @@ describe(`registry list (${BACKEND})`, () => {
       [`Gamma ${run} 100%`, 'percent', []],
       [`Delta ${run}`, 'nothing in common', ['bio']],
     ] as const) {
-      const res = await push(server, admin.token, smallBundle(name), { 'x-graph-name': name, 'x-graph-description': description, 'x-graph-tags': JSON.stringify(tags) })
+      const res = await push(server, admin.token, smallBundle(name), {
+        'x-graph-name': name,
+        'x-graph-description': description,
+        'x-graph-tags': JSON.stringify(tags),
+      })
       expect(res.status).toBe(201)
       pushed[name.split(' ')[0]!] = res.body.graph_id
     }
@@ -296,7 +400,10 @@ describe(`registry list (${BACKEND})`, () => {
     const run = crypto.randomUUID().slice(0, 8)
     const ids: string[] = []
     for (let i = 0; i < 7; i++) {
-      const res = await push(server, admin.token, smallBundle(`${run}-${i}`), { 'x-graph-name': `Page ${run} ${i}`, 'x-graph-tags': `["${run}"]` })
+      const res = await push(server, admin.token, smallBundle(`${run}-${i}`), {
+        'x-graph-name': `Page ${run} ${i}`,
+        'x-graph-tags': `["${run}"]`,
+      })
       ids.push(res.body.graph_id)
     }
     const seen: string[] = []
@@ -322,10 +429,22 @@ describe(`registry list (${BACKEND})`, () => {
   })
 
   test('bad list parameters are 400 naming the field', async () => {
-    expectError(await call(server, 'GET', '/api/v1/graphs?limit=0', admin.token), 400, /^invalid query: limit: expected an integer from 1 to 500/)
+    expectError(
+      await call(server, 'GET', '/api/v1/graphs?limit=0', admin.token),
+      400,
+      /^invalid query: limit: expected an integer from 1 to 500/,
+    )
     expectError(await call(server, 'GET', '/api/v1/graphs?limit=501', admin.token), 400, /^invalid query: limit/)
-    expectError(await call(server, 'GET', '/api/v1/graphs?cursor=nonsense', admin.token), 400, 'invalid query: cursor: expected a cursor from a Link header')
-    expectError(await call(server, 'GET', `/api/v1/graphs?q=${'x'.repeat(256)}`, admin.token), 400, /^invalid query: q: expected at most 255 characters/)
+    expectError(
+      await call(server, 'GET', '/api/v1/graphs?cursor=nonsense', admin.token),
+      400,
+      'invalid query: cursor: expected a cursor from a Link header',
+    )
+    expectError(
+      await call(server, 'GET', `/api/v1/graphs?q=${'x'.repeat(256)}`, admin.token),
+      400,
+      /^invalid query: q: expected at most 255 characters/,
+    )
   })
 })
 
@@ -348,7 +467,10 @@ describe(`registry list in the Go client's form (${BACKEND})`, () => {
 
   beforeAll(async () => {
     for (let i = 0; i < COUNT; i++) {
-      const res = await push(server, admin.token, smallBundle(`go ${run} ${i}`), { 'x-graph-name': `Go ${run} ${i}`, 'x-graph-tags': JSON.stringify([run]) })
+      const res = await push(server, admin.token, smallBundle(`go ${run} ${i}`), {
+        'x-graph-name': `Go ${run} ${i}`,
+        'x-graph-tags': JSON.stringify([run]),
+      })
       expect(res.status).toBe(201)
       ids.push(res.body.graph_id)
     }
@@ -372,7 +494,11 @@ describe(`registry list in the Go client's form (${BACKEND})`, () => {
     expect(idsOf(await goList(`tag=${run}&limit=200&offset=0`))).toEqual(newest())
     for (const limit of ['limit=0&', 'limit=-3&', 'limit=201&', 'limit=100000&', '']) {
       const page = await goList(`tag=${run}&${limit}offset=0`)
-      expect({ limit, ids: idsOf(page), total: page.total }).toEqual({ limit, ids: newest().slice(0, 20), total: COUNT })
+      expect({ limit, ids: idsOf(page), total: page.total }).toEqual({
+        limit,
+        ids: newest().slice(0, 20),
+        total: COUNT,
+      })
     }
   })
 
@@ -385,22 +511,39 @@ describe(`registry list in the Go client's form (${BACKEND})`, () => {
   })
 
   test('a bad offset or limit is 400 naming it; offset with a cursor too', async () => {
-    expectError(await call(server, 'GET', '/api/v1/graphs?offset=-1', admin.token), 400, /^invalid query: offset: expected a non-negative integer/)
+    expectError(
+      await call(server, 'GET', '/api/v1/graphs?offset=-1', admin.token),
+      400,
+      /^invalid query: offset: expected a non-negative integer/,
+    )
     expectError(await call(server, 'GET', '/api/v1/graphs?offset=two', admin.token), 400, /^invalid query: offset/)
-    expectError(await call(server, 'GET', '/api/v1/graphs?offset=0&limit=ten', admin.token), 400, /^invalid query: limit: expected an integer/)
+    expectError(
+      await call(server, 'GET', '/api/v1/graphs?offset=0&limit=ten', admin.token),
+      400,
+      /^invalid query: limit: expected an integer/,
+    )
     const own = await call(server, 'GET', `/api/v1/graphs?tag=${run}&limit=3`, admin.token)
     const cursor = new URL(/<([^>]+)>/.exec(own.headers.get('link')!)![1]!, server.url).searchParams.get('cursor')
-    expectError(await call(server, 'GET', `/api/v1/graphs?offset=0&cursor=${cursor}`, admin.token), 400, /^invalid query: cursor: not with offset/)
+    expectError(
+      await call(server, 'GET', `/api/v1/graphs?offset=0&cursor=${cursor}`, admin.token),
+      400,
+      /^invalid query: cursor: not with offset/,
+    )
   })
 })
 
 describe(`registry delete (${BACKEND})`, () => {
   test('the owner and sysadmins delete; others get 403; the row goes, then the blob', async () => {
-    const owned = async (token: string, name: string) => (await push(server, token, smallBundle(name), { 'x-graph-name': name })).body.graph_id as string
+    const owned = async (token: string, name: string) =>
+      (await push(server, token, smallBundle(name), { 'x-graph-name': name })).body.graph_id as string
     const first = await owned(admin.token, `Delete ${crypto.randomUUID()}`)
     const second = await owned(admin.token, `Delete ${crypto.randomUUID()}`)
 
-    expectError(await call(server, 'DELETE', `/api/v1/graphs/${first}`, member.token), 403, 'permission denied: only the owner of a graph or a sysadmin may delete it')
+    expectError(
+      await call(server, 'DELETE', `/api/v1/graphs/${first}`, member.token),
+      403,
+      'permission denied: only the owner of a graph or a sysadmin may delete it',
+    )
 
     // A sysadmin deletes another's graph: 200 with the record, then it is gone everywhere.
     const byAdmin = await call(server, 'DELETE', `/api/v1/graphs/${first}`, otherAdmin.token)
@@ -413,7 +556,10 @@ describe(`registry delete (${BACKEND})`, () => {
     expectError(await call(server, 'DELETE', `/api/v1/graphs/${first}`, admin.token), 404, 'graph not found')
 
     // The owner deletes its graph by ownership alone: no longer sysadmin, it still may.
-    const demoted = await http.call('DELETE', '/api/v1/admin/users/roles', { token: otherAdmin.token, body: { user_id: admin.id, role: 'sysadmin', domain: 'system' } })
+    const demoted = await http.call('DELETE', '/api/v1/admin/users/roles', {
+      token: otherAdmin.token,
+      body: { user_id: admin.id, role: 'sysadmin', domain: 'system' },
+    })
     expect(demoted.status).toBe(200)
     try {
       const byOwner = await call(server, 'DELETE', `/api/v1/graphs/${second}`, admin.token)
@@ -421,7 +567,15 @@ describe(`registry delete (${BACKEND})`, () => {
       expect(byOwner.body.id).toBe(second)
       expect(await blobKeys(server.context.blobs)).not.toContain(`registry/graphs/${second}.json.gz`)
     } finally {
-      expect((await http.put('/api/v1/admin/users/roles', { user_id: admin.id, role: 'sysadmin', domain: 'system' }, otherAdmin.token)).status).toBe(200)
+      expect(
+        (
+          await http.put(
+            '/api/v1/admin/users/roles',
+            { user_id: admin.id, role: 'sysadmin', domain: 'system' },
+            otherAdmin.token,
+          )
+        ).status,
+      ).toBe(200)
     }
   })
 })
@@ -441,7 +595,11 @@ describe(`registry errors (${BACKEND})`, () => {
       expectError(res, 401, 'authentication required')
       expect(res.headers.get('www-authenticate')).toStartWith('Bearer resource_metadata=')
       const bad = await call(server, method, path, 'not.a.token')
-      expectError(bad, 401, 'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)')
+      expectError(
+        bad,
+        401,
+        'invalid access token (revoked, signed out, or not issued by this server): sign in again (POST /api/v1/auth/login)',
+      )
       expect(bad.headers.get('www-authenticate')).toContain('error="invalid_token"')
     }
     // A push without a token is refused before its headers or body are looked at.
@@ -449,25 +607,50 @@ describe(`registry errors (${BACKEND})`, () => {
   })
 
   test('a member may pull but not push; a user without member: 403 for push, list, get, download', async () => {
-    const graph = (await push(server, admin.token, smallBundle('forbidden'), { 'x-graph-name': `Forbidden ${crypto.randomUUID()}` })).body.graph_id
+    const graph = (
+      await push(server, admin.token, smallBundle('forbidden'), { 'x-graph-name': `Forbidden ${crypto.randomUUID()}` })
+    ).body.graph_id
     expectError(
       await push(server, member.token, smallBundle('member'), { 'x-graph-name': 'Member' }),
       403,
       'permission denied: registry:push needs the sysadmin role on this server; a sysadmin can grant it',
     )
-    for (const [method, path] of routes(graph).slice(0, 2) as [string, string][]) expect((await call(server, method, path, member.token)).status).toBe(200)
-    expect((await fetch(`${server.url}/api/v1/graphs/${graph}/bundle`, { headers: { authorization: `Bearer ${member.token}` } })).status).toBe(200)
+    for (const [method, path] of routes(graph).slice(0, 2) as [string, string][])
+      expect((await call(server, method, path, member.token)).status).toBe(200)
+    expect(
+      (
+        await fetch(`${server.url}/api/v1/graphs/${graph}/bundle`, {
+          headers: { authorization: `Bearer ${member.token}` },
+        })
+      ).status,
+    ).toBe(200)
     const roleless = await registerAccount(http)
-    expect((await http.call('DELETE', '/api/v1/admin/users/roles', { token: admin.token, body: { user_id: roleless.id, role: 'member', domain: 'system' } })).status).toBe(200)
+    expect(
+      (
+        await http.call('DELETE', '/api/v1/admin/users/roles', {
+          token: admin.token,
+          body: { user_id: roleless.id, role: 'member', domain: 'system' },
+        })
+      ).status,
+    ).toBe(200)
     for (const [method, path] of routes(graph).slice(0, 3) as [string, string][])
-      expectError(await call(server, method, path, roleless.token), 403, 'permission denied: registry:pull needs the member or sysadmin role on this server; a sysadmin can grant it')
+      expectError(
+        await call(server, method, path, roleless.token),
+        403,
+        'permission denied: registry:pull needs the member or sysadmin role on this server; a sysadmin can grant it',
+      )
   })
 
   test('a malformed id is 400, an unknown one 404', async () => {
     for (const [method, path] of routes('not-a-uuid').slice(1) as [string, string][]) {
-      expectError(await call(server, method, path, admin.token), 400, 'invalid path parameter: id: expected a UUID (got "not-a-uuid")')
+      expectError(
+        await call(server, method, path, admin.token),
+        400,
+        'invalid path parameter: id: expected a UUID (got "not-a-uuid")',
+      )
     }
-    for (const [method, path] of routes(unknown).slice(1) as [string, string][]) expectError(await call(server, method, path, admin.token), 404, 'graph not found')
+    for (const [method, path] of routes(unknown).slice(1) as [string, string][])
+      expectError(await call(server, method, path, admin.token), 404, 'graph not found')
   })
 
   test('wrong methods are 405 with Allow', async () => {

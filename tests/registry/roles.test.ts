@@ -16,7 +16,14 @@ import type { TestServer } from '../helpers/server.ts'
 import { generateBundle } from '../../scripts/gen-bundle.ts'
 import { headersOf, push } from './helpers.ts'
 
-const USERS = { owner: 'member', editor: 'member', curator: 'member', viewer: 'member', stranger: 'member', admin: 'sysadmin' } as const
+const USERS = {
+  owner: 'member',
+  editor: 'member',
+  curator: 'member',
+  viewer: 'member',
+  stranger: 'member',
+  admin: 'sysadmin',
+} as const
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -49,10 +56,17 @@ beforeAll(async () => {
     callers[role] = users[name].token
   const client = await registerClient(server.url, { scope: 'read write admin' })
   for (const scope of ['read', 'write', 'admin']) {
-    callers[`OAuth ${scope}`] = (await obtainTokens(server.url, client, { email: users.owner.email, password: 'correct horse battery' }, scope)).access_token
+    callers[`OAuth ${scope}`] = (
+      await obtainTokens(server.url, client, { email: users.owner.email, password: 'correct horse battery' }, scope)
+    ).access_token
   }
   const bundle = await generateBundle(join(dir, 'bundle.json.gz'), { facts: 20, dimensions: 0 })
-  const pushed = await push(server, users.admin.token, readFileSync(bundle.path), headersOf(bundle, `Roles ${crypto.randomUUID()}`))
+  const pushed = await push(
+    server,
+    users.admin.token,
+    readFileSync(bundle.path),
+    headersOf(bundle, `Roles ${crypto.randomUUID()}`),
+  )
   expect(pushed.status).toBe(201)
   graphId = pushed.body.graph_id
 })
@@ -74,21 +88,50 @@ describe(`registry across the role matrix (${BACKEND})`, () => {
     const expected = Object.fromEntries(Object.keys(callers).map((caller) => [caller, 200]))
     expect(await statuses((token) => http.get('/api/v1/graphs', token))).toEqual(expected)
     expect(await statuses((token) => http.get(`/api/v1/graphs/${graphId}`, token))).toEqual(expected)
-    expect(await statuses((token) => fetch(`${server.url}/api/v1/graphs/${graphId}/bundle`, { headers: { authorization: `Bearer ${token}` } }))).toEqual(expected)
+    expect(
+      await statuses((token) =>
+        fetch(`${server.url}/api/v1/graphs/${graphId}/bundle`, { headers: { authorization: `Bearer ${token}` } }),
+      ),
+    ).toEqual(expected)
   })
 
   test("a direct push is a sysadmin's alone", async () => {
-    const seen = await statuses((token) => push(server, token, readFileSync(join(dir, 'bundle.json.gz')), { 'x-graph-name': `Push ${crypto.randomUUID()}` }))
-    expect(seen).toEqual({ repoadmin: 403, editor: 403, curator: 403, viewer: 403, stranger: 403, sysadmin: 201, 'OAuth read': 403, 'OAuth write': 403, 'OAuth admin': 403 })
+    const seen = await statuses((token) =>
+      push(server, token, readFileSync(join(dir, 'bundle.json.gz')), { 'x-graph-name': `Push ${crypto.randomUUID()}` }),
+    )
+    expect(seen).toEqual({
+      repoadmin: 403,
+      editor: 403,
+      curator: 403,
+      viewer: 403,
+      stranger: 403,
+      sysadmin: 201,
+      'OAuth read': 403,
+      'OAuth write': 403,
+      'OAuth admin': 403,
+    })
   })
 
   test('importing a registry graph needs graph:import there (and registry:pull); a stranger learns nothing', async () => {
     const seen = await statuses(async (token) => {
       const res = await http.post(`/${repo.slug}/import-graph`, { graph_id: graphId }, token)
-      if (res.status === 202) expect((await waitForJob(http, `/${repo.slug}/jobs/${res.body.id}`, users.owner.token)).status).toBe('succeeded')
+      if (res.status === 202)
+        expect((await waitForJob(http, `/${repo.slug}/jobs/${res.body.id}`, users.owner.token)).status).toBe(
+          'succeeded',
+        )
       return res
     })
-    expect(seen).toEqual({ repoadmin: 202, editor: 202, curator: 403, viewer: 403, stranger: 404, sysadmin: 202, 'OAuth read': 403, 'OAuth write': 202, 'OAuth admin': 202 })
+    expect(seen).toEqual({
+      repoadmin: 202,
+      editor: 202,
+      curator: 403,
+      viewer: 403,
+      stranger: 404,
+      sysadmin: 202,
+      'OAuth read': 403,
+      'OAuth write': 202,
+      'OAuth admin': 202,
+    })
     expectError(
       await http.post(`/${repo.slug}/import-graph`, { graph_id: graphId }, users.viewer.token),
       403,
@@ -107,21 +150,50 @@ describe(`registry across the role matrix (${BACKEND})`, () => {
       }
       return res
     })
-    expect(seen).toEqual({ repoadmin: 202, editor: 202, curator: 202, viewer: 403, stranger: 404, sysadmin: 202, 'OAuth read': 403, 'OAuth write': 202, 'OAuth admin': 202 })
+    expect(seen).toEqual({
+      repoadmin: 202,
+      editor: 202,
+      curator: 202,
+      viewer: 403,
+      stranger: 404,
+      sysadmin: 202,
+      'OAuth read': 403,
+      'OAuth write': 202,
+      'OAuth admin': 202,
+    })
 
     const curatorGraph = exported[users.curator.token]!
     // The e-mail is the owner's own to read (and a sysadmin's); any other account reads the id.
-    expect((await http.get(`/api/v1/graphs/${curatorGraph}`, users.curator.token)).body).toMatchObject({ owner: users.curator.email, owner_id: users.curator.id })
-    expect((await http.get(`/api/v1/graphs/${curatorGraph}`, users.viewer.token)).body).toMatchObject({ owner: users.curator.id, owner_id: users.curator.id })
+    expect((await http.get(`/api/v1/graphs/${curatorGraph}`, users.curator.token)).body).toMatchObject({
+      owner: users.curator.email,
+      owner_id: users.curator.id,
+    })
+    expect((await http.get(`/api/v1/graphs/${curatorGraph}`, users.viewer.token)).body).toMatchObject({
+      owner: users.curator.id,
+      owner_id: users.curator.id,
+    })
     // Owning a graph is a user's, not a role's: the repository's repoadmin may not delete it.
     for (const who of ['viewer', 'owner', 'editor'] as const) {
-      expectError(await http.call('DELETE', `/api/v1/graphs/${curatorGraph}`, { token: users[who].token }), 403, 'permission denied: only the owner of a graph or a sysadmin may delete it')
+      expectError(
+        await http.call('DELETE', `/api/v1/graphs/${curatorGraph}`, { token: users[who].token }),
+        403,
+        'permission denied: only the owner of a graph or a sysadmin may delete it',
+      )
     }
-    expect((await http.call('DELETE', `/api/v1/graphs/${curatorGraph}`, { token: users.curator.token })).status).toBe(200)
-    expect((await http.call('DELETE', `/api/v1/graphs/${exported[users.editor.token]!}`, { token: users.admin.token })).status).toBe(200)
+    expect((await http.call('DELETE', `/api/v1/graphs/${curatorGraph}`, { token: users.curator.token })).status).toBe(
+      200,
+    )
+    expect(
+      (await http.call('DELETE', `/api/v1/graphs/${exported[users.editor.token]!}`, { token: users.admin.token }))
+        .status,
+    ).toBe(200)
     // The owner's OAuth token deletes the owner's graph with the write scope, not with read.
     const ownerGraph = exported[users.owner.token]!
-    expect((await http.call('DELETE', `/api/v1/graphs/${ownerGraph}`, { token: callers['OAuth read'] })).status).toBe(403)
-    expect((await http.call('DELETE', `/api/v1/graphs/${ownerGraph}`, { token: callers['OAuth write'] })).status).toBe(200)
+    expect((await http.call('DELETE', `/api/v1/graphs/${ownerGraph}`, { token: callers['OAuth read'] })).status).toBe(
+      403,
+    )
+    expect((await http.call('DELETE', `/api/v1/graphs/${ownerGraph}`, { token: callers['OAuth write'] })).status).toBe(
+      200,
+    )
   })
 })

@@ -28,7 +28,10 @@ describe(`repository counts after a crash (${BACKEND})`, () => {
       const investigations = async () => {
         const record = await again.get(`/${slug}`, token)
         const list = await again.get('/api/v1/repositories', token)
-        return [record.body.counts.investigations, list.body.find((r: { id: string }) => r.id === id).counts.investigations]
+        return [
+          record.body.counts.investigations,
+          list.body.find((r: { id: string }) => r.id === id).counts.investigations,
+        ]
       }
       // Reading the record reads the copy alone: still the one from before the write.
       expect(await investigations()).toEqual([0, 0])

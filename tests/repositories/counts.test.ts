@@ -43,7 +43,10 @@ async function counted(): Promise<Record<string, number>> {
  * Holds, in a transaction of the repository's database, the lock every counts refresh takes
  * first (after `during`, if given, ran in it): no refresh ends until `release`.
  */
-async function holdCountsLock(sql: Sql, during?: (tx: TransactionSql) => Promise<unknown>): Promise<{ release(): Promise<void> }> {
+async function holdCountsLock(
+  sql: Sql,
+  during?: (tx: TransactionSql) => Promise<unknown>,
+): Promise<{ release(): Promise<void> }> {
   let release!: () => void
   const held = new Promise<void>((resolve) => (release = resolve))
   let holding!: () => void
@@ -82,7 +85,12 @@ async function answered(): Promise<Record<string, number>> {
 }
 
 async function importBundle(): Promise<void> {
-  const started = await uploadBundle(http, repository.slug, owner.token, new Uint8Array(await Bun.file(bundle.path).arrayBuffer()))
+  const started = await uploadBundle(
+    http,
+    repository.slug,
+    owner.token,
+    new Uint8Array(await Bun.file(bundle.path).arrayBuffer()),
+  )
   expect(started.status).toBe(202)
   expect((await waitForJob(http, `/${repository.slug}/jobs/${started.body.id}`, owner.token)).status).toBe('succeeded')
   await settleJobs(http, repository.slug, owner.token)
@@ -94,7 +102,11 @@ beforeAll(async () => {
     http,
     users: { owner, admin },
     repositories: { counted: repository },
-  } = await fixture({ server: { env: { WORKERS: '1' } }, users: { owner: 'member', admin: 'sysadmin' }, repositories: { counted: { by: 'owner' } } }))
+  } = await fixture({
+    server: { env: { WORKERS: '1' } },
+    users: { owner: 'member', admin: 'sysadmin' },
+    repositories: { counted: { by: 'owner' } },
+  }))
   bundle = await generateBundle(join(dir, 'graph.json.gz'), { facts: 800, dimensions: 0 })
 })
 afterAll(async () => {
@@ -119,7 +131,9 @@ describe(`repository counts (${BACKEND})`, () => {
     const before = await answered()
     const created = await http.post(`/${repository.slug}/investigations`, { title: 'written' }, owner.token)
     expect(created.status).toBe(201)
-    expect((await http.get(`/${repository.slug}`, owner.token)).body.counts.investigations).toBe(before.investigations! + 1)
+    expect((await http.get(`/${repository.slug}`, owner.token)).body.counts.investigations).toBe(
+      before.investigations! + 1,
+    )
     // The list reads the copy as it is: made by now.
     expect((await answered()).investigations).toBe(before.investigations! + 1)
   })
@@ -136,7 +150,9 @@ describe(`repository counts (${BACKEND})`, () => {
     })
     const before = await answered()
     await writes.createInvestigation(repository.id, { title: 'written by a job' })
-    expect((await http.get(`/${repository.slug}`, owner.token)).body.counts.investigations).toBe(before.investigations! + 1)
+    expect((await http.get(`/${repository.slug}`, owner.token)).body.counts.investigations).toBe(
+      before.investigations! + 1,
+    )
     expect((await answered()).investigations).toBe(before.investigations! + 1)
   })
 
@@ -166,7 +182,8 @@ describe(`repository counts (${BACKEND})`, () => {
     expect(await changeRows()).toBeLessThanOrEqual(COUNTED.length)
     expect(await answered()).toEqual(await counted())
     const folded = await changeRows()
-    for (let i = 0; i < 3; i++) await sql`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'one statement each')`
+    for (let i = 0; i < 3; i++)
+      await sql`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'one statement each')`
     await server.context.repositories.graphChanged(repository.id)
     // Read without a write: each statement's row is still there.
     expect(await changeRows()).toBe(folded + 3)
@@ -191,56 +208,73 @@ describe(`repository counts (${BACKEND})`, () => {
   })
 
   // The embedded database is one session: its transactions take turns whatever the schema.
-  test.skipIf(BACKEND === 'embedded')('two open transactions writing one repository do not wait for each other on the counts', async () => {
-    const sql = await server.context.pools.forRepository(repository.id)
-    let releaseFirst!: () => void
-    const held = new Promise<void>((resolve) => (releaseFirst = resolve))
-    let firstWrote!: () => void
-    const wrote = new Promise<void>((resolve) => (firstWrote = resolve))
-    const first = sql.begin(async (tx) => {
-      await tx`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'first')`
-      firstWrote()
-      await held
-    })
-    await wrote
-    // Would wait for the first transaction's end if both updated one counter row.
-    await sql.begin(async (tx) => {
-      await tx`SET LOCAL lock_timeout = '2s'`
-      await tx`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'second')`
-    })
-    releaseFirst()
-    await first
-    await server.context.repositories.graphChanged(repository.id)
-    expect(await answered()).toEqual(await counted())
-  })
+  test.skipIf(BACKEND === 'embedded')(
+    'two open transactions writing one repository do not wait for each other on the counts',
+    async () => {
+      const sql = await server.context.pools.forRepository(repository.id)
+      let releaseFirst!: () => void
+      const held = new Promise<void>((resolve) => (releaseFirst = resolve))
+      let firstWrote!: () => void
+      const wrote = new Promise<void>((resolve) => (firstWrote = resolve))
+      const first = sql.begin(async (tx) => {
+        await tx`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'first')`
+        firstWrote()
+        await held
+      })
+      await wrote
+      // Would wait for the first transaction's end if both updated one counter row.
+      await sql.begin(async (tx) => {
+        await tx`SET LOCAL lock_timeout = '2s'`
+        await tx`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'second')`
+      })
+      releaseFirst()
+      await first
+      await server.context.repositories.graphChanged(repository.id)
+      expect(await answered()).toEqual(await counted())
+    },
+  )
 
   // The embedded database is one session: the held lock would hold back the writes themselves.
-  test.skipIf(BACKEND === 'embedded')('writes answer before their copy is made, and a burst of them makes one copy in flight and one pending', async () => {
-    const sql = await server.context.pools.forRepository(repository.id)
-    const listener = server.systemSql()
-    const copies: string[] = []
-    let sentinel!: () => void
-    const heard = new Promise<void>((resolve) => (sentinel = resolve))
-    try {
-      await listener.listen('kgs_repository_counts', (payload) => (payload === 'sentinel' ? sentinel() : copies.push(payload)))
-      const [source] = await sql`SELECT id FROM sources LIMIT 1`
-      // Every refresh of the repository takes this lock first: none can end while it is held.
-      const lock = await holdCountsLock(sql)
-      const before = await counted()
-      const written = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => http.post(`/${repository.slug}/facts`, { text: `Burst fact ${i} ${crypto.randomUUID()}`, sources: [{ source_id: source!.id }] }, owner.token)),
-      )
-      expect(written.map((res) => res.status)).toEqual(Array(20).fill(201))
-      await lock.release()
-      expect((await http.get(`/${repository.slug}`, owner.token)).body.counts).toEqual({ ...before, facts: before.facts! + 20 })
-      expect(await answered()).toEqual({ ...before, facts: before.facts! + 20 })
-      await listener`SELECT pg_notify('kgs_repository_counts', 'sentinel')`
-      await heard
-      expect(copies.filter((id) => id === repository.id).length).toBeLessThanOrEqual(2)
-    } finally {
-      await listener.end()
-    }
-  })
+  test.skipIf(BACKEND === 'embedded')(
+    'writes answer before their copy is made, and a burst of them makes one copy in flight and one pending',
+    async () => {
+      const sql = await server.context.pools.forRepository(repository.id)
+      const listener = server.systemSql()
+      const copies: string[] = []
+      let sentinel!: () => void
+      const heard = new Promise<void>((resolve) => (sentinel = resolve))
+      try {
+        await listener.listen('kgs_repository_counts', (payload) =>
+          payload === 'sentinel' ? sentinel() : copies.push(payload),
+        )
+        const [source] = await sql`SELECT id FROM sources LIMIT 1`
+        // Every refresh of the repository takes this lock first: none can end while it is held.
+        const lock = await holdCountsLock(sql)
+        const before = await counted()
+        const written = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            http.post(
+              `/${repository.slug}/facts`,
+              { text: `Burst fact ${i} ${crypto.randomUUID()}`, sources: [{ source_id: source!.id }] },
+              owner.token,
+            ),
+          ),
+        )
+        expect(written.map((res) => res.status)).toEqual(Array(20).fill(201))
+        await lock.release()
+        expect((await http.get(`/${repository.slug}`, owner.token)).body.counts).toEqual({
+          ...before,
+          facts: before.facts! + 20,
+        })
+        expect(await answered()).toEqual({ ...before, facts: before.facts! + 20 })
+        await listener`SELECT pg_notify('kgs_repository_counts', 'sentinel')`
+        await heard
+        expect(copies.filter((id) => id === repository.id).length).toBeLessThanOrEqual(2)
+      } finally {
+        await listener.end()
+      }
+    },
+  )
 
   test('changes made while a copy runs are copied an interval after its start, or at once for a reader of the record and at a stop', async () => {
     const { pools, rbac, vectors, blobs } = server.context
@@ -279,8 +313,13 @@ describe(`repository counts (${BACKEND})`, () => {
 
     const { pending } = await pendingAfterWrite('while a copy is pending')
     const now = await counted()
-    expect<Record<string, number> | undefined>(await copiedCounts(pools.system, repository.id)).toEqual({ ...now, investigations: now.investigations! - 1 })
-    expect<Record<string, number>>((await paced.record(owner.id, (await paced.resolve(repository.id))!)).counts).toEqual(now)
+    expect<Record<string, number> | undefined>(await copiedCounts(pools.system, repository.id)).toEqual({
+      ...now,
+      investigations: now.investigations! - 1,
+    })
+    expect<Record<string, number>>(
+      (await paced.record(owner.id, (await paced.resolve(repository.id))!)).counts,
+    ).toEqual(now)
     expect(await settledYet(pending)).toBe(true)
 
     const { pending: pendingAtStop } = await pendingAfterWrite('before a stop')
@@ -293,7 +332,10 @@ describe(`repository counts (${BACKEND})`, () => {
     const sql = await server.context.pools.forRepository(repository.id)
     // The repository's database kept busy, as a long import keeps it (on the embedded database its
     // open transaction holds back every other statement there).
-    const lock = await holdCountsLock(sql, (tx) => tx`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'while a refresh waits')`)
+    const lock = await holdCountsLock(
+      sql,
+      (tx) => tx`INSERT INTO investigations (id, title) VALUES (${crypto.randomUUID()}, 'while a refresh waits')`,
+    )
     const refresh = server.context.repositories.graphChanged(repository.id)
     for (let turn = 0; turn < 50; turn++) await new Promise((resolve) => setImmediate(resolve))
     // Answered while the refresh waits (a refresh inside a transaction of the system database would hold this back until the release).

@@ -25,8 +25,10 @@ async function createRepository(name: string): Promise<{ id: string; slug: strin
   return res.body
 }
 
-const remove = (repository: string, options: { body?: unknown; headers?: Record<string, string> } = {}) => http.call('DELETE', `/api/v1/repositories/${repository}`, { token: owner.token, ...options })
-const stillThere = async (id: string) => expect((await http.get(`/api/v1/repositories/${id}`, owner.token)).status).toBe(200)
+const remove = (repository: string, options: { body?: unknown; headers?: Record<string, string> } = {}) =>
+  http.call('DELETE', `/api/v1/repositories/${repository}`, { token: owner.token, ...options })
+const stillThere = async (id: string) =>
+  expect((await http.get(`/api/v1/repositories/${id}`, owner.token)).status).toBe(200)
 
 describe(`deleting a repository asks for a confirmation (${BACKEND})`, () => {
   test('every read and write of a repository answers its ETag; the same row, the same ETag; a rename changes it', async () => {
@@ -38,16 +40,26 @@ describe(`deleting a repository asks for a confirmation (${BACKEND})`, () => {
     const renamed = await http.put(`/api/v1/repositories/${repo.id}`, { name: 'Versioned, renamed' }, owner.token)
     expect(renamed.status).toBe(200)
     expect(renamed.headers.get('etag')).not.toBe(etag)
-    expect((await http.get(`/api/v1/repositories/${repo.id}`, owner.token)).headers.get('etag')).toBe(renamed.headers.get('etag'))
+    expect((await http.get(`/api/v1/repositories/${repo.id}`, owner.token)).headers.get('etag')).toBe(
+      renamed.headers.get('etag'),
+    )
   })
 
   test('no confirmation (428), another slug (400), a stale or wildcard ETag (412): each says what to send, and nothing is deleted', async () => {
     const repo = await createRepository('Kept safe')
     const other = await createRepository('Other')
     const etag = (await http.get(`/api/v1/repositories/${repo.id}`, owner.token)).headers.get('etag')!
-    expectError(await remove(repo.id), 428, /confirm it with the body \{"confirm": "<its slug>"\} or with If-Match: <its ETag>/)
+    expectError(
+      await remove(repo.id),
+      428,
+      /confirm it with the body \{"confirm": "<its slug>"\} or with If-Match: <its ETag>/,
+    )
     expectError(await remove(repo.id, { body: {} }), 428)
-    expectError(await remove(repo.id, { body: { confirm: other.slug } }), 400, "invalid body: confirm: expected the repository's slug; nothing was deleted")
+    expectError(
+      await remove(repo.id, { body: { confirm: other.slug } }),
+      400,
+      "invalid body: confirm: expected the repository's slug; nothing was deleted",
+    )
     expectError(await remove(repo.id, { body: { confirm: repo.slug.toUpperCase() } }), 400)
     // A right ETag does not make up for a wrong slug: each one sent must hold.
     expectError(await remove(repo.id, { body: { confirm: other.slug }, headers: { 'if-match': etag } }), 400)
@@ -58,7 +70,9 @@ describe(`deleting a repository asks for a confirmation (${BACKEND})`, () => {
     await stillThere(repo.id)
     await stillThere(other.id)
     // An ETag read before a rename is stale after it.
-    expect((await http.put(`/api/v1/repositories/${repo.id}`, { description: 'changed' }, owner.token)).status).toBe(200)
+    expect((await http.put(`/api/v1/repositories/${repo.id}`, { description: 'changed' }, owner.token)).status).toBe(
+      200,
+    )
     expectError(await remove(repo.id, { headers: { 'if-match': etag } }), 412)
     await stillThere(repo.id)
   })

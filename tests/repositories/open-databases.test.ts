@@ -20,7 +20,13 @@ describe.skipIf(BACKEND !== 'embedded')('embedded repository databases open on d
   let server: ServerProcess
   beforeAll(async () => {
     instance = await instanceEnvironment()
-    server = await startServerProcess({ ...instance.env, JWT_SECRET: randomBytes(32).toString('hex'), WORKERS: '0', EMBEDDED_MAX_OPEN: '4', EMBEDDED_IDLE_TIMEOUT: '2s' })
+    server = await startServerProcess({
+      ...instance.env,
+      JWT_SECRET: randomBytes(32).toString('hex'),
+      WORKERS: '0',
+      EMBEDDED_MAX_OPEN: '4',
+      EMBEDDED_IDLE_TIMEOUT: '2s',
+    })
   })
   afterAll(async () => {
     await server.stop()

@@ -42,9 +42,16 @@ beforeAll(async () => {
     http,
     users: { admin, owner, viewer, stranger },
   } = await fixture({ users: { admin: 'sysadmin', owner: 'member', viewer: 'member', stranger: 'member' } }))
-  a = await createRepository(owner, { name: 'Papers A', slug: `papers-a-${crypto.randomUUID().slice(0, 6)}`, description: 'first' })
+  a = await createRepository(owner, {
+    name: 'Papers A',
+    slug: `papers-a-${crypto.randomUUID().slice(0, 6)}`,
+    description: 'first',
+  })
   b = await createRepository(owner, { name: 'Papers B' })
-  expect((await http.put('/api/v1/admin/users/roles', { user_id: viewer.id, role: 'viewer', domain: a.slug }, admin.token)).body).toEqual({ user_id: viewer.id, role: 'viewer', domain: a.id })
+  expect(
+    (await http.put('/api/v1/admin/users/roles', { user_id: viewer.id, role: 'viewer', domain: a.slug }, admin.token))
+      .body,
+  ).toEqual({ user_id: viewer.id, role: 'viewer', domain: a.id })
 })
 afterAll(() => server.stop())
 
@@ -62,7 +69,9 @@ describe(`repositories (${BACKEND})`, () => {
       counts: { sources: 0, facts: 0, concepts: 0, reports: 0, investigations: 0 },
     })
     const permissions = await http.get('/api/v1/permissions', owner.token)
-    const inB = permissions.body.permissions.filter((p: { domain: string }) => p.domain === b.id).map((p: { resource: string; action: string }) => `${p.resource}:${p.action}`)
+    const inB = permissions.body.permissions
+      .filter((p: { domain: string }) => p.domain === b.id)
+      .map((p: { resource: string; action: string }) => `${p.resource}:${p.action}`)
     expect(inB).toContain('repository:delete')
     expect(inB).toContain('member:manage')
   })
@@ -79,7 +88,11 @@ describe(`repositories (${BACKEND})`, () => {
   })
 
   test('slug rules: duplicate 409; reserved, UUID-shaped, malformed 400', async () => {
-    expectError(await http.post('/api/v1/repositories', { name: 'x', slug: a.slug }, owner.token), 409, 'slug already taken')
+    expectError(
+      await http.post('/api/v1/repositories', { name: 'x', slug: a.slug }, owner.token),
+      409,
+      'slug already taken',
+    )
     for (const [slug, message] of [
       ['api', '"api" is reserved'],
       ['app', '"app" is reserved'],
@@ -89,7 +102,11 @@ describe(`repositories (${BACKEND})`, () => {
       ['-lead', 'expected 2–63 characters of a-z, 0-9 and inner hyphens'],
       ['a', 'expected 2–63 characters of a-z, 0-9 and inner hyphens'],
     ]) {
-      expectError(await http.post('/api/v1/repositories', { name: 'x', slug }, owner.token), 400, `invalid body: slug: ${message}`)
+      expectError(
+        await http.post('/api/v1/repositories', { name: 'x', slug }, owner.token),
+        400,
+        `invalid body: slug: ${message}`,
+      )
     }
     expect(slugify('My Papers (2026)')).toBe('my-papers-2026')
     expect(slugify('API')).toBe('api-repo')
@@ -99,13 +116,22 @@ describe(`repositories (${BACKEND})`, () => {
   test('create: malformed bodies 400; no token 401', async () => {
     expectError(await http.post('/api/v1/repositories', {}, owner.token), 400, /^invalid body: name: /)
     expectError(await http.post('/api/v1/repositories', { name: 5 }, owner.token), 400, /^invalid body: name: /)
-    expectError(await http.post('/api/v1/repositories', { name: '   ' }, owner.token), 400, 'invalid body: name: expected a non-empty name')
-    expectError(await http.post('/api/v1/repositories', { name: 'x', owner: 'me' }, owner.token), 400, /^invalid body: owner: /)
+    expectError(
+      await http.post('/api/v1/repositories', { name: '   ' }, owner.token),
+      400,
+      'invalid body: name: expected a non-empty name',
+    )
+    expectError(
+      await http.post('/api/v1/repositories', { name: 'x', owner: 'me' }, owner.token),
+      400,
+      /^invalid body: owner: /,
+    )
     expectError(await http.post('/api/v1/repositories', { name: 'x' }), 401)
   })
 
   test('list: the repositories one holds a role in; all for a sysadmin', async () => {
-    const ids = async (account: Account) => (await http.get('/api/v1/repositories?limit=500', account.token)).body.map((r: Repo) => r.id)
+    const ids = async (account: Account) =>
+      (await http.get('/api/v1/repositories?limit=500', account.token)).body.map((r: Repo) => r.id)
     expect(await ids(owner)).toEqual(expect.arrayContaining([a.id, b.id]))
     expect(await ids(viewer)).toEqual([a.id])
     expect(await ids(stranger)).toEqual([])
@@ -123,8 +149,16 @@ describe(`repositories (${BACKEND})`, () => {
   })
 
   test('path and header naming different repositories: 400; neither: 400', async () => {
-    expectError(await http.call('GET', `/${a.slug}`, withHeader(owner.token, b.slug)), 400, 'the path and X-Repository-ID name different repositories')
-    expectError(await http.call('GET', '/api/v1/repository', { token: owner.token }), 400, 'no repository named: put it in the path or the X-Repository-ID header')
+    expectError(
+      await http.call('GET', `/${a.slug}`, withHeader(owner.token, b.slug)),
+      400,
+      'the path and X-Repository-ID name different repositories',
+    )
+    expectError(
+      await http.call('GET', '/api/v1/repository', { token: owner.token }),
+      400,
+      'no repository named: put it in the path or the X-Repository-ID header',
+    )
   })
 
   test('a repository one has no role in is a 404, exactly like one that does not exist', async () => {
@@ -132,7 +166,11 @@ describe(`repositories (${BACKEND})`, () => {
     const hidden = await http.get(`/${b.slug}`, viewer.token)
     expectError(missing, 404, 'repository not found')
     expectError(hidden, 404, 'repository not found')
-    expectError(await http.call('GET', '/api/v1/repository', withHeader(viewer.token, b.id)), 404, 'repository not found')
+    expectError(
+      await http.call('GET', '/api/v1/repository', withHeader(viewer.token, b.id)),
+      404,
+      'repository not found',
+    )
     expectError(await http.get(`/api/v1/repositories/${b.id}`, stranger.token), 404)
     // Naming a hidden repository beside a visible one answers as naming a missing one, either way round.
     for (const other of [b.slug, crypto.randomUUID()]) {
@@ -158,43 +196,89 @@ describe(`repositories (${BACKEND})`, () => {
       'permission denied: repository:delete needs the repoadmin role in this repository; a repoadmin of it can grant it',
     )
     // Sending A in the header does not widen anything on system routes.
-    expectError(await http.call('GET', '/api/v1/admin/users', withHeader(viewer.token, a.id)), 403, 'permission denied: user:read needs the sysadmin role on this server; a sysadmin can grant it')
-    expectError(await http.call('PUT', '/api/v1/admin/users/roles', { ...withHeader(viewer.token, a.id), body: { user_id: viewer.id, role: 'repoadmin', domain: a.id } }), 403)
+    expectError(
+      await http.call('GET', '/api/v1/admin/users', withHeader(viewer.token, a.id)),
+      403,
+      'permission denied: user:read needs the sysadmin role on this server; a sysadmin can grant it',
+    )
+    expectError(
+      await http.call('PUT', '/api/v1/admin/users/roles', {
+        ...withHeader(viewer.token, a.id),
+        body: { user_id: viewer.id, role: 'repoadmin', domain: a.id },
+      }),
+      403,
+    )
     const permissions = await http.call('GET', '/api/v1/permissions', withHeader(viewer.token, a.id))
-    expect(new Set(permissions.body.permissions.map((p: { domain: string }) => p.domain))).toEqual(new Set(['system', a.id]))
-    expect(permissions.body.permissions.filter((p: { domain: string; action: string }) => p.domain === a.id).every((p: { action: string }) => p.action === 'read')).toBe(true)
-    expectError(await http.call('GET', '/api/v1/permissions', withHeader(viewer.token, b.id)), 404, 'repository not found')
+    expect(new Set(permissions.body.permissions.map((p: { domain: string }) => p.domain))).toEqual(
+      new Set(['system', a.id]),
+    )
+    expect(
+      permissions.body.permissions
+        .filter((p: { domain: string; action: string }) => p.domain === a.id)
+        .every((p: { action: string }) => p.action === 'read'),
+    ).toBe(true)
+    expectError(
+      await http.call('GET', '/api/v1/permissions', withHeader(viewer.token, b.id)),
+      404,
+      'repository not found',
+    )
   })
 
   test('update: name, slug and description; slug rules apply; the old slug stops resolving', async () => {
     const repo = await createRepository(owner, { name: 'To rename' })
     const slug = `renamed-${crypto.randomUUID().slice(0, 6)}`
-    const res = await http.put(`/api/v1/repositories/${repo.slug}`, { name: 'Renamed', slug, description: 'now described' }, owner.token)
+    const res = await http.put(
+      `/api/v1/repositories/${repo.slug}`,
+      { name: 'Renamed', slug, description: 'now described' },
+      owner.token,
+    )
     expect(res.status).toBe(200)
     expect(res.body).toMatchObject({ id: repo.id, name: 'Renamed', slug, description: 'now described' })
     expect((await http.get(`/${slug}`, owner.token)).body.id).toBe(repo.id)
     expectError(await http.get(`/${repo.slug}`, owner.token), 404)
-    expectError(await http.put(`/api/v1/repositories/${slug}`, { slug: a.slug }, owner.token), 409, 'slug already taken')
-    expectError(await http.put(`/api/v1/repositories/${slug}`, { slug: 'swagger' }, owner.token), 400, 'invalid body: slug: "swagger" is reserved')
+    expectError(
+      await http.put(`/api/v1/repositories/${slug}`, { slug: a.slug }, owner.token),
+      409,
+      'slug already taken',
+    )
+    expectError(
+      await http.put(`/api/v1/repositories/${slug}`, { slug: 'swagger' }, owner.token),
+      400,
+      'invalid body: slug: "swagger" is reserved',
+    )
     expectError(await http.put(`/api/v1/repositories/${slug}`, { name: 1 }, owner.token), 400, /^invalid body: name: /)
   })
 
   test('delete: 200 with the repository; its database, vectors, blobs, roles and addresses are gone', async () => {
     const repo = await createRepository(owner, { name: 'Doomed' })
     const keep = await createRepository(owner, { name: 'Kept' })
-    expect((await http.put('/api/v1/admin/users/roles', { user_id: viewer.id, role: 'viewer', domain: repo.id }, admin.token)).status).toBe(200)
+    expect(
+      (
+        await http.put(
+          '/api/v1/admin/users/roles',
+          { user_id: viewer.id, role: 'viewer', domain: repo.id },
+          admin.token,
+        )
+      ).status,
+    ).toBe(200)
     const { vectors, blobs } = server.context
     for (const id of [repo.id, keep.id]) {
       await vectors.upsert(id, 'facts', [{ id: crypto.randomUUID(), vector: new Float32Array([1, 0]) }])
       await blobs.put(`${repositoryBlobPrefix(id)}images/0`, 'png')
     }
-    const res = await http.call('DELETE', `/api/v1/repositories/${repo.slug}`, { token: owner.token, body: { confirm: repo.slug } })
+    const res = await http.call('DELETE', `/api/v1/repositories/${repo.slug}`, {
+      token: owner.token,
+      body: { confirm: repo.slug },
+    })
     expect(res.status).toBe(200)
     expect(res.body.id).toBe(repo.id)
     expectError(await http.get(`/${repo.id}`, owner.token), 404)
-    const domains = (await http.get('/api/v1/permissions', viewer.token)).body.permissions.map((p: { domain: string }) => p.domain)
+    const domains = (await http.get('/api/v1/permissions', viewer.token)).body.permissions.map(
+      (p: { domain: string }) => p.domain,
+    )
     expect(domains).not.toContain(repo.id)
-    if (BACKEND === 'embedded') expect(existsSync(join(server.dataDir, 'pg', repositoryDatabaseName('repo', repo.id)))).toBe(false)
+    if (BACKEND === 'embedded')
+      expect(existsSync(join(server.dataDir, 'pg', repositoryDatabaseName('repo', repo.id)))).toBe(false)
     expect(await vectors.count(repo.id, 'facts')).toBe(0)
     expect(await blobs.stat(`${repositoryBlobPrefix(repo.id)}images/0`)).toBeUndefined()
     expect(await vectors.count(keep.id, 'facts')).toBe(1)
@@ -203,10 +287,24 @@ describe(`repositories (${BACKEND})`, () => {
 
   test('repository roles through the admin API: slug or UUID, stored as the UUID; a system role there is 400', async () => {
     const user = await register()
-    expect((await http.put('/api/v1/admin/users/roles', { user_id: user.id, role: 'editor', domain: b.slug }, admin.token)).body.domain).toBe(b.id)
+    expect(
+      (await http.put('/api/v1/admin/users/roles', { user_id: user.id, role: 'editor', domain: b.slug }, admin.token))
+        .body.domain,
+    ).toBe(b.id)
     expect((await http.get(`/${b.slug}`, user.token)).status).toBe(200)
-    expectError(await http.put('/api/v1/admin/users/roles', { user_id: user.id, role: 'sysadmin', domain: b.slug }, admin.token), 400, 'role sysadmin applies to system domains, not to a repository')
-    expect((await http.call('DELETE', '/api/v1/admin/users/roles', { body: { user_id: user.id, role: 'editor', domain: b.id }, token: admin.token })).status).toBe(200)
+    expectError(
+      await http.put('/api/v1/admin/users/roles', { user_id: user.id, role: 'sysadmin', domain: b.slug }, admin.token),
+      400,
+      'role sysadmin applies to system domains, not to a repository',
+    )
+    expect(
+      (
+        await http.call('DELETE', '/api/v1/admin/users/roles', {
+          body: { user_id: user.id, role: 'editor', domain: b.id },
+          token: admin.token,
+        })
+      ).status,
+    ).toBe(200)
     expectError(await http.get(`/${b.slug}`, user.token), 404)
   })
 })

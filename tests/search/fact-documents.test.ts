@@ -33,18 +33,24 @@ afterAll(() => opened?.close())
 describe(`fact documents (${BACKEND})`, () => {
   test('the migration stores the documents of the facts already there', async () => {
     await insertFacts(['Glaciers retreat in warm summers.', 'Ozone absorbs ultraviolet light.'])
-    expect(await migrate(sql, 'repository')).toEqual(MIGRATIONS.repository.filter((m) => !before.includes(m)).map((m) => m.name))
+    expect(await migrate(sql, 'repository')).toEqual(
+      MIGRATIONS.repository.filter((m) => !before.includes(m)).map((m) => m.name),
+    )
     expect(await matching('glacier')).toEqual(['Glaciers retreat in warm summers.'])
     expect(await matching('absorbing')).toEqual(['Ozone absorbs ultraviolet light.'])
-    const [{ facts, documents }] = (await sql`SELECT (SELECT count(*)::int FROM facts) AS facts, (SELECT count(*)::int FROM fact_documents) AS documents`) as unknown as [
-      { facts: number; documents: number },
-    ]
+    const [{ facts, documents }] =
+      (await sql`SELECT (SELECT count(*)::int FROM facts) AS facts, (SELECT count(*)::int FROM fact_documents) AS documents`) as unknown as [
+        { facts: number; documents: number },
+      ]
     expect(documents).toBe(facts)
   })
 
   test('inserted facts (several in one statement) get their documents', async () => {
     await insertFacts(['Penguins huddle against the wind.', 'Krill swarm under the sea ice.'])
-    expect(await matching('penguin or krill')).toEqual(['Krill swarm under the sea ice.', 'Penguins huddle against the wind.'])
+    expect(await matching('penguin or krill')).toEqual([
+      'Krill swarm under the sea ice.',
+      'Penguins huddle against the wind.',
+    ])
   })
 
   test('an edited text replaces the document; other edits leave it', async () => {

@@ -27,8 +27,17 @@ const FACTS = 300 + 1 + animals.length
 // Words the generator never writes, so these rows alone match them.
 const concepts = {
   byName: { id: crypto.randomUUID(), canonical_name: 'Zorblax albedo', description: 'how bright a surface is' },
-  byAlias: { id: crypto.randomUUID(), canonical_name: 'Reflectivity', description: 'the share of light sent back', alias: 'zorblax index' },
-  byDescription: { id: crypto.randomUUID(), canonical_name: 'Snow cover', description: 'a zorblax-rich layer of snow on the ground' },
+  byAlias: {
+    id: crypto.randomUUID(),
+    canonical_name: 'Reflectivity',
+    description: 'the share of light sent back',
+    alias: 'zorblax index',
+  },
+  byDescription: {
+    id: crypto.randomUUID(),
+    canonical_name: 'Snow cover',
+    description: 'a zorblax-rich layer of snow on the ground',
+  },
 }
 
 async function runJob(slug: string, kind: string): Promise<{ status: string; result: { embedded: number } }> {
@@ -37,9 +46,16 @@ async function runJob(slug: string, kind: string): Promise<{ status: string; res
   return (await waitForJob(http, `/${slug}/jobs/${started.body.id}`, owner.token)) as never
 }
 
-type Hit = { id: string; score: number; distance?: number; fact?: { id: string; text: string }; concept?: { id: string; canonical_name: string } }
+type Hit = {
+  id: string
+  score: number
+  distance?: number
+  fact?: { id: string; text: string }
+  concept?: { id: string; canonical_name: string }
+}
 
-const searchOf = (slug: string, query: string, token = owner.token) => http.get<Hit[]>(`/${slug}/search?${query}`, token)
+const searchOf = (slug: string, query: string, token = owner.token) =>
+  http.get<Hit[]>(`/${slug}/search?${query}`, token)
 
 /** Every hit of a search, page by page through the Link headers, and the pages' headers. */
 async function allHits(path: string): Promise<{ hits: Hit[]; pages: ApiResponse<Hit[]>[] }> {
@@ -69,7 +85,8 @@ beforeAll(async () => {
   await generateGraph(sql, repo.id, { facts: 300, seed: 7 })
   for (const [id, text] of [[target.id, target.text], ...animals.map((text) => [crypto.randomUUID(), text])] as const)
     await sql`INSERT INTO facts (id, text, fact_kind, content_hash, status) VALUES (${id}, ${text}, 'text', ${factContentHash(text)}, 'stable')`
-  for (const c of Object.values(concepts)) await sql`INSERT INTO concepts (id, canonical_name, description) VALUES (${c.id}, ${c.canonical_name}, ${c.description})`
+  for (const c of Object.values(concepts))
+    await sql`INSERT INTO concepts (id, canonical_name, description) VALUES (${c.id}, ${c.canonical_name}, ${c.description})`
   await sql`INSERT INTO concept_aliases (concept_id, alias_text) VALUES (${concepts.byAlias.id}, ${concepts.byAlias.alias}), (${concepts.byAlias.id}, 'albedo ratio')`
   expect(await runJob(repo.slug, 'embed_facts')).toMatchObject({ status: 'succeeded', result: { embedded: FACTS } })
   expect(await runJob(repo.slug, 'embed_concepts')).toMatchObject({ status: 'succeeded', result: { embedded: 33 } })
@@ -79,7 +96,9 @@ afterAll(() => server.stop())
 describe(`after the embedding jobs (${BACKEND})`, () => {
   test('each queued an optimize_vectors job for its kind, which compacted the table (too small for an index)', async () => {
     const jobs = await settleJobs(http, repo.slug, owner.token)
-    const optimized = jobs.filter((job) => job.kind === 'optimize_vectors').map((job) => ({ status: job.status, result: job.result as { kind: string; indexed: boolean } }))
+    const optimized = jobs
+      .filter((job) => job.kind === 'optimize_vectors')
+      .map((job) => ({ status: job.status, result: job.result as { kind: string; indexed: boolean } }))
     expect(optimized.sort((a, b) => a.result.kind.localeCompare(b.result.kind))).toEqual([
       { status: 'succeeded', result: { kind: 'concepts', indexed: false } },
       { status: 'succeeded', result: { kind: 'facts', indexed: false } },
@@ -98,13 +117,18 @@ describe(`keyword search (${BACKEND})`, () => {
     expect(res.headers.get('x-search-fallback')).toBeNull()
     expect(res.headers.get('x-total-count')).toBe('1')
     expect(res.headers.get('x-total-count-estimated')).toBeNull()
-    expect(res.body).toEqual([{ id: target.id, score: expect.any(Number), fact: expect.objectContaining({ id: target.id, text: target.text }) }])
+    expect(res.body).toEqual([
+      { id: target.id, score: expect.any(Number), fact: expect.objectContaining({ id: target.id, text: target.text }) },
+    ])
     expect(res.body[0]!.score).toBeGreaterThan(0)
     expect(res.body[0]!.score).toBeLessThan(1)
   })
 
   test('websearch syntax: a quoted phrase, or, -word; plurals and tenses stemmed', async () => {
-    const found = async (q: string) => (await allHits(`/${repo.slug}/search?mode=keyword&q=${encodeURIComponent(q)}`)).hits.map((h) => h.fact!.text).sort()
+    const found = async (q: string) =>
+      (await allHits(`/${repo.slug}/search?mode=keyword&q=${encodeURIComponent(q)}`)).hits
+        .map((h) => h.fact!.text)
+        .sort()
     const [eats, sleeps, wombat] = animals
     expect(await found('quokka')).toEqual([eats, sleeps])
     expect(await found('quokkas sleeping')).toEqual([sleeps])
@@ -130,14 +154,28 @@ describe(`keyword search (${BACKEND})`, () => {
     const res = await searchOf(repo.slug, 'kind=concepts&mode=keyword&q=zorblax')
     expect(res.body.map((h) => h.concept!.canonical_name)).toEqual(['Zorblax albedo', 'Reflectivity', 'Snow cover'])
     // Name and alias together ("albedo ratio" is Reflectivity's other alias).
-    expect((await searchOf(repo.slug, `kind=concepts&mode=keyword&q=${encodeURIComponent('reflectivity ratio')}`)).body.map((h) => h.id)).toEqual([concepts.byAlias.id])
+    expect(
+      (await searchOf(repo.slug, `kind=concepts&mode=keyword&q=${encodeURIComponent('reflectivity ratio')}`)).body.map(
+        (h) => h.id,
+      ),
+    ).toEqual([concepts.byAlias.id])
     await sql`DELETE FROM concept_aliases WHERE concept_id = ${concepts.byAlias.id} AND alias_text = ${concepts.byAlias.alias}`
-    expect((await searchOf(repo.slug, 'kind=concepts&mode=keyword&q=zorblax')).body.map((h) => h.id)).toEqual([concepts.byName.id, concepts.byDescription.id])
+    expect((await searchOf(repo.slug, 'kind=concepts&mode=keyword&q=zorblax')).body.map((h) => h.id)).toEqual([
+      concepts.byName.id,
+      concepts.byDescription.id,
+    ])
     await sql`UPDATE concept_aliases SET alias_text = 'zorblax index' WHERE concept_id = ${concepts.byAlias.id}`
-    expect((await searchOf(repo.slug, 'kind=concepts&mode=keyword&q=zorblax')).body.map((h) => h.id)).toEqual([concepts.byName.id, concepts.byAlias.id, concepts.byDescription.id])
+    expect((await searchOf(repo.slug, 'kind=concepts&mode=keyword&q=zorblax')).body.map((h) => h.id)).toEqual([
+      concepts.byName.id,
+      concepts.byAlias.id,
+      concepts.byDescription.id,
+    ])
     // An edited description is searchable at once.
     await sql`UPDATE concepts SET description = 'plain' WHERE id = ${concepts.byDescription.id}`
-    expect((await searchOf(repo.slug, 'kind=concepts&mode=keyword&q=zorblax')).body.map((h) => h.id)).toEqual([concepts.byName.id, concepts.byAlias.id])
+    expect((await searchOf(repo.slug, 'kind=concepts&mode=keyword&q=zorblax')).body.map((h) => h.id)).toEqual([
+      concepts.byName.id,
+      concepts.byAlias.id,
+    ])
   })
 
   test('stop words or punctuation alone match nothing', async () => {
@@ -179,14 +217,25 @@ describe(`vector search (${BACKEND})`, () => {
   })
 
   test('concepts are searched by name and description, also at /api/v1 with X-Repository-ID', async () => {
-    const [concept] = await sql<{ id: string; canonical_name: string }[]>`SELECT id, canonical_name FROM concepts ORDER BY created_at LIMIT 1 OFFSET 4`
-    const res = await http.call<Hit[]>('GET', `/api/v1/search?mode=vector&kind=concepts&limit=1&q=${encodeURIComponent(concept!.canonical_name)}`, {
-      token: owner.token,
-      headers: { 'x-repository-id': repo.id },
-    })
+    const [concept] = await sql<
+      { id: string; canonical_name: string }[]
+    >`SELECT id, canonical_name FROM concepts ORDER BY created_at LIMIT 1 OFFSET 4`
+    const res = await http.call<Hit[]>(
+      'GET',
+      `/api/v1/search?mode=vector&kind=concepts&limit=1&q=${encodeURIComponent(concept!.canonical_name)}`,
+      {
+        token: owner.token,
+        headers: { 'x-repository-id': repo.id },
+      },
+    )
     expect(res.status).toBe(200)
     expect(res.body).toEqual([
-      { id: concept!.id, score: expect.any(Number), distance: expect.any(Number), concept: expect.objectContaining({ id: concept!.id, canonical_name: concept!.canonical_name }) },
+      {
+        id: concept!.id,
+        score: expect.any(Number),
+        distance: expect.any(Number),
+        concept: expect.objectContaining({ id: concept!.id, canonical_name: concept!.canonical_name }),
+      },
     ])
   })
 
@@ -200,15 +249,23 @@ describe(`vector search (${BACKEND})`, () => {
 describe(`hybrid search, the default (${BACKEND})`, () => {
   test('is the reciprocal rank fusion (k = 60) of the first 100 of the keyword and vector lists, paged after fusion', async () => {
     const q = 'ice or water or heat'
-    const keyword = (await allHits(`/${repo.slug}/search?mode=keyword&limit=100&q=${encodeURIComponent(q)}`)).hits.slice(0, 100)
-    const vector = (await allHits(`/${repo.slug}/search?mode=vector&limit=100&q=${encodeURIComponent(q)}`)).hits.slice(0, 100)
+    const keyword = (
+      await allHits(`/${repo.slug}/search?mode=keyword&limit=100&q=${encodeURIComponent(q)}`)
+    ).hits.slice(0, 100)
+    const vector = (await allHits(`/${repo.slug}/search?mode=vector&limit=100&q=${encodeURIComponent(q)}`)).hits.slice(
+      0,
+      100,
+    )
     expect(vector).toHaveLength(100)
     const scores = new Map<string, number>()
-    for (const list of [keyword, vector]) list.forEach((hit, i) => scores.set(hit.id, (scores.get(hit.id) ?? 0) + 1 / (60 + i + 1)))
+    for (const list of [keyword, vector])
+      list.forEach((hit, i) => scores.set(hit.id, (scores.get(hit.id) ?? 0) + 1 / (60 + i + 1)))
     const expected = [...scores].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1))
     expect(expected.length).toBeGreaterThan(keyword.length)
     const { hits, pages } = await allHits(`/${repo.slug}/search?limit=100&q=${encodeURIComponent(q)}`)
-    expect(pages.map((page) => page.body.length)).toEqual(Array.from({ length: Math.ceil(expected.length / 100) }, (_, i) => Math.min(100, expected.length - i * 100)))
+    expect(pages.map((page) => page.body.length)).toEqual(
+      Array.from({ length: Math.ceil(expected.length / 100) }, (_, i) => Math.min(100, expected.length - i * 100)),
+    )
     for (const page of pages) {
       expect(page.headers.get('x-search-mode')).toBe('hybrid')
       expect(page.headers.get('x-total-count')).toBe(String(expected.length))
@@ -217,7 +274,9 @@ describe(`hybrid search, the default (${BACKEND})`, () => {
     hits.forEach((hit, i) => expect(hit.score).toBeCloseTo(expected[i]![1], 10))
     // A hit the vector side ranked carries its distance; each carries its fact.
     const fromVector = new Set(vector.map((h) => h.id))
-    expect(hits.every((hit) => (hit.distance !== undefined) === fromVector.has(hit.id) && hit.fact?.id === hit.id)).toBe(true)
+    expect(
+      hits.every((hit) => (hit.distance !== undefined) === fromVector.has(hit.id) && hit.fact?.id === hit.id),
+    ).toBe(true)
   })
 
   test('the words of a fact find it first', async () => {
@@ -237,12 +296,18 @@ describe(`hybrid search, the default (${BACKEND})`, () => {
   })
 
   test('vectors of another dimension: keyword, saying why (vector mode: 409 asking for a re-embedding)', async () => {
-    await server.context.vectors.upsert(empty.id, 'concepts', [{ id: crypto.randomUUID(), vector: new Float32Array([1, 0, 0]) }])
+    await server.context.vectors.upsert(empty.id, 'concepts', [
+      { id: crypto.randomUUID(), vector: new Float32Array([1, 0, 0]) },
+    ])
     const res = await searchOf(empty.slug, 'q=ice&kind=concepts')
     expect(res.status).toBe(200)
     expect(res.headers.get('x-search-mode')).toBe('keyword')
     expect(res.headers.get('x-search-fallback')).toBe('the stored vectors were made by another embedding model')
-    expectError(await searchOf(empty.slug, 'q=ice&kind=concepts&mode=vector'), 409, /re-embed them \(POST jobs with kind embed_concepts\)/)
+    expectError(
+      await searchOf(empty.slug, 'q=ice&kind=concepts&mode=vector'),
+      409,
+      /re-embed them \(POST jobs with kind embed_concepts\)/,
+    )
   })
 })
 
@@ -258,7 +323,9 @@ describe(`paging (${BACKEND})`, () => {
   })
 
   test(`a query matching ${RANKED_MATCHES} rows or more: ranked among the first ${RANKED_MATCHES}, its total estimated and flagged`, async () => {
-    const many = (await http.post<{ id: string; slug: string }>('/api/v1/repositories', { name: 'Many matches' }, owner.token)).body
+    const many = (
+      await http.post<{ id: string; slug: string }>('/api/v1/repositories', { name: 'Many matches' }, owner.token)
+    ).body
     const manySql = await server.context.pools.forRepository(many.id)
     const matching = RANKED_MATCHES + 500
     await manySql`
@@ -290,15 +357,27 @@ describe(`bad input, no token, no role (${BACKEND})`, () => {
     expectError(await searchOf(repo.slug, ''), 400, /q/)
     expectError(await searchOf(repo.slug, 'q='), 400, /q/)
     expectError(await searchOf(repo.slug, `q=${'a'.repeat(2001)}`), 400, /q/)
-    expectError(await searchOf(repo.slug, 'q=ice%00'), 400, 'the URL contains an encoded NUL character (%00), which no parameter accepts')
+    expectError(
+      await searchOf(repo.slug, 'q=ice%00'),
+      400,
+      'the URL contains an encoded NUL character (%00), which no parameter accepts',
+    )
     expectError(await searchOf(repo.slug, 'q=ice&kind=sources'), 400, /kind/)
     expectError(await searchOf(repo.slug, 'q=ice&mode=semantic'), 400, /mode/)
-    expectError(await searchOf(repo.slug, 'q=ice&limit=0'), 400, 'invalid query: limit: expected an integer from 1 to 100 (got "0")')
+    expectError(
+      await searchOf(repo.slug, 'q=ice&limit=0'),
+      400,
+      'invalid query: limit: expected an integer from 1 to 100 (got "0")',
+    )
     expectError(await searchOf(repo.slug, 'q=ice&limit=101'), 400, /limit: expected an integer from 1 to 100/)
     expectError(await searchOf(repo.slug, 'q=ice&limit=ten'), 400, /limit/)
     const cursor = (offset: unknown) => Buffer.from(JSON.stringify({ offset })).toString('base64url')
     for (const bad of ['nonsense', cursor(-1), cursor(0), cursor(1.5), cursor('10'), cursor(1000)])
-      expectError(await searchOf(repo.slug, `q=ice&cursor=${bad}`), 400, 'invalid query: cursor: expected a cursor from a Link header')
+      expectError(
+        await searchOf(repo.slug, `q=ice&cursor=${bad}`),
+        400,
+        'invalid query: cursor: expected a cursor from a Link header',
+      )
   })
 
   test('no token: 401; no role in the repository: 404', async () => {
@@ -313,13 +392,18 @@ describe(`search with an unreachable embedding provider (${BACKEND})`, () => {
     const broken = await startTestServer({ env: { EMBEDDING_URL: 'http://127.0.0.1:9/v1', EMBEDDING_MODEL: 'm' } })
     try {
       const b = api(broken.url)
-      const user = (await b.post('/api/v1/auth/register', { email: uniqueEmail(), password: 'correct horse battery' })).body
+      const user = (await b.post('/api/v1/auth/register', { email: uniqueEmail(), password: 'correct horse battery' }))
+        .body
       const r = (await b.post('/api/v1/repositories', { name: 'R' }, user.token)).body
       const res = await b.get(`/${r.slug}/search?q=ice`, user.token)
       expect(res.status).toBe(200)
       expect(res.headers.get('x-search-mode')).toBe('keyword')
       expect(res.headers.get('x-search-fallback')).toBe('the embedding provider failed')
-      expectError(await b.get(`/${r.slug}/search?q=ice&mode=vector`, user.token), 502, /^the embedding provider failed: embedding request to http:\/\/127\.0\.0\.1:9\/v1\/embeddings failed/)
+      expectError(
+        await b.get(`/${r.slug}/search?q=ice&mode=vector`, user.token),
+        502,
+        /^the embedding provider failed: embedding request to http:\/\/127\.0\.0\.1:9\/v1\/embeddings failed/,
+      )
     } finally {
       await broken.stop()
     }

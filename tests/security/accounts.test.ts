@@ -27,7 +27,10 @@ describe(`secrets at rest (${BACKEND})`, () => {
   test('a password is stored as an argon2id hash and nowhere in clear', async () => {
     const email = uniqueEmail()
     expect((await http.post('/api/v1/auth/register', { email, password: PASSWORD })).status).toBe(201)
-    const [row] = await withSystemDb(server, (sql) => sql`SELECT password_hash, users::text AS whole FROM users WHERE email = ${email}`)
+    const [row] = await withSystemDb(
+      server,
+      (sql) => sql`SELECT password_hash, users::text AS whole FROM users WHERE email = ${email}`,
+    )
     expect(row!.password_hash).toMatch(/^\$argon2id\$v=19\$m=\d+,t=\d+,p=\d+\$/)
     expect(await Bun.password.verify(PASSWORD, row!.password_hash)).toBe(true)
     expect(row!.whole).not.toContain(PASSWORD)
@@ -39,14 +42,26 @@ describe(`secrets at rest (${BACKEND})`, () => {
     const session = (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).body
     const client = await registerClient(server.url, { token_endpoint_auth_method: 'client_secret_post' })
     const account = { email: session.user.email, password: PASSWORD }
-    const query = new URLSearchParams({ response_type: 'code', client_id: client.client_id, redirect_uri: client.redirect_uri, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: client.client_id,
+      redirect_uri: client.redirect_uri,
+      code_challenge: pkcePair().challenge,
+      code_challenge_method: 'S256',
+    })
     const browser = browserCookie()
-    const page = await (await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })).text()
+    const page = await (
+      await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })
+    ).text()
     const csrf = /name="csrf_token" value="([^"]+)"/.exec(page)![1]!
     const login = await fetch(`${server.url}/api/v1/oauth/authorize/login`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: browser },
-      body: new URLSearchParams({ authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!, csrf_token: csrf, ...account }),
+      body: new URLSearchParams({
+        authorization_id: /name="authorization_id" value="([^"]+)"/.exec(page)![1]!,
+        csrf_token: csrf,
+        ...account,
+      }),
     })
     const pagesSession = /kgs_oauth_session=([^;]+)/.exec(login.headers.get('set-cookie')!)![1]!
     const { verifier, challenge } = pkcePair()
@@ -116,7 +131,9 @@ describe(`secrets in flight (${BACKEND})`, () => {
   test('an access token counts only in the Authorization header, never in the query or a form body', async () => {
     const { token } = (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).body
     expect((await http.get('/api/v1/users/me', token)).status).toBe(200)
-    expect((await fetch(`${server.url}/api/v1/users/me?${new URLSearchParams({ access_token: token })}`)).status).toBe(401)
+    expect((await fetch(`${server.url}/api/v1/users/me?${new URLSearchParams({ access_token: token })}`)).status).toBe(
+      401,
+    )
     // A JSON route does not read a form body at all, so a token in one cannot count: the request is anonymous (401 comes first).
     const logout = await fetch(`${server.url}/api/v1/auth/logout`, {
       method: 'POST',
@@ -130,10 +147,24 @@ describe(`secrets in flight (${BACKEND})`, () => {
   test('CORS (docs/spec/decisions.md §5a): any origin, never with credentials; the cookie-bearing pages answer none', async () => {
     const origin = { origin: 'https://evil.example' }
     const open = [
-      await fetch(`${server.url}/api/v1/oauth/token`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST' } }),
-      await fetch(`${server.url}/api/v1/users/me`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' } }),
+      await fetch(`${server.url}/api/v1/oauth/token`, {
+        method: 'OPTIONS',
+        headers: { ...origin, 'access-control-request-method': 'POST' },
+      }),
+      await fetch(`${server.url}/api/v1/users/me`, {
+        method: 'OPTIONS',
+        headers: {
+          ...origin,
+          'access-control-request-method': 'GET',
+          'access-control-request-headers': 'authorization',
+        },
+      }),
       await fetch(`${server.url}/.well-known/oauth-authorization-server`, { headers: origin }),
-      await fetch(`${server.url}/api/v1/auth/login`, { method: 'POST', headers: { ...origin, 'content-type': 'application/json' }, body: '{}' }),
+      await fetch(`${server.url}/api/v1/auth/login`, {
+        method: 'POST',
+        headers: { ...origin, 'content-type': 'application/json' },
+        body: '{}',
+      }),
     ]
     for (const res of open) {
       expect(res.headers.get('access-control-allow-origin')).toBe('*')
@@ -143,10 +174,17 @@ describe(`secrets in flight (${BACKEND})`, () => {
     expect(open[1]!.headers.get('access-control-allow-headers')).toBe('authorization')
     const pages = [
       await fetch(`${server.url}/api/v1/oauth/authorize?client_id=x`, { headers: origin }),
-      await fetch(`${server.url}/api/v1/oauth/authorize/login`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST' } }),
-      await fetch(`${server.url}/api/v1/oauth/authorize`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST' } }),
+      await fetch(`${server.url}/api/v1/oauth/authorize/login`, {
+        method: 'OPTIONS',
+        headers: { ...origin, 'access-control-request-method': 'POST' },
+      }),
+      await fetch(`${server.url}/api/v1/oauth/authorize`, {
+        method: 'OPTIONS',
+        headers: { ...origin, 'access-control-request-method': 'POST' },
+      }),
     ]
-    for (const res of pages) expect([...res.headers.keys()].filter((name) => name.startsWith('access-control-'))).toEqual([])
+    for (const res of pages)
+      expect([...res.headers.keys()].filter((name) => name.startsWith('access-control-'))).toEqual([])
     // Their preflights are not answered with success, so a browser never sends the request itself.
     expect(pages[1]!.status).toBeGreaterThanOrEqual(400)
     expect(pages[2]!.status).toBeGreaterThanOrEqual(400)
@@ -161,7 +199,9 @@ describe(`SQL injection (${BACKEND})`, () => {
     const login = await http.post('/api/v1/auth/login', { email, password: PASSWORD })
     expect(login.status).toBe(200)
     expect((await http.get('/api/v1/users/me', login.body.token)).body).toMatchObject({ email, name })
-    expect((await http.post('/api/v1/auth/login', { email: "' OR '1'='1'--@example.com", password: "' OR '1'='1" })).status).toBe(401)
+    expect(
+      (await http.post('/api/v1/auth/login', { email: "' OR '1'='1'--@example.com", password: "' OR '1'='1" })).status,
+    ).toBe(401)
   })
 })
 
@@ -176,10 +216,19 @@ describe(`ended rows are purged (${BACKEND})`, () => {
     const token = await fetch(`${server.url}/api/v1/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri, code_verifier: verifier, client_id: client.client_id }),
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: client.redirect_uri,
+        code_verifier: verifier,
+        client_id: client.client_id,
+      }),
     })
     expect(token.status).toBe(200)
-    const [user] = await withSystemDb(server, (sql) => sql<{ id: string }[]>`SELECT id::text FROM users WHERE email = ${account.email}`)
+    const [user] = await withSystemDb(
+      server,
+      (sql) => sql<{ id: string }[]>`SELECT id::text FROM users WHERE email = ${account.email}`,
+    )
     return { id: user!.id, session }
   }
 
@@ -223,7 +272,13 @@ describe(`ended rows are purged (${BACKEND})`, () => {
 
     expect(await rowsOf(old.id)).toEqual(Object.fromEntries(Object.keys(before).map((table) => [table, 0])))
     expect(await rowsOf(live.id)).toEqual(before)
-    const revoked = await withSystemDb(server, (sql) => sql<{ jti: string }[]>`SELECT jti::text FROM oauth_revoked_access_tokens WHERE jti IN (${staleJti}, ${liveJti})`)
+    const revoked = await withSystemDb(
+      server,
+      (sql) =>
+        sql<
+          { jti: string }[]
+        >`SELECT jti::text FROM oauth_revoked_access_tokens WHERE jti IN (${staleJti}, ${liveJti})`,
+    )
     expect(revoked.map((r) => r.jti)).toEqual([liveJti])
     // What is left works: the live session refreshes; the purged one is unknown.
     expect((await http.post('/api/v1/auth/refresh', { refresh_token: live.session.refresh_token })).status).toBe(200)
@@ -232,17 +287,29 @@ describe(`ended rows are purged (${BACKEND})`, () => {
 
   test('clients never used within 30 days of registering, or unused for a year, are purged; others stay', async () => {
     const DAY = 86_400
-    const ids = async () => Promise.all(Array.from({ length: 4 }, async () => (await registerClient(server.url)).client_id))
+    const ids = async () =>
+      Promise.all(Array.from({ length: 4 }, async () => (await registerClient(server.url)).client_id))
     const [neverUsedOld, neverUsedYoung, usedLately, usedLongAgo] = (await ids()) as [string, string, string, string]
     // One used for real: a token exchange marks it, so registering it long ago does not purge it.
     const used = await registerClient(server.url)
     const session = (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).body
     const { verifier, challenge } = pkcePair()
-    const { code } = await obtainCode(server.url, used, { email: session.user.email, password: PASSWORD }, { challenge })
+    const { code } = await obtainCode(
+      server.url,
+      used,
+      { email: session.user.email, password: PASSWORD },
+      { challenge },
+    )
     const token = await fetch(`${server.url}/api/v1/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: used.redirect_uri, code_verifier: verifier, client_id: used.client_id }),
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: used.redirect_uri,
+        code_verifier: verifier,
+        client_id: used.client_id,
+      }),
     })
     expect(token.status).toBe(200)
     await withSystemDb(server, async (sql) => {
@@ -254,7 +321,13 @@ describe(`ended rows are purged (${BACKEND})`, () => {
       await sql`UPDATE oauth_clients SET created_at = ${ago(40)} WHERE id = ${used.client_id}`
     })
     await purgeEndedOAuthRows(server.context.pools.system, DAY)
-    const left = await withSystemDb(server, (sql) => sql<{ id: string }[]>`SELECT id FROM oauth_clients WHERE id IN ${sql([neverUsedOld, neverUsedYoung, usedLately, usedLongAgo, used.client_id])}`)
+    const left = await withSystemDb(
+      server,
+      (sql) =>
+        sql<
+          { id: string }[]
+        >`SELECT id FROM oauth_clients WHERE id IN ${sql([neverUsedOld, neverUsedYoung, usedLately, usedLongAgo, used.client_id])}`,
+    )
     expect(left.map((row) => row.id).sort()).toEqual([neverUsedYoung, usedLately, used.client_id].sort())
   })
 
@@ -264,7 +337,9 @@ describe(`ended rows are purged (${BACKEND})`, () => {
       await sql`UPDATE oauth_clients SET created_at = now() - interval '800 days', last_used_at = NULL WHERE id = ${SWAGGER_CLIENT_ID}`
     })
     await purgeEndedOAuthRows(server.context.pools.system, 86_400)
-    const left = await withSystemDb(server, async (sql) => [...(await sql`SELECT first_party FROM oauth_clients WHERE id = ${SWAGGER_CLIENT_ID}`)])
+    const left = await withSystemDb(server, async (sql) => [
+      ...(await sql`SELECT first_party FROM oauth_clients WHERE id = ${SWAGGER_CLIENT_ID}`),
+    ])
     expect(left).toEqual([{ first_party: true }])
   })
 })

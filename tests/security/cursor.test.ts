@@ -13,7 +13,10 @@ let admin: Account
 let slug: string
 
 beforeAll(async () => {
-  const cursors = await fixture({ users: { admin: 'sysadmin' }, repositories: { cursors: { by: 'admin', name: 'Cursors' } } })
+  const cursors = await fixture({
+    users: { admin: 'sysadmin' },
+    repositories: { cursors: { by: 'admin', name: 'Cursors' } },
+  })
   ;({
     server,
     http,
@@ -51,11 +54,16 @@ describe(`forged cursors (${BACKEND})`, () => {
     for (const route of routes) {
       for (const cursor of FORGED) {
         const res = await http.get(`${route}?cursor=${cursor}`, admin.token)
-        if (res.status !== 400) throw new Error(`${route} with cursor ${Buffer.from(cursor, 'base64url')}: ${res.status} ${JSON.stringify(res.body)}`)
+        if (res.status !== 400)
+          throw new Error(
+            `${route} with cursor ${Buffer.from(cursor, 'base64url')}: ${res.status} ${JSON.stringify(res.body)}`,
+          )
         expectError(res, 400, 'invalid query: cursor: expected a cursor from a Link header')
       }
       // The cursor of a real page still works.
-      expect((await http.get(`${route}?cursor=${forge(['2026-01-01T00:00:00.000000Z', ID])}`, admin.token)).status).toBe(200)
+      expect(
+        (await http.get(`${route}?cursor=${forge(['2026-01-01T00:00:00.000000Z', ID])}`, admin.token)).status,
+      ).toBe(200)
     }
   })
 })

@@ -53,7 +53,8 @@ describe(`e-mail addresses in answers (${BACKEND})`, () => {
     // The member may not read the sysadmin's profile: the registry must not tell them more.
     expectError(await http.get(`/api/v1/users/${users.admin.id}`, users.member.token), 403)
     const theirs = await recordsSeenBy(users.member.token)
-    for (const seen of [theirs.record, theirs.listed, theirs.go, theirs.browsed]) expect(seen.owner).toBe(users.admin.id)
+    for (const seen of [theirs.record, theirs.listed, theirs.go, theirs.browsed])
+      expect(seen.owner).toBe(users.admin.id)
     expect(theirs.record.owner_id).toBe(users.admin.id)
     expect(theirs.raw).not.toContain(users.admin.email)
 

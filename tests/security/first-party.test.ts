@@ -20,12 +20,19 @@ const OWN = [
 
 /** GET /authorize as a browser: the status and the page. */
 async function authorize(server: TestServer, clientId: string, redirectUri: string) {
-  const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' })
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    code_challenge: pkcePair().challenge,
+    code_challenge_method: 'S256',
+  })
   const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browserCookie() } })
   return { status: res.status, page: await res.text() }
 }
 
-const pendingAuthorizations = (server: TestServer) => withSystemDb(server, async (sql) => Number((await sql`SELECT count(*) AS n FROM oauth_authorizations`)[0]!.n))
+const pendingAuthorizations = (server: TestServer) =>
+  withSystemDb(server, async (sql) => Number((await sql`SELECT count(*) AS n FROM oauth_authorizations`)[0]!.n))
 
 /** A server on `env`, with an account and kgs's own clients registered (each when its page is first served). */
 async function serverWithAccount(env: Record<string, string> = {}) {
@@ -55,7 +62,12 @@ describe(`kgs's own clients with a loopback BASE_URL (${BACKEND})`, () => {
   test('another port, or another loopback name, is refused on kgs’s page and records nothing; the exact URI signs in', async () => {
     for (const { client_id, path } of OWN) {
       const exact = server.context.baseUrl + path
-      const elsewhere = [otherPort(server.context.baseUrl) + path, `http://127.0.0.1:8765${path}`, `http://localhost:${new URL(exact).port}${path}`, `http://[::1]:${new URL(exact).port}${path}`]
+      const elsewhere = [
+        otherPort(server.context.baseUrl) + path,
+        `http://127.0.0.1:8765${path}`,
+        `http://localhost:${new URL(exact).port}${path}`,
+        `http://[::1]:${new URL(exact).port}${path}`,
+      ]
       const before = await pendingAuthorizations(server)
       for (const redirectUri of elsewhere.filter((uri) => uri !== exact)) {
         const { status, page } = await authorize(server, client_id, redirectUri)
@@ -74,7 +86,11 @@ describe(`kgs's own clients with a loopback BASE_URL (${BACKEND})`, () => {
     const { status, page } = await authorize(server, native.client_id, 'http://127.0.0.1:50123/callback')
     expect(status).toBe(200)
     expect(page).toContain('name="csrf_token"')
-    const tokens = await obtainTokens(server.url, { ...native, redirect_uri: 'http://127.0.0.1:50124/callback' }, account)
+    const tokens = await obtainTokens(
+      server.url,
+      { ...native, redirect_uri: 'http://127.0.0.1:50124/callback' },
+      account,
+    )
     expect(tokens.access_token).toBeString()
   })
 })
@@ -91,7 +107,11 @@ describe(`kgs's own clients with a BASE_URL that is not loopback (${BACKEND})`, 
   test('only BASE_URL’s own URI: another port, plain http or the loopback address is refused; the exact URI signs in', async () => {
     for (const { client_id, path } of OWN) {
       const before = await pendingAuthorizations(server)
-      for (const redirectUri of [`${BASE_URL}:8443${path}`, `http://kgs.first-party.test${path}`, `${server.url}${path}`]) {
+      for (const redirectUri of [
+        `${BASE_URL}:8443${path}`,
+        `http://kgs.first-party.test${path}`,
+        `${server.url}${path}`,
+      ]) {
         const { status, page } = await authorize(server, client_id, redirectUri)
         expect({ client_id, redirectUri, status }).toEqual({ client_id, redirectUri, status: 400 })
         expect(page).toContain('The redirect_uri is not registered for this client.')

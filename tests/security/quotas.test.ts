@@ -13,7 +13,9 @@ describe(`quotas without workers (${BACKEND})`, () => {
   let server: TestServer
   let http: ReturnType<typeof api>
   beforeAll(async () => {
-    server = await startTestServer({ env: { QUOTA_REPOSITORIES: '2', QUOTA_QUEUED_JOBS: '2', THROTTLE_REPOSITORY_CREATE_PER_IP: '3/1h' } })
+    server = await startTestServer({
+      env: { QUOTA_REPOSITORIES: '2', QUOTA_QUEUED_JOBS: '2', THROTTLE_REPOSITORY_CREATE_PER_IP: '3/1h' },
+    })
     http = api(server.url)
   })
   afterAll(() => server.stop())
@@ -23,7 +25,11 @@ describe(`quotas without workers (${BACKEND})`, () => {
     const first = await http.post('/api/v1/repositories', { name: 'One' }, user.token)
     expect(first.status).toBe(201)
     expect((await http.post('/api/v1/repositories', { name: 'Two' }, user.token)).status).toBe(201)
-    expectError(await http.post('/api/v1/repositories', { name: 'Three' }, user.token), 403, 'quota reached: you own 2 repositories, at most 2 (QUOTA_REPOSITORIES); delete one first')
+    expectError(
+      await http.post('/api/v1/repositories', { name: 'Three' }, user.token),
+      403,
+      'quota reached: you own 2 repositories, at most 2 (QUOTA_REPOSITORIES); delete one first',
+    )
     expect(first.body.owner_id).toBe(user.id)
     // Three creations from this address this hour: the fourth waits, whoever asks.
     const throttled = await http.post('/api/v1/repositories', { name: 'Other' }, other.token)
@@ -36,8 +42,10 @@ describe(`quotas without workers (${BACKEND})`, () => {
     expect((await server.promote(admin.email)).code).toBe(0)
     // Made directly: this address has used its creations (the test above).
     const repo = await server.context.repositories.create(admin.id, { name: 'Queue' })
-    for (let i = 0; i < 2; i++) expect((await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts' }, admin.token)).status).toBe(202)
-    const message = 'quota reached: this repository has 2 jobs queued, at most 2 (QUOTA_QUEUED_JOBS); retry once some have run'
+    for (let i = 0; i < 2; i++)
+      expect((await http.post(`/${repo.slug}/jobs`, { kind: 'embed_facts' }, admin.token)).status).toBe(202)
+    const message =
+      'quota reached: this repository has 2 jobs queued, at most 2 (QUOTA_QUEUED_JOBS); retry once some have run'
     const refused = [
       await http.post(`/${repo.slug}/jobs`, { kind: 'embed_concepts' }, admin.token),
       await http.post(`/${repo.slug}/export-graph`, {}, admin.token),
@@ -66,8 +74,15 @@ describe(`registry quota (${BACKEND})`, () => {
     const started = await http.post(`/${repo.slug}/export-graph`, { name: 'mine' }, user.token)
     expect(started.status).toBe(202)
     const job = await waitForJob(http, `/${repo.slug}/jobs/${started.body.id}`, user.token)
-    expect({ status: job.status, new: (job.result as { new: boolean }).new }).toEqual({ status: 'succeeded', new: true })
-    expectError(await http.post(`/${repo.slug}/export-graph`, { name: 'another' }, user.token), 403, 'quota reached: you own 1 registry graphs, at most 1 (QUOTA_REGISTRY_GRAPHS); delete one first')
+    expect({ status: job.status, new: (job.result as { new: boolean }).new }).toEqual({
+      status: 'succeeded',
+      new: true,
+    })
+    expectError(
+      await http.post(`/${repo.slug}/export-graph`, { name: 'another' }, user.token),
+      403,
+      'quota reached: you own 1 registry graphs, at most 1 (QUOTA_REGISTRY_GRAPHS); delete one first',
+    )
     // Another user's quota is their own.
     const other = await registerAccount(http)
     const theirs = (await http.post('/api/v1/repositories', { name: 'Theirs' }, other.token)).body

@@ -2,7 +2,10 @@
 // tests read what is stored (digests, lifetimes) and age rows instead of waiting.
 import type { TestServer } from '../helpers/server.ts'
 
-export async function withSystemDb<T>(server: TestServer, fn: (sql: ReturnType<TestServer['systemSql']>) => Promise<T>): Promise<T> {
+export async function withSystemDb<T>(
+  server: TestServer,
+  fn: (sql: ReturnType<TestServer['systemSql']>) => Promise<T>,
+): Promise<T> {
   const sql = server.systemSql()
   try {
     return await fn(sql)

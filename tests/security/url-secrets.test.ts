@@ -16,7 +16,14 @@ const USER = 'kgs-user-f00d'
 const PASSWORD = 'pw-5ecret-c0ffee'
 const REGISTRY_TOKEN = 'registry-token-5ecret-beef'
 const API_KEY = 'sk-5ecret-api-key-cafe'
-const SECRETS = [USER, PASSWORD, REGISTRY_TOKEN, API_KEY, encodeURIComponent(PASSWORD), Buffer.from(`${USER}:${PASSWORD}`).toString('base64')]
+const SECRETS = [
+  USER,
+  PASSWORD,
+  REGISTRY_TOKEN,
+  API_KEY,
+  encodeURIComponent(PASSWORD),
+  Buffer.from(`${USER}:${PASSWORD}`).toString('base64'),
+]
 
 let upstream: ReturnType<typeof Bun.serve>
 let server: ServerProcess
@@ -27,10 +34,18 @@ let repo: { id: string; slug: string }
 const answers: string[] = []
 
 /** Every answer, headers and body, is kept to be searched. */
-async function call(method: string, path: string, init: { body?: unknown; raw?: Uint8Array; headers?: Record<string, string> } = {}) {
+async function call(
+  method: string,
+  path: string,
+  init: { body?: unknown; raw?: Uint8Array; headers?: Record<string, string> } = {},
+) {
   const headers: Record<string, string> = { authorization: `Bearer ${owner.token}`, ...init.headers }
   if (init.body !== undefined) headers['content-type'] = 'application/json'
-  const res = await fetch(server.url + path, { method, headers, body: init.raw ?? (init.body === undefined ? undefined : JSON.stringify(init.body)) })
+  const res = await fetch(server.url + path, {
+    method,
+    headers,
+    body: init.raw ?? (init.body === undefined ? undefined : JSON.stringify(init.body)),
+  })
   const text = await res.text()
   answers.push(`${res.status} ${JSON.stringify([...res.headers])} ${text}`)
   return { status: res.status, body: text ? JSON.parse(text) : undefined }
@@ -75,9 +90,14 @@ describe(`credentials in configured URLs are never shown (${BACKEND})`, () => {
     const byId = await call('POST', `/${repo.slug}/import-graph`, { body: { graph_id: crypto.randomUUID() } })
     expect(byId.status).toBe(502)
     expect(byId.body.error).toBe(`the registry could not be asked: registry answered 401 unauthorized`)
-    expect((await call('POST', `/${repo.slug}/import-graph`, { body: { name: 'g', sha256: '0'.repeat(64) } })).status).toBe(502)
+    expect(
+      (await call('POST', `/${repo.slug}/import-graph`, { body: { name: 'g', sha256: '0'.repeat(64) } })).status,
+    ).toBe(502)
     const search = await call('GET', `/${repo.slug}/search?q=rain&mode=vector`)
-    expect(search).toEqual({ status: 502, body: { error: 'the embedding provider failed: embedding provider answered 401 unauthorized' } })
+    expect(search).toEqual({
+      status: 502,
+      body: { error: 'the embedding provider failed: embedding provider answered 401 unauthorized' },
+    })
     // Jobs that meet them: an export pushing to the registry, an import whose follow-up embeds.
     expect((await call('POST', `/${repo.slug}/export-graph`, { body: { name: 'leaky' } })).status).toBe(202)
     expect((await uploadBundle(http, repo.slug, owner.token, gzipBundle(validBundleJson()))).status).toBe(202)
@@ -92,14 +112,18 @@ describe(`credentials in configured URLs are never shown (${BACKEND})`, () => {
     await server.waitFor(/"kind":"export_graph".*registry answered 401/)
     const logLines = server.output().split('\n')
     for (const secret of SECRETS) {
-      for (const text of [...answers, ...logLines]) if (text.includes(secret)) throw new Error(`${secret} shown in: ${text}`)
+      for (const text of [...answers, ...logLines])
+        if (text.includes(secret)) throw new Error(`${secret} shown in: ${text}`)
     }
     // The upstream URL is still named, without its userinfo, where a message names it.
     expect(logLines.join('') + answers.join('')).not.toContain('@127.0.0.1')
   })
 
   test('a failing start names the URL without its userinfo', () => {
-    const env = { REGISTRY_URL: `http://${USER}:${PASSWORD}@registry.example/with space`, DATABASE_URL: `mysql://${USER}:${PASSWORD}@db.example/kgs` }
+    const env = {
+      REGISTRY_URL: `http://${USER}:${PASSWORD}@registry.example/with space`,
+      DATABASE_URL: `mysql://${USER}:${PASSWORD}@db.example/kgs`,
+    }
     for (const [name, value] of Object.entries(env)) {
       let error: unknown
       try {

@@ -38,6 +38,8 @@ test('holders on separate connections create one table one at a time; the answer
 
 test('a creation that fails releases the lock and its error reaches the caller', async () => {
   const [first, second] = shared.locks
-  expect(await rejected(first!('facts_three', async () => Promise.reject(new Error('creation failed'))))).toThrow('creation failed')
+  expect(await rejected(first!('facts_three', async () => Promise.reject(new Error('creation failed'))))).toThrow(
+    'creation failed',
+  )
   expect(await second!('facts_three', async () => 'created')).toBe('created')
 })

@@ -3,7 +3,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { parseEnv } from '../../src/config.ts'
-import { EmbeddingError, HashEmbedder, HttpEmbedder, createEmbedder, hashEmbedding } from '../../src/vectors/embedder.ts'
+import {
+  EmbeddingError,
+  HashEmbedder,
+  HttpEmbedder,
+  createEmbedder,
+  hashEmbedding,
+} from '../../src/vectors/embedder.ts'
 
 /** SHA-256 of the float32 bytes of kgs-hash-v1('The quick brown fox jumps over the lazy dog.'). */
 const DIGEST = '70af68db8be2cf3db3caf87911e1e9a6cba856d43e2f0bb11e9bf438c212ffdb'
@@ -62,7 +68,10 @@ describe('OpenAI-compatible provider', () => {
         requests.push({ authorization: request.headers.get('authorization'), body })
         if (new URL(request.url).pathname !== '/v1/embeddings') return new Response('not found', { status: 404 })
         if (mode === 'error') return Response.json({ error: { message: 'quota exceeded' } }, { status: 429 })
-        const data = body.input.map((text, index) => ({ index, embedding: mode === 'ragged' && index === 1 ? [1, 2] : [text.length, index, 0.5] }))
+        const data = body.input.map((text, index) => ({
+          index,
+          embedding: mode === 'ragged' && index === 1 ? [1, 2] : [text.length, index, 0.5],
+        }))
         if (mode === 'reversed') data.reverse()
         if (mode === 'short') data.pop()
         return Response.json({ object: 'list', data, model: body.model })
@@ -71,7 +80,13 @@ describe('OpenAI-compatible provider', () => {
   })
   afterAll(() => fake.stop(true))
 
-  const provider = (batchSize = 128) => new HttpEmbedder({ url: `http://127.0.0.1:${fake.port}/v1/`, model: 'text-embedding-3-small', apiKey: 'sk-test-secret', batchSize })
+  const provider = (batchSize = 128) =>
+    new HttpEmbedder({
+      url: `http://127.0.0.1:${fake.port}/v1/`,
+      model: 'text-embedding-3-small',
+      apiKey: 'sk-test-secret',
+      batchSize,
+    })
 
   test('posts the model and inputs with the key, and orders vectors by index', async () => {
     requests = []
@@ -127,7 +142,13 @@ describe('OpenAI-compatible provider', () => {
 
   test('createEmbedder: the configured provider with its key, else kgs-hash-v1', async () => {
     expect(createEmbedder(parseEnv({}))).toBeInstanceOf(HashEmbedder)
-    const configured = createEmbedder(parseEnv({ EMBEDDING_URL: `http://127.0.0.1:${fake.port}/v1`, EMBEDDING_MODEL: 'text-embedding-3-large', EMBEDDING_API_KEY: 'sk-configured' }))
+    const configured = createEmbedder(
+      parseEnv({
+        EMBEDDING_URL: `http://127.0.0.1:${fake.port}/v1`,
+        EMBEDDING_MODEL: 'text-embedding-3-large',
+        EMBEDDING_API_KEY: 'sk-configured',
+      }),
+    )
     expect(configured).toBeInstanceOf(HttpEmbedder)
     expect(configured.model).toBe('text-embedding-3-large')
     requests = []
@@ -138,7 +159,9 @@ describe('OpenAI-compatible provider', () => {
   })
 
   test('an unreachable provider is an error naming the endpoint', async () => {
-    const error = await new HttpEmbedder({ url: 'http://127.0.0.1:9/v1', model: 'm', timeoutMs: 2000 }).embed(['x']).catch((e: unknown) => e)
+    const error = await new HttpEmbedder({ url: 'http://127.0.0.1:9/v1', model: 'm', timeoutMs: 2000 })
+      .embed(['x'])
+      .catch((e: unknown) => e)
     expect(error).toBeInstanceOf(EmbeddingError)
     expect((error as Error).message).toStartWith('embedding request to http://127.0.0.1:9/v1/embeddings failed')
   })

@@ -15,7 +15,11 @@ beforeAll(async () => {
   ;({
     server,
     repositories: { repository },
-  } = await fixture({ server: { env: { WORKERS: '0' } }, users: { owner: 'member' }, repositories: { repository: { by: 'owner' } } }))
+  } = await fixture({
+    server: { env: { WORKERS: '0' } },
+    users: { owner: 'member' },
+    repositories: { repository: { by: 'owner' } },
+  }))
 })
 afterAll(() => server.stop())
 
@@ -31,7 +35,9 @@ function recordingQueue() {
       held = undefined
     },
     jobs: {
-      enqueue: async (request: Parameters<typeof server.context.jobs.enqueue>[0] & { coalesce: { afterMs: number } }) => {
+      enqueue: async (
+        request: Parameters<typeof server.context.jobs.enqueue>[0] & { coalesce: { afterMs: number } },
+      ) => {
         const at = performance.now()
         if (held) await new Promise<void>((go) => held!.push(go))
         const job = await server.context.jobs.enqueue(request)

@@ -53,12 +53,18 @@ describe.skipIf(!OBJECT_STORE)('vector store on Ceph RGW (s3://)', () => {
     expect((await store.search(repo, 'facts', unit(3), 8)).map((hit) => hit.id)).not.toContain(ids[3])
     await store.optimize(repo, 'facts')
     expect(await store.count(repo, 'facts')).toBe(7)
-    expect((await listKeys(OBJECT_STORE!, bucket, `lance/facts_${repo.replaceAll('-', '')}.lance/`)).length).toBeGreaterThan(0)
+    expect(
+      (await listKeys(OBJECT_STORE!, bucket, `lance/facts_${repo.replaceAll('-', '')}.lance/`)).length,
+    ).toBeGreaterThan(0)
   })
 
   test('several stores (as several instances, sharing the creation lock) creating tables and writing them at once lose no row', async () => {
     const shared = await sharedCreationLocks(4)
-    const others = await Promise.all(shared.locks.map((creationLock) => VectorStore.open(config.lancedbUri, { storageOptions: config.lancedbStorageOptions, creationLock })))
+    const others = await Promise.all(
+      shared.locks.map((creationLock) =>
+        VectorStore.open(config.lancedbUri, { storageOptions: config.lancedbStorageOptions, creationLock }),
+      ),
+    )
     try {
       // Each round races to create a new table, then to append to it: every acknowledged row must be there once.
       for (let round = 0; round < 3; round++) {
@@ -86,7 +92,10 @@ describe.skipIf(!OBJECT_STORE)('vector store on Ceph RGW (s3://)', () => {
     await store.upsert(repo, 'facts', [{ id: uuid(), vector: unit(1) }])
     await store.upsert(repo, 'concepts', [{ id: uuid(), vector: unit(2) }])
     // LanceDB names a table's directory <table>.lance; kgs names tables <kind>_<repository id without dashes>.
-    const mine = async () => (await listKeys(OBJECT_STORE!, bucket, 'lance/')).filter((key) => key.includes(`_${repo.replaceAll('-', '')}.lance/`))
+    const mine = async () =>
+      (await listKeys(OBJECT_STORE!, bucket, 'lance/')).filter((key) =>
+        key.includes(`_${repo.replaceAll('-', '')}.lance/`),
+      )
     expect((await mine()).length).toBeGreaterThan(0)
     await store.dropRepository(repo)
     expect(await mine()).toEqual([])

@@ -43,7 +43,11 @@ function seeded(seed: number): () => number {
 const itself = (id: string) => ({ id, distance: expect.closeTo(0, 6) })
 
 /** The error the promise rejects with, checked for its class and message. */
-async function expectRejection(promise: Promise<unknown>, type: new (message: string) => Error, message: string): Promise<void> {
+async function expectRejection(
+  promise: Promise<unknown>,
+  type: new (message: string) => Error,
+  message: string,
+): Promise<void> {
   const error = await promise.then(
     () => undefined,
     (e: unknown) => e,
@@ -141,22 +145,35 @@ describe('VectorStore', () => {
       expect(found[0]).toEqual(itself(ids[i]!))
       // Every distance is the exact cosine distance, never below 0, and they ascend.
       expect(Math.min(...found.map((n) => n.distance))).toBeGreaterThanOrEqual(0)
-      for (const n of found) expect(n.distance).toBeCloseTo(Math.max(0, cosineDistance(vectors[i]!, vectors[ids.indexOf(n.id)]!)), 5)
+      for (const n of found)
+        expect(n.distance).toBeCloseTo(Math.max(0, cosineDistance(vectors[i]!, vectors[ids.indexOf(n.id)]!)), 5)
       expect(found.map((n) => n.distance)).toEqual(found.map((n) => n.distance).toSorted((a, b) => a - b))
     }
     // Paraphrases sharing words find their sentence (kgs-hash-v1 is lexical).
-    expect((await store.search(repo, 'facts', await embed('At sea level, water boils at 100 degrees'), 1)).map((n) => n.id)).toEqual([ids[0]!])
-    expect((await store.search(repo, 'facts', await embed('bees dance to show where the flowers are'), 2))[0]!.id).toBe(ids[5]!)
+    expect(
+      (await store.search(repo, 'facts', await embed('At sea level, water boils at 100 degrees'), 1)).map((n) => n.id),
+    ).toEqual([ids[0]!])
+    expect((await store.search(repo, 'facts', await embed('bees dance to show where the flowers are'), 2))[0]!.id).toBe(
+      ids[5]!,
+    )
     expect((await store.search(repo, 'facts', await embed('the largest ocean'), 2))[0]!.id).toBe(ids[3]!)
     expect(await store.search(repo, 'facts', await embed('water'), 3)).toHaveLength(3)
     expect(await store.search(repo, 'facts', await embed('water'), 50)).toHaveLength(6)
-    await expectRejection(store.search(repo, 'facts', vectors[0]!, 0), RangeError, 'k must be a positive integer, got 0')
+    await expectRejection(
+      store.search(repo, 'facts', vectors[0]!, 0),
+      RangeError,
+      'k must be a positive integer, got 0',
+    )
   })
 
   test('searches of one table made at once beyond 8 go as one batch; each gets what it would alone, a misfit fails alone', async () => {
     const repo = uuid()
     await storeSentences(repo)
-    const queries = [...SENTENCES.map((sentence, i) => ({ text: sentence, k: 1 + (i % 6) })), { text: 'water', k: 50 }, { text: 'the largest ocean', k: 2 }]
+    const queries = [
+      ...SENTENCES.map((sentence, i) => ({ text: sentence, k: 1 + (i % 6) })),
+      { text: 'water', k: 50 },
+      { text: 'the largest ocean', k: 2 },
+    ]
     const vectors = await Promise.all(queries.map((q) => embed(q.text)))
     // One at a time: each search runs as a batch of one (LanceDB's searches: the table is small
     // enough for `store` to search it in memory).
@@ -171,7 +188,11 @@ describe('VectorStore', () => {
     together.push(...round())
     const [answers] = await Promise.all([
       Promise.all(together),
-      expectRejection(misfit, VectorDimensionError, `a query vector of 3 dimensions cannot search the facts of repository ${repo}, which hold 384`),
+      expectRejection(
+        misfit,
+        VectorDimensionError,
+        `a query vector of 3 dimensions cannot search the facts of repository ${repo}, which hold 384`,
+      ),
     ])
     for (const [n, answer] of answers.entries()) {
       const i = n % queries.length
@@ -180,7 +201,12 @@ describe('VectorStore', () => {
       answer.forEach((hit, j) => expect(hit.distance).toBeCloseTo(alone[i]![j]!.distance, 5))
     }
     // Another table's searches are batches of their own: a repository without vectors finds nothing.
-    expect(await Promise.all([lanceOnly.search(uuid(), 'facts', vectors[0]!, 3), lanceOnly.search(repo, 'concepts', vectors[0]!, 3)])).toEqual([[], []])
+    expect(
+      await Promise.all([
+        lanceOnly.search(uuid(), 'facts', vectors[0]!, 3),
+        lanceOnly.search(repo, 'concepts', vectors[0]!, 3),
+      ]),
+    ).toEqual([[], []])
     expect(lanceOnly.residentBytes).toBe(0)
   })
 
@@ -189,12 +215,18 @@ describe('VectorStore', () => {
     const random = seeded(7)
     const rows = Array.from({ length: 700 }, () => ({ id: uuid(), vector: Float32Array.from({ length: 384 }, random) }))
     await store.upsert(repo, 'facts', rows)
-    const queries = [...rows.slice(0, 5).map((row) => row.vector), ...Array.from({ length: 20 }, () => Float32Array.from({ length: 384 }, random))]
+    const queries = [
+      ...rows.slice(0, 5).map((row) => row.vector),
+      ...Array.from({ length: 20 }, () => Float32Array.from({ length: 384 }, random)),
+    ]
     await loadCopy(store, repo)
     expect(store.residentBytes).toBeGreaterThanOrEqual(rows.length * 384 * 4)
     for (const [i, query] of queries.entries()) {
       const k = [1, 3, 10, 50, 1000][i % 5]!
-      const [inMemory, lance] = await Promise.all([store.search(repo, 'facts', query, k), lanceOnly.search(repo, 'facts', query, k)])
+      const [inMemory, lance] = await Promise.all([
+        store.search(repo, 'facts', query, k),
+        lanceOnly.search(repo, 'facts', query, k),
+      ])
       expect(inMemory).toHaveLength(Math.min(k, rows.length))
       expect(inMemory.map((n) => n.id)).toEqual(lance.map((n) => n.id))
       inMemory.forEach((n, j) => expect(n.distance).toBeCloseTo(lance[j]!.distance, 5))
@@ -275,7 +307,10 @@ describe('VectorStore', () => {
       // A table larger than the whole budget is left to LanceDB, and nothing held is given up for it.
       const large = uuid()
       const random = seeded(11)
-      const rows = Array.from({ length: 20 }, () => ({ id: uuid(), vector: Float32Array.from({ length: 384 }, random) }))
+      const rows = Array.from({ length: 20 }, () => ({
+        id: uuid(),
+        vector: Float32Array.from({ length: 384 }, random),
+      }))
       await budgeted.upsert(large, 'facts', rows)
       await loadCopy(budgeted, large)
       expect((await budgeted.search(large, 'facts', rows[4]!.vector, 2))[0]).toEqual(itself(rows[4]!.id))
@@ -283,7 +318,11 @@ describe('VectorStore', () => {
     } finally {
       await budgeted.close()
     }
-    await expectRejection(VectorStore.open(join(dir, 'lance'), { residentBytes: -1 }), RangeError, 'resident bytes must be a non-negative integer, got -1')
+    await expectRejection(
+      VectorStore.open(join(dir, 'lance'), { residentBytes: -1 }),
+      RangeError,
+      'resident bytes must be a non-negative integer, got -1',
+    )
   })
 
   test('a repository or kind without vectors searches to []', async () => {
@@ -330,7 +369,12 @@ describe('VectorStore', () => {
       { id: uuid(), vector: ocean! },
     ])
     await store.upsert(b, 'facts', [{ id: shared, vector: ocean! }])
-    expect([await store.count(a, 'facts'), await store.count(a, 'concepts'), await store.count(b, 'facts'), await store.count(b, 'concepts')]).toEqual([1, 2, 1, 0])
+    expect([
+      await store.count(a, 'facts'),
+      await store.count(a, 'concepts'),
+      await store.count(b, 'facts'),
+      await store.count(b, 'concepts'),
+    ]).toEqual([1, 2, 1, 0])
     expect(await store.search(a, 'facts', water!, 5)).toEqual([itself(shared)])
     expect((await store.search(a, 'concepts', treaty!, 5))[0]).toEqual(itself(shared))
     expect(await store.search(b, 'facts', ocean!, 5)).toEqual([itself(shared)])
@@ -379,8 +423,16 @@ describe('VectorStore', () => {
     const repo = uuid()
     await storeSentences(repo)
     const short = Float32Array.of(1, 0, 0)
-    await expectRejection(store.upsert(repo, 'facts', [{ id: uuid(), vector: short }]), VectorDimensionError, `vectors of 3 dimensions cannot go into the facts of repository ${repo}, which hold 384`)
-    await expectRejection(store.search(repo, 'facts', short, 3), VectorDimensionError, `a query vector of 3 dimensions cannot search the facts of repository ${repo}, which hold 384`)
+    await expectRejection(
+      store.upsert(repo, 'facts', [{ id: uuid(), vector: short }]),
+      VectorDimensionError,
+      `vectors of 3 dimensions cannot go into the facts of repository ${repo}, which hold 384`,
+    )
+    await expectRejection(
+      store.search(repo, 'facts', short, 3),
+      VectorDimensionError,
+      `a query vector of 3 dimensions cannot search the facts of repository ${repo}, which hold 384`,
+    )
     expect(await store.count(repo, 'facts')).toBe(6)
     // Within one batch too, before any table is made.
     const fresh = uuid()
@@ -392,9 +444,17 @@ describe('VectorStore', () => {
       VectorDimensionError,
       'the vectors of one upsert must have one dimension: got 384 and 3',
     )
-    await expectRejection(store.upsert(fresh, 'facts', [{ id: uuid(), vector: new Float32Array(0) }]), VectorDimensionError, 'a vector must have at least one dimension')
+    await expectRejection(
+      store.upsert(fresh, 'facts', [{ id: uuid(), vector: new Float32Array(0) }]),
+      VectorDimensionError,
+      'a vector must have at least one dimension',
+    )
     const id = uuid()
-    await expectRejection(store.upsert(fresh, 'facts', [{ id, vector: Float32Array.of(1, Number.NaN) }]), TypeError, `the vector of ${id} has a component that is not a finite number`)
+    await expectRejection(
+      store.upsert(fresh, 'facts', [{ id, vector: Float32Array.of(1, Number.NaN) }]),
+      TypeError,
+      `the vector of ${id} has a component that is not a finite number`,
+    )
     expect(await store.dimensions(fresh, 'facts')).toBeUndefined()
   })
 
@@ -483,16 +543,36 @@ describe('VectorStore', () => {
   test('ids that are not UUIDs are refused before anything is named or filtered', async () => {
     const vector = await embed('water')
     await expectRejection(store.count('../../etc', 'facts'), TypeError, 'repository id must be a UUID, got "../../etc"')
-    await expectRejection(store.search("x' OR 1=1 --", 'facts', vector, 1), TypeError, `repository id must be a UUID, got "x' OR 1=1 --"`)
+    await expectRejection(
+      store.search("x' OR 1=1 --", 'facts', vector, 1),
+      TypeError,
+      `repository id must be a UUID, got "x' OR 1=1 --"`,
+    )
     const undashed = uuid().replaceAll('-', '')
-    await expectRejection(store.upsert(undashed, 'facts', []), TypeError, `repository id must be a UUID, got "${undashed}"`)
-    await expectRejection(store.count(uuid(), 'sources' as 'facts'), TypeError, 'vector kind must be facts or concepts, got "sources"')
+    await expectRejection(
+      store.upsert(undashed, 'facts', []),
+      TypeError,
+      `repository id must be a UUID, got "${undashed}"`,
+    )
+    await expectRejection(
+      store.count(uuid(), 'sources' as 'facts'),
+      TypeError,
+      'vector kind must be facts or concepts, got "sources"',
+    )
     expect(() => store.scan('../x', 'facts', 10)).toThrow(new TypeError('repository id must be a UUID, got "../x"'))
     const repo = uuid()
-    await expectRejection(store.upsert(repo, 'facts', [{ id: "a' OR true", vector }]), TypeError, `vector id must be a UUID, got "a' OR true"`)
+    await expectRejection(
+      store.upsert(repo, 'facts', [{ id: "a' OR true", vector }]),
+      TypeError,
+      `vector id must be a UUID, got "a' OR true"`,
+    )
     expect(await store.dimensions(repo, 'facts')).toBeUndefined()
     const [first] = await storeSentences(repo)
-    await expectRejection(store.delete(repo, 'facts', [`${first}' OR id != '`]), TypeError, `vector id must be a UUID, got "${first}' OR id != '"`)
+    await expectRejection(
+      store.delete(repo, 'facts', [`${first}' OR id != '`]),
+      TypeError,
+      `vector id must be a UUID, got "${first}' OR id != '"`,
+    )
     expect(await store.count(repo, 'facts')).toBe(6)
     // Upper-case UUIDs name the same repository.
     expect(await store.count(repo.toUpperCase(), 'facts')).toBe(6)
@@ -522,7 +602,11 @@ describe('VectorStore', () => {
     }
     expect(await indexed.optimize(uuid(), 'facts')).toEqual({ indexed: false })
     await indexed.close()
-    await expectRejection(VectorStore.open(uri, { indexThreshold: 10 }), RangeError, 'index threshold must be an integer of at least 256, got 10')
+    await expectRejection(
+      VectorStore.open(uri, { indexThreshold: 10 }),
+      RangeError,
+      'index threshold must be an integer of at least 256, got 10',
+    )
   })
 
   test('staged vectors reach the repository only when promoted; an id staged twice keeps its later vector', async () => {
@@ -534,7 +618,10 @@ describe('VectorStore', () => {
       'facts',
       ids.slice(0, 4).map((id, i) => ({ id, vector: vectors[i]! })),
     )
-    await store.stage(job, 'facts', [...ids.slice(4).map((id, i) => ({ id, vector: vectors[4 + i]! })), { id: ids[0]!, vector: vectors[5]! }])
+    await store.stage(job, 'facts', [
+      ...ids.slice(4).map((id, i) => ({ id, vector: vectors[4 + i]! })),
+      { id: ids[0]!, vector: vectors[5]! },
+    ])
     await store.stage(job, 'concepts', [{ id: ids[0]!, vector: vectors[0]! }])
     expect([await store.countStaged(job, 'facts'), await store.countStaged(job, 'concepts')]).toEqual([7, 1])
     expect(await store.count(repo, 'facts')).toBe(0)

@@ -59,7 +59,8 @@ async function signIn(page: Page): Promise<void> {
 }
 
 /** What page script can read where tokens could be kept. */
-const readable = (page: Page) => page.evaluate<string>('JSON.stringify([{ ...localStorage }, { ...sessionStorage }, document.cookie])')
+const readable = (page: Page) =>
+  page.evaluate<string>('JSON.stringify([{ ...localStorage }, { ...sessionStorage }, document.cookie])')
 
 describe(`the web app's sessions in the browser (${BACKEND})`, () => {
   test('a browser with no session shows Sign in without asking the token endpoint (no failed request logged)', async () => {
@@ -69,7 +70,9 @@ describe(`the web app's sessions in the browser (${BACKEND})`, () => {
       const failed: string[] = []
       page.on('console', (message) => message.type() === 'error' && failed.push(message.text()))
       // Recorded in the page: a listener on Playwright's request events would race under Bun (tests/helpers/browser.ts).
-      await page.addInitScript(`{ const fetch = window.fetch.bind(window); window.__sent = []; window.fetch = (input, init) => (window.__sent.push(String(input)), fetch(input, init)) }`)
+      await page.addInitScript(
+        `{ const fetch = window.fetch.bind(window); window.__sent = []; window.fetch = (input, init) => (window.__sent.push(String(input)), fetch(input, init)) }`,
+      )
       expect(await load(page)).toBe('signed-out')
       expect(await page.evaluate<string[]>('window.__sent')).toEqual([])
       expect(failed).toEqual([])
@@ -113,7 +116,9 @@ describe(`the web app's sessions in the browser (${BACKEND})`, () => {
       expect(await rows.count()).toBe(2)
       expect(await rows.filter({ hasText: 'This browser' }).getByRole('button', { name: 'Sign out' }).count()).toBe(1)
       const results = await new AxeBuilder({ page: tab }).analyze()
-      expect(results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id)).toEqual([])
+      expect(
+        results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id),
+      ).toEqual([])
       await rows
         .filter({ hasText: 'Another browser' })
         .getByRole('button', { name: /^End the session in Chrome \d+ on Linux/ })
@@ -144,7 +149,11 @@ describe(`the web app's sessions in the browser (${BACKEND})`, () => {
     const second = await here.newPage()
     expect(await load(second)).toBe('signed-in')
     await load(tab, '/app/agents')
-    await tab.locator('main tbody tr').filter({ hasText: 'This browser' }).getByRole('button', { name: 'Sign out' }).click()
+    await tab
+      .locator('main tbody tr')
+      .filter({ hasText: 'This browser' })
+      .getByRole('button', { name: 'Sign out' })
+      .click()
     await tab.getByRole('button', { name: 'Sign in' }).waitFor()
     expect(await appSessions()).toEqual([])
     expect((await here.cookies()).map((cookie) => cookie.name)).not.toContain('kgs_app_refresh')

@@ -59,7 +59,11 @@ type Tokens = { access_token: string; refresh_token: string }[]
 const tokens = () => page.evaluate<Tokens>('window.__tokens')
 
 async function importBundle(slug: string, path: string): Promise<void> {
-  const started = await http.call('POST', `/${slug}/import-graph`, { token, raw: readFileSync(path), headers: { 'content-type': 'application/gzip' } })
+  const started = await http.call('POST', `/${slug}/import-graph`, {
+    token,
+    raw: readFileSync(path),
+    headers: { 'content-type': 'application/gzip' },
+  })
   expect(started.status).toBe(202)
   const job = await waitForJob(http, `/${slug}/jobs/${started.body.id}`, token)
   if (job.status !== 'succeeded') throw new Error(`import ${job.status}: ${job.error}`)
@@ -86,8 +90,12 @@ beforeAll(async () => {
   const created = await http.post('/api/v1/repositories', { slug: large.slug, name: large.name }, token)
   expect(created.status).toBe(201)
   const started = performance.now()
-  await generateGraph(await server.context.pools.forRepository(created.body.id), created.body.id, { facts: large.facts })
-  console.log(`large: ${large.facts.toLocaleString('en-US')} facts written in ${((performance.now() - started) / 1000).toFixed(0)} s (${BACKEND})`)
+  await generateGraph(await server.context.pools.forRepository(created.body.id), created.body.id, {
+    facts: large.facts,
+  })
+  console.log(
+    `large: ${large.facts.toLocaleString('en-US')} facts written in ${((performance.now() - started) / 1000).toFixed(0)} s (${BACKEND})`,
+  )
   // A large KGS_APP_FACTS takes longer to write than the session token lives (ACCESS_TOKEN_TTL): a new one.
   const signedIn = await http.post('/api/v1/auth/login', account)
   expect(signedIn.status).toBe(200)
@@ -124,8 +132,12 @@ afterAll(async () => {
 /** axe-core on the page as it is: no serious or critical finding. */
 async function accessible(): Promise<void> {
   const results = await new AxeBuilder({ page }).analyze()
-  const bad = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-  expect(bad.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`)).toEqual([])
+  const bad = results.violations.filter(
+    (violation) => violation.impact === 'serious' || violation.impact === 'critical',
+  )
+  expect(
+    bad.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`),
+  ).toEqual([])
 }
 
 /**
@@ -134,7 +146,9 @@ async function accessible(): Promise<void> {
  */
 async function open(path: string, heading?: string | RegExp): Promise<void> {
   if (await page.locator('header nav').count()) {
-    await page.evaluate(`history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`)
+    await page.evaluate(
+      `history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`,
+    )
   } else await page.goto(server.url + path)
   await page.waitForURL(server.url + path)
   await page.locator('main h1').first().waitFor()
@@ -152,7 +166,10 @@ const signIn = async () => {
 
 describe(`the web app (${BACKEND})`, () => {
   test('a browser asking for / is sent to /app; API clients keep the JSON index; app is a reserved slug', async () => {
-    const html = await server.request('/', { headers: { accept: 'text/html,application/xhtml+xml' }, redirect: 'manual' })
+    const html = await server.request('/', {
+      headers: { accept: 'text/html,application/xhtml+xml' },
+      redirect: 'manual',
+    })
     expect(html.status).toBe(302)
     expect(html.headers.get('location')).toBe('/app')
     const index = await http.get('/')
@@ -166,7 +183,8 @@ describe(`the web app (${BACKEND})`, () => {
     expect((await server.request('/app/assets/nothing.js')).status).toBe(404)
     // The budget: the app's JavaScript and CSS at most 100 KB gzip together, as served.
     let gzipped = 0
-    for (const asset of ['app.js', 'app.css']) gzipped += Bun.gzipSync(new Uint8Array(await (await server.request(`/app/assets/${asset}`)).arrayBuffer())).length
+    for (const asset of ['app.js', 'app.css'])
+      gzipped += Bun.gzipSync(new Uint8Array(await (await server.request(`/app/assets/${asset}`)).arrayBuffer())).length
     expect(gzipped).toBeLessThanOrEqual(100 * 1024)
   })
 
@@ -184,7 +202,11 @@ describe(`the web app (${BACKEND})`, () => {
     expect(await page.evaluate<string>('JSON.stringify({ ...localStorage })')).toBe('{}')
     expect(await page.evaluate<string>('JSON.stringify({ ...sessionStorage })')).toBe('{}')
     expect(await page.evaluate<string>('document.cookie')).toBe('')
-    expect((await context.cookies()).find((cookie) => cookie.name === 'kgs_app_refresh')).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/api/v1/oauth' })
+    expect((await context.cookies()).find((cookie) => cookie.name === 'kgs_app_refresh')).toMatchObject({
+      httpOnly: true,
+      sameSite: 'Strict',
+      path: '/api/v1/oauth',
+    })
   })
 
   test('repositories: listed, and one created from the form', async () => {
@@ -287,7 +309,8 @@ describe(`the web app (${BACKEND})`, () => {
     // The word the most facts hold: keyword search ranks every match.
     const counts = new Map<string, number>()
     for (const fact of (await http.call('GET', '/tour/facts?limit=240', { token })).body as { text: string }[])
-      for (const word of new Set(fact.text.toLowerCase().match(/[a-z]{4,}/g))) counts.set(word, (counts.get(word) ?? 0) + 1)
+      for (const word of new Set(fact.text.toLowerCase().match(/[a-z]{4,}/g)))
+        counts.set(word, (counts.get(word) ?? 0) + 1)
     const [word] = [...counts].sort((a, b) => b[1] - a[1])[0]!
     const all = await http.call('GET', `/tour/search?q=${word}&mode=keyword&limit=100`, { token })
     const total = Number(all.headers.get('x-total-count'))
@@ -315,10 +338,15 @@ describe(`the web app (${BACKEND})`, () => {
 
   test("a fact's page lists the summaries and reports that cite it; a concept's, its related concepts", async () => {
     const facts = (await http.call('GET', '/tour/facts?limit=100', { token })).body as { id: string }[]
-    let cited: { id: string; citations: { kind: string; id: string; title: string; concept_id: string | null }[] } | undefined
+    let cited:
+      | { id: string; citations: { kind: string; id: string; title: string; concept_id: string | null }[] }
+      | undefined
     for (const fact of facts) {
       const citations = (await http.call('GET', `/tour/facts/${fact.id}/citations`, { token })).body
-      if (citations.some((c: { kind: string }) => c.kind === 'summary') && citations.some((c: { kind: string }) => c.kind === 'report')) {
+      if (
+        citations.some((c: { kind: string }) => c.kind === 'summary') &&
+        citations.some((c: { kind: string }) => c.kind === 'report')
+      ) {
         cited = { id: fact.id, citations }
         break
       }
@@ -335,7 +363,8 @@ describe(`the web app (${BACKEND})`, () => {
     expect(new URL(page.url()).pathname).toBe(`/app/r/tour/reports/${report.id}`)
 
     const summary = cited.citations.find((c) => c.kind === 'summary')!
-    const related = (await http.call('GET', `/tour/concepts/${summary.concept_id!}/related?limit=20`, { token })).body as { canonical_name: string }[]
+    const related = (await http.call('GET', `/tour/concepts/${summary.concept_id!}/related?limit=20`, { token }))
+      .body as { canonical_name: string }[]
     await open(`/app/r/tour/concepts/${summary.concept_id!}`)
     const list = page.getByRole('region', { name: 'Related concepts' })
     await list.locator('li a').first().waitFor()
@@ -366,7 +395,9 @@ describe(`the web app (${BACKEND})`, () => {
     // A role changed in place.
     await page.getByLabel(`Role of ${email}`).selectOption('viewer')
     await status.filter({ hasText: `${email} is now viewer.` }).waitFor()
-    expect((await http.call('GET', '/tour/members', { token })).body).toContainEqual(expect.objectContaining({ email, role: 'viewer' }))
+    expect((await http.call('GET', '/tour/members', { token })).body).toContainEqual(
+      expect.objectContaining({ email, role: 'viewer' }),
+    )
     // The last repoadmin cannot step down: the API's 409, and the role shown is the one kept.
     await page.getByLabel(`Role of ${account.email}`).selectOption('viewer')
     await alert.filter({ hasText: 'a repository keeps at least one repoadmin' }).waitFor()
@@ -385,7 +416,9 @@ describe(`the web app (${BACKEND})`, () => {
     await confirm.getByRole('button', { name: 'Remove' }).click()
     await status.filter({ hasText: `${email} is no longer a member.` }).waitFor()
     expect(await row(email).count()).toBe(0)
-    expect(((await http.call('GET', '/tour/members', { token })).body as { email: string }[]).map((m) => m.email)).toEqual([account.email])
+    expect(
+      ((await http.call('GET', '/tour/members', { token })).body as { email: string }[]).map((m) => m.email),
+    ).toEqual([account.email])
     await page.setViewportSize({ width: 375, height: 740 })
     expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375)
     await page.setViewportSize({ width: 1280, height: 800 })
@@ -425,12 +458,22 @@ describe(`the web app (${BACKEND})`, () => {
     expect(await session.count()).toBe(1)
     expect(await session.textContent()).toContain('This browser')
     expect(await session.getByRole('button', { name: 'Sign out' }).count()).toBe(1)
-    expect(await page.getByRole('table', { name: 'Agents with access' }).locator('tbody tr').filter({ hasText: WEB_APP_CLIENT_ID }).count()).toBe(0)
+    expect(
+      await page
+        .getByRole('table', { name: 'Agents with access' })
+        .locator('tbody tr')
+        .filter({ hasText: WEB_APP_CLIENT_ID })
+        .count(),
+    ).toBe(0)
     await accessible()
     await page.getByRole('button', { name: 'Revoke Research agent' }).click()
     const confirm = page.getByRole('group', { name: 'Revoke the access of Research agent?' })
     await confirm.getByRole('button', { name: 'Revoke' }).click()
-    await page.locator('main').getByRole('status').filter({ hasText: 'Research agent can no longer act for you.' }).waitFor()
+    await page
+      .locator('main')
+      .getByRole('status')
+      .filter({ hasText: 'Research agent can no longer act for you.' })
+      .waitFor()
     expect(await row.count()).toBe(0)
     expect((await http.get('/api/v1/users/me', granted.access_token)).status).toBe(401)
     await page.setViewportSize({ width: 375, height: 740 })
@@ -478,7 +521,9 @@ describe(`the web app (${BACKEND})`, () => {
       .getByRole('status')
       .filter({ hasText: `${other.body.user.email} is now viewer in Tour.` })
       .waitFor()
-    expect((await http.call('GET', '/tour/members', { token })).body).toContainEqual(expect.objectContaining({ email: other.body.user.email, role: 'viewer' }))
+    expect((await http.call('GET', '/tour/members', { token })).body).toContainEqual(
+      expect.objectContaining({ email: other.body.user.email, role: 'viewer' }),
+    )
     // An e-mail without an account: the API's refusal, as it says it.
     await give.getByLabel('E-mail').fill(uniqueEmail('nobody'))
     await give.getByRole('button', { name: 'Give the role' }).click()
@@ -504,7 +549,9 @@ describe(`the web app (${BACKEND})`, () => {
     await listed()
     const ms = performance.now() - started
     expect(await page.locator('main ul.rows > li').count()).toBe(50)
-    console.log(`first page of ${large.facts.toLocaleString('en-US')} facts shown in ${Math.round(ms)} ms (${BACKEND}; in-app navigation to rows on screen)`)
+    console.log(
+      `first page of ${large.facts.toLocaleString('en-US')} facts shown in ${Math.round(ms)} ms (${BACKEND}; in-app navigation to rows on screen)`,
+    )
   })
 
   test('keyboard: skip link, tabs and links work without a mouse', async () => {
@@ -547,12 +594,18 @@ describe(`the web app (${BACKEND})`, () => {
       handlers: [...document.querySelectorAll('*')].flatMap((element) => [...element.attributes].filter((a) => a.name.startsWith('on')).map((a) => a.name)),
       scriptLinks: [...document.querySelectorAll('a')].filter((a) => /^\\s*javascript:/i.test(a.getAttribute('href') ?? '')).length,
     })`)
-    expect(state).toEqual({ marked: undefined, scripts: [`${server.url}/app/assets/app.js`], handlers: [], scriptLinks: 0 })
+    expect(state).toEqual({
+      marked: undefined,
+      scripts: [`${server.url}/app/assets/app.js`],
+      handlers: [],
+      scriptLinks: 0,
+    })
     expect(dialogs).toEqual([])
   })
 
   test('refresh rotates the token; a reload signs in again silently; sign-out revokes', async () => {
-    const refreshCookie = async () => (await context.cookies()).find((cookie) => cookie.name === 'kgs_app_refresh')?.value
+    const refreshCookie = async () =>
+      (await context.cookies()).find((cookie) => cookie.name === 'kgs_app_refresh')?.value
     await page.reload()
     await page.locator('header nav').waitFor()
     const [signedIn] = await tokens()
@@ -709,7 +762,9 @@ describe(`writing the graph in the web app (${BACKEND})`, () => {
     await open(`/app/r/tour/facts/${fact.id}/edit`, 'Edit the fact')
     await page.getByLabel('Text').waitFor()
     // Someone else changes it meanwhile.
-    expect((await http.call('PATCH', `/tour/facts/${fact.id}`, { token, body: { status: 'to_delete' } })).status).toBe(200)
+    expect((await http.call('PATCH', `/tour/facts/${fact.id}`, { token, body: { status: 'to_delete' } })).status).toBe(
+      200,
+    )
     await page.getByLabel('Text').fill(`${fact.text} (stale edit)`)
     await page.getByRole('button', { name: 'Save changes' }).click()
     await alert().waitFor()
@@ -749,7 +804,11 @@ describe(`writing the graph in the web app (${BACKEND})`, () => {
     await page.getByRole('heading', { level: 1, name, exact: true }).waitFor()
     const id = /concepts\/([0-9a-f-]{36})$/.exec(page.url())![1]!
     const written = (await http.get(`/tour/concepts/${id}`, token)).body
-    expect([written.context, written.description, written.aliases]).toEqual(['made in a test', `Described ${PAYLOADS}`, ['first alias', 'second alias']])
+    expect([written.context, written.description, written.aliases]).toEqual([
+      'made in a test',
+      `Described ${PAYLOADS}`,
+      ['first alias', 'second alias'],
+    ])
     await page.getByText('Also: first alias, second alias').waitFor()
     expect(await executed()).toEqual(nothingRan)
 
@@ -780,7 +839,9 @@ describe(`writing the graph in the web app (${BACKEND})`, () => {
     await page.getByRole('link', { name: 'Add a report' }).click()
     await page.getByRole('heading', { level: 1, name: 'New report' }).waitFor()
     await page.getByLabel('Title').fill(title)
-    await page.getByLabel(/^Body/).fill(`The first claim holds.\n\n${PAYLOADS}\n\nA [cited fact](<fact:${fact.id}>) closes it.`)
+    await page
+      .getByLabel(/^Body/)
+      .fill(`The first claim holds.\n\n${PAYLOADS}\n\nA [cited fact](<fact:${fact.id}>) closes it.`)
     // The preview goes through the same inert rendering as the report's page.
     await page.getByRole('region', { name: 'Preview' }).getByRole('link', { name: 'cited fact' }).waitFor()
     expect(await executed()).toEqual(nothingRan)
@@ -802,7 +863,10 @@ describe(`writing the graph in the web app (${BACKEND})`, () => {
     expect(await executed()).toEqual(nothingRan)
     const id = /reports\/([0-9a-f-]{36})$/.exec(page.url())![1]!
     const written = (await http.get(`/tour/reports/${id}`, token)).body
-    expect([written.parent_id, written.annotations.map((a: { fact_id: string; posture: string }) => [a.fact_id, a.posture])]).toEqual([parent.id, [[fact.id, 'supports']]])
+    expect([
+      written.parent_id,
+      written.annotations.map((a: { fact_id: string; posture: string }) => [a.fact_id, a.posture]),
+    ]).toEqual([parent.id, [[fact.id, 'supports']]])
 
     // An edit that breaks a citation is the API's refusal, shown as it is.
     await page.getByRole('link', { name: 'Edit this report' }).click()
@@ -848,7 +912,9 @@ describe(`writing the graph in the web app (${BACKEND})`, () => {
     expect(direct.status).toBe(403)
     await permissionsRead(() => open('/app/r/tour/facts/new', 'New fact'))
     expect(await page.locator('main form').count()).toBe(0)
-    expect(await page.locator('main .refused').textContent()).toContain(direct.body.error.replace('permission denied: fact:write ', ''))
+    expect(await page.locator('main .refused').textContent()).toContain(
+      direct.body.error.replace('permission denied: fact:write ', ''),
+    )
     expect(dialogs).toEqual([])
   })
 })

@@ -56,12 +56,28 @@ beforeAll(async () => {
   expect(registered.status).toBe(201)
   token = registered.body.token
   repo = await write('/api/v1/repositories', { name: 'Crafted' })
-  const source = await write(`/${repo.slug}/sources`, { url: 'https://example.org/ice', kind: 'web', status: 'parsed', parsed_title: 'Ice', parsed_markdown: '# The source’s own title\n\nSea ice.' })
+  const source = await write(`/${repo.slug}/sources`, {
+    url: 'https://example.org/ice',
+    kind: 'web',
+    status: 'parsed',
+    parsed_title: 'Ice',
+    parsed_markdown: '# The source’s own title\n\nSea ice.',
+  })
   const concept = await write(`/${repo.slug}/concepts`, { canonical_name: 'Sea ice' })
   conceptId = concept.id
-  factId = (await write(`/${repo.slug}/facts`, { text: 'Sea ice thins in summer.', sources: [{ source_id: source.id }], concepts: [{ concept_id: concept.id }] })).id
+  factId = (
+    await write(`/${repo.slug}/facts`, {
+      text: 'Sea ice thins in summer.',
+      sources: [{ source_id: source.id }],
+      concepts: [{ concept_id: concept.id }],
+    })
+  ).id
   doomedFactId = (await write(`/${repo.slug}/facts`, { text: 'A fact to delete.' })).id
-  await write(`/${repo.slug}/syntheses`, { canonical_name: 'Sea ice', content: '# Sea ice, synthesized\n\nIt [thins](<fact:' + factId + '>).', covered_concept_ids: [concept.id] })
+  await write(`/${repo.slug}/syntheses`, {
+    canonical_name: 'Sea ice',
+    content: '# Sea ice, synthesized\n\nIt [thins](<fact:' + factId + '>).',
+    covered_concept_ids: [concept.id],
+  })
   await write(`/${repo.slug}/investigations`, { title: 'Why ice thins', source_ids: [source.id] })
   reportId = (
     await write(`/${repo.slug}/reports`, {
@@ -94,13 +110,19 @@ afterAll(async () => {
 
 async function accessible(): Promise<void> {
   const results = await new AxeBuilder({ page }).analyze()
-  const bad = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-  expect(bad.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`)).toEqual([])
+  const bad = results.violations.filter(
+    (violation) => violation.impact === 'serious' || violation.impact === 'critical',
+  )
+  expect(
+    bad.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`),
+  ).toEqual([])
 }
 
 /** Opens an app path within the app, as a link would (the token is in the page's memory only), and waits for its heading. */
 async function open(path: string, heading: string | RegExp): Promise<void> {
-  await page.evaluate(`history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`)
+  await page.evaluate(
+    `history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`,
+  )
   await page.getByRole('heading', { level: 1, name: heading }).waitFor()
 }
 
@@ -115,7 +137,9 @@ describe(`crafted links in the web app (${BACKEND})`, () => {
     expect(new URL(page.url()).pathname).toBe(path)
     // The sign-in of the reloaded tab, and the header's own reads: nothing of the repository, no write.
     const requests = await sent()
-    expect(requests.filter(({ path }) => !['/api/v1/oauth/token', '/api/v1/permissions', '/api/v1/users/me'].includes(path))).toEqual([])
+    expect(
+      requests.filter(({ path }) => !['/api/v1/oauth/token', '/api/v1/permissions', '/api/v1/users/me'].includes(path)),
+    ).toEqual([])
     expect(requests.filter(({ method }) => method !== 'GET' && method !== 'POST')).toEqual([])
     expect(await page.getByRole('button', { name: /Delete/ }).count()).toBe(0)
     expect((await http.get(`/api/v1/repositories/${repo.slug}`, token)).status).toBe(200)
@@ -194,7 +218,9 @@ describe(`crafted links in the web app (${BACKEND})`, () => {
     await page.getByRole('heading', { level: 1, name: 'Repositories' }).waitFor()
     await main().getByRole('status').filter({ hasText: 'The repository Doomed is deleted.' }).waitFor()
     const writes = (await sent()).filter(({ method }) => method !== 'GET')
-    expect(writes).toEqual([{ method: 'DELETE', path: `/api/v1/repositories/${doomed.id}`, body: JSON.stringify({ confirm: doomed.slug }) }])
+    expect(writes).toEqual([
+      { method: 'DELETE', path: `/api/v1/repositories/${doomed.id}`, body: JSON.stringify({ confirm: doomed.slug }) },
+    ])
     expect((await http.get(`/api/v1/repositories/${doomed.id}`, token)).status).toBe(404)
     expect((await http.get(`/api/v1/repositories/${repo.id}`, token)).status).toBe(200)
   })
@@ -246,7 +272,9 @@ describe(`the web app's copy and small states (${BACKEND})`, () => {
     await page.getByRole('button', { name: 'Create' }).click()
     const alert = main().getByRole('alert')
     await alert.waitFor()
-    expect(await alert.textContent()).toBe('A repository with this name (or one that makes the same address) exists already: choose another name.')
+    expect(await alert.textContent()).toBe(
+      'A repository with this name (or one that makes the same address) exists already: choose another name.',
+    )
   })
 
   test('a pager only under a list of more than one page; an empty list says so, without one', async () => {
@@ -260,7 +288,10 @@ describe(`the web app's copy and small states (${BACKEND})`, () => {
     expect(await main().textContent()).not.toContain('in all')
     // 51 facts: two pages of 50.
     const many = await write('/api/v1/repositories', { name: 'Many' })
-    for (let i = 0; i < 51; i += 17) await Promise.all(Array.from({ length: 17 }, (_, j) => write(`/${many.slug}/facts`, { text: `Fact number ${i + j}` })))
+    for (let i = 0; i < 51; i += 17)
+      await Promise.all(
+        Array.from({ length: 17 }, (_, j) => write(`/${many.slug}/facts`, { text: `Fact number ${i + j}` })),
+      )
     await open(`/app/r/${many.slug}/facts`, 'Facts')
     await main().locator('nav.pager').waitFor()
     await page.getByRole('button', { name: 'Next page' }).click()
@@ -310,7 +341,9 @@ describe(`the web app's copy and small states (${BACKEND})`, () => {
     await accessible()
     await page.setViewportSize({ width: 375, height: 800 })
     // Each header and each button's text on one line (one box per line of a range over it), within its box.
-    const broken = await page.evaluate<string[]>(`[...document.querySelectorAll('main table th, main table td button')].flatMap((cell) => {
+    const broken = await page.evaluate<
+      string[]
+    >(`[...document.querySelectorAll('main table th, main table td button')].flatMap((cell) => {
       const range = document.createRange()
       range.selectNodeContents(cell)
       const lines = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)))

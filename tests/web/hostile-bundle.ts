@@ -36,7 +36,10 @@ export async function writeHostileBundle(path: string): Promise<void> {
   const content = bundleContent({ facts: 120, seed: 11, dimensions: 0, name: 'hostile' })
   const r = content.rows as Record<string, Rows>
   const edit = (section: string, fields: string[]) => {
-    r[section] = mapped(r[section] as Iterable<Record<string, unknown>>, (row) => ({ ...row, ...Object.fromEntries(fields.map((f) => [f, poison(String(row[f] ?? ''))])) })) as Rows
+    r[section] = mapped(r[section] as Iterable<Record<string, unknown>>, (row) => ({
+      ...row,
+      ...Object.fromEntries(fields.map((f) => [f, poison(String(row[f] ?? ''))])),
+    })) as Rows
   }
   edit('sources', ['parsed_title', 'parsed_markdown', 'parsed_text'])
   edit('concepts', ['description'])

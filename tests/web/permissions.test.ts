@@ -26,7 +26,13 @@ let owner: Account
 let dir: string
 let browser: Browser
 /** One row of each kind of the imported graph, for the pages of a row. */
-const ids: Record<'fact' | 'concept' | 'source' | 'investigation' | 'report', string> = { fact: '', concept: '', source: '', investigation: '', report: '' }
+const ids: Record<'fact' | 'concept' | 'source' | 'investigation' | 'report', string> = {
+  fact: '',
+  concept: '',
+  source: '',
+  investigation: '',
+  report: '',
+}
 
 beforeAll(async () => {
   server = await startTestServer({ env: { WORKERS: '1' } })
@@ -36,7 +42,11 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'kgs-perms-'))
   const bundle = join(dir, 'perms.json.gz')
   await generateBundle(bundle, { facts: 60, vectors: 'kgs-hash-v1', seed: 11, name: 'perms' })
-  const started = await http.call('POST', `/${slug}/import-graph`, { token: owner.token, raw: readFileSync(bundle), headers: { 'content-type': 'application/gzip' } })
+  const started = await http.call('POST', `/${slug}/import-graph`, {
+    token: owner.token,
+    raw: readFileSync(bundle),
+    headers: { 'content-type': 'application/gzip' },
+  })
   expect(started.status).toBe(202)
   const job = await waitForJob(http, `/${slug}/jobs/${started.body.id}`, owner.token)
   expect(job.status).toBe('succeeded')
@@ -80,7 +90,9 @@ async function signedIn(account: Account): Promise<{ context: BrowserContext; pa
  */
 async function visit(page: Page, path: string): Promise<void> {
   await page.evaluate('performance.clearResourceTimings()')
-  await page.evaluate(`history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`)
+  await page.evaluate(
+    `history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`,
+  )
   await page.waitForURL(server.url + path)
   // Not waitForFunction: past its first check it evaluates with eval, which the app's CSP refuses.
   await page.evaluate(`new Promise((resolve) => {
@@ -94,8 +106,15 @@ async function visit(page: Page, path: string): Promise<void> {
 
 async function accessible(page: Page): Promise<void> {
   const results = await new AxeBuilder({ page }).analyze()
-  const bad = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-  expect(bad.map((violation) => `${page.url()} ${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`)).toEqual([])
+  const bad = results.violations.filter(
+    (violation) => violation.impact === 'serious' || violation.impact === 'critical',
+  )
+  expect(
+    bad.map(
+      (violation) =>
+        `${page.url()} ${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
+    ),
+  ).toEqual([])
 }
 
 /** Axe at 1280 px and at 375 px, where nothing may be wider than the screen either. */
@@ -114,9 +133,17 @@ async function accessibleAtBothWidths(page: Page): Promise<void> {
 /** The write controls on the page: links and buttons that add, edit or delete, export, import, or manage members. */
 async function writeControls(page: Page): Promise<string[]> {
   const controls = page.locator('main').getByRole('link', { name: /^(Add a|Edit this)/ })
-  const buttons = page.locator('main').getByRole('button', { name: /^(Delete this|Export this repository|Import|Upload and import|Add|Remove|Create|Save changes)/ })
+  const buttons = page
+    .locator('main')
+    .getByRole('button', {
+      name: /^(Delete this|Export this repository|Import|Upload and import|Add|Remove|Create|Save changes)/,
+    })
   const selects = page.locator('main select[aria-label^="Role of"], main select[aria-label="Role"]')
-  return [...(await controls.allTextContents()), ...(await buttons.allTextContents()), ...(await selects.evaluateAll((all) => all.map((s) => s.getAttribute('aria-label') ?? '')))]
+  return [
+    ...(await controls.allTextContents()),
+    ...(await buttons.allTextContents()),
+    ...(await selects.evaluateAll((all) => all.map((s) => s.getAttribute('aria-label') ?? ''))),
+  ]
 }
 
 const base = `/app/r/${slug}`
@@ -142,7 +169,11 @@ describe(`what the app offers follows the person's role (${BACKEND})`, () => {
   test("the role one-liners claim exactly the permissions of the server's role table", async () => {
     const admin = await registerAccount(http)
     await server.context.rbac.assign({ user_id: admin.id, role: 'sysadmin', domain: 'system' })
-    const table = (await http.get('/api/v1/admin/permissions', admin.token)).body as { role: string; domain_kind: string; permissions: string[] }[]
+    const table = (await http.get('/api/v1/admin/permissions', admin.token)).body as {
+      role: string
+      domain_kind: string
+      permissions: string[]
+    }[]
     const repositoryRoles = table.filter((row) => row.domain_kind === 'repository')
     const ours: string[] = [...REPOSITORY_ROLES].sort()
     expect(ours).toEqual(repositoryRoles.map((row) => row.role).sort())
@@ -175,7 +206,9 @@ describe(`what the app offers follows the person's role (${BACKEND})`, () => {
       await visit(page, `${base}/members`)
       await page.locator('main tbody tr').first().waitFor()
       expect(await page.locator('main dl.roles dd').allTextContents()).toEqual(ROLE_LINES.map(({ line }) => line))
-      expect(await page.locator('main').textContent()).toContain('A repoadmin of this repository gives and changes roles')
+      expect(await page.locator('main').textContent()).toContain(
+        'A repoadmin of this repository gives and changes roles',
+      )
       expect(await page.locator('main form, main select').count()).toBe(0)
       await accessibleAtBothWidths(page)
       // A write page opened anyway: no form to fill in vain, the same words as the API's refusal.
@@ -190,10 +223,14 @@ describe(`what the app offers follows the person's role (${BACKEND})`, () => {
         await visit(page, path)
         await page.getByRole('heading', { level: 1, name: heading }).waitFor()
         expect({ path, forms: await page.locator('main form').count() }).toEqual({ path, forms: 0 })
-        expect(await page.locator('main .refused').textContent()).toMatch(/needs the (curator, )?editor or repoadmin role in this repository; a repoadmin of it can grant it/)
+        expect(await page.locator('main .refused').textContent()).toMatch(
+          /needs the (curator, )?editor or repoadmin role in this repository; a repoadmin of it can grant it/,
+        )
       }
       await visit(page, `${base}/facts/new`)
-      expect(await page.locator('main .refused').textContent()).toContain((refused.body as { error: string }).error.replace('permission denied: fact:write ', ''))
+      expect(await page.locator('main .refused').textContent()).toContain(
+        (refused.body as { error: string }).error.replace('permission denied: fact:write ', ''),
+      )
       await accessibleAtBothWidths(page)
     } finally {
       await context.close()
@@ -243,7 +280,9 @@ describe(`what the app offers follows the person's role (${BACKEND})`, () => {
       await page.getByRole('button', { name: 'Delete this repository…' }).waitFor()
       await visit(page, `${base}/members`)
       await page.getByRole('button', { name: `Remove ${owner.email}` }).waitFor()
-      expect(await writeControls(page)).toEqual(expect.arrayContaining(['Add', `Remove`, `Role of ${owner.email}`, 'Role']))
+      expect(await writeControls(page)).toEqual(
+        expect.arrayContaining(['Add', `Remove`, `Role of ${owner.email}`, 'Role']),
+      )
       const picker = page.getByRole('combobox', { name: 'Role', exact: true })
       await picker.waitFor()
       for (const { role, line } of ROLE_LINES) {

@@ -59,7 +59,11 @@ beforeAll(async () => {
   expect((await http.post('/api/v1/repositories', { slug: 'tour', name: 'Tour' }, token)).status).toBe(201)
   dir = mkdtempSync(join(tmpdir(), 'kgs-requests-'))
   await generateBundle(join(dir, 'tour.json.gz'), { facts: 240, vectors: 'kgs-hash-v1', seed: 7, name: 'tour' })
-  const started = await http.call('POST', '/tour/import-graph', { token, raw: readFileSync(join(dir, 'tour.json.gz')), headers: { 'content-type': 'application/gzip' } })
+  const started = await http.call('POST', '/tour/import-graph', {
+    token,
+    raw: readFileSync(join(dir, 'tour.json.gz')),
+    headers: { 'content-type': 'application/gzip' },
+  })
   expect(started.status).toBe(202)
   expect((await waitForJob(http, `/tour/jobs/${started.body.id}`, token)).status).toBe('succeeded')
   await settleJobs(http, 'tour', token)
@@ -85,14 +89,20 @@ interface Arrived {
 /** Goes to `path` as a link within the app does, and answers the API paths the page asked for until it settled. */
 async function arrive(path: string): Promise<string[]> {
   await page.evaluate(`window.__api.paths = []; window.__api.changed = performance.now()`)
-  await page.evaluate(`history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`)
+  await page.evaluate(
+    `history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`,
+  )
   await page.waitForURL(server.url + path)
   await page.locator('main h1').first().waitFor()
   // A function, not a string: the page's CSP refuses eval, which a string predicate's polling needs.
   await page.waitForFunction(
     (quiet) => {
       const { __api: counted, document, performance } = globalThis as unknown as Arrived
-      return counted.inFlight === 0 && performance.now() - counted.changed > quiet && !document.querySelector('main')?.textContent?.includes('Loading…')
+      return (
+        counted.inFlight === 0 &&
+        performance.now() - counted.changed > quiet &&
+        !document.querySelector('main')?.textContent?.includes('Loading…')
+      )
     },
     QUIET_MS,
     { polling: 50 },
@@ -115,13 +125,18 @@ describe(`requests on arrival (${BACKEND})`, () => {
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.getByRole('heading', { name: 'Repositories' }).waitFor()
 
-    const first = async (list: string, query = '') => (await http.get(`/tour/${list}?limit=1${query}`, token)).body[0].id as string
+    const first = async (list: string, query = '') =>
+      (await http.get(`/tour/${list}?limit=1${query}`, token)).body[0].id as string
     const [fact, source, investigation] = [await first('facts'), await first('sources'), await first('investigations')]
     // A concept with related concepts (its page draws them), and a report with a parent (its page reads both).
     const concepts = (await http.get('/tour/concepts?limit=100', token)).body as { id: string }[]
     let concept: string | undefined
-    for (const { id } of concepts) if (!concept && (await http.get(`/tour/concepts/${id}/related?limit=1`, token)).body.length > 0) concept = id
-    const reports = (await http.get('/tour/reports?limit=100', token)).body as { id: string; parent_id: string | null }[]
+    for (const { id } of concepts)
+      if (!concept && (await http.get(`/tour/concepts/${id}/related?limit=1`, token)).body.length > 0) concept = id
+    const reports = (await http.get('/tour/reports?limit=100', token)).body as {
+      id: string
+      parent_id: string | null
+    }[]
     const report = (reports.find((r) => r.parent_id !== null) ?? reports[0])!.id
     expect(concept).toBeDefined()
 
@@ -164,9 +179,15 @@ describe(`requests on arrival (${BACKEND})`, () => {
     expect(over).toEqual([])
     // What the counts rest on: the pages did ask (a page that failed to load would ask nothing).
     expect(counted[`${r}/concepts/${concept}`]!.map((asked) => asked.split('?')[0])).toEqual(
-      expect.arrayContaining([`/tour/concepts/${concept}`, `/tour/concepts/${concept}/neighbourhood`, `/tour/concepts/${concept}/related`]),
+      expect.arrayContaining([
+        `/tour/concepts/${concept}`,
+        `/tour/concepts/${concept}/neighbourhood`,
+        `/tour/concepts/${concept}/related`,
+      ]),
     )
-    console.log(`API requests on arrival (${BACKEND}), at most: ${Math.max(...Object.values(counted).map((asked) => asked.length))}`)
+    console.log(
+      `API requests on arrival (${BACKEND}), at most: ${Math.max(...Object.values(counted).map((asked) => asked.length))}`,
+    )
   })
 
   test("the app's bundle carries no graph library", async () => {

@@ -24,8 +24,15 @@ async function accessible(page: Page): Promise<void> {
   for (const width of [1280, 375]) {
     await page.setViewportSize({ width, height: 800 })
     const results = await new AxeBuilder({ page }).analyze()
-    const bad = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    expect({ width, bad: bad.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`) }).toEqual({ width, bad: [] })
+    const bad = results.violations.filter(
+      (violation) => violation.impact === 'serious' || violation.impact === 'critical',
+    )
+    expect({
+      width,
+      bad: bad.map(
+        (violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
+      ),
+    }).toEqual({ width, bad: [] })
     expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(width)
   }
   await page.setViewportSize({ width: 1280, height: 800 })
@@ -53,7 +60,9 @@ describe(`signing up in the app, REGISTRATION=open (${BACKEND})`, () => {
     await page.getByRole('heading', { level: 1, name: 'Create an account' }).waitFor()
     // The rules are on the page, tied to the field, before anything is sent.
     const passwordField = page.getByLabel('Password')
-    expect(await page.locator('#password-rules').textContent()).toBe('8 to 256 characters; any characters, spaces included.')
+    expect(await page.locator('#password-rules').textContent()).toBe(
+      '8 to 256 characters; any characters, spaces included.',
+    )
     expect(await passwordField.getAttribute('aria-describedby')).toBe('password-rules')
     expect(await passwordField.getAttribute('minlength')).toBe('8')
     await accessible(page)
@@ -135,7 +144,9 @@ describe(`signing up in the app, REGISTRATION=open (${BACKEND})`, () => {
       .waitFor()
     await rows.filter({ hasText: 'editor in Papers' }).waitFor()
     expect(await rows.first().textContent()).not.toContain('viewer in Papers')
-    expect((await http.call('GET', '/papers/members', { token: adminToken })).body).toContainEqual(expect.objectContaining({ email: member.email, role: 'editor' }))
+    expect((await http.call('GET', '/papers/members', { token: adminToken })).body).toContainEqual(
+      expect.objectContaining({ email: member.email, role: 'editor' }),
+    )
     // Removed from its row, after a confirmation.
     await page.getByRole('button', { name: `Remove editor in Papers from ${member.email}` }).click()
     await page
@@ -147,7 +158,11 @@ describe(`signing up in the app, REGISTRATION=open (${BACKEND})`, () => {
       .getByRole('status')
       .filter({ hasText: `${member.email} is no longer editor in Papers.` })
       .waitFor()
-    expect(((await http.call('GET', '/papers/members', { token: adminToken })).body as { email: string }[]).map((m) => m.email)).toEqual([admin.email])
+    expect(
+      ((await http.call('GET', '/papers/members', { token: adminToken })).body as { email: string }[]).map(
+        (m) => m.email,
+      ),
+    ).toEqual([admin.email])
     await page.context().close()
   })
 })
@@ -162,7 +177,8 @@ describe(`where REGISTRATION=closed (${BACKEND})`, () => {
   test('the sign-in card and the sign-in page say who makes accounts, and offer no sign-up', async () => {
     const page = await newPage()
     await page.goto(`${server.url}/app`)
-    const closed = 'No account yet? Accounts here are made by an administrator: ask yours for one (they create it with kgs user create).'
+    const closed =
+      'No account yet? Accounts here are made by an administrator: ask yours for one (they create it with kgs user create).'
     await page.getByText(closed).waitFor()
     expect(await page.getByRole('button', { name: 'Create an account' }).count()).toBe(0)
     await accessible(page)
@@ -185,7 +201,10 @@ describe(`signing up by invitation, REGISTRATION=invite (${BACKEND})`, () => {
   test('a sysadmin invites an address on the Users page; its owner signs up with the code and lands signed in', async () => {
     const http = api(server.url)
     const admin = { email: uniqueEmail('admin'), password }
-    expect((await runKgs(['user', 'create', admin.email], server.env, undefined, new TextEncoder().encode(`${password}\n`))).code).toBe(0)
+    expect(
+      (await runKgs(['user', 'create', admin.email], server.env, undefined, new TextEncoder().encode(`${password}\n`)))
+        .code,
+    ).toBe(0)
     expect((await server.promote(admin.email)).code).toBe(0)
     const adminPage = await newPage()
     await adminPage.goto(`${server.url}/app/admin/users`)
@@ -193,7 +212,9 @@ describe(`signing up by invitation, REGISTRATION=invite (${BACKEND})`, () => {
     await adminPage.getByLabel('Email').fill(admin.email)
     await adminPage.getByLabel('Password').fill(password)
     await adminPage.getByRole('button', { name: 'Sign in', exact: true }).click()
-    const newAccount = adminPage.locator('main form').filter({ has: adminPage.getByRole('heading', { name: 'New account' }) })
+    const newAccount = adminPage
+      .locator('main form')
+      .filter({ has: adminPage.getByRole('heading', { name: 'New account' }) })
     await newAccount.waitFor()
     const email = uniqueEmail('invited')
     await newAccount.getByLabel('E-mail').fill(email)
@@ -209,7 +230,9 @@ describe(`signing up by invitation, REGISTRATION=invite (${BACKEND})`, () => {
 
     const page = await newPage()
     await page.goto(`${server.url}/app`)
-    await page.getByText('Signing up needs the invitation code an administrator gave you for your e-mail address.').waitFor()
+    await page
+      .getByText('Signing up needs the invitation code an administrator gave you for your e-mail address.')
+      .waitFor()
     await page.getByRole('button', { name: 'Create an account' }).click()
     await page.getByLabel('Invitation code').waitFor()
     await accessible(page)
@@ -219,7 +242,11 @@ describe(`signing up by invitation, REGISTRATION=invite (${BACKEND})`, () => {
     await page.getByRole('button', { name: 'Create the account', exact: true }).click()
     await page.locator('header').getByText(email).waitFor()
     // Used up: the code is no longer open.
-    expectError(await http.post('/api/v1/auth/register', { email, password, invitation: code }), 403, /^registration is by invitation: this invitation code is not open/)
+    expectError(
+      await http.post('/api/v1/auth/register', { email, password, invitation: code }),
+      403,
+      /^registration is by invitation: this invitation code is not open/,
+    )
     await page.context().close()
   })
 })

@@ -66,16 +66,26 @@ async function accessibleAtBothWidths(): Promise<void> {
   for (const width of [1280, 375]) {
     await page.setViewportSize({ width, height: 800 })
     const results = await new AxeBuilder({ page }).analyze()
-    const bad = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    expect(bad.map((violation) => `${width} px: ${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`)).toEqual([])
-    if (width === 375) expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375)
+    const bad = results.violations.filter(
+      (violation) => violation.impact === 'serious' || violation.impact === 'critical',
+    )
+    expect(
+      bad.map(
+        (violation) =>
+          `${width} px: ${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
+      ),
+    ).toEqual([])
+    if (width === 375)
+      expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375)
   }
   await page.setViewportSize({ width: 1280, height: 800 })
 }
 
 /** Goes to an app path as a link would (a full load would sign in again: the token is in memory only). */
 async function open(path: string, heading: string): Promise<void> {
-  await page.evaluate(`history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`)
+  await page.evaluate(
+    `history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`,
+  )
   await page.getByRole('heading', { level: 1, name: heading }).waitFor()
 }
 
@@ -104,7 +114,11 @@ describe(`export and import in the app (${BACKEND})`, () => {
     await page.getByLabel('Bundle file (.json.gz)').setInputFiles(bundlePath)
     await page.getByRole('button', { name: 'Upload and import' }).click()
     const said = await outcome()
-    expect(said).toMatch(new RegExp(`^Imported ${FACTS} facts, \\d+ concepts, \\d+ sources, \\d+ reports? and \\d+ investigations? from the file “files\\.json\\.gz”\\.`))
+    expect(said).toMatch(
+      new RegExp(
+        `^Imported ${FACTS} facts, \\d+ concepts, \\d+ sources, \\d+ reports? and \\d+ investigations? from the file “files\\.json\\.gz”\\.`,
+      ),
+    )
     const upload = page.getByRole('progressbar', { name: /^Upload: / })
     expect(await upload.getAttribute('value')).toBe('100')
     expect(await upload.getAttribute('aria-valuetext')).toBe('100%')
@@ -127,7 +141,9 @@ describe(`export and import in the app (${BACKEND})`, () => {
         .getByRole('status')
         .filter({ hasText: `as graph “Files”, version ${version}.` })
       await exported.waitFor({ timeout: 60_000 })
-      expect(await exported.textContent()).toMatch(new RegExp(`^Exported ${FACTS} facts, \\d+ concepts, \\d+ sources, `))
+      expect(await exported.textContent()).toMatch(
+        new RegExp(`^Exported ${FACTS} facts, \\d+ concepts, \\d+ sources, `),
+      )
     }
     await accessibleAtBothWidths()
     await page.getByRole('link', { name: 'graph “Files”, version 2' }).click()
@@ -148,7 +164,9 @@ describe(`export and import in the app (${BACKEND})`, () => {
     const texts = await versions.allTextContents()
     for (const [i, text] of texts.entries()) {
       expect(text).toMatch(new RegExp(`^Version ${2 - i} · \\d{1,2} \\w{3} \\d{4}, \\d{2}:\\d{2}`))
-      expect(text).toMatch(new RegExp(`${FACTS} facts, \\d+ concepts and \\d+ sources · pushed by ${person.email.replace(/[.]/g, '\\.')}`))
+      expect(text).toMatch(
+        new RegExp(`${FACTS} facts, \\d+ concepts and \\d+ sources · pushed by ${person.email.replace(/[.]/g, '\\.')}`),
+      )
     }
     await accessibleAtBothWidths()
   })
@@ -177,13 +195,17 @@ describe(`export and import in the app (${BACKEND})`, () => {
     await open('/app/r/second/transfer', 'Export and import')
     const field = page.getByLabel('Graph id')
     await field.fill('not a graph id at all, but 36 chars!')
-    expect(await field.evaluate((input: { validity: { patternMismatch: boolean } }) => input.validity.patternMismatch)).toBe(true)
+    expect(
+      await field.evaluate((input: { validity: { patternMismatch: boolean } }) => input.validity.patternMismatch),
+    ).toBe(true)
     const [files] = (await http.get('/api/v1/graphs/names?name=Files', person.token)).body
     await field.fill(files.versions[1].id.toUpperCase())
     expect(await field.evaluate((input: { validity: { valid: boolean } }) => input.validity.valid)).toBe(true)
     await page.getByRole('button', { name: 'Import', exact: true }).click()
     // Everything was there already: the second repository holds that graph's facts.
-    expect(await outcome()).toMatch(/^Imported nothing new from graph “Files”, version 1\. Already there and kept as they were: 60 facts, \d+ concepts and \d+ sources\./)
+    expect(await outcome()).toMatch(
+      /^Imported nothing new from graph “Files”, version 1\. Already there and kept as they were: 60 facts, \d+ concepts and \d+ sources\./,
+    )
   })
 
   test('no page logged an error or a warning', () => {

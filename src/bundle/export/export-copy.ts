@@ -49,13 +49,26 @@ interface CopyField {
 }
 
 function copyField(field: Field, first: boolean): CopyField {
-  if (field.kind !== 'integer' && field.kind !== 'string' && field.kind !== 'boolean') throw new Error(`export COPY: field ${field.name} is of a kind it does not encode`)
+  if (field.kind !== 'integer' && field.kind !== 'string' && field.kind !== 'boolean')
+    throw new Error(`export COPY: field ${field.name} is of a kind it does not encode`)
   const { default: fallback } = field
   const whenNull =
     fallback === undefined || (!field.required && !fallback)
       ? undefined
-      : Buffer.from(field.kind === 'string' ? encodeString(fallback as string) : field.kind === 'boolean' ? String(Boolean(fallback)) : String(fallback))
-  return { name: field.name, kind: field.kind, key: Buffer.from(`${first ? '{' : ','}${JSON.stringify(field.name)}:`), required: field.required, whenNull }
+      : Buffer.from(
+          field.kind === 'string'
+            ? encodeString(fallback as string)
+            : field.kind === 'boolean'
+              ? String(Boolean(fallback))
+              : String(fallback),
+        )
+  return {
+    name: field.name,
+    kind: field.kind,
+    key: Buffer.from(`${first ? '{' : ','}${JSON.stringify(field.name)}:`),
+    required: field.required,
+    whenNull,
+  }
 }
 
 /** Bytes of JSON being built; `take` hands them over and starts a new buffer. */
@@ -136,7 +149,8 @@ class JsonBlock {
 }
 
 const int16 = (bytes: Uint8Array, at: number) => ((bytes[at]! << 24) | (bytes[at + 1]! << 16)) >> 16
-const int32 = (bytes: Uint8Array, at: number) => (bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!
+const int32 = (bytes: Uint8Array, at: number) =>
+  (bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!
 
 /** A binary integer column's value (int2, int4 or int8; an int8 beyond 2^53 loses digits, as postgres.js's would). */
 function integerAt(bytes: Uint8Array, at: number, length: number, name: string): number {
@@ -240,7 +254,8 @@ async function* copiedTuples(
           at += 2
           break
         }
-        if (count !== fieldCount) throw new Error(`export COPY: ${count} columns for the ${fieldCount} fields of ${section}`)
+        if (count !== fieldCount)
+          throw new Error(`export COPY: ${count} columns for the ${fieldCount} fields of ${section}`)
         const end = tupleEnd(bytes, at, count)
         if (end < 0) break
         const full = onTuple(bytes, at, end)
@@ -257,7 +272,10 @@ async function* copiedTuples(
  * The rows of binary COPY data as blocks of `section`'s JSON rows. The columns must be the
  * section's fields in order, integers as int2/int4/int8, booleans as boolean, strings as text.
  */
-export async function* encodeCopiedRows(section: RowSection, copied: AsyncIterable<readonly Uint8Array[]>): AsyncGenerator<EncodedRows> {
+export async function* encodeCopiedRows(
+  section: RowSection,
+  copied: AsyncIterable<readonly Uint8Array[]>,
+): AsyncGenerator<EncodedRows> {
   const fields = rowFields(ROW_SCHEMAS[section]).map((field, i) => copyField(field, i === 0))
   const keyBytes = fields.reduce((sum, field) => sum + field.key.length + 20, 0)
   const out = new JsonBlock()
@@ -292,10 +310,15 @@ function integerArrayAt(bytes: Uint8Array, at: number, name: string): (number | 
  * would give it (NULL as null): for rows that are rewritten before they are encoded. The columns
  * must be `section`'s fields in order, as for encodeCopiedRows, integer lists as int4[].
  */
-export async function* decodeCopiedRows(section: RowSection, copied: AsyncIterable<readonly Uint8Array[]>, batchRows: number): AsyncGenerator<SqlRow[]> {
+export async function* decodeCopiedRows(
+  section: RowSection,
+  copied: AsyncIterable<readonly Uint8Array[]>,
+  batchRows: number,
+): AsyncGenerator<SqlRow[]> {
   const fields = rowFields(ROW_SCHEMAS[section])
   for (const { name, kind } of fields) {
-    if (kind !== 'integer' && kind !== 'number' && kind !== 'string' && kind !== 'boolean' && kind !== 'integers') throw new Error(`export COPY: field ${name} is of a kind it does not decode`)
+    if (kind !== 'integer' && kind !== 'number' && kind !== 'string' && kind !== 'boolean' && kind !== 'integers')
+      throw new Error(`export COPY: field ${name} is of a kind it does not decode`)
   }
   let batch: SqlRow[] = []
   const decode = (bytes: Uint8Array, at: number) => {
@@ -331,7 +354,11 @@ const BATCH_BYTES = 256 * 1024
  * early (an error, a cancelled job), the rest is read and dropped: the connection must finish
  * the COPY before the transaction can end.
  */
-export async function* copyOut(tx: TransactionSql, query: PendingQuery<SqlRow[]>, signal?: AbortSignal): AsyncGenerator<Uint8Array[]> {
+export async function* copyOut(
+  tx: TransactionSql,
+  query: PendingQuery<SqlRow[]>,
+  signal?: AbortSignal,
+): AsyncGenerator<Uint8Array[]> {
   // COPY takes no parameters: only queries made of SQL text and identifiers come here.
   const stream = (await tx`COPY (${query}) TO STDOUT (FORMAT binary)`.readable()) as unknown as Readable
   let batch: Uint8Array[] = []

@@ -29,18 +29,29 @@ async function newestExports(system: Db, repositoryId: string): Promise<{ newest
  * that `curl --retry` waits for it and `curl -f` saves no error as the bundle.
  */
 function pending(repository: Repository, job: Job): Response {
-  const progress = job.progress.percent === null ? job.progress.phase : `${job.progress.phase}, ${job.progress.percent}%`
+  const progress =
+    job.progress.percent === null ? job.progress.phase : `${job.progress.phase}, ${job.progress.percent}%`
   const follow = `/${repository.slug}/jobs/${job.id}`
-  return new Response(JSON.stringify({ error: `export ${job.id} is ${job.status} (${progress}): download it once it has succeeded; GET ${follow} follows it`, job }), {
-    status: 503,
-    headers: { 'content-type': JSON_CONTENT_TYPE, 'retry-after': String(RETRY_AFTER_SECONDS), location: follow },
-  })
+  return new Response(
+    JSON.stringify({
+      error: `export ${job.id} is ${job.status} (${progress}): download it once it has succeeded; GET ${follow} follows it`,
+      job,
+    }),
+    {
+      status: 503,
+      headers: { 'content-type': JSON_CONTENT_TYPE, 'retry-after': String(RETRY_AFTER_SECONDS), location: follow },
+    },
+  )
 }
 
 /** The succeeded export's bundle, named: its job, its sha256 and its time. */
 async function bundleOf(blobs: BlobStore, repository: Repository, job: Job): Promise<Response> {
   const body = await blobs.responseBody(exportKey(repository.id, job.id))
-  if (!body) throw new HttpError(410, `export ${job.id} is no longer kept: a newer export replaced it; GET /${repository.slug}/export-graph/download serves the newest`)
+  if (!body)
+    throw new HttpError(
+      410,
+      `export ${job.id} is no longer kept: a newer export replaced it; GET /${repository.slug}/export-graph/download serves the newest`,
+    )
   const result = job.result as ExportJobResult
   return new Response(body, {
     headers: {
@@ -59,15 +70,25 @@ export async function downloadNewestExport(system: Db, blobs: BlobStore, reposit
   const { newest, succeeded } = await newestExports(system, repository.id)
   if (newest && (newest.status === 'queued' || newest.status === 'running')) return pending(repository, newest)
   if (succeeded) return bundleOf(blobs, repository, succeeded)
-  if (newest) throw new HttpError(404, `no export has succeeded yet: the last one (${newest.id}) ${newest.status}: ${newest.error}; POST /${repository.slug}/export-graph to try again`)
+  if (newest)
+    throw new HttpError(
+      404,
+      `no export has succeeded yet: the last one (${newest.id}) ${newest.status}: ${newest.error}; POST /${repository.slug}/export-graph to try again`,
+    )
   throw new HttpError(404, `no export yet: POST /${repository.slug}/export-graph starts one`)
 }
 
 /** GET …/export-graph/{jobID}/download: that export's bundle. */
-export async function downloadExport(system: Db, blobs: BlobStore, repository: Repository, jobId: string): Promise<Response> {
+export async function downloadExport(
+  system: Db,
+  blobs: BlobStore,
+  repository: Repository,
+  jobId: string,
+): Promise<Response> {
   const job = await getJob(system, jobId.toLowerCase())
   if (!job || job.kind !== KIND || job.repository_id !== repository.id) throw new HttpError(404, 'export not found')
   if (job.status === 'queued' || job.status === 'running') return pending(repository, job)
-  if (job.status !== 'succeeded') throw new HttpError(409, `export ${job.id} ${job.status}: ${job.error}; nothing to download`)
+  if (job.status !== 'succeeded')
+    throw new HttpError(409, `export ${job.id} ${job.status}: ${job.error}; nothing to download`)
   return bundleOf(blobs, repository, job)
 }

@@ -15,7 +15,13 @@ import { metered } from '../../memory.ts'
 import type { Metadata } from '../format/schema.ts'
 import { encodeBodyHashing, encodeFileHead, type BundleContent } from '../format/writer.ts'
 import type { ExportCounts } from './export-positions.ts'
-import { PREFETCHED_POSITIONS, PREFETCHED_SECTIONS, Snapshot, type ExportServices, type SnapshotOptions } from './export-snapshot.ts'
+import {
+  PREFETCHED_POSITIONS,
+  PREFETCHED_SECTIONS,
+  Snapshot,
+  type ExportServices,
+  type SnapshotOptions,
+} from './export-snapshot.ts'
 import { Prefetch } from './export-prefetch.ts'
 import { gzipMembers } from './gzip-members.ts'
 import { writeAll } from '../scratch.ts'
@@ -61,7 +67,12 @@ const headMember = (content: BundleContent) => gzipSync(encodeFileHead(content),
  * Writes the bundle of the repository behind `sql` into the file at `path` (created, or
  * truncated; the caller removes it if this fails), from one snapshot read once.
  */
-export async function exportRepository(sql: Sql, services: ExportServices, options: ExportOptions, path: string): Promise<ExportSummary> {
+export async function exportRepository(
+  sql: Sql,
+  services: ExportServices,
+  options: ExportOptions,
+  path: string,
+): Promise<ExportSummary> {
   const file = await open(path, 'w', 0o600)
   try {
     return await sql.begin('ISOLATION LEVEL REPEATABLE READ', async (tx) => {
@@ -109,7 +120,9 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
       report_count: counts.reports,
       investigation_count: counts.investigations,
       exported_at: options.exportedAt,
-      ...(vectors > 0 ? { embedding_model: services.embedder.model, embedding_dimensions: services.embedder.dimensions } : {}),
+      ...(vectors > 0
+        ? { embedding_model: services.embedder.model, embedding_dimensions: services.embedder.dimensions }
+        : {}),
     }
 
     snapshot.startPhase('writing', rowTotal + vectors)
@@ -124,7 +137,8 @@ export async function exportRepository(sql: Sql, services: ExportServices, optio
     const written: Metadata = { ...metadata, sha256: body.sha256() }
     const head = headMember({ ...content, metadata: written })
     // A stored member's size follows from its content's length, and a SHA-256 is always 64 characters.
-    if (head.byteLength !== room) throw new Error(`the head took ${head.byteLength} bytes where ${room} were left for it`)
+    if (head.byteLength !== room)
+      throw new Error(`the head took ${head.byteLength} bytes where ${room} were left for it`)
     await writeAll(file, head, 0)
     return { metadata: written, counts, bytes }
   }

@@ -28,14 +28,20 @@ export const EXPORTS_KEPT = 3
 const POSTGRES_WORK_MEM = '256MB'
 
 /** exportRepository into the file at `path` (created or truncated); the file is removed if anything fails. */
-async function exportToFile(sql: Sql, services: ExportServices, options: ExportOptions, path: string): Promise<ExportSummary & { path: string }> {
+async function exportToFile(
+  sql: Sql,
+  services: ExportServices,
+  options: ExportOptions,
+  path: string,
+): Promise<ExportSummary & { path: string }> {
   try {
     return { ...(await exportRepository(sql, services, options, path)), path }
   } catch (error) {
     await rm(path, { force: true })
     // The system's "ENOSPC: no space left on device, write" does not say what was being written.
     // Retried like any failure: the disk may have room again by the next attempt.
-    if ((error as NodeJS.ErrnoException).code === 'ENOSPC') throw new Error('no space left on device writing the export file', { cause: error })
+    if ((error as NodeJS.ErrnoException).code === 'ENOSPC')
+      throw new Error('no space left on device writing the export file', { cause: error })
     throw error
   }
 }
@@ -57,8 +63,14 @@ async function exportGraph(job: RunningJob<ExportParams>, services: JobServices)
   const repositoryId = job.repositoryId!
   const repository = await findRepository(services.pools.system, { id: repositoryId })
   if (!repository) throw new PermanentJobError('repository not found')
-  const exportedAt = job.params.exported_at === undefined ? normalizeExportedAt(new Date().toISOString()) : normalizeExportedAt(job.params.exported_at)
-  if (!exportedAt) throw new PermanentJobError(`invalid exported_at ${JSON.stringify(job.params.exported_at)}: expected an RFC 3339 date-time`)
+  const exportedAt =
+    job.params.exported_at === undefined
+      ? normalizeExportedAt(new Date().toISOString())
+      : normalizeExportedAt(job.params.exported_at)
+  if (!exportedAt)
+    throw new PermanentJobError(
+      `invalid exported_at ${JSON.stringify(job.params.exported_at)}: expected an RFC 3339 date-time`,
+    )
 
   const exported = await exportToFile(
     await job.repository(),
@@ -95,7 +107,15 @@ async function exportGraph(job: RunningJob<ExportParams>, services: JobServices)
     if (storing.status === 'rejected') throw storing.reason
     const pushed = pushing.value
     await pruneExports(services, repositoryId, job.id)
-    return { graph_id: pushed.graph_id, name: metadata.name, sha256: metadata.sha256!, exported_at: metadata.exported_at, bytes, counts, new: pushed.new }
+    return {
+      graph_id: pushed.graph_id,
+      name: metadata.name,
+      sha256: metadata.sha256!,
+      exported_at: metadata.exported_at,
+      bytes,
+      counts,
+      new: pushed.new,
+    }
   } finally {
     await rm(exported.path, { force: true })
   }
@@ -107,7 +127,12 @@ async function exportGraph(job: RunningJob<ExportParams>, services: JobServices)
  */
 async function pruneExports(services: JobServices, repositoryId: string, current: string): Promise<void> {
   const system = services.pools.system
-  const newest = await listJobs(system, { repositoryId, kind: 'export_graph', status: 'succeeded', newestFirst: true }, EXPORTS_KEPT - 1, undefined)
+  const newest = await listJobs(
+    system,
+    { repositoryId, kind: 'export_graph', status: 'succeeded', newestFirst: true },
+    EXPORTS_KEPT - 1,
+    undefined,
+  )
   const kept = new Set([current, ...newest.slice(0, EXPORTS_KEPT - 1).map((job) => job.id)])
   for await (const key of services.blobs.list(exportsPrefix(repositoryId))) {
     const id = key.slice(exportsPrefix(repositoryId).length).replace(/\.json\.gz$/, '')
@@ -138,9 +163,18 @@ function pushMetadata(metadata: Metadata): PushMetadata {
  * Streams the file to the registry, reporting the bytes sent, for the user who asked for the
  * export (who then owns the graph, docs/spec/bundle.md §7). A refusal (4xx) is final; the rest is retried.
  */
-async function pushFile(services: JobServices, path: string, metadata: PushMetadata, onSent: (bytes: number) => void, job: RunningJob<ExportParams>) {
+async function pushFile(
+  services: JobServices,
+  path: string,
+  metadata: PushMetadata,
+  onSent: (bytes: number) => void,
+  job: RunningJob<ExportParams>,
+) {
   try {
-    return await services.registry.push(metered((await runtime.openFile(path)).stream(), onSent), metadata, { signal: job.signal, onBehalfOf: job.createdBy })
+    return await services.registry.push(metered((await runtime.openFile(path)).stream(), onSent), metadata, {
+      signal: job.signal,
+      onBehalfOf: job.createdBy,
+    })
   } catch (error) {
     throw error instanceof RegistryError && error.final ? new PermanentJobError(error.message) : error
   }

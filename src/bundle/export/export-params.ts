@@ -15,10 +15,25 @@ export const ExportParams = Type.Object(
         description: "the graph's name; default: the repository's name",
       }),
     ),
-    description: Type.Optional(Type.String({ maxLength: 10_000, error: 'expected at most 10,000 characters', description: "default: the repository's description" })),
-    tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 64, error: 'expected an array of at most 64 strings of 1-100 characters' })),
-    include_bodies: Type.Optional(Type.Boolean({ error: 'expected a boolean', description: 'embed stored source bodies (default false)' })),
-    include_images: Type.Optional(Type.Boolean({ error: 'expected a boolean', description: 'embed stored source images (default true)' })),
+    description: Type.Optional(
+      Type.String({
+        maxLength: 10_000,
+        error: 'expected at most 10,000 characters',
+        description: "default: the repository's description",
+      }),
+    ),
+    tags: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+        maxItems: 64,
+        error: 'expected an array of at most 64 strings of 1-100 characters',
+      }),
+    ),
+    include_bodies: Type.Optional(
+      Type.Boolean({ error: 'expected a boolean', description: 'embed stored source bodies (default false)' }),
+    ),
+    include_images: Type.Optional(
+      Type.Boolean({ error: 'expected a boolean', description: 'embed stored source images (default true)' }),
+    ),
     exported_at: Type.Optional(
       Type.String({
         pattern: RFC3339,

@@ -10,7 +10,15 @@ import { VECTOR_KINDS, type VectorKind, type VectorStore } from '../../vectors/s
 type Tx = TransactionSql
 
 /** Tables whose rows are referenced by position. */
-export const POSITIONED = ['sources', 'source_images', 'facts', 'concepts', 'concept_summaries', 'investigations', 'reports'] as const
+export const POSITIONED = [
+  'sources',
+  'source_images',
+  'facts',
+  'concepts',
+  'concept_summaries',
+  'investigations',
+  'reports',
+] as const
 export type Positioned = (typeof POSITIONED)[number]
 /** The temporary table (id, pos) of a table's positions; the queries name them literally. */
 export const positionTable = (table: Positioned) => `export_pos_${table}`
@@ -33,7 +41,12 @@ export interface ExportCounts {
  * position and is not counted), and the facts and summaries tables themselves (every row has a
  * position). The promptset hashes are queried here unless `promptsetHashes` brings them.
  */
-export async function preparePositions(tx: Tx, tables: readonly Positioned[], onRanked: () => void, promptsetHashes?: Promise<string[]>) {
+export async function preparePositions(
+  tx: Tx,
+  tables: readonly Positioned[],
+  onRanked: () => void,
+  promptsetHashes?: Promise<string[]>,
+) {
   await rankPositions(tx, tables, onRanked)
   const [row] = await tx<(ExportCounts & { source_images: number; source_bodies: number; links: number })[]>`
     SELECT
@@ -50,7 +63,11 @@ export async function preparePositions(tx: Tx, tables: readonly Positioned[], on
         + (SELECT count(*) FROM investigation_sources)::int + (SELECT count(*) FROM report_annotations)::int AS links`
   const { source_images, source_bodies, links, ...counts } = row!
   const hashed = Object.values(counts).reduce((a, b) => a + b, 0) + links
-  return { counts, rowTotal: hashed + source_images + source_bodies, promptsetHashes: await (promptsetHashes ?? queryPromptsetHashes(tx)) }
+  return {
+    counts,
+    rowTotal: hashed + source_images + source_bodies,
+    promptsetHashes: await (promptsetHashes ?? queryPromptsetHashes(tx)),
+  }
 }
 
 /** The metadata's promptset_hashes: every non-empty one of facts, concepts and their links, sorted. */
@@ -63,7 +80,11 @@ export async function queryPromptsetHashes(tx: Tx): Promise<string[]> {
 }
 
 /** The position tables of `tables`, in this transaction; `onRanked` is called as each is made. */
-export async function rankPositions(tx: Tx, tables: readonly Positioned[], onRanked: () => void = () => {}): Promise<void> {
+export async function rankPositions(
+  tx: Tx,
+  tables: readonly Positioned[],
+  onRanked: () => void = () => {},
+): Promise<void> {
   for (const table of tables) {
     const name = positionTable(table)
     // Reports in (created_at, id) order, as every other table, except that a parent must
@@ -102,7 +123,8 @@ interface VectorSource {
  */
 export async function exportedVectorKinds({ vectors, embedder, repositoryId }: VectorSource): Promise<VectorKind[]> {
   const kinds: VectorKind[] = []
-  for (const kind of VECTOR_KINDS) if ((await vectors.dimensions(repositoryId, kind)) === embedder.dimensions) kinds.push(kind)
+  for (const kind of VECTOR_KINDS)
+    if ((await vectors.dimensions(repositoryId, kind)) === embedder.dimensions) kinds.push(kind)
   return kinds
 }
 
@@ -111,7 +133,11 @@ export async function exportedVectorKinds({ vectors, embedder, repositoryId }: V
  * the writer needs, and LanceDB scans in no order); those of `kinds` only (exportedVectorKinds),
  * the others' tables left empty. Returns how many vectors will be written.
  */
-export async function loadVectorTables(tx: Tx, source: VectorSource & { batchSize: number; signal?: AbortSignal }, kinds: readonly VectorKind[]): Promise<number> {
+export async function loadVectorTables(
+  tx: Tx,
+  source: VectorSource & { batchSize: number; signal?: AbortSignal },
+  kinds: readonly VectorKind[],
+): Promise<number> {
   const { vectors, embedder, repositoryId, batchSize, signal } = source
   let loaded = 0
   for (const kind of VECTOR_KINDS) {
@@ -122,7 +148,9 @@ export async function loadVectorTables(tx: Tx, source: VectorSource & { batchSiz
     for await (const batch of vectors.scan(repositoryId, kind, batchSize)) {
       signal?.throwIfAborted()
       // One parameter for the whole batch: the vectors' bytes end to end, cut apart in SQL.
-      const bytes = Buffer.concat(batch.map(({ vector }) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength)))
+      const bytes = Buffer.concat(
+        batch.map(({ vector }) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength)),
+      )
       // Vectors of rows outside the snapshot (deleted, or added since) have no position: skipped.
       const inserted = await tx`
         INSERT INTO ${tx(table)} (pos, vector)

@@ -54,7 +54,8 @@ export class Prefetch {
 
   constructor(sql: Sql, options: PrefetchOptions) {
     const signal = options.signal ? AbortSignal.any([options.signal, this.stop.signal]) : this.stop.signal
-    if (!SNAPSHOT_ID.test(options.snapshot)) throw new Error(`export: unexpected snapshot id ${JSON.stringify(options.snapshot)}`)
+    if (!SNAPSHOT_ID.test(options.snapshot))
+      throw new Error(`export: unexpected snapshot id ${JSON.stringify(options.snapshot)}`)
     const marks = new Map<RowSection, { resolve(): void; reject(error: unknown): void }>()
     for (const { section } of options.sections) {
       const ready = new Promise<void>((resolve, reject) => marks.set(section, { resolve, reject }))
@@ -108,7 +109,12 @@ export class Prefetch {
 }
 
 /** Writes a query's binary COPY into the file at `path`. */
-async function spool(tx: TransactionSql, query: PendingQuery<SqlRow[]>, path: string, signal?: AbortSignal): Promise<void> {
+async function spool(
+  tx: TransactionSql,
+  query: PendingQuery<SqlRow[]>,
+  path: string,
+  signal?: AbortSignal,
+): Promise<void> {
   const file = await open(path, 'w', 0o600)
   try {
     let position = 0

@@ -20,15 +20,26 @@ import { startExport } from './export-start.ts'
 
 type Scope = ReturnType<typeof repositoryScope>
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody }
-const gzipBody = { description: 'the gzipped bundle (.json.gz)', content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } } }
+const gzipBody = {
+  description: 'the gzipped bundle (.json.gz)',
+  content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } },
+}
 /** The download of an export that is queued or running: its job, with Retry-After. */
-const PendingExport = t.Object({ error: t.String(), job: JobBody }, { description: 'the export is queued or running: try again after Retry-After' })
+const PendingExport = t.Object(
+  { error: t.String(), job: JobBody },
+  { description: 'the export is queued or running: try again after Retry-After' },
+)
 const downloadErrors = { ...errors, 409: ErrorBody, 410: ErrorBody }
 // Documented by hand: the 200 is not JSON.
 const downloadResponses = {
   200: gzipBody,
   503: { description: PendingExport.description, content: { 'application/json': { schema: PendingExport } } },
-  ...Object.fromEntries(Object.keys(downloadErrors).map((status) => [status, { description: 'error', content: { 'application/json': { schema: ErrorBody } } }])),
+  ...Object.fromEntries(
+    Object.keys(downloadErrors).map((status) => [
+      status,
+      { description: 'error', content: { 'application/json': { schema: ErrorBody } } },
+    ]),
+  ),
 }
 const jobID = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
 
@@ -42,11 +53,21 @@ export interface ExportRoutesOptions {
 
 /** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
 export function exportRoutes({ scope, system, jobs, blobs, quotas }: ExportRoutesOptions) {
-  const start = async ({ principal, repository, body, set }: { principal: Principal; repository: Repository; body: ExportParams; set: AcceptedSet }) =>
-    accepted(set, await startExport({ jobs, quotas }, principal, repository, body))
+  const start = async ({
+    principal,
+    repository,
+    body,
+    set,
+  }: {
+    principal: Principal
+    repository: Repository
+    body: ExportParams
+    set: AcceptedSet
+  }) => accepted(set, await startExport({ jobs, quotas }, principal, repository, body))
 
   return repositoryScopedRoutes('kgs/export', scope, (app, at) => {
-    const describe = (summary: string, extra: Record<string, unknown> = {}) => at.detail({ tags: ['repositories'], summary, ...extra })
+    const describe = (summary: string, extra: Record<string, unknown> = {}) =>
+      at.detail({ tags: ['repositories'], summary, ...extra })
     return app
       .post('/export-graph', start, {
         repository: 'graph:export',
@@ -57,7 +78,9 @@ export function exportRoutes({ scope, system, jobs, blobs, quotas }: ExportRoute
           context.body ??= {}
         },
         response: { 202: JobBody, ...errors, 413: ErrorBody, 415: ErrorBody, 429: ErrorBody },
-        detail: describe('Export the repository as a graph bundle: queues an export_graph job (202) that builds the bundle, pushes it to the registry and keeps it as the latest export'),
+        detail: describe(
+          'Export the repository as a graph bundle: queues an export_graph job (202) that builds the bundle, pushes it to the registry and keeps it as the latest export',
+        ),
       })
       .get('/export-graph/download', ({ repository }) => downloadNewestExport(system, blobs, repository), {
         repository: 'graph:export',
@@ -68,13 +91,20 @@ export function exportRoutes({ scope, system, jobs, blobs, quotas }: ExportRoute
           { responses: downloadResponses },
         ),
       })
-      .get('/export-graph/:jobID/download', ({ repository, params }) => downloadExport(system, blobs, repository, params.jobID), {
-        repository: 'graph:export',
-        params: at.params({ jobID }),
-        response: { ...downloadErrors, 503: PendingExport },
-        detail: describe('Download the export of this export_graph job (409 if it failed, 410 once newer exports replaced it; 503 with Retry-After while it is queued or running)', {
-          responses: downloadResponses,
-        }),
-      })
+      .get(
+        '/export-graph/:jobID/download',
+        ({ repository, params }) => downloadExport(system, blobs, repository, params.jobID),
+        {
+          repository: 'graph:export',
+          params: at.params({ jobID }),
+          response: { ...downloadErrors, 503: PendingExport },
+          detail: describe(
+            'Download the export of this export_graph job (409 if it failed, 410 once newer exports replaced it; 503 with Retry-After while it is queued or running)',
+            {
+              responses: downloadResponses,
+            },
+          ),
+        },
+      )
   })
 }

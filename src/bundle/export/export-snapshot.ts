@@ -14,7 +14,15 @@ import type { Metadata, Row, RowSection } from '../format/schema.ts'
 import type { BundleContent, EncodedRows, MediaItem, VectorItem } from '../format/writer.ts'
 import { copyOut, encodeCopiedRows } from './export-copy.ts'
 import type { Prefetch, PrefetchedSection } from './export-prefetch.ts'
-import { exportedVectorKinds, loadVectorTables, POSITIONED, positionTable, preparePositions, vectorTable, type Positioned } from './export-positions.ts'
+import {
+  exportedVectorKinds,
+  loadVectorTables,
+  POSITIONED,
+  positionTable,
+  preparePositions,
+  vectorTable,
+  type Positioned,
+} from './export-positions.ts'
 
 type Tx = TransactionSql
 
@@ -86,9 +94,19 @@ const ANNOTATION_SECTION = {
 } as const satisfies PrefetchedSection
 
 /** The sections read ahead when there is a second connection, in the order it reads them. */
-export const PREFETCHED_SECTIONS: readonly PrefetchedSection[] = [...LINK_SECTIONS, ...CITING_SECTIONS, ANNOTATION_SECTION]
+export const PREFETCHED_SECTIONS: readonly PrefetchedSection[] = [
+  ...LINK_SECTIONS,
+  ...CITING_SECTIONS,
+  ANNOTATION_SECTION,
+]
 /** The position tables PREFETCHED_SECTIONS join to. */
-export const PREFETCHED_POSITIONS: readonly Positioned[] = ['sources', 'facts', 'concepts', 'concept_summaries', 'reports']
+export const PREFETCHED_POSITIONS: readonly Positioned[] = [
+  'sources',
+  'facts',
+  'concepts',
+  'concept_summaries',
+  'reports',
+]
 /**
  * The position tables the export's own transaction needs when the sections above are read ahead:
  * those of its own sections (facts rank themselves as they stream, see facts()), and the facts'
@@ -148,9 +166,16 @@ export class Snapshot {
   async prepare() {
     const { repositoryId } = this.options
     const vectorKinds = await exportedVectorKinds({ ...this.services, repositoryId })
-    const tables = !this.prefetch ? POSITIONED : vectorKinds.includes('facts') ? [...OWN_POSITIONS, 'facts' as const] : OWN_POSITIONS
+    const tables = !this.prefetch
+      ? POSITIONED
+      : vectorKinds.includes('facts')
+        ? [...OWN_POSITIONS, 'facts' as const]
+        : OWN_POSITIONS
     this.startPhase('ranking', tables.length)
-    return { ...(await preparePositions(this.tx, tables, () => this.advance(1), this.prefetch?.promptsetHashes)), vectorKinds }
+    return {
+      ...(await preparePositions(this.tx, tables, () => this.advance(1), this.prefetch?.promptsetHashes)),
+      vectorKinds,
+    }
   }
 
   startPhase(phase: ExportProgress['phase'], total: number): void {
@@ -213,7 +238,12 @@ export class Snapshot {
       },
       images: includeImages ? this.media('images') : undefined,
       bodies: includeBodies ? this.media('bodies') : undefined,
-      embeddings: { model: this.services.embedder.model, dimensions: this.services.embedder.dimensions, facts: this.vectors('facts'), concepts: this.vectors('concepts') },
+      embeddings: {
+        model: this.services.embedder.model,
+        dimensions: this.services.embedder.dimensions,
+        facts: this.vectors('facts'),
+        concepts: this.vectors('concepts'),
+      },
     }
   }
 
@@ -251,9 +281,15 @@ export class Snapshot {
    * The batches of `batches` converted, two ahead, each as it arrives: the server produces the
    * next batches and answers their conversion's queries while this one is encoded.
    */
-  private async *convertedAhead<T>(batches: AsyncGenerator<SqlRow[]>, convert: (batch: SqlRow[]) => T[] | Promise<T[]>, counted: boolean): AsyncGenerator<T[]> {
+  private async *convertedAhead<T>(
+    batches: AsyncGenerator<SqlRow[]>,
+    convert: (batch: SqlRow[]) => T[] | Promise<T[]>,
+    counted: boolean,
+  ): AsyncGenerator<T[]> {
     const next = () => {
-      const converted = batches.next().then(async ({ done, value }) => (done ? undefined : { rows: value.length, converted: await convert(value) }))
+      const converted = batches
+        .next()
+        .then(async ({ done, value }) => (done ? undefined : { rows: value.length, converted: await convert(value) }))
       // Awaited below; if the consumer stops first, batches.return settles it.
       converted.catch(() => {})
       return converted
@@ -331,7 +367,8 @@ export class Snapshot {
         ? this.tx`
             SELECT p.pos, i.content_type, i.storage_key FROM source_images i JOIN export_pos_source_images p ON p.id = i.id
             WHERE i.storage_key IS NOT NULL ORDER BY p.pos`
-        : this.tx`SELECT sp.pos, b.content_type, b.storage_key FROM source_bodies b JOIN export_pos_sources sp ON sp.id = b.source_id ORDER BY sp.pos`
+        : this
+            .tx`SELECT sp.pos, b.content_type, b.storage_key FROM source_bodies b JOIN export_pos_sources sp ON sp.id = b.source_id ORDER BY sp.pos`
     for await (const batch of this.rows<SqlRow>(query, undefined, { counted: false })) {
       for (const { pos, content_type, storage_key } of batch) {
         this.options.signal?.throwIfAborted()
@@ -340,7 +377,11 @@ export class Snapshot {
           this.missing[section].add(pos)
           continue
         }
-        yield { ref: `${section === 'images' ? 'img' : 'body'}-${pos}`, contentType: content_type || 'application/octet-stream', data }
+        yield {
+          ref: `${section === 'images' ? 'img' : 'body'}-${pos}`,
+          contentType: content_type || 'application/octet-stream',
+          data,
+        }
       }
     }
   }
@@ -359,7 +400,10 @@ export class Snapshot {
     return this.copied(section, LINK_SECTIONS.find((link) => link.section === section)!.query(this.tx))
   }
 
-  private async *encoded(section: RowSection, copied: AsyncIterable<readonly Uint8Array[]>): AsyncGenerator<EncodedRows> {
+  private async *encoded(
+    section: RowSection,
+    copied: AsyncIterable<readonly Uint8Array[]>,
+  ): AsyncGenerator<EncodedRows> {
     for await (const block of encodeCopiedRows(section, copied)) {
       this.advance(block.rows)
       yield block
@@ -389,14 +433,19 @@ export class Snapshot {
    * A section read ahead on the second connection when there is one (export-prefetch.ts), else
    * through a cursor of this transaction; `batchRows` at a time, each batch converted.
    */
-  private readAhead<T>(read: PrefetchedSection, batchRows: number, convert: (batch: SqlRow[]) => T[] | Promise<T[]>): AsyncGenerator<T[]> {
+  private readAhead<T>(
+    read: PrefetchedSection,
+    batchRows: number,
+    convert: (batch: SqlRow[]) => T[] | Promise<T[]>,
+  ): AsyncGenerator<T[]> {
     if (!this.prefetch) return this.rows(read.query(this.tx), convert, { batchRows })
     return this.convertedAhead(this.prefetch.rows(read.section, batchRows), convert, true)
   }
 
   /** Summaries and syntheses, their citations made portable. */
   private citing<S extends CitingSection>(section: S): AsyncGenerator<Row<S>[]> {
-    const convert = (batch: SqlRow[]) => this.portableCitations(batch as unknown as Row<'concept_summaries'>[], 'content') as unknown as Promise<Row<S>[]>
+    const convert = (batch: SqlRow[]) =>
+      this.portableCitations(batch as unknown as Row<'concept_summaries'>[], 'content') as unknown as Promise<Row<S>[]>
     return this.readAhead(CITING_SECTIONS.find((citing) => citing.section === section)!, TEXT_BATCH, convert)
   }
 
@@ -409,7 +458,14 @@ export class Snapshot {
         ORDER BY p.pos`,
       (batch) =>
         this.portableCitations(
-          batch.map((r) => ({ ...r, similarity_threshold: r.similarity_threshold ?? undefined, sentence_count: r.sentence_count ?? undefined }) as Row<'reports'>),
+          batch.map(
+            (r) =>
+              ({
+                ...r,
+                similarity_threshold: r.similarity_threshold ?? undefined,
+                sentence_count: r.sentence_count ?? undefined,
+              }) as Row<'reports'>,
+          ),
           'body_md',
         ),
       { batchRows: TEXT_BATCH },
@@ -434,8 +490,13 @@ export class Snapshot {
       SELECT 'fact' AS kind, id::text AS id, content_hash AS a, NULL AS b FROM facts WHERE id = ANY(${[...facts]}::uuid[])
       UNION ALL
       SELECT 'concept', id::text, canonical_name, context FROM concepts WHERE id = ANY(${[...concepts]}::uuid[])`
-    const portable = new Map(found.map((r) => [`${r.kind}:${r.id}`, r.kind === 'fact' ? portableFactId(r.a) : portableConceptId(r.a, r.b!)]))
-    return batch.map((row) => ({ ...row, [field]: rewriteCitations(row[field], (kind, id) => portable.get(`${kind}:${id}`)).text }))
+    const portable = new Map(
+      found.map((r) => [`${r.kind}:${r.id}`, r.kind === 'fact' ? portableFactId(r.a) : portableConceptId(r.a, r.b!)]),
+    )
+    return batch.map((row) => ({
+      ...row,
+      [field]: rewriteCitations(row[field], (kind, id) => portable.get(`${kind}:${id}`)).text,
+    }))
   }
 
   /** Vectors of one kind in ascending position, as loaded by loadVectors. */
@@ -444,7 +505,10 @@ export class Snapshot {
       batch.map(({ pos, vector }): VectorItem => {
         const bytes = vector as Buffer
         // A copy: the driver's Buffer need not be 4-byte aligned.
-        return { index: pos, vector: new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)) }
+        return {
+          index: pos,
+          vector: new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)),
+        }
       }),
     )
   }

@@ -102,7 +102,10 @@ const DEFAULT_THREADS = Math.min(2, Math.max(1, availableParallelism() - 1))
  * The gzip members of `source`, in order. The threads (DEFAULT_THREADS unless `threads` says
  * otherwise) live as long as the iteration, and end with it however it ends.
  */
-export async function* gzipMembers(source: AsyncIterable<Uint8Array>, options: { level?: number; threads?: number } = {}): AsyncGenerator<Uint8Array> {
+export async function* gzipMembers(
+  source: AsyncIterable<Uint8Array>,
+  options: { level?: number; threads?: number } = {},
+): AsyncGenerator<Uint8Array> {
   const threadCount = options.threads ?? DEFAULT_THREADS
   const threads = new GzipThreads(threadCount, options.level ?? 6)
   const inFlight: Promise<Uint8Array>[] = []

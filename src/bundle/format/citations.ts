@@ -61,7 +61,10 @@ export interface RewriteResult {
 }
 
 /** Replaces the UUID of every citation by `replacement(kind, lowercased uuid)`, or leaves it when that gives undefined. */
-export function rewriteCitations(text: string, replacement: (kind: CitedKind, id: string) => string | undefined): RewriteResult {
+export function rewriteCitations(
+  text: string,
+  replacement: (kind: CitedKind, id: string) => string | undefined,
+): RewriteResult {
   let rewritten = 0
   let unresolved = 0
   const result = text.replace(CITATION, (whole, kind: CitedKind, id: string) => {

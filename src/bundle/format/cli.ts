@@ -22,7 +22,12 @@ function input(path: string): AsyncIterable<Uint8Array> {
 }
 
 function oneFile(args: string[], options: { json?: boolean } = {}): { file: string; json: boolean } {
-  const { positionals, values } = parseArgs({ args, options: options.json ? { json: { type: 'boolean' } } : {}, strict: true, allowPositionals: true })
+  const { positionals, values } = parseArgs({
+    args,
+    options: options.json ? { json: { type: 'boolean' } } : {},
+    strict: true,
+    allowPositionals: true,
+  })
   if (positionals.length !== 1) throw new BundleUsageError('expected exactly one file')
   return { file: positionals[0]!, json: (values as { json?: boolean }).json === true }
 }
@@ -47,7 +52,9 @@ function inspectText(file: string, summary: BundleSummary): string {
   ]
   for (const [section, bytes] of Object.entries(stats.sectionBytes)) {
     const rows = stats.rows[section as keyof typeof stats.rows]
-    lines.push(`${section.padEnd(24)}${(rows === undefined ? '' : String(rows)).padStart(12)}${String(bytes).padStart(16)}`)
+    lines.push(
+      `${section.padEnd(24)}${(rows === undefined ? '' : String(rows)).padStart(12)}${String(bytes).padStart(16)}`,
+    )
   }
   return `${lines.join('\n')}\n`
 }
@@ -83,6 +90,7 @@ const subcommands: Record<string, (args: string[]) => Promise<number>> = {
 export async function runBundleCommand(args: string[]): Promise<number> {
   const [name, ...rest] = args
   const subcommand = name === undefined ? undefined : subcommands[name]
-  if (!subcommand) throw new BundleUsageError(name === undefined ? 'missing command' : `unknown command ${JSON.stringify(name)}`)
+  if (!subcommand)
+    throw new BundleUsageError(name === undefined ? 'missing command' : `unknown command ${JSON.stringify(name)}`)
   return subcommand(rest)
 }

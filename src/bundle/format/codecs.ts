@@ -2,7 +2,9 @@
 import { compileRowCodec, type RowCodec } from './compile.ts'
 import { Metadata, ROW_SCHEMAS, ROW_SECTIONS, type Row, type RowSection } from './schema.ts'
 
-export const ROW_CODECS = Object.fromEntries(ROW_SECTIONS.map((section) => [section, compileRowCodec(ROW_SCHEMAS[section])])) as {
+export const ROW_CODECS = Object.fromEntries(
+  ROW_SECTIONS.map((section) => [section, compileRowCodec(ROW_SCHEMAS[section])]),
+) as {
   [S in RowSection]: RowCodec<Row<S>>
 }
 

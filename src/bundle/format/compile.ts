@@ -35,7 +35,12 @@ export interface RowCodec<T> {
    * Checks a parsed row in place: fills the defaults of tolerated omissions, treats `null` in
    * an optional field as absent, and returns the first problem (or undefined).
    */
-  validate(row: Record<string, unknown>, position: number, reference: ReferenceCheck, zeroExists?: ZeroExists): string | undefined
+  validate(
+    row: Record<string, unknown>,
+    position: number,
+    reference: ReferenceCheck,
+    zeroExists?: ZeroExists,
+  ): string | undefined
 }
 
 function fieldKind(name: string, schema: TSchema): FieldKind {
@@ -59,7 +64,9 @@ export function rowFields(schema: TObject): Field[] {
     minLength: property.minLength as number | undefined,
     values: property.enum as string[] | undefined,
     default: property.default,
-    ref: (property['x-ref'] ?? (property.type === 'array' ? property.items['x-ref'] : undefined)) as RowSection | undefined,
+    ref: (property['x-ref'] ?? (property.type === 'array' ? property.items['x-ref'] : undefined)) as
+      | RowSection
+      | undefined,
     position: property['x-position'] === true,
     zeroOmitted: property['x-zero-omitted'] === true,
   }))
@@ -88,7 +95,8 @@ function encoderSource(list: Field[]): string {
   const lines = [`let s = '{'`]
   list.forEach((field, i) => {
     const key = JSON.stringify(`${i === 0 ? '' : ','}${JSON.stringify(field.name)}:`)
-    const value = field.default === undefined ? prop(field.name) : `(${prop(field.name)} ?? ${JSON.stringify(field.default)})`
+    const value =
+      field.default === undefined ? prop(field.name) : `(${prop(field.name)} ?? ${JSON.stringify(field.default)})`
     if (field.required) {
       lines.push(`s += ${key} + ${encodeValue(field, value)}`)
     } else {
@@ -140,7 +148,10 @@ function validatorSource(list: Field[]): string {
       lines.push(`if (v === undefined || v === null) { ${prop(field.name)} = ${zero} } else {`)
     } else {
       // A producer's null means "left out"; a tolerated omission takes its default.
-      const absent = field.default === undefined ? `if (v === null) ${prop(field.name)} = undefined` : `${prop(field.name)} = v = ${JSON.stringify(field.default)}`
+      const absent =
+        field.default === undefined
+          ? `if (v === null) ${prop(field.name)} = undefined`
+          : `${prop(field.name)} = v = ${JSON.stringify(field.default)}`
       lines.push(`if (v === undefined || v === null) { ${absent} } else {`)
     }
     lines.push(`if (!(${typeTest(field.kind, 'v')})) ${problem(`must be ${TYPE_NAMES[field.kind]}`)}`)
@@ -150,9 +161,14 @@ function validatorSource(list: Field[]): string {
     }
     if (field.minLength) lines.push(`if (v.length < ${field.minLength}) ${problem('must not be empty')}`)
     if (field.values) {
-      lines.push(`if (!${JSON.stringify(field.values)}.includes(v)) return ${JSON.stringify(`${field.name} must be one of ${field.values.join(', ')}, not `)} + JSON.stringify(v)`)
+      lines.push(
+        `if (!${JSON.stringify(field.values)}.includes(v)) return ${JSON.stringify(`${field.name} must be one of ${field.values.join(', ')}, not `)} + JSON.stringify(v)`,
+      )
     }
-    if (field.position) lines.push(`if (v !== position) return ${JSON.stringify(`${field.name} is `)} + v + ' but the row is at position ' + position`)
+    if (field.position)
+      lines.push(
+        `if (v !== position) return ${JSON.stringify(`${field.name} is `)} + v + ' but the row is at position ' + position`,
+      )
     if (field.ref) {
       const check = (value: string) => `p = reference(${JSON.stringify(field.ref)}, ${value}, ${name}); if (p) return p`
       if (field.kind === 'integers') lines.push(`for (const x of v) { let p; ${check('x')} }`)
@@ -167,7 +183,12 @@ function validatorSource(list: Field[]): string {
 export function compileRowCodec<T>(schema: TObject): RowCodec<T> {
   const list = rowFields(schema)
   if (!list[0]?.required) throw new Error('bundle schema: the first field of a row must be required')
-  const encode = new Function('str', 'f64', `return function encodeRow(r) {\n${encoderSource(list)}\n}`)(encodeString, encodeFloat64)
-  const validate = new Function(`return function validateRow(r, position, reference, zeroExists) {\n${validatorSource(list)}\n}`)()
+  const encode = new Function('str', 'f64', `return function encodeRow(r) {\n${encoderSource(list)}\n}`)(
+    encodeString,
+    encodeFloat64,
+  )
+  const validate = new Function(
+    `return function validateRow(r, position, reference, zeroExists) {\n${validatorSource(list)}\n}`,
+  )()
   return { encode, validate }
 }

@@ -11,7 +11,13 @@
 
 const NEEDS_ESCAPE = /[\u0000-\u001f"\\<>&\u2028\u2029\ud800-\udfff]/
 const HTML_SAFE = /[<>&\u2028\u2029]/g
-const HTML_ESCAPES: Record<string, string> = { '<': '\\u003c', '>': '\\u003e', '&': '\\u0026', '\u2028': '\\u2028', '\u2029': '\\u2029' }
+const HTML_ESCAPES: Record<string, string> = {
+  '<': '\\u003c',
+  '>': '\\u003e',
+  '&': '\\u0026',
+  '\u2028': '\\u2028',
+  '\u2029': '\\u2029',
+}
 const htmlEscape = (c: string) => HTML_ESCAPES[c]!
 
 export function encodeString(value: string): string {

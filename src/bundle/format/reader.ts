@@ -25,7 +25,13 @@
 // - A repeated key inside an embeddings map is not detected (the consumer upserts).
 import { DocumentReader } from './read/document.ts'
 import { decompress } from './read/gunzip.ts'
-import { DEFAULT_READER_LIMITS, newReaderStats, type BundleItem, type ReaderLimits, type ReaderStats } from './read/items.ts'
+import {
+  DEFAULT_READER_LIMITS,
+  newReaderStats,
+  type BundleItem,
+  type ReaderLimits,
+  type ReaderStats,
+} from './read/items.ts'
 
 export { BundleError, type BundleErrorWhere } from './read/errors.ts'
 export type { BundleItem, ReaderLimits, ReaderStats, RowItem } from './read/items.ts'
@@ -48,7 +54,8 @@ export class BundleReader implements AsyncIterable<BundleItem> {
     for (const [name, value] of Object.entries(limits) as [keyof ReaderLimits, number | undefined][]) {
       if (value === undefined) continue
       if (!(value > 0)) throw new RangeError(`reader limit ${name} must be positive, got ${value}`)
-      if (name === 'maxDepth' && !(Number.isInteger(value) && value <= 100_000)) throw new RangeError(`reader limit maxDepth must be an integer up to 100000, got ${value}`)
+      if (name === 'maxDepth' && !(Number.isInteger(value) && value <= 100_000))
+        throw new RangeError(`reader limit maxDepth must be an integer up to 100000, got ${value}`)
       this.limits[name] = value
     }
   }

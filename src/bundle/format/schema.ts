@@ -36,14 +36,17 @@ function oneOf<const T extends readonly string[]>(values: T, options: Record<str
 const text = (description?: string) => Type.String({ minLength: 1, ...(description ? { description } : {}) })
 const int = () => Type.Integer({ minimum: 0 })
 const position = () => Type.Integer({ minimum: 0, 'x-position': true })
-const ref = (section: RowSection, description?: string) => Type.Integer({ minimum: 0, 'x-ref': section, ...(description ? { description } : {}) })
+const ref = (section: RowSection, description?: string) =>
+  Type.Integer({ minimum: 0, 'x-ref': section, ...(description ? { description } : {}) })
 /**
  * A reference that may be -1 (none), as the Go original writes it: an `omitempty` int, so -1 is
  * written and 0 left out. Read back, an absent key is 0 where that row exists, else undefined
  * (none); the encoder omits both, which gives Go's bytes for Go's values.
  */
-const zeroOmittedRef = (section: RowSection, description: string) => Type.Optional(Type.Integer({ minimum: -1, 'x-ref': section, 'x-zero-omitted': true, description }))
-const refs = (section: RowSection, description?: string) => Type.Optional(Type.Array(ref(section), description ? { description } : {}))
+const zeroOmittedRef = (section: RowSection, description: string) =>
+  Type.Optional(Type.Integer({ minimum: -1, 'x-ref': section, 'x-zero-omitted': true, description }))
+const refs = (section: RowSection, description?: string) =>
+  Type.Optional(Type.Array(ref(section), description ? { description } : {}))
 const omit = <T extends TSchema>(schema: T) => Type.Optional(schema)
 
 const SOURCE_IMAGE_KINDS = ['inline', 'page'] as const
@@ -59,7 +62,11 @@ export const Metadata = Type.Object(
     owner: omit(Type.String()),
     tags: omit(Type.Array(Type.String())),
     okt_version: omit(Type.String({ description: 'producer version, e.g. kgs/1.2.0' })),
-    promptset_hashes: omit(Type.Array(Type.String(), { description: 'sorted distinct promptset hashes of facts, concepts and fact_concepts' })),
+    promptset_hashes: omit(
+      Type.Array(Type.String(), {
+        description: 'sorted distinct promptset hashes of facts, concepts and fact_concepts',
+      }),
+    ),
     embedding_model: omit(Type.String()),
     embedding_dimensions: omit(int()),
     source_count: int(),
@@ -70,7 +77,10 @@ export const Metadata = Type.Object(
     report_count: int(),
     investigation_count: int(),
     sha256: omit(Type.String({ pattern: '^[0-9a-f]{64}$', description: 'canonical hash (docs/spec/bundle.md §3)' })),
-    exported_at: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$', description: 'RFC 3339' }),
+    exported_at: Type.String({
+      pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$',
+      description: 'RFC 3339',
+    }),
   },
   { $id: 'BundleMetadata' },
 )

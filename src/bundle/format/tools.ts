@@ -4,7 +4,15 @@ import { Readable, type Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { BundleError, readBundle, type BundleItem, type ReaderLimits, type ReaderStats } from './reader.ts'
 import { COUNTED_SECTIONS, type Metadata, type RowSection } from './schema.ts'
-import { canonicalHashes, canonicalRulesFor, encodeBundle, hashedSections, type BundleContent, type CanonicalRule, type RowSource } from './writer.ts'
+import {
+  canonicalHashes,
+  canonicalRulesFor,
+  encodeBundle,
+  hashedSections,
+  type BundleContent,
+  type CanonicalRule,
+  type RowSource,
+} from './writer.ts'
 
 /**
  * Turns a reader's items back into writer input for the canonical encoder, in the same pass:
@@ -31,7 +39,8 @@ class CanonicalSource {
       if (next.done) this.ended = true
       else {
         this.lookahead = next.value
-        if (next.value.type === 'embeddings') this.embeddings = { model: next.value.model, dimensions: next.value.dimensions }
+        if (next.value.type === 'embeddings')
+          this.embeddings = { model: next.value.model, dimensions: next.value.dimensions }
       }
     }
     return this.lookahead
@@ -54,7 +63,9 @@ class CanonicalSource {
         for (const section of sections) (rows as Record<string, RowSource<unknown>>)[section] = this.rowsOf(section)
         return { schemaVersion, metadata: item.metadata, rows }
       } else if (item.type === 'row') {
-        throw new BundleError(`the metadata must come before the rows (${item.section} does not) to be hashed in one pass`)
+        throw new BundleError(
+          `the metadata must come before the rows (${item.section} does not) to be hashed in one pass`,
+        )
       }
     }
     throw new BundleError('metadata is missing')
@@ -66,7 +77,10 @@ class CanonicalSource {
       if (item.type === 'row' && order.has(item.section)) {
         if (item.section !== section) {
           if (order.get(item.section)! > order.get(section)!) return
-          throw new BundleError(`comes after ${section}; the canonical hash needs the sections in order`, { section: item.section, position: item.position })
+          throw new BundleError(`comes after ${section}; the canonical hash needs the sections in order`, {
+            section: item.section,
+            position: item.position,
+          })
         }
         this.take()
         yield item.row
@@ -78,7 +92,11 @@ class CanonicalSource {
   }
 
   /** The canonical hashes by every rule of the file's version, reading the whole file. */
-  async hashes(): Promise<{ content: BundleContent; rules: CanonicalRule[]; hashes: Partial<Record<CanonicalRule, string>> }> {
+  async hashes(): Promise<{
+    content: BundleContent
+    rules: CanonicalRule[]
+    hashes: Partial<Record<CanonicalRule, string>>
+  }> {
     const content = await this.content()
     const rules = canonicalRulesFor(content.schemaVersion)
     const hashes = await canonicalHashes(content, rules)
@@ -113,7 +131,10 @@ export const RULE_NAMES: Record<CanonicalRule, string> = {
 }
 
 /** One pass: every row checked by the reader and the canonical hash recomputed by every rule of the file's version. */
-export async function summarizeBundle(source: AsyncIterable<Uint8Array>, limits?: Partial<ReaderLimits>): Promise<BundleSummary> {
+export async function summarizeBundle(
+  source: AsyncIterable<Uint8Array>,
+  limits?: Partial<ReaderLimits>,
+): Promise<BundleSummary> {
   const reader = readBundle(source, limits)
   const canonical = new CanonicalSource(reader)
   const { content, rules, hashes } = await canonical.hashes()
@@ -133,7 +154,9 @@ export function bundleProblems(summary: BundleSummary): string[] {
   const problems: string[] = []
   const { metadata } = summary
   if (!metadata.sha256) {
-    problems.push(`the file carries no hash (metadata.sha256 is absent, as in the Go original's streamed exports), so its content cannot be verified; its canonical hash is ${summary.canonicalSha256}`)
+    problems.push(
+      `the file carries no hash (metadata.sha256 is absent, as in the Go original's streamed exports), so its content cannot be verified; its canonical hash is ${summary.canonicalSha256}`,
+    )
   } else if (!summary.matchedRule) {
     problems.push(`metadata.sha256 is ${metadata.sha256} but the canonical hash is ${summary.canonicalSha256}`)
   }
@@ -183,7 +206,10 @@ class Handoff implements AsyncIterable<BundleItem> {
  * consumer may change it. `digest` settles once every item has been passed on: the hashes, or
  * why none can be computed.
  */
-export function hashAlongside(items: AsyncIterable<BundleItem>): { items: AsyncIterable<BundleItem>; digest: Promise<string[]> } {
+export function hashAlongside(items: AsyncIterable<BundleItem>): {
+  items: AsyncIterable<BundleItem>
+  digest: Promise<string[]>
+} {
   const handoff = new Handoff()
   const digest = (async () => {
     return Object.values((await new CanonicalSource(handoff).hashes()).hashes)
@@ -206,9 +232,17 @@ export function hashAlongside(items: AsyncIterable<BundleItem>): { items: AsyncI
 }
 
 /** Writes the canonical form (what the hash is computed over) to `sink`, reading the whole file. */
-export async function writeCanonical(source: AsyncIterable<Uint8Array>, sink: Writable, limits?: Partial<ReaderLimits>): Promise<void> {
+export async function writeCanonical(
+  source: AsyncIterable<Uint8Array>,
+  sink: Writable,
+  limits?: Partial<ReaderLimits>,
+): Promise<void> {
   const canonical = new CanonicalSource(readBundle(source, limits))
   const content = await canonical.content()
-  await pipeline(Readable.from(encodeBundle(content, { canonical: canonicalRulesFor(content.schemaVersion)[0] })), sink, { end: false })
+  await pipeline(
+    Readable.from(encodeBundle(content, { canonical: canonicalRulesFor(content.schemaVersion)[0] })),
+    sink,
+    { end: false },
+  )
   await canonical.finish()
 }

@@ -11,7 +11,16 @@ import { createGzip } from 'node:zlib'
 import { GarbageMeter, metered } from '../../memory.ts'
 import { METADATA_CODEC, ROW_CODECS } from './codecs.ts'
 import { encodeFloat32, encodeString } from './json.ts'
-import { ROW_SECTIONS, SCHEMA_VERSION, V1_KEYS, V2_KEYS, type MediaSection, type Metadata, type Row, type RowSection } from './schema.ts'
+import {
+  ROW_SECTIONS,
+  SCHEMA_VERSION,
+  V1_KEYS,
+  V2_KEYS,
+  type MediaSection,
+  type Metadata,
+  type Row,
+  type RowSection,
+} from './schema.ts'
 
 /**
  * Rows already encoded by their section's codec rules (the export reads them so from the
@@ -64,11 +73,13 @@ export interface BundleContent {
 export type CanonicalRule = 'v2' | 'v2-embedding' | 'v1'
 
 /** The rules a file of this version may have been hashed by, the one kgs writes first. */
-export const canonicalRulesFor = (schemaVersion: number | undefined): CanonicalRule[] => (schemaVersion === 1 ? ['v1'] : ['v2', 'v2-embedding'])
+export const canonicalRulesFor = (schemaVersion: number | undefined): CanonicalRule[] =>
+  schemaVersion === 1 ? ['v1'] : ['v2', 'v2-embedding']
 
 /** The row sections a rule hashes, in its order. */
 export function hashedSections(rule: CanonicalRule): RowSection[] {
-  if (rule === 'v1') return V1_KEYS.filter((key): key is RowSection => (ROW_SECTIONS as readonly string[]).includes(key))
+  if (rule === 'v1')
+    return V1_KEYS.filter((key): key is RowSection => (ROW_SECTIONS as readonly string[]).includes(key))
   return ROW_SECTIONS.filter((section) => section !== 'source_images' && section !== 'source_bodies')
 }
 
@@ -130,7 +141,9 @@ async function* mediaBase64(data: Uint8Array | AsyncIterable<Uint8Array>): Async
   // Base64 works on 3-byte groups: carry a chunk's remainder over to the next.
   let carry = Buffer.alloc(0)
   for await (const chunk of data) {
-    const bytes = carry.length ? Buffer.concat([carry, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    const bytes = carry.length
+      ? Buffer.concat([carry, chunk])
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
     const whole = bytes.length - (bytes.length % 3)
     yield bytes.subarray(0, whole).toString('base64')
     carry = Buffer.from(bytes.subarray(whole))
@@ -144,7 +157,11 @@ export const encodeFileHead = (content: BundleContent) => encodeHead(content, un
 /** The bundle as uncompressed JSON, in chunks of about 64 KiB. */
 export async function* encodeBundle(content: BundleContent, options: EncodeOptions = {}): AsyncGenerator<Uint8Array> {
   const rule = options.canonical
-  for await (const { file, canonical } of encodeRest(content, { file: rule === undefined, canonical: rule }, encodeHead(content, rule))) {
+  for await (const { file, canonical } of encodeRest(
+    content,
+    { file: rule === undefined, canonical: rule },
+    encodeHead(content, rule),
+  )) {
     const chunk = rule === undefined ? file : canonical
     if (chunk) yield chunk
   }
@@ -177,7 +194,8 @@ export function encodeBodyHashing(content: BundleContent): { chunks: AsyncGenera
 type Part = string | Uint8Array
 
 /** A row as its codec writes it, or a block of rows encoded already. */
-const encodeRow = <T>(encode: (row: T) => string, row: T | EncodedRows): Part => (row instanceof EncodedRows ? row.json : encode(row))
+const encodeRow = <T>(encode: (row: T) => string, row: T | EncodedRows): Part =>
+  row instanceof EncodedRows ? row.json : encode(row)
 
 /**
  * Text of the file and of a canonical form, built side by side: most of it is the same in both;
@@ -256,7 +274,11 @@ class Parts {
  * Everything after the metadata (`head` first, in both outputs), for the file, a canonical form,
  * or both at once from one pass over the sources: the same bytes for every rule of a version.
  */
-async function* encodeRest(content: BundleContent, targets: { file: boolean; canonical?: CanonicalRule }, head = ''): AsyncGenerator<{ file?: Uint8Array; canonical?: Uint8Array }> {
+async function* encodeRest(
+  content: BundleContent,
+  targets: { file: boolean; canonical?: CanonicalRule },
+  head = '',
+): AsyncGenerator<{ file?: Uint8Array; canonical?: Uint8Array }> {
   const rule = targets.canonical
   const out = new Outputs(targets)
   out.both(head)
@@ -270,7 +292,9 @@ async function* encodeRest(content: BundleContent, targets: { file: boolean; can
       out.fileOnly(`,"${key}":{`)
       let first = true
       for await (const item of items) {
-        out.fileOnly(`${first ? '' : ','}${encodeString(item.ref)}:{"content_type":${encodeString(item.contentType)},"data":"`)
+        out.fileOnly(
+          `${first ? '' : ','}${encodeString(item.ref)}:{"content_type":${encodeString(item.contentType)},"data":"`,
+        )
         first = false
         for await (const text of mediaBase64(item.data)) {
           out.fileOnly(text)
@@ -352,7 +376,11 @@ export interface WriteResult {
 }
 
 /** Writes the gzipped bundle to `sink` (a file, an HTTP request, ...) and ends it. */
-export async function writeBundle(content: BundleContent, sink: Writable, options: { level?: number } = {}): Promise<WriteResult> {
+export async function writeBundle(
+  content: BundleContent,
+  sink: Writable,
+  options: { level?: number } = {},
+): Promise<WriteResult> {
   const result: WriteResult = { bytes: 0, compressedBytes: 0 }
   await pipeline(
     Readable.from(metered(encodeBundle(content), (bytes) => (result.bytes = bytes))),
@@ -372,7 +400,10 @@ export async function canonicalHash(content: BundleContent): Promise<string> {
 }
 
 /** The canonical hashes of one version's rules in one pass over the rows: they differ in the metadata only. */
-export async function canonicalHashes(content: BundleContent, rules: readonly CanonicalRule[]): Promise<Partial<Record<CanonicalRule, string>>> {
+export async function canonicalHashes(
+  content: BundleContent,
+  rules: readonly CanonicalRule[],
+): Promise<Partial<Record<CanonicalRule, string>>> {
   const hashes = rules.map((rule) => createHash('sha256').update(encodeHead(content, rule)))
   const garbage = new GarbageMeter()
   for await (const { canonical } of encodeRest(content, { file: false, canonical: rules[0] })) {

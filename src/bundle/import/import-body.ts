@@ -11,10 +11,18 @@ const SHA256_PATTERN = '^[0-9a-f]{64}$'
 export const FORMS = `{"graph_id": "<uuid>"} or {"name": "...", "sha256": "<64 hex digits>"}`
 
 export const RegistryImportBody = Type.Union([
-  Type.Object({ graph_id: Type.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) }, { additionalProperties: false }),
+  Type.Object(
+    { graph_id: Type.String({ pattern: UUID_PATTERN, error: 'expected a UUID' }) },
+    { additionalProperties: false },
+  ),
   Type.Object(
     {
-      name: Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: '\\S', error: `expected a graph name of 1-${NAME_MAX} characters` }),
+      name: Type.String({
+        minLength: 1,
+        maxLength: NAME_MAX,
+        pattern: '\\S',
+        error: `expected a graph name of 1-${NAME_MAX} characters`,
+      }),
       sha256: Type.String({ pattern: SHA256_PATTERN, error: 'expected 64 lowercase hexadecimal digits' }),
     },
     { additionalProperties: false },
@@ -26,7 +34,8 @@ const invalid = (problem: string) => new HttpError(400, `invalid body: ${problem
 
 /** The body if it is one of the forms (graph_id in lower case), else 400 with what is wrong. */
 export function registryImportParams(body: unknown): RegistryImportBody {
-  if (Value.Check(RegistryImportBody, body)) return 'graph_id' in body ? { graph_id: body.graph_id.toLowerCase() } : body
+  if (Value.Check(RegistryImportBody, body))
+    return 'graph_id' in body ? { graph_id: body.graph_id.toLowerCase() } : body
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid(`expected an object: ${FORMS}`)
   // The form the body means is the one whose fields it has.
   const keys = Object.keys(body)

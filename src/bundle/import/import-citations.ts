@@ -8,7 +8,11 @@ import type { RowSection } from '../format/schema.ts'
 import { arrayLiteral, type Batch, type RowContext } from './import-rows.ts'
 
 /** The field of each section whose markdown cites facts and concepts. */
-const CITING = { concept_summaries: 'content', concept_syntheses: 'content', reports: 'body_md' } as const satisfies Partial<Record<RowSection, string>>
+const CITING = {
+  concept_summaries: 'content',
+  concept_syntheses: 'content',
+  reports: 'body_md',
+} as const satisfies Partial<Record<RowSection, string>>
 
 /** Whether a section's rows cite. */
 export const cites = (section: RowSection) => section in CITING
@@ -36,7 +40,9 @@ async function localCitations(context: RowContext, texts: string[]): Promise<str
   }
   if (cited.fact.size + cited.concept.size === 0) return texts
   // Two batches' lookups may run at once: the first one's index serves both.
-  context.portableIndex ??= tx.unsafe('CREATE INDEX ON import_facts (portable); CREATE INDEX ON import_concepts (portable)').execute()
+  context.portableIndex ??= tx
+    .unsafe('CREATE INDEX ON import_facts (portable); CREATE INDEX ON import_concepts (portable)')
+    .execute()
   await context.portableIndex
   const local = new Map<string, string>()
   const found = await tx<{ kind: CitedKind; portable: string; id: string }[]>`

@@ -82,7 +82,8 @@ export class CopyStream {
   private constructor(private readonly stream: Writable) {}
 
   static async open(tx: TransactionSql, table: string, columns: readonly string[]): Promise<CopyStream> {
-    const stream = (await tx`COPY ${tx(table)} (${tx(columns as string[])}) FROM STDIN (FORMAT binary)`.writable()) as unknown as Writable
+    const stream =
+      (await tx`COPY ${tx(table)} (${tx(columns as string[])}) FROM STDIN (FORMAT binary)`.writable()) as unknown as Writable
     // An error before end() (the server refused a row) is awaited there.
     stream.on('error', () => {})
     const copy = new CopyStream(stream)
@@ -164,7 +165,18 @@ function copiedLinks<S extends 'fact_sources' | 'fact_concepts'>(
 export const COPY_SECTIONS: { [S in RowSection]?: CopiedSection<S> } = {
   facts: {
     table: 'import_facts_copied',
-    columns: ['pos', 'id', 'text', 'fact_kind', 'image_url', 'content_hash', 'portable', 'promptset_hash', 'status', 'image_pos'],
+    columns: [
+      'pos',
+      'id',
+      'text',
+      'fact_kind',
+      'image_url',
+      'content_hash',
+      'portable',
+      'promptset_hash',
+      'status',
+      'image_pos',
+    ],
     prepare: ({ tx }) =>
       tx`
       CREATE TEMP TABLE import_facts_copied (

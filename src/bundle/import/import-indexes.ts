@@ -69,7 +69,10 @@ export interface DeferredIndexes {
  * what builds them again (to run after the last row). Otherwise nothing is changed and undefined
  * is returned.
  */
-export async function deferIndexesIfEmpty(tx: TransactionSql, { bulk }: { bulk: boolean }): Promise<DeferredIndexes | undefined> {
+export async function deferIndexesIfEmpty(
+  tx: TransactionSql,
+  { bulk }: { bulk: boolean },
+): Promise<DeferredIndexes | undefined> {
   const isEmpty = async () => ((await tx.unsafe(EMPTY)) as unknown as [{ empty: boolean }])[0].empty
   if (!(await isEmpty())) return undefined
   // Locked first, then checked again: a write that came in between keeps the indexes.
@@ -86,7 +89,8 @@ export async function deferIndexesIfEmpty(tx: TransactionSql, { bulk }: { bulk: 
       AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
     ORDER BY i.indisunique DESC, 2`
   // Names and definitions as PostgreSQL itself wrote them out a moment ago, from the catalog.
-  for (const key of [...foreignKeys, ...keys]) await tx.unsafe(`ALTER TABLE ${key.table} DROP CONSTRAINT ${quoted(key.name)}`)
+  for (const key of [...foreignKeys, ...keys])
+    await tx.unsafe(`ALTER TABLE ${key.table} DROP CONSTRAINT ${quoted(key.name)}`)
   for (const index of indexes) await tx.unsafe(`DROP INDEX ${index.name}`)
   if (bulk) await tx.unsafe(`ALTER TABLE facts DISABLE TRIGGER ${DOCUMENTS_TRIGGER}`)
   return {
@@ -96,7 +100,9 @@ export async function deferIndexesIfEmpty(tx: TransactionSql, { bulk }: { bulk: 
         // The planner's default costs of moving rows between processes keep this statement on one
         // process: its per-row work (to_tsvector) is what those costs do not weigh.
         await tx.unsafe('SET LOCAL parallel_setup_cost = 0; SET LOCAL parallel_tuple_cost = 0')
-        await tx.unsafe('CREATE TEMP TABLE import_documents ON COMMIT DROP AS SELECT id, fact_document(text) AS fulltext FROM facts')
+        await tx.unsafe(
+          'CREATE TEMP TABLE import_documents ON COMMIT DROP AS SELECT id, fact_document(text) AS fulltext FROM facts',
+        )
         await tx.unsafe('SET LOCAL parallel_setup_cost TO DEFAULT; SET LOCAL parallel_tuple_cost TO DEFAULT')
         await tx.unsafe('INSERT INTO fact_documents (id, fulltext) SELECT id, fulltext FROM import_documents')
         await tx.unsafe('DROP TABLE import_documents')

@@ -50,7 +50,10 @@ const UPLOAD_KEY_PATTERN = '^uploads/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 /** The route's registry forms (its JSON body), or an upload the route stored. */
 const ImportParams = Type.Union([
   ...RegistryImportBody.anyOf,
-  Type.Object({ upload: Type.String({ pattern: UPLOAD_KEY_PATTERN, description: 'blob key of an uploaded bundle' }) }, { additionalProperties: false }),
+  Type.Object(
+    { upload: Type.String({ pattern: UPLOAD_KEY_PATTERN, description: 'blob key of an uploaded bundle' }) },
+    { additionalProperties: false },
+  ),
 ])
 type ImportParams = Static<typeof ImportParams>
 
@@ -82,7 +85,8 @@ export async function sweepUploads(system: Sql, blobs: BlobStore, now = Date.now
 }
 
 /** The blob prefix of one import's media (docs/spec/bundle.md §5): live once the import commits. */
-const importMediaPrefix = (repositoryId: string, jobId: string) => `${repositoryBlobPrefix(repositoryId)}imports/${jobId}/`
+const importMediaPrefix = (repositoryId: string, jobId: string) =>
+  `${repositoryBlobPrefix(repositoryId)}imports/${jobId}/`
 
 /** The job result (docs/spec/bundle.md §5). */
 export interface ImportResult {
@@ -113,12 +117,16 @@ export async function importGraph(job: ImportJob, services: JobServices): Promis
   } catch (error) {
     const failure = jobError(error)
     // A shutdown hands the job back to the queue (its attempt given back): the upload stays for the next run.
-    endsForGood = job.signal.reason !== SHUTTING_DOWN && (failure instanceof PermanentJobError || job.attempt >= IMPORT_ATTEMPTS || job.signal.reason === CANCELLED)
+    endsForGood =
+      job.signal.reason !== SHUTTING_DOWN &&
+      (failure instanceof PermanentJobError || job.attempt >= IMPORT_ATTEMPTS || job.signal.reason === CANCELLED)
     throw failure
   } finally {
     if (endsForGood && 'upload' in job.params) {
       const key = job.params.upload
-      await services.blobs.delete(key).catch((error) => services.log.error('import: could not delete the upload', { key, ...describeError(error) }))
+      await services.blobs
+        .delete(key)
+        .catch((error) => services.log.error('import: could not delete the upload', { key, ...describeError(error) }))
     }
   }
 }
@@ -179,7 +187,10 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
         throw error
       }
       const hashes = (await hashed?.digest) ?? []
-      if (expected && !hashes.includes(expected)) throw new BundleError(`the canonical hash of the bundle is ${hashes[0]}, not the sha256 ${expected} it was imported by`)
+      if (expected && !hashes.includes(expected))
+        throw new BundleError(
+          `the canonical hash of the bundle is ${hashes[0]}, not the sha256 ${expected} it was imported by`,
+        )
       const added = counts.imported.facts + counts.imported.concepts
       const result: ImportResult = {
         imported: counts.imported,
@@ -188,7 +199,11 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
         embeddings: counts.staged > 0 ? 'upserted' : added > 0 ? 're-embedding' : 'none',
         media: counts.media,
       }
-      const committed: CommittedImport = { result, vectors_pending: counts.staged > 0, followups_pending: followUps(result).length > 0 }
+      const committed: CommittedImport = {
+        result,
+        vectors_pending: counts.staged > 0,
+        followups_pending: followUps(result).length > 0,
+      }
       await tx`
         INSERT INTO graph_imports (job_id, result, vectors_pending, followups_pending)
         VALUES (${job.id}, ${tx.json(result as never)}, ${committed.vectors_pending}, ${committed.followups_pending})`
@@ -199,7 +214,9 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
       return await attempt(true)
     } catch (error) {
       if (!(error instanceof RepeatedRows)) throw error
-      services.log.info('import: the bundle repeats rows; importing it again, deduplicating as it goes', { job: job.id })
+      services.log.info('import: the bundle repeats rows; importing it again, deduplicating as it goes', {
+        job: job.id,
+      })
       return await attempt(false)
     }
   } catch (error) {
@@ -210,7 +227,9 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
       () => true,
     )
     if (job.signal.reason !== LEASE_LOST && !maybeCommitted) {
-      await discardAttempt(job, services).catch((cleanup) => services.log.error('import: could not clean up a failed attempt', { job: job.id, ...describeError(cleanup) }))
+      await discardAttempt(job, services).catch((cleanup) =>
+        services.log.error('import: could not clean up a failed attempt', { job: job.id, ...describeError(cleanup) }),
+      )
     }
     throw error
   } finally {
@@ -219,7 +238,9 @@ async function importOnce(job: ImportJob, services: JobServices, sql: Sql): Prom
 }
 
 function committedImport(sql: Sql | TransactionSql, jobId: string) {
-  return sql<CommittedImport[]>`SELECT result, vectors_pending, followups_pending FROM graph_imports WHERE job_id = ${jobId}`
+  return sql<
+    CommittedImport[]
+  >`SELECT result, vectors_pending, followups_pending FROM graph_imports WHERE job_id = ${jobId}`
 }
 
 /** Deletes what an attempt that did not commit left: media under the job's prefix, staged vectors. */
@@ -229,7 +250,12 @@ async function discardAttempt(job: ImportJob, { blobs, vectors }: JobServices): 
 }
 
 /** What follows the commit, each step recorded once done. */
-async function completeImport(job: ImportJob, services: JobServices, sql: Sql, committed: CommittedImport): Promise<void> {
+async function completeImport(
+  job: ImportJob,
+  services: JobServices,
+  sql: Sql,
+  committed: CommittedImport,
+): Promise<void> {
   const repositoryId = job.repositoryId!
   if (committed.vectors_pending) {
     job.progress({ phase: 'vectors', done: 0, total: VECTOR_KINDS.length })
@@ -259,7 +285,9 @@ function followUps(result: ImportResult): { kind: string; params?: Record<string
   return [
     ...(result.media.to_fetch > 0 ? [{ kind: 'fetch_media' }] : []),
     ...(result.embeddings === 're-embedding' ? [{ kind: 'embed_facts' }, { kind: 'embed_concepts' }] : []),
-    ...(result.embeddings === 'upserted' ? VECTOR_KINDS.map((kind) => ({ kind: OPTIMIZE_VECTORS, params: { kind } })) : []),
+    ...(result.embeddings === 'upserted'
+      ? VECTOR_KINDS.map((kind) => ({ kind: OPTIMIZE_VECTORS, params: { kind } }))
+      : []),
   ]
 }
 
@@ -291,7 +319,10 @@ async function openBundle(job: ImportJob, { blobs, registry, config }: JobServic
     }
     return { open, bytes: stat.bytes, close: async () => {} }
   }
-  const graph = 'graph_id' in params ? await registry.get(params.graph_id, job.signal) : await registry.find(params.name, params.sha256, job.signal)
+  const graph =
+    'graph_id' in params
+      ? await registry.get(params.graph_id, job.signal)
+      : await registry.find(params.name, params.sha256, job.signal)
   if (!graph) throw new PermanentJobError(`${describeGraph(params)} is not in the registry`)
   const path = await scratchFile(config.dataDir, 'import', job)
   const remove = () => rm(path, { force: true })
@@ -304,7 +335,12 @@ async function openBundle(job: ImportJob, { blobs, registry, config }: JobServic
         bytes = received
         job.progress({ done: received, bytes: received })
       })
-    await pipeline(await registry.download(graph.id, job.signal), downloaded, createWriteStream(path, { mode: 0o600 }), { signal: job.signal })
+    await pipeline(
+      await registry.download(graph.id, job.signal),
+      downloaded,
+      createWriteStream(path, { mode: 0o600 }),
+      { signal: job.signal },
+    )
   } catch (error) {
     await remove()
     throw error
@@ -313,12 +349,15 @@ async function openBundle(job: ImportJob, { blobs, registry, config }: JobServic
 }
 
 export function describeGraph(params: { graph_id: string } | { name: string; sha256: string }): string {
-  return 'graph_id' in params ? `graph ${params.graph_id}` : `graph ${JSON.stringify(params.name)} with sha256 ${params.sha256}`
+  return 'graph_id' in params
+    ? `graph ${params.graph_id}`
+    : `graph ${JSON.stringify(params.name)} with sha256 ${params.sha256}`
 }
 
 /** Failures another attempt cannot fix become PermanentJobError; the rest stay retryable. */
 function jobError(error: unknown): unknown {
-  if (error instanceof BundleError || (error instanceof RegistryError && error.final)) return new PermanentJobError((error as Error).message)
+  if (error instanceof BundleError || (error instanceof RegistryError && error.final))
+    return new PermanentJobError((error as Error).message)
   // Values PostgreSQL refused outside a row batch (a media content type, say).
   if (isDataError(error)) return new PermanentJobError(`bundle: ${(error as Error).message}`)
   return error

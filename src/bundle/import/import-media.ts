@@ -89,7 +89,13 @@ export class MediaImport {
   }
 
   /** Media that came before their rows: recorded (the first of a repeated ref wins), then stored. */
-  private async storeEarly(section: MediaSection, ref: string, id: string, contentType: string, data: AsyncIterable<Uint8Array>): Promise<void> {
+  private async storeEarly(
+    section: MediaSection,
+    ref: string,
+    id: string,
+    contentType: string,
+    data: AsyncIterable<Uint8Array>,
+  ): Promise<void> {
     const { tx, prefix } = this.options
     const key = `${prefix}${section}/${id}`
     const [recorded] = await tx`
@@ -98,7 +104,8 @@ export class MediaImport {
     if (!recorded) return
     const bytes = await this.put(key, data, contentType)
     // A body row records the size it stores (an image row has its own `bytes` field).
-    if (section === 'bodies') await tx`UPDATE import_media SET bytes = ${bytes} WHERE section = ${section} AND ref = ${ref}`
+    if (section === 'bodies')
+      await tx`UPDATE import_media SET bytes = ${bytes} WHERE section = ${section} AND ref = ${ref}`
   }
 
   /** Stores `data` under `key`; resolves with its size once the data is read (a small medium is still being written). */
@@ -144,7 +151,10 @@ export class MediaImport {
   async finish(): Promise<{ to_fetch: number; lost: number }> {
     const { tx, blobs } = this.options
     await this.drain()
-    for (const { storage_key } of await tx<{ storage_key: string }[]>`SELECT storage_key FROM import_media WHERE NOT claimed`) await blobs.delete(storage_key)
+    for (const { storage_key } of await tx<
+      { storage_key: string }[]
+    >`SELECT storage_key FROM import_media WHERE NOT claimed`)
+      await blobs.delete(storage_key)
     // New images without bytes, and sources of body rows that still have no body: fetchable
     // from an http(s) URL (by fetch_media, which fetches the bodies of sources flagged
     // has_stored_body only), or lost (an upload:// source, an image without URL, a body row of a
@@ -156,7 +166,9 @@ export class MediaImport {
         SELECT DISTINCT s.id, s.url, s.has_stored_body AS fetched FROM import_bodies b JOIN sources s ON s.id = b.source_id
         WHERE NOT EXISTS (SELECT FROM source_bodies sb WHERE sb.source_id = s.id)
       ), media AS (SELECT fetched AND coalesce(url ~* ${FETCHABLE_URL}, false) AS fetchable FROM images UNION ALL SELECT fetched AND coalesce(url ~* ${FETCHABLE_URL}, false) FROM bodies)
-      SELECT count(*) FILTER (WHERE fetchable)::int AS to_fetch, count(*) FILTER (WHERE NOT fetchable)::int AS lost FROM media`) as unknown as [{ to_fetch: number; lost: number }]
+      SELECT count(*) FILTER (WHERE fetchable)::int AS to_fetch, count(*) FILTER (WHERE NOT fetchable)::int AS lost FROM media`) as unknown as [
+      { to_fetch: number; lost: number },
+    ]
     return missing
   }
 }

@@ -51,7 +51,16 @@ export interface ImportRoutesOptions {
 }
 
 const GZIP_TYPES = new Set(['application/gzip', 'application/x-gzip'])
-const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 408: ErrorBody, 413: ErrorBody, 415: ErrorBody, 502: ErrorBody }
+const errors = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  408: ErrorBody,
+  413: ErrorBody,
+  415: ErrorBody,
+  502: ErrorBody,
+}
 
 const requestBody = {
   required: true,
@@ -60,7 +69,9 @@ const requestBody = {
       schema: RegistryImportBody,
     },
     'application/gzip': { schema: t.String({ format: 'binary', description: 'the bundle (.json.gz)' }) },
-    'multipart/form-data': { schema: t.Object({ bundle: t.String({ format: 'binary', description: 'the bundle (.json.gz)' }) }) },
+    'multipart/form-data': {
+      schema: t.Object({ bundle: t.String({ format: 'binary', description: 'the bundle (.json.gz)' }) }),
+    },
   },
 }
 
@@ -93,7 +104,9 @@ async function* multipartBundle(request: Request, pace: UploadPace): AsyncGenera
       if (name === 'bundle') reject(new HttpError(400, 'the form field "bundle" must be a file (the .json.gz bundle)'))
     })
     form.on('close', () => reject(new HttpError(400, 'the multipart body has no file field "bundle"')))
-    form.on('error', (error: Error) => reject(inputError ?? new HttpError(400, `malformed multipart body: ${error.message}`)))
+    form.on('error', (error: Error) =>
+      reject(inputError ?? new HttpError(400, `malformed multipart body: ${error.message}`)),
+    )
   })
   found.catch(() => {})
   input.on('error', (error) => {
@@ -115,7 +128,18 @@ async function* multipartBundle(request: Request, pace: UploadPace): AsyncGenera
 }
 
 /** The route at /{repoID}/import-graph and, with the repository in X-Repository-ID, at /api/v1/import-graph. */
-export function importRoutes({ scope, jobs, blobs, registry, bodyLimit, bodyTimeoutMs, uploadPace, maxUploadBytes, quotas, log }: ImportRoutesOptions) {
+export function importRoutes({
+  scope,
+  jobs,
+  blobs,
+  registry,
+  bodyLimit,
+  bodyTimeoutMs,
+  uploadPace,
+  maxUploadBytes,
+  quotas,
+  log,
+}: ImportRoutesOptions) {
   /** Streams an upload to a new blob; on any failure nothing is left and the answer says why. */
   const storeUpload = async (chunks: AsyncIterable<Uint8Array>): Promise<string> => {
     const key = uploadKey()
@@ -133,14 +157,31 @@ export function importRoutes({ scope, jobs, blobs, registry, bodyLimit, bodyTime
   }
 
   const discard = async (key: string) => {
-    await blobs.delete(key).catch((error) => log.error('import: could not delete an upload', { key, ...describeError(error) }))
+    await blobs
+      .delete(key)
+      .catch((error) => log.error('import: could not delete an upload', { key, ...describeError(error) }))
   }
 
-  const start = async ({ request, principal, repository, holds, set }: { request: Request; principal: Principal; repository: Repository; holds: { 'registry:pull'?: boolean }; set: AcceptedSet }) => {
+  const start = async ({
+    request,
+    principal,
+    repository,
+    holds,
+    set,
+  }: {
+    request: Request
+    principal: Principal
+    repository: Repository
+    holds: { 'registry:pull'?: boolean }
+    set: AcceptedSet
+  }) => {
     const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()
     if (type === 'application/json') {
       const wanted = registryImportParams(parseJsonBody(await readBodyLimited(request, bodyLimit, bodyTimeoutMs)))
-      return accepted(set, await startRegistryImport({ jobs, quotas, registry }, principal, repository, wanted, holds['registry:pull']))
+      return accepted(
+        set,
+        await startRegistryImport({ jobs, quotas, registry }, principal, repository, wanted, holds['registry:pull']),
+      )
     }
     // Before an upload is stored: a full queue would only throw it away.
     await quotas.checkQueue(repository.id)
@@ -149,14 +190,32 @@ export function importRoutes({ scope, jobs, blobs, registry, bodyLimit, bodyTime
       const declared = request.headers.get('content-length')
       if (declared !== null && GZIP_TYPES.has(type) && Number(declared) > maxUploadBytes) throw tooLarge(maxUploadBytes)
       if (!request.body || declared === '0') throw new HttpError(400, 'request body is empty: upload a .json.gz bundle')
-      jobParams = { upload: await storeUpload(GZIP_TYPES.has(type) ? requestChunks(request.body, uploadPace) : multipartBundle(request, uploadPace)) }
+      jobParams = {
+        upload: await storeUpload(
+          GZIP_TYPES.has(type) ? requestChunks(request.body, uploadPace) : multipartBundle(request, uploadPace),
+        ),
+      }
     } else if (type === '' && (!request.body || request.headers.get('content-length') === '0')) {
-      throw new HttpError(400, `request body is empty: send ${FORMS} as application/json, or the bundle as application/gzip or multipart/form-data`)
+      throw new HttpError(
+        400,
+        `request body is empty: send ${FORMS} as application/json, or the bundle as application/gzip or multipart/form-data`,
+      )
     } else {
-      throw new HttpError(415, `unsupported Content-Type ${JSON.stringify(type)}; expected application/json, application/gzip or multipart/form-data`)
+      throw new HttpError(
+        415,
+        `unsupported Content-Type ${JSON.stringify(type)}; expected application/json, application/gzip or multipart/form-data`,
+      )
     }
     try {
-      return accepted(set, await jobs.enqueue({ kind: 'import_graph', repositoryId: repository.id, params: jobParams, createdBy: principal.userId }))
+      return accepted(
+        set,
+        await jobs.enqueue({
+          kind: 'import_graph',
+          repositoryId: repository.id,
+          params: jobParams,
+          createdBy: principal.userId,
+        }),
+      )
     } catch (error) {
       await discard(jobParams.upload)
       throw error

@@ -66,7 +66,14 @@ export interface RowContext {
 type RememberedSection = 'sources' | 'facts' | 'concepts'
 
 type Fragment = PendingQuery<SqlRow[]>
-type MappingTable = 'import_sources' | 'import_images' | 'import_facts' | 'import_concepts' | 'import_summaries' | 'import_investigations' | 'import_reports'
+type MappingTable =
+  | 'import_sources'
+  | 'import_images'
+  | 'import_facts'
+  | 'import_concepts'
+  | 'import_summaries'
+  | 'import_investigations'
+  | 'import_reports'
 
 /** Creates the mapping tables (dropped with the transaction's end, committed or not). */
 export async function createMappingTables(tx: TransactionSql): Promise<void> {
@@ -89,10 +96,12 @@ export async function createMappingTables(tx: TransactionSql): Promise<void> {
 }
 
 /** The local UUID of the row at position `pos` of a section (NULL for none, e.g. -1). */
-const mapped = (tx: TransactionSql, table: MappingTable, pos: Fragment) => tx`(SELECT m.id FROM ${tx(table)} m WHERE m.pos = ${pos})`
+const mapped = (tx: TransactionSql, table: MappingTable, pos: Fragment) =>
+  tx`(SELECT m.id FROM ${tx(table)} m WHERE m.pos = ${pos})`
 
 /** The local UUIDs, in order, of the positions in `list` (a '{...}' text column). */
-const localIds = (tx: TransactionSql, table: MappingTable, list: Fragment) => tx`ARRAY(SELECT ${mapped(tx, table, tx`p.pos`)} FROM unnest(${list}::int[]) WITH ORDINALITY AS p(pos, n) ORDER BY p.n)`
+const localIds = (tx: TransactionSql, table: MappingTable, list: Fragment) =>
+  tx`ARRAY(SELECT ${mapped(tx, table, tx`p.pos`)} FROM unnest(${list}::int[]) WITH ORDINALITY AS p(pos, n) ORDER BY p.n)`
 
 /** created_at of the row at `pos`: the transaction's start plus that many microseconds. */
 export const createdAt = (tx: TransactionSql, pos: Fragment) => tx`now() + ${pos} * interval '1 microsecond'`
@@ -108,7 +117,12 @@ export function arrayLiteral(values: readonly (string | number | null | undefine
   const plain = values.every((value) => typeof value === 'string' && !value.includes('"') && !value.includes('\\'))
   // One join makes one flat string; concatenating element by element builds a rope of ropes.
   if (plain) return values.length === 0 ? '{}' : `{"${values.join('","')}"}`
-  const element = (value: string | number | null) => (value === null ? 'NULL' : typeof value === 'number' ? String(value) : `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`)
+  const element = (value: string | number | null) =>
+    value === null
+      ? 'NULL'
+      : typeof value === 'number'
+        ? String(value)
+        : `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`
   return `{${(values as (string | number | null)[]).map(element).join(',')}}`
 }
 
@@ -144,7 +158,12 @@ async function inserted(query: Promise<unknown>): Promise<number> {
  * The `inserted` a statement selects, after recording the batch's local UUIDs: the ones sent,
  * less the `reused` it selects ([position, UUID] of each row whose UUID is not the one sent).
  */
-async function insertedRemembering(ids: LocalIds, positions: readonly number[], sent: readonly string[], query: Promise<unknown>): Promise<number> {
+async function insertedRemembering(
+  ids: LocalIds,
+  positions: readonly number[],
+  sent: readonly string[],
+  query: Promise<unknown>,
+): Promise<number> {
   const [row] = (await query) as [{ inserted: number; reused: [number, string][] }]
   for (const [index, pos] of positions.entries()) ids.set(pos, sent[index]!)
   for (const [pos, id] of row.reused) ids.set(pos, id)
@@ -222,7 +241,9 @@ export const ROW_WRITERS: Writers = {
         LEFT JOIN inserted i ON i.source_id = r.source_id AND i.kind = r.kind AND i.position = r.position
         LEFT JOIN source_images e ON e.source_id = r.source_id AND e.kind = r.kind AND e.position = r.position
       )
-      SELECT (SELECT count(*) FROM inserted)::int AS inserted, (SELECT count(*) FROM claimed)::int AS stored`) as unknown as [{ inserted: number; stored: number }]
+      SELECT (SELECT count(*) FROM inserted)::int AS inserted, (SELECT count(*) FROM claimed)::int AS stored`) as unknown as [
+      { inserted: number; stored: number },
+    ]
     context.media.stored += stored
     return inserted
   },

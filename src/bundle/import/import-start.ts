@@ -10,7 +10,8 @@ import type { Repository } from '../../repositories/repositories.ts'
 import { describeGraph } from './import-job.ts'
 import type { RegistryImportBody } from './import-body.ts'
 
-const notInRegistry = (wanted: RegistryImportBody) => new HttpError(404, `${describeGraph(wanted)} is not in the registry`)
+const notInRegistry = (wanted: RegistryImportBody) =>
+  new HttpError(404, `${describeGraph(wanted)} is not in the registry`)
 
 /**
  * Queues an import_graph job of the registry's graph `wanted` into `repository`, once the registry
@@ -30,10 +31,18 @@ export async function startRegistryImport(
   if (!mayPull) throw notInRegistry(wanted)
   let graph
   try {
-    graph = 'graph_id' in wanted ? await services.registry.get(wanted.graph_id) : await services.registry.find(wanted.name, wanted.sha256)
+    graph =
+      'graph_id' in wanted
+        ? await services.registry.get(wanted.graph_id)
+        : await services.registry.find(wanted.name, wanted.sha256)
   } catch (error) {
     throw new HttpError(502, `the registry could not be asked: ${(error as Error).message}`)
   }
   if (!graph) throw notInRegistry(wanted)
-  return services.jobs.enqueue({ kind: 'import_graph', repositoryId: repository.id, params: wanted, createdBy: principal.userId })
+  return services.jobs.enqueue({
+    kind: 'import_graph',
+    repositoryId: repository.id,
+    params: wanted,
+    createdBy: principal.userId,
+  })
 }

@@ -16,7 +16,13 @@ import { cites, withLocalCitations } from './import-citations.ts'
 import { LocalIds } from './import-ids.ts'
 import { createMappingTables, imageUrl, ROW_WRITERS, type Batch, type RowContext } from './import-rows.ts'
 import { COPY_SECTIONS, CopyData, CopyStream, type CopiedSection } from './import-copy.ts'
-import { BundleError, type BundleErrorWhere, type BundleItem, type BundleReader, type RowItem } from '../format/reader.ts'
+import {
+  BundleError,
+  type BundleErrorWhere,
+  type BundleItem,
+  type BundleReader,
+  type RowItem,
+} from '../format/reader.ts'
 import { ROW_SCHEMAS, ROW_SECTIONS, type Row, type RowSection } from '../format/schema.ts'
 import { isMediaType } from '../../media/types.ts'
 import { oversizedText } from '../../graph/limits.ts'
@@ -96,9 +102,11 @@ export interface GraphImportOptions {
 }
 
 /** The position range of a batch, for messages: `facts[1000..1999]`. */
-const where = (batch: Batch) => `${batch.section}[${batch.positions[0]}${batch.positions.length > 1 ? `..${batch.positions.at(-1)}` : ''}]`
+const where = (batch: Batch) =>
+  `${batch.section}[${batch.positions[0]}${batch.positions.length > 1 ? `..${batch.positions.at(-1)}` : ''}]`
 /** PostgreSQL's data exceptions (22) and integrity violations (23): the bundle's values, not the service. */
-export const isDataError = (error: unknown) => /^(2[23]|54)/.test(String((error as { code?: unknown } | null)?.code ?? ''))
+export const isDataError = (error: unknown) =>
+  /^(2[23]|54)/.test(String((error as { code?: unknown } | null)?.code ?? ''))
 
 /**
  * What PostgreSQL would refuse in a row, named like the reader's problems: NUL characters in
@@ -108,24 +116,31 @@ export const isDataError = (error: unknown) => /^(2[23]|54)/.test(String((error 
 function checkRow(section: RowSection, position: number, row: Record<string, unknown>): void {
   const oversized = oversizedText(section, row)
   if (oversized) throw new BundleError(oversized, { section, position })
-  if ((section === 'source_images' || section === 'source_bodies') && typeof row.content_type === 'string') checkMediaType(row.content_type, { section, position })
+  if ((section === 'source_images' || section === 'source_bodies') && typeof row.content_type === 'string')
+    checkMediaType(row.content_type, { section, position })
   const integers = INTEGER_FIELDS.get(section)!
   for (const field in row) {
     const value = row[field]
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) throw new BundleError(`${field} contains a NUL character (not storable)`, { section, position })
+      if (value.includes('\u0000'))
+        throw new BundleError(`${field} contains a NUL character (not storable)`, { section, position })
     } else if (typeof value === 'number' && integers.has(field)) {
       const limit = field === 'bytes' ? Number.MAX_SAFE_INTEGER : INT32_MAX
-      if (value > limit) throw new BundleError(`${field} ${value} is too large (at most ${limit})`, { section, position })
+      if (value > limit)
+        throw new BundleError(`${field} ${value} is too large (at most ${limit})`, { section, position })
     }
   }
   if (section === 'sources' && row.published_at !== undefined && !validDate(row.published_at as string)) {
-    throw new BundleError(`published_at must be a date YYYY-MM-DD, not ${JSON.stringify(row.published_at)}`, { section, position })
+    throw new BundleError(`published_at must be a date YYYY-MM-DD, not ${JSON.stringify(row.published_at)}`, {
+      section,
+      position,
+    })
   }
 }
 
 function checkMediaType(contentType: string, where: BundleErrorWhere): void {
-  if (contentType !== '' && !isMediaType(contentType)) throw new BundleError(`content_type ${JSON.stringify(contentType.slice(0, 80))} is not a media type`, where)
+  if (contentType !== '' && !isMediaType(contentType))
+    throw new BundleError(`content_type ${JSON.stringify(contentType.slice(0, 80))} is not a media type`, where)
 }
 
 function validDate(text: string): boolean {
@@ -160,7 +175,10 @@ export class GraphImport {
   private factImagesDeferred = false
   private vectorsUsable = false
   private staged = 0
-  private readonly vectorBatches: Record<VectorKind, { index: number; vector: Float32Array }[]> = { facts: [], concepts: [] }
+  private readonly vectorBatches: Record<VectorKind, { index: number; vector: Float32Array }[]> = {
+    facts: [],
+    concepts: [],
+  }
 
   constructor(private readonly options: GraphImportOptions) {
     this.context = {
@@ -217,7 +235,12 @@ export class GraphImport {
         checkMediaType(item.contentType, { section: item.section, key: item.ref })
         if (item.data === null) return
         const rows = item.section === 'images' ? 'source_images' : 'source_bodies'
-        return this.media[item.section === 'images' ? 'image' : 'body'](item.ref, item.contentType, item.data, this.started.has(rows))
+        return this.media[item.section === 'images' ? 'image' : 'body'](
+          item.ref,
+          item.contentType,
+          item.data,
+          this.started.has(rows),
+        )
       }
       case 'embeddings':
         await this.flush()
@@ -241,7 +264,10 @@ export class GraphImport {
     checkRow(section, position, row as Record<string, unknown>)
     const gathering = this.pending
     // A report's parent must be written before it: one in the batch being gathered ends that batch.
-    const parentInBatch = section === 'reports' && gathering?.section === 'reports' && ((row as Row<'reports'>).parent_idx ?? -1) >= gathering.positions[0]!
+    const parentInBatch =
+      section === 'reports' &&
+      gathering?.section === 'reports' &&
+      ((row as Row<'reports'>).parent_idx ?? -1) >= gathering.positions[0]!
     if (gathering && (gathering.section !== section || parentInBatch)) await this.flush()
     if (!this.started.has(section)) {
       this.started.add(section)
@@ -256,7 +282,11 @@ export class GraphImport {
     const batch = this.pending
     batch.positions.push(position)
     ;(batch.rows as unknown[]).push(row)
-    if (batch.rows.length >= BATCH_ROWS || read - this.pendingFrom >= (cites(section) ? CITING_BATCH_BYTES : BATCH_BYTES)) await this.flush()
+    if (
+      batch.rows.length >= BATCH_ROWS ||
+      read - this.pendingFrom >= (cites(section) ? CITING_BATCH_BYTES : BATCH_BYTES)
+    )
+      await this.flush()
   }
 
   /**
@@ -309,11 +339,15 @@ export class GraphImport {
       batch = await withLocalCitations(this.context, batch)
       await previous
       // A writer sends its statement as it is called (postgres.js queues it in call order).
-      const writing = (ROW_WRITERS[batch.section] as (context: RowContext, batch: Batch) => Promise<number>)(this.context, batch)
+      const writing = (ROW_WRITERS[batch.section] as (context: RowContext, batch: Batch) => Promise<number>)(
+        this.context,
+        batch,
+      )
       sent()
       inserted = await writing
     } catch (error) {
-      if (isDataError(error) && !(this.options.bulk && isUniqueViolation(error))) throw new BundleError((error as Error).message, { section: where(batch) })
+      if (isDataError(error) && !(this.options.bulk && isUniqueViolation(error)))
+        throw new BundleError((error as Error).message, { section: where(batch) })
       throw error
     } finally {
       sent()
@@ -324,7 +358,8 @@ export class GraphImport {
   private counted(batch: Batch, inserted: number): void {
     const section = batch.section
     if (section in COUNTED_AS) this.imported[COUNTED_AS[section as keyof typeof COUNTED_AS]] += inserted
-    if (section === 'sources' || section === 'facts' || section === 'concepts') this.reused[section] += batch.rows.length - inserted
+    if (section === 'sources' || section === 'facts' || section === 'concepts')
+      this.reused[section] += batch.rows.length - inserted
     this.rowsDone += batch.rows.length
   }
 
@@ -346,7 +381,8 @@ export class GraphImport {
       await copying.stream.end()
       await copying.copied.finish?.(this.context)
     } catch (error) {
-      if (isDataError(error) && !(this.options.bulk && isUniqueViolation(error))) throw new BundleError((error as Error).message, { section: copying.section })
+      if (isDataError(error) && !(this.options.bulk && isUniqueViolation(error)))
+        throw new BundleError((error as Error).message, { section: copying.section })
       throw error
     }
   }
@@ -375,7 +411,9 @@ export class GraphImport {
     await this.settle()
     const { tx } = this.options
     const table = kind === 'facts' ? 'import_facts' : 'import_concepts'
-    const found = await tx<{ pos: number; id: string }[]>`SELECT pos, id::text FROM ${tx(table)} WHERE is_new AND pos = ANY(${batch.map((v) => v.index)}::int[])`
+    const found = await tx<
+      { pos: number; id: string }[]
+    >`SELECT pos, id::text FROM ${tx(table)} WHERE is_new AND pos = ANY(${batch.map((v) => v.index)}::int[])`
     const ids = new Map(found.map((row) => [row.pos, row.id]))
     const rows = batch.flatMap((v) => {
       const id = ids.get(v.index)
@@ -389,7 +427,11 @@ export class GraphImport {
   /** After the last item: late image links, media left over and missing. */
   private async finish(): Promise<{ to_fetch: number; lost: number }> {
     const { tx } = this.options
-    this.options.progress({ phase: 'media', done: this.reader!.stats.compressedBytes, bytes: this.reader!.stats.compressedBytes })
+    this.options.progress({
+      phase: 'media',
+      done: this.reader!.stats.compressedBytes,
+      bytes: this.reader!.stats.compressedBytes,
+    })
     const missing = await this.media.finish()
     if (this.factImagesDeferred) {
       await tx`

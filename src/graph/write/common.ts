@@ -59,7 +59,15 @@ function matches(ifMatch: string | undefined, etag: string): boolean {
     .some((tag) => tag === '*' || tag === etag)
 }
 
-export type Table = 'sources' | 'source_images' | 'facts' | 'concepts' | 'concept_summaries' | 'concept_syntheses' | 'investigations' | 'reports'
+export type Table =
+  | 'sources'
+  | 'source_images'
+  | 'facts'
+  | 'concepts'
+  | 'concept_summaries'
+  | 'concept_syntheses'
+  | 'investigations'
+  | 'reports'
 
 /** The noun a refusal names a table's row by. */
 const NOUN: Record<Table, string> = {
@@ -78,11 +86,18 @@ const NOUN: Record<Table, string> = {
  * `current` reads: RowNotFound when there is no row, StaleVersion when the ETag is another's.
  * The lock makes the check and the write one step: a concurrent editor waits, then sees the new ETag.
  */
-export async function lockRow<T>(tx: TransactionSql, table: Table, id: string, ifMatch: string | undefined, current: () => Promise<T | undefined>): Promise<T> {
+export async function lockRow<T>(
+  tx: TransactionSql,
+  table: Table,
+  id: string,
+  ifMatch: string | undefined,
+  current: () => Promise<T | undefined>,
+): Promise<T> {
   const [locked] = await tx`SELECT 1 FROM ${tx(table)} WHERE id = ${id} FOR UPDATE`
   const row = locked && (await current())
   if (!row) throw new RowNotFound(`${NOUN[table]} not found`)
-  if (!matches(ifMatch, etagOf(row))) throw new StaleVersion(`the ${NOUN[table]} changed since that ETag was read (If-Match failed); read it again`)
+  if (!matches(ifMatch, etagOf(row)))
+    throw new StaleVersion(`the ${NOUN[table]} changed since that ETag was read (If-Match failed); read it again`)
   return row
 }
 
@@ -121,15 +136,27 @@ export function missingReferenceError(missing: { field: string; noun: string; id
  * full-text document (all of them, as they will be: an update passes the row's next values, and
  * the bytes of the aliases it keeps).
  */
-export function requireStorable(table: Table, fields: Record<string, unknown>, document?: { row: Record<string, unknown>; aliasBytes?: number }): void {
-  const problem = oversizedIndexed(table, fields) ?? (document && oversizedDocument(table, document.row, document.aliasBytes))
+export function requireStorable(
+  table: Table,
+  fields: Record<string, unknown>,
+  document?: { row: Record<string, unknown>; aliasBytes?: number },
+): void {
+  const problem =
+    oversizedIndexed(table, fields) ?? (document && oversizedDocument(table, document.row, document.aliasBytes))
   if (problem) throw new InvalidWrite(problem)
 }
 
 /** Refuses (400) ids of `table` that do not exist in this repository, naming the first. */
-export async function requireRows(tx: TransactionSql, table: Table, ids: readonly string[], field: string): Promise<void> {
+export async function requireRows(
+  tx: TransactionSql,
+  table: Table,
+  ids: readonly string[],
+  field: string,
+): Promise<void> {
   if (ids.length === 0) return
-  const [missing] = await tx<{ field: string; noun: string; id: string }[]>`${missingReference(tx, [{ table, ids, field }])}`
+  const [missing] = await tx<
+    { field: string; noun: string; id: string }[]
+  >`${missingReference(tx, [{ table, ids, field }])}`
   if (missing) throw missingReferenceError(missing)
 }
 
@@ -138,7 +165,8 @@ const CITED_TABLE: Record<CitedKind, Table> = { fact: 'facts', concept: 'concept
 /** Refuses (400) a text citing a fact or concept that does not exist in this repository, naming it. */
 export async function requireCitations(tx: TransactionSql, text: string, field: string): Promise<void> {
   const cited = citedIds(text)
-  for (const kind of ['fact', 'concept'] as const) await requireRows(tx, CITED_TABLE[kind], cited[kind], `${field} cites a ${kind} that does not exist`)
+  for (const kind of ['fact', 'concept'] as const)
+    await requireRows(tx, CITED_TABLE[kind], cited[kind], `${field} cites a ${kind} that does not exist`)
 }
 
 export type EmbeddedKind = 'facts' | 'concepts'
@@ -164,7 +192,8 @@ export interface BrokenCitation {
 export function citationsOf(tx: TransactionSql, kind: CitedKind, id: string): Promise<BrokenCitation[]> {
   const pattern = `%(<${kind}:${id}>)%`
   const lists = kind === 'fact' ? tx`OR ${id}::uuid = ANY(covered_fact_ids)` : tx``
-  const synthesisLists = kind === 'fact' ? tx`OR ${id}::uuid = ANY(embedded_image_fact_ids)` : tx`OR ${id}::uuid = ANY(covered_concept_ids)`
+  const synthesisLists =
+    kind === 'fact' ? tx`OR ${id}::uuid = ANY(embedded_image_fact_ids)` : tx`OR ${id}::uuid = ANY(covered_concept_ids)`
   return tx<BrokenCitation[]>`
     SELECT 'summary' AS kind, id::text FROM concept_summaries WHERE content ILIKE ${pattern} ${lists}
     UNION ALL SELECT 'synthesis', id::text FROM concept_syntheses WHERE content ILIKE ${pattern} ${synthesisLists}
@@ -177,7 +206,12 @@ export function citationsOf(tx: TransactionSql, kind: CitedKind, id: string): Pr
  * holds the key already, checked first and again if the write's unique index still says so (a
  * concurrent twin). The write runs in a savepoint, so the transaction survives its violation.
  */
-export async function uniqueWrite<T>(tx: TransactionSql, message: string, existing: () => Promise<string | undefined>, write: () => Promise<T>): Promise<T> {
+export async function uniqueWrite<T>(
+  tx: TransactionSql,
+  message: string,
+  existing: () => Promise<string | undefined>,
+  write: () => Promise<T>,
+): Promise<T> {
   const found = await existing()
   if (found) throw new ExistingRow(message, found)
   try {

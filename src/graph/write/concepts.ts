@@ -15,7 +15,12 @@ const detail = async (tx: TransactionSql, id: string) => (await getConcept(tx, i
 const EXISTS = 'a concept of this name and context exists already (compared case-insensitively)'
 
 /** The id of the concept of this identity other than `except`, if any. */
-async function sameIdentity(tx: TransactionSql, name: string, context: string, except: string | null): Promise<string | undefined> {
+async function sameIdentity(
+  tx: TransactionSql,
+  name: string,
+  context: string,
+  except: string | null,
+): Promise<string | undefined> {
   const [row] = await tx<{ id: string }[]>`
     SELECT id FROM concepts WHERE lower(canonical_name) = lower(${name}) AND lower(context) = lower(${context}) AND id IS DISTINCT FROM ${except}::uuid`
   return row?.id
@@ -24,7 +29,8 @@ async function sameIdentity(tx: TransactionSql, name: string, context: string, e
 async function replaceAliases(tx: TransactionSql, id: string, aliases: string[] | undefined): Promise<void> {
   if (aliases === undefined) return
   await tx`DELETE FROM concept_aliases WHERE concept_id = ${id}`
-  if (aliases.length > 0) await tx`INSERT INTO concept_aliases (concept_id, alias_text) SELECT ${id}, unnest(${aliases}::text[]) ON CONFLICT DO NOTHING`
+  if (aliases.length > 0)
+    await tx`INSERT INTO concept_aliases (concept_id, alias_text) SELECT ${id}, unnest(${aliases}::text[]) ON CONFLICT DO NOTHING`
 }
 
 export async function createConcept(sql: Sql, input: ConceptInput): Promise<ConceptDetail> {
@@ -47,7 +53,12 @@ export async function createConcept(sql: Sql, input: ConceptInput): Promise<Conc
 }
 
 /** Edits a concept; `aliases`, when given, replace its aliases. */
-export async function updateConcept(sql: Sql, id: string, changes: ConceptChanges, options: { ifMatch?: string }): Promise<ConceptDetail> {
+export async function updateConcept(
+  sql: Sql,
+  id: string,
+  changes: ConceptChanges,
+  options: { ifMatch?: string },
+): Promise<ConceptDetail> {
   return await sql.begin(async (tx) => {
     const current = await lockRow(tx, 'concepts', id, options.ifMatch, () => getConcept(tx, id))
     const next = {
@@ -57,9 +68,14 @@ export async function updateConcept(sql: Sql, id: string, changes: ConceptChange
       promptset_hash: changes.promptset_hash ?? current.promptset_hash,
     }
     // Its document is the name, the aliases and the description: any of them changed, it is measured as it will be.
-    const documentChanged = changes.canonical_name !== undefined || changes.description !== undefined || changes.aliases !== undefined
-    const keptAliases = async () => (await tx<{ bytes: number }[]>`SELECT octet_length(aliases_text) AS bytes FROM concepts WHERE id = ${id}`)[0]!.bytes
-    const document = documentChanged ? { row: { ...next, aliases: changes.aliases }, aliasBytes: changes.aliases ? 0 : await keptAliases() } : undefined
+    const documentChanged =
+      changes.canonical_name !== undefined || changes.description !== undefined || changes.aliases !== undefined
+    const keptAliases = async () =>
+      (await tx<{ bytes: number }[]>`SELECT octet_length(aliases_text) AS bytes FROM concepts WHERE id = ${id}`)[0]!
+        .bytes
+    const document = documentChanged
+      ? { row: { ...next, aliases: changes.aliases }, aliasBytes: changes.aliases ? 0 : await keptAliases() }
+      : undefined
     requireStorable('concepts', changes, document)
     await uniqueWrite(
       tx,
@@ -71,7 +87,8 @@ export async function updateConcept(sql: Sql, id: string, changes: ConceptChange
     )
     await replaceAliases(tx, id, changes.aliases)
     // The embedded text is the name and the description (vectors/embed-jobs.ts).
-    if (next.canonical_name !== current.canonical_name || next.description !== current.description) await markForEmbedding(tx, 'concepts', [id])
+    if (next.canonical_name !== current.canonical_name || next.description !== current.description)
+      await markForEmbedding(tx, 'concepts', [id])
     return await detail(tx, id)
   })
 }

@@ -77,7 +77,8 @@ async function addLinks(tx: Db, factId: string, input: FactChanges): Promise<voi
 }
 
 function checkKind(fields: { fact_kind?: string; source_image_id?: string | null }): void {
-  if (fields.source_image_id && fields.fact_kind !== 'image') throw new InvalidWrite('source_image_id: only an image fact (fact_kind image) is tied to a source image')
+  if (fields.source_image_id && fields.fact_kind !== 'image')
+    throw new InvalidWrite('source_image_id: only an image fact (fact_kind image) is tied to a source image')
 }
 
 /**
@@ -92,7 +93,11 @@ function checkKind(fields: { fact_kind?: string; source_image_id?: string | null
  * factDetailColumns). The links' foreign keys are checked at the end of the statement, when the
  * new fact exists.
  */
-export async function createFact(sql: Sql, input: FactInput, options: FactWriteContext & { merge: boolean }): Promise<{ fact: FactDetail; created: boolean }> {
+export async function createFact(
+  sql: Sql,
+  input: FactInput,
+  options: FactWriteContext & { merge: boolean },
+): Promise<{ fact: FactDetail; created: boolean }> {
   checkKind(input)
   requireStorable('facts', input, { row: input })
   const id = crypto.randomUUID()
@@ -141,7 +146,9 @@ export async function createFact(sql: Sql, input: FactInput, options: FactWriteC
     throw missing ? missingReferenceError(missing) : error
   }
   const [result] = await written.catch(refuseMissing)
-  return await settleCreated(sql, { result: result!, hash, merge: options.merge, sources, concepts }).catch(refuseMissing)
+  return await settleCreated(sql, { result: result!, hash, merge: options.merge, sources, concepts }).catch(
+    refuseMissing,
+  )
 }
 
 const FOREIGN_KEY_VIOLATION = '23503'
@@ -152,19 +159,34 @@ type Written = { id: string | null; created: boolean; fact: FactDetail | null }
 /** What createFact answers once its statement ran: the new fact, or the merged one. */
 async function settleCreated(
   sql: Sql,
-  { result, hash, merge, sources, concepts }: { result: Written; hash: string; merge: boolean } & Pick<FactChanges, 'sources' | 'concepts'>,
+  {
+    result,
+    hash,
+    merge,
+    sources,
+    concepts,
+  }: { result: Written; hash: string; merge: boolean } & Pick<FactChanges, 'sources' | 'concepts'>,
 ): Promise<{ fact: FactDetail; created: boolean }> {
   if (result.created && result.fact) return { fact: result.fact, created: true }
   // The twin committed after this statement's snapshot was taken: its id is only visible now.
   const existing = result.id ?? (await sql<{ id: string }[]>`SELECT id FROM facts WHERE content_hash = ${hash}`)[0]?.id
   if (!existing) throw new Error('createFact: the fact was neither inserted nor found')
-  if (!result.created && !merge) throw new ExistingRow('a fact with this text exists already (same text once normalized); merge=true adds the links to it', existing)
+  if (!result.created && !merge)
+    throw new ExistingRow(
+      'a fact with this text exists already (same text once normalized); merge=true adds the links to it',
+      existing,
+    )
   if (!result.created && result.id === null) await addLinks(sql, existing, { sources, concepts })
   return { fact: (await getFact(sql, existing))!, created: result.created }
 }
 
 /** Edits a fact; `sources` and `concepts`, when given, replace its links. */
-export async function updateFact(sql: Sql, id: string, changes: FactChanges, options: FactWriteContext & { ifMatch?: string }): Promise<FactDetail> {
+export async function updateFact(
+  sql: Sql,
+  id: string,
+  changes: FactChanges,
+  options: FactWriteContext & { ifMatch?: string },
+): Promise<FactDetail> {
   requireStorable('facts', changes, { row: changes })
   return await sql.begin(async (tx) => {
     const current = await lockRow(tx, 'facts', id, options.ifMatch, () => getFact(tx, id))
@@ -177,7 +199,8 @@ export async function updateFact(sql: Sql, id: string, changes: FactChanges, opt
     await uniqueWrite(
       tx,
       'another fact has this text (same text once normalized)',
-      async () => (await tx<{ id: string }[]>`SELECT id FROM facts WHERE content_hash = ${hash} AND id <> ${id}`)[0]?.id,
+      async () =>
+        (await tx<{ id: string }[]>`SELECT id FROM facts WHERE content_hash = ${hash} AND id <> ${id}`)[0]?.id,
       () => tx`
         UPDATE facts SET text = ${text}, content_hash = ${hash}, fact_kind = ${kind}, status = ${changes.status ?? current.status},
           promptset_hash = ${changes.promptset_hash ?? current.promptset_hash}, source_image_id = ${imageId},
@@ -214,7 +237,12 @@ export async function deleteFact(sql: Sql, id: string, options: { ifMatch?: stri
 }
 
 /** Links a fact to a concept (or updates the link's promptset_hash). */
-export async function linkConcept(sql: Sql, factId: string, link: FactConceptInput, options: { ifMatch?: string }): Promise<FactDetail> {
+export async function linkConcept(
+  sql: Sql,
+  factId: string,
+  link: FactConceptInput,
+  options: { ifMatch?: string },
+): Promise<FactDetail> {
   return await sql.begin(async (tx) => {
     await lockRow(tx, 'facts', factId, options.ifMatch, () => getFact(tx, factId))
     await requireRows(tx, 'concepts', [link.concept_id], 'conceptID')
@@ -224,7 +252,12 @@ export async function linkConcept(sql: Sql, factId: string, link: FactConceptInp
 }
 
 /** Removes a fact–concept link (RowNotFound when there was none). */
-export async function unlinkConcept(sql: Sql, factId: string, conceptId: string, options: { ifMatch?: string }): Promise<FactDetail> {
+export async function unlinkConcept(
+  sql: Sql,
+  factId: string,
+  conceptId: string,
+  options: { ifMatch?: string },
+): Promise<FactDetail> {
   return await sql.begin(async (tx) => {
     await lockRow(tx, 'facts', factId, options.ifMatch, () => getFact(tx, factId))
     const { count } = await tx`DELETE FROM fact_concepts WHERE fact_id = ${factId} AND concept_id = ${conceptId}`

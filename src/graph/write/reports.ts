@@ -33,11 +33,16 @@ async function check(tx: TransactionSql, id: string, input: ReportChanges): Prom
     'annotations',
   )
   const keys = new Set((input.annotations ?? []).map((a) => `${a.sentence_index} ${a.fact_id.toLowerCase()}`))
-  if (keys.size !== (input.annotations ?? []).length) throw new InvalidWrite('annotations: one per sentence_index and fact_id')
+  if (keys.size !== (input.annotations ?? []).length)
+    throw new InvalidWrite('annotations: one per sentence_index and fact_id')
 }
 
 /** Replaces the annotations; their created_at keeps the given order (the export writes them in it). */
-async function replaceAnnotations(tx: TransactionSql, id: string, annotations: AnnotationInput[] | undefined): Promise<void> {
+async function replaceAnnotations(
+  tx: TransactionSql,
+  id: string,
+  annotations: AnnotationInput[] | undefined,
+): Promise<void> {
   if (annotations === undefined) return
   await tx`DELETE FROM report_annotations WHERE report_id = ${id}`
   if (annotations.length === 0) return
@@ -65,7 +70,12 @@ export async function createReport(sql: Sql, input: ReportInput): Promise<Report
 }
 
 /** Edits a report; `annotations`, when given, replace its annotations. */
-export async function updateReport(sql: Sql, id: string, changes: ReportChanges, options: { ifMatch?: string }): Promise<ReportDetail> {
+export async function updateReport(
+  sql: Sql,
+  id: string,
+  changes: ReportChanges,
+  options: { ifMatch?: string },
+): Promise<ReportDetail> {
   requireStorable('reports', changes)
   return await sql.begin(async (tx) => {
     const current = await lockRow(tx, 'reports', id, options.ifMatch, () => getReport(tx, id))
@@ -81,7 +91,11 @@ export async function updateReport(sql: Sql, id: string, changes: ReportChanges,
 }
 
 /** Deletes a report and its subtree; answers how many reports went. */
-export async function deleteReport(sql: Sql, id: string, options: { ifMatch?: string }): Promise<{ id: string; removed: { reports: number } }> {
+export async function deleteReport(
+  sql: Sql,
+  id: string,
+  options: { ifMatch?: string },
+): Promise<{ id: string; removed: { reports: number } }> {
   return await sql.begin(async (tx) => {
     await lockRow(tx, 'reports', id, options.ifMatch, () => getReport(tx, id))
     const [{ reports }] = (await tx`

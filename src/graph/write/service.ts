@@ -24,7 +24,14 @@ import {
   updateInvestigation,
   updateSource,
 } from './sources.ts'
-import { createSummary, createSynthesis, deleteSummary, deleteSynthesis, updateSummary, updateSynthesis } from './summaries.ts'
+import {
+  createSummary,
+  createSynthesis,
+  deleteSummary,
+  deleteSynthesis,
+  updateSummary,
+  updateSynthesis,
+} from './summaries.ts'
 
 export interface GraphWritesOptions {
   pools: Pick<Pools, 'forRepository'>
@@ -39,7 +46,9 @@ export interface GraphWritesOptions {
 }
 
 /** Drops a write function's database argument: the service opens the repository's. */
-type InRepository<F> = F extends (sql: Sql, ...args: infer A) => Promise<infer T> ? (repositoryId: string, ...args: A) => Promise<T> : never
+type InRepository<F> = F extends (sql: Sql, ...args: infer A) => Promise<infer T>
+  ? (repositoryId: string, ...args: A) => Promise<T>
+  : never
 
 export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, graphChanged }: GraphWritesOptions) {
   /** `write` in the repository, then its effects: the embedding of `embeds`, the counts copy. */
@@ -54,7 +63,12 @@ export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, grap
   /** Where this repository serves a stored source image, less the image's id. */
   const imageUrlPrefix = (repositoryId: string) => `${baseUrl}/${repositoryId}/images/`
   const deleteBlobs = async (keys: readonly string[]) => {
-    for (const key of keys) await blobs.delete(key).catch((error) => log.error('graph: could not delete the bytes of a deleted source', { key, ...describeError(error) }))
+    for (const key of keys)
+      await blobs
+        .delete(key)
+        .catch((error) =>
+          log.error('graph: could not delete the bytes of a deleted source', { key, ...describeError(error) }),
+        )
   }
   const createFactIn = inRepository(createFact, 'facts')
   const updateFactIn = inRepository(updateFact, 'facts')
@@ -77,8 +91,12 @@ export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, grap
     removeInvestigationSource: inRepository(removeInvestigationSource),
     createFact: (repositoryId: string, input: Parameters<typeof createFact>[1], options: { merge: boolean }) =>
       createFactIn(repositoryId, input, { ...options, imageUrlPrefix: imageUrlPrefix(repositoryId) }),
-    updateFact: (repositoryId: string, id: string, changes: Parameters<typeof updateFact>[2], options: { ifMatch?: string }) =>
-      updateFactIn(repositoryId, id, changes, { ...options, imageUrlPrefix: imageUrlPrefix(repositoryId) }),
+    updateFact: (
+      repositoryId: string,
+      id: string,
+      changes: Parameters<typeof updateFact>[2],
+      options: { ifMatch?: string },
+    ) => updateFactIn(repositoryId, id, changes, { ...options, imageUrlPrefix: imageUrlPrefix(repositoryId) }),
     deleteFact: inRepository(deleteFact, 'facts'),
     linkConcept: inRepository(linkConcept),
     unlinkConcept: inRepository(unlinkConcept),

@@ -34,7 +34,12 @@ export async function createSource(sql: Sql, input: SourceInput): Promise<Source
   })
 }
 
-export async function updateSource(sql: Sql, id: string, changes: SourceChanges, options: { ifMatch?: string }): Promise<SourceDetail> {
+export async function updateSource(
+  sql: Sql,
+  id: string,
+  changes: SourceChanges,
+  options: { ifMatch?: string },
+): Promise<SourceDetail> {
   requireStorable('sources', changes)
   return await sql.begin(async (tx) => {
     const current = await lockRow(tx, 'sources', id, options.ifMatch, () => getSource(tx, id))
@@ -53,7 +58,10 @@ export async function updateSource(sql: Sql, id: string, changes: SourceChanges,
 }
 
 /** The source of `url`, made `pending` when there is none yet (the ingest job fills it): one URL, one source. */
-export async function registerSource(sql: Sql, input: { url: string; kind: string }): Promise<{ id: string; created: boolean }> {
+export async function registerSource(
+  sql: Sql,
+  input: { url: string; kind: string },
+): Promise<{ id: string; created: boolean }> {
   const [inserted] = await sql<{ id: string }[]>`
     INSERT INTO sources (id, url, kind, status) VALUES (${crypto.randomUUID()}, ${input.url}, ${input.kind}, 'pending')
     ON CONFLICT (url) DO NOTHING RETURNING id`
@@ -71,7 +79,11 @@ export interface DeletedSource {
 }
 
 /** Deletes a source; StillReferenced while facts cite it, unless `cascade`. */
-export async function deleteSource(sql: Sql, id: string, options: { ifMatch?: string; cascade: boolean }): Promise<DeletedSource> {
+export async function deleteSource(
+  sql: Sql,
+  id: string,
+  options: { ifMatch?: string; cascade: boolean },
+): Promise<DeletedSource> {
   return await sql.begin(async (tx) => {
     await lockRow(tx, 'sources', id, options.ifMatch, () => getSource(tx, id))
     const [removed] = await tx<DeletedSource['removed'][]>`
@@ -79,7 +91,10 @@ export async function deleteSource(sql: Sql, id: string, options: { ifMatch?: st
         (SELECT count(*)::int FROM investigation_sources WHERE source_id = ${id}) AS investigation_links,
         (SELECT count(*)::int FROM source_images WHERE source_id = ${id}) AS images,
         (SELECT count(*)::int FROM source_bodies WHERE source_id = ${id}) AS body`
-    if (removed!.fact_links > 0 && !options.cascade) throw new StillReferenced(`facts cite this source (${removed!.fact_links} links); cascade=true deletes it with those links (the facts stay)`)
+    if (removed!.fact_links > 0 && !options.cascade)
+      throw new StillReferenced(
+        `facts cite this source (${removed!.fact_links} links); cascade=true deletes it with those links (the facts stay)`,
+      )
     const keys = await tx<{ key: string }[]>`
       SELECT storage_key AS key FROM source_images WHERE source_id = ${id} AND storage_key IS NOT NULL
       UNION ALL SELECT storage_key FROM source_bodies WHERE source_id = ${id}`
@@ -95,7 +110,11 @@ export type InvestigationChanges = Static<typeof InvestigationUpdate>
 
 const investigationDetail = async (tx: TransactionSql, id: string) => (await getInvestigation(tx, id))!
 
-async function addInvestigationSources(tx: TransactionSql, id: string, sourceIds: readonly string[] | undefined): Promise<void> {
+async function addInvestigationSources(
+  tx: TransactionSql,
+  id: string,
+  sourceIds: readonly string[] | undefined,
+): Promise<void> {
   if (!sourceIds?.length) return
   await requireRows(tx, 'sources', sourceIds, 'source_ids')
   await tx`INSERT INTO investigation_sources (investigation_id, source_id) SELECT ${id}, unnest(${sourceIds as string[]}::uuid[]) ON CONFLICT DO NOTHING`
@@ -112,7 +131,12 @@ export async function createInvestigation(sql: Sql, input: InvestigationInput): 
 }
 
 /** Edits an investigation; `source_ids`, when given, replace its sources. */
-export async function updateInvestigation(sql: Sql, id: string, changes: InvestigationChanges, options: { ifMatch?: string }): Promise<InvestigationDetail> {
+export async function updateInvestigation(
+  sql: Sql,
+  id: string,
+  changes: InvestigationChanges,
+  options: { ifMatch?: string },
+): Promise<InvestigationDetail> {
   requireStorable('investigations', changes)
   return await sql.begin(async (tx) => {
     const current = await lockRow(tx, 'investigations', id, options.ifMatch, () => getInvestigation(tx, id))
@@ -123,7 +147,11 @@ export async function updateInvestigation(sql: Sql, id: string, changes: Investi
   })
 }
 
-export async function deleteInvestigation(sql: Sql, id: string, options: { ifMatch?: string }): Promise<{ id: string }> {
+export async function deleteInvestigation(
+  sql: Sql,
+  id: string,
+  options: { ifMatch?: string },
+): Promise<{ id: string }> {
   return await sql.begin(async (tx) => {
     await lockRow(tx, 'investigations', id, options.ifMatch, () => getInvestigation(tx, id))
     await tx`DELETE FROM investigations WHERE id = ${id}`
@@ -132,7 +160,12 @@ export async function deleteInvestigation(sql: Sql, id: string, options: { ifMat
 }
 
 /** Adds a source to an investigation. */
-export async function addInvestigationSource(sql: Sql, id: string, sourceId: string, options: { ifMatch?: string }): Promise<InvestigationDetail> {
+export async function addInvestigationSource(
+  sql: Sql,
+  id: string,
+  sourceId: string,
+  options: { ifMatch?: string },
+): Promise<InvestigationDetail> {
   return await sql.begin(async (tx) => {
     await lockRow(tx, 'investigations', id, options.ifMatch, () => getInvestigation(tx, id))
     await addInvestigationSources(tx, id, [sourceId])
@@ -141,10 +174,16 @@ export async function addInvestigationSource(sql: Sql, id: string, sourceId: str
 }
 
 /** Removes a source from an investigation (RowNotFound when it was not one of its sources). */
-export async function removeInvestigationSource(sql: Sql, id: string, sourceId: string, options: { ifMatch?: string }): Promise<InvestigationDetail> {
+export async function removeInvestigationSource(
+  sql: Sql,
+  id: string,
+  sourceId: string,
+  options: { ifMatch?: string },
+): Promise<InvestigationDetail> {
   return await sql.begin(async (tx) => {
     await lockRow(tx, 'investigations', id, options.ifMatch, () => getInvestigation(tx, id))
-    const { count } = await tx`DELETE FROM investigation_sources WHERE investigation_id = ${id} AND source_id = ${sourceId}`
+    const { count } =
+      await tx`DELETE FROM investigation_sources WHERE investigation_id = ${id} AND source_id = ${sourceId}`
     if (count === 0) throw new RowNotFound(`source ${sourceId} is not one of the investigation's sources`)
     return await investigationDetail(tx, id)
   })

@@ -43,9 +43,17 @@ async function checkSynthesis(tx: TransactionSql, input: Partial<SynthesisInput>
 }
 
 const sequenceTaken = (tx: TransactionSql, conceptId: string, sequence: number, except: string | null) => async () =>
-  (await tx<{ id: string }[]>`SELECT id FROM concept_summaries WHERE concept_id = ${conceptId} AND sequence_num = ${sequence} AND id IS DISTINCT FROM ${except}::uuid`)[0]?.id
+  (
+    await tx<
+      { id: string }[]
+    >`SELECT id FROM concept_summaries WHERE concept_id = ${conceptId} AND sequence_num = ${sequence} AND id IS DISTINCT FROM ${except}::uuid`
+  )[0]?.id
 const nameTaken = (tx: TransactionSql, name: string, except: string | null) => async () =>
-  (await tx<{ id: string }[]>`SELECT id FROM concept_syntheses WHERE lower(canonical_name) = lower(${name}) AND id IS DISTINCT FROM ${except}::uuid`)[0]?.id
+  (
+    await tx<
+      { id: string }[]
+    >`SELECT id FROM concept_syntheses WHERE lower(canonical_name) = lower(${name}) AND id IS DISTINCT FROM ${except}::uuid`
+  )[0]?.id
 const SEQUENCE_TAKEN = 'the concept has a summary of this sequence_num already'
 const NAME_TAKEN = 'a synthesis of this name exists already (compared case-insensitively)'
 
@@ -68,11 +76,21 @@ export async function createSummary(sql: Sql, conceptId: string, input: SummaryI
   })
 }
 
-export async function updateSummary(sql: Sql, conceptId: string, id: string, changes: Partial<SummaryInput>, options: { ifMatch?: string }): Promise<Summary> {
+export async function updateSummary(
+  sql: Sql,
+  conceptId: string,
+  id: string,
+  changes: Partial<SummaryInput>,
+  options: { ifMatch?: string },
+): Promise<Summary> {
   return await sql.begin(async (tx) => {
     const current = await lockRow(tx, 'concept_summaries', id, options.ifMatch, () => summary(tx, conceptId, id))
     await checkSummary(tx, changes)
-    const next = { ...current, ...changes, covered_fact_ids: lower(changes.covered_fact_ids) ?? current.covered_fact_ids }
+    const next = {
+      ...current,
+      ...changes,
+      covered_fact_ids: lower(changes.covered_fact_ids) ?? current.covered_fact_ids,
+    }
     await uniqueWrite(
       tx,
       SEQUENCE_TAKEN,
@@ -86,7 +104,12 @@ export async function updateSummary(sql: Sql, conceptId: string, id: string, cha
   })
 }
 
-export async function deleteSummary(sql: Sql, conceptId: string, id: string, options: { ifMatch?: string }): Promise<{ id: string }> {
+export async function deleteSummary(
+  sql: Sql,
+  conceptId: string,
+  id: string,
+  options: { ifMatch?: string },
+): Promise<{ id: string }> {
   return await sql.begin(async (tx) => {
     await lockRow(tx, 'concept_summaries', id, options.ifMatch, () => summary(tx, conceptId, id))
     await tx`DELETE FROM concept_summaries WHERE id = ${id}`
@@ -112,7 +135,12 @@ export async function createSynthesis(sql: Sql, input: SynthesisInput): Promise<
   })
 }
 
-export async function updateSynthesis(sql: Sql, id: string, changes: Partial<SynthesisInput>, options: { ifMatch?: string }): Promise<Synthesis> {
+export async function updateSynthesis(
+  sql: Sql,
+  id: string,
+  changes: Partial<SynthesisInput>,
+  options: { ifMatch?: string },
+): Promise<Synthesis> {
   requireStorable('concept_syntheses', changes)
   return await sql.begin(async (tx) => {
     const current = await lockRow(tx, 'concept_syntheses', id, options.ifMatch, () => synthesis(tx, id))

@@ -45,8 +45,19 @@ export function Grants() {
     navigate('/app', true)
   }
   const endSession = (grant: Grant) =>
-    setRevoking({ grant, question: `End the session in ${browserName(grant)}?`, action: 'End', done: `The session in ${browserName(grant)} has ended: that browser is signed out.` })
-  const revokeAgent = (grant: Grant) => setRevoking({ grant, question: `Revoke the access of ${agentName(grant)}?`, action: 'Revoke', done: `${agentName(grant)} can no longer act for you.` })
+    setRevoking({
+      grant,
+      question: `End the session in ${browserName(grant)}?`,
+      action: 'End',
+      done: `The session in ${browserName(grant)} has ended: that browser is signed out.`,
+    })
+  const revokeAgent = (grant: Grant) =>
+    setRevoking({
+      grant,
+      question: `Revoke the access of ${agentName(grant)}?`,
+      action: 'Revoke',
+      done: `${agentName(grant)} can no longer act for you.`,
+    })
   return (
     <>
       <h1 tabIndex={-1}>Connected agents</h1>
@@ -54,7 +65,12 @@ export function Grants() {
       {outcome.done && <p role="status">{outcome.done}</p>}
       <h2>Where you are signed in</h2>
       <p>This app keeps one session per browser. Ending another browser's signs it out at once.</p>
-      <Paged<Grant> key={`app ${round}`} path="/api/v1/oauth/grants?web_app=true" label="Sessions" empty="No browser is signed in.">
+      <Paged<Grant>
+        key={`app ${round}`}
+        path="/api/v1/oauth/grants?web_app=true"
+        label="Sessions"
+        empty="No browser is signed in."
+      >
         {(rows) => (
           <table>
             <caption class="visually-hidden">Browsers signed in to this app</caption>
@@ -81,7 +97,11 @@ export function Grants() {
                         Sign out
                       </button>
                     ) : (
-                      <button type="button" aria-label={`End the session in ${browserName(grant)}, last used ${moment(grant.last_used_at)}`} onClick={() => endSession(grant)}>
+                      <button
+                        type="button"
+                        aria-label={`End the session in ${browserName(grant)}, last used ${moment(grant.last_used_at)}`}
+                        onClick={() => endSession(grant)}
+                      >
                         End
                       </button>
                     )}
@@ -94,7 +114,12 @@ export function Grants() {
       </Paged>
       <h2>Agents</h2>
       <p>The applications you let act for you, with what they may do. Revoking one stops its tokens at once.</p>
-      <Paged<Grant> key={`agents ${round}`} path="/api/v1/oauth/grants?web_app=false" label="Agents" empty="No agent has access.">
+      <Paged<Grant>
+        key={`agents ${round}`}
+        path="/api/v1/oauth/grants?web_app=false"
+        label="Agents"
+        empty="No agent has access."
+      >
         {(rows) => (
           <table>
             <caption class="visually-hidden">Agents with access</caption>
@@ -128,7 +153,14 @@ export function Grants() {
           </table>
         )}
       </Paged>
-      {revoking && <Confirm question={revoking.question} action={revoking.action} onConfirm={revoke} onCancel={() => setRevoking(undefined)} />}
+      {revoking && (
+        <Confirm
+          question={revoking.question}
+          action={revoking.action}
+          onConfirm={revoke}
+          onCancel={() => setRevoking(undefined)}
+        />
+      )}
     </>
   )
 }

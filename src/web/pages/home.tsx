@@ -10,8 +10,15 @@ import { paths } from './paths.ts'
 const value = (event: Event) => (event.target as HTMLInputElement).value
 
 /** A repository's counts as words: "1 report · 2 investigations". */
-const NOUNS: Record<string, string> = { sources: 'source', facts: 'fact', concepts: 'concept', reports: 'report', investigations: 'investigation' }
-const counted = (counts: Record<string, number>) => Object.entries(counts).map(([kind, n]) => (NOUNS[kind] ? plural(n, NOUNS[kind]) : `${n} ${kind}`))
+const NOUNS: Record<string, string> = {
+  sources: 'source',
+  facts: 'fact',
+  concepts: 'concept',
+  reports: 'report',
+  investigations: 'investigation',
+}
+const counted = (counts: Record<string, number>) =>
+  Object.entries(counts).map(([kind, n]) => (NOUNS[kind] ? plural(n, NOUNS[kind]) : `${n} ${kind}`))
 
 export function Repositories() {
   return (
@@ -36,7 +43,13 @@ function RepositoryList() {
       navigate(paths(created.slug).base)
     } catch (failure) {
       // The form asks for a name only: the slug the API derived from it is what is taken.
-      setError(failure instanceof ApiError && failure.status === 409 ? new Error('A repository with this name (or one that makes the same address) exists already: choose another name.') : failure)
+      setError(
+        failure instanceof ApiError && failure.status === 409
+          ? new Error(
+              'A repository with this name (or one that makes the same address) exists already: choose another name.',
+            )
+          : failure,
+      )
       setBusy(false)
     }
   }
@@ -49,7 +62,11 @@ function RepositoryList() {
             {rows.map((repository) => (
               <li key={repository.id}>
                 <Link href={paths(repository.slug).base}>{repository.name}</Link>
-                <span class="meta">{[repository.role, ...counted(repository.counts ?? {}), repository.description].filter(Boolean).join(' · ')}</span>
+                <span class="meta">
+                  {[repository.role, ...counted(repository.counts ?? {}), repository.description]
+                    .filter(Boolean)
+                    .join(' · ')}
+                </span>
               </li>
             ))}
           </ul>
@@ -93,7 +110,8 @@ const SCORE_MEANING = {
   hybrid:
     'Best first. The score fuses the keyword and the meaning rankings: the sum, over the rankings that found the result, of 1 / (60 + its place there); at most about 0.033, for the first in both. When the vectors cannot answer (none made yet, or the embedder fails), the scores are keyword scores.',
   keyword: 'Best first. The score is the full-text rank of the words you typed, from 0 to 1: higher is a closer match.',
-  vector: "Best first. The score is the cosine similarity of the result's meaning to your query's (1 is the same direction, 0 unrelated).",
+  vector:
+    "Best first. The score is the cosine similarity of the result's meaning to your query's (1 is the same direction, 0 unrelated).",
 }
 
 /** Search results a page at a time (a ranked list: the API's Link and X-Total-Count). */
@@ -134,7 +152,12 @@ export function Search({ repo }: { repo: string }) {
         <button type="submit">Search</button>
       </form>
       {asked && (
-        <Paged<Hit> path={`${apiPath`/${repo}/search`}?${new URLSearchParams(asked)}`} label="Results" limit={RESULTS_PAGE} empty="Nothing found.">
+        <Paged<Hit>
+          path={`${apiPath`/${repo}/search`}?${new URLSearchParams(asked)}`}
+          label="Results"
+          limit={RESULTS_PAGE}
+          empty="Nothing found."
+        >
           {(hits) => (
             <>
               <p class="meta" id="score-meaning">

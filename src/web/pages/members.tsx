@@ -47,12 +47,18 @@ export function Members({ repo }: { repo: string }) {
   const add = async (event: Event) => {
     event.preventDefault()
     setBusy(true)
-    if (await change('PUT', members, { email, role }, (member) => `${member.email} is now ${member.role}.`)) setEmail('')
+    if (await change('PUT', members, { email, role }, (member) => `${member.email} is now ${member.role}.`))
+      setEmail('')
     setBusy(false)
   }
   const remove = async (member: Member) => {
     setRemoving(undefined)
-    await change('DELETE', apiPath`/${repo}/members/${member.user_id}`, undefined, (removed) => `${removed.email} is no longer a member.`)
+    await change(
+      'DELETE',
+      apiPath`/${repo}/members/${member.user_id}`,
+      undefined,
+      (removed) => `${removed.email} is no longer a member.`,
+    )
   }
   return (
     <>
@@ -81,7 +87,14 @@ export function Members({ repo }: { repo: string }) {
                       <select
                         value={member.role}
                         aria-label={`Role of ${member.email}`}
-                        onChange={(event) => change('PUT', members, { email: member.email, role: selected(event) }, (changed) => `${changed.email} is now ${changed.role}.`)}
+                        onChange={(event) =>
+                          change(
+                            'PUT',
+                            members,
+                            { email: member.email, role: selected(event) },
+                            (changed) => `${changed.email} is now ${changed.role}.`,
+                          )
+                        }
                       >
                         {roleOptions}
                       </select>
@@ -112,18 +125,41 @@ export function Members({ repo }: { repo: string }) {
             </div>
           ))}
         </dl>
-        <p>{canManage ? 'You may give and change roles here.' : 'A repoadmin of this repository gives and changes roles: ask one of them (see the list above).'}</p>
+        <p>
+          {canManage
+            ? 'You may give and change roles here.'
+            : 'A repoadmin of this repository gives and changes roles: ask one of them (see the list above).'}
+        </p>
       </section>
-      {removing && <Confirm question={`Remove ${removing.email} from this repository?`} action="Remove" onConfirm={() => remove(removing)} onCancel={() => setRemoving(undefined)} />}
+      {removing && (
+        <Confirm
+          question={`Remove ${removing.email} from this repository?`}
+          action="Remove"
+          onConfirm={() => remove(removing)}
+          onCancel={() => setRemoving(undefined)}
+        />
+      )}
       {canManage && (
         <form class="inline" onSubmit={add}>
           <h2>Add a member</h2>
           <label>
-            E-mail <input type="email" required maxLength={254} value={email} onInput={(event) => setEmail((event.target as HTMLInputElement).value)} />
+            E-mail{' '}
+            <input
+              type="email"
+              required
+              maxLength={254}
+              value={email}
+              onInput={(event) => setEmail((event.target as HTMLInputElement).value)}
+            />
           </label>
           <label>
             Role{' '}
-            <select value={role} aria-label="Role" aria-describedby="chosen-role" onChange={(event) => setRole(selected(event))}>
+            <select
+              value={role}
+              aria-label="Role"
+              aria-describedby="chosen-role"
+              onChange={(event) => setRole(selected(event))}
+            >
               {roleOptions}
             </select>
           </label>

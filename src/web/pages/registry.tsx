@@ -15,8 +15,13 @@ const TARGETS_LISTED = 500
  * graph:import (a sysadmin: any), among the first TARGETS_LISTED they see.
  */
 async function importTargets(): Promise<Repository[]> {
-  const [permissions, repositories] = await Promise.all([get<Permissions>('/api/v1/permissions'), page<Repository>('/api/v1/repositories', undefined, TARGETS_LISTED)])
-  const importable = new Set(permissions.permissions.filter((p) => p.resource === 'graph' && p.action === 'import').map((p) => p.domain))
+  const [permissions, repositories] = await Promise.all([
+    get<Permissions>('/api/v1/permissions'),
+    page<Repository>('/api/v1/repositories', undefined, TARGETS_LISTED),
+  ])
+  const importable = new Set(
+    permissions.permissions.filter((p) => p.resource === 'graph' && p.action === 'import').map((p) => p.domain),
+  )
   return repositories.rows.filter((repository) => permissions.system_admin || importable.has(repository.id))
 }
 
@@ -37,7 +42,8 @@ function ImportInto({ graph, targets, describedBy }: { graph: GraphVersion; targ
   if (targets.state === 'loading') return <p aria-live="polite">Loading your repositories…</p>
   if (targets.state === 'failed') return <ErrorBox error={targets.error} />
   const choices = targets.value
-  if (choices.length === 0) return <p>You may import into no repository: a repoadmin or an editor of a repository may import into it.</p>
+  if (choices.length === 0)
+    return <p>You may import into no repository: a repoadmin or an editor of a repository may import into it.</p>
   const into = choices.find((repository) => repository.id === target) ?? choices[0]!
   const submit = async (event: Event) => {
     event.preventDefault()
@@ -75,7 +81,14 @@ function ImportInto({ graph, targets, describedBy }: { graph: GraphVersion; targ
       {error !== undefined && <ErrorBox error={error} />}
       {job && (
         <JobProgress key={job.job.id} repo={job.into.slug} job={job.job} verb="Import">
-          {(done) => <ImportOutcome job={done} repo={job.into.slug} into={job.into.name} from={`graph “${graph.name}”, version ${graph.version}`} />}
+          {(done) => (
+            <ImportOutcome
+              job={done}
+              repo={job.into.slug}
+              into={job.into.name}
+              from={`graph “${graph.name}”, version ${graph.version}`}
+            />
+          )}
         </JobProgress>
       )}
     </>
@@ -83,7 +96,8 @@ function ImportInto({ graph, targets, describedBy }: { graph: GraphVersion; targ
 }
 
 /** The API names another account's graph by its user id only: a UUID says nothing to a person. */
-const ownerShown = (graph: { owner: string; owner_id: string | null }) => (graph.owner_id !== null && graph.owner === graph.owner_id ? 'pushed by another account' : `pushed by ${graph.owner}`)
+const ownerShown = (graph: { owner: string; owner_id: string | null }) =>
+  graph.owner_id !== null && graph.owner === graph.owner_id ? 'pushed by another account' : `pushed by ${graph.owner}`
 
 function Versions({ group, targets }: { group: GraphName; targets: Targets }) {
   const heading = `name-${group.versions[0]?.id ?? group.name}`
@@ -101,7 +115,13 @@ function Versions({ group, targets }: { group: GraphName; targets: Targets }) {
             <span id={`version-${graph.id}`}>
               Version {graph.version} · <time dateTime={graph.created_at}>{dateTime(graph.created_at)}</time>
             </span>
-            <span class="meta">{[counted({ facts: graph.fact_count, concepts: graph.concept_count, sources: graph.source_count }) || 'empty', ownerShown(graph)].join(' · ')}</span>
+            <span class="meta">
+              {[
+                counted({ facts: graph.fact_count, concepts: graph.concept_count, sources: graph.source_count }) ||
+                  'empty',
+                ownerShown(graph),
+              ].join(' · ')}
+            </span>
             <ImportInto graph={graph} targets={targets} describedBy={`${heading} version-${graph.id}`} />
           </li>
         ))}

@@ -68,7 +68,9 @@ function DeleteRepository({ repository }: { repository: Repository }) {
         <form onSubmit={remove} aria-label="Delete this repository">
           <fieldset class="confirm">
             <legend>Delete {repository.name} for good?</legend>
-            <p>Its facts, concepts, sources, investigations, reports, members and jobs go with it. This cannot be undone.</p>
+            <p>
+              Its facts, concepts, sources, investigations, reports, members and jobs go with it. This cannot be undone.
+            </p>
             <label>
               Type its slug, <code>{repository.slug}</code>, to confirm
               <input value={typed} autoComplete="off" spellcheck={false} onInput={(event) => setTyped(value(event))} />

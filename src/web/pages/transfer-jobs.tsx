@@ -27,7 +27,8 @@ export function counted(counts: Partial<Record<string, number>>): string {
 }
 
 /** A time with its hour and minute, in the reader's time zone. */
-export const dateTime = (iso: string) => new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'short' })
+export const dateTime = (iso: string) =>
+  new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'short' })
 
 const PHASES: Record<string, string> = {
   downloading: 'downloading the bundle',
@@ -59,7 +60,17 @@ export function ProgressBar({ label, percent }: { label: string; percent: number
 }
 
 /** A job followed until it ends, its progress as a live bar; `children` say what it produced. */
-export function JobProgress({ repo, job, verb, children }: { repo: string; job: Job; verb: string; children: (job: Job) => ComponentChildren }) {
+export function JobProgress({
+  repo,
+  job,
+  verb,
+  children,
+}: {
+  repo: string
+  job: Job
+  verb: string
+  children: (job: Job) => ComponentChildren
+}) {
   const [current, setCurrent] = useState(job)
   useEffect(() => {
     let stopped = false
@@ -71,14 +82,21 @@ export function JobProgress({ repo, job, verb, children }: { repo: string; job: 
         if (!stopped) setCurrent(latest)
       }
     }
-    follow().catch((error) => !stopped && setCurrent({ ...job, status: 'failed', error: error instanceof Error ? error.message : String(error) }))
+    follow().catch(
+      (error) =>
+        !stopped &&
+        setCurrent({ ...job, status: 'failed', error: error instanceof Error ? error.message : String(error) }),
+    )
     return () => {
       stopped = true
     }
   }, [job.id])
   return (
     <>
-      <ProgressBar label={`${verb}: ${state(current)}`} percent={current.status === 'succeeded' ? 100 : current.progress.percent} />
+      <ProgressBar
+        label={`${verb}: ${state(current)}`}
+        percent={current.status === 'succeeded' ? 100 : current.progress.percent}
+      />
       {current.status === 'failed' && <ErrorBox error={new Error(`${verb} failed: ${current.error}`)} />}
       {current.status === 'cancelled' && <p role="status">{verb} cancelled.</p>}
       {current.status === 'succeeded' && <div role="status">{children(current)}</div>}
@@ -103,14 +121,25 @@ export function GraphLink({ id, name }: { id: string; name?: string }) {
 }
 
 /** An import's result in words: what it added, what was there already, and where to see it. */
-export function ImportOutcome({ job, from, repo, into }: { job: Job; from: ComponentChildren; repo: string; into?: string }) {
+export function ImportOutcome({
+  job,
+  from,
+  repo,
+  into,
+}: {
+  job: Job
+  from: ComponentChildren
+  repo: string
+  into?: string
+}) {
   const result = job.result as ImportResult
   const added = counted(result.imported)
   const kept = counted(result.reused)
   return (
     <p>
       Imported {added || 'nothing new'} from {from}
-      {into && ` into ${into}`}.{kept && ` Already there and kept as they were: ${kept}.`} <Link href={`${paths(repo).base}/facts`}>See the facts{into ? ` of ${into}` : ''}</Link>
+      {into && ` into ${into}`}.{kept && ` Already there and kept as they were: ${kept}.`}{' '}
+      <Link href={`${paths(repo).base}/facts`}>See the facts{into ? ` of ${into}` : ''}</Link>
     </p>
   )
 }

@@ -68,7 +68,9 @@ function FileImport({ repo }: { repo: string }) {
     setSent({ sent: 0, total: file.size })
     void start(async () => {
       try {
-        const started = await upload<Job>(importPath(repo), file, 'application/gzip', (bytes, total) => setSent({ sent: bytes, total }))
+        const started = await upload<Job>(importPath(repo), file, 'application/gzip', (bytes, total) =>
+          setSent({ sent: bytes, total }),
+        )
         // Every byte is in once the server answers, whatever the last progress event said.
         setSent({ sent: file.size, total: file.size })
         return started
@@ -83,13 +85,24 @@ function FileImport({ repo }: { repo: string }) {
       <form class="inline" onSubmit={submit}>
         <h2 id="file-heading">Import a bundle file</h2>
         <label>
-          Bundle file (.json.gz) <input type="file" required accept=".gz,application/gzip" onChange={(event) => setFile((event.target as HTMLInputElement).files?.[0])} />
+          Bundle file (.json.gz){' '}
+          <input
+            type="file"
+            required
+            accept=".gz,application/gzip"
+            onChange={(event) => setFile((event.target as HTMLInputElement).files?.[0])}
+          />
         </label>
         <button type="submit" disabled={busy}>
           {busy ? 'Uploading…' : 'Upload and import'}
         </button>
       </form>
-      {sent && <ProgressBar label={`Upload: ${megabytes(sent.sent)} of ${megabytes(sent.total)}`} percent={sent.total > 0 ? (100 * sent.sent) / sent.total : null} />}
+      {sent && (
+        <ProgressBar
+          label={`Upload: ${megabytes(sent.sent)} of ${megabytes(sent.total)}`}
+          percent={sent.total > 0 ? (100 * sent.sent) / sent.total : null}
+        />
+      )}
       {error !== undefined && <ErrorBox error={error} />}
       {job && file && (
         <JobProgress repo={repo} job={job} verb="Import">
@@ -117,7 +130,8 @@ function RegistryImport({ repo }: { repo: string }) {
       >
         <h2 id="registry-heading">Import from the registry</h2>
         <p class="meta">
-          Pick a graph on the <Link href="/app/registry">Registry</Link> page and choose “Import into…”, or give its id here.
+          Pick a graph on the <Link href="/app/registry">Registry</Link> page and choose “Import into…”, or give its id
+          here.
         </p>
         <label>
           {/* A dash in a class is escaped: the pattern attribute is compiled with the v flag. */}

@@ -35,11 +35,15 @@ const PASSWORD_MIN = 8
 const PASSWORD_MAX = 256
 
 const value = (event: Event) => (event.target as HTMLInputElement | HTMLSelectElement).value
-const where = (held: HeldRole) => (held.domain === 'system' ? held.role : `${held.role} in ${held.repository?.name ?? held.domain}`)
+const where = (held: HeldRole) =>
+  held.domain === 'system' ? held.role : `${held.role} in ${held.repository?.name ?? held.domain}`
 
 export function Users() {
   const [choices] = useLoad(async () => {
-    const [roles, repositories] = await Promise.all([get<RoleDefinition[]>('/api/v1/admin/permissions'), page<Repository>('/api/v1/repositories', undefined, PICKER_REPOSITORIES)])
+    const [roles, repositories] = await Promise.all([
+      get<RoleDefinition[]>('/api/v1/admin/permissions'),
+      page<Repository>('/api/v1/repositories', undefined, PICKER_REPOSITORIES),
+    ])
     return { roles, repositories: repositories.rows, more: repositories.next !== undefined }
   }, 'choices')
   const [search, setSearch] = useState('')
@@ -64,7 +68,11 @@ export function Users() {
   }
   const remove = async ({ user, held }: { user: UserRow; held: HeldRole }) => {
     setRemoving(undefined)
-    await change('DELETE', { user_id: user.id, role: held.role, domain: held.domain }, `${user.email} is no longer ${where(held)}.`)
+    await change(
+      'DELETE',
+      { user_id: user.id, role: held.role, domain: held.domain },
+      `${user.email} is no longer ${where(held)}.`,
+    )
   }
   const list = `/api/v1/admin/users${searched ? `?${new URLSearchParams({ q: searched })}` : ''}`
   return (
@@ -79,13 +87,19 @@ export function Users() {
         }}
       >
         <label>
-          E-mail or name <input type="search" maxLength={254} value={search} onInput={(event) => setSearch(value(event))} />
+          E-mail or name{' '}
+          <input type="search" maxLength={254} value={search} onInput={(event) => setSearch(value(event))} />
         </label>
         <button type="submit">Find</button>
       </form>
       {outcome.error !== undefined && <ErrorBox error={outcome.error} />}
       {outcome.done && <p role="status">{outcome.done}</p>}
-      <Paged<UserRow> key={`${round} ${list}`} path={list} label="Users" empty={searched ? `No user's e-mail or name contains “${searched}”.` : 'None yet.'}>
+      <Paged<UserRow>
+        key={`${round} ${list}`}
+        path={list}
+        label="Users"
+        empty={searched ? `No user's e-mail or name contains “${searched}”.` : 'None yet.'}
+      >
         {(rows) => (
           <table>
             <caption class="visually-hidden">Users and their roles</caption>
@@ -106,7 +120,11 @@ export function Users() {
                       {user.roles.map((held) => (
                         <li key={`${held.role} ${held.domain}`}>
                           {where(held)}{' '}
-                          <button type="button" aria-label={`Remove ${where(held)} from ${user.email}`} onClick={() => setRemoving({ user, held })}>
+                          <button
+                            type="button"
+                            aria-label={`Remove ${where(held)} from ${user.email}`}
+                            onClick={() => setRemoving({ user, held })}
+                          >
                             Remove
                           </button>
                         </li>
@@ -119,7 +137,14 @@ export function Users() {
           </table>
         )}
       </Paged>
-      {removing && <Confirm question={`Remove ${where(removing.held)} from ${removing.user.email}?`} action="Remove" onConfirm={() => remove(removing)} onCancel={() => setRemoving(undefined)} />}
+      {removing && (
+        <Confirm
+          question={`Remove ${where(removing.held)} from ${removing.user.email}?`}
+          action="Remove"
+          onConfirm={() => remove(removing)}
+          onCancel={() => setRemoving(undefined)}
+        />
+      )}
       <Show loaded={choices}>
         {({ roles, repositories, more }) => {
           const role = roles.find((r) => r.role === form.role)
@@ -134,9 +159,19 @@ export function Users() {
           return (
             <form class="inline" onSubmit={assign}>
               <h2>Give a role</h2>
-              <p class="meta">A repository role replaces the role the user held in that repository; a system role is added to their others.</p>
+              <p class="meta">
+                A repository role replaces the role the user held in that repository; a system role is added to their
+                others.
+              </p>
               <label>
-                E-mail <input type="email" required maxLength={254} value={form.email} onInput={(event) => setForm({ ...form, email: value(event) })} />
+                E-mail{' '}
+                <input
+                  type="email"
+                  required
+                  maxLength={254}
+                  value={form.email}
+                  onInput={(event) => setForm({ ...form, email: value(event) })}
+                />
               </label>
               <label>
                 Role{' '}
@@ -158,7 +193,11 @@ export function Users() {
               {inRepository && (
                 <label>
                   Repository{' '}
-                  <select required value={form.repository} onChange={(event) => setForm({ ...form, repository: value(event) })}>
+                  <select
+                    required
+                    value={form.repository}
+                    onChange={(event) => setForm({ ...form, repository: value(event) })}
+                  >
                     <option value="">Choose a repository</option>
                     {repositories.map((r) => (
                       <option key={r.id} value={r.id}>
@@ -168,7 +207,11 @@ export function Users() {
                   </select>
                 </label>
               )}
-              {inRepository && more && <p class="meta">Only the first {PICKER_REPOSITORIES} repositories are offered here; for another, use its Members page.</p>}
+              {inRepository && more && (
+                <p class="meta">
+                  Only the first {PICKER_REPOSITORIES} repositories are offered here; for another, use its Members page.
+                </p>
+              )}
               <button type="submit">Give the role</button>
             </form>
           )
@@ -183,7 +226,10 @@ export function Users() {
 function NewAccount() {
   const [form, setForm] = useState({ email: '', name: '', password: '' })
   const [outcome, setOutcome] = useState<{ error?: unknown; done?: string; code?: string }>({})
-  const field = (name: keyof typeof form) => ({ value: form[name], onInput: (event: Event) => setForm({ ...form, [name]: value(event) }) })
+  const field = (name: keyof typeof form) => ({
+    value: form[name],
+    onInput: (event: Event) => setForm({ ...form, [name]: value(event) }),
+  })
   const run = async (send: () => Promise<{ done: string; code?: string }>) => {
     setOutcome({})
     try {
@@ -196,14 +242,25 @@ function NewAccount() {
   const create = (event: Event) => {
     event.preventDefault()
     void run(async () => {
-      const user = await request<{ email: string }>('POST', '/api/v1/admin/users', { email: form.email, password: form.password, ...(form.name ? { name: form.name } : {}) })
+      const user = await request<{ email: string }>('POST', '/api/v1/admin/users', {
+        email: form.email,
+        password: form.password,
+        ...(form.name ? { name: form.name } : {}),
+      })
       return { done: `The account ${user.email} is made: give them the password, and they sign in.` }
     })
   }
   const invite = () =>
     run(async () => {
-      const invitation = await request<{ email: string; code: string; expires_at: string }>('POST', '/api/v1/admin/invitations', { email: form.email })
-      return { done: `${invitation.email} is invited until ${invitation.expires_at.slice(0, 10)}. Give them this code (it is shown only now):`, code: invitation.code }
+      const invitation = await request<{ email: string; code: string; expires_at: string }>(
+        'POST',
+        '/api/v1/admin/invitations',
+        { email: form.email },
+      )
+      return {
+        done: `${invitation.email} is invited until ${invitation.expires_at.slice(0, 10)}. Give them this code (it is shown only now):`,
+        code: invitation.code,
+      }
     })
   return (
     <form class="inline" onSubmit={create}>
@@ -220,14 +277,30 @@ function NewAccount() {
         Name <input maxLength={200} {...field('name')} />
       </label>
       <label>
-        Password <input type="password" required autoComplete="new-password" minLength={PASSWORD_MIN} maxLength={PASSWORD_MAX} aria-describedby="new-password-rules" {...field('password')} />
+        Password{' '}
+        <input
+          type="password"
+          required
+          autoComplete="new-password"
+          minLength={PASSWORD_MIN}
+          maxLength={PASSWORD_MAX}
+          aria-describedby="new-password-rules"
+          {...field('password')}
+        />
       </label>
       <p id="new-password-rules" class="meta">
         {PASSWORD_MIN} to {PASSWORD_MAX} characters; not needed for an invitation.
       </p>
       <button type="submit">Create the account</button>
       {registration === 'invite' && (
-        <button type="button" onClick={(event) => (event.currentTarget.form?.querySelector('input[type=email]') as HTMLInputElement | null)?.reportValidity() && invite()}>
+        <button
+          type="button"
+          onClick={(event) =>
+            (
+              event.currentTarget.form?.querySelector('input[type=email]') as HTMLInputElement | null
+            )?.reportValidity() && invite()
+          }
+        >
           Invite
         </button>
       )}

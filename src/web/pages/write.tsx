@@ -23,9 +23,20 @@ export function writePage(repo: string, tab: string, id: string | undefined, act
   const kind = KINDS[tab]
   if (!kind || !id || (id !== 'new' && action !== 'edit')) return undefined
   const editing = id === 'new' ? undefined : id
-  const form = kind === 'fact' ? <FactEditor repo={repo} id={editing} /> : kind === 'concept' ? <ConceptEditor repo={repo} id={editing} /> : <ReportEditor repo={repo} id={editing} />
+  const form =
+    kind === 'fact' ? (
+      <FactEditor repo={repo} id={editing} />
+    ) : kind === 'concept' ? (
+      <ConceptEditor repo={repo} id={editing} />
+    ) : (
+      <ReportEditor repo={repo} id={editing} />
+    )
   return (
-    <Allowed permission={`${kind}:write`} doing={editing ? `Editing this ${kind}` : `Adding a ${kind}`} heading={editing ? `Edit the ${kind}` : `New ${kind}`}>
+    <Allowed
+      permission={`${kind}:write`}
+      doing={editing ? `Editing this ${kind}` : `Adding a ${kind}`}
+      heading={editing ? `Edit the ${kind}` : `New ${kind}`}
+    >
       {form}
     </Allowed>
   )
@@ -66,7 +77,9 @@ function Delete({ repo, kind, id }: { repo: string; kind: Kind; id: string }) {
     setError(undefined)
     setBusy(true)
     try {
-      await request('DELETE', apiPath`/${repo}/${collection(kind)}/${row.value.value.id}`, undefined, { 'if-match': row.value.etag })
+      await request('DELETE', apiPath`/${repo}/${collection(kind)}/${row.value.value.id}`, undefined, {
+        'if-match': row.value.etag,
+      })
       tell(`The ${kind} is deleted.`)
       navigate(`${paths(repo).base}/${collection(kind)}`)
     } catch (failure) {
@@ -81,8 +94,18 @@ function Delete({ repo, kind, id }: { repo: string; kind: Kind; id: string }) {
           Delete this {kind}
         </button>
       ) : (
-        <Confirm question={`Delete this ${kind} for good?`} action="Yes, delete it" busy={busy && 'Deleting…'} onConfirm={remove} onCancel={() => setConfirming(false)}>
-          {kind === 'fact' ? 'Its links go with it; texts that cite it keep their words.' : kind === 'report' ? 'Its parts go with it.' : 'Its links and summaries go with it.'}
+        <Confirm
+          question={`Delete this ${kind} for good?`}
+          action="Yes, delete it"
+          busy={busy && 'Deleting…'}
+          onConfirm={remove}
+          onCancel={() => setConfirming(false)}
+        >
+          {kind === 'fact'
+            ? 'Its links go with it; texts that cite it keep their words.'
+            : kind === 'report'
+              ? 'Its parts go with it.'
+              : 'Its links and summaries go with it.'}
         </Confirm>
       )}
       {error !== undefined && <WriteError repo={repo} kind={kind} error={error} reload={() => location.reload()} />}

@@ -25,11 +25,15 @@ beforeAll(async () => {
   ;[admin, owner, viewer] = await Promise.all([registerAccount(http), registerAccount(http), registerAccount(http)])
   expect((await server.promote(admin.email)).code).toBe(0)
   repo = (await http.post('/api/v1/repositories', { name: 'Downloads' }, owner.token)).body
-  expect((await http.put('/api/v1/admin/users/roles', { user_id: viewer.id, role: 'viewer', domain: repo.id }, admin.token)).status).toBe(200)
+  expect(
+    (await http.put('/api/v1/admin/users/roles', { user_id: viewer.id, role: 'viewer', domain: repo.id }, admin.token))
+      .status,
+  ).toBe(200)
 })
 afterAll(() => server.stop())
 
-const download = (path: string, token = owner.token, headers: Record<string, string> = {}) => fetch(server.url + path, { headers: { authorization: `Bearer ${token}`, ...headers } })
+const download = (path: string, token = owner.token, headers: Record<string, string> = {}) =>
+  fetch(server.url + path, { headers: { authorization: `Bearer ${token}`, ...headers } })
 const job = (id: string) => `/${repo.slug}/jobs/${id}`
 
 async function startExport(exportedAt: string): Promise<string> {
@@ -37,7 +41,8 @@ async function startExport(exportedAt: string): Promise<string> {
   expect(started.status).toBe(202)
   return started.body.id
 }
-const succeeded = async (id: string) => (await waitForJob(http, job(id), owner.token)) as Job & { result: { sha256: string; exported_at: string } }
+const succeeded = async (id: string) =>
+  (await waitForJob(http, job(id), owner.token)) as Job & { result: { sha256: string; exported_at: string } }
 
 /** Holds the only worker thread until the returned function is called. */
 async function holdWorker(): Promise<() => Promise<void>> {
@@ -73,10 +78,26 @@ async function expectBundle(res: Response, exported: Awaited<ReturnType<typeof s
 
 describe(`export download (${BACKEND})`, () => {
   test('before any export: 404 saying how to start one; a bad or unknown job: 400, 404', async () => {
-    expectError(await http.get(`/${repo.slug}/export-graph/download`, owner.token), 404, `no export yet: POST /${repo.slug}/export-graph starts one`)
-    expectError(await http.get(`/${repo.slug}/export-graph/not-a-uuid/download`, owner.token), 400, 'invalid path parameter: jobID: expected a UUID (got "not-a-uuid")')
-    expectError(await http.get(`/${repo.slug}/export-graph/${crypto.randomUUID()}/download`, owner.token), 404, 'export not found')
-    expectError(await http.call('GET', `/${repo.slug}/export-graph/${crypto.randomUUID()}/download`), 401, 'authentication required')
+    expectError(
+      await http.get(`/${repo.slug}/export-graph/download`, owner.token),
+      404,
+      `no export yet: POST /${repo.slug}/export-graph starts one`,
+    )
+    expectError(
+      await http.get(`/${repo.slug}/export-graph/not-a-uuid/download`, owner.token),
+      400,
+      'invalid path parameter: jobID: expected a UUID (got "not-a-uuid")',
+    )
+    expectError(
+      await http.get(`/${repo.slug}/export-graph/${crypto.randomUUID()}/download`, owner.token),
+      404,
+      'export not found',
+    )
+    expectError(
+      await http.call('GET', `/${repo.slug}/export-graph/${crypto.randomUUID()}/download`),
+      401,
+      'authentication required',
+    )
     expectError(
       await http.get(`/${repo.slug}/export-graph/${crypto.randomUUID()}/download`, viewer.token),
       403,
@@ -94,25 +115,41 @@ describe(`export download (${BACKEND})`, () => {
     const first = await startExport('2026-01-01T00:00:00Z')
     await expectPending(await download(`/${repo.slug}/export-graph/download`), first, 'queued')
     await expectPending(await download(`/${repo.slug}/export-graph/${first}/download`), first, 'queued')
-    await expectPending(await download('/api/v1/export-graph/download', owner.token, { 'x-repository-id': repo.id }), first, 'queued')
+    await expectPending(
+      await download('/api/v1/export-graph/download', owner.token, { 'x-repository-id': repo.id }),
+      first,
+      'queued',
+    )
     await release()
     const done = await succeeded(first)
     expect(done.result.exported_at).toBe('2026-01-01T00:00:00Z')
     const newest = await expectBundle(await download(`/${repo.slug}/export-graph/download`), done)
-    const byJob = await expectBundle(await download(`/api/v1/export-graph/${first}/download`, owner.token, { 'x-repository-id': repo.slug }), done)
+    const byJob = await expectBundle(
+      await download(`/api/v1/export-graph/${first}/download`, owner.token, { 'x-repository-id': repo.slug }),
+      done,
+    )
     expect(byJob.equals(newest)).toBe(true)
   })
 
   test('a newer export on its way: the newest download waits for it (never the older bundle); the older stays downloadable by its job', async () => {
-    const [older] = (await http.get<Job[]>(`/${repo.slug}/jobs?kind=export_graph&status=succeeded&order=desc`, owner.token)).body
+    const [older] = (
+      await http.get<Job[]>(`/${repo.slug}/jobs?kind=export_graph&status=succeeded&order=desc`, owner.token)
+    ).body
     const release = await holdWorker()
     const newer = await startExport('2026-01-02T00:00:00Z')
     await expectPending(await download(`/${repo.slug}/export-graph/download`), newer, 'queued')
-    await expectBundle(await download(`/${repo.slug}/export-graph/${older!.id}/download`), (await succeeded(older!.id)) as never)
+    await expectBundle(
+      await download(`/${repo.slug}/export-graph/${older!.id}/download`),
+      (await succeeded(older!.id)) as never,
+    )
     // A cancelled export: 409 by its job; it does not hide the newest succeeded one.
     const cancelled = await startExport('2026-01-03T00:00:00Z')
     expect((await http.post(`${job(cancelled)}/cancel`, {}, owner.token)).body.status).toBe('cancelled')
-    expectError(await http.get(`/${repo.slug}/export-graph/${cancelled}/download`, owner.token), 409, /^export [0-9a-f-]{36} cancelled: .+; nothing to download$/)
+    expectError(
+      await http.get(`/${repo.slug}/export-graph/${cancelled}/download`, owner.token),
+      409,
+      /^export [0-9a-f-]{36} cancelled: .+; nothing to download$/,
+    )
     await release()
     const done = await succeeded(newer)
     await expectBundle(await download(`/${repo.slug}/export-graph/download`), done)
@@ -123,8 +160,11 @@ describe(`export download (${BACKEND})`, () => {
 
   test(`the newest ${EXPORTS_KEPT} exports keep their bundle; an older one is 410`, async () => {
     const exported: string[] = []
-    for (let i = 0; i < EXPORTS_KEPT; i++) exported.push((await succeeded(await startExport(`2026-02-0${i + 1}T00:00:00Z`))).id)
-    const all = (await http.get<Job[]>(`/${repo.slug}/jobs?kind=export_graph&status=succeeded&order=desc&limit=100`, owner.token)).body
+    for (let i = 0; i < EXPORTS_KEPT; i++)
+      exported.push((await succeeded(await startExport(`2026-02-0${i + 1}T00:00:00Z`))).id)
+    const all = (
+      await http.get<Job[]>(`/${repo.slug}/jobs?kind=export_graph&status=succeeded&order=desc&limit=100`, owner.token)
+    ).body
     expect(all.length).toBeGreaterThan(EXPORTS_KEPT)
     const keys: string[] = []
     for await (const key of server.context.blobs.list(`${repositoryBlobPrefix(repo.id)}exports/`)) keys.push(key)

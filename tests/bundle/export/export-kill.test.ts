@@ -20,15 +20,21 @@ describe(`an export whose process is killed (${BACKEND})`, () => {
     const dataDir = loadConfig(env).dataDir
     let kgs = await startServerProcess(env)
     const owner = await registerAccount(api(kgs.url))
-    const repo = (await api(kgs.url).post('/api/v1/repositories', { name: 'Killed export' }, owner.token)).body as { id: string; slug: string }
+    const repo = (await api(kgs.url).post('/api/v1/repositories', { name: 'Killed export' }, owner.token)).body as {
+      id: string
+      slug: string
+    }
     await kgs.stop()
     // Enough rows that the pass takes a while (the file grows member by member).
     const facts = 20_000
-    await readStoppedInstance(env, async (pools) => generateGraph(await pools.forRepository(repo.id), repo.id, { facts, seed: 3 }))
+    await readStoppedInstance(env, async (pools) =>
+      generateGraph(await pools.forRepository(repo.id), repo.id, { facts, seed: 3 }),
+    )
 
     kgs = await startServerProcess(env)
     let http = api(kgs.url)
-    let { token } = (await http.post('/api/v1/auth/login', { email: owner.email, password: 'correct horse battery' })).body
+    let { token } = (await http.post('/api/v1/auth/login', { email: owner.email, password: 'correct horse battery' }))
+      .body
     const started = await http.post(`/${repo.slug}/export-graph`, { exported_at: '2026-01-02T03:04:05Z' }, token)
     expect(started.status).toBe(202)
     const path = `/${repo.slug}/jobs/${started.body.id}`
@@ -51,7 +57,9 @@ describe(`an export whose process is killed (${BACKEND})`, () => {
     kgs = await startServerProcess(env)
     try {
       http = api(kgs.url)
-      ;({ token } = (await http.post('/api/v1/auth/login', { email: owner.email, password: 'correct horse battery' })).body)
+      ;({ token } = (
+        await http.post('/api/v1/auth/login', { email: owner.email, password: 'correct horse battery' })
+      ).body)
       const job = await waitForJob(http, path, token, undefined, 120_000)
       expect(job.status).toBe('succeeded')
       // A retry; on a loaded machine a 2 s lease may lapse once more and make it a third attempt.

@@ -41,7 +41,14 @@ let stranger: Account
 let full: { id: string; slug: string }
 let empty: { id: string; slug: string }
 /** The edge cases added to the generated graph. */
-const added = { childReport: crypto.randomUUID(), unknownFact: crypto.randomUUID(), citingSummary: '', citedFact: '', citedConcept: '', lostImageKey: '' }
+const added = {
+  childReport: crypto.randomUUID(),
+  unknownFact: crypto.randomUUID(),
+  citingSummary: '',
+  citedFact: '',
+  citedConcept: '',
+  lostImageKey: '',
+}
 
 interface ReadBack {
   metadata: Metadata
@@ -92,15 +99,26 @@ async function idsInOrder(table: string): Promise<string[]> {
 }
 
 async function grant(account: Account, role: string, repositoryId: string) {
-  expect((await http.put('/api/v1/admin/users/roles', { user_id: account.id, role, domain: repositoryId }, admin.token)).status).toBe(200)
+  expect(
+    (await http.put('/api/v1/admin/users/roles', { user_id: account.id, role, domain: repositoryId }, admin.token))
+      .status,
+  ).toBe(200)
 }
 
 beforeAll(async () => {
   server = await startTestServer({ env: { WORKERS: '1' } })
   http = api(server.url)
-  ;[admin, owner, viewer, curator, stranger] = await Promise.all([registerAccount(http), registerAccount(http), registerAccount(http), registerAccount(http), registerAccount(http)])
+  ;[admin, owner, viewer, curator, stranger] = await Promise.all([
+    registerAccount(http),
+    registerAccount(http),
+    registerAccount(http),
+    registerAccount(http),
+    registerAccount(http),
+  ])
   expect((await server.promote(admin.email)).code).toBe(0)
-  full = (await http.post('/api/v1/repositories', { name: 'Export Full', description: 'A generated graph' }, owner.token)).body
+  full = (
+    await http.post('/api/v1/repositories', { name: 'Export Full', description: 'A generated graph' }, owner.token)
+  ).body
   empty = (await http.post('/api/v1/repositories', { name: 'Export Empty' }, owner.token)).body
   await grant(viewer, 'viewer', empty.id)
   await grant(curator, 'curator', empty.id)
@@ -110,7 +128,9 @@ beforeAll(async () => {
   await generateGraph(sql, full.id, { facts: 300, seed: 11, blobs, vectors: { store: vectors, embedder } })
 
   // A child report created before every root: depth order must still put it after its parent.
-  const [root] = await sql<{ id: string }[]>`SELECT id FROM reports WHERE parent_id IS NULL ORDER BY created_at, id LIMIT 1`
+  const [root] = await sql<
+    { id: string }[]
+  >`SELECT id FROM reports WHERE parent_id IS NULL ORDER BY created_at, id LIMIT 1`
   await sql`INSERT INTO reports (id, title, body_md, status, parent_id, created_at) VALUES (${added.childReport}, 'Follow-up', 'More.', 'pending', ${root!.id}, '2025-01-01T00:00:00Z')`
   // A summary citing a concept and a fact that does not exist, next to its fact citations.
   const [summary] = await sql<{ id: string; covered_fact_ids: string[]; concept_id: string }[]>`
@@ -122,7 +142,9 @@ beforeAll(async () => {
   // An image fact whose stored image_url is a local copy's: the bundle carries the image's original URL.
   await sql`UPDATE facts SET image_url = 'http://localhost:8080/media/copy.png' WHERE id = (SELECT id FROM facts WHERE source_image_id IS NOT NULL ORDER BY created_at, id LIMIT 1)`
   // A stored image whose blob is gone: written without image_ref, its bytes not embedded.
-  const [image] = await sql<{ storage_key: string }[]>`SELECT storage_key FROM source_images WHERE storage_key IS NOT NULL ORDER BY created_at, id LIMIT 1 OFFSET 2`
+  const [image] = await sql<
+    { storage_key: string }[]
+  >`SELECT storage_key FROM source_images WHERE storage_key IS NOT NULL ORDER BY created_at, id LIMIT 1 OFFSET 2`
   added.lostImageKey = image!.storage_key
   await blobs.delete(image!.storage_key)
 })
@@ -145,32 +167,80 @@ describe(`export routes (${BACKEND})`, () => {
     )
     expectError(await http.post(`/${empty.slug}/export-graph`, {}, stranger.token), 404, 'repository not found')
     expectError(await http.post('/no-such-repository/export-graph', {}, owner.token), 404, 'repository not found')
-    expectError(await http.get(`/${crypto.randomUUID()}/export-graph/download`, owner.token), 404, 'repository not found')
-    expectError(await http.call('POST', '/api/v1/export-graph', { body: {}, token: owner.token }), 400, 'no repository named: put it in the path or the X-Repository-ID header')
+    expectError(
+      await http.get(`/${crypto.randomUUID()}/export-graph/download`, owner.token),
+      404,
+      'repository not found',
+    )
+    expectError(
+      await http.call('POST', '/api/v1/export-graph', { body: {}, token: owner.token }),
+      400,
+      'no repository named: put it in the path or the X-Repository-ID header',
+    )
   })
 
   test('a malformed body, wrong types, an unknown field or a bad exported_at is 400, and queues nothing', async () => {
     const path = `/${empty.slug}/export-graph`
     const before = await http.get(`/${empty.slug}/jobs`, owner.token)
-    expectError(await http.call('POST', path, { raw: '{"name":', headers: { 'content-type': 'application/json' }, token: owner.token }), 400, /^malformed JSON body/)
+    expectError(
+      await http.call('POST', path, {
+        raw: '{"name":',
+        headers: { 'content-type': 'application/json' },
+        token: owner.token,
+      }),
+      400,
+      /^malformed JSON body/,
+    )
     expectError(await http.post(path, [], owner.token), 400, /^invalid body: expected an object \(got array\)$/)
-    expectError(await http.post(path, { include_images: 'yes' }, owner.token), 400, 'invalid body: include_images: expected a boolean (got "yes")')
-    expectError(await http.post(path, { include_bodies: 1 }, owner.token), 400, 'invalid body: include_bodies: expected a boolean (got number)')
-    expectError(await http.post(path, { tags: 'physics' }, owner.token), 400, /^invalid body: tags: expected an array of at most 64 strings/)
+    expectError(
+      await http.post(path, { include_images: 'yes' }, owner.token),
+      400,
+      'invalid body: include_images: expected a boolean (got "yes")',
+    )
+    expectError(
+      await http.post(path, { include_bodies: 1 }, owner.token),
+      400,
+      'invalid body: include_bodies: expected a boolean (got number)',
+    )
+    expectError(
+      await http.post(path, { tags: 'physics' }, owner.token),
+      400,
+      /^invalid body: tags: expected an array of at most 64 strings/,
+    )
     expectError(await http.post(path, { tags: [''] }, owner.token), 400, /^invalid body: tags\.0: /)
     expectError(await http.post(path, { name: '' }, owner.token), 400, /^invalid body: name: expected 1-200 characters/)
-    expectError(await http.post(path, { name: '   ' }, owner.token), 400, /^invalid body: name: expected 1-200 characters, not all blank/)
+    expectError(
+      await http.post(path, { name: '   ' }, owner.token),
+      400,
+      /^invalid body: name: expected 1-200 characters, not all blank/,
+    )
     expectError(await http.post(path, { name: 'x'.repeat(201) }, owner.token), 400, /^invalid body: name: /)
     expectError(await http.post(path, { description: 3 }, owner.token), 400, /^invalid body: description: /)
     expectError(await http.post(path, { owner: 'me' }, owner.token), 400, /^invalid body: owner: /)
-    expectError(await http.post(path, { exported_at: 'yesterday' }, owner.token), 400, /^invalid body: exported_at: expected an RFC 3339 date-time/)
-    expectError(await http.post(path, { exported_at: '2026-01-02 03:04:05Z' }, owner.token), 400, /^invalid body: exported_at: expected an RFC 3339 date-time/)
-    expectError(await http.post(path, { exported_at: '2026-02-30T00:00:00Z' }, owner.token), 400, /^invalid body: exported_at: expected an RFC 3339 date-time .*\(got "2026-02-30T00:00:00Z"\)$/)
+    expectError(
+      await http.post(path, { exported_at: 'yesterday' }, owner.token),
+      400,
+      /^invalid body: exported_at: expected an RFC 3339 date-time/,
+    )
+    expectError(
+      await http.post(path, { exported_at: '2026-01-02 03:04:05Z' }, owner.token),
+      400,
+      /^invalid body: exported_at: expected an RFC 3339 date-time/,
+    )
+    expectError(
+      await http.post(path, { exported_at: '2026-02-30T00:00:00Z' }, owner.token),
+      400,
+      /^invalid body: exported_at: expected an RFC 3339 date-time .*\(got "2026-02-30T00:00:00Z"\)$/,
+    )
     expect((await http.get(`/${empty.slug}/jobs`, owner.token)).body).toEqual(before.body)
   })
 
   test('the download is 404 before any export; a bodiless POST exports with the defaults', async () => {
-    expectError(await http.get(`/${empty.slug}/export-graph/download`, owner.token), 404, `no export yet: POST /${empty.slug}/export-graph starts one`)
+    expectError(
+      await http.get(`/${empty.slug}/export-graph/download`, owner.token),
+      404,
+      `no export yet: POST /${empty.slug}/export-graph starts one`,
+    )
     const started = await http.call('POST', `/${empty.slug}/export-graph`, { token: owner.token })
     expect(started.status).toBe(202)
     expect(started.body).toMatchObject({ kind: 'export_graph', repository_id: empty.id, status: 'queued' })
@@ -197,7 +267,15 @@ describe(`export of a generated graph (${BACKEND})`, () => {
       SELECT (SELECT count(*) FROM sources)::int AS sources, (SELECT count(*) FROM facts)::int AS facts, (SELECT count(*) FROM concepts)::int AS concepts,
              (SELECT count(*) FROM concept_summaries)::int AS summaries, (SELECT count(*) FROM concept_syntheses)::int AS syntheses,
              (SELECT count(*) FROM reports)::int AS reports, (SELECT count(*) FROM investigations)::int AS investigations`
-    expect(counts).toEqual({ sources: 15, facts: 300, concepts: 30, summaries: 30, syntheses: 3, reports: 3, investigations: 2 })
+    expect(counts).toEqual({
+      sources: 15,
+      facts: 300,
+      concepts: 30,
+      summaries: 30,
+      syntheses: 3,
+      reports: 3,
+      investigations: 2,
+    })
     expect(job.status).toBe('succeeded')
     expect(job.result).toEqual({
       graph_id: expect.any(String),
@@ -209,7 +287,13 @@ describe(`export of a generated graph (${BACKEND})`, () => {
       new: true,
     })
     // The figures of the last phase, pushing (bytes sent of the file's), stay; the phase becomes the status.
-    expect(job.progress).toEqual({ phase: 'succeeded', done: bytes.byteLength, total: bytes.byteLength, bytes: bytes.byteLength, percent: 100 })
+    expect(job.progress).toEqual({
+      phase: 'succeeded',
+      done: bytes.byteLength,
+      total: bytes.byteLength,
+      bytes: bytes.byteLength,
+      percent: 100,
+    })
   })
 
   test("the registry holds the graph with the seven counts, and its download is the export's, byte for byte", async () => {
@@ -233,7 +317,9 @@ describe(`export of a generated graph (${BACKEND})`, () => {
       report_count: 3,
       investigation_count: 2,
     })
-    const fromRegistry = Buffer.from(await (await download(`/api/v1/graphs/${job.result.graph_id}/bundle`, admin.token)).arrayBuffer())
+    const fromRegistry = Buffer.from(
+      await (await download(`/api/v1/graphs/${job.result.graph_id}/bundle`, admin.token)).arrayBuffer(),
+    )
     expect(fromRegistry.equals(bytes)).toBe(true)
 
     const res = await download('/api/v1/export-graph/download', owner.token, { 'x-repository-id': full.id })
@@ -273,7 +359,9 @@ describe(`export of a generated graph (${BACKEND})`, () => {
   test('every section holds every row of its table', async () => {
     const sql = await server.context.pools.forRepository(full.id)
     for (const section of ROW_SECTIONS) {
-      const [{ count }] = (await sql`SELECT count(*)::int AS count FROM ${sql(section)}`) as unknown as [{ count: number }]
+      const [{ count }] = (await sql`SELECT count(*)::int AS count FROM ${sql(section)}`) as unknown as [
+        { count: number },
+      ]
       expect({ section, rows: bundle.rows[section].length }).toEqual({ section, rows: count })
     }
   })
@@ -333,7 +421,11 @@ describe(`export of a generated graph (${BACKEND})`, () => {
     expect(bundle.rows.facts.filter((f) => f.source_image_idx === -1).every((f) => f.fact_kind === 'text')).toBe(true)
 
     const links = await sql`SELECT fact_id, source_id, chunk_index FROM fact_sources`
-    const expected = links.map((l) => ({ fact_idx: facts.indexOf(l.fact_id), source_idx: sources.indexOf(l.source_id), chunk_index: l.chunk_index }))
+    const expected = links.map((l) => ({
+      fact_idx: facts.indexOf(l.fact_id),
+      source_idx: sources.indexOf(l.source_id),
+      chunk_index: l.chunk_index,
+    }))
     expected.sort((a, b) => a.fact_idx - b.fact_idx || a.source_idx - b.source_idx || a.chunk_index - b.chunk_index)
     expect(bundle.rows.fact_sources).toEqual(expected)
   })
@@ -367,8 +459,15 @@ describe(`export of a generated graph (${BACKEND})`, () => {
       ['Follow-up', 0],
       ['Report', -1],
     ])
-    expect(bundle.rows.reports[1]).toEqual({ idx: 1, title: 'Follow-up', body_md: 'More.', status: 'pending', parent_idx: 0 })
-    const [annotation] = await sql`SELECT * FROM report_annotations a JOIN reports r ON r.id = a.report_id ORDER BY r.created_at, r.id, a.sentence_index LIMIT 1`
+    expect(bundle.rows.reports[1]).toEqual({
+      idx: 1,
+      title: 'Follow-up',
+      body_md: 'More.',
+      status: 'pending',
+      parent_idx: 0,
+    })
+    const [annotation] =
+      await sql`SELECT * FROM report_annotations a JOIN reports r ON r.id = a.report_id ORDER BY r.created_at, r.id, a.sentence_index LIMIT 1`
     expect(bundle.rows.report_annotations[0]).toEqual({
       report_idx: 0,
       sentence_index: 0,
@@ -386,24 +485,34 @@ describe(`export of a generated graph (${BACKEND})`, () => {
     const [fact] = await sql`SELECT content_hash FROM facts WHERE id = ${added.citedFact}`
     const [concept] = await sql`SELECT canonical_name, context FROM concepts WHERE id = ${added.citedConcept}`
     expect(content).toContain(`(<fact:${portableFactId(fact!.content_hash)}>)`)
-    expect(content).toContain(`[the concept](<concept:${portableConceptId(concept!.canonical_name, concept!.context)}>)`)
+    expect(content).toContain(
+      `[the concept](<concept:${portableConceptId(concept!.canonical_name, concept!.context)}>)`,
+    )
     expect(content).toContain(`[a lost fact](<fact:${added.unknownFact}>)`)
     // No local UUID of a fact is left in any text.
     const local = (await idsInOrder('facts')).filter((id) => id !== added.unknownFact)
-    const texts = [...bundle.rows.concept_summaries.map((s) => s.content), ...bundle.rows.concept_syntheses.map((s) => s.content), ...bundle.rows.reports.map((r) => r.body_md)]
+    const texts = [
+      ...bundle.rows.concept_summaries.map((s) => s.content),
+      ...bundle.rows.concept_syntheses.map((s) => s.content),
+      ...bundle.rows.reports.map((r) => r.body_md),
+    ]
     expect(texts.join('\n').match(/<fact:[0-9a-f-]{36}>/g)!.length).toBeGreaterThan(100)
     expect(local.some((id) => texts.some((text) => text.includes(id)))).toBe(false)
   })
 
   test("vectors come in ascending position and equal LanceDB's", async () => {
-    expect(bundle.embeddings).toEqual({ model: server.context.embedder.model, dimensions: server.context.embedder.dimensions })
+    expect(bundle.embeddings).toEqual({
+      model: server.context.embedder.model,
+      dimensions: server.context.embedder.dimensions,
+    })
     for (const [kind, table] of [
       ['facts', 'facts'],
       ['concepts', 'concepts'],
     ] as const) {
       const ids = await idsInOrder(table)
       const stored = new Map<string, Float32Array>()
-      for await (const batch of server.context.vectors.scan(full.id, kind, 500)) for (const { id, vector } of batch) stored.set(id, vector)
+      for await (const batch of server.context.vectors.scan(full.id, kind, 500))
+        for (const { id, vector } of batch) stored.set(id, vector)
       const written = bundle.vectors[kind]
       expect(written.map((v) => v.index)).toEqual(ids.map((_, i) => i))
       // Written in shortest float32 form: read back, each number is the stored float32 exactly.
@@ -413,18 +522,32 @@ describe(`export of a generated graph (${BACKEND})`, () => {
 
   test("stored images are embedded with their blobs' bytes; a lost blob is skipped, its row without image_ref", async () => {
     const sql = await server.context.pools.forRepository(full.id)
-    const images = await sql<{ id: string; storage_key: string }[]>`SELECT id, storage_key FROM source_images ORDER BY created_at, id`
+    const images = await sql<
+      { id: string; storage_key: string }[]
+    >`SELECT id, storage_key FROM source_images ORDER BY created_at, id`
     const lost = images.findIndex((i) => i.storage_key === added.lostImageKey)
     expect(lost).toBe(2)
-    expect([...bundle.media.images.keys()]).toEqual(images.map((_, i) => `img-${i}`).filter((ref) => ref !== `img-${lost}`))
+    expect([...bundle.media.images.keys()]).toEqual(
+      images.map((_, i) => `img-${i}`).filter((ref) => ref !== `img-${lost}`),
+    )
     for (const [i, image] of images.entries()) {
       expect(bundle.rows.source_images[i]!.image_ref).toBe(i === lost ? undefined : `img-${i}`)
-      if (i !== lost) expect(bundle.media.images.get(`img-${i}`)!.equals(Buffer.from((await server.context.blobs.get(image.storage_key))!))).toBe(true)
+      if (i !== lost)
+        expect(
+          bundle.media.images
+            .get(`img-${i}`)!
+            .equals(Buffer.from((await server.context.blobs.get(image.storage_key))!)),
+        ).toBe(true)
     }
   })
 
   test('the same exported_at gives the same sha256 (media options aside); without images and with bodies the file says so', async () => {
-    const again = await exportAndWait(full.slug, { exported_at: EXPORTED_AT, tags: ['physics', 'test'], include_images: false, include_bodies: true })
+    const again = await exportAndWait(full.slug, {
+      exported_at: EXPORTED_AT,
+      tags: ['physics', 'test'],
+      include_images: false,
+      include_bodies: true,
+    })
     expect(again.result).toMatchObject({ graph_id: job.result.graph_id, sha256: job.result.sha256, new: false })
     const latest = Buffer.from(await (await download(`/${full.slug}/export-graph/download`, owner.token)).arrayBuffer())
     expect(Object.keys(JSON.parse(gunzipSync(latest).toString()))).toEqual([
@@ -459,10 +582,22 @@ describe(`export of a generated graph (${BACKEND})`, () => {
 
 describe(`exportRepository, the plain function (${BACKEND})`, () => {
   /** Exports the full repository into a scratch file; its bytes, the summary, the progress. */
-  async function exportPlain(options: { onProgress?: (progress: ExportProgress) => void; signal?: AbortSignal; prefetch?: boolean; workMem?: string } = {}) {
+  async function exportPlain(
+    options: {
+      onProgress?: (progress: ExportProgress) => void
+      signal?: AbortSignal
+      prefetch?: boolean
+      workMem?: string
+    } = {},
+  ) {
     const path = join(tempDir('kgs-export-'), 'plain.json.gz')
     const sql = await server.context.pools.forRepository(full.id)
-    const summary = await exportRepository(sql, server.context, { repositoryId: full.id, name: 'Plain', exportedAt: EXPORTED_AT, includeBodies: true, ...options }, path)
+    const summary = await exportRepository(
+      sql,
+      server.context,
+      { repositoryId: full.id, name: 'Plain', exportedAt: EXPORTED_AT, includeBodies: true, ...options },
+      path,
+    )
     return { summary, bytes: readFileSync(path), path }
   }
 
@@ -513,7 +648,12 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
     // The reader recomputes the canonical hash of the rows it reads: it is the one in the metadata.
     expect(bundleProblems(await summarizeBundle(chunks(bytes)))).toEqual([])
     // Python's gzip module and gzip(1) decompress the whole file to the same bytes as Node's zlib.
-    const python = Bun.spawnSync(['python3', '-c', 'import gzip, hashlib, sys; print(hashlib.sha256(gzip.open(sys.argv[1]).read()).hexdigest())', path])
+    const python = Bun.spawnSync([
+      'python3',
+      '-c',
+      'import gzip, hashlib, sys; print(hashlib.sha256(gzip.open(sys.argv[1]).read()).hexdigest())',
+      path,
+    ])
     expect(python.stderr.toString()).toBe('')
     const expected = new Bun.CryptoHasher('sha256').update(json).digest('hex')
     expect(python.stdout.toString().trim()).toBe(expected)
@@ -523,7 +663,9 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
   })
 
   test('text that JSON escapes, and empty fields, come out byte for byte as the row codecs write them (rows read by COPY)', async () => {
-    const repo = (await http.post('/api/v1/repositories', { name: 'Export Escapes' }, owner.token)).body as { id: string }
+    const repo = (await http.post('/api/v1/repositories', { name: 'Export Escapes' }, owner.token)).body as {
+      id: string
+    }
     const sql = await server.context.pools.forRepository(repo.id)
     // Go's escapes (quotes, backslash, controls, <>&, U+2028/9), UTF-8 of 2 to 4 bytes, and
     // characters whose UTF-8 starts as U+2028's does (E2 80 A0, E2 82 AC) but is not escaped.
@@ -539,59 +681,103 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
     await sql`INSERT INTO concept_aliases (concept_id, alias_text) VALUES (${concept!.id}, ${text})`
 
     const path = join(tempDir('kgs-export-'), 'escapes.json.gz')
-    await exportRepository(sql, server.context, { repositoryId: repo.id, name: 'Escapes', exportedAt: EXPORTED_AT }, path)
+    await exportRepository(
+      sql,
+      server.context,
+      { repositoryId: repo.id, name: 'Escapes', exportedAt: EXPORTED_AT },
+      path,
+    )
     const json = gunzipSync(readFileSync(path)).toString()
     const document = JSON.parse(json)
     expect(document.facts[0].text).toBe(text)
     expect(document.concepts[0]).toEqual({ idx: 0, canonical_name: text, context: '' })
-    for (const section of ['sources', 'facts', 'fact_sources', 'concepts', 'concept_aliases', 'fact_concepts'] as const) {
+    for (const section of [
+      'sources',
+      'facts',
+      'fact_sources',
+      'concepts',
+      'concept_aliases',
+      'fact_concepts',
+    ] as const) {
       const encode = ROW_CODECS[section].encode as (row: unknown) => string
       expect(json).toContain(`"${section}":[${(document[section] as unknown[]).map(encode).join(',')}]`)
     }
   })
 
-  test.skipIf(BACKEND === 'embedded')('the links, summaries, syntheses and annotations read ahead on a second connection give the same bytes, through spools it removes', async () => {
-    const sql = await server.context.pools.forRepository(full.id)
-    // Scores whose shortest decimal takes every digit of a double: the spool's binary value must print as the driver's text does.
-    const scores = [0.1 + 0.2, 1 / 3]
-    const annotated = await sql<{ report_id: string; sentence_index: number; fact_id: string }[]>`SELECT report_id, sentence_index, fact_id FROM report_annotations ORDER BY created_at LIMIT 2`
-    for (const [i, a] of annotated.entries())
-      await sql`UPDATE report_annotations SET score = ${scores[i]!} WHERE report_id = ${a.report_id} AND sentence_index = ${a.sentence_index} AND fact_id = ${a.fact_id}`
-    const plain = await exportPlain()
-    const ahead = join(tempDir('kgs-export-'), 'plain.json.gz')
-    let spooled = false
-    const onProgress = (progress: ExportProgress) => {
-      if (progress.phase === 'writing' && progress.done > 0) spooled ||= existsSync(`${ahead}.fact_sources`) && existsSync(`${ahead}.concept_summaries`) && existsSync(`${ahead}.report_annotations`)
-    }
-    await exportRepository(sql, server.context, { repositoryId: full.id, name: 'Plain', exportedAt: EXPORTED_AT, includeBodies: true, prefetch: true, workMem: '64MB', onProgress }, ahead)
-    expect(spooled).toBe(true)
-    expect(readFileSync(ahead).equals(plain.bytes)).toBe(true)
-    const { rows } = await readBack(plain.bytes)
-    expect(rows.concept_summaries.length).toBeGreaterThan(0)
-    expect(rows.concept_syntheses.length).toBeGreaterThan(0)
-    expect(rows.report_annotations.map((a) => a.score)).toEqual(expect.arrayContaining(scores))
-    expect(readdirSync(dirname(ahead))).toEqual(['plain.json.gz'])
-  })
-
-  test.skipIf(BACKEND === 'embedded')('exports of other options on one connection each read their own columns', async () => {
-    // One connection: its cursors' FETCH statements have the same text in both exports, for other queries.
-    const [row] = await server.context.pools.system<{ dsn: string }[]>`SELECT dsn FROM repository_databases WHERE repository_id = ${full.id}`
-    const one = postgres(row!.dsn, { max: 1, onnotice: () => {} })
-    try {
-      const read = async (includeImages: boolean) => {
-        const path = join(tempDir('kgs-export-'), 'one.json.gz')
-        await exportRepository(one, server.context, { repositoryId: full.id, name: 'One', exportedAt: EXPORTED_AT, includeImages }, path)
-        return (await readBack(readFileSync(path))).rows
+  test.skipIf(BACKEND === 'embedded')(
+    'the links, summaries, syntheses and annotations read ahead on a second connection give the same bytes, through spools it removes',
+    async () => {
+      const sql = await server.context.pools.forRepository(full.id)
+      // Scores whose shortest decimal takes every digit of a double: the spool's binary value must print as the driver's text does.
+      const scores = [0.1 + 0.2, 1 / 3]
+      const annotated = await sql<
+        { report_id: string; sentence_index: number; fact_id: string }[]
+      >`SELECT report_id, sentence_index, fact_id FROM report_annotations ORDER BY created_at LIMIT 2`
+      for (const [i, a] of annotated.entries())
+        await sql`UPDATE report_annotations SET score = ${scores[i]!} WHERE report_id = ${a.report_id} AND sentence_index = ${a.sentence_index} AND fact_id = ${a.fact_id}`
+      const plain = await exportPlain()
+      const ahead = join(tempDir('kgs-export-'), 'plain.json.gz')
+      let spooled = false
+      const onProgress = (progress: ExportProgress) => {
+        if (progress.phase === 'writing' && progress.done > 0)
+          spooled ||=
+            existsSync(`${ahead}.fact_sources`) &&
+            existsSync(`${ahead}.concept_summaries`) &&
+            existsSync(`${ahead}.report_annotations`)
       }
-      const withImages = await read(true)
-      const without = await read(false)
-      expect(without.source_images.length).toBe(withImages.source_images.length)
-      expect(without.source_images).toEqual(withImages.source_images.map(({ image_ref, ...image }) => image))
-      expect(without.facts).toEqual(withImages.facts)
-    } finally {
-      await one.end()
-    }
-  })
+      await exportRepository(
+        sql,
+        server.context,
+        {
+          repositoryId: full.id,
+          name: 'Plain',
+          exportedAt: EXPORTED_AT,
+          includeBodies: true,
+          prefetch: true,
+          workMem: '64MB',
+          onProgress,
+        },
+        ahead,
+      )
+      expect(spooled).toBe(true)
+      expect(readFileSync(ahead).equals(plain.bytes)).toBe(true)
+      const { rows } = await readBack(plain.bytes)
+      expect(rows.concept_summaries.length).toBeGreaterThan(0)
+      expect(rows.concept_syntheses.length).toBeGreaterThan(0)
+      expect(rows.report_annotations.map((a) => a.score)).toEqual(expect.arrayContaining(scores))
+      expect(readdirSync(dirname(ahead))).toEqual(['plain.json.gz'])
+    },
+  )
+
+  test.skipIf(BACKEND === 'embedded')(
+    'exports of other options on one connection each read their own columns',
+    async () => {
+      // One connection: its cursors' FETCH statements have the same text in both exports, for other queries.
+      const [row] = await server.context.pools.system<
+        { dsn: string }[]
+      >`SELECT dsn FROM repository_databases WHERE repository_id = ${full.id}`
+      const one = postgres(row!.dsn, { max: 1, onnotice: () => {} })
+      try {
+        const read = async (includeImages: boolean) => {
+          const path = join(tempDir('kgs-export-'), 'one.json.gz')
+          await exportRepository(
+            one,
+            server.context,
+            { repositoryId: full.id, name: 'One', exportedAt: EXPORTED_AT, includeImages },
+            path,
+          )
+          return (await readBack(readFileSync(path))).rows
+        }
+        const withImages = await read(true)
+        const without = await read(false)
+        expect(without.source_images.length).toBe(withImages.source_images.length)
+        expect(without.source_images).toEqual(withImages.source_images.map(({ image_ref, ...image }) => image))
+        expect(without.facts).toEqual(withImages.facts)
+      } finally {
+        await one.end()
+      }
+    },
+  )
 
   test('cancelled in the middle of the pass, it fails and the caller is left no more than its own file', async () => {
     const controller = new AbortController()
@@ -599,12 +785,25 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
     const sql = await server.context.pools.forRepository(full.id)
     let seen = 0
     const onProgress = (progress: ExportProgress) => {
-      if (progress.phase === 'writing' && progress.done > 0 && ++seen === 2) controller.abort(new Error('stopped mid-pass'))
+      if (progress.phase === 'writing' && progress.done > 0 && ++seen === 2)
+        controller.abort(new Error('stopped mid-pass'))
     }
     const path = join(dir, 'cancelled.json.gz')
     // On PostgreSQL with the sections read ahead, whose spools go too.
     const prefetch = BACKEND === 'postgres'
-    const outcome = exportRepository(sql, server.context, { repositoryId: full.id, name: 'Cancelled', exportedAt: EXPORTED_AT, onProgress, signal: controller.signal, prefetch }, path)
+    const outcome = exportRepository(
+      sql,
+      server.context,
+      {
+        repositoryId: full.id,
+        name: 'Cancelled',
+        exportedAt: EXPORTED_AT,
+        onProgress,
+        signal: controller.signal,
+        prefetch,
+      },
+      path,
+    )
     expect(await rejected(outcome)).toThrow('stopped mid-pass')
     // No spool beside it: only the file it was told to write, which its caller (the job) removes.
     expect(readdirSync(dir)).toEqual(['cancelled.json.gz'])
@@ -614,7 +813,16 @@ describe(`exportRepository, the plain function (${BACKEND})`, () => {
 describe(`the export job stopped in its pass (${BACKEND})`, () => {
   test('cancelled while it writes, it fails with the cancellation and leaves no file in DATA_DIR/tmp, spool or other', async () => {
     const { pools, vectors, embedder, blobs, registry, config, baseUrl, log } = server.context
-    const services: JobServices = { pools, vectors, embedder, blobs, registry, config: { ...config, baseUrl }, log, enqueue: async () => ({}) as Job }
+    const services: JobServices = {
+      pools,
+      vectors,
+      embedder,
+      blobs,
+      registry,
+      config: { ...config, baseUrl },
+      log,
+      enqueue: async () => ({}) as Job,
+    }
     const controller = new AbortController()
     const id = crypto.randomUUID()
     const path = await scratchFile(config.dataDir, 'export', { id, attempt: 1 })
@@ -662,19 +870,32 @@ function inflateMember(bytes: Buffer): { bytesRead: number } {
 
 describe(`export of an empty repository (${BACKEND})`, () => {
   test('a curator exports it (repository named by X-Repository-ID): a valid bundle with zero counts and no embeddings', async () => {
-    const started = await http.call('POST', '/api/v1/export-graph', { body: { name: 'Nothing here', description: 'no rows yet' }, token: curator.token, headers: { 'x-repository-id': empty.slug } })
+    const started = await http.call('POST', '/api/v1/export-graph', {
+      body: { name: 'Nothing here', description: 'no rows yet' },
+      token: curator.token,
+      headers: { 'x-repository-id': empty.slug },
+    })
     expect(started.status).toBe(202)
     const job = await waitForJob(http, `/${empty.slug}/jobs/${started.body.id}`, curator.token)
     const zero = { sources: 0, facts: 0, concepts: 0, summaries: 0, syntheses: 0, reports: 0, investigations: 0 }
     expect(job).toMatchObject({ status: 'succeeded', result: { name: 'Nothing here', counts: zero, new: true } })
 
-    const bytes = Buffer.from(await (await download(`/${empty.slug}/export-graph/download`, curator.token)).arrayBuffer())
+    const bytes = Buffer.from(
+      await (await download(`/${empty.slug}/export-graph/download`, curator.token)).arrayBuffer(),
+    )
     const document = JSON.parse(gunzipSync(bytes).toString())
     expect(document.facts).toBeNull()
     expect('embeddings' in document || 'images' in document || 'source_bodies' in document).toBe(false)
     const summary = await summarizeBundle(chunks(bytes))
     expect(bundleProblems(summary)).toEqual([])
-    expect(summary.metadata).toMatchObject({ name: 'Nothing here', description: 'no rows yet', source_count: 0, fact_count: 0, concept_count: 0, report_count: 0 })
+    expect(summary.metadata).toMatchObject({
+      name: 'Nothing here',
+      description: 'no rows yet',
+      source_count: 0,
+      fact_count: 0,
+      concept_count: 0,
+      report_count: 0,
+    })
     expect(summary.metadata.embedding_model).toBeUndefined()
     expect(summary.metadata.promptset_hashes).toBeUndefined()
     expect(summary.embeddings).toBeUndefined()

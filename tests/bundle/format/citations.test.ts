@@ -30,8 +30,12 @@ describe('rewriteCitations', () => {
   })
 
   test('replaces what resolves and counts what does not', () => {
-    const result = rewriteCitations(text, (kind, id) => (kind === 'fact' && id === b.toLowerCase() ? 'new-b' : kind === 'concept' ? 'new-c' : undefined))
-    expect(result.text).toBe(`See [the fact](<fact:${a}>), ![a figure](<fact:new-b>) and [Graphs](<concept:new-c>); [plain](https://example.com) and <fact:${a}> alone are no citations.`)
+    const result = rewriteCitations(text, (kind, id) =>
+      kind === 'fact' && id === b.toLowerCase() ? 'new-b' : kind === 'concept' ? 'new-c' : undefined,
+    )
+    expect(result.text).toBe(
+      `See [the fact](<fact:${a}>), ![a figure](<fact:new-b>) and [Graphs](<concept:new-c>); [plain](https://example.com) and <fact:${a}> alone are no citations.`,
+    )
     expect(result).toMatchObject({ rewritten: 2, unresolved: 1 })
   })
 

@@ -47,12 +47,27 @@ describe('kgs bundle verify', () => {
   const broken: [string, (json: string) => string, RegExp][] = [
     [
       'a changed row',
-      (json) => json.replace('"fact_kind":"text"', '"fact_kind":"text","x":1').replace(/"text":"([^"]*)"/, '"text":"$1 (edited)"'),
+      (json) =>
+        json
+          .replace('"fact_kind":"text"', '"fact_kind":"text","x":1')
+          .replace(/"text":"([^"]*)"/, '"text":"$1 (edited)"'),
       /^kgs bundle verify: metadata\.sha256 is [0-9a-f]{64} but the canonical hash is [0-9a-f]{64}\n$/,
     ],
-    ['a wrong count', (json) => json.replace(/"fact_count":\d+/, '"fact_count":7'), /metadata\.sha256 is .* but the canonical hash|metadata\.fact_count is 7 but facts has 300 rows/],
-    ['no hash', (json) => json.replace(/,"sha256":"[0-9a-f]{64}"/, ''), /^kgs bundle verify: the file carries no hash .*; its canonical hash is [0-9a-f]{64}\n$/],
-    ['a dangling reference', (json) => json.replace(/"fact_sources":\[\{"fact_idx":0/, '"fact_sources":[{"fact_idx":300'), /^kgs bundle: fact_sources\[0\]: fact_idx 300 /],
+    [
+      'a wrong count',
+      (json) => json.replace(/"fact_count":\d+/, '"fact_count":7'),
+      /metadata\.sha256 is .* but the canonical hash|metadata\.fact_count is 7 but facts has 300 rows/,
+    ],
+    [
+      'no hash',
+      (json) => json.replace(/,"sha256":"[0-9a-f]{64}"/, ''),
+      /^kgs bundle verify: the file carries no hash .*; its canonical hash is [0-9a-f]{64}\n$/,
+    ],
+    [
+      'a dangling reference',
+      (json) => json.replace(/"fact_sources":\[\{"fact_idx":0/, '"fact_sources":[{"fact_idx":300'),
+      /^kgs bundle: fact_sources\[0\]: fact_idx 300 /,
+    ],
   ]
   for (const [what, edit, message] of broken) {
     test(`${what}: exit 1 with the first problem`, async () => {
@@ -84,7 +99,8 @@ describe('kgs bundle canonical', () => {
     const { code, stdout } = await runKgs(['bundle', 'canonical', file], {})
     expect(code).toBe(0)
     const expected: Buffer[] = []
-    for await (const chunk of encodeBundle(bundleContent(OPTIONS), { canonical: 'v2' })) expected.push(Buffer.from(chunk))
+    for await (const chunk of encodeBundle(bundleContent(OPTIONS), { canonical: 'v2' }))
+      expected.push(Buffer.from(chunk))
     expect(stdout).toBe(Buffer.concat(expected).toString('utf8'))
     expect(sha256(stdout)).toBe(generated.sha256)
     expect(stdout).toContain('"source_images":null')

@@ -44,7 +44,8 @@ describe('document stage', () => {
       ;(b.concepts as Obj[])[0]!.extra = { nested: [1] }
     })
     const { items } = await drain(documentOf(text).batches)
-    const rows = (section: string) => items.flatMap((item) => ((item as Obj).section === section ? [(item as Obj).row] : []))
+    const rows = (section: string) =>
+      items.flatMap((item) => ((item as Obj).section === section ? [(item as Obj).row] : []))
     expect(rows('source_bodies')).toEqual([{ source_idx: 0, body_ref: 'body-0' }])
     expect(rows('concepts')).toEqual([
       { idx: 0, canonical_name: 'Rain', context: 'weather' },
@@ -57,7 +58,9 @@ describe('document stage', () => {
       const text = derived((b) => ((b.facts as Obj[])[2]!.status = 7))
       const { items, error } = await drain(documentOf(text, size).batches)
       expect(error).toMatch(/^facts\[2\]: status /)
-      expect(items.filter((item) => (item as Obj).section === 'facts').map((item) => (item as Obj).position)).toEqual([0, 1])
+      expect(items.filter((item) => (item as Obj).section === 'facts').map((item) => (item as Obj).position)).toEqual([
+        0, 1,
+      ])
     }
     const unparsable = validBundleJson().replace('{"idx":1,"text":"A picture', '{"idx":1,"text":"A picture",,"x":"')
     expect((await drain(documentOf(unparsable).batches)).error).toMatch(/^facts\[1\]: invalid JSON \(/)
@@ -69,9 +72,15 @@ describe('document stage', () => {
     expect(await error('[]')).toBe('bundle: expected a JSON object at the top level, found "["')
     expect(await error('{"facts": []}')).toBe('bundle: schema_version is missing (it must come before facts)')
     expect(await error('{"schema_version": 2, "x": {"y": [1]}}')).toBe('bundle: metadata is missing')
-    expect(await error('{"schema_version": 3}')).toBe('bundle: schema_version 3 is not supported (this reader reads versions 1 and 2)')
+    expect(await error('{"schema_version": 3}')).toBe(
+      'bundle: schema_version 3 is not supported (this reader reads versions 1 and 2)',
+    )
     expect(await error(`${validBundleJson()} x`)).toBe('bundle: trailing data after the bundle object')
-    expect(await error(validBundleJson().replace('"facts":[', '"facts":[],"facts":['))).toBe('facts: the section appears twice')
-    expect(await error(derived((b) => delete b.source_images))).toBe('facts[1]: source_image_idx 0 refers to a row that does not exist (source_images has 0 rows)')
+    expect(await error(validBundleJson().replace('"facts":[', '"facts":[],"facts":['))).toBe(
+      'facts: the section appears twice',
+    )
+    expect(await error(derived((b) => delete b.source_images))).toBe(
+      'facts[1]: source_image_idx 0 refers to a row that does not exist (source_images has 0 rows)',
+    )
   })
 })

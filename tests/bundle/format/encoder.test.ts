@@ -7,7 +7,14 @@ import { ROW_CODECS, METADATA_CODEC } from '../../../src/bundle/format/codecs.ts
 import { factContentHash, normalizeFactText, sourceSha256 } from '../../../src/bundle/format/hashes.ts'
 import { encodeFloat32, encodeFloat64, encodeString, UnsupportedNumberError } from '../../../src/bundle/format/json.ts'
 import { ROW_SCHEMAS, ROW_SECTIONS, type Metadata } from '../../../src/bundle/format/schema.ts'
-import { canonicalHash, encodeBodyHashing, encodeBundle, encodeFileHead, formatExportedAt, type BundleContent } from '../../../src/bundle/format/writer.ts'
+import {
+  canonicalHash,
+  encodeBodyHashing,
+  encodeBundle,
+  encodeFileHead,
+  formatExportedAt,
+  type BundleContent,
+} from '../../../src/bundle/format/writer.ts'
 import { random } from '../../../scripts/lib/synthetic.ts'
 
 const sha256 = (bytes: string | Uint8Array) => createHash('sha256').update(bytes).digest('hex')
@@ -42,15 +49,21 @@ describe('docs/spec/bundle.md §3 vectors', () => {
   })
 
   test('its canonical hash leaves out the embedding fields', async () => {
-    expect(await canonicalHash({ metadata: EMPTY_METADATA, rows: {} })).toBe('a8a7a7ddf35d339ac45ed0d93b475a1d8c70ae43e5fce55b2317a023d6c8d406')
+    expect(await canonicalHash({ metadata: EMPTY_METADATA, rows: {} })).toBe(
+      'a8a7a7ddf35d339ac45ed0d93b475a1d8c70ae43e5fce55b2317a023d6c8d406',
+    )
     // ... and so does not depend on them, nor on sha256 itself.
     const other = { ...EMPTY_METADATA, embedding_model: 'other', embedding_dimensions: 8, sha256: 'a'.repeat(64) }
-    expect(await canonicalHash({ metadata: other, rows: {} })).toBe('a8a7a7ddf35d339ac45ed0d93b475a1d8c70ae43e5fce55b2317a023d6c8d406')
+    expect(await canonicalHash({ metadata: other, rows: {} })).toBe(
+      'a8a7a7ddf35d339ac45ed0d93b475a1d8c70ae43e5fce55b2317a023d6c8d406',
+    )
   })
 
   test('strings, floats and a hash', () => {
     expect(encodeString('<a>&')).toBe('"\\u003ca\\u003e\\u0026"')
-    expect(`[${[0.9, 1e21, 1e20, 1e-6, 1e-7].map(encodeFloat64).join(',')}]`).toBe('[0.9,1e+21,100000000000000000000,0.000001,1e-7]')
+    expect(`[${[0.9, 1e21, 1e20, 1e-6, 1e-7].map(encodeFloat64).join(',')}]`).toBe(
+      '[0.9,1e+21,100000000000000000000,0.000001,1e-7]',
+    )
     expect(sha256('f')).toBe('252f10c83610ebca1a059c0bae8255eba2f95be4d1d7bcfa89d7248a82d9f111')
   })
 
@@ -79,7 +92,8 @@ function referenceString(value: string): string {
     else if (unit === 0x0a) out += '\\n'
     else if (unit === 0x0d) out += '\\r'
     else if (unit === 0x09) out += '\\t'
-    else if (unit < 0x20 || unit === 0x3c || unit === 0x3e || unit === 0x26 || unit === 0x2028 || unit === 0x2029) out += `\\u${unit.toString(16).padStart(4, '0')}`
+    else if (unit < 0x20 || unit === 0x3c || unit === 0x3e || unit === 0x26 || unit === 0x2028 || unit === 0x2029)
+      out += `\\u${unit.toString(16).padStart(4, '0')}`
     else out += value[i]
   }
   return `${out}"`
@@ -95,11 +109,40 @@ describe('strings', () => {
 
   test('random strings agree with the reference and read back', () => {
     const next = random(7)
-    const alphabet = ['a', 'Z', '0', ' ', '/', '"', '\\', '<', '>', '&', '\n', '\t', '\u0001', '\u001f', '\u007f', 'é', '中', '\u2028', '\u2029', '😀', '\ud83d', '\ude00', '\ufffd', '\u0000']
+    const alphabet = [
+      'a',
+      'Z',
+      '0',
+      ' ',
+      '/',
+      '"',
+      '\\',
+      '<',
+      '>',
+      '&',
+      '\n',
+      '\t',
+      '\u0001',
+      '\u001f',
+      '\u007f',
+      'é',
+      '中',
+      '\u2028',
+      '\u2029',
+      '😀',
+      '\ud83d',
+      '\ude00',
+      '\ufffd',
+      '\u0000',
+    ]
     for (let n = 0; n < 5000; n++) {
       let value = ''
       const length = Math.floor(next() * 24)
-      for (let i = 0; i < length; i++) value += next() < 0.3 ? String.fromCharCode(Math.floor(next() * 0x10000)) : alphabet[Math.floor(next() * alphabet.length)]
+      for (let i = 0; i < length; i++)
+        value +=
+          next() < 0.3
+            ? String.fromCharCode(Math.floor(next() * 0x10000))
+            : alphabet[Math.floor(next() * alphabet.length)]
       const encoded = encodeString(value)
       expect(encoded).toBe(referenceString(value))
       expect(JSON.parse(encoded)).toBe(value.toWellFormed())
@@ -112,7 +155,11 @@ function shortestDigits(value: number, roundTrips: (decimal: number) => boolean,
   for (let digits = 1; digits <= maxDigits; digits++) {
     const nearest = Number(value.toPrecision(digits))
     const unit = 10 ** (Math.floor(Math.log10(Math.abs(nearest))) - digits + 1)
-    const fits = [nearest, Number((nearest - unit).toPrecision(digits)), Number((nearest + unit).toPrecision(digits))].filter(roundTrips)
+    const fits = [
+      nearest,
+      Number((nearest - unit).toPrecision(digits)),
+      Number((nearest + unit).toPrecision(digits)),
+    ].filter(roundTrips)
     if (fits.length) return fits.sort((a, b) => Math.abs(a - value) - Math.abs(b - value))[0]!
   }
   throw new Error(`no decimal for ${value}`)
@@ -193,27 +240,73 @@ describe('floats', () => {
 
 describe('rows', () => {
   test('omit rules and key order follow the schema', () => {
-    expect(ROW_CODECS.facts.encode({ idx: 0, text: 'a & b', fact_kind: 'text', image_url: '', status: 'new', source_image_idx: -1 })).toBe(
-      '{"idx":0,"text":"a \\u0026 b","fact_kind":"text","status":"new","source_image_idx":-1}',
-    )
+    expect(
+      ROW_CODECS.facts.encode({
+        idx: 0,
+        text: 'a & b',
+        fact_kind: 'text',
+        image_url: '',
+        status: 'new',
+        source_image_idx: -1,
+      }),
+    ).toBe('{"idx":0,"text":"a \\u0026 b","fact_kind":"text","status":"new","source_image_idx":-1}')
     // Go's omitempty on the int references: -1 (none) is written, 0 is left out.
-    expect(ROW_CODECS.facts.encode({ idx: 1, text: 'b', fact_kind: 'image', status: 'new', source_image_idx: 0 })).toBe('{"idx":1,"text":"b","fact_kind":"image","status":"new"}')
-    expect(ROW_CODECS.reports.encode({ idx: 1, title: 't', body_md: '', status: 'pending', parent_idx: 0, similarity_threshold: 0, sentence_count: 0 })).toBe(
-      '{"idx":1,"title":"t","body_md":"","status":"pending"}',
+    expect(ROW_CODECS.facts.encode({ idx: 1, text: 'b', fact_kind: 'image', status: 'new', source_image_idx: 0 })).toBe(
+      '{"idx":1,"text":"b","fact_kind":"image","status":"new"}',
     )
-    expect(ROW_CODECS.reports.encode({ idx: 0, title: 't', body_md: '', status: 'pending', parent_idx: -1, similarity_threshold: -0 })).toBe(
-      '{"idx":0,"title":"t","body_md":"","status":"pending","parent_idx":-1}',
+    expect(
+      ROW_CODECS.reports.encode({
+        idx: 1,
+        title: 't',
+        body_md: '',
+        status: 'pending',
+        parent_idx: 0,
+        similarity_threshold: 0,
+        sentence_count: 0,
+      }),
+    ).toBe('{"idx":1,"title":"t","body_md":"","status":"pending"}')
+    expect(
+      ROW_CODECS.reports.encode({
+        idx: 0,
+        title: 't',
+        body_md: '',
+        status: 'pending',
+        parent_idx: -1,
+        similarity_threshold: -0,
+      }),
+    ).toBe('{"idx":0,"title":"t","body_md":"","status":"pending","parent_idx":-1}')
+    expect(ROW_CODECS.concepts.encode({ idx: 2, canonical_name: 'n', context: '' })).toBe(
+      '{"idx":2,"canonical_name":"n","context":""}',
     )
-    expect(ROW_CODECS.concepts.encode({ idx: 2, canonical_name: 'n', context: '' })).toBe('{"idx":2,"canonical_name":"n","context":""}')
-    expect(ROW_CODECS.concept_summaries.encode({ concept_idx: 0, sequence_num: 0, is_complete: false, fact_count: 0, content: '', covered_fact_idxs: [] })).toBe(
-      '{"concept_idx":0,"sequence_num":0,"is_complete":false,"fact_count":0,"content":""}',
-    )
-    expect(ROW_CODECS.report_annotations.encode({ report_idx: 0, sentence_index: 1, sentence_text: 's', fact_idx: 2, score: -0, posture: 'supports' })).toBe(
-      '{"report_idx":0,"sentence_index":1,"sentence_text":"s","fact_idx":2,"score":-0,"posture":"supports"}',
-    )
-    expect(METADATA_CODEC.encode({ ...EMPTY_METADATA, tags: ['a', '<b>'], promptset_hashes: [], sha256: '', exported_at: formatExportedAt(new Date('2026-01-02T03:04:05.120Z')) })).toContain(
-      '"tags":["a","\\u003cb\\u003e"],"embedding_model"',
-    )
+    expect(
+      ROW_CODECS.concept_summaries.encode({
+        concept_idx: 0,
+        sequence_num: 0,
+        is_complete: false,
+        fact_count: 0,
+        content: '',
+        covered_fact_idxs: [],
+      }),
+    ).toBe('{"concept_idx":0,"sequence_num":0,"is_complete":false,"fact_count":0,"content":""}')
+    expect(
+      ROW_CODECS.report_annotations.encode({
+        report_idx: 0,
+        sentence_index: 1,
+        sentence_text: 's',
+        fact_idx: 2,
+        score: -0,
+        posture: 'supports',
+      }),
+    ).toBe('{"report_idx":0,"sentence_index":1,"sentence_text":"s","fact_idx":2,"score":-0,"posture":"supports"}')
+    expect(
+      METADATA_CODEC.encode({
+        ...EMPTY_METADATA,
+        tags: ['a', '<b>'],
+        promptset_hashes: [],
+        sha256: '',
+        exported_at: formatExportedAt(new Date('2026-01-02T03:04:05.120Z')),
+      }),
+    ).toContain('"tags":["a","\\u003cb\\u003e"],"embedding_model"')
   })
 
   test('random rows of every section read back as themselves, keys in schema order, empty optional fields left out', () => {
@@ -325,13 +418,23 @@ describe('writer', () => {
     expect(Buffer.from(written.bodies['body-0'].data, 'base64').toString()).toBe('<p>hi</p>')
     expect(written.facts.map((f: { text: string }) => f.text)).toEqual(['one', 'two'])
     const raw = await text(encodeBundle(content()))
-    expect(raw).toContain('"embeddings":{"model":"m","dimensions":2,"fact_vectors":{"0":[0.1,0.33333334],"1":[1,-0]},"concept_vectors":{}}')
+    expect(raw).toContain(
+      '"embeddings":{"model":"m","dimensions":2,"fact_vectors":{"0":[0.1,0.33333334],"1":[1,-0]},"concept_vectors":{}}',
+    )
   })
 
   test('the canonical form is the file without media, source_bodies, embeddings and the excluded metadata', async () => {
     const canonical = await text(encodeBundle(content(), { canonical: 'v2' }))
     expect(canonical).toContain('"source_images":null,"facts":[')
-    for (const absent of ['"images"', '"bodies"', '"source_bodies"', '"embeddings"', '"embedding_model"', '"embedding_dimensions"']) expect(canonical).not.toContain(absent)
+    for (const absent of [
+      '"images"',
+      '"bodies"',
+      '"source_bodies"',
+      '"embeddings"',
+      '"embedding_model"',
+      '"embedding_dimensions"',
+    ])
+      expect(canonical).not.toContain(absent)
     expect(await canonicalHash(content())).toBe(sha256(canonical))
     // The same input gives the same bytes.
     expect(await text(encodeBundle(content()))).toBe(await text(encodeBundle(content())))
@@ -347,12 +450,19 @@ describe('writer', () => {
 
   test('optional sections are omitted when empty; vectors of one kind alone still write the other map empty', async () => {
     const raw = await text(
-      encodeBundle({ metadata: EMPTY_METADATA, rows: { source_bodies: [] }, images: [], embeddings: { model: 'm', dimensions: 1, facts: [], concepts: [{ index: 0, vector: [0.5] }] } }),
+      encodeBundle({
+        metadata: EMPTY_METADATA,
+        rows: { source_bodies: [] },
+        images: [],
+        embeddings: { model: 'm', dimensions: 1, facts: [], concepts: [{ index: 0, vector: [0.5] }] },
+      }),
     )
     expect(raw).not.toContain('"images"')
     expect(raw).not.toContain('"source_bodies"')
     expect(raw).toEndWith(',"embeddings":{"model":"m","dimensions":1,"fact_vectors":{},"concept_vectors":{"0":[0.5]}}}')
-    const none = await text(encodeBundle({ metadata: EMPTY_METADATA, rows: {}, embeddings: { model: 'm', dimensions: 1, facts: [] } }))
+    const none = await text(
+      encodeBundle({ metadata: EMPTY_METADATA, rows: {}, embeddings: { model: 'm', dimensions: 1, facts: [] } }),
+    )
     expect(none).not.toContain('"embeddings"')
   })
 

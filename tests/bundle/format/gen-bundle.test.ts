@@ -6,11 +6,24 @@ import { createReadStream, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
-import { bundleContent, generateBundle, parseArgs, SyntheticGraph, type BundleOptions, type GenerateResult } from '../../../scripts/gen-bundle.ts'
+import {
+  bundleContent,
+  generateBundle,
+  parseArgs,
+  SyntheticGraph,
+  type BundleOptions,
+  type GenerateResult,
+} from '../../../scripts/gen-bundle.ts'
 import { portableFactId } from '../../../src/bundle/format/citations.ts'
 import { factContentHash } from '../../../src/bundle/format/hashes.ts'
 import { readBundle } from '../../../src/bundle/format/reader.ts'
-import { COUNTED_SECTIONS, ROW_SECTIONS, type Metadata, type Row, type RowSection } from '../../../src/bundle/format/schema.ts'
+import {
+  COUNTED_SECTIONS,
+  ROW_SECTIONS,
+  type Metadata,
+  type Row,
+  type RowSection,
+} from '../../../src/bundle/format/schema.ts'
 import { canonicalHash, type MediaItem, type VectorItem } from '../../../src/bundle/format/writer.ts'
 import { hashEmbedding } from '../../../src/vectors/embedder.ts'
 
@@ -67,16 +80,29 @@ describe('gen-bundle', () => {
 
   test('every row count equals the metadata counts and what the generator reported; no section is empty', () => {
     const { metadata, rows } = bundle
-    for (const [count, section] of Object.entries(COUNTED_SECTIONS)) expect({ section, rows: rows[section].length }).toEqual({ section, rows: metadata[count as keyof typeof COUNTED_SECTIONS] })
+    for (const [count, section] of Object.entries(COUNTED_SECTIONS))
+      expect({ section, rows: rows[section].length }).toEqual({
+        section,
+        rows: metadata[count as keyof typeof COUNTED_SECTIONS],
+      })
     for (const section of ROW_SECTIONS) {
       expect({ section, rows: rows[section].length }).toEqual({ section, rows: first.counts[section] })
       expect(rows[section].length).toBeGreaterThan(0)
     }
     expect(metadata.fact_count).toBe(OPTIONS.facts)
-    expect(metadata).toMatchObject({ exported_at: '2026-01-01T00:00:00Z', embedding_model: 'synthetic-random-v1', embedding_dimensions: 8, sha256: first.sha256 })
+    expect(metadata).toMatchObject({
+      exported_at: '2026-01-01T00:00:00Z',
+      embedding_model: 'synthetic-random-v1',
+      embedding_dimensions: 8,
+      sha256: first.sha256,
+    })
     expect(metadata.okt_version).toMatch(/^kgs\/\d+\.\d+\.\d+/)
     // Sorted, distinct, and exactly the hashes found on facts, concepts and fact_concepts.
-    const found = new Set([...rows.facts, ...rows.concepts, ...rows.fact_concepts].map((row) => row.promptset_hash).filter((hash) => hash !== undefined))
+    const found = new Set(
+      [...rows.facts, ...rows.concepts, ...rows.fact_concepts]
+        .map((row) => row.promptset_hash)
+        .filter((hash) => hash !== undefined),
+    )
     expect(metadata.promptset_hashes).toEqual([...found].sort())
   })
 
@@ -88,7 +114,8 @@ describe('gen-bundle', () => {
   test('media read back are the bytes generated; every image_ref and body_ref has its item', async () => {
     const generated = bundleContent(OPTIONS)
     const expected = new Map<string, MediaItem>()
-    for (const section of ['images', 'bodies'] as const) for (const item of generated[section] as Iterable<MediaItem>) expected.set(`${section}/${item.ref}`, item)
+    for (const section of ['images', 'bodies'] as const)
+      for (const item of generated[section] as Iterable<MediaItem>) expected.set(`${section}/${item.ref}`, item)
     expect(bundle.media.size).toBe(first.counts.images + first.counts.bodies)
     expect(first.counts.images).toBeGreaterThan(0)
     expect(first.counts.bodies).toBeGreaterThan(0)
@@ -105,7 +132,8 @@ describe('gen-bundle', () => {
       expect(data.subarray(0, 8).toString('latin1')).toBe('\x89PNG\r\n\x1a\n')
       expect(data.length).toBe(row.bytes!)
     }
-    for (const row of bundle.rows.source_bodies) expect(bundle.media.get(`bodies/${row.body_ref}`)!.data.toString()).toStartWith('<!DOCTYPE html>')
+    for (const row of bundle.rows.source_bodies)
+      expect(bundle.media.get(`bodies/${row.body_ref}`)!.data.toString()).toStartWith('<!DOCTYPE html>')
   })
 
   test('vectors: one per fact and per concept, in order, unit length, as many dimensions as declared', () => {
@@ -133,13 +161,19 @@ describe('gen-bundle', () => {
 
   test('citations name the UUIDs of the facts a summary covers and the image facts a synthesis embeds', () => {
     const graph = new SyntheticGraph(OPTIONS)
-    const cited = (content: string, prefix: string) => [...content.matchAll(new RegExp(`${prefix}\\[[^\\]]*\\]\\(<fact:([0-9a-f-]{36})>\\)`, 'g'))].map((match) => match[1])
-    for (const summary of bundle.rows.concept_summaries) expect(cited(summary.content, '(?<!!)')).toEqual(summary.covered_fact_idxs!.map((i) => graph.uuid('fact', i)))
-    for (const synthesis of bundle.rows.concept_syntheses) expect(cited(synthesis.content, '!')).toEqual(synthesis.embedded_image_idxs!.map((i) => graph.uuid('fact', i)))
+    const cited = (content: string, prefix: string) =>
+      [...content.matchAll(new RegExp(`${prefix}\\[[^\\]]*\\]\\(<fact:([0-9a-f-]{36})>\\)`, 'g'))].map(
+        (match) => match[1],
+      )
+    for (const summary of bundle.rows.concept_summaries)
+      expect(cited(summary.content, '(?<!!)')).toEqual(summary.covered_fact_idxs!.map((i) => graph.uuid('fact', i)))
+    for (const synthesis of bundle.rows.concept_syntheses)
+      expect(cited(synthesis.content, '!')).toEqual(synthesis.embedded_image_idxs!.map((i) => graph.uuid('fact', i)))
     const uuids = Array.from({ length: OPTIONS.facts }, (_, i) => graph.uuid('fact', i))
     expect(new Set(uuids).size).toBe(uuids.length)
     // kgs's portable UUIDs (name-based, version 5), which the import resolves.
-    for (const [i, uuid] of uuids.entries()) expect(uuid).toBe(portableFactId(factContentHash(bundle.rows.facts[i]!.text)))
+    for (const [i, uuid] of uuids.entries())
+      expect(uuid).toBe(portableFactId(factContentHash(bundle.rows.facts[i]!.text)))
     // Children come after their parents.
     for (const report of bundle.rows.reports) expect(report.parent_idx!).toBeLessThan(report.idx)
     expect(bundle.rows.reports.some((report) => report.parent_idx! >= 0)).toBe(true)
@@ -147,12 +181,19 @@ describe('gen-bundle', () => {
 
   test('texts exercise the escaping paths', () => {
     const json = gunzipSync(readFileSync(first.path)).toString()
-    for (const piece of ['\\u003c', '\\u003e', '\\u0026', '\\"', '\\n', '\\t', 'Zu\u0308rich', '東京湾', '°C', '🌊']) expect({ piece, found: json.includes(piece) }).toEqual({ piece, found: true })
+    for (const piece of ['\\u003c', '\\u003e', '\\u0026', '\\"', '\\n', '\\t', 'Zu\u0308rich', '東京湾', '°C', '🌊'])
+      expect({ piece, found: json.includes(piece) }).toEqual({ piece, found: true })
   })
 
   test('without images and embeddings: no images section, no image_ref, no vectors, no embedding metadata', async () => {
     const path = join(dir, 'plain.json.gz')
-    const result = await generateBundle(path, { facts: 300, dimensions: 0, images: false, seed: 7, exportedAt: '2026-02-03T04:05:06.5Z' })
+    const result = await generateBundle(path, {
+      facts: 300,
+      dimensions: 0,
+      images: false,
+      seed: 7,
+      exportedAt: '2026-02-03T04:05:06.5Z',
+    })
     const plain = await readBack(path)
     expect(result.counts).toMatchObject({ images: 0, fact_vectors: 0, concept_vectors: 0, facts: 300 })
     expect([...plain.media.keys()].every((key) => key.startsWith('bodies/'))).toBe(true)
@@ -178,11 +219,26 @@ describe('gen-bundle', () => {
   })
 
   test('command line', () => {
-    expect(parseArgs(['out.json.gz', '1000', '--seed', '3', '--dimensions', '0', '--no-images', '--exported-at', '2026-05-01T00:00:00Z'])).toEqual({
+    expect(
+      parseArgs([
+        'out.json.gz',
+        '1000',
+        '--seed',
+        '3',
+        '--dimensions',
+        '0',
+        '--no-images',
+        '--exported-at',
+        '2026-05-01T00:00:00Z',
+      ]),
+    ).toEqual({
       path: 'out.json.gz',
       options: { facts: 1000, seed: 3, dimensions: 0, images: false, exportedAt: '2026-05-01T00:00:00Z' },
     })
-    expect(parseArgs(['out.json.gz', '5', '--kgs-hash'])).toEqual({ path: 'out.json.gz', options: { facts: 5, vectors: 'kgs-hash-v1' } })
+    expect(parseArgs(['out.json.gz', '5', '--kgs-hash'])).toEqual({
+      path: 'out.json.gz',
+      options: { facts: 5, vectors: 'kgs-hash-v1' },
+    })
     expect(parseArgs(['out.json.gz'])).toBeUndefined()
     expect(() => parseArgs(['out.json.gz', '10', '--frobnicate'])).toThrow('unknown option --frobnicate')
   })

@@ -65,7 +65,10 @@ describe('kgs bundle canonical and verify on the Go files', () => {
     try {
       // B with embedding fields: hashed with them kept, its canonical form is Go's with them in place.
       const fields = '"embedding_model":"m","embedding_dimensions":3,'
-      const canonical = text('B-build-noemb.go-canonical-specrule.json').replace('"source_count":', `${fields}"source_count":`)
+      const canonical = text('B-build-noemb.go-canonical-specrule.json').replace(
+        '"source_count":',
+        `${fields}"source_count":`,
+      )
       const hash = sha256(canonical)
       const json = gunzipSync(readFileSync(fixture('B-build-noemb.json.gz')))
         .toString('utf8')
@@ -111,8 +114,10 @@ function expectedDump(doc: Obj, vectorsKept: boolean): GraphDump {
   const images = rows('source_images')
   const summaries = rows('concept_summaries')
   const factKey = (i: number) => `fact ${factContentHash(facts[i]!.text)}`
-  const conceptKey = (i: number) => `concept ${concepts[i]!.canonical_name.toLowerCase()} / ${concepts[i]!.context.toLowerCase()}`
-  const imageKey = (i: number) => `image ${sources[images[i]!.source_idx]!.url} ${images[i]!.kind} ${images[i]!.position}`
+  const conceptKey = (i: number) =>
+    `concept ${concepts[i]!.canonical_name.toLowerCase()} / ${concepts[i]!.context.toLowerCase()}`
+  const imageKey = (i: number) =>
+    `image ${sources[images[i]!.source_idx]!.url} ${images[i]!.kind} ${images[i]!.position}`
   // Go's omitempty ints: an absent key is 0 where row 0 exists (docs/spec/bundle.md §2).
   const imageOf = (fact: Obj) => {
     const idx = 'source_image_idx' in fact ? fact.source_image_idx : images.length > 0 ? 0 : -1
@@ -128,16 +133,21 @@ function expectedDump(doc: Obj, vectorsKept: boolean): GraphDump {
   facts.forEach((_, i) => portable.set(portableFactId(factContentHash(facts[i]!.text)), factKey(i)))
   concepts.forEach((c, i) => portable.set(portableConceptId(c.canonical_name, c.context), conceptKey(i)))
   const cited = (value: string) =>
-    value.replace(/(\]\()?<(fact|concept):([0-9A-Fa-f-]{36})>(\))?/g, (_whole, open: string | undefined, kind: string, id: string, close: string | undefined) => {
-      const key = open && close ? portable.get(id.toLowerCase()) : undefined
-      return `${open ?? ''}<${kind}:${key ?? `dangling ${id}`}>${close ?? ''}`
-    })
+    value.replace(
+      /(\]\()?<(fact|concept):([0-9A-Fa-f-]{36})>(\))?/g,
+      (_whole, open: string | undefined, kind: string, id: string, close: string | undefined) => {
+        const key = open && close ? portable.get(id.toLowerCase()) : undefined
+        return `${open ?? ''}<${kind}:${key ?? `dangling ${id}`}>${close ?? ''}`
+      },
+    )
   const mediaHash = (section: 'images' | 'bodies', ref: string | undefined) => {
     const item = ref === undefined ? undefined : doc[section]?.[ref]
     return item?.data ? sha256(Buffer.from(item.data, 'base64')) : null
   }
   // Tolerated: a bare string is a body_ref, body-<source_idx>.
-  const bodies = (doc.source_bodies ?? []).map((row: Obj | string) => (typeof row === 'string' ? { source_idx: Number(row.slice('body-'.length)), body_ref: row } : row)) as Obj[]
+  const bodies = (doc.source_bodies ?? []).map((row: Obj | string) =>
+    typeof row === 'string' ? { source_idx: Number(row.slice('body-'.length)), body_ref: row } : row,
+  ) as Obj[]
   const vectors = (map: Obj | null | undefined, key: (i: number) => string) =>
     Object.fromEntries(
       Object.entries(map ?? {})
@@ -190,10 +200,21 @@ function expectedDump(doc: Obj, vectorsKept: boolean): GraphDump {
         image: imageOf(f),
       })),
     ),
-    factSources: sorted(rows('fact_sources').map((r) => [factKey(r.fact_idx), sources[r.source_idx]!.url, r.chunk_index])),
-    concepts: sorted(concepts.map((c) => ({ canonical_name: c.canonical_name, context: c.context, description: c.description ?? '', promptset_hash: c.promptset_hash ?? '' }))),
+    factSources: sorted(
+      rows('fact_sources').map((r) => [factKey(r.fact_idx), sources[r.source_idx]!.url, r.chunk_index]),
+    ),
+    concepts: sorted(
+      concepts.map((c) => ({
+        canonical_name: c.canonical_name,
+        context: c.context,
+        description: c.description ?? '',
+        promptset_hash: c.promptset_hash ?? '',
+      })),
+    ),
     conceptAliases: sorted(rows('concept_aliases').map((r) => [conceptKey(r.concept_idx), r.alias_text])),
-    factConcepts: sorted(rows('fact_concepts').map((r) => [factKey(r.fact_idx), conceptKey(r.concept_idx), r.promptset_hash ?? ''])),
+    factConcepts: sorted(
+      rows('fact_concepts').map((r) => [factKey(r.fact_idx), conceptKey(r.concept_idx), r.promptset_hash ?? '']),
+    ),
     summaries: summaries.map((s) => ({
       sequence_num: s.sequence_num,
       is_complete: s.is_complete,
@@ -207,7 +228,9 @@ function expectedDump(doc: Obj, vectorsKept: boolean): GraphDump {
       rows('concept_syntheses').map((s) => ({
         name: s.canonical_name,
         content: cited(s.content),
-        summaries: (s.covered_summary_idxs ?? []).map((i: number) => `summary ${conceptKey(summaries[i]!.concept_idx)} ${summaries[i]!.sequence_num}`),
+        summaries: (s.covered_summary_idxs ?? []).map(
+          (i: number) => `summary ${conceptKey(summaries[i]!.concept_idx)} ${summaries[i]!.sequence_num}`,
+        ),
         concepts: (s.covered_concept_idxs ?? []).map(conceptKey),
         images: (s.embedded_image_idxs ?? []).map(factKey),
         model: s.model ?? '',
@@ -231,8 +254,22 @@ function expectedDump(doc: Obj, vectorsKept: boolean): GraphDump {
       sentence_count: r.sentence_count ?? null,
       parent: parentOf(r, i),
     })),
-    annotations: sorted(rows('report_annotations').map((a) => [a.report_idx, a.sentence_index, a.sentence_text, factKey(a.fact_idx), a.score, a.posture ?? ''])),
-    vectors: vectorsKept ? { facts: vectors(doc.embeddings?.fact_vectors, factKey), concepts: vectors(doc.embeddings?.concept_vectors, conceptKey) } : { facts: {}, concepts: {} },
+    annotations: sorted(
+      rows('report_annotations').map((a) => [
+        a.report_idx,
+        a.sentence_index,
+        a.sentence_text,
+        factKey(a.fact_idx),
+        a.score,
+        a.posture ?? '',
+      ]),
+    ),
+    vectors: vectorsKept
+      ? {
+          facts: vectors(doc.embeddings?.fact_vectors, factKey),
+          concepts: vectors(doc.embeddings?.concept_vectors, conceptKey),
+        }
+      : { facts: {}, concepts: {} },
   }
 }
 
@@ -242,7 +279,8 @@ function expectedDump(doc: Obj, vectorsKept: boolean): GraphDump {
  * own local URL, kgs the image's original one; an importer links its local copy either way).
  */
 function canonicalRows(canonical: string): string {
-  const linked = /("fact_kind":"image")(?:,"image_url":"(?:[^"\\]|\\.)*")?(,"content_hash":"[0-9a-f]{64}"(?:,"promptset_hash":"(?:[^"\\]|\\.)*")?,"status":"[a-z_]+"(?:,"source_image_idx":\d+)?\})/g
+  const linked =
+    /("fact_kind":"image")(?:,"image_url":"(?:[^"\\]|\\.)*")?(,"content_hash":"[0-9a-f]{64}"(?:,"promptset_hash":"(?:[^"\\]|\\.)*")?,"status":"[a-z_]+"(?:,"source_image_idx":\d+)?\})/g
   return canonical.slice(canonical.indexOf(',"sources":')).replace(linked, '$1,"image_url":"(the linked image)"$2')
 }
 
@@ -252,7 +290,8 @@ function canonicalRows(canonical: string): string {
  */
 function withRecomputedHashes(canonical: string, doc: Obj): string {
   let out = canonical
-  for (const fact of doc.facts as Obj[]) out = out.replace(`"content_hash":"${fact.content_hash}"`, `"content_hash":"${factContentHash(fact.text)}"`)
+  for (const fact of doc.facts as Obj[])
+    out = out.replace(`"content_hash":"${fact.content_hash}"`, `"content_hash":"${factContentHash(fact.text)}"`)
   return out
 }
 
@@ -281,12 +320,21 @@ describe(`the Go files imported (${BACKEND})`, () => {
   for (const file of Object.keys(goCanonical)) {
     test(`${file}: every row, link, image, body and vector as in the file; exported again, Go's canonical rows`, async () => {
       const doc = decoded(file)
-      const repo = (await http.post('/api/v1/repositories', { name: `go ${file}` }, owner.token)).body as { id: string; slug: string }
-      const started = await http.call('POST', `/${repo.slug}/import-graph`, { token: owner.token, raw: readFileSync(fixture(`${file}.json.gz`)), headers: { 'content-type': 'application/gzip' } })
+      const repo = (await http.post('/api/v1/repositories', { name: `go ${file}` }, owner.token)).body as {
+        id: string
+        slug: string
+      }
+      const started = await http.call('POST', `/${repo.slug}/import-graph`, {
+        token: owner.token,
+        raw: readFileSync(fixture(`${file}.json.gz`)),
+        headers: { 'content-type': 'application/gzip' },
+      })
       expect(started.status).toBe(202)
       const job = await waitForJob(http, `/${repo.slug}/jobs/${started.body.id}`, owner.token)
       expect({ status: job.status, error: job.error }).toEqual({ status: 'succeeded', error: null })
-      const vectorsKept = doc.embeddings?.model === server.context.embedder.model && doc.embeddings?.dimensions === server.context.embedder.dimensions
+      const vectorsKept =
+        doc.embeddings?.model === server.context.embedder.model &&
+        doc.embeddings?.dimensions === server.context.embedder.dimensions
       expect((job.result as Obj).embeddings).toBe(vectorsKept ? 'upserted' : 're-embedding')
       if (!vectorsKept) await settleJobs(http, repo.slug, owner.token)
 
@@ -305,17 +353,29 @@ describe(`the Go files imported (${BACKEND})`, () => {
         const original = (doc.facts as Obj[]).find((f) => f.text === fact.text)!
         expect({ text: fact.text, image_url: fact.image_url }).toEqual({
           text: fact.text,
-          image_url: fact.stored ? localImageUrl(server.context.baseUrl, repo.id, fact.image_id!) : (original.image_url ?? ''),
+          image_url: fact.stored
+            ? localImageUrl(server.context.baseUrl, repo.id, fact.image_id!)
+            : (original.image_url ?? ''),
         })
       }
 
       // Exported again under the file's own name, description, tags and time: Go's canonical rows.
       const { name, description, tags, exported_at, promptset_hashes } = doc.metadata
-      const exported = await http.post(`/${repo.slug}/export-graph`, { name, description, tags, exported_at, include_bodies: true }, owner.token)
+      const exported = await http.post(
+        `/${repo.slug}/export-graph`,
+        { name, description, tags, exported_at, include_bodies: true },
+        owner.token,
+      )
       expect(exported.status).toBe(202)
       const exportJob = await waitForJob(http, `/${repo.slug}/jobs/${exported.body.id}`, owner.token)
       expect(exportJob.status).toBe('succeeded')
-      const bundle = Buffer.from(await (await fetch(`${server.url}/${repo.slug}/export-graph/download`, { headers: { authorization: `Bearer ${owner.token}` } })).arrayBuffer())
+      const bundle = Buffer.from(
+        await (
+          await fetch(`${server.url}/${repo.slug}/export-graph/download`, {
+            headers: { authorization: `Bearer ${owner.token}` },
+          })
+        ).arrayBuffer(),
+      )
       const sink = new PassThrough()
       const parts: Buffer[] = []
       sink.on('data', (chunk: Buffer) => parts.push(chunk))

@@ -37,11 +37,17 @@ describe('gunzip stage', () => {
   })
 
   test('the expanded size and the compression ratio are limited as bytes arrive', async () => {
-    expect(await failure(gunzip(gz, 1 << 16, limitsWith({ maxDecompressedBytes: 1000 })))).toBe('gzip: bundle expands past 1000 bytes (limit)')
+    expect(await failure(gunzip(gz, 1 << 16, limitsWith({ maxDecompressedBytes: 1000 })))).toBe(
+      'gzip: bundle expands past 1000 bytes (limit)',
+    )
     // The ratio is judged only past 16 MiB: zeros compress about a thousand times.
     const bomb = gzipSync(new Uint8Array(17 * 1024 * 1024))
-    expect(await failure(gunzip(bomb, 1 << 16, limitsWith({ maxCompressionRatio: 200 })))).toMatch(/^gzip: bundle expands more than 200 times its compressed size \(limit: \d+ bytes from \d+\)$/)
-    expect((await gunzip(bomb, 1 << 16, limitsWith({ maxCompressionRatio: 5000 }))).stats.decompressedBytes).toBe(17 * 1024 * 1024)
+    expect(await failure(gunzip(bomb, 1 << 16, limitsWith({ maxCompressionRatio: 200 })))).toMatch(
+      /^gzip: bundle expands more than 200 times its compressed size \(limit: \d+ bytes from \d+\)$/,
+    )
+    expect((await gunzip(bomb, 1 << 16, limitsWith({ maxCompressionRatio: 5000 }))).stats.decompressedBytes).toBe(
+      17 * 1024 * 1024,
+    )
   })
 
   test('stopping the reading stops the source', async () => {

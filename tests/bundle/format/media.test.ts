@@ -14,7 +14,8 @@ const decoder = (text: string, size: number) => {
 describe('media stage', () => {
   test('decodes each item as it streams, whatever the chunking', async () => {
     // [0, 1, 2, 255] is "AAEC/w==", here with a JSON-escaped "/" and an escaped newline inside.
-    const text = '{"a": {"content_type": "image/png", "x": [1], "data": "AAEC\\n\\/w=="}, "b": null, "c": {"data": "QUJD", "content_type": "late"}, "d": {"data": null}}'
+    const text =
+      '{"a": {"content_type": "image/png", "x": [1], "data": "AAEC\\n\\/w=="}, "b": null, "c": {"data": "QUJD", "content_type": "late"}, "d": {"data": null}}'
     for (const size of CHUNK_SIZES) {
       const { media, stats } = decoder(text, size)
       expect(await drain(media.section('images'))).toEqual({
@@ -30,10 +31,13 @@ describe('media stage', () => {
   })
 
   test('bad base64 names the ref and the offset in the data string', async () => {
-    const problem = async (data: string) => (await drain(decoder(`{"r": {"data": "${data}"}}`, 3).media.section('bodies'))).error
+    const problem = async (data: string) =>
+      (await drain(decoder(`{"r": {"data": "${data}"}}`, 3).media.section('bodies'))).error
     expect(await problem('A===')).toBe('bodies["r"]: data is not valid base64 (misplaced padding at offset 1)')
     expect(await problem('AA!A')).toBe('bodies["r"]: data is not valid base64 (unexpected character "!" at offset 2)')
-    expect(await problem('QUJDQQ')).toBe('bodies["r"]: data is not valid base64 (the length is not a multiple of 4 at offset 6)')
+    expect(await problem('QUJDQQ')).toBe(
+      'bodies["r"]: data is not valid base64 (the length is not a multiple of 4 at offset 6)',
+    )
     expect(await problem('QQ==QQ==')).toBe('bodies["r"]: data is not valid base64 (data after the padding at offset 4)')
   })
 

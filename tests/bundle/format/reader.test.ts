@@ -8,7 +8,16 @@ import { BundleError, readBundle, type BundleItem, type ReaderLimits } from '../
 import { ROW_SECTIONS } from '../../../src/bundle/format/schema.ts'
 import { COLLECT_EVERY_BYTES } from '../../../src/memory.ts'
 import { runtime } from '../../../src/runtime/index.ts'
-import { BODY_TEXT, brokenBundles, gzipBundle, IMAGE_BYTES, referenceFields, v1Json, validBundle, validBundleJson } from '../../helpers/broken-bundles.ts'
+import {
+  BODY_TEXT,
+  brokenBundles,
+  gzipBundle,
+  IMAGE_BYTES,
+  referenceFields,
+  v1Json,
+  validBundle,
+  validBundleJson,
+} from '../../helpers/broken-bundles.ts'
 import { rejected } from '../../helpers/promises.ts'
 
 type Obj = Record<string, unknown>
@@ -22,7 +31,9 @@ async function* chunked(bytes: Uint8Array, size: number | (() => number)): Async
 }
 
 /** A materialized item: media data read into one Buffer (null stays null). */
-type Collected = Exclude<BundleItem, { type: 'media' }> | { type: 'media'; section: string; ref: string; contentType: string; data: Buffer | null; chunks: number }
+type Collected =
+  | Exclude<BundleItem, { type: 'media' }>
+  | { type: 'media'; section: string; ref: string; contentType: string; data: Buffer | null; chunks: number }
 
 async function collect(source: AsyncIterable<Uint8Array>, limits?: Partial<ReaderLimits>): Promise<Collected[]> {
   const items: Collected[] = []
@@ -54,8 +65,10 @@ async function readError(bytes: Uint8Array, limits?: Partial<ReaderLimits>): Pro
   throw new Error('the bundle was accepted')
 }
 
-const rowsOf = (items: Collected[], section: string): Obj[] => items.flatMap((item) => (item.type === 'row' && item.section === section ? [item.row as Obj] : []))
-const withoutMediaChunks = (items: Collected[]) => items.map((item) => (item.type === 'media' ? { ...item, chunks: 0 } : item))
+const rowsOf = (items: Collected[], section: string): Obj[] =>
+  items.flatMap((item) => (item.type === 'row' && item.section === section ? [item.row as Obj] : []))
+const withoutMediaChunks = (items: Collected[]) =>
+  items.map((item) => (item.type === 'media' ? { ...item, chunks: 0 } : item))
 
 describe('broken bundles', () => {
   const corpus = brokenBundles()
@@ -87,11 +100,16 @@ describe('broken bundles', () => {
 
   test('rows before a bad row are yielded first; the bad one is named inside a large batch', async () => {
     const bundle = validBundle()
-    bundle.concepts = Array.from({ length: 2000 }, (_, i) => ({ idx: i, canonical_name: `c${i}`, context: i === 1234 ? 7 : '' }))
+    bundle.concepts = Array.from({ length: 2000 }, (_, i) => ({
+      idx: i,
+      canonical_name: `c${i}`,
+      context: i === 1234 ? 7 : '',
+    }))
     const seen: number[] = []
     let error: unknown
     try {
-      for await (const item of readBundle(chunked(gzipBundle(validBundleJson(bundle)), 1 << 20))) if (item.type === 'row' && item.section === 'concepts') seen.push(item.position)
+      for await (const item of readBundle(chunked(gzipBundle(validBundleJson(bundle)), 1 << 20)))
+        if (item.type === 'row' && item.section === 'concepts') seen.push(item.position)
     } catch (e) {
       error = e
     }
@@ -127,7 +145,14 @@ describe('valid bundles', () => {
       if (item.type === 'media') {
         const parts: Uint8Array[] = []
         for await (const chunk of item.data!) parts.push(chunk)
-        items.push({ type: 'media', section: item.section, ref: item.ref, contentType: item.contentType, data: Buffer.concat(parts), chunks: parts.length })
+        items.push({
+          type: 'media',
+          section: item.section,
+          ref: item.ref,
+          contentType: item.contentType,
+          data: Buffer.concat(parts),
+          chunks: parts.length,
+        })
       } else items.push(item)
     }
     expect(items.slice(0, 2)).toEqual([
@@ -185,7 +210,9 @@ describe('valid bundles', () => {
     const { stats } = reader
     expect(stats.compressedBytes).toBe(bytes.length)
     expect(stats.decompressedBytes).toBe(Buffer.byteLength(text))
-    expect(stats.rows).toEqual(Object.fromEntries(ROW_SECTIONS.map((section) => [section, (bundle[section] as unknown[]).length])))
+    expect(stats.rows).toEqual(
+      Object.fromEntries(ROW_SECTIONS.map((section) => [section, (bundle[section] as unknown[]).length])),
+    )
     expect(stats.vectors).toBe(5)
     expect(stats.mediaBytes).toBe(IMAGE_BYTES.length + BODY_TEXT.length)
     expect(stats.sectionBytes.facts).toBe(JSON.stringify(bundle.facts).length)
@@ -199,13 +226,23 @@ describe('valid bundles', () => {
     expect(v1[0]).toEqual({ type: 'schema_version', version: 1 })
     for (const section of ROW_SECTIONS) expect(rowsOf(v1, section)).toEqual(rowsOf(v2, section))
     expect(rowsOf(v1, 'facts')[1]).toMatchObject({ source_image_idx: 0 })
-    const sections = [...new Set(v1.flatMap((item) => (item.type === 'row' || item.type === 'media' ? [item.section] : [])))]
+    const sections = [
+      ...new Set(v1.flatMap((item) => (item.type === 'row' || item.type === 'media' ? [item.section] : []))),
+    ]
     expect(sections.slice(-4)).toEqual(['source_images', 'source_bodies', 'images', 'bodies'])
   })
 
   test('null, [] and absent row sections are empty', async () => {
     const bundle = validBundle()
-    for (const section of ['fact_sources', 'concept_aliases', 'fact_concepts', 'investigation_sources', 'report_annotations', 'concept_syntheses']) delete bundle[section]
+    for (const section of [
+      'fact_sources',
+      'concept_aliases',
+      'fact_concepts',
+      'investigation_sources',
+      'report_annotations',
+      'concept_syntheses',
+    ])
+      delete bundle[section]
     bundle.concept_summaries = null
     bundle.investigations = []
     delete bundle.images
@@ -213,7 +250,9 @@ describe('valid bundles', () => {
     bundle.embeddings = null
     const items = await read(gzipBundle(validBundleJson(bundle)))
     expect(items.filter((item) => item.type === 'row').length).toBe(2 + 1 + 1 + 3 + 2 + 2)
-    expect(items.some((item) => item.type === 'media' || item.type === 'embeddings' || item.type === 'vector')).toBe(false)
+    expect(items.some((item) => item.type === 'media' || item.type === 'embeddings' || item.type === 'vector')).toBe(
+      false,
+    )
     expect(rowsOf(items, 'concept_summaries')).toEqual([])
     expect(rowsOf(items, 'investigations')).toEqual([])
   })
@@ -227,8 +266,15 @@ describe('valid bundles', () => {
 
   test('media: a null value, null data, no data, and content_type after data', async () => {
     const bundle = validBundle()
-    bundle.images = { 'img-0': null, 'img-1': { content_type: 'image/gif', data: null }, 'img-2': { content_type: 'image/gif' }, 'img-3': { data: 'AAEC', content_type: 'image/x-late' } }
-    const media = (await read(gzipBundle(validBundleJson(bundle)))).filter((item) => item.type === 'media' && item.section === 'images')
+    bundle.images = {
+      'img-0': null,
+      'img-1': { content_type: 'image/gif', data: null },
+      'img-2': { content_type: 'image/gif' },
+      'img-3': { data: 'AAEC', content_type: 'image/x-late' },
+    }
+    const media = (await read(gzipBundle(validBundleJson(bundle)))).filter(
+      (item) => item.type === 'media' && item.section === 'images',
+    )
     expect(media).toEqual([
       { type: 'media', section: 'images', ref: 'img-0', contentType: '', data: null, chunks: 0 },
       { type: 'media', section: 'images', ref: 'img-1', contentType: 'image/gif', data: null, chunks: 0 },
@@ -248,7 +294,9 @@ describe('valid bundles', () => {
       .replace(/A/g, '\\u0041')
     const text = validBundleJson(bundle).replace('PLACEHOLDER', escaped)
     for (const bytes of [gzipBundle(text), new Uint8Array(gzipSync(text, { level: 0 }))]) {
-      const media = (await collect(chunked(bytes, 1))).find((item) => item.type === 'media' && item.section === 'bodies')
+      const media = (await collect(chunked(bytes, 1))).find(
+        (item) => item.type === 'media' && item.section === 'bodies',
+      )
       expect(media?.type === 'media' && media.data).toEqual(payload)
     }
   })
@@ -271,13 +319,18 @@ describe('valid bundles', () => {
     ;((bundle.images as Obj)['img-0'] as Obj).future = ['x']
     ;(bundle.embeddings as Obj).future = { model: 'not this one' }
     // Inherited property names are unknown keys too.
-    const text = JSON.stringify(bundle).replace('"metadata":', '"toString":[1],"constructor":{"a":"b"},"__proto__":null,"hasOwnProperty":2,"metadata":')
+    const text = JSON.stringify(bundle).replace(
+      '"metadata":',
+      '"toString":[1],"constructor":{"a":"b"},"__proto__":null,"hasOwnProperty":2,"metadata":',
+    )
     const items = await read(gzipBundle(text))
     const plain = await read(gzipBundle(validBundleJson()))
     expect(items.length).toBe(plain.length)
     // Dropped, not kept on the row: a large unknown value costs nothing once the row is checked.
     expect(rowsOf(items, 'facts')[0]).toEqual(rowsOf(plain, 'facts')[0]!)
-    expect(withoutMediaChunks(items.filter((item) => item.type !== 'row'))).toEqual(withoutMediaChunks(plain.filter((item) => item.type !== 'row')))
+    expect(withoutMediaChunks(items.filter((item) => item.type !== 'row'))).toEqual(
+      withoutMediaChunks(plain.filter((item) => item.type !== 'row')),
+    )
   })
 
   test("omitted parent_idx and source_image_idx are Go's omitted zeros: 0 where that row exists, none where it does not", async () => {
@@ -301,18 +354,29 @@ describe('valid bundles', () => {
     const bundle = validBundle()
     bundle.embeddings = { model: 'm', dimensions: 2, fact_vectors: null, concept_vectors: {} }
     let items = await read(gzipBundle(validBundleJson(bundle)))
-    expect(items.filter((item) => item.type === 'embeddings' || item.type === 'vector')).toEqual([{ type: 'embeddings', model: 'm', dimensions: 2 }])
+    expect(items.filter((item) => item.type === 'embeddings' || item.type === 'vector')).toEqual([
+      { type: 'embeddings', model: 'm', dimensions: 2 },
+    ])
 
     // (JSON.stringify would sort integer-like keys: the text is edited instead.)
     const { embeddings, ...rest } = validBundle()
     ;(embeddings as Obj).fact_vectors = { '0': [1, 0, 0, 0], '2': [0, 0, 0, 1] }
-    const early = JSON.stringify({ schema_version: 2, embeddings, ...rest }).replace('"0":[1,0,0,0],"2":[0,0,0,1]', '"2":[0,0,0,1],"0":[1,0,0,0]')
+    const early = JSON.stringify({ schema_version: 2, embeddings, ...rest }).replace(
+      '"0":[1,0,0,0],"2":[0,0,0,1]',
+      '"2":[0,0,0,1],"0":[1,0,0,0]',
+    )
     expect(early).toContain('"2":[0,0,0,1],"0"')
     items = await read(gzipBundle(early))
-    expect(items.filter((item) => item.type === 'vector' && item.target === 'facts').map((item) => item.type === 'vector' && item.index)).toEqual([2, 0])
+    expect(
+      items
+        .filter((item) => item.type === 'vector' && item.target === 'facts')
+        .map((item) => item.type === 'vector' && item.index),
+    ).toEqual([2, 0])
     ;(embeddings as Obj).fact_vectors = { '3': [0, 0, 0, 1] }
     const error = await readError(gzipBundle(JSON.stringify({ schema_version: 2, embeddings, ...rest })))
-    expect(error.message).toBe('embeddings.fact_vectors[3]: key 3 refers to a row that does not exist (facts has 3 rows)')
+    expect(error.message).toBe(
+      'embeddings.fact_vectors[3]: key 3 refers to a row that does not exist (facts has 3 rows)',
+    )
   })
 
   test('one byte per chunk gives the same items as one big chunk', async () => {
@@ -328,8 +392,28 @@ describe('valid bundles', () => {
   test('random rows with escapes, unicode and long strings, in random chunks, read as JSON.parse reads them', async () => {
     let seed = 12345
     const random = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff
-    const pieces = ['a', 'é', '"', '\\', '\\"', '\\\\', '}', ']', '{', '[', ',', ':', '\n', '\u2028', '😀', '\u0000', ' ', 'x'.repeat(300)]
-    const randomText = () => Array.from({ length: Math.floor(random() * 24) }, () => pieces[Math.floor(random() * pieces.length)]).join('')
+    const pieces = [
+      'a',
+      'é',
+      '"',
+      '\\',
+      '\\"',
+      '\\\\',
+      '}',
+      ']',
+      '{',
+      '[',
+      ',',
+      ':',
+      '\n',
+      '\u2028',
+      '😀',
+      '\u0000',
+      ' ',
+      'x'.repeat(300),
+    ]
+    const randomText = () =>
+      Array.from({ length: Math.floor(random() * 24) }, () => pieces[Math.floor(random() * pieces.length)]).join('')
     const document = (facts: number) => {
       const bundle = validBundle()
       bundle.facts = Array.from({ length: facts }, (_, i) => ({
@@ -340,7 +424,11 @@ describe('valid bundles', () => {
         source_image_idx: -1,
         extra: { deep: [[randomText()], { k: randomText() }] },
       }))
-      bundle.concepts = Array.from({ length: 40 }, (_, i) => ({ idx: i, canonical_name: `c${i}${randomText()}`, context: randomText() }))
+      bundle.concepts = Array.from({ length: 40 }, (_, i) => ({
+        idx: i,
+        canonical_name: `c${i}${randomText()}`,
+        context: randomText(),
+      }))
       bundle.embeddings = null
       return validBundleJson(bundle)
     }
@@ -411,7 +499,9 @@ describe('valid bundles', () => {
     }
     expect(types.filter((type) => type === 'media').length).toBe(3)
     expect(types.filter((type) => type === 'row facts').length).toBe(3)
-    expect(await rejected(collectBytes(stale!))).toThrow('media data can only be read before the next bundle item is requested')
+    expect(await rejected(collectBytes(stale!))).toThrow(
+      'media data can only be read before the next bundle item is requested',
+    )
 
     ;(bundle.images as Obj)['img-1'] = { content_type: 'a/b', data: `${big.slice(0, 200_000)}!${big.slice(200_001)}` }
     const error = await readError(gzipBundle(validBundleJson(bundle)))
@@ -428,7 +518,8 @@ describe('valid bundles', () => {
     expect(await rejected(read(gz))).toThrow(/^sources\[1\]: row is larger than 16777216 bytes \(limit\)$/)
     const reader = readBundle(chunked(gz, 1 << 16), { maxRowBytes: 128 * 1024 ** 2 })
     let text: unknown
-    for await (const item of reader) if (item.type === 'row' && item.section === 'sources' && item.position === 1) text = item.row.parsed_text
+    for await (const item of reader)
+      if (item.type === 'row' && item.section === 'sources' && item.position === 1) text = item.row.parsed_text
     expect(text === big).toBe(true)
     expect(reader.stats.sectionBytes.sources).toBeGreaterThan(50_000_000)
   })
@@ -445,7 +536,8 @@ describe('valid bundles', () => {
     ]
     for (let i = 0; i < n; i += 25_000) {
       let text = ''
-      for (let j = i; j < i + 25_000; j++) text += `${j ? ',' : ''}{"idx":${j},"text":"fact ${j} ${pad}","fact_kind":"text","status":"new","source_image_idx":-1}`
+      for (let j = i; j < i + 25_000; j++)
+        text += `${j ? ',' : ''}{"idx":${j},"text":"fact ${j} ${pad}","fact_kind":"text","status":"new","source_image_idx":-1}`
       members.push(gzipSync(text, { level: 1 }))
     }
     members.push(gzipSync(']}'))
@@ -537,7 +629,9 @@ describe('sources and the iterator', () => {
     reader[Symbol.asyncIterator]()
     expect(() => reader[Symbol.asyncIterator]()).toThrow('only once')
     expect(() => readBundle(chunked(new Uint8Array(0), 1), { maxDepth: 0 })).toThrow('maxDepth must be positive')
-    expect(() => readBundle(chunked(new Uint8Array(0), 1), { maxDepth: Infinity })).toThrow('maxDepth must be an integer up to 100000')
+    expect(() => readBundle(chunked(new Uint8Array(0), 1), { maxDepth: Infinity })).toThrow(
+      'maxDepth must be an integer up to 100000',
+    )
   })
 
   test('BundleError messages', () => {
@@ -550,14 +644,24 @@ describe('sources and the iterator', () => {
 })
 
 /** Items up to the first error, and that error (undefined when the whole bundle was read). */
-async function collectAll(source: AsyncIterable<Uint8Array>, limits?: Partial<ReaderLimits>): Promise<{ items: Collected[]; error?: string }> {
+async function collectAll(
+  source: AsyncIterable<Uint8Array>,
+  limits?: Partial<ReaderLimits>,
+): Promise<{ items: Collected[]; error?: string }> {
   const items: Collected[] = []
   try {
     for await (const item of readBundle(source, limits)) {
       if (item.type === 'media') {
         const parts: Uint8Array[] = []
         if (item.data) for await (const chunk of item.data) parts.push(chunk)
-        items.push({ type: 'media', section: item.section, ref: item.ref, contentType: item.contentType, data: item.data && Buffer.concat(parts), chunks: 0 })
+        items.push({
+          type: 'media',
+          section: item.section,
+          ref: item.ref,
+          contentType: item.contentType,
+          data: item.data && Buffer.concat(parts),
+          chunks: 0,
+        })
       } else items.push(item)
     }
   } catch (error) {
@@ -572,7 +676,11 @@ async function collectAll(source: AsyncIterable<Uint8Array>, limits?: Partial<Re
  * member of its own, and the second is handed over only once the reader has taken all of the
  * first, so the reader's buffer ends exactly at `cut` (whatever gunzip's output chunking).
  */
-async function readCut(text: Uint8Array, cut: number, limits?: Partial<ReaderLimits>): Promise<{ items: Collected[]; error?: string }> {
+async function readCut(
+  text: Uint8Array,
+  cut: number,
+  limits?: Partial<ReaderLimits>,
+): Promise<{ items: Collected[]; error?: string }> {
   let stop = false
   const parts = [gzipSync(text.subarray(0, cut), { level: 1 }), gzipSync(text.subarray(cut), { level: 1 })]
   let stats: { decompressedBytes: number } = { decompressedBytes: 0 }
@@ -589,7 +697,14 @@ async function readCut(text: Uint8Array, cut: number, limits?: Partial<ReaderLim
       if (item.type === 'media') {
         const chunks: Uint8Array[] = []
         if (item.data) for await (const chunk of item.data) chunks.push(chunk)
-        items.push({ type: 'media', section: item.section, ref: item.ref, contentType: item.contentType, data: item.data && Buffer.concat(chunks), chunks: 0 })
+        items.push({
+          type: 'media',
+          section: item.section,
+          ref: item.ref,
+          contentType: item.contentType,
+          data: item.data && Buffer.concat(chunks),
+          chunks: 0,
+        })
       } else items.push(item)
     }
   } catch (error) {
@@ -602,7 +717,12 @@ async function readCut(text: Uint8Array, cut: number, limits?: Partial<ReaderLim
 }
 
 /** Every cut in [from, to]: the same items and error as the text read in one piece. */
-async function expectSameAtEveryCut(text: string, from: number, to: number, limits?: Partial<ReaderLimits>): Promise<{ items: Collected[]; error?: string }> {
+async function expectSameAtEveryCut(
+  text: string,
+  from: number,
+  to: number,
+  limits?: Partial<ReaderLimits>,
+): Promise<{ items: Collected[]; error?: string }> {
   const bytes = new Uint8Array(Buffer.from(text))
   const whole = await collectAll(chunked(gzipBundle(bytes), 1 << 20), limits)
   for (let cut = from; cut <= to; cut++) {
@@ -620,8 +740,29 @@ describe('values cut by the end of the buffer', () => {
   // word away, and returned the opening quote itself (the `if (i < near)` guard).
   test('strings whose opening quote sits at each of the last 300 bytes of the buffer read as JSON.parse reads them', async () => {
     const bundle = validBundle()
-    const pieces = ['', 'a', 'ab', 'abc', 'abcd', 'abcde', '"', '\\', 'x"', 'x\\', 'é', '😀', 'y'.repeat(260), 'z'.repeat(300) + '"']
-    bundle.facts = Array.from({ length: 60 }, (_, i) => ({ idx: i, text: `t${pieces[i % pieces.length]!}${'w'.repeat(i % 5)}`, fact_kind: 'text', status: 'new', source_image_idx: -1 }))
+    const pieces = [
+      '',
+      'a',
+      'ab',
+      'abc',
+      'abcd',
+      'abcde',
+      '"',
+      '\\',
+      'x"',
+      'x\\',
+      'é',
+      '😀',
+      'y'.repeat(260),
+      'z'.repeat(300) + '"',
+    ]
+    bundle.facts = Array.from({ length: 60 }, (_, i) => ({
+      idx: i,
+      text: `t${pieces[i % pieces.length]!}${'w'.repeat(i % 5)}`,
+      fact_kind: 'text',
+      status: 'new',
+      source_image_idx: -1,
+    }))
     const text = validBundleJson(bundle)
     const start = text.indexOf('"facts":')
     const { items, error } = await expectSameAtEveryCut(text, start, start + 1400)
@@ -643,7 +784,10 @@ describe('values cut by the end of the buffer', () => {
         .replace(/A/g, '\\u0041')
     const one = Uint8Array.from({ length: 100 }, (_, i) => (i * 97 + 1) & 255) // '==' padding
     const two = Uint8Array.from({ length: 101 }, (_, i) => (i * 89 + 3) & 255) // '='
-    bundle.images = { 'img-0': { content_type: 'image/png', data: 'ONE' }, 'img-1': { content_type: 'image/png', data: 'TWO' } }
+    bundle.images = {
+      'img-0': { content_type: 'image/png', data: 'ONE' },
+      'img-1': { content_type: 'image/png', data: 'TWO' },
+    }
     const text = validBundleJson(bundle).replace('"ONE"', escaped(one)).replace('"TWO"', escaped(two))
     expect(text).toContain('\\u0041')
     expect(text).toContain('\\/')
@@ -662,7 +806,11 @@ describe('values cut by the end of the buffer', () => {
       .replace('{"B":0}', '{ "1":[0.25,0.5,0.75],"0":[1.5e300,-2,12345678901234567890]}')
     const { items, error } = await expectSameAtEveryCut(text, text.indexOf('"embeddings":'), text.length)
     expect(error).toBeUndefined()
-    expect(items.filter((item) => item.type === 'vector').map((item) => item.type === 'vector' && [item.target, item.index, item.vector])).toEqual([
+    expect(
+      items
+        .filter((item) => item.type === 'vector')
+        .map((item) => item.type === 'vector' && [item.target, item.index, item.vector]),
+    ).toEqual([
       ['facts', 0, [0.5, -1e-7, 3]],
       ['facts', 2, [1, 2, 3]],
       ['facts', 1, [4, 5, 6]],
@@ -678,12 +826,35 @@ describe('vectors', () => {
   // Each case replaces the member "1":[1,0,0,0] of the valid bundle's fact_vectors (keys 0, 1,
   // 2, dimensions 4). The messages are the ones the member-by-member reader gave.
   const member = '"1":[1,0,0,0]'
-  const cases: { name: string; text: string; error?: string; depth?: string; vectors?: number; limits?: Partial<ReaderLimits> }[] = [
+  const cases: {
+    name: string
+    text: string
+    error?: string
+    depth?: string
+    vectors?: number
+    limits?: Partial<ReaderLimits>
+  }[] = [
     { name: 'too short', text: '"1":[1,0,0]', error: 'embeddings.fact_vectors[1]: vector has 3 numbers, expected 4' },
-    { name: 'a string', text: '"1":[1,0,"x",0]', error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number' },
-    { name: 'a string holding "]"', text: '"1":[1,0,"]",0]', error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number' },
-    { name: 'an escaped quote', text: '"1":[1,0,0,"a\\"b"]', error: 'embeddings.fact_vectors[1]: vector[3] is not a finite number' },
-    { name: 'infinite', text: '"1":[1,0,1e999,0]', error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number' },
+    {
+      name: 'a string',
+      text: '"1":[1,0,"x",0]',
+      error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number',
+    },
+    {
+      name: 'a string holding "]"',
+      text: '"1":[1,0,"]",0]',
+      error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number',
+    },
+    {
+      name: 'an escaped quote',
+      text: '"1":[1,0,0,"a\\"b"]',
+      error: 'embeddings.fact_vectors[1]: vector[3] is not a finite number',
+    },
+    {
+      name: 'infinite',
+      text: '"1":[1,0,1e999,0]',
+      error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number',
+    },
     {
       name: 'a nested array',
       text: '"1":[1,0,[0],0]',
@@ -714,10 +885,27 @@ describe('vectors', () => {
       error: 'embeddings.fact_vectors[1]: vector[2] is not a finite number',
       depth: 'embeddings.fact_vectors[1]: nesting deeper than 4 levels (limit)',
     },
-    { name: 'a trailing comma', text: '"1":[1,0,0,0,]', error: 'embeddings.fact_vectors[1]: invalid JSON (JSON Parse error: Unexpected comma at the end of array expression)' },
-    { name: 'no commas', text: '"1":[1 0 0 0]', error: "embeddings.fact_vectors[1]: invalid JSON (JSON Parse error: Expected ']')" },
-    { name: 'NaN', text: '"1":[1,0,NaN,0]', error: 'embeddings.fact_vectors[1]: invalid JSON (JSON Parse error: Unexpected identifier "NaN")' },
-    { name: 'not ASCII', text: '"1":[1,0,0é,0]', error: "embeddings.fact_vectors[1]: invalid JSON (JSON Parse error: Unrecognized token 'é')" },
+    {
+      name: 'a trailing comma',
+      text: '"1":[1,0,0,0,]',
+      error:
+        'embeddings.fact_vectors[1]: invalid JSON (JSON Parse error: Unexpected comma at the end of array expression)',
+    },
+    {
+      name: 'no commas',
+      text: '"1":[1 0 0 0]',
+      error: "embeddings.fact_vectors[1]: invalid JSON (JSON Parse error: Expected ']')",
+    },
+    {
+      name: 'NaN',
+      text: '"1":[1,0,NaN,0]',
+      error: 'embeddings.fact_vectors[1]: invalid JSON (JSON Parse error: Unexpected identifier "NaN")',
+    },
+    {
+      name: 'not ASCII',
+      text: '"1":[1,0,0é,0]',
+      error: "embeddings.fact_vectors[1]: invalid JSON (JSON Parse error: Unrecognized token 'é')",
+    },
     { name: 'mismatched', text: '"1":[1,0,0,0}', error: 'embeddings.fact_vectors[1]: mismatched "}"' },
     { name: 'an object value', text: '"1":{"a":1}', error: 'embeddings.fact_vectors[1]: expected an array of numbers' },
     { name: 'null', text: '"1":null', error: 'embeddings.fact_vectors[1]: expected an array of numbers' },
@@ -725,15 +913,58 @@ describe('vectors', () => {
     { name: 'a leading zero', text: '"01":[1,0,0,0]', error: 'embeddings.fact_vectors: key "01" is not a row index' },
     { name: 'a negative key', text: '"-1":[1,0,0,0]', error: 'embeddings.fact_vectors: key "-1" is not a row index' },
     { name: 'an empty key', text: '"":[1,0,0,0]', error: 'embeddings.fact_vectors: key "" is not a row index' },
-    { name: 'an unsafe key', text: '"12345678901234567890":[1,0,0,0]', error: 'embeddings.fact_vectors: key "12345678901234567890" is not a row index' },
-    { name: 'a 16-digit key', text: '"1234567890123456":[1,0,0,0]', error: 'embeddings.fact_vectors[1234567890123456]: key 1234567890123456 refers to a row that does not exist (facts has 3 rows)' },
-    { name: 'a 15-digit key', text: '"123456789012345":[1,0,0,0]', error: 'embeddings.fact_vectors[123456789012345]: key 123456789012345 refers to a row that does not exist (facts has 3 rows)' },
-    { name: 'a missing comma', text: '"1":[1,0,0,0] "x":1', error: 'embeddings.fact_vectors[1]: expected "," or "}" in embeddings.fact_vectors, found "\\""', vectors: 2 },
-    { name: 'a missing colon', text: '"1" [1,0,0,0]', error: 'embeddings.fact_vectors: expected ":" after a key, found "["' },
-    { name: 'no key after a comma', text: '"1":[1,0,0,0],"2":[0,0,0,0],', error: 'embeddings.fact_vectors: expected a key, found ","', vectors: 3 },
-    { name: 'a dangling key', text: '"1":[1,0,0,0],"7":[0,0,0,0]', error: 'embeddings.fact_vectors[7]: key 7 refers to a row that does not exist (facts has 3 rows)', vectors: 2 },
-    { name: 'too many rows', text: member, error: 'embeddings.fact_vectors[1]: more than 22 rows and vectors in the bundle (limit)', limits: { maxRows: 22 } },
-    { name: 'a vector over the row limit', text: `"1":[1,0,0,${' '.repeat(600)}0]`, error: 'embeddings.fact_vectors[1]: value is larger than 500 bytes (limit)', limits: { maxRowBytes: 500 } },
+    {
+      name: 'an unsafe key',
+      text: '"12345678901234567890":[1,0,0,0]',
+      error: 'embeddings.fact_vectors: key "12345678901234567890" is not a row index',
+    },
+    {
+      name: 'a 16-digit key',
+      text: '"1234567890123456":[1,0,0,0]',
+      error:
+        'embeddings.fact_vectors[1234567890123456]: key 1234567890123456 refers to a row that does not exist (facts has 3 rows)',
+    },
+    {
+      name: 'a 15-digit key',
+      text: '"123456789012345":[1,0,0,0]',
+      error:
+        'embeddings.fact_vectors[123456789012345]: key 123456789012345 refers to a row that does not exist (facts has 3 rows)',
+    },
+    {
+      name: 'a missing comma',
+      text: '"1":[1,0,0,0] "x":1',
+      error: 'embeddings.fact_vectors[1]: expected "," or "}" in embeddings.fact_vectors, found "\\""',
+      vectors: 2,
+    },
+    {
+      name: 'a missing colon',
+      text: '"1" [1,0,0,0]',
+      error: 'embeddings.fact_vectors: expected ":" after a key, found "["',
+    },
+    {
+      name: 'no key after a comma',
+      text: '"1":[1,0,0,0],"2":[0,0,0,0],',
+      error: 'embeddings.fact_vectors: expected a key, found ","',
+      vectors: 3,
+    },
+    {
+      name: 'a dangling key',
+      text: '"1":[1,0,0,0],"7":[0,0,0,0]',
+      error: 'embeddings.fact_vectors[7]: key 7 refers to a row that does not exist (facts has 3 rows)',
+      vectors: 2,
+    },
+    {
+      name: 'too many rows',
+      text: member,
+      error: 'embeddings.fact_vectors[1]: more than 22 rows and vectors in the bundle (limit)',
+      limits: { maxRows: 22 },
+    },
+    {
+      name: 'a vector over the row limit',
+      text: `"1":[1,0,0,${' '.repeat(600)}0]`,
+      error: 'embeddings.fact_vectors[1]: value is larger than 500 bytes (limit)',
+      limits: { maxRowBytes: 500 },
+    },
     {
       name: 'a key at the string limit',
       text: `"1":[1,0,0,0],"${'1'.repeat(99)}":0`,
@@ -763,7 +994,13 @@ describe('vectors', () => {
   }
 
   test('errors at every cut of the vector maps', async () => {
-    for (const name of ['a nested array', 'a string holding "]"', 'a trailing comma', 'a missing comma', 'a dangling key']) {
+    for (const name of [
+      'a nested array',
+      'a string holding "]"',
+      'a trailing comma',
+      'a missing comma',
+      'a dangling key',
+    ]) {
       const { text, error } = cases.find((c) => c.name === name)!
       const json = validBundleJson().replace(member, text)
       const start = json.indexOf('"fact_vectors":')
@@ -779,15 +1016,30 @@ describe('vectors', () => {
       [3, 40_000],
     ] as const) {
       const bundle = validBundle()
-      bundle.facts = Array.from({ length: count }, (_, i) => ({ idx: i, text: `f${i}`, fact_kind: 'text', status: 'new', source_image_idx: -1 }))
-      const expected = Array.from({ length: count }, () => Array.from({ length: dimensions }, () => Math.fround(random() * 2 - 1)))
-      bundle.embeddings = { model: 'm', dimensions, fact_vectors: Object.fromEntries(expected.map((vector, i) => [String(i), vector])), concept_vectors: null }
+      bundle.facts = Array.from({ length: count }, (_, i) => ({
+        idx: i,
+        text: `f${i}`,
+        fact_kind: 'text',
+        status: 'new',
+        source_image_idx: -1,
+      }))
+      const expected = Array.from({ length: count }, () =>
+        Array.from({ length: dimensions }, () => Math.fround(random() * 2 - 1)),
+      )
+      bundle.embeddings = {
+        model: 'm',
+        dimensions,
+        fact_vectors: Object.fromEntries(expected.map((vector, i) => [String(i), vector])),
+        concept_vectors: null,
+      }
       const text = validBundleJson(bundle)
       for (const [bytes, size] of [
         [gzipBundle(text), 1 << 16],
         [new Uint8Array(gzipSync(text, { level: 0 })), () => 1 + Math.floor(random() * 5000)],
       ] as const) {
-        const vectors = (await collect(chunked(bytes, size))).flatMap((item) => (item.type === 'vector' ? [item.vector] : []))
+        const vectors = (await collect(chunked(bytes, size))).flatMap((item) =>
+          item.type === 'vector' ? [item.vector] : [],
+        )
         expect(vectors.length).toBe(count)
         expect(vectors).toEqual(expected)
       }
@@ -804,7 +1056,9 @@ describe('failures that are not the data', () => {
       throw new Error('the collector is unavailable')
     }
     try {
-      const bytes = gzipSync(Buffer.concat([Buffer.alloc(COLLECT_EVERY_BYTES + 1, ' '), Buffer.from(validBundleJson())]))
+      const bytes = gzipSync(
+        Buffer.concat([Buffer.alloc(COLLECT_EVERY_BYTES + 1, ' '), Buffer.from(validBundleJson())]),
+      )
       const error = await collect(chunked(bytes, 64 * 1024), { maxCompressionRatio: Number.MAX_SAFE_INTEGER }).then(
         () => undefined,
         (e: unknown) => e,

@@ -9,7 +9,9 @@ describe('references', () => {
     refs.current = 'reports'
     refs.currentPosition = 1
     expect(refs.check('reports', 0, 'parent_idx')).toBeUndefined()
-    expect(refs.check('reports', 1, 'parent_idx')).toBe('parent_idx 1 does not refer to an earlier row (parent must precede)')
+    expect(refs.check('reports', 1, 'parent_idx')).toBe(
+      'parent_idx 1 does not refer to an earlier row (parent must precede)',
+    )
     expect(refs.zeroExists('reports')).toBe(true)
     refs.currentPosition = 0
     expect(refs.zeroExists('reports')).toBe(false)
@@ -37,7 +39,9 @@ describe('references', () => {
       refs.currentPosition = position
       expect(refs.check('source_images', index, 'source_image_idx')).toBeUndefined()
     }
-    expect(() => refs.sectionEnded('source_images', 5)).toThrow('facts[3]: source_image_idx 5 refers to a row that does not exist (source_images has 5 rows)')
+    expect(() => refs.sectionEnded('source_images', 5)).toThrow(
+      'facts[3]: source_image_idx 5 refers to a row that does not exist (source_images has 5 rows)',
+    )
 
     const fits = new References()
     fits.currentLabel = 'facts'
@@ -48,6 +52,8 @@ describe('references', () => {
     const never = new References()
     never.currentLabel = 'facts'
     never.check('source_images', 0, 'source_image_idx')
-    expect(() => never.end()).toThrow('facts[0]: source_image_idx 0 refers to a row that does not exist (source_images has 0 rows)')
+    expect(() => never.end()).toThrow(
+      'facts[0]: source_image_idx 0 refers to a row that does not exist (source_images has 0 rows)',
+    )
   })
 })

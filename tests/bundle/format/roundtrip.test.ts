@@ -69,7 +69,17 @@ describe('round trip', () => {
 
   test('the empty graph', async () => {
     const empty: BundleContent = {
-      metadata: { name: 'empty', source_count: 0, fact_count: 0, concept_count: 0, summary_count: 0, synthesis_count: 0, report_count: 0, investigation_count: 0, exported_at: '2026-01-02T03:04:05Z' },
+      metadata: {
+        name: 'empty',
+        source_count: 0,
+        fact_count: 0,
+        concept_count: 0,
+        summary_count: 0,
+        synthesis_count: 0,
+        report_count: 0,
+        investigation_count: 0,
+        exported_at: '2026-01-02T03:04:05Z',
+      },
       rows: {},
     }
     const first = await gzipped(empty)

@@ -13,7 +13,8 @@ async function rowSpans(s: Scanner, strings: boolean): Promise<string[]> {
   const spans: string[] = []
   for (;;) {
     const closed = s.scanRows(strings)
-    for (let k = 0; k < s.rowStarts.length; k++) spans.push(s.decoder.decode(s.buf.subarray(s.rowStarts[k], s.rowEnds[k])))
+    for (let k = 0; k < s.rowStarts.length; k++)
+      spans.push(s.decoder.decode(s.buf.subarray(s.rowStarts[k], s.rowEnds[k])))
     s.rowStarts.length = s.rowEnds.length = 0
     if (closed) return spans
     s.holdRow()
@@ -48,9 +49,13 @@ describe('scanner stage', () => {
         return s.peekByte()
       }
       expect(await skip('[[[{"a": "}]"}]]] ,', { maxDepth: 5 })).toBe(0x2c)
-      expect(await failure(skip('[[[{"a": 1}]]]', { maxDepth: 4 }))).toBe('section: nesting deeper than 4 levels (limit)')
+      expect(await failure(skip('[[[{"a": 1}]]]', { maxDepth: 4 }))).toBe(
+        'section: nesting deeper than 4 levels (limit)',
+      )
       expect(await failure(skip('[1, {"a": 2]]'))).toBe('section: mismatched "]"')
-      expect(await failure(skip('["abcdef"]', { maxStringBytes: 5 }))).toBe('section: a string is longer than 5 bytes (limit)')
+      expect(await failure(skip('["abcdef"]', { maxStringBytes: 5 }))).toBe(
+        'section: a string is longer than 5 bytes (limit)',
+      )
       expect(await skip('["abcde"] ', { maxStringBytes: 5 })).toBe(-1)
       expect(await failure(skip('[1, 2'))).toBe('bundle: truncated JSON (ended inside the bundle object)')
       expect(await failure(skip('}'))).toBe('section: expected a value, found "}"')
@@ -69,7 +74,11 @@ describe('scanner stage', () => {
   test('rows: the span of each row, whatever the chunking; bare strings only where allowed', async () => {
     const text = '[ {"a": 1, "s": "]}"} ,"body-0", {"b": [2, {"c": 3}]} ] '
     for (const size of CHUNK_SIZES) {
-      expect(await rowSpans(scannerOf(text, size), true)).toEqual(['{"a": 1, "s": "]}"}', '"body-0"', '{"b": [2, {"c": 3}]}'])
+      expect(await rowSpans(scannerOf(text, size), true)).toEqual([
+        '{"a": 1, "s": "]}"}',
+        '"body-0"',
+        '{"b": [2, {"c": 3}]}',
+      ])
       expect(await rowSpans(scannerOf('[ ]', size), false)).toEqual([])
       const s = scannerOf(text, size)
       s.setContext('facts')
@@ -85,8 +94,12 @@ describe('scanner stage', () => {
     }
     expect(await failure(rows('[{"a": 1} {"a": 2}]'))).toBe('facts[0]: expected "," or "]" after the row, found "{"')
     expect(await failure(rows('[{"a": 1},]'))).toBe('facts[1]: expected a row after ","')
-    expect(await failure(rows('[{"a": 12345}]', { maxRowBytes: 8 }))).toBe('facts[0]: row is larger than 8 bytes (limit)')
-    expect(await failure(rows('[{}, {}, {}]', { maxRows: 2 }))).toBe('facts[2]: more than 2 rows and vectors in the bundle (limit)')
+    expect(await failure(rows('[{"a": 12345}]', { maxRowBytes: 8 }))).toBe(
+      'facts[0]: row is larger than 8 bytes (limit)',
+    )
+    expect(await failure(rows('[{}, {}, {}]', { maxRows: 2 }))).toBe(
+      'facts[2]: more than 2 rows and vectors in the bundle (limit)',
+    )
     expect(await rows('[{}, {}]', { maxRows: 2 })).toEqual(['{}', '{}'])
   })
 })

@@ -9,9 +9,13 @@ export async function* chunksOf(text: string | Uint8Array, size: number): AsyncG
   for (let i = 0; i < bytes.length; i += size) yield bytes.subarray(i, i + size)
 }
 
-export const limitsWith = (limits: Partial<ReaderLimits> = {}): ReaderLimits => ({ ...DEFAULT_READER_LIMITS, ...limits })
+export const limitsWith = (limits: Partial<ReaderLimits> = {}): ReaderLimits => ({
+  ...DEFAULT_READER_LIMITS,
+  ...limits,
+})
 
-export const scannerOf = (text: string, size: number, limits?: Partial<ReaderLimits>) => new Scanner(chunksOf(text, size), limitsWith(limits))
+export const scannerOf = (text: string, size: number, limits?: Partial<ReaderLimits>) =>
+  new Scanner(chunksOf(text, size), limitsWith(limits))
 
 /** Chunk sizes that cut every token somewhere, and one that holds the whole text. */
 export const CHUNK_SIZES = [1, 3, 7, 1 << 16]

@@ -37,7 +37,10 @@ describe('the import body', () => {
       } catch (error) {
         refusal = { status: (error as { status: number }).status, message: (error as Error).message }
       }
-      expect({ body, accepted: refusal === undefined }).toEqual({ body, accepted: Value.Check(RegistryImportBody, body) })
+      expect({ body, accepted: refusal === undefined }).toEqual({
+        body,
+        accepted: Value.Check(RegistryImportBody, body),
+      })
       if (refusal) expect(refusal).toEqual({ status: 400, message: expect.stringMatching(/^invalid body: \S/) })
     }
   })
@@ -55,10 +58,16 @@ describe('the import body', () => {
         return (error as Error).message
       }
     }
-    expect(message({ name: 'x'.repeat(256), sha256 })).toBe('invalid body: name: expected a graph name of 1-255 characters')
+    expect(message({ name: 'x'.repeat(256), sha256 })).toBe(
+      'invalid body: name: expected a graph name of 1-255 characters',
+    )
     expect(message({ name: ' \t ', sha256 })).toBe('invalid body: name: expected a graph name of 1-255 characters')
     expect(message({ sha256 })).toBe('invalid body: name: expected a graph name of 1-255 characters')
-    expect(message({ graph_id: uuid, extra: 1 })).toBe('invalid body: unknown field "extra"; expected {"graph_id": "<uuid>"} or {"name": "...", "sha256": "<64 hex digits>"}')
-    expect(message('graph')).toBe('invalid body: expected an object: {"graph_id": "<uuid>"} or {"name": "...", "sha256": "<64 hex digits>"}')
+    expect(message({ graph_id: uuid, extra: 1 })).toBe(
+      'invalid body: unknown field "extra"; expected {"graph_id": "<uuid>"} or {"name": "...", "sha256": "<64 hex digits>"}',
+    )
+    expect(message('graph')).toBe(
+      'invalid body: expected an object: {"graph_id": "<uuid>"} or {"name": "...", "sha256": "<64 hex digits>"}',
+    )
   })
 })

@@ -36,16 +36,29 @@ async function importFails(change: (bundle: Obj) => void, error: string) {
   const started = await uploadBundle(http, repo.slug, owner.token, gzipBundle(validBundleJson(bundle)))
   expect(started.status).toBe(202)
   const job = await waitForJob(http, `/${repo.slug}/jobs/${started.body.id}`, owner.token)
-  expect({ status: job.status, error: job.error, attempts: job.attempts }).toEqual({ status: 'failed', error, attempts: 1 })
+  expect({ status: job.status, error: job.error, attempts: job.attempts }).toEqual({
+    status: 'failed',
+    error,
+    attempts: 1,
+  })
   const sql = await server.context.pools.forRepository(repo.id)
   expect((await sql`SELECT count(*)::int AS n FROM sources`)[0]!.n).toBe(0)
 }
 
 describe(`values an import refuses (${BACKEND})`, () => {
   test('an over-long indexed value or full-text document: section[position]: field is N bytes, at most M; one attempt', async () => {
-    await importFails((b) => (b.concepts[1].canonical_name = noise(12_000)), 'concepts[1]: canonical_name is 12000 bytes, at most 1300')
-    await importFails((b) => (b.sources[1].url = `https://example.org/${noise(12_000)}`), 'sources[1]: url is 12020 bytes, at most 2600')
-    await importFails((b) => (b.concept_aliases[0].alias_text = noise(3_000)), 'concept_aliases[0]: alias_text is 3000 bytes, at most 2600')
+    await importFails(
+      (b) => (b.concepts[1].canonical_name = noise(12_000)),
+      'concepts[1]: canonical_name is 12000 bytes, at most 1300',
+    )
+    await importFails(
+      (b) => (b.sources[1].url = `https://example.org/${noise(12_000)}`),
+      'sources[1]: url is 12020 bytes, at most 2600',
+    )
+    await importFails(
+      (b) => (b.concept_aliases[0].alias_text = noise(3_000)),
+      'concept_aliases[0]: alias_text is 3000 bytes, at most 2600',
+    )
     await importFails(
       (b) => (b.concepts[1].description = noise(300_000)),
       `concepts[1]: canonical_name and description are ${300_000 + Buffer.byteLength((validBundle() as Obj).concepts[1].canonical_name)} bytes together, at most 262144 (its full-text document)`,
@@ -66,8 +79,17 @@ describe(`values an import refuses (${BACKEND})`, () => {
 
   test('a media content_type that is not a media type fails the import', async () => {
     const forged = 'text/html\r\nSet-Cookie: session=stolen'
-    await importFails((b) => (b.images['img-0'].content_type = forged), `images["img-0"]: content_type ${JSON.stringify(forged)} is not a media type`)
-    await importFails((b) => (b.source_images[0].content_type = 'image/png\u0007'), `source_images[0]: content_type "image/png\\u0007" is not a media type`)
-    await importFails((b) => (b.source_bodies[0].content_type = 'html'), 'source_bodies[0]: content_type "html" is not a media type')
+    await importFails(
+      (b) => (b.images['img-0'].content_type = forged),
+      `images["img-0"]: content_type ${JSON.stringify(forged)} is not a media type`,
+    )
+    await importFails(
+      (b) => (b.source_images[0].content_type = 'image/png\u0007'),
+      `source_images[0]: content_type "image/png\\u0007" is not a media type`,
+    )
+    await importFails(
+      (b) => (b.source_bodies[0].content_type = 'html'),
+      'source_bodies[0]: content_type "html" is not a media type',
+    )
   })
 })

@@ -74,7 +74,8 @@ describe.skipIf(BACKEND === 'embedded')('a bulk load by COPY (postgres)', () => 
 
   test('a row the server refuses fails the load as bad input naming its section, and nothing was written', async () => {
     async function* refused(): AsyncIterable<BundleItem> {
-      for (let position = 0; position < FACTS; position++) yield fact(position, position === FACTS - 10 ? { status: 'no such status' as never } : {})
+      for (let position = 0; position < FACTS; position++)
+        yield fact(position, position === FACTS - 10 ? { status: 'no such status' as never } : {})
     }
     const error = await rejected(load(refused()))
     expect(error).toThrow(BundleError)
@@ -90,7 +91,9 @@ describe.skipIf(BACKEND === 'embedded')('a bulk load by COPY (postgres)', () => 
     const counts = await load(all())
     expect(counts.imported.facts).toBe(FACTS)
     const rows = await sql<{ text: string }[]>`SELECT text FROM facts ORDER BY created_at, id`
-    expect(rows.map((row) => row.text)).toEqual(Array.from({ length: FACTS }, (_, position) => `fact number ${position}`))
+    expect(rows.map((row) => row.text)).toEqual(
+      Array.from({ length: FACTS }, (_, position) => `fact number ${position}`),
+    )
     const [{ documents, counted }] = await sql<[{ documents: number; counted: number }]>`
       SELECT (SELECT count(*)::int FROM fact_documents) AS documents, (SELECT sum(delta)::int FROM graph_count_changes WHERE kind = 'facts') AS counted`
     expect(documents).toBe(FACTS)

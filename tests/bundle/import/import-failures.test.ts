@@ -12,7 +12,14 @@ import { waitForJob } from '../../helpers/jobs.ts'
 import { startTestServer, type TestServer } from '../../helpers/server.ts'
 import { tableCounts } from '../../helpers/graph-dump.ts'
 import { blobKeys } from '../../helpers/blobs.ts'
-import { expectImportRetried, repositoryState, serveInstances, startImport, uploadBundle as upload, writingRows } from '../../helpers/imports.ts'
+import {
+  expectImportRetried,
+  repositoryState,
+  serveInstances,
+  startImport,
+  uploadBundle as upload,
+  writingRows,
+} from '../../helpers/imports.ts'
 import { generateGraph } from '../../../scripts/gen-graph.ts'
 
 describe(`broken bundles leave the repository as it was (${BACKEND})`, () => {
@@ -27,14 +34,24 @@ describe(`broken bundles leave the repository as it was (${BACKEND})`, () => {
     owner = await registerAccount(http)
     repo = (await http.post('/api/v1/repositories', { name: 'Holds a graph' }, owner.token)).body
     const { pools, blobs, vectors, embedder } = server.context
-    await generateGraph(await pools.forRepository(repo.id), repo.id, { facts: 60, seed: 5, blobs, vectors: { store: vectors, embedder } })
+    await generateGraph(await pools.forRepository(repo.id), repo.id, {
+      facts: 60,
+      seed: 5,
+      blobs,
+      vectors: { store: vectors, embedder },
+    })
   })
   afterAll(() => server.stop())
 
   test('each gives a failed job with its message; rows, blobs and vectors are unchanged', async () => {
     const { pools, blobs, vectors } = server.context
     const sql = await pools.forRepository(repo.id)
-    const before = { rows: await tableCounts(sql), blobs: await blobKeys(blobs), facts: await vectors.count(repo.id, 'facts'), concepts: await vectors.count(repo.id, 'concepts') }
+    const before = {
+      rows: await tableCounts(sql),
+      blobs: await blobKeys(blobs),
+      facts: await vectors.count(repo.id, 'facts'),
+      concepts: await vectors.count(repo.id, 'concepts'),
+    }
     // Cases made for lowered reader limits are left out: an import reads with the defaults
     // (only the expanded size is configurable, IMPORT_MAX_EXPANDED_BYTES, tested with the import).
     const cases = brokenBundles().filter((c) => !c.limits)
@@ -50,12 +67,18 @@ describe(`broken bundles leave the repository as it was (${BACKEND})`, () => {
     )
     for (const { broken, refused, job } of outcomes) {
       if (refused !== undefined) {
-        expect({ name: broken.name, refused }).toEqual({ name: broken.name, refused: expect.stringMatching(/gzip|empty/) })
+        expect({ name: broken.name, refused }).toEqual({
+          name: broken.name,
+          refused: expect.stringMatching(/gzip|empty/),
+        })
         expect(['not gzip', 'empty input']).toContain(broken.name)
         continue
       }
       expect({ name: broken.name, status: job!.status }).toEqual({ name: broken.name, status: 'failed' })
-      expect({ name: broken.name, error: job!.error }).toEqual({ name: broken.name, error: expect.stringMatching(broken.error) })
+      expect({ name: broken.name, error: job!.error }).toEqual({
+        name: broken.name,
+        error: expect.stringMatching(broken.error),
+      })
     }
     expect(await tableCounts(sql)).toEqual(before.rows)
     expect(await blobKeys(blobs)).toEqual(before.blobs)
@@ -72,7 +95,13 @@ describe(`an import whose process is killed (${BACKEND})`, () => {
     // With vectors, as in tests/faults/sigterm-import.test.ts: without them an import of 8,000
     // facts on PostgreSQL wrote its rows in less time than a progress report takes to reach the
     // database, and the test saw it succeed without ever seeing it write.
-    const { bundle, kgs, http, owner, repo, path } = await startImport(env, join(dir, 'big.json.gz'), 8_000, 'Killed import', { dimensions: 384, vectors: 'kgs-hash-v1' })
+    const { bundle, kgs, http, owner, repo, path } = await startImport(
+      env,
+      join(dir, 'big.json.gz'),
+      8_000,
+      'Killed import',
+      { dimensions: 384, vectors: 'kgs-hash-v1' },
+    )
     // Kill it once rows (and media) are being written: nothing is committed yet.
     await waitForJob(http, path, owner.token, writingRows)
     expect(await kgs.stop('SIGKILL')).not.toBe(0)

@@ -11,12 +11,26 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { BACKEND } from '../../helpers/backend.ts'
 import { api, expectError, registerAccount, type Account } from '../../helpers/api.ts'
-import { BODY_TEXT, brokenBundles, gzipBundle, IMAGE_BYTES, v1Json, validBundle, validBundleJson } from '../../helpers/broken-bundles.ts'
+import {
+  BODY_TEXT,
+  brokenBundles,
+  gzipBundle,
+  IMAGE_BYTES,
+  v1Json,
+  validBundle,
+  validBundleJson,
+} from '../../helpers/broken-bundles.ts'
 import { dumpGraph, tableCounts } from '../../helpers/graph-dump.ts'
 import { settleJobs, waitForJob } from '../../helpers/jobs.ts'
 import { blobKeys } from '../../helpers/blobs.ts'
 import { startTestServer, type TestServer } from '../../helpers/server.ts'
-import { bundleContent, generateBundle, SyntheticGraph, type BundleOptions, type GenerateResult } from '../../../scripts/gen-bundle.ts'
+import {
+  bundleContent,
+  generateBundle,
+  SyntheticGraph,
+  type BundleOptions,
+  type GenerateResult,
+} from '../../../scripts/gen-bundle.ts'
 import { generateGraph } from '../../../scripts/gen-graph.ts'
 import { repositoryBlobPrefix } from '../../../src/blobs/store.ts'
 import { citedIds, portableConceptId, portableFactId } from '../../../src/bundle/format/citations.ts'
@@ -63,7 +77,11 @@ const upload = (slug: string, bytes: Uint8Array, token = owner.token, contentTyp
   http.call('POST', `/${slug}/import-graph`, { token, raw: bytes, headers: { 'content-type': contentType } })
 
 async function uploadForm(slug: string, form: FormData, token = owner.token) {
-  const res = await fetch(`${server.url}/${slug}/import-graph`, { method: 'POST', body: form, headers: { authorization: `Bearer ${token}` } })
+  const res = await fetch(`${server.url}/${slug}/import-graph`, {
+    method: 'POST',
+    body: form,
+    headers: { authorization: `Bearer ${token}` },
+  })
   const text = await res.text()
   return { status: res.status, body: text ? JSON.parse(text) : undefined }
 }
@@ -76,7 +94,10 @@ const bundleForm = (bytes: Uint8Array, field = 'bundle') => {
 }
 
 /** Waits for the job a 202 answered with; it must succeed. */
-async function succeeded(slug: string, started: { status: number; body: Job }): Promise<Job & { result: ImportResult }> {
+async function succeeded(
+  slug: string,
+  started: { status: number; body: Job },
+): Promise<Job & { result: ImportResult }> {
   expect(started.status).toBe(202)
   expect(started.body).toMatchObject({ kind: 'import_graph', status: 'queued' })
   const job = await waitForJob(http, `/${slug}/jobs/${started.body.id}`, owner.token)
@@ -134,7 +155,12 @@ function expectedCounts(bundle: GenerateResult): Record<string, number> {
  * Everything a gen-bundle import into an empty repository must give: the result, the rows, the
  * media bytes under the job's prefix, image facts' URLs, the bundle's order, the vectors.
  */
-async function expectImported(repo: Repo, job: Job & { result: ImportResult }, bundle: GenerateResult, options: BundleOptions) {
+async function expectImported(
+  repo: Repo,
+  job: Job & { result: ImportResult },
+  bundle: GenerateResult,
+  options: BundleOptions,
+) {
   const graph = new SyntheticGraph(options)
   const counts = expectedCounts(bundle)
   const images = Array.from({ length: bundle.counts.source_images }, (_, j) => j)
@@ -157,7 +183,11 @@ async function expectImported(repo: Repo, job: Job & { result: ImportResult }, b
     reused: { sources: 0, facts: 0, concepts: 0 },
     citations: { rewritten: citationCount(options), unresolved: 0 },
     embeddings: options.vectors === 'kgs-hash-v1' ? 'upserted' : 're-embedding',
-    media: { stored: bundle.counts.images + bundle.counts.bodies, to_fetch: images.filter((j) => !graph.hasImageBytes(j)).length, lost: 0 },
+    media: {
+      stored: bundle.counts.images + bundle.counts.bodies,
+      to_fetch: images.filter((j) => !graph.hasImageBytes(j)).length,
+      lost: 0,
+    },
   })
   const sql = await sqlOf(repo)
   expect(await tableCounts(sql)).toEqual(counts)
@@ -168,7 +198,9 @@ async function expectImported(repo: Repo, job: Job & { result: ImportResult }, b
 
   // Image bytes under the job's prefix, keyed by the image's UUID; image facts point at the local copy.
   const prefix = `${repositoryBlobPrefix(repo.id)}imports/${job.id}/`
-  const stored = await sql<{ id: string; url: string; storage_key: string | null }[]>`SELECT id, url, storage_key FROM source_images ORDER BY created_at, id`
+  const stored = await sql<
+    { id: string; url: string; storage_key: string | null }[]
+  >`SELECT id, url, storage_key FROM source_images ORDER BY created_at, id`
   for (const [j, image] of stored.entries()) {
     if (!graph.hasImageBytes(j)) {
       expect(image.storage_key).toBeNull()
@@ -180,7 +212,10 @@ async function expectImported(repo: Repo, job: Job & { result: ImportResult }, b
   const imageFacts = await sql<{ image_url: string; image_id: string; url: string; storage_key: string | null }[]>`
     SELECT f.image_url, si.id AS image_id, si.url, si.storage_key FROM facts f JOIN source_images si ON si.id = f.source_image_id ORDER BY f.created_at`
   expect(imageFacts).toHaveLength(bundle.counts.source_images)
-  for (const fact of imageFacts) expect(fact.image_url).toBe(fact.storage_key ? localImageUrl(server.context.baseUrl, repo.id, fact.image_id) : fact.url)
+  for (const fact of imageFacts)
+    expect(fact.image_url).toBe(
+      fact.storage_key ? localImageUrl(server.context.baseUrl, repo.id, fact.image_id) : fact.url,
+    )
   const bodies = await sql<{ source_id: string; storage_key: string; bytes: number; position: number }[]>`
     SELECT b.source_id, b.storage_key, b.bytes::int AS bytes, (SELECT count(*)::int FROM sources o WHERE (o.created_at, o.id) < (s.created_at, s.id)) AS position
     FROM source_bodies b JOIN sources s ON s.id = b.source_id`
@@ -231,18 +266,27 @@ describe(`import from each source (${BACKEND})`, () => {
   let pushed: { graph_id: string }
 
   beforeAll(async () => {
-    pushed = await server.context.registry.push(sameModel.path, { name: 'import-test', sha256: sameModel.sha256, schema_version: 2, fact_count: FACTS })
+    pushed = await server.context.registry.push(sameModel.path, {
+      name: 'import-test',
+      sha256: sameModel.sha256,
+      schema_version: 2,
+      fact_count: FACTS,
+    })
   })
 
   test('by registry id: rows, media, image URLs, order and vectors as in the bundle', async () => {
     const repo = await createRepo('By id')
-    const job = await succeeded(repo.slug, await http.post(`/${repo.slug}/import-graph`, { graph_id: pushed.graph_id }, owner.token))
+    const job = await succeeded(
+      repo.slug,
+      await http.post(`/${repo.slug}/import-graph`, { graph_id: pushed.graph_id }, owner.token),
+    )
     await expectImported(repo, job, sameModel, SAME_MODEL)
     // The bundle's vectors (the built-in model's) are kept, under the local UUIDs.
     const sql = await sqlOf(repo)
     const facts = await vectorsOf(server.context.vectors, repo, 'facts')
     expect(facts.size).toBe(FACTS)
-    for (const fact of await sql<{ id: string; text: string }[]>`SELECT id, text FROM facts`) expect(facts.get(fact.id)).toEqual([...hashEmbedding(fact.text)])
+    for (const fact of await sql<{ id: string; text: string }[]>`SELECT id, text FROM facts`)
+      expect(facts.get(fact.id)).toEqual([...hashEmbedding(fact.text)])
     expect(await server.context.vectors.count(repo.id, 'concepts')).toBe(sameModel.counts.concepts)
     expect(await server.context.vectors.countStaged(job.id, 'facts')).toBe(0)
   })
@@ -251,16 +295,21 @@ describe(`import from each source (${BACKEND})`, () => {
     /** The indexes and constraints of the graph tables, as PostgreSQL writes their definitions. */
     const schemaOf = async (repo: Repo) => {
       const sql = await sqlOf(repo)
-      const indexes = await sql`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY indexname`
+      const indexes =
+        await sql`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY indexname`
       const constraints = await sql`
         SELECT conrelid::regclass::text AS table, conname, pg_get_constraintdef(oid) AS definition, convalidated
         FROM pg_constraint WHERE connamespace = current_schema()::regnamespace ORDER BY 1, 2`
-      const triggers = await sql`SELECT tgrelid::regclass::text AS table, tgname, tgenabled FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1, 2`
+      const triggers =
+        await sql`SELECT tgrelid::regclass::text AS table, tgname, tgenabled FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1, 2`
       return { indexes, constraints, triggers }
     }
     const repo = await createRepo('Indexes after rows')
     const untouched = await schemaOf(await createRepo('Indexes untouched'))
-    const job = await succeeded(repo.slug, await http.post(`/${repo.slug}/import-graph`, { graph_id: pushed.graph_id }, owner.token))
+    const job = await succeeded(
+      repo.slug,
+      await http.post(`/${repo.slug}/import-graph`, { graph_id: pushed.graph_id }, owner.token),
+    )
     await expectImported(repo, job, sameModel, SAME_MODEL)
     const after = await schemaOf(repo)
     expect(after.constraints.some((c) => c.definition.startsWith('FOREIGN KEY'))).toBe(true)
@@ -274,7 +323,10 @@ describe(`import from each source (${BACKEND})`, () => {
       FROM facts f LEFT JOIN fact_documents d ON d.id = f.id`
     expect(documents).toEqual({ facts: FACTS, documents: FACTS, same: FACTS })
     // Into a repository with rows, nothing is dropped: the import of the same bundle again, in a transaction of its own.
-    const again = await succeeded(repo.slug, await http.post(`/${repo.slug}/import-graph`, { graph_id: pushed.graph_id }, owner.token))
+    const again = await succeeded(
+      repo.slug,
+      await http.post(`/${repo.slug}/import-graph`, { graph_id: pushed.graph_id }, owner.token),
+    )
     expect(again.result.imported.facts).toBe(0)
     expect(await schemaOf(repo)).toEqual(untouched)
   })
@@ -291,7 +343,12 @@ describe(`import from each source (${BACKEND})`, () => {
 
   test('as the multipart file field "bundle"', async () => {
     const repo = await createRepo('Multipart')
-    await expectImported(repo, await succeeded(repo.slug, await uploadForm(repo.slug, bundleForm(sameModelBytes))), sameModel, SAME_MODEL)
+    await expectImported(
+      repo,
+      await succeeded(repo.slug, await uploadForm(repo.slug, bundleForm(sameModelBytes))),
+      sameModel,
+      SAME_MODEL,
+    )
   })
 
   test('as a raw application/gzip body; importing it again adds nothing and stores nothing', async () => {
@@ -303,11 +360,19 @@ describe(`import from each source (${BACKEND})`, () => {
     expect(job.progress).toMatchObject({ phase: 'succeeded', bytes: sameModelBytes.byteLength, percent: 100 })
     expect(job.progress.done).toBe(job.progress.total)
     const sql = await sqlOf(repo)
-    const before = { rows: await tableCounts(sql), blobs: await storedKeys(repositoryBlobPrefix(repo.id)), dump: await dumpGraph(sql, repo.id, server.context) }
+    const before = {
+      rows: await tableCounts(sql),
+      blobs: await storedKeys(repositoryBlobPrefix(repo.id)),
+      dump: await dumpGraph(sql, repo.id, server.context),
+    }
 
     const again = await succeeded(repo.slug, await upload(repo.slug, sameModelBytes))
     expect(Object.values(again.result.imported).every((n) => n === 0)).toBe(true)
-    expect(again.result.reused).toEqual({ sources: sameModel.counts.sources, facts: FACTS, concepts: sameModel.counts.concepts })
+    expect(again.result.reused).toEqual({
+      sources: sameModel.counts.sources,
+      facts: FACTS,
+      concepts: sameModel.counts.concepts,
+    })
     expect(again.result).toMatchObject({ embeddings: 'none', media: { stored: 0, to_fetch: 0, lost: 0 } })
     expect(await tableCounts(sql)).toEqual(before.rows)
     expect(await storedKeys(repositoryBlobPrefix(repo.id))).toEqual(before.blobs)
@@ -317,7 +382,11 @@ describe(`import from each source (${BACKEND})`, () => {
   test('an unknown graph is refused at once (404), by id or by name', async () => {
     const repo = await createRepo('Unknown graph')
     const id = crypto.randomUUID()
-    expectError(await http.post(`/${repo.slug}/import-graph`, { graph_id: id }, owner.token), 404, `graph ${id} is not in the registry`)
+    expectError(
+      await http.post(`/${repo.slug}/import-graph`, { graph_id: id }, owner.token),
+      404,
+      `graph ${id} is not in the registry`,
+    )
     expectError(
       await http.post(`/${repo.slug}/import-graph`, { name: 'import-test', sha256: 'a'.repeat(64) }, owner.token),
       404,
@@ -329,7 +398,14 @@ describe(`import from each source (${BACKEND})`, () => {
     const puller = await registerAccount(http)
     const repo = await createRepo('No pull', puller)
     // The repository's repoadmin keeps graph:import; losing member takes registry:pull away.
-    expect((await http.call('DELETE', '/api/v1/admin/users/roles', { token: admin.token, body: { user_id: puller.id, role: 'member', domain: 'system' } })).status).toBe(200)
+    expect(
+      (
+        await http.call('DELETE', '/api/v1/admin/users/roles', {
+          token: admin.token,
+          body: { user_id: puller.id, role: 'member', domain: 'system' },
+        })
+      ).status,
+    ).toBe(200)
     expectError(await http.get(`/api/v1/graphs/${pushed.graph_id}`, puller.token), 403)
     const unknown = crypto.randomUUID()
     const answers = await Promise.all([
@@ -351,8 +427,14 @@ describe(`import from each source (${BACKEND})`, () => {
     expect(other.sha256).not.toBe(sameModel.sha256)
     await server.context.registry.push(other.path, { name: 'squatted', sha256: sameModel.sha256, schema_version: 2 })
     const repo = await createRepo('Squatted')
-    const job = await failed(repo.slug, await http.post(`/${repo.slug}/import-graph`, { name: 'squatted', sha256: sameModel.sha256 }, owner.token), /canonical hash/)
-    expect(job.error).toBe(`bundle: the canonical hash of the bundle is ${other.sha256}, not the sha256 ${sameModel.sha256} it was imported by`)
+    const job = await failed(
+      repo.slug,
+      await http.post(`/${repo.slug}/import-graph`, { name: 'squatted', sha256: sameModel.sha256 }, owner.token),
+      /canonical hash/,
+    )
+    expect(job.error).toBe(
+      `bundle: the canonical hash of the bundle is ${other.sha256}, not the sha256 ${sameModel.sha256} it was imported by`,
+    )
     expect(job.attempts).toBe(1)
     expect(Object.values(await tableCounts(await sqlOf(repo))).every((n) => n === 0)).toBe(true)
     expect(await storedKeys(repositoryBlobPrefix(repo.id))).toEqual([])
@@ -380,10 +462,27 @@ describe(`citations, reused rows and version 1 (${BACKEND})`, () => {
       },
       rows: {
         sources: [{ idx: 0, url: 'https://example.org/weather', kind: 'web', status: 'parsed' }],
-        source_images: [{ idx: 0, source_idx: 0, kind: 'inline', position: 0, url: 'https://example.org/hail.png', content_type: 'image/png', image_ref: 'img-0' }],
+        source_images: [
+          {
+            idx: 0,
+            source_idx: 0,
+            kind: 'inline',
+            position: 0,
+            url: 'https://example.org/hail.png',
+            content_type: 'image/png',
+            image_ref: 'img-0',
+          },
+        ],
         facts: [
           { idx: 0, text: texts[0]!, fact_kind: 'text', status: 'new', source_image_idx: -1 },
-          { idx: 1, text: texts[1]!, fact_kind: 'image', image_url: 'https://example.org/hail.png', status: 'stable', source_image_idx: 0 },
+          {
+            idx: 1,
+            text: texts[1]!,
+            fact_kind: 'image',
+            image_url: 'https://example.org/hail.png',
+            status: 'stable',
+            source_image_idx: 0,
+          },
           { idx: 2, text: texts[2]!, fact_kind: 'text', status: 'stable', source_image_idx: -1 },
         ],
         fact_sources: [
@@ -402,8 +501,24 @@ describe(`citations, reused rows and version 1 (${BACKEND})`, () => {
             covered_fact_idxs: [0, 2],
           },
         ],
-        concept_syntheses: [{ canonical_name: 'Rain', content: `![hail](<fact:${portable(texts[1]!)}>)`, covered_summary_idxs: [0], covered_concept_idxs: [0], embedded_image_idxs: [1] }],
-        reports: [{ idx: 0, title: 'Weather', body_md: `It rains [here](<fact:${portable(texts[0]!).toUpperCase()}>).`, status: 'pending', parent_idx: -1 }],
+        concept_syntheses: [
+          {
+            canonical_name: 'Rain',
+            content: `![hail](<fact:${portable(texts[1]!)}>)`,
+            covered_summary_idxs: [0],
+            covered_concept_idxs: [0],
+            embedded_image_idxs: [1],
+          },
+        ],
+        reports: [
+          {
+            idx: 0,
+            title: 'Weather',
+            body_md: `It rains [here](<fact:${portable(texts[0]!).toUpperCase()}>).`,
+            status: 'pending',
+            parent_idx: -1,
+          },
+        ],
       },
       images: [{ ref: 'img-0', contentType: 'image/png', data: IMAGE_BYTES }],
     }
@@ -418,25 +533,49 @@ describe(`citations, reused rows and version 1 (${BACKEND})`, () => {
     const path = join(dir, 'citing.json.gz')
     await writeBundle(citingBundle(), createWriteStream(path))
     const job = await succeeded(repo.slug, await upload(repo.slug, readFileSync(path)))
-    expect(job.result).toMatchObject({ reused: { sources: 0, facts: 1, concepts: 0 }, citations: { rewritten: 5, unresolved: 1 }, embeddings: 're-embedding' })
-    expect(job.result.imported).toMatchObject({ facts: 2, fact_sources: 2, fact_concepts: 1, summaries: 1, syntheses: 1, reports: 1 })
+    expect(job.result).toMatchObject({
+      reused: { sources: 0, facts: 1, concepts: 0 },
+      citations: { rewritten: 5, unresolved: 1 },
+      embeddings: 're-embedding',
+    })
+    expect(job.result.imported).toMatchObject({
+      facts: 2,
+      fact_sources: 2,
+      fact_concepts: 1,
+      summaries: 1,
+      syntheses: 1,
+      reports: 1,
+    })
 
-    const id = async (text: string) => (await sql<{ id: string }[]>`SELECT id FROM facts WHERE content_hash = ${factContentHash(text)}`)[0]!.id
+    const id = async (text: string) =>
+      (await sql<{ id: string }[]>`SELECT id FROM facts WHERE content_hash = ${factContentHash(text)}`)[0]!.id
     const [rain, hail] = [await id(texts[0]!), await id(texts[1]!)]
     expect(await id(texts[2]!)).toBe(existing)
     const [concept] = await sql<{ id: string }[]>`SELECT id FROM concepts`
-    const [summary] = await sql<{ id: string; content: string; covered_fact_ids: string[] }[]>`SELECT id, content, covered_fact_ids FROM concept_summaries`
-    expect(summary!.content).toBe(`Rain [falls](<fact:${rain}>), [snow](<fact:${existing}>) melts; see [Rain](<concept:${concept!.id}>) and [this](<fact:${elsewhere}>).`)
+    const [summary] = await sql<
+      { id: string; content: string; covered_fact_ids: string[] }[]
+    >`SELECT id, content, covered_fact_ids FROM concept_summaries`
+    expect(summary!.content).toBe(
+      `Rain [falls](<fact:${rain}>), [snow](<fact:${existing}>) melts; see [Rain](<concept:${concept!.id}>) and [this](<fact:${elsewhere}>).`,
+    )
     expect(summary!.covered_fact_ids).toEqual([rain, existing])
-    const [synthesis] = await sql`SELECT content, covered_summary_ids, covered_concept_ids, embedded_image_fact_ids FROM concept_syntheses`
-    expect(synthesis).toEqual({ content: `![hail](<fact:${hail}>)`, covered_summary_ids: [summary!.id], covered_concept_ids: [concept!.id], embedded_image_fact_ids: [hail] })
+    const [synthesis] =
+      await sql`SELECT content, covered_summary_ids, covered_concept_ids, embedded_image_fact_ids FROM concept_syntheses`
+    expect(synthesis).toEqual({
+      content: `![hail](<fact:${hail}>)`,
+      covered_summary_ids: [summary!.id],
+      covered_concept_ids: [concept!.id],
+      embedded_image_fact_ids: [hail],
+    })
     expect((await sql`SELECT body_md FROM reports`)[0]!.body_md).toBe(`It rains [here](<fact:${rain}>).`)
     // The reused fact gained the bundle's links; it keeps its own text.
     expect((await sql`SELECT count(*)::int AS n FROM fact_sources WHERE fact_id = ${existing}`)[0]!.n).toBe(1)
     expect((await sql`SELECT text FROM facts WHERE id = ${existing}`)[0]!.text).toBe('Snow   melts.\n')
     // The image fact points at its stored image.
     const [image] = await sql<{ id: string; storage_key: string }[]>`SELECT id, storage_key FROM source_images`
-    expect((await sql`SELECT image_url FROM facts WHERE id = ${hail}`)[0]!.image_url).toBe(localImageUrl(server.context.baseUrl, repo.id, image!.id))
+    expect((await sql`SELECT image_url FROM facts WHERE id = ${hail}`)[0]!.image_url).toBe(
+      localImageUrl(server.context.baseUrl, repo.id, image!.id),
+    )
     expect(await server.context.blobs.get(image!.storage_key)).toEqual(IMAGE_BYTES)
     await settle(repo.slug)
   })
@@ -448,11 +587,16 @@ describe(`citations, reused rows and version 1 (${BACKEND})`, () => {
     expect(first.result).toEqual(second.result)
     expect(first.result).toMatchObject({ media: { stored: 2, to_fetch: 0, lost: 0 }, embeddings: 're-embedding' })
     await Promise.all([settle(v1.slug), settle(v2.slug)])
-    const [one, two] = [await dumpGraph(await sqlOf(v1), v1.id, server.context), await dumpGraph(await sqlOf(v2), v2.id, server.context)]
+    const [one, two] = [
+      await dumpGraph(await sqlOf(v1), v1.id, server.context),
+      await dumpGraph(await sqlOf(v2), v2.id, server.context),
+    ]
     expect(one).toEqual(two)
     for (const repo of [v1, v2]) {
       const sql = await sqlOf(repo)
-      const [fact] = await sql<{ image_url: string; source_image_id: string }[]>`SELECT image_url, source_image_id FROM facts WHERE fact_kind = 'image'`
+      const [fact] = await sql<
+        { image_url: string; source_image_id: string }[]
+      >`SELECT image_url, source_image_id FROM facts WHERE fact_kind = 'image'`
       expect(fact!.image_url).toBe(localImageUrl(server.context.baseUrl, repo.id, fact!.source_image_id))
       const [body] = await sql<{ storage_key: string }[]>`SELECT storage_key FROM source_bodies`
       expect(new TextDecoder().decode((await server.context.blobs.get(body!.storage_key))!)).toBe(BODY_TEXT)
@@ -488,11 +632,13 @@ describe(`vectors of another model (${BACKEND})`, () => {
     const job = await succeeded(repo.slug, await upload(repo.slug, readFileSync(other.path)))
     expect(job.result.embeddings).toBe('re-embedding')
     const jobs = await settle(repo.slug)
-    for (const kind of ['embed_facts', 'embed_concepts']) expect(jobs.find((j) => j.kind === kind)).toMatchObject({ status: 'succeeded' })
+    for (const kind of ['embed_facts', 'embed_concepts'])
+      expect(jobs.find((j) => j.kind === kind)).toMatchObject({ status: 'succeeded' })
     const sql = await sqlOf(repo)
     const vectors = await vectorsOf(server.context.vectors, repo, 'facts')
     expect(vectors.size).toBe(FACTS)
-    for (const fact of await sql<{ id: string; text: string }[]>`SELECT id, text FROM facts`) expect(vectors.get(fact.id)).toEqual([...hashEmbedding(fact.text)])
+    for (const fact of await sql<{ id: string; text: string }[]>`SELECT id, text FROM facts`)
+      expect(vectors.get(fact.id)).toEqual([...hashEmbedding(fact.text)])
     expect(await server.context.vectors.count(repo.id, 'concepts')).toBe(other.counts.concepts)
   })
 })
@@ -503,7 +649,12 @@ describe(`broken bundles (${BACKEND})`, () => {
   beforeAll(async () => {
     repo = await createRepo('Holds a graph')
     const { blobs, vectors, embedder } = server.context
-    await generateGraph(await sqlOf(repo), repo.id, { facts: 60, seed: 5, blobs, vectors: { store: vectors, embedder } })
+    await generateGraph(await sqlOf(repo), repo.id, {
+      facts: 60,
+      seed: 5,
+      blobs,
+      vectors: { store: vectors, embedder },
+    })
   })
 
   /** Rows, blobs and vectors of the repository, and the uploads waiting. */
@@ -549,16 +700,23 @@ describe(`broken bundles (${BACKEND})`, () => {
     },
   ]
 
-  test.each([...broken, ...refused].map((c) => [c.name, c] as const))('%s: a failed job with its message; nothing changed', async (_, c) => {
-    const before = await state()
-    const started = await upload(repo.slug, c.bytes)
-    await failed(repo.slug, started, c.error)
-    expect(await state()).toEqual(before)
-  })
+  test.each([...broken, ...refused].map((c) => [c.name, c] as const))(
+    '%s: a failed job with its message; nothing changed',
+    async (_, c) => {
+      const before = await state()
+      const started = await upload(repo.slug, c.bytes)
+      await failed(repo.slug, started, c.error)
+      expect(await state()).toEqual(before)
+    },
+  )
 
   test('a bundle that is not gzip is refused at the door (400), nothing stored', async () => {
     const before = await state()
-    expectError(await upload(repo.slug, new TextEncoder().encode(validBundleJson())), 400, 'the bundle is not gzip: upload a .json.gz bundle')
+    expectError(
+      await upload(repo.slug, new TextEncoder().encode(validBundleJson())),
+      400,
+      'the bundle is not gzip: upload a .json.gz bundle',
+    )
     expect(await state()).toEqual(before)
   })
 })
@@ -589,7 +747,12 @@ describe(`exactly once (${BACKEND})`, () => {
     }
   }
 
-  const graphImport = async (repo: Repo, jobId: string) => (await (await sqlOf(repo))`SELECT result, vectors_pending, followups_pending FROM graph_imports WHERE job_id = ${jobId}`)[0]
+  const graphImport = async (repo: Repo, jobId: string) =>
+    (
+      await (await sqlOf(
+        repo,
+      ))`SELECT result, vectors_pending, followups_pending FROM graph_imports WHERE job_id = ${jobId}`
+    )[0]
 
   test('a worker dying after the commit: the retry finishes the rest and returns the stored result, adding nothing', async () => {
     const repo = await createRepo('Crash after commit')
@@ -639,7 +802,11 @@ describe(`exactly once (${BACKEND})`, () => {
     const stoppedAtFacts = async (reason: string, overrides: Partial<JobServices> = {}) => {
       const job = await importJob(repo, sameModelBytes)
       const controller = new AbortController()
-      const stopping = { ...job, signal: controller.signal, progress: ({ phase }: { phase?: string }) => void (phase === 'facts' && controller.abort(reason)) }
+      const stopping = {
+        ...job,
+        signal: controller.signal,
+        progress: ({ phase }: { phase?: string }) => void (phase === 'facts' && controller.abort(reason)),
+      }
       expect(await rejectionOf(importGraph(stopping, services(overrides)))).toBe(reason)
       return job
     }
@@ -676,13 +843,32 @@ describe(`exactly once (${BACKEND})`, () => {
     const children = 1500
     bundle.reports = [
       { idx: 0, title: 'root', body_md: `About ${rain}.`, status: 'pending', parent_idx: -1 },
-      ...Array.from({ length: children }, (_, i) => ({ idx: i + 1, title: `child ${i}`, body_md: 'No citation.', status: 'pending', parent_idx: 0 })),
+      ...Array.from({ length: children }, (_, i) => ({
+        idx: i + 1,
+        title: `child ${i}`,
+        body_md: 'No citation.',
+        status: 'pending',
+        parent_idx: 0,
+      })),
     ]
     bundle.report_annotations = []
     bundle.metadata.report_count = children + 1
     bundle.concept_summaries = [
-      { concept_idx: 0, sequence_num: 0, is_complete: true, fact_count: 1, content: `First: ${rain}.`, covered_fact_idxs: [0] },
-      ...Array.from({ length: 1000 }, (_, i) => ({ concept_idx: 1, sequence_num: i, is_complete: false, fact_count: 0, content: `Other ${i}.` })),
+      {
+        concept_idx: 0,
+        sequence_num: 0,
+        is_complete: true,
+        fact_count: 1,
+        content: `First: ${rain}.`,
+        covered_fact_idxs: [0],
+      },
+      ...Array.from({ length: 1000 }, (_, i) => ({
+        concept_idx: 1,
+        sequence_num: i,
+        is_complete: false,
+        fact_count: 0,
+        content: `Other ${i}.`,
+      })),
       { concept_idx: 0, sequence_num: 0, is_complete: false, fact_count: 0, content: 'Later, the same key.' },
     ]
     bundle.metadata.summary_count = 1002
@@ -696,13 +882,16 @@ describe(`exactly once (${BACKEND})`, () => {
     expect((await sql`SELECT count(*)::int AS n FROM reports WHERE parent_id = ${root!.id}`)[0]!.n).toBe(children)
     const [fact] = await sql<{ id: string }[]>`SELECT id FROM facts WHERE text = 'Rain falls.'`
     const [concept] = await sql<{ id: string }[]>`SELECT id FROM concepts WHERE canonical_name = 'Rain'`
-    const [first] = await sql`SELECT content FROM concept_summaries WHERE concept_id = ${concept!.id} AND sequence_num = 0`
+    const [first] =
+      await sql`SELECT content FROM concept_summaries WHERE concept_id = ${concept!.id} AND sequence_num = 0`
     expect(first).toEqual({ content: `First: [rain](<fact:${fact!.id}>).` })
   })
 
   test('into an empty repository the facts load without their unique indexes; a bundle that repeats one loads again, deduplicating, as into any repository', async () => {
     const infos: string[] = []
-    const log = Object.assign(Object.create(server.context.log), { info: (message: string) => void infos.push(message) })
+    const log = Object.assign(Object.create(server.context.log), {
+      info: (message: string) => void infos.push(message),
+    })
     const REPEATED = 'import: the bundle repeats rows; importing it again, deduplicating as it goes'
 
     // No repeat: the bulk load's indexes build, nothing is loaded twice.
@@ -716,7 +905,10 @@ describe(`exactly once (${BACKEND})`, () => {
     const repeating = validBundle() as { metadata: Record<string, unknown> } & Record<string, Record<string, unknown>[]>
     repeating.metadata.fact_count = 4
     repeating.facts!.push({ idx: 3, text: 'Rain   falls.', fact_kind: 'text', status: 'new', source_image_idx: -1 })
-    repeating.fact_sources!.push({ fact_idx: 3, source_idx: 0, chunk_index: 0 }, { fact_idx: 0, source_idx: 0, chunk_index: 0 })
+    repeating.fact_sources!.push(
+      { fact_idx: 3, source_idx: 0, chunk_index: 0 },
+      { fact_idx: 0, source_idx: 0, chunk_index: 0 },
+    )
     repeating.fact_concepts!.push({ fact_idx: 3, concept_idx: 0 })
     const bytes = gzipBundle(validBundleJson(repeating as never))
     const empty = await createRepo('Bulk, repeats')
@@ -764,7 +956,12 @@ describe(`exactly once (${BACKEND})`, () => {
   test('a registry that resets downloads left idle (as servers and proxies do) cannot break an import that pauses to write', async () => {
     const repo = await createRepo('Idle download')
     const { registry } = server.context
-    const { graph_id } = await registry.push(sameModel.path, { name: 'idle-test', sha256: sameModel.sha256, schema_version: 2, fact_count: FACTS })
+    const { graph_id } = await registry.push(sameModel.path, {
+      name: 'idle-test',
+      sha256: sameModel.sha256,
+      schema_version: 2,
+      fact_count: FACTS,
+    })
     const IDLE_LIMIT_MS = 200
     let resets = 0
     /** The download in 16 KB pieces, reset when the reader waits more than IDLE_LIMIT_MS between two. */
@@ -829,12 +1026,19 @@ describe(`POST /{repoID}/import-graph refusals (${BACKEND})`, () => {
       [viewer, 'viewer'],
       [curator, 'curator'],
     ] as const) {
-      expect((await http.put('/api/v1/admin/users/roles', { user_id: account.id, role, domain: repo.id }, admin.token)).status).toBe(200)
+      expect(
+        (await http.put('/api/v1/admin/users/roles', { user_id: account.id, role, domain: repo.id }, admin.token))
+          .status,
+      ).toBe(200)
     }
   })
 
   /** Runs a refused request and checks that no blob was left behind (nor any job queued). */
-  async function refused(request: () => Promise<{ status: number; body: unknown }>, status: number, message: string | RegExp) {
+  async function refused(
+    request: () => Promise<{ status: number; body: unknown }>,
+    status: number,
+    message: string | RegExp,
+  ) {
     const before = await storedKeys()
     expectError(await request(), status, message)
     expect(await storedKeys()).toEqual(before)
@@ -842,17 +1046,48 @@ describe(`POST /{repoID}/import-graph refusals (${BACKEND})`, () => {
   }
 
   test('401 without a token, 403 for a viewer and a curator (no graph:import), 404 for an unknown repository', async () => {
-    await refused(() => http.call('POST', `/${repo.slug}/import-graph`, { body: { graph_id: crypto.randomUUID() } }), 401, /./)
-    for (const account of [viewer, curator]) await refused(() => upload(repo.slug, sameModelBytes, account.token), 403, /graph:import/)
+    await refused(
+      () => http.call('POST', `/${repo.slug}/import-graph`, { body: { graph_id: crypto.randomUUID() } }),
+      401,
+      /./,
+    )
+    for (const account of [viewer, curator])
+      await refused(() => upload(repo.slug, sameModelBytes, account.token), 403, /graph:import/)
     await refused(() => upload('no-such-repository', sameModelBytes), 404, 'repository not found')
-    await refused(() => http.post(`/${crypto.randomUUID()}/import-graph`, { graph_id: crypto.randomUUID() }, owner.token), 404, 'repository not found')
+    await refused(
+      () => http.post(`/${crypto.randomUUID()}/import-graph`, { graph_id: crypto.randomUUID() }, owner.token),
+      404,
+      'repository not found',
+    )
   })
 
   test('400 for a JSON body that is malformed, names both forms or neither, has other fields or wrong types', async () => {
     const post = (body: unknown) => () => http.post(`/${repo.slug}/import-graph`, body, owner.token)
-    await refused(() => http.call('POST', `/${repo.slug}/import-graph`, { token: owner.token, raw: '{"graph_id": ', headers: { 'content-type': 'application/json' } }), 400, /^malformed JSON body/)
-    await refused(() => http.call('POST', `/${repo.slug}/import-graph`, { token: owner.token, raw: '', headers: { 'content-type': 'application/json' } }), 400, /empty/)
-    await refused(post({ graph_id: crypto.randomUUID(), name: 'x', sha256: 'a'.repeat(64) }), 400, 'invalid body: give graph_id, or name and sha256, not both')
+    await refused(
+      () =>
+        http.call('POST', `/${repo.slug}/import-graph`, {
+          token: owner.token,
+          raw: '{"graph_id": ',
+          headers: { 'content-type': 'application/json' },
+        }),
+      400,
+      /^malformed JSON body/,
+    )
+    await refused(
+      () =>
+        http.call('POST', `/${repo.slug}/import-graph`, {
+          token: owner.token,
+          raw: '',
+          headers: { 'content-type': 'application/json' },
+        }),
+      400,
+      /empty/,
+    )
+    await refused(
+      post({ graph_id: crypto.randomUUID(), name: 'x', sha256: 'a'.repeat(64) }),
+      400,
+      'invalid body: give graph_id, or name and sha256, not both',
+    )
     await refused(post({}), 400, /^invalid body: expected \{"graph_id"/)
     await refused(post(['graph']), 400, /^invalid body: expected an object/)
     await refused(post({ graph_id: crypto.randomUUID(), force: true }), 400, /^invalid body: unknown field "force"/)
@@ -860,23 +1095,59 @@ describe(`POST /{repoID}/import-graph refusals (${BACKEND})`, () => {
     await refused(post({ graph_id: 'not-a-uuid' }), 400, 'invalid body: graph_id: expected a UUID')
     await refused(post({ name: 'x' }), 400, 'invalid body: sha256: expected 64 lowercase hexadecimal digits')
     await refused(post({ name: 7, sha256: 'a'.repeat(64) }), 400, /^invalid body: name: expected a graph name/)
-    await refused(post({ name: 'x', sha256: 'A'.repeat(64) }), 400, 'invalid body: sha256: expected 64 lowercase hexadecimal digits')
-    await refused(post({ name: 'x', sha256: 'abc' }), 400, 'invalid body: sha256: expected 64 lowercase hexadecimal digits')
+    await refused(
+      post({ name: 'x', sha256: 'A'.repeat(64) }),
+      400,
+      'invalid body: sha256: expected 64 lowercase hexadecimal digits',
+    )
+    await refused(
+      post({ name: 'x', sha256: 'abc' }),
+      400,
+      'invalid body: sha256: expected 64 lowercase hexadecimal digits',
+    )
   })
 
   test('415 for another content type; 400 for an empty or non-gzip upload, or a form without the file "bundle"', async () => {
-    await refused(() => upload(repo.slug, sameModelBytes, owner.token, 'text/plain'), 415, /^unsupported Content-Type "text\/plain"/)
-    await refused(() => upload(repo.slug, sameModelBytes, owner.token, 'application/octet-stream'), 415, /^unsupported Content-Type/)
-    await refused(() => http.call('POST', `/${repo.slug}/import-graph`, { token: owner.token }), 400, /^request body is empty/)
+    await refused(
+      () => upload(repo.slug, sameModelBytes, owner.token, 'text/plain'),
+      415,
+      /^unsupported Content-Type "text\/plain"/,
+    )
+    await refused(
+      () => upload(repo.slug, sameModelBytes, owner.token, 'application/octet-stream'),
+      415,
+      /^unsupported Content-Type/,
+    )
+    await refused(
+      () => http.call('POST', `/${repo.slug}/import-graph`, { token: owner.token }),
+      400,
+      /^request body is empty/,
+    )
     await refused(() => upload(repo.slug, new Uint8Array()), 400, /^request body is empty/)
-    await refused(() => upload(repo.slug, new TextEncoder().encode('{"schema_version":2}')), 400, 'the bundle is not gzip: upload a .json.gz bundle')
+    await refused(
+      () => upload(repo.slug, new TextEncoder().encode('{"schema_version":2}')),
+      400,
+      'the bundle is not gzip: upload a .json.gz bundle',
+    )
     await refused(() => upload(repo.slug, Uint8Array.of(0x1f)), 400, 'the bundle is not gzip: upload a .json.gz bundle')
-    await refused(() => uploadForm(repo.slug, bundleForm(new TextEncoder().encode('plain text'))), 400, 'the bundle is not gzip: upload a .json.gz bundle')
-    await refused(() => uploadForm(repo.slug, bundleForm(sameModelBytes, 'file')), 400, 'the multipart body has no file field "bundle"')
+    await refused(
+      () => uploadForm(repo.slug, bundleForm(new TextEncoder().encode('plain text'))),
+      400,
+      'the bundle is not gzip: upload a .json.gz bundle',
+    )
+    await refused(
+      () => uploadForm(repo.slug, bundleForm(sameModelBytes, 'file')),
+      400,
+      'the multipart body has no file field "bundle"',
+    )
     const textField = new FormData()
     textField.append('bundle', 'not a file')
     await refused(() => uploadForm(repo.slug, textField), 400, /^the form field "bundle" must be a file/)
-    await refused(() => upload(repo.slug, new TextEncoder().encode('--x\r\nbroken'), owner.token, 'multipart/form-data'), 400, /^malformed multipart body/)
+    await refused(
+      () => upload(repo.slug, new TextEncoder().encode('--x\r\nbroken'), owner.token, 'multipart/form-data'),
+      400,
+      /^malformed multipart body/,
+    )
   })
 })
 
@@ -889,7 +1160,15 @@ describe(`limits, and a registry out of reach (${BACKEND})`, () => {
 
   beforeAll(async () => {
     // A registry nobody serves: port 9 (discard) on the loopback.
-    small = await startTestServer({ env: { WORKERS: '1', IMPORT_MAX_BYTES: String(MAX_BYTES), IMPORT_MAX_EXPANDED_BYTES: '1000', REGISTRY_URL: 'http://127.0.0.1:9', REGISTRY_TOKEN: 'unused' } })
+    small = await startTestServer({
+      env: {
+        WORKERS: '1',
+        IMPORT_MAX_BYTES: String(MAX_BYTES),
+        IMPORT_MAX_EXPANDED_BYTES: '1000',
+        REGISTRY_URL: 'http://127.0.0.1:9',
+        REGISTRY_TOKEN: 'unused',
+      },
+    })
     smallHttp = api(small.url)
     user = await registerAccount(smallHttp)
     repo = (await smallHttp.post('/api/v1/repositories', { name: 'Small' }, user.token)).body
@@ -906,7 +1185,12 @@ describe(`limits, and a registry out of reach (${BACKEND})`, () => {
     const big = gzipBundle(crypto.getRandomValues(new Uint8Array(3 * MAX_BYTES)))
     const before = await keys()
     const message = `the bundle exceeds the import limit of ${MAX_BYTES} bytes`
-    const raw = (body: Uint8Array) => smallHttp.call('POST', `/${repo.slug}/import-graph`, { token: user.token, raw: body, headers: { 'content-type': 'application/gzip' } })
+    const raw = (body: Uint8Array) =>
+      smallHttp.call('POST', `/${repo.slug}/import-graph`, {
+        token: user.token,
+        raw: body,
+        headers: { 'content-type': 'application/gzip' },
+      })
     expectError(await raw(big), 413, message)
     // Without a Content-Length: the limit is found while streaming.
     const stream = new ReadableStream<Uint8Array>({
@@ -922,7 +1206,11 @@ describe(`limits, and a registry out of reach (${BACKEND})`, () => {
       duplex: 'half',
     } as RequestInit)
     expectError({ status: streamed.status, body: await streamed.json() }, 413, message)
-    const form = await fetch(`${small.url}/${repo.slug}/import-graph`, { method: 'POST', body: bundleForm(big), headers: { authorization: `Bearer ${user.token}` } })
+    const form = await fetch(`${small.url}/${repo.slug}/import-graph`, {
+      method: 'POST',
+      body: bundleForm(big),
+      headers: { authorization: `Bearer ${user.token}` },
+    })
     expectError({ status: form.status, body: await form.json() }, 413, message)
     expect(await keys()).toEqual(before)
   })
@@ -934,7 +1222,11 @@ describe(`limits, and a registry out of reach (${BACKEND})`, () => {
   })
 
   test('a bundle expanding past IMPORT_MAX_EXPANDED_BYTES fails its job; the upload is deleted', async () => {
-    const started = await smallHttp.call('POST', `/${repo.slug}/import-graph`, { token: user.token, raw: gzipBundle(validBundleJson()), headers: { 'content-type': 'application/gzip' } })
+    const started = await smallHttp.call('POST', `/${repo.slug}/import-graph`, {
+      token: user.token,
+      raw: gzipBundle(validBundleJson()),
+      headers: { 'content-type': 'application/gzip' },
+    })
     expect(started.status).toBe(202)
     const job = await waitForJob(smallHttp, `/${repo.slug}/jobs/${started.body.id}`, user.token)
     expect(job).toMatchObject({ status: 'failed', error: 'gzip: bundle expands past 1000 bytes (limit)', attempts: 1 })

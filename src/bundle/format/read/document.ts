@@ -14,7 +14,9 @@ import { VectorDecoder } from './vectors.ts'
 
 const BODY_REF = /^body-(0|[1-9][0-9]*)$/
 /** The fields a row of each section may keep. */
-const ROW_FIELDS = Object.fromEntries(Object.entries(ROW_SCHEMAS).map(([section, schema]) => [section, new Set(Object.keys(schema.properties))])) as Record<RowSection, Set<string>>
+const ROW_FIELDS = Object.fromEntries(
+  Object.entries(ROW_SCHEMAS).map(([section, schema]) => [section, new Set(Object.keys(schema.properties))]),
+) as Record<RowSection, Set<string>>
 
 /** Reads the decompressed chunks of a bundle into batches of items (a row batch, or a single item). */
 export class DocumentReader {
@@ -67,7 +69,8 @@ export class DocumentReader {
     // Only whitespace may follow; reading to the end also lets gunzip check its CRC.
     for (;;) {
       const b = this.s.buf
-      for (let i = this.s.pos; i < this.s.len; i++) if (!isWhitespace(b[i]!)) this.s.failBundle('trailing data after the bundle object')
+      for (let i = this.s.pos; i < this.s.len; i++)
+        if (!isWhitespace(b[i]!)) this.s.failBundle('trailing data after the bundle object')
       this.s.seek(this.s.len)
       if (!(await this.s.fill())) break
     }
@@ -78,7 +81,13 @@ export class DocumentReader {
 
   private async *section(key: string): AsyncGenerator<BundleItem[], void, undefined> {
     const isRows = Object.hasOwn(ROW_SCHEMAS, key)
-    const known = isRows || key === 'schema_version' || key === 'metadata' || key === 'images' || key === 'bodies' || key === 'embeddings'
+    const known =
+      isRows ||
+      key === 'schema_version' ||
+      key === 'metadata' ||
+      key === 'images' ||
+      key === 'bodies' ||
+      key === 'embeddings'
     if (!known) {
       await this.s.skipValue(1)
       return
@@ -105,10 +114,13 @@ export class DocumentReader {
   private async schemaVersion(): Promise<1 | 2> {
     this.s.setContext()
     const value = await this.s.readValue(1, this.s.limits.maxRowBytes)
-    if (!Number.isSafeInteger(value)) this.s.failBundle(`schema_version must be an integer, not ${JSON.stringify(value)}`)
+    if (!Number.isSafeInteger(value))
+      this.s.failBundle(`schema_version must be an integer, not ${JSON.stringify(value)}`)
     const version = value as number
     if (!(SUPPORTED_SCHEMA_VERSIONS as readonly number[]).includes(version)) {
-      this.s.failBundle(`schema_version ${version} is not supported (this reader reads versions ${SUPPORTED_SCHEMA_VERSIONS.join(' and ')})`)
+      this.s.failBundle(
+        `schema_version ${version} is not supported (this reader reads versions ${SUPPORTED_SCHEMA_VERSIONS.join(' and ')})`,
+      )
     }
     this.version = version as 1 | 2
     return this.version
@@ -196,7 +208,10 @@ export class DocumentReader {
       if (typeof row === 'string') {
         const match = BODY_REF.exec(row)
         if (!match) {
-          error = new BundleError(`expected an object or a body ref "body-<source_idx>", found ${JSON.stringify(row)}`, { section, position })
+          error = new BundleError(
+            `expected an object or a body ref "body-<source_idx>", found ${JSON.stringify(row)}`,
+            { section, position },
+          )
           break
         }
         row = { source_idx: Number(match[1]), body_ref: row }
@@ -207,7 +222,8 @@ export class DocumentReader {
         error = new BundleError(problem, { section, position })
         break
       }
-      for (const field in row as Record<string, unknown>) if (!fields.has(field)) delete (row as Record<string, unknown>)[field]
+      for (const field in row as Record<string, unknown>)
+        if (!fields.has(field)) delete (row as Record<string, unknown>)[field]
       items.push({ type: 'row', section, position, row } as RowItem)
     }
     this.stats.rows[section] = (this.stats.rows[section] ?? 0) + k

@@ -32,7 +32,11 @@ function gzipProblem(error: unknown, consumed: number): string {
  * (with backpressure); this generator takes gunzip's output and checks the limits on every
  * chunk before anyone scans it.
  */
-export async function* decompress(source: AsyncIterable<Uint8Array>, limits: ReaderLimits, stats: ReaderStats): AsyncGenerator<Uint8Array, void, undefined> {
+export async function* decompress(
+  source: AsyncIterable<Uint8Array>,
+  limits: ReaderLimits,
+  stats: ReaderStats,
+): AsyncGenerator<Uint8Array, void, undefined> {
   const gunzip = createGunzip({ chunkSize: GUNZIP_CHUNK })
   const input = source[Symbol.asyncIterator]()
   let feedError: unknown
@@ -81,12 +85,15 @@ export async function* decompress(source: AsyncIterable<Uint8Array>, limits: Rea
     for await (const chunk of gunzip as AsyncIterable<Buffer>) {
       garbage.add(chunk.length)
       const total = stats.decompressedBytes + chunk.length
-      if (total > limits.maxDecompressedBytes) throw gzipError(`bundle expands past ${limits.maxDecompressedBytes} bytes (limit)`)
+      if (total > limits.maxDecompressedBytes)
+        throw gzipError(`bundle expands past ${limits.maxDecompressedBytes} bytes (limit)`)
       stats.decompressedBytes = total
       if (total >= RATIO_GRACE_BYTES) {
         const consumed = Math.max(1, Math.min(stats.compressedBytes, gunzip.bytesWritten || stats.compressedBytes))
         if (total / consumed > limits.maxCompressionRatio) {
-          throw gzipError(`bundle expands more than ${limits.maxCompressionRatio} times its compressed size (limit: ${total} bytes from ${consumed})`)
+          throw gzipError(
+            `bundle expands more than ${limits.maxCompressionRatio} times its compressed size (limit: ${total} bytes from ${consumed})`,
+          )
         }
       }
       yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length)

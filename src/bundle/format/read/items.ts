@@ -51,4 +51,11 @@ export interface ReaderStats {
   vectors: number
 }
 
-export const newReaderStats = (): ReaderStats => ({ compressedBytes: 0, decompressedBytes: 0, sectionBytes: {}, rows: {}, mediaBytes: 0, vectors: 0 })
+export const newReaderStats = (): ReaderStats => ({
+  compressedBytes: 0,
+  decompressedBytes: 0,
+  sectionBytes: {},
+  rows: {},
+  mediaBytes: 0,
+  vectors: 0,
+})

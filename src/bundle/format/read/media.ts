@@ -10,7 +10,8 @@ import type { MediaSection } from '../schema.ts'
 
 /** Standard base64 alphabet → 0..63; 64 '='; -1 anything else. */
 const BASE64 = new Int8Array(256).fill(-1)
-for (let i = 0; i < 64; i++) BASE64['ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.charCodeAt(i)] = i
+for (let i = 0; i < 64; i++)
+  BASE64['ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.charCodeAt(i)] = i
 BASE64[0x3d] = 64
 
 export class MediaDecoder {
@@ -93,7 +94,8 @@ export class MediaDecoder {
     return {
       [Symbol.asyncIterator]: () => ({
         next: async (): Promise<IteratorResult<Uint8Array>> => {
-          if (!this.dataActive || this.dataId !== id) throw new Error('media data can only be read before the next bundle item is requested')
+          if (!this.dataActive || this.dataId !== id)
+            throw new Error('media data can only be read before the next bundle item is requested')
           if (this.dataBusy) throw new Error('media data is already being read')
           this.dataBusy = true
           try {

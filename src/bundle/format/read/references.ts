@@ -24,12 +24,15 @@ export class References {
 
   readonly check: ReferenceCheck = (target, index, field) => {
     if (target === this.current) {
-      return index < this.currentPosition ? undefined : `${field} ${index} does not refer to an earlier row (parent must precede)`
+      return index < this.currentPosition
+        ? undefined
+        : `${field} ${index} does not refer to an earlier row (parent must precede)`
     }
     const count = this.counts.get(target)
     if (count !== undefined) return index < count ? undefined : dangling(field, index, target, count)
     const deferred = this.deferred.get(target)
-    if (deferred === undefined || index > deferred.index) this.deferred.set(target, { index, field, section: this.currentLabel, position: this.currentPosition })
+    if (deferred === undefined || index > deferred.index)
+      this.deferred.set(target, { index, field, section: this.currentLabel, position: this.currentPosition })
     return undefined
   }
 
@@ -53,7 +56,10 @@ export class References {
   }
 
   private failDangling(target: string, deferred: Deferred, count: number): never {
-    throw new BundleError(dangling(deferred.field, deferred.index, target, count), { section: deferred.section, position: deferred.position })
+    throw new BundleError(dangling(deferred.field, deferred.index, target, count), {
+      section: deferred.section,
+      position: deferred.position,
+    })
   }
 
   /** At the end of the document: a reference into a section that never came fails. */

@@ -20,7 +20,8 @@ export const CLOSE_BRACKET = 0x5d
 
 export const isWhitespace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
 /** Ends a number or literal. */
-const isDelimiter = (c: number) => c === COMMA || c === CLOSE_BRACE || c === CLOSE_BRACKET || c === COLON || isWhitespace(c)
+const isDelimiter = (c: number) =>
+  c === COMMA || c === CLOSE_BRACE || c === CLOSE_BRACKET || c === COLON || isWhitespace(c)
 
 const INITIAL_BUFFER = 1024 * 1024
 
@@ -456,7 +457,8 @@ export class Scanner implements JsonCursor {
 
   /** Counts a row or vector against maxRows (the context names it). */
   countRow(): void {
-    if (++this.totalRows > this.limits.maxRows) this.fail(`more than ${this.limits.maxRows} rows and vectors in the bundle (limit)`)
+    if (++this.totalRows > this.limits.maxRows)
+      this.fail(`more than ${this.limits.maxRows} rows and vectors in the bundle (limit)`)
   }
 
   // --- row arrays

@@ -5,7 +5,17 @@
 import { BundleError, plural } from './errors.ts'
 import type { BundleItem, ReaderStats } from './items.ts'
 import type { References } from './references.ts'
-import { CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, isWhitespace, OPEN_BRACE, OPEN_BRACKET, QUOTE, type JsonCursor } from './scanner.ts'
+import {
+  CLOSE_BRACE,
+  CLOSE_BRACKET,
+  COLON,
+  COMMA,
+  isWhitespace,
+  OPEN_BRACE,
+  OPEN_BRACKET,
+  QUOTE,
+  type JsonCursor,
+} from './scanner.ts'
 
 const VECTOR_MAPS = { fact_vectors: 'facts', concept_vectors: 'concepts' } as const
 const INDEX_KEY = /^(0|[1-9][0-9]*)$/
@@ -46,7 +56,8 @@ export class VectorDecoder {
         model = value
       } else if (key === 'dimensions') {
         const value = await this.s.readValue(2, this.s.limits.maxRowBytes)
-        if (!Number.isSafeInteger(value) || (value as number) < 1) this.s.fail(`dimensions must be a positive integer, not ${JSON.stringify(value)}`)
+        if (!Number.isSafeInteger(value) || (value as number) < 1)
+          this.s.fail(`dimensions must be a positive integer, not ${JSON.stringify(value)}`)
         dimensions = value as number
       } else if (key === 'fact_vectors' || key === 'concept_vectors') {
         const label = `embeddings.${key}`
@@ -73,7 +84,11 @@ export class VectorDecoder {
    * whose value JSON.parse rejects) is read on its own by readVector, the same checks in the
    * same order, so both ways give the same items and the same errors.
    */
-  private async *vectors(label: string, target: 'facts' | 'concepts', dimensions: number): AsyncGenerator<BundleItem[], void, undefined> {
+  private async *vectors(
+    label: string,
+    target: 'facts' | 'concepts',
+    dimensions: number,
+  ): AsyncGenerator<BundleItem[], void, undefined> {
     this.refs.current = undefined
     this.refs.currentLabel = label
     // The arrays are at depth 4 and a batch holds nothing deeper than a `{}` inside one (depth
@@ -109,10 +124,15 @@ export class VectorDecoder {
   }
 
   /** One member of a vector map, on its own (the cursor is before its key). */
-  private async *readVector(label: string, target: 'facts' | 'concepts', dimensions: number): AsyncGenerator<BundleItem[], void, undefined> {
+  private async *readVector(
+    label: string,
+    target: 'facts' | 'concepts',
+    dimensions: number,
+  ): AsyncGenerator<BundleItem[], void, undefined> {
     this.s.setContext(label)
     const key = await this.s.readKey(3)
-    if (!INDEX_KEY.test(key) || !Number.isSafeInteger(Number(key))) this.s.fail(`key ${JSON.stringify(key)} is not a row index`)
+    if (!INDEX_KEY.test(key) || !Number.isSafeInteger(Number(key)))
+      this.s.fail(`key ${JSON.stringify(key)} is not a row index`)
     const index = Number(key)
     this.s.setContext(label, index)
     this.s.countRow()
@@ -126,7 +146,8 @@ export class VectorDecoder {
 
   /** The checks of a parsed vector after its key (the context names it). */
   private checkVector(target: 'facts' | 'concepts', index: number, vector: unknown[], dimensions: number): void {
-    if (vector.length !== dimensions) this.s.fail(`vector has ${plural(vector.length, 'number', 'numbers')}, expected ${dimensions}`)
+    if (vector.length !== dimensions)
+      this.s.fail(`vector has ${plural(vector.length, 'number', 'numbers')}, expected ${dimensions}`)
     for (let k = 0; k < vector.length; k++) {
       const x: unknown = vector[k]
       if (typeof x !== 'number' || !Number.isFinite(x)) this.s.fail(`vector[${k}] is not a finite number`)
@@ -216,7 +237,11 @@ export class VectorDecoder {
    * parsed one by one: the members before the first one rejected are decoded, and that one
    * (alone: where it starts) is left to readVector, which reads it as it always did.
    */
-  private decodeVectors(label: string, target: 'facts' | 'concepts', dimensions: number): { items: BundleItem[]; error?: BundleError; alone?: number } {
+  private decodeVectors(
+    label: string,
+    target: 'facts' | 'concepts',
+    dimensions: number,
+  ): { items: BundleItem[]; error?: BundleError; alone?: number } {
     const keys = this.vecKeys
     const members = this.vecMembers
     const starts = this.vecStarts

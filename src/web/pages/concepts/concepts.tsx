@@ -16,9 +16,13 @@ export function Concepts({ repo }: { repo: string }) {
     <>
       <h1 tabIndex={-1}>Concepts</h1>
       <label>
-        Name starts with <input type="search" value={prefix} onInput={(event) => setPrefix((event.target as HTMLInputElement).value)} />
+        Name starts with{' '}
+        <input type="search" value={prefix} onInput={(event) => setPrefix((event.target as HTMLInputElement).value)} />
       </label>
-      <Paged<Concept> path={`${apiPath`/${repo}/concepts`}${prefix ? `?${new URLSearchParams({ prefix })}` : ''}`} label="Concepts">
+      <Paged<Concept>
+        path={`${apiPath`/${repo}/concepts`}${prefix ? `?${new URLSearchParams({ prefix })}` : ''}`}
+        label="Concepts"
+      >
         {(rows) => (
           <ul class="rows">
             {rows.map((concept) => (
@@ -37,7 +41,10 @@ export function Concepts({ repo }: { repo: string }) {
 export function ConceptPage({ repo, id }: { repo: string; id: string }) {
   const to = paths(repo)
   const [loaded] = useLoad(async () => {
-    const [concept, around] = await Promise.all([get<ConceptDetail>(apiPath`/${repo}/concepts/${id}`), get<NeighbourhoodAnswer>(apiPath`/${repo}/concepts/${id}/neighbourhood`)])
+    const [concept, around] = await Promise.all([
+      get<ConceptDetail>(apiPath`/${repo}/concepts/${id}`),
+      get<NeighbourhoodAnswer>(apiPath`/${repo}/concepts/${id}/neighbourhood`),
+    ])
     return { concept, around }
   }, `${repo}/${id}`)
   return (

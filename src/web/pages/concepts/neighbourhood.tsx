@@ -17,20 +17,54 @@ const LABEL = 22
 
 const label = (name: string) => (name.length > LABEL ? `${name.slice(0, LABEL - 1)}…` : name)
 
-export function Neighbourhood({ concept, around, href }: { concept: ConceptDetail; around: Answer; href: (id: string) => string }) {
+export function Neighbourhood({
+  concept,
+  around,
+  href,
+}: {
+  concept: ConceptDetail
+  around: Answer
+  href: (id: string) => string
+}) {
   const { concepts, edges, total } = around
   if (concepts.length === 0) return <p>No concept shares a fact with this one.</p>
   // A circle: every neighbour at the same distance from the centre, the most shared first from the top, clockwise.
-  const at = new Map(concepts.map((c, i) => [c.id, { x: WIDTH / 2 + RX * Math.sin((2 * Math.PI * i) / concepts.length), y: HEIGHT / 2 - RY * Math.cos((2 * Math.PI * i) / concepts.length) }]))
+  const at = new Map(
+    concepts.map((c, i) => [
+      c.id,
+      {
+        x: WIDTH / 2 + RX * Math.sin((2 * Math.PI * i) / concepts.length),
+        y: HEIGHT / 2 - RY * Math.cos((2 * Math.PI * i) / concepts.length),
+      },
+    ]),
+  )
   const most = Math.max(...concepts.map((c) => c.shared_facts), ...edges.map((e) => e.shared_facts))
   const width = (shared: number) => 1 + (5 * shared) / most
   const centre = { x: WIDTH / 2, y: HEIGHT / 2 }
   return (
     <figure class="neighbourhood">
-      <svg class="graph" viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-label={`${concept.canonical_name} and ${concepts.length} concepts that share facts with it`}>
+      <svg
+        class="graph"
+        viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
+        role="img"
+        aria-label={`${concept.canonical_name} and ${concepts.length} concepts that share facts with it`}
+      >
         {edges.map((edge) => {
           const [a, b] = [at.get(edge.source), at.get(edge.target)]
-          return a && b && <line key={`${edge.source} ${edge.target}`} class="between" x1={a.x} y1={a.y} x2={b.x} y2={b.y} stroke-width={width(edge.shared_facts)} />
+          return (
+            a &&
+            b && (
+              <line
+                key={`${edge.source} ${edge.target}`}
+                class="between"
+                x1={a.x}
+                y1={a.y}
+                x2={b.x}
+                y2={b.y}
+                stroke-width={width(edge.shared_facts)}
+              />
+            )
+          )
         })}
         {concepts.map((c) => {
           const p = at.get(c.id)!

@@ -9,7 +9,12 @@ export function RelatedConcepts({ repo, id, to }: { repo: string; id: string; to
   return (
     <section aria-labelledby="related">
       <h2 id="related">Related concepts</h2>
-      <Paged<RelatedConcept> path={apiPath`/${repo}/concepts/${id}/related`} label="Related concepts" limit={20} empty="No concept shares a fact with it.">
+      <Paged<RelatedConcept>
+        path={apiPath`/${repo}/concepts/${id}/related`}
+        label="Related concepts"
+        limit={20}
+        empty="No concept shares a fact with it."
+      >
         {(rows) => (
           <ul class="rows">
             {rows.map((concept) => (

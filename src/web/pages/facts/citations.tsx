@@ -9,7 +9,12 @@ export function FactCitations({ repo, id, to }: { repo: string; id: string; to: 
   return (
     <section aria-labelledby="cited-by">
       <h2 id="cited-by">Cited by</h2>
-      <Paged<Citation> path={apiPath`/${repo}/facts/${id}/citations`} label="Citations" limit={20} empty="No summary or report cites it.">
+      <Paged<Citation>
+        path={apiPath`/${repo}/facts/${id}/citations`}
+        label="Citations"
+        limit={20}
+        empty="No summary or report cites it."
+      >
         {(rows) => (
           <ul class="rows">
             {rows.map((citation) => (

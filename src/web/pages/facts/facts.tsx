@@ -12,7 +12,11 @@ import { FactCitations } from './citations.tsx'
 export function Facts({ repo, source, concept }: { repo: string; source?: string; concept?: string }) {
   const to = paths(repo)
   const [status, setStatus] = useState('')
-  const filter = new URLSearchParams({ ...(status ? { status } : {}), ...(source ? { source_id: source } : {}), ...(concept ? { concept } : {}) }).toString()
+  const filter = new URLSearchParams({
+    ...(status ? { status } : {}),
+    ...(source ? { source_id: source } : {}),
+    ...(concept ? { concept } : {}),
+  }).toString()
   return (
     <>
       <h1 tabIndex={-1}>Facts</h1>
@@ -60,7 +64,8 @@ export function FactPage({ repo, id }: { repo: string; id: string }) {
             <ul>
               {fact.sources.map((source) => (
                 <li key={`${source.id} ${source.chunk_index}`}>
-                  <Link href={to.source(source.id)}>{source.parsed_title || source.url}</Link> (chunk {source.chunk_index}) · <Outside url={source.url} label="original" />
+                  <Link href={to.source(source.id)}>{source.parsed_title || source.url}</Link> (chunk{' '}
+                  {source.chunk_index}) · <Outside url={source.url} label="original" />
                 </li>
               ))}
             </ul>

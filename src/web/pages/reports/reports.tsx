@@ -32,7 +32,9 @@ export function ReportPage({ repo, id }: { repo: string; id: string }) {
   const to = paths(repo)
   const [loaded] = useLoad(async () => {
     const report = await get<ReportDetail>(apiPath`/${repo}/reports/${id}`)
-    const parent = report.parent_id ? await get<ReportDetail>(apiPath`/${repo}/reports/${report.parent_id}`).catch(() => undefined) : undefined
+    const parent = report.parent_id
+      ? await get<ReportDetail>(apiPath`/${repo}/reports/${report.parent_id}`).catch(() => undefined)
+      : undefined
     return { report, parent }
   }, `${repo}/${id}`)
   return (
@@ -42,7 +44,11 @@ export function ReportPage({ repo, id }: { repo: string; id: string }) {
         const links = new Map<string, { text: string; href: string; title: string }>()
         for (const annotation of report.annotations)
           if (!links.has(annotation.sentence_text))
-            links.set(annotation.sentence_text, { text: annotation.sentence_text, href: to.fact(annotation.fact_id), title: `${annotation.posture} · score ${annotation.score.toFixed(2)}` })
+            links.set(annotation.sentence_text, {
+              text: annotation.sentence_text,
+              href: to.fact(annotation.fact_id),
+              title: `${annotation.posture} · score ${annotation.score.toFixed(2)}`,
+            })
         return (
           <article>
             <nav aria-label="Report tree" class="tree">

@@ -53,11 +53,16 @@ export function SourcePage({ repo, id }: { repo: string; id: string }) {
         <article>
           <h1 tabIndex={-1}>{source.parsed_title || 'Source'}</h1>
           <p class="meta">
-            <Outside url={source.url} /> · {source.kind} · {plural(source.fact_count, 'fact')} · <Link href={`${to.base}/facts?source=${source.id}`}>its facts</Link>
+            <Outside url={source.url} /> · {source.kind} · {plural(source.fact_count, 'fact')} ·{' '}
+            <Link href={`${to.base}/facts?source=${source.id}`}>its facts</Link>
           </p>
           <div class="images">
             {source.images.slice(0, 12).map((image) => (
-              <StoredImage key={image.id} path={apiPath`/${repo}/images/${image.id}`} alt={image.alt_text || `image ${image.position}`} />
+              <StoredImage
+                key={image.id}
+                path={apiPath`/${repo}/images/${image.id}`}
+                alt={image.alt_text || `image ${image.position}`}
+              />
             ))}
           </div>
           <Markdown source={source.parsed_markdown} href={to.cited} />

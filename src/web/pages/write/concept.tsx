@@ -12,7 +12,15 @@ export function ConceptEditor({ repo, id }: { repo: string; id: string | undefin
   )
 }
 
-function ConceptForm({ repo, read, reload }: { repo: string; read: Read<ConceptDetail> | undefined; reload: () => void }) {
+function ConceptForm({
+  repo,
+  read,
+  reload,
+}: {
+  repo: string
+  read: Read<ConceptDetail> | undefined
+  reload: () => void
+}) {
   const concept = read?.value
   const [name, setName] = useState(concept?.canonical_name ?? '')
   const [context, setContext] = useState(concept?.context ?? '')

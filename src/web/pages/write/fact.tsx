@@ -19,20 +19,28 @@ function FactForm({ repo, read, reload }: { repo: string; read: Read<FactDetail>
   const fact = read?.value
   const [text, setText] = useState(fact?.text ?? '')
   const [status, setStatus] = useState(fact?.status ?? 'new')
-  const initialSources = fact?.sources.map((s) => ({ source_id: s.id, chunk_index: s.chunk_index, name: s.parsed_title || s.url }))
+  const initialSources = fact?.sources.map((s) => ({
+    source_id: s.id,
+    chunk_index: s.chunk_index,
+    name: s.parsed_title || s.url,
+  }))
   const initialConcepts = fact?.concepts.map((c) => ({ concept_id: c.id, name: c.canonical_name }))
   const [sources, setSources] = useState<FactSourceLink[]>(initialSources ?? [])
   const [concepts, setConcepts] = useState<FactConceptLink[]>(initialConcepts ?? [])
   const [prefix, setPrefix] = useState('')
   const { error, busy, save } = useSave(repo, 'fact', read)
-  const links = <T extends object>(rows: T[], keys: (keyof T)[]) => rows.map((row) => Object.fromEntries(keys.map((key) => [key, row[key]])))
+  const links = <T extends object>(rows: T[], keys: (keyof T)[]) =>
+    rows.map((row) => Object.fromEntries(keys.map((key) => [key, row[key]])))
   const submit = (event: Event) =>
     save(
       event,
       defined({
         text: changed(fact?.text, text),
         status: changed(fact?.status, status),
-        sources: changed(initialSources && links(initialSources, ['source_id', 'chunk_index']), links(sources, ['source_id', 'chunk_index'])),
+        sources: changed(
+          initialSources && links(initialSources, ['source_id', 'chunk_index']),
+          links(sources, ['source_id', 'chunk_index']),
+        ),
         concepts: changed(initialConcepts && links(initialConcepts, ['concept_id']), links(concepts, ['concept_id'])),
       }),
     )
@@ -52,11 +60,24 @@ function FactForm({ repo, read, reload }: { repo: string; read: Read<FactDetail>
       </label>
       <fieldset>
         <legend>Sources</legend>
-        <Chosen<FactSourceLink> label="Its sources" empty="No sources yet." rows={sources} name={(s) => s.name} onChange={setSources}>
+        <Chosen<FactSourceLink>
+          label="Its sources"
+          empty="No sources yet."
+          rows={sources}
+          name={(s) => s.name}
+          onChange={setSources}
+        >
           {(source, i) => (
             <label>
               Chunk
-              <input type="number" min={0} value={source.chunk_index} onInput={(event) => setSources(sources.map((s, j) => (j === i ? { ...s, chunk_index: Number(value(event)) || 0 } : s)))} />
+              <input
+                type="number"
+                min={0}
+                value={source.chunk_index}
+                onInput={(event) =>
+                  setSources(sources.map((s, j) => (j === i ? { ...s, chunk_index: Number(value(event)) || 0 } : s)))
+                }
+              />
             </label>
           )}
         </Chosen>
@@ -70,7 +91,13 @@ function FactForm({ repo, read, reload }: { repo: string; read: Read<FactDetail>
       </fieldset>
       <fieldset>
         <legend>Concepts</legend>
-        <Chosen<FactConceptLink> label="Its concepts" empty="No concepts yet." rows={concepts} name={(c) => c.name} onChange={setConcepts} />
+        <Chosen<FactConceptLink>
+          label="Its concepts"
+          empty="No concepts yet."
+          rows={concepts}
+          name={(c) => c.name}
+          onChange={setConcepts}
+        />
         <label>
           Concepts whose name starts with
           <input type="search" value={prefix} onInput={(event) => setPrefix(value(event))} />
@@ -80,7 +107,10 @@ function FactForm({ repo, read, reload }: { repo: string; read: Read<FactDetail>
           action="Add the concept"
           path={`${apiPath`/${repo}/concepts`}${prefix ? `?${new URLSearchParams({ prefix })}` : ''}`}
           name={(c) => (c.context ? `${c.canonical_name} (${c.context})` : c.canonical_name)}
-          onPick={(c) => concepts.some((link) => link.concept_id === c.id) || setConcepts([...concepts, { concept_id: c.id, name: c.canonical_name }])}
+          onPick={(c) =>
+            concepts.some((link) => link.concept_id === c.id) ||
+            setConcepts([...concepts, { concept_id: c.id, name: c.canonical_name }])
+          }
         />
       </fieldset>
       {error !== undefined && <WriteError repo={repo} kind="fact" error={error} reload={reload} />}

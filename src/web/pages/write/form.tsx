@@ -14,7 +14,17 @@ export const value = (event: Event) => (event.target as HTMLInputElement).value
 export type Read<T> = { value: T; etag: string }
 
 /** The write's refusal: a 412 says the row changed meanwhile (with a reload), a 409 links the row that exists. */
-export function WriteError({ repo, kind, error, reload }: { repo: string; kind: Kind; error: unknown; reload?: () => void }) {
+export function WriteError({
+  repo,
+  kind,
+  error,
+  reload,
+}: {
+  repo: string
+  kind: Kind
+  error: unknown
+  reload?: () => void
+}) {
   if (error instanceof ApiError && error.status === 412)
     return (
       <div class="error" role="alert">
@@ -36,7 +46,19 @@ export function WriteError({ repo, kind, error, reload }: { repo: string; kind: 
   return <ErrorBox error={error} />
 }
 /** A choice among one page of a list at a time (never the whole table), more on request. */
-export function Pick<T extends { id: string }>({ label, action, path, name, onPick }: { label: string; action: string; path: string; name: (row: T) => string; onPick: (row: T) => void }) {
+export function Pick<T extends { id: string }>({
+  label,
+  action,
+  path,
+  name,
+  onPick,
+}: {
+  label: string
+  action: string
+  path: string
+  name: (row: T) => string
+  onPick: (row: T) => void
+}) {
   const [rows, setRows] = useState<T[]>([])
   const [next, setNext] = useState<string>()
   const [chosen, setChosen] = useState('')
@@ -111,7 +133,11 @@ export function Chosen<T>({
         <li key={i} class="chosen">
           <span>{name(row)}</span>
           {children?.(row, i)}
-          <button type="button" aria-label={`Remove ${name(row)}`} onClick={() => onChange(rows.filter((_, j) => j !== i))}>
+          <button
+            type="button"
+            aria-label={`Remove ${name(row)}`}
+            onClick={() => onChange(rows.filter((_, j) => j !== i))}
+          >
             Remove
           </button>
         </li>
@@ -124,8 +150,19 @@ export function Chosen<T>({
  * Loads the row to edit (none for a new one) and shows `form` of it. A reload reads the row, and
  * its ETag, again, and starts the form over from it.
  */
-export function Editor<T>({ kind, path, children }: { kind: Kind; path: string | undefined; children: (read: Read<T> | undefined, reload: () => void) => ComponentChildren }) {
-  const [loaded, reload] = useLoad(() => (path ? versioned<T>('GET', path) : Promise.resolve(undefined)), path ?? `new ${kind}`)
+export function Editor<T>({
+  kind,
+  path,
+  children,
+}: {
+  kind: Kind
+  path: string | undefined
+  children: (read: Read<T> | undefined, reload: () => void) => ComponentChildren
+}) {
+  const [loaded, reload] = useLoad(
+    () => (path ? versioned<T>('GET', path) : Promise.resolve(undefined)),
+    path ?? `new ${kind}`,
+  )
   return (
     <>
       <h1 tabIndex={-1}>{path ? `Edit the ${kind}` : `New ${kind}`}</h1>
@@ -144,7 +181,9 @@ export function useSave<T extends { id: string }>(repo: string, kind: Kind, read
     setBusy(true)
     try {
       const saved = read
-        ? await request<T>('PATCH', apiPath`/${repo}/${collection(kind)}/${read.value.id}`, body, { 'if-match': read.etag })
+        ? await request<T>('PATCH', apiPath`/${repo}/${collection(kind)}/${read.value.id}`, body, {
+            'if-match': read.etag,
+          })
         : await request<T>('POST', apiPath`/${repo}/${collection(kind)}`, body)
       tell(read ? `Your changes to the ${kind} are saved.` : `The ${kind} is created.`)
       navigate(`${paths(repo).base}/${kind}s/${saved.id}`)
@@ -157,8 +196,10 @@ export function useSave<T extends { id: string }>(repo: string, kind: Kind, read
 }
 
 /** `next` when it differs from `before` (an update sends only what changed: lists given replace links). */
-export const changed = <T,>(before: T | undefined, next: T): T | undefined => (before !== undefined && JSON.stringify(before) === JSON.stringify(next) ? undefined : next)
-export const defined = (body: Record<string, unknown>) => Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined))
+export const changed = <T,>(before: T | undefined, next: T): T | undefined =>
+  before !== undefined && JSON.stringify(before) === JSON.stringify(next) ? undefined : next
+export const defined = (body: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined))
 
 /** The form's button: disabled, and saying what it does, while the write is under way. */
 export const Submit = ({ busy, read }: { busy: boolean; read: unknown }) => (

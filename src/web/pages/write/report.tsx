@@ -25,7 +25,15 @@ const sentencesOf = (markdown: string) =>
 type Annotation = ReportDetail['annotations'][number]
 type FactHit = { id: string; fact?: Fact }
 
-function ReportForm({ repo, read, reload }: { repo: string; read: Read<ReportDetail> | undefined; reload: () => void }) {
+function ReportForm({
+  repo,
+  read,
+  reload,
+}: {
+  repo: string
+  read: Read<ReportDetail> | undefined
+  reload: () => void
+}) {
   const to = paths(repo)
   const report = read?.value
   const [title, setTitle] = useState(report?.title ?? '')
@@ -106,7 +114,11 @@ function ReportForm({ repo, read, reload }: { repo: string; read: Read<ReportDet
         <Annotate
           repo={repo}
           sentences={sentences}
-          onAdd={(annotation) => annotations.some((a) => a.sentence_index === annotation.sentence_index && a.fact_id === annotation.fact_id) || setAnnotations([...annotations, annotation])}
+          onAdd={(annotation) =>
+            annotations.some(
+              (a) => a.sentence_index === annotation.sentence_index && a.fact_id === annotation.fact_id,
+            ) || setAnnotations([...annotations, annotation])
+          }
         />
       </fieldset>
       {error !== undefined && <WriteError repo={repo} kind="report" error={error} reload={reload} />}
@@ -120,7 +132,15 @@ function ReportForm({ repo, read, reload }: { repo: string; read: Read<ReportDet
 }
 
 /** A new annotation: one of the body's sentences, a fact found by searching, and how the fact bears on it. */
-function Annotate({ repo, sentences, onAdd }: { repo: string; sentences: string[]; onAdd: (annotation: Annotation) => void }) {
+function Annotate({
+  repo,
+  sentences,
+  onAdd,
+}: {
+  repo: string
+  sentences: string[]
+  onAdd: (annotation: Annotation) => void
+}) {
   const [sentence, setSentence] = useState('')
   const [query, setQuery] = useState('')
   const [hits, setHits] = useState<FactHit[]>()
@@ -130,7 +150,9 @@ function Annotate({ repo, sentences, onAdd }: { repo: string; sentences: string[
   const search = async () => {
     setError(undefined)
     try {
-      const found = await get<FactHit[]>(`${apiPath`/${repo}/search`}?${new URLSearchParams({ q: query, kind: 'facts', limit: '20' })}`)
+      const found = await get<FactHit[]>(
+        `${apiPath`/${repo}/search`}?${new URLSearchParams({ q: query, kind: 'facts', limit: '20' })}`,
+      )
       setHits(found)
       setFact(found[0]?.id ?? '')
     } catch (failure) {
