@@ -5,9 +5,7 @@ import { api, registerAccount, signIn, type Account } from './api.ts'
 import { startTestServer, type Instance, type TestServer } from './server.ts'
 
 /** A server on `instance`'s data with an account registered there and a repository it owns. */
-export async function firstProcess(
-  instance: Instance,
-): Promise<{
+export async function firstProcess(instance: Instance): Promise<{
   server: TestServer
   http: ReturnType<typeof api>
   owner: Account

@@ -133,11 +133,9 @@ async function accessibleAtBothWidths(page: Page): Promise<void> {
 /** The write controls on the page: links and buttons that add, edit or delete, export, import, or manage members. */
 async function writeControls(page: Page): Promise<string[]> {
   const controls = page.locator('main').getByRole('link', { name: /^(Add a|Edit this)/ })
-  const buttons = page
-    .locator('main')
-    .getByRole('button', {
-      name: /^(Delete this|Export this repository|Import|Upload and import|Add|Remove|Create|Save changes)/,
-    })
+  const buttons = page.locator('main').getByRole('button', {
+    name: /^(Delete this|Export this repository|Import|Upload and import|Add|Remove|Create|Save changes)/,
+  })
   const selects = page.locator('main select[aria-label^="Role of"], main select[aria-label="Role"]')
   return [
     ...(await controls.allTextContents()),
