@@ -5,7 +5,7 @@
 // forms, event handlers, URLs of any scheme but http(s) and mailto), so none of it can reach the
 // Markdown or the text.
 import { Readability } from '@mozilla/readability'
-import { parseHTML } from 'linkedom'
+import { DOMParser } from 'linkedom'
 import TurndownService from 'turndown'
 import type { DocumentImage, ReadWarning } from './types.ts'
 
@@ -218,15 +218,21 @@ function number(value: string | null): number | undefined {
   return value && /^\d{1,5}$/.test(value) ? Number(value) : undefined
 }
 
+/**
+ * linkedom's document of `html`, through its DOMParser: parseHTML's typings return a DOM Window,
+ * whose `document` Deno's libraries (no DOM) do not declare; the parser's name linkedom's own type.
+ */
+export const parseDocument = (html: string) => new DOMParser().parseFromString(html, 'text/html')
+
 /** The page parsed and made inert. */
 function inertDocument(html: string, base: string | undefined) {
-  const { document } = parseHTML(html)
+  const document = parseDocument(html)
   makeInert(document.documentElement as unknown as Element, base)
   return document
 }
 
 export function readHtml(html: string, pageUrl: string | undefined, maxImages: number): ReadHtml {
-  const { document } = parseHTML(html)
+  const document = parseDocument(html)
   const warnings: ReadWarning[] = []
   const meta = (selector: string) =>
     (document.querySelector(selector) as Element | null)?.getAttribute('content') ?? null

@@ -3,8 +3,7 @@
 // with a backslash (which CommonMark defines for any ASCII punctuation), so no text turns into
 // markup, and above all never into HTML.
 import { micromark } from 'micromark'
-import { parseHTML } from 'linkedom'
-import { textOf } from './html.ts'
+import { parseDocument, textOf } from './html.ts'
 
 export interface ReadText {
   title: string
@@ -84,6 +83,6 @@ function markdownTitle(markdown: string): string {
 export function readMarkdown(source: string): ReadText {
   const markdown = normalizeNewlines(source)
   // micromark renders CommonMark with any HTML escaped: the text is what a reader sees.
-  const { document } = parseHTML(`<!doctype html><html><body>${micromark(markdown)}</body></html>`)
+  const document = parseDocument(`<!doctype html><html><body>${micromark(markdown)}</body></html>`)
   return { title: boundTitle(markdownTitle(markdown)), text: textOf(document.body), markdown }
 }
