@@ -23,7 +23,11 @@ export interface TestServer {
   systemSql(): postgres.Sql
   /** The services the in-process server runs on (its pools, stores, queue), to set up and inspect state directly. */
   context: AppContext
-  /** Makes the account with this e-mail sysadmin, the way an operator does (kgs promote-sysadmin). */
+  /**
+   * Makes the account with this e-mail sysadmin, the way an operator does (kgs promote-sysadmin),
+   * and has this server read the roles again before answering: the NOTIFY that would tell it
+   * arrives a moment after the command exits (tests of that path wait with untilSysadmin).
+   */
   promote(email: string): Promise<ProcessResult>
   stop(): Promise<void>
 }
@@ -66,7 +70,11 @@ export async function startTestServer(
     env,
     context,
     request: (path, init) => fetch(server.url + path, init),
-    promote: (email) => runKgs(['promote-sysadmin', email], env),
+    async promote(email) {
+      const result = await runKgs(['promote-sysadmin', email], env)
+      await context.rbac.reload()
+      return result
+    },
     systemSql: () =>
       env.DATABASE_URL
         ? postgres(env.DATABASE_URL, { max: 1, onnotice: () => {} })
