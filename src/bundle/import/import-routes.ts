@@ -9,14 +9,20 @@
 //   a refused upload leaves nothing behind. The job deletes the upload when it ends for good.
 //
 // Registered before the JSON body parser (see app.ts): the route reads its body itself.
-import Busboy from 'busboy'
-import { Readable } from 'node:stream'
+import type { Readable } from 'node:stream'
 import { t } from 'elysia'
 import type { BlobStore } from '../../blobs/store.ts'
 import { parseJsonBody, readBodyLimited } from '../../http/body.ts'
 import type { Principal } from '../../http/auth.ts'
 import { HttpError } from '../../http/errors.ts'
-import { gzipChunks, requestChunks, uploadError, UploadInterrupted, type UploadPace } from '../../http/upload.ts'
+import {
+  gzipChunks,
+  multipartUpload,
+  requestChunks,
+  uploadError,
+  UploadInterrupted,
+  type UploadPace,
+} from '../../http/upload.ts'
 import { ErrorBody } from '../../http/schemas.ts'
 import type { Jobs } from '../../jobs/jobs.ts'
 import { JobBody, accepted, type AcceptedSet } from '../../jobs/routes.ts'
@@ -83,15 +89,9 @@ const requestBody = {
  * the body is malformed or has no such file.
  */
 async function* multipartBundle(request: Request, pace: UploadPace): AsyncGenerator<Uint8Array> {
-  let form: Busboy.Busboy
-  try {
-    form = Busboy({ headers: { 'content-type': request.headers.get('content-type') ?? '' } })
-  } catch (error) {
-    throw new HttpError(400, `malformed multipart body: ${(error as Error).message}`)
-  }
-  const input = Readable.from(requestChunks(request.body!, pace))
-  // A body that breaks off or trickles ends the form with its own error (else the form would wait for ever).
+  // A body that breaks off or trickles ends the form with its own error, answered as that.
   let inputError: Error | undefined
+  const { form, close } = multipartUpload(request, pace, { onInputError: (error) => (inputError = error) })
   let file: Readable | undefined
   const found = new Promise<Readable>((resolve, reject) => {
     form.on('file', (name, stream) => {
@@ -109,11 +109,6 @@ async function* multipartBundle(request: Request, pace: UploadPace): AsyncGenera
     )
   })
   found.catch(() => {})
-  input.on('error', (error) => {
-    inputError = error
-    form.destroy(error)
-  })
-  input.pipe(form)
   try {
     const stream = await found
     try {
@@ -122,8 +117,7 @@ async function* multipartBundle(request: Request, pace: UploadPace): AsyncGenera
       throw inputError ?? new UploadInterrupted()
     }
   } finally {
-    input.unpipe(form)
-    input.destroy()
+    close()
   }
 }
 
