@@ -7,7 +7,7 @@
 import { useState } from 'preact/hooks'
 import { get, page, request } from '../api.ts'
 import { registration } from '../auth.ts'
-import { Confirm } from '../confirm.tsx'
+import { OutcomeLine, RoleSelect, useChanges, useConfirm } from '../changes.tsx'
 import type { Repository } from '../types.ts'
 import { ErrorBox, Paged, Show, useLoad } from '../ui.tsx'
 
@@ -48,32 +48,26 @@ export function Users() {
   }, 'choices')
   const [search, setSearch] = useState('')
   const [searched, setSearched] = useState('')
-  const [round, setRound] = useState(0)
-  const [outcome, setOutcome] = useState<{ error?: unknown; done?: string }>({})
-  const [removing, setRemoving] = useState<{ user: UserRow; held: HeldRole }>()
+  const { round, outcome, change } = useChanges()
   const [form, setForm] = useState({ email: '', role: '', repository: '' })
-  /** Does one change; the list is read again either way. */
-  const change = async (method: 'PUT' | 'DELETE', body: unknown, done: string) => {
-    setOutcome({})
-    try {
+  /** Gives (PUT) or takes away (DELETE) a role; `done` says what was done. */
+  const changeRole = (method: 'PUT' | 'DELETE', body: unknown, done: string) =>
+    change(async () => {
       await request(method, '/api/v1/admin/users/roles', body)
-      setOutcome({ done })
-      return true
-    } catch (error) {
-      setOutcome({ error })
-      return false
-    } finally {
-      setRound((n) => n + 1)
-    }
-  }
-  const remove = async ({ user, held }: { user: UserRow; held: HeldRole }) => {
-    setRemoving(undefined)
-    await change(
-      'DELETE',
-      { user_id: user.id, role: held.role, domain: held.domain },
-      `${user.email} is no longer ${where(held)}.`,
-    )
-  }
+      return done
+    })
+  const removal = useConfirm(
+    ({ user, held }: { user: UserRow; held: HeldRole }) => ({
+      question: `Remove ${where(held)} from ${user.email}?`,
+      action: 'Remove',
+    }),
+    ({ user, held }) =>
+      changeRole(
+        'DELETE',
+        { user_id: user.id, role: held.role, domain: held.domain },
+        `${user.email} is no longer ${where(held)}.`,
+      ),
+  )
   const list = `/api/v1/admin/users${searched ? `?${new URLSearchParams({ q: searched })}` : ''}`
   return (
     <>
@@ -92,8 +86,7 @@ export function Users() {
         </label>
         <button type="submit">Find</button>
       </form>
-      {outcome.error !== undefined && <ErrorBox error={outcome.error} />}
-      {outcome.done && <p role="status">{outcome.done}</p>}
+      <OutcomeLine outcome={outcome} />
       <Paged<UserRow>
         key={`${round} ${list}`}
         path={list}
@@ -123,7 +116,7 @@ export function Users() {
                           <button
                             type="button"
                             aria-label={`Remove ${where(held)} from ${user.email}`}
-                            onClick={() => setRemoving({ user, held })}
+                            onClick={() => removal.ask({ user, held })}
                           >
                             Remove
                           </button>
@@ -137,14 +130,7 @@ export function Users() {
           </table>
         )}
       </Paged>
-      {removing && (
-        <Confirm
-          question={`Remove ${where(removing.held)} from ${removing.user.email}?`}
-          action="Remove"
-          onConfirm={() => remove(removing)}
-          onCancel={() => setRemoving(undefined)}
-        />
-      )}
+      {removal.question}
       <Show loaded={choices}>
         {({ roles, repositories, more }) => {
           const role = roles.find((r) => r.role === form.role)
@@ -154,7 +140,7 @@ export function Users() {
             event.preventDefault()
             const body = { email: form.email, role: form.role, domain: inRepository ? form.repository : 'system' }
             const done = `${form.email} is now ${form.role}${inRepository ? ` in ${repository?.name ?? form.repository}` : ''}.`
-            if (await change('PUT', body, done)) setForm({ ...form, email: '' })
+            if (await changeRole('PUT', body, done)) setForm({ ...form, email: '' })
           }
           return (
             <form class="inline" onSubmit={assign}>
@@ -175,20 +161,16 @@ export function Users() {
               </label>
               <label>
                 Role{' '}
-                <select required value={form.role} onChange={(event) => setForm({ ...form, role: value(event) })}>
-                  <option value="">Choose a role</option>
-                  {(['repository', 'system'] as const).map((kind) => (
-                    <optgroup key={kind} label={kind === 'system' ? 'System roles' : 'Repository roles'}>
-                      {roles
-                        .filter((r) => r.domain_kind === kind)
-                        .map((r) => (
-                          <option key={r.role} value={r.role}>
-                            {r.role}
-                          </option>
-                        ))}
-                    </optgroup>
-                  ))}
-                </select>
+                <RoleSelect
+                  required
+                  value={form.role}
+                  placeholder="Choose a role"
+                  groups={(['repository', 'system'] as const).map((kind) => ({
+                    label: kind === 'system' ? 'System roles' : 'Repository roles',
+                    roles: roles.filter((r) => r.domain_kind === kind).map((r) => r.role),
+                  }))}
+                  onChoose={(role) => setForm({ ...form, role })}
+                />
               </label>
               {inRepository && (
                 <label>
