@@ -189,18 +189,18 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
     )
     .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs, (key) => formRoutes.has(key)))
     .use(
-      swaggerUi(
-        () => registerFirstPartyClient(ctx.pools.system, swaggerClient(ctx.baseUrl)),
-        ctx.baseUrl,
-        openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl)),
-      ),
+      swaggerUi({
+        registerClient: () => registerFirstPartyClient(ctx.pools.system, swaggerClient(ctx.baseUrl)),
+        baseUrl: ctx.baseUrl,
+        document: openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl)),
+      }),
     )
     .use(
-      webApp(
-        () => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)),
-        ctx.baseUrl,
-        ctx.accounts.registration,
-      ),
+      webApp({
+        registerClient: () => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)),
+        baseUrl: ctx.baseUrl,
+        registration: ctx.accounts.registration,
+      }),
     )
     .use(access)
     // A browser (Accept: text/html) is sent to the web app; API clients get the index. Built by

@@ -92,8 +92,15 @@ export const webAppClient = (baseUrl: string) => ({
   scope: 'read write admin',
 })
 
-/** `registerClient` registers webAppClient(baseUrl). */
-export function webApp(registerClient: () => Promise<void>, baseUrl: string, registration: RegistrationMode) {
+export interface WebAppOptions {
+  /** Registers webAppClient(baseUrl). */
+  registerClient: () => Promise<void>
+  baseUrl: string
+  /** How accounts are made here (REGISTRATION), which the sign-in page offers. */
+  registration: RegistrationMode
+}
+
+export function webApp({ registerClient, baseUrl, registration }: WebAppOptions) {
   const html = { resume: page(baseUrl, registration, true), none: page(baseUrl, registration, false) }
   // Registered when the page is first served, not at start-up: most instances never serve it.
   let registered: Promise<void> | undefined
