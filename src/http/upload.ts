@@ -7,6 +7,7 @@ import { Readable } from 'node:stream'
 import Busboy from 'busboy'
 import { LATE, within } from './deadline.ts'
 import { HttpError } from './errors.ts'
+import { ErrorBody } from './schemas.ts'
 import { BlobTooLargeError } from '../blobs/store.ts'
 
 class NotGzip extends Error {}
@@ -80,6 +81,20 @@ export async function* gzipChunks(chunks: AsyncIterable<Uint8Array>): AsyncGener
   }
   if (magic.length === 0) throw new EmptyUpload()
   if (magic.length < 2) throw new NotGzip()
+}
+
+/**
+ * The error answers of a route that takes an upload: refused or unknown (400, 401, 403, 404),
+ * arriving too slowly (408), past its limit (413), of another type (415).
+ */
+export const UPLOAD_ERRORS = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  408: ErrorBody,
+  413: ErrorBody,
+  415: ErrorBody,
 }
 
 /** How a route words the refusals of an upload it could not store. */

@@ -18,7 +18,7 @@ import { parseJsonBody, readBodyLimited } from '../http/body.ts'
 import { HttpError } from '../http/errors.ts'
 import { pagination, rankedPage } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
-import { multipartUpload, uploadError, UploadInterrupted, type UploadPace } from '../http/upload.ts'
+import { multipartUpload, UPLOAD_ERRORS, uploadError, UploadInterrupted, type UploadPace } from '../http/upload.ts'
 import type { Jobs } from '../jobs/jobs.ts'
 import { Status } from '../jobs/schemas.ts'
 import { describeError, type Logger } from '../log.ts'
@@ -80,16 +80,8 @@ const SourceChunk = t.Object({
   page_end: t.Union([t.Integer(), t.Null()], { description: "a PDF's last page of the chunk" }),
   text: t.String({ description: "the chunk's Markdown" }),
 })
-const errors = {
-  400: ErrorBody,
-  401: ErrorBody,
-  403: ErrorBody,
-  404: ErrorBody,
-  408: ErrorBody,
-  413: ErrorBody,
-  415: ErrorBody,
-  429: ErrorBody,
-}
+/** The repository's queue full (429, QUOTA_QUEUED_JOBS). */
+const errors = { ...UPLOAD_ERRORS, 429: ErrorBody }
 const requestBody = {
   required: true,
   content: {

@@ -22,6 +22,7 @@ import {
   uploadError,
   UploadInterrupted,
   type UploadPace,
+  UPLOAD_ERRORS,
 } from '../../http/upload.ts'
 import { ErrorBody } from '../../http/schemas.ts'
 import type { Jobs } from '../../jobs/jobs.ts'
@@ -57,16 +58,8 @@ export interface ImportRoutesOptions {
 }
 
 const GZIP_TYPES = new Set(['application/gzip', 'application/x-gzip'])
-const errors = {
-  400: ErrorBody,
-  401: ErrorBody,
-  403: ErrorBody,
-  404: ErrorBody,
-  408: ErrorBody,
-  413: ErrorBody,
-  415: ErrorBody,
-  502: ErrorBody,
-}
+/** The registry could not be asked (502). */
+const errors = { ...UPLOAD_ERRORS, 502: ErrorBody }
 
 const requestBody = {
   required: true,
