@@ -5,7 +5,7 @@
 // through the authorization pages with PKCE, and its token lives in the page's memory only.
 import { runtime, type Assets } from '../runtime/index.ts'
 import { Elysia } from 'elysia'
-import type { RegistrationMode } from '../config.ts'
+import type { RegistrationMode } from '../config-variables.ts'
 import { publicAccess } from './access.ts'
 
 /** 22 characters at least, as client ids are. */
