@@ -147,9 +147,9 @@ function configFrom(v: Env) {
           prefix: v.S3_PREFIX ?? '',
         }
       : undefined,
-    /** Unset: this server's own registry (its base URL). */
     /** Origins besides BASE_URL's whose pages may call the MCP endpoint. */
     mcpAllowedOrigins: v.MCP_ALLOWED_ORIGINS,
+    /** Unset: this server's own registry (its base URL). */
     registryUrl: v.REGISTRY_URL,
     /** Unset: a service token signed with the JWT secret (see src/http/auth.ts). */
     registryToken: v.REGISTRY_TOKEN,
