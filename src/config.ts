@@ -1,7 +1,7 @@
 // Configuration comes only from the environment, validated once at start-up.
 // A bad value stops the process with one line naming the variable and what it expects. The
 // variables themselves are the table of config-variables.ts.
-import { type TOptional, type TSchema } from '@sinclair/typebox'
+import type { TOptional, TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { randomBytes } from 'node:crypto'
 import { chmodSync, mkdirSync, openSync, readFileSync, writeSync, closeSync, statSync } from 'node:fs'
