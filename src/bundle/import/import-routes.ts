@@ -11,7 +11,7 @@
 // Registered before the JSON body parser (see app.ts): the route reads its body itself.
 import type { Readable } from 'node:stream'
 import { t } from 'elysia'
-import type { BlobStore } from '../../blobs/store.ts'
+import { discardBlobs, type BlobStore } from '../../blobs/store.ts'
 import { parseJsonBody, readBodyLimited } from '../../http/body.ts'
 import type { Principal } from '../../http/auth.ts'
 import { HttpError } from '../../http/errors.ts'
@@ -28,7 +28,6 @@ import { ErrorBody } from '../../http/schemas.ts'
 import type { Jobs } from '../../jobs/jobs.ts'
 import { JobBody, accepted, type AcceptedSet } from '../../jobs/routes.ts'
 import type { Logger } from '../../log.ts'
-import { describeError } from '../../log.ts'
 import type { RegistryClient } from '../../registry/client.ts'
 import type { Quotas } from '../../quotas.ts'
 import type { Repository } from '../../repositories/repositories.ts'
@@ -143,11 +142,7 @@ export function importRoutes({
     }
   }
 
-  const discard = async (key: string) => {
-    await blobs
-      .delete(key)
-      .catch((error) => log.error('import: could not delete an upload', { key, ...describeError(error) }))
-  }
+  const discard = (key: string) => discardBlobs(blobs, log, 'import: could not delete an upload', key)
 
   const start = async ({
     request,
