@@ -5,7 +5,7 @@
 import { apiPath, request } from '../api.ts'
 import { signOut } from '../auth.ts'
 import { OutcomeLine, useChanges, useConfirm } from '../changes.tsx'
-import { navigate, Paged, shortDate } from '../ui.tsx'
+import { navigate, PagedTable, shortDate } from '../ui.tsx'
 
 interface Grant {
   id: string
@@ -64,94 +64,65 @@ export function Grants() {
       <OutcomeLine outcome={outcome} />
       <h2>Where you are signed in</h2>
       <p>This app keeps one session per browser. Ending another browser's signs it out at once.</p>
-      <Paged<Grant>
+      <PagedTable<Grant>
         key={`app ${round}`}
         path="/api/v1/oauth/grants?web_app=true"
         label="Sessions"
         empty="No browser is signed in."
-      >
-        {(rows) => (
-          <table>
-            <caption class="visually-hidden">Browsers signed in to this app</caption>
-            <thead>
-              <tr>
-                <th scope="col">Browser</th>
-                <th scope="col">Signed in</th>
-                <th scope="col">Last used</th>
-                <th scope="col">End</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((grant) => (
-                <tr key={grant.id}>
-                  <td>
-                    {grant.current ? 'This browser' : 'Another browser'}
-                    {grant.browser && <span class="meta"> {grant.browser}</span>}
-                  </td>
-                  <td>{shortDate(grant.created_at)}</td>
-                  <td>{moment(grant.last_used_at)}</td>
-                  <td>
-                    {grant.current ? (
-                      <button type="button" onClick={out}>
-                        Sign out
-                      </button>
-                    ) : (
-                      <button
-                        type="button"
-                        aria-label={`End the session in ${browserName(grant)}, last used ${moment(grant.last_used_at)}`}
-                        onClick={() => endSession(grant)}
-                      >
-                        End
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+        caption="Browsers signed in to this app"
+        columns={['Browser', 'Signed in', 'Last used', 'End']}
+        row={(grant) => (
+          <tr key={grant.id}>
+            <td>
+              {grant.current ? 'This browser' : 'Another browser'}
+              {grant.browser && <span class="meta"> {grant.browser}</span>}
+            </td>
+            <td>{shortDate(grant.created_at)}</td>
+            <td>{moment(grant.last_used_at)}</td>
+            <td>
+              {grant.current ? (
+                <button type="button" onClick={out}>
+                  Sign out
+                </button>
+              ) : (
+                <button
+                  type="button"
+                  aria-label={`End the session in ${browserName(grant)}, last used ${moment(grant.last_used_at)}`}
+                  onClick={() => endSession(grant)}
+                >
+                  End
+                </button>
+              )}
+            </td>
+          </tr>
         )}
-      </Paged>
+      />
       <h2>Agents</h2>
       <p>The applications you let act for you, with what they may do. Revoking one stops its tokens at once.</p>
-      <Paged<Grant>
+      <PagedTable<Grant>
         key={`agents ${round}`}
         path="/api/v1/oauth/grants?web_app=false"
         label="Agents"
         empty="No agent has access."
-      >
-        {(rows) => (
-          <table>
-            <caption class="visually-hidden">Agents with access</caption>
-            <thead>
-              <tr>
-                <th scope="col">Agent</th>
-                <th scope="col">May</th>
-                <th scope="col">Since</th>
-                <th scope="col">Until</th>
-                <th scope="col">Revoke</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((grant) => (
-                <tr key={grant.id}>
-                  <td>
-                    {grant.client_name || '(unnamed)'}
-                    <span class="meta"> {grant.client_id}</span>
-                  </td>
-                  <td>{grant.scope}</td>
-                  <td>{shortDate(grant.created_at)}</td>
-                  <td>{shortDate(grant.expires_at)}</td>
-                  <td>
-                    <button type="button" aria-label={`Revoke ${agentName(grant)}`} onClick={() => revokeAgent(grant)}>
-                      Revoke
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+        caption="Agents with access"
+        columns={['Agent', 'May', 'Since', 'Until', 'Revoke']}
+        row={(grant) => (
+          <tr key={grant.id}>
+            <td>
+              {grant.client_name || '(unnamed)'}
+              <span class="meta"> {grant.client_id}</span>
+            </td>
+            <td>{grant.scope}</td>
+            <td>{shortDate(grant.created_at)}</td>
+            <td>{shortDate(grant.expires_at)}</td>
+            <td>
+              <button type="button" aria-label={`Revoke ${agentName(grant)}`} onClick={() => revokeAgent(grant)}>
+                Revoke
+              </button>
+            </td>
+          </tr>
         )}
-      </Paged>
+      />
       {revoking.question}
     </>
   )

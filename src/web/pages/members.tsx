@@ -6,7 +6,7 @@ import { apiPath, request } from '../api.ts'
 import { OutcomeLine, RoleSelect, useChanges, useConfirm } from '../changes.tsx'
 import { useCan } from '../permissions.tsx'
 import { REPOSITORY_ROLES, ROLE_LINES } from '../roles.ts'
-import { Paged } from '../ui.tsx'
+import { PagedTable } from '../ui.tsx'
 
 interface Member {
   user_id: string
@@ -48,48 +48,38 @@ export function Members({ repo }: { repo: string }) {
     <>
       <h1 tabIndex={-1}>Members</h1>
       <OutcomeLine outcome={outcome} />
-      <Paged<Member> key={round} path={members} label="Members">
-        {(rows) => (
-          <table>
-            <caption class="visually-hidden">Members and their roles</caption>
-            <thead>
-              <tr>
-                <th scope="col">E-mail</th>
-                <th scope="col">Name</th>
-                <th scope="col">Role</th>
-                {canManage && <th scope="col">Remove</th>}
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((member) => (
-                <tr key={member.user_id}>
-                  <td>{member.email}</td>
-                  <td>{member.name}</td>
-                  <td>
-                    {canManage ? (
-                      <RoleSelect
-                        value={member.role}
-                        groups={ROLE_GROUPS}
-                        aria-label={`Role of ${member.email}`}
-                        onChoose={(chosen) => assign({ email: member.email, role: chosen })}
-                      />
-                    ) : (
-                      member.role
-                    )}
-                  </td>
-                  {canManage && (
-                    <td>
-                      <button type="button" aria-label={`Remove ${member.email}`} onClick={() => removal.ask(member)}>
-                        Remove
-                      </button>
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
+      <PagedTable<Member>
+        key={round}
+        path={members}
+        label="Members"
+        caption="Members and their roles"
+        columns={['E-mail', 'Name', 'Role', ...(canManage ? ['Remove'] : [])]}
+        row={(member) => (
+          <tr key={member.user_id}>
+            <td>{member.email}</td>
+            <td>{member.name}</td>
+            <td>
+              {canManage ? (
+                <RoleSelect
+                  value={member.role}
+                  groups={ROLE_GROUPS}
+                  aria-label={`Role of ${member.email}`}
+                  onChoose={(chosen) => assign({ email: member.email, role: chosen })}
+                />
+              ) : (
+                member.role
+              )}
+            </td>
+            {canManage && (
+              <td>
+                <button type="button" aria-label={`Remove ${member.email}`} onClick={() => removal.ask(member)}>
+                  Remove
+                </button>
+              </td>
+            )}
+          </tr>
         )}
-      </Paged>
+      />
       <section aria-labelledby="roles">
         <h2 id="roles">What each role may do</h2>
         <dl class="roles">

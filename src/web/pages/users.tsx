@@ -9,7 +9,7 @@ import { get, page, request } from '../api.ts'
 import { registration } from '../auth.ts'
 import { OutcomeLine, RoleSelect, useChanges, useConfirm } from '../changes.tsx'
 import type { Repository } from '../types.ts'
-import { ErrorBox, Paged, Show, useLoad } from '../ui.tsx'
+import { ErrorBox, PagedTable, Show, useLoad } from '../ui.tsx'
 
 interface HeldRole {
   role: string
@@ -87,49 +87,36 @@ export function Users() {
         <button type="submit">Find</button>
       </form>
       <OutcomeLine outcome={outcome} />
-      <Paged<UserRow>
+      <PagedTable<UserRow>
         key={`${round} ${list}`}
         path={list}
         label="Users"
         empty={searched ? `No user's e-mail or name contains “${searched}”.` : 'None yet.'}
-      >
-        {(rows) => (
-          <table>
-            <caption class="visually-hidden">Users and their roles</caption>
-            <thead>
-              <tr>
-                <th scope="col">E-mail</th>
-                <th scope="col">Name</th>
-                <th scope="col">Roles</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((user) => (
-                <tr key={user.id}>
-                  <td>{user.email}</td>
-                  <td>{user.name}</td>
-                  <td>
-                    <ul class="roles">
-                      {user.roles.map((held) => (
-                        <li key={`${held.role} ${held.domain}`}>
-                          {where(held)}{' '}
-                          <button
-                            type="button"
-                            aria-label={`Remove ${where(held)} from ${user.email}`}
-                            onClick={() => removal.ask({ user, held })}
-                          >
-                            Remove
-                          </button>
-                        </li>
-                      ))}
-                    </ul>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+        caption="Users and their roles"
+        columns={['E-mail', 'Name', 'Roles']}
+        row={(user) => (
+          <tr key={user.id}>
+            <td>{user.email}</td>
+            <td>{user.name}</td>
+            <td>
+              <ul class="roles">
+                {user.roles.map((held) => (
+                  <li key={`${held.role} ${held.domain}`}>
+                    {where(held)}{' '}
+                    <button
+                      type="button"
+                      aria-label={`Remove ${where(held)} from ${user.email}`}
+                      onClick={() => removal.ask({ user, held })}
+                    >
+                      Remove
+                    </button>
+                  </li>
+                ))}
+              </ul>
+            </td>
+          </tr>
         )}
-      </Paged>
+      />
       {removal.question}
       <Show loaded={choices}>
         {({ roles, repositories, more }) => {
