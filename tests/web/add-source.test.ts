@@ -177,6 +177,12 @@ async function drop(page: Page, files: { name: string; type: string; bytes: Uint
   await page.locator('main section.drop').dispatchEvent('drop', { dataTransfer })
 }
 
+/** Opens the source page's chunks and waits for the first. */
+async function chunksShown(page: Page): Promise<void> {
+  await page.locator('main details.chunks summary').click()
+  await page.locator('main details.chunks pre').first().waitFor()
+}
+
 /** The ids of the repository's sources, by the API. */
 const sourceIds = async () =>
   ((await http.get(`/${slug}/sources?limit=100`, owner.token)).body as { id: string }[]).map((source) => source.id)
@@ -230,7 +236,7 @@ describe(`adding sources in the app (${BACKEND})`, () => {
       expect(source.status).toBe('parsed')
       await open(page, hrefs[name]!, source.parsed_title || 'Source')
       await page.locator('main .markdown').getByText(text).waitFor()
-      await page.locator('main ol.chunks pre').first().waitFor()
+      await chunksShown(page)
     }
     // The last opened, notes.md: its headings below the page's own.
     await page.locator('main .markdown h3', { hasText: 'Glazes' }).waitFor()
@@ -291,7 +297,7 @@ describe(`adding sources in the app (${BACKEND})`, () => {
       const moved = (frame: { url(): string }) => fired.push(`navigated: ${frame.url()}`)
       page.on('framenavigated', moved)
       await page.locator('main .markdown p').first().waitFor()
-      await page.locator('main ol.chunks pre').first().waitFor()
+      await chunksShown(page)
       // The title and the address as text: what the API says, character for character.
       expect(await page.locator('main h1').textContent()).toBe(source.parsed_title)
       expect(await page.locator('main .meta a').first().textContent()).toBe(urls[i]!)

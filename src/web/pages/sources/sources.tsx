@@ -38,6 +38,39 @@ export function Sources({ repo }: { repo: string }) {
   )
 }
 
+/**
+ * A source's chunks, read when the person opens them: most visits are for the text, and the
+ * source's page already reads the source and its images.
+ */
+function Chunks({ repo, id }: { repo: string; id: string }) {
+  const [open, setOpen] = useState(false)
+  return (
+    <details class="chunks" onToggle={(event) => setOpen((event.currentTarget as HTMLDetailsElement).open)}>
+      <summary>Its chunks, as facts cite them</summary>
+      {open && (
+        <Paged<SourceChunk>
+          path={apiPath`/${repo}/sources/${id}/chunks`}
+          label="Chunks"
+          limit={10}
+          empty="None: kgs has not read this source's document itself (an imported source has none until it is added again)."
+        >
+          {(chunks) => (
+            <ol>
+              {chunks.map((chunk) => (
+                <li key={chunk.chunk_index}>
+                  <p class="meta">{chunkPlace(chunk)}</p>
+                  {/* As text: a chunk is the source's Markdown, shown as written. */}
+                  <pre>{chunk.text}</pre>
+                </li>
+              ))}
+            </ol>
+          )}
+        </Paged>
+      )}
+    </details>
+  )
+}
+
 /** Where a chunk sits: its headings and, in a PDF, its pages. */
 function chunkPlace(chunk: SourceChunk): string {
   const pages =
@@ -84,27 +117,7 @@ export function SourcePage({ repo, id }: { repo: string; id: string }) {
             ))}
           </div>
           <Markdown source={source.parsed_markdown} href={to.cited} />
-          <section aria-labelledby="chunks-heading">
-            <h2 id="chunks-heading">Chunks</h2>
-            <Paged<SourceChunk>
-              path={apiPath`/${repo}/sources/${id}/chunks`}
-              label="Chunks"
-              limit={10}
-              empty="None: kgs has not read this source's document itself (an imported source has none until it is added again)."
-            >
-              {(chunks) => (
-                <ol class="chunks">
-                  {chunks.map((chunk) => (
-                    <li key={chunk.chunk_index}>
-                      <p class="meta">{chunkPlace(chunk)}</p>
-                      {/* As text: a chunk is the source's Markdown, shown as written. */}
-                      <pre>{chunk.text}</pre>
-                    </li>
-                  ))}
-                </ol>
-              )}
-            </Paged>
-          </section>
+          <Chunks repo={repo} id={source.id} />
         </article>
       )}
     </Show>
