@@ -202,8 +202,17 @@ describe(`adding sources in the app (${BACKEND})`, () => {
 
   test('two addresses and two dropped files at once: each bar reaches 100 %, each source has its Markdown', async () => {
     const urls = [`${docsUrl}/kettles.html`, `${docsUrl}/cups.md`]
+    // With the keyboard: the field, then the button after it.
     await page.getByLabel(/^Web addresses/).fill(`${urls[0]}\n\n  ${urls[1]}  \n`)
-    await page.getByRole('button', { name: 'Add these addresses' }).click()
+    await page.keyboard.press('Tab')
+    expect(await page.evaluate('document.activeElement.textContent')).toBe('Add these addresses')
+    await page.keyboard.press('Enter')
+    // Every label the items' bars take, as they change.
+    await page.evaluate(`window.__labels = []
+      new MutationObserver(() => {
+        for (const label of document.querySelectorAll('main li.addition label'))
+          if (window.__labels.at(-1) !== label.textContent) window.__labels.push(label.textContent)
+      }).observe(document.querySelector('main'), { subtree: true, childList: true, characterData: true })`)
     await drop(page, [
       { name: 'paper.pdf', type: 'application/pdf', bytes: pdf },
       { name: 'notes.md', type: 'text/markdown', bytes: new TextEncoder().encode(NOTES) },
@@ -220,6 +229,14 @@ describe(`adding sources in the app (${BACKEND})`, () => {
       expect(await bar.getAttribute('value')).toBe('100')
       expect(await bar.getAttribute('aria-valuetext')).toBe('100%')
       expect(await item(page, name).locator('label').textContent()).toBe(`${name}: parsed · 100 %`)
+    }
+    // Each file's bar counted its upload's bytes, then followed its job to the end.
+    const labels = await page.evaluate<string[]>('window.__labels')
+    for (const name of ['paper.pdf', 'notes.md']) {
+      const taken = labels.filter((label) => label.startsWith(`${name}: `))
+      const uploaded = taken.findIndex((label) => / uploading, .+ of .+ · 100 %$/.test(label))
+      expect(uploaded).toBeGreaterThanOrEqual(0)
+      expect(taken.slice(uploaded + 1).at(-1)).toBe(`${name}: parsed · 100 %`)
     }
     await expectAccessibleAtBothWidths(page)
     // Each source's page, from its item's link (the list stays on this page: the links are read first).
@@ -326,7 +343,9 @@ describe(`a viewer (${BACKEND})`, () => {
       await open(page, `/app/r/${slug}/sources`, 'Sources')
       await page.locator('main ul.rows li').first().waitFor()
       expect(await page.getByRole('link', { name: 'Add a source' }).count()).toBe(0)
-      await open(page, `/app/r/${slug}/sources/new`, 'Add a source')
+      // Opened directly, as a bookmark or a shared link does (the tab signs in again through its session).
+      await page.goto(`${server.url}/app/r/${slug}/sources/new`)
+      await page.getByRole('heading', { level: 1, name: 'Add a source' }).waitFor()
       const refusal = page.locator('main p.refused')
       await refusal.waitFor()
       // The sentence the API's 403 says (permissions.ts), of "Adding a source".
