@@ -20,7 +20,7 @@ type SystemPermission = 'repository:create'
 interface Held {
   /** The repository the permissions are of; none: the system domain's. */
   repo?: string
-  /** What the person holds there; undefined while it loads, or if the API refused to say. */
+  /** What the person holds there; undefined until a first answer there is in, or if the API refused to say. */
   permissions?: Set<string>
   /** The answer they are from (in a repository: which one it is). */
   answer?: Permissions
