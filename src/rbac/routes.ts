@@ -270,7 +270,7 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
               required: false,
               schema: { type: 'string' },
               description:
-                'only the system domain and this repository (UUID or slug); 404 if the caller holds no role in it',
+                'only the system domain and this repository (UUID or slug), which the answer names (repository); 404 if the caller does not see it',
             },
           ],
         },
