@@ -8,6 +8,7 @@ import { normalizeFactText } from '../graph/rules.ts'
 import { type ConceptLimits, findConcepts, type Word } from './concepts.ts'
 import {
   type ExtractChunk,
+  type ExtractedConcept,
   type ExtractedFact,
   type Extraction,
   type ExtractOptions,
@@ -37,17 +38,18 @@ export const DEFAULT_BUILTIN_LIMITS: Readonly<BuiltinLimits> = Object.freeze({
   maxChunkChars: 20_000,
   maxConcepts: 100,
   maxPhraseWords: 4,
-  minMentions: 2,
+  minFacts: 2,
   maxAliases: 10,
 })
 
 /** What the built-in extractor's promptset_hash is the hash of: bump `version` when its rules change. */
-export const BUILTIN_DESCRIPTION = Object.freeze({
-  extractor: 'kgs-builtin',
-  version: 1,
-  library: 'wink-nlp@2.4.0',
-  model: 'wink-eng-lite-web-model@1.8.1',
-})
+export const BUILTIN_DESCRIPTION: Readonly<Record<'extractor' | 'library' | 'model', string> & { version: number }> =
+  Object.freeze({
+    extractor: 'kgs-builtin',
+    version: 1,
+    library: 'wink-nlp@2.4.0',
+    model: 'wink-eng-lite-web-model@1.8.1',
+  })
 
 // Sentences that are a site's furniture, not the document's content.
 const BOILERPLATE =
@@ -56,6 +58,8 @@ const BOILERPLATE =
 const CAPTION = /^(?:figure|fig\.|table|image|photo|picture|chart|diagram|source|credit|listing)\s*\d*\s*[:.–—-]/i
 const LATIN_LETTER = /\p{Script=Latin}/gu
 const LETTER = /\p{L}/gu
+
+const HYPHEN = /^[-‐‑–]$/
 
 let loaded: WinkMethods | undefined
 /** The model is read once per process, on first use. */
@@ -76,10 +80,16 @@ function sentencesOf(doc: Document, its: WinkMethods['its']): Sentence[] {
   const pos = tokens.out(its.pos) as string[]
   const spaces = tokens.out(its.precedingSpaces) as string[]
   const spans = doc.sentences().out(its.span) as unknown as [number, number][]
+  // wink's entities are dates, times, durations, amounts, URLs and the like, never a concept: their
+  // words are kept out of noun phrases.
+  const inEntity = new Uint8Array(values.length)
+  for (const [first, last] of doc.entities().out(its.span) as unknown as [number, number][])
+    inEntity.fill(1, first, last + 1)
   const sentences: Sentence[] = []
   for (const [first, last] of spans) {
     let text = ''
     const words: Word[] = []
+    const masked: number[] = []
     for (let t = first; t <= last; t++) {
       if (pos[t] === 'SPACE') {
         text += ' '
@@ -92,11 +102,11 @@ function sentencesOf(doc: Document, its: WinkMethods['its']): Sentence[] {
       const joins =
         previous !== undefined &&
         spaces[t] === '' &&
-        (value === '-' || previous.text.endsWith('-')) &&
-        !(value === '-' && spaces[t + 1] !== '')
+        (HYPHEN.test(value) || HYPHEN.test(previous.text.slice(-1))) &&
+        !(HYPHEN.test(value) && spaces[t + 1] !== '')
       if (joins && previous) {
         previous.text += value
-        if (value !== '-') {
+        if (!HYPHEN.test(value)) {
           previous.pos = 'COMPOUND'
           previous.headPos = pos[t]!
           previous.lemma = value
@@ -106,20 +116,29 @@ function sentencesOf(doc: Document, its: WinkMethods['its']): Sentence[] {
       // Only a plural-looking noun's lemma is ever read (to make a phrase's head singular).
       const lemma =
         pos[t] === 'NOUN' && /s$/i.test(value) ? (tokens.itemAt(t).out(its.lemma as never) as string) : value
+      // Letters glued to letters are one written word the tokenizer cut (`67P/Churyumov`): its
+      // pieces name nothing.
+      if (previous && spaces[t] === '' && /[\p{L}\p{N}]$/u.test(previous.text) && /^[\p{L}\p{N}]/u.test(value)) {
+        previous.pos = previous.headPos = 'X'
+        words.push({ text: value, pos: 'X', lemma, headPos: 'X' })
+        continue
+      }
+      if (inEntity[t]) masked.push(words.length)
       words.push({ text: value, pos: pos[t]!, lemma, headPos: pos[t]! })
     }
     retagVerbs(words)
+    for (const index of masked) words[index]!.pos = words[index]!.headPos = 'X'
     sentences.push({ text: normalizeFactText(text), words })
   }
   return sentences
 }
 
-const SUBJECT_POS = new Set(['NOUN', 'PROPN', 'PRON'])
+const SUBJECT_POS = new Set(['NOUN', 'PROPN', 'PRON', 'NUM'])
 const OBJECT_START_POS = new Set(['DET', 'PRON', 'PROPN', 'NUM', 'ADJ'])
 /**
  * The tagger sometimes reads a verb in the third person as a plural noun (`PostgreSQL replays
- * the WAL`, `a checkpoint flushes dirty pages`): a word ending in -s right after a noun or
- * pronoun and before what starts an object is taken for the verb it is.
+ * the WAL`, `a checkpoint flushes dirty pages`): a word ending in -s right after a noun, a
+ * pronoun or a number and before what starts an object is taken for the verb it is.
  */
 function retagVerbs(words: Word[]): void {
   for (let i = 1; i + 1 < words.length; i++) {
@@ -135,8 +154,19 @@ function retagVerbs(words: Word[]): void {
   }
 }
 
+/**
+ * An instruction (`Let the dough rest.`, `Feed the starter.`) starts with a verb in its base form,
+ * which the tagger reads as a verb, or, capitalised, as a proper noun before a determiner.
+ */
+function isImperative(words: readonly Word[]): boolean {
+  const [first, second] = words
+  if (!first) return false
+  if (first.pos === 'VERB') return !/(?:ing|ed|s)$/i.test(first.text)
+  return first.pos === 'PROPN' && second?.pos === 'DET' && !/\p{Lu}/u.test(first.text.slice(1))
+}
+
 /** Whether a sentence is a declarative statement of the document's, worth a fact. */
-export function isFactSentence(sentence: Sentence, limits: BuiltinLimits): boolean {
+function isFactSentence(sentence: Sentence, limits: BuiltinLimits): boolean {
   const { text, words } = sentence
   if (text.length < limits.minFactChars || text.length > limits.maxFactChars) return false
   // A statement ends with a full stop (a closing quote or bracket may follow); a question, an
@@ -148,12 +178,13 @@ export function isFactSentence(sentence: Sentence, limits: BuiltinLimits): boole
   const wordCount = words.filter((word) => /\p{L}/u.test(word.text)).length
   if (wordCount < limits.minFactWords) return false
   if (!words.some((word) => word.pos === 'VERB' || word.pos === 'AUX')) return false
+  if (isImperative(words)) return false
   if (!words.some((word) => /^(?:NOUN|PROPN|PRON)$/.test(word.pos) || word.pos === 'COMPOUND')) return false
   return !BOILERPLATE.test(text) && !CAPTION.test(text)
 }
 
 /** Draws facts and concepts from chunks, synchronously: the same chunks give the same result. */
-export function extractBuiltin(
+function extractBuiltin(
   chunks: readonly ExtractChunk[],
   limits: BuiltinLimits,
   hash: string,
@@ -184,7 +215,7 @@ export function extractBuiltin(
       factWords.push(sentence.words)
     }
   }
-  const concepts = findConcepts(factWords, limits).map((concept) => ({
+  const concepts: ExtractedConcept[] = findConcepts(factWords, limits).map((concept) => ({
     canonical_name: concept.canonical_name,
     context: '',
     description: '',

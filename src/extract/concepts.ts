@@ -18,8 +18,8 @@ export interface ConceptLimits {
   maxConcepts: number
   /** Words in a noun phrase; a longer one keeps its last words (the head and what is nearest it). */
   maxPhraseWords: number
-  /** A noun phrase becomes a concept when it is mentioned this many times. */
-  minMentions: number
+  /** A noun phrase becomes a concept when this many facts mention it (an entity needs one). */
+  minFacts: number
   /** Aliases kept per concept. */
   maxAliases: number
 }
@@ -71,7 +71,7 @@ function nameWord(word: Word): string {
  * agree (`files` → `file`, `policies` → `policy`), so irregular or doubtful words (`data`,
  * `series`, `indices`) stay as written.
  */
-export function singular(word: string, lemma: string): string {
+function singular(word: string, lemma: string): string {
   const one = regularSingular(word.toLowerCase())
   if (one === undefined || one !== lemma.toLowerCase()) return word
   return word.endsWith('ies') || word.endsWith('IES') ? `${word.slice(0, -3)}y` : word.slice(0, one.length)
@@ -131,9 +131,9 @@ function mentionsOf(words: readonly Word[], limits: ConceptLimits): Mention[] {
       const capitalisedInside = (run: readonly Word[]) => run.some((word) => /[A-Z]/.test(word.text.slice(1)))
       const proper = (word: Word) => word.pos === 'PROPN' || (word.pos === 'COMPOUND' && /^\p{Lu}/u.test(word.text))
       const allProper = span.every(proper)
-      // A capital at the start of a sentence says nothing: there a run of proper nouns is an
-      // entity only when written with capitals inside (`PostgreSQL`, `WAL`).
-      add(span, allProper && (start > 0 || capitalisedInside(span)))
+      // A capital at the start of a sentence says little: there a proper noun alone is an entity
+      // only when written with capitals inside (`PostgreSQL`, `WAL`); a run of them (`Diego Ongaro`) is one.
+      add(span, allProper && (start > 0 || span.length > 1 || capitalisedInside(span)))
       // Runs of proper nouns inside a longer phrase are entities of their own (`WAL` in `WAL records`).
       if (!allProper) {
         let j = 0
@@ -145,7 +145,7 @@ function mentionsOf(words: readonly Word[], limits: ConceptLimits): Mention[] {
           let k = j
           while (k < span.length && span[k]!.pos === 'PROPN') k++
           const run = span.slice(j, k)
-          add(run, start + j > 0 || capitalisedInside(run))
+          add(run, start + j > 0 || run.length > 1 || capitalisedInside(run))
           j = k
         }
       }
@@ -187,6 +187,7 @@ interface Candidate {
   mentions: number
   entity: boolean
   facts: Set<number>
+  /** Its rank among the candidates in the order the source first mentions them. */
   first: number
 }
 
@@ -234,8 +235,15 @@ export function findConcepts(tagged: readonly (readonly Word[])[], limits: Conce
       const key = alias?.key ?? mention.key
       let candidate = candidates.get(key)
       if (!candidate) {
-        candidate = { name: '', names: new Map(), surfaces: [], mentions: 0, entity: false, facts: new Set(), first: 0 }
-        candidate.first = factIndex
+        candidate = {
+          name: '',
+          names: new Map(),
+          surfaces: [],
+          mentions: 0,
+          entity: false,
+          facts: new Set(),
+          first: candidates.size,
+        }
         candidates.set(key, candidate)
       }
       // A phrase inside the acronym's own definition is counted once, as the long form.
@@ -256,7 +264,7 @@ export function findConcepts(tagged: readonly (readonly Word[])[], limits: Conce
       if (!long) continue
       candidate.names.set(phraseName(long), 1)
     }
-    if (candidate.mentions < limits.minMentions && !candidate.entity) continue
+    if (candidate.facts.size < limits.minFacts && !candidate.entity) continue
     // The name most often written, the first written on a tie.
     let best = ''
     let bestCount = 0
@@ -268,10 +276,10 @@ export function findConcepts(tagged: readonly (readonly Word[])[], limits: Conce
     candidate.name = best
     kept.push({ ...candidate, key })
   }
-  kept.sort((a, b) => b.mentions - a.mentions || a.first - b.first || compare(a.key, b.key))
+  kept.sort((a, b) => b.mentions - a.mentions || a.first - b.first)
   return kept
     .slice(0, limits.maxConcepts)
-    .sort((a, b) => a.first - b.first || compare(a.key, b.key))
+    .sort((a, b) => a.first - b.first)
     .map((candidate) => {
       const folded = new Set([candidate.name.toLowerCase()])
       const aliases: string[] = []
@@ -287,9 +295,4 @@ export function findConcepts(tagged: readonly (readonly Word[])[], limits: Conce
         facts: [...candidate.facts].sort((a, b) => a - b),
       }
     })
-}
-
-/** Code-unit order, the same on every runtime and locale. */
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0
 }

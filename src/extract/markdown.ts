@@ -20,7 +20,7 @@ const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\ufffd]/g
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' }
 
 /** Inline Markdown and HTML reduced to the text a reader sees. */
-export function cleanInline(text: string): string {
+function cleanInline(text: string): string {
   return text
     .replace(/!\[[^\]]*\]\([^)]*\)/g, ' ')
     .replace(/!\[[^\]]*\]\[[^\]]*\]/g, ' ')
