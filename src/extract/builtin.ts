@@ -60,6 +60,10 @@ const LATIN_LETTER = /\p{Script=Latin}/gu
 const LETTER = /\p{L}/gu
 
 const HYPHEN = /^[-‐‑–]$/
+/** What is written against the word before it: closing brackets and quotes, stops, `'s`, `n't`. */
+const ATTACHES = /^(?:[)\]}.,;:!?…"'”’]+|['’]\p{L}*|n['’]t)$/iu
+/** What is written against the word after it. */
+const OPENS = /^[([{"'“‘]+$/
 
 let loaded: WinkMethods | undefined
 /** The model is read once per process, on first use. */
@@ -116,9 +120,9 @@ function sentencesOf(doc: Document, its: WinkMethods['its']): Sentence[] {
       // Only a plural-looking noun's lemma is ever read (to make a phrase's head singular).
       const lemma =
         pos[t] === 'NOUN' && /s$/i.test(value) ? (tokens.itemAt(t).out(its.lemma as never) as string) : value
-      // Letters glued to letters are one written word the tokenizer cut (`67P/Churyumov`): its
-      // pieces name nothing.
-      if (previous && spaces[t] === '' && /[\p{L}\p{N}]$/u.test(previous.text) && /^[\p{L}\p{N}]/u.test(value)) {
+      // Tokens glued together but by a bracket, a stop or an apostrophe are one written word the
+      // tokenizer cut (`67P/Churyumov`, `JWT_SECRET`, `postgres.js`): its pieces name nothing.
+      if (previous && spaces[t] === '' && !ATTACHES.test(value) && !OPENS.test(previous.text)) {
         previous.pos = previous.headPos = 'X'
         words.push({ text: value, pos: 'X', lemma, headPos: 'X' })
         continue
@@ -165,6 +169,17 @@ function isImperative(words: readonly Word[]): boolean {
   return first.pos === 'PROPN' && second?.pos === 'DET' && !/\p{Lu}/u.test(first.text.slice(1))
 }
 
+/** Brackets closed and straight double quotes paired: a sentence split inside a parenthesis is a fragment. */
+function balanced(text: string): boolean {
+  let depth = 0
+  for (const char of text) {
+    if (char === '(' || char === '[') depth++
+    else if (char === ')' || char === ']') depth--
+    if (depth < 0) return false
+  }
+  return depth === 0 && (text.match(/"/g)?.length ?? 0) % 2 === 0
+}
+
 /** Whether a sentence is a declarative statement of the document's, worth a fact. */
 function isFactSentence(sentence: Sentence, limits: BuiltinLimits): boolean {
   const { text, words } = sentence
@@ -173,6 +188,7 @@ function isFactSentence(sentence: Sentence, limits: BuiltinLimits): boolean {
   // exclamation, a colon or no ending at all is not one.
   if (!/[^.]\.["'”’)\]]?$/.test(text)) return false
   if (!/^["'“‘(]?[\p{Lu}\d]/u.test(text)) return false
+  if (!balanced(text)) return false
   const letters = text.match(LETTER)?.length ?? 0
   if (letters < text.length / 2 || (text.match(LATIN_LETTER)?.length ?? 0) < letters * 0.8) return false
   const wordCount = words.filter((word) => /\p{L}/u.test(word.text)).length

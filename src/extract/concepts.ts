@@ -40,7 +40,7 @@ const VAGUE_MODIFIERS = new Set(
 )
 // Nouns too general to name a concept alone.
 const GENERIC_NOUNS = new Set(
-  'way thing things part parts lot kind kinds type types number example examples time times use case cases fact point one ones place end side form level set sort order area result results reason problem question answer idea people person someone something anything everything nothing day year week month today page section chapter figure table item list see etc data information'.split(
+  'default way thing things part parts lot kind kinds type types number example examples time times use case cases fact point one ones place end side form level set sort order area result results reason problem question answer idea people person someone something anything everything nothing day year week month today page section chapter figure table item list see etc data information'.split(
     ' ',
   ),
 )
@@ -204,10 +204,10 @@ function commonAtStart(facts: readonly (readonly Word[])[]): Word[][] {
     const first = words[0]
     if (first?.pos !== 'PROPN' || /\p{Lu}/u.test(first.text.slice(1))) return [...words]
     const lower = first.text.toLowerCase()
-    if (nouns.has(lower)) return [{ ...first, pos: 'NOUN', headPos: 'NOUN' }, ...words.slice(1)]
     const one = regularSingular(lower)
     if (one !== undefined && nouns.has(one))
       return [{ ...first, pos: 'NOUN', headPos: 'NOUN', lemma: one }, ...words.slice(1)]
+    if (nouns.has(lower)) return [{ ...first, pos: 'NOUN', headPos: 'NOUN' }, ...words.slice(1)]
     return [...words]
   })
 }

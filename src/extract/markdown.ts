@@ -21,24 +21,26 @@ const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"'
 
 /** Inline Markdown and HTML reduced to the text a reader sees. */
 function cleanInline(text: string): string {
-  return text
-    .replace(/!\[[^\]]*\]\([^)]*\)/g, ' ')
-    .replace(/!\[[^\]]*\]\[[^\]]*\]/g, ' ')
-    .replace(/\[\^[^\]]+\]/g, '')
-    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
-    .replace(/\[([^\]]*)\]\[[^\]]*\]/g, '$1')
-    .replace(/<((?:https?|mailto):[^>\s]+)>/g, '$1')
-    .replace(/<\/?[A-Za-z][^>]*>/g, ' ')
-    .replace(/`+([^`]*)`+/g, '$1')
-    .replace(/(\*\*|__)(?=\S)(.+?)(?<=\S)\1/g, '$2')
-    .replace(/(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])/g, '$1')
-    .replace(/(?<![\w_])_(?=\S)([^_]+?)(?<=\S)_(?![\w_])/g, '$1')
-    .replace(/~~(?=\S)(.+?)(?<=\S)~~/g, '$1')
-    .replace(/\\([\\`*_{}[\]()#+\-.!|>~])/g, '$1')
-    .replace(/&(amp|lt|gt|quot|apos|nbsp);/g, (_, name: string) => ENTITIES[name]!)
-    .replace(/&#(\d{1,6});/g, (whole, code: string) => fromCodePoint(Number(code)) ?? whole)
-    .replace(/\s+/g, ' ')
-    .trim()
+  return (
+    text
+      .replace(/!\[[^\]]*\]\([^)]*\)/g, ' ')
+      .replace(/!\[[^\]]*\]\[[^\]]*\]/g, ' ')
+      .replace(/\[\^[^\]]+\]/g, '')
+      .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+      .replace(/\[([^\]]*)\]\[[^\]]*\]/g, '$1')
+      .replace(/<((?:https?|mailto):[^>\s]+)>/g, '$1')
+      // One pass for code spans and tags, so that a span's `<id>` is kept as text.
+      .replace(/(`+)([^`]*)\1|<\/?[A-Za-z][^>]*>/g, (_, ticks?: string, code?: string) => (ticks ? code! : ' '))
+      .replace(/(\*\*|__)(?=\S)(.+?)(?<=\S)\1/g, '$2')
+      .replace(/(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])/g, '$1')
+      .replace(/(?<![\w_])_(?=\S)([^_]+?)(?<=\S)_(?![\w_])/g, '$1')
+      .replace(/~~(?=\S)(.+?)(?<=\S)~~/g, '$1')
+      .replace(/\\([\\`*_{}[\]()#+\-.!|>~])/g, '$1')
+      .replace(/&(amp|lt|gt|quot|apos|nbsp);/g, (_, name: string) => ENTITIES[name]!)
+      .replace(/&#(\d{1,6});/g, (whole, code: string) => fromCodePoint(Number(code)) ?? whole)
+      .replace(/\s+/g, ' ')
+      .trim()
+  )
 }
 
 function fromCodePoint(code: number): string | undefined {
