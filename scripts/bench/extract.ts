@@ -29,7 +29,7 @@ const cell = (part: number, whole: number) =>
   `${(100 * ratio(part, whole)).toFixed(1).padStart(5)} % (${part}/${whole})`.padEnd(20)
 console.log(`quality on ${LABELLED_DOCUMENTS.length} labelled documents`)
 console.log(
-  `${''.padEnd(10)}${['concept precision', 'concept recall', 'fact recall', 'fact precision'].map((title) => title.padEnd(20)).join('')}`,
+  `${''.padEnd(10)}${['concept precision', 'concept recall', 'fact recall', 'fact precision'].map((title) => title.padEnd(20)).join('')}`.trimEnd(),
 )
 for (const [name, extractor] of [
   ['built-in', builtin],
