@@ -150,12 +150,22 @@ function retagVerbs(words: Word[]): void {
     if (
       word.pos === 'NOUN' &&
       /[a-z]s$/.test(word.text) &&
-      SUBJECT_POS.has(words[i - 1]!.pos) &&
+      SUBJECT_POS.has(wordBefore(words, i)?.pos ?? '') &&
       OBJECT_START_POS.has(words[i + 1]!.pos)
     ) {
       word.pos = word.headPos = 'VERB'
     }
   }
+}
+
+/** The word before position `i`, past a parenthesis that closes there (`The Write-Ahead Log (WAL) records`). */
+function wordBefore(words: readonly Word[], i: number): Word | undefined {
+  let j = i - 1
+  if (words[j]?.text === ')') {
+    while (j >= 0 && words[j]!.text !== '(') j--
+    j--
+  }
+  return words[j]
 }
 
 /**

@@ -224,6 +224,8 @@ export function findConcepts(tagged: readonly (readonly Word[])[], limits: Conce
       const acronymKey = acronym.text.toLowerCase()
       if (!aliasOf.has(acronymKey) && acronymKey !== key) {
         aliasOf.set(acronymKey, { key, alias: acronym.text })
+        // A plural acronym (`LLMs`) is written singular as well, and a noun phrase's head is made singular.
+        if (acronymKey.endsWith('s')) aliasOf.set(acronymKey.slice(0, -1), { key, alias: acronym.text })
         longForms.set(key, long)
       }
     }
@@ -246,14 +248,14 @@ export function findConcepts(tagged: readonly (readonly Word[])[], limits: Conce
         }
         candidates.set(key, candidate)
       }
-      // A phrase inside the acronym's own definition is counted once, as the long form.
+      const surfaceForm = alias ? alias.alias : mention.surface
+      if (!candidate.surfaces.includes(surfaceForm)) candidate.surfaces.push(surfaceForm)
+      // The acronym beside its long form (`Write-Ahead Log (WAL)`) is one mention, the long form's.
       if (seen.has(key) && alias) continue
       seen.add(key)
       candidate.mentions++
       candidate.facts.add(factIndex)
       candidate.entity ||= mention.entity || longForms.has(key)
-      const surfaceForm = alias ? alias.alias : mention.surface
-      if (!candidate.surfaces.includes(surfaceForm)) candidate.surfaces.push(surfaceForm)
       if (!alias) candidate.names.set(mention.name, (candidate.names.get(mention.name) ?? 0) + 1)
     }
   })

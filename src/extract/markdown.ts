@@ -19,10 +19,19 @@ const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\ufffd]/g
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' }
 
+const SET_ASIDE_BASE = 0xe000
+const SET_ASIDE = /[\ue000-\ue07f]/g
+
 /** Inline Markdown and HTML reduced to the text a reader sees. */
 function cleanInline(text: string): string {
+  // An escaped character is set aside first, as a private-use character, so that no rule below
+  // reads it as syntax; it is put back last.
   return (
     text
+      .replace(SET_ASIDE, '')
+      .replace(/\\([\\`*_{}[\]()#+\-.!|>~<])/g, (_, char: string) =>
+        String.fromCharCode(SET_ASIDE_BASE + char.charCodeAt(0)),
+      )
       .replace(/!\[[^\]]*\]\([^)]*\)/g, ' ')
       .replace(/!\[[^\]]*\]\[[^\]]*\]/g, ' ')
       .replace(/\[\^[^\]]+\]/g, '')
@@ -35,7 +44,7 @@ function cleanInline(text: string): string {
       .replace(/(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])/g, '$1')
       .replace(/(?<![\w_])_(?=\S)([^_]+?)(?<=\S)_(?![\w_])/g, '$1')
       .replace(/~~(?=\S)(.+?)(?<=\S)~~/g, '$1')
-      .replace(/\\([\\`*_{}[\]()#+\-.!|>~])/g, '$1')
+      .replace(SET_ASIDE, (char) => String.fromCharCode(char.charCodeAt(0) - SET_ASIDE_BASE))
       .replace(/&(amp|lt|gt|quot|apos|nbsp);/g, (_, name: string) => ENTITIES[name]!)
       .replace(/&#(\d{1,6});/g, (whole, code: string) => fromCodePoint(Number(code)) ?? whole)
       .replace(/\s+/g, ' ')
@@ -52,7 +61,7 @@ export function proseBlocks(markdown: string): string[] {
   const lines = markdown
     .replace(/\r\n?/g, '\n')
     .replace(/<!--[\s\S]*?(?:-->|$)/g, '\n')
-    .replace(CONTROL, ' ')
+    .replace(CONTROL, '')
     .split('\n')
   const blocks: string[] = []
   let current: string[] = []
@@ -80,6 +89,11 @@ export function proseBlocks(markdown: string): string[] {
       continue
     }
     if (/^ {0,3}>/.test(line)) line = line.replace(/^(?: {0,3}>\s?)+/, '')
+    // A line under a paragraph made of = or - makes that paragraph a heading.
+    if (SETEXT_UNDERLINE.test(line) && current.length > 0) {
+      current = []
+      continue
+    }
     if (
       ATX_HEADING.test(line) ||
       THEMATIC_BREAK.test(line) ||
@@ -88,11 +102,6 @@ export function proseBlocks(markdown: string): string[] {
       /^\s*\|?\s*:?-{3,}:?\s*\|/.test(line)
     ) {
       flush()
-      continue
-    }
-    // A line under a paragraph made of = or - makes that paragraph a heading.
-    if (SETEXT_UNDERLINE.test(line) && current.length > 0) {
-      current = []
       continue
     }
     if (LIST_ITEM.test(line)) {

@@ -67,6 +67,20 @@ After a crash, PostgreSQL replays the WAL from the last checkpoint. A checkpoint
     })
   })
 
+  test('an acronym defined once names its concept wherever it is written alone', async () => {
+    const defines = 'The Write-Ahead Log (WAL) records every change.'
+    const alone = 'PostgreSQL writes the WAL to disk.'
+    const elsewhere = 'Large Language Models (LLMs) answer questions, and the WAL keeps its records.'
+    expect(readable(await extractMarkdown(`${defines} ${alone}\n\n${elsewhere}`))).toEqual({
+      facts: [defines, alone, elsewhere].map((text) => [0, text]),
+      concepts: [
+        { name: 'Write-Ahead Log', aliases: ['WAL'], facts: [defines, alone, elsewhere] },
+        { name: 'PostgreSQL', aliases: [], facts: [alone] },
+        { name: 'Large Language Models', aliases: ['LLMs'], facts: [elsewhere] },
+      ],
+    })
+  })
+
   test('each fact cites the chunk it comes from; chunks are read in index order and a repeated sentence is one fact', async () => {
     const chunks: ExtractChunk[] = [
       { index: 2, text: 'The third chunk says that rivers carve valleys.' },
