@@ -60,8 +60,8 @@ const LATIN_LETTER = /\p{Script=Latin}/gu
 const LETTER = /\p{L}/gu
 
 const HYPHEN = /^[-‐‑–]$/
-/** What is written against the word before it: closing brackets and quotes, stops, `'s`, `n't`. */
-const ATTACHES = /^(?:[)\]}.,;:!?…"'”’]+|['’]\p{L}*|n['’]t)$/iu
+/** What is written against the word before it: closing brackets and quotes, stops, `'s`, `n't`, `cannot`'s `not`. */
+const ATTACHES = /^(?:[)\]}.,;:!?…"'”’]+|['’]\p{L}*|n['’]t|not)$/iu
 /** What is written against the word after it. */
 const OPENS = /^[([{"'“‘]+$/
 

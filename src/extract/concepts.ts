@@ -1,6 +1,6 @@
 // The concepts of a source: the noun phrases that recur among its facts and the named entities
 // (runs of proper nouns, acronyms) that appear in them, normalized to one name each, with the
-// other ways the source writes them as aliases. Works on tagged tokens (sentences.ts makes them
+// other ways the source writes them as aliases. Works on tagged words (builtin.ts makes them
 // with wink-nlp), so the rules here are plain functions of the words and their parts of speech.
 
 /** A word of a fact as the tagger saw it; a hyphenated compound (`Write-Ahead`) is one word. */
@@ -259,7 +259,7 @@ export function findConcepts(tagged: readonly (readonly Word[])[], limits: Conce
       if (!alias) candidate.names.set(mention.name, (candidate.names.get(mention.name) ?? 0) + 1)
     }
   })
-  const kept: (Candidate & { key: string })[] = []
+  const kept: Candidate[] = []
   for (const [key, candidate] of candidates) {
     if (candidate.names.size === 0) {
       const long = longForms.get(key)
@@ -276,7 +276,7 @@ export function findConcepts(tagged: readonly (readonly Word[])[], limits: Conce
         bestCount = count
       }
     candidate.name = best
-    kept.push({ ...candidate, key })
+    kept.push(candidate)
   }
   kept.sort((a, b) => b.mentions - a.mentions || a.first - b.first)
   return kept
