@@ -37,6 +37,10 @@ export interface Extraction {
   promptset_hash: string
   facts: ExtractedFact[]
   concepts: ExtractedConcept[]
+  /** Chunks that gave nothing because their extraction failed (a model's answer refused twice, …); the others stand. */
+  failedChunks?: { chunk_index: number; error: string }[]
+  /** What a model-backed extraction spent, for the job's answer; the built-in extractor spends nothing. */
+  usage?: { calls: number; inputTokens: number; outputTokens: number }
 }
 
 export interface ExtractOptions {
