@@ -279,6 +279,8 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
           embedder: ctx.embedder,
           registry: ctx.registry,
           writes,
+          blobs: ctx.blobs,
+          maxUploadBytes: ctx.config.mediaUploadMaxBytes,
           log: ctx.log,
         },
         log: ctx.log,
