@@ -44,6 +44,16 @@ export function urlAdditions(urls: readonly string[]): Addition[] {
   return [...new Set(normalized)].map((url) => ({ url, kind: guessKind(url) }))
 }
 
+/** 400 for an empty document, 413 for one past `maxBytes` (MEDIA_UPLOAD_MAX_BYTES), named `label` ("the text"). */
+export function checkDocumentSize(bytes: number, maxBytes: number, label: string): void {
+  if (bytes === 0) throw new HttpError(400, `${label} is empty (0 bytes)`)
+  if (bytes > maxBytes)
+    throw new HttpError(
+      413,
+      `${label} is ${bytes} bytes, more than the limit of ${maxBytes} bytes (MEDIA_UPLOAD_MAX_BYTES)`,
+    )
+}
+
 /** A document given whole, stored as an upload: 400 when empty, 413 past `maxBytes` (MEDIA_UPLOAD_MAX_BYTES). */
 export async function storeDocument(
   services: Pick<AddingServices, 'blobs'>,
@@ -51,13 +61,7 @@ export async function storeDocument(
   document: { bytes: Uint8Array; fileName: string; contentType: string; maxBytes: number; label?: string },
 ): Promise<Addition> {
   const { bytes, fileName, contentType, maxBytes } = document
-  const label = document.label ?? `the document ${JSON.stringify(fileName)}`
-  if (bytes.byteLength === 0) throw new HttpError(400, `${label} is empty (0 bytes)`)
-  if (bytes.byteLength > maxBytes)
-    throw new HttpError(
-      413,
-      `${label} is ${bytes.byteLength} bytes, more than the limit of ${maxBytes} bytes (MEDIA_UPLOAD_MAX_BYTES)`,
-    )
+  checkDocumentSize(bytes.byteLength, maxBytes, document.label ?? `the document ${JSON.stringify(fileName)}`)
   const key = ingestUploadKey(repositoryId)
   await services.blobs.put(key, bytes, { contentType: contentType.split(';', 1)[0] || undefined })
   return {
