@@ -229,13 +229,15 @@ the copy kgs has is current. Exits 1 if any document failed.
 
 Against a running kgs:
   --url URL        its base URL (or KGS_URL), e.g. http://localhost:8080
-  --token TOKEN    a session or OAuth access token (or KGS_TOKEN; never printed); adding needs
-                   source:write in the repository and, for an OAuth token, the write scope
+  --token TOKEN    a session or OAuth access token (or KGS_TOKEN, better: arguments are seen
+                   by other users of the machine; never printed); adding needs source:write
+                   in the repository and, for an OAuth token, the write scope
 Without a URL, on the data directory (DATA_DIR, or DATABASE_URL): kgs runs in this process
 until the jobs are done. An embedded data directory a running server holds is refused: go
 through that server with --url and --token.
 
-  --no-process     parse only: do not queue drawing facts and concepts afterwards`,
+  --no-process     parse only: record process=false on the jobs (drawing facts and concepts
+                   from a source is not built yet)`,
     async run(args) {
       const { positionals, values } = parse(
         args,
@@ -256,12 +258,20 @@ through that server with --url and --token.
         if (!opened) return 1
         target = opened
       }
+      // Ctrl-C: kgs in this process hands its running jobs back to the queue before exiting.
+      const interrupted = () => void target.close().finally(() => process.exit(130))
+      process.once('SIGINT', interrupted)
       try {
         return await runIngest(target, items, {
           process: !values['no-process'],
-          out: { write: (text) => process.stdout.write(text), isTTY: Boolean(process.stdout.isTTY) },
+          out: {
+            write: (text) => process.stdout.write(text),
+            isTTY: Boolean(process.stdout.isTTY),
+            columns: process.stdout.columns,
+          },
         })
       } finally {
+        process.off('SIGINT', interrupted)
         await target.close()
       }
     },

@@ -2,7 +2,8 @@
 // KGS_TOKEN) and on a data directory no server holds (kgs then runs in the command's process),
 // with a folder of documents written here, URLs of a loopback document server
 // (INGEST_FETCH_ALLOW_PRIVATE), and the documents that fail: a 0-byte file, a page the server
-// does not have. Its output is plain lines (stdout is a pipe here); the sources are read back.
+// does not have. Its output is plain lines (stdout is a pipe here); the sources are read back. What a
+// terminal is shown (bars redrawn in place) is the same run in this process, its output captured.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -11,6 +12,7 @@ import { BACKEND, instanceEnvironment, tempDir } from './helpers/backend.ts'
 import { fixture } from './helpers/fixture.ts'
 import { runKgs, startTestServer, type Instance, type TestServer } from './helpers/server.ts'
 import { makePdf } from './ingest/documents.ts'
+import { expandArguments, remoteTarget, runIngest } from '../src/ingest/cli.ts'
 
 const PAGE = `<!doctype html><html><head><title>Kettles</title></head><body>
 <article><h1>Kettles</h1><p>A kettle boils water for tea. The whistle tells when the water boils, and a good kettle pours without dripping.</p>
@@ -148,6 +150,30 @@ describe(`kgs ingest against a running kgs (${BACKEND})`, () => {
     expect(summary(run.stdout)).toEqual([0, 0, 2])
     expect(run.stdout).toContain(`  ${docsUrl}/kettles.html: permission denied: source:write needs the`)
     expect(await sourcesOf(server, repo.id)).toEqual(before)
+  })
+
+  test('on a terminal: a bar per document in progress, redrawn in place within the width, each done line printed once', async () => {
+    let written = ''
+    const items = await expandArguments([
+      join(folder, 'teapots.md'),
+      join(folder, 'nested'),
+      `${docsUrl}/kettles.html?on-a-terminal`,
+    ])
+    const code = await runIngest(remoteTarget(server.url, owner.token, repo.slug), items, {
+      process: true,
+      out: { write: (text) => (written += text), isTTY: true, columns: 40 },
+    })
+    expect(code).toBe(0)
+    const bars = [...written.matchAll(/\r\x1b\[2K([^\n]*)\n/g)].map((match) => match[1]!)
+    expect(bars.length).toBeGreaterThan(0)
+    for (const bar of bars) {
+      expect(bar).toMatch(/ \[[#-]{20}\] +\d+% [a-z ]+$/)
+      expect(bar.length).toBeLessThan(40)
+    }
+    // The redrawing moves up over the block it drew and clears it.
+    expect(written).toMatch(/\x1b\[\d+A\x1b\[J/)
+    expect(written.split(`${join(folder, 'teapots.md')}: added`)).toHaveLength(2)
+    expect(written).toEndWith('\n3 added, 0 unchanged, 0 failed\n')
   })
 
   test('usage errors exit 2: no document, a URL without a token', async () => {

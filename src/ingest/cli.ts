@@ -79,6 +79,8 @@ type Outcome = { status: 'added'; detail: string } | { status: 'unchanged' } | {
 interface Output {
   write(text: string): void
   isTTY: boolean
+  /** The terminal's width: a bar's line is cut to it, so that redrawing in place counts lines right. */
+  columns?: number
 }
 
 /** The lines of the documents in progress (a block redrawn at the bottom of a terminal) and those done (printed once). */
@@ -98,10 +100,11 @@ class Progress {
     }
     const percent = job?.progress.percent ?? 0
     const filled = Math.round((percent / 100) * BAR_WIDTH)
-    this.active.set(
-      name,
-      `${name} [${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${String(Math.round(percent)).padStart(3)}% ${phase}`,
-    )
+    const bar = ` [${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${String(Math.round(percent)).padStart(3)}% ${phase}`
+    // Cut to the terminal's width from the start (the name goes first): a wrapped line would break the redrawing.
+    const width = Math.max(10, (this.out.columns || 80) - 1)
+    const line = `${name}${bar}`
+    this.active.set(name, line.length > width ? `…${line.slice(-(width - 1))}` : line)
     this.redraw()
   }
 
