@@ -200,11 +200,10 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
       ),
     )
     .use(
-      webApp(
-        () => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)),
-        ctx.baseUrl,
-        ctx.accounts.registration,
-      ),
+      webApp(() => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)), ctx.baseUrl, {
+        registration: ctx.accounts.registration,
+        uploadMaxBytes: ctx.config.mediaUploadMaxBytes,
+      }),
     )
     .use(access)
     // A browser (Accept: text/html) is sent to the web app; API clients get the index. Built by
