@@ -126,6 +126,12 @@ const update = (kind: Kind, name: string, changes: Record<string, unknown>, erro
   error,
 })
 
+/** The same fields refused alike in a create of `kind` and in an update of its row. */
+const createAndUpdate = (kind: Kind, name: string, fields: Record<string, unknown>, error: string): Case[] => [
+  create(kind, name, fields, error),
+  update(kind, `${name}, on update`, fields, error),
+]
+
 const CASES: Case[] = [
   create(
     'concept',
@@ -170,10 +176,9 @@ const CASES: Case[] = [
     { url: `https://example.org/${cjk(1000)}` },
     'url is 3020 bytes, at most 2600',
   ),
-  create('fact', 'a fact text', { text: cjk(90_000) }, 'text is 270000 bytes, at most 262144 (its full-text document)'),
-  update(
+  ...createAndUpdate(
     'fact',
-    'a fact text, on update',
+    'a fact text',
     { text: cjk(90_000) },
     'text is 270000 bytes, at most 262144 (its full-text document)',
   ),
@@ -184,12 +189,10 @@ const CASES: Case[] = [
     { topic: cjk(500) },
     'topic is 1500 bytes, at most 1300',
   ),
-  create('report', 'a report title', { title: cjk(2000) }, 'title is 6000 bytes, at most 2600'),
-  update('report', 'a report title, on update', { title: cjk(2000) }, 'title is 6000 bytes, at most 2600'),
-  create('synthesis', 'a synthesis name', { canonical_name: cjk(1000) }, 'canonical_name is 3000 bytes, at most 2600'),
-  update(
+  ...createAndUpdate('report', 'a report title', { title: cjk(2000) }, 'title is 6000 bytes, at most 2600'),
+  ...createAndUpdate(
     'synthesis',
-    'a synthesis name, on update',
+    'a synthesis name',
     { canonical_name: cjk(1000) },
     'canonical_name is 3000 bytes, at most 2600',
   ),
