@@ -1,6 +1,7 @@
 // What the pages that change a list (Members, Users and roles, Connected agents) share: one change
 // at a time with its outcome said above the list, the list read again after each change (done or
-// refused), a confirmation asked in the page before a removal, and the picker of a role.
+// refused), a confirmation asked in the page before a removal, the picker of a role and the
+// e-mail field.
 import type { SelectHTMLAttributes } from 'preact'
 import { useState } from 'preact/hooks'
 import { Confirm } from './confirm.tsx'
@@ -100,5 +101,21 @@ export function RoleSelect({
         )
       })}
     </select>
+  )
+}
+
+/** The e-mail address of the person a change names (as long as the API takes one). */
+export function EmailField({ value, onInput }: { value: string; onInput: (email: string) => void }) {
+  return (
+    <label>
+      E-mail{' '}
+      <input
+        type="email"
+        required
+        maxLength={254}
+        value={value}
+        onInput={(event) => onInput((event.target as HTMLInputElement).value)}
+      />
+    </label>
   )
 }

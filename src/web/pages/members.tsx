@@ -3,7 +3,7 @@
 // a confirmation. A refusal (the last repoadmin, an unknown e-mail) is the API's own message.
 import { useState } from 'preact/hooks'
 import { apiPath, request } from '../api.ts'
-import { OutcomeLine, RoleSelect, useChanges, useConfirm } from '../changes.tsx'
+import { EmailField, OutcomeLine, RoleSelect, useChanges, useConfirm } from '../changes.tsx'
 import { useCan } from '../permissions.tsx'
 import { REPOSITORY_ROLES, ROLE_LINES } from '../roles.ts'
 import { PagedTable } from '../ui.tsx'
@@ -100,16 +100,7 @@ export function Members({ repo }: { repo: string }) {
       {canManage && (
         <form class="inline" onSubmit={add}>
           <h2>Add a member</h2>
-          <label>
-            E-mail{' '}
-            <input
-              type="email"
-              required
-              maxLength={254}
-              value={email}
-              onInput={(event) => setEmail((event.target as HTMLInputElement).value)}
-            />
-          </label>
+          <EmailField value={email} onInput={setEmail} />
           <label>
             Role{' '}
             <RoleSelect

@@ -7,7 +7,7 @@
 import { useState } from 'preact/hooks'
 import { get, page, request } from '../api.ts'
 import { registration } from '../auth.ts'
-import { OutcomeLine, RoleSelect, useChanges, useConfirm } from '../changes.tsx'
+import { EmailField, OutcomeLine, RoleSelect, useChanges, useConfirm } from '../changes.tsx'
 import type { Repository } from '../types.ts'
 import { ErrorBox, PagedTable, Show, useLoad } from '../ui.tsx'
 
@@ -136,16 +136,7 @@ export function Users() {
                 A repository role replaces the role the user held in that repository; a system role is added to their
                 others.
               </p>
-              <label>
-                E-mail{' '}
-                <input
-                  type="email"
-                  required
-                  maxLength={254}
-                  value={form.email}
-                  onInput={(event) => setForm({ ...form, email: value(event) })}
-                />
-              </label>
+              <EmailField value={form.email} onInput={(email) => setForm({ ...form, email })} />
               <label>
                 Role{' '}
                 <RoleSelect
