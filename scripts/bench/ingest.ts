@@ -3,7 +3,14 @@
 // unpdf's own extractText, and a web article (about 20 KB of HTML) read by readDocument and by
 // linkedom + Readability + turndown alone. Each side runs alternately, best of `rounds`; the
 // ratio is the library's time over readDocument's (1 = no overhead; the target is at least 0.5).
-// Usage: bun scripts/bench/ingest.ts [rounds=3] [pages=200] [webPages=200]
+// Then memory: the peak RSS of a fresh process reading a dense PDF of `peakPages` pages with
+// readDocument, next to one reading it with pdf.js alone (page by page, keeping nothing). Each
+// runs in a child of its own, since a peak RSS is the process's: the PDF is written to a
+// temporary file by a third child, pdf-lib needing far more memory to make it than to read it.
+// Usage: bun scripts/bench/ingest.ts [rounds=3] [pages=200] [webPages=200] [peakPages=2000]
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Readability } from '@mozilla/readability'
 import { parseHTML } from 'linkedom'
 import { PDFDocument, StandardFonts } from 'pdf-lib'
@@ -11,9 +18,7 @@ import TurndownService from 'turndown'
 import { extractText, getDocumentProxy } from 'unpdf'
 import { readDocument } from '../../src/ingest/read.ts'
 
-const [rounds = 3, pages = 200, webPages = 200] = process.argv.slice(2).map(Number)
-
-async function makePdf(): Promise<Uint8Array> {
+async function makePdf(pages: number): Promise<Uint8Array> {
   const doc = await PDFDocument.create()
   const font = await doc.embedFont(StandardFonts.Helvetica)
   for (let p = 1; p <= pages; p++) {
@@ -38,6 +43,57 @@ function makeHtml(): string {
   return `<!doctype html><html><head><title>Rivers</title><meta property="article:published_time" content="2024-01-02"></head><body><nav><a href="/">Home</a></nav><article><h1>Rivers</h1>${sections}</article><footer>© site</footer></body></html>`
 }
 
+/** The peak RSS of this process so far, in MiB. */
+const peakRss = () => process.resourceUsage().maxRSS / 1024
+
+/** Runs this script as a child in `mode`; answers the last line it prints, as JSON. */
+async function child<T = { peak: number; before: number; seconds: number }>(
+  mode: string,
+  ...args: string[]
+): Promise<T> {
+  const proc = Bun.spawn([process.execPath, import.meta.path, '--child', mode, ...args], {
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
+  const output = await new Response(proc.stdout).text()
+  if ((await proc.exited) !== 0) throw new Error(`child ${mode} failed (exit ${proc.exitCode})`)
+  return JSON.parse(output.trim().split('\n').at(-1)!)
+}
+
+/** A child's work: write the PDF, or read it one way and print its peak RSS (and before reading, with the modules loaded). */
+async function runChild(mode: string, path: string, arg?: string): Promise<void> {
+  if (mode === 'write') {
+    console.log(JSON.stringify({ bytes: await Bun.write(path, await makePdf(Number(arg))) }))
+    return
+  }
+  const bytes = new Uint8Array(await Bun.file(path).arrayBuffer())
+  const before = peakRss()
+  const start = performance.now()
+  if (mode === 'readDocument') await readDocument({ bytes, contentType: 'application/pdf' })
+  else {
+    const pdf = await getDocumentProxy(bytes.slice(), { isEvalSupported: false })
+    for (let number = 1; number <= pdf.numPages; number++) {
+      const page = await pdf.getPage(number)
+      await page.getTextContent()
+      page.cleanup()
+      // As readDocument does (src/ingest/pdf.ts): what pdf.js costs when its garbage is collected as it goes.
+      if (mode === 'pdfjs-collected' && number % 200 === 0) {
+        await pdf.cleanup()
+        Bun.gc(true)
+      }
+    }
+  }
+  const seconds = (performance.now() - start) / 1000
+  console.log(JSON.stringify({ peak: peakRss(), before, seconds }))
+}
+
+if (process.argv[2] === '--child') {
+  await runChild(process.argv[3]!, process.argv[4]!, process.argv[5])
+  process.exit(0)
+}
+
+const [rounds = 3, pages = 200, webPages = 200, peakPages = 2000] = process.argv.slice(2).map(Number)
+
 async function best(run: () => Promise<unknown>): Promise<number> {
   let fastest = Number.POSITIVE_INFINITY
   for (let i = 0; i < rounds; i++) {
@@ -48,7 +104,26 @@ async function best(run: () => Promise<unknown>): Promise<number> {
   return fastest / 1000
 }
 
-const pdf = await makePdf()
+// First, while this process is small: a child's peak RSS starts from its parent's RSS when it is spawned (Linux).
+const dir = mkdtempSync(join(tmpdir(), 'kgs-bench-ingest-'))
+try {
+  const path = join(dir, 'dense.pdf')
+  const { bytes: size } = await child<{ bytes: number }>('write', path, String(peakPages))
+  const library = await child('pdfjs', path)
+  const collected = await child('pdfjs-collected', path)
+  const ours = await child('readDocument', path)
+  const mib = (value: number) => `${value.toFixed(0)} MiB`
+  const figures = (run: typeof ours) => `${mib(run.peak)} (${run.seconds.toFixed(1)} s)`
+  console.log(
+    `peak RSS reading a ${peakPages}-page PDF (${size} bytes, 40 lines a page), each in a fresh process ` +
+      `(${mib(ours.before)} before reading): readDocument ${figures(ours)}, pdf.js alone ${figures(library)}, ` +
+      `ratio ${(ours.peak / library.peak).toFixed(2)}; pdf.js alone collecting as readDocument does ${figures(collected)}`,
+  )
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
+
+const pdf = await makePdf(pages)
 const html = makeHtml()
 const htmlBytes = new TextEncoder().encode(html)
 const turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced' })
@@ -76,4 +151,3 @@ console.log(
 )
 line('PDF pages', pages, libraryPdf, ourPdf)
 line('web pages', webPages, libraryWeb, ourWeb)
-console.log(`peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB`)
