@@ -275,7 +275,8 @@ export async function readPdf(bytes: Uint8Array, limits: ReadLimits, deadline: n
         }
       }
       page.cleanup()
-      if (number % CLEANUP_EVERY === 0 && number < pdf.numPages) await release(pdf)
+      // And after the last page of a long PDF, so that its garbage is gone before its text is joined and chunked.
+      if (number % CLEANUP_EVERY === 0 || (number === pdf.numPages && number > CLEANUP_EVERY)) await release(pdf)
     }
     const warnings: ReadWarning[] = []
     if (texts.every((text) => text === ''))
