@@ -7,7 +7,12 @@
 // readDocument, next to one reading it with pdf.js alone (page by page, keeping nothing). Each
 // runs in a child of its own, since a peak RSS is the process's: the PDF is written to a
 // temporary file by a third child, pdf-lib needing far more memory to make it than to read it.
-// Usage: bun scripts/bench/ingest.ts [rounds=3] [pages=200] [webPages=200] [peakPages=2000]
+// Last, the whole job: a kgs process (one worker thread; the embedded database, or with
+// --postgres a fresh database on the server of PG_URL, default postgres://postgres@127.0.0.1:5432/postgres) is given the same PDF
+// as an upload, and its RSS (all its threads, the database's included) is sampled while the
+// ingest_source job runs, with the job's pages per second. Its peak since it started (VmHWM) says
+// nothing of the job: the embedded database's start peaks far higher.
+// Usage: bun scripts/bench/ingest.ts [rounds=3] [pages=200] [webPages=200] [peakPages=2000] [--postgres]
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -17,6 +22,8 @@ import { PDFDocument, StandardFonts } from 'pdf-lib'
 import TurndownService from 'turndown'
 import { extractText, getDocumentProxy } from 'unpdf'
 import { readDocument } from '../../src/ingest/read.ts'
+import { jsonClient, memoryOf, settledMemoryOf, spawnKgs } from '../lib/load.ts'
+import { createBenchDatabase } from '../lib/scratch-database.ts'
 
 async function makePdf(pages: number): Promise<Uint8Array> {
   const doc = await PDFDocument.create()
@@ -87,12 +94,64 @@ async function runChild(mode: string, path: string, arg?: string): Promise<void>
   console.log(JSON.stringify({ peak: peakRss(), before, seconds }))
 }
 
+/** Ingests the PDF at `path` through a kgs process of its own, as an upload: its RSS before and the most sampled during the job, and the job's seconds. */
+async function ingestThroughKgs(path: string) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-ingest-kgs-'))
+  const database = postgresBackend ? await createBenchDatabase() : undefined
+  const kgs = await spawnKgs(
+    {
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      WORKERS: '1',
+      JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
+      ...(database ? { DATABASE_URL: database.url } : {}),
+    },
+    join(dataDir, 'kgs.log'),
+  )
+  try {
+    const call = jsonClient(() => kgs.url)
+    const { token } = await call('POST', '/api/v1/auth/register', undefined, {
+      email: `bench-${crypto.randomUUID()}@example.com`,
+      password: 'correct horse battery',
+    })
+    const { slug } = await call('POST', '/api/v1/repositories', token, { name: 'ingest' })
+    const before = await settledMemoryOf(kgs.pid)
+    const form = new FormData()
+    form.append('file', new File([await Bun.file(path).bytes()], 'dense.pdf', { type: 'application/pdf' }))
+    const start = performance.now()
+    const res = await fetch(`${kgs.url}/${slug}/ingest`, {
+      method: 'POST',
+      body: form,
+      headers: { authorization: `Bearer ${token}` },
+    })
+    if (res.status !== 202) throw new Error(`POST /${slug}/ingest: ${res.status} ${await res.text()}`)
+    const { jobs } = (await res.json()) as { jobs: { id: string }[] }
+    let most = before.rssMB
+    for (;;) {
+      most = Math.max(most, memoryOf(kgs.pid).rssMB)
+      const job = await call('GET', `/${slug}/jobs/${jobs[0]!.id}`, token)
+      if (job.status === 'succeeded') break
+      if (job.status === 'failed' || job.status === 'cancelled') throw new Error(`the job ${job.status}: ${job.error}`)
+      await Bun.sleep(20)
+    }
+    return { before: before.rssMB, most, seconds: (performance.now() - start) / 1000 }
+  } finally {
+    await kgs.stop()
+    await database?.drop()
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
 if (process.argv[2] === '--child') {
   await runChild(process.argv[3]!, process.argv[4]!, process.argv[5])
   process.exit(0)
 }
 
-const [rounds = 3, pages = 200, webPages = 200, peakPages = 2000] = process.argv.slice(2).map(Number)
+const postgresBackend = process.argv.includes('--postgres')
+const [rounds = 3, pages = 200, webPages = 200, peakPages = 2000] = process.argv
+  .slice(2)
+  .filter((arg) => arg !== '--postgres')
+  .map(Number)
 
 async function best(run: () => Promise<unknown>): Promise<number> {
   let fastest = Number.POSITIVE_INFINITY
@@ -118,6 +177,13 @@ try {
     `peak RSS reading a ${peakPages}-page PDF (${size} bytes, 40 lines a page), each in a fresh process ` +
       `(${mib(ours.before)} before reading): readDocument ${figures(ours)}, pdf.js alone ${figures(library)}, ` +
       `ratio ${(ours.peak / library.peak).toFixed(2)}; pdf.js alone collecting as readDocument does ${figures(collected)}`,
+  )
+  const job = await ingestThroughKgs(path)
+  const mb = (value: number) => `${value.toFixed(0)} MB`
+  console.log(
+    `the same PDF uploaded to kgs (${postgresBackend ? 'PostgreSQL' : 'embedded database'}, WORKERS=1): the job ${job.seconds.toFixed(1)} s ` +
+      `(${(peakPages / job.seconds).toFixed(0)} pages/s); the process's RSS ${mb(job.before)} before, ` +
+      `at most ${mb(job.most)} during the job (sampled every 20 ms)`,
   )
 } finally {
   rmSync(dir, { recursive: true, force: true })
