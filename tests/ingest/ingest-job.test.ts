@@ -17,12 +17,13 @@ import { makeBombPdf, makeEncryptedPdf, makePdf, SMALL_PNG } from './documents.t
 import type { Job } from '../../src/jobs/queue.ts'
 import type { JobServices, RunningJob } from '../../src/jobs/kinds.ts'
 import { ingestSourceJob } from '../../src/ingest/ingest-job.ts'
+import { DEFAULT_READ_LIMITS } from '../../src/ingest/types.ts'
 import { registerSource } from '../../src/graph/write/sources.ts'
 import { createLogger } from '../../src/log.ts'
 import { repositoryBlobPrefix } from '../../src/blobs/store.ts'
 import { blobKeys } from '../helpers/blobs.ts'
 
-// Above the 2,000-page PDF (about 450 KB), below what a test sends to pass it.
+// Above the size of the long PDF (LONG_PAGES pages), so that it is read; the tests past the limit send more.
 const MAX_BYTES = 600_000
 const PAGE = `<!doctype html><html><head><title>Kettles</title><meta property="article:published_time" content="2024-03-05T10:00:00Z"></head><body>
 <article><h1>Kettles</h1><p>A kettle boils water for tea. The whistle tells when the water boils, and a good kettle pours without dripping.</p>
@@ -61,7 +62,7 @@ beforeAll(async () => {
   picturePdf = await makePdf({ pages: [['A picture of a kettle.']], image: { png: SMALL_PNG, page: 1 } })
   const pdfs = {
     '/scan.pdf': await makePdf({ title: 'Scan', pages: [[], []], image: { png: SMALL_PNG, page: 2 } }),
-    // Its one stream inflates past the reader's limit of 64 MiB, from about 80 KB.
+    // 80 MiB of spaces, deflated into one stream: past the reader's maxStreamBytes.
     '/bomb.pdf': await makeBombPdf(80),
     '/long.pdf': await makePdf({ pages: Array.from({ length: LONG_PAGES }, (_, i) => [longLine(i + 1)]) }),
   }
@@ -547,7 +548,7 @@ describe(`adding documents (${BACKEND})`, () => {
     const uploaded = { job: await finish(res.body.jobs[0]!.id), sourceId: res.body.jobs[0]!.source_id }
     for (const { job, sourceId } of [byUrl, uploaded]) {
       expect(job).toMatchObject({ status: 'failed', attempts: 1 })
-      expect(job.error).toMatch(/inflates past 67108864 bytes \(a decompression bomb\?\)/)
+      expect(job.error).toContain(`inflates past ${DEFAULT_READ_LIMITS.maxStreamBytes} bytes (a decompression bomb?)`)
       expect(await source(sourceId)).toMatchObject({
         status: 'failed',
         status_reason: job.error,
