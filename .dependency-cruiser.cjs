@@ -1,9 +1,9 @@
 // The import rule of ARCHITECTURE.md, checked by `npm run check:deps`: no cycles, and nothing
 // imports a layer above its own (composition roots > features > shared infrastructure), nor a
 // feature later in FEATURES than its own; the server imports nothing of the web app.
-const ROOTS = '^src/(main|server|app|admin|job-kinds|job-thread|initdb-thread|hasher-thread|gzip-thread)\\.ts$'
+const ROOTS = '^src/(main|server|app|admin|local-ingest|job-kinds|job-thread|initdb-thread|hasher-thread|gzip-thread)\\.ts$'
 /** Features, each allowed to import only those before it. */
-const FEATURES = ['accounts', 'oauth', 'rbac', 'repositories', 'jobs', 'graph', 'ingest', 'vectors', 'search', 'media', 'registry', 'bundle', 'mcp']
+const FEATURES = ['accounts', 'oauth', 'rbac', 'repositories', 'jobs', 'graph', 'ingest', 'extract', 'vectors', 'search', 'media', 'registry', 'bundle', 'mcp']
 const ANY_FEATURE = `^src/(${FEATURES.join('|')})/`
 const INFRASTRUCTURE = '^src/(db|blobs|http|runtime)/|^src/[^/]+\\.ts$'
 /** The web app: browser code, built apart (scripts/build-web.ts) and served as files. */
@@ -40,6 +40,13 @@ module.exports = {
       comment: 'The export (bundle/export/) and the import (bundle/import/) share only the codec and the scratch files (bundle/scratch.ts), so either can change without the other.',
       from: { path: '^src/bundle/(export|import)/' },
       to: { path: '^src/bundle/(export|import)/', pathNot: '^src/bundle/$1/' },
+    },
+    {
+      name: 'extract-pure',
+      severity: 'error',
+      comment: 'The extractors (extract/) turn chunks into facts and concepts and nothing else: of the graph they use only its pure rules, of ingest only its types. Only a job module (`*-job.ts`), which stores what they draw, reaches further.',
+      from: { path: '^src/extract/', pathNot: '-job\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/extract/|^src/[^/]+\\.ts$|^src/graph/rules\\.ts$|^src/ingest/types\\.ts$' },
     },
     {
       name: 'graph-rules-pure',

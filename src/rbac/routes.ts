@@ -19,6 +19,7 @@ import {
 } from '../permissions.ts'
 import type { Rbac } from './rbac.ts'
 import { setMemberRole } from './members.ts'
+import { PermissionsAnswer } from './schemas.ts'
 import { normalizeEmail } from '../accounts/users.ts'
 import { REPOSITORY_HEADER } from '../http/path.ts'
 
@@ -238,8 +239,10 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
           throw new HttpError(404, 'repository not found')
         }
         const domains = [SYSTEM_DOMAIN, ...(repository ? [repository.id] : rbac.repositoriesOf(principal.userId))]
+        const { id, email, name } = await accounts.getUser(principal.userId)
         return {
           user_id: principal.userId,
+          user: { id, email, name },
           system_admin: rbac.isSysadmin(principal.userId),
           permissions: domains.flatMap((domain) =>
             permissionsIn(rbac, principal.userId, domain).map((permission) => {
@@ -247,21 +250,19 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
               return { domain, resource, action }
             }),
           ),
+          ...(repository ? { repository: { id: repository.id, name: repository.name, slug: repository.slug } } : {}),
         }
       },
       {
         auth: true,
         response: {
-          200: t.Object({
-            user_id: t.String(),
-            system_admin: t.Boolean(),
-            permissions: t.Array(t.Object({ domain: t.String(), resource: t.String(), action: t.String() })),
-          }),
+          200: PermissionsAnswer,
           404: ErrorBody,
         },
         detail: {
           tags: ['admin'],
-          summary: "The caller's permissions in the system domain and every repository it has a role in",
+          summary:
+            'The caller (user) and their permissions in the system domain and every repository it has a role in; with X-Repository-ID, that repository too',
           parameters: [
             {
               in: 'header',
@@ -269,7 +270,7 @@ export function rbacRoutes({ rbac, accounts, oauth, access, repositories }: Rbac
               required: false,
               schema: { type: 'string' },
               description:
-                'only the system domain and this repository (UUID or slug); 404 if the caller holds no role in it',
+                'only the system domain and this repository (UUID or slug), which the answer names (repository); 404 if the caller does not see it',
             },
           ],
         },

@@ -3,7 +3,6 @@
 import './app.css'
 import { type JSX, render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
-import { apiPath, get } from './api.ts'
 import { finishSignIn, onSignInEnded, registration, resumeSignIn, signedIn, signOut, startSignIn } from './auth.ts'
 import { ConceptPage, Concepts } from './pages/concepts/concepts.tsx'
 import { FactPage, Facts } from './pages/facts/facts.tsx'
@@ -11,6 +10,7 @@ import { InvestigationPage, Investigations } from './pages/investigations/invest
 import { paths } from './pages/paths.ts'
 import { ReportPage, Reports } from './pages/reports/reports.tsx'
 import { SourcePage, Sources } from './pages/sources/sources.tsx'
+import { AddSource } from './pages/sources/add.tsx'
 import { Grants } from './pages/grants.tsx'
 import { Repositories, Search } from './pages/home.tsx'
 import { Users } from './pages/users.tsx'
@@ -18,11 +18,11 @@ import { Members } from './pages/members.tsx'
 import { Registry } from './pages/registry.tsx'
 import { Settings } from './pages/settings.tsx'
 import { Transfer } from './pages/transfer.tsx'
-import { PermissionsOf } from './permissions.tsx'
+import { PermissionsOf, startSession, useHeld } from './permissions.tsx'
 import { WriteBar, writePage } from './pages/write.tsx'
-import { ErrorBox, Link, navigate, onNavigate, Told, useLoad, Show } from './ui.tsx'
+import { ErrorBox, Link, navigate, onNavigate, Told, useLoad } from './ui.tsx'
 import { routeSegments } from './routes.ts'
-import type { Repository } from './types.ts'
+import type { Permissions } from './types.ts'
 
 const REPOSITORY_TABS = [
   ['facts', 'Facts'],
@@ -60,7 +60,10 @@ const REPOSITORY_ROUTES: Record<string, { list: Page; row?: Page }> = {
     list: ({ repo }) => <Concepts repo={repo} />,
     row: ({ repo, id }) => <ConceptPage repo={repo} id={id} />,
   },
-  sources: { list: ({ repo }) => <Sources repo={repo} />, row: ({ repo, id }) => <SourcePage repo={repo} id={id} /> },
+  sources: {
+    list: ({ repo }) => <Sources repo={repo} />,
+    row: ({ repo, id }) => (id === 'new' ? <AddSource repo={repo} /> : <SourcePage repo={repo} id={id} />),
+  },
   investigations: {
     list: ({ repo }) => <Investigations repo={repo} />,
     row: ({ repo, id }) => <InvestigationPage repo={repo} id={id} />,
@@ -82,12 +85,11 @@ const ROUTES: Record<string, () => JSX.Element> = {
 
 /**
  * A repository's frame (breadcrumb, tabs) around the page of `rest`, with the person's permissions
- * there. The frame stays while the person moves within the repository (Route keys it by the
- * repository), so the repository is read once, not on every page.
+ * there, read on every page; their answer names the repository too, so the frame reads nothing of
+ * its own.
  */
 function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
   const to = paths(repo)
-  const [loaded] = useLoad(() => get<Repository>(apiPath`/api/v1/repositories/${repo}`), repo)
   const [tab = 'facts', id, action] = rest
   const editor = writePage(repo, tab, id, action)
   const route = REPOSITORY_ROUTES[tab]
@@ -95,14 +97,9 @@ function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
   const page =
     editor ?? (show ? show({ repo, id: id ?? '', query: new URLSearchParams(location.search) }) : <NotFound />)
   return (
-    <>
-      <Show loaded={loaded}>
-        {(repository) => (
-          <p class="breadcrumb">
-            <Link href="/app">Repositories</Link> › <Link href={to.base}>{repository.name}</Link>
-          </p>
-        )}
-      </Show>
+    // Read again on every page: a role changed meanwhile shows on the next page.
+    <PermissionsOf key={location.pathname + location.search} repo={repo}>
+      <Breadcrumb repo={repo} />
       <nav aria-label="Repository" class="tabs">
         <ul>
           {REPOSITORY_TABS.map(([path, label]) => (
@@ -114,12 +111,21 @@ function RepositoryPage({ repo, rest }: { repo: string; rest: string[] }) {
           ))}
         </ul>
       </nav>
-      {/* Read again on every page: a role changed meanwhile shows on the next page. */}
-      <PermissionsOf key={location.pathname + location.search} repo={repo}>
-        {!editor && <WriteBar repo={repo} tab={tab} id={id} />}
-        {page}
-      </PermissionsOf>
-    </>
+      {!editor && <WriteBar repo={repo} tab={tab} id={id} />}
+      {page}
+    </PermissionsOf>
+  )
+}
+
+/** The way back from a repository's page, with its name as the permissions' answer says it (no read of its own). */
+function Breadcrumb({ repo }: { repo: string }) {
+  const { answer, error } = useHeld()
+  if (error !== undefined) return <ErrorBox error={error} />
+  if (!answer?.repository) return <p aria-live="polite">Loading…</p>
+  return (
+    <p class="breadcrumb">
+      <Link href="/app">Repositories</Link> › <Link href={paths(repo).base}>{answer.repository.name}</Link>
+    </p>
   )
 }
 
@@ -143,11 +149,28 @@ function Route({ path }: { path: string }) {
   return (ROUTES[parts.join('/')] ?? NotFound)()
 }
 
+/** The repository an app path is in, if its segments route. */
+const repositoryOf = (path: string) => {
+  const [first, second] = routeSegments(path) ?? []
+  return first === 'r' ? second : undefined
+}
+
+/** The signed-in app: the session (who, and what they may do where the tab opened) first, then the header and the page. */
 function Shell() {
+  const [session] = useLoad(() => startSession(repositoryOf(location.pathname)), 'session')
+  if (session.state === 'loading') return <p aria-live="polite">Signing in…</p>
+  if (session.state === 'failed')
+    return (
+      <main id="main">
+        <ErrorBox error={session.error} />
+      </main>
+    )
+  return <SignedIn session={session.value} />
+}
+
+function SignedIn({ session }: { session: Permissions }) {
   const [path, setPath] = useState(location.pathname)
   useEffect(() => onNavigate(() => setPath(location.pathname)), [])
-  const [permissions] = useLoad(() => get<{ system_admin: boolean }>('/api/v1/permissions'), 'permissions')
-  const [me] = useLoad(() => get<{ email: string }>('/api/v1/users/me'), 'me')
   const out = async () => {
     await signOut()
     navigate('/app', true)
@@ -174,7 +197,7 @@ function Shell() {
             <li>
               <Link href="/app/agents">Agents</Link>
             </li>
-            {permissions.state === 'done' && permissions.value.system_admin && (
+            {session.system_admin && (
               <li>
                 <Link href="/app/admin/users">Users</Link>
               </li>
@@ -182,7 +205,7 @@ function Shell() {
           </ul>
         </nav>
         <div class="account">
-          {me.state === 'done' && <span>{me.value.email}</span>}
+          <span>{session.user.email}</span>
           <button type="button" onClick={out}>
             Sign out
           </button>

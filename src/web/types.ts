@@ -5,6 +5,7 @@
 // tsconfig cannot read, is written here and named so.
 import type { Static } from '@sinclair/typebox'
 import type { GraphRecord } from '../registry/graph-record.ts'
+import type { PermissionsAnswer } from '../rbac/schemas.ts'
 
 export type {
   Citation,
@@ -48,8 +49,17 @@ export interface ExportResult {
   new: boolean
   counts: Record<string, number>
 }
-/** GET /api/v1/permissions (its schema is inline in rbac/routes.ts). */
-export interface Permissions {
-  system_admin: boolean
-  permissions: { domain: string; resource: string; action: string }[]
+/** GET /api/v1/permissions: the person, and what they may do (in a repository, with which one it is). */
+export type Permissions = Static<typeof PermissionsAnswer>
+/** The 202 of POST /{repoID}/ingest: one ingest_source job per document (ingest/routes.ts IngestAccepted, whose module reads Node's streams). */
+export interface IngestAccepted {
+  jobs: { id: string; source_id: string; status: string }[]
+}
+/** A source's chunk (GET /{repoID}/sources/{id}/chunks; ingest/routes.ts SourceChunk). */
+export interface SourceChunk {
+  chunk_index: number
+  heading_path: string[]
+  page_start: number | null
+  page_end: number | null
+  text: string
 }

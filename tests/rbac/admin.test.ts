@@ -39,8 +39,11 @@ describe(`permissions (${BACKEND})`, () => {
   test('registration grants member: repository:create and registry:pull in the system domain', async () => {
     const res = await http.get('/api/v1/permissions', member.token)
     expect(res.status).toBe(200)
+    // The caller named as /users/me names them: an app opens a page with this one answer.
+    const me = (await http.get('/api/v1/users/me', member.token)).body
     expect(res.body).toEqual({
       user_id: member.id,
+      user: { id: me.id, email: me.email, name: me.name },
       system_admin: false,
       permissions: [
         { domain: 'system', resource: 'repository', action: 'create' },

@@ -69,6 +69,7 @@ describe(`repositories (${BACKEND})`, () => {
       counts: { sources: 0, facts: 0, concepts: 0, reports: 0, investigations: 0 },
     })
     const permissions = await http.get('/api/v1/permissions', owner.token)
+    expect(permissions.body).not.toHaveProperty('repository')
     const inB = permissions.body.permissions
       .filter((p: { domain: string }) => p.domain === b.id)
       .map((p: { resource: string; action: string }) => `${p.resource}:${p.action}`)
@@ -209,6 +210,11 @@ describe(`repositories (${BACKEND})`, () => {
       403,
     )
     const permissions = await http.call('GET', '/api/v1/permissions', withHeader(viewer.token, a.id))
+    // Which repository the header named, by slug or id: the app's frame shows its name from this answer.
+    expect(permissions.body.repository).toEqual({ id: a.id, name: a.name, slug: a.slug })
+    expect((await http.call('GET', '/api/v1/permissions', withHeader(viewer.token, a.slug))).body.repository.id).toBe(
+      a.id,
+    )
     expect(new Set(permissions.body.permissions.map((p: { domain: string }) => p.domain))).toEqual(
       new Set(['system', a.id]),
     )

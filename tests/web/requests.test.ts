@@ -1,7 +1,12 @@
-// What each page of the web app asks the API for when the person arrives on it (a link within the
-// app: the sign-in and the header's own reads are done by then): at most MAX_REQUESTS, counted in
-// the page itself; and that no page loads a script beyond the app's one bundle (no graph library,
-// on the concept page or any other: the neighbourhood is drawn in SVG).
+// What each page of the web app asks the API for when the person arrives on it, at most
+// MAX_REQUESTS, counted in the page itself, both ways a person arrives: by a link within the app
+// (the header's reads are done by then) and by a fresh load of the page's address (a link opened
+// from elsewhere, a reload), signed in with the browser's app session. An API request is the app's
+// call of the kgs API: same origin, outside /app/ (the app's own files), except the token refresh
+// through the HttpOnly cookie (/api/v1/oauth/token), which is the signing in, not the page; and a
+// stored image of a source (/{repo}/images/{id}), which the page fetches as an <img> would load it
+// (counted apart: at most MAX_IMAGES). Also: no page loads a script beyond the app's one bundle (no
+// graph library, on the concept page or any other: the neighbourhood is drawn in SVG).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -15,6 +20,10 @@ import { settleJobs, waitForJob } from '../helpers/jobs.ts'
 import { generateBundle } from '../../scripts/gen-bundle.ts'
 
 const MAX_REQUESTS = 4
+/** How many stored images a source's page shows (src/web/pages/sources/sources.tsx). */
+const MAX_IMAGES = 12
+const TOKEN_ENDPOINT = '/api/v1/oauth/token'
+const IMAGE = /^\/[^/]+\/images\/[^/?]+$/
 /** How long the page must have had no request in flight, and nothing loading, to count as arrived. */
 const QUIET_MS = 300
 const account = { email: uniqueEmail('requests'), password: 'correct horse battery' }
@@ -86,13 +95,8 @@ interface Arrived {
   performance: { now(): number }
 }
 
-/** Goes to `path` as a link within the app does, and answers the API paths the page asked for until it settled. */
-async function arrive(path: string): Promise<string[]> {
-  await page.evaluate(`window.__api.paths = []; window.__api.changed = performance.now()`)
-  await page.evaluate(
-    `history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`,
-  )
-  await page.waitForURL(server.url + path)
+/** Waits until the page shows its heading and has had nothing in flight, and nothing loading, for QUIET_MS; answers what it asked. */
+async function settled(): Promise<string[]> {
   await page.locator('main h1').first().waitFor()
   // A function, not a string: the page's CSP refuses eval, which a string predicate's polling needs.
   await page.waitForFunction(
@@ -110,10 +114,41 @@ async function arrive(path: string): Promise<string[]> {
   return await page.evaluate<string[]>('window.__api.paths')
 }
 
+/** Goes to `path` as a link within the app does, and answers the paths the page asked for until it settled. */
+async function arrive(path: string): Promise<string[]> {
+  await page.evaluate(`window.__api.paths = []; window.__api.changed = performance.now()`)
+  await page.evaluate(
+    `history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`,
+  )
+  await page.waitForURL(server.url + path)
+  return await settled()
+}
+
+/** Loads `path` afresh (the address opened, or reloaded), and answers the paths the page asked for until it settled, signed in. */
+async function load(path: string): Promise<string[]> {
+  await page.goto(server.url + path)
+  // The sign-in card has a heading too: the header's Sign out says the tab resumed the browser's session.
+  await page.getByRole('banner').getByRole('button', { name: 'Sign out' }).waitFor()
+  return await settled()
+}
+
+/** What of `asked` counts as the page's API requests: not the token refresh (signing in), not a stored image. */
+const apiRequests = (asked: string[]) =>
+  asked.filter((path) => path.split('?')[0] !== TOKEN_ENDPOINT && !IMAGE.test(path.split('?')[0]!))
+
 /** The scripts the page has loaded since it was loaded, by path. */
 const scripts = () =>
   page.evaluate<string[]>(
     `[...document.scripts].map((s) => s.src).concat(performance.getEntriesByType('resource').filter((e) => e.initiatorType === 'script' || /\\.m?js($|\\?)/.test(e.name)).map((e) => e.name)).map((u) => new URL(u).pathname)`,
+  )
+
+/**
+ * The app's pages this page links to by its navigation (the header's, the repository's tabs) and
+ * its write bar ("Add a …", "Edit this …"): the pages of the route table, as a person finds them.
+ */
+const pagesLinked = () =>
+  page.evaluate<string[]>(
+    `[...document.querySelectorAll('header nav a, nav.tabs a, main .actions a')].map((a) => a.pathname)`,
   )
 
 describe(`requests on arrival (${BACKEND})`, () => {
@@ -157,6 +192,7 @@ describe(`requests on arrival (${BACKEND})`, () => {
       `${r}/concepts/${concept}/edit`,
       `${r}/sources`,
       `${r}/sources/${source}`,
+      `${r}/sources/new`,
       `${r}/investigations`,
       `${r}/investigations/${investigation}`,
       `${r}/reports`,
@@ -168,25 +204,48 @@ describe(`requests on arrival (${BACKEND})`, () => {
       `${r}/members`,
       `${r}/settings`,
     ]
-    const counted: Record<string, string[]> = {}
+    const byLink: Record<string, string[]> = {}
+    const linked = new Set<string>()
     for (const path of paths) {
-      counted[path] = await arrive(path)
+      byLink[path] = await arrive(path)
+      for (const href of await pagesLinked()) linked.add(href)
       if (path === `${r}/concepts/${concept}`) await page.locator('svg.graph circle').first().waitFor()
       expect(await scripts()).toEqual(expect.arrayContaining(['/app/assets/app.js']))
       expect([...new Set(await scripts())]).toEqual(['/app/assets/app.js'])
     }
-    const over = Object.entries(counted).filter(([, asked]) => asked.length > MAX_REQUESTS)
-    expect(over).toEqual([])
-    // What the counts rest on: the pages did ask (a page that failed to load would ask nothing).
-    expect(counted[`${r}/concepts/${concept}`]!.map((asked) => asked.split('?')[0])).toEqual(
-      expect.arrayContaining([
-        `/tour/concepts/${concept}`,
-        `/tour/concepts/${concept}/neighbourhood`,
-        `/tour/concepts/${concept}/related`,
-      ]),
+    // Every page the app links to is counted here (a new page in the route table must join the list).
+    expect([...linked].filter((href) => !paths.includes(href))).toEqual([])
+    const byLoad: Record<string, string[]> = {}
+    for (const path of paths) byLoad[path] = await load(path)
+
+    const over = (counted: Record<string, string[]>) =>
+      Object.entries(counted)
+        .map(([path, asked]) => [path, apiRequests(asked)] as const)
+        .filter(([, requests]) => requests.length > MAX_REQUESTS)
+    expect(over(byLink)).toEqual([])
+    expect(over(byLoad)).toEqual([])
+    const images = Object.entries({ ...byLink, ...byLoad }).filter(
+      ([, asked]) => asked.filter((path) => IMAGE.test(path)).length > MAX_IMAGES,
     )
+    expect(images).toEqual([])
+    // What the counts rest on: the pages did ask (a page that failed to load would ask nothing), and
+    // a load signed in by one refresh, which a link within the app needs not.
+    for (const counted of [byLink, byLoad])
+      expect(apiRequests(counted[`${r}/concepts/${concept}`]!).map((asked) => asked.split('?')[0])).toEqual(
+        expect.arrayContaining([
+          `/tour/concepts/${concept}`,
+          `/tour/concepts/${concept}/neighbourhood`,
+          `/tour/concepts/${concept}/related`,
+        ]),
+      )
+    for (const path of paths) {
+      expect(byLoad[path]!.filter((asked) => asked === TOKEN_ENDPOINT)).toHaveLength(1)
+      expect(byLink[path]!.filter((asked) => asked === TOKEN_ENDPOINT)).toHaveLength(0)
+    }
+    const most = (counted: Record<string, string[]>) =>
+      Math.max(...Object.values(counted).map((asked) => apiRequests(asked).length))
     console.log(
-      `API requests on arrival (${BACKEND}), at most: ${Math.max(...Object.values(counted).map((asked) => asked.length))}`,
+      `API requests on arrival (${BACKEND}), at most: ${most(byLink)} by a link within the app, ${most(byLoad)} by a load`,
     )
   })
 

@@ -2,8 +2,9 @@
 // first, with their time and counts), and "Import into…" on each version, into a repository the
 // person may import into. `?name=` shows one name's versions.
 import { useState } from 'preact/hooks'
-import { apiPath, get, page, request } from '../api.ts'
-import type { GraphName, GraphVersion, Job, Permissions, Repository } from '../types.ts'
+import { apiPath, page, request } from '../api.ts'
+import { readPermissions } from '../permissions.tsx'
+import type { GraphName, GraphVersion, Job, Repository } from '../types.ts'
 import { ErrorBox, Link, Paged, useLoad } from '../ui.tsx'
 import { counted, dateTime, ImportOutcome, JobProgress, plural } from './transfer-jobs.tsx'
 
@@ -16,7 +17,7 @@ const TARGETS_LISTED = 500
  */
 async function importTargets(): Promise<Repository[]> {
   const [permissions, repositories] = await Promise.all([
-    get<Permissions>('/api/v1/permissions'),
+    readPermissions(),
     page<Repository>('/api/v1/repositories', undefined, TARGETS_LISTED),
   ])
   const importable = new Set(
