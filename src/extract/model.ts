@@ -51,14 +51,14 @@ export interface RetryPolicy {
   maxDelayMs: number
 }
 
-export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
+const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
   attempts: 5,
   baseDelayMs: 1000,
   maxDelayMs: 60_000,
 })
 
 /** What one chunk's answer may hold, checked after the schema (the schema leaves lengths out: see CHUNK_ANSWER). */
-export const MODEL_LIMITS = Object.freeze({ factChars: 1000, nameChars: 200, factsPerChunk: 100, maxAliases: 10 })
+const MODEL_LIMITS = Object.freeze({ factChars: 1000, nameChars: 200, factsPerChunk: 100, maxAliases: 10 })
 
 const Concept = Type.Object(
   {
@@ -194,7 +194,8 @@ function checkAnswer(content: string): { answer: ChunkAnswer } | { problem: stri
       const at = `/facts/${i}/concepts/${j}`
       if (concept.name.trim() === '') return { problem: `${at}/name is empty` }
       const long = [concept.name, concept.context, ...concept.aliases].some((s) => s.length > MODEL_LIMITS.nameChars)
-      if (long) return { problem: `${at} has a name, context or alias longer than ${MODEL_LIMITS.nameChars} characters` }
+      if (long)
+        return { problem: `${at} has a name, context or alias longer than ${MODEL_LIMITS.nameChars} characters` }
     }
   }
   return { answer }
@@ -269,7 +270,11 @@ function assemble(
         }
         concept.mentions.add(position)
         for (const alias of mention.aliases.map((a) => a.trim())) {
-          if (alias === '' || concept.names.has(alias.toLowerCase()) || concept.aliases.length >= MODEL_LIMITS.maxAliases)
+          if (
+            alias === '' ||
+            concept.names.has(alias.toLowerCase()) ||
+            concept.aliases.length >= MODEL_LIMITS.maxAliases
+          )
             continue
           concept.names.add(alias.toLowerCase())
           concept.aliases.push(alias)

@@ -37,7 +37,15 @@ const QUICK_RETRIES: Partial<RetryPolicy> = { baseDelayMs: 5, maxDelayMs: 5000 }
 
 function extractorFor(fake: FakeOpenAI, settings: Partial<ModelSettings> = {}, retry: Partial<RetryPolicy> = {}) {
   return modelExtractor(
-    { url: fake.url, model: 'fake-model', apiKey: KEY, concurrency: 2, timeoutMs: 10_000, maxTokensPerSource: 0, ...settings },
+    {
+      url: fake.url,
+      model: 'fake-model',
+      apiKey: KEY,
+      concurrency: 2,
+      timeoutMs: 10_000,
+      maxTokensPerSource: 0,
+      ...settings,
+    },
     { ...QUICK_RETRIES, ...retry },
   )
 }
@@ -94,7 +102,9 @@ describe('the model extractor', () => {
   test('facts and concepts from the answers: facts in chunk order, concepts merged by name and context', async () => {
     const fake = fakeEndpoint()
     // Answered by chunk, whatever order the concurrent calls arrive in.
-    fake.script((request) => (request.body.messages[1]!.content.includes('number 0 ') ? WAL_ANSWERS[0]! : WAL_ANSWERS[1]!))
+    fake.script((request) =>
+      request.body.messages[1]!.content.includes('number 0 ') ? WAL_ANSWERS[0]! : WAL_ANSWERS[1]!,
+    )
     const extractor = extractorFor(fake)
     const extraction = await extractor.extract(WAL_CHUNKS)
     expect(readable(extraction)).toEqual({
@@ -177,7 +187,11 @@ describe('the model extractor', () => {
     const extraction = await extractorFor(fake, { concurrency: 1 }).extract(WAL_CHUNKS)
     expect(extraction.failedChunks).toEqual([])
     expect(extraction.facts).toHaveLength(3)
-    expect(fake.requests.map((r) => r.body.response_format?.type)).toEqual(['json_schema', 'json_object', 'json_object'])
+    expect(fake.requests.map((r) => r.body.response_format?.type)).toEqual([
+      'json_schema',
+      'json_object',
+      'json_object',
+    ])
     // The refused call was made, and counted.
     expect(extraction.usage!.calls).toBe(3)
   })
@@ -192,7 +206,10 @@ describe('the model extractor', () => {
     ])
     const retry = fake.requests[1]!.body.messages
     expect(retry).toHaveLength(4)
-    expect(retry[2]).toEqual({ role: 'assistant', content: JSON.stringify({ facts: [{ text: 'PostgreSQL uses a WAL.' }] }) })
+    expect(retry[2]).toEqual({
+      role: 'assistant',
+      content: JSON.stringify({ facts: [{ text: 'PostgreSQL uses a WAL.' }] }),
+    })
     expect(retry[3]!.role).toBe('user')
     expect(retry[3]!.content).toContain('/facts/0/concepts')
     expect(retry[3]!.content).toContain('does not match the schema')
@@ -201,7 +218,9 @@ describe('the model extractor', () => {
   test('an answer invalid twice fails its chunk alone; the other chunks stand', async () => {
     const fake = fakeEndpoint()
     fake.script((request) =>
-      request.body.messages[1]!.content.includes('number 0 ') ? { content: 'Sure! Here are the facts: …' } : WAL_ANSWERS[1]!,
+      request.body.messages[1]!.content.includes('number 0 ')
+        ? { content: 'Sure! Here are the facts: …' }
+        : WAL_ANSWERS[1]!,
     )
     const extraction = await extractorFor(fake).extract(WAL_CHUNKS)
     expect(extraction.facts.map((f) => f.chunk_index)).toEqual([1, 1, 1])
@@ -364,7 +383,11 @@ describe('the model extractor', () => {
     const fake = fakeEndpoint()
     const quoting = (status: number) => ({
       status,
-      error: { message: `bad request with key ${KEY}: ${'PostgreSQL writes'}`, type: 'invalid_request_error', code: null },
+      error: {
+        message: `bad request with key ${KEY}: ${'PostgreSQL writes'}`,
+        type: 'invalid_request_error',
+        code: null,
+      },
     })
     fake.enqueue(quoting(400), quoting(400), quoting(500))
     const extraction = await extractorFor(fake, { concurrency: 1 }, { attempts: 1 }).extract(WAL_CHUNKS)
@@ -401,7 +424,10 @@ describe('the model extractor', () => {
     const content = user!.content
     expect(content.split('<document>')).toHaveLength(2)
     expect(content.split('</document>')).toHaveLength(2)
-    const data = content.slice(content.indexOf('<document>\n') + '<document>\n'.length, content.indexOf('\n</document>'))
+    const data = content.slice(
+      content.indexOf('<document>\n') + '<document>\n'.length,
+      content.indexOf('\n</document>'),
+    )
     expect(JSON.parse(data)).toEqual({ chunk_index: 0, heading_path: [], text: steering })
     expect(content.slice(0, content.indexOf('<document>'))).not.toContain('Ignore previous instructions')
   })

@@ -94,7 +94,8 @@ const errorBody = (error: { message: string; type: string; code: string | null; 
   JSON.stringify({ error: { message: error.message, type: error.type, param: error.param ?? null, code: error.code } })
 
 /** The real API masks all but the ends of a wrong key it quotes. */
-const masked = (key: string) => (key.length > 8 ? `${key.slice(0, 3)}${'*'.repeat(key.length - 7)}${key.slice(-4)}` : '***')
+const masked = (key: string) =>
+  key.length > 8 ? `${key.slice(0, 3)}${'*'.repeat(key.length - 7)}${key.slice(-4)}` : '***'
 
 const estimatedTokens = (text: string) => Math.ceil(text.length / 4)
 
@@ -174,7 +175,10 @@ export function startFakeOpenAI(options: FakeOpenAIOptions = {}): FakeOpenAI {
       )
     const recorded = requests[index]!
     if (body.stream)
-      return json(400, errorBody({ message: 'fake-openai: streaming is not scripted', type: 'invalid_request_error', code: null }))
+      return json(
+        400,
+        errorBody({ message: 'fake-openai: streaming is not scripted', type: 'invalid_request_error', code: null }),
+      )
     const format = body.response_format?.type
     if (format === 'json_schema' && options.refuseJsonSchema)
       return json(
@@ -190,14 +194,16 @@ export function startFakeOpenAI(options: FakeOpenAIOptions = {}): FakeOpenAI {
       return json(
         400,
         errorBody({
-          message: "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
+          message:
+            "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
           type: 'invalid_request_error',
           param: 'messages',
           code: null,
         }),
       )
     const reply = queue.shift() ?? (script ? await script(recorded, index) : undefined)
-    if (!reply) return json(500, errorBody({ message: 'fake-openai: no reply scripted', type: 'server_error', code: null }))
+    if (!reply)
+      return json(500, errorBody({ message: 'fake-openai: no reply scripted', type: 'server_error', code: null }))
     if (reply.delayMs) await delay(reply.delayMs, request.signal)
     if ('status' in reply)
       return json(
