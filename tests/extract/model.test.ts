@@ -215,6 +215,15 @@ describe('the model extractor', () => {
     expect(retry[3]!.content).toContain('does not match the schema')
   })
 
+  test('an answer that fits the schema but not the limits (a fact of over 1000 characters) is refused and retried', async () => {
+    const fake = fakeEndpoint()
+    fake.enqueue(jsonReply({ facts: [fact(`PostgreSQL ${'is very '.repeat(130)}reliable.`)] }), WAL_ANSWERS[0]!)
+    const extraction = await extractorFor(fake).extract([WAL_CHUNKS[0]!])
+    expect(fake.requests[1]!.body.messages[3]!.content).toContain('/facts/0/text is longer than 1000 characters')
+    expect(extraction.failedChunks).toEqual([])
+    expect(extraction.facts).toHaveLength(1)
+  })
+
   test('an answer invalid twice fails its chunk alone; the other chunks stand', async () => {
     const fake = fakeEndpoint()
     fake.script((request) =>
