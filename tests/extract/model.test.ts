@@ -446,11 +446,12 @@ describe('the model extractor', () => {
     fake.script(() => rateLimited(4))
     const controller = new AbortController()
     const started = performance.now()
+    const asked = fake.nextRequest()
     const extraction = extractorFor(fake).extract([WAL_CHUNKS[0]!], { signal: controller.signal })
-    // Aborted once the first 429 has come back and the wait has begun.
-    const deadline = performance.now() + 5000
-    while (fake.requests.length === 0 && performance.now() < deadline) await Bun.sleep(5)
-    controller.abort(new Error('the job was cancelled'))
+    // The 429 reaches the client over loopback in milliseconds; 300 ms after it was asked for, the
+    // extractor is inside its 4 s wait, which the abort must cut short.
+    await asked
+    setTimeout(() => controller.abort(new Error('the job was cancelled')), 300)
     const reason = await rejectionOf(extraction)
     expect((reason as Error).message).toBe('the job was cancelled')
     expect(performance.now() - started).toBeLessThan(3000)

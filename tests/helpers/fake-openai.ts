@@ -47,6 +47,8 @@ export interface FakeOpenAI {
   url: string
   /** Every request to /v1/chat/completions, in order of arrival. */
   requests: RecordedRequest[]
+  /** Resolves with the next request once it has arrived (call it before causing that request). */
+  nextRequest(): Promise<RecordedRequest>
   /** The most requests ever being answered at once. */
   maxInFlight(): number
   /** Replies for the next requests, in order; used before the script. */
@@ -106,6 +108,7 @@ export function startFakeOpenAI(options: FakeOpenAIOptions = {}): FakeOpenAI {
   let inFlight = 0
   let mostInFlight = 0
   let counter = 0
+  const waiting: ((request: RecordedRequest) => void)[] = []
 
   const json = (status: number, body: string, headers: Record<string, string> = {}) =>
     new Response(body, {
@@ -174,6 +177,7 @@ export function startFakeOpenAI(options: FakeOpenAIOptions = {}): FakeOpenAI {
         }),
       )
     const recorded = requests[index]!
+    for (const resolve of waiting.splice(0)) resolve(recorded)
     if (body.stream)
       return json(
         400,
@@ -269,6 +273,7 @@ export function startFakeOpenAI(options: FakeOpenAIOptions = {}): FakeOpenAI {
   return {
     url: `http://127.0.0.1:${server.port}/v1`,
     requests,
+    nextRequest: () => new Promise((resolve) => waiting.push(resolve)),
     maxInFlight: () => mostInFlight,
     enqueue: (...replies) => queue.push(...replies),
     script: (next) => {
