@@ -302,7 +302,8 @@ export function modelExtractor(settings: ModelSettings, retry: Partial<RetryPoli
     baseURL: settings.url,
     // The client insists on a key; without one it is never sent (the header is removed below).
     apiKey: settings.apiKey ?? 'none',
-    // Named, so that OPENAI_ORG_ID and OPENAI_PROJECT_ID in the environment are not sent to another endpoint.
+    // Named, so that OPENAI_ADMIN_KEY, OPENAI_ORG_ID and OPENAI_PROJECT_ID in the environment are not sent to another endpoint.
+    adminAPIKey: null,
     organization: null,
     project: null,
     defaultHeaders: settings.apiKey ? undefined : { Authorization: null },

@@ -174,6 +174,24 @@ describe('the model extractor', () => {
     expect(fake.requests[0]!.headers.get('authorization')).toBeNull()
   })
 
+  test("the environment's OPENAI_* key, organization and project are not sent to the endpoint", async () => {
+    const fake = fakeEndpoint({})
+    fake.enqueue(jsonReply({ facts: [] }))
+    const names = ['OPENAI_API_KEY', 'OPENAI_ADMIN_KEY', 'OPENAI_ORG_ID', 'OPENAI_PROJECT_ID'] as const
+    const saved = names.map((name) => process.env[name])
+    for (const name of names) process.env[name] = `from-env-${name}`
+    try {
+      await extractorFor(fake, { apiKey: undefined }).extract([chunk(0, 'Nothing to state here.')])
+    } finally {
+      for (const [i, name] of names.entries())
+        if (saved[i] === undefined) delete process.env[name]
+        else process.env[name] = saved[i]
+    }
+    const sent = [...fake.requests[0]!.headers.entries()]
+    expect(sent.filter(([, value]) => value.includes('from-env-'))).toEqual([])
+    expect(fake.requests[0]!.headers.get('authorization')).toBeNull()
+  })
+
   test('the promptset_hash names the model: another model, another hash; the same settings, the same hash', () => {
     const fake = fakeEndpoint()
     expect(extractorFor(fake).promptsetHash).toBe(extractorFor(fake, { concurrency: 7 }).promptsetHash)
