@@ -147,6 +147,23 @@ describe('the model extractor', () => {
     })
   })
 
+  test('no chunks, no calls; chunks given out of order come out in index order', async () => {
+    const fake = fakeEndpoint()
+    const empty = await extractorFor(fake).extract([])
+    expect(empty).toEqual({
+      promptset_hash: empty.promptset_hash,
+      facts: [],
+      concepts: [],
+      failedChunks: [],
+      usage: { calls: 0, inputTokens: 0, outputTokens: 0 },
+    })
+    expect(fake.requests).toHaveLength(0)
+    fake.enqueue(WAL_ANSWERS[0]!, WAL_ANSWERS[1]!)
+    const extraction = await extractorFor(fake, { concurrency: 1 }).extract([WAL_CHUNKS[1]!, WAL_CHUNKS[0]!])
+    expect(extraction.facts.map((f) => f.chunk_index)).toEqual([0, 1, 1])
+    expect(fake.requests.map((r) => r.body.messages[1]!.content.includes('number 0 '))).toEqual([true, false])
+  })
+
   test('asks with the model, a strict json_schema, temperature 0, and the key as a bearer token', async () => {
     const fake = fakeEndpoint()
     fake.enqueue(WAL_ANSWERS[0]!)
