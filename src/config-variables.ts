@@ -232,6 +232,56 @@ export const EnvSchema = Type.Object({
   EMBEDDING_API_KEY: secret(
     variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer key for EMBEDDING_URL' })), 'an API key'),
   ),
+  LLM_URL: variable(
+    Type.Optional(
+      Type.String({
+        pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
+        description:
+          'OpenAI-compatible API base the model extractor calls (POST {url}/chat/completions), e.g. http://localhost:11434/v1 for Ollama; unset: the built-in extractor',
+      }),
+    ),
+    'an absolute http(s) URL without query or fragment',
+    withoutTrailingSlashes,
+  ),
+  LLM_MODEL: variable(
+    Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'model name sent to LLM_URL; required with it' }),
+    ),
+    'a model name',
+  ),
+  LLM_API_KEY: secret(
+    variable(
+      Type.Optional(Type.String({ minLength: 1, description: 'bearer key for LLM_URL; unset sends none' })),
+      'an API key',
+    ),
+  ),
+  LLM_CONCURRENCY: variable(
+    Type.Integer({
+      minimum: 1,
+      maximum: 64,
+      default: 4,
+      description: 'chat completions the model extractor has in flight at once, per source',
+    }),
+    'an integer from 1 to 64',
+  ),
+  LLM_TIMEOUT: variable(
+    Type.String({
+      pattern: DURATION,
+      default: '120s',
+      description: 'time limit of one call to LLM_URL, e.g. 120s; a call past it is retried like a 5xx',
+    }),
+    'a duration such as 120, 120s or 5m',
+    milliseconds,
+  ),
+  LLM_MAX_TOKENS_PER_SOURCE: variable(
+    Type.Integer({
+      minimum: 0,
+      default: 1_000_000,
+      description:
+        "tokens (prompt and completion, as the endpoint reports them) the model extractor may spend on one source; past it the source's remaining chunks fail; 0: unlimited",
+    }),
+    'a non-negative integer number of tokens (0: unlimited)',
+  ),
   S3_BUCKET: variable(
     Type.Optional(
       Type.String({

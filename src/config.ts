@@ -71,6 +71,9 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     throw new ConfigError('invalid EMBEDDING_MODEL: required when EMBEDDING_URL is set')
   if (!v.EMBEDDING_URL && (v.EMBEDDING_MODEL || v.EMBEDDING_API_KEY))
     throw new ConfigError('invalid EMBEDDING_URL: required when EMBEDDING_MODEL or EMBEDDING_API_KEY is set')
+  if (v.LLM_URL && !v.LLM_MODEL) throw new ConfigError('invalid LLM_MODEL: required when LLM_URL is set')
+  if (!v.LLM_URL && (v.LLM_MODEL || v.LLM_API_KEY))
+    throw new ConfigError('invalid LLM_URL: required when LLM_MODEL or LLM_API_KEY is set')
   const s3Named = (['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_PREFIX'] as const).find(
     (name) => v[name] !== undefined,
   )
@@ -135,6 +138,18 @@ function configFrom(v: Env) {
     /** Unset: the built-in kgs-hash-v1. */
     embedding: v.EMBEDDING_URL
       ? { url: v.EMBEDDING_URL, model: v.EMBEDDING_MODEL!, apiKey: v.EMBEDDING_API_KEY }
+      : undefined,
+    /** Unset: the built-in extractor (src/extract/builtin.ts); set: the model extractor's settings (src/extract/model.ts). */
+    llm: v.LLM_URL
+      ? {
+          url: v.LLM_URL,
+          model: v.LLM_MODEL!,
+          apiKey: v.LLM_API_KEY,
+          concurrency: v.LLM_CONCURRENCY,
+          timeoutMs: v.LLM_TIMEOUT,
+          /** 0: unlimited. */
+          maxTokensPerSource: v.LLM_MAX_TOKENS_PER_SOURCE,
+        }
       : undefined,
     /** Unset: blobs under DATA_DIR/blobs. */
     s3: v.S3_BUCKET
