@@ -7,6 +7,7 @@ import { LABELLED_DOCUMENTS } from '../../scripts/bench/fixtures/extract-documen
 import { BUILTIN_DESCRIPTION, builtinExtractor, DEFAULT_BUILTIN_LIMITS } from '../../src/extract/builtin.ts'
 import type { ExtractChunk, Extraction } from '../../src/extract/extractor.ts'
 import { chunkMarkdown } from '../../src/ingest/chunks.ts'
+import { rejected } from '../helpers/promises.ts'
 
 const extractor = builtinExtractor()
 
@@ -213,8 +214,10 @@ The engine keeps its tables in data files.`
     const controller = new AbortController()
     controller.abort(new Error('stopped'))
     expect(
-      extractor.extract([{ index: 0, text: 'The engine keeps its tables.' }], { signal: controller.signal }),
-    ).rejects.toThrow('stopped')
+      await rejected(
+        extractor.extract([{ index: 0, text: 'The engine keeps its tables.' }], { signal: controller.signal }),
+      ),
+    ).toThrow('stopped')
     const progress: [number, number][] = []
     await extractor.extract(
       [
