@@ -9,6 +9,7 @@ import { BACKEND } from '../helpers/backend.ts'
 import { expectError, type Account, type api } from '../helpers/api.ts'
 import { fixture } from '../helpers/fixture.ts'
 import { waitForJob } from '../helpers/jobs.ts'
+import { dumpGraph } from '../helpers/graph-dump.ts'
 import type { TestServer } from '../helpers/server.ts'
 import type { Job } from '../../src/jobs/queue.ts'
 import { builtinExtractor } from '../../src/extract/builtin.ts'
@@ -110,7 +111,7 @@ describe(`processing sources (${BACKEND})`, () => {
     const ingested = await finish(res.body.jobs[0]!.id)
     expect(ingested).toMatchObject({ status: 'succeeded', result: { status: 'parsed' } })
     const next = (ingested.result as { process_job_id: string }).process_job_id
-    expect(next).toEqual(expect.any(String))
+    expect(next).toMatch(/^[0-9a-f-]{36}$/)
     return { sourceId: res.body.jobs[0]!.source_id, processed: await finish(next) }
   }
   const get = async <T>(path: string) => {
@@ -131,16 +132,11 @@ describe(`processing sources (${BACKEND})`, () => {
       names.map((name) => get<ConceptDetail>(`/concepts/${all.find((c) => c.canonical_name === name)!.id}`)),
     )
   }
-  /** The whole graph of the repository, by natural keys: what processing again must leave as it is. */
-  const graph = async () => ({
-    facts: await sql`SELECT content_hash, text, status, promptset_hash FROM facts ORDER BY content_hash`,
-    citations:
-      await sql`SELECT f.content_hash, s.url, fs.chunk_index FROM fact_sources fs JOIN facts f ON f.id = fs.fact_id JOIN sources s ON s.id = fs.source_id ORDER BY 1, 2, 3`,
-    concepts:
-      await sql`SELECT lower(canonical_name) AS name, context, promptset_hash, aliases_text FROM concepts ORDER BY 1, 2`,
-    links:
-      await sql`SELECT f.content_hash, lower(c.canonical_name) AS name, fc.promptset_hash FROM fact_concepts fc JOIN facts f ON f.id = fc.fact_id JOIN concepts c ON c.id = fc.concept_id ORDER BY 1, 2`,
-  })
+  /** The repository's rows by their natural keys (the vectors follow in jobs of their own): what processing again must leave as it is. */
+  const graph = async () => {
+    const { vectors: _, ...rows } = await dumpGraph(sql, repo.id, server.context)
+    return rows
+  }
   const processJobs = async () =>
     (await server.context.pools.system`SELECT count(*)::int AS n FROM jobs WHERE kind = 'process_source'`)[0]!
       .n as number
@@ -180,8 +176,7 @@ describe(`processing sources (${BACKEND})`, () => {
           .sort(),
       })),
     ).toEqual(CONCEPTS)
-    for (const concept of concepts)
-      expect(concept).toMatchObject({ promptset_hash: promptset, fact_count: expect.any(Number) })
+    for (const concept of concepts) expect(concept.promptset_hash).toBe(promptset)
     // The chunk a fact cites is the chunk that says it.
     const chunks = await get<{ chunk_index: number; text: string }[]>(`/sources/${sourceId}/chunks`)
     for (const fact of facts) expect(chunks[fact.sources[0]!.chunk_index]!.text).toContain(fact.text.slice(0, 30))
