@@ -1,10 +1,10 @@
 // The graph's writes, whoever asks for them (the REST write routes, the MCP tools, and jobs such
-// as process_source): each runs its write, then what that write sets off beyond its own transaction, so that a
-// caller calls one function and nothing else. A write of facts or concepts marks the rows to
-// (re)embed in its own transaction (markForEmbedding, common.ts) and here queues the job that
-// embeds them; a deleted source's stored bytes are deleted; every write queues the copy of the
-// repository's counts (repositories/counts.ts), which the answer does not wait for. A refusal
-// (common.ts WriteRefusal) sets off nothing.
+// as process_source): each runs its write, then what that write sets off beyond its own
+// transaction, so that a caller calls one function and nothing else. A write of facts or
+// concepts marks the rows to (re)embed in its own transaction (markForEmbedding, common.ts) and
+// here queues the job that embeds them; a deleted source's stored bytes are deleted; every write
+// queues the copy of the repository's counts (repositories/counts.ts), which the answer does not
+// wait for. A refusal (common.ts WriteRefusal) sets off nothing.
 import type { Sql } from 'postgres'
 import type { BlobStore } from '../../blobs/store.ts'
 import type { Pools } from '../../db/pools.ts'
