@@ -8,7 +8,7 @@
 // gains the new aliases. Nothing is removed or overwritten: writing the same batch again adds nothing.
 import type { Sql, TransactionSql } from 'postgres'
 import { oversizedDocument, oversizedIndexed } from '../limits.ts'
-import { factContentHash, PROCESSABLE_SOURCE_STATUSES } from '../rules.ts'
+import { conceptKey, factContentHash, PROCESSABLE_SOURCE_STATUSES } from '../rules.ts'
 import { markForEmbedding, RowNotFound } from './common.ts'
 
 export interface SourceKnowledge {
@@ -64,11 +64,13 @@ export async function writeSourceKnowledge(sql: Sql, input: SourceKnowledge): Pr
         chunks: new Set([fact.chunk_index]),
       })
   }
-  const concepts = input.concepts.filter(
-    (concept) => !(oversizedIndexed('concepts', concept) ?? oversizedDocument('concepts', concept)),
-  )
-  const hashes = [...facts.keys()]
-  const rows = [...facts.values()]
+  // Rows in the order of their keys: two batches inserting the same keys wait for each other in
+  // the same order, never each for the other (a deadlock).
+  const concepts = input.concepts
+    .filter((concept) => !(oversizedIndexed('concepts', concept) ?? oversizedDocument('concepts', concept)))
+    .sort((a, b) => compare(conceptKey(a.canonical_name, a.context), conceptKey(b.canonical_name, b.context)))
+  const hashes = [...facts.keys()].sort(compare)
+  const rows = hashes.map((hash) => facts.get(hash)!)
   return await sql.begin(async (tx) => {
     // Serializes two jobs processing the same source: the second sees what the first wrote.
     const [source] = await tx<{ status: string }[]>`SELECT status FROM sources WHERE id = ${input.sourceId} FOR UPDATE`
@@ -124,6 +126,7 @@ export async function writeSourceKnowledge(sql: Sql, input: SourceKnowledge): Pr
           : [{ fact: factIds.get(hash)!, concept: conceptIds.get(i)!, promptset: concept.promptset_hash }]
       }),
     )
+    mentions.sort((a, b) => compare(a.fact, b.fact) || compare(a.concept, b.concept))
     const linked = await tx`
       INSERT INTO fact_concepts (fact_id, concept_id, promptset_hash)
       SELECT x.f, x.c, x.p FROM unnest(${mentions.map((m) => m.fact)}::uuid[], ${mentions.map((m) => m.concept)}::uuid[], ${mentions.map((m) => m.promptset)}::text[]) AS x(f, c, p)
@@ -159,6 +162,8 @@ export async function writeSourceKnowledge(sql: Sql, input: SourceKnowledge): Pr
     }
   })
 }
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 async function idsByHash(tx: TransactionSql, hashes: readonly string[]): Promise<Map<string, string>> {
   const rows = await tx<
