@@ -13,6 +13,7 @@ import { dumpGraph } from '../helpers/graph-dump.ts'
 import type { TestServer } from '../helpers/server.ts'
 import type { Job } from '../../src/jobs/queue.ts'
 import { builtinExtractor } from '../../src/extract/builtin.ts'
+import { chunkMarkdown } from '../../src/ingest/chunks.ts'
 
 const MARKDOWN = `# The Write-Ahead Log
 
@@ -86,7 +87,8 @@ describe(`processing sources (${BACKEND})`, () => {
       users: { owner, viewer },
       repositories: { repo },
     } = await fixture({
-      server: { env: { WORKERS: '1' } },
+      // Two workers: sources added together are processed at the same time.
+      server: { env: { WORKERS: '2' } },
       users: { admin: 'sysadmin', owner: 'member', viewer: 'member' },
       repositories: { repo: { by: 'owner', name: 'Processing', roles: { viewer: 'viewer' } } },
     }))
@@ -219,6 +221,47 @@ describe(`processing sources (${BACKEND})`, () => {
     )
     const checkpoints = await sql`SELECT id FROM concepts WHERE lower(canonical_name) = 'checkpoint'`
     expect(checkpoints).toHaveLength(1)
+  })
+
+  test('sources saying the same things, processed at the same time: one fact each, citing every source', async () => {
+    const things = ['pump', 'condenser', 'turbine', 'valve', 'generator', 'boiler']
+    const halls = ['north', 'south', 'east', 'west']
+    const shared = things.flatMap((thing) =>
+      halls.map((hall) => `The ${thing} sends steam past the ${hall} hall every morning.`),
+    )
+    const docs = ['east', 'west'].map((side) => ({
+      name: `${side}.md`,
+      text: `# The ${side} plant\n\n${shared.join(' ')} The ${side} plant runs a cooling tower of its own.\n`,
+    }))
+    // What the extractor draws of each: the facts both say are merged, whichever job writes first.
+    const drawn = await Promise.all(
+      docs.map(async (doc) => (await builtinExtractor().extract(chunkMarkdown(doc.text))).facts.map((f) => f.text)),
+    )
+    const both = drawn[0]!.filter((text) => drawn[1]!.includes(text))
+    expect(both.length).toBeGreaterThan(10)
+    const form = new FormData()
+    for (const doc of docs) form.append('file', new File([doc.text], doc.name, { type: 'text/markdown' }))
+    const res = await http.call<{ jobs: { id: string; source_id: string }[] }>('POST', `/${repo.slug}/ingest`, {
+      raw: form,
+      token: owner.token,
+    })
+    expect(res.status).toBe(202)
+    const processed = await Promise.all(
+      res.body.jobs.map(async (job) => {
+        const next = ((await finish(job.id)).result as { process_job_id: string }).process_job_id
+        return finish(next)
+      }),
+    )
+    expect(processed.map((job) => job.status)).toEqual(['succeeded', 'succeeded'])
+    const results = processed.map((job) => job.result as ProcessResult)
+    expect(results.reduce((n, r) => n + r.facts.added, 0)).toBe(new Set(drawn.flat()).size)
+    expect(results.reduce((n, r) => n + r.facts.merged, 0)).toBe(both.length)
+    const sources = res.body.jobs.map((job) => job.source_id).sort()
+    for (const text of both) {
+      const [fact] = await sql`SELECT id FROM facts WHERE text = ${text}`
+      const cited = await get<FactDetail>(`/facts/${fact!.id}`)
+      expect(cited.sources.map((s) => s.id).sort()).toEqual(sources)
+    }
   })
 
   test('processing is not added when the request says so, and is refused with nothing queued for what cannot be processed', async () => {
