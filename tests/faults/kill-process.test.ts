@@ -14,7 +14,9 @@ import { openBlobStore } from '../../src/blobs/open.ts'
 import { VectorStore } from '../../src/vectors/store.ts'
 import type { Job } from '../../src/jobs/queue.ts'
 
-const SOURCES = 20
+const SOURCES = 40
+/** Files one ingest request may carry. */
+const FILES_PER_REQUEST = 20
 /** Sections per document: enough that drawing and writing a source takes a while, so the kill lands between sources. */
 const SECTIONS = 400
 
@@ -31,14 +33,16 @@ type Http = ReturnType<typeof api>
 /** A new repository of the documents, parsed (not processed): its id and slug. */
 async function parsedRepository(http: Http, token: string, name: string) {
   const repo = (await http.post('/api/v1/repositories', { name }, token)).body as { id: string; slug: string }
-  const form = new FormData()
-  form.append('process', 'false')
-  for (let n = 0; n < SOURCES; n++)
-    form.append('file', new File([document(n)], `plant-${n}.md`, { type: 'text/markdown' }))
-  const added = await http.call<{ jobs: { id: string }[] }>('POST', `/${repo.slug}/ingest`, { raw: form, token })
-  expect(added.status).toBe(202)
-  for (const job of added.body.jobs)
-    expect((await waitForJob(http, `/${repo.slug}/jobs/${job.id}`, token)).status).toBe('succeeded')
+  for (let first = 0; first < SOURCES; first += FILES_PER_REQUEST) {
+    const form = new FormData()
+    form.append('process', 'false')
+    for (let n = first; n < first + FILES_PER_REQUEST; n++)
+      form.append('file', new File([document(n)], `plant-${n}.md`, { type: 'text/markdown' }))
+    const added = await http.call<{ jobs: { id: string }[] }>('POST', `/${repo.slug}/ingest`, { raw: form, token })
+    expect(added.status).toBe(202)
+    for (const job of added.body.jobs)
+      expect((await waitForJob(http, `/${repo.slug}/jobs/${job.id}`, token)).status).toBe('succeeded')
+  }
   return repo
 }
 
@@ -51,6 +55,7 @@ const at = (job: Job) => {
 describe(`SIGKILL during the processing of sources (${BACKEND})`, () => {
   const instances = serveInstances('kgs-process-kill-')
 
+  // Its time: two instances started, and two repositories of documents read and processed.
   test('leaves each source processed whole or untouched, and the retried job makes the graph an uninterrupted run makes', async () => {
     const { env } = instances
     const kgs = await startServerProcess(env)
@@ -60,7 +65,7 @@ describe(`SIGKILL during the processing of sources (${BACKEND})`, () => {
     const started = await http.post<Job>(`/${killed.slug}/process`, undefined, owner.token)
     expect(started.status).toBe(202)
     const path = `/${killed.slug}/jobs/${started.body.id}`
-    // Some sources written, most not.
+    // Some sources written, more not (the progress reaches the API within a second).
     const midway = await waitForJob(http, path, owner.token, (job) => {
       const where = at(job)
       if (job.status !== 'running' && job.status !== 'queued') throw new Error(`the job ended first: ${job.status}`)
@@ -124,5 +129,5 @@ describe(`SIGKILL during the processing of sources (${BACKEND})`, () => {
     })
     expect(retried!.facts.length).toBeGreaterThan(SOURCES)
     expect(retried).toEqual(uninterrupted!)
-  })
+  }, 180_000)
 })
