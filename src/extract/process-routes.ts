@@ -2,6 +2,7 @@
 // process_source job of the source, POST /{repoID}/process one of every parsed source; both
 // answer 202 with the job, and are served at /api/v1/… with X-Repository-ID too.
 import { t } from 'elysia'
+import type { Sql } from 'postgres'
 import type { Principal } from '../http/auth.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import type { Jobs } from '../jobs/jobs.ts'
@@ -11,7 +12,6 @@ import type { Repository } from '../repositories/repositories.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
 import { UUID_PATTERN } from '../uuid.ts'
-import type { Sql } from 'postgres'
 import { startProcessing } from './process-start.ts'
 
 export interface ProcessRoutesOptions {
@@ -22,7 +22,8 @@ export interface ProcessRoutesOptions {
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody, 429: ErrorBody }
 
-interface Request {
+/** What a handler of these routes is given (the repository rule's principal and repository). */
+interface ProcessRequest {
   principal: Principal
   repository: Repository
   db: () => Promise<Sql>
@@ -30,7 +31,7 @@ interface Request {
 }
 
 export function processRoutes({ scope, jobs, quotas }: ProcessRoutesOptions) {
-  const start = async ({ principal, repository, db, set }: Request, sourceId?: string) =>
+  const start = async ({ principal, repository, db, set }: ProcessRequest, sourceId?: string) =>
     accepted(set, await startProcessing({ jobs, quotas }, await db(), principal, repository, sourceId))
   return repositoryScopedRoutes('kgs/process', scope, (app, at) => {
     const describe = (summary: string) => at.detail({ tags: ['graph'], summary })
