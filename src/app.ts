@@ -103,6 +103,17 @@ function serviceIndex(baseUrl: string): typeof ServiceIndex.static {
   }
 }
 
+/** The graph's write service over the context's stores, with what each write sets off (the embedding, the counts copy). */
+export const writeService = (ctx: AppContext) =>
+  graphWrites({
+    pools: ctx.pools,
+    blobs: ctx.blobs,
+    log: ctx.log,
+    baseUrl: ctx.baseUrl,
+    embeddingChanged: embeddingQueue(ctx.jobs),
+    graphChanged: (repositoryId) => ctx.repositories.graphChanged(repositoryId),
+  })
+
 /** `options.mcpFastCalls: false` sends every MCP call through the SDK (the test comparing the two paths). */
 export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } = {}) {
   // Filled once the routes are known: the 405s of the error handler, the routes whose bodies
@@ -118,14 +129,7 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
   const index = serviceIndex(ctx.baseUrl)
   const quotas = new Quotas(ctx.pools.system, ctx.config.quotas, (userId) => ctx.rbac.isSysadmin(userId))
   // One for the write routes and the MCP tools: a burst of writes through either queues one embedding job and one counts copy.
-  const writes = graphWrites({
-    pools: ctx.pools,
-    blobs: ctx.blobs,
-    log: ctx.log,
-    baseUrl: ctx.baseUrl,
-    embeddingChanged: embeddingQueue(ctx.jobs),
-    graphChanged: (repositoryId) => ctx.repositories.graphChanged(repositoryId),
-  })
+  const writes = writeService(ctx)
   // The registry also accepts this server's own service token (exports and imports push and pull through it).
   const serviceTokens = createServiceTokens({ secret: ctx.config.jwtSecret!, issuer: ctx.baseUrl })
   const registry = registryRoutes({
@@ -197,11 +201,10 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
       ),
     )
     .use(
-      webApp(
-        () => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)),
-        ctx.baseUrl,
-        ctx.accounts.registration,
-      ),
+      webApp(() => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)), ctx.baseUrl, {
+        registration: ctx.accounts.registration,
+        uploadMaxBytes: ctx.config.mediaUploadMaxBytes,
+      }),
     )
     .use(access)
     // A browser (Accept: text/html) is sent to the web app; API clients get the index. Built by
@@ -281,6 +284,8 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
           embedder: ctx.embedder,
           registry: ctx.registry,
           writes,
+          blobs: ctx.blobs,
+          maxUploadBytes: ctx.config.mediaUploadMaxBytes,
           log: ctx.log,
         },
         log: ctx.log,

@@ -249,6 +249,56 @@ export const EnvSchema = Type.Object({
   EMBEDDING_API_KEY: secret(
     variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer key for EMBEDDING_URL' })), 'an API key'),
   ),
+  LLM_URL: variable(
+    Type.Optional(
+      Type.String({
+        pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
+        description:
+          'OpenAI-compatible API base the model extractor calls (POST {url}/chat/completions), e.g. http://localhost:11434/v1 for Ollama; unset: the built-in extractor',
+      }),
+    ),
+    'an absolute http(s) URL without query or fragment',
+    withoutTrailingSlashes,
+  ),
+  LLM_MODEL: variable(
+    Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'model name sent to LLM_URL; required with it' }),
+    ),
+    'a model name',
+  ),
+  LLM_API_KEY: secret(
+    variable(
+      Type.Optional(Type.String({ minLength: 1, description: 'bearer key for LLM_URL; unset sends none' })),
+      'an API key',
+    ),
+  ),
+  LLM_CONCURRENCY: variable(
+    Type.Integer({
+      minimum: 1,
+      maximum: 64,
+      default: 4,
+      description: 'chat completions the model extractor has in flight at once, per source',
+    }),
+    'an integer from 1 to 64',
+  ),
+  LLM_TIMEOUT: variable(
+    Type.String({
+      pattern: DURATION,
+      default: '120s',
+      description: 'time limit of one call to LLM_URL, e.g. 120s; a call past it is retried like a 5xx',
+    }),
+    'a duration such as 120, 120s or 5m',
+    milliseconds,
+  ),
+  LLM_MAX_TOKENS_PER_SOURCE: variable(
+    Type.Integer({
+      minimum: 0,
+      default: 1_000_000,
+      description:
+        "tokens (prompt and completion, as the endpoint reports them) the model extractor may spend on one source; past it the source's remaining chunks fail; 0: unlimited",
+    }),
+    'a non-negative integer number of tokens (0: unlimited)',
+  ),
   S3_BUCKET: variable(
     Type.Optional(
       Type.String({
@@ -570,6 +620,9 @@ export function parseEnv(env: Record<string, string | undefined>): Config {
     throw new ConfigError('invalid EMBEDDING_MODEL: required when EMBEDDING_URL is set')
   if (!v.EMBEDDING_URL && (v.EMBEDDING_MODEL || v.EMBEDDING_API_KEY))
     throw new ConfigError('invalid EMBEDDING_URL: required when EMBEDDING_MODEL or EMBEDDING_API_KEY is set')
+  if (v.LLM_URL && !v.LLM_MODEL) throw new ConfigError('invalid LLM_MODEL: required when LLM_URL is set')
+  if (!v.LLM_URL && (v.LLM_MODEL || v.LLM_API_KEY))
+    throw new ConfigError('invalid LLM_URL: required when LLM_MODEL or LLM_API_KEY is set')
   const s3Named = (['S3_ENDPOINT', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_PREFIX'] as const).find(
     (name) => v[name] !== undefined,
   )
@@ -634,6 +687,18 @@ function configFrom(v: Env) {
     /** Unset: the built-in kgs-hash-v1. */
     embedding: v.EMBEDDING_URL
       ? { url: v.EMBEDDING_URL, model: v.EMBEDDING_MODEL!, apiKey: v.EMBEDDING_API_KEY }
+      : undefined,
+    /** Unset: the built-in extractor (src/extract/builtin.ts); set: the model extractor's settings (src/extract/model.ts). */
+    llm: v.LLM_URL
+      ? {
+          url: v.LLM_URL,
+          model: v.LLM_MODEL!,
+          apiKey: v.LLM_API_KEY,
+          concurrency: v.LLM_CONCURRENCY,
+          timeoutMs: v.LLM_TIMEOUT,
+          /** 0: unlimited. */
+          maxTokensPerSource: v.LLM_MAX_TOKENS_PER_SOURCE,
+        }
       : undefined,
     /** Unset: blobs under DATA_DIR/blobs. */
     s3: v.S3_BUCKET

@@ -217,6 +217,66 @@ Both work with the server running or stopped, and refuse a data directory that h
     },
   },
 
+  ingest: {
+    synopsis: 'ingest <repository> <file|folder|url>… [--url URL --token TOKEN] [--no-process]',
+    summary: 'add documents (web pages, PDFs, Markdown, text) to a repository as sources',
+    details: `Each URL, file, or readable file of a folder (PDF, HTML, Markdown, text, by extension;
+recursively, hidden ones left out) becomes a source of the repository (its slug or id), and the
+job that fetches and parses it is followed to its end: a progress bar per document on a
+terminal, a line per change otherwise, then a summary (added, unchanged, failed with reasons).
+The same URL or the same bytes again is the same source; "unchanged" is a URL whose server said
+the copy kgs has is current. Exits 1 if any document failed.
+
+Against a running kgs:
+  --url URL        its base URL (or KGS_URL), e.g. http://localhost:8080
+  --token TOKEN    a session or OAuth access token (or KGS_TOKEN, better: arguments are seen
+                   by other users of the machine; never printed); adding needs source:write
+                   in the repository and, for an OAuth token, the write scope
+Without a URL, on the data directory (DATA_DIR, or DATABASE_URL): kgs runs in this process
+until the jobs are done. An embedded data directory a running server holds is refused: go
+through that server with --url and --token.
+
+  --no-process     parse only: record process=false on the jobs (drawing facts and concepts
+                   from a source is not built yet)`,
+    async run(args) {
+      const { positionals, values } = parse(
+        args,
+        { url: { type: 'string' }, token: { type: 'string' }, 'no-process': { type: 'boolean' } },
+        { min: 2, max: Number.POSITIVE_INFINITY, what: 'a repository and at least one file, folder or URL' },
+      )
+      const [repository, ...names] = positionals as [string, ...string[]]
+      const url = values.url ?? process.env.KGS_URL
+      const token = values.token ?? process.env.KGS_TOKEN
+      if (url && !token) throw new UsageError('--url needs --token (or KGS_TOKEN)')
+      const { expandArguments, remoteTarget, runIngest } = await import('./ingest/cli.ts')
+      const items = await expandArguments(names)
+      let target: Awaited<ReturnType<typeof remoteTarget>>
+      if (url) target = remoteTarget(url, token!, repository)
+      else {
+        const { localIngestTarget } = await import('./local-ingest.ts')
+        const opened = await admin('ingest', () => localIngestTarget(process.env, quietLog(), repository))
+        if (!opened) return 1
+        target = opened
+      }
+      // Ctrl-C: kgs in this process hands its running jobs back to the queue before exiting.
+      const interrupted = () => void target.close().finally(() => process.exit(130))
+      process.once('SIGINT', interrupted)
+      try {
+        return await runIngest(target, items, {
+          process: !values['no-process'],
+          out: {
+            write: (text) => process.stdout.write(text),
+            isTTY: Boolean(process.stdout.isTTY),
+            columns: process.stdout.columns,
+          },
+        })
+      } finally {
+        process.off('SIGINT', interrupted)
+        await target.close()
+      }
+    },
+  },
+
   bundle: {
     synopsis: 'bundle inspect|verify|canonical <file>',
     summary: 'offline tools for graph bundle files',

@@ -150,6 +150,7 @@ export async function startServer(
   let vectors: VectorStore | undefined
   let copyPendingCounts: (() => Promise<void>) | undefined
   let leftoverSweeps: Timer | undefined
+  let sweeping: Promise<void> | undefined
 
   const ready = (async () => {
     // First: a configuration it refuses should stop the start before any database is opened.
@@ -243,7 +244,10 @@ export async function startServer(
     handler = createApp(context).fetch
     // Workers get the base URL actually in use (the issuer of tokens, the default registry).
     runner = await JobRunner.start({ config: { ...config, baseUrl }, pools, bus, log, ...options.jobs })
-    const sweep = () => void sweepLeftovers(pools!.system, blobs, config, log)
+    // Kept, so that a stop right after the start waits for the sweep instead of closing its pool under it.
+    const sweep = () => {
+      sweeping = sweepLeftovers(pools!.system, blobs, config, log)
+    }
     leftoverSweeps = setInterval(sweep, LEFTOVER_SWEEP_INTERVAL_MS)
     sweep()
     log.info('ready', { url, base_url: baseUrl, database: pools.backend, version: VERSION })
@@ -267,6 +271,7 @@ export async function startServer(
       await server.stop(true)
       await ready.catch(() => {})
       clearInterval(leftoverSweeps)
+      await sweeping
       await runner?.stop()
       await copyPendingCounts?.()
       await control?.stop()

@@ -12,6 +12,11 @@ declare module '*.sql' {
   const text: string
   export default text
 }
+// The model extractor's prompts (src/extract/prompts/), imported as text for the same reason.
+declare module '*.md' {
+  const text: string
+  export default text
+}
 // Swagger UI's assets, embedded as files (src/http/swagger-ui.ts).
 declare module '*.css' {
   const path: string

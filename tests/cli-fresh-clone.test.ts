@@ -4,9 +4,9 @@
 // leave none behind; `serve` then builds the web app itself and serves it, on this machine only
 // when HOST is unset. .ci/run runs this file before anything else builds the web app.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { copyFileSync, existsSync, mkdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { uniqueEmail } from './helpers/api.ts'
+import { api, uniqueEmail } from './helpers/api.ts'
 import { BACKEND, instanceEnvironment, tempDir } from './helpers/backend.ts'
 import { ROOT, runKgs, startServerProcess, type Instance } from './helpers/server.ts'
 
@@ -55,7 +55,17 @@ describe(`the command line on a fresh clone (${BACKEND})`, () => {
   })
 
   /** The commands `kgs help` lists, each run below. */
-  const COMMANDS = ['serve', 'migrate', 'promote-sysadmin', 'user', 'bundle', 'healthcheck', 'version', 'help']
+  const COMMANDS = [
+    'serve',
+    'migrate',
+    'promote-sysadmin',
+    'user',
+    'ingest',
+    'bundle',
+    'healthcheck',
+    'version',
+    'help',
+  ]
 
   test("help, help config, each command's help and version exit 0; help lists no command this file leaves out", async () => {
     const help = await kgs(['help'])
@@ -115,8 +125,11 @@ describe(`the command line on a fresh clone (${BACKEND})`, () => {
     expect(existsSync(join(clone, 'dist'))).toBe(false)
   })
 
-  test('serve builds the web app, serves it, and listens on 127.0.0.1 only when HOST is unset; healthcheck finds it', async () => {
+  test('serve builds the web app, serves it, and listens on 127.0.0.1 only when HOST is unset; healthcheck finds it; kgs ingest adds through it and on its data', async () => {
     const { HOST: _, ...env } = instance.env
+    const notes = join(tempDir('kgs-fresh-ingest-'), 'notes.md')
+    writeFileSync(notes, '# Notes\n\nWritten for kgs ingest.\n')
+    let repository = ''
     const server = await startServerProcess(env, 'info', [process.execPath, join(clone, 'src', 'main.ts'), 'serve'])
     try {
       expect(server.output()).toContain('"msg":"built the web app"')
@@ -134,11 +147,25 @@ describe(`the command line on a fresh clone (${BACKEND})`, () => {
       )
       expect(elsewhere).toBe('ECONNREFUSED')
       expect(await kgs(['healthcheck'], { PORT: port })).toMatchObject({ code: 0, stderr: '' })
+      // kgs ingest through the running server, as its user.
+      const http = api(server.url)
+      const registered = await http.post('/api/v1/auth/register', {
+        email: uniqueEmail('fresh-ingest'),
+        password: 'correct horse battery',
+      })
+      repository = (await http.post('/api/v1/repositories', { name: 'Fresh clone' }, registered.body.token)).body.slug
+      const added = await kgs(['ingest', repository, notes, '--url', server.url], { KGS_TOKEN: registered.body.token })
+      expect(added).toMatchObject({ code: 0, stderr: '' })
+      expect(added.stdout).toContain('1 added, 0 unchanged, 0 failed')
     } finally {
       await server.stop()
     }
     const down = await kgs(['healthcheck'], { PORT: new URL(server.url).port })
     expect(down.code).toBe(1)
     expect(down.stderr).toStartWith('kgs healthcheck: ')
+    // And on the data directory, with the server stopped: the same file, read again into its source.
+    const again = await kgs(['ingest', repository, notes], instance.env)
+    expect(again).toMatchObject({ code: 0, stderr: '' })
+    expect(again.stdout).toContain('1 added, 0 unchanged, 0 failed')
   })
 })

@@ -27,6 +27,47 @@ describe('parseEnv', () => {
     expect(parseEnv({ PASSWORD_QUEUE_MAX: '64' }).passwordQueueMax).toBe(64)
   })
 
+  test('the model extractor is configured as a whole, with bounds that default', () => {
+    expect(parseEnv({}).llm).toBeUndefined()
+    expect(parseEnv({ LLM_URL: 'http://localhost:11434/v1/', LLM_MODEL: 'llama3.2' }).llm).toEqual({
+      url: 'http://localhost:11434/v1',
+      model: 'llama3.2',
+      apiKey: undefined,
+      concurrency: 4,
+      timeoutMs: 120_000,
+      maxTokensPerSource: 1_000_000,
+    })
+    expect(
+      parseEnv({
+        LLM_URL: 'https://api.example.com/v1',
+        LLM_MODEL: 'm',
+        LLM_API_KEY: 'sk-k',
+        LLM_CONCURRENCY: '8',
+        LLM_TIMEOUT: '2m',
+        LLM_MAX_TOKENS_PER_SOURCE: '0',
+      }).llm,
+    ).toEqual({
+      url: 'https://api.example.com/v1',
+      model: 'm',
+      apiKey: 'sk-k',
+      concurrency: 8,
+      timeoutMs: 120_000,
+      maxTokensPerSource: 0,
+    })
+    expect(() => parseEnv({ LLM_URL: 'http://localhost:11434/v1' })).toThrow(
+      'invalid LLM_MODEL: required when LLM_URL is set',
+    )
+    expect(() => parseEnv({ LLM_API_KEY: 'sk-secret-key' })).toThrow(
+      'invalid LLM_URL: required when LLM_MODEL or LLM_API_KEY is set',
+    )
+    expect(() => parseEnv({ LLM_URL: 'https://key:sk-secret@api.example.com/v1?x=1', LLM_MODEL: 'm' })).toThrow(
+      'invalid LLM_URL: expected an absolute http(s) URL without query or fragment, got "https://api.example.com/v1?x=1"',
+    )
+    expect(() => parseEnv({ LLM_URL: 'http://localhost:11434/v1', LLM_MODEL: 'm', LLM_CONCURRENCY: '0' })).toThrow(
+      'invalid LLM_CONCURRENCY: expected an integer from 1 to 64, got "0"',
+    )
+  })
+
   test('embedding provider and S3 storage are configured as a whole', () => {
     expect(
       parseEnv({ EMBEDDING_URL: 'http://127.0.0.1:9/v1', EMBEDDING_MODEL: 'm', EMBEDDING_API_KEY: 'k' }).embedding,

@@ -3,17 +3,29 @@
 // unpdf's own extractText, and a web article (about 20 KB of HTML) read by readDocument and by
 // linkedom + Readability + turndown alone. Each side runs alternately, best of `rounds`; the
 // ratio is the library's time over readDocument's (1 = no overhead; the target is at least 0.5).
-// Usage: bun scripts/bench/ingest.ts [rounds=3] [pages=200] [webPages=200]
+// Then memory: the peak RSS of a fresh process reading a dense PDF of `peakPages` pages with
+// readDocument, next to one reading it with pdf.js alone (page by page, keeping nothing). Each
+// runs in a child of its own, since a peak RSS is the process's: the PDF is written to a
+// temporary file by a third child, pdf-lib needing far more memory to make it than to read it.
+// Last, the whole job: a kgs process (one worker thread; the embedded database, or with
+// --postgres a fresh database on the server of PG_URL, default postgres://postgres@127.0.0.1:5432/postgres) is given the same PDF
+// as an upload, and its RSS (all its threads, the database's included) is sampled while the
+// ingest_source job runs, with the job's pages per second. Its peak since it started (VmHWM) says
+// nothing of the job: the embedded database's start peaks far higher.
+// Usage: bun scripts/bench/ingest.ts [rounds=3] [pages=200] [webPages=200] [peakPages=2000] [--postgres]
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Readability } from '@mozilla/readability'
 import { parseHTML } from 'linkedom'
 import { PDFDocument, StandardFonts } from 'pdf-lib'
 import TurndownService from 'turndown'
 import { extractText, getDocumentProxy } from 'unpdf'
 import { readDocument } from '../../src/ingest/read.ts'
+import { jsonClient, memoryOf, settledMemoryOf, spawnKgs } from '../lib/load.ts'
+import { createBenchDatabase } from '../lib/scratch-database.ts'
 
-const [rounds = 3, pages = 200, webPages = 200] = process.argv.slice(2).map(Number)
-
-async function makePdf(): Promise<Uint8Array> {
+async function makePdf(pages: number): Promise<Uint8Array> {
   const doc = await PDFDocument.create()
   const font = await doc.embedFont(StandardFonts.Helvetica)
   for (let p = 1; p <= pages; p++) {
@@ -38,6 +50,109 @@ function makeHtml(): string {
   return `<!doctype html><html><head><title>Rivers</title><meta property="article:published_time" content="2024-01-02"></head><body><nav><a href="/">Home</a></nav><article><h1>Rivers</h1>${sections}</article><footer>© site</footer></body></html>`
 }
 
+/** The peak RSS of this process so far, in MiB. */
+const peakRss = () => process.resourceUsage().maxRSS / 1024
+
+/** Runs this script as a child in `mode`; answers the last line it prints, as JSON. */
+async function child<T = { peak: number; before: number; seconds: number }>(
+  mode: string,
+  ...args: string[]
+): Promise<T> {
+  const proc = Bun.spawn([process.execPath, import.meta.path, '--child', mode, ...args], {
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
+  const output = await new Response(proc.stdout).text()
+  if ((await proc.exited) !== 0) throw new Error(`child ${mode} failed (exit ${proc.exitCode})`)
+  return JSON.parse(output.trim().split('\n').at(-1)!)
+}
+
+/** A child's work: write the PDF, or read it one way and print its peak RSS (and before reading, with the modules loaded). */
+async function runChild(mode: string, path: string, arg?: string): Promise<void> {
+  if (mode === 'write') {
+    console.log(JSON.stringify({ bytes: await Bun.write(path, await makePdf(Number(arg))) }))
+    return
+  }
+  const bytes = new Uint8Array(await Bun.file(path).arrayBuffer())
+  const before = peakRss()
+  const start = performance.now()
+  if (mode === 'readDocument') await readDocument({ bytes, contentType: 'application/pdf' })
+  else {
+    const pdf = await getDocumentProxy(bytes.slice(), { isEvalSupported: false })
+    for (let number = 1; number <= pdf.numPages; number++) {
+      const page = await pdf.getPage(number)
+      await page.getTextContent()
+      page.cleanup()
+      // As readDocument does (src/ingest/pdf.ts): what pdf.js costs when its garbage is collected as it goes.
+      if (mode === 'pdfjs-collected' && number % 200 === 0) {
+        await pdf.cleanup()
+        Bun.gc(true)
+      }
+    }
+  }
+  const seconds = (performance.now() - start) / 1000
+  console.log(JSON.stringify({ peak: peakRss(), before, seconds }))
+}
+
+/** Ingests the PDF at `path` through a kgs process of its own, as an upload: its RSS before and the most sampled during the job, and the job's seconds. */
+async function ingestThroughKgs(path: string) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-ingest-kgs-'))
+  const database = postgresBackend ? await createBenchDatabase() : undefined
+  const kgs = await spawnKgs(
+    {
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      WORKERS: '1',
+      JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
+      ...(database ? { DATABASE_URL: database.url } : {}),
+    },
+    join(dataDir, 'kgs.log'),
+  )
+  try {
+    const call = jsonClient(() => kgs.url)
+    const { token } = await call('POST', '/api/v1/auth/register', undefined, {
+      email: `bench-${crypto.randomUUID()}@example.com`,
+      password: 'correct horse battery',
+    })
+    const { slug } = await call('POST', '/api/v1/repositories', token, { name: 'ingest' })
+    const before = await settledMemoryOf(kgs.pid)
+    const form = new FormData()
+    form.append('file', new File([await Bun.file(path).bytes()], 'dense.pdf', { type: 'application/pdf' }))
+    const start = performance.now()
+    const res = await fetch(`${kgs.url}/${slug}/ingest`, {
+      method: 'POST',
+      body: form,
+      headers: { authorization: `Bearer ${token}` },
+    })
+    if (res.status !== 202) throw new Error(`POST /${slug}/ingest: ${res.status} ${await res.text()}`)
+    const { jobs } = (await res.json()) as { jobs: { id: string }[] }
+    let most = before.rssMB
+    for (;;) {
+      most = Math.max(most, memoryOf(kgs.pid).rssMB)
+      const job = await call('GET', `/${slug}/jobs/${jobs[0]!.id}`, token)
+      if (job.status === 'succeeded') break
+      if (job.status === 'failed' || job.status === 'cancelled') throw new Error(`the job ${job.status}: ${job.error}`)
+      await Bun.sleep(20)
+    }
+    return { before: before.rssMB, most, seconds: (performance.now() - start) / 1000 }
+  } finally {
+    await kgs.stop()
+    await database?.drop()
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+if (process.argv[2] === '--child') {
+  await runChild(process.argv[3]!, process.argv[4]!, process.argv[5])
+  process.exit(0)
+}
+
+const postgresBackend = process.argv.includes('--postgres')
+const [rounds = 3, pages = 200, webPages = 200, peakPages = 2000] = process.argv
+  .slice(2)
+  .filter((arg) => arg !== '--postgres')
+  .map(Number)
+
 async function best(run: () => Promise<unknown>): Promise<number> {
   let fastest = Number.POSITIVE_INFINITY
   for (let i = 0; i < rounds; i++) {
@@ -48,7 +163,33 @@ async function best(run: () => Promise<unknown>): Promise<number> {
   return fastest / 1000
 }
 
-const pdf = await makePdf()
+// First, while this process is small: a child's peak RSS starts from its parent's RSS when it is spawned (Linux).
+const dir = mkdtempSync(join(tmpdir(), 'kgs-bench-ingest-'))
+try {
+  const path = join(dir, 'dense.pdf')
+  const { bytes: size } = await child<{ bytes: number }>('write', path, String(peakPages))
+  const library = await child('pdfjs', path)
+  const collected = await child('pdfjs-collected', path)
+  const ours = await child('readDocument', path)
+  const mib = (value: number) => `${value.toFixed(0)} MiB`
+  const figures = (run: typeof ours) => `${mib(run.peak)} (${run.seconds.toFixed(1)} s)`
+  console.log(
+    `peak RSS reading a ${peakPages}-page PDF (${size} bytes, 40 lines a page), each in a fresh process ` +
+      `(${mib(ours.before)} before reading): readDocument ${figures(ours)}, pdf.js alone ${figures(library)}, ` +
+      `ratio ${(ours.peak / library.peak).toFixed(2)}; pdf.js alone collecting as readDocument does ${figures(collected)}`,
+  )
+  const job = await ingestThroughKgs(path)
+  const mb = (value: number) => `${value.toFixed(0)} MB`
+  console.log(
+    `the same PDF uploaded to kgs (${postgresBackend ? 'PostgreSQL' : 'embedded database'}, WORKERS=1): the job ${job.seconds.toFixed(1)} s ` +
+      `(${(peakPages / job.seconds).toFixed(0)} pages/s); the process's RSS ${mb(job.before)} before, ` +
+      `at most ${mb(job.most)} during the job (sampled every 20 ms)`,
+  )
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
+
+const pdf = await makePdf(pages)
 const html = makeHtml()
 const htmlBytes = new TextEncoder().encode(html)
 const turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced' })
@@ -76,4 +217,3 @@ console.log(
 )
 line('PDF pages', pages, libraryPdf, ourPdf)
 line('web pages', webPages, libraryWeb, ourWeb)
-console.log(`peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB`)

@@ -50,8 +50,15 @@ export const APP_SIGNED_IN_COOKIE = 'kgs_app_signed_in'
 const holdsAppSession = (request: Request) =>
   (request.headers.get('cookie') ?? '').split(';').some((pair) => pair.trim() === `${APP_SIGNED_IN_COOKIE}=1`)
 
+/** What the page tells the app of the server's settings, beside its address and REGISTRATION. */
+export interface WebAppSettings {
+  registration: RegistrationMode
+  /** MEDIA_UPLOAD_MAX_BYTES: the "Add a source" page refuses a larger file before sending it. */
+  uploadMaxBytes: number
+}
+
 /** The page: the app's configuration in meta tags (no inline script), its script and style; REGISTRATION decides what the sign-in card offers. */
-function page(baseUrl: string, registration: RegistrationMode, resume: boolean): string {
+function page(baseUrl: string, { registration, uploadMaxBytes }: WebAppSettings, resume: boolean): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -61,6 +68,7 @@ function page(baseUrl: string, registration: RegistrationMode, resume: boolean):
 <meta name="kgs-client-id" content="${WEB_APP_CLIENT_ID}">
 <meta name="kgs-registration" content="${registration}">
 <meta name="kgs-session" content="${resume ? 'resume' : 'none'}">
+<meta name="kgs-upload-max-bytes" content="${uploadMaxBytes}">
 <title>kgs</title>
 <link rel="stylesheet" href="${WEB_APP_PATH}/assets/app.css">
 <script type="module" src="${WEB_APP_PATH}/assets/app.js"></script>
@@ -93,8 +101,8 @@ export const webAppClient = (baseUrl: string) => ({
 })
 
 /** `registerClient` registers webAppClient(baseUrl). */
-export function webApp(registerClient: () => Promise<void>, baseUrl: string, registration: RegistrationMode) {
-  const html = { resume: page(baseUrl, registration, true), none: page(baseUrl, registration, false) }
+export function webApp(registerClient: () => Promise<void>, baseUrl: string, settings: WebAppSettings) {
+  const html = { resume: page(baseUrl, settings, true), none: page(baseUrl, settings, false) }
   // Registered when the page is first served, not at start-up: most instances never serve it.
   let registered: Promise<void> | undefined
   const serve = async ({ request }: { request: Request }) => {

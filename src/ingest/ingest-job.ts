@@ -1,11 +1,13 @@
 // ingest_source: makes a source out of a document. The bytes come from the source's URL (fetched
 // through guarded-fetch: public addresses only, every redirect checked, size and time bounded;
 // conditionally when the source was parsed before, and a 304 changes nothing) or from an upload
-// the route streamed to blob storage. They are read (readDocument), then the parsed fields, the
-// body, the chunks and the status `parsed` are written in one transaction (store.ts). A document
+// the route streamed to blob storage. They are read (readDocument); a PDF's images are stored in
+// blob storage (a web page's are recorded by URL); then the parsed fields, the body, the chunks,
+// the images and the status `parsed` are written in one transaction (store.ts), and the bytes
+// they replaced are deleted once it commits. A document
 // kgs cannot have or cannot read fails the source and the job with the same reason, at once; a
 // failure of the database or the blob store is retried, and a retried attempt (after a kill)
-// redoes the work and overwrites its own body key, so it finishes what the dead one started.
+// redoes the work and overwrites its own keys, so it finishes what the dead one started.
 import { createHash } from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import { defineJobKind, PermanentJobError, type JobServices, type RunningJob } from '../jobs/kinds.ts'
@@ -13,8 +15,17 @@ import { guardedFetch, GuardedFetchError, type FetchedBody } from '../http/guard
 import { describeError } from '../log.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import { readDocument } from './read.ts'
-import { DocumentRefused } from './types.ts'
-import { ingestBodyKey, ingestState, recordParsed, setStatus, type IngestState } from './store.ts'
+import { DocumentRefused, type DocumentImage, type ReadWarning } from './types.ts'
+import {
+  ingestBodyKey,
+  ingestImageKey,
+  ingestState,
+  recordParsed,
+  setStatus,
+  SourceGone,
+  type IngestState,
+  type ParsedImage,
+} from './store.ts'
 
 const IngestParams = Type.Object(
   {
@@ -32,6 +43,9 @@ const IngestParams = Type.Object(
   { additionalProperties: false },
 )
 
+/** Warnings that say a document read has no text: a parsed source keeps the message as its status_reason. */
+const NO_TEXT: ReadonlySet<ReadWarning['code']> = new Set(['no_text_layer', 'empty_page'])
+
 interface Document {
   bytes: Uint8Array
   contentType: string
@@ -42,7 +56,15 @@ interface Document {
 
 /** What the job's result says. */
 type Outcome =
-  | { source_id: string; status: 'parsed'; kind: string; chunks: number; bytes: number; warnings: string[] }
+  | {
+      source_id: string
+      status: 'parsed'
+      kind: string
+      chunks: number
+      bytes: number
+      images: number
+      warnings: string[]
+    }
   | { source_id: string; status: 'not_modified' }
 
 async function ingest(job: RunningJob<typeof IngestParams.static>, services: JobServices): Promise<Outcome> {
@@ -51,6 +73,7 @@ async function ingest(job: RunningJob<typeof IngestParams.static>, services: Job
   const state = await ingestState(sql, sourceId)
   if (!state) throw new PermanentJobError(`source ${sourceId} no longer exists`)
   let document: Document | undefined
+  const imageKeys: string[] = []
   try {
     job.progress({ phase: upload ? 'reading the upload' : 'fetching', done: 0, total: 1 })
     document = upload ? await readUpload(services, upload) : await fetchDocument(job, services, sourceId, state)
@@ -70,8 +93,16 @@ async function ingest(job: RunningJob<typeof IngestParams.static>, services: Job
       contentType: bodyType(document.contentType),
       sha256,
     }
-    const { replaced } = await recordParsed(sql, { sourceId, document: parsed, body, validators: document.validators })
-    if (replaced) await discard(services, replaced)
+    const images = await storeImages(job, services, parsed.images, imageKeys)
+    const { replaced } = await recordParsed(sql, {
+      sourceId,
+      document: parsed,
+      body,
+      images,
+      validators: document.validators,
+      statusReason: parsed.warnings.find((warning) => NO_TEXT.has(warning.code))?.message ?? '',
+    })
+    for (const key of replaced) await discard(services, key)
     job.progress({ phase: 'parsed', done: 1 })
     return {
       source_id: sourceId,
@@ -79,6 +110,7 @@ async function ingest(job: RunningJob<typeof IngestParams.static>, services: Job
       kind: parsed.kind,
       chunks: parsed.chunks.length,
       bytes: body.bytes,
+      images: images.length,
       warnings: parsed.warnings.map((w) => w.message),
     }
   } catch (error) {
@@ -86,9 +118,43 @@ async function ingest(job: RunningJob<typeof IngestParams.static>, services: Job
     if (reason === undefined) throw error
     await setStatus(sql, sourceId, 'failed', reason)
     // A fetched body nothing refers to; an upload's bytes are kept only as a parsed source's body.
-    if (document) await discard(services, document.storageKey)
+    for (const key of [...(document ? [document.storageKey] : []), ...imageKeys]) await discard(services, key)
     throw new PermanentJobError(reason)
   }
+}
+
+/**
+ * The document's images as rows: a PDF's bytes stored under this job's keys (each key pushed to
+ * `stored` before its write, so that a failure deletes it), a web page's by URL alone, as an
+ * imported bundle's image without bytes is (fetch_media can download them later).
+ */
+async function storeImages(
+  job: RunningJob<typeof IngestParams.static>,
+  { blobs }: JobServices,
+  images: readonly DocumentImage[],
+  stored: string[],
+): Promise<ParsedImage[]> {
+  const rows: ParsedImage[] = []
+  for (const image of images) {
+    let storageKey: string | null = null
+    if (image.data) {
+      storageKey = ingestImageKey(job.repositoryId!, job.params.source_id, job.id, image.position)
+      stored.push(storageKey)
+      await blobs.put(storageKey, image.data, { contentType: image.contentType })
+    }
+    rows.push({
+      position: image.position,
+      pageNumber: image.pageNumber ?? null,
+      url: image.url ?? '',
+      altText: image.altText ?? '',
+      width: image.width ?? null,
+      height: image.height ?? null,
+      contentType: image.contentType ?? '',
+      bytes: image.data?.byteLength ?? null,
+      storageKey,
+    })
+  }
+  return rows
 }
 
 async function readUpload(
@@ -175,7 +241,7 @@ const bodyType = (contentType: string) => {
 /** The reason a document cannot be had or read, for the person who added it; undefined for a failure of kgs itself. */
 function refusal(error: unknown): string | undefined {
   if (error instanceof DocumentRefused) return error.message
-  if (error instanceof PermanentJobError) return error.message
+  if (error instanceof PermanentJobError || error instanceof SourceGone) return error.message
   if (!(error instanceof GuardedFetchError)) return undefined
   // Without a connection the message tells how names resolve and what the server can reach: kept to the log.
   if (error.connected) return error.message

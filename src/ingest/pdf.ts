@@ -7,6 +7,7 @@
 import { deflateSync } from 'node:zlib'
 import * as zlib from 'node:zlib'
 import { extractImages, getDocumentProxy, getMeta } from 'unpdf'
+import { runtime } from '../runtime/index.ts'
 import { pageMarker } from './chunks.ts'
 import { plainTextToMarkdown } from './text.ts'
 import { type DocumentImage, DocumentRefused, type ReadLimits, type ReadWarning } from './types.ts'
@@ -192,6 +193,20 @@ export function encodePng(pixels: Uint8ClampedArray, width: number, height: numb
 
 type OpenedPdf = Awaited<ReturnType<typeof getDocumentProxy>>
 
+/** Pages read between two releases of what pdf.js keeps: each is a full collection, too dear for every page. */
+const CLEANUP_EVERY = 200
+
+/**
+ * Fonts and other shared objects stay cached in the document until it is told otherwise; and
+ * the garbage of the pages read since (parsed content streams, text items, their messages
+ * between pdf.js's two halves) is collected only when the engine decides, which on a long PDF
+ * is after the heap has grown by several times what it holds: collecting here bounds the peak.
+ */
+async function release(pdf: OpenedPdf): Promise<void> {
+  await pdf.cleanup()
+  runtime.gc(true)
+}
+
 async function open(bytes: Uint8Array, limits: ReadLimits): Promise<OpenedPdf> {
   try {
     // pdf.js takes ownership of the buffer it is given: it gets a copy, the caller keeps the bytes.
@@ -260,8 +275,8 @@ export async function readPdf(bytes: Uint8Array, limits: ReadLimits, deadline: n
         }
       }
       page.cleanup()
-      // Fonts and other shared objects stay cached in the document until it is told otherwise.
-      if (number % 100 === 0) await pdf.cleanup()
+      // And after the last page of a long PDF, so that its garbage is gone before its text is joined and chunked.
+      if (number % CLEANUP_EVERY === 0 || (number === pdf.numPages && number > CLEANUP_EVERY)) await release(pdf)
     }
     const warnings: ReadWarning[] = []
     if (texts.every((text) => text === ''))

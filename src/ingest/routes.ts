@@ -22,13 +22,14 @@ import { ErrorBody } from '../http/schemas.ts'
 import { requestChunks, uploadError, UploadInterrupted, type UploadPace } from '../http/upload.ts'
 import type { Jobs } from '../jobs/jobs.ts'
 import { Status } from '../jobs/schemas.ts'
-import { describeError, type Logger } from '../log.ts'
+import type { Logger } from '../log.ts'
 import type { Quotas } from '../quotas.ts'
 import type { Repository } from '../repositories/repositories.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
 import { UUID_PATTERN } from '../uuid.ts'
-import { guessKind, ingestUploadKey, normalizeSourceUrl, sourceChunks, uploadIdentity } from './store.ts'
+import { type Addition, discardUpload, queueAdditions, urlAdditions } from './add.ts'
+import { guessKind, ingestUploadKey, sourceChunks, uploadIdentity } from './store.ts'
 
 /** URLs one request may add: a list, not a crawl. */
 const MAX_INGEST_URLS = 100
@@ -106,15 +107,8 @@ const requestBody = {
   },
 }
 
-/** A document of the request: what becomes a source and its job. */
-interface Addition {
-  url: string
-  kind: string
-  upload?: { key: string; content_type: string; file_name: string }
-}
-
 /** The URLs of a JSON body, normalized and without repeats; 400 for a body or URL that is not one. */
-function requestedUrls(body: unknown): { urls: string[]; process: boolean } {
+function requestedUrls(body: unknown): { additions: Addition[]; process: boolean } {
   const schema = typeof body === 'object' && body !== null && 'urls' in body ? SeveralUrls : OneUrl
   if (!Value.Check(schema, body)) {
     const problem = Value.Errors(schema, body).First()
@@ -123,22 +117,12 @@ function requestedUrls(body: unknown): { urls: string[]; process: boolean } {
       `invalid body: ${problem?.path.slice(1).replaceAll('/', '.') || 'body'}: ${problem?.message ?? 'expected {"url": "…"} or {"urls": […]}'}`,
     )
   }
-  const given = 'urls' in body ? body.urls : [body.url]
-  const urls = given.map((url) => {
-    const normalized = normalizeSourceUrl(url)
-    if (!normalized)
-      throw new HttpError(400, `invalid body: ${JSON.stringify(url.slice(0, 200))} is not an http(s) URL`)
-    return normalized
-  })
-  return { urls: [...new Set(urls)], process: body.process ?? true }
+  return { additions: urlAdditions('urls' in body ? body.urls : [body.url]), process: body.process ?? true }
 }
 
 export function ingestRoutes(options: IngestRoutesOptions) {
   const { scope, writes, jobs, blobs, quotas, log, maxFileBytes, uploadPace } = options
-  const discard = (key: string) =>
-    blobs
-      .delete(key)
-      .catch((error) => log.error('ingest: could not delete an upload', { key, ...describeError(error) }))
+  const discard = (key: string) => discardUpload({ blobs, log }, key)
   const tooLarge = `a file exceeds the limit of ${maxFileBytes} bytes (MEDIA_UPLOAD_MAX_BYTES)`
 
   /** Streams one file to a new blob, hashing it on the way; on any failure nothing is left. */
@@ -269,36 +253,20 @@ export function ingestRoutes(options: IngestRoutesOptions) {
     let additions: Addition[]
     let process: boolean
     if (type === 'application/json') {
-      const requested = requestedUrls(
+      ;({ additions, process } = requestedUrls(
         parseJsonBody(await readBodyLimited(request, options.bodyLimit, options.bodyTimeoutMs)),
-      )
-      additions = requested.urls.map((url) => ({ url, kind: guessKind(url) }))
-      process = requested.process
+      ))
     } else {
       if (!request.body || request.headers.get('content-length') === '0')
         throw new HttpError(400, 'request body is empty: send the files as the multipart fields "file"')
       ;({ additions, process } = await storeFiles(request, repository.id))
     }
-    const answered: { id: string; source_id: string; status: string }[] = []
-    for (const [i, addition] of additions.entries()) {
-      try {
-        const source = await writes.registerSource(repository.id, { url: addition.url, kind: addition.kind })
-        const params = { source_id: source.id, process, ...(addition.upload ? { upload: addition.upload } : {}) }
-        const job = await jobs.enqueue({
-          kind: 'ingest_source',
-          repositoryId: repository.id,
-          params,
-          createdBy: principal.userId,
-        })
-        answered.push({ id: job.id, source_id: source.id, status: job.status })
-      } catch (error) {
-        // The uploads no job took.
-        for (const rest of additions.slice(i)) if (rest.upload) await discard(rest.upload.key)
-        throw error
-      }
-    }
+    const queued = await queueAdditions(
+      { writes, jobs, blobs, log },
+      { repositoryId: repository.id, createdBy: principal.userId, additions, process },
+    )
     set.status = 202
-    return { jobs: answered }
+    return { jobs: queued.map(({ job, source_id }) => ({ id: job.id, source_id, status: job.status })) }
   }
 
   return repositoryScopedRoutes('kgs/ingest', scope, (app, at) => {

@@ -1,7 +1,8 @@
 // The ingest feature's rows: a source's identity (its URL, or upload://sha256/<hex> for an
-// upload), its ingest columns (status_reason, etag, last_modified, content_hash), and its chunks.
-// The parsed fields, the body's row, the chunks and the status change in one transaction, so a
-// reader sees a source's previous parse or its new one, never half of either.
+// upload), its ingest columns (status_reason, etag, last_modified, content_hash), its chunks and
+// its images (source_images, as an import keeps them). The parsed fields, the body's row, the
+// chunks, the images and the status change in one transaction, so a reader sees a source's
+// previous parse or its new one, never half of either.
 import type { Sql } from 'postgres'
 import { repositoryBlobPrefix } from '../blobs/store.ts'
 import type { Chunk, DocumentKind, ParsedDocument } from './types.ts'
@@ -24,6 +25,10 @@ export const ingestUploadKey = (repositoryId: string) =>
 /** Where a job stores the body it fetched: one key per job, so a retried attempt overwrites its own. */
 export const ingestBodyKey = (repositoryId: string, sourceId: string, jobId: string) =>
   `${repositoryBlobPrefix(repositoryId)}ingest/bodies/${sourceId}-${jobId}`
+
+/** Where a job stores the bytes of a document's image: per job and position, so a retried attempt overwrites its own. */
+export const ingestImageKey = (repositoryId: string, sourceId: string, jobId: string, position: number) =>
+  `${repositoryBlobPrefix(repositoryId)}ingest/images/${sourceId}-${jobId}-${position}`
 
 /** The kind a source is given before its bytes are read (the job sets the real one): a guess from the name. */
 export function guessKind(name: string): DocumentKind {
@@ -54,23 +59,48 @@ export async function setStatus(sql: Sql, sourceId: string, status: 'fetched' | 
   await sql`UPDATE sources SET status = ${status}, status_reason = ${reason} WHERE id = ${sourceId}`
 }
 
+/** A document's image as a source_images row: its bytes stored at `storageKey`, or only its URL known (null key). */
+export interface ParsedImage {
+  position: number
+  pageNumber: number | null
+  url: string
+  altText: string
+  width: number | null
+  height: number | null
+  contentType: string
+  bytes: number | null
+  storageKey: string | null
+}
+
 export interface ParsedSource {
   sourceId: string
   document: ParsedDocument
   body: { storageKey: string; bytes: number; contentType: string; sha256: string }
+  images: readonly ParsedImage[]
   validators: { etag: string; lastModified: string }
+  /** Why a parsed source has no text (a PDF without a text layer), or ''. */
+  statusReason: string
 }
 
-/** Records a parse: fields, body, chunks and status at once. Answers the storage key of a body it replaced (to delete), or null. */
-export async function recordParsed(sql: Sql, parsed: ParsedSource): Promise<{ replaced: string | null }> {
-  const { sourceId, document, body, validators } = parsed
+/** The source was deleted while its document was read: nothing is recorded. */
+export class SourceGone extends Error {
+  override readonly name = 'SourceGone'
+}
+
+/**
+ * Records a parse: fields, body, chunks, images and status at once. Answers the storage keys of
+ * the bytes it replaced (the previous body and images), to delete once committed.
+ */
+export async function recordParsed(sql: Sql, parsed: ParsedSource): Promise<{ replaced: string[] }> {
+  const { sourceId, document, body, images, validators, statusReason } = parsed
   return await sql.begin(async (tx) => {
-    const [old] = await tx<
-      { storage_key: string }[]
-    >`SELECT b.storage_key FROM sources s LEFT JOIN source_bodies b ON b.source_id = s.id WHERE s.id = ${sourceId} FOR UPDATE OF s`
-    if (!old) throw new Error(`source ${sourceId} is gone`)
+    const [source] = await tx`SELECT 1 FROM sources WHERE id = ${sourceId} FOR UPDATE`
+    if (!source) throw new SourceGone(`source ${sourceId} was deleted while its document was read`)
+    const old = await tx<{ key: string }[]>`
+      SELECT storage_key AS key FROM source_bodies WHERE source_id = ${sourceId}
+      UNION ALL SELECT storage_key FROM source_images WHERE source_id = ${sourceId} AND storage_key IS NOT NULL`
     await tx`
-      UPDATE sources SET kind = ${document.kind}, status = 'parsed', status_reason = '', parsed_title = ${document.title}, parsed_text = ${document.text},
+      UPDATE sources SET kind = ${document.kind}, status = 'parsed', status_reason = ${statusReason}, parsed_title = ${document.title}, parsed_text = ${document.text},
         parsed_markdown = ${document.markdown}, published_at = ${document.publishedAt}, has_stored_body = true,
         etag = ${validators.etag}, last_modified = ${validators.lastModified}, content_hash = ${body.sha256}
       WHERE id = ${sourceId}`
@@ -79,8 +109,31 @@ export async function recordParsed(sql: Sql, parsed: ParsedSource): Promise<{ re
       ON CONFLICT (source_id) DO UPDATE SET content_type = excluded.content_type, storage_key = excluded.storage_key, bytes = excluded.bytes`
     await tx`DELETE FROM source_chunks WHERE source_id = ${sourceId}`
     await insertChunks(tx as unknown as Sql, sourceId, document.chunks)
-    return { replaced: old.storage_key && old.storage_key !== body.storageKey ? old.storage_key : null }
+    await replaceImages(tx as unknown as Sql, sourceId, images)
+    const kept = new Set([body.storageKey, ...images.flatMap((image) => image.storageKey ?? [])])
+    return { replaced: old.map((row) => row.key).filter((key) => !kept.has(key)) }
   })
+}
+
+/**
+ * The source's images become `images` (kind `inline`, by position). An image at a position the
+ * source had keeps its id, so an image fact and the image's URL outlive a re-parse of the same
+ * document; the rest of the source's images, of either kind, go: they were another document's.
+ */
+async function replaceImages(sql: Sql, sourceId: string, images: readonly ParsedImage[]): Promise<void> {
+  const rows = images.map((image) => ({ id: crypto.randomUUID(), ...image }))
+  await sql`
+    DELETE FROM source_images WHERE source_id = ${sourceId}
+      AND NOT (kind = 'inline' AND position = ANY(${images.map((image) => image.position)}::int[]))`
+  if (rows.length === 0) return
+  await sql`
+    INSERT INTO source_images (id, source_id, kind, page_number, position, url, width, height, bytes, alt_text, content_type, storage_key)
+    SELECT (i->>'id')::uuid, ${sourceId}, 'inline', (i->>'pageNumber')::int, (i->>'position')::int, i->>'url', (i->>'width')::int,
+      (i->>'height')::int, (i->>'bytes')::bigint, i->>'altText', i->>'contentType', i->>'storageKey'
+    FROM jsonb_array_elements(${sql.json(rows as never)}::jsonb) i
+    ON CONFLICT (source_id, kind, position) DO UPDATE SET page_number = excluded.page_number, url = excluded.url,
+      width = excluded.width, height = excluded.height, bytes = excluded.bytes, alt_text = excluded.alt_text,
+      content_type = excluded.content_type, storage_key = excluded.storage_key`
 }
 
 async function insertChunks(sql: Sql, sourceId: string, chunks: readonly Chunk[]): Promise<void> {

@@ -1,4 +1,5 @@
 // What the MCP tools call: the services the REST routes call, passed in by the composition root.
+import type { BlobStore } from '../blobs/store.ts'
 import type { Pools } from '../db/pools.ts'
 import type { Jobs } from '../jobs/jobs.ts'
 import type { Logger } from '../log.ts'
@@ -22,5 +23,9 @@ export interface ToolServices {
   registry: RegistryClient
   /** The graph's writes, each with what it sets off, as the write routes call them (the same instance). */
   writes: GraphWrites
+  /** Where a document given to add_source waits for its job, as an upload does. */
+  blobs: BlobStore
+  /** The largest such document (MEDIA_UPLOAD_MAX_BYTES). */
+  maxUploadBytes: number
   log: Logger
 }

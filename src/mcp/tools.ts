@@ -33,6 +33,7 @@ import { Repository } from '../repositories/schemas.ts'
 import { READS, repositoryTool, systemTool, type Tool } from './tool.ts'
 import { link, preview, RepositoryArgument, Uuid } from './arguments.ts'
 import { WRITE_TOOLS } from './write-tools.ts'
+import { INGEST_TOOLS } from './ingest-tools.ts'
 
 const DEFAULT_LIMIT = 10
 const MAX_LIMIT = 200
@@ -480,7 +481,7 @@ export const TOOLS: Tool[] = [
     name: 'get_job',
     title: 'Follow a job',
     description:
-      'The state of a job of a repository (an export or an import): status, progress in percent, result or error.',
+      'The state of a job of a repository (an export, an import, an added source): status, progress, result or error.',
     input: t.Object({ repository: RepositoryArgument, job_id: Uuid('the job') }, { additionalProperties: false }),
     output: JobAnswer,
     annotations: { ...READS, idempotentHint: false },
@@ -529,4 +530,5 @@ export const TOOLS: Tool[] = [
     },
   }),
   ...WRITE_TOOLS,
+  ...INGEST_TOOLS,
 ]

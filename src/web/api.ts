@@ -99,13 +99,14 @@ export async function page<T>(path: string, cursor: string | undefined, limit = 
 }
 
 /**
- * POSTs `file` as the body, reporting how much of it was sent (fetch reports no upload progress:
+ * POSTs `file` as the body (a form: as multipart/form-data, the browser choosing the boundary, when
+ * `contentType` is undefined), reporting how much of it was sent (fetch reports no upload progress:
  * XMLHttpRequest does); the answer's JSON, or the API's error.
  */
 export async function upload<T>(
   path: string,
-  file: Blob,
-  contentType: string,
+  file: Blob | FormData,
+  contentType: string | undefined,
   onProgress: (sent: number, total: number) => void,
 ): Promise<T> {
   const answer = await authorized(
@@ -116,11 +117,12 @@ export async function upload<T>(
         xhr.open('POST', url)
         for (const [name, value] of Object.entries({
           accept: 'application/json',
-          'content-type': contentType,
+          ...(contentType === undefined ? {} : { 'content-type': contentType }),
           ...headers,
         }))
           xhr.setRequestHeader(name, value)
-        xhr.upload.onprogress = (event) => onProgress(event.loaded, event.lengthComputable ? event.total : file.size)
+        xhr.upload.onprogress = (event) =>
+          onProgress(event.loaded, event.lengthComputable || file instanceof FormData ? event.total : file.size)
         xhr.onload = () => resolve({ status: xhr.status, statusText: xhr.statusText, text: xhr.responseText })
         xhr.onerror = () => reject(new Error('The upload was cut off before the server answered; try again.'))
         xhr.send(file)

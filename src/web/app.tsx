@@ -10,6 +10,7 @@ import { InvestigationPage, Investigations } from './pages/investigations/invest
 import { paths } from './pages/paths.ts'
 import { ReportPage, Reports } from './pages/reports/reports.tsx'
 import { SourcePage, Sources } from './pages/sources/sources.tsx'
+import { AddSource } from './pages/sources/add.tsx'
 import { Grants } from './pages/grants.tsx'
 import { Repositories, Search } from './pages/home.tsx'
 import { Users } from './pages/users.tsx'
@@ -59,7 +60,10 @@ const REPOSITORY_ROUTES: Record<string, { list: Page; row?: Page }> = {
     list: ({ repo }) => <Concepts repo={repo} />,
     row: ({ repo, id }) => <ConceptPage repo={repo} id={id} />,
   },
-  sources: { list: ({ repo }) => <Sources repo={repo} />, row: ({ repo, id }) => <SourcePage repo={repo} id={id} /> },
+  sources: {
+    list: ({ repo }) => <Sources repo={repo} />,
+    row: ({ repo, id }) => (id === 'new' ? <AddSource repo={repo} /> : <SourcePage repo={repo} id={id} />),
+  },
   investigations: {
     list: ({ repo }) => <Investigations repo={repo} />,
     row: ({ repo, id }) => <InvestigationPage repo={repo} id={id} />,

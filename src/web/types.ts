@@ -51,3 +51,15 @@ export interface ExportResult {
 }
 /** GET /api/v1/permissions: the person, and what they may do (in a repository, with which one it is). */
 export type Permissions = Static<typeof PermissionsAnswer>
+/** The 202 of POST /{repoID}/ingest: one ingest_source job per document (ingest/routes.ts IngestAccepted, whose module reads Node's streams). */
+export interface IngestAccepted {
+  jobs: { id: string; source_id: string; status: string }[]
+}
+/** A source's chunk (GET /{repoID}/sources/{id}/chunks; ingest/routes.ts SourceChunk). */
+export interface SourceChunk {
+  chunk_index: number
+  heading_path: string[]
+  page_start: number | null
+  page_end: number | null
+  text: string
+}

@@ -141,6 +141,7 @@ describe(`one decision for every action (${BACKEND})`, () => {
       ({ scope, needs }) => scope === 'repository' && !viewer.has(needs),
     )
     expect(answers.map(({ needs }) => needs)).toContain('fact:write')
+    expect(answers.map(({ call }) => call)).toContain('add_source ""')
     for (const { call, needs, error, touched } of answers)
       expect({ call, error, touched }).toEqual({
         call,

@@ -255,8 +255,9 @@ const CALLS: { name: string; arguments: () => Record<string, unknown>; check(res
 ]
 
 /**
- * export_graph, then get_job until the export is pushed, then browse_registry finds it; then
- * import_graph of it into an empty repository, and once that job is done list_facts sees its facts.
+ * add_source of a Markdown text, followed with get_job until it is parsed; export_graph, then
+ * get_job until the export is pushed, then browse_registry finds it; then import_graph of it into
+ * an empty repository, and once that job is done list_facts sees its facts.
  */
 async function exportAndImport(conversation: Conversation, revision: string) {
   const call = async (tool: string, args: Record<string, unknown>) => {
@@ -272,6 +273,12 @@ async function exportAndImport(conversation: Conversation, revision: string) {
     }
     return state
   }
+  const added = await call('add_source', { repository: repo.slug, text: `# Kettles ${revision}\n\nThey boil water.\n` })
+  expect(added.job).toMatchObject({ kind: 'ingest_source', status: 'queued' })
+  expect(await finished(repo.slug, added.job)).toMatchObject({
+    status: 'succeeded',
+    result: { source_id: added.source_id, status: 'parsed', kind: 'markdown' },
+  })
   const name = `mcp export ${revision}`
   const { job } = await call('export_graph', { repository: repo.slug, name })
   expect(job).toMatchObject({ kind: 'export_graph', status: 'queued', repository_id: repo.id })
@@ -463,10 +470,10 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
         const { tools } = await conversation.listTools()
         expect(tools.map((t) => t.name).sort()).toEqual(
           [...new Set(CALLS.map((c) => c.name))]
-            .concat('export_graph', 'import_graph', 'get_job', 'browse_registry', ...WRITE_TOOLS)
+            .concat('export_graph', 'import_graph', 'get_job', 'browse_registry', 'add_source', ...WRITE_TOOLS)
             .sort(),
         )
-        expect(tools.length).toBeLessThanOrEqual(25)
+        expect(tools.length).toBeLessThanOrEqual(26)
         const destructive = tools.filter((t) => t.annotations!.destructiveHint).map((t) => t.name)
         expect(destructive.sort()).toEqual(['delete', 'update'])
         for (const tool of tools) {

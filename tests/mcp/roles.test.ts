@@ -76,6 +76,7 @@ const CALLS: {
     needs: 'source:write',
   },
   { tool: 'create_fact', args: (role) => ({ text: `Written by the ${role}.` }), needs: 'fact:write' },
+  { tool: 'add_source', args: (role) => ({ text: `# Added by the ${role}\n` }), needs: 'source:write' },
   { tool: 'create_concept', args: (role) => ({ canonical_name: `Concept of the ${role}` }), needs: 'concept:write' },
   { tool: 'link_concept', args: () => ({ fact_id: random(), concept_id: random() }), needs: 'fact:write' },
   { tool: 'write_summary', args: () => ({ concept_id: random(), sequence_num: 0 }), needs: 'concept:write' },

@@ -192,6 +192,7 @@ describe(`requests on arrival (${BACKEND})`, () => {
       `${r}/concepts/${concept}/edit`,
       `${r}/sources`,
       `${r}/sources/${source}`,
+      `${r}/sources/new`,
       `${r}/investigations`,
       `${r}/investigations/${investigation}`,
       `${r}/reports`,
