@@ -71,6 +71,11 @@ async function processSources(job: RunningJob<typeof ProcessParams.static>, serv
       onProgress: (done, total) => job.progress({ phase: `extracting${of}`, done, total }),
     })
     job.signal.throwIfAborted()
+    // Nothing drawn because every chunk failed (a wrong key, a model that only refuses): the job
+    // fails with the reason and the source stays as it was, instead of `processed` with nothing.
+    const failed = extraction.failedChunks ?? []
+    if (input.length > 0 && failed.length === input.length)
+      throw new PermanentJobError(`every chunk of source ${sourceId} failed; the first: ${failed[0]!.error}`)
     job.progress({ phase: `writing${of}`, done: 0, total: 1 })
     const written = await services.writes.writeSourceKnowledge(job.repositoryId!, {
       sourceId,
@@ -80,7 +85,7 @@ async function processSources(job: RunningJob<typeof ProcessParams.static>, serv
     job.progress({ phase: `writing${of}`, done: 1, total: 1 })
     add(outcome, written)
     outcome.sources++
-    for (const failed of extraction.failedChunks ?? []) outcome.failed_chunks.push({ source_id: sourceId, ...failed })
+    for (const chunk of failed) outcome.failed_chunks.push({ source_id: sourceId, ...chunk })
     if (extraction.usage) {
       const usage = (outcome.usage ??= { calls: 0, inputTokens: 0, outputTokens: 0 })
       usage.calls += extraction.usage.calls
