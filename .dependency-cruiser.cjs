@@ -35,6 +35,13 @@ module.exports = {
       to: { path: '^src/', pathNot: '^src/bundle/format/|^src/[^/]+\\.ts$|^src/graph/rules\\.ts$' },
     },
     {
+      name: 'bundle-decoders-through-cursor',
+      severity: 'error',
+      comment: 'The reader\'s decoding stages use the scanner they share only through JsonCursor (bundle/format/read/cursor.ts); document.ts alone makes the scanner.',
+      from: { path: '^src/bundle/format/read/', pathNot: '^src/bundle/format/read/(scanner|document)\\.ts$' },
+      to: { path: '^src/bundle/format/read/scanner\\.ts$' },
+    },
+    {
       name: 'bundle-export-import-apart',
       severity: 'error',
       comment: 'The export (bundle/export/) and the import (bundle/import/) share only the codec and the scratch files (bundle/scratch.ts), so either can change without the other.',

@@ -194,16 +194,17 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
     )
     .use(bodyParsing(ctx.config.bodyLimit, ctx.config.bodyTimeoutMs, (key) => formRoutes.has(key)))
     .use(
-      swaggerUi(
-        () => registerFirstPartyClient(ctx.pools.system, swaggerClient(ctx.baseUrl)),
-        ctx.baseUrl,
-        openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl)),
-      ),
+      swaggerUi({
+        registerClient: () => registerFirstPartyClient(ctx.pools.system, swaggerClient(ctx.baseUrl)),
+        baseUrl: ctx.baseUrl,
+        document: openApiDocument(() => routes!, ctx.baseUrl, authorizationServerMetadata(ctx.baseUrl)),
+      }),
     )
     .use(
-      webApp(() => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)), ctx.baseUrl, {
-        registration: ctx.accounts.registration,
-        uploadMaxBytes: ctx.config.mediaUploadMaxBytes,
+      webApp({
+        registerClient: () => registerFirstPartyClient(ctx.pools.system, webAppClient(ctx.baseUrl)),
+        baseUrl: ctx.baseUrl,
+        settings: { registration: ctx.accounts.registration, uploadMaxBytes: ctx.config.mediaUploadMaxBytes },
       }),
     )
     .use(access)

@@ -1,6 +1,6 @@
 // The configuration reference, generated from EnvSchema so that `kgs help config` and
 // docs/configuration.md can never list other variables than the ones parseEnv reads.
-import { EnvSchema } from './config.ts'
+import { EnvSchema } from './config-variables.ts'
 
 interface Variable {
   name: string
@@ -33,7 +33,7 @@ export function configMarkdown(): string {
   return [
     '# Configuration',
     '',
-    '<!-- Generated from EnvSchema (src/config.ts) by `bun scripts/docs-config.ts`; edit the schema, not this file. -->',
+    '<!-- Generated from EnvSchema (src/config-variables.ts) by `bun scripts/docs-config.ts`; edit the schema, not this file. -->',
     '',
     'All configuration comes from the environment and is validated at start-up; a bad value stops',
     'the process with one line naming the variable, e.g.',

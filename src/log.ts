@@ -2,7 +2,7 @@
 // Bun's native buffered stdout writer: process.stdout.write cost a third of the CPU of a cheap
 // request in profiles (see docs/benchmarks.md).
 import { runtime } from './runtime/index.ts'
-import type { LogLevel } from './config.ts'
+import type { LogLevel } from './config-variables.ts'
 import { withoutUserinfo } from './redact.ts'
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 }

@@ -1,5 +1,5 @@
 // ARCHITECTURE.md and the tree cannot drift apart: its layer table names every top-level folder and
-// root file of src/, and nothing that is gone; each route factory takes one options object. And
+// root file of src/, and nothing that is gone; each route factory and app piece takes one options object. And
 // the rule dependency-cruiser cannot check (its parser reads no TSX and takes `import type` for an
 // import): the web app imports nothing of the server but types, which the build erases.
 import { describe, expect, test } from 'bun:test'
@@ -41,16 +41,16 @@ describe('ARCHITECTURE.md', () => {
   })
 })
 
+/** The pieces of the app besides the route factories (`…Routes`) that the root builds from what it knows. */
+const APP_PIECES = ['swaggerUi', 'webApp']
+
 describe('route factories', () => {
-  test('each one the composition root mounts takes one options object', () => {
-    const mounted = new Set(
-      [...readFileSync(join(SRC, 'app.ts'), 'utf8').matchAll(/\b(\w+Routes)\(/g)].map((match) => match[1]!),
-    )
+  test('each one the composition root mounts, and each app piece, takes one options object', () => {
+    const factory = new RegExp(`\\b(\\w+Routes|${APP_PIECES.join('|')})\\(`, 'g')
+    const mounted = new Set([...readFileSync(join(SRC, 'app.ts'), 'utf8').matchAll(factory)].map((match) => match[1]!))
     const positional: string[] = []
     for (const file of filesBelow(SRC).filter((path) => path.endsWith('.ts') && !path.startsWith(WEB + '/'))) {
-      for (const [, name, parameters] of readFileSync(file, 'utf8').matchAll(
-        /export function (\w+Routes)\(([^)]*)\)/g,
-      )) {
+      for (const [, name, parameters] of readFileSync(file, 'utf8').matchAll(/export function (\w+)\(([^)]*)\)/g)) {
         if (mounted.delete(name!) && !/^\{[^}]*\}: \w+Options$|^options: \w+Options$/.test(parameters!.trim()))
           positional.push(`${relative(ROOT, file)}: ${name}(${parameters})`)
       }

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { VERSION } from '../src/version.ts'
 import { MIGRATIONS } from '../src/db/migrations/index.ts'
 import { BACKEND, instanceEnvironment, tempDir } from './helpers/backend.ts'
-import { EnvSchema } from '../src/config.ts'
+import { EnvSchema } from '../src/config-variables.ts'
 import { api, uniqueEmail } from './helpers/api.ts'
 import { runKgs, startServerProcess } from './helpers/server.ts'
 

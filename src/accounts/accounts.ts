@@ -7,7 +7,8 @@ import { requireSessionToken, type Authenticator, type Principal } from '../http
 import type { PageKey } from '../db/pages.ts'
 import type { Db } from '../db/sql.ts'
 import type { Logger } from '../log.ts'
-import type { PasswordCost, RegistrationMode } from '../config.ts'
+import type { PasswordCost } from '../config.ts'
+import type { RegistrationMode } from '../config-variables.ts'
 import { consumeInvitation, invitationValid } from './invitations.ts'
 import { hashPassword, needsRehash, PASSWORD_MAX, PASSWORD_MIN, verifyPassword } from './passwords.ts'
 import {

@@ -2,6 +2,7 @@
 // interface: a directory under DATA_DIR by default, an S3-compatible bucket when S3_BUCKET is
 // set. Bodies stream through in bounded memory, so multi-gigabyte bundles are fine; only get()
 // holds a whole blob. The layout of keys is up to the callers.
+import { describeError, type Logger } from '../log.ts'
 import { GarbageMeter } from '../memory.ts'
 
 export type BlobBody = Uint8Array | string | Blob | ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>
@@ -108,5 +109,20 @@ export async function* bodyChunks(body: BlobBody, maxBytes = Infinity): AsyncGen
     if (bytes > maxBytes) throw new BlobTooLargeError(maxBytes)
     garbage.add(chunk.byteLength)
     yield chunk
+  }
+}
+
+/**
+ * Deletes blobs no longer wanted (a refused upload, a deleted source's bytes, a failed push): a
+ * failure is logged as `failure`, with the key, and not raised, for what they belonged to is gone
+ * or refused either way.
+ */
+export async function discardBlobs(blobs: BlobStore, log: Logger, failure: string, ...keys: string[]): Promise<void> {
+  for (const key of keys) {
+    try {
+      await blobs.delete(key)
+    } catch (error) {
+      log.error(failure, { key, ...describeError(error) })
+    }
   }
 }

@@ -90,13 +90,13 @@ export function servedAlsoWithRepositoryHeader() {
 export function integerQuery(options: { minimum: number; maximum: number; default: number; description: string }) {
   return t.String({ description: options.description, [INTEGER]: options })
 }
-/** Builds the document once, on first request: the routes do not change after start-up. */
 /** The OAuth endpoints the document's security scheme names, from the authorization server's metadata. */
 export interface OAuthEndpoints {
   authorization_endpoint: string
   token_endpoint: string
 }
 
+/** Builds the document once, on first request: the routes do not change after start-up. */
 export function openApiDocument(app: () => AnyElysia, baseUrl: string, oauth: OAuthEndpoints) {
   let document: object | undefined
   return () => (document ??= build(app(), baseUrl, oauth))

@@ -82,8 +82,15 @@ export const swaggerClient = (baseUrl: string) => ({
   scope: 'read write admin',
 })
 
-/** `registerClient` registers swaggerClient(baseUrl). */
-export function swaggerUi(registerClient: () => Promise<void>, baseUrl: string, document: () => object) {
+export interface SwaggerUiOptions {
+  /** Registers swaggerClient(baseUrl). */
+  registerClient: () => Promise<void>
+  baseUrl: string
+  /** The OpenAPI document served at /swagger/json. */
+  document: () => object
+}
+
+export function swaggerUi({ registerClient, baseUrl, document }: SwaggerUiOptions) {
   const init = initScript(baseUrl)
   // Registered when the page is first served, not at start-up: most instances never serve it.
   let registered: Promise<void> | undefined

@@ -6,7 +6,8 @@
 // Budgets live in this process's memory (bounded): a fleet of N processes grants up to N times
 // the configured figure. They are a brake on online guessing, not a quota; see docs/api.md, "Throttling".
 import { isIP } from 'node:net'
-import type { Config, Rate, ThrottleRates } from '../config.ts'
+import type { Config, ThrottleRates } from '../config.ts'
+import type { Rate } from '../config-variables.ts'
 import { ExpiringMap } from '../expiring.ts'
 import { HttpError } from './errors.ts'
 

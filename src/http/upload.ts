@@ -1,10 +1,13 @@
-// A bundle arriving in a request body (a registry push, an import upload), streamed into blob
-// storage as it comes. The chunks are checked on the way: the first two bytes must be gzip's
+// A bundle arriving in a request body (a registry push, an import upload), or the files of a
+// multipart body (an import, added documents), streamed into blob storage as it comes. The chunks are checked on the way: the first two bytes must be gzip's
 // magic number, a body that breaks off (the client went away) fails, and so does one arriving
 // slower than the minimum rate (a client trickling bytes to hold the request open), so the
 // store's put fails and keeps nothing. Each route turns these errors into its own HTTP answer.
+import { Readable } from 'node:stream'
+import Busboy from 'busboy'
 import { LATE, within } from './deadline.ts'
 import { HttpError } from './errors.ts'
+import { ErrorBody } from './schemas.ts'
 import { BlobTooLargeError } from '../blobs/store.ts'
 
 class NotGzip extends Error {}
@@ -80,6 +83,20 @@ export async function* gzipChunks(chunks: AsyncIterable<Uint8Array>): AsyncGener
   if (magic.length < 2) throw new NotGzip()
 }
 
+/**
+ * The error answers of a route that takes an upload: refused or unknown (400, 401, 403, 404),
+ * arriving too slowly (408), past its limit (413), of another type (415).
+ */
+export const UPLOAD_ERRORS = {
+  400: ErrorBody,
+  401: ErrorBody,
+  403: ErrorBody,
+  404: ErrorBody,
+  408: ErrorBody,
+  413: ErrorBody,
+  415: ErrorBody,
+}
+
 /** How a route words the refusals of an upload it could not store. */
 export interface UploadRefusals {
   /** 413: past the route's limit. */
@@ -98,4 +115,42 @@ export function uploadError(error: unknown, refusals: UploadRefusals): unknown {
   if (error instanceof UploadInterrupted) return new HttpError(400, error.message)
   if (error instanceof UploadTooSlow) return new HttpError(408, error.message, { connection: 'close' })
   return error
+}
+
+/** A multipart body being parsed as it arrives; `close` stops reading it. */
+export interface MultipartUpload {
+  form: Busboy.Busboy
+  close(): void
+}
+
+/**
+ * Parses a multipart request body as it arrives at `pace` (400 when its Content-Type is not a
+ * multipart one busboy can read). A body that breaks off or trickles is handed to `onInputError`
+ * and then ends the form with its error, else the form would wait for ever. The caller listens
+ * to the form's events (in the same turn) and closes the upload when it is done with it.
+ */
+export function multipartUpload(
+  request: Request,
+  pace: UploadPace,
+  { limits, onInputError }: { limits?: Busboy.Limits; onInputError?: (error: Error) => void } = {},
+): MultipartUpload {
+  let form: Busboy.Busboy
+  try {
+    form = Busboy({ headers: { 'content-type': request.headers.get('content-type') ?? '' }, limits })
+  } catch (error) {
+    throw new HttpError(400, `malformed multipart body: ${(error as Error).message}`)
+  }
+  const input = Readable.from(requestChunks(request.body!, pace))
+  input.on('error', (error) => {
+    onInputError?.(error)
+    form.destroy(error)
+  })
+  input.pipe(form)
+  return {
+    form,
+    close() {
+      input.unpipe(form)
+      input.destroy()
+    },
+  }
 }

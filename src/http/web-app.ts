@@ -5,7 +5,7 @@
 // through the authorization pages with PKCE, and its token lives in the page's memory only.
 import { runtime, type Assets } from '../runtime/index.ts'
 import { Elysia } from 'elysia'
-import type { RegistrationMode } from '../config.ts'
+import type { RegistrationMode } from '../config-variables.ts'
 import { publicAccess } from './access.ts'
 
 /** 22 characters at least, as client ids are. */
@@ -51,7 +51,7 @@ const holdsAppSession = (request: Request) =>
   (request.headers.get('cookie') ?? '').split(';').some((pair) => pair.trim() === `${APP_SIGNED_IN_COOKIE}=1`)
 
 /** What the page tells the app of the server's settings, beside its address and REGISTRATION. */
-export interface WebAppSettings {
+interface WebAppSettings {
   registration: RegistrationMode
   /** MEDIA_UPLOAD_MAX_BYTES: the "Add a source" page refuses a larger file before sending it. */
   uploadMaxBytes: number
@@ -100,8 +100,14 @@ export const webAppClient = (baseUrl: string) => ({
   scope: 'read write admin',
 })
 
-/** `registerClient` registers webAppClient(baseUrl). */
-export function webApp(registerClient: () => Promise<void>, baseUrl: string, settings: WebAppSettings) {
+export interface WebAppOptions {
+  /** Registers webAppClient(baseUrl). */
+  registerClient: () => Promise<void>
+  baseUrl: string
+  settings: WebAppSettings
+}
+
+export function webApp({ registerClient, baseUrl, settings }: WebAppOptions) {
   const html = { resume: page(baseUrl, settings, true), none: page(baseUrl, settings, false) }
   // Registered when the page is first served, not at start-up: most instances never serve it.
   let registered: Promise<void> | undefined

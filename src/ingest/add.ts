@@ -4,12 +4,12 @@
 // Bytes given whole (a text, a file the command line read) wait in blob storage as an upload
 // does; on a refusal nothing stays behind.
 import { createHash } from 'node:crypto'
-import type { BlobStore } from '../blobs/store.ts'
+import { discardBlobs, type BlobStore } from '../blobs/store.ts'
 import type { GraphWrites } from '../graph/write/service.ts'
 import { HttpError } from '../http/errors.ts'
 import type { Jobs } from '../jobs/jobs.ts'
 import type { Job } from '../jobs/schemas.ts'
-import { describeError, type Logger } from '../log.ts'
+import type { Logger } from '../log.ts'
 import { guessKind, ingestUploadKey, normalizeSourceUrl, uploadIdentity } from './store.ts'
 
 export interface AddingServices {
@@ -28,11 +28,8 @@ export interface Addition {
 }
 
 /** Deletes an upload no job will read; a failure is logged (the leftover sweep finds it later). */
-export async function discardUpload(services: Pick<AddingServices, 'blobs' | 'log'>, key: string): Promise<void> {
-  await services.blobs
-    .delete(key)
-    .catch((error) => services.log.error('ingest: could not delete an upload', { key, ...describeError(error) }))
-}
+export const discardUpload = (services: Pick<AddingServices, 'blobs' | 'log'>, key: string): Promise<void> =>
+  discardBlobs(services.blobs, services.log, 'ingest: could not delete an upload', key)
 
 /** The additions of `urls`, normalized and without repeats; 400 naming the first that is not an http(s) URL. */
 export function urlAdditions(urls: readonly string[]): Addition[] {

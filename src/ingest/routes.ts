@@ -8,8 +8,7 @@
 //
 // Registered before the JSON body parser (see app.ts): the route reads its body itself.
 import { createHash } from 'node:crypto'
-import { Readable } from 'node:stream'
-import Busboy from 'busboy'
+import type { Readable } from 'node:stream'
 import { t } from 'elysia'
 import { Value } from '@sinclair/typebox/value'
 import type { BlobStore } from '../blobs/store.ts'
@@ -19,7 +18,7 @@ import { parseJsonBody, readBodyLimited } from '../http/body.ts'
 import { HttpError } from '../http/errors.ts'
 import { pagination, rankedPage } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
-import { requestChunks, uploadError, UploadInterrupted, type UploadPace } from '../http/upload.ts'
+import { multipartUpload, UPLOAD_ERRORS, uploadError, UploadInterrupted, type UploadPace } from '../http/upload.ts'
 import type { Jobs } from '../jobs/jobs.ts'
 import { Status } from '../jobs/schemas.ts'
 import type { Logger } from '../log.ts'
@@ -82,16 +81,8 @@ const SourceChunk = t.Object({
   page_end: t.Union([t.Integer(), t.Null()], { description: "a PDF's last page of the chunk" }),
   text: t.String({ description: "the chunk's Markdown" }),
 })
-const errors = {
-  400: ErrorBody,
-  401: ErrorBody,
-  403: ErrorBody,
-  404: ErrorBody,
-  408: ErrorBody,
-  413: ErrorBody,
-  415: ErrorBody,
-  429: ErrorBody,
-}
+/** The repository's queue full (429, QUOTA_QUEUED_JOBS). */
+const errors = { ...UPLOAD_ERRORS, 429: ErrorBody }
 const requestBody = {
   required: true,
   content: {
@@ -167,19 +158,15 @@ export function ingestRoutes(options: IngestRoutesOptions) {
     request: Request,
     repositoryId: string,
   ): Promise<{ additions: Addition[]; process: boolean }> => {
-    let form: Busboy.Busboy
-    try {
-      form = Busboy({
-        headers: { 'content-type': request.headers.get('content-type') ?? '' },
-        limits: { files: MAX_INGEST_FILES, fields: 10 },
-      })
-    } catch (error) {
-      throw new HttpError(400, `malformed multipart body: ${(error as Error).message}`)
-    }
-    const input = Readable.from(requestChunks(request.body!, uploadPace))
+    let refusal: unknown
+    const { form, close } = multipartUpload(request, uploadPace, {
+      limits: { files: MAX_INGEST_FILES, fields: 10 },
+      onInputError: (error) => {
+        refusal ??= uploadError(error, { tooLarge, empty: 'request body is empty' })
+      },
+    })
     const stored: Promise<Addition>[] = []
     let process = 'true'
-    let refusal: unknown
     const done = new Promise<void>((resolve, reject) => {
       form.on('file', (name, stream, info) => {
         stream.on('error', () => {})
@@ -207,14 +194,8 @@ export function ingestRoutes(options: IngestRoutesOptions) {
         reject(refusal ?? new HttpError(400, `malformed multipart body: ${error.message}`)),
       )
     })
-    input.on('error', (error) => {
-      refusal ??= uploadError(error, { tooLarge, empty: 'request body is empty' })
-      form.destroy(error)
-    })
-    input.pipe(form)
     const formEnd = await Promise.allSettled([done])
-    input.unpipe(form)
-    input.destroy()
+    close()
     const settled = [...formEnd, ...(await Promise.allSettled(stored))]
     const failed = settled.find((outcome) => outcome.status === 'rejected')
     const additions = settled

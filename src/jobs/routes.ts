@@ -45,6 +45,14 @@ export interface AcceptedSet {
   headers: Record<string, string | number>
 }
 
+/** What a route that queues a job in a repository is handed. */
+export interface QueueingContext<Body> {
+  principal: Principal
+  repository: Repository
+  body: Body
+  set: AcceptedSet
+}
+
 /** The 202 of a route that queued a job: the job, and in Location where to follow it. */
 export function accepted(set: AcceptedSet, job: Job): Job {
   set.status = 202
@@ -81,17 +89,7 @@ export function jobRoutes({ system, jobs, scope, quotas }: JobRoutesOptions) {
     if (job.status !== 'queued' && job.status !== 'running') throw new HttpError(409, `job already ${job.status}`)
     return (await jobs.cancel(job.id)) ?? job
   }
-  const start = async ({
-    principal,
-    repository,
-    body,
-    set,
-  }: {
-    principal: Principal
-    repository: Repository
-    body: typeof startBody.static
-    set: AcceptedSet
-  }) => {
+  const start = async ({ principal, repository, body, set }: QueueingContext<typeof startBody.static>) => {
     await quotas.checkQueue(repository.id)
     return accepted(
       set,

@@ -160,8 +160,8 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
    * A server for one request of `principal`, `message` (the JSON-RPC message it answers, the only
    * one: the endpoint is stateless and JSON-RPC batches are gone from both revisions). A
    * tools/call gets only the tool it calls, a resources/read only the resources, anything else
-   * (initialize, tools/list, discovery) everything: registering all tools costs a call a tenth
-   * of the SDK's time for nothing.
+   * (initialize, tools/list, discovery) everything: registering every tool for one call would be
+   * work for nothing, a share of the call's time that grows with the tools.
    */
   const newServer = (principal: Principal, message: unknown, requestId: string | undefined): McpServer => {
     const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS })

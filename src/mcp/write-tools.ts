@@ -1,9 +1,8 @@
 // The MCP tools that build the graph: each calls the function of the graph's write service its
 // REST route calls (graph/write/service.ts, which sets off what the write entails), with the
-// permission that route checks. The
-// creates are one tool each; updates and deletes are one tool each taking the kind of row, so
-// that the whole set stays within what hosts list. Answers are the rows written, their long texts
-// cut to a preview.
+// permission that route checks. The creates are one tool each; updates and deletes are one tool
+// each taking the kind of row, so that the whole set stays within what hosts list. Answers are
+// the rows written, their long texts cut to a preview.
 import { t } from 'elysia'
 import type { Static, TObject, TProperties } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'

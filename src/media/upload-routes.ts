@@ -5,12 +5,11 @@
 // media fetcher stores what it downloads (store.ts keys), and served by routes.ts. Registered
 // before the JSON body parser, which would read these bodies itself.
 import { t } from 'elysia'
-import type { BlobStore } from '../blobs/store.ts'
+import { discardBlobs, type BlobStore } from '../blobs/store.ts'
 import { HttpError } from '../http/errors.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { requestChunks, uploadError, type UploadPace } from '../http/upload.ts'
 import type { Logger } from '../log.ts'
-import { describeError } from '../log.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
@@ -82,8 +81,7 @@ export function mediaUploadRoutes({ scope, blobs, log, baseUrl, maxBytes, pace }
       throw uploadError(error, { tooLarge: tooLarge(maxBytes).message, empty: 'request body is empty: send the bytes' })
     }
   }
-  const discard = (key: string) =>
-    blobs.delete(key).catch((error) => log.error('media: could not delete an upload', { key, ...describeError(error) }))
+  const discard = (key: string) => discardBlobs(blobs, log, 'media: could not delete an upload', key)
 
   return repositoryScopedRoutes('kgs/media-upload', scope, (app, at) => {
     const describe = (summary: string, what: string) =>

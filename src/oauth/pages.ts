@@ -3,7 +3,7 @@
 // security headers of docs/spec/decisions.md §5. The only style is an inline block allowed by its hash.
 import { createHash } from 'node:crypto'
 import { PASSWORD_MAX, PASSWORD_MIN } from '../accounts/passwords.ts'
-import type { RegistrationMode } from '../config.ts'
+import type { RegistrationMode } from '../config-variables.ts'
 import { GRANT_SECONDS } from './consent.ts'
 import type { Scope } from '../permissions.ts'
 

@@ -2,7 +2,7 @@
 // parsed or held, then indexed in the graphs table, so that a listed graph is always whole.
 import type { Sql } from 'postgres'
 import { timestampedId } from '../blobs/leftovers.ts'
-import type { BlobStore } from '../blobs/store.ts'
+import { discardBlobs, type BlobStore } from '../blobs/store.ts'
 import { SERVICE_SUBJECT, type Principal } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import {
@@ -14,7 +14,7 @@ import {
   type UploadRefusals,
 } from '../http/upload.ts'
 import { findUserById } from '../accounts/users.ts'
-import { describeError, type Logger } from '../log.ts'
+import type { Logger } from '../log.ts'
 import type { Quotas } from '../quotas.ts'
 import { graphKey, incomingKey } from './leftovers.ts'
 import { parsePushHeaders } from './push-headers.ts'
@@ -44,16 +44,8 @@ const pushRefusals = (maxBytes: number): UploadRefusals => ({
   empty: 'request body is empty: push a .json.gz bundle',
 })
 
-/** Deletes blobs of a failed, redundant or deleted graph; a failure to do so is logged, not raised. */
-export async function discardBlobs(blobs: BlobStore, log: Logger, ...keys: string[]): Promise<void> {
-  for (const key of keys) {
-    try {
-      await blobs.delete(key)
-    } catch (error) {
-      log.error('registry: could not delete a blob', { key, ...describeError(error) })
-    }
-  }
-}
+/** What the log says when a blob of a failed, redundant or deleted graph could not be deleted. */
+export const BLOB_NOT_DELETED = 'registry: could not delete a blob'
 
 /**
  * Whom a push is recorded as (docs/spec/bundle.md §7): a user by e-mail, with their id; the service
@@ -77,7 +69,7 @@ export async function pushGraph(
   principal: Principal,
 ): Promise<{ graph_id: string; new: boolean }> {
   const { system, blobs, maxBytes, pace, quotas, log } = options
-  const discard = (...keys: string[]) => discardBlobs(blobs, log, ...keys)
+  const discard = (...keys: string[]) => discardBlobs(blobs, log, BLOB_NOT_DELETED, ...keys)
   const metadata = parsePushHeaders(request.headers)
   const owner = await pusher(system, principal)
   const type = (request.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase()

@@ -5,12 +5,13 @@
 // These routes are registered before the JSON body parser (see app.ts): a push body is a
 // stream of up to REGISTRY_MAX_BYTES, read by push.ts chunk by chunk, and no route here takes JSON.
 import { Elysia, t } from 'elysia'
+import { discardBlobs } from '../blobs/store.ts'
 import { accessControl, type OwnerAuthorizer } from '../http/access.ts'
 import type { Authenticator } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { pagination } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
-import { discardBlobs, pushGraph, type PushOptions } from './push.ts'
+import { BLOB_NOT_DELETED, pushGraph, type PushOptions } from './push.ts'
 import { emailReader, goLimit, goOffset, record } from './records.ts'
 import { GraphRecord } from './graph-record.ts'
 import {
@@ -206,7 +207,7 @@ export function registryRoutes(options: RegistryRoutesOptions) {
           // The index row first: from then on no one is handed the blob, which then goes.
           const deleted = await deleteGraph(system, params.id.toLowerCase())
           if (!deleted) throw new HttpError(404, 'graph not found')
-          await discardBlobs(blobs, log, deleted.storage_key)
+          await discardBlobs(blobs, log, BLOB_NOT_DELETED, deleted.storage_key)
           return record(deleted, emailReader(authorizer, principal))
         },
         {

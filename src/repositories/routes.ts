@@ -159,18 +159,8 @@ export function repositoryRoutes({ repositories, access, scope, throttle, quotas
       {
         repository: 'repository:read',
         response: { 200: RepositoryRecord, ...readErrors },
-        detail: {
-          ...describe('The repository named by the X-Repository-ID header'),
-          parameters: [
-            {
-              in: 'header',
-              name: 'X-Repository-ID',
-              required: true,
-              schema: { type: 'string' },
-              description: 'repository UUID or slug',
-            },
-          ],
-        },
+        // The rule documents the header.
+        detail: describe('The repository named by the X-Repository-ID header'),
       },
     )
     .get(

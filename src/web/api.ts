@@ -58,7 +58,7 @@ export async function versioned<T>(
 export const request = async <T>(method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
   (await versioned<T>(method, path, body, headers)).value
 
-/** GETs in flight, by path: a page and its write bar reading one row as the page opens share one request. */
+/** GETs in flight, by path: parts of a page that read one path at once share one request. */
 const reading = new Map<string, Promise<{ value: unknown; etag: string }>>()
 
 /** GET `path` with its ETag; while a GET of the same path is in flight, its answer. */

@@ -148,6 +148,44 @@ export function Paged<T>({
 }
 
 /**
+ * A paginated table (Paged): `caption` names it for screen readers, `columns` head it, and `row`
+ * draws each item as its <tr> (with its key).
+ */
+export function PagedTable<T>({
+  caption,
+  columns,
+  row,
+  ...paged
+}: {
+  path: string
+  label: string
+  empty?: string
+  caption: string
+  columns: readonly string[]
+  row: (item: T) => ComponentChildren
+}) {
+  return (
+    <Paged<T> {...paged}>
+      {(rows) => (
+        <table>
+          <caption class="visually-hidden">{caption}</caption>
+          <thead>
+            <tr>
+              {columns.map((column) => (
+                <th key={column} scope="col">
+                  {column}
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>{rows.map(row)}</tbody>
+        </table>
+      )}
+    </Paged>
+  )
+}
+
+/**
  * Markdown from the graph, rendered inert (markdown.ts) into this element. `under`: the level of
  * the page's heading it sits under (its own headings go below it).
  */

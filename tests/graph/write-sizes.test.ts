@@ -86,228 +86,116 @@ const snapshot = async () => {
   return digests
 }
 
+type Kind = keyof typeof ids
+/** Each kind's collection (after the repository) and the MCP tool that creates one. */
+const KINDS: Record<Kind, { path: string; tool: string }> = {
+  source: { path: '/sources', tool: 'create_source' },
+  fact: { path: '/facts', tool: 'create_fact' },
+  concept: { path: '/concepts', tool: 'create_concept' },
+  synthesis: { path: '/syntheses', tool: 'write_synthesis' },
+  investigation: { path: '/investigations', tool: 'create_investigation' },
+  report: { path: '/reports', tool: 'write_report' },
+}
+
 /** Each oversized write: its REST method and path (after the repository), its body, its MCP call, and the refusal. */
 interface Case {
   name: string
   method: 'POST' | 'PATCH'
   path: () => string
-  body: () => Record<string, unknown>
+  body: Record<string, unknown>
   tool: () => [string, Record<string, unknown>]
   error: string
 }
 
-const updateTool =
-  (kind: string, id: () => string, changes: () => Record<string, unknown>) => (): [string, Record<string, unknown>] => [
-    'update',
-    { kind, id: id(), changes: changes() },
-  ]
+/** A create of `kind` with `body`, over POST and its create tool. */
+const create = (kind: Kind, name: string, body: Record<string, unknown>, error: string): Case => ({
+  name,
+  method: 'POST',
+  path: () => KINDS[kind].path,
+  body,
+  tool: () => [KINDS[kind].tool, body],
+  error,
+})
+/** An update of the row of `kind` made before the tests, over PATCH and the update tool. */
+const update = (kind: Kind, name: string, changes: Record<string, unknown>, error: string): Case => ({
+  name,
+  method: 'PATCH',
+  path: () => `${KINDS[kind].path}/${ids[kind]}`,
+  body: changes,
+  tool: () => ['update', { kind, id: ids[kind], changes }],
+  error,
+})
+
+/** The same fields refused alike in a create of `kind` and in an update of its row. */
+const createAndUpdate = (kind: Kind, name: string, fields: Record<string, unknown>, error: string): Case[] => [
+  create(kind, name, fields, error),
+  update(kind, `${name}, on update`, fields, error),
+]
 
 const CASES: Case[] = [
-  (() => {
-    const body = { canonical_name: cjk(2000) }
-    return {
-      name: 'a concept name of 2,000 CJK characters',
-      method: 'POST',
-      path: () => '/concepts',
-      body: () => body,
-      tool: () => ['create_concept', body],
-      error: 'canonical_name is 6000 bytes, at most 1300',
-    } as Case
-  })(),
-  (() => {
-    const body = { canonical_name: 'Context', context: cjk(500) }
-    return {
-      name: 'a concept context',
-      method: 'POST',
-      path: () => '/concepts',
-      body: () => body,
-      tool: () => ['create_concept', body],
-      error: 'context is 1500 bytes, at most 1300',
-    } as Case
-  })(),
-  (() => {
-    const body = { canonical_name: 'Alias', aliases: ['short', cjk(1000)] }
-    return {
-      name: 'an alias',
-      method: 'POST',
-      path: () => '/concepts',
-      body: () => body,
-      tool: () => ['create_concept', body],
-      error: 'aliases: an alias is 3000 bytes, at most 2600',
-    } as Case
-  })(),
-  (() => {
-    const body = { canonical_name: 'Described', description: urls(950_000) }
-    return {
-      name: 'a 950 kB description',
-      method: 'POST',
-      path: () => '/concepts',
-      body: () => body,
-      tool: () => ['create_concept', body],
-      error: 'canonical_name and description are 950009 bytes together, at most 262144 (its full-text document)',
-    } as Case
-  })(),
-  (() => {
-    const changes = { description: cjk(30_000) }
-    return {
-      name: "a description that with the concept's kept aliases passes its document's room",
-      method: 'PATCH',
-      path: () => `/concepts/${ids.concept}`,
-      body: () => changes,
-      tool: updateTool(
-        'concept',
-        () => ids.concept,
-        () => changes,
-      ),
-      error:
-        'canonical_name, aliases and description are 290194 bytes together, at most 262144 (its full-text document)',
-    } as Case
-  })(),
-  (() => {
-    const changes = { aliases: [cjk(1000)] }
-    return {
-      name: 'an alias, on update',
-      method: 'PATCH',
-      path: () => `/concepts/${ids.concept}`,
-      body: () => changes,
-      tool: updateTool(
-        'concept',
-        () => ids.concept,
-        () => changes,
-      ),
-      error: 'aliases: an alias is 3000 bytes, at most 2600',
-    } as Case
-  })(),
-  (() => {
-    const body = { url: `https://example.org/${cjk(1000)}`, kind: 'web', status: 'parsed' }
-    return {
-      name: 'a source URL',
-      method: 'POST',
-      path: () => '/sources',
-      body: () => body,
-      tool: () => ['create_source', body],
-      error: 'url is 3020 bytes, at most 2600',
-    } as Case
-  })(),
-  (() => {
-    const changes = { url: `https://example.org/${cjk(1000)}` }
-    return {
-      name: 'a source URL, on update',
-      method: 'PATCH',
-      path: () => `/sources/${ids.source}`,
-      body: () => changes,
-      tool: updateTool(
-        'source',
-        () => ids.source,
-        () => changes,
-      ),
-      error: 'url is 3020 bytes, at most 2600',
-    } as Case
-  })(),
-  (() => {
-    const body = { text: cjk(90_000) }
-    return {
-      name: 'a fact text',
-      method: 'POST',
-      path: () => '/facts',
-      body: () => body,
-      tool: () => ['create_fact', body],
-      error: 'text is 270000 bytes, at most 262144 (its full-text document)',
-    } as Case
-  })(),
-  (() => {
-    const changes = { text: cjk(90_000) }
-    return {
-      name: 'a fact text, on update',
-      method: 'PATCH',
-      path: () => `/facts/${ids.fact}`,
-      body: () => changes,
-      tool: updateTool(
-        'fact',
-        () => ids.fact,
-        () => changes,
-      ),
-      error: 'text is 270000 bytes, at most 262144 (its full-text document)',
-    } as Case
-  })(),
-  (() => {
-    const body = { title: cjk(2000) }
-    return {
-      name: 'an investigation title',
-      method: 'POST',
-      path: () => '/investigations',
-      body: () => body,
-      tool: () => ['create_investigation', body],
-      error: 'title is 6000 bytes, at most 1300',
-    } as Case
-  })(),
-  (() => {
-    const changes = { topic: cjk(500) }
-    return {
-      name: 'an investigation topic, on update',
-      method: 'PATCH',
-      path: () => `/investigations/${ids.investigation}`,
-      body: () => changes,
-      tool: updateTool(
-        'investigation',
-        () => ids.investigation,
-        () => changes,
-      ),
-      error: 'topic is 1500 bytes, at most 1300',
-    } as Case
-  })(),
-  (() => {
-    const body = { title: cjk(2000) }
-    return {
-      name: 'a report title',
-      method: 'POST',
-      path: () => '/reports',
-      body: () => body,
-      tool: () => ['write_report', body],
-      error: 'title is 6000 bytes, at most 2600',
-    } as Case
-  })(),
-  (() => {
-    const changes = { title: cjk(2000) }
-    return {
-      name: 'a report title, on update',
-      method: 'PATCH',
-      path: () => `/reports/${ids.report}`,
-      body: () => changes,
-      tool: updateTool(
-        'report',
-        () => ids.report,
-        () => changes,
-      ),
-      error: 'title is 6000 bytes, at most 2600',
-    } as Case
-  })(),
-  (() => {
-    const body = { canonical_name: cjk(1000) }
-    return {
-      name: 'a synthesis name',
-      method: 'POST',
-      path: () => '/syntheses',
-      body: () => body,
-      tool: () => ['write_synthesis', body],
-      error: 'canonical_name is 3000 bytes, at most 2600',
-    } as Case
-  })(),
-  (() => {
-    const changes = { canonical_name: cjk(1000) }
-    return {
-      name: 'a synthesis name, on update',
-      method: 'PATCH',
-      path: () => `/syntheses/${ids.synthesis}`,
-      body: () => changes,
-      tool: updateTool(
-        'synthesis',
-        () => ids.synthesis,
-        () => changes,
-      ),
-      error: 'canonical_name is 3000 bytes, at most 2600',
-    } as Case
-  })(),
+  create(
+    'concept',
+    'a concept name of 2,000 CJK characters',
+    { canonical_name: cjk(2000) },
+    'canonical_name is 6000 bytes, at most 1300',
+  ),
+  create(
+    'concept',
+    'a concept context',
+    { canonical_name: 'Context', context: cjk(500) },
+    'context is 1500 bytes, at most 1300',
+  ),
+  create(
+    'concept',
+    'an alias',
+    { canonical_name: 'Alias', aliases: ['short', cjk(1000)] },
+    'aliases: an alias is 3000 bytes, at most 2600',
+  ),
+  create(
+    'concept',
+    'a 950 kB description',
+    { canonical_name: 'Described', description: urls(950_000) },
+    'canonical_name and description are 950009 bytes together, at most 262144 (its full-text document)',
+  ),
+  update(
+    'concept',
+    "a description that with the concept's kept aliases passes its document's room",
+    { description: cjk(30_000) },
+    'canonical_name, aliases and description are 290194 bytes together, at most 262144 (its full-text document)',
+  ),
+  update('concept', 'an alias, on update', { aliases: [cjk(1000)] }, 'aliases: an alias is 3000 bytes, at most 2600'),
+  create(
+    'source',
+    'a source URL',
+    { url: `https://example.org/${cjk(1000)}`, kind: 'web', status: 'parsed' },
+    'url is 3020 bytes, at most 2600',
+  ),
+  update(
+    'source',
+    'a source URL, on update',
+    { url: `https://example.org/${cjk(1000)}` },
+    'url is 3020 bytes, at most 2600',
+  ),
+  ...createAndUpdate(
+    'fact',
+    'a fact text',
+    { text: cjk(90_000) },
+    'text is 270000 bytes, at most 262144 (its full-text document)',
+  ),
+  create('investigation', 'an investigation title', { title: cjk(2000) }, 'title is 6000 bytes, at most 1300'),
+  update(
+    'investigation',
+    'an investigation topic, on update',
+    { topic: cjk(500) },
+    'topic is 1500 bytes, at most 1300',
+  ),
+  ...createAndUpdate('report', 'a report title', { title: cjk(2000) }, 'title is 6000 bytes, at most 2600'),
+  ...createAndUpdate(
+    'synthesis',
+    'a synthesis name',
+    { canonical_name: cjk(1000) },
+    'canonical_name is 3000 bytes, at most 2600',
+  ),
 ]
 
 describe(`write bodies bounded in bytes (${BACKEND})`, () => {
@@ -318,7 +206,7 @@ describe(`write bodies bounded in bytes (${BACKEND})`, () => {
         [`/${repo.slug}${c.path()}`, {}],
         [`/api/v1${c.path()}`, { 'x-repository-id': repo.id }],
       ] as const) {
-        const res = await http.call(c.method, path, { body: c.body(), token: owner.token, headers })
+        const res = await http.call(c.method, path, { body: c.body, token: owner.token, headers })
         expectError(res, 400, c.error)
         expect(JSON.stringify(res.body)).not.toMatch(RAW)
       }

@@ -15,13 +15,8 @@ import { metered } from '../../memory.ts'
 import type { Metadata } from '../format/schema.ts'
 import { encodeBodyHashing, encodeFileHead, type BundleContent } from '../format/writer.ts'
 import type { ExportCounts } from './export-positions.ts'
-import {
-  PREFETCHED_POSITIONS,
-  PREFETCHED_SECTIONS,
-  Snapshot,
-  type ExportServices,
-  type SnapshotOptions,
-} from './export-snapshot.ts'
+import { PREFETCHED_POSITIONS, PREFETCHED_SECTIONS } from './export-sections.ts'
+import { Snapshot, type ExportServices, type SnapshotOptions } from './export-snapshot.ts'
 import { Prefetch } from './export-prefetch.ts'
 import { gzipMembers } from './gzip-members.ts'
 import { writeAll } from '../scratch.ts'

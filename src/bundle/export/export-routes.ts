@@ -5,11 +5,9 @@
 import type { Quotas } from '../../quotas.ts'
 import { t } from 'elysia'
 import type { BlobStore } from '../../blobs/store.ts'
-import type { Principal } from '../../http/auth.ts'
 import { ErrorBody } from '../../http/schemas.ts'
 import type { Jobs } from '../../jobs/jobs.ts'
-import { JobBody, accepted, type AcceptedSet } from '../../jobs/routes.ts'
-import type { Repository } from '../../repositories/repositories.ts'
+import { JobBody, accepted, type QueueingContext } from '../../jobs/routes.ts'
 import type { repositoryScope } from '../../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../../repositories/scoped-routes.ts'
 import type { Db } from '../../db/sql.ts'
@@ -53,17 +51,8 @@ export interface ExportRoutesOptions {
 
 /** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
 export function exportRoutes({ scope, system, jobs, blobs, quotas }: ExportRoutesOptions) {
-  const start = async ({
-    principal,
-    repository,
-    body,
-    set,
-  }: {
-    principal: Principal
-    repository: Repository
-    body: ExportParams
-    set: AcceptedSet
-  }) => accepted(set, await startExport({ jobs, quotas }, principal, repository, body))
+  const start = async ({ principal, repository, body, set }: QueueingContext<ExportParams>) =>
+    accepted(set, await startExport({ jobs, quotas }, principal, repository, body))
 
   return repositoryScopedRoutes('kgs/export', scope, (app, at) => {
     const describe = (summary: string, extra: Record<string, unknown> = {}) =>

@@ -24,7 +24,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import type { Sql, TransactionSql } from 'postgres'
 import { isAbandoned, timestampedId } from '../../blobs/leftovers.ts'
 import { isUniqueViolation } from '../../db/conflict.ts'
-import { repositoryBlobPrefix, type BlobStore } from '../../blobs/store.ts'
+import { discardBlobs, repositoryBlobPrefix, type BlobStore } from '../../blobs/store.ts'
 import { defineJobKind, PermanentJobError, type JobServices, type RunningJob } from '../../jobs/kinds.ts'
 import { FINISHED, type JobStatus } from '../../jobs/queue.ts'
 import { CANCELLED, LEASE_LOST, SHUTTING_DOWN } from '../../jobs/worker.ts'
@@ -122,12 +122,8 @@ export async function importGraph(job: ImportJob, services: JobServices): Promis
       (failure instanceof PermanentJobError || job.attempt >= IMPORT_ATTEMPTS || job.signal.reason === CANCELLED)
     throw failure
   } finally {
-    if (endsForGood && 'upload' in job.params) {
-      const key = job.params.upload
-      await services.blobs
-        .delete(key)
-        .catch((error) => services.log.error('import: could not delete the upload', { key, ...describeError(error) }))
-    }
+    if (endsForGood && 'upload' in job.params)
+      await discardBlobs(services.blobs, services.log, 'import: could not delete the upload', job.params.upload)
   }
 }
 

@@ -9,19 +9,25 @@
 //   a refused upload leaves nothing behind. The job deletes the upload when it ends for good.
 //
 // Registered before the JSON body parser (see app.ts): the route reads its body itself.
-import Busboy from 'busboy'
-import { Readable } from 'node:stream'
+import type { Readable } from 'node:stream'
 import { t } from 'elysia'
-import type { BlobStore } from '../../blobs/store.ts'
+import { discardBlobs, type BlobStore } from '../../blobs/store.ts'
 import { parseJsonBody, readBodyLimited } from '../../http/body.ts'
 import type { Principal } from '../../http/auth.ts'
 import { HttpError } from '../../http/errors.ts'
-import { gzipChunks, requestChunks, uploadError, UploadInterrupted, type UploadPace } from '../../http/upload.ts'
+import {
+  gzipChunks,
+  multipartUpload,
+  requestChunks,
+  uploadError,
+  UploadInterrupted,
+  type UploadPace,
+  UPLOAD_ERRORS,
+} from '../../http/upload.ts'
 import { ErrorBody } from '../../http/schemas.ts'
 import type { Jobs } from '../../jobs/jobs.ts'
 import { JobBody, accepted, type AcceptedSet } from '../../jobs/routes.ts'
 import type { Logger } from '../../log.ts'
-import { describeError } from '../../log.ts'
 import type { RegistryClient } from '../../registry/client.ts'
 import type { Quotas } from '../../quotas.ts'
 import type { Repository } from '../../repositories/repositories.ts'
@@ -51,16 +57,8 @@ export interface ImportRoutesOptions {
 }
 
 const GZIP_TYPES = new Set(['application/gzip', 'application/x-gzip'])
-const errors = {
-  400: ErrorBody,
-  401: ErrorBody,
-  403: ErrorBody,
-  404: ErrorBody,
-  408: ErrorBody,
-  413: ErrorBody,
-  415: ErrorBody,
-  502: ErrorBody,
-}
+/** The registry could not be asked (502). */
+const errors = { ...UPLOAD_ERRORS, 502: ErrorBody }
 
 const requestBody = {
   required: true,
@@ -83,15 +81,9 @@ const requestBody = {
  * the body is malformed or has no such file.
  */
 async function* multipartBundle(request: Request, pace: UploadPace): AsyncGenerator<Uint8Array> {
-  let form: Busboy.Busboy
-  try {
-    form = Busboy({ headers: { 'content-type': request.headers.get('content-type') ?? '' } })
-  } catch (error) {
-    throw new HttpError(400, `malformed multipart body: ${(error as Error).message}`)
-  }
-  const input = Readable.from(requestChunks(request.body!, pace))
-  // A body that breaks off or trickles ends the form with its own error (else the form would wait for ever).
+  // A body that breaks off or trickles ends the form with its own error, answered as that.
   let inputError: Error | undefined
+  const { form, close } = multipartUpload(request, pace, { onInputError: (error) => (inputError = error) })
   let file: Readable | undefined
   const found = new Promise<Readable>((resolve, reject) => {
     form.on('file', (name, stream) => {
@@ -109,11 +101,6 @@ async function* multipartBundle(request: Request, pace: UploadPace): AsyncGenera
     )
   })
   found.catch(() => {})
-  input.on('error', (error) => {
-    inputError = error
-    form.destroy(error)
-  })
-  input.pipe(form)
   try {
     const stream = await found
     try {
@@ -122,8 +109,7 @@ async function* multipartBundle(request: Request, pace: UploadPace): AsyncGenera
       throw inputError ?? new UploadInterrupted()
     }
   } finally {
-    input.unpipe(form)
-    input.destroy()
+    close()
   }
 }
 
@@ -156,11 +142,7 @@ export function importRoutes({
     }
   }
 
-  const discard = async (key: string) => {
-    await blobs
-      .delete(key)
-      .catch((error) => log.error('import: could not delete an upload', { key, ...describeError(error) }))
-  }
+  const discard = (key: string) => discardBlobs(blobs, log, 'import: could not delete an upload', key)
 
   const start = async ({
     request,

@@ -6,9 +6,9 @@
 // queues the copy of the repository's counts (repositories/counts.ts), which the answer does not
 // wait for. A refusal (common.ts WriteRefusal) sets off nothing.
 import type { Sql } from 'postgres'
-import type { BlobStore } from '../../blobs/store.ts'
+import { discardBlobs, type BlobStore } from '../../blobs/store.ts'
 import type { Pools } from '../../db/pools.ts'
-import { describeError, type Logger } from '../../log.ts'
+import type { Logger } from '../../log.ts'
 import type { EmbeddedKind } from './common.ts'
 import { createConcept, deleteConcept, updateConcept } from './concepts.ts'
 import { createFact, deleteFact, linkConcept, unlinkConcept, updateFact } from './facts.ts'
@@ -63,14 +63,6 @@ export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, grap
     }
   /** Where this repository serves a stored source image, less the image's id. */
   const imageUrlPrefix = (repositoryId: string) => `${baseUrl}/${repositoryId}/images/`
-  const deleteBlobs = async (keys: readonly string[]) => {
-    for (const key of keys)
-      await blobs
-        .delete(key)
-        .catch((error) =>
-          log.error('graph: could not delete the bytes of a deleted source', { key, ...describeError(error) }),
-        )
-  }
   const createFactIn = inRepository(createFact, 'facts')
   const updateFactIn = inRepository(updateFact, 'facts')
   const deleteSourceIn = inRepository(deleteSource)
@@ -82,7 +74,7 @@ export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, grap
     /** Deletes the source, then its stored bytes (a failure there is logged: the row is gone either way). */
     async deleteSource(...[repositoryId, id, options]: Parameters<InRepository<typeof deleteSource>>) {
       const deleted = await deleteSourceIn(repositoryId, id, options)
-      await deleteBlobs(deleted.storage_keys)
+      await discardBlobs(blobs, log, 'graph: could not delete the bytes of a deleted source', ...deleted.storage_keys)
       return { id: deleted.id, removed: deleted.removed }
     },
     createInvestigation: inRepository(createInvestigation),

@@ -2,11 +2,10 @@
 // this browser's (signed out from here) and any other's, each ended after a confirmation; then the
 // agents the person let in, each revocable after a confirmation. Either way its tokens stop
 // working at once.
-import { useState } from 'preact/hooks'
 import { apiPath, request } from '../api.ts'
 import { signOut } from '../auth.ts'
-import { Confirm } from '../confirm.tsx'
-import { ErrorBox, navigate, Paged, shortDate } from '../ui.tsx'
+import { OutcomeLine, useChanges, useConfirm } from '../changes.tsx'
+import { navigate, PagedTable, shortDate } from '../ui.tsx'
 
 interface Grant {
   id: string
@@ -23,36 +22,37 @@ interface Grant {
 const moment = (iso: string) => new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })
 const agentName = (grant: Grant) => grant.client_name || grant.client_id
 const browserName = (grant: Grant) => grant.browser ?? 'a browser'
+/** A session to end or an agent to revoke: the question asked first, and what is said once done. */
+interface Revoking {
+  grant: Grant
+  question: string
+  action: string
+  done: string
+}
 
 export function Grants() {
-  const [round, setRound] = useState(0)
-  const [outcome, setOutcome] = useState<{ error?: unknown; done?: string }>({})
-  const [revoking, setRevoking] = useState<{ grant: Grant; question: string; action: string; done: string }>()
-  const revoke = async () => {
-    const { grant, done } = revoking!
-    setRevoking(undefined)
-    setOutcome({})
-    try {
-      await request<Grant>('DELETE', apiPath`/api/v1/oauth/grants/${grant.id}`)
-      setOutcome({ done })
-    } catch (error) {
-      setOutcome({ error })
-    }
-    setRound((n) => n + 1)
-  }
+  const { round, outcome, change } = useChanges()
+  const revoking = useConfirm(
+    ({ question, action }: Revoking) => ({ question, action }),
+    ({ grant, done }) =>
+      change(async () => {
+        await request<Grant>('DELETE', apiPath`/api/v1/oauth/grants/${grant.id}`)
+        return done
+      }),
+  )
   const out = async () => {
     await signOut()
     navigate('/app', true)
   }
   const endSession = (grant: Grant) =>
-    setRevoking({
+    revoking.ask({
       grant,
       question: `End the session in ${browserName(grant)}?`,
       action: 'End',
       done: `The session in ${browserName(grant)} has ended: that browser is signed out.`,
     })
   const revokeAgent = (grant: Grant) =>
-    setRevoking({
+    revoking.ask({
       grant,
       question: `Revoke the access of ${agentName(grant)}?`,
       action: 'Revoke',
@@ -61,106 +61,69 @@ export function Grants() {
   return (
     <>
       <h1 tabIndex={-1}>Connected agents</h1>
-      {outcome.error !== undefined && <ErrorBox error={outcome.error} />}
-      {outcome.done && <p role="status">{outcome.done}</p>}
+      <OutcomeLine outcome={outcome} />
       <h2>Where you are signed in</h2>
       <p>This app keeps one session per browser. Ending another browser's signs it out at once.</p>
-      <Paged<Grant>
+      <PagedTable<Grant>
         key={`app ${round}`}
         path="/api/v1/oauth/grants?web_app=true"
         label="Sessions"
         empty="No browser is signed in."
-      >
-        {(rows) => (
-          <table>
-            <caption class="visually-hidden">Browsers signed in to this app</caption>
-            <thead>
-              <tr>
-                <th scope="col">Browser</th>
-                <th scope="col">Signed in</th>
-                <th scope="col">Last used</th>
-                <th scope="col">End</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((grant) => (
-                <tr key={grant.id}>
-                  <td>
-                    {grant.current ? 'This browser' : 'Another browser'}
-                    {grant.browser && <span class="meta"> {grant.browser}</span>}
-                  </td>
-                  <td>{shortDate(grant.created_at)}</td>
-                  <td>{moment(grant.last_used_at)}</td>
-                  <td>
-                    {grant.current ? (
-                      <button type="button" onClick={out}>
-                        Sign out
-                      </button>
-                    ) : (
-                      <button
-                        type="button"
-                        aria-label={`End the session in ${browserName(grant)}, last used ${moment(grant.last_used_at)}`}
-                        onClick={() => endSession(grant)}
-                      >
-                        End
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+        caption="Browsers signed in to this app"
+        columns={['Browser', 'Signed in', 'Last used', 'End']}
+        row={(grant) => (
+          <tr key={grant.id}>
+            <td>
+              {grant.current ? 'This browser' : 'Another browser'}
+              {grant.browser && <span class="meta"> {grant.browser}</span>}
+            </td>
+            <td>{shortDate(grant.created_at)}</td>
+            <td>{moment(grant.last_used_at)}</td>
+            <td>
+              {grant.current ? (
+                <button type="button" onClick={out}>
+                  Sign out
+                </button>
+              ) : (
+                <button
+                  type="button"
+                  aria-label={`End the session in ${browserName(grant)}, last used ${moment(grant.last_used_at)}`}
+                  onClick={() => endSession(grant)}
+                >
+                  End
+                </button>
+              )}
+            </td>
+          </tr>
         )}
-      </Paged>
+      />
       <h2>Agents</h2>
       <p>The applications you let act for you, with what they may do. Revoking one stops its tokens at once.</p>
-      <Paged<Grant>
+      <PagedTable<Grant>
         key={`agents ${round}`}
         path="/api/v1/oauth/grants?web_app=false"
         label="Agents"
         empty="No agent has access."
-      >
-        {(rows) => (
-          <table>
-            <caption class="visually-hidden">Agents with access</caption>
-            <thead>
-              <tr>
-                <th scope="col">Agent</th>
-                <th scope="col">May</th>
-                <th scope="col">Since</th>
-                <th scope="col">Until</th>
-                <th scope="col">Revoke</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((grant) => (
-                <tr key={grant.id}>
-                  <td>
-                    {grant.client_name || '(unnamed)'}
-                    <span class="meta"> {grant.client_id}</span>
-                  </td>
-                  <td>{grant.scope}</td>
-                  <td>{shortDate(grant.created_at)}</td>
-                  <td>{shortDate(grant.expires_at)}</td>
-                  <td>
-                    <button type="button" aria-label={`Revoke ${agentName(grant)}`} onClick={() => revokeAgent(grant)}>
-                      Revoke
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+        caption="Agents with access"
+        columns={['Agent', 'May', 'Since', 'Until', 'Revoke']}
+        row={(grant) => (
+          <tr key={grant.id}>
+            <td>
+              {grant.client_name || '(unnamed)'}
+              <span class="meta"> {grant.client_id}</span>
+            </td>
+            <td>{grant.scope}</td>
+            <td>{shortDate(grant.created_at)}</td>
+            <td>{shortDate(grant.expires_at)}</td>
+            <td>
+              <button type="button" aria-label={`Revoke ${agentName(grant)}`} onClick={() => revokeAgent(grant)}>
+                Revoke
+              </button>
+            </td>
+          </tr>
         )}
-      </Paged>
-      {revoking && (
-        <Confirm
-          question={revoking.question}
-          action={revoking.action}
-          onConfirm={revoke}
-          onCancel={() => setRevoking(undefined)}
-        />
-      )}
+      />
+      {revoking.question}
     </>
   )
 }

@@ -3,10 +3,10 @@
 // a confirmation. A refusal (the last repoadmin, an unknown e-mail) is the API's own message.
 import { useState } from 'preact/hooks'
 import { apiPath, request } from '../api.ts'
-import { Confirm } from '../confirm.tsx'
+import { EmailField, OutcomeLine, RoleSelect, useChanges, useConfirm } from '../changes.tsx'
 import { useCan } from '../permissions.tsx'
 import { REPOSITORY_ROLES, ROLE_LINES } from '../roles.ts'
-import { ErrorBox, Paged } from '../ui.tsx'
+import { PagedTable } from '../ui.tsx'
 
 interface Member {
   user_id: string
@@ -15,106 +15,71 @@ interface Member {
   role: string
 }
 
-const roleOptions = REPOSITORY_ROLES.map((role) => (
-  <option key={role} value={role}>
-    {role}
-  </option>
-))
-const selected = (event: Event) => (event.target as HTMLSelectElement).value
+const ROLE_GROUPS = [{ roles: REPOSITORY_ROLES }]
 
 export function Members({ repo }: { repo: string }) {
   const members = apiPath`/${repo}/members`
   const canManage = useCan()('member:manage')
-  const [round, setRound] = useState(0)
-  const [outcome, setOutcome] = useState<{ error?: unknown; done?: string }>({})
-  const [removing, setRemoving] = useState<Member>()
+  const { round, outcome, change } = useChanges()
   const [email, setEmail] = useState('')
   const [role, setRole] = useState('viewer')
   const [busy, setBusy] = useState(false)
-  /** Does one change; the list is read again either way (a refused role change shows the role kept). */
-  const change = async (method: 'PUT' | 'DELETE', path: string, body: unknown, done: (member: Member) => string) => {
-    setOutcome({})
-    try {
-      setOutcome({ done: done(await request<Member>(method, path, body)) })
-      return true
-    } catch (error) {
-      setOutcome({ error })
-      return false
-    } finally {
-      setRound((n) => n + 1)
-    }
-  }
+  /** Sets a member's role (adding them if they are not one yet). */
+  const assign = (body: { email: string; role: string }) =>
+    change(async () => {
+      const member = await request<Member>('PUT', members, body)
+      return `${member.email} is now ${member.role}.`
+    })
   const add = async (event: Event) => {
     event.preventDefault()
     setBusy(true)
-    if (await change('PUT', members, { email, role }, (member) => `${member.email} is now ${member.role}.`))
-      setEmail('')
+    if (await assign({ email, role })) setEmail('')
     setBusy(false)
   }
-  const remove = async (member: Member) => {
-    setRemoving(undefined)
-    await change(
-      'DELETE',
-      apiPath`/${repo}/members/${member.user_id}`,
-      undefined,
-      (removed) => `${removed.email} is no longer a member.`,
-    )
-  }
+  const removal = useConfirm(
+    (member: Member) => ({ question: `Remove ${member.email} from this repository?`, action: 'Remove' }),
+    (member) =>
+      change(async () => {
+        const removed = await request<Member>('DELETE', apiPath`/${repo}/members/${member.user_id}`)
+        return `${removed.email} is no longer a member.`
+      }),
+  )
   return (
     <>
       <h1 tabIndex={-1}>Members</h1>
-      {outcome.error !== undefined && <ErrorBox error={outcome.error} />}
-      {outcome.done && <p role="status">{outcome.done}</p>}
-      <Paged<Member> key={round} path={members} label="Members">
-        {(rows) => (
-          <table>
-            <caption class="visually-hidden">Members and their roles</caption>
-            <thead>
-              <tr>
-                <th scope="col">E-mail</th>
-                <th scope="col">Name</th>
-                <th scope="col">Role</th>
-                {canManage && <th scope="col">Remove</th>}
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((member) => (
-                <tr key={member.user_id}>
-                  <td>{member.email}</td>
-                  <td>{member.name}</td>
-                  <td>
-                    {canManage ? (
-                      <select
-                        value={member.role}
-                        aria-label={`Role of ${member.email}`}
-                        onChange={(event) =>
-                          change(
-                            'PUT',
-                            members,
-                            { email: member.email, role: selected(event) },
-                            (changed) => `${changed.email} is now ${changed.role}.`,
-                          )
-                        }
-                      >
-                        {roleOptions}
-                      </select>
-                    ) : (
-                      member.role
-                    )}
-                  </td>
-                  {canManage && (
-                    <td>
-                      <button type="button" aria-label={`Remove ${member.email}`} onClick={() => setRemoving(member)}>
-                        Remove
-                      </button>
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
+      <OutcomeLine outcome={outcome} />
+      <PagedTable<Member>
+        key={round}
+        path={members}
+        label="Members"
+        caption="Members and their roles"
+        columns={['E-mail', 'Name', 'Role', ...(canManage ? ['Remove'] : [])]}
+        row={(member) => (
+          <tr key={member.user_id}>
+            <td>{member.email}</td>
+            <td>{member.name}</td>
+            <td>
+              {canManage ? (
+                <RoleSelect
+                  value={member.role}
+                  groups={ROLE_GROUPS}
+                  aria-label={`Role of ${member.email}`}
+                  onChoose={(chosen) => assign({ email: member.email, role: chosen })}
+                />
+              ) : (
+                member.role
+              )}
+            </td>
+            {canManage && (
+              <td>
+                <button type="button" aria-label={`Remove ${member.email}`} onClick={() => removal.ask(member)}>
+                  Remove
+                </button>
+              </td>
+            )}
+          </tr>
         )}
-      </Paged>
+      />
       <section aria-labelledby="roles">
         <h2 id="roles">What each role may do</h2>
         <dl class="roles">
@@ -131,37 +96,20 @@ export function Members({ repo }: { repo: string }) {
             : 'A repoadmin of this repository gives and changes roles: ask one of them (see the list above).'}
         </p>
       </section>
-      {removing && (
-        <Confirm
-          question={`Remove ${removing.email} from this repository?`}
-          action="Remove"
-          onConfirm={() => remove(removing)}
-          onCancel={() => setRemoving(undefined)}
-        />
-      )}
+      {removal.question}
       {canManage && (
         <form class="inline" onSubmit={add}>
           <h2>Add a member</h2>
-          <label>
-            E-mail{' '}
-            <input
-              type="email"
-              required
-              maxLength={254}
-              value={email}
-              onInput={(event) => setEmail((event.target as HTMLInputElement).value)}
-            />
-          </label>
+          <EmailField value={email} onInput={setEmail} />
           <label>
             Role{' '}
-            <select
+            <RoleSelect
               value={role}
+              groups={ROLE_GROUPS}
               aria-label="Role"
               aria-describedby="chosen-role"
-              onChange={(event) => setRole(selected(event))}
-            >
-              {roleOptions}
-            </select>
+              onChoose={setRole}
+            />
           </label>
           <button type="submit" disabled={busy}>
             {busy ? 'Adding…' : 'Add'}

@@ -7,9 +7,9 @@
 import { useState } from 'preact/hooks'
 import { get, page, request } from '../api.ts'
 import { registration } from '../auth.ts'
-import { Confirm } from '../confirm.tsx'
+import { EmailField, OutcomeLine, RoleSelect, useChanges, useConfirm } from '../changes.tsx'
 import type { Repository } from '../types.ts'
-import { ErrorBox, Paged, Show, useLoad } from '../ui.tsx'
+import { ErrorBox, PagedTable, Show, useLoad } from '../ui.tsx'
 
 interface HeldRole {
   role: string
@@ -48,32 +48,26 @@ export function Users() {
   }, 'choices')
   const [search, setSearch] = useState('')
   const [searched, setSearched] = useState('')
-  const [round, setRound] = useState(0)
-  const [outcome, setOutcome] = useState<{ error?: unknown; done?: string }>({})
-  const [removing, setRemoving] = useState<{ user: UserRow; held: HeldRole }>()
+  const { round, outcome, change } = useChanges()
   const [form, setForm] = useState({ email: '', role: '', repository: '' })
-  /** Does one change; the list is read again either way. */
-  const change = async (method: 'PUT' | 'DELETE', body: unknown, done: string) => {
-    setOutcome({})
-    try {
+  /** Gives (PUT) or takes away (DELETE) a role; `done` says what was done. */
+  const changeRole = (method: 'PUT' | 'DELETE', body: unknown, done: string) =>
+    change(async () => {
       await request(method, '/api/v1/admin/users/roles', body)
-      setOutcome({ done })
-      return true
-    } catch (error) {
-      setOutcome({ error })
-      return false
-    } finally {
-      setRound((n) => n + 1)
-    }
-  }
-  const remove = async ({ user, held }: { user: UserRow; held: HeldRole }) => {
-    setRemoving(undefined)
-    await change(
-      'DELETE',
-      { user_id: user.id, role: held.role, domain: held.domain },
-      `${user.email} is no longer ${where(held)}.`,
-    )
-  }
+      return done
+    })
+  const removal = useConfirm(
+    ({ user, held }: { user: UserRow; held: HeldRole }) => ({
+      question: `Remove ${where(held)} from ${user.email}?`,
+      action: 'Remove',
+    }),
+    ({ user, held }) =>
+      changeRole(
+        'DELETE',
+        { user_id: user.id, role: held.role, domain: held.domain },
+        `${user.email} is no longer ${where(held)}.`,
+      ),
+  )
   const list = `/api/v1/admin/users${searched ? `?${new URLSearchParams({ q: searched })}` : ''}`
   return (
     <>
@@ -92,59 +86,38 @@ export function Users() {
         </label>
         <button type="submit">Find</button>
       </form>
-      {outcome.error !== undefined && <ErrorBox error={outcome.error} />}
-      {outcome.done && <p role="status">{outcome.done}</p>}
-      <Paged<UserRow>
+      <OutcomeLine outcome={outcome} />
+      <PagedTable<UserRow>
         key={`${round} ${list}`}
         path={list}
         label="Users"
         empty={searched ? `No user's e-mail or name contains “${searched}”.` : 'None yet.'}
-      >
-        {(rows) => (
-          <table>
-            <caption class="visually-hidden">Users and their roles</caption>
-            <thead>
-              <tr>
-                <th scope="col">E-mail</th>
-                <th scope="col">Name</th>
-                <th scope="col">Roles</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((user) => (
-                <tr key={user.id}>
-                  <td>{user.email}</td>
-                  <td>{user.name}</td>
-                  <td>
-                    <ul class="roles">
-                      {user.roles.map((held) => (
-                        <li key={`${held.role} ${held.domain}`}>
-                          {where(held)}{' '}
-                          <button
-                            type="button"
-                            aria-label={`Remove ${where(held)} from ${user.email}`}
-                            onClick={() => setRemoving({ user, held })}
-                          >
-                            Remove
-                          </button>
-                        </li>
-                      ))}
-                    </ul>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+        caption="Users and their roles"
+        columns={['E-mail', 'Name', 'Roles']}
+        row={(user) => (
+          <tr key={user.id}>
+            <td>{user.email}</td>
+            <td>{user.name}</td>
+            <td>
+              <ul class="roles">
+                {user.roles.map((held) => (
+                  <li key={`${held.role} ${held.domain}`}>
+                    {where(held)}{' '}
+                    <button
+                      type="button"
+                      aria-label={`Remove ${where(held)} from ${user.email}`}
+                      onClick={() => removal.ask({ user, held })}
+                    >
+                      Remove
+                    </button>
+                  </li>
+                ))}
+              </ul>
+            </td>
+          </tr>
         )}
-      </Paged>
-      {removing && (
-        <Confirm
-          question={`Remove ${where(removing.held)} from ${removing.user.email}?`}
-          action="Remove"
-          onConfirm={() => remove(removing)}
-          onCancel={() => setRemoving(undefined)}
-        />
-      )}
+      />
+      {removal.question}
       <Show loaded={choices}>
         {({ roles, repositories, more }) => {
           const role = roles.find((r) => r.role === form.role)
@@ -154,7 +127,7 @@ export function Users() {
             event.preventDefault()
             const body = { email: form.email, role: form.role, domain: inRepository ? form.repository : 'system' }
             const done = `${form.email} is now ${form.role}${inRepository ? ` in ${repository?.name ?? form.repository}` : ''}.`
-            if (await change('PUT', body, done)) setForm({ ...form, email: '' })
+            if (await changeRole('PUT', body, done)) setForm({ ...form, email: '' })
           }
           return (
             <form class="inline" onSubmit={assign}>
@@ -163,32 +136,19 @@ export function Users() {
                 A repository role replaces the role the user held in that repository; a system role is added to their
                 others.
               </p>
-              <label>
-                E-mail{' '}
-                <input
-                  type="email"
-                  required
-                  maxLength={254}
-                  value={form.email}
-                  onInput={(event) => setForm({ ...form, email: value(event) })}
-                />
-              </label>
+              <EmailField value={form.email} onInput={(email) => setForm({ ...form, email })} />
               <label>
                 Role{' '}
-                <select required value={form.role} onChange={(event) => setForm({ ...form, role: value(event) })}>
-                  <option value="">Choose a role</option>
-                  {(['repository', 'system'] as const).map((kind) => (
-                    <optgroup key={kind} label={kind === 'system' ? 'System roles' : 'Repository roles'}>
-                      {roles
-                        .filter((r) => r.domain_kind === kind)
-                        .map((r) => (
-                          <option key={r.role} value={r.role}>
-                            {r.role}
-                          </option>
-                        ))}
-                    </optgroup>
-                  ))}
-                </select>
+                <RoleSelect
+                  required
+                  value={form.role}
+                  placeholder="Choose a role"
+                  groups={(['repository', 'system'] as const).map((kind) => ({
+                    label: kind === 'system' ? 'System roles' : 'Repository roles',
+                    roles: roles.filter((r) => r.domain_kind === kind).map((r) => r.role),
+                  }))}
+                  onChoose={(role) => setForm({ ...form, role })}
+                />
               </label>
               {inRepository && (
                 <label>

@@ -5,7 +5,7 @@
 import { useState } from 'preact/hooks'
 import { apiPath, read, request } from '../api.ts'
 import { Allowed, useCan } from '../permissions.tsx'
-import { Link, navigate, tell, useLoad } from '../ui.tsx'
+import { Link, navigate, tell } from '../ui.tsx'
 import { paths } from './paths.ts'
 import { Confirm } from '../confirm.tsx'
 import { collection, type Kind, WriteError } from './write/form.tsx'
@@ -65,20 +65,32 @@ function KindWriteBar({ repo, tab, kind, id }: { repo: string; tab: string; kind
     </div>
   )
 }
-/** Delete, after a confirmation, of the row read when the page opened (its id as the API answered it), with its ETag. */
+/**
+ * Delete, after a confirmation, of the row as read when the person asks to delete it (its id as
+ * the API answered it, its ETag in If-Match): read then, not as the page opens, so the page
+ * arrives with its own reads alone, and the confirmation names the row as it is.
+ */
 function Delete({ repo, kind, id }: { repo: string; kind: Kind; id: string }) {
-  const path = apiPath`/${repo}/${collection(kind)}/${id}`
-  const [row, reread] = useLoad(() => read<{ id: string }>(path), path)
-  const [confirming, setConfirming] = useState(false)
-  const [busy, setBusy] = useState(false)
+  const [row, setRow] = useState<{ value: { id: string }; etag: string }>()
+  const [busy, setBusy] = useState<string | false>(false)
   const [error, setError] = useState<unknown>()
-  const remove = async () => {
-    if (row.state !== 'done') return
+  const ask = async () => {
     setError(undefined)
-    setBusy(true)
+    setBusy('Reading…')
     try {
-      await request('DELETE', apiPath`/${repo}/${collection(kind)}/${row.value.value.id}`, undefined, {
-        'if-match': row.value.etag,
+      setRow(await read<{ id: string }>(apiPath`/${repo}/${collection(kind)}/${id}`))
+    } catch (failure) {
+      setError(failure)
+    }
+    setBusy(false)
+  }
+  const remove = async () => {
+    if (!row) return
+    setError(undefined)
+    setBusy('Deleting…')
+    try {
+      await request('DELETE', apiPath`/${repo}/${collection(kind)}/${row.value.id}`, undefined, {
+        'if-match': row.etag,
       })
       tell(`The ${kind} is deleted.`)
       navigate(`${paths(repo).base}/${collection(kind)}`)
@@ -89,17 +101,17 @@ function Delete({ repo, kind, id }: { repo: string; kind: Kind; id: string }) {
   }
   return (
     <>
-      {!confirming ? (
-        <button type="button" class="danger" disabled={row.state !== 'done'} onClick={() => setConfirming(true)}>
+      {!row ? (
+        <button type="button" class="danger" disabled={busy !== false} onClick={ask}>
           Delete this {kind}
         </button>
       ) : (
         <Confirm
           question={`Delete this ${kind} for good?`}
           action="Yes, delete it"
-          busy={busy && 'Deleting…'}
+          busy={busy}
           onConfirm={remove}
-          onCancel={() => setConfirming(false)}
+          onCancel={() => setRow(undefined)}
         >
           {kind === 'fact'
             ? 'Its links go with it; texts that cite it keep their words.'
@@ -109,11 +121,6 @@ function Delete({ repo, kind, id }: { repo: string; kind: Kind; id: string }) {
         </Confirm>
       )}
       {error !== undefined && <WriteError repo={repo} kind={kind} error={error} reload={() => location.reload()} />}
-      {row.state === 'failed' && (
-        <button type="button" onClick={reread}>
-          Read it again
-        </button>
-      )}
     </>
   )
 }

@@ -2,7 +2,8 @@
 // with the nesting, string, value and row limits, and the spans of an array's rows found
 // without parsing them.
 import { describe, expect, test } from 'bun:test'
-import { OPEN_BRACKET, type Scanner } from '../../../src/bundle/format/read/scanner.ts'
+import { OPEN_BRACKET } from '../../../src/bundle/format/read/cursor.ts'
+import type { Scanner } from '../../../src/bundle/format/read/scanner.ts'
 import { CHUNK_SIZES, failure, scannerOf } from './stages.ts'
 
 /** The text of each row span of the array at the cursor, as scanRows hands them over. */

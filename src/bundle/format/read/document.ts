@@ -9,7 +9,8 @@ import { BundleError, describeByte } from './errors.ts'
 import type { BundleItem, ReaderLimits, ReaderStats, RowItem } from './items.ts'
 import { MediaDecoder } from './media.ts'
 import { References } from './references.ts'
-import { isWhitespace, type JsonCursor, OPEN_BRACE, OPEN_BRACKET, Scanner } from './scanner.ts'
+import { isWhitespace, type JsonCursor, OPEN_BRACE, OPEN_BRACKET } from './cursor.ts'
+import { Scanner } from './scanner.ts'
 import { VectorDecoder } from './vectors.ts'
 
 const BODY_REF = /^body-(0|[1-9][0-9]*)$/

@@ -5,7 +5,7 @@
 // reported; data the consumer did not read is skipped (and still checked) when the reader resumes.
 import { describeByte } from './errors.ts'
 import type { BundleItem, ReaderStats } from './items.ts'
-import { BACKSLASH, OPEN_BRACE, QUOTE, type JsonCursor } from './scanner.ts'
+import { BACKSLASH, OPEN_BRACE, QUOTE, type JsonCursor } from './cursor.ts'
 import type { MediaSection } from '../schema.ts'
 
 /** Standard base64 alphabet → 0..63; 64 '='; -1 anything else. */

@@ -15,7 +15,7 @@ import {
   OPEN_BRACKET,
   QUOTE,
   type JsonCursor,
-} from './scanner.ts'
+} from './cursor.ts'
 
 const VECTOR_MAPS = { fact_vectors: 'facts', concept_vectors: 'concepts' } as const
 const INDEX_KEY = /^(0|[1-9][0-9]*)$/
