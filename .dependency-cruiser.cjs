@@ -51,8 +51,8 @@ module.exports = {
     {
       name: 'extract-pure',
       severity: 'error',
-      comment: 'The extractors (extract/) turn chunks into facts and concepts and nothing else: of the graph they use only its pure rules, of ingest only its types. Only a job module (`*-job.ts`), which stores what they draw, reaches further.',
-      from: { path: '^src/extract/', pathNot: '-job\\.ts$' },
+      comment: 'The extractors (extract/) turn chunks into facts and concepts and nothing else: of the graph they use only its pure rules, of ingest only its types. Only the processing of sources reaches further: its job (`*-job.ts`), which stores what they draw, and what queues it (`*-start.ts`, `*-routes.ts`).',
+      from: { path: '^src/extract/', pathNot: '-(job|start|routes)\\.ts$' },
       to: { path: '^src/', pathNot: '^src/extract/|^src/[^/]+\\.ts$|^src/graph/rules\\.ts$|^src/ingest/types\\.ts$' },
     },
     {

@@ -6,6 +6,7 @@ import { exportGraphJob } from './bundle/export/export-job.ts'
 import { importGraphJob } from './bundle/import/import-job.ts'
 import { fetchMediaJob } from './media/fetch-job.ts'
 import { ingestSourceJob } from './ingest/ingest-job.ts'
+import { processSourceJob } from './extract/process-job.ts'
 import { optimizeVectorsJob } from './vectors/optimize-job.ts'
 
 const BUILTIN_JOB_KINDS: readonly JobKind[] = [
@@ -18,6 +19,7 @@ const BUILTIN_JOB_KINDS: readonly JobKind[] = [
   importGraphJob,
   fetchMediaJob,
   ingestSourceJob,
+  processSourceJob,
 ]
 
 /** The built-in kinds and those of `extraKindModules` (each default-exports a list; tests). */

@@ -7,6 +7,8 @@ import { openBlobStore } from './blobs/open.ts'
 import { databaseCreationLock } from './vectors/creation-lock.ts'
 import { VectorStore } from './vectors/store.ts'
 import { createEmbedder } from './vectors/embedder.ts'
+import { embeddingQueue } from './vectors/embed-jobs.ts'
+import { graphWrites } from './graph/write/service.ts'
 import { createRegistryClient } from './registry/client.ts'
 import { loadJobKinds } from './job-kinds.ts'
 import { graphChanged } from './repositories/counts.ts'
@@ -52,19 +54,29 @@ async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<voi
   const jobs = new Jobs(pools.system, bus, kinds)
   // The runner always passes the base URL in use (server.ts); the registry defaults to it.
   const baseUrl = config.baseUrl!
+  const blobs = openBlobStore(config)
+  const enqueue = jobs.enqueue.bind(jobs)
+  const repositoryChanged = (repositoryId: string) => graphChanged(pools, bus, repositoryId, log)
   const services = {
     pools,
     vectors,
     embedder: createEmbedder(config),
-    blobs: openBlobStore(config),
+    blobs,
     registry: createRegistryClient(config, baseUrl),
     config: { ...config, baseUrl },
     log,
-    enqueue: jobs.enqueue.bind(jobs),
+    enqueue,
+    // Jobs that write the graph (process_source) write as the routes do, with what a write sets off.
+    writes: graphWrites({
+      pools,
+      blobs,
+      log,
+      baseUrl,
+      embeddingChanged: embeddingQueue({ enqueue }),
+      graphChanged: repositoryChanged,
+    }),
   }
-  worker = new JobWorker(workerId, pools.system, services, kinds, message.timing, log, (repositoryId) =>
-    graphChanged(pools, bus, repositoryId, log),
-  )
+  worker = new JobWorker(workerId, pools.system, services, kinds, message.timing, log, repositoryChanged)
   worker.start()
   shutdown = async () => {
     await worker!.stop()

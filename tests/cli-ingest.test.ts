@@ -59,10 +59,13 @@ const summary = (stdout: string) => /^(\d+) added, (\d+) unchanged, (\d+) failed
 
 /** The documents the folder and the URLs make: the lines each ends with. */
 function expectFolderAndUrls(stdout: string) {
-  expect(stdout).toContain(`${join(folder, 'teapots.md')}: added (markdown, 2 chunks)`)
+  // Each added and then processed: what it was read into, then what was drawn from it.
+  expect(stdout).toMatch(
+    new RegExp(`^${join(folder, 'teapots.md')}: added \\(markdown, 2 chunks; \\d+ facts, \\d+ concepts\\)$`, 'm'),
+  )
   expect(stdout).toContain(`${join(folder, 'cups.txt')}: added (text, `)
   expect(stdout).toContain(`${join(folder, 'nested', 'page.html')}: added (web, `)
-  expect(stdout).toContain(`${join(folder, 'paper.pdf')}: added (pdf, 1 chunks)`)
+  expect(stdout).toContain(`${join(folder, 'paper.pdf')}: added (pdf, 1 chunks; `)
   expect(stdout).toContain(`${docsUrl}/kettles.html: added (web, `)
   expect(stdout).toMatch(new RegExp(`^  ${join(folder, 'empty.txt')}: .*empty \\(0 bytes\\)$`, 'm'))
   expect(stdout).toMatch(new RegExp(`^  ${docsUrl}/missing.html: .*404`, 'm'))
@@ -86,11 +89,11 @@ async function sourcesOf(server: TestServer, repositoryId: string) {
 function expectSources(rows: Awaited<ReturnType<typeof sourcesOf>>) {
   expect(
     rows
-      .filter((row) => row.status === 'parsed')
+      .filter((row) => row.status === 'processed')
       .map((row) => row.parsed_title)
       .sort(),
   ).toEqual(['Cups hold tea.', 'Kettles', 'Nested kettles', 'One page', 'Teapots'])
-  expect(rows.find((row) => row.url === `${docsUrl}/kettles.html`)).toMatchObject({ kind: 'web', status: 'parsed' })
+  expect(rows.find((row) => row.url === `${docsUrl}/kettles.html`)).toMatchObject({ kind: 'web', status: 'processed' })
   expect(rows.find((row) => row.url === `${docsUrl}/missing.html`)).toMatchObject({ status: 'failed' })
   // The empty file was refused before anything was made of it.
   expect(rows).toHaveLength(6)

@@ -69,16 +69,20 @@ describe(`the README's tour (${BACKEND})`, () => {
     return { stdout, stderr }
   }
 
-  /** What every run shows: the import succeeded, the document added was parsed, the export was downloaded and names itself, the refreshed token works. */
+  /** What every run shows: the import succeeded, the document added was processed into its fact, the export was downloaded and names itself, the refreshed token works. */
   async function expectTourDone(stdout: string) {
     expect(stdout).toContain('succeeded 100%\n')
-    expect(stdout).toContain('parsed: # Kettles\n\nA kettle boils water for tea.\n\n## Kinds\n\nElectric or stove-top.')
+    expect(stdout).toContain(
+      'processed: # Kettles\n\nA kettle boils water for tea.\n\n## Kinds\n\nElectric or stove-top.',
+    )
+    expect(stdout).toContain("[ 'A kettle boils water for tea.' ]\n")
     expect(stdout).toContain('ada@example.com\n')
     const sha256 = /^x-graph-sha256: ([0-9a-f]{64})\r?$/im.exec(stdout)?.[1]
     expect(sha256).toBeDefined()
     const summary = await summarizeBundle(Bun.file(EXPORT_FILE).stream())
     expect(bundleProblems(summary)).toEqual([])
-    expect(summary.metadata).toMatchObject({ name: 'Tour', fact_count: 200, sha256 })
+    // The bundle's facts and the one drawn from the document.
+    expect(summary.metadata).toMatchObject({ name: 'Tour', fact_count: 201, sha256 })
   }
 
   test('the first run registers, imports, searches, adds a document, exports, downloads and refreshes', async () => {

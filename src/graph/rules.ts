@@ -26,6 +26,9 @@ export function factContentHash(text: string): string {
   return sha256Hex(normalizeFactText(text))
 }
 
+/** The statuses of a source whose chunks are there to draw facts from: parsed, or processed before (decisions §6). */
+export const PROCESSABLE_SOURCE_STATUSES: readonly string[] = ['parsed', 'processed']
+
 /**
  * A concept's identity: its name and context, case-folded, as the unique index
  * concepts_name_context_key (lower(canonical_name), lower(context)) compares them.

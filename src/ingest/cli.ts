@@ -1,7 +1,7 @@
 // `kgs ingest <repository> <file|url>…`: each URL, file, or readable file of a folder is added
-// as a source, and its ingest_source job followed to its end, a few at a time; each gets a
-// progress line (a bar redrawn in place on a terminal, a line per change otherwise), then a
-// summary. Where the documents go is a target: a running kgs over its API (remoteTarget), or the
+// as a source, and its ingest_source job followed to its end (then its process_source job, unless
+// --no-process), a few at a time; each gets a progress line (a bar redrawn in place on a
+// terminal, a line per change otherwise), then a summary. Where the documents go is a target: a running kgs over its API (remoteTarget), or the
 // data directory through kgs started in this process (src/local-ingest.ts).
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { basename, extname, join } from 'node:path'
@@ -148,21 +148,45 @@ async function ingestOne(
   } catch (error) {
     return { status: 'failed', reason: (error as Error).message }
   }
+  const ingested = await follow(target, jobId, item.name, progress)
+  if ('reason' in ingested) return { status: 'failed', ...ingested }
+  const result = (ingested.result ?? {}) as { status?: string; kind?: string; chunks?: number; process_job_id?: string }
+  // The processing the ingest job queued is followed too: in the data directory's kgs, which
+  // stops when this command ends, it would otherwise wait for the next server.
+  let drawn = ''
+  if (result.process_job_id) {
+    const processed = await follow(target, result.process_job_id, item.name, progress)
+    if ('reason' in processed) return { status: 'failed', reason: `parsed, but not processed: ${processed.reason}` }
+    const { facts, concepts } = processed.result as ProcessAnswer
+    drawn = `; ${facts.added + facts.merged + facts.unchanged} facts, ${concepts.added + concepts.existing} concepts`
+  }
+  if (result.status === 'not_modified') return { status: 'unchanged' }
+  return { status: 'added', detail: `${result.kind ?? 'source'}, ${result.chunks ?? 0} chunks${drawn}` }
+}
+
+/** What of a process_source job's result a line says (extract/process-job.ts). */
+interface ProcessAnswer {
+  facts: { added: number; merged: number; unchanged: number }
+  concepts: { added: number; existing: number }
+}
+
+/** Polls the job to its end, its progress shown as the document's: the job when it succeeded, else why not. */
+async function follow(
+  target: IngestTarget,
+  jobId: string,
+  name: string,
+  progress: Progress,
+): Promise<Job | { reason: string }> {
   for (;;) {
     let job: Job
     try {
       job = await target.job(jobId)
     } catch (error) {
-      return { status: 'failed', reason: `could not follow job ${jobId}: ${(error as Error).message}` }
+      return { reason: `could not follow job ${jobId}: ${(error as Error).message}` }
     }
-    if (job.status === 'succeeded') {
-      const result = (job.result ?? {}) as { status?: string; kind?: string; chunks?: number }
-      if (result.status === 'not_modified') return { status: 'unchanged' }
-      return { status: 'added', detail: `${result.kind ?? 'source'}, ${result.chunks ?? 0} chunks` }
-    }
-    if (job.status === 'failed' || job.status === 'cancelled')
-      return { status: 'failed', reason: job.error ?? job.status }
-    progress.update(item.name, job)
+    if (job.status === 'succeeded') return job
+    if (job.status === 'failed' || job.status === 'cancelled') return { reason: job.error ?? job.status }
+    progress.update(name, job)
     await wait(POLL_MS)
   }
 }

@@ -37,7 +37,7 @@ const IngestParams = Type.Object(
         { additionalProperties: false },
       ),
     ),
-    /** Whether processing follows; recorded only until the processing job exists. */
+    /** Whether a process_source job (extract/process-job.ts) follows the parse. */
     process: Type.Boolean(),
   },
   { additionalProperties: false },
@@ -263,5 +263,17 @@ export const ingestSourceJob = defineJobKind({
   repositoryScoped: true,
   // The source's fields change: what follows a change of the graph (its counts copy) follows this.
   changesGraph: true,
-  run: (job, services) => ingest(job, services),
+  run: async (job, services) => {
+    const outcome = await ingest(job, services)
+    if (!job.params.process) return outcome
+    // Coalesced: a retried attempt finds the follow-up it queued before it died.
+    const next = await services.enqueue({
+      kind: 'process_source',
+      repositoryId: job.repositoryId,
+      params: { source_id: outcome.source_id },
+      createdBy: job.createdBy ?? null,
+      coalesce: { afterMs: 0 },
+    })
+    return { ...outcome, process_job_id: next?.id ?? null }
+  },
 })

@@ -57,7 +57,7 @@ const Url = t.String({ minLength: 1, maxLength: URL_MAX_LENGTH, description: 'an
 const Process = t.Optional(
   t.Boolean({
     description:
-      'draw facts and concepts once the source is parsed (default true; recorded, not done yet: docs/ingest.md)',
+      'draw facts and concepts once the source is parsed, by a process_source job (default true; docs/extract.md)',
   }),
 )
 const OneUrl = t.Object({ url: Url, process: Process }, { additionalProperties: false })

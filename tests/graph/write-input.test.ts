@@ -79,6 +79,8 @@ beforeAll(async () => {
     { method: 'PATCH', path: `${r}/sources/${source}`, permission: 'source:write', body: { parsed_title: 'New' } },
     { method: 'DELETE', path: `${r}/sources/${source}`, permission: 'source:write' },
     { method: 'POST', path: `${r}/ingest`, permission: 'source:write', body: { url: 'https://example.org/document' } },
+    { method: 'POST', path: `${r}/sources/${source}/process`, permission: 'fact:write' },
+    { method: 'POST', path: `${r}/process`, permission: 'fact:write' },
     { method: 'POST', path: `${r}/facts`, permission: 'fact:write', body: { text: 'A new fact.' } },
     { method: 'PATCH', path: `${r}/facts/${fact}`, permission: 'fact:write', body: { status: 'stable' } },
     { method: 'DELETE', path: `${r}/facts/${fact}`, permission: 'fact:write' },
@@ -146,7 +148,7 @@ const send = (route: Route, init: { token?: string; body?: string; type?: string
 
 describe(`bad input on the write routes (${BACKEND})`, () => {
   test('every write route of the graph is covered here (the media uploads in tests/media/upload.test.ts)', () => {
-    const GRAPH = /^\/:repoID\/(sources|facts|concepts|syntheses|investigations|reports|ingest)(\/|$)/
+    const GRAPH = /^\/:repoID\/(sources|facts|concepts|syntheses|investigations|reports|ingest|process)(\/|$)/
     const UPLOADS = ['PUT /:repoID/sources/ID/body', 'POST /:repoID/sources/ID/images']
     const registered = createApp(server.context)
       .routes.filter((route) => route.method !== 'GET' && GRAPH.test(route.path))
@@ -226,7 +228,8 @@ describe(`bad input on the write routes (${BACKEND})`, () => {
     // Updates need at least one field; creates their required ones.
     for (const route of routes.filter((r) => r.method === 'PATCH'))
       await check(route, 'empty', { body: '{}' }, 400, /invalid body/)
-    for (const route of routes.filter((r) => r.method === 'POST'))
+    // (Processing a source takes no body.)
+    for (const route of routes.filter((r) => r.method === 'POST' && r.body))
       await check(route, 'empty', { body: '{}' }, 400, /invalid body/)
     const fact = routes.find((r) => r.method === 'POST' && r.path.endsWith('/facts'))!
     await check(fact, 'blank text', { body: JSON.stringify({ text: '' }) }, 400, /invalid body: text/)

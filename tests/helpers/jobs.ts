@@ -2,6 +2,10 @@
 import { expect } from 'bun:test'
 import type { api } from './api.ts'
 import type { Job } from '../../src/jobs/queue.ts'
+import type { JobServices } from '../../src/jobs/kinds.ts'
+import type { AppContext } from '../../src/app.ts'
+import { graphWrites } from '../../src/graph/write/service.ts'
+import { embeddingQueue } from '../../src/vectors/embed-jobs.ts'
 
 export const finished = (job: Job) => ['succeeded', 'failed', 'cancelled'].includes(job.status)
 
@@ -51,4 +55,16 @@ export async function jobsWhen(
       )
     await Bun.sleep(20)
   }
+}
+
+/** The graph's write service a job's services carry (src/job-thread.ts builds the same), over a test server's stores. */
+export function jobWrites(context: AppContext, enqueue: JobServices['enqueue']): JobServices['writes'] {
+  return graphWrites({
+    pools: context.pools,
+    blobs: context.blobs,
+    log: context.log,
+    baseUrl: context.baseUrl,
+    embeddingChanged: embeddingQueue({ enqueue }),
+    graphChanged: (repositoryId) => context.repositories.graphChanged(repositoryId),
+  })
 }

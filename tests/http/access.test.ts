@@ -112,6 +112,8 @@ describe(`access rules (${BACKEND})`, () => {
     expect(ruleOf('delete /api/v1/graphs/{id}')).toBe('owner-or-sysadmin')
     expect(ruleOf('put /api/v1/admin/users/roles')).toBe('system role:manage')
     expect(ruleOf('get /{repoID}/facts')).toBe('repository fact:read')
+    expect(ruleOf('post /{repoID}/sources/{sourceID}/process')).toBe('repository fact:write')
+    expect(ruleOf('post /{repoID}/process')).toBe('repository fact:write')
     expect(ruleOf('get /api/v1/jobs')).toBe('repository-or-system job:read')
     expect(ruleOf('get /api/v1/search')).toBe('repository fact:read (kind=facts) or concept:read (kind=concepts)')
     expect(ruleOf('post /{repoID}/import-graph')).toBe(

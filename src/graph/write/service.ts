@@ -1,10 +1,10 @@
-// The graph's writes, whoever asks for them (the REST write routes, the MCP tools, and jobs to
-// come): each runs its write, then what that write sets off beyond its own transaction, so that a
-// caller calls one function and nothing else. A write of facts or concepts marks the rows to
-// (re)embed in its own transaction (markForEmbedding, common.ts) and here queues the job that
-// embeds them; a deleted source's stored bytes are deleted; every write queues the copy of the
-// repository's counts (repositories/counts.ts), which the answer does not wait for. A refusal
-// (common.ts WriteRefusal) sets off nothing.
+// The graph's writes, whoever asks for them (the REST write routes, the MCP tools, and jobs such
+// as process_source): each runs its write, then what that write sets off beyond its own
+// transaction, so that a caller calls one function and nothing else. A write of facts or
+// concepts marks the rows to (re)embed in its own transaction (markForEmbedding, common.ts) and
+// here queues the job that embeds them; a deleted source's stored bytes are deleted; every write
+// queues the copy of the repository's counts (repositories/counts.ts), which the answer does not
+// wait for. A refusal (common.ts WriteRefusal) sets off nothing.
 import type { Sql } from 'postgres'
 import { discardBlobs, type BlobStore } from '../../blobs/store.ts'
 import type { Pools } from '../../db/pools.ts'
@@ -13,6 +13,7 @@ import type { EmbeddedKind } from './common.ts'
 import { createConcept, deleteConcept, updateConcept } from './concepts.ts'
 import { createFact, deleteFact, linkConcept, unlinkConcept, updateFact } from './facts.ts'
 import { createReport, deleteReport, updateReport } from './reports.ts'
+import { writeSourceKnowledge } from './source-knowledge.ts'
 import {
   addInvestigationSource,
   createInvestigation,
@@ -53,10 +54,10 @@ type InRepository<F> = F extends (sql: Sql, ...args: infer A) => Promise<infer T
 export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, graphChanged }: GraphWritesOptions) {
   /** `write` in the repository, then its effects: the embedding of `embeds`, the counts copy. */
   const inRepository =
-    <A extends unknown[], T>(write: (sql: Sql, ...args: A) => Promise<T>, embeds?: EmbeddedKind) =>
+    <A extends unknown[], T>(write: (sql: Sql, ...args: A) => Promise<T>, ...embeds: EmbeddedKind[]) =>
     async (repositoryId: string, ...args: A): Promise<T> => {
       const result = await write(await pools.forRepository(repositoryId), ...args)
-      if (embeds) await embeddingChanged(repositoryId, [embeds])
+      if (embeds.length > 0) await embeddingChanged(repositoryId, embeds)
       void graphChanged(repositoryId)
       return result
     }
@@ -95,6 +96,8 @@ export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, grap
     createConcept: inRepository(createConcept, 'concepts'),
     updateConcept: inRepository(updateConcept, 'concepts'),
     deleteConcept: inRepository(deleteConcept, 'concepts'),
+    /** What a source yields (the process_source job), in one transaction. */
+    writeSourceKnowledge: inRepository(writeSourceKnowledge, 'facts', 'concepts'),
     createSummary: inRepository(createSummary),
     updateSummary: inRepository(updateSummary),
     deleteSummary: inRepository(deleteSummary),

@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path'
 import { gunzipSync, inflateRawSync } from 'node:zlib'
 import { BACKEND, tempDir } from '../../helpers/backend.ts'
 import { api, expectError, registerAccount, type Account } from '../../helpers/api.ts'
-import { waitForJob } from '../../helpers/jobs.ts'
+import { jobWrites, waitForJob } from '../../helpers/jobs.ts'
 import { startTestServer, type TestServer } from '../../helpers/server.ts'
 import { generateGraph } from '../../../scripts/gen-graph.ts'
 import { portableConceptId, portableFactId } from '../../../src/bundle/format/citations.ts'
@@ -822,6 +822,7 @@ describe(`the export job stopped in its pass (${BACKEND})`, () => {
       config: { ...config, baseUrl },
       log,
       enqueue: async () => ({}) as Job,
+      writes: jobWrites(server.context, async () => ({}) as Job),
     }
     const controller = new AbortController()
     const id = crypto.randomUUID()

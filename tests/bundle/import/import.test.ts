@@ -21,7 +21,7 @@ import {
   validBundleJson,
 } from '../../helpers/broken-bundles.ts'
 import { dumpGraph, tableCounts } from '../../helpers/graph-dump.ts'
-import { settleJobs, waitForJob } from '../../helpers/jobs.ts'
+import { jobWrites, settleJobs, waitForJob } from '../../helpers/jobs.ts'
 import { blobKeys } from '../../helpers/blobs.ts'
 import { startTestServer, type TestServer } from '../../helpers/server.ts'
 import {
@@ -730,7 +730,19 @@ describe(`exactly once (${BACKEND})`, () => {
       enqueued.push(request)
       return {} as Job
     }
-    return { pools, vectors, embedder, blobs, registry, config: { ...config, baseUrl }, log, enqueue, ...overrides }
+    const writes = jobWrites(server.context, enqueue)
+    return {
+      pools,
+      vectors,
+      embedder,
+      blobs,
+      registry,
+      config: { ...config, baseUrl },
+      log,
+      enqueue,
+      writes,
+      ...overrides,
+    }
   }
 
   async function importJob(repo: Repo, bytes: Uint8Array): Promise<ImportJob & { params: { upload: string } }> {
