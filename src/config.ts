@@ -406,6 +406,15 @@ export const EnvSchema = Type.Object({
     }),
     'true or false',
   ),
+  INGEST_READ_MAX_MEMORY: variable(
+    Type.Integer({
+      minimum: 1,
+      default: 1024 ** 3,
+      description:
+        'most memory (resident, in bytes) the process that reads one ingested document may take: past it, it is killed and the document refused',
+    }),
+    'a positive integer number of bytes',
+  ),
   MEDIA_FETCH_ALLOW_PRIVATE: variable(
     Type.Boolean({
       default: false,
@@ -732,6 +741,8 @@ function configFrom(v: Env) {
       maxBytes: v.MEDIA_FETCH_MAX_BYTES,
       timeoutMs: v.MEDIA_FETCH_TIMEOUT,
     },
+    /** The bound on the child process that reads an ingested document (ingest/read-child.ts). */
+    ingestReadMaxMemoryBytes: v.INGEST_READ_MAX_MEMORY,
     /** The fetch of OAuth clients' metadata documents (oauth/client-metadata.ts). */
     clientMetadataFetch: {
       allowPrivate: v.CLIENT_METADATA_FETCH_ALLOW_PRIVATE,
