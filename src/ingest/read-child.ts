@@ -62,15 +62,18 @@ function unframe<T>(data: Buffer): { header: T; rest: Buffer } {
   }
 }
 
-/** The child's resident memory in bytes, or undefined where /proc does not say (or it has exited). */
-function residentBytes(pid: number): number | undefined {
+/** A field of /proc/<pid>/status in bytes, or undefined where /proc does not say (or the process has exited). */
+function procStatusBytes(pid: number | 'self', field: 'VmRSS' | 'VmHWM'): number | undefined {
   try {
-    const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
     return match ? Number(match[1]) * 1024 : undefined
   } catch {
     return undefined
   }
 }
+
+/** This process's peak resident memory: Linux carries the peak of the process that spawned this one into resourceUsage's maxRSS (kilobytes) across exec, not into VmHWM. */
+const peakResidentBytes = () => procStatusBytes('self', 'VmHWM') ?? process.resourceUsage().maxRSS * 1024
 
 export async function readDocumentInChild(
   input: DocumentInput,
@@ -97,7 +100,7 @@ export async function readDocumentInChild(
       timeMs + KILL_MARGIN_MS,
     )
     const watch = setInterval(() => {
-      const rss = child.pid === undefined ? undefined : residentBytes(child.pid)
+      const rss = child.pid === undefined ? undefined : procStatusBytes(child.pid, 'VmRSS')
       if (rss === undefined) return
       peakRss = Math.max(peakRss, rss)
       if (rss > options.maxMemoryBytes)
@@ -189,8 +192,7 @@ export async function serveReadDocument(): Promise<number> {
         ? { refused: { code: error.code, message: error.message } }
         : { error: (error as Error).message ?? String(error) }
   }
-  // resourceUsage's maxRSS is in kilobytes.
-  const peakRssBytes = process.resourceUsage().maxRSS * 1024
+  const peakRssBytes = peakResidentBytes()
   const written = frame({ ...answer, peakRssBytes }, parts)
   await new Promise<void>((resolve, reject) =>
     process.stdout.write(written, (error) => (error ? reject(error) : resolve())),
