@@ -47,11 +47,21 @@ export interface ChildRead {
   peakRssBytes: number
 }
 
-function frame(header: unknown, parts: Uint8Array[]): Buffer {
+/** A frame's pieces, written one after the other (not joined: a long document's answer is several megabytes). */
+function frame(header: unknown, parts: Uint8Array[]): Uint8Array[] {
   const json = Buffer.from(JSON.stringify(header))
   const length = Buffer.alloc(4)
   length.writeUInt32BE(json.byteLength)
-  return Buffer.concat([length, json, ...parts])
+  return [length, json, ...parts]
+}
+
+/** Writes the pieces to `stream`; resolves once the last is handed to the system. */
+function writeAll(stream: NodeJS.WritableStream, pieces: Uint8Array[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    pieces.forEach((piece, i) =>
+      stream.write(piece, i < pieces.length - 1 ? undefined : (error) => (error ? reject(error) : resolve())),
+    )
+  })
 }
 
 function unframe<T>(data: Buffer): { header: T; rest: Buffer } {
@@ -131,7 +141,10 @@ export async function readDocumentInChild(
     })
     // It may die before reading it all: the exit says why.
     child.stdin!.on('error', () => {})
-    child.stdin!.end(frame(request, [input.bytes]))
+    void writeAll(child.stdin!, frame(request, [input.bytes])).then(
+      () => child.stdin!.end(),
+      () => {},
+    )
     child.on('close', (code, signal) =>
       finish(() => {
         if (killedFor) return reject(killedFor)
@@ -192,10 +205,9 @@ export async function serveReadDocument(): Promise<number> {
         ? { refused: { code: error.code, message: error.message } }
         : { error: (error as Error).message ?? String(error) }
   }
+  // What pdf.js left is garbage now: collected, its memory holds the answer instead of more.
+  runtime.gc(true)
   const peakRssBytes = peakResidentBytes()
-  const written = frame({ ...answer, peakRssBytes }, parts)
-  await new Promise<void>((resolve, reject) =>
-    process.stdout.write(written, (error) => (error ? reject(error) : resolve())),
-  )
+  await writeAll(process.stdout, frame({ ...answer, peakRssBytes }, parts))
   return 0
 }

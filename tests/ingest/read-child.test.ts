@@ -4,7 +4,6 @@
 // the source with nothing of it written. Both read the same 2,000-page PDF, which takes its
 // reader past the limit here and seconds to read.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readdirSync, readFileSync } from 'node:fs'
 import type { Sql } from 'postgres'
 import { BACKEND } from '../helpers/backend.ts'
 import type { Account, api } from '../helpers/api.ts'
@@ -13,6 +12,7 @@ import { fixture } from '../helpers/fixture.ts'
 import { waitForJob } from '../helpers/jobs.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { makePdf } from './documents.ts'
+import { childProcesses, memoryOfLive } from '../../scripts/lib/load.ts'
 import { repositoryBlobPrefix } from '../../src/blobs/store.ts'
 import { READ_DOCUMENT_COMMAND } from '../../src/ingest/read-child.ts'
 
@@ -21,33 +21,10 @@ const MAX_MEMORY = 128 * 1024 ** 2
 const PAGES = 2000
 
 /** Resident memory of a reader well into the long PDF, and still under MAX_MEMORY. */
-const MID_READ = 100 * 1024 ** 2
-
-/** A process's resident memory in bytes (0 once it is gone). */
-function residentBytes(pid: number): number {
-  try {
-    return Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024
-  } catch {
-    return 0
-  }
-}
+const MID_READ_MB = 100
 
 /** The reader processes this process (the server runs in it) has running now. */
-function readerPids(): number[] {
-  const pids: number[] = []
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      // The parent's pid is the fourth field, after the name in parentheses.
-      const parent = Number(readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]!.split(' ')[1])
-      if (parent === process.pid && readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(READ_DOCUMENT_COMMAND))
-        pids.push(Number(name))
-    } catch {
-      // Gone while listed.
-    }
-  }
-  return pids
-}
+const readerPids = () => childProcesses(process.pid, READ_DOCUMENT_COMMAND)
 
 describe(`reading a document in a child process (${BACKEND})`, () => {
   let server: TestServer
@@ -136,7 +113,7 @@ describe(`reading a document in a child process (${BACKEND})`, () => {
     while (reading === undefined) {
       if (Date.now() > deadline) throw new Error('no reader process got into the read')
       await Bun.sleep(10)
-      reading = readerPids().find((pid) => residentBytes(pid) > MID_READ)
+      reading = readerPids().find((pid) => (memoryOfLive(pid)?.rssMB ?? 0) > MID_READ_MB)
     }
     process.kill(reading, 'SIGKILL')
     const job = await finish(id)
