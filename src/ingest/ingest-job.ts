@@ -89,7 +89,7 @@ async function ingest(job: RunningJob<typeof IngestParams.static>, services: Job
       },
       { maxMemoryBytes: services.config.ingestReadMaxMemoryBytes, signal: job.signal },
     )
-    services.log.info('read a document in a child process', {
+    services.log.debug('read a document in a child process', {
       source_id: sourceId,
       kind: parsed.kind,
       pages: parsed.pages,

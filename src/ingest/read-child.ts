@@ -180,7 +180,8 @@ export async function readDocumentInChild(
 
 /** The child's side: one request from stdin, its answer on stdout; the exit code is 0 whenever an answer was written. */
 export async function serveReadDocument(): Promise<number> {
-  // Orphaned (the server was killed): nobody waits for the answer.
+  // Orphaned (the server was killed): nobody waits for the answer. pdf.js's pages may keep this
+  // timer waiting until the read ends; the time limit bounds it all the same.
   const parent = process.ppid
   runtime.unref(setInterval(() => process.ppid !== parent && process.exit(1), 1000))
   const { header: request, rest } = unframe<Request>(Buffer.from(await new Response(runtime.stdin()).arrayBuffer()))
