@@ -26,6 +26,13 @@ export const READ_DOCUMENT_COMMAND = '__read-document'
 
 /** Past the reader's own time limit, for the child's start and a page that never ends. */
 const KILL_MARGIN_MS = 5_000
+/**
+ * The environment the child gets: what a runtime needs to start (its caches, temporary files,
+ * locale), not the server's settings and secrets, which reading a document never needs.
+ */
+const CHILD_ENVIRONMENT =
+  /^(PATH|HOME|TMPDIR|TMP|TEMP|LANG|LC_[A-Z]+|TZ|XDG_CACHE_HOME|DENO_DIR|BUN_RUNTIME_TRANSPILER_CACHE_PATH)$/
+
 /** How often the child's resident memory is read. */
 const MEMORY_POLL_MS = 10
 
@@ -95,7 +102,8 @@ export async function readDocumentInChild(
   const request: Request = { contentType: input.contentType, fileName: input.fileName, url: input.url, limits }
   options.signal?.throwIfAborted()
   return new Promise<ChildRead>((resolve, reject) => {
-    const child = spawn(command!, [...args, READ_DOCUMENT_COMMAND], { stdio: ['pipe', 'pipe', 'pipe'] })
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => CHILD_ENVIRONMENT.test(name)))
+    const child = spawn(command!, [...args, READ_DOCUMENT_COMMAND], { stdio: ['pipe', 'pipe', 'pipe'], env })
     const out: Buffer[] = []
     let stderr = ''
     let killedFor: DocumentRefused | Error | undefined
