@@ -389,6 +389,15 @@ export const EnvSchema = Type.Object({
     }),
     'true or false',
   ),
+  INGEST_READ_MAX_MEMORY: variable(
+    Type.Integer({
+      minimum: 1,
+      default: 1024 ** 3,
+      description:
+        'most memory (resident, in bytes) the process that reads one ingested document may take: past it, it is killed and the document refused',
+    }),
+    'a positive integer number of bytes',
+  ),
   MEDIA_FETCH_ALLOW_PRIVATE: variable(
     Type.Boolean({
       default: false,

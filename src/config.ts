@@ -183,6 +183,8 @@ function configFrom(v: Env) {
       maxBytes: v.MEDIA_FETCH_MAX_BYTES,
       timeoutMs: v.MEDIA_FETCH_TIMEOUT,
     },
+    /** The bound on the child process that reads an ingested document (ingest/read-child.ts). */
+    ingestReadMaxMemoryBytes: v.INGEST_READ_MAX_MEMORY,
     /** The fetch of OAuth clients' metadata documents (oauth/client-metadata.ts). */
     clientMetadataFetch: {
       allowPrivate: v.CLIENT_METADATA_FETCH_ALLOW_PRIVATE,

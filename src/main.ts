@@ -355,6 +355,8 @@ async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv
   if (name === '--help' || name === '-h') return commands.help!.run([])
   if (name === '--version') return commands.version!.run([])
+  // Not a command for people: the ingest job's document reader, one document per process.
+  if (name === '__read-document') return (await import('./ingest/read-child.ts')).serveReadDocument()
   const command = name !== undefined && Object.hasOwn(commands, name) ? commands[name] : undefined
   if (!command) {
     process.stderr.write(

@@ -9,8 +9,9 @@
 // temporary file by a third child, pdf-lib needing far more memory to make it than to read it.
 // Last, the whole job: a kgs process (one worker thread; the embedded database, or with
 // --postgres a fresh database on the server of PG_URL, default postgres://postgres@127.0.0.1:5432/postgres) is given the same PDF
-// as an upload, and its RSS (all its threads, the database's included) is sampled while the
-// ingest_source job runs, with the job's pages per second. Its peak since it started (VmHWM) says
+// as an upload, and its RSS (all its threads, the database's included) and the RSS of the child
+// process the job reads the document in are sampled while the ingest_source job runs, with the
+// job's pages per second. Its peak since it started (VmHWM) says
 // nothing of the job: the embedded database's start peaks far higher.
 // Usage: bun scripts/bench/ingest.ts [rounds=3] [pages=200] [webPages=200] [peakPages=2000] [--postgres]
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -21,8 +22,9 @@ import { parseHTML } from 'linkedom'
 import { PDFDocument, StandardFonts } from 'pdf-lib'
 import TurndownService from 'turndown'
 import { extractText, getDocumentProxy } from 'unpdf'
+import { READ_DOCUMENT_COMMAND } from '../../src/ingest/read-child.ts'
 import { readDocument } from '../../src/ingest/read.ts'
-import { jsonClient, memoryOf, settledMemoryOf, spawnKgs } from '../lib/load.ts'
+import { childProcesses, jsonClient, memoryOf, memoryOfLive, settledMemoryOf, spawnKgs } from '../lib/load.ts'
 import { createBenchDatabase } from '../lib/scratch-database.ts'
 
 async function makePdf(pages: number): Promise<Uint8Array> {
@@ -127,14 +129,17 @@ async function ingestThroughKgs(path: string) {
     if (res.status !== 202) throw new Error(`POST /${slug}/ingest: ${res.status} ${await res.text()}`)
     const { jobs } = (await res.json()) as { jobs: { id: string }[] }
     let most = before.rssMB
+    let readerMost = 0
     for (;;) {
       most = Math.max(most, memoryOf(kgs.pid).rssMB)
+      for (const reader of childProcesses(kgs.pid, READ_DOCUMENT_COMMAND))
+        readerMost = Math.max(readerMost, memoryOfLive(reader)?.rssMB ?? 0)
       const job = await call('GET', `/${slug}/jobs/${jobs[0]!.id}`, token)
       if (job.status === 'succeeded') break
       if (job.status === 'failed' || job.status === 'cancelled') throw new Error(`the job ${job.status}: ${job.error}`)
       await Bun.sleep(20)
     }
-    return { before: before.rssMB, most, seconds: (performance.now() - start) / 1000 }
+    return { before: before.rssMB, most, readerMost, seconds: (performance.now() - start) / 1000 }
   } finally {
     await kgs.stop()
     await database?.drop()
@@ -183,7 +188,7 @@ try {
   console.log(
     `the same PDF uploaded to kgs (${postgresBackend ? 'PostgreSQL' : 'embedded database'}, WORKERS=1): the job ${job.seconds.toFixed(1)} s ` +
       `(${(peakPages / job.seconds).toFixed(0)} pages/s); the process's RSS ${mb(job.before)} before, ` +
-      `at most ${mb(job.most)} during the job (sampled every 20 ms)`,
+      `at most ${mb(job.most)} during the job; the child process that read it at most ${mb(job.readerMost)} (both sampled every 20 ms)`,
   )
 } finally {
   rmSync(dir, { recursive: true, force: true })

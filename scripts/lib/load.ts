@@ -1,7 +1,7 @@
 // A small closed-loop HTTP load generator shared by the benchmarks: each client sends its next
 // request when the previous answer arrived, for a fixed time, and latencies are kept per
 // operation. Plus the kgs child process the benchmarks measure, and what /proc says of it.
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 
 /** Latency figures in milliseconds. */
 export interface LoadResult {
@@ -201,6 +201,31 @@ export function memoryOf(pid: number): { rssMB: number; peakMB: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   const kB = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)![1])
   return { rssMB: kB('VmRSS') / 1024, peakMB: kB('VmHWM') / 1024 }
+}
+
+/** The running processes whose parent is `pid` and whose command line holds `marker` (read from /proc). */
+export function childProcesses(pid: number, marker: string): number[] {
+  const found: number[] = []
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      // The parent's pid is the fourth field, the second after the name in parentheses.
+      const parent = Number(readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]!.split(' ')[1])
+      if (parent === pid && readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(marker)) found.push(Number(name))
+    } catch {
+      // Ended while listed.
+    }
+  }
+  return found
+}
+
+/** memoryOf, or undefined once the process has ended. */
+export function memoryOfLive(pid: number): { rssMB: number; peakMB: number } | undefined {
+  try {
+    return memoryOf(pid)
+  } catch {
+    return undefined
+  }
 }
 
 /**

@@ -1,10 +1,10 @@
 // ingest_source: makes a source out of a document. The bytes come from the source's URL (fetched
 // through guarded-fetch: public addresses only, every redirect checked, size and time bounded;
 // conditionally when the source was parsed before, and a 304 changes nothing) or from an upload
-// the route streamed to blob storage. They are read (readDocument); a PDF's images are stored in
-// blob storage (a web page's are recorded by URL); then the parsed fields, the body, the chunks,
-// the images and the status `parsed` are written in one transaction (store.ts), and the bytes
-// they replaced are deleted once it commits. A document
+// the route streamed to blob storage. They are read (readDocument, in a child process of its own:
+// read-child.ts); a PDF's images are stored in blob storage (a web page's are recorded by URL);
+// then the parsed fields, the body, the chunks, the images and the status `parsed` are written in
+// one transaction (store.ts), and the bytes they replaced are deleted once it commits. A document
 // kgs cannot have or cannot read fails the source and the job with the same reason, at once; a
 // failure of the database or the blob store is retried, and a retried attempt (after a kill)
 // redoes the work and overwrites its own keys, so it finishes what the dead one started.
@@ -14,7 +14,7 @@ import { defineJobKind, PermanentJobError, type JobServices, type RunningJob } f
 import { guardedFetch, GuardedFetchError, type FetchedBody } from '../http/guarded-fetch.ts'
 import { describeError } from '../log.ts'
 import { UUID_PATTERN } from '../uuid.ts'
-import { readDocument } from './read.ts'
+import { readDocumentInChild } from './read-child.ts'
 import { DocumentRefused, type DocumentImage, type ReadWarning } from './types.ts'
 import {
   ingestBodyKey,
@@ -80,11 +80,20 @@ async function ingest(job: RunningJob<typeof IngestParams.static>, services: Job
     if (!document) return { source_id: sourceId, status: 'not_modified' }
     await setStatus(sql, sourceId, 'fetched')
     job.progress({ phase: 'parsing' })
-    const parsed = await readDocument({
-      bytes: document.bytes,
-      contentType: document.contentType,
-      fileName: document.fileName,
-      url: upload ? undefined : state.url,
+    const { document: parsed, peakRssBytes } = await readDocumentInChild(
+      {
+        bytes: document.bytes,
+        contentType: document.contentType,
+        fileName: document.fileName,
+        url: upload ? undefined : state.url,
+      },
+      { maxMemoryBytes: services.config.ingestReadMaxMemoryBytes, signal: job.signal },
+    )
+    services.log.debug('read a document in a child process', {
+      source_id: sourceId,
+      kind: parsed.kind,
+      pages: parsed.pages,
+      child_peak_rss_mb: Math.round(peakRssBytes / 2 ** 20),
     })
     const sha256 = createHash('sha256').update(document.bytes).digest('hex')
     const body = {

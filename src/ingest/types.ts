@@ -93,6 +93,8 @@ export type RefusalCode =
   | 'bomb'
   | 'too_many_pages'
   | 'timeout'
+  | 'too_much_memory'
+  | 'crashed'
 
 /** A document kgs will not read, with a reason meant for the person who added it. */
 export class DocumentRefused extends Error {

@@ -4,6 +4,7 @@ import { cachedAddon } from './addon-cache.ts'
 import { buildAssets } from './build-assets.ts'
 import type { Runtime, S3Client } from './types.ts'
 import { createWriteStream } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { pipeline } from 'node:stream/promises'
 import { createZstdDecompress } from 'node:zlib'
 
@@ -41,6 +42,9 @@ export const runtime: Runtime = {
   },
   stdin: () => Bun.stdin.stream(),
   fetchUnix: (socket, url, init) => fetch(url, { ...init, unix: socket }),
+  // Only the binary carries build assets; its executable runs its own main.ts.
+  kgsCommand: () =>
+    buildAssets.webApp ? [process.execPath] : [process.execPath, fileURLToPath(new URL('../main.ts', import.meta.url))],
   startWorker(url, options = {}) {
     const worker = new Worker(url, { smol: options.smol })
     const { onExit } = options

@@ -1,6 +1,7 @@
 // The Deno implementation of the runtime layer (`deno run -A src/main.ts …`).
 import { existsSync, openAsBlob } from 'node:fs'
 import { request as httpRequest } from 'node:http'
+import { fileURLToPath } from 'node:url'
 import { argon2id, argon2Verify } from 'hash-wasm'
 import { fetchS3Client } from './fetch-s3.ts'
 import { assets } from './node-assets.ts'
@@ -105,6 +106,14 @@ export const runtime: Runtime = {
       req.end(typeof init.body === 'string' ? init.body : undefined)
     })
   },
+  // As .ci/run starts it: every permission, with the checkout's deno.json (its import map).
+  kgsCommand: () => [
+    process.execPath,
+    'run',
+    '-A',
+    `--config=${fileURLToPath(new URL('../../deno.json', import.meta.url))}`,
+    fileURLToPath(new URL('../main.ts', import.meta.url)),
+  ],
   startWorker(url, options = {}) {
     const worker = new Worker(url, { type: 'module' })
     const { onExit } = options

@@ -53,6 +53,11 @@ export interface Runtime {
   stdin(): ReadableStream<Uint8Array>
   /** fetch() over a Unix socket (the host part of `url` is ignored). */
   fetchUnix(socket: string, url: string, init: RequestInit): Promise<Response>
+  /**
+   * The command line that runs this kgs again in a child process, to which a command and its
+   * arguments are appended: the binary alone when compiled, the runtime and src/main.ts from source.
+   */
+  kgsCommand(): string[]
   /** A module worker thread running `url`. */
   startWorker(url: string, options?: WorkerOptions): Worker
   /** Lets the process exit while `handle` (a worker, or a timer: an object on Bun, a number on Deno) is alive. */
