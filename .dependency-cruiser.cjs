@@ -89,8 +89,8 @@ module.exports = {
     parser: 'swc',
     doNotFollow: { path: 'node_modules' },
     // The swc extractor reads TypeScript but not TSX, and takes `import type` for an import: the web
-    // app's .ts modules are cruised (cycles, server-not-web); that the app imports nothing of the
-    // server but types is checked by tests/architecture.test.ts with Bun's transpiler, which knows both.
+    // app's .ts modules are cruised here (server-not-web); the app's own rule, that it imports
+    // nothing of the server but types, is .dependency-cruiser-web.cjs's, which reads it through Babel.
     exclude: { path: '^src/web/.*\\.tsx$' },
     includeOnly: '^src/',
     tsPreCompilationDeps: true,

@@ -1,10 +1,8 @@
 // ARCHITECTURE.md and the tree cannot drift apart: its layer table names every top-level folder and
-// root file of src/, and nothing that is gone; each route factory and app piece takes one options object. And
-// the rule dependency-cruiser cannot check (its parser reads no TSX and takes `import type` for an
-// import): the web app imports nothing of the server but types, which the build erases.
+// root file of src/, and nothing that is gone; each route factory and app piece takes one options object.
 import { describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
-import { dirname, extname, join, relative, resolve } from 'node:path'
+import { join, relative, resolve } from 'node:path'
 
 const ROOT = resolve(import.meta.dir, '..')
 const SRC = join(ROOT, 'src')
@@ -58,22 +56,5 @@ describe('route factories', () => {
     expect(positional).toEqual([])
     // Each name src/app.ts calls was found where it is declared.
     expect([...mounted]).toEqual([])
-  })
-})
-
-describe('the web app', () => {
-  test('imports nothing of the server but types', () => {
-    const valueImports: string[] = []
-    for (const file of filesBelow(WEB).filter((path) => /\.tsx?$/.test(path) && !path.endsWith('.d.ts'))) {
-      const transpiler = new Bun.Transpiler({ loader: extname(file) === '.tsx' ? 'tsx' : 'ts' })
-      // scanImports leaves out what the build erases: `import type`, `export type`, unused names.
-      for (const { path } of transpiler.scanImports(readFileSync(file, 'utf8'))) {
-        if (!path.startsWith('.')) continue
-        const target = resolve(dirname(file), path)
-        if (target.startsWith(SRC) && !target.startsWith(WEB + '/'))
-          valueImports.push(`${relative(ROOT, file)} → ${relative(ROOT, target)}`)
-      }
-    }
-    expect(valueImports).toEqual([])
   })
 })
