@@ -341,7 +341,8 @@ describe(`a viewer (${BACKEND})`, () => {
   test('is offered no "Add a source", and the page says what adding needs before any field', async () => {
     const { context, page, logged } = await signedIn(viewer)
     try {
-      await open(page, `/app/r/${slug}/sources`, 'Sources')
+      await page.goto(`${server.url}/app/r/${slug}/sources`)
+      await page.getByRole('heading', { level: 1, name: 'Sources' }).waitFor()
       await page.locator('main ul.rows li').first().waitFor()
       expect(await page.getByRole('link', { name: 'Add a source' }).count()).toBe(0)
       // Opened directly, as a bookmark or a shared link does (the tab signs in again through its session).
