@@ -46,7 +46,8 @@ describe(`SIGTERM during an import (${BACKEND})`, () => {
     const { bundle, kgs, http, owner, repo, jobId, path } = await startImport(
       env,
       join(dir, 'big.json.gz'),
-      8_000,
+      // Enough rows that writing them outlasts a second of progress on a fast machine too.
+      24_000,
       'Interrupted import',
       { dimensions: 384, vectors: 'kgs-hash-v1' },
     )

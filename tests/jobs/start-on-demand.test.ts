@@ -48,6 +48,8 @@ describe(`job worker threads start on demand (${BACKEND})`, () => {
       expect(queued.status).toBe(202)
       expect((await waitForJob(http, `/${repo.slug}/jobs/${queued.body.id}`, owner.token)).status).toBe('succeeded')
     }
+    // The log line is read from the process's output, which may arrive after the jobs' answers.
+    await server.waitFor(/"msg":"job worker threads started"/)
     expect(started(server)).toEqual([2])
   })
 })
