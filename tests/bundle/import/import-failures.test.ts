@@ -98,7 +98,8 @@ describe(`an import whose process is killed (${BACKEND})`, () => {
     const { bundle, kgs, http, owner, repo, path } = await startImport(
       env,
       join(dir, 'big.json.gz'),
-      8_000,
+      // Enough rows that writing them outlasts a second of progress on a fast machine too.
+      24_000,
       'Killed import',
       { dimensions: 384, vectors: 'kgs-hash-v1' },
     )
