@@ -24,8 +24,7 @@ import TurndownService from 'turndown'
 import { extractText, getDocumentProxy } from 'unpdf'
 import { READ_DOCUMENT_COMMAND } from '../../src/ingest/read-child.ts'
 import { readDocument } from '../../src/ingest/read.ts'
-import { childProcesses, jsonClient, memoryOf, memoryOfLive, settledMemoryOf, spawnKgs } from '../lib/load.ts'
-import { createBenchDatabase } from '../lib/scratch-database.ts'
+import { benchKgs, childProcesses, memoryOf, memoryOfLive, settledMemoryOf } from '../lib/load.ts'
 
 async function makePdf(pages: number): Promise<Uint8Array> {
   const doc = await PDFDocument.create()
@@ -98,24 +97,8 @@ async function runChild(mode: string, path: string, arg?: string): Promise<void>
 
 /** Ingests the PDF at `path` through a kgs process of its own, as an upload: its RSS before and the most sampled during the job, and the job's seconds. */
 async function ingestThroughKgs(path: string) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-ingest-kgs-'))
-  const database = postgresBackend ? await createBenchDatabase() : undefined
-  const kgs = await spawnKgs(
-    {
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
-      WORKERS: '1',
-      JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
-      ...(database ? { DATABASE_URL: database.url } : {}),
-    },
-    join(dataDir, 'kgs.log'),
-  )
+  const { kgs, call, token, stop } = await benchKgs('ingest', postgresBackend)
   try {
-    const call = jsonClient(() => kgs.url)
-    const { token } = await call('POST', '/api/v1/auth/register', undefined, {
-      email: `bench-${crypto.randomUUID()}@example.com`,
-      password: 'correct horse battery',
-    })
     const { slug } = await call('POST', '/api/v1/repositories', token, { name: 'ingest' })
     const before = await settledMemoryOf(kgs.pid)
     const form = new FormData()
@@ -141,9 +124,7 @@ async function ingestThroughKgs(path: string) {
     }
     return { before: before.rssMB, most, readerMost, seconds: (performance.now() - start) / 1000 }
   } finally {
-    await kgs.stop()
-    await database?.drop()
-    rmSync(dataDir, { recursive: true, force: true })
+    await stop()
   }
 }
 

@@ -6,11 +6,7 @@
 // Usage: bun scripts/bench/writes.ts [facts=1000] [concurrency=16] [seconds=5] [--postgres] (in 5 rounds of each)
 // --postgres: a fresh database on the server of PG_URL (default postgres://postgres@127.0.0.1:5432/postgres),
 // dropped afterwards; else the embedded database.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { format, jsonClient, mapConcurrently, measure, percentile, spawnKgs, type LoadResult } from '../lib/load.ts'
-import { createBenchDatabase } from '../lib/scratch-database.ts'
+import { benchKgs, format, mapConcurrently, measure, percentile, type LoadResult } from '../lib/load.ts'
 
 const postgresBackend = process.argv.includes('--postgres')
 const [facts = 1000, concurrency = 16, seconds = 5] = process.argv
@@ -25,26 +21,10 @@ const median = (values: number[]) =>
     0.5,
   )
 const CONCEPTS = 100
-const dataDir = mkdtempSync(join(tmpdir(), 'kgs-bench-writes-'))
-const database = postgresBackend ? await createBenchDatabase() : undefined
-const kgs = await spawnKgs(
-  {
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-    WORKERS: '1',
-    JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
-    ...(database ? { DATABASE_URL: database.url } : {}),
-  },
-  join(dataDir, 'kgs.log'),
-)
+const { kgs, call, token, stop } = await benchKgs('writes', postgresBackend)
 try {
-  const call = jsonClient(() => kgs.url)
   const post = (path: string, body: unknown, token?: string): Promise<Record<string, unknown>> =>
     call('POST', path, token, body)
-  const { token } = (await post('/api/v1/auth/register', {
-    email: `bench-${crypto.randomUUID()}@example.com`,
-    password: 'correct horse battery',
-  })) as { token: string }
   const { slug } = (await post('/api/v1/repositories', { name: 'writes' }, token)) as { slug: string }
   const sources = await mapConcurrently(
     Array.from({ length: SOURCES }),
@@ -123,7 +103,7 @@ try {
     jobs += ((await res.json()) as unknown[]).length
     page = /<[^>]*?(\/[^>]+)>; rel="next"/.exec(res.headers.get('link') ?? '')?.[1]
   }
-  const backend = database ? 'PostgreSQL' : 'embedded'
+  const backend = postgresBackend ? 'PostgreSQL' : 'embedded'
   console.log(`\n${backend}, ${concurrency} clients`)
   console.log(
     `POST /{repoID}/facts        ${format(writeRate).padStart(8)} req/s  (${facts} facts in ${writeSeconds.toFixed(1)} s; p50 ${percentile(latencies, 0.5).toFixed(1)} ms  p99 ${percentile(latencies, 0.99).toFixed(1)} ms)`,
@@ -136,7 +116,5 @@ try {
   )
   console.log(`embed_changes jobs queued   ${jobs} for ${facts + warmup + CONCEPTS} writes of facts and concepts`)
 } finally {
-  await kgs.stop()
-  await database?.drop()
-  rmSync(dataDir, { recursive: true, force: true })
+  await stop()
 }

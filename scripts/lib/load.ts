@@ -1,7 +1,10 @@
 // A small closed-loop HTTP load generator shared by the benchmarks: each client sends its next
 // request when the previous answer arrived, for a fixed time, and latencies are kept per
 // operation. Plus the kgs child process the benchmarks measure, and what /proc says of it.
-import { readdirSync, readFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createBenchDatabase } from './scratch-database.ts'
 
 /** Latency figures in milliseconds. */
 export interface LoadResult {
@@ -292,6 +295,42 @@ export function jsonClient(baseUrl: () => string) {
     const json = (await res.json()) as any
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
     return json
+  }
+}
+
+/**
+ * A kgs process of a benchmark's own, with one job worker thread, on a fresh data directory (and
+ * a fresh database on PG_URL's server when `postgres`), with an account registered: its token.
+ * stop() ends the process and removes the directory and the database.
+ */
+export async function benchKgs(name: string, postgres: boolean) {
+  const dataDir = mkdtempSync(join(tmpdir(), `kgs-bench-${name}-`))
+  const database = postgres ? await createBenchDatabase() : undefined
+  const kgs = await spawnKgs(
+    {
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      WORKERS: '1',
+      JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
+      ...(database ? { DATABASE_URL: database.url } : {}),
+    },
+    join(dataDir, 'kgs.log'),
+  )
+  const stop = async () => {
+    await kgs.stop()
+    await database?.drop()
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+  const call = jsonClient(() => kgs.url)
+  try {
+    const { token } = (await call('POST', '/api/v1/auth/register', undefined, {
+      email: `bench-${crypto.randomUUID()}@example.com`,
+      password: 'correct horse battery',
+    })) as { token: string }
+    return { kgs, call, token, stop }
+  } catch (error) {
+    await stop()
+    throw error
   }
 }
 
