@@ -11,13 +11,9 @@ import { api, type Account } from './helpers/api.ts'
 import { BACKEND, instanceEnvironment, tempDir } from './helpers/backend.ts'
 import { fixture } from './helpers/fixture.ts'
 import { runKgs, startTestServer, type Instance, type TestServer } from './helpers/server.ts'
-import { makePdf } from './ingest/documents.ts'
+import { KETTLES_PAGE, makePdf } from './ingest/documents.ts'
 import { expandArguments, remoteTarget, runIngest } from '../src/ingest/cli.ts'
 
-const PAGE = `<!doctype html><html><head><title>Kettles</title></head><body>
-<article><h1>Kettles</h1><p>A kettle boils water for tea. The whistle tells when the water boils, and a good kettle pours without dripping.</p>
-<h2>Kinds</h2><p>Electric kettles heat with an element; stove-top kettles sit on a flame or a hob. Both are common in kitchens everywhere.</p></article>
-</body></html>`
 const ETAG = '"kettles-1"'
 
 let docs: ReturnType<typeof Bun.serve>
@@ -33,7 +29,7 @@ beforeAll(async () => {
       if (new URL(request.url).pathname !== '/kettles.html') return new Response('not here', { status: 404 })
       if (request.headers.get('if-none-match') === ETAG)
         return new Response(null, { status: 304, headers: { etag: ETAG } })
-      return new Response(PAGE, { headers: { 'content-type': 'text/html; charset=utf-8', etag: ETAG } })
+      return new Response(KETTLES_PAGE, { headers: { 'content-type': 'text/html; charset=utf-8', etag: ETAG } })
     },
   })
   docsUrl = `http://127.0.0.1:${docs.port}`
@@ -45,7 +41,7 @@ beforeAll(async () => {
     '# Teapots\n\nA teapot brews tea.\n\n## Glazes\n\nGlazed pots keep no taste.\n',
   )
   writeFileSync(join(folder, 'cups.txt'), 'Cups hold tea.\n\nSaucers catch drips.\n')
-  writeFileSync(join(folder, 'nested', 'page.html'), PAGE.replace('Kettles', 'Nested kettles'))
+  writeFileSync(join(folder, 'nested', 'page.html'), KETTLES_PAGE.replace('Kettles', 'Nested kettles'))
   writeFileSync(join(folder, 'paper.pdf'), await makePdf({ pages: [['Page one says hello.']], title: 'One page' }))
   writeFileSync(join(folder, 'empty.txt'), '')
   writeFileSync(join(folder, '.hidden.md'), '# Hidden\n')

@@ -2,6 +2,12 @@
 // the odd ones (encrypted, broken, a decompression bomb) written by hand around pdf-lib's output.
 import { PDFDocument, PDFName, StandardFonts } from 'pdf-lib'
 
+/** A small article page with a title, two headings and two paragraphs, as a web server serves it. */
+export const KETTLES_PAGE = `<!doctype html><html><head><title>Kettles</title></head><body>
+<article><h1>Kettles</h1><p>A kettle boils water for tea. The whistle tells when the water boils, and a good kettle pours without dripping.</p>
+<h2>Kinds</h2><p>Electric kettles heat with an element; stove-top kettles sit on a flame or a hob. Both are common in kitchens everywhere.</p></article>
+</body></html>`
+
 export interface PdfSpec {
   pages: string[][]
   title?: string

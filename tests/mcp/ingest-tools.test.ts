@@ -12,15 +12,12 @@ import type { Account } from '../helpers/api.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import { blobKeys } from '../helpers/blobs.ts'
 import { fixture } from '../helpers/fixture.ts'
+import { KETTLES_PAGE } from '../ingest/documents.ts'
 import { call, conversation } from '../helpers/mcp-host.ts'
 import { obtainTokens, registerClient } from '../helpers/oauth.ts'
 import type { TestServer } from '../helpers/server.ts'
 
 const MAX_BYTES = 50_000
-const PAGE = `<!doctype html><html><head><title>Kettles</title></head><body>
-<article><h1>Kettles</h1><p>A kettle boils water for tea. The whistle tells when the water boils, and a good kettle pours without dripping.</p>
-<h2>Kinds</h2><p>Electric kettles heat with an element; stove-top kettles sit on a flame or a hob. Both are common in kitchens everywhere.</p></article>
-</body></html>`
 const MARKDOWN = '# Teapots\n\nA teapot brews tea.\n\n## Glazes\n\nGlazed pots keep no taste.\n'
 
 let docs: ReturnType<typeof Bun.serve>
@@ -38,7 +35,7 @@ beforeAll(async () => {
     port: 0,
     fetch: (request) =>
       new URL(request.url).pathname === '/kettles.html'
-        ? new Response(PAGE, { headers: { 'content-type': 'text/html; charset=utf-8' } })
+        ? new Response(KETTLES_PAGE, { headers: { 'content-type': 'text/html; charset=utf-8' } })
         : new Response('not here', { status: 404 }),
   })
   docsUrl = `http://127.0.0.1:${docs.port}`
