@@ -1,11 +1,9 @@
 // The MCP tools: each calls the feature function its REST route calls, with the permission that
 // route checks. Answers fit a context window: lists give 10 rows by default and at most 200,
-// previews of long texts with the id to fetch the whole, a cursor to go on, and never a vector.
+// previews of long texts with the id to fetch the whole, a cursor to go on (paging.ts), and never a vector.
 import { t } from 'elysia'
-import { Type, type TSchema } from '@sinclair/typebox'
+import { Type } from '@sinclair/typebox'
 import { HttpError } from '../http/errors.ts'
-import { decodeCursor, encodeCursor, encodeOffsetCursor, rankedRangeOf, splitPage } from '../http/pagination.ts'
-import type { PageKey, PageRequest, RankedRange } from '../db/pages.ts'
 import { ConceptDetail, FactDetail, InvestigationDetail, ReportDetail } from '../graph/schemas.ts'
 import {
   getConcept,
@@ -20,74 +18,23 @@ import {
   relatedConcepts,
 } from '../graph/store.ts'
 import { RESULT_WINDOW, SEARCH_MODES, search } from '../search/search.ts'
-import { ExportParams } from '../bundle/export/export-params.ts'
-import { startExport } from '../bundle/export/export-start.ts'
-import { startRegistryImport } from '../bundle/import/import-start.ts'
-import { holdsSystemPermission } from '../http/auth.ts'
-import { scopeAllows, scopeNeeded } from '../permissions.ts'
-import { jobInScope } from '../jobs/jobs.ts'
-import { JobBody } from '../jobs/schemas.ts'
-import { emailReader, shownOwner } from '../registry/records.ts'
-import { listGraphs } from '../registry/store.ts'
 import { Repository } from '../repositories/schemas.ts'
 import { READS, repositoryTool, systemTool, type Tool } from './tool.ts'
 import { link, preview, RepositoryArgument, Uuid } from './arguments.ts'
+import {
+  answerPage,
+  Cursor,
+  Limit,
+  listInput,
+  listOutput,
+  NextCursor,
+  nextRanked,
+  pageRequest,
+  rankedRange,
+} from './paging.ts'
+import { TRANSFER_TOOLS } from './transfer-tools.ts'
 import { WRITE_TOOLS } from './write-tools.ts'
 import { INGEST_TOOLS } from './ingest-tools.ts'
-
-const DEFAULT_LIMIT = 10
-const MAX_LIMIT = 200
-const Limit = t.Optional(
-  Type.Integer({
-    minimum: 1,
-    maximum: MAX_LIMIT,
-    default: DEFAULT_LIMIT,
-    description: `how many (default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT})`,
-  }),
-)
-const Cursor = t.Optional(t.String({ maxLength: 200, description: 'next_cursor of the previous page, to go on' }))
-const NextCursor = t.Optional(t.String({ description: 'present when there is more: pass it as cursor' }))
-
-/** A list tool's input: the repository, the page and `filters`. */
-const listInput = <P extends Record<string, TSchema>>(filters: P) =>
-  t.Object(
-    { repository: RepositoryArgument, ...filters, limit: Limit, cursor: Cursor },
-    { additionalProperties: false },
-  )
-const listOutput = <T extends TSchema>(item: T) => t.Object({ items: t.Array(item), next_cursor: NextCursor })
-
-function pageRequest(input: { limit?: number; cursor?: string }): PageRequest {
-  try {
-    return { limit: input.limit ?? DEFAULT_LIMIT, after: decodeCursor(input.cursor) }
-  } catch {
-    throw new HttpError(400, 'invalid cursor: pass next_cursor of the previous page as it was')
-  }
-}
-
-/** The rows of a ranked list (search, related concepts) a call asks for: from its cursor's position, within the list's window. */
-function rankedRange(input: { limit?: number; cursor?: string }, window: number): RankedRange {
-  try {
-    return rankedRangeOf(input.cursor, input.limit ?? DEFAULT_LIMIT, window)
-  } catch {
-    throw new HttpError(400, 'invalid cursor: pass next_cursor of the previous page as it was')
-  }
-}
-
-/** The cursor of the page after `range` of a ranked list of `total` rows, if there is one. */
-function nextRanked(range: RankedRange, total: number, window: number) {
-  const end = range.offset + range.limit
-  return end < Math.min(total, window) ? { next_cursor: encodeOffsetCursor(end) } : {}
-}
-
-/** A store's page (look-ahead row included) as a list tool's answer, each row through `show`. */
-function answerPage<R extends { page_key: PageKey }, T>(
-  rows: R[] & { pageLimit?: number },
-  request: PageRequest,
-  show: (row: Omit<R, 'page_key'>) => T,
-) {
-  const { shown, next } = splitPage(rows, request.limit)
-  return { items: shown.map(show), ...(next ? { next_cursor: encodeCursor(next) } : {}) }
-}
 
 const orNotFound = <T>(row: T | undefined, what: string): T => {
   if (row === undefined) throw new HttpError(404, `${what} not found`)
@@ -134,20 +81,6 @@ const SearchHit = t.Object({
   }),
   preview: t.String({ description: "the fact's text or the concept's name and description, shortened" }),
 })
-const GraphPreview = t.Object({
-  id: t.String(),
-  name: t.String(),
-  description: t.String({ description: 'the first characters' }),
-  tags: t.Array(t.String()),
-  owner: t.String({
-    description: "the pusher's e-mail to the pusher and to holders of user:read, their user id to anyone else",
-  }),
-  fact_count: t.Integer(),
-  concept_count: t.Integer(),
-  bytes: t.Integer(),
-  created_at: t.String(),
-})
-const JobAnswer = t.Object({ job: JobBody })
 
 export const TOOLS: Tool[] = [
   systemTool({
@@ -434,101 +367,7 @@ export const TOOLS: Tool[] = [
     run: async ({ db, input }) => orNotFound(await getReport(await db(), input.report_id), 'report'),
     links: (report, repository) => [link(repository, 'reports', report.id, report.title)],
   }),
-  repositoryTool({
-    name: 'export_graph',
-    title: 'Export to the registry',
-    description:
-      'Start exporting a repository as a graph bundle pushed to the registry; answers the job to follow with get_job.',
-    input: t.Object({ repository: RepositoryArgument, ...ExportParams.properties }, { additionalProperties: false }),
-    output: JobAnswer,
-    // Adds a graph to the registry (a new record each time), changes nothing in the repository.
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-    permission: () => 'graph:export',
-    async run({ principal, repository, input: { repository: _, ...params }, services }) {
-      return { job: await startExport(services, principal, repository, params) }
-    },
-  }),
-  repositoryTool({
-    name: 'import_graph',
-    title: 'Import from the registry',
-    description:
-      'Start importing a registry graph (browse_registry gives ids) into a repository; answers the job to follow with get_job.',
-    input: t.Object(
-      { repository: RepositoryArgument, graph_id: Uuid('the graph, as browse_registry lists it') },
-      { additionalProperties: false },
-    ),
-    output: JobAnswer,
-    // Adds the graph's rows to the repository (what it already holds stays); the registry may be another server.
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    permission: () => 'graph:import',
-    async run({ principal, repository, input, services }) {
-      // As the route's rule: the caller also needs registry:pull (and its scope) to import from the registry.
-      const mayPull =
-        holdsSystemPermission(services.rbac, principal, 'registry:pull') &&
-        scopeAllows(principal.scopes, scopeNeeded('registry:pull'))
-      return {
-        job: await startRegistryImport(
-          services,
-          principal,
-          repository,
-          { graph_id: input.graph_id.toLowerCase() },
-          mayPull,
-        ),
-      }
-    },
-  }),
-  repositoryTool({
-    name: 'get_job',
-    title: 'Follow a job',
-    description:
-      'The state of a job of a repository (an export, an import, an added source): status, progress, result or error.',
-    input: t.Object({ repository: RepositoryArgument, job_id: Uuid('the job') }, { additionalProperties: false }),
-    output: JobAnswer,
-    annotations: { ...READS, idempotentHint: false },
-    permission: () => 'job:read',
-    run: async ({ repository, input, services }) => ({
-      job: await jobInScope(services.pools.system, input.job_id, repository),
-    }),
-  }),
-  systemTool({
-    name: 'browse_registry',
-    title: 'Browse the registry',
-    description:
-      "The graph bundles in this server's registry, optionally matching a text or a tag; importable into a repository.",
-    input: t.Object(
-      {
-        q: t.Optional(t.String({ maxLength: 200, description: 'case-insensitive text in the name or description' })),
-        tag: t.Optional(t.String({ maxLength: 100, description: 'graphs with this tag' })),
-        limit: Limit,
-        cursor: Cursor,
-      },
-      { additionalProperties: false },
-    ),
-    output: listOutput(GraphPreview),
-    annotations: READS,
-    permission: 'registry:pull',
-    async run({ principal, input, services }) {
-      const request = pageRequest(input)
-      const readsEmailOf = emailReader(services.rbac, principal)
-      const rows = await listGraphs(
-        services.pools.system,
-        { q: input.q || undefined, tag: input.tag },
-        request.limit,
-        request.after,
-      )
-      return answerPage(rows, request, (g) => ({
-        id: g.id,
-        name: g.name,
-        description: preview(g.description),
-        tags: g.tags,
-        owner: shownOwner(g, readsEmailOf),
-        fact_count: g.fact_count,
-        concept_count: g.concept_count,
-        bytes: g.bytes,
-        created_at: g.created_at,
-      }))
-    },
-  }),
+  ...TRANSFER_TOOLS,
   ...WRITE_TOOLS,
   ...INGEST_TOOLS,
 ]
