@@ -170,7 +170,12 @@ function Shell() {
 
 function SignedIn({ session }: { session: Permissions }) {
   const [path, setPath] = useState(location.pathname)
-  useEffect(() => onNavigate(() => setPath(location.pathname)), [])
+  useEffect(() => {
+    const off = onNavigate(() => setPath(location.pathname))
+    // A navigation between the first render and this effect (which runs after paint) had no listener yet.
+    setPath(location.pathname)
+    return off
+  }, [])
   const out = async () => {
     await signOut()
     navigate('/app', true)
