@@ -286,7 +286,7 @@ step('OAuth in Chromium')
 // promote-sysadmin on the same runtime, against the running server (embedded: over its control socket).
 const adminToken: string = adminRegistered.body.token
 // The admin makes itself a viewer of the copy (its owner, the copy's only repoadmin, must stay one).
-const adminId: string = (await call('GET', '/api/v1/users/me', { token: adminToken })).body.id
+const adminId: string = adminRegistered.body.user.id
 const grant = () =>
   call('PUT', '/api/v1/admin/users/roles', {
     body: { user_id: adminId, role: 'viewer', domain: copy.body.id },
