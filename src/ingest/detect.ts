@@ -118,6 +118,14 @@ function extension(fileName: string | undefined): string {
   return match ? match[1]!.toLowerCase() : ''
 }
 
+/** A document declared as something else whose bytes are HTML. */
+const readAsHtml = (declared: string): Detected => ({
+  kind: 'web',
+  warnings: [
+    { code: 'declared_type_mismatch', message: `the document was ${declared} but its bytes are HTML: read as HTML` },
+  ],
+})
+
 export function detectKind({ bytes, contentType, fileName }: DetectInput): Detected {
   const { essence } = parseContentType(contentType)
   const ext = extension(fileName)
@@ -137,16 +145,7 @@ export function detectKind({ bytes, contentType, fileName }: DetectInput): Detec
   }
   const html = sniffsAsHtml(bytes)
   if (declaredPdf) {
-    if (html)
-      return {
-        kind: 'web',
-        warnings: [
-          {
-            code: 'declared_type_mismatch',
-            message: `the document was ${declared} but its bytes are HTML: read as HTML`,
-          },
-        ],
-      }
+    if (html) return readAsHtml(declared)
     throw new DocumentRefused('unsupported', `the document was ${declared} but its bytes are not a PDF`)
   }
   if (looksBinary(bytes))
@@ -164,16 +163,7 @@ export function detectKind({ bytes, contentType, fileName }: DetectInput): Detec
     return { kind: html || ext === 'html' || ext === 'htm' ? 'web' : 'text', warnings: [] }
   if (essence.startsWith('text/') || essence === 'application/json' || essence.endsWith('+json'))
     return { kind: 'text', warnings: [] }
-  if (html)
-    return {
-      kind: 'web',
-      warnings: [
-        {
-          code: 'declared_type_mismatch',
-          message: `the document was ${declared} but its bytes are HTML: read as HTML`,
-        },
-      ],
-    }
+  if (html) return readAsHtml(declared)
   throw new DocumentRefused(
     'unsupported',
     `the content type ${essence} is not one kgs reads (PDF, HTML, Markdown, text)`,

@@ -7,17 +7,7 @@
 import { Readability } from '@mozilla/readability'
 import { DOMParser } from 'linkedom'
 import TurndownService from 'turndown'
-import type { DocumentImage, ReadWarning } from './types.ts'
-
-export interface ReadHtml {
-  title: string
-  text: string
-  markdown: string
-  publishedAt: string | null
-  images: DocumentImage[]
-  imagesDropped: number
-  warnings: ReadWarning[]
-}
+import type { DocumentImage, FormatRead, ReadWarning } from './types.ts'
 
 const INERT_REMOVED =
   'script, style, noscript, template, iframe, frame, frameset, object, embed, applet, link, base, form, input, button, select, textarea, dialog, svg, math, canvas, audio, video, portal'
@@ -231,7 +221,7 @@ function inertDocument(html: string, base: string | undefined) {
   return document
 }
 
-export function readHtml(html: string, pageUrl: string | undefined, maxImages: number): ReadHtml {
+export function readHtml(html: string, pageUrl: string | undefined, maxImages: number): FormatRead {
   const document = parseDocument(html)
   const warnings: ReadWarning[] = []
   const meta = (selector: string) =>

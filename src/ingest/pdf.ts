@@ -10,17 +10,11 @@ import { extractImages, getDocumentProxy, getMeta } from 'unpdf'
 import { runtime } from '../runtime/index.ts'
 import { pageMarker } from './chunks.ts'
 import { plainTextToMarkdown } from './text.ts'
-import { type DocumentImage, DocumentRefused, type ReadLimits, type ReadWarning } from './types.ts'
+import { type DocumentImage, DocumentRefused, type FormatRead, type ReadLimits, type ReadWarning } from './types.ts'
 
-export interface ReadPdf {
-  title: string
-  text: string
-  markdown: string
-  publishedAt: string | null
-  images: DocumentImage[]
-  imagesDropped: number
+/** A PDF's read, with its page count. */
+export interface ReadPdf extends FormatRead {
   pages: number
-  warnings: ReadWarning[]
 }
 
 const STREAM = Buffer.from('stream')

@@ -8,6 +8,7 @@ import { boundTitle, readMarkdown, readPlainText } from './text.ts'
 import {
   DEFAULT_READ_LIMITS,
   DocumentRefused,
+  type FormatRead,
   type ParsedDocument,
   type ReadLimits,
   type ReadWarning,
@@ -46,44 +47,26 @@ export async function readDocument(input: DocumentInput, overrides: Partial<Read
     )
   const detected = detectKind(input)
   const warnings = [...detected.warnings]
-  let document: Omit<ParsedDocument, 'chunks' | 'warnings'>
-  if (detected.kind === 'pdf') {
-    const pdf = await readPdf(bytes, limits, deadline)
-    warnings.push(...pdf.warnings, ...droppedImages(pdf.imagesDropped, limits.maxImages))
-    document = {
-      kind: 'pdf',
-      title: pdf.title,
-      text: pdf.text,
-      markdown: pdf.markdown,
-      publishedAt: pdf.publishedAt,
-      images: pdf.images,
-      pages: pdf.pages,
-    }
-  } else {
+  let read: FormatRead
+  if (detected.kind === 'pdf') read = await readPdf(bytes, limits, deadline)
+  else {
     const decoded = decodeText(bytes, detected.kind, input.contentType)
     warnings.push(...decoded.warnings)
-    if (detected.kind === 'web') {
-      const page = readHtml(decoded.text, input.url, limits.maxImages)
-      warnings.push(...page.warnings, ...droppedImages(page.imagesDropped, limits.maxImages))
-      document = {
-        kind: 'web',
-        title: page.title,
-        text: page.text,
-        markdown: page.markdown,
-        publishedAt: page.publishedAt,
-        images: page.images,
-      }
-    } else {
-      const read = detected.kind === 'markdown' ? readMarkdown(decoded.text) : readPlainText(decoded.text)
-      document = { kind: detected.kind, ...read, publishedAt: null, images: [] }
+    if (detected.kind === 'web') read = readHtml(decoded.text, input.url, limits.maxImages)
+    else {
+      const text = detected.kind === 'markdown' ? readMarkdown(decoded.text) : readPlainText(decoded.text)
+      read = { ...text, publishedAt: null, images: [], imagesDropped: 0, warnings: [] }
     }
   }
+  const { imagesDropped, warnings: readWarnings, ...document } = read
+  warnings.push(...readWarnings, ...droppedImages(imagesDropped, limits.maxImages))
   if (Date.now() > deadline)
     throw new DocumentRefused('timeout', `reading the document took longer than ${limits.timeMs} ms`)
   return {
+    kind: detected.kind,
     ...document,
     title: boundTitle(document.title),
-    chunks: chunkMarkdown(document.markdown, { pages: document.kind === 'pdf' }),
+    chunks: chunkMarkdown(document.markdown, { pages: detected.kind === 'pdf' }),
     warnings,
   }
 }

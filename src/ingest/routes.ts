@@ -20,7 +20,6 @@ import { pagination, rankedPage } from '../http/pagination.ts'
 import { ErrorBody } from '../http/schemas.ts'
 import { multipartUpload, UPLOAD_ERRORS, uploadError, UploadInterrupted, type UploadPace } from '../http/upload.ts'
 import type { Jobs } from '../jobs/jobs.ts'
-import { Status } from '../jobs/schemas.ts'
 import type { Logger } from '../log.ts'
 import type { Quotas } from '../quotas.ts'
 import type { Repository } from '../repositories/repositories.ts'
@@ -28,6 +27,7 @@ import type { repositoryScope } from '../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import { type Addition, discardUpload, queueAdditions, urlAdditions } from './add.ts'
+import { IngestAccepted, SourceChunk } from './schemas.ts'
 import { guessKind, ingestUploadKey, sourceChunks, uploadIdentity } from './store.ts'
 
 /** URLs one request may add: a list, not a crawl. */
@@ -66,21 +66,6 @@ const SeveralUrls = t.Object(
   { additionalProperties: false },
 )
 const IngestJson = t.Union([OneUrl, SeveralUrls], { description: 'one URL or several' })
-const IngestAccepted = t.Object({
-  jobs: t.Array(
-    t.Object({ id: t.String({ format: 'uuid' }), source_id: t.String({ format: 'uuid' }), status: Status() }),
-    {
-      description: "one ingest_source job per document, in the request's order (GET /{repoID}/jobs/{id} follows it)",
-    },
-  ),
-})
-const SourceChunk = t.Object({
-  chunk_index: t.Integer({ description: 'what a fact cites as chunk_index' }),
-  heading_path: t.Array(t.String(), { description: 'the headings the chunk sits under, outermost first' }),
-  page_start: t.Union([t.Integer(), t.Null()], { description: "a PDF's first page of the chunk" }),
-  page_end: t.Union([t.Integer(), t.Null()], { description: "a PDF's last page of the chunk" }),
-  text: t.String({ description: "the chunk's Markdown" }),
-})
 /** The repository's queue full (429, QUOTA_QUEUED_JOBS). */
 const errors = { ...UPLOAD_ERRORS, 429: ErrorBody }
 const requestBody = {

@@ -3,8 +3,10 @@
 // its images (source_images, as an import keeps them). The parsed fields, the body's row, the
 // chunks, the images and the status change in one transaction, so a reader sees a source's
 // previous parse or its new one, never half of either.
+import type { Static } from '@sinclair/typebox'
 import type { Sql } from 'postgres'
 import { repositoryBlobPrefix } from '../blobs/store.ts'
+import type { SourceChunk as SourceChunkSchema } from './schemas.ts'
 import type { Chunk, DocumentKind, ParsedDocument } from './types.ts'
 
 type SourceStatus = 'pending' | 'fetched' | 'parsed' | 'failed'
@@ -151,13 +153,7 @@ async function insertChunks(sql: Sql, sourceId: string, chunks: readonly Chunk[]
     FROM jsonb_array_elements(${sql.json(rows as never)}::jsonb) c`
 }
 
-export interface SourceChunk {
-  chunk_index: number
-  heading_path: string[]
-  page_start: number | null
-  page_end: number | null
-  text: string
-}
+export type SourceChunk = Static<typeof SourceChunkSchema>
 
 /** The source's chunks in order, `range` of them, with how many it has; undefined when there is no such source. */
 export async function sourceChunks(

@@ -84,6 +84,11 @@ export interface ParsedDocument {
   warnings: ReadWarning[]
 }
 
+/** What the reader of one format makes of a document, before it is chunked: with how many images it left out. */
+export interface FormatRead extends Omit<ParsedDocument, 'kind' | 'chunks'> {
+  imagesDropped: number
+}
+
 export type RefusalCode =
   | 'empty'
   | 'too_large'

@@ -37,16 +37,16 @@ const jobColumns = (sql: Db) => sql`
   ${isoTimestamp(sql, 'started_at')} AS started_at,
   ${isoTimestamp(sql, 'finished_at')} AS finished_at`
 
-export async function enqueueJob(
-  sql: Db,
-  job: {
-    kind: string
-    repositoryId?: string | null
-    params?: Record<string, unknown>
-    createdBy?: string | null
-    maxAttempts: number
-  },
-): Promise<Job> {
+/** A job to queue: its kind, where it runs, its parameters, who asked. */
+export interface NewJob {
+  kind: string
+  repositoryId?: string | null
+  params?: Record<string, unknown>
+  createdBy?: string | null
+  maxAttempts: number
+}
+
+export async function enqueueJob(sql: Db, job: NewJob): Promise<Job> {
   const [row] = await sql<Job[]>`
     INSERT INTO jobs (id, kind, repository_id, params, created_by, max_attempts)
     VALUES (${crypto.randomUUID()}, ${job.kind}, ${job.repositoryId ?? null}, ${sql.json((job.params ?? {}) as never)}, ${job.createdBy ?? null}, ${job.maxAttempts})
@@ -61,12 +61,7 @@ export async function enqueueJob(
  */
 export async function enqueueCoalesced(
   sql: Db,
-  job: {
-    kind: string
-    repositoryId?: string | null
-    params?: Record<string, unknown>
-    createdBy?: string | null
-    maxAttempts: number
+  job: NewJob & {
     afterMs: number
   },
 ): Promise<Job | undefined> {

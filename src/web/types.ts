@@ -4,24 +4,11 @@
 // keeps in a module that reaches its runtime (Node's types, the database), which the app's
 // tsconfig cannot read, is written here and named so.
 import type { Static } from '@sinclair/typebox'
+import type { IngestAccepted as IngestAcceptedSchema, SourceChunk as SourceChunkSchema } from '../ingest/schemas.ts'
 import type { GraphRecord } from '../registry/graph-record.ts'
 import type { PermissionsAnswer } from '../rbac/schemas.ts'
 
-export type {
-  Citation,
-  Concept,
-  ConceptDetail,
-  Fact,
-  FactDetail,
-  Investigation,
-  InvestigationDetail,
-  Neighbourhood,
-  RelatedConcept,
-  Report,
-  ReportDetail,
-  Source,
-  SourceDetail,
-} from '../graph/schemas.ts'
+export type * from '../graph/schemas.ts'
 export type { Job } from '../jobs/schemas.ts'
 export type { RepositoryRecord as Repository } from '../repositories/schemas.ts'
 
@@ -37,12 +24,12 @@ export interface GraphName {
   version_count: number
   versions: GraphVersion[]
 }
-/** What an import_graph job produced, as the app shows it (bundle/transfer/import.ts ImportResult). */
+/** What an import_graph job produced, as the app shows it (bundle/import/import-job.ts ImportResult). */
 export interface ImportResult {
   imported: Record<string, number>
   reused: { sources: number; facts: number; concepts: number }
 }
-/** What an export_graph job produced, as the app shows it (bundle/transfer/export-job.ts ExportJobResult). */
+/** What an export_graph job produced, as the app shows it (bundle/export/export-job.ts ExportJobResult). */
 export interface ExportResult {
   graph_id: string
   name: string
@@ -51,15 +38,7 @@ export interface ExportResult {
 }
 /** GET /api/v1/permissions: the person, and what they may do (in a repository, with which one it is). */
 export type Permissions = Static<typeof PermissionsAnswer>
-/** The 202 of POST /{repoID}/ingest: one ingest_source job per document (ingest/routes.ts IngestAccepted, whose module reads Node's streams). */
-export interface IngestAccepted {
-  jobs: { id: string; source_id: string; status: string }[]
-}
-/** A source's chunk (GET /{repoID}/sources/{id}/chunks; ingest/routes.ts SourceChunk). */
-export interface SourceChunk {
-  chunk_index: number
-  heading_path: string[]
-  page_start: number | null
-  page_end: number | null
-  text: string
-}
+/** The 202 of POST /{repoID}/ingest: one ingest_source job per document. */
+export type IngestAccepted = Static<typeof IngestAcceptedSchema>
+/** A source's chunk (GET /{repoID}/sources/{id}/chunks). */
+export type SourceChunk = Static<typeof SourceChunkSchema>
