@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
-import { browserCookie, pkcePair, registerClient } from '../helpers/oauth.ts'
+import { browserCookie, registerClient, authorizationQuery } from '../helpers/oauth.ts'
 import { HASHER_THREADS, limitWaitingHashes, verifyPassword } from '../../src/accounts/passwords.ts'
 
 const PASSWORD = 'correct horse battery'
@@ -66,14 +66,7 @@ describe(`a full password-hashing queue (${BACKEND})`, () => {
     const email = uniqueEmail()
     expect((await http.post('/api/v1/auth/register', { email, password: PASSWORD })).status).toBe(201)
     const client = await registerClient(server.url)
-    const query = new URLSearchParams({
-      response_type: 'code',
-      client_id: client.client_id,
-      redirect_uri: client.redirect_uri,
-      code_challenge: pkcePair().challenge,
-      code_challenge_method: 'S256',
-      state: 's',
-    })
+    const query = authorizationQuery(client, { state: 's' })
     const browser = browserCookie()
     const page = await (
       await server.request(`/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })

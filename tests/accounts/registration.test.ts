@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto'
 import { OPEN_INVITATIONS_MAX } from '../../src/accounts/invitations.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
-import { browserCookie, pkcePair, registerClient, type TestClient } from '../helpers/oauth.ts'
+import { browserCookie, registerClient, type TestClient, authorizationQuery } from '../helpers/oauth.ts'
 import { runKgs, startTestServer, type TestServer } from '../helpers/server.ts'
 
 const password = 'correct horse battery'
@@ -15,16 +15,7 @@ const password = 'correct horse battery'
 /** The authorization pages as one browser walks them: GET /authorize, then its forms. */
 async function authorizationPages(server: TestServer, client: TestClient, prompt?: string) {
   const browser = browserCookie()
-  const query = new URLSearchParams({
-    response_type: 'code',
-    client_id: client.client_id,
-    redirect_uri: client.redirect_uri,
-    code_challenge: pkcePair().challenge,
-    code_challenge_method: 'S256',
-    state: 'st',
-    scope: 'read',
-    ...(prompt ? { prompt } : {}),
-  })
+  const query = authorizationQuery(client, { state: 'st', scope: 'read', ...(prompt ? { prompt } : {}) })
   const first = await server.request(`/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })
   const html = await first.text()
   const ids = {

@@ -19,6 +19,22 @@ export function pkcePair(): { verifier: string; challenge: string } {
   return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') }
 }
 
+/** The query of an authorization request (the code flow with PKCE, S256) from `client`, with more parameters. */
+export function authorizationQuery(
+  client: Pick<TestClient, 'client_id' | 'redirect_uri'>,
+  more: Record<string, string> = {},
+  challenge = pkcePair().challenge,
+): URLSearchParams {
+  return new URLSearchParams({
+    response_type: 'code',
+    client_id: client.client_id,
+    redirect_uri: client.redirect_uri,
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    ...more,
+  })
+}
+
 export async function registerClient(baseUrl: string, metadata: Record<string, unknown> = {}): Promise<TestClient> {
   const redirect_uri =
     (metadata.redirect_uris as string[] | undefined)?.[0] ??
@@ -41,16 +57,15 @@ export async function obtainCode(
   options: { challenge: string; scope?: string; resource?: string; allow?: string },
 ): Promise<{ code: string; state: string; iss: string }> {
   const state = randomBytes(8).toString('hex')
-  const query = new URLSearchParams({
-    response_type: 'code',
-    client_id: client.client_id,
-    redirect_uri: client.redirect_uri,
-    code_challenge: options.challenge,
-    code_challenge_method: 'S256',
-    state,
-    ...(options.scope ? { scope: options.scope } : {}),
-    ...(options.resource ? { resource: options.resource } : {}),
-  })
+  const query = authorizationQuery(
+    client,
+    {
+      state,
+      ...(options.scope ? { scope: options.scope } : {}),
+      ...(options.resource ? { resource: options.resource } : {}),
+    },
+    options.challenge,
+  )
   const browser = browserCookie()
   const page = await (
     await fetch(`${baseUrl}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { runKgs, startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, expectOAuthError, uniqueEmail } from '../helpers/api.ts'
-import { browserCookie, pkcePair } from '../helpers/oauth.ts'
+import { browserCookie, pkcePair, authorizationQuery } from '../helpers/oauth.ts'
 import { ConfigError, parseEnv } from '../../src/config.ts'
 import { addressKey, clientAddress } from '../../src/http/throttle.ts'
 
@@ -263,14 +263,11 @@ describe(`throttling on, behind one trusted proxy (${BACKEND})`, () => {
     const registered = await kgs.registerClient(freshAddress())
     expect(registered.status).toBe(201)
     const { challenge } = pkcePair()
-    const query = new URLSearchParams({
-      response_type: 'code',
-      client_id: registered.body.client_id,
-      redirect_uri: 'https://agent.example/cb',
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-      state: 's',
-    })
+    const query = authorizationQuery(
+      { client_id: registered.body.client_id, redirect_uri: 'https://agent.example/cb' },
+      { state: 's' },
+      challenge,
+    )
     const browser = browserCookie()
     const page = await (
       await server.request(`/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })

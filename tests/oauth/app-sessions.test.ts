@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, expectOAuthError, uniqueEmail } from '../helpers/api.ts'
-import { browserCookie, obtainTokens, pkcePair, registerClient } from '../helpers/oauth.ts'
+import { browserCookie, obtainTokens, pkcePair, registerClient, authorizationQuery } from '../helpers/oauth.ts'
 import { WEB_APP_CLIENT_ID } from '../../src/http/web-app.ts'
 
 const PASSWORD = 'correct horse battery'
@@ -69,14 +69,11 @@ class Browser {
 
   /** The authorization request of the web app: the sign-in page, or (signed in on the pages) the redirect with the code. */
   async authorize(challenge: string): Promise<Answer> {
-    const query = new URLSearchParams({
-      response_type: 'code',
-      client_id: WEB_APP_CLIENT_ID,
-      redirect_uri: this.redirectUri(),
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-      state: 's',
-    })
+    const query = authorizationQuery(
+      { client_id: WEB_APP_CLIENT_ID, redirect_uri: this.redirectUri() },
+      { state: 's' },
+      challenge,
+    )
     return this.send(`/api/v1/oauth/authorize?${query}`, { method: 'GET', site: 'none' })
   }
 

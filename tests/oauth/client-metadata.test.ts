@@ -15,7 +15,7 @@ import {
   testCertificate,
   type DocumentServer,
 } from '../helpers/client-metadata.ts'
-import { browserCookie, obtainCode, obtainTokens, pkcePair } from '../helpers/oauth.ts'
+import { browserCookie, obtainCode, obtainTokens, pkcePair, authorizationQuery } from '../helpers/oauth.ts'
 import { freshSeconds, METADATA_DOCUMENT_MAX_BYTES } from '../../src/oauth/client-metadata.ts'
 import { createLogger } from '../../src/log.ts'
 import { withSystemDb } from '../security/system-db.ts'
@@ -86,13 +86,7 @@ async function authorizePage(
   clientId: string,
   redirectUri = CALLBACK,
 ): Promise<{ status: number; page: string }> {
-  const query = new URLSearchParams({
-    response_type: 'code',
-    client_id: clientId,
-    redirect_uri: redirectUri,
-    code_challenge: pkcePair().challenge,
-    code_challenge_method: 'S256',
-  })
+  const query = authorizationQuery({ client_id: clientId, redirect_uri: redirectUri })
   const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browserCookie() } })
   return { status: res.status, page: await res.text() }
 }

@@ -6,7 +6,14 @@ import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, expectError, uniqueEmail } from '../helpers/api.ts'
 import { launchBrowser, listenOnLoopback } from '../helpers/browser.ts'
-import { browserCookie, obtainTokens, pkcePair, registerClient, type TestClient } from '../helpers/oauth.ts'
+import {
+  browserCookie,
+  obtainTokens,
+  pkcePair,
+  registerClient,
+  type TestClient,
+  authorizationQuery,
+} from '../helpers/oauth.ts'
 
 let server: TestServer
 let http: ReturnType<typeof api>
@@ -24,14 +31,7 @@ afterAll(() => server.stop())
 /** Signs in for a request of `scope` and stops at the consent page: its HTML and what its form posts. */
 async function consentFor(scope: string) {
   const browser = browserCookie()
-  const query = new URLSearchParams({
-    response_type: 'code',
-    client_id: client.client_id,
-    redirect_uri: client.redirect_uri,
-    code_challenge: pkcePair().challenge,
-    code_challenge_method: 'S256',
-    scope,
-  })
+  const query = authorizationQuery(client, { scope })
   const first = await (
     await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })
   ).text()
@@ -164,14 +164,7 @@ describe(`consent narrows the scope (${BACKEND})`, () => {
         redirect_uris: [`http://127.0.0.1:${listener.port}/callback`],
       })
       const { verifier, challenge } = pkcePair()
-      const query = new URLSearchParams({
-        response_type: 'code',
-        client_id: host.client_id,
-        redirect_uri: host.redirect_uri,
-        code_challenge: challenge,
-        code_challenge_method: 'S256',
-        scope: 'read write',
-      })
+      const query = authorizationQuery(host, { scope: 'read write' }, challenge)
       const page = await (await browser.newContext()).newPage()
       await page.goto(`${server.url}/api/v1/oauth/authorize?${query}`)
       await page.getByLabel('Email').fill(account.email)

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
-import { browserCookie, pkcePair } from '../helpers/oauth.ts'
+import { browserCookie, pkcePair, authorizationQuery } from '../helpers/oauth.ts'
 
 let server: TestServer
 let clientId: string
@@ -31,15 +31,10 @@ afterAll(() => server.stop())
 
 /** Opens an authorization request; returns the ids its page carries (and the cookie it was sent with). */
 async function begin(cookie?: string) {
-  const query = new URLSearchParams({
-    response_type: 'code',
-    client_id: clientId,
-    redirect_uri: REDIRECT,
-    code_challenge: pkcePair().challenge,
-    code_challenge_method: 'S256',
-    state: 's-123',
-    scope: 'read write',
-  })
+  const query = authorizationQuery(
+    { client_id: clientId, redirect_uri: REDIRECT },
+    { state: 's-123', scope: 'read write' },
+  )
   const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, {
     headers: { cookie: cookie ? `${BROWSER}; ${cookie}` : BROWSER },
   })
@@ -98,13 +93,7 @@ describe(`sign-in and consent (${BACKEND})`, () => {
     const v6 = (
       await api(server.url).post('/api/v1/oauth/register', { redirect_uris: ['http://[::1]:41236/callback'] })
     ).body.client_id
-    const query = new URLSearchParams({
-      response_type: 'code',
-      client_id: v6,
-      redirect_uri: 'http://[::1]:41236/callback',
-      code_challenge: pkcePair().challenge,
-      code_challenge_method: 'S256',
-    })
+    const query = authorizationQuery({ client_id: v6, redirect_uri: 'http://[::1]:41236/callback' })
     const page = await (
       await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: BROWSER } })
     ).text()
@@ -126,13 +115,7 @@ describe(`sign-in and consent (${BACKEND})`, () => {
     const cursor = (
       await api(server.url).post('/api/v1/oauth/register', { redirect_uris: [uri], client_name: 'Cursor' })
     ).body.client_id
-    const query = new URLSearchParams({
-      response_type: 'code',
-      client_id: cursor,
-      redirect_uri: uri,
-      code_challenge: pkcePair().challenge,
-      code_challenge_method: 'S256',
-    })
+    const query = authorizationQuery({ client_id: cursor, redirect_uri: uri })
     const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: BROWSER } })
     expect(res.status).toBe(200)
     expect(await res.text()).toContain(`<span class="host">${uri}</span>`)
@@ -312,13 +295,7 @@ describe(`sign-in and consent (${BACKEND})`, () => {
   })
 
   test('a browser without the binding cookie is given one on its first authorization request', async () => {
-    const query = new URLSearchParams({
-      response_type: 'code',
-      client_id: clientId,
-      redirect_uri: REDIRECT,
-      code_challenge: pkcePair().challenge,
-      code_challenge_method: 'S256',
-    })
+    const query = authorizationQuery({ client_id: clientId, redirect_uri: REDIRECT })
     const fresh = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`)
     expect(fresh.headers.get('set-cookie')).toMatch(
       /^kgs_oauth_browser=[A-Za-z0-9_-]{43}; Path=\/api\/v1\/oauth; HttpOnly; SameSite=Lax$/,
@@ -328,13 +305,7 @@ describe(`sign-in and consent (${BACKEND})`, () => {
 
   test('a code_challenge serves one authorization: the same one again is refused', async () => {
     const { challenge } = pkcePair()
-    const query = new URLSearchParams({
-      response_type: 'code',
-      client_id: clientId,
-      redirect_uri: REDIRECT,
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-    })
+    const query = authorizationQuery({ client_id: clientId, redirect_uri: REDIRECT }, {}, challenge)
     const open = () => fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: BROWSER } })
     expect((await open()).status).toBe(200)
     const again = await open()

@@ -7,7 +7,7 @@ import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
 import { launchBrowser } from '../helpers/browser.ts'
-import { obtainCode, pkcePair, registerClient } from '../helpers/oauth.ts'
+import { obtainCode, pkcePair, registerClient, authorizationQuery } from '../helpers/oauth.ts'
 
 const account = { email: uniqueEmail('inspector'), password: 'correct horse battery' }
 let server: TestServer
@@ -134,13 +134,7 @@ describe(`CORS from another origin, in Chromium (${BACKEND})`, () => {
 
   test('the authorization pages answer no other origin', async () => {
     const client = await registerClient(server.url)
-    const query = new URLSearchParams({
-      response_type: 'code',
-      client_id: client.client_id,
-      redirect_uri: client.redirect_uri,
-      code_challenge: pkcePair().challenge,
-      code_challenge_method: 'S256',
-    })
+    const query = authorizationQuery(client)
     expect(await fetchFromPage(`${server.url}/api/v1/oauth/authorize?${query}`)).toMatchObject({ ok: false })
     expect(
       await fetchFromPage(

@@ -9,7 +9,7 @@ import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { withSystemDb } from './system-db.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
-import { browserCookie, obtainCode, pkcePair, registerClient } from '../helpers/oauth.ts'
+import { browserCookie, obtainCode, pkcePair, registerClient, authorizationQuery } from '../helpers/oauth.ts'
 import { purgeEndedSessions } from '../../src/accounts/sessions.ts'
 import { purgeEndedOAuthRows } from '../../src/oauth/consent.ts'
 
@@ -42,13 +42,7 @@ describe(`secrets at rest (${BACKEND})`, () => {
     const session = (await http.post('/api/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).body
     const client = await registerClient(server.url, { token_endpoint_auth_method: 'client_secret_post' })
     const account = { email: session.user.email, password: PASSWORD }
-    const query = new URLSearchParams({
-      response_type: 'code',
-      client_id: client.client_id,
-      redirect_uri: client.redirect_uri,
-      code_challenge: pkcePair().challenge,
-      code_challenge_method: 'S256',
-    })
+    const query = authorizationQuery(client)
     const browser = browserCookie()
     const page = await (
       await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browser } })

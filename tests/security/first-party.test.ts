@@ -8,7 +8,7 @@ import { SWAGGER_CLIENT_ID } from '../../src/http/swagger-ui.ts'
 import { WEB_APP_CLIENT_ID } from '../../src/http/web-app.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
 import { BACKEND } from '../helpers/backend.ts'
-import { browserCookie, obtainTokens, pkcePair, registerClient } from '../helpers/oauth.ts'
+import { browserCookie, obtainTokens, registerClient, authorizationQuery } from '../helpers/oauth.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { withSystemDb } from './system-db.ts'
 
@@ -20,13 +20,7 @@ const OWN = [
 
 /** GET /authorize as a browser: the status and the page. */
 async function authorize(server: TestServer, clientId: string, redirectUri: string) {
-  const query = new URLSearchParams({
-    response_type: 'code',
-    client_id: clientId,
-    redirect_uri: redirectUri,
-    code_challenge: pkcePair().challenge,
-    code_challenge_method: 'S256',
-  })
+  const query = authorizationQuery({ client_id: clientId, redirect_uri: redirectUri })
   const res = await fetch(`${server.url}/api/v1/oauth/authorize?${query}`, { headers: { cookie: browserCookie() } })
   return { status: res.status, page: await res.text() }
 }

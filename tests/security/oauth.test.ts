@@ -10,7 +10,14 @@ import { BACKEND } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { withSystemDb } from './system-db.ts'
 import { api, expectError, expectOAuthError, uniqueEmail } from '../helpers/api.ts'
-import { browserCookie, obtainCode, pkcePair, registerClient, type TestClient } from '../helpers/oauth.ts'
+import {
+  browserCookie,
+  obtainCode,
+  pkcePair,
+  registerClient,
+  type TestClient,
+  authorizationQuery,
+} from '../helpers/oauth.ts'
 import { GRANT_SECONDS } from '../../src/oauth/consent.ts'
 import { tokenKey } from '../../src/http/tokens.ts'
 
@@ -258,13 +265,7 @@ function pages(baseUrl: () => string) {
   const withBrowser = (cookie?: string) => (cookie ? `${browser}; ${cookie}` : browser)
   return {
     async open(client: TestClient, cookie?: string) {
-      const query = new URLSearchParams({
-        response_type: 'code',
-        client_id: client.client_id,
-        redirect_uri: client.redirect_uri,
-        code_challenge: pkcePair().challenge,
-        code_challenge_method: 'S256',
-      })
+      const query = authorizationQuery(client)
       const html = await (
         await fetch(`${baseUrl()}/api/v1/oauth/authorize?${query}`, { headers: { cookie: withBrowser(cookie) } })
       ).text()
