@@ -151,6 +151,25 @@ describe(`kgs ingest against a running kgs (${BACKEND})`, () => {
     expect(await sourcesOf(server, repo.id)).toEqual(before)
   })
 
+  test('--no-process: the document is added and parsed, and nothing is drawn from it', async () => {
+    const notes = join(tempDir('kgs-ingest-unprocessed-'), 'saucers.md')
+    writeFileSync(notes, '# Saucers\n\nA saucer catches the drips of a cup.\n')
+    const run = await runKgs(['ingest', repo.slug, notes, '--no-process'], {
+      KGS_URL: server.url,
+      KGS_TOKEN: owner.token,
+    })
+    expect(run).toMatchObject({ code: 0, stderr: '' })
+    expect(run.stdout).toContain(`${notes}: added (markdown, 1 chunks)\n`)
+    const sql = await server.context.pools.forRepository(repo.id)
+    const [source] = await sql`
+      SELECT s.id, s.status, (SELECT count(*)::int FROM fact_sources fs WHERE fs.source_id = s.id) AS facts
+      FROM sources s WHERE s.parsed_title = 'Saucers'`
+    expect(source).toMatchObject({ status: 'parsed', facts: 0 })
+    const processing = await server.context.pools.system`
+      SELECT id FROM jobs WHERE kind = 'process_source' AND params->>'source_id' = ${source!.id}`
+    expect(processing).toHaveLength(0)
+  })
+
   test('on a terminal: a bar per document in progress, redrawn in place within the width, each done line printed once', async () => {
     let written = ''
     const items = await expandArguments([
