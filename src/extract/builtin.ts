@@ -46,7 +46,7 @@ export const DEFAULT_BUILTIN_LIMITS: Readonly<BuiltinLimits> = Object.freeze({
 export const BUILTIN_DESCRIPTION: Readonly<Record<'extractor' | 'library' | 'model', string> & { version: number }> =
   Object.freeze({
     extractor: 'kgs-builtin',
-    version: 1,
+    version: 2,
     library: 'wink-nlp@2.4.0',
     model: 'wink-eng-lite-web-model@1.8.1',
   })
@@ -65,11 +65,46 @@ const ATTACHES = /^(?:[)\]}.,;:!?…"'”’]+|['’]\p{L}*|n['’]t|not)$/iu
 /** What is written against the word after it. */
 const OPENS = /^[([{"'“‘]+$/
 
-let loaded: WinkMethods | undefined
-/** The model is read once per process, on first use. */
-function nlp(): WinkMethods {
-  loaded ??= winkNLP(model)
-  return loaded
+/** A table of the model's core that parsing adds to: the values it knows, by position and by name. */
+interface FeatureTable {
+  list?: string[]
+  hash?: Record<string, number>
+  [field: string]: unknown
+}
+interface CoreModel {
+  features: Record<string, FeatureTable>
+  [part: string]: unknown
+}
+/** What is read of a text: sentences, parts of speech, entities (not negation, sentiment or custom entities). */
+const PIPE = ['sbd', 'pos', 'ner']
+/** The model's core (its lexicon and feature tables), decoded once per process. */
+let core: CoreModel | undefined
+/**
+ * The model's custom-entity part, loaded once: its loader serializes its machines again on every
+ * call (a string of the string before), so an instance per extraction would grow it without end.
+ */
+let customEntities: unknown
+
+/**
+ * A wink-nlp instance for one extraction. wink-nlp learns the words it meets (the tokenizer
+ * splits an unknown word one way the first time and another once it is known), so one instance
+ * shared by the process would make a source's facts depend on what the process had read before
+ * it, and a retried job could draw other facts than its first try did. Each extraction gets an
+ * instance of its own over the shared core: only the feature tables a parse adds to are copied
+ * (their lists; their hashes inherit the originals'), which keeps an instance cheap. The core's
+ * shape is wink-eng-lite-web-model's (its `core` loader), which its types leave opaque.
+ */
+function freshNlp(): WinkMethods {
+  const shared = (core ??= (model.core as () => CoreModel)())
+  customEntities ??= (model.metaCER as () => unknown)()
+  const features = () =>
+    Object.fromEntries(
+      Object.entries(shared.features).map(([name, table]) => [
+        name,
+        table.hash && table.list ? { ...table, hash: Object.create(table.hash), list: [...table.list] } : table,
+      ]),
+    )
+  return winkNLP({ ...model, core: () => ({ ...shared, features: features() }), metaCER: () => customEntities }, PIPE)
 }
 
 interface Sentence {
@@ -209,14 +244,15 @@ function isFactSentence(sentence: Sentence, limits: BuiltinLimits): boolean {
   return !BOILERPLATE.test(text) && !CAPTION.test(text)
 }
 
-/** Draws facts and concepts from chunks, synchronously: the same chunks give the same result. */
+/** Draws facts and concepts from chunks, synchronously: the same chunks give the same result, whatever was read before. */
 function extractBuiltin(
   chunks: readonly ExtractChunk[],
   limits: BuiltinLimits,
   hash: string,
   options: ExtractOptions = {},
 ): Extraction {
-  const { its } = nlp()
+  const nlp = freshNlp()
+  const { its } = nlp
   const facts: ExtractedFact[] = []
   const factWords: Word[][] = []
   const seen = new Set<string>()
@@ -227,7 +263,7 @@ function extractBuiltin(
     if (facts.length >= limits.maxFacts) break
     const prose = proseBlocks(chunk.text.slice(0, limits.maxChunkChars)).join('\n\n')
     if (prose === '') continue
-    for (const sentence of sentencesOf(nlp().readDoc(prose), its)) {
+    for (const sentence of sentencesOf(nlp.readDoc(prose), its)) {
       if (facts.length >= limits.maxFacts) break
       if (!isFactSentence(sentence, limits) || seen.has(sentence.text)) continue
       seen.add(sentence.text)
