@@ -33,6 +33,12 @@ interface Outcome extends SourceKnowledgeWritten {
   usage?: NonNullable<Extraction['usage']>
 }
 
+/** A source's extraction, with the chunks it failed on. */
+interface Drawn {
+  extraction: Extraction
+  failed: NonNullable<Extraction['failedChunks']>
+}
+
 /** More than any document makes (readDocument bounds them): a source's chunks in one read. */
 const ALL_CHUNKS = { offset: 0, limit: 1_000_000 }
 
@@ -50,13 +56,14 @@ async function processSources(job: RunningJob<typeof ProcessParams.static>, serv
     linked: 0,
     failed_chunks: [],
   }
-  for (const [n, sourceId] of ids.entries()) {
-    const of = ids.length > 1 ? ` (source ${n + 1} of ${ids.length})` : ''
+  // What a source yields is drawn while the one before it is written: the extraction (this
+  // thread, or the model's calls) and the write (the database) overlap, and the writes still
+  // come one source at a time, in order, each in its own transaction.
+  const draw = async (sourceId: string, of: string): Promise<Drawn | undefined> => {
     const readiness = await sourceReadiness(sql, sourceId)
     if (!readiness.ready) {
       if (one) throw new PermanentJobError(readiness.message)
-      outcome.skipped++
-      continue
+      return undefined
     }
     job.progress({ phase: `reading chunks${of}`, done: 0, total: 1 })
     const chunks = (await sourceChunks(sql, sourceId, ALL_CHUNKS))?.rows ?? []
@@ -70,19 +77,33 @@ async function processSources(job: RunningJob<typeof ProcessParams.static>, serv
       signal: job.signal,
       onProgress: (done, total) => job.progress({ phase: `extracting${of}`, done, total }),
     })
-    job.signal.throwIfAborted()
     // Nothing drawn because every chunk failed (a wrong key, a model that only refuses): the job
     // fails with the reason and the source stays as it was, instead of `processed` with nothing.
     const failed = extraction.failedChunks ?? []
     if (input.length > 0 && failed.length === input.length)
       throw new PermanentJobError(`every chunk of source ${sourceId} failed; the first: ${failed[0]!.error}`)
-    job.progress({ phase: `writing${of}`, done: 0, total: 1 })
+    return { extraction, failed }
+  }
+  const ofAll = (n: number) => (ids.length > 1 ? ` (source ${n + 1} of ${ids.length})` : '')
+  let next = ids.length > 0 ? draw(ids[0]!, ofAll(0)) : undefined
+  for (const [n, sourceId] of ids.entries()) {
+    const drawn = await next!
+    next = n + 1 < ids.length ? draw(ids[n + 1]!, ofAll(n + 1)) : undefined
+    // Awaited in its turn; until then a failure must not count as unhandled.
+    next?.catch(() => {})
+    job.signal.throwIfAborted()
+    if (!drawn) {
+      outcome.skipped++
+      continue
+    }
+    const { extraction, failed } = drawn
+    job.progress({ phase: `writing${ofAll(n)}`, done: 0, total: 1 })
     const written = await services.writes.writeSourceKnowledge(job.repositoryId!, {
       sourceId,
       facts: extraction.facts,
       concepts: extraction.concepts,
     })
-    job.progress({ phase: `writing${of}`, done: 1, total: 1 })
+    job.progress({ phase: `writing${ofAll(n)}`, done: 1, total: 1 })
     add(outcome, written)
     outcome.sources++
     for (const chunk of failed) outcome.failed_chunks.push({ source_id: sourceId, ...chunk })
