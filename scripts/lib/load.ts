@@ -300,10 +300,10 @@ export function jsonClient(baseUrl: () => string) {
 
 /**
  * A kgs process of a benchmark's own, with one job worker thread, on a fresh data directory (and
- * a fresh database on PG_URL's server when `postgres`), with an account registered: its token.
- * stop() ends the process and removes the directory and the database.
+ * a fresh database on PG_URL's server when `postgres`), `env` added to its environment, with an
+ * account registered: its token. stop() ends the process and removes the directory and the database.
  */
-export async function benchKgs(name: string, postgres: boolean) {
+export async function benchKgs(name: string, postgres: boolean, env: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), `kgs-bench-${name}-`))
   const database = postgres ? await createBenchDatabase() : undefined
   const kgs = await spawnKgs(
@@ -313,6 +313,7 @@ export async function benchKgs(name: string, postgres: boolean) {
       WORKERS: '1',
       JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
       ...(database ? { DATABASE_URL: database.url } : {}),
+      ...env,
     },
     join(dataDir, 'kgs.log'),
   )
