@@ -89,6 +89,7 @@ const CALLS: {
     args: (role) => ({ concept_id: random(), canonical_name: `Split by the ${role}` }),
     needs: 'concept:write',
   },
+  { tool: 'process_source', args: () => ({ source_id: random() }), needs: 'fact:write' },
   ...Object.entries(KINDS).flatMap(([kind, [needs, changes]]) => [
     { tool: 'update', args: () => ({ kind, id: random(), concept_id: random(), changes }), needs },
     { tool: 'delete', args: () => ({ kind, id: random(), concept_id: random() }), needs },
