@@ -21,6 +21,7 @@ export type {
   ReportDetail,
   Source,
   SourceDetail,
+  SourceFact,
 } from '../graph/schemas.ts'
 export type { Job } from '../jobs/schemas.ts'
 export type { RepositoryRecord as Repository } from '../repositories/schemas.ts'
@@ -62,4 +63,11 @@ export interface SourceChunk {
   page_start: number | null
   page_end: number | null
   text: string
+}
+/** What a process_source job produced, as the app shows it (extract/process-job.ts Outcome, whose module reaches the database). */
+export interface ProcessResult {
+  sources: number
+  facts: { added: number; merged: number; unchanged: number; refused: number }
+  concepts: { added: number; existing: number; refused: number }
+  linked: number
 }
