@@ -424,6 +424,13 @@ describe(`a processed source and its concepts (${BACKEND})`, () => {
         HOSTILE_FACT,
       ])
       await expectAccessibleAtBothWidths(page)
+      // The link leads to the chunk on the source's page.
+      await origin.first().click()
+      await page.getByRole('heading', { level: 1, name: 'Tea' }).waitFor()
+      await page.locator('main section#chunk-1 a.annotated').first().waitFor()
+      expect(await page.evaluate(`document.getElementById('chunk-1').getBoundingClientRect().top < innerHeight`)).toBe(
+        true,
+      )
       expect(await page.evaluate('window.__pwned')).toBeUndefined()
       expect(logged).toEqual([])
     } finally {

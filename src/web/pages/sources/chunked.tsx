@@ -4,7 +4,7 @@
 // facts are its own words). The chunks and their facts are two requests, the second once the
 // first says which chunks are shown. A source kgs has no chunks of (an imported one) shows its
 // Markdown whole.
-import { useMemo } from 'preact/hooks'
+import { useEffect, useMemo } from 'preact/hooks'
 import { apiPath, page } from '../../api.ts'
 import type { SentenceLink } from '../../markdown.ts'
 import type { SourceChunk, SourceFact } from '../../types.ts'
@@ -73,6 +73,11 @@ function ChunksWithFacts({
     () => page<SourceFact>(`${apiPath`/${repo}/sources/${id}/facts`}?${range}`, undefined, FACTS_PER_PAGE),
     `${repo}/${id} ${range} ${round}`,
   )
+  // A link to one chunk (a concept's page links each fact's) shows it, when it is on this page.
+  useEffect(() => {
+    if (loaded.state === 'done' && /^#chunk-\d+$/.test(location.hash))
+      document.getElementById(location.hash.slice(1))?.scrollIntoView()
+  }, [loaded.state])
   return (
     <Show loaded={loaded}>
       {(facts) => {
