@@ -1,7 +1,7 @@
 // The knowledge-graph read API: every route at /{repoID}/<path> and, with the repository named by
 // the X-Repository-ID header, at /api/v1/<path> (docs/spec/decisions.md §2). Lists are paginated
 // (docs/spec/decisions.md §1); each route needs its resource's :read permission in the repository (§4).
-import { t } from 'elysia'
+import { Elysia, t } from 'elysia'
 import { HttpError } from '../http/errors.ts'
 import { etagOf } from '../http/etag.ts'
 import { pagination, rankedPage } from '../http/pagination.ts'
@@ -10,6 +10,7 @@ import { UUID_PATTERN } from '../uuid.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
 import {
+  conceptFacts,
   factCitations,
   getConcept,
   getFact,
@@ -24,6 +25,7 @@ import {
   conceptNeighbourhood,
   RELATED_WINDOW,
   relatedConcepts,
+  sourceFacts,
 } from './store.ts'
 import {
   Citation,
@@ -39,6 +41,7 @@ import {
   ReportDetail,
   Source,
   SourceDetail,
+  SourceFact,
 } from './schemas.ts'
 
 const Uuid = t.String({ pattern: UUID_PATTERN, error: 'expected a UUID' })
@@ -88,6 +91,16 @@ const ConceptQuery = t.Object({
     }),
   ),
 })
+/** A source's facts are listed up to this position (one row per chunk each cites). */
+const SOURCE_FACTS_WINDOW = 1_000_000
+// Strings of digits, as the media routes take integers in a query: a t.Integer there would be documented as a union.
+const chunkBound = (description: string) =>
+  t.Optional(t.String({ pattern: '^[0-9]{1,9}$', error: 'expected an integer from 0 to 999999999', description }))
+const chunkIndex = (value: string | undefined) => (value === undefined ? undefined : Number(value))
+const SourceFactQuery = t.Object({
+  chunk_from: chunkBound('only facts of this chunk_index and after'),
+  chunk_to: chunkBound('only facts of this chunk_index and before'),
+})
 const NONE = 'none'
 const ReportQuery = t.Object({
   parent_id: t.Optional(
@@ -119,7 +132,59 @@ export interface GraphRoutesOptions {
 }
 
 /** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
-export function graphRoutes({ scope }: GraphRoutesOptions) {
+export function graphRoutes(options: GraphRoutesOptions) {
+  // Two route sets: one chain of them all is more than the compiler can type.
+  return new Elysia({ name: 'kgs/graph-read' }).use(rowRoutes(options)).use(factsOfRoutes(options))
+}
+
+/** The facts of a source (by chunk) and of a concept (with where each came from), as the app's pages show them. */
+function factsOfRoutes({ scope }: GraphRoutesOptions) {
+  return repositoryScopedRoutes('kgs/graph-facts-of', scope, (app, at) => {
+    const describe = (summary: string) => at.detail({ tags: ['graph'], summary })
+    const { params } = at
+    return app
+      .use(pagination)
+      .get(
+        '/sources/:sourceID/facts',
+        async ({ db, params, query, range }) => {
+          const facts = found(
+            await sourceFacts(
+              await db(),
+              params.sourceID,
+              { from: chunkIndex(query.chunk_from), to: chunkIndex(query.chunk_to) },
+              range,
+            ),
+            'source',
+          )
+          return rankedPage(facts.rows, facts.total)
+        },
+        {
+          repository: 'fact:read',
+          ranked: SOURCE_FACTS_WINDOW,
+          params: params({ sourceID: Uuid }),
+          query: SourceFactQuery,
+          response: { 200: t.Array(SourceFact), ...errors },
+          detail: describe(
+            "The facts a source's chunks support, in the chunks' order, each with the chunk_index it cites (one row per chunk); X-Total-Count says how many",
+          ),
+        },
+      )
+      .get(
+        '/concepts/:conceptID/facts',
+        async ({ db, params, page }) => found(await conceptFacts(await db(), params.conceptID, page), 'concept'),
+        {
+          repository: 'fact:read',
+          paginated: true,
+          params: params({ conceptID: Uuid }),
+          response: { 200: t.Array(FactDetail), ...errors },
+          detail: describe("A concept's facts, each with its sources (and the chunks it cites) and concepts"),
+        },
+      )
+  })
+}
+
+/** The rows of every kind: lists and details, a concept's relations, a fact's citations. */
+function rowRoutes({ scope }: GraphRoutesOptions) {
   return repositoryScopedRoutes('kgs/graph', scope, (app, at) => {
     const describe = (summary: string) => at.detail({ tags: ['graph'], summary })
     const { params } = at
@@ -140,7 +205,7 @@ export function graphRoutes({ scope }: GraphRoutesOptions) {
           repository: 'source:read',
           params: params({ sourceID: Uuid }),
           response: { 200: SourceDetail, ...errors },
-          detail: describe('A source with its parsed text, images, stored body and fact count'),
+          detail: describe('A source with its parsed text, images, stored body, fact count and concepts'),
         },
       )
       .get(

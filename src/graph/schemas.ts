@@ -48,6 +48,15 @@ export const SourceDetail = t.Object({
     ),
   ),
   fact_count: t.Integer(),
+  concepts: related(
+    t.Object({
+      id: t.String(),
+      canonical_name: t.String(),
+      context: t.String(),
+      facts: t.Integer({ description: 'its facts that cite this source' }),
+    }),
+    'the concepts of its facts, most facts first (ties by name)',
+  ),
 })
 
 const factFields = {
@@ -72,6 +81,15 @@ export const FactDetail = t.Object({
     t.Object({ id: t.String(), canonical_name: t.String(), context: t.String() }),
     'ordered by (created_at, id)',
   ),
+})
+
+/** A fact as a source's chunk supports it (GET sources/{id}/facts): one row per chunk it cites. */
+export const SourceFact = t.Object({
+  chunk_index: t.Integer(),
+  id: t.String(),
+  text: t.String(),
+  fact_kind: t.String({ description: 'text or image' }),
+  status: t.String(),
 })
 
 const conceptFields = {
@@ -189,6 +207,7 @@ export const ReportDetail = t.Object({
 
 export type Source = Static<typeof Source>
 export type SourceDetail = Static<typeof SourceDetail>
+export type SourceFact = Static<typeof SourceFact>
 export type Fact = Static<typeof Fact>
 export type FactDetail = Static<typeof FactDetail>
 export type Concept = Static<typeof Concept>

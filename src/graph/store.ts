@@ -20,6 +20,7 @@ import {
   type ReportDetail,
   type Source,
   type SourceDetail,
+  type SourceFact,
 } from './schemas.ts'
 import {
   afterCursor,
@@ -149,9 +150,42 @@ export async function getSource(sql: Db, id: string): Promise<SourceDetail | und
           LIMIT ${RELATED_LIMIT}`,
       )} AS images,
       ${jsonRow(sql, sql`SELECT content_type, ${bytes(sql)} FROM source_bodies WHERE source_id = sources.id`)} AS body,
-      (SELECT count(DISTINCT fact_id)::int FROM fact_sources WHERE source_id = sources.id) AS fact_count
+      (SELECT count(DISTINCT fact_id)::int FROM fact_sources WHERE source_id = sources.id) AS fact_count,
+      ${jsonRows(
+        sql,
+        sql`SELECT c.id, c.canonical_name, c.context, count(DISTINCT fc.fact_id)::int AS facts
+          FROM fact_sources fs JOIN fact_concepts fc ON fc.fact_id = fs.fact_id JOIN concepts c ON c.id = fc.concept_id
+          WHERE fs.source_id = sources.id
+          GROUP BY c.id
+          ORDER BY facts DESC, lower(c.canonical_name), c.id
+          LIMIT ${RELATED_LIMIT}`,
+      )} AS concepts
     FROM sources WHERE id = ${id}`
   return source
+}
+
+/**
+ * The facts a source's chunks support, in the chunks' order (within a chunk, the facts'), one row
+ * per chunk a fact cites, optionally of chunks `from` to `to` only; undefined when there is no
+ * such source.
+ */
+export async function sourceFacts(
+  sql: Sql,
+  id: string,
+  chunks: { from?: number; to?: number },
+  range: RankedRange,
+): Promise<{ total: number; rows: SourceFact[] } | undefined> {
+  const [exists] = await sql`SELECT 1 FROM sources WHERE id = ${id}`
+  if (!exists) return undefined
+  const { total, rows } = await rankedSlice<SourceFact & { key_at: string }>(
+    sql,
+    sql`SELECT fs.chunk_index, f.id, f.text, f.fact_kind, f.status, f.created_at AS key_at
+      FROM fact_sources fs JOIN facts f ON f.id = fs.fact_id
+      WHERE fs.source_id = ${id} AND fs.chunk_index >= ${chunks.from ?? 0} AND fs.chunk_index <= ${chunks.to ?? 2 ** 31 - 1}`,
+    sql`chunk_index, key_at, id`,
+    range,
+  )
+  return { total, rows: rows.map(({ key_at: _, ...row }) => row) }
 }
 
 // ---- facts
@@ -184,14 +218,33 @@ export function listFacts(sql: Sql, request: PageRequest & FactFilter): Promise<
   )
 }
 
+/** A stored fact's detail as a select list over a row named `facts`. */
+const storedFactDetail = (sql: Db) =>
+  factDetailColumns(sql, {
+    sources: sql`SELECT source_id, chunk_index FROM fact_sources WHERE fact_id = facts.id`,
+    concepts: sql`SELECT concept_id FROM fact_concepts WHERE fact_id = facts.id`,
+  })
+
 export async function getFact(sql: Db, id: string): Promise<FactDetail | undefined> {
-  const [fact] = await sql<FactDetail[]>`
-    SELECT ${factDetailColumns(sql, {
-      sources: sql`SELECT source_id, chunk_index FROM fact_sources WHERE fact_id = facts.id`,
-      concepts: sql`SELECT concept_id FROM fact_concepts WHERE fact_id = facts.id`,
-    })}
-    FROM facts WHERE id = ${id}`
+  const [fact] = await sql<FactDetail[]>`SELECT ${storedFactDetail(sql)} FROM facts WHERE id = ${id}`
   return fact
+}
+
+/**
+ * The facts linked to concept `id`, each with its sources (and the chunks it cites) and concepts,
+ * one page at a time; undefined when there is no such concept.
+ */
+export async function conceptFacts(sql: Sql, id: string, request: PageRequest): Promise<Paged<FactDetail> | undefined> {
+  const [exists] = await sql`SELECT 1 FROM concepts WHERE id = ${id}`
+  if (!exists) return undefined
+  return listPage(
+    sql,
+    storedFactDetail(sql),
+    'facts',
+    ['text', 'image_url', 'content_hash', 'promptset_hash'],
+    sql`id IN (SELECT fact_id FROM fact_concepts WHERE concept_id = ${id})`,
+    request,
+  )
 }
 
 /**

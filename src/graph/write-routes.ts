@@ -46,10 +46,13 @@ interface Context {
   set: { status?: number | string; headers: Record<string, string | number> }
 }
 
-/** A written row, answered with its ETag (a refusal of the write is the error handler's to answer). */
-function answer<T>({ set }: Context, row: T, code = 200): T {
+/**
+ * A written row, answered with its ETag (a refusal of the write is the error handler's to answer);
+ * `version`: the row the ETag is of, when the answer says more than that row.
+ */
+function answer<T>({ set }: Context, row: T, code = 200, version: unknown = row): T {
   set.status = code
-  set.headers.etag = etagOf(row)
+  set.headers.etag = etagOf(version)
   return row
 }
 
@@ -328,6 +331,44 @@ function conceptWriteRoutes(options: GraphWriteOptions) {
           response: { 200: bodies.DeletedConcept, ...removed },
           detail: describe(
             'Delete a concept with its links and summaries; the answer names the rows whose citations it breaks',
+            true,
+          ),
+        },
+      )
+      .post(
+        '/concepts/:conceptID/merge',
+        async (ctx) => {
+          const merged = await writes.mergeConcepts(ctx.repository.id, ctx.params.conceptID, ctx.body, {
+            ifMatch: ifMatch(ctx.request),
+          })
+          return answer(ctx, merged, 200, merged.concept)
+        },
+        {
+          repository: 'concept:write',
+          params: params({ conceptID: Uuid }),
+          body: bodies.ConceptMerge,
+          response: { 200: bodies.MergedConcept, ...updated },
+          detail: describe(
+            "Merge concepts into this one: their names and aliases become its aliases, their facts and summaries its own, citations of them citations of it (the ETag is the concept's)",
+            true,
+          ),
+        },
+      )
+      .post(
+        '/concepts/:conceptID/split',
+        async (ctx) => {
+          const split = await writes.splitConcept(ctx.repository.id, ctx.params.conceptID, ctx.body, {
+            ifMatch: ifMatch(ctx.request),
+          })
+          return answer(ctx, split, 201, split.concept)
+        },
+        {
+          repository: 'concept:write',
+          params: params({ conceptID: Uuid }),
+          body: bodies.ConceptSplit,
+          response: { 201: bodies.SplitConcept, ...updated },
+          detail: describe(
+            "Split a new concept off this one, taking the links of the facts and the aliases named (201; the ETag is this concept's)",
             true,
           ),
         },

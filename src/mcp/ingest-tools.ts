@@ -1,12 +1,15 @@
-// The MCP tool that adds a document as a source: a URL kgs fetches, or a Markdown or plain text
-// given inline (kept as an upload of those bytes, under the upload's identity and size limit).
-// It calls what the ingest route calls (ingest/add.ts) with the route's permission, and answers
-// the ingest_source job, which get_job follows to its end (its progress, then its result).
+// The MCP tools that bring knowledge in from documents. add_source adds a document as a source: a
+// URL kgs fetches, or a Markdown or plain text given inline (kept as an upload of those bytes,
+// under the upload's identity and size limit); process_source draws the facts and concepts of one
+// source, or of every parsed source, again. Each calls what its route calls (ingest/add.ts,
+// extract/process-start.ts) with the route's permission, and answers the job, which get_job
+// follows to its end (its progress, then its result).
 import { t } from 'elysia'
 import { HttpError } from '../http/errors.ts'
+import { startProcessing } from '../extract/process-start.ts'
 import { type Addition, queueAdditions, storeDocument, urlAdditions } from '../ingest/add.ts'
 import { JobBody } from '../jobs/schemas.ts'
-import { RepositoryArgument } from './arguments.ts'
+import { RepositoryArgument, Uuid } from './arguments.ts'
 import { repositoryTool, type Tool } from './tool.ts'
 
 /** The longest inline text the schema lets through; the bytes are bounded by MEDIA_UPLOAD_MAX_BYTES (and a call by BODY_LIMIT). */
@@ -80,5 +83,25 @@ export const INGEST_TOOLS: Tool[] = [
       })
       return queued!
     },
+  }),
+  repositoryTool({
+    name: 'process_source',
+    title: 'Process sources',
+    description:
+      'Draw the facts and concepts of a parsed source (or of every parsed source of a repository), again if done before; answers the job to follow with get_job.',
+    input: t.Object(
+      {
+        repository: RepositoryArgument,
+        source_id: t.Optional(Uuid('the source (none: every parsed source of the repository)')),
+      },
+      { additionalProperties: false },
+    ),
+    output: t.Object({ job: JobBody }),
+    // Processing an unchanged source again adds nothing.
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    permission: () => 'fact:write',
+    run: async ({ principal, repository, db, input, services }) => ({
+      job: await startProcessing(services, await db(), principal, repository, input.source_id?.toLowerCase()),
+    }),
   }),
 ]

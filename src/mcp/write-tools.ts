@@ -310,6 +310,39 @@ export const WRITE_TOOLS: Tool[] = [
     links: (report, repository) => [link(repository, 'reports', report.id, report.title)],
   }),
   repositoryTool({
+    name: 'merge_concepts',
+    title: 'Merge concepts',
+    description:
+      'Merge concepts into one: their names and aliases become its aliases, their facts and summaries its own, citations of them point at it.',
+    input: input(bodies.ConceptMerge, { concept_id: Uuid('the concept they are merged into (it stays)') }),
+    output: bodies.MergedConcept,
+    annotations: CHANGES,
+    permission: () => 'concept:write',
+    run: async ({ repository, input: { concept_id, ...input }, services }) => {
+      const merged = await services.writes.mergeConcepts(repository.id, concept_id, bodyOf(input), {})
+      return { ...merged, concept: SHOWN.concept(merged.concept) }
+    },
+    links: ({ concept }, repository) => [link(repository, 'concepts', concept.id, concept.canonical_name)],
+  }),
+  repositoryTool({
+    name: 'split_concept',
+    title: 'Split a concept',
+    description:
+      'Split a new concept (name, context) off a concept, moving to it the links of the facts and the aliases named.',
+    input: input(bodies.ConceptSplit, { concept_id: Uuid('the concept split (it stays, less what moves)') }),
+    output: bodies.SplitConcept,
+    annotations: CHANGES,
+    permission: () => 'concept:write',
+    run: async ({ repository, input: { concept_id, ...input }, services }) => {
+      const split = await services.writes.splitConcept(repository.id, concept_id, bodyOf(input), {})
+      return { concept: SHOWN.concept(split.concept), created: SHOWN.concept(split.created) }
+    },
+    links: ({ concept, created }, repository) => [
+      link(repository, 'concepts', concept.id, concept.canonical_name),
+      link(repository, 'concepts', created.id, created.canonical_name),
+    ],
+  }),
+  repositoryTool({
     name: 'update',
     title: 'Update a row',
     description:

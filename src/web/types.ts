@@ -42,3 +42,10 @@ export type Permissions = Static<typeof PermissionsAnswer>
 export type IngestAccepted = Static<typeof IngestAcceptedSchema>
 /** A source's chunk (GET /{repoID}/sources/{id}/chunks). */
 export type SourceChunk = Static<typeof SourceChunkSchema>
+/** What a process_source job produced, as the app shows it (extract/process-job.ts Outcome, whose module reaches the database). */
+export interface ProcessResult {
+  sources: number
+  facts: { added: number; merged: number; unchanged: number; refused: number }
+  concepts: { added: number; existing: number; refused: number }
+  linked: number
+}

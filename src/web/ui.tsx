@@ -115,7 +115,8 @@ export function Paged<T>({
   path: string
   label: string
   limit?: number
-  empty?: string
+  /** A text, or what to show instead of an empty list. */
+  empty?: ComponentChildren
   children: (rows: T[]) => ComponentChildren
 }) {
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined])
@@ -126,7 +127,7 @@ export function Paged<T>({
     <Show loaded={loaded}>
       {({ rows, next, total }) => (
         <>
-          {rows.length === 0 ? <p>{empty}</p> : children(rows)}
+          {rows.length === 0 ? typeof empty === 'string' ? <p>{empty}</p> : empty : children(rows)}
           {(cursors.length > 1 || next) && (
             <nav class="pager" aria-label={`${label} pages`}>
               <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>

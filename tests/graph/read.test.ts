@@ -462,6 +462,7 @@ describe(`graph read API (${BACKEND})`, () => {
       images: [imageBody(inlineImage), imageBody(pageImage)],
       body: { content_type: 'application/pdf', bytes: 5_000_000_000 },
       fact_count: 2,
+      concepts: [{ id: c1.id, canonical_name: 'Boiling point', context: 'physics', facts: 2 }],
     })
     expect(await readBoth(`/sources/${s3.id.toUpperCase()}`)).toEqual({
       ...sourceItem(s3),
@@ -471,7 +472,30 @@ describe(`graph read API (${BACKEND})`, () => {
       images: [],
       body: null,
       fact_count: 0,
+      concepts: [],
     })
+  })
+
+  test("a source's facts by chunk (one row per chunk cited), and a concept's facts with their sources", async () => {
+    const cited = (f: FactRow, chunk_index: number) => ({
+      chunk_index,
+      ...pick(f, ['id', 'text', 'fact_kind', 'status']),
+    })
+    const all = await getBoth(`/sources/${s1.id}/facts`, viewer.token)
+    expect(all.body).toEqual([cited(f1, 0), cited(f2, 0), cited(f1, 2)])
+    expect(all.headers.get('x-total-count')).toBe('3')
+    expect(await readBoth(`/sources/${s1.id}/facts?chunk_from=1`)).toEqual([cited(f1, 2)])
+    expect(await readBoth(`/sources/${s1.id}/facts?chunk_to=0&limit=1`)).toEqual([cited(f1, 0)])
+    expect(await readBoth(`/sources/${s3.id}/facts`)).toEqual([])
+    expectError(await getBoth(`/sources/${uuid()}/facts`, viewer.token), 404, 'source not found')
+    expectError(await getBoth(`/sources/${s1.id}/facts?chunk_from=-1`, viewer.token), 400)
+
+    expect(await readBoth(`/concepts/${c1.id}/facts`)).toEqual([
+      await readBoth(`/facts/${f1.id}`),
+      await readBoth(`/facts/${f2.id}`),
+    ])
+    expect(await readBoth(`/concepts/${c2.id}/facts`)).toEqual([])
+    expectError(await getBoth(`/concepts/${uuid()}/facts`, viewer.token), 404, 'concept not found')
   })
 
   test('facts: the list, by status and by source; details with sources per chunk and concepts', async () => {

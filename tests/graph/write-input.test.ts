@@ -91,6 +91,18 @@ beforeAll(async () => {
     { method: 'DELETE', path: `${r}/concepts/${concept}`, permission: 'concept:write' },
     {
       method: 'POST',
+      path: `${r}/concepts/${concept}/merge`,
+      permission: 'concept:write',
+      body: { concept_ids: [await post('/concepts', { canonical_name: 'Merged input' })] },
+    },
+    {
+      method: 'POST',
+      path: `${r}/concepts/${concept}/split`,
+      permission: 'concept:write',
+      body: { canonical_name: 'Split input' },
+    },
+    {
+      method: 'POST',
       path: `${r}/concepts/${concept}/summaries`,
       permission: 'concept:write',
       body: { sequence_num: 1 },

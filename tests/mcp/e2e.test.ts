@@ -303,6 +303,8 @@ const WRITE_TOOLS = [
   'write_synthesis',
   'create_investigation',
   'write_report',
+  'merge_concepts',
+  'split_concept',
   'update',
   'delete',
 ]
@@ -470,12 +472,13 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
         const { tools } = await conversation.listTools()
         expect(tools.map((t) => t.name).sort()).toEqual(
           [...new Set(CALLS.map((c) => c.name))]
-            .concat('export_graph', 'import_graph', 'get_job', 'browse_registry', 'add_source', ...WRITE_TOOLS)
+            .concat('export_graph', 'import_graph', 'get_job', 'browse_registry', 'add_source', 'process_source')
+            .concat(WRITE_TOOLS)
             .sort(),
         )
-        expect(tools.length).toBeLessThanOrEqual(26)
+        expect(tools.length).toBeLessThanOrEqual(30)
         const destructive = tools.filter((t) => t.annotations!.destructiveHint).map((t) => t.name)
-        expect(destructive.sort()).toEqual(['delete', 'update'])
+        expect(destructive.sort()).toEqual(['delete', 'merge_concepts', 'split_concept', 'update'])
         for (const tool of tools) {
           expect(Object.keys(tool.annotations ?? {}).sort()).toEqual([
             'destructiveHint',

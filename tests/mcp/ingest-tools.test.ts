@@ -1,8 +1,10 @@
-// add_source over HTTP with the official 2.x MCP client, as an agent uses it: a web page by URL
-// from a loopback document server (INGEST_FETCH_ALLOW_PRIVATE, so that it is reachable) and a
-// Markdown text given inline, each followed with get_job to its end (progress, then the result)
-// and read back; then the refusals (a viewer, a read-scope token, a bad URL, both or neither of
-// url and text, a text past MEDIA_UPLOAD_MAX_BYTES), each a tool error leaving nothing written.
+// add_source and process_source over HTTP with the official 2.x MCP client, as an agent uses
+// them: a web page by URL from a loopback document server (INGEST_FETCH_ALLOW_PRIVATE, so that it
+// is reachable) and a Markdown text given inline, each followed with get_job to its end (progress,
+// then the result) and read back; then the refusals (a viewer, a read-scope token, a bad URL,
+// both or neither of url and text, a text past MEDIA_UPLOAD_MAX_BYTES), each a tool error leaving
+// nothing written. process_source draws a source's facts, then every parsed source's, each job
+// followed with get_job; a source that is not there or not parsed, and a viewer, are refused.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Sql } from 'postgres'
 import type { Client } from '@modelcontextprotocol/client'
@@ -91,7 +93,7 @@ const source = async (id: string) =>
     await server.request(`/${repo.slug}/sources/${id}`, { headers: { authorization: `Bearer ${owner.token}` } })
   ).json() as Promise<Record<string, any>>
 
-describe(`add_source and get_job (${BACKEND})`, () => {
+describe(`add_source, process_source and get_job (${BACKEND})`, () => {
   test('tools/list shows add_source with its schemas and annotations', async () => {
     const { tools } = await agent.listTools()
     const tool = tools.find((t) => t.name === 'add_source')!
@@ -222,6 +224,64 @@ describe(`add_source and get_job (${BACKEND})`, () => {
     } finally {
       await asViewer.close()
       await readOnly.close()
+    }
+    expect(await written()).toEqual(before)
+  })
+
+  test('process_source: one source, then the whole repository, each job followed with get_job; its refusals queue nothing', async () => {
+    const { tools } = await agent.listTools()
+    expect(tools.find((t) => t.name === 'process_source')!.annotations).toEqual({
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    })
+    const added = await addSource({ text: '# Stoves\n\nA stove heats the kettle quickly.\n', process: false })
+    const { job: ingest, source_id } = added.structuredContent as { job: Job; source_id: string }
+    expect((await followJob(ingest.id)).at(-1)!.status).toBe('succeeded')
+    const facts = async () =>
+      (await sql`SELECT count(*)::int AS n FROM fact_sources WHERE source_id = ${source_id}`)[0]!.n as number
+    expect(await facts()).toBe(0)
+
+    const one = await call(agent, 'process_source', { repository: repo.slug, source_id })
+    expect(one.isError ?? false).toBe(false)
+    const { job } = one.structuredContent as { job: Job }
+    expect(job).toMatchObject({ kind: 'process_source', status: 'queued', repository_id: repo.id })
+    const seen = await followJob(job.id)
+    expect(seen.at(-1)).toMatchObject({ status: 'succeeded', result: { sources: 1, facts: { added: 1 } } })
+    expect(await facts()).toBe(1)
+
+    const all = await call(agent, 'process_source', { repository: repo.slug })
+    expect(all.isError ?? false).toBe(false)
+    const whole = (await followJob(all.structuredContent!.job.id)).at(-1)!
+    expect(whole).toMatchObject({ status: 'succeeded', result: { facts: { added: 0 } } })
+    expect((whole.result as { sources: number }).sources).toBeGreaterThan(1)
+
+    const before = await written()
+    const asViewer = await conversation(`${server.url}/api/v1/mcp`, viewer.token)
+    const failed = (await sql`SELECT id::text FROM sources WHERE status = 'failed' LIMIT 1`)[0]!.id as string
+    try {
+      const refusals = [
+        [
+          await call(agent, 'process_source', { repository: repo.slug, source_id: crypto.randomUUID() }),
+          'source not found',
+        ],
+        [
+          await call(agent, 'process_source', { repository: repo.slug, source_id: failed }),
+          'the source failed and has nothing to process',
+        ],
+        [
+          await call(asViewer, 'process_source', { repository: repo.slug, source_id }),
+          `permission denied: fact:write needs the editor or repoadmin role in repository ${repo.slug}`,
+        ],
+      ] as const
+      for (const [result, message] of refusals)
+        expect({ isError: result.isError, text: result.content[0]!.text }).toEqual({
+          isError: true,
+          text: expect.stringContaining(message),
+        })
+    } finally {
+      await asViewer.close()
     }
     expect(await written()).toEqual(before)
   })

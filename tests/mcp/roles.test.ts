@@ -83,6 +83,13 @@ const CALLS: {
   { tool: 'write_synthesis', args: (role) => ({ canonical_name: `Synthesis of the ${role}` }), needs: 'concept:write' },
   { tool: 'create_investigation', args: () => ({ title: 'Who may open one?' }), needs: 'investigation:write' },
   { tool: 'write_report', args: () => ({ title: 'Who may write one?' }), needs: 'report:write' },
+  { tool: 'merge_concepts', args: () => ({ concept_id: random(), concept_ids: [random()] }), needs: 'concept:write' },
+  {
+    tool: 'split_concept',
+    args: (role) => ({ concept_id: random(), canonical_name: `Split by the ${role}` }),
+    needs: 'concept:write',
+  },
+  { tool: 'process_source', args: () => ({ source_id: random() }), needs: 'fact:write' },
   ...Object.entries(KINDS).flatMap(([kind, [needs, changes]]) => [
     { tool: 'update', args: () => ({ kind, id: random(), concept_id: random(), changes }), needs },
     { tool: 'delete', args: () => ({ kind, id: random(), concept_id: random() }), needs },

@@ -4,7 +4,10 @@
 // Markdown read; an unreachable address, an empty file and a file past MEDIA_UPLOAD_MAX_BYTES
 // (refused before it is sent) each say why; a web page and a Markdown file full of scripts, event
 // handlers, javascript: links, frames and a refresh are ingested and their source pages show them
-// with nothing of them running; a viewer is offered no "Add a source" and is told what it needs; axe-clean.
+// with nothing of them running; a processed source's page shows its text chunk by chunk with the
+// facts drawn from each marked and listed, its concepts and "Process again", which it follows to
+// its end, a hostile fact's text as text; a concept's page says where each fact came from; a
+// viewer is offered no "Add a source" and no "Process again", and is told what adding needs; axe-clean.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { launchBrowser } from '../helpers/browser.ts'
@@ -12,6 +15,7 @@ import { expectAccessibleAtBothWidths } from '../helpers/axe.ts'
 import { BACKEND } from '../helpers/backend.ts'
 import type { Account, api } from '../helpers/api.ts'
 import { fixture } from '../helpers/fixture.ts'
+import { waitForJob } from '../helpers/jobs.ts'
 import type { TestServer } from '../helpers/server.ts'
 import { makePdf } from '../ingest/documents.ts'
 import { permissionDenied } from '../../src/permissions.ts'
@@ -334,6 +338,116 @@ describe(`adding sources in the app (${BACKEND})`, () => {
     // The Markdown file's markup is its text: shown, not run.
     expect(await page.locator('main .markdown').textContent()).toContain("<script>window.__pwned = 'script'")
     expect(logged).toEqual([])
+  })
+})
+
+/** A Markdown document kgs processes into facts and concepts, each of its two sections a chunk. */
+const TEA = `# Tea
+
+Tea is brewed from the leaves of the tea plant. Green tea is steamed soon after picking.
+
+## Kettles
+
+A kettle boils the water for the tea. <script>window.__pwned = 'chunk'</script>
+`
+/** A fact whose text is markup and a concept whose name is, linked to a chunk of the tea source. */
+const HOSTILE_FACT = `<img src=x onerror="window.__pwned='fact'"> Kettles sing <script>window.__pwned='fact script'</script>`
+const HOSTILE_CONCEPT = `<b onmouseover="window.__pwned='concept'">Singing</b>`
+
+describe(`a processed source and its concepts (${BACKEND})`, () => {
+  let sourceId: string
+
+  beforeAll(async () => {
+    const form = new FormData()
+    form.append('file', new File([TEA], 'tea.md', { type: 'text/markdown' }))
+    const added = await http.call('POST', `/${slug}/ingest`, { raw: form, token: owner.token })
+    expect(added.status).toBe(202)
+    sourceId = added.body.jobs[0].source_id
+    const ingested = await waitForJob(http, `/${slug}/jobs/${added.body.jobs[0].id}`, owner.token)
+    const processJob = (ingested.result as { process_job_id: string }).process_job_id
+    expect((await waitForJob(http, `/${slug}/jobs/${processJob}`, owner.token)).status).toBe('succeeded')
+    const concept = await http.post(`/${slug}/concepts`, { canonical_name: HOSTILE_CONCEPT }, owner.token)
+    const fact = await http.post(
+      `/${slug}/facts`,
+      {
+        text: HOSTILE_FACT,
+        sources: [{ source_id: sourceId, chunk_index: 1 }],
+        concepts: [{ concept_id: concept.body.id }],
+      },
+      owner.token,
+    )
+    expect(fact.status).toBe(201)
+  })
+
+  test('its page: each chunk with its facts marked and listed, its concepts, "Process again" followed to its end; nothing hostile runs', async () => {
+    const { context, page, logged } = await signedIn(owner)
+    try {
+      await open(page, `/app/r/${slug}/sources/${sourceId}`, 'Tea')
+      await page.locator('main section.chunk').nth(1).waitFor()
+      expect(await page.locator('main section.chunk').count()).toBe(2)
+      // The built-in extractor's facts are the source's own sentences: marked where the chunk says them, each a link to its fact.
+      const marked = page.locator('main section.chunk a.annotated')
+      await marked.first().waitFor()
+      expect(await marked.count()).toBeGreaterThanOrEqual(2)
+      for (const href of await marked.evaluateAll((links) => links.map((a) => a.getAttribute('href'))))
+        expect(href).toMatch(new RegExp(`^/app/r/${slug}/facts/[0-9a-f-]{36}$`))
+      // Every fact of a chunk listed under it, the hostile one as its text.
+      const kettles = page.locator('main section.chunk').nth(1)
+      await kettles.locator('details.chunk-facts summary').click()
+      expect(await kettles.locator('details.chunk-facts li').allTextContents()).toContain(HOSTILE_FACT)
+      // Its concepts, the hostile name as text, each a link to its page.
+      const concepts = page.locator('main section.source-concepts')
+      expect(await concepts.getByRole('link').allTextContents()).toEqual(
+        expect.arrayContaining(['tea', HOSTILE_CONCEPT]),
+      )
+      for (const element of await page.locator('main a:visible, main b:visible').all()) await element.hover()
+      expect(await page.locator('main script, main img[onerror], main b[onmouseover]').count()).toBe(0)
+
+      // Processing it again adds nothing: the bar runs to its end and says so; the page still shows the facts.
+      await page.getByRole('button', { name: 'Process again' }).click()
+      const said = page.locator('main section.process [role="status"]')
+      await said.waitFor({ timeout: 60_000 })
+      expect(await said.textContent()).toMatch(/^Processed: 0 facts added, \d+ already there; 0 concepts added\.$/)
+      expect(await page.locator('main section.process progress').getAttribute('value')).toBe('100')
+      await marked.first().waitFor()
+      await expectAccessibleAtBothWidths(page)
+
+      // A concept's page: opened, its facts say the source and the chunk each came from, linked to it.
+      await concepts.getByRole('link', { name: HOSTILE_CONCEPT }).click()
+      await page.getByRole('heading', { level: 1, name: HOSTILE_CONCEPT }).waitFor()
+      await page.locator('main details.concept-facts summary').click()
+      const origin = page.locator('main details.concept-facts .origins a')
+      await origin.first().waitFor()
+      expect(await origin.allTextContents()).toEqual(['Tea, chunk 1'])
+      expect(await origin.first().getAttribute('href')).toBe(`/app/r/${slug}/sources/${sourceId}#chunk-1`)
+      expect(await page.locator('main details.concept-facts ul.rows > li > a').allTextContents()).toEqual([
+        HOSTILE_FACT,
+      ])
+      await expectAccessibleAtBothWidths(page)
+      // The link leads to the chunk on the source's page.
+      await origin.first().click()
+      await page.getByRole('heading', { level: 1, name: 'Tea' }).waitFor()
+      await page.locator('main section#chunk-1 a.annotated').first().waitFor()
+      expect(await page.evaluate(`document.getElementById('chunk-1').getBoundingClientRect().top < innerHeight`)).toBe(
+        true,
+      )
+      expect(await page.evaluate('window.__pwned')).toBeUndefined()
+      expect(logged).toEqual([])
+    } finally {
+      await context.close()
+    }
+  })
+
+  test('a viewer reads the page and is offered no "Process again"', async () => {
+    const { context, page, logged } = await signedIn(viewer)
+    try {
+      await open(page, `/app/r/${slug}/sources/${sourceId}`, 'Tea')
+      await page.locator('main section.chunk a.annotated').first().waitFor()
+      expect(await page.getByRole('button', { name: /^Process/ }).count()).toBe(0)
+      expect(logged).toEqual([])
+    } finally {
+      await context.close()
+    }
   })
 })
 

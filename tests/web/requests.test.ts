@@ -34,6 +34,7 @@ let token: string
 let dir: string
 let browser: Browser
 let page: Page
+let processedSource: string
 
 /**
  * Counts the page's requests to the API (same origin, outside /app: not the app's own files) in
@@ -75,6 +76,15 @@ beforeAll(async () => {
   })
   expect(started.status).toBe(202)
   expect((await waitForJob(http, `/tour/jobs/${started.body.id}`, token)).status).toBe('succeeded')
+  // A source kgs read and processed itself: its page reads its chunks and the facts drawn from them too.
+  const form = new FormData()
+  form.append(
+    'file',
+    new File(['# Kettles\n\nA kettle boils water.\n\n## Spouts\n\nA spout pours the water.\n'], 'kettles.md'),
+  )
+  const added = await http.call('POST', '/tour/ingest', { raw: form, token })
+  expect(added.status).toBe(202)
+  processedSource = added.body.jobs[0].source_id
   await settleJobs(http, 'tour', token)
   browser = await launchBrowser({ offNetwork: true })
   const context = await browser.newContext()
@@ -192,6 +202,7 @@ describe(`requests on arrival (${BACKEND})`, () => {
       `${r}/concepts/${concept}/edit`,
       `${r}/sources`,
       `${r}/sources/${source}`,
+      `${r}/sources/${processedSource}`,
       `${r}/sources/new`,
       `${r}/investigations`,
       `${r}/investigations/${investigation}`,
@@ -236,6 +247,14 @@ describe(`requests on arrival (${BACKEND})`, () => {
           `/tour/concepts/${concept}`,
           `/tour/concepts/${concept}/neighbourhood`,
           `/tour/concepts/${concept}/related`,
+        ]),
+      )
+    for (const counted of [byLink, byLoad])
+      expect(apiRequests(counted[`${r}/sources/${processedSource}`]!).map((asked) => asked.split('?')[0])).toEqual(
+        expect.arrayContaining([
+          `/tour/sources/${processedSource}`,
+          `/tour/sources/${processedSource}/chunks`,
+          `/tour/sources/${processedSource}/facts`,
         ]),
       )
     for (const path of paths) {

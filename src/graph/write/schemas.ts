@@ -4,7 +4,11 @@
 import { t } from 'elysia'
 import type { TProperties, TSchema } from '@sinclair/typebox'
 import { UUID_PATTERN } from '../../uuid.ts'
-import { summaryFields as summaryAnswerFields, synthesisFields as synthesisAnswerFields } from '../schemas.ts'
+import {
+  ConceptDetail,
+  summaryFields as summaryAnswerFields,
+  synthesisFields as synthesisAnswerFields,
+} from '../schemas.ts'
 
 /** Longest name, title, URL or label. */
 const SHORT = 2000
@@ -102,6 +106,33 @@ const conceptFields = {
 }
 export const ConceptCreate = strict(conceptFields)
 export const ConceptUpdate = changes(conceptFields, 'the fields to change; aliases replace the aliases')
+/** Most concepts one merge takes in. */
+const MERGED = 100
+export const ConceptMerge = strict({
+  concept_ids: t.Array(Uuid(), {
+    minItems: 1,
+    maxItems: MERGED,
+    error: `expected an array of 1 to ${MERGED} concept UUIDs`,
+    description:
+      'the concepts merged into this one: their names and aliases become its aliases, their facts and summaries its own, the citations of them citations of it; then they are deleted',
+  }),
+})
+export const ConceptSplit = strict({
+  ...conceptFields,
+  aliases: t.Optional(
+    t.Array(required(SHORT), {
+      maxItems: MANY,
+      description: 'aliases of this concept that move to the new one (each must be one of its aliases)',
+    }),
+  ),
+  fact_ids: t.Optional(
+    t.Array(Uuid(), {
+      maxItems: MANY,
+      error: `expected an array of at most ${MANY} UUIDs`,
+      description: 'the facts whose link moves to the new concept (each must be linked to this one)',
+    }),
+  ),
+})
 
 const summaryFields = {
   sequence_num: t.Integer({
@@ -203,6 +234,23 @@ export const DeletedConcept = t.Object({
   id: t.String(),
   removed: t.Object({ facts: t.Integer(), summaries: t.Integer() }),
   broken_citations: brokenCitations,
+})
+export const MergedConcept = t.Object({
+  concept: ConceptDetail,
+  merged: t.Object({
+    concepts: t.Integer({ description: 'the concepts merged in (and deleted)' }),
+    facts: t.Integer({ description: 'facts newly linked to it' }),
+    aliases: t.Integer({ description: 'aliases it gained' }),
+    summaries: t.Integer({ description: 'summaries moved to it, numbered after its own' }),
+  }),
+  rewritten: t.Array(BrokenCitation, {
+    description:
+      'summaries, syntheses and reports whose citations (or covered concepts) named a merged concept and now name it',
+  }),
+})
+export const SplitConcept = t.Object({
+  concept: ConceptDetail,
+  created: ConceptDetail,
 })
 export const DeletedReport = t.Object({
   id: t.String(),

@@ -10,7 +10,7 @@ import { discardBlobs, type BlobStore } from '../../blobs/store.ts'
 import type { Pools } from '../../db/pools.ts'
 import type { Logger } from '../../log.ts'
 import type { EmbeddedKind } from './common.ts'
-import { createConcept, deleteConcept, updateConcept } from './concepts.ts'
+import { createConcept, deleteConcept, mergeConcepts, splitConcept, updateConcept } from './concepts.ts'
 import { createFact, deleteFact, linkConcept, unlinkConcept, updateFact } from './facts.ts'
 import { createReport, deleteReport, updateReport } from './reports.ts'
 import { writeSourceKnowledge } from './source-knowledge.ts'
@@ -96,6 +96,8 @@ export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, grap
     createConcept: inRepository(createConcept, 'concepts'),
     updateConcept: inRepository(updateConcept, 'concepts'),
     deleteConcept: inRepository(deleteConcept, 'concepts'),
+    mergeConcepts: inRepository(mergeConcepts, 'concepts'),
+    splitConcept: inRepository(splitConcept, 'concepts'),
     /** What a source yields (the process_source job), in one transaction. */
     writeSourceKnowledge: inRepository(writeSourceKnowledge, 'facts', 'concepts'),
     createSummary: inRepository(createSummary),

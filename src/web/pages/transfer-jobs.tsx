@@ -1,5 +1,6 @@
 // What the Export and import page and the Registry page share: a transfer job followed to its
-// end, its result in words, and a registry graph named by its name and version.
+// end (a source's page follows its processing the same way), its result in words, and a registry
+// graph named by its name and version.
 import type { ComponentChildren } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { apiPath, get } from '../api.ts'
@@ -65,11 +66,14 @@ export function JobProgress({
   job,
   verb,
   children,
+  onEnd,
 }: {
   repo: string
   job: Job
   verb: string
   children: (job: Job) => ComponentChildren
+  /** Called once the job has ended, whichever way. */
+  onEnd?: (job: Job) => void
 }) {
   const [current, setCurrent] = useState(job)
   useEffect(() => {
@@ -81,6 +85,7 @@ export function JobProgress({
         latest = await get<Job>(apiPath`/${repo}/jobs/${job.id}`)
         if (!stopped) setCurrent(latest)
       }
+      if (!stopped) onEnd?.(latest)
     }
     follow().catch(
       (error) =>

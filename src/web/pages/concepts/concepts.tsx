@@ -1,11 +1,12 @@
 // A repository's concepts: the list, one page at a time (optionally by a name's start), and a
-// concept's page with its neighbourhood, related concepts, synthesis and summaries, and a link
-// to its facts.
+// concept's page with its neighbourhood, related concepts, synthesis and summaries, a link to
+// its facts and, opened, its facts with where each came from (facts.tsx).
 import { useState } from 'preact/hooks'
 import { apiPath, get } from '../../api.ts'
 import type { Concept, ConceptDetail, Neighbourhood as NeighbourhoodAnswer } from '../../types.ts'
 import { Link, Markdown, Paged, plural, Show, useLoad } from '../../ui.tsx'
 import { paths } from '../paths.ts'
+import { ConceptFacts } from './facts.tsx'
 import { Neighbourhood } from './neighbourhood.tsx'
 import { RelatedConcepts } from './related.tsx'
 
@@ -60,6 +61,7 @@ export function ConceptPage({ repo, id }: { repo: string; id: string }) {
           <p>
             <Link href={`${to.base}/facts?concept=${concept.id}`}>The facts linked to it</Link>
           </p>
+          <ConceptFacts repo={repo} id={concept.id} to={to} />
           <h2>Neighbourhood</h2>
           <Neighbourhood concept={concept} around={around} href={to.concept} />
           <RelatedConcepts repo={repo} id={concept.id} to={to} />

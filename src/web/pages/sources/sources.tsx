@@ -1,13 +1,16 @@
 // A repository's sources: the list, one page at a time (with "Add a source" for those who may:
-// add.tsx), and a source's page with its images, its parsed text and its chunks.
+// add.tsx), and a source's page with its images, its concepts, its text with the facts drawn
+// from each chunk (chunked.tsx), "Process again" (process.tsx) and its chunks as written.
 import { useEffect, useState } from 'preact/hooks'
 import { authorizedFetch } from '../../auth.ts'
 import { apiPath, get } from '../../api.ts'
 import { useCan } from '../../permissions.tsx'
 import type { Source, SourceChunk, SourceDetail } from '../../types.ts'
-import { Link, Markdown, Paged, plural, Show, useLoad } from '../../ui.tsx'
+import { Link, Paged, plural, Show, useLoad } from '../../ui.tsx'
 import { Outside } from '../outside.tsx'
 import { paths } from '../paths.ts'
+import { ChunkedText, chunkPlace } from './chunked.tsx'
+import { ProcessAgain } from './process.tsx'
 
 export function Sources({ repo }: { repo: string }) {
   const to = paths(repo)
@@ -71,17 +74,6 @@ function Chunks({ repo, id }: { repo: string; id: string }) {
   )
 }
 
-/** Where a chunk sits: its headings and, in a PDF, its pages. */
-function chunkPlace(chunk: SourceChunk): string {
-  const pages =
-    chunk.page_start === null
-      ? ''
-      : chunk.page_end === null || chunk.page_end === chunk.page_start
-        ? `page ${chunk.page_start}`
-        : `pages ${chunk.page_start}–${chunk.page_end}`
-  return [`chunk ${chunk.chunk_index}`, chunk.heading_path.join(' › '), pages].filter(Boolean).join(' · ')
-}
-
 /** An image kgs stores, fetched with the token (an <img src> could not send it) and shown from a blob: URL. */
 function StoredImage({ path, alt }: { path: string; alt: string }) {
   const [url, setUrl] = useState<string>()
@@ -95,31 +87,70 @@ function StoredImage({ path, alt }: { path: string; alt: string }) {
   return url ? <img src={url} alt={alt} /> : null
 }
 
+/**
+ * The concepts of the source's facts, most facts first: a line under its title, no section
+ * heading, since the source's own headings come next at the level below the page's.
+ */
+function SourceConcepts({ source, to }: { source: SourceDetail; to: ReturnType<typeof paths> }) {
+  if (source.concepts.length === 0) return null
+  return (
+    <section class="source-concepts" aria-label="Its concepts">
+      Its concepts:{' '}
+      <ul class="chips">
+        {source.concepts.map((concept) => (
+          <li key={concept.id}>
+            <Link href={to.concept(concept.id)}>{concept.canonical_name}</Link>{' '}
+            <span class="meta">{plural(concept.facts, 'fact')}</span>
+          </li>
+        ))}
+      </ul>
+    </section>
+  )
+}
+
+/**
+ * A source: its title and address, its images, its concepts, "Process again" for who may, and
+ * its Markdown chunk by chunk with the facts drawn from each (chunked.tsx). What processing
+ * changes (the fact count, the concepts, the facts) is read again once it ends, without the page
+ * going back to loading, so what the job said stays on it.
+ */
 export function SourcePage({ repo, id }: { repo: string; id: string }) {
   const to = paths(repo)
-  const [loaded] = useLoad(() => get<SourceDetail>(apiPath`/${repo}/sources/${id}`), `${repo}/${id}`)
+  const key = `${repo}/${id}`
+  const [loaded] = useLoad(() => get<SourceDetail>(apiPath`/${repo}/sources/${id}`), key)
+  const [reread, setReread] = useState<{ key: string; round: number; source?: SourceDetail }>({ key, round: 0 })
+  const round = reread.key === key ? reread.round : 0
+  const processed = async () => {
+    const source = await get<SourceDetail>(apiPath`/${repo}/sources/${id}`)
+    setReread({ key, round: round + 1, source })
+  }
   return (
     <Show loaded={loaded}>
-      {(source) => (
-        <article>
-          <h1 tabIndex={-1}>{source.parsed_title || 'Source'}</h1>
-          <p class="meta">
-            <Outside url={source.url} /> · {source.kind} · {plural(source.fact_count, 'fact')} ·{' '}
-            <Link href={`${to.base}/facts?source=${source.id}`}>its facts</Link>
-          </p>
-          <div class="images">
-            {source.images.slice(0, 12).map((image) => (
-              <StoredImage
-                key={image.id}
-                path={apiPath`/${repo}/images/${image.id}`}
-                alt={image.alt_text || `image ${image.position}`}
-              />
-            ))}
-          </div>
-          <Markdown source={source.parsed_markdown} href={to.cited} />
-          <Chunks repo={repo} id={source.id} />
-        </article>
-      )}
+      {(first) => {
+        const source = (reread.key === key && reread.source) || first
+        return (
+          <article>
+            <h1 tabIndex={-1}>{source.parsed_title || 'Source'}</h1>
+            <p class="meta">
+              <Outside url={source.url} /> · {source.kind} · {source.status} · {plural(source.fact_count, 'fact')} ·{' '}
+              <Link href={`${to.base}/facts?source=${source.id}`}>its facts</Link>
+            </p>
+            <ProcessAgain repo={repo} source={source} onProcessed={processed} />
+            <div class="images">
+              {source.images.slice(0, 12).map((image) => (
+                <StoredImage
+                  key={image.id}
+                  path={apiPath`/${repo}/images/${image.id}`}
+                  alt={image.alt_text || `image ${image.position}`}
+                />
+              ))}
+            </div>
+            <SourceConcepts source={source} to={to} />
+            <ChunkedText repo={repo} id={source.id} markdown={source.parsed_markdown} round={round} to={to} />
+            <Chunks repo={repo} id={source.id} />
+          </article>
+        )
+      }}
     </Show>
   )
 }
