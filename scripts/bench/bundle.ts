@@ -25,6 +25,7 @@ import { encodeFloat32 } from '../../src/bundle/format/json.ts'
 import { readBundle } from '../../src/bundle/format/reader.ts'
 import { V2_KEYS, type RowSection } from '../../src/bundle/format/schema.ts'
 import { writeBundle, type BundleContent, type MediaItem, type VectorItem } from '../../src/bundle/format/writer.ts'
+import { runBenchChild } from '../lib/load.ts'
 
 const DEFAULT_FACTS = 1_000_000
 const DEFAULT_DIMENSIONS = 16
@@ -173,18 +174,9 @@ async function child(mode: string, args: string[]): Promise<Record<string, unkno
   throw new Error(`unknown child mode ${mode}`)
 }
 
-async function runChild(
-  mode: string,
-  args: string[],
-): Promise<Record<string, unknown> & { maxRssMB: number; seconds: number }> {
-  const proc = Bun.spawn([process.execPath, import.meta.path, '--child', mode, ...args], {
-    stdout: 'pipe',
-    stderr: 'inherit',
-  })
-  const output = await new Response(proc.stdout).text()
-  if ((await proc.exited) !== 0) throw new Error(`child ${mode} failed (exit ${proc.exitCode})`)
-  return JSON.parse(output.trim().split('\n').at(-1)!)
-}
+/** A child's figures: its peak RSS and seconds, and what its mode measured. */
+const runChild = (mode: string, args: string[]) =>
+  runBenchChild<Record<string, unknown> & { maxRssMB: number; seconds: number }>(import.meta.path, mode, ...args)
 
 // --- the bench ---
 

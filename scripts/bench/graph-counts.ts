@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { generateBundle } from '../gen-bundle.ts'
 import { createBenchDatabase } from '../lib/scratch-database.ts'
-import { format, spawnKgs } from '../lib/load.ts'
+import { benchKgsEnvironment, format, spawnKgs } from '../lib/load.ts'
 
 const [facts = 100_000, rounds = 2] = process.argv.slice(2).map(Number)
 const COUNTED = ['sources', 'facts', 'concepts', 'reports', 'investigations']
@@ -24,17 +24,7 @@ let kgs: Awaited<ReturnType<typeof spawnKgs>> | undefined
 try {
   const bundle = await generateBundle(join(dataDir, 'graph.json.gz'), { facts: rounds > 0 ? facts : 20, dimensions: 0 })
   const bytes = readFileSync(bundle.path)
-  kgs = await spawnKgs(
-    {
-      DATA_DIR: dataDir,
-      DATABASE_URL: database.url,
-      LOG_LEVEL: 'warn',
-      WORKERS: '1',
-      ACCESS_TOKEN_TTL: '12h',
-      JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
-    },
-    join(dataDir, 'kgs.log'),
-  )
+  kgs = await spawnKgs(benchKgsEnvironment(dataDir, database.url), join(dataDir, 'kgs.log'))
   const url = kgs.url
   const call = async (
     method: string,

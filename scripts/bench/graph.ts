@@ -28,7 +28,7 @@ import { createGunzip, createGzip } from 'node:zlib'
 import { generateGraph } from '../gen-graph.ts'
 import { ROW_SECTIONS } from '../../src/bundle/format/schema.ts'
 import { createBenchDatabase } from '../lib/scratch-database.ts'
-import { cpuSecondsOf, format, jsonClient, memoryOf, spawnKgs } from '../lib/load.ts'
+import { benchKgsEnvironment, cpuSecondsOf, format, jsonClient, memoryOf, spawnKgs } from '../lib/load.ts'
 import { OBJECT_STORE, createBucket } from '../../tests/helpers/object-store.ts'
 
 const onObjectStore = process.argv.includes('--object-store')
@@ -139,15 +139,7 @@ function psql(dsn: string, script: string): Promise<{ seconds: number; clientCpu
 
 let kgs: Awaited<ReturnType<typeof spawnKgs>> | undefined
 try {
-  // A 1M-fact run outlasts the default 15-minute access token.
-  const kgsEnv = {
-    DATA_DIR: dataDir,
-    DATABASE_URL: database.url,
-    LOG_LEVEL: 'warn',
-    WORKERS: '1',
-    ACCESS_TOKEN_TTL: '12h',
-    JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
-  }
+  const kgsEnv = benchKgsEnvironment(dataDir, database.url)
   kgs = await spawnKgs(kgsEnv, join(dataDir, 'kgs.log'))
   // The process the requests go to (step 4 starts another on the same database).
   let { url: kgsUrl, pid: kgsPid } = kgs

@@ -24,7 +24,7 @@ import TurndownService from 'turndown'
 import { extractText, getDocumentProxy } from 'unpdf'
 import { READ_DOCUMENT_COMMAND } from '../../src/ingest/read-child.ts'
 import { readDocument } from '../../src/ingest/read.ts'
-import { benchKgs, childProcesses, memoryOf, memoryOfLive, settledMemoryOf } from '../lib/load.ts'
+import { benchKgs, childProcesses, memoryOf, memoryOfLive, runBenchChild, settledMemoryOf } from '../lib/load.ts'
 
 async function makePdf(pages: number): Promise<Uint8Array> {
   const doc = await PDFDocument.create()
@@ -55,18 +55,8 @@ function makeHtml(): string {
 const peakRss = () => process.resourceUsage().maxRSS / 1024
 
 /** Runs this script as a child in `mode`; answers the last line it prints, as JSON. */
-async function child<T = { peak: number; before: number; seconds: number }>(
-  mode: string,
-  ...args: string[]
-): Promise<T> {
-  const proc = Bun.spawn([process.execPath, import.meta.path, '--child', mode, ...args], {
-    stdout: 'pipe',
-    stderr: 'inherit',
-  })
-  const output = await new Response(proc.stdout).text()
-  if ((await proc.exited) !== 0) throw new Error(`child ${mode} failed (exit ${proc.exitCode})`)
-  return JSON.parse(output.trim().split('\n').at(-1)!)
-}
+const child = <T = { peak: number; before: number; seconds: number }>(mode: string, ...args: string[]) =>
+  runBenchChild<T>(import.meta.path, mode, ...args)
 
 /** A child's work: write the PDF, or read it one way and print its peak RSS (and before reading, with the modules loaded). */
 async function runChild(mode: string, path: string, arg?: string): Promise<void> {

@@ -22,7 +22,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { generateGraph } from '../gen-graph.ts'
 import { createBenchDatabase, openNamedDatabase } from '../lib/scratch-database.ts'
-import { format, jsonClient, percentile, spawnKgs } from '../lib/load.ts'
+import { benchKgsEnvironment, format, jsonClient, percentile, spawnKgs } from '../lib/load.ts'
 import { QUALIFIERS, random, VERBS, WORDS } from '../lib/synthetic.ts'
 
 const { values: args } = parseArgs({
@@ -67,17 +67,7 @@ function query(i: number): string {
 
 let kgs: Awaited<ReturnType<typeof spawnKgs>> | undefined
 try {
-  kgs = await spawnKgs(
-    {
-      DATA_DIR: dataDir,
-      DATABASE_URL: database.url,
-      LOG_LEVEL: 'warn',
-      WORKERS: '1',
-      ACCESS_TOKEN_TTL: '12h',
-      JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
-    },
-    join(dataDir, 'kgs.log'),
-  )
+  kgs = await spawnKgs(benchKgsEnvironment(dataDir, database.url), join(dataDir, 'kgs.log'))
   const kgsUrl = kgs.url
   const call = jsonClient(() => kgsUrl)
   const account = { email: 'bench@example.com', password: 'correct horse battery' }

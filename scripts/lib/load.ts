@@ -303,20 +303,32 @@ export function jsonClient(baseUrl: () => string) {
  * a fresh database on PG_URL's server when `postgres`), `env` added to its environment, with an
  * account registered: its token. stop() ends the process and removes the directory and the database.
  */
+/**
+ * The environment of a benchmark's kgs: its data directory, PostgreSQL at `databaseUrl` when
+ * given, quiet logs, one job worker, a secret of its own, and an access token that outlasts a
+ * long run (the default 15 minutes would not).
+ */
+export const benchKgsEnvironment = (dataDir: string, databaseUrl?: string): Record<string, string> => ({
+  DATA_DIR: dataDir,
+  ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+  LOG_LEVEL: 'warn',
+  WORKERS: '1',
+  ACCESS_TOKEN_TTL: '12h',
+  JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
+})
+
+/** Runs `script` again as a child (`--child mode …args`) and answers the JSON of its last line of output. */
+export async function runBenchChild<T>(script: string, mode: string, ...args: string[]): Promise<T> {
+  const proc = Bun.spawn([process.execPath, script, '--child', mode, ...args], { stdout: 'pipe', stderr: 'inherit' })
+  const output = await new Response(proc.stdout).text()
+  if ((await proc.exited) !== 0) throw new Error(`child ${mode} failed (exit ${proc.exitCode})`)
+  return JSON.parse(output.trim().split('\n').at(-1)!)
+}
+
 export async function benchKgs(name: string, postgres: boolean, env: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), `kgs-bench-${name}-`))
   const database = postgres ? await createBenchDatabase() : undefined
-  const kgs = await spawnKgs(
-    {
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
-      WORKERS: '1',
-      JWT_SECRET: crypto.randomUUID() + crypto.randomUUID(),
-      ...(database ? { DATABASE_URL: database.url } : {}),
-      ...env,
-    },
-    join(dataDir, 'kgs.log'),
-  )
+  const kgs = await spawnKgs({ ...benchKgsEnvironment(dataDir, database?.url), ...env }, join(dataDir, 'kgs.log'))
   const stop = async () => {
     await kgs.stop()
     await database?.drop()
