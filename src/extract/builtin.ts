@@ -16,6 +16,7 @@ import {
   promptsetHash,
 } from './extractor.ts'
 import { proseBlocks } from './markdown.ts'
+import { builtinSummaries } from './summaries.ts'
 
 export interface BuiltinLimits extends ConceptLimits {
   /** Facts kept per source, in the document's order; the chunks after the last one are not read. */
@@ -264,5 +265,6 @@ export function builtinExtractor(overrides: Partial<BuiltinLimits> = {}): Extrac
       options.onProgress?.(chunks.length, chunks.length)
       return extraction
     },
+    summaries: () => builtinSummaries(BUILTIN_DESCRIPTION.extractor),
   }
 }

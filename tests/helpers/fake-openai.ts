@@ -101,6 +101,25 @@ const masked = (key: string) =>
 
 const estimatedTokens = (text: string) => Math.ceil(text.length / 4)
 
+/** What a summary's or a synthesis's request (the model extractor's) asks about, as its user message carries it. */
+export interface SummaryRequest {
+  kind: 'summary' | 'synthesis'
+  name: string
+  concepts: { id: string; canonical_name: string; context: string }[]
+  facts: { id: string; text: string }[]
+}
+
+/** The subject and facts of a summary's or synthesis's request; undefined for a chunk's. */
+export function summaryRequest(request: RecordedRequest): SummaryRequest | undefined {
+  if (request.body.response_format?.json_schema?.name !== 'summary') return undefined
+  const data = /<facts>\n([\s\S]*)\n<\/facts>/.exec(request.body.messages[1]!.content)![1]!
+  return JSON.parse(data) as SummaryRequest
+}
+
+/** A summary that cites every fact its request gives, one bullet each. */
+export const citingReply = (asked: SummaryRequest): FakeReply =>
+  jsonReply({ summary: asked.facts.map((fact) => `- ${fact.text} [source](<fact:${fact.id}>)`).join('\n') })
+
 export function startFakeOpenAI(options: FakeOpenAIOptions = {}): FakeOpenAI {
   const requests: RecordedRequest[] = []
   const queue: FakeReply[] = []

@@ -30,8 +30,10 @@ import {
   createSynthesis,
   deleteSummary,
   deleteSynthesis,
+  replaceConceptSummaries,
   updateSummary,
   updateSynthesis,
+  writeGroupSynthesis,
 } from './summaries.ts'
 
 export interface GraphWritesOptions {
@@ -104,6 +106,10 @@ export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, grap
     createSynthesis: inRepository(createSynthesis),
     updateSynthesis: inRepository(updateSynthesis),
     deleteSynthesis: inRepository(deleteSynthesis),
+    /** A concept's summaries as the process_source job writes them, in place of those it had. */
+    replaceConceptSummaries: inRepository(replaceConceptSummaries),
+    /** A concept group's synthesis as the process_source job writes it, in place of the one it had. */
+    writeGroupSynthesis: inRepository(writeGroupSynthesis),
     createReport: inRepository(createReport),
     updateReport: inRepository(updateReport),
     deleteReport: inRepository(deleteReport),
