@@ -253,6 +253,16 @@ function extractBuiltin(
   return { promptset_hash: hash, facts, concepts }
 }
 
+/** A Markdown text's sentences, as the extractor reads them (a report's, to annotate), every sentence, fact or not. */
+export function proseSentences(markdown: string): string[] {
+  const prose = proseBlocks(markdown).join('\n\n')
+  if (prose === '') return []
+  const { its } = nlp()
+  return sentencesOf(nlp().readDoc(prose), its)
+    .map((sentence) => sentence.text)
+    .filter((text) => text !== '')
+}
+
 /** The built-in extractor, with the default limits or others (which change its promptset_hash). */
 export function builtinExtractor(overrides: Partial<BuiltinLimits> = {}): Extractor {
   const limits: BuiltinLimits = { ...DEFAULT_BUILTIN_LIMITS, ...overrides }

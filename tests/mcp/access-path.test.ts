@@ -142,6 +142,7 @@ describe(`one decision for every action (${BACKEND})`, () => {
     )
     expect(answers.map(({ needs }) => needs)).toContain('fact:write')
     expect(answers.map(({ call }) => call)).toContain('add_source ""')
+    expect(answers.map(({ call }) => call)).toContain('annotate_report ""')
     for (const { call, needs, error, touched } of answers)
       expect({ call, error, touched }).toEqual({
         call,

@@ -470,10 +470,18 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
         const { tools } = await conversation.listTools()
         expect(tools.map((t) => t.name).sort()).toEqual(
           [...new Set(CALLS.map((c) => c.name))]
-            .concat('export_graph', 'import_graph', 'get_job', 'browse_registry', 'add_source', ...WRITE_TOOLS)
+            .concat(
+              'export_graph',
+              'import_graph',
+              'get_job',
+              'browse_registry',
+              'add_source',
+              'annotate_report',
+              ...WRITE_TOOLS,
+            )
             .sort(),
         )
-        expect(tools.length).toBeLessThanOrEqual(26)
+        expect(tools.length).toBeLessThanOrEqual(27)
         const destructive = tools.filter((t) => t.annotations!.destructiveHint).map((t) => t.name)
         expect(destructive.sort()).toEqual(['delete', 'update'])
         for (const tool of tools) {

@@ -83,6 +83,7 @@ const CALLS: {
   { tool: 'write_synthesis', args: (role) => ({ canonical_name: `Synthesis of the ${role}` }), needs: 'concept:write' },
   { tool: 'create_investigation', args: () => ({ title: 'Who may open one?' }), needs: 'investigation:write' },
   { tool: 'write_report', args: () => ({ title: 'Who may write one?' }), needs: 'report:write' },
+  { tool: 'annotate_report', args: () => ({ report_id: random() }), needs: 'report:write' },
   ...Object.entries(KINDS).flatMap(([kind, [needs, changes]]) => [
     { tool: 'update', args: () => ({ kind, id: random(), concept_id: random(), changes }), needs },
     { tool: 'delete', args: () => ({ kind, id: random(), concept_id: random() }), needs },

@@ -12,7 +12,7 @@ import type { Logger } from '../../log.ts'
 import type { EmbeddedKind } from './common.ts'
 import { createConcept, deleteConcept, updateConcept } from './concepts.ts'
 import { createFact, deleteFact, linkConcept, unlinkConcept, updateFact } from './facts.ts'
-import { createReport, deleteReport, updateReport } from './reports.ts'
+import { annotateReport, createReport, deleteReport, updateReport } from './reports.ts'
 import { writeSourceKnowledge } from './source-knowledge.ts'
 import {
   addInvestigationSource,
@@ -113,6 +113,8 @@ export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, grap
     createReport: inRepository(createReport),
     updateReport: inRepository(updateReport),
     deleteReport: inRepository(deleteReport),
+    /** The annotate_report job's annotations, in place of the automatic ones the report had. */
+    annotateReport: inRepository(annotateReport),
   }
 }
 
