@@ -18,8 +18,9 @@ import { conceptFacts, conceptGroups, factTexts, summariesOf } from './summary-s
 /** Facts one summary slice is written from; a concept's facts past MAX_SLICES slices are not summarized (its summaries say is_complete false). */
 const SLICE_FACTS = 50
 const MAX_SLICES = 10
-/** Facts a synthesis is written from at most: the first its group's summaries cite. */
+/** Facts a synthesis is written from at most: the first its group's summaries cite; and the summaries it covers at most. */
 const MAX_SYNTHESIS_FACTS = 100
+const MAX_SYNTHESIS_SUMMARIES = 1000
 
 /** The embedder, as the job's services carry it (vectors/embedder.ts; extract/ comes before vectors/ and names only this shape). */
 export interface TextEmbedder {
@@ -119,7 +120,7 @@ export async function writeSummaries(
   for (const [n, group] of groups.entries()) {
     job.signal.throwIfAborted()
     const ids = group.map((concept) => concept.id)
-    const summaries = await summariesOf(sql, ids)
+    const summaries = await summariesOf(sql, ids, MAX_SYNTHESIS_SUMMARIES)
     const cited = [...new Set(summaries.flatMap((summary) => citedIds(summary.content).fact))]
     const facts = await factTexts(sql, cited.slice(0, MAX_SYNTHESIS_FACTS))
     const name = group[0]!.canonical_name

@@ -40,11 +40,15 @@ export async function conceptGroups(sql: Sql, conceptIds: readonly string[]): Pr
   return [...groups.values()]
 }
 
-/** The summaries of these concepts, in the concepts' order and then in sequence. */
-export async function summariesOf(sql: Sql, conceptIds: readonly string[]): Promise<{ id: string; content: string }[]> {
+/** The first `limit` summaries of these concepts, in the concepts' order and then in sequence. */
+export async function summariesOf(
+  sql: Sql,
+  conceptIds: readonly string[],
+  limit: number,
+): Promise<{ id: string; content: string }[]> {
   return await sql<{ id: string; content: string }[]>`
     SELECT s.id::text, s.content FROM unnest(${conceptIds as string[]}::uuid[]) WITH ORDINALITY AS x(id, n)
-    JOIN concept_summaries s ON s.concept_id = x.id ORDER BY x.n, s.sequence_num`
+    JOIN concept_summaries s ON s.concept_id = x.id ORDER BY x.n, s.sequence_num LIMIT ${limit}`
 }
 
 /** These facts' texts, in the order of `ids` (a fact deleted meanwhile is left out). */
