@@ -12,7 +12,7 @@ export const ANNOTATE_TOOLS: Tool[] = [
     name: 'annotate_report',
     title: 'Annotate a report',
     description:
-      "Link each sentence of a report to the facts most similar to it (the embedder's cosine similarity, above the report's threshold): queues a job, to follow with get_job, that replaces the report's automatic annotations and sets its status to annotated.",
+      "Link each sentence of a report to its most similar facts, replacing the report's automatic annotations and marking it annotated; answers the job to follow with get_job.",
     input: t.Object({ repository: RepositoryArgument, report_id: Uuid('the report') }, { additionalProperties: false }),
     output: t.Object({ job: JobBody }),
     // Rerunning replaces the automatic annotations with the same ones; the annotations of another posture are kept.
