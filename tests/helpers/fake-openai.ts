@@ -6,6 +6,9 @@
 // `json_object` request whose messages never say "json", as OpenAI refuses it. What each request
 // gets is scripted per test: a queue of replies, or a function of the request. Every request is
 // recorded, with its headers and parsed body, and the most requests ever in flight at once.
+// POST /v1/embeddings answers too, in the real shape, with deterministic vectors (kgs-hash-v1's
+// features at another size), so that a kgs given EMBEDDING_URL embeds through it.
+import { hashEmbedding } from '../../src/vectors/embedder.ts'
 
 /** What the fake answers to one request. */
 export type FakeReply =
@@ -63,6 +66,8 @@ export interface FakeOpenAIOptions {
   apiKey?: string
   /** Answer a json_schema response_format with OpenAI's 400 for a model without structured outputs. */
   refuseJsonSchema?: boolean
+  /** The size of the vectors /v1/embeddings answers. */
+  embeddingDimensions?: number
 }
 
 /** The content of a reply: a value as the model's JSON answer. */
@@ -148,9 +153,28 @@ export function startFakeOpenAI(options: FakeOpenAIOptions = {}): FakeOpenAI {
       })
     })
 
+  /** OpenAI's embeddings answer: a list of `embedding` objects in input order, with the usage. */
+  async function embeddings(request: Request): Promise<Response> {
+    const body = (await request.json()) as { model: string; input: string[] }
+    return json(
+      200,
+      JSON.stringify({
+        object: 'list',
+        data: body.input.map((text, index) => ({
+          object: 'embedding',
+          index,
+          embedding: [...hashEmbedding(text, options.embeddingDimensions ?? 64)],
+        })),
+        model: body.model,
+        usage: { prompt_tokens: body.input.join(' ').length, total_tokens: body.input.join(' ').length },
+      }),
+    )
+  }
+
   async function answer(request: Request): Promise<Response> {
     const at = performance.now()
     const path = new URL(request.url).pathname
+    if (request.method === 'POST' && path === '/v1/embeddings') return embeddings(request)
     if (request.method !== 'POST' || path !== '/v1/chat/completions')
       return json(
         404,

@@ -11,6 +11,7 @@ import { expectError, type Account, type api } from '../helpers/api.ts'
 import { fixture } from '../helpers/fixture.ts'
 import { jobsWhen, waitForJob } from '../helpers/jobs.ts'
 import { call, conversation } from '../helpers/mcp-host.ts'
+import { type FakeOpenAI, startFakeOpenAI } from '../helpers/fake-openai.ts'
 import type { TestServer } from '../helpers/server.ts'
 import type { Job } from '../../src/jobs/queue.ts'
 import { permissionDenied } from '../../src/permissions.ts'
@@ -43,6 +44,40 @@ interface ReportDetail {
   annotations: Annotation[]
 }
 
+/** The three facts, written and embedded (their writes queue it), and a report of BODY with `annotations` of them. */
+async function factsAndReport(
+  http: ReturnType<typeof api>,
+  slug: string,
+  token: string,
+  annotations: (facts: Record<string, string>) => Record<string, unknown>[] = () => [],
+): Promise<{ facts: Record<string, string>; reportId: string }> {
+  const facts: Record<string, string> = {}
+  for (const text of [KETTLE, TEAPOT, GLAZE]) {
+    const res = await http.post<{ id: string }>(`/${slug}/facts`, { text }, token)
+    expect(res.status).toBe(201)
+    facts[text] = res.body.id
+  }
+  // The compaction after the embedding may wait: only the embedding is waited for.
+  await jobsWhen(http, slug, token, (jobs) => {
+    const embedding = jobs.filter((job) => job.kind === 'embed_changes')
+    return embedding.length > 0 && embedding.every((job) => job.status === 'succeeded')
+  })
+  const report = await http.post<{ id: string }>(
+    `/${slug}/reports`,
+    { title: 'Findings', body_md: BODY, annotations: annotations(facts) },
+    token,
+  )
+  expect(report.status).toBe(201)
+  return { facts, reportId: report.body.id }
+}
+
+/** Annotates the report as `token` and answers the ended job. */
+async function annotated(http: ReturnType<typeof api>, slug: string, token: string, reportId: string): Promise<Job> {
+  const res = await http.post<Job>(`/${slug}/reports/${reportId}/annotate`, undefined, token)
+  expect(res.status).toBe(202)
+  return waitForJob(http, `/${slug}/jobs/${res.body.id}`, token)
+}
+
 describe(`annotating a report (${BACKEND})`, () => {
   let server: TestServer
   let http: ReturnType<typeof api>
@@ -51,7 +86,7 @@ describe(`annotating a report (${BACKEND})`, () => {
   let repo: { id: string; slug: string }
   let sql: Sql
   let agent: Client
-  const facts: Record<string, string> = {}
+  let facts: Record<string, string>
   let reportId: string
 
   beforeAll(async () => {
@@ -67,30 +102,10 @@ describe(`annotating a report (${BACKEND})`, () => {
     }))
     sql = await server.context.pools.forRepository(repo.id)
     agent = await conversation(`${server.url}/api/v1/mcp`, owner.token)
-    for (const text of [KETTLE, TEAPOT, GLAZE]) {
-      const res = await http.post<{ id: string }>(`/${repo.slug}/facts`, { text }, owner.token)
-      expect(res.status).toBe(201)
-      facts[text] = res.body.id
-    }
-    // The facts' vectors, which their writes queued (the compaction after them may wait).
-    await jobsWhen(http, repo.slug, owner.token, (jobs) => {
-      const embedding = jobs.filter((job) => job.kind === 'embed_changes')
-      return embedding.length > 0 && embedding.every((job) => job.status === 'succeeded')
-    })
-    const report = await http.post<{ id: string }>(
-      `/${repo.slug}/reports`,
-      {
-        title: 'Findings',
-        body_md: BODY,
-        // Someone's judgement, which the automatic annotation keeps.
-        annotations: [
-          { sentence_index: 1, sentence_text: 'Penguins', fact_id: facts[GLAZE]!, score: 0.1, posture: 'supports' },
-        ],
-      },
-      owner.token,
-    )
-    expect(report.status).toBe(201)
-    reportId = report.body.id
+    ;({ facts, reportId } = await factsAndReport(http, repo.slug, owner.token, (ids) => [
+      // Someone's judgement, which the automatic annotation keeps.
+      { sentence_index: 1, sentence_text: 'Penguins', fact_id: ids[GLAZE]!, score: 0.1, posture: 'supports' },
+    ]))
   })
   afterAll(async () => {
     await agent?.close()
@@ -185,5 +200,43 @@ describe(`annotating a report (${BACKEND})`, () => {
     )
     expect(await annotateJobs()).toBe(jobs)
     expect(await report()).toEqual(before)
+  })
+})
+
+describe(`annotating a report with an embedding provider (${BACKEND})`, () => {
+  let fake: FakeOpenAI
+  let server: TestServer
+  let http: ReturnType<typeof api>
+  let owner: Account
+  let repo: { id: string; slug: string }
+
+  beforeAll(async () => {
+    fake = startFakeOpenAI()
+    ;({
+      server,
+      http,
+      users: { owner },
+      repositories: { repo },
+    } = await fixture({
+      server: { env: { WORKERS: '1', EMBEDDING_URL: fake.url, EMBEDDING_MODEL: 'fake-embedding' } },
+      users: { owner: 'member' },
+      repositories: { repo: { by: 'owner', name: 'Provider annotations' } },
+    }))
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await fake?.stop()
+  })
+
+  test("the sentences and the facts are compared in the provider's vectors, and the report names its model", async () => {
+    const { facts, reportId } = await factsAndReport(http, repo.slug, owner.token)
+    const job = await annotated(http, repo.slug, owner.token, reportId)
+    expect(job).toMatchObject({ status: 'succeeded', result: { sentences: 3, model: 'fake-embedding' } })
+    const report = (await http.get<ReportDetail>(`/${repo.slug}/reports/${reportId}`, owner.token)).body
+    expect(report).toMatchObject({ status: 'annotated', embedded_model: 'fake-embedding', sentence_count: 3 })
+    const kettle = report.annotations.find((a) => a.fact_id === facts[KETTLE])!
+    expect(kettle).toMatchObject({ sentence_index: 0, posture: 'related' })
+    expect(kettle.score).toBeCloseTo(1, 5)
+    for (const annotation of report.annotations) expect(annotation.score).toBeGreaterThanOrEqual(ANNOTATION_THRESHOLD)
   })
 })
