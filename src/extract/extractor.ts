@@ -84,6 +84,8 @@ interface SummarizeOptions {
 export interface SummaryWriter {
   /** What the `model` field of a summary or synthesis it wrote says. */
   readonly model: string
+  /** Summaries it writes at once (a model's LLM_CONCURRENCY). */
+  readonly concurrency: number
   /** Its calls and tokens so far, for the job's answer (a model-backed writer's). */
   readonly usage?: NonNullable<Extraction['usage']>
   /** Markdown citing the facts it was given (only those), or why none could be written. */

@@ -31,6 +31,7 @@ import userTemplate from './prompts/facts.user.md' with { type: 'text' }
 import summarySystemTemplate from './prompts/summary.system.md' with { type: 'text' }
 import summaryUserTemplate from './prompts/summary.user.md' with { type: 'text' }
 import { citationProblem } from './summaries.ts'
+import { eachBounded } from './bounded.ts'
 
 /** Config['llm']: where the model is and what bounds the work on one source. */
 export interface ModelSettings {
@@ -471,6 +472,7 @@ export function modelExtractor(settings: ModelSettings, retry: Partial<RetryPoli
     const spending = new Spending(settings.maxTokensPerSource)
     return {
       model: settings.model,
+      concurrency: settings.concurrency,
       usage: spending.usage,
       async summarize(subject, facts, { signal }) {
         const check = (content: string): { answer: string } | { problem: string } => {
@@ -509,24 +511,18 @@ export function modelExtractor(settings: ModelSettings, retry: Partial<RetryPoli
       const ordered = [...chunks].sort((a, b) => a.index - b.index)
       const spending = new Spending(settings.maxTokensPerSource)
       const results: ChunkResult[] = new Array(ordered.length)
-      let next = 0
       let done = 0
-      // A pool of `concurrency` loops, each taking the next chunk: never more calls in flight.
-      const worker = async () => {
-        while (next < ordered.length) {
-          signal?.throwIfAborted()
-          const i = next++
-          try {
-            results[i] = { answer: await extractChunk(ordered[i]!, spending, signal) }
-          } catch (error) {
-            if (signal?.aborted) throw signal.reason
-            if (!(error instanceof ChunkFailure)) throw error
-            results[i] = { error: error.message }
-          }
-          onProgress?.(++done, ordered.length)
+      await eachBounded(ordered, settings.concurrency, async (chunk, i) => {
+        signal?.throwIfAborted()
+        try {
+          results[i] = { answer: await extractChunk(chunk, spending, signal) }
+        } catch (error) {
+          if (signal?.aborted) throw signal.reason
+          if (!(error instanceof ChunkFailure)) throw error
+          results[i] = { error: error.message }
         }
-      }
-      await Promise.all(Array.from({ length: Math.min(settings.concurrency, ordered.length) }, worker))
+        onProgress?.(++done, ordered.length)
+      })
       return { promptset_hash: hash, ...assemble(ordered, results, hash), usage: spending.usage }
     },
     summaries: summaryWriter,

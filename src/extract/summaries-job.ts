@@ -5,6 +5,8 @@
 // is written in a transaction of its own through the graph's write service, so a job killed
 // midway and retried rewrites the same texts over what it wrote. A concept or group whose text
 // cannot be written (a model's answer refused twice) fails on its own and is named in the answer.
+// A model writes as many at once as its concurrency allows; the built-in writer one at a time, in
+// the concepts' order, so the same sources give the same rows in the same order.
 import type { GraphWrites } from '../graph/write/service.ts'
 import { citedIds, conceptKey } from '../graph/rules.ts'
 import { conceptsByIds } from '../graph/store.ts'
@@ -13,6 +15,7 @@ import type { RunningJob } from '../jobs/kinds.ts'
 import type { Sql } from 'postgres'
 import type { SummaryFact, SummaryWriter } from './extractor.ts'
 import { compare } from './summaries.ts'
+import { eachBounded } from './bounded.ts'
 import { conceptFacts, conceptGroups, factTexts, summariesOf } from './summary-store.ts'
 
 /** Facts one summary slice is written from; a concept's facts past MAX_SLICES slices are not summarized (its summaries say is_complete false). */
@@ -78,7 +81,8 @@ export async function writeSummaries(
   const concepts = (await conceptsByIds(sql, conceptIds))
     .map((concept) => ({ ...concept, key: conceptKey(concept.canonical_name, concept.context) }))
     .sort((a, b) => compare(a.key, b.key))
-  for (const [n, { id: conceptId, canonical_name, context }] of concepts.entries()) {
+  let summarized = 0
+  await eachBounded(concepts, writer.concurrency, async ({ id: conceptId, canonical_name, context }) => {
     job.signal.throwIfAborted()
     const facts = await conceptFacts(sql, conceptId, SLICE_FACTS * MAX_SLICES + 1)
     const complete = facts.length <= SLICE_FACTS * MAX_SLICES
@@ -105,19 +109,23 @@ export async function writeSummaries(
     }
     if (!error)
       try {
-        written.summaries += (
-          await services.writes.replaceConceptSummaries(repositoryId, conceptId, { slices, model: writer.model })
-        ).ids.length
+        // Awaited before the sum is read: another concept's write may add to it meanwhile.
+        const { ids } = await services.writes.replaceConceptSummaries(repositoryId, conceptId, {
+          slices,
+          model: writer.model,
+        })
+        written.summaries += ids.length
       } catch (failure) {
         error = refusal(failure)
       }
     if (error) written.failed_summaries.push({ concept_id: conceptId, error })
-    job.progress({ phase: 'summarizing', done: n + 1, total: concepts.length })
-  }
+    job.progress({ phase: 'summarizing', done: ++summarized, total: concepts.length })
+  })
 
   const groups = await conceptGroups(sql, conceptIds)
   job.progress({ phase: 'synthesizing', done: 0, total: groups.length })
-  for (const [n, group] of groups.entries()) {
+  let synthesized = 0
+  await eachBounded(groups, writer.concurrency, async (group) => {
     job.signal.throwIfAborted()
     const ids = group.map((concept) => concept.id)
     const summaries = await summariesOf(sql, ids, MAX_SYNTHESIS_SUMMARIES)
@@ -142,7 +150,7 @@ export async function writeSummaries(
         }
       if (error) written.failed_syntheses.push({ canonical_name: name, error })
     }
-    job.progress({ phase: 'synthesizing', done: n + 1, total: groups.length })
-  }
+    job.progress({ phase: 'synthesizing', done: ++synthesized, total: groups.length })
+  })
   return written
 }

@@ -44,6 +44,7 @@ function centralFacts(facts: readonly SummaryFact[], vectors: readonly Float32Ar
 export function builtinSummaries(model: string): SummaryWriter {
   return {
     model,
+    concurrency: 1,
     async summarize(subject, facts, options) {
       if (facts.length === 0) return { error: 'there are no facts to summarize' }
       const count = subject.kind === 'summary' ? BUILTIN_SUMMARY_FACTS : BUILTIN_SYNTHESIS_FACTS
