@@ -43,6 +43,7 @@ import { graphRoutes } from './graph/routes.ts'
 import { graphWriteRoutes } from './graph/write-routes.ts'
 import { embeddingQueue } from './vectors/embed-jobs.ts'
 import { graphWrites } from './graph/write/service.ts'
+import { annotateRoutes } from './search/annotate-routes.ts'
 import { processRoutes } from './extract/process-routes.ts'
 import { exportRoutes } from './bundle/export/export-routes.ts'
 import { importRoutes } from './bundle/import/import-routes.ts'
@@ -264,6 +265,7 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
     .use(graphRoutes({ scope }))
     .use(graphWriteRoutes({ scope, writes }))
     .use(processRoutes({ scope, jobs: ctx.jobs, quotas }))
+    .use(annotateRoutes({ scope, jobs: ctx.jobs, quotas }))
     .use(exportRoutes({ scope, system: ctx.pools.system, jobs: ctx.jobs, blobs: ctx.blobs, quotas }))
     .use(mediaRoutes({ scope, blobs: ctx.blobs }))
     .use(searchRoutes({ scope, services: { vectors: ctx.vectors, embedder: ctx.embedder, log: ctx.log } }))

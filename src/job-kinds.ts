@@ -8,6 +8,7 @@ import { fetchMediaJob } from './media/fetch-job.ts'
 import { ingestSourceJob } from './ingest/ingest-job.ts'
 import { processSourceJob } from './extract/process-job.ts'
 import { optimizeVectorsJob } from './vectors/optimize-job.ts'
+import { annotateReportJob } from './search/annotate-job.ts'
 
 const BUILTIN_JOB_KINDS: readonly JobKind[] = [
   noopJob,
@@ -20,6 +21,7 @@ const BUILTIN_JOB_KINDS: readonly JobKind[] = [
   fetchMediaJob,
   ingestSourceJob,
   processSourceJob,
+  annotateReportJob,
 ]
 
 /** The built-in kinds and those of `extraKindModules` (each default-exports a list; tests). */

@@ -1,6 +1,7 @@
 // How close an extraction comes to a document's hand-made labels, and the trivial extractor any
 // real one must beat; shared by scripts/bench/extract.ts and tests/extract/quality.test.ts.
 import type { ExtractChunk, Extraction, Extractor } from '../../src/extract/extractor.ts'
+import { builtinSummaries } from '../../src/extract/summaries.ts'
 import { normalizeFactText } from '../../src/graph/rules.ts'
 import type { LabelledDocument } from '../bench/fixtures/extract-documents.ts'
 
@@ -67,6 +68,7 @@ export const ratio = (part: number, whole: number) => (whole === 0 ? 0 : part / 
  */
 export const baselineExtractor: Extractor = {
   promptsetHash: 'baseline',
+  summaries: () => builtinSummaries('baseline'),
   async extract(chunks: readonly ExtractChunk[]): Promise<Extraction> {
     const facts: Extraction['facts'] = []
     for (const chunk of chunks)

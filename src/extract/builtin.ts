@@ -16,6 +16,7 @@ import {
   promptsetHash,
 } from './extractor.ts'
 import { proseBlocks } from './markdown.ts'
+import { builtinSummaries } from './summaries.ts'
 
 export interface BuiltinLimits extends ConceptLimits {
   /** Facts kept per source, in the document's order; the chunks after the last one are not read. */
@@ -288,6 +289,16 @@ function extractBuiltin(
   return { promptset_hash: hash, facts, concepts }
 }
 
+/** A Markdown text's sentences, as the extractor reads them (a report's, to annotate), every sentence, fact or not. */
+export function proseSentences(markdown: string): string[] {
+  const prose = proseBlocks(markdown).join('\n\n')
+  if (prose === '') return []
+  const nlp = freshNlp()
+  return sentencesOf(nlp.readDoc(prose), nlp.its)
+    .map((sentence) => sentence.text)
+    .filter((text) => text !== '')
+}
+
 /** The built-in extractor, with the default limits or others (which change its promptset_hash). */
 export function builtinExtractor(overrides: Partial<BuiltinLimits> = {}): Extractor {
   const limits: BuiltinLimits = { ...DEFAULT_BUILTIN_LIMITS, ...overrides }
@@ -300,5 +311,6 @@ export function builtinExtractor(overrides: Partial<BuiltinLimits> = {}): Extrac
       options.onProgress?.(chunks.length, chunks.length)
       return extraction
     },
+    summaries: () => builtinSummaries(BUILTIN_DESCRIPTION.extractor),
   }
 }

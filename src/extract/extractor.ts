@@ -54,6 +54,46 @@ export interface Extractor {
   /** Names the extractor and every parameter that shapes its output; written on all it makes. */
   readonly promptsetHash: string
   extract(chunks: readonly ExtractChunk[], options?: ExtractOptions): Promise<Extraction>
+  /** A run of summaries and syntheses (one job's): its calls share one token budget and one usage. */
+  summaries(): SummaryWriter
+}
+
+/** A fact a summary or synthesis is written from: its id is what a citation of it names. */
+export interface SummaryFact {
+  id: string
+  text: string
+}
+
+/**
+ * What is summarized: one concept's facts (a summary slice), or a concept group's, those its
+ * summaries cite (a synthesis). `concepts` are the concept or the group's concepts, the only
+ * concepts the text may cite.
+ */
+export interface SummarySubject {
+  kind: 'summary' | 'synthesis'
+  name: string
+  concepts: readonly { id: string; canonical_name: string; context: string }[]
+}
+
+interface SummarizeOptions {
+  signal?: AbortSignal
+  /** The embedder's vectors of the facts, in order (the job's embedder: extract/ does not know vectors/). */
+  embed(facts: readonly SummaryFact[]): Promise<Float32Array[]>
+}
+
+export interface SummaryWriter {
+  /** What the `model` field of a summary or synthesis it wrote says. */
+  readonly model: string
+  /** Summaries it writes at once (a model's LLM_CONCURRENCY). */
+  readonly concurrency: number
+  /** Its calls and tokens so far, for the job's answer (a model-backed writer's). */
+  readonly usage?: NonNullable<Extraction['usage']>
+  /** Markdown citing the facts it was given (only those), or why none could be written. */
+  summarize(
+    subject: SummarySubject,
+    facts: readonly SummaryFact[],
+    options: SummarizeOptions,
+  ): Promise<{ content: string } | { error: string }>
 }
 
 /**

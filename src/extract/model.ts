@@ -7,7 +7,7 @@
 // abort signal while it sleeps, so a job could neither be cancelled nor bounded in a wait; and
 // here every attempt is counted as a call. The document's text only ever travels as a JSON string
 // between delimiters that the system prompt declares to be data.
-import { type Static, Type } from '@sinclair/typebox'
+import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai'
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions'
@@ -21,10 +21,17 @@ import {
   type ExtractOptions,
   type Extractor,
   promptsetHash,
+  type SummaryFact,
+  type SummarySubject,
+  type SummaryWriter,
 } from './extractor.ts'
 import retryTemplate from './prompts/facts.retry.md' with { type: 'text' }
 import systemTemplate from './prompts/facts.system.md' with { type: 'text' }
 import userTemplate from './prompts/facts.user.md' with { type: 'text' }
+import summarySystemTemplate from './prompts/summary.system.md' with { type: 'text' }
+import summaryUserTemplate from './prompts/summary.user.md' with { type: 'text' }
+import { citationProblem } from './summaries.ts'
+import { eachBounded } from './bounded.ts'
 
 /** Config['llm']: where the model is and what bounds the work on one source. */
 export interface ModelSettings {
@@ -91,6 +98,22 @@ type ChunkAnswer = Static<typeof CHUNK_ANSWER>
 
 const SCHEMA_TEXT = JSON.stringify(CHUNK_ANSWER)
 const SYSTEM_PROMPT = systemTemplate.replace('{{schema}}', SCHEMA_TEXT)
+
+/** The answer to a summary's or a synthesis's request: its Markdown. */
+const SUMMARY_ANSWER = Type.Object(
+  { summary: Type.String({ description: 'the Markdown, citing the facts it uses as [text](<fact:ID>)' }) },
+  { additionalProperties: false },
+)
+const SUMMARY_SCHEMA_TEXT = JSON.stringify(SUMMARY_ANSWER)
+const SUMMARY_SYSTEM_PROMPT = summarySystemTemplate.replace('{{schema}}', SUMMARY_SCHEMA_TEXT)
+
+/** What a request asks the answer to be: the schema's name and text. */
+interface AnswerSchema {
+  name: string
+  text: string
+}
+const CHUNK_SCHEMA: AnswerSchema = { name: 'chunk_facts', text: SCHEMA_TEXT }
+const SUMMARY_SCHEMA: AnswerSchema = { name: 'summary', text: SUMMARY_SCHEMA_TEXT }
 /** Every request parameter that shapes the answer: with the prompts and the model, the promptset_hash. */
 const REQUEST_PARAMETERS = Object.freeze({ temperature: 0 })
 
@@ -98,15 +121,22 @@ const REQUEST_PARAMETERS = Object.freeze({ temperature: 0 })
 export const MODEL_DESCRIPTION = Object.freeze({
   extractor: 'kgs-model',
   version: 1,
-  prompts: { system: systemTemplate, user: userTemplate, retry: retryTemplate },
+  prompts: {
+    system: systemTemplate,
+    user: userTemplate,
+    retry: retryTemplate,
+    summarySystem: summarySystemTemplate,
+    summaryUser: summaryUserTemplate,
+  },
   schema: SCHEMA_TEXT,
+  summarySchema: SUMMARY_SCHEMA_TEXT,
   parameters: REQUEST_PARAMETERS,
   limits: MODEL_LIMITS,
 })
 
 type ResponseFormat = 'json_schema' | 'json_object'
 
-/** A chunk's extraction failed: the message says why, for failedChunks, and never holds the key. */
+/** A chunk's extraction (or a summary) failed: the message says why, for the job's answer, and never holds the key. */
 class ChunkFailure extends Error {}
 
 const wait = (ms: number, signal?: AbortSignal) =>
@@ -159,31 +189,50 @@ function callFailure(error: unknown, attempts: number, timeoutMs: number): Chunk
   return new ChunkFailure(`the call to the model endpoint failed: ${withoutUserinfo(String(error))}`)
 }
 
-/** The chunk as the user message carries it: a JSON object in which `<` and `>` are escaped, so no text of the document closes the delimiters. */
+/** Data as a user message carries it: JSON in which `<` and `>` are escaped, so no text of it closes the delimiters. */
+const quotedData = (value: unknown) => JSON.stringify(value).replaceAll('<', '\\u003c').replaceAll('>', '\\u003e')
+
+/** The chunk as the user message carries it. */
 function userMessage(chunk: ExtractChunk): string {
-  const document = JSON.stringify({ chunk_index: chunk.index, heading_path: chunk.headingPath ?? [], text: chunk.text })
-    .replaceAll('<', '\\u003c')
-    .replaceAll('>', '\\u003e')
+  const document = quotedData({ chunk_index: chunk.index, heading_path: chunk.headingPath ?? [], text: chunk.text })
   return userTemplate.replace('{{chunk_index}}', String(chunk.index)).replace('{{document}}', () => document)
+}
+
+/** A summary's or synthesis's subject and facts as the user message carries them. */
+function summaryMessage(subject: SummarySubject, facts: readonly SummaryFact[]): string {
+  const data = quotedData({
+    kind: subject.kind,
+    name: subject.name,
+    concepts: subject.concepts,
+    facts: facts.map((fact) => ({ id: fact.id, text: fact.text })),
+  })
+  return summaryUserTemplate.replace('{{kind}}', subject.kind).replace('{{facts}}', () => data)
 }
 
 /** A model may wrap its JSON in a Markdown code fence in json_object mode; the fence is not the answer. */
 const withoutFence = (text: string) => text.replace(/^\s*```(?:json)?\s*\n([\s\S]*?)\n?```\s*$/, '$1')
 
-/** The answer, or why it is refused, in words the model is sent back. */
-function checkAnswer(content: string): { answer: ChunkAnswer } | { problem: string } {
+/** The answer parsed and held to `schema`, or why it is refused, in words the model is sent back. */
+function parseAnswer<T>(content: string, schema: TSchema): { answer: T } | { problem: string } {
   let value: unknown
   try {
     value = JSON.parse(withoutFence(content))
   } catch (error) {
     return { problem: `it is not JSON (${(error as Error).message})` }
   }
-  const errors = [...Value.Errors(CHUNK_ANSWER, value)].slice(0, 3)
+  const errors = [...Value.Errors(schema, value)].slice(0, 3)
   if (errors.length > 0)
     return {
       problem: `it does not match the schema: ${errors.map((e) => `${e.path || '/'}: ${e.message}`).join('; ')}`,
     }
-  const answer = value as ChunkAnswer
+  return { answer: value as T }
+}
+
+/** A chunk's answer, or why it is refused. */
+function checkAnswer(content: string): { answer: ChunkAnswer } | { problem: string } {
+  const parsed = parseAnswer<ChunkAnswer>(content, CHUNK_ANSWER)
+  if ('problem' in parsed) return parsed
+  const { answer } = parsed
   if (answer.facts.length > MODEL_LIMITS.factsPerChunk)
     return { problem: `it has ${answer.facts.length} facts, more than ${MODEL_LIMITS.factsPerChunk}` }
   for (const [i, fact] of answer.facts.entries()) {
@@ -316,22 +365,27 @@ export function modelExtractor(settings: ModelSettings, retry: Partial<RetryPoli
   // Learnt once per extractor: a server that refuses json_schema is asked for json_object from then on.
   let format: ResponseFormat = 'json_schema'
 
-  const responseFormat = (mode: ResponseFormat) =>
+  const responseFormat = (mode: ResponseFormat, answer: AnswerSchema) =>
     mode === 'json_schema'
       ? ({
           type: 'json_schema',
-          json_schema: { name: 'chunk_facts', strict: true, schema: JSON.parse(SCHEMA_TEXT) },
+          json_schema: { name: answer.name, strict: true, schema: JSON.parse(answer.text) },
         } as const)
       : ({ type: 'json_object' } as const)
 
   /** One completion, with the retries of a 429, a 5xx, a timeout or a lost connection. */
-  async function complete(messages: ChatCompletionMessageParam[], spending: Spending, signal?: AbortSignal) {
+  async function complete(
+    messages: ChatCompletionMessageParam[],
+    answer: AnswerSchema,
+    spending: Spending,
+    signal?: AbortSignal,
+  ) {
     for (let attempt = 1; ; attempt++) {
       spending.beforeCall()
       const mode = format
       try {
         const completion = await client.chat.completions.create(
-          { model: settings.model, messages, ...REQUEST_PARAMETERS, response_format: responseFormat(mode) },
+          { model: settings.model, messages, ...REQUEST_PARAMETERS, response_format: responseFormat(mode, answer) },
           { signal },
         )
         const choice = completion.choices[0]
@@ -366,23 +420,29 @@ export function modelExtractor(settings: ModelSettings, retry: Partial<RetryPoli
     }
   }
 
-  /** One chunk's answer: asked once, and once more quoting what was wrong with the first. */
-  async function extractChunk(chunk: ExtractChunk, spending: Spending, signal?: AbortSignal): Promise<ChunkAnswer> {
-    const messages: ChatCompletionMessageParam[] = [
-      { role: 'system', content: SYSTEM_PROMPT },
-      { role: 'user', content: userMessage(chunk) },
-    ]
+  /**
+   * An answer `check` accepts: asked once, and once more quoting what was wrong with the first;
+   * `cutOff` is what the model is told when its answer was cut at the token limit.
+   */
+  async function askChecked<T>(
+    messages: ChatCompletionMessageParam[],
+    answer: AnswerSchema,
+    check: (content: string) => { answer: T } | { problem: string },
+    cutOff: string,
+    spending: Spending,
+    signal?: AbortSignal,
+  ): Promise<T> {
     let problem = ''
     for (let round = 1; round <= 2; round++) {
-      const { content, finishReason, refusal } = await complete(messages, spending, signal)
+      const { content, finishReason, refusal } = await complete(messages, answer, spending, signal)
       if (refusal || finishReason === 'content_filter')
         throw new ChunkFailure(`the model refused to answer (finish_reason ${finishReason ?? 'unknown'})`)
       const checked =
         finishReason === 'length'
-          ? { problem: 'it was cut off at the token limit (finish_reason length): write fewer or shorter facts' }
+          ? { problem: `it was cut off at the token limit (finish_reason length): ${cutOff}` }
           : content.trim() === ''
             ? { problem: 'it was empty' }
-            : checkAnswer(content)
+            : check(content)
       if ('answer' in checked) return checked.answer
       problem = checked.problem
       messages.push(
@@ -393,6 +453,56 @@ export function modelExtractor(settings: ModelSettings, retry: Partial<RetryPoli
     throw new ChunkFailure(`the model's answer was refused twice: ${problem}`)
   }
 
+  /** One chunk's answer. */
+  const extractChunk = (chunk: ExtractChunk, spending: Spending, signal?: AbortSignal) =>
+    askChecked(
+      [
+        { role: 'system', content: SYSTEM_PROMPT },
+        { role: 'user', content: userMessage(chunk) },
+      ],
+      CHUNK_SCHEMA,
+      checkAnswer,
+      'write fewer or shorter facts',
+      spending,
+      signal,
+    )
+
+  /** A written summary or synthesis, whose citations are all of the facts given (citationProblem). */
+  function summaryWriter(): SummaryWriter {
+    const spending = new Spending(settings.maxTokensPerSource)
+    return {
+      model: settings.model,
+      concurrency: settings.concurrency,
+      usage: spending.usage,
+      async summarize(subject, facts, { signal }) {
+        const check = (content: string): { answer: string } | { problem: string } => {
+          const parsed = parseAnswer<Static<typeof SUMMARY_ANSWER>>(content, SUMMARY_ANSWER)
+          if ('problem' in parsed) return parsed
+          const problem = citationProblem(parsed.answer.summary, subject, facts)
+          return problem ? { problem } : { answer: parsed.answer.summary }
+        }
+        try {
+          const content = await askChecked(
+            [
+              { role: 'system', content: SUMMARY_SYSTEM_PROMPT },
+              { role: 'user', content: summaryMessage(subject, facts) },
+            ],
+            SUMMARY_SCHEMA,
+            check,
+            'write a shorter summary',
+            spending,
+            signal,
+          )
+          return { content }
+        } catch (error) {
+          if (signal?.aborted) throw signal.reason
+          if (!(error instanceof ChunkFailure)) throw error
+          return { error: error.message }
+        }
+      },
+    }
+  }
+
   return {
     promptsetHash: hash,
     async extract(chunks: readonly ExtractChunk[], options: ExtractOptions = {}): Promise<Extraction> {
@@ -401,25 +511,20 @@ export function modelExtractor(settings: ModelSettings, retry: Partial<RetryPoli
       const ordered = [...chunks].sort((a, b) => a.index - b.index)
       const spending = new Spending(settings.maxTokensPerSource)
       const results: ChunkResult[] = new Array(ordered.length)
-      let next = 0
       let done = 0
-      // A pool of `concurrency` loops, each taking the next chunk: never more calls in flight.
-      const worker = async () => {
-        while (next < ordered.length) {
-          signal?.throwIfAborted()
-          const i = next++
-          try {
-            results[i] = { answer: await extractChunk(ordered[i]!, spending, signal) }
-          } catch (error) {
-            if (signal?.aborted) throw signal.reason
-            if (!(error instanceof ChunkFailure)) throw error
-            results[i] = { error: error.message }
-          }
-          onProgress?.(++done, ordered.length)
+      await eachBounded(ordered, settings.concurrency, async (chunk, i) => {
+        signal?.throwIfAborted()
+        try {
+          results[i] = { answer: await extractChunk(chunk, spending, signal) }
+        } catch (error) {
+          if (signal?.aborted) throw signal.reason
+          if (!(error instanceof ChunkFailure)) throw error
+          results[i] = { error: error.message }
         }
-      }
-      await Promise.all(Array.from({ length: Math.min(settings.concurrency, ordered.length) }, worker))
+        onProgress?.(++done, ordered.length)
+      })
       return { promptset_hash: hash, ...assemble(ordered, results, hash), usage: spending.usage }
     },
+    summaries: summaryWriter,
   }
 }

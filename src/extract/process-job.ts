@@ -5,6 +5,8 @@
 // `processed`. A kill before that commit leaves the graph as it was, and the retry redoes the
 // source; a repository's job commits source by source, so its retry finds the done ones adding
 // nothing. One source (`source_id`), or every processable source of the repository (none given).
+// Then the concepts the job touched get their summaries and their groups their syntheses
+// (summaries-job.ts), each rewritten whole, so a retry writes them again the same way.
 import { Type } from '@sinclair/typebox'
 import type { GraphWrites } from '../graph/write/service.ts'
 import type { SourceKnowledgeWritten } from '../graph/write/source-knowledge.ts'
@@ -14,6 +16,8 @@ import { UUID_PATTERN } from '../uuid.ts'
 import type { ExtractChunk, Extraction } from './extractor.ts'
 import { extractorFor } from './open.ts'
 import { processableSources, sourceReadiness } from './store.ts'
+import { type SummariesWritten, type TextEmbedder, writeSummaries } from './summaries-job.ts'
+import { conceptIdsOf } from './summary-store.ts'
 
 export const PROCESS_SOURCE = 'process_source'
 
@@ -22,8 +26,8 @@ const ProcessParams = Type.Object(
   { additionalProperties: false },
 )
 
-/** What the job's result says: the sums over its sources. */
-interface Outcome extends SourceKnowledgeWritten {
+/** What the job's result says: the sums over its sources, and the summaries and syntheses written. */
+interface Outcome extends SourceKnowledgeWritten, SummariesWritten {
   /** Sources processed; a repository's sources that stopped being processable meanwhile are skipped. */
   sources: number
   skipped: number
@@ -55,7 +59,12 @@ async function processSources(job: RunningJob<typeof ProcessParams.static>, serv
     concepts: { added: 0, existing: 0, refused: 0 },
     linked: 0,
     failed_chunks: [],
+    summaries: 0,
+    syntheses: 0,
+    failed_summaries: [],
+    failed_syntheses: [],
   }
+  const touched = new Set<string>()
   // What a source yields is drawn while the one before it is written: the extraction (this
   // thread, or the model's calls) and the write (the database) overlap, and the writes still
   // come one source at a time, in order, each in its own transaction.
@@ -107,14 +116,21 @@ async function processSources(job: RunningJob<typeof ProcessParams.static>, serv
     add(outcome, written)
     outcome.sources++
     for (const chunk of failed) outcome.failed_chunks.push({ source_id: sourceId, ...chunk })
-    if (extraction.usage) {
-      const usage = (outcome.usage ??= { calls: 0, inputTokens: 0, outputTokens: 0 })
-      usage.calls += extraction.usage.calls
-      usage.inputTokens += extraction.usage.inputTokens
-      usage.outputTokens += extraction.usage.outputTokens
-    }
+    addUsage(outcome, extraction.usage)
+    for (const id of await conceptIdsOf(sql, extraction.concepts)) touched.add(id)
   }
+  const writer = extractor.summaries()
+  Object.assign(outcome, await writeSummaries(job, sql, writer, [...touched], services))
+  addUsage(outcome, writer.usage)
   return outcome
+}
+
+function addUsage(outcome: Outcome, spent: Extraction['usage']): void {
+  if (!spent) return
+  const usage = (outcome.usage ??= { calls: 0, inputTokens: 0, outputTokens: 0 })
+  usage.calls += spent.calls
+  usage.inputTokens += spent.inputTokens
+  usage.outputTokens += spent.outputTokens
 }
 
 function add(sum: SourceKnowledgeWritten, written: SourceKnowledgeWritten): void {
@@ -134,6 +150,8 @@ export const processSourceJob = defineJobKind({
 declare module '../jobs/kinds.ts' {
   interface JobServices {
     /** The graph's write service, as the routes have it (graph/write/service.ts). */
-    writes: Pick<GraphWrites, 'writeSourceKnowledge'>
+    writes: GraphWrites
+    /** The configured embedder (vectors/embedder.ts), whose similarity picks a built-in summary's facts. */
+    embedder: TextEmbedder
   }
 }

@@ -35,6 +35,7 @@ import {
 import { TRANSFER_TOOLS } from './transfer-tools.ts'
 import { WRITE_TOOLS } from './write-tools.ts'
 import { INGEST_TOOLS } from './ingest-tools.ts'
+import { ANNOTATE_TOOLS } from './annotate-tools.ts'
 
 const orNotFound = <T>(row: T | undefined, what: string): T => {
   if (row === undefined) throw new HttpError(404, `${what} not found`)
@@ -370,4 +371,5 @@ export const TOOLS: Tool[] = [
   ...TRANSFER_TOOLS,
   ...WRITE_TOOLS,
   ...INGEST_TOOLS,
+  ...ANNOTATE_TOOLS,
 ]

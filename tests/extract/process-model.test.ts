@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Sql } from 'postgres'
 import { BACKEND } from '../helpers/backend.ts'
 import type { Account, api } from '../helpers/api.ts'
-import { type FakeOpenAI, jsonReply, startFakeOpenAI } from '../helpers/fake-openai.ts'
+import { citingReply, type FakeOpenAI, jsonReply, startFakeOpenAI, summaryRequest } from '../helpers/fake-openai.ts'
 import { fixture } from '../helpers/fixture.ts'
 import { dumpGraph } from '../helpers/graph-dump.ts'
 import { waitForJob } from '../helpers/jobs.ts'
@@ -95,7 +95,12 @@ describe(`processing with a model (${BACKEND})`, () => {
   }
 
   test("the model's facts and concepts are the graph's, under its promptset_hash, with its calls and tokens in the answer", async () => {
-    fake.script((request) => jsonReply(ANSWERS[request.body.messages[1]!.content.includes('crash') ? 1 : 0]))
+    fake.script((request) => {
+      const asked = summaryRequest(request)
+      return asked
+        ? citingReply(asked)
+        : jsonReply(ANSWERS[request.body.messages[1]!.content.includes('crash') ? 1 : 0])
+    })
     const { sourceId, processed } = await upload('wal.md', MARKDOWN)
     expect(processed.status).toBe('succeeded')
     const result = processed.result as {
@@ -106,7 +111,9 @@ describe(`processing with a model (${BACKEND})`, () => {
       usage: { calls: number; inputTokens: number; outputTokens: number }
     }
     expect(result).toMatchObject({ facts: { added: 2 }, concepts: { added: 2 }, linked: 3, failed_chunks: [] })
-    expect(result.usage.calls).toBe(2)
+    // A call per chunk, then per concept its summary and per concept group its synthesis.
+    expect(result).toMatchObject({ summaries: 2, syntheses: 2, failed_summaries: [], failed_syntheses: [] })
+    expect(result.usage.calls).toBe(2 + 2 + 2)
     expect(result.usage.inputTokens).toBeGreaterThan(0)
     expect(result.usage.outputTokens).toBeGreaterThan(0)
     expect(result.promptset_hash).not.toBe(builtinExtractor().promptsetHash)

@@ -6,6 +6,9 @@
 // `json_object` request whose messages never say "json", as OpenAI refuses it. What each request
 // gets is scripted per test: a queue of replies, or a function of the request. Every request is
 // recorded, with its headers and parsed body, and the most requests ever in flight at once.
+// POST /v1/embeddings answers too, in the real shape, with deterministic vectors (kgs-hash-v1's
+// features at another size), so that a kgs given EMBEDDING_URL embeds through it.
+import { hashEmbedding } from '../../src/vectors/embedder.ts'
 
 /** What the fake answers to one request. */
 export type FakeReply =
@@ -63,6 +66,8 @@ export interface FakeOpenAIOptions {
   apiKey?: string
   /** Answer a json_schema response_format with OpenAI's 400 for a model without structured outputs. */
   refuseJsonSchema?: boolean
+  /** The size of the vectors /v1/embeddings answers. */
+  embeddingDimensions?: number
 }
 
 /** The content of a reply: a value as the model's JSON answer. */
@@ -101,6 +106,25 @@ const masked = (key: string) =>
 
 const estimatedTokens = (text: string) => Math.ceil(text.length / 4)
 
+/** What a summary's or a synthesis's request (the model extractor's) asks about, as its user message carries it. */
+export interface SummaryRequest {
+  kind: 'summary' | 'synthesis'
+  name: string
+  concepts: { id: string; canonical_name: string; context: string }[]
+  facts: { id: string; text: string }[]
+}
+
+/** The subject and facts of a summary's or synthesis's request; undefined for a chunk's. */
+export function summaryRequest(request: RecordedRequest): SummaryRequest | undefined {
+  if (request.body.response_format?.json_schema?.name !== 'summary') return undefined
+  const data = /<facts>\n([\s\S]*)\n<\/facts>/.exec(request.body.messages[1]!.content)![1]!
+  return JSON.parse(data) as SummaryRequest
+}
+
+/** A summary that cites every fact its request gives, one bullet each. */
+export const citingReply = (asked: SummaryRequest): FakeReply =>
+  jsonReply({ summary: asked.facts.map((fact) => `- ${fact.text} [source](<fact:${fact.id}>)`).join('\n') })
+
 export function startFakeOpenAI(options: FakeOpenAIOptions = {}): FakeOpenAI {
   const requests: RecordedRequest[] = []
   const queue: FakeReply[] = []
@@ -129,9 +153,28 @@ export function startFakeOpenAI(options: FakeOpenAIOptions = {}): FakeOpenAI {
       })
     })
 
+  /** OpenAI's embeddings answer: a list of `embedding` objects in input order, with the usage. */
+  async function embeddings(request: Request): Promise<Response> {
+    const body = (await request.json()) as { model: string; input: string[] }
+    return json(
+      200,
+      JSON.stringify({
+        object: 'list',
+        data: body.input.map((text, index) => ({
+          object: 'embedding',
+          index,
+          embedding: [...hashEmbedding(text, options.embeddingDimensions ?? 64)],
+        })),
+        model: body.model,
+        usage: { prompt_tokens: body.input.join(' ').length, total_tokens: body.input.join(' ').length },
+      }),
+    )
+  }
+
   async function answer(request: Request): Promise<Response> {
     const at = performance.now()
     const path = new URL(request.url).pathname
+    if (request.method === 'POST' && path === '/v1/embeddings') return embeddings(request)
     if (request.method !== 'POST' || path !== '/v1/chat/completions')
       return json(
         404,

@@ -142,7 +142,13 @@ describe(`one decision for every action (${BACKEND})`, () => {
     )
     expect(answers.map(({ needs }) => needs)).toContain('fact:write')
     expect(answers.map(({ call }) => call)).toEqual(
-      expect.arrayContaining(['add_source ""', 'process_source ""', 'merge_concepts ""', 'split_concept ""']),
+      expect.arrayContaining([
+        'add_source ""',
+        'process_source ""',
+        'merge_concepts ""',
+        'split_concept ""',
+        'annotate_report ""',
+      ]),
     )
     for (const { call, needs, error, touched } of answers)
       expect({ call, error, touched }).toEqual({

@@ -472,7 +472,15 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
         const { tools } = await conversation.listTools()
         expect(tools.map((t) => t.name).sort()).toEqual(
           [...new Set(CALLS.map((c) => c.name))]
-            .concat('export_graph', 'import_graph', 'get_job', 'browse_registry', 'add_source', 'process_source')
+            .concat(
+              'export_graph',
+              'import_graph',
+              'get_job',
+              'browse_registry',
+              'add_source',
+              'process_source',
+              'annotate_report',
+            )
             .concat(WRITE_TOOLS)
             .sort(),
         )

@@ -79,11 +79,17 @@ async function followJob(id: string): Promise<Job[]> {
   }
 }
 
-/** What a refused call must leave as it was: sources, jobs and the uploads waiting in blob storage. */
+/**
+ * What a refused call must leave as it was: sources, ingest jobs and the uploads waiting in blob
+ * storage. The jobs that earlier sources set off (their processing, its embeddings) may still be
+ * queueing more; an add_source queues an ingest_source job.
+ */
 async function written() {
   const [{ sources }] = (await sql`SELECT count(*)::int AS sources FROM sources`) as unknown as [{ sources: number }]
   const [{ jobs }] = (await server.context.pools
-    .system`SELECT count(*)::int AS jobs FROM jobs WHERE repository_id = ${repo.id}`) as unknown as [{ jobs: number }]
+    .system`SELECT count(*)::int AS jobs FROM jobs WHERE repository_id = ${repo.id} AND kind = 'ingest_source'`) as unknown as [
+    { jobs: number },
+  ]
   const uploads = await blobKeys(server.context.blobs, `${repositoryBlobPrefix(repo.id)}ingest/uploads/`)
   return { sources, jobs, uploads }
 }

@@ -90,6 +90,7 @@ const CALLS: {
     needs: 'concept:write',
   },
   { tool: 'process_source', args: () => ({ source_id: random() }), needs: 'fact:write' },
+  { tool: 'annotate_report', args: () => ({ report_id: random() }), needs: 'report:write' },
   ...Object.entries(KINDS).flatMap(([kind, [needs, changes]]) => [
     { tool: 'update', args: () => ({ kind, id: random(), concept_id: random(), changes }), needs },
     { tool: 'delete', args: () => ({ kind, id: random(), concept_id: random() }), needs },

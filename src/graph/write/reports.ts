@@ -105,3 +105,47 @@ export async function deleteReport(
     return { id, removed: { reports } }
   })
 }
+
+/** What the annotate_report job found: each sentence's most similar facts, with the cosine similarity. */
+export interface AutomaticAnnotations {
+  similarity_threshold: number
+  embedded_model: string
+  sentence_count: number
+  annotations: readonly { sentence_index: number; sentence_text: string; fact_id: string; score: number }[]
+}
+
+/**
+ * Writes a report's automatic annotations (posture `related`) in place of those it had, and its
+ * status `annotated` with the threshold, model and sentence count they were found with. The
+ * annotations of another posture (someone's judgement that a fact supports or contradicts a
+ * sentence) are kept, and win over an automatic one of the same sentence and fact; a fact deleted
+ * meanwhile is left out. Writing the same annotations again changes nothing. Answers how many
+ * automatic annotations the report now has.
+ */
+export async function annotateReport(
+  sql: Sql,
+  id: string,
+  input: AutomaticAnnotations,
+): Promise<{ id: string; annotations: number }> {
+  return await sql.begin(async (tx) => {
+    await lockRow(tx, 'reports', id, undefined, () => getReport(tx, id))
+    await tx`DELETE FROM report_annotations WHERE report_id = ${id} AND posture = 'related'`
+    const { annotations } = input
+    const inserted = await tx`
+      INSERT INTO report_annotations (report_id, sentence_index, sentence_text, fact_id, score, posture, created_at)
+      SELECT ${id}, a.sentence_index, a.sentence_text, a.fact_id, a.score, 'related', clock_timestamp() + a.n * interval '1 microsecond'
+      FROM unnest(
+        ${annotations.map((a) => a.sentence_index)}::int[], ${annotations.map((a) => a.sentence_text)}::text[], ${annotations.map((a) => a.fact_id)}::uuid[],
+        ${annotations.map((a) => a.score)}::float8[]
+      ) WITH ORDINALITY AS a(sentence_index, sentence_text, fact_id, score, n)
+      WHERE EXISTS (SELECT 1 FROM facts f WHERE f.id = a.fact_id)
+      ORDER BY a.n
+      ON CONFLICT DO NOTHING
+      RETURNING 1`
+    await tx`
+      UPDATE reports SET status = 'annotated', similarity_threshold = ${input.similarity_threshold}, embedded_model = ${input.embedded_model},
+        sentence_count = ${input.sentence_count}
+      WHERE id = ${id}`
+    return { id, annotations: inserted.length }
+  })
+}

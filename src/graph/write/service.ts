@@ -12,7 +12,7 @@ import type { Logger } from '../../log.ts'
 import type { EmbeddedKind } from './common.ts'
 import { createConcept, deleteConcept, mergeConcepts, splitConcept, updateConcept } from './concepts.ts'
 import { createFact, deleteFact, linkConcept, unlinkConcept, updateFact } from './facts.ts'
-import { createReport, deleteReport, updateReport } from './reports.ts'
+import { annotateReport, createReport, deleteReport, updateReport } from './reports.ts'
 import { writeSourceKnowledge } from './source-knowledge.ts'
 import {
   addInvestigationSource,
@@ -30,8 +30,10 @@ import {
   createSynthesis,
   deleteSummary,
   deleteSynthesis,
+  replaceConceptSummaries,
   updateSummary,
   updateSynthesis,
+  writeGroupSynthesis,
 } from './summaries.ts'
 
 export interface GraphWritesOptions {
@@ -106,9 +108,15 @@ export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, grap
     createSynthesis: inRepository(createSynthesis),
     updateSynthesis: inRepository(updateSynthesis),
     deleteSynthesis: inRepository(deleteSynthesis),
+    /** A concept's summaries as the process_source job writes them, in place of those it had. */
+    replaceConceptSummaries: inRepository(replaceConceptSummaries),
+    /** A concept group's synthesis as the process_source job writes it, in place of the one it had. */
+    writeGroupSynthesis: inRepository(writeGroupSynthesis),
     createReport: inRepository(createReport),
     updateReport: inRepository(updateReport),
     deleteReport: inRepository(deleteReport),
+    /** The annotate_report job's annotations, in place of the automatic ones the report had. */
+    annotateReport: inRepository(annotateReport),
   }
 }
 

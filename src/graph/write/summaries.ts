@@ -172,3 +172,64 @@ export async function deleteSynthesis(sql: Sql, id: string, options: { ifMatch?:
     return { id }
   })
 }
+
+/** One summary slice as the process_source job writes it: its text and the facts it was written from. */
+export interface SummarySlice {
+  content: string
+  covered_fact_ids: readonly string[]
+  fact_count: number
+  is_complete: boolean
+}
+
+/**
+ * Rewrites a concept's summaries as `slices` (sequence_num 0, 1, …) written by `model`: a slice
+ * there already is updated in place (its id, which syntheses cite, is kept), one past the last is
+ * deleted, so writing the same slices again changes nothing. A new slice's created_at is the
+ * moment of its insert, not of the transaction, so the lists (and the export) that order
+ * summaries by it find the slices in sequence. Rewrites of one concept wait for each other on
+ * its row. Answers the summaries' ids in sequence order.
+ */
+export async function replaceConceptSummaries(
+  sql: Sql,
+  conceptId: string,
+  input: { slices: readonly SummarySlice[]; model: string },
+): Promise<{ ids: string[] }> {
+  return await sql.begin(async (tx) => {
+    const [concept] = await tx`SELECT 1 FROM concepts WHERE id = ${conceptId} FOR NO KEY UPDATE`
+    if (!concept) throw new RowNotFound('concept not found')
+    const ids: string[] = []
+    for (const [sequence, slice] of input.slices.entries()) {
+      await checkSummary(tx, { content: slice.content, covered_fact_ids: [...slice.covered_fact_ids] })
+      const [row] = await tx<{ id: string }[]>`
+        INSERT INTO concept_summaries (id, concept_id, sequence_num, is_complete, fact_count, content, covered_fact_ids, model, created_at)
+        VALUES (${crypto.randomUUID()}, ${conceptId}, ${sequence}, ${slice.is_complete}, ${slice.fact_count}, ${slice.content},
+          ${lower(slice.covered_fact_ids) ?? []}::uuid[], ${input.model}, clock_timestamp())
+        ON CONFLICT (concept_id, sequence_num) DO UPDATE SET is_complete = EXCLUDED.is_complete, fact_count = EXCLUDED.fact_count,
+          content = EXCLUDED.content, covered_fact_ids = EXCLUDED.covered_fact_ids, model = EXCLUDED.model
+        RETURNING id`
+      ids.push(row!.id)
+    }
+    await tx`DELETE FROM concept_summaries WHERE concept_id = ${conceptId} AND sequence_num >= ${input.slices.length}`
+    return { ids }
+  })
+}
+
+/**
+ * Writes the synthesis of a concept group: the one of its name (compared case-insensitively) is
+ * replaced, keeping its id and name, or a new one is made. Writing the same synthesis again
+ * changes nothing.
+ */
+export async function writeGroupSynthesis(sql: Sql, input: SynthesisInput): Promise<Synthesis> {
+  requireStorable('concept_syntheses', input)
+  return await sql.begin(async (tx) => {
+    await checkSynthesis(tx, input)
+    const [row] = await tx<{ id: string }[]>`
+      INSERT INTO concept_syntheses (id, canonical_name, content, covered_summary_ids, covered_concept_ids, embedded_image_fact_ids, model)
+      VALUES (${crypto.randomUUID()}, ${input.canonical_name}, ${input.content ?? ''}, ${lower(input.covered_summary_ids) ?? []}::uuid[],
+        ${lower(input.covered_concept_ids) ?? []}::uuid[], ${lower(input.embedded_image_fact_ids) ?? []}::uuid[], ${input.model ?? ''})
+      ON CONFLICT ((lower(canonical_name))) DO UPDATE SET content = EXCLUDED.content, covered_summary_ids = EXCLUDED.covered_summary_ids,
+        covered_concept_ids = EXCLUDED.covered_concept_ids, embedded_image_fact_ids = EXCLUDED.embedded_image_fact_ids, model = EXCLUDED.model
+      RETURNING id`
+    return (await synthesis(tx, row!.id))!
+  })
+}
