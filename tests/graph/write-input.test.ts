@@ -137,6 +137,7 @@ beforeAll(async () => {
     },
     { method: 'POST', path: `${r}/reports`, permission: 'report:write', body: { title: 'New' } },
     { method: 'PATCH', path: `${r}/reports/${report}`, permission: 'report:write', body: { status: 'failed' } },
+    { method: 'POST', path: `${r}/reports/${report}/annotate`, permission: 'report:write' },
     { method: 'DELETE', path: `${r}/reports/${report}`, permission: 'report:write' },
   ]
 })
