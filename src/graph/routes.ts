@@ -1,7 +1,7 @@
 // The knowledge-graph read API: every route at /{repoID}/<path> and, with the repository named by
 // the X-Repository-ID header, at /api/v1/<path> (docs/spec/decisions.md §2). Lists are paginated
 // (docs/spec/decisions.md §1); each route needs its resource's :read permission in the repository (§4).
-import { t } from 'elysia'
+import { Elysia, t } from 'elysia'
 import { HttpError } from '../http/errors.ts'
 import { etagOf } from '../http/etag.ts'
 import { pagination, rankedPage } from '../http/pagination.ts'
@@ -11,12 +11,14 @@ import type { repositoryScope } from '../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
 import {
   factCitations,
+  factExists,
   getConcept,
   getFact,
   getInvestigation,
   getReport,
   getSource,
   listConcepts,
+  listFactMerges,
   listFacts,
   listInvestigations,
   listReports,
@@ -31,6 +33,8 @@ import {
   ConceptDetail,
   Fact,
   FactDetail,
+  FactMerge,
+  FactStatus,
   Investigation,
   InvestigationDetail,
   Neighbourhood,
@@ -46,11 +50,7 @@ const UUID = new RegExp(UUID_PATTERN)
 /** Concepts a facts list may name at once (?concept= repeated): facts linked to all of them. */
 const MAX_CONCEPTS = 20
 const FactQuery = t.Object({
-  status: t.Optional(
-    t.Union([t.Literal('new'), t.Literal('stable'), t.Literal('to_delete')], {
-      error: 'expected new, stable or to_delete',
-    }),
-  ),
+  status: t.Optional(FactStatus()),
   kind: t.Optional(
     t.Union([t.Literal('text'), t.Literal('image')], {
       error: 'expected text or image',
@@ -120,6 +120,45 @@ export interface GraphRoutesOptions {
 
 /** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
 export function graphRoutes({ scope }: GraphRoutesOptions) {
+  // Two route sets: one chain of them all is more than the compiler can type.
+  return new Elysia({ name: 'kgs/graph-read' }).use(rowRoutes(scope)).use(factMergeRoutes(scope))
+}
+
+/** The near-duplicate merges processing made (graph/write/fact-merges.ts). */
+function factMergeRoutes(scope: GraphRoutesOptions['scope']) {
+  return repositoryScopedRoutes('kgs/factMerges', scope, (app, at) => {
+    const describe = (summary: string) => at.detail({ tags: ['graph'], summary })
+    const { params } = at
+    const listParams = at.repositoryParams
+    return app
+      .use(pagination)
+      .get(
+        '/facts/:factID/merges',
+        async ({ db, page, params }) => {
+          const sql = await db()
+          const merges = await listFactMerges(sql, { ...page, factId: params.factID })
+          if (merges.length === 0 && !(await factExists(sql, params.factID))) throw new HttpError(404, 'fact not found')
+          return merges
+        },
+        {
+          repository: 'fact:read',
+          paginated: true,
+          params: params({ factID: Uuid }),
+          response: { 200: t.Array(FactMerge), ...errors },
+          detail: describe('The texts of the same meaning processing merged into a fact, oldest first'),
+        },
+      )
+      .get('/fact-merges', async ({ db, page }) => listFactMerges(await db(), page), {
+        repository: 'fact:read',
+        paginated: true,
+        params: listParams,
+        response: { 200: t.Array(FactMerge), ...errors },
+        detail: describe("The repository's near-duplicate merges, oldest first"),
+      })
+  })
+}
+
+function rowRoutes(scope: GraphRoutesOptions['scope']) {
   return repositoryScopedRoutes('kgs/graph', scope, (app, at) => {
     const describe = (summary: string) => at.detail({ tags: ['graph'], summary })
     const { params } = at

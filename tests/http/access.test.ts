@@ -114,6 +114,10 @@ describe(`access rules (${BACKEND})`, () => {
     expect(ruleOf('get /{repoID}/facts')).toBe('repository fact:read')
     expect(ruleOf('post /{repoID}/sources/{sourceID}/process')).toBe('repository fact:write')
     expect(ruleOf('post /{repoID}/process')).toBe('repository fact:write')
+    expect(ruleOf('get /{repoID}/facts/{factID}/merges')).toBe('repository fact:read')
+    expect(ruleOf('get /api/v1/fact-merges')).toBe('repository fact:read')
+    expect(ruleOf('post /{repoID}/facts/{factID}/unmerge')).toBe('repository fact:write')
+    expect(ruleOf('post /api/v1/facts/{factID}/unmerge')).toBe('repository fact:write')
     expect(ruleOf('get /api/v1/jobs')).toBe('repository-or-system job:read')
     expect(ruleOf('get /api/v1/search')).toBe('repository fact:read (kind=facts) or concept:read (kind=concepts)')
     expect(ruleOf('post /{repoID}/import-graph')).toBe(
