@@ -3,13 +3,15 @@
 // fact citing both, the merge is listed and can be undone (into two facts, each citing its own
 // source), a viewer may not undo it and bad requests write nothing; processing again adds
 // nothing; a source whose document changed marks the facts only it said and no longer says
-// `stale`, which the status filter finds, and they are `stable` again once it says them again.
+// `stale`, which the status filter (of the facts list and of search) finds, and they are `stable`
+// again once it says them again; a bundle carries them as they are.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Sql } from 'postgres'
 import { BACKEND } from '../helpers/backend.ts'
 import { expectError, type Account, type api } from '../helpers/api.ts'
 import { fixture } from '../helpers/fixture.ts'
 import { waitForJob } from '../helpers/jobs.ts'
+import { uploadBundle } from '../helpers/imports.ts'
 import { dumpGraph } from '../helpers/graph-dump.ts'
 import type { TestServer } from '../helpers/server.ts'
 import type { Job } from '../../src/jobs/queue.ts'
@@ -286,5 +288,22 @@ describe(`near-duplicate and stale facts (${BACKEND})`, () => {
     expect(v3).toMatchObject({ added: 0, stale: 1, restored: 1 })
     expect((await factNamed(SWITCHES))!.status).toBe('stable')
     expect((await factNamed(WARM))!.status).toBe('stale')
+  })
+
+  test('a bundle carries a stale fact as it is, and its import keeps it stale', async () => {
+    const exported = await http.post<Job>(`/${repo.slug}/export-graph`, {}, owner.token)
+    expect(exported.status).toBe(202)
+    expect((await finish(exported.body.id)).status).toBe('succeeded')
+    const bytes = await fetch(`${server.url}/${repo.slug}/export-graph/download`, {
+      headers: { authorization: `Bearer ${owner.token}` },
+    })
+    expect(bytes.status).toBe(200)
+    const copy = (await http.post<{ slug: string }>('/api/v1/repositories', { name: 'Merges copy' }, owner.token)).body
+    const started = await uploadBundle(http, copy.slug, owner.token, new Uint8Array(await bytes.arrayBuffer()))
+    expect(started.status).toBe(202)
+    const imported = await waitForJob(http, `/${copy.slug}/jobs/${started.body.id}`, owner.token)
+    expect({ status: imported.status, error: imported.error }).toEqual({ status: 'succeeded', error: null })
+    const stale = await http.get<{ text: string }[]>(`/${copy.slug}/facts?status=stale`, owner.token)
+    expect(stale.body.map((f) => f.text)).toEqual([WARM])
   })
 })
