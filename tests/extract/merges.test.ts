@@ -290,6 +290,16 @@ describe(`near-duplicate and stale facts (${BACKEND})`, () => {
     expect((await factNamed(WARM))!.status).toBe('stale')
   })
 
+  test('texts stating other numbers are not merged, however close the embedder puts them', async () => {
+    const twelve = 'The cooling loop of plant 3 carries river water past turbine 12.'
+    const thirteen = 'The cooling loop of plant 3 carries river water past turbine 13.'
+    expect(cosine(twelve, thirteen)).toBeGreaterThanOrEqual(MERGE_SIMILARITY['kgs-hash-v1'])
+    await upload('twelve.md', `# Turbines\n\n${twelve}\n`)
+    const { facts } = await upload('thirteen.md', `# Turbines\n\n${thirteen}\n`)
+    expect(facts).toMatchObject({ added: 1, near_merged: 0 })
+    expect((await factNamed(thirteen))!.text).toBe(thirteen)
+  })
+
   test('a bundle carries a stale fact as it is, and its import keeps it stale', async () => {
     const exported = await http.post<Job>(`/${repo.slug}/export-graph`, {}, owner.token)
     expect(exported.status).toBe(202)
