@@ -317,3 +317,70 @@ describe(`near-duplicate and stale facts (${BACKEND})`, () => {
     expect(stale.body.map((f) => f.text)).toEqual([WARM])
   })
 })
+
+describe(`near-duplicate facts with an embedding model at EMBEDDING_URL (${BACKEND})`, () => {
+  let server: TestServer
+  let http: ReturnType<typeof api>
+  let owner: Account
+  let repo: { id: string; slug: string }
+  /** An OpenAI-compatible /embeddings answering kgs-hash-v1's vectors: the similarities are known, the threshold is the model's. */
+  const model = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    fetch: async (request) => {
+      const { input } = (await request.json()) as { input: string[] }
+      return Response.json({
+        object: 'list',
+        data: input.map((text, index) => ({ object: 'embedding', index, embedding: Array.from(hashEmbedding(text)) })),
+      })
+    },
+  })
+
+  beforeAll(async () => {
+    ;({
+      server,
+      http,
+      users: { owner },
+      repositories: { repo },
+    } = await fixture({
+      server: {
+        env: {
+          WORKERS: '1',
+          EMBEDDING_URL: `http://127.0.0.1:${model.port}/v1`,
+          EMBEDDING_MODEL: 'fake-embedder',
+          FACT_MERGE_SIMILARITY: '0.99',
+        },
+      },
+      users: { owner: 'member' },
+      repositories: { repo: { by: 'owner', name: 'Model merges' } },
+    }))
+  })
+  afterAll(async () => {
+    await server.stop()
+    await model.stop(true)
+  })
+
+  const upload = async (name: string, text: string) => {
+    const form = new FormData()
+    form.append('file', new File([text], name, { type: 'text/markdown' }))
+    const res = await http.call('POST', `/${repo.slug}/ingest`, { raw: form, token: owner.token })
+    expect(res.status).toBe(202)
+    const ingested = await waitForJob(http, `/${repo.slug}/jobs/${res.body.jobs[0].id}`, owner.token)
+    const next = (ingested.result as { process_job_id: string }).process_job_id
+    const processed = await waitForJob(http, `/${repo.slug}/jobs/${next}`, owner.token)
+    expect(processed).toMatchObject({ status: 'succeeded' })
+    return (processed.result as { facts: ProcessFacts }).facts
+  }
+
+  test('FACT_MERGE_SIMILARITY sets the threshold: below it two facts, at it one, the merge naming the model', async () => {
+    await upload('first.md', FIRST)
+    // 0.94 for kgs-hash-v1's vectors: merged at 0.93, not at 0.99.
+    expect(await upload('second.md', SECOND)).toMatchObject({ added: 2, near_merged: 0 })
+    // Only the case differs: the same vector, similarity 1.
+    const shouted = 'A checkpoint flushes dirty pages to the DATA files.'
+    expect(await upload('third.md', `# Again\n\n${shouted}\n`)).toMatchObject({ added: 0, near_merged: 1 })
+    const merges = (await http.get<FactMerge[]>(`/${repo.slug}/fact-merges`, owner.token)).body
+    expect(merges.map((m) => [m.text, m.embedder])).toEqual([[shouted, 'fake-embedder']])
+    expect(merges[0]!.similarity).toBeCloseTo(1, 5)
+  })
+})
