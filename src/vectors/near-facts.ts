@@ -1,10 +1,11 @@
 // Near-duplicate facts: for the texts process_source is about to write, the fact of the same
 // meaning each has in the repository, or an earlier text of the same batch, by the configured
 // embedder's cosine similarity at or above its threshold (docs/extract.md, "Near-duplicate facts").
-// The candidates are the nearest stored vectors and the facts marked for embedding but not
-// embedded yet (written a moment ago, by this job's earlier sources too); every candidate's text
-// is embedded again here (or taken from the finder's cache of what it embedded), so the similarity
-// is exact and does not depend on when the embedding jobs ran. Texts that state other numbers are
+// The candidates are the nearest stored vectors (their distance is exact: the store ranks small
+// tables exactly and re-ranks an index's candidates by exact distance) and the facts marked for
+// embedding but not embedded yet (written a moment ago, by this job's earlier sources too), whose
+// texts are embedded here (the finder keeps what it embedded for the job's later sources); so the
+// similarity does not depend on when the embedding jobs ran. Texts that state other numbers are
 // never merged: no embedder tells "turbine 12" from "turbine 13" by much.
 import type { Sql } from 'postgres'
 import type { Pools } from '../db/pools.ts'
@@ -97,31 +98,42 @@ export function nearFactFinder({ pools, vectors, embedder, similarity }: NearFac
     if (fresh.length === 0) return { embedder: embedder.model, matches }
     const freshVectors = await embed(fresh.map((f) => f.text))
     const stored = await Promise.all(freshVectors.map((vector) => nearestStored(vectors, repositoryId, vector)))
-    const candidates = await sql<{ id: string; text: string }[]>`
-      SELECT id, text FROM facts
-      WHERE fact_kind = 'text' AND (id = ANY(${[...new Set(stored.flat().map((n) => n.id))]}::uuid[])
-        OR id IN (SELECT id FROM embedding_changes WHERE kind = 'facts' ORDER BY changed_at DESC LIMIT ${MARKED}))
+    const candidates = await sql<{ id: string; text: string; marked: boolean }[]>`
+      WITH marked AS (SELECT id FROM embedding_changes WHERE kind = 'facts' ORDER BY changed_at DESC LIMIT ${MARKED})
+      SELECT id, text, id IN (SELECT id FROM marked) AS marked FROM facts
+      WHERE fact_kind = 'text' AND (id = ANY(${[...new Set(stored.flat().map((n) => n.id))]}::uuid[]) OR id IN (SELECT id FROM marked))
       ORDER BY id`
-    const candidateVectors = await embed(candidates.map((c) => c.text))
-    const candidateNumbers = candidates.map((c) => numbers(c.text))
+    const byId = new Map(candidates.map((c) => [c.id, { ...c, numbers: numbers(c.text) }]))
+    // A marked fact's stored vector may be of its text before an edit, or missing: it is embedded here.
+    const marked = candidates.filter((c) => c.marked)
+    const markedVectors = await embed(marked.map((c) => c.text))
     const freshNumbers = fresh.map((f) => numbers(f.text))
     for (const [i, { position }] of fresh.entries()) {
       const vector = freshVectors[i]!
-      let best: NearFact | undefined
-      const consider = (target: { fact_id: string } | { position: number }, other: Float32Array) => {
-        const similarity = cosine(vector, other)
-        if (similarity >= threshold && (!best || similarity > best.similarity)) best = { ...target, similarity }
+      const found: NearFact[] = []
+      for (const neighbour of stored[i]!) {
+        const fact = byId.get(neighbour.id)
+        if (fact && !fact.marked && fact.numbers === freshNumbers[i])
+          found.push({ fact_id: fact.id, similarity: 1 - neighbour.distance })
       }
-      // Facts first, in id order, then the batch's earlier texts: on a tie the first considered stays.
-      candidates.forEach((c, j) => {
-        if (candidateNumbers[j] === freshNumbers[i]) consider({ fact_id: c.id }, candidateVectors[j]!)
+      marked.forEach((fact, j) => {
+        if (byId.get(fact.id)!.numbers === freshNumbers[i])
+          found.push({ fact_id: fact.id, similarity: cosine(vector, markedVectors[j]!) })
       })
       for (let j = 0; j < i; j++)
-        if (freshNumbers[j] === freshNumbers[i]) consider({ position: fresh[j]!.position }, freshVectors[j]!)
-      matches[position] = best
+        if (freshNumbers[j] === freshNumbers[i])
+          found.push({ position: fresh[j]!.position, similarity: cosine(vector, freshVectors[j]!) })
+      matches[position] = found.filter((match) => match.similarity >= threshold).sort(nearestFirst)[0]
     }
     return { embedder: embedder.model, matches }
   }
+}
+
+/** Most similar first; on a tie a fact (by id) before an earlier text of the batch (by position). */
+function nearestFirst(a: NearFact, b: NearFact): number {
+  if (a.similarity !== b.similarity) return b.similarity - a.similarity
+  if ('fact_id' in a) return 'fact_id' in b ? (a.fact_id < b.fact_id ? -1 : a.fact_id > b.fact_id ? 1 : 0) : -1
+  return 'fact_id' in b ? 1 : a.position - b.position
 }
 
 async function knownHashes(sql: Sql, hashes: readonly string[]): Promise<Set<string>> {

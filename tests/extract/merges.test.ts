@@ -10,7 +10,7 @@ import type { Sql } from 'postgres'
 import { BACKEND } from '../helpers/backend.ts'
 import { expectError, type Account, type api } from '../helpers/api.ts'
 import { fixture } from '../helpers/fixture.ts'
-import { waitForJob } from '../helpers/jobs.ts'
+import { finished, jobsWhen, waitForJob } from '../helpers/jobs.ts'
 import { uploadBundle } from '../helpers/imports.ts'
 import { dumpGraph } from '../helpers/graph-dump.ts'
 import type { TestServer } from '../helpers/server.ts'
@@ -138,6 +138,13 @@ describe(`near-duplicate and stale facts (${BACKEND})`, () => {
 
   test('two sources saying one thing in nearly the same words: one fact citing both, its merge listed', async () => {
     ;({ sourceId: first } = await upload('first.md', FIRST))
+    // Its facts in the vector store (not only marked): the stored side of the comparison is what finds them.
+    await jobsWhen(http, repo.slug, owner.token, (jobs) => {
+      const embedding = jobs.filter((job) => job.kind === 'embed_changes')
+      const facts = embedding.filter((job) => (job.result as { kind?: string } | null)?.kind === 'facts')
+      return facts.some((job) => job.status === 'succeeded') && embedding.every((job) => finished(job))
+    })
+    expect(await server.context.vectors.count(repo.id, 'facts')).toBe(2)
     const { sourceId, facts } = await upload('second.md', SECOND)
     second = sourceId
     expect(facts).toMatchObject({ added: 1, merged: 0, near_merged: 1, unchanged: 0, stale: 0 })
