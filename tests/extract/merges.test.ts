@@ -45,6 +45,27 @@ interface ProcessFacts {
   restored: number
 }
 
+type Ingested = { status: number; body: { jobs: { id: string; source_id: string }[] } }
+
+/** Follows an ingest job to the process_source job it queued, and answers the source and that job's fact counts. */
+async function processedSource(http: ReturnType<typeof api>, slug: string, token: string, res: Ingested) {
+  expect(res.status).toBe(202)
+  const ingested = await waitForJob(http, `/${slug}/jobs/${res.body.jobs[0]!.id}`, token)
+  const next = (ingested.result as { process_job_id: string }).process_job_id
+  const job = await waitForJob(http, `/${slug}/jobs/${next}`, token)
+  expect(job).toMatchObject({ status: 'succeeded' })
+  return { sourceId: res.body.jobs[0]!.source_id, facts: (job.result as { facts: ProcessFacts }).facts }
+}
+
+/** Adds a Markdown file and follows its jobs (processedSource). */
+function uploaded(http: ReturnType<typeof api>, slug: string, token: string, name: string, text: string) {
+  const form = new FormData()
+  form.append('file', new File([text], name, { type: 'text/markdown' }))
+  return http
+    .call('POST', `/${slug}/ingest`, { raw: form, token })
+    .then((res) => processedSource(http, slug, token, res))
+}
+
 const cosine = (a: string, b: string) => {
   const x = hashEmbedding(a)
   const y = hashEmbedding(b)
@@ -85,19 +106,8 @@ describe(`near-duplicate and stale facts (${BACKEND})`, () => {
   })
 
   const finish = (id: string) => waitForJob(http, `/${repo.slug}/jobs/${id}`, owner.token)
-  /** Follows an ingest job to the process_source job it queued, and answers the source and that job's fact counts. */
-  const processed = async (res: { status: number; body: { jobs: { id: string; source_id: string }[] } }) => {
-    expect(res.status).toBe(202)
-    const ingested = await finish(res.body.jobs[0]!.id)
-    const next = await finish((ingested.result as { process_job_id: string }).process_job_id)
-    expect(next).toMatchObject({ status: 'succeeded' })
-    return { sourceId: res.body.jobs[0]!.source_id, facts: (next.result as { facts: ProcessFacts }).facts }
-  }
-  const upload = (name: string, text: string) => {
-    const form = new FormData()
-    form.append('file', new File([text], name, { type: 'text/markdown' }))
-    return http.call('POST', `/${repo.slug}/ingest`, { raw: form, token: owner.token }).then(processed)
-  }
+  const processed = (res: Ingested) => processedSource(http, repo.slug, owner.token, res)
+  const upload = (name: string, text: string) => uploaded(http, repo.slug, owner.token, name, text)
   const get = async <T>(path: string) => {
     const res = await http.get<T>(`/${repo.slug}${path}`, owner.token)
     expect(res.status).toBe(200)
@@ -367,17 +377,7 @@ describe(`near-duplicate facts with an embedding model at EMBEDDING_URL (${BACKE
     await model.stop(true)
   })
 
-  const upload = async (name: string, text: string) => {
-    const form = new FormData()
-    form.append('file', new File([text], name, { type: 'text/markdown' }))
-    const res = await http.call('POST', `/${repo.slug}/ingest`, { raw: form, token: owner.token })
-    expect(res.status).toBe(202)
-    const ingested = await waitForJob(http, `/${repo.slug}/jobs/${res.body.jobs[0].id}`, owner.token)
-    const next = (ingested.result as { process_job_id: string }).process_job_id
-    const processed = await waitForJob(http, `/${repo.slug}/jobs/${next}`, owner.token)
-    expect(processed).toMatchObject({ status: 'succeeded' })
-    return (processed.result as { facts: ProcessFacts }).facts
-  }
+  const upload = async (name: string, text: string) => (await uploaded(http, repo.slug, owner.token, name, text)).facts
 
   test('FACT_MERGE_SIMILARITY sets the threshold: below it two facts, at it one, the merge naming the model', async () => {
     await upload('first.md', FIRST)
