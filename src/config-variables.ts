@@ -232,6 +232,17 @@ export const EnvSchema = Type.Object({
   EMBEDDING_API_KEY: secret(
     variable(Type.Optional(Type.String({ minLength: 1, description: 'bearer key for EMBEDDING_URL' })), 'an API key'),
   ),
+  FACT_MERGE_SIMILARITY: variable(
+    Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 1,
+        description:
+          "cosine similarity of the embedder at or above which process_source merges a new fact into an existing one of the same meaning; unset: the embedder's own (0.93 for kgs-hash-v1, 0.92 for an EMBEDDING_URL model; docs/extract.md); 1: only texts the embedder cannot tell apart",
+      }),
+    ),
+    'a number from 0 to 1',
+  ),
   LLM_URL: variable(
     Type.Optional(
       Type.String({

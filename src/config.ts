@@ -139,6 +139,8 @@ function configFrom(v: Env) {
     embedding: v.EMBEDDING_URL
       ? { url: v.EMBEDDING_URL, model: v.EMBEDDING_MODEL!, apiKey: v.EMBEDDING_API_KEY }
       : undefined,
+    /** Unset: the embedder's own threshold (vectors/near-facts.ts). */
+    factMergeSimilarity: v.FACT_MERGE_SIMILARITY,
     /** Unset: the built-in extractor (src/extract/builtin.ts); set: the model extractor's settings (src/extract/model.ts). */
     llm: v.LLM_URL
       ? {

@@ -8,6 +8,7 @@ import { databaseCreationLock } from './vectors/creation-lock.ts'
 import { VectorStore } from './vectors/store.ts'
 import { createEmbedder } from './vectors/embedder.ts'
 import { embeddingQueue } from './vectors/embed-jobs.ts'
+import { nearFactFinder } from './vectors/near-facts.ts'
 import { graphWrites } from './graph/write/service.ts'
 import { createRegistryClient } from './registry/client.ts'
 import { loadJobKinds } from './job-kinds.ts'
@@ -57,15 +58,17 @@ async function start(message: Extract<ToWorker, { type: 'start' }>): Promise<voi
   const blobs = openBlobStore(config)
   const enqueue = jobs.enqueue.bind(jobs)
   const repositoryChanged = (repositoryId: string) => graphChanged(pools, bus, repositoryId, log)
+  const embedder = createEmbedder(config)
   const services = {
     pools,
     vectors,
-    embedder: createEmbedder(config),
+    embedder,
     blobs,
     registry: createRegistryClient(config, baseUrl),
     config: { ...config, baseUrl },
     log,
     enqueue,
+    nearFacts: nearFactFinder({ pools, vectors, embedder, similarity: config.factMergeSimilarity }),
     // Jobs that write the graph (process_source) write as the routes do, with what a write sets off.
     writes: graphWrites({
       pools,

@@ -95,6 +95,16 @@ describe('parseEnv', () => {
     })
   })
 
+  test("the near-duplicate merge's similarity: unset (the embedder's own), or a number from 0 to 1", () => {
+    expect(parseEnv({}).factMergeSimilarity).toBeUndefined()
+    expect(parseEnv({ FACT_MERGE_SIMILARITY: '0.95' }).factMergeSimilarity).toBe(0.95)
+    expect(parseEnv({ FACT_MERGE_SIMILARITY: '1' }).factMergeSimilarity).toBe(1)
+    for (const value of ['1.5', '-0.1', 'high'])
+      expect(() => parseEnv({ FACT_MERGE_SIMILARITY: value })).toThrow(
+        `invalid FACT_MERGE_SIMILARITY: expected a number from 0 to 1, got "${value}"`,
+      )
+  })
+
   test('one configuration for object storage: an s3:// LANCEDB_URI is reached with the S3_* settings', () => {
     const s3 = {
       S3_BUCKET: 'kgs-blobs',

@@ -1,15 +1,16 @@
 // process_source: draws facts and concepts out of parsed sources (docs/extract.md, "The
 // pipeline"). For each source: its chunks are read, the extractor extractorFor picks draws from
 // them, and what it drew is written through the graph's write service in one transaction
-// (writeSourceKnowledge): facts citing the source and chunk, concepts, their links, the status
-// `processed`. A kill before that commit leaves the graph as it was, and the retry redoes the
+// (writeSourceKnowledge): facts citing the source and chunk (or merged into a fact of the same
+// meaning the embedder finds first, services.nearFacts), concepts, their links, the facts the
+// source no longer says marked stale, the status `processed`. A kill before that commit leaves the graph as it was, and the retry redoes the
 // source; a repository's job commits source by source, so its retry finds the done ones adding
 // nothing. One source (`source_id`), or every processable source of the repository (none given).
 // Then the concepts the job touched get their summaries and their groups their syntheses
 // (summaries-job.ts), each rewritten whole, so a retry writes them again the same way.
 import { Type } from '@sinclair/typebox'
 import type { GraphWrites } from '../graph/write/service.ts'
-import type { SourceKnowledgeWritten } from '../graph/write/source-knowledge.ts'
+import type { FindNearFacts, SourceKnowledgeWritten } from '../graph/write/source-knowledge.ts'
 import { sourceChunks } from '../ingest/store.ts'
 import { defineJobKind, PermanentJobError, type JobServices, type RunningJob } from '../jobs/kinds.ts'
 import { UUID_PATTERN } from '../uuid.ts'
@@ -55,7 +56,7 @@ async function processSources(job: RunningJob<typeof ProcessParams.static>, serv
     sources: 0,
     skipped: 0,
     promptset_hash: extractor.promptsetHash,
-    facts: { added: 0, merged: 0, unchanged: 0, refused: 0 },
+    facts: { added: 0, merged: 0, near_merged: 0, unchanged: 0, refused: 0, stale: 0, restored: 0 },
     concepts: { added: 0, existing: 0, refused: 0 },
     linked: 0,
     failed_chunks: [],
@@ -107,10 +108,20 @@ async function processSources(job: RunningJob<typeof ProcessParams.static>, serv
     }
     const { extraction, failed } = drawn
     job.progress({ phase: `writing${ofAll(n)}`, done: 0, total: 1 })
+    // Asked in the source's turn, after the sources before it are written: a fact of the same
+    // meaning may be one of theirs.
+    const near = await services.nearFacts(
+      job.repositoryId!,
+      extraction.facts.map((fact) => fact.text),
+    )
+    job.signal.throwIfAborted()
     const written = await services.writes.writeSourceKnowledge(job.repositoryId!, {
       sourceId,
       facts: extraction.facts,
       concepts: extraction.concepts,
+      promptsetHash: extractor.promptsetHash,
+      unreadChunks: failed.map((chunk) => chunk.chunk_index),
+      near,
     })
     job.progress({ phase: `writing${ofAll(n)}`, done: 1, total: 1 })
     add(outcome, written)
@@ -134,7 +145,8 @@ function addUsage(outcome: Outcome, spent: Extraction['usage']): void {
 }
 
 function add(sum: SourceKnowledgeWritten, written: SourceKnowledgeWritten): void {
-  for (const key of ['added', 'merged', 'unchanged', 'refused'] as const) sum.facts[key] += written.facts[key]
+  for (const key of Object.keys(sum.facts) as (keyof SourceKnowledgeWritten['facts'])[])
+    sum.facts[key] += written.facts[key]
   for (const key of ['added', 'existing', 'refused'] as const) sum.concepts[key] += written.concepts[key]
   sum.linked += written.linked
 }
@@ -153,5 +165,7 @@ declare module '../jobs/kinds.ts' {
     writes: GraphWrites
     /** The configured embedder (vectors/embedder.ts), whose similarity picks a built-in summary's facts. */
     embedder: TextEmbedder
+    /** The facts of the same meaning as the texts a source yields, by the configured embedder (vectors/near-facts.ts). */
+    nearFacts: FindNearFacts
   }
 }

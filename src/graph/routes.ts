@@ -12,12 +12,14 @@ import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
 import {
   conceptFacts,
   factCitations,
+  factExists,
   getConcept,
   getFact,
   getInvestigation,
   getReport,
   getSource,
   listConcepts,
+  listFactMerges,
   listFacts,
   listInvestigations,
   listReports,
@@ -33,6 +35,8 @@ import {
   ConceptDetail,
   Fact,
   FactDetail,
+  FactMerge,
+  FactStatus,
   Investigation,
   InvestigationDetail,
   Neighbourhood,
@@ -49,11 +53,7 @@ const UUID = new RegExp(UUID_PATTERN)
 /** Concepts a facts list may name at once (?concept= repeated): facts linked to all of them. */
 const MAX_CONCEPTS = 20
 const FactQuery = t.Object({
-  status: t.Optional(
-    t.Union([t.Literal('new'), t.Literal('stable'), t.Literal('to_delete')], {
-      error: 'expected new, stable or to_delete',
-    }),
-  ),
+  status: t.Optional(FactStatus()),
   kind: t.Optional(
     t.Union([t.Literal('text'), t.Literal('image')], {
       error: 'expected text or image',
@@ -134,7 +134,10 @@ export interface GraphRoutesOptions {
 /** Every route at /{repoID}/… and, with the repository in X-Repository-ID, at /api/v1/…. */
 export function graphRoutes(options: GraphRoutesOptions) {
   // Two route sets: one chain of them all is more than the compiler can type.
-  return new Elysia({ name: 'kgs/graph-read' }).use(rowRoutes(options)).use(factsOfRoutes(options))
+  return new Elysia({ name: 'kgs/graph-read' })
+    .use(rowRoutes(options))
+    .use(factsOfRoutes(options))
+    .use(factMergeRoutes(options))
 }
 
 /** The facts of a source (by chunk) and of a concept (with where each came from), as the app's pages show them. */
@@ -180,6 +183,40 @@ function factsOfRoutes({ scope }: GraphRoutesOptions) {
           detail: describe("A concept's facts, each with its sources (and the chunks it cites) and concepts"),
         },
       )
+  })
+}
+
+/** The near-duplicate merges processing made (graph/write/fact-merges.ts). */
+function factMergeRoutes({ scope }: GraphRoutesOptions) {
+  return repositoryScopedRoutes('kgs/factMerges', scope, (app, at) => {
+    const describe = (summary: string) => at.detail({ tags: ['graph'], summary })
+    const { params } = at
+    const listParams = at.repositoryParams
+    return app
+      .use(pagination)
+      .get(
+        '/facts/:factID/merges',
+        async ({ db, page, params }) => {
+          const sql = await db()
+          const merges = await listFactMerges(sql, { ...page, factId: params.factID })
+          if (merges.length === 0 && !(await factExists(sql, params.factID))) throw new HttpError(404, 'fact not found')
+          return merges
+        },
+        {
+          repository: 'fact:read',
+          paginated: true,
+          params: params({ factID: Uuid }),
+          response: { 200: t.Array(FactMerge), ...errors },
+          detail: describe('The texts of the same meaning processing merged into a fact, oldest first'),
+        },
+      )
+      .get('/fact-merges', async ({ db, page }) => listFactMerges(await db(), page), {
+        repository: 'fact:read',
+        paginated: true,
+        params: listParams,
+        response: { 200: t.Array(FactMerge), ...errors },
+        detail: describe("The repository's near-duplicate merges, oldest first"),
+      })
   })
 }
 

@@ -26,6 +26,12 @@ export function factContentHash(text: string): string {
   return sha256Hex(normalizeFactText(text))
 }
 
+/**
+ * A fact's statuses: the bundle's three (docs/spec/bundle.md) and `stale`, a fact a changed source
+ * no longer says and no other source cites (decisions §6), which the pipeline marks and never deletes.
+ */
+export const FACT_STATUSES = ['new', 'stable', 'to_delete', 'stale'] as const
+
 /** The statuses of a source whose chunks are there to draw facts from: parsed, or processed before (decisions §6). */
 export const PROCESSABLE_SOURCE_STATUSES: readonly string[] = ['parsed', 'processed']
 

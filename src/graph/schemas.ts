@@ -2,6 +2,7 @@
 // of the rows the store reads.
 import { t } from 'elysia'
 import type { Static, TSchema } from '@sinclair/typebox'
+import { FACT_STATUSES } from './rules.ts'
 
 /** How many related rows a detail embeds (images of a source, facts' sources, annotations, ...). */
 export const RELATED_LIMIT = 500
@@ -66,11 +67,33 @@ const factFields = {
   image_url: t.String(),
   content_hash: t.String(),
   promptset_hash: t.String(),
-  status: t.String({ description: 'new, stable or to_delete' }),
+  status: t.String({ description: FACT_STATUSES.join(', ') }),
   source_image_id: nullable(t.String()),
   created_at: Timestamp,
 }
 export const Fact = t.Object(factFields)
+export const FactMerge = t.Object({
+  id: t.String(),
+  fact_id: t.String({ description: 'the fact the text was merged into' }),
+  text: t.String({ description: 'the merged text, as the source said it' }),
+  content_hash: t.String(),
+  promptset_hash: t.String(),
+  source_id: t.String(),
+  chunk_index: t.Integer(),
+  similarity: t.Number({ description: "the embedder's cosine similarity of the text and the fact" }),
+  embedder: t.String({ description: 'the embedding model that measured it' }),
+  concept_ids: t.Array(t.String(), { description: 'the concepts the text mentions' }),
+  created_at: Timestamp,
+})
+/** A fact status a request names (a filter, a write). */
+export const FactStatus = (description?: string) =>
+  t.Union(
+    FACT_STATUSES.map((status) => t.Literal(status)),
+    {
+      error: `expected ${FACT_STATUSES.slice(0, -1).join(', ')} or ${FACT_STATUSES.at(-1)}`,
+      ...(description ? { description } : {}),
+    },
+  )
 export const FactDetail = t.Object({
   ...factFields,
   sources: related(
@@ -210,6 +233,7 @@ export type SourceDetail = Static<typeof SourceDetail>
 export type SourceFact = Static<typeof SourceFact>
 export type Fact = Static<typeof Fact>
 export type FactDetail = Static<typeof FactDetail>
+export type FactMerge = Static<typeof FactMerge>
 export type Concept = Static<typeof Concept>
 export type ConceptDetail = Static<typeof ConceptDetail>
 export type RelatedConcept = Static<typeof RelatedConcept>

@@ -12,6 +12,7 @@ import {
   type ConceptDetail,
   type Fact,
   type FactDetail,
+  type FactMerge,
   type Investigation,
   type InvestigationDetail,
   type Neighbourhood,
@@ -189,6 +190,23 @@ export async function sourceFacts(
 }
 
 // ---- facts
+
+/** The near-duplicate merges (graph/write/fact-merges.ts), of one fact or of all, oldest first. */
+export function listFactMerges(sql: Sql, request: PageRequest & { factId?: string }): Promise<Paged<FactMerge>> {
+  return listPage(
+    sql,
+    sql`id, fact_id, text, content_hash, promptset_hash, source_id, chunk_index, similarity, embedder, concept_ids::text[], ${createdAt(sql, 'fact_merges')}`,
+    'fact_merges',
+    ['text', 'promptset_hash', 'embedder'],
+    request.factId === undefined ? sql`true` : sql`fact_id = ${request.factId}`,
+    request,
+  )
+}
+
+/** Whether the fact exists (a list of its rows tells no fact from one with none). */
+export async function factExists(sql: Sql, id: string): Promise<boolean> {
+  return (await sql`SELECT 1 FROM facts WHERE id = ${id}`).length > 0
+}
 
 export interface FactFilter {
   status?: string

@@ -250,6 +250,27 @@ function factWriteRoutes(options: GraphWriteOptions) {
           ),
         },
       )
+      .post(
+        '/facts/:factID/unmerge',
+        async (ctx) => {
+          const unmerged = await writes.unmergeFact(ctx.repository.id, ctx.params.factID, ctx.body.merge_id, {
+            ifMatch: ifMatch(ctx.request),
+          })
+          ctx.set.headers.location = `/${ctx.repository.id}/facts/${unmerged.fact.id}`
+          answer(ctx, unmerged.fact, 201)
+          return unmerged
+        },
+        {
+          repository: 'fact:write',
+          params: params({ factID: Uuid }),
+          body: bodies.Unmerge,
+          response: { 201: bodies.Unmerged, ...updated },
+          detail: describe(
+            "Undo a near-duplicate merge: the merged text becomes its own fact again, citing where it came from (If-Match: the kept fact's ETag)",
+            true,
+          ),
+        },
+      )
       .put(
         '/facts/:factID/concepts/:conceptID',
         async (ctx) =>

@@ -4,7 +4,7 @@
 import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
 import { HttpError } from '../http/errors.ts'
-import { ConceptDetail, FactDetail, InvestigationDetail, ReportDetail } from '../graph/schemas.ts'
+import { ConceptDetail, FactDetail, FactStatus, InvestigationDetail, ReportDetail } from '../graph/schemas.ts'
 import {
   getConcept,
   getFact,
@@ -184,11 +184,7 @@ export const TOOLS: Tool[] = [
     description:
       'Page through the facts of a repository (oldest first), optionally of one status, one source, or shared by several concepts.',
     input: listInput({
-      status: t.Optional(
-        t.Union([t.Literal('new'), t.Literal('stable'), t.Literal('to_delete')], {
-          description: 'only facts of this status',
-        }),
-      ),
+      status: t.Optional(FactStatus('only facts of this status')),
       source_id: t.Optional(Uuid('only facts of this source')),
       concept_ids: t.Optional(
         t.Array(Uuid('a concept'), {

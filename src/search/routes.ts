@@ -6,7 +6,8 @@
 import { t } from 'elysia'
 import { ErrorBody } from '../http/schemas.ts'
 import { pagination, rankedPage } from '../http/pagination.ts'
-import { Concept, Fact } from '../graph/schemas.ts'
+import { Concept, Fact, FactStatus } from '../graph/schemas.ts'
+import { HttpError } from '../http/errors.ts'
 import type { repositoryScope } from '../repositories/scope.ts'
 import { repositoryScopedRoutes } from '../repositories/scoped-routes.ts'
 import { RESULT_WINDOW, search, SEARCH_MODES, type SearchServices } from './search.ts'
@@ -25,6 +26,7 @@ const SearchQuery = t.Object({
       { error: 'expected hybrid, keyword or vector', description: 'hybrid (default), keyword or vector' },
     ),
   ),
+  status: t.Optional(FactStatus('only facts of this status (kind=facts)')),
 })
 const Hit = t.Object({
   id: t.String(),
@@ -57,10 +59,13 @@ export function searchRoutes({ scope, services }: SearchRoutesOptions) {
     range: { offset: number; limit: number }
     set: { headers: Record<string, string | number> }
   }) => {
+    const kind = query.kind ?? 'facts'
+    if (query.status !== undefined && kind !== 'facts')
+      throw new HttpError(400, 'invalid query: status: only facts have a status (kind=facts)')
     const answer = await search(
       await db(),
       repository.id,
-      { q: query.q, kind: query.kind ?? 'facts', mode: query.mode ?? 'hybrid', ...range },
+      { q: query.q, kind, mode: query.mode ?? 'hybrid', status: query.status, ...range },
       services,
     )
     set.headers['x-search-mode'] = answer.mode

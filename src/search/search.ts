@@ -35,6 +35,8 @@ export interface SearchRequest {
   mode: SearchMode
   offset: number
   limit: number
+  /** Facts of this status only. */
+  status?: string
 }
 
 interface SearchHit {
@@ -120,6 +122,7 @@ async function vectorRanking(
     sql,
     kind,
     neighbours.map((n) => n.id),
+    request.status,
   )
   return neighbours
     .filter((n) => existing.has(n.id))
@@ -149,23 +152,33 @@ async function ranking(
 ): Promise<Omit<SearchAnswer, 'hits'> & { page: Ranked[] }> {
   const { offset, limit } = request
   if (request.mode === 'keyword') {
-    const { total, estimated, hits } = await keywordSearch(sql, request.kind, request.q, { offset, limit })
+    const { total, estimated, hits } = await keywordSearch(
+      sql,
+      request.kind,
+      request.q,
+      { offset, limit },
+      request.status,
+    )
     return { mode: 'keyword', total, ...(estimated ? { totalEstimated: true } : {}), page: hits }
   }
   if (request.mode === 'vector') {
     try {
-      const depth = offset + limit
+      // Filtered, the nearest of the whole window are ranked and filtered, and the list is what is left.
+      const depth = request.status === undefined ? offset + limit : RESULT_WINDOW
       const ranked = await vectorRanking(sql, repositoryId, request, depth, services)
       // Every vector is a hit: their number, unless this list already holds them all.
-      const total = ranked.length < depth ? ranked.length : await services.vectors.count(repositoryId, request.kind)
-      return { mode: 'vector', total, page: ranked.slice(offset) }
+      const total =
+        ranked.length < depth || request.status !== undefined
+          ? ranked.length
+          : await services.vectors.count(repositoryId, request.kind)
+      return { mode: 'vector', total, page: ranked.slice(offset, offset + limit) }
     } catch (error) {
       if (error instanceof VectorSideUnavailable) throw new HttpError(error.status, error.message)
       throw error
     }
   }
   const [keyword, vector] = await Promise.all([
-    keywordSearch(sql, request.kind, request.q, { offset: 0, limit: HYBRID_DEPTH }),
+    keywordSearch(sql, request.kind, request.q, { offset: 0, limit: HYBRID_DEPTH }, request.status),
     vectorRanking(sql, repositoryId, request, HYBRID_DEPTH, services).catch((error: unknown) => {
       if (error instanceof VectorSideUnavailable) return error
       throw error
@@ -180,7 +193,7 @@ async function ranking(
     page:
       offset + limit <= HYBRID_DEPTH
         ? keyword.hits.slice(offset, offset + limit)
-        : (await keywordSearch(sql, request.kind, request.q, { offset, limit })).hits,
+        : (await keywordSearch(sql, request.kind, request.q, { offset, limit }, request.status)).hits,
   })
   if (vector instanceof VectorSideUnavailable) {
     services.log.warn('search: hybrid fell back to keyword', { repository: repositoryId, ...describeError(vector) })

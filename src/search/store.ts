@@ -41,9 +41,10 @@ export async function keywordSearch(
   kind: SearchKind,
   query: string,
   range: RankedRange,
+  status?: string,
 ): Promise<KeywordPage> {
   const table = sql(kind === 'facts' ? 'fact_documents' : 'concepts')
-  const matches = sql`FROM ${table}, websearch_to_tsquery(${CONFIG}::regconfig, ${query}) query WHERE fulltext @@ query`
+  const matches = sql`FROM ${table}, websearch_to_tsquery(${CONFIG}::regconfig, ${query}) query WHERE fulltext @@ query AND ${ofStatus(sql, status)}`
   const { total, rows } = await rankedSlice<KeywordHit>(
     sql,
     sql`SELECT id, ts_rank(fulltext, query, ${RANK_NORMALIZATION}) AS score FROM (SELECT id, fulltext, query ${matches} LIMIT ${RANKED_MATCHES}) first_matches`,
@@ -62,11 +63,20 @@ export async function keywordSearch(
   }
 }
 
-/** Which of `ids` are rows of `kind` (a vector may outlive its row until the vector store catches up). */
-export async function existingIds(sql: Sql, kind: SearchKind, ids: readonly string[]): Promise<Set<string>> {
+/** Facts of `status` only (a fact's document shares its id); undefined: any. */
+const ofStatus = (sql: Sql, status: string | undefined) =>
+  status === undefined ? sql`true` : sql`id IN (SELECT id FROM facts WHERE status = ${status})`
+
+/** Which of `ids` are rows of `kind` (of `status`, for facts): a vector may outlive its row until the vector store catches up. */
+export async function existingIds(
+  sql: Sql,
+  kind: SearchKind,
+  ids: readonly string[],
+  status?: string,
+): Promise<Set<string>> {
   if (ids.length === 0) return new Set()
   const rows = await sql<
     { id: string }[]
-  >`SELECT id FROM ${sql(kind === 'facts' ? 'facts' : 'concepts')} WHERE id = ANY(${ids as string[]}::uuid[])`
+  >`SELECT id FROM ${sql(kind === 'facts' ? 'facts' : 'concepts')} WHERE id = ANY(${ids as string[]}::uuid[]) AND ${ofStatus(sql, status)}`
   return new Set(rows.map((row) => row.id))
 }

@@ -744,7 +744,7 @@ describe(`graph read API (${BACKEND})`, () => {
     expectError(
       await getBoth('/facts?status=done', viewer.token),
       400,
-      'invalid query: status: expected new, stable or to_delete (got "done")',
+      'invalid query: status: expected new, stable, to_delete or stale (got "done")',
     )
     expectError(
       await getBoth('/facts?source_id=s1', viewer.token),

@@ -35,6 +35,7 @@ const TABLES = [
   'facts',
   'fact_sources',
   'fact_concepts',
+  'fact_merges',
   'concepts',
   'concept_aliases',
   'concept_summaries',
@@ -86,6 +87,12 @@ beforeAll(async () => {
     { method: 'DELETE', path: `${r}/facts/${fact}`, permission: 'fact:write' },
     { method: 'PUT', path: `${r}/facts/${fact}/concepts/${concept}`, permission: 'fact:write' },
     { method: 'DELETE', path: `${r}/facts/${fact}/concepts/${concept}`, permission: 'fact:write' },
+    {
+      method: 'POST',
+      path: `${r}/facts/${fact}/unmerge`,
+      permission: 'fact:write',
+      body: { merge_id: crypto.randomUUID() },
+    },
     { method: 'POST', path: `${r}/concepts`, permission: 'concept:write', body: { canonical_name: 'New' } },
     { method: 'PATCH', path: `${r}/concepts/${concept}`, permission: 'concept:write', body: { description: 'new' } },
     { method: 'DELETE', path: `${r}/concepts/${concept}`, permission: 'concept:write' },
@@ -251,7 +258,7 @@ describe(`bad input on the write routes (${BACKEND})`, () => {
       'bad status',
       { body: JSON.stringify({ text: 'x', status: 'gone' }) },
       400,
-      /invalid body: status: expected new, stable or to_delete/,
+      /invalid body: status: expected new, stable, to_delete or stale/,
     )
     await check(
       fact,

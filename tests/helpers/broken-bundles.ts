@@ -402,7 +402,7 @@ export function brokenBundles(): BrokenBundle[] {
   cases.push({
     name: 'bad enum value',
     bytes: derived((b) => (rowsOf(b, 'facts')[0]!.status = 'old')),
-    error: /^facts\[0\]: status must be one of new, stable, to_delete, not "old"$/,
+    error: /^facts\[0\]: status must be one of new, stable, to_delete, stale, not "old"$/,
     section: 'facts',
     position: 0,
   })

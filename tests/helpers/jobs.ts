@@ -6,6 +6,7 @@ import type { JobServices } from '../../src/jobs/kinds.ts'
 import type { AppContext } from '../../src/app.ts'
 import { graphWrites } from '../../src/graph/write/service.ts'
 import { embeddingQueue } from '../../src/vectors/embed-jobs.ts'
+import { nearFactFinder } from '../../src/vectors/near-facts.ts'
 
 export const finished = (job: Job) => ['succeeded', 'failed', 'cancelled'].includes(job.status)
 
@@ -57,14 +58,25 @@ export async function jobsWhen(
   }
 }
 
-/** The graph's write service a job's services carry (src/job-thread.ts builds the same), over a test server's stores. */
-export function jobWrites(context: AppContext, enqueue: JobServices['enqueue']): JobServices['writes'] {
-  return graphWrites({
-    pools: context.pools,
-    blobs: context.blobs,
-    log: context.log,
-    baseUrl: context.baseUrl,
-    embeddingChanged: embeddingQueue({ enqueue }),
-    graphChanged: (repositoryId) => context.repositories.graphChanged(repositoryId),
-  })
+/** The graph's write service and the near-duplicate finder a job's services carry (src/job-thread.ts builds the same), over a test server's stores. */
+export function jobWrites(
+  context: AppContext,
+  enqueue: JobServices['enqueue'],
+): Pick<JobServices, 'writes' | 'nearFacts'> {
+  return {
+    writes: graphWrites({
+      pools: context.pools,
+      blobs: context.blobs,
+      log: context.log,
+      baseUrl: context.baseUrl,
+      embeddingChanged: embeddingQueue({ enqueue }),
+      graphChanged: (repositoryId) => context.repositories.graphChanged(repositoryId),
+    }),
+    nearFacts: nearFactFinder({
+      pools: context.pools,
+      vectors: context.vectors,
+      embedder: context.embedder,
+      similarity: context.config.factMergeSimilarity,
+    }),
+  }
 }

@@ -118,6 +118,10 @@ describe(`access rules (${BACKEND})`, () => {
     expect(ruleOf('post /{repoID}/concepts/{conceptID}/split')).toBe('repository concept:write')
     expect(ruleOf('post /{repoID}/reports/{reportID}/annotate')).toBe('repository report:write')
     expect(ruleOf('post /api/v1/reports/{reportID}/annotate')).toBe('repository report:write')
+    expect(ruleOf('get /{repoID}/facts/{factID}/merges')).toBe('repository fact:read')
+    expect(ruleOf('get /api/v1/fact-merges')).toBe('repository fact:read')
+    expect(ruleOf('post /{repoID}/facts/{factID}/unmerge')).toBe('repository fact:write')
+    expect(ruleOf('post /api/v1/facts/{factID}/unmerge')).toBe('repository fact:write')
     expect(ruleOf('get /api/v1/jobs')).toBe('repository-or-system job:read')
     expect(ruleOf('get /api/v1/search')).toBe('repository fact:read (kind=facts) or concept:read (kind=concepts)')
     expect(ruleOf('post /{repoID}/import-graph')).toBe(

@@ -11,6 +11,7 @@
 //                         left out (Go's `omitempty` on an int), so an absent key is 0 where
 //                         row 0 of its section exists and none (undefined) where it does not
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { FACT_STATUSES } from '../../graph/rules.ts'
 
 /** The sections made of rows. */
 export type RowSection =
@@ -51,7 +52,6 @@ const omit = <T extends TSchema>(schema: T) => Type.Optional(schema)
 
 const SOURCE_IMAGE_KINDS = ['inline', 'page'] as const
 const FACT_KINDS = ['text', 'image'] as const
-const FACT_STATUSES = ['new', 'stable', 'to_delete'] as const
 const REPORT_STATUSES = ['pending', 'processing', 'annotated', 'failed'] as const
 const POSTURES = ['related', 'supports', 'contradicts'] as const
 

@@ -53,6 +53,16 @@ const constraintsOf = (tx: TransactionSql, types: readonly string[], tables: rea
   WHERE c.contype::text = ANY(${types}::text[]) AND c.conrelid = ANY(${tables}::text[]::regclass[])
   ORDER BY 1, 2`
 
+/**
+ * The foreign keys of other tables onto `tables` (fact_merges onto facts): a key they depend on
+ * cannot be dropped while they stand. An empty repository's graph leaves them nothing to check.
+ */
+const referencing = (tx: TransactionSql, tables: readonly string[]) => tx<Deferred[]>`
+  SELECT c.conrelid::regclass::text AS table, c.conname AS name, pg_get_constraintdef(c.oid) AS definition
+  FROM pg_constraint c
+  WHERE c.contype = 'f' AND c.confrelid = ANY(${tables}::text[]::regclass[]) AND NOT c.conrelid = ANY(${GRAPH_TABLES}::text[]::regclass[])
+  ORDER BY 1, 2`
+
 const addConstraint = (key: Deferred) => `ALTER TABLE ${key.table} ADD CONSTRAINT ${quoted(key.name)} ${key.definition}`
 
 /** What a load into an empty repository does at its end. */
@@ -64,7 +74,8 @@ export interface DeferredIndexes {
 }
 
 /**
- * When every graph table of the repository is empty: drops their foreign keys, the secondary
+ * When every graph table of the repository is empty: drops their foreign keys (and those onto
+ * the tables whose keys go), the secondary
  * indexes of the bulk tables and, with `bulk`, the unique indexes and keys of BULK_UNIQUE; returns
  * what builds them again (to run after the last row). Otherwise nothing is changed and undefined
  * is returned.
@@ -79,7 +90,7 @@ export async function deferIndexesIfEmpty(
   await tx.unsafe(LOCK)
   if (!(await isEmpty())) return undefined
   const uniqueTables = bulk ? BULK_UNIQUE : []
-  const foreignKeys = await constraintsOf(tx, ['f'], GRAPH_TABLES)
+  const foreignKeys = [...(await constraintsOf(tx, ['f'], GRAPH_TABLES)), ...(await referencing(tx, uniqueTables))]
   const keys = await constraintsOf(tx, ['p', 'u'], uniqueTables)
   // Unique ones first: they are built first again, so that a bulk load's repeat surfaces there.
   const indexes = await tx<Deferred[]>`

@@ -33,6 +33,7 @@ import repository0009 from './repository/0009_summary_citations.sql' with { type
 import repository0010 from './repository/0010_fact_hash_check.sql' with { type: 'text' }
 import repository0011 from './repository/0011_fact_document_function.sql' with { type: 'text' }
 import repository0012 from './repository/0012_source_ingest.sql' with { type: 'text' }
+import repository0013 from './repository/0013_fact_merges.sql' with { type: 'text' }
 
 export interface Migration {
   version: number
@@ -79,5 +80,6 @@ export const MIGRATIONS: Record<MigrationSet, readonly Migration[]> = {
     { version: 10, name: '0010_fact_hash_check', sql: repository0010 },
     { version: 11, name: '0011_fact_document_function', sql: repository0011 },
     { version: 12, name: '0012_source_ingest', sql: repository0012 },
+    { version: 13, name: '0013_fact_merges', sql: repository0013 },
   ],
 }

@@ -6,6 +6,8 @@ import type { TProperties, TSchema } from '@sinclair/typebox'
 import { UUID_PATTERN } from '../../uuid.ts'
 import {
   ConceptDetail,
+  FactDetail,
+  FactStatus,
   summaryFields as summaryAnswerFields,
   synthesisFields as synthesisAnswerFields,
 } from '../schemas.ts'
@@ -64,9 +66,6 @@ const sourceFields = {
 export const SourceCreate = strict(sourceFields)
 export const SourceUpdate = changes(sourceFields, 'the fields to change')
 
-const FactStatus = t.Union([t.Literal('new'), t.Literal('stable'), t.Literal('to_delete')], {
-  error: 'expected new, stable or to_delete',
-})
 const FactSource = strict({
   source_id: Uuid(),
   chunk_index: t.Optional(t.Integer({ minimum: 0, maximum: 2 ** 31 - 1, error: 'expected an integer ≥ 0' })),
@@ -75,7 +74,7 @@ const FactConcept = strict({ concept_id: Uuid(), promptset_hash: t.Optional(text
 const factFields = {
   text: required(FACT_TEXT, 'the fact; its normalized form is its identity (content_hash)'),
   fact_kind: t.Optional(t.Union([t.Literal('text'), t.Literal('image')], { error: 'expected text or image' })),
-  status: t.Optional(FactStatus),
+  status: t.Optional(FactStatus()),
   promptset_hash: t.Optional(text(SHORT)),
   image_url: t.Optional(text(SHORT, "an image fact's image when it has no source image")),
   source_image_id: t.Optional(nullable(Uuid('an image fact: its source image (image_url follows it)'))),
@@ -257,6 +256,9 @@ export const DeletedReport = t.Object({
   removed: t.Object({ reports: t.Integer({ description: 'the report and its descendants' }) }),
 })
 export const Deleted = t.Object({ id: t.String() })
+export const Unmerge = strict({ merge_id: Uuid('the merge to undo (GET facts/{id}/merges)') })
+/** `fact`: the merged text, its own fact again (the answer's ETag is its); `kept`: the fact it had been merged into, as it is now. */
+export const Unmerged = t.Object({ fact: FactDetail, kept: FactDetail })
 export const Summary = t.Object({ ...summaryAnswerFields, concept_id: t.String() })
 export const Synthesis = t.Object(synthesisAnswerFields)
 /** 409 of a row whose natural key is taken: the row that holds it. */

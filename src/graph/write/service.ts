@@ -14,6 +14,7 @@ import { createConcept, deleteConcept, mergeConcepts, splitConcept, updateConcep
 import { createFact, deleteFact, linkConcept, unlinkConcept, updateFact } from './facts.ts'
 import { annotateReport, createReport, deleteReport, updateReport } from './reports.ts'
 import { writeSourceKnowledge } from './source-knowledge.ts'
+import { unmergeFact } from './fact-merges.ts'
 import {
   addInvestigationSource,
   createInvestigation,
@@ -93,6 +94,8 @@ export function graphWrites({ pools, blobs, log, baseUrl, embeddingChanged, grap
       options: { ifMatch?: string },
     ) => updateFactIn(repositoryId, id, changes, { ...options, imageUrlPrefix: imageUrlPrefix(repositoryId) }),
     deleteFact: inRepository(deleteFact, 'facts'),
+    /** Makes a merged text its own fact again (fact-merges.ts). */
+    unmergeFact: inRepository(unmergeFact, 'facts'),
     linkConcept: inRepository(linkConcept),
     unlinkConcept: inRepository(unlinkConcept),
     createConcept: inRepository(createConcept, 'concepts'),

@@ -822,7 +822,7 @@ describe(`the export job stopped in its pass (${BACKEND})`, () => {
       config: { ...config, baseUrl },
       log,
       enqueue: async () => ({}) as Job,
-      writes: jobWrites(server.context, async () => ({}) as Job),
+      ...jobWrites(server.context, async () => ({}) as Job),
     }
     const controller = new AbortController()
     const id = crypto.randomUUID()

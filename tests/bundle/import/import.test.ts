@@ -730,7 +730,6 @@ describe(`exactly once (${BACKEND})`, () => {
       enqueued.push(request)
       return {} as Job
     }
-    const writes = jobWrites(server.context, enqueue)
     return {
       pools,
       vectors,
@@ -740,7 +739,7 @@ describe(`exactly once (${BACKEND})`, () => {
       config: { ...config, baseUrl },
       log,
       enqueue,
-      writes,
+      ...jobWrites(server.context, enqueue),
       ...overrides,
     }
   }

@@ -27,6 +27,7 @@ export function Facts({ repo, source, concept }: { repo: string; source?: string
           <option value="new">new</option>
           <option value="stable">stable</option>
           <option value="to_delete">to delete</option>
+          <option value="stale">stale</option>
         </select>
       </label>
       <Paged<Fact> path={`${apiPath`/${repo}/facts`}${filter ? `?${filter}` : ''}`} label="Facts">

@@ -56,6 +56,7 @@ function FactForm({ repo, read, reload }: { repo: string; read: Read<FactDetail>
           <option value="new">new</option>
           <option value="stable">stable</option>
           <option value="to_delete">to delete</option>
+          <option value="stale">stale</option>
         </select>
       </label>
       <fieldset>
