@@ -14,6 +14,7 @@ import { repositoryFinder } from '../repositories/scope.ts'
 import type { Repository } from '../repositories/repositories.ts'
 import { getConcept, getFact, getReport } from '../graph/store.ts'
 import { ExistingRow } from '../graph/write/common.ts'
+import type { McpToolProfile } from '../config-variables.ts'
 import { VERSION } from '../version.ts'
 import { UUID_PATTERN } from '../uuid.ts'
 import type { ToolServices } from './services.ts'
@@ -39,18 +40,22 @@ export interface Compiled {
   output: ReturnType<typeof standardSchema>
 }
 
-/** The SDK's form of each tool's schemas, compiled once for the process. */
+/** The SDK's form of each tool's schemas, compiled once for the process, by name: tools/list answers in this order. */
 export const COMPILED: Compiled[] = TOOLS.map((tool) => ({
   tool,
   input: standardSchema(tool.input),
   output: standardSchema(tool.output),
-}))
+})).sort((a, b) => (a.tool.name < b.tool.name ? -1 : 1))
+
+/** The tools of a profile (MCP_TOOLS): read-only, changing something, or all. */
+export const toolsOf = (profile: McpToolProfile): Compiled[] =>
+  profile === 'all' ? COMPILED : COMPILED.filter((c) => c.tool.annotations.readOnlyHint === (profile === 'read'))
 
 /**
  * `resourceMetadata`: the MCP endpoint's protected-resource document, which a refusal for want of
- * scope names (as the API's does; a tool error carries only its words).
+ * scope names (as the API's does; a tool error carries only its words); `tools`: those offered.
  */
-export function mcpServerFactory(services: ToolServices, resourceMetadata: string) {
+export function mcpServerFactory(services: ToolServices, resourceMetadata: string, tools: Compiled[] = COMPILED) {
   const decide = repositoryActions(
     services.rbac,
     repositoryFinder(services.rbac, services.repositories),
@@ -166,8 +171,8 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
   const newServer = (principal: Principal, message: unknown, requestId: string | undefined): McpServer => {
     const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS })
     const { method, params } = (message ?? {}) as { method?: unknown; params?: { name?: unknown } }
-    const called = method === 'tools/call' ? COMPILED.find((c) => c.tool.name === params?.name) : undefined
-    for (const { tool, input, output } of called ? [called] : method === 'resources/read' ? [] : COMPILED) {
+    const called = method === 'tools/call' ? tools.find((c) => c.tool.name === params?.name) : undefined
+    for (const { tool, input, output } of called ? [called] : method === 'resources/read' ? [] : tools) {
       server.registerTool(
         tool.name,
         {
