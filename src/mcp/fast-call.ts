@@ -7,7 +7,7 @@
 // it, is answered here with the very bytes the SDK answers (fast-call.test.ts sends the same
 // requests through both and compares them). Everything else (another method, other headers,
 // arguments the tool refuses, a refusal, an error) goes to the SDK; a read may then run twice.
-import type { CallToolResult } from '@modelcontextprotocol/server'
+import { isInputRequiredResult, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server'
 import type { Principal } from '../http/auth.ts'
 import { requestIdOf } from '../http/request-id.ts'
 import { SERVER_INFO, type Compiled } from './server.ts'
@@ -31,7 +31,7 @@ type Answer = (
   tool: Tool,
   args: Record<string, unknown>,
   requestId: string | undefined,
-) => Promise<CallToolResult>
+) => Promise<CallToolResult | InputRequiredResult>
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -99,7 +99,8 @@ export function fastToolCall(answer: Answer, tools: Compiled[]) {
     const { compiled, args, id, revision } = call
     if (!fits(compiled.input, args)) return undefined
     const result = await answer(principal, compiled.tool, args, requestIdOf(request))
-    if (result.isError || !fits(compiled.output, result.structuredContent)) return undefined
+    if (isInputRequiredResult(result) || result.isError || !fits(compiled.output, result.structuredContent))
+      return undefined
     if (revision === LEGACY) {
       const event = ENCODER.encode(`event: message\ndata: ${JSON.stringify({ result, jsonrpc: '2.0', id })}\n\n`)
       const stream = new ReadableStream<Uint8Array>({

@@ -4,7 +4,17 @@
 // Whether a call may act is decided by the functions the API's rules call (http/access.ts:
 // repositoryActions, authorizeSystemAction), from the permission each tool declares; a refusal
 // becomes a tool error here, in the same words.
-import { McpServer, ResourceTemplate, type CallToolResult, type ReadResourceResult } from '@modelcontextprotocol/server'
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  inputRequired,
+  inputResponse,
+  McpServer,
+  ResourceTemplate,
+  type CallToolResult,
+  type InputRequiredResult,
+  type ReadResourceResult,
+  type ServerContext,
+} from '@modelcontextprotocol/server'
 import { authorizeSystemAction, repositoryActions } from '../http/access.ts'
 import type { Principal } from '../http/auth.ts'
 import { HttpError, knownFailure } from '../http/errors.ts'
@@ -52,6 +62,60 @@ export const toolsOf = (profile: McpToolProfile): Compiled[] =>
   profile === 'all' ? COMPILED : COMPILED.filter((c) => c.tool.annotations.readOnlyHint === (profile === 'read'))
 
 /**
+ * Whether a tools/call can ask the person (a 2026-07-28 request of a client declaring elicitation:
+ * that revision's multi-round-trip input_required, which needs no session; the stateless
+ * 2025-11-25 endpoint cannot, see newServer), and what the person answered, on the call's retry.
+ */
+interface Asking {
+  canAsk: boolean
+  responses: Record<string, unknown> | undefined
+}
+
+const askingOf = (ctx: ServerContext): Asking => {
+  const envelope = ctx.mcpReq.envelope as Record<string, { elicitation?: unknown } | undefined> | undefined
+  const capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY]
+  return { canAsk: capabilities?.elicitation !== undefined, responses: ctx.mcpReq.inputResponses }
+}
+
+/** The form asking the person: one yes/no, all an answer can say (its other fields are never read). */
+const CONFIRM_FORM = {
+  type: 'object' as const,
+  properties: { confirm: { type: 'boolean' as const, title: 'Confirm', description: 'yes: do it' } },
+  required: ['confirm'],
+}
+
+/** What the person did, by the answer's action, when it is no yes (an accepted form whose confirm is not true). */
+const NOT_CONFIRMED = { decline: 'declined', cancel: 'cancelled', accept: 'did not confirm' } as const
+
+/**
+ * Undefined when the person agreed to a destructive call of `tool`: through the host's form where
+ * it can ask them (the model's `confirm` is then not enough), else by the call's `confirm: true`.
+ * Otherwise what the call answers instead: the question to ask, or a tool error saying why
+ * nothing was done.
+ */
+function confirmed(
+  tool: string,
+  question: string,
+  confirmArgument: boolean,
+  asking: Asking | undefined,
+): CallToolResult | InputRequiredResult | undefined {
+  if (!asking?.canAsk)
+    return confirmArgument
+      ? undefined
+      : toolError(
+          `${tool} needs the person's confirmation and this client cannot ask them (no elicitation over this connection): ask them "${question}", then call again with confirm: true`,
+        )
+  const answered = inputResponse(asking.responses, 'confirm')
+  if (answered.kind === 'missing')
+    return inputRequired({
+      inputRequests: { confirm: inputRequired.elicit({ message: question, requestedSchema: CONFIRM_FORM }) },
+    })
+  if (answered.kind === 'elicit' && answered.action === 'accept' && answered.content?.confirm === true) return undefined
+  const why = answered.kind === 'elicit' ? NOT_CONFIRMED[answered.action] : 'did not confirm'
+  return toolError(`not done: the person ${why}; nothing was changed`)
+}
+
+/**
  * `resourceMetadata`: the MCP endpoint's protected-resource document, which a refusal for want of
  * scope names (as the API's does; a tool error carries only its words); `tools`: those offered.
  */
@@ -70,11 +134,23 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
   const repositoryAction = (principal: Principal, permission: RepositoryPermission, name: string) =>
     decide(principal, permission, { fromPath: name }, (repository) => `repository ${repository.slug}`)
 
-  async function callTool(principal: Principal, tool: Tool, input: Record<string, unknown>): Promise<CallToolResult> {
+  async function callTool(
+    principal: Principal,
+    tool: Tool,
+    args: Record<string, unknown>,
+    asking: Asking | undefined,
+  ): Promise<CallToolResult | InputRequiredResult> {
     let output: Record<string, unknown>
     let repository: Repository | undefined
+    let input = args
     if (tool.scope === 'repository') {
       repository = await repositoryAction(principal, tool.permission(input), String(input.repository))
+      if (tool.confirmation) {
+        const { confirm, ...rest } = input
+        const unconfirmed = confirmed(tool.name, tool.confirmation(input), confirm === true, asking)
+        if (unconfirmed) return unconfirmed
+        input = rest
+      }
       const db = () => services.pools.forRepository(repository!.id)
       output = await tool.run({ principal, repository, db, input, services })
     } else {
@@ -142,15 +218,19 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
     )
   }
 
-  /** What a call of `tool` answers: its result, or a tool error saying why it was refused. */
+  /**
+   * What a call of `tool` answers: its result, an elicitation to answer first (`asking`: the
+   * request could carry one), or a tool error saying why it was refused.
+   */
   async function answer(
     principal: Principal,
     tool: Tool,
     args: Record<string, unknown>,
     requestId: string | undefined,
-  ): Promise<CallToolResult> {
+    asking?: Asking,
+  ): Promise<CallToolResult | InputRequiredResult> {
     try {
-      return await callTool(principal, tool, args)
+      return await callTool(principal, tool, args, asking)
     } catch (error) {
       // Refusals are HttpErrors, each of one status (access refused, a repository not found, a quota, a
       // graph write's WriteRefusal: a missing reference, a natural key taken): the model reads why,
@@ -169,7 +249,9 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
    * work for nothing, a share of the call's time that grows with the tools.
    */
   const newServer = (principal: Principal, message: unknown, requestId: string | undefined): McpServer => {
-    const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS })
+    // No legacy shim for input_required: on 2025-11-25 it would send the elicitation on a stream whose
+    // answer, a new POST, no stateless server could take up; confirmed() never asks there.
+    const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS, inputRequired: { legacyShim: false } })
     const { method, params } = (message ?? {}) as { method?: unknown; params?: { name?: unknown } }
     const called = method === 'tools/call' ? tools.find((c) => c.tool.name === params?.name) : undefined
     for (const { tool, input, output } of called ? [called] : method === 'resources/read' ? [] : tools) {
@@ -182,7 +264,7 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
           outputSchema: output,
           annotations: tool.annotations,
         },
-        (args) => answer(principal, tool, args, requestId),
+        (args, ctx) => answer(principal, tool, args, requestId, askingOf(ctx)),
       )
     }
     if (called) return server

@@ -28,7 +28,7 @@ export async function conversation(url: string, token: string, fetchVia?: typeof
 }
 
 /** What a host answers when a server asks the person (elicitation/create): the action and the form's content. */
-export type Elicit = (request: { message: string; requestedSchema?: unknown }) => {
+export type Elicit = (request: { mode?: string; message: string; requestedSchema?: unknown }) => {
   action: 'accept' | 'decline' | 'cancel'
   content?: Record<string, string | number | boolean>
 }

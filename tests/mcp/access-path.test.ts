@@ -7,6 +7,7 @@
 // must be refused in that step's words, naming the permission it declares, before it touched
 // anything but the roles and the repositories (its own code never ran).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { CallToolResult } from '@modelcontextprotocol/server'
 import { createApp } from '../../src/app.ts'
 import { RULE } from '../../src/http/access.ts'
 import type { Principal } from '../../src/http/auth.ts'
@@ -94,7 +95,7 @@ async function callEvery(principal: Principal) {
     for (const args of callsOf(tool)) {
       const { services, touched } = recorded()
       const { answer } = mcpServerFactory(services, `${server.url}/.well-known/oauth-protected-resource/api/v1/mcp`)
-      const result = await answer(principal, tool, args, 'access-path')
+      const result = (await answer(principal, tool, args, 'access-path')) as CallToolResult
       const text = (result.content[0] as { text: string }).text
       answers.push({
         call: `${tool.name} ${JSON.stringify(args.kind ?? '')}`,

@@ -430,7 +430,7 @@ async function writeAndRead(conversation: Conversation, revision: string) {
     concepts: [],
   })
 
-  const deleted = (await call('delete', { kind: 'fact', id: fact.id })).structuredContent!
+  const deleted = (await call('delete', { kind: 'fact', id: fact.id, confirm: true })).structuredContent!
   expect(deleted).toEqual({
     kind: 'fact',
     deleted: {
@@ -451,7 +451,10 @@ async function writeAndRead(conversation: Conversation, revision: string) {
     ['concept', concept.id],
     ['source', source.id],
   ])
-    expect((await call('delete', { kind, id })).structuredContent).toMatchObject({ kind, deleted: { id } })
+    expect((await call('delete', { kind, id, confirm: true })).structuredContent).toMatchObject({
+      kind,
+      deleted: { id },
+    })
 }
 
 for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {

@@ -83,16 +83,20 @@ const CALLS: {
   { tool: 'write_synthesis', args: (role) => ({ canonical_name: `Synthesis of the ${role}` }), needs: 'concept:write' },
   { tool: 'create_investigation', args: () => ({ title: 'Who may open one?' }), needs: 'investigation:write' },
   { tool: 'write_report', args: () => ({ title: 'Who may write one?' }), needs: 'report:write' },
-  { tool: 'merge_concepts', args: () => ({ concept_id: random(), concept_ids: [random()] }), needs: 'concept:write' },
+  {
+    tool: 'merge_concepts',
+    args: () => ({ concept_id: random(), concept_ids: [random()], confirm: true }),
+    needs: 'concept:write',
+  },
   {
     tool: 'split_concept',
-    args: (role) => ({ concept_id: random(), canonical_name: `Split by the ${role}` }),
+    args: (role) => ({ concept_id: random(), canonical_name: `Split by the ${role}`, confirm: true }),
     needs: 'concept:write',
   },
   { tool: 'process_source', args: () => ({ source_id: random() }), needs: 'fact:write' },
   ...Object.entries(KINDS).flatMap(([kind, [needs, changes]]) => [
     { tool: 'update', args: () => ({ kind, id: random(), concept_id: random(), changes }), needs },
-    { tool: 'delete', args: () => ({ kind, id: random(), concept_id: random() }), needs },
+    { tool: 'delete', args: () => ({ kind, id: random(), concept_id: random(), confirm: true }), needs },
   ]),
 ]
 
@@ -120,7 +124,9 @@ describe(`every MCP tool across the role matrix (${BACKEND})`, () => {
           else if (held.has(needs)) {
             expect(seen).toEqual({
               ...seen,
-              text: expect.not.stringMatching(/^(permission denied|insufficient scope|Input validation error)/),
+              text: expect.not.stringMatching(
+                /^(permission denied|insufficient scope|Input validation error|\w+ needs the person's confirmation)/,
+              ),
             })
           }
           // The roles named are checked in tests/http/refusals.test.ts.
