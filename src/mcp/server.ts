@@ -1,6 +1,7 @@
 // The MCP server one request is answered by (the endpoint is stateless: every request gets a
 // fresh one, for the caller its token names): the tools of tools.ts, each behind the check of
-// what it needs, the resources their answers link to, and the instructions a model reads first.
+// what it needs (and the person's confirmation, for a destructive one), the resources of
+// resources.ts, and the instructions a model reads first.
 // Whether a call may act is decided by the functions the API's rules call (http/access.ts:
 // repositoryActions, authorizeSystemAction), from the permission each tool declares; a refusal
 // becomes a tool error here, in the same words.
@@ -22,21 +23,29 @@ import { describeError } from '../log.ts'
 import type { RepositoryPermission } from '../permissions.ts'
 import { repositoryFinder } from '../repositories/scope.ts'
 import type { Repository } from '../repositories/repositories.ts'
-import { getConcept, getFact, getReport } from '../graph/store.ts'
 import { ExistingRow } from '../graph/write/common.ts'
 import type { McpToolProfile } from '../config-variables.ts'
 import { VERSION } from '../version.ts'
-import { UUID_PATTERN } from '../uuid.ts'
 import type { ToolServices } from './services.ts'
 import { standardSchema } from './standard-schema.ts'
 import type { Tool } from './tool.ts'
 import { TOOLS } from './tools.ts'
+import { listResources, RESOURCE_KINDS, type Allowed } from './resources.ts'
 
 const INSTRUCTIONS = `kgs holds knowledge graphs, one per repository. Start with list_repositories: every other tool takes a repository (its UUID or slug), and your role there decides what you may do.
 In a repository, sources (documents) yield facts (short statements citing their sources); facts are grouped into concepts, each with aliases, summaries and a synthesis that cite facts as [text](<fact:UUID>). Investigations gather sources around a question; reports are written answers whose sentences are annotated with the facts that support them.
 To answer a question, use search (facts by default, or concepts), then get_fact or get_concept for the whole. Lists come 10 at a time: pass next_cursor to go on. Tool results link to kgs:// resources you may read to attach a fact, a concept or a report.`
 
-const UUID = new RegExp(UUID_PATTERN)
+/**
+ * How long a 2026-07-28 host may keep a list's answer (its ttlMs; private: each caller's lists are
+ * their own). The tools and templates change only with a new version or MCP_TOOLS, the resources
+ * with every write.
+ */
+const CACHE_HINTS = {
+  'tools/list': { ttlMs: 300_000, cacheScope: 'private' },
+  'resources/templates/list': { ttlMs: 300_000, cacheScope: 'private' },
+  'resources/list': { ttlMs: 10_000, cacheScope: 'private' },
+} as const
 
 /** Who answers (the SDK's serverInfo; the 2026-07-28 revision repeats it in every result's _meta). */
 export const SERVER_INFO = { name: 'kgs', version: VERSION }
@@ -175,46 +184,48 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
     return `internal error; logged as ${requestId}`
   }
 
-  /** A resource read whose unexpected failure answers only the request's id (a JSON-RPC error of that message). */
-  const guarded =
-    (
-      requestId: string | undefined,
-      read: (uri: URL, variables: Record<string, unknown>) => Promise<ReadResourceResult>,
-    ) =>
-    async (uri: URL, variables: Record<string, unknown>): Promise<ReadResourceResult> => {
+  /** `work`, whose unexpected failure answers only the request's id (a JSON-RPC error of that message). */
+  async function failing<T>(requestId: string | undefined, what: Record<string, string>, work: () => Promise<T>) {
+    try {
+      return await work()
+    } catch (error) {
+      throw knownFailure(error, services.log, requestId) ?? new Error(unexpected(error, requestId, what))
+    }
+  }
+
+  /** The repository `id` names if `principal` may take `permission`'s action there; a refusal is undefined. */
+  const allowedTo =
+    (principal: Principal): Allowed =>
+    async (permission, id) => {
       try {
-        return await read(uri, variables)
+        return await repositoryAction(principal, permission, id)
       } catch (error) {
-        throw (
-          knownFailure(error, services.log, requestId) ??
-          new Error(unexpected(error, requestId, { resource: uri.href }))
-        )
+        if (error instanceof HttpError) return undefined
+        throw error
       }
     }
 
-  /** A resource: the same detail its get_ tool answers, read with the same permission. */
-  function resource(
-    server: McpServer,
-    principal: Principal,
-    requestId: string | undefined,
-    kind: 'facts' | 'concepts' | 'reports',
-    read: (repository: Repository, id: string) => Promise<unknown>,
-  ) {
-    const permission = ({ facts: 'fact:read', concepts: 'concept:read', reports: 'report:read' } as const)[kind]
-    server.registerResource(
-      kind.slice(0, -1),
-      new ResourceTemplate(`kgs://{repository}/${kind}/{id}`, { list: undefined }),
-      {
-        description: `a ${kind.slice(0, -1)} of a repository, as get_${kind.slice(0, -1)} answers it`,
-        mimeType: 'application/json',
-      },
-      guarded(requestId, async (uri, variables): Promise<ReadResourceResult> => {
-        const repository = await repositoryAction(principal, permission, String(variables.repository))
-        const id = String(variables.id)
-        const row = UUID.test(id) ? await read(repository, id) : undefined
-        if (row === undefined) throw new HttpError(404, `${kind.slice(0, -1)} not found`)
-        return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(row) }] }
-      }),
+  /** The resources (resources.ts), each read with its get tool's permission, and the list of all the caller may read. */
+  function resources(server: McpServer, principal: Principal, requestId: string | undefined) {
+    for (const kind of RESOURCE_KINDS)
+      server.registerResource(
+        kind.name,
+        new ResourceTemplate(kind.template, { list: undefined }),
+        { description: kind.description, mimeType: kind.mimeType },
+        (uri, variables): Promise<ReadResourceResult> =>
+          failing(requestId, { resource: uri.href }, async () => {
+            const repository = await repositoryAction(principal, kind.permission, String(variables.repository))
+            const text = await kind.read(await services.pools.forRepository(repository.id), variables as never)
+            if (text === undefined) throw new HttpError(404, `${kind.name.replace('_', ' ')} not found`)
+            return { contents: [{ uri: uri.href, mimeType: kind.mimeType, text }] }
+          }),
+      )
+    const visible = services.rbac.visibleRepositories(principal.userId)
+    // In place of the SDK's own handler, whose list has no pages.
+    server.server.setRequestHandler('resources/list', (request) =>
+      failing(requestId, { method: 'resources/list' }, () =>
+        listResources(services, visible, allowedTo(principal), request.params?.cursor),
+      ),
     )
   }
 
@@ -251,7 +262,11 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
   const newServer = (principal: Principal, message: unknown, requestId: string | undefined): McpServer => {
     // No legacy shim for input_required: on 2025-11-25 it would send the elicitation on a stream whose
     // answer, a new POST, no stateless server could take up; confirmed() never asks there.
-    const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS, inputRequired: { legacyShim: false } })
+    const server = new McpServer(SERVER_INFO, {
+      instructions: INSTRUCTIONS,
+      inputRequired: { legacyShim: false },
+      cacheHints: CACHE_HINTS,
+    })
     const { method, params } = (message ?? {}) as { method?: unknown; params?: { name?: unknown } }
     const called = method === 'tools/call' ? tools.find((c) => c.tool.name === params?.name) : undefined
     for (const { tool, input, output } of called ? [called] : method === 'resources/read' ? [] : tools) {
@@ -268,10 +283,7 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
       )
     }
     if (called) return server
-    const db = (repository: Repository) => services.pools.forRepository(repository.id)
-    resource(server, principal, requestId, 'facts', async (repository, id) => getFact(await db(repository), id))
-    resource(server, principal, requestId, 'concepts', async (repository, id) => getConcept(await db(repository), id))
-    resource(server, principal, requestId, 'reports', async (repository, id) => getReport(await db(repository), id))
+    resources(server, principal, requestId)
     return server
   }
   return { newServer, answer }

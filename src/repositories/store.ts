@@ -74,3 +74,16 @@ export async function listRepositories(
     counts: countsFromRow({ sources, facts, concepts, reports, investigations }),
   }))
 }
+
+/** The id of the repository after `after` (the first, undefined) in id order among those `only` names (all, undefined). */
+export async function nextRepositoryId(
+  sql: Sql,
+  only: string[] | undefined,
+  after: string | undefined,
+): Promise<string | undefined> {
+  const [row] = await sql<{ id: string }[]>`
+    SELECT id FROM repositories
+    WHERE ${after ? sql`id > ${after}` : sql`true`} ${only ? sql`AND id = ANY(${only}::uuid[])` : sql``}
+    ORDER BY id LIMIT 1`
+  return row?.id
+}

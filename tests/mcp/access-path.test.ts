@@ -15,6 +15,7 @@ import { mcpServerFactory } from '../../src/mcp/server.ts'
 import type { ToolServices } from '../../src/mcp/services.ts'
 import type { Tool } from '../../src/mcp/tool.ts'
 import { TOOLS } from '../../src/mcp/tools.ts'
+import { RESOURCE_KINDS } from '../../src/mcp/resources.ts'
 import {
   REPOSITORY_PERMISSIONS,
   ROLES,
@@ -125,6 +126,12 @@ describe(`one decision for every action (${BACKEND})`, () => {
         .map(() => tool.name),
     )
     expect(undeclared).toEqual([])
+    // The resources decide by the same rule, each template by the read permission of its get tool (tests/mcp/roles.test.ts reads them).
+    expect(
+      RESOURCE_KINDS.filter(
+        (kind) => !repositoryPermissions.has(kind.permission) || !kind.permission.endsWith(':read'),
+      ),
+    ).toEqual([])
   })
 
   test('a repository the caller does not see: every repository tool is refused as the API refuses it, before it runs', async () => {

@@ -11,6 +11,8 @@ import { call, conversation } from '../helpers/mcp-host.ts'
 import type { TestServer } from '../helpers/server.ts'
 import type { Account } from '../helpers/api.ts'
 import { ROLES, type Permission } from '../../src/permissions.ts'
+import { RESOURCE_KINDS } from '../../src/mcp/resources.ts'
+import { rejectionOf } from '../helpers/promises.ts'
 
 let server: TestServer
 let users: Record<'admin' | 'repoadmin' | 'editor' | 'curator' | 'viewer' | 'stranger', Account>
@@ -140,6 +142,37 @@ describe(`every MCP tool across the role matrix (${BACKEND})`, () => {
               ),
             })
         }
+      } finally {
+        await client.close()
+      }
+    })
+  }
+
+  for (const role of ['repoadmin', 'editor', 'curator', 'viewer', 'stranger'] as const) {
+    test(`${role}: resources/read of each template and resources/list decide as the read tools do`, async () => {
+      const held = new Set<string>(role === 'stranger' ? [] : ROLES[role].permissions)
+      const client = await conversation(`${server.url}/api/v1/mcp`, users[role].token)
+      try {
+        for (const kind of RESOURCE_KINDS) {
+          const uri = kind.template
+            .replace('{repository}', repository.slug)
+            .replace('{id}', random())
+            .replace('{n}', '0')
+          const refusal = String(await rejectionOf(client.readResource({ uri })))
+          const seen = { uri: kind.template, refusal }
+          if (role === 'stranger')
+            expect(seen).toEqual({ ...seen, refusal: expect.stringContaining('repository not found') })
+          else if (held.has(kind.permission))
+            expect(seen).toEqual({
+              ...seen,
+              refusal: expect.stringContaining(`${kind.name.replace('_', ' ')} not found`),
+            })
+          else
+            expect(seen).toEqual({ ...seen, refusal: expect.stringContaining(`permission denied: ${kind.permission}`) })
+        }
+        const listed = (await client.listResources()).resources.map((r) => r.uri.split('/')[3])
+        const readable = RESOURCE_KINDS.filter((k) => held.has(k.permission) && !k.template.includes('{n}'))
+        expect(new Set(listed)).toEqual(new Set(readable.map((k) => k.template.split('/')[3])))
       } finally {
         await client.close()
       }
