@@ -1,7 +1,7 @@
 // The MCP server one request is answered by (the endpoint is stateless: every request gets a
 // fresh one, for the caller its token names): the tools of tools.ts, each behind the check of
 // what it needs (and the person's confirmation, for a destructive one), the resources of
-// resources.ts, and the instructions a model reads first.
+// resources.ts, the prompts and completion, and the instructions a model reads first.
 // Whether a call may act is decided by the functions the API's rules call (http/access.ts:
 // repositoryActions, authorizeSystemAction), from the permission each tool declares; a refusal
 // becomes a tool error here, in the same words.
@@ -30,6 +30,8 @@ import type { ToolServices } from './services.ts'
 import { standardSchema } from './standard-schema.ts'
 import type { Tool } from './tool.ts'
 import { TOOLS } from './tools.ts'
+import { complete } from './completions.ts'
+import { registerPrompts } from './prompts.ts'
 import { listResources, RESOURCE_KINDS, type Allowed } from './resources.ts'
 
 const INSTRUCTIONS = `kgs holds knowledge graphs, one per repository. Start with list_repositories: every other tool takes a repository (its UUID or slug), and your role there decides what you may do.
@@ -43,6 +45,7 @@ To answer a question, use search (facts by default, or concepts), then get_fact 
  */
 const CACHE_HINTS = {
   'tools/list': { ttlMs: 300_000, cacheScope: 'private' },
+  'prompts/list': { ttlMs: 300_000, cacheScope: 'private' },
   'resources/templates/list': { ttlMs: 300_000, cacheScope: 'private' },
   'resources/list': { ttlMs: 10_000, cacheScope: 'private' },
 } as const
@@ -229,6 +232,17 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
     )
   }
 
+  /** completion/complete (completions.ts), in place of the SDK's, which has no caller to ask about. */
+  function completion(server: McpServer, principal: Principal, requestId: string | undefined) {
+    const visible = services.rbac.visibleRepositories(principal.userId)
+    server.server.registerCapabilities({ completions: {} })
+    server.server.setRequestHandler('completion/complete', (request) =>
+      failing(requestId, { method: 'completion/complete' }, () =>
+        complete(services, visible, allowedTo(principal), request.params),
+      ),
+    )
+  }
+
   /**
    * What a call of `tool` answers: its result, an elicitation to answer first (`asking`: the
    * request could carry one), or a tool error saying why it was refused.
@@ -284,6 +298,8 @@ export function mcpServerFactory(services: ToolServices, resourceMetadata: strin
     }
     if (called) return server
     resources(server, principal, requestId)
+    registerPrompts(server)
+    completion(server, principal, requestId)
     return server
   }
   return { newServer, answer }

@@ -1,8 +1,9 @@
-// The kgs:// resources, with both official clients: resources/list pages (by its cursor) through
-// the facts, concepts, reports and sources of the repositories the caller may read, and only
-// those; each reads as its get tool answers it, a source's Markdown chunk by chunk; the lists
-// carry the 2026-07-28 revision's cache hints. Red team: a forged cursor naming a repository the
-// caller holds no role in yields nothing of it.
+// The kgs:// resources and completion, with both official clients: resources/list pages (by its
+// cursor) through the facts, concepts, reports and sources of the repositories the caller may
+// read, and only those; each reads as its get tool answers it, a source's Markdown chunk by chunk;
+// the lists carry the 2026-07-28 revision's cache hints. completion/complete answers repository
+// slugs and concept names, at most 100, of what the caller sees. Red team: a forged cursor or a
+// completion naming a repository the caller holds no role in yields nothing of it.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { BACKEND } from '../helpers/backend.ts'
 import { fixture } from '../helpers/fixture.ts'
@@ -61,7 +62,7 @@ beforeAll(async () => {
 })
 afterAll(() => server?.stop())
 
-describe(`kgs:// resources (${BACKEND})`, () => {
+describe(`kgs:// resources and completion (${BACKEND})`, () => {
   for (const { revision, sdk, connect } of CLIENTS) {
     test(`${sdk}: resources/list pages through what the caller may read, and only that`, async () => {
       const client = await connect(mcp(), users.editor.token)
@@ -145,6 +146,47 @@ describe(`kgs:// resources (${BACKEND})`, () => {
         ).toThrow('repository not found')
       } finally {
         await stranger.close()
+      }
+    })
+
+    test(`${sdk}: completion: repository slugs and concept names the caller sees, at most 100`, async () => {
+      const client = await connect(mcp(), users.editor.token)
+      try {
+        const repositories = await client.complete({
+          ref: { type: 'ref/resource', uri: 'kgs://{repository}/facts/{id}' },
+          argument: { name: 'repository', value: 'resources' },
+        })
+        expect(repositories.completion).toEqual({ values: [shared.slug], total: 1, hasMore: false })
+        const prompt = { type: 'ref/prompt' as const, name: 'about_concept' }
+        const concepts = await client.complete({
+          ref: prompt,
+          argument: { name: 'concept', value: 'te' },
+          context: { arguments: { repository: shared.slug } },
+        })
+        expect(concepts.completion.values.sort()).toEqual(['Tea', 'Teapot'])
+        const bulk = await client.complete({
+          ref: prompt,
+          argument: { name: 'concept', value: 'Bulk' },
+          context: { arguments: { repository: shared.slug } },
+        })
+        expect(bulk.completion.values).toHaveLength(100)
+        expect(bulk.completion.hasMore).toBe(true)
+        // Red team: the other repository's concepts, and its slug, are never offered.
+        const elsewhere = await client.complete({
+          ref: prompt,
+          argument: { name: 'concept', value: 'Tea' },
+          context: { arguments: { repository: secret.slug } },
+        })
+        expect(elsewhere.completion.values).toEqual([])
+        const all = await client.complete({ ref: prompt, argument: { name: 'repository', value: '' } })
+        expect(all.completion.values).toEqual([shared.slug])
+        const { messages } = await client.getPrompt({
+          name: 'about_concept',
+          arguments: { repository: shared.slug, concept: 'Tea' },
+        })
+        expect(JSON.stringify(messages)).toContain('get_concept')
+      } finally {
+        await client.close()
       }
     })
   }

@@ -149,7 +149,7 @@ describe(`every MCP tool across the role matrix (${BACKEND})`, () => {
   }
 
   for (const role of ['repoadmin', 'editor', 'curator', 'viewer', 'stranger'] as const) {
-    test(`${role}: resources/read of each template and resources/list decide as the read tools do`, async () => {
+    test(`${role}: resources/read of each template, resources/list and completion decide as the read tools do`, async () => {
       const held = new Set<string>(role === 'stranger' ? [] : ROLES[role].permissions)
       const client = await conversation(`${server.url}/api/v1/mcp`, users[role].token)
       try {
@@ -173,6 +173,11 @@ describe(`every MCP tool across the role matrix (${BACKEND})`, () => {
         const listed = (await client.listResources()).resources.map((r) => r.uri.split('/')[3])
         const readable = RESOURCE_KINDS.filter((k) => held.has(k.permission) && !k.template.includes('{n}'))
         expect(new Set(listed)).toEqual(new Set(readable.map((k) => k.template.split('/')[3])))
+        const slugs = await client.complete({
+          ref: { type: 'ref/resource', uri: 'kgs://{repository}/facts/{id}' },
+          argument: { name: 'repository', value: repository.slug },
+        })
+        expect(slugs.completion.values).toEqual(role === 'stranger' ? [] : [repository.slug])
       } finally {
         await client.close()
       }
