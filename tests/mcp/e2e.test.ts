@@ -107,6 +107,8 @@ interface Conversation {
   }>
   callTool(request: { name: string; arguments: Record<string, unknown> }): Promise<unknown>
   readResource(request: { uri: string }): Promise<{ contents: { uri: string; text?: unknown }[] }>
+  listResources(): Promise<{ resources: { uri: string }[] }>
+  listPrompts(): Promise<{ prompts: { name: string }[] }>
   close(): Promise<void>
 }
 interface ToolResult {
@@ -503,6 +505,10 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
         await exportAndImport(conversation, revision)
         const resource = await conversation.readResource({ uri: `kgs://${repo.id}/facts/${repo.fact}` })
         expect(JSON.parse(String(resource.contents[0]!.text))).toMatchObject({ id: repo.fact, text: repo.factText })
+        expect((await conversation.listResources()).resources.map((r) => r.uri)).toContain(
+          `kgs://${repo.id}/facts/${repo.fact}`,
+        )
+        expect((await conversation.listPrompts()).prompts.map((p) => p.name)).toEqual(['about_concept'])
       } finally {
         await conversation.close()
       }
