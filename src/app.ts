@@ -276,6 +276,7 @@ export function createApp(ctx: AppContext, options: { mcpFastCalls?: boolean } =
         authorizer: ctx.rbac,
         baseUrl: ctx.baseUrl,
         allowedOrigins: ctx.config.mcpAllowedOrigins,
+        tools: ctx.config.mcpTools,
         bodyLimit: ctx.config.bodyLimit,
         services: {
           pools: ctx.pools,

@@ -11,6 +11,10 @@ const REGISTRATION_MODES = ['open', 'closed', 'invite'] as const
 /** Who may create an account with POST /api/v1/auth/register and the sign-up page (REGISTRATION). */
 export type RegistrationMode = (typeof REGISTRATION_MODES)[number]
 
+const MCP_TOOL_PROFILES = ['read', 'write', 'all'] as const
+/** Which tools the MCP endpoint offers (MCP_TOOLS): the read-only ones, the ones that change something, or both. */
+export type McpToolProfile = (typeof MCP_TOOL_PROFILES)[number]
+
 /** 16 GiB: the reader's default limit on a bundle's expanded size, so any bundle it accepts fits. */
 export const REGISTRY_MAX_BYTES_DEFAULT = 16 * 1024 ** 3
 
@@ -328,6 +332,17 @@ export const EnvSchema = Type.Object({
     }),
     'comma-separated origins such as https://app.example.com,http://localhost:6274',
     (text) => text.split(',').filter(Boolean),
+  ),
+  MCP_TOOLS: variable(
+    Type.Union(
+      MCP_TOOL_PROFILES.map((profile) => Type.Literal(profile)),
+      {
+        default: 'all',
+        description:
+          'the tools the MCP endpoint offers: read (only the read-only ones), write (only those that change something: writes, imports, exports, ingestion), all (both); a tool left out is unknown to tools/call',
+      },
+    ),
+    `one of ${MCP_TOOL_PROFILES.join(', ')}`,
   ),
   REGISTRY_URL: variable(
     Type.Optional(

@@ -166,6 +166,7 @@ function configFrom(v: Env) {
       : undefined,
     /** Origins besides BASE_URL's whose pages may call the MCP endpoint. */
     mcpAllowedOrigins: v.MCP_ALLOWED_ORIGINS,
+    mcpTools: v.MCP_TOOLS,
     /** Unset: this server's own registry (its base URL). */
     registryUrl: v.REGISTRY_URL,
     /** Unset: a service token signed with the JWT secret (see src/http/auth.ts). */

@@ -6,6 +6,9 @@ export function isoTimestamp(sql: Db, column: string) {
   return sql`to_char(${sql(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 }
 
+/** A LIKE pattern matching strings that start with `prefix` literally. */
+export const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+
 /** A pool or a transaction: functions that only run queries accept either. */
 export type Db = Sql | TransactionSql
 

@@ -3,7 +3,7 @@
 // repository's rows. Lists are ordered by (created_at, id) and fetch one row of look-ahead for
 // the Link header; they leave out the big text columns, which only the details carry.
 import type { Fragment, Sql } from 'postgres'
-import { isoTimestamp, type Db } from '../db/sql.ts'
+import { isoTimestamp, likePrefix, type Db } from '../db/sql.ts'
 import {
   NEIGHBOURHOOD_SIZE,
   RELATED_LIMIT,
@@ -325,9 +325,6 @@ export function factsByIds(sql: Sql, ids: readonly string[]): Promise<Fact[]> {
 
 const conceptColumns = (sql: Db) =>
   sql`concepts.id, canonical_name, context, description, promptset_hash, ${createdAt(sql, 'concepts')}`
-
-/** A LIKE pattern matching strings that start with `prefix` literally. */
-const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
 export function listConcepts(sql: Sql, request: PageRequest & { prefix?: string }): Promise<Paged<Concept>> {
   // lower(...) LIKE '<literal>%' is what the concepts_lower_name_prefix index (text_pattern_ops) serves.

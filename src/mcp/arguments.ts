@@ -17,6 +17,14 @@ export const RepositoryArgument = t.String({
   description: 'the repository: its UUID or slug (list_repositories gives them)',
 })
 
+/** The argument of a destructive tool saying the person agreed, for a client that cannot ask them (server.ts). */
+export const Confirm = t.Optional(
+  t.Boolean({
+    description:
+      'true: the person agreed to this change; needed only where the host cannot ask them itself (no elicitation)',
+  }),
+)
+
 /** kgs://{repository id}/{kind}/{id}: what the resources of server.ts answer. */
 const resourceUri = (repositoryId: string, kind: 'facts' | 'concepts' | 'reports', id: string) =>
   `kgs://${repositoryId}/${kind}/${id}`

@@ -7,18 +7,16 @@
 // it, is answered here with the very bytes the SDK answers (fast-call.test.ts sends the same
 // requests through both and compares them). Everything else (another method, other headers,
 // arguments the tool refuses, a refusal, an error) goes to the SDK; a read may then run twice.
-import type { CallToolResult } from '@modelcontextprotocol/server'
+import { isInputRequiredResult, type CallToolResult, type InputRequiredResult } from '@modelcontextprotocol/server'
 import type { Principal } from '../http/auth.ts'
 import { requestIdOf } from '../http/request-id.ts'
-import { COMPILED, SERVER_INFO, type Compiled } from './server.ts'
+import { SERVER_INFO, type Compiled } from './server.ts'
 import type { Tool } from './tool.ts'
 
 const LEGACY = '2025-11-25'
 const MODERN = '2026-07-28'
 const META = 'io.modelcontextprotocol/'
 const MODERN_META = [`${META}protocolVersion`, `${META}clientInfo`, `${META}clientCapabilities`]
-/** The read-only tools, by name: a call of one can go to the SDK after all, having changed nothing. */
-const READS = new Map(COMPILED.filter((c) => c.tool.annotations.readOnlyHint).map((c) => [c.tool.name, c]))
 /** The headers of the SDK's 2025-era answer to a request: an SSE stream of the one response. */
 const SSE_HEADERS = {
   'Content-Type': 'text/event-stream',
@@ -33,7 +31,7 @@ type Answer = (
   tool: Tool,
   args: Record<string, unknown>,
   requestId: string | undefined,
-) => Promise<CallToolResult>
+) => Promise<CallToolResult | InputRequiredResult>
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -47,6 +45,7 @@ const fits = (schema: Compiled['input'], value: unknown) => {
 
 /** The call `body` makes with these headers, if it is one this path answers: which tool, with what, in which revision. */
 function qualifying(
+  reads: Map<string, Compiled>,
   headers: Headers,
   body: unknown,
 ): { compiled: Compiled; args: Record<string, unknown>; id: string | number; revision: string } | undefined {
@@ -67,7 +66,7 @@ function qualifying(
     !isPlainObject(params.arguments)
   )
     return undefined
-  const compiled = typeof params.name === 'string' ? READS.get(params.name) : undefined
+  const compiled = typeof params.name === 'string' ? reads.get(params.name) : undefined
   if (!compiled) return undefined
   const revision = headers.get('mcp-protocol-version')
   if (revision === LEGACY) {
@@ -91,14 +90,17 @@ function qualifying(
  * to answer: the request does not qualify, the arguments or the answer do not fit the tool's
  * schemas, the tool refused or failed (a tool error).
  */
-export function fastToolCall(answer: Answer) {
+export function fastToolCall(answer: Answer, tools: Compiled[]) {
+  /** The read-only tools offered, by name: a call of one can go to the SDK after all, having changed nothing. */
+  const reads = new Map(tools.filter((c) => c.tool.annotations.readOnlyHint).map((c) => [c.tool.name, c]))
   return async (request: Request, body: unknown, principal: Principal): Promise<Response | undefined> => {
-    const call = qualifying(request.headers, body)
+    const call = qualifying(reads, request.headers, body)
     if (!call) return undefined
     const { compiled, args, id, revision } = call
     if (!fits(compiled.input, args)) return undefined
     const result = await answer(principal, compiled.tool, args, requestIdOf(request))
-    if (result.isError || !fits(compiled.output, result.structuredContent)) return undefined
+    if (isInputRequiredResult(result) || result.isError || !fits(compiled.output, result.structuredContent))
+      return undefined
     if (revision === LEGACY) {
       const event = ENCODER.encode(`event: message\ndata: ${JSON.stringify({ result, jsonrpc: '2.0', id })}\n\n`)
       const stream = new ReadableStream<Uint8Array>({

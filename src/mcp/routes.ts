@@ -13,11 +13,12 @@ import { principalOf, type Authenticator } from '../http/auth.ts'
 import { HttpError } from '../http/errors.ts'
 import { requestIdOf } from '../http/request-id.ts'
 import { ErrorBody } from '../http/schemas.ts'
+import type { McpToolProfile } from '../config-variables.ts'
 import type { Logger } from '../log.ts'
 import { describeError } from '../log.ts'
 import { PROTECTED_RESOURCE_DOCUMENT } from '../oauth/metadata.ts'
 import { fastToolCall } from './fast-call.ts'
-import { mcpServerFactory } from './server.ts'
+import { mcpServerFactory, toolsOf } from './server.ts'
 import type { ToolServices } from './services.ts'
 
 const MCP_PATH = '/api/v1/mcp'
@@ -30,6 +31,8 @@ export interface McpRoutesOptions {
   allowedOrigins: readonly string[]
   /** Largest request body (BODY_LIMIT). */
   bodyLimit: number
+  /** The tools offered (MCP_TOOLS). */
+  tools: McpToolProfile
   services: ToolServices
   log: Logger
   /** Whether a plain read's tools/call may skip the SDK (fast-call.ts); false sends all to the SDK (its test compares the two). */
@@ -43,8 +46,9 @@ export function mcpRoutes(options: McpRoutesOptions) {
     authenticate: options.authenticator.authenticate,
     resourceMetadataUrl: `${options.baseUrl}${PROTECTED_RESOURCE_DOCUMENT}${MCP_PATH}`,
   }
-  const { newServer, answer } = mcpServerFactory(options.services, authenticator.resourceMetadataUrl)
-  const fast = options.fastCalls === false ? undefined : fastToolCall(answer)
+  const tools = toolsOf(options.tools)
+  const { newServer, answer } = mcpServerFactory(options.services, authenticator.resourceMetadataUrl, tools)
+  const fast = options.fastCalls === false ? undefined : fastToolCall(answer, tools)
   /** The JSON-RPC message of each request being served, for the server built to answer it. */
   const messages = new WeakMap<Request, unknown>()
   const handler = createMcpHandler(

@@ -49,6 +49,11 @@ export interface RepositoryTool<I extends TObject, O extends TObject> extends To
   scope: 'repository'
   /** The permission it needs there (with the scope that permission needs). */
   permission(input: Static<I>): RepositoryPermission
+  /**
+   * A tool that destroys what cannot be had back: the question the person is asked before it runs
+   * (server.ts: an elicitation, or the call's `confirm: true` where the client cannot ask).
+   */
+  confirmation?(input: Static<I>): string
   run(call: {
     principal: Principal
     repository: Repository

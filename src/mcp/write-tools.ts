@@ -13,7 +13,7 @@ import { ConceptDetail, FactDetail, InvestigationDetail, ReportDetail, SourceDet
 import * as bodies from '../graph/write/schemas.ts'
 import type { ToolServices } from './services.ts'
 import { repositoryTool, type Annotations, type Link, type Tool } from './tool.ts'
-import { link, preview, RepositoryArgument, Uuid } from './arguments.ts'
+import { Confirm, link, preview, RepositoryArgument, Uuid } from './arguments.ts'
 
 /** Adds to the graph; a row with a natural key is refused (naming the existing one) the second time, so a repeat changes nothing. */
 const ADDS: Annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false }
@@ -314,10 +314,15 @@ export const WRITE_TOOLS: Tool[] = [
     title: 'Merge concepts',
     description:
       'Merge concepts into one: their names and aliases become its aliases, their facts and summaries its own, citations of them point at it.',
-    input: input(bodies.ConceptMerge, { concept_id: Uuid('the concept they are merged into (it stays)') }),
+    input: input(bodies.ConceptMerge, {
+      concept_id: Uuid('the concept they are merged into (it stays)'),
+      confirm: Confirm,
+    }),
     output: bodies.MergedConcept,
     annotations: CHANGES,
     permission: () => 'concept:write',
+    confirmation: (input) =>
+      `Merge ${input.concept_ids.length} concept(s) into concept ${input.concept_id}? They are deleted; this cannot be undone.`,
     run: async ({ repository, input: { concept_id, ...input }, services }) => {
       const merged = await services.writes.mergeConcepts(repository.id, concept_id, bodyOf(input), {})
       return { ...merged, concept: SHOWN.concept(merged.concept) }
@@ -329,10 +334,15 @@ export const WRITE_TOOLS: Tool[] = [
     title: 'Split a concept',
     description:
       'Split a new concept (name, context) off a concept, moving to it the links of the facts and the aliases named.',
-    input: input(bodies.ConceptSplit, { concept_id: Uuid('the concept split (it stays, less what moves)') }),
+    input: input(bodies.ConceptSplit, {
+      concept_id: Uuid('the concept split (it stays, less what moves)'),
+      confirm: Confirm,
+    }),
     output: bodies.SplitConcept,
     annotations: CHANGES,
     permission: () => 'concept:write',
+    confirmation: (input) =>
+      `Split "${input.canonical_name}" off concept ${input.concept_id}, moving its links to ${input.fact_ids?.length ?? 0} fact(s)?`,
     run: async ({ repository, input: { concept_id, ...input }, services }) => {
       const split = await services.writes.splitConcept(repository.id, concept_id, bodyOf(input), {})
       return { concept: SHOWN.concept(split.concept), created: SHOWN.concept(split.created) }
@@ -388,6 +398,7 @@ export const WRITE_TOOLS: Tool[] = [
             description: 'a source that facts cite: true deletes it with those links (the facts stay)',
           }),
         ),
+        confirm: Confirm,
       },
       { additionalProperties: false },
     ),
@@ -403,6 +414,8 @@ export const WRITE_TOOLS: Tool[] = [
     }),
     annotations: CHANGES,
     permission: (input) => EDITABLE[input.kind].permission,
+    confirmation: (input) =>
+      `Delete the ${input.kind} ${input.id}${input.cascade ? ' with the links of the facts citing it' : ''}? This cannot be undone.`,
     async run({ repository, input, services }) {
       const deleted = await EDITABLE[input.kind].remove(
         { repository, services, id: input.id, concept_id: input.concept_id },

@@ -1,6 +1,6 @@
 // The repositories table.
 import type { Sql } from 'postgres'
-import { isoTimestamp, type Db } from '../db/sql.ts'
+import { isoTimestamp, likePrefix, type Db } from '../db/sql.ts'
 import { rethrowUnique } from '../db/conflict.ts'
 import { afterCursor, pageKeyColumn, withPageKeys, type PageKey, pageOrder } from '../db/pages.ts'
 import type { Repository } from './schemas.ts'
@@ -73,4 +73,31 @@ export async function listRepositories(
     ...repository,
     counts: countsFromRow({ sources, facts, concepts, reports, investigations }),
   }))
+}
+
+/** The slugs starting with `prefix` of the repositories `only` names (all, undefined), first `limit` by slug, with how many there are. */
+export async function slugsStartingWith(
+  sql: Sql,
+  only: string[] | undefined,
+  prefix: string,
+  limit: number,
+): Promise<{ slugs: string[]; total: number }> {
+  const rows = await sql<{ slug: string; total: number }[]>`
+    SELECT slug, count(*) OVER ()::int AS total FROM repositories
+    WHERE slug LIKE ${likePrefix(prefix)} ${only ? sql`AND id = ANY(${only}::uuid[])` : sql``}
+    ORDER BY slug LIMIT ${limit}`
+  return { slugs: rows.map((r) => r.slug), total: rows[0]?.total ?? 0 }
+}
+
+/** The id of the repository after `after` (the first, undefined) in id order among those `only` names (all, undefined). */
+export async function nextRepositoryId(
+  sql: Sql,
+  only: string[] | undefined,
+  after: string | undefined,
+): Promise<string | undefined> {
+  const [row] = await sql<{ id: string }[]>`
+    SELECT id FROM repositories
+    WHERE ${after ? sql`id > ${after}` : sql`true`} ${only ? sql`AND id = ANY(${only}::uuid[])` : sql``}
+    ORDER BY id LIMIT 1`
+  return row?.id
 }

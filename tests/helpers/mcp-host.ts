@@ -3,6 +3,9 @@
 // authorization URL it was sent to, which the test then opens in Chromium as the person would;
 // and a conversation of the official 2.x client with a token in hand.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client'
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js'
 import type {
   OAuthClientInformationMixed,
   OAuthClientMetadata,
@@ -23,6 +26,52 @@ export async function conversation(url: string, token: string, fetchVia?: typeof
   )
   return client
 }
+
+/** What a host answers when a server asks the person (elicitation/create): the action and the form's content. */
+export type Elicit = (request: { mode?: string; message: string; requestedSchema?: unknown }) => {
+  action: 'accept' | 'decline' | 'cancel'
+  content?: Record<string, string | number | boolean>
+}
+
+/** The two official clients, one per protocol revision, each as `token`'s holder; `elicit`: the host can ask the person. */
+export const CLIENTS = [
+  {
+    revision: '2025-11-25',
+    sdk: '@modelcontextprotocol/sdk 1.x',
+    async connect(url: string, token: string, elicit?: Elicit): Promise<Client> {
+      const client = new ClientV1(
+        { name: 'kgs test host', version: '1' },
+        { capabilities: elicit ? { elicitation: { form: {} } } : {} },
+      )
+      if (elicit) client.setRequestHandler(ElicitRequestSchema, async (request) => elicit(request.params as never))
+      await client.connect(
+        new TransportV1(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+      )
+      // The two clients' methods used in tests take and answer the same shapes.
+      return client as unknown as Client
+    },
+  },
+  {
+    revision: '2026-07-28',
+    sdk: '@modelcontextprotocol/client 2.x',
+    async connect(url: string, token: string, elicit?: Elicit): Promise<Client> {
+      const client = new Client(
+        { name: 'kgs test host', version: '1' },
+        {
+          versionNegotiation: { mode: { pin: '2026-07-28' } },
+          capabilities: elicit ? { elicitation: { form: {} } } : {},
+        },
+      )
+      if (elicit) client.setRequestHandler('elicitation/create', async (request) => elicit(request.params as never))
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(url), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      )
+      return client
+    },
+  },
+] as const
 
 export type ToolResult = {
   isError?: boolean

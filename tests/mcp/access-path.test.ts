@@ -7,6 +7,7 @@
 // must be refused in that step's words, naming the permission it declares, before it touched
 // anything but the roles and the repositories (its own code never ran).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import type { CallToolResult } from '@modelcontextprotocol/server'
 import { createApp } from '../../src/app.ts'
 import { RULE } from '../../src/http/access.ts'
 import type { Principal } from '../../src/http/auth.ts'
@@ -14,6 +15,7 @@ import { mcpServerFactory } from '../../src/mcp/server.ts'
 import type { ToolServices } from '../../src/mcp/services.ts'
 import type { Tool } from '../../src/mcp/tool.ts'
 import { TOOLS } from '../../src/mcp/tools.ts'
+import { RESOURCE_KINDS } from '../../src/mcp/resources.ts'
 import {
   REPOSITORY_PERMISSIONS,
   ROLES,
@@ -94,7 +96,7 @@ async function callEvery(principal: Principal) {
     for (const args of callsOf(tool)) {
       const { services, touched } = recorded()
       const { answer } = mcpServerFactory(services, `${server.url}/.well-known/oauth-protected-resource/api/v1/mcp`)
-      const result = await answer(principal, tool, args, 'access-path')
+      const result = (await answer(principal, tool, args, 'access-path')) as CallToolResult
       const text = (result.content[0] as { text: string }).text
       answers.push({
         call: `${tool.name} ${JSON.stringify(args.kind ?? '')}`,
@@ -124,6 +126,12 @@ describe(`one decision for every action (${BACKEND})`, () => {
         .map(() => tool.name),
     )
     expect(undeclared).toEqual([])
+    // The resources decide by the same rule, each template by the read permission of its get tool (tests/mcp/roles.test.ts reads them).
+    expect(
+      RESOURCE_KINDS.filter(
+        (kind) => !repositoryPermissions.has(kind.permission) || !kind.permission.endsWith(':read'),
+      ),
+    ).toEqual([])
   })
 
   test('a repository the caller does not see: every repository tool is refused as the API refuses it, before it runs', async () => {

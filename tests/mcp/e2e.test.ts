@@ -107,6 +107,8 @@ interface Conversation {
   }>
   callTool(request: { name: string; arguments: Record<string, unknown> }): Promise<unknown>
   readResource(request: { uri: string }): Promise<{ contents: { uri: string; text?: unknown }[] }>
+  listResources(): Promise<{ resources: { uri: string }[] }>
+  listPrompts(): Promise<{ prompts: { name: string }[] }>
   close(): Promise<void>
 }
 interface ToolResult {
@@ -430,7 +432,7 @@ async function writeAndRead(conversation: Conversation, revision: string) {
     concepts: [],
   })
 
-  const deleted = (await call('delete', { kind: 'fact', id: fact.id })).structuredContent!
+  const deleted = (await call('delete', { kind: 'fact', id: fact.id, confirm: true })).structuredContent!
   expect(deleted).toEqual({
     kind: 'fact',
     deleted: {
@@ -451,7 +453,10 @@ async function writeAndRead(conversation: Conversation, revision: string) {
     ['concept', concept.id],
     ['source', source.id],
   ])
-    expect((await call('delete', { kind, id })).structuredContent).toMatchObject({ kind, deleted: { id } })
+    expect((await call('delete', { kind, id, confirm: true })).structuredContent).toMatchObject({
+      kind,
+      deleted: { id },
+    })
 }
 
 for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
@@ -508,6 +513,10 @@ for (const { revision, sdk, connect, finishAuth, unauthorized } of REVISIONS) {
         await exportAndImport(conversation, revision)
         const resource = await conversation.readResource({ uri: `kgs://${repo.id}/facts/${repo.fact}` })
         expect(JSON.parse(String(resource.contents[0]!.text))).toMatchObject({ id: repo.fact, text: repo.factText })
+        expect((await conversation.listResources()).resources.map((r) => r.uri)).toContain(
+          `kgs://${repo.id}/facts/${repo.fact}`,
+        )
+        expect((await conversation.listPrompts()).prompts.map((p) => p.name)).toEqual(['about_concept'])
       } finally {
         await conversation.close()
       }

@@ -268,7 +268,7 @@ describe(`the MCP write tools' refusals (${BACKEND})`, () => {
         ['update', { ...at, kind: 'concept', id: concept.id, changes: {} }, /^changes: /],
         ['update', { ...at, kind: 'summary', id: missing, changes: { is_complete: true } }, /^concept_id: /],
         ['update', { ...at, kind: 'fact', id: missing, changes: { status: 'stable' } }, 'fact not found'],
-        ['delete', { ...at, kind: 'concept', id: missing }, 'concept not found'],
+        ['delete', { ...at, kind: 'concept', id: missing, confirm: true }, 'concept not found'],
       ]
       for (const [name, args, message] of refusals) {
         const result = await call(client, name, args)
@@ -291,7 +291,9 @@ describe(`the MCP write tools' refusals (${BACKEND})`, () => {
       expect((await call(client, 'get_concept', { ...at, concept_id: concept.id })).structuredContent).toMatchObject({
         canonical_name: 'Refusals',
       })
-      expect((await call(client, 'delete', { ...at, kind: 'concept', id: concept.id })).isError ?? false).toBe(false)
+      expect(
+        (await call(client, 'delete', { ...at, kind: 'concept', id: concept.id, confirm: true })).isError ?? false,
+      ).toBe(false)
     } finally {
       await client.close()
     }

@@ -10,6 +10,7 @@ import { generateBundle } from '../../scripts/gen-bundle.ts'
 import { capturedToolCall, type McpRevision } from '../../scripts/lib/mcp-capture.ts'
 import { createApp } from '../../src/app.ts'
 import { fastToolCall } from '../../src/mcp/fast-call.ts'
+import { COMPILED } from '../../src/mcp/server.ts'
 import { BACKEND, tempDir } from '../helpers/backend.ts'
 import { startTestServer, type TestServer } from '../helpers/server.ts'
 import { api, uniqueEmail } from '../helpers/api.ts'
@@ -96,10 +97,13 @@ describe(`the fast path of a read's tools/call answers what the SDK answers (${B
         const { result } = JSON.parse(
           revision === '2025-11-25' ? sdk.body.replace(/^event: message\ndata: /, '') : sdk.body,
         ) as { result: CallToolResult }
-        const answered = await fastToolCall(async () => ({
-          content: result.content,
-          structuredContent: result.structuredContent,
-        }))(call.request(), JSON.parse(call.body), { userId: 'anyone' })
+        const answered = await fastToolCall(
+          async () => ({
+            content: result.content,
+            structuredContent: result.structuredContent,
+          }),
+          COMPILED,
+        )(call.request(), JSON.parse(call.body), { userId: 'anyone' })
         expect({ label, answered: answered && (await received(answered)) }).toEqual({ label, answered: sdk })
       }
     }, 60_000)

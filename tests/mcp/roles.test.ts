@@ -11,6 +11,8 @@ import { call, conversation } from '../helpers/mcp-host.ts'
 import type { TestServer } from '../helpers/server.ts'
 import type { Account } from '../helpers/api.ts'
 import { ROLES, type Permission } from '../../src/permissions.ts'
+import { RESOURCE_KINDS } from '../../src/mcp/resources.ts'
+import { rejectionOf } from '../helpers/promises.ts'
 
 let server: TestServer
 let users: Record<'admin' | 'repoadmin' | 'editor' | 'curator' | 'viewer' | 'stranger', Account>
@@ -83,17 +85,21 @@ const CALLS: {
   { tool: 'write_synthesis', args: (role) => ({ canonical_name: `Synthesis of the ${role}` }), needs: 'concept:write' },
   { tool: 'create_investigation', args: () => ({ title: 'Who may open one?' }), needs: 'investigation:write' },
   { tool: 'write_report', args: () => ({ title: 'Who may write one?' }), needs: 'report:write' },
-  { tool: 'merge_concepts', args: () => ({ concept_id: random(), concept_ids: [random()] }), needs: 'concept:write' },
+  {
+    tool: 'merge_concepts',
+    args: () => ({ concept_id: random(), concept_ids: [random()], confirm: true }),
+    needs: 'concept:write',
+  },
   {
     tool: 'split_concept',
-    args: (role) => ({ concept_id: random(), canonical_name: `Split by the ${role}` }),
+    args: (role) => ({ concept_id: random(), canonical_name: `Split by the ${role}`, confirm: true }),
     needs: 'concept:write',
   },
   { tool: 'process_source', args: () => ({ source_id: random() }), needs: 'fact:write' },
   { tool: 'annotate_report', args: () => ({ report_id: random() }), needs: 'report:write' },
   ...Object.entries(KINDS).flatMap(([kind, [needs, changes]]) => [
     { tool: 'update', args: () => ({ kind, id: random(), concept_id: random(), changes }), needs },
-    { tool: 'delete', args: () => ({ kind, id: random(), concept_id: random() }), needs },
+    { tool: 'delete', args: () => ({ kind, id: random(), concept_id: random(), confirm: true }), needs },
   ]),
 ]
 
@@ -121,7 +127,9 @@ describe(`every MCP tool across the role matrix (${BACKEND})`, () => {
           else if (held.has(needs)) {
             expect(seen).toEqual({
               ...seen,
-              text: expect.not.stringMatching(/^(permission denied|insufficient scope|Input validation error)/),
+              text: expect.not.stringMatching(
+                /^(permission denied|insufficient scope|Input validation error|\w+ needs the person's confirmation)/,
+              ),
             })
           }
           // The roles named are checked in tests/http/refusals.test.ts.
@@ -135,6 +143,42 @@ describe(`every MCP tool across the role matrix (${BACKEND})`, () => {
               ),
             })
         }
+      } finally {
+        await client.close()
+      }
+    })
+  }
+
+  for (const role of ['repoadmin', 'editor', 'curator', 'viewer', 'stranger'] as const) {
+    test(`${role}: resources/read of each template, resources/list and completion decide as the read tools do`, async () => {
+      const held = new Set<string>(role === 'stranger' ? [] : ROLES[role].permissions)
+      const client = await conversation(`${server.url}/api/v1/mcp`, users[role].token)
+      try {
+        for (const kind of RESOURCE_KINDS) {
+          const uri = kind.template
+            .replace('{repository}', repository.slug)
+            .replace('{id}', random())
+            .replace('{n}', '0')
+          const refusal = String(await rejectionOf(client.readResource({ uri })))
+          const seen = { uri: kind.template, refusal }
+          if (role === 'stranger')
+            expect(seen).toEqual({ ...seen, refusal: expect.stringContaining('repository not found') })
+          else if (held.has(kind.permission))
+            expect(seen).toEqual({
+              ...seen,
+              refusal: expect.stringContaining(`${kind.name.replace('_', ' ')} not found`),
+            })
+          else
+            expect(seen).toEqual({ ...seen, refusal: expect.stringContaining(`permission denied: ${kind.permission}`) })
+        }
+        const listed = (await client.listResources()).resources.map((r) => r.uri.split('/')[3])
+        const readable = RESOURCE_KINDS.filter((k) => held.has(k.permission) && !k.template.includes('{n}'))
+        expect(new Set(listed)).toEqual(new Set(readable.map((k) => k.template.split('/')[3])))
+        const slugs = await client.complete({
+          ref: { type: 'ref/resource', uri: 'kgs://{repository}/facts/{id}' },
+          argument: { name: 'repository', value: repository.slug },
+        })
+        expect(slugs.completion.values).toEqual(role === 'stranger' ? [] : [repository.slug])
       } finally {
         await client.close()
       }
