@@ -217,6 +217,8 @@ describe(`merging and splitting concepts (${BACKEND})`, () => {
       repository: repo.slug,
       concept_id: kettle,
       concept_ids: [kettle],
+      // The person's confirmation, which this client cannot ask for (tests/mcp/confirmation.test.ts).
+      confirm: true,
     })
     expect(refused).toMatchObject({
       isError: true,
@@ -228,6 +230,7 @@ describe(`merging and splitting concepts (${BACKEND})`, () => {
       repository: repo.slug,
       concept_id: kettle,
       concept_ids: [boiler],
+      confirm: true,
     })
     expect(merged.isError ?? false).toBe(false)
     expect(merged.structuredContent).toMatchObject({
@@ -241,6 +244,7 @@ describe(`merging and splitting concepts (${BACKEND})`, () => {
       canonical_name: 'Boiler',
       fact_ids: [boils],
       aliases: ['Water boiler'],
+      confirm: true,
     })
     expect(split.isError ?? false).toBe(false)
     expect(split.structuredContent).toMatchObject({
