@@ -100,10 +100,13 @@ class Progress {
     }
     const percent = job?.progress.percent ?? 0
     const filled = Math.round((percent / 100) * BAR_WIDTH)
-    const bar = ` [${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${String(Math.round(percent)).padStart(3)}% ${phase}`
-    // Cut to the terminal's width from the start (the name goes first): a wrapped line would break the redrawing.
+    const gauge = ` [${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${String(Math.round(percent)).padStart(3)}% `
+    // Cut to the terminal's width: a wrapped line would break the redrawing. The name goes first,
+    // from its start; a phase too long for what is left after the bar is cut at its end.
     const width = Math.max(10, (this.out.columns || 80) - 1)
-    const line = `${name}${bar}`
+    const room = width - gauge.length - 1
+    const label = phase.length > room ? `${phase.slice(0, Math.max(0, room - 1))}…` : phase
+    const line = `${name}${gauge}${label}`
     this.active.set(name, line.length > width ? `…${line.slice(-(width - 1))}` : line)
     this.redraw()
   }
