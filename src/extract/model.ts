@@ -5,14 +5,14 @@
 // The client's own retries are off (maxRetries: 0) and this module retries instead: openai v6
 // sleeps for whatever Retry-After says, without a ceiling and without listening to the caller's
 // abort signal while it sleeps, so a job could neither be cancelled nor bounded in a wait; and
-// here every attempt is counted as a call. The document's text only ever travels as a JSON string
-// between delimiters that the system prompt declares to be data.
+// here every attempt is counted as a call (how a call fails, waits and spends: model-calls.ts).
+// The document's text only ever travels as a JSON string between delimiters that the system
+// prompt declares to be data.
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai'
+import OpenAI, { APIConnectionError, APIError } from 'openai'
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions'
 import { conceptKey, normalizeFactText } from '../graph/rules.ts'
-import { statusSummary, withoutUserinfo } from '../redact.ts'
 import {
   type ExtractChunk,
   type ExtractedConcept,
@@ -32,6 +32,16 @@ import summarySystemTemplate from './prompts/summary.system.md' with { type: 'te
 import summaryUserTemplate from './prompts/summary.user.md' with { type: 'text' }
 import { citationProblem } from './summaries.ts'
 import { eachBounded } from './bounded.ts'
+import {
+  brokenSetup,
+  callFailure,
+  ChunkFailure,
+  estimatedTokens,
+  namedWaitMs,
+  retryableStatus,
+  Spending,
+  wait,
+} from './model-calls.ts'
 
 /** Config['llm']: where the model is and what bounds the work on one source. */
 export interface ModelSettings {
@@ -136,59 +146,6 @@ export const MODEL_DESCRIPTION = Object.freeze({
 
 type ResponseFormat = 'json_schema' | 'json_object'
 
-/** A chunk's extraction (or a summary) failed: the message says why, for the job's answer, and never holds the key. */
-class ChunkFailure extends Error {}
-
-const wait = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason)
-    const onAbort = () => {
-      clearTimeout(timer)
-      reject(signal!.reason)
-    }
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort)
-      resolve()
-    }, ms)
-    signal?.addEventListener('abort', onAbort, { once: true })
-  })
-
-/** The wait an answer names: `retry-after-ms` (OpenAI's), else `Retry-After` in seconds or as an HTTP date. */
-function namedWaitMs(headers: Headers | undefined): number | undefined {
-  const ms = Number.parseFloat(headers?.get('retry-after-ms') ?? '')
-  if (Number.isFinite(ms) && ms >= 0) return ms
-  const retryAfter = headers?.get('retry-after')
-  if (!retryAfter) return undefined
-  const seconds = Number.parseFloat(retryAfter)
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
-  const date = Date.parse(retryAfter)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
-}
-
-const retryableStatus = (status: number) => status === 408 || status === 409 || status === 429 || status >= 500
-/** A status that every other call would meet too: the chunks after it fail without calling. */
-const brokenSetup = (status: number) => status === 401 || status === 403 || status === 404
-
-/** An error `code` the endpoint sent, when it is an identifier (its `message` is never passed on: it may quote the key or the request). */
-const errorCode = (error: APIError) =>
-  typeof error.code === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(error.code) ? ` (${error.code})` : ''
-
-const times = (n: number) => (n === 1 ? 'once' : `${n} times`)
-
-function callFailure(error: unknown, attempts: number, timeoutMs: number): ChunkFailure {
-  if (error instanceof APIConnectionTimeoutError)
-    return new ChunkFailure(`the model endpoint gave no answer within ${timeoutMs / 1000} s, ${times(attempts)}`)
-  if (error instanceof APIConnectionError) {
-    const cause = error.cause instanceof Error ? `: ${withoutUserinfo(error.cause.message)}` : ''
-    return new ChunkFailure(`the model endpoint could not be reached, ${times(attempts)}${cause}`)
-  }
-  if (error instanceof APIError && error.status !== undefined)
-    return new ChunkFailure(
-      `the model endpoint answered ${statusSummary(error.status)}${errorCode(error)}${attempts > 1 ? `, ${times(attempts)}` : ''}`,
-    )
-  return new ChunkFailure(`the call to the model endpoint failed: ${withoutUserinfo(String(error))}`)
-}
-
 /** Data as a user message carries it: JSON in which `<` and `>` are escaped, so no text of it closes the delimiters. */
 const quotedData = (value: unknown) => JSON.stringify(value).replaceAll('<', '\\u003c').replaceAll('>', '\\u003e')
 
@@ -248,28 +205,6 @@ function checkAnswer(content: string): { answer: ChunkAnswer } | { problem: stri
     }
   }
   return { answer }
-}
-
-/** Estimated when an endpoint reports no usage: about four characters a token. */
-const estimatedTokens = (text: string) => Math.ceil(text.length / 4)
-
-/** One extraction's calls and tokens, and the budget they are held to. */
-class Spending {
-  readonly usage = { calls: 0, inputTokens: 0, outputTokens: 0 }
-  /** Set by an answer every call would get (401, 403, 404): the calls after it are not made. */
-  broken: ChunkFailure | undefined
-  constructor(private readonly budget: number) {}
-
-  /** Before each call: throws when the budget is spent. */
-  beforeCall(): void {
-    if (this.broken) throw this.broken
-    const spent = this.usage.inputTokens + this.usage.outputTokens
-    if (this.budget > 0 && spent >= this.budget)
-      throw new ChunkFailure(
-        `the token budget of ${this.budget} tokens per source (LLM_MAX_TOKENS_PER_SOURCE) is spent`,
-      )
-    this.usage.calls++
-  }
 }
 
 /** The part of one chunk's answer the extraction keeps. */
